@@ -1,0 +1,25 @@
+// Structured logging: one JSON object per line on stderr
+// ({"ts":"…","level":"info","msg":"…", "key":"value", …}). Thread-safe.
+#ifndef MARIPOSA_COMMON_LOG_H_
+#define MARIPOSA_COMMON_LOG_H_
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "absl/strings/string_view.h"
+
+namespace mariposa {
+
+using LogField = std::pair<absl::string_view, std::string>;
+
+void LogInfo(absl::string_view msg, std::initializer_list<LogField> fields = {});
+void LogWarn(absl::string_view msg, std::initializer_list<LogField> fields = {});
+void LogError(absl::string_view msg, std::initializer_list<LogField> fields = {});
+
+// JSON string escaping (quotes included).
+std::string JsonQuote(absl::string_view s);
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_COMMON_LOG_H_
