@@ -1,5 +1,7 @@
 #include "common/log.h"
 
+#include "common/value.h"
+
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -17,35 +19,14 @@ void Emit(absl::string_view level, absl::string_view msg,
   std::string line = absl::StrCat(
       "{\"ts\":",
       JsonQuote(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone())),
-      ",\"level\":\"", level, "\",\"msg\":", JsonQuote(msg));
-  for (const auto& f : fields) absl::StrAppend(&line, ",", JsonQuote(f.first), ":", JsonQuote(f.second));
+      ",\"level\":\"", level, "\",\"msg\":", JsonQuote(std::string(msg)));
+  for (const auto& f : fields) absl::StrAppend(&line, ",", JsonQuote(std::string(f.first)), ":", JsonQuote(f.second));
   line += "}\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }
 
 }  // namespace
-
-std::string JsonQuote(absl::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  out += "\"";
-  return out;
-}
 
 void LogInfo(absl::string_view msg, std::initializer_list<LogField> fields) { Emit("info", msg, fields); }
 void LogWarn(absl::string_view msg, std::initializer_list<LogField> fields) { Emit("warn", msg, fields); }

@@ -17,9 +17,6 @@ void LogInfo(absl::string_view msg, std::initializer_list<LogField> fields = {})
 void LogWarn(absl::string_view msg, std::initializer_list<LogField> fields = {});
 void LogError(absl::string_view msg, std::initializer_list<LogField> fields = {});
 
-// JSON string escaping (quotes included).
-std::string JsonQuote(absl::string_view s);
-
 }  // namespace mariposa
 
 #endif  // MARIPOSA_COMMON_LOG_H_

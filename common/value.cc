@@ -1,0 +1,187 @@
+#include "common/value.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace mariposa {
+
+Value Value::Str(std::string s) { Value v; v.kind_ = Kind::kString; v.str_ = std::move(s); return v; }
+Value Value::Int(int64_t i) { Value v; v.kind_ = Kind::kInt; v.int_ = i; return v; }
+Value Value::Double(double d) { Value v; v.kind_ = Kind::kDouble; v.double_ = d; return v; }
+Value Value::Bool(bool b) { Value v; v.kind_ = Kind::kBool; v.bool_ = b; return v; }
+Value Value::Map() { Value v; v.kind_ = Kind::kMap; return v; }
+Value Value::List() { Value v; v.kind_ = Kind::kList; return v; }
+
+Value& Value::Set(const std::string& key, Value v) {
+  for (auto& e : entries_) {
+    if (e.first == key) { e.second = std::move(v); return *this; }
+  }
+  entries_.emplace_back(key, std::move(v));
+  return *this;
+}
+
+Value& Value::Add(Value v) {
+  items_.push_back(std::move(v));
+  return *this;
+}
+
+std::string JsonQuote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) out += absl::StrFormat("\\u%04x", c);
+        else out.push_back(static_cast<char>(c));
+    }
+  }
+  return out + "\"";
+}
+
+namespace {
+
+std::string FormatDouble(double d) {
+  if (!std::isfinite(d)) return "0";
+  std::string s = absl::StrFormat("%.6g", d);
+  return s;
+}
+
+// A YAML scalar that reads back as the same string: plain when safe, else
+// double-quoted with JSON escapes (valid YAML).
+std::string YamlScalar(const std::string& s) {
+  if (s.empty()) return "\"\"";
+  bool plain = true;
+  static const char* kSpecial = ":#{}[],&*!|>'\"%@`\\";
+  if (absl::ascii_isspace(static_cast<unsigned char>(s.front())) ||
+      absl::ascii_isspace(static_cast<unsigned char>(s.back())) || s.front() == '-' ||
+      s.front() == '?' || s.front() == '~') {
+    plain = false;
+  }
+  for (unsigned char c : s) {
+    if (c < 0x20 || c >= 0x7f || std::strchr(kSpecial, c) != nullptr) { plain = false; break; }
+  }
+  if (plain) {
+    // Words and numbers YAML would read as something other than a string.
+    std::string lower = absl::AsciiStrToLower(s);
+    static const char* kWords[] = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"};
+    for (const char* w : kWords) if (lower == w) plain = false;
+    bool numeric = true;
+    for (char c : s) if (!(absl::ascii_isdigit(c) || c == '.' || c == '+' || c == 'e' || c == 'E')) numeric = false;
+    if (numeric) plain = false;
+  }
+  return plain ? s : JsonQuote(s);
+}
+
+}  // namespace
+
+void Value::WriteJson(std::string* out, bool pretty, int indent) const {
+  std::string pad = pretty ? "\n" + std::string(2 * (indent + 1), ' ') : "";
+  std::string endpad = pretty ? "\n" + std::string(2 * indent, ' ') : "";
+  switch (kind_) {
+    case Kind::kNull: *out += "null"; break;
+    case Kind::kString: *out += JsonQuote(str_); break;
+    case Kind::kInt: absl::StrAppend(out, int_); break;
+    case Kind::kDouble: *out += FormatDouble(double_); break;
+    case Kind::kBool: *out += bool_ ? "true" : "false"; break;
+    case Kind::kMap: {
+      if (entries_.empty()) { *out += "{}"; break; }
+      *out += "{";
+      bool first = true;
+      for (const auto& e : entries_) {
+        if (!first) *out += ",";
+        first = false;
+        *out += pad + JsonQuote(e.first) + (pretty ? ": " : ":");
+        e.second.WriteJson(out, pretty, indent + 1);
+      }
+      *out += endpad + "}";
+      break;
+    }
+    case Kind::kList: {
+      if (items_.empty()) { *out += "[]"; break; }
+      *out += "[";
+      bool first = true;
+      for (const auto& i : items_) {
+        if (!first) *out += ",";
+        first = false;
+        *out += pad;
+        i.WriteJson(out, pretty, indent + 1);
+      }
+      *out += endpad + "]";
+      break;
+    }
+  }
+}
+
+std::string Value::ToJson(bool pretty) const {
+  std::string out;
+  WriteJson(&out, pretty, 0);
+  return out;
+}
+
+// Block-style YAML. `indent` is the indentation of this node's entries.
+void Value::WriteYaml(std::string* out, int indent, bool in_list) const {
+  std::string pad(2 * indent, ' ');
+  switch (kind_) {
+    case Kind::kMap: {
+      if (entries_.empty()) { *out += " {}\n"; return; }
+      bool first = true;
+      if (!in_list) *out += "\n";
+      for (const auto& e : entries_) {
+        // The first entry of a map inside a list shares the "- " line.
+        if (!(in_list && first)) *out += pad;
+        first = false;
+        *out += YamlScalar(e.first) + ":";
+        e.second.WriteYaml(out, indent + 1, false);
+      }
+      return;
+    }
+    case Kind::kList: {
+      if (items_.empty()) { *out += " []\n"; return; }
+      if (!in_list) *out += "\n";
+      bool first = true;
+      for (const auto& i : items_) {
+        if (!(in_list && first)) *out += pad;
+        first = false;
+        *out += "- ";
+        if (i.kind_ == Kind::kMap || i.kind_ == Kind::kList) {
+          if (i.empty()) {
+            *out += i.kind_ == Kind::kMap ? "{}\n" : "[]\n";
+          } else {
+            i.WriteYaml(out, indent + 1, true);
+          }
+        } else {
+          std::string scalar;
+          i.WriteYaml(&scalar, indent + 1, true);
+          *out += scalar.substr(1);  // drop the leading space
+        }
+      }
+      return;
+    }
+    case Kind::kNull: *out += " null\n"; return;
+    case Kind::kString: *out += " " + YamlScalar(str_) + "\n"; return;
+    case Kind::kInt: absl::StrAppend(out, " ", int_, "\n"); return;
+    case Kind::kDouble: *out += " " + FormatDouble(double_) + "\n"; return;
+    case Kind::kBool: *out += bool_ ? " true\n" : " false\n"; return;
+  }
+}
+
+std::string Value::ToYaml() const {
+  std::string out;
+  if (kind_ == Kind::kMap || kind_ == Kind::kList) {
+    if (empty()) return kind_ == Kind::kMap ? "{}\n" : "[]\n";
+    WriteYaml(&out, 0, true);
+    return out;
+  }
+  WriteYaml(&out, 0, false);
+  return out.substr(1);
+}
+
+}  // namespace mariposa

@@ -1,0 +1,64 @@
+// A small ordered document tree (string, integer, number, bool, map, list)
+// with deterministic YAML and JSON output; the canonical manifest and the
+// CLI's -o json|yaml are both written through it.
+#ifndef MARIPOSA_COMMON_VALUE_H_
+#define MARIPOSA_COMMON_VALUE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mariposa {
+
+class Value {
+ public:
+  enum class Kind { kNull, kString, kInt, kDouble, kBool, kMap, kList };
+
+  Value() = default;
+  static Value Str(std::string s);
+  static Value Int(int64_t i);
+  static Value Double(double d);
+  static Value Bool(bool b);
+  static Value Map();
+  static Value List();
+
+  Kind kind() const { return kind_; }
+  const std::string& str() const { return str_; }
+  int64_t int_value() const { return int_; }
+  double double_value() const { return double_; }
+  bool bool_value() const { return bool_; }
+  // Map entries keep insertion order (callers insert sorted when order matters).
+  const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
+  const std::vector<Value>& items() const { return items_; }
+
+  // For maps: appends key (replacing an existing one). Returns *this.
+  Value& Set(const std::string& key, Value v);
+  // For lists: appends.
+  Value& Add(Value v);
+  bool empty() const { return entries_.empty() && items_.empty(); }
+
+  std::string ToJson(bool pretty = false) const;
+  std::string ToYaml() const;
+
+ private:
+  void WriteJson(std::string* out, bool pretty, int indent) const;
+  void WriteYaml(std::string* out, int indent, bool in_list) const;
+
+  Kind kind_ = Kind::kNull;
+  std::string str_;
+  int64_t int_ = 0;
+  double double_ = 0;
+  bool bool_ = false;
+  std::vector<std::pair<std::string, Value>> entries_;
+  std::vector<Value> items_;
+};
+
+// JSON string escaping, quotes included.
+std::string JsonQuote(const std::string& s);
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_COMMON_VALUE_H_

@@ -1,0 +1,1024 @@
+#include "projects/manifest.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <regex>
+#include <set>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/ids.h"
+#include "common/value.h"
+#include "projects/interpolate.h"
+
+namespace mariposa {
+
+std::string ManifestDiagnostic::ToString() const {
+  std::string loc = absl::StrCat(file, ":", line, ":", column, ": ");
+  if (path.empty()) return loc + message;
+  return absl::StrCat(loc, path, ": ", message);
+}
+
+std::string PlacementRule::ToString() const {
+  return absl::StrCat(key, equal ? "==" : "!=", soft ? "~" : "", value);
+}
+
+absl::Status DiagnosticsToStatus(const std::vector<ManifestDiagnostic>& errors) {
+  if (errors.empty()) return absl::OkStatus();
+  std::vector<std::string> lines;
+  for (const auto& e : errors) lines.push_back(e.ToString());
+  return absl::InvalidArgumentError(absl::StrCat(
+      errors.size() == 1 ? "1 error" : absl::StrCat(errors.size(), " errors"),
+      " in manifest, nothing was changed:\n", absl::StrJoin(lines, "\n")));
+}
+
+absl::StatusOr<absl::Duration> ParseManifestDuration(absl::string_view s) {
+  s = absl::StripAsciiWhitespace(s);
+  int64_t secs;
+  if (absl::SimpleAtoi(s, &secs)) {
+    if (secs < 0) return absl::InvalidArgumentError("must not be negative");
+    return absl::Seconds(secs);
+  }
+  absl::Duration d;
+  bool units_ok = !s.empty() && absl::ascii_isdigit(s[0]);
+  if (!units_ok || !absl::ParseDuration(s, &d) || d == absl::InfiniteDuration() || d < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", s, "\" is not a duration (write e.g. 500ms, 10s, 5m, 1h)"));
+  }
+  return d;
+}
+
+std::string FormatManifestDuration(absl::Duration d) { return absl::FormatDuration(d); }
+
+std::string FormatManifestSize(int64_t bytes) {
+  static const std::pair<char, int> kUnits[] = {{'t', 40}, {'g', 30}, {'m', 20}, {'k', 10}};
+  for (const auto& u : kUnits) {
+    int64_t unit = int64_t{1} << u.second;
+    if (bytes != 0 && bytes % unit == 0) return absl::StrCat(bytes / unit, std::string(1, u.first));
+  }
+  return absl::StrCat(bytes / 1024, "k");
+}
+
+absl::StatusOr<int64_t> ParseManifestSize(absl::string_view s) {
+  std::string t = absl::AsciiStrToLower(absl::StripAsciiWhitespace(s));
+  auto bad = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", s, "\" is not a size (write e.g. 512m, 4g; binary units)"));
+  };
+  if (absl::EndsWith(t, "ib")) t.resize(t.size() - 2);
+  else if (absl::EndsWith(t, "b") && t.size() > 1 && !absl::ascii_isdigit(t[t.size() - 2])) t.resize(t.size() - 1);
+  int64_t mult = 1 << 20;  // bare integers are MiB
+  if (!t.empty() && absl::ascii_isalpha(t.back())) {
+    switch (t.back()) {
+      case 'k': mult = int64_t{1} << 10; break;
+      case 'm': mult = int64_t{1} << 20; break;
+      case 'g': mult = int64_t{1} << 30; break;
+      case 't': mult = int64_t{1} << 40; break;
+      default: return bad();
+    }
+    t.pop_back();
+  }
+  int64_t n;
+  if (!absl::SimpleAtoi(t, &n) || n < 0 || n > (int64_t{1} << 62) / mult) return bad();
+  return n * mult;
+}
+
+namespace {
+
+const std::set<std::string>& ReservedKeys() {
+  static const auto* k = new std::set<std::string>{"volumes", "cns", "triggers", "autoscale",
+                                                  "webhooks", "schedule", "containerpilot"};
+  return *k;
+}
+
+std::string KindName(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Null: return "empty";
+    default: return absl::StrCat("\"", n.Scalar(), "\"");
+  }
+}
+
+// Walks the YAML tree, filling a Manifest and collecting every error.
+class Parser {
+ public:
+  explicit Parser(const ParseOptions& opts) : opts_(opts) {}
+
+  ParseResult Run(absl::string_view text) {
+    ParseResult result;
+    YAML::Node root;
+    try {
+      root = YAML::Load(std::string(text));
+    } catch (const YAML::ParserException& e) {
+      Error(e.mark.line + 1, e.mark.column + 1, "", absl::StrCat("not valid YAML or JSON: ", e.msg));
+      result.errors = errors_;
+      return result;
+    } catch (const YAML::Exception& e) {
+      Error(1, 1, "", absl::StrCat("not valid YAML or JSON: ", e.what()));
+      result.errors = errors_;
+      return result;
+    }
+    try {
+      ParseRoot(root);
+    } catch (const YAML::Exception& e) {
+      Error(e.mark.line + 1, e.mark.column + 1, "", absl::StrCat("cannot read manifest: ", e.msg));
+    }
+    if (errors_.empty()) {
+      m_.warnings = warnings_;
+      result.manifest = std::move(m_);
+    }
+    result.errors = std::move(errors_);
+    return result;
+  }
+
+ private:
+  using Fields = std::map<std::string, std::function<void(const YAML::Node&, const std::string&)>>;
+
+  void Error(int line, int col, const std::string& path, const std::string& msg) {
+    errors_.push_back(ManifestDiagnostic{opts_.filename, line, col, path, msg});
+  }
+  void Error(const YAML::Node& n, const std::string& path, const std::string& msg) {
+    YAML::Mark mk = n.Mark();
+    Error(mk.line >= 0 ? mk.line + 1 : 1, mk.column >= 0 ? mk.column + 1 : 1, path, msg);
+  }
+  void Warn(const YAML::Node& n, const std::string& path, const std::string& msg) {
+    YAML::Mark mk = n.Mark();
+    warnings_.push_back(ManifestDiagnostic{opts_.filename, mk.line >= 0 ? mk.line + 1 : 1,
+                                           mk.column >= 0 ? mk.column + 1 : 1, path, msg});
+  }
+  static std::string Join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : absl::StrCat(path, ".", key);
+  }
+
+  // Dispatches each key of map `n` to its handler; unknown keys are errors,
+  // RFD 36 keys not run yet are stored with a warning, duplicates are errors.
+  // `aliases` maps an alias to its key; using both is an error.
+  void ParseMap(const YAML::Node& n, const std::string& path, const Fields& fields,
+                const std::map<std::string, std::string>& aliases = {},
+                std::map<std::string, std::string>* reserved = nullptr) {
+    if (!n.IsMap()) {
+      Error(n, path, absl::StrCat("must be a map, not ", KindName(n)));
+      return;
+    }
+    std::map<std::string, std::string> seen;  // canonical key -> as written
+    for (const auto& kv : n) {
+      const YAML::Node& k = kv.first;
+      if (!k.IsScalar()) {
+        Error(k, path, "keys must be plain strings");
+        continue;
+      }
+      std::string key = k.Scalar();
+      std::string canon = key;
+      auto al = aliases.find(key);
+      if (al != aliases.end()) canon = al->second;
+      std::string p = Join(path, key);
+      auto prev = seen.find(canon);
+      if (prev != seen.end()) {
+        if (prev->second == key) {
+          Error(k, p, "duplicate key");
+        } else {
+          Error(k, p, absl::StrCat("\"", key, "\" and \"", prev->second,
+                                   "\" mean the same; keep one"));
+        }
+        continue;
+      }
+      seen[canon] = key;
+      auto f = fields.find(canon);
+      if (f != fields.end()) {
+        f->second(kv.second, p);
+      } else if (reserved != nullptr && ReservedKeys().count(key)) {
+        (*reserved)[key] = YAML::Dump(kv.second);
+        Warn(k, p, absl::StrCat("accepted and stored, but Mariposa does not act on \"", key, "\" yet"));
+      } else {
+        std::vector<std::string> known;
+        for (const auto& kv : fields) known.push_back(kv.first);
+        for (const auto& kv : aliases) known.push_back(kv.first);
+        std::sort(known.begin(), known.end());
+        Error(k, p, absl::StrCat("unknown key \"", key, "\"; expected one of: ", absl::StrJoin(known, ", ")));
+      }
+    }
+  }
+
+  bool Scalar(const YAML::Node& n, const std::string& path, std::string* out) {
+    if (!n.IsScalar()) {
+      Error(n, path, absl::StrCat("must be a single value, not ", KindName(n)));
+      return false;
+    }
+    *out = n.Scalar();
+    return true;
+  }
+
+  void String(const YAML::Node& n, const std::string& path, std::string* out, bool templated = false) {
+    if (Scalar(n, path, out) && templated) Template(n, path, *out);
+  }
+
+  void Template(const YAML::Node& n, const std::string& path, const std::string& text) {
+    if (text.find("{{") == std::string::npos && text.find("}}") == std::string::npos) return;
+    auto vars = ParseTemplate(text);
+    if (!vars.ok()) {
+      Error(n, path, std::string(vars.status().message()));
+      return;
+    }
+    YAML::Mark mk = n.Mark();
+    m_.templates.push_back(TemplateUse{path, mk.line + 1, mk.column + 1, text});
+  }
+
+  void Int(const YAML::Node& n, const std::string& path, int64_t* out, int64_t min, int64_t max) {
+    std::string s;
+    if (!Scalar(n, path, &s)) return;
+    int64_t v;
+    if (!absl::SimpleAtoi(s, &v)) {
+      Error(n, path, absl::StrCat("\"", s, "\" is not a whole number"));
+      return;
+    }
+    if (v < min || v > max) {
+      Error(n, path, absl::StrCat(v, " is out of range ", min, "..", max));
+      return;
+    }
+    *out = v;
+  }
+  void Int(const YAML::Node& n, const std::string& path, int* out, int64_t min, int64_t max) {
+    int64_t v = *out;
+    Int(n, path, &v, min, max);
+    *out = static_cast<int>(v);
+  }
+
+  void Bool(const YAML::Node& n, const std::string& path, bool* out) {
+    std::string s;
+    if (!Scalar(n, path, &s)) return;
+    std::string l = absl::AsciiStrToLower(s);
+    if (l == "true" || l == "yes" || l == "on") *out = true;
+    else if (l == "false" || l == "no" || l == "off") *out = false;
+    else Error(n, path, absl::StrCat("\"", s, "\" is not true or false"));
+  }
+
+  void Duration(const YAML::Node& n, const std::string& path, absl::Duration* out, bool positive = true) {
+    std::string s;
+    if (!Scalar(n, path, &s)) return;
+    auto d = ParseManifestDuration(s);
+    if (!d.ok()) {
+      Error(n, path, std::string(d.status().message()));
+    } else if (positive && *d <= absl::ZeroDuration()) {
+      Error(n, path, "must be longer than 0s");
+    } else {
+      *out = *d;
+    }
+  }
+
+  void Size(const YAML::Node& n, const std::string& path, std::optional<int64_t>* out) {
+    std::string s;
+    if (!Scalar(n, path, &s)) return;
+    auto v = ParseManifestSize(s);
+    if (!v.ok()) Error(n, path, std::string(v.status().message()));
+    else *out = *v;
+  }
+
+  void OneOf(const YAML::Node& n, const std::string& path, std::string* out,
+             const std::vector<std::string>& allowed) {
+    std::string s;
+    if (!Scalar(n, path, &s)) return;
+    if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+      Error(n, path, absl::StrCat("\"", s, "\" is not one of: ", absl::StrJoin(allowed, ", ")));
+      return;
+    }
+    *out = s;
+  }
+
+  // A map of strings, or a list of "K=V" strings.
+  void StringMap(const YAML::Node& n, const std::string& path, std::map<std::string, std::string>* out,
+                 bool templated) {
+    if (n.IsNull()) return;
+    if (n.IsSequence()) {
+      for (size_t i = 0; i < n.size(); ++i) {
+        const YAML::Node& item = n[i];
+        std::string p = absl::StrCat(path, "[", i, "]");
+        std::string s;
+        if (!Scalar(item, p, &s)) continue;
+        size_t eq = s.find('=');
+        if (eq == std::string::npos || eq == 0) {
+          Error(item, p, absl::StrCat("\"", s, "\" is not KEY=VALUE"));
+          continue;
+        }
+        std::string key = s.substr(0, eq);
+        if (out->count(key)) {
+          Error(item, p, absl::StrCat("\"", key, "\" is given twice"));
+          continue;
+        }
+        (*out)[key] = s.substr(eq + 1);
+        if (templated) Template(item, Join(path, key), (*out)[key]);
+      }
+      return;
+    }
+    if (!n.IsMap()) {
+      Error(n, path, absl::StrCat("must be a map or a list of KEY=VALUE, not ", KindName(n)));
+      return;
+    }
+    for (const auto& kv : n) {
+      std::string key;
+      if (!Scalar(kv.first, path, &key)) continue;
+      std::string p = Join(path, key);
+      if (out->count(key)) {
+        Error(kv.first, p, "duplicate key");
+        continue;
+      }
+      std::string v;
+      if (kv.second.IsNull()) {
+        v = "";
+      } else if (!Scalar(kv.second, p, &v)) {
+        continue;
+      }
+      (*out)[key] = v;
+      if (templated) Template(kv.second, p, v);
+    }
+  }
+
+  // A list of strings; a single scalar counts as a one-item list.
+  void StringList(const YAML::Node& n, const std::string& path, std::vector<std::string>* out) {
+    out->clear();
+    if (n.IsNull()) return;
+    if (n.IsScalar()) {
+      out->push_back(n.Scalar());
+      return;
+    }
+    if (!n.IsSequence()) {
+      Error(n, path, absl::StrCat("must be a list, not ", KindName(n)));
+      return;
+    }
+    for (size_t i = 0; i < n.size(); ++i) {
+      std::string s;
+      if (Scalar(n[i], absl::StrCat(path, "[", i, "]"), &s)) out->push_back(s);
+    }
+  }
+
+  // Meta defaults: scalars, nested maps flattened to dotted keys.
+  void Meta(const YAML::Node& n, const std::string& path, const std::string& prefix) {
+    if (n.IsNull()) return;
+    if (!n.IsMap()) {
+      Error(n, path, absl::StrCat("must be a map, not ", KindName(n)));
+      return;
+    }
+    for (const auto& kv : n) {
+      std::string key;
+      if (!Scalar(kv.first, path, &key)) continue;
+      std::string full = prefix.empty() ? key : absl::StrCat(prefix, ".", key);
+      std::string p = Join(path, key);
+      if (key.empty() || key.find_first_of(" \t{}") != std::string::npos) {
+        Error(kv.first, p, "meta keys must not be empty or contain spaces or braces");
+        continue;
+      }
+      if (kv.second.IsMap()) {
+        Meta(kv.second, p, full);
+      } else if (kv.second.IsSequence()) {
+        Error(kv.second, p, "meta values must be strings, numbers, booleans or maps, not a list");
+      } else {
+        if (m_.meta.count(full)) {
+          Error(kv.first, p, absl::StrCat("meta key \"", full, "\" is given twice"));
+          continue;
+        }
+        m_.meta[full] = kv.second.IsNull() ? "" : kv.second.Scalar();
+      }
+    }
+  }
+
+  void ParseRoot(const YAML::Node& root) {
+    if (!root.IsMap()) {
+      Error(root, "", absl::StrCat("a manifest must be a map with project:, services: …; got ", KindName(root)));
+      return;
+    }
+    const YAML::Node* project_node = nullptr;
+    const YAML::Node* groups_node = nullptr;
+    std::string groups_path;
+    Fields f;
+    YAML::Node project_copy, groups_copy;
+    f["project"] = [&](const YAML::Node& n, const std::string& p) {
+      project_copy = n;
+      project_node = &project_copy;
+      String(n, p, &m_.project);
+    };
+    f["description"] = [&](const YAML::Node& n, const std::string& p) { String(n, p, &m_.description); };
+    f["meta"] = [&](const YAML::Node& n, const std::string& p) { Meta(n, p, ""); };
+    f["deployment_groups"] = [&](const YAML::Node& n, const std::string& p) {
+      groups_copy = n;
+      groups_node = &groups_copy;
+      groups_path = p;
+    };
+    f["services"] = [&](const YAML::Node& n, const std::string& p) {
+      if (n.IsNull()) return;
+      if (!n.IsMap()) {
+        Error(n, p, absl::StrCat("must be a map of service name to definition, not ", KindName(n)));
+        return;
+      }
+      for (const auto& kv : n) {
+        std::string name;
+        if (!Scalar(kv.first, p, &name)) continue;
+        std::string sp = Join(p, name);
+        if (!IsDnsLabel(name)) {
+          Error(kv.first, sp, absl::StrCat("service name \"", name,
+                                            "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
+          continue;
+        }
+        if (m_.services.count(name)) {
+          Error(kv.first, sp, "duplicate service");
+          continue;
+        }
+        ServiceSpec svc;
+        svc.name = name;
+        ParseService(kv.second, sp, &svc);
+        m_.services[name] = std::move(svc);
+      }
+    };
+    ParseMap(root, "", f, {}, &m_.reserved);
+
+    if (!opts_.project_override.empty()) {
+      m_.project = opts_.project_override;
+      if (!IsDnsLabel(m_.project)) {
+        Error(1, 1, "project", absl::StrCat("project name \"", m_.project, "\" (from -j) is not a DNS label"));
+      }
+    } else if (project_node == nullptr) {
+      Error(1, 1, "project", "missing: add `project: NAME` or pass -j NAME");
+    } else if (!IsDnsLabel(m_.project)) {
+      Error(*project_node, "project", absl::StrCat("project name \"", m_.project,
+                                                   "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
+    }
+    if (groups_node != nullptr) Groups(*groups_node, groups_path);
+  }
+
+  void Groups(const YAML::Node& n, const std::string& path) {
+    if (n.IsNull()) return;
+    if (!n.IsMap()) {
+      Error(n, path, absl::StrCat("must be a map of group name to a list of services, not ", KindName(n)));
+      return;
+    }
+    std::map<std::string, std::string> member_of;
+    for (const auto& kv : n) {
+      std::string name;
+      if (!Scalar(kv.first, path, &name)) continue;
+      std::string gp = Join(path, name);
+      if (!IsDnsLabel(name)) {
+        Error(kv.first, gp, absl::StrCat("group name \"", name, "\" is not a DNS label"));
+        continue;
+      }
+      if (m_.deployment_groups.count(name)) {
+        Error(kv.first, gp, "duplicate group");
+        continue;
+      }
+      if (m_.services.count(name)) {
+        Error(kv.first, gp, absl::StrCat("\"", name, "\" is already a service name; groups and services share a namespace"));
+        continue;
+      }
+      std::vector<std::string> members;
+      StringList(kv.second, gp, &members);
+      std::vector<std::string> ok;
+      for (size_t i = 0; i < members.size(); ++i) {
+        const std::string& s = members[i];
+        const YAML::Node& at = kv.second.IsSequence() ? kv.second[i] : kv.second;
+        std::string ip = absl::StrCat(gp, "[", i, "]");
+        if (!m_.services.count(s)) {
+          Error(at, ip, absl::StrCat("no service named \"", s, "\" in this manifest"));
+        } else if (member_of.count(s)) {
+          Error(at, ip, absl::StrCat("service \"", s, "\" is already in group \"", member_of[s],
+                                     "\"; a service belongs to at most one group"));
+        } else if (std::find(ok.begin(), ok.end(), s) == ok.end()) {
+          member_of[s] = name;
+          ok.push_back(s);
+        }
+      }
+      if (members.empty()) Error(kv.second, gp, "a deployment group needs at least one service");
+      std::sort(ok.begin(), ok.end());
+      m_.deployment_groups[name] = ok;
+    }
+  }
+
+  void ParseService(const YAML::Node& n, const std::string& path, ServiceSpec* s) {
+    bool has_count = false, has_image = false;
+    YAML::Node count_node, servers_node;
+    Fields f;
+    f["service_type"] = [&](const YAML::Node& v, const std::string& p) {
+      std::string t;
+      if (!Scalar(v, p, &t)) return;
+      if (t == "scheduled" || t == "event") {
+        Error(v, p, absl::StrCat("service_type \"", t, "\" is not supported yet; only \"continuous\" services run"));
+      } else if (t != "continuous") {
+        Error(v, p, absl::StrCat("\"", t, "\" is not one of: continuous, scheduled, event"));
+      } else {
+        s->service_type = t;
+      }
+    };
+    f["compute_type"] = [&](const YAML::Node& v, const std::string& p) {
+      std::string t;
+      if (!Scalar(v, p, &t)) return;
+      static const std::map<std::string, std::pair<std::string, std::string>> kTypes = {
+          {"docker", {"docker", ""}},         {"infrastructure", {"infrastructure", ""}},
+          {"lx", {"infrastructure", "lx"}},   {"smartmachine", {"infrastructure", "joyent"}},
+          {"kvm", {"kvm", "kvm"}},            {"bhyve", {"kvm", "bhyve"}},
+          {"vm", {"kvm", ""}},                {"hvm", {"kvm", ""}},
+          {"agent", {"agent", ""}}};
+      auto ty = kTypes.find(t);
+      if (ty == kTypes.end()) {
+        Error(v, p, absl::StrCat("\"", t, "\" is not one of: docker, infrastructure (lx, smartmachine), kvm (bhyve, vm, hvm), agent"));
+        return;
+      }
+      s->compute_type = ty->second.first;
+      s->brand = ty->second.second;
+    };
+    f["image"] = [&](const YAML::Node& v, const std::string& p) {
+      has_image = true;
+      String(v, p, &s->image);
+      if (v.IsScalar() && (s->image.empty() || s->image.find_first_of(" \t") != std::string::npos)) {
+        Error(v, p, "must be name[@version], an image uuid or a docker reference, without spaces");
+      }
+    };
+    f["package"] = [&](const YAML::Node& v, const std::string& p) {
+      if (!s->package.empty()) {
+        Error(v, p, "package is given twice (here and in resources.package); keep one");
+        return;
+      }
+      String(v, p, &s->package);
+    };
+    f["resources"] = [&](const YAML::Node& v, const std::string& p) {
+      Fields rf;
+      rf["package"] = [&](const YAML::Node& x, const std::string& xp) {
+        if (!s->package.empty()) {
+          Error(x, xp, "package is given twice (here and in package:); keep one");
+          return;
+        }
+        String(x, xp, &s->package);
+      };
+      rf["memory"] = [&](const YAML::Node& x, const std::string& xp) { Size(x, xp, &s->memory_bytes); };
+      rf["disk"] = [&](const YAML::Node& x, const std::string& xp) { Size(x, xp, &s->disk_bytes); };
+      rf["cpu"] = [&](const YAML::Node& x, const std::string& xp) {
+        std::string t;
+        if (!Scalar(x, xp, &t)) return;
+        double d;
+        if (!absl::SimpleAtod(t, &d) || !std::isfinite(d) || d <= 0 || d > 1024) {
+          Error(x, xp, absl::StrCat("\"", t, "\" is not a cpu count between 0 and 1024"));
+          return;
+        }
+        s->cpu = d;
+      };
+      ParseMap(v, p, rf);
+    };
+    f["count"] = [&](const YAML::Node& v, const std::string& p) {
+      has_count = true;
+      count_node = v;
+      Int(v, p, &s->count, 0, 100000);
+    };
+    f["tags"] = [&](const YAML::Node& v, const std::string& p) {
+      StringMap(v, p, &s->tags, true);
+      for (const auto& kv : s->tags) {
+        if (absl::StartsWith(kv.first, "mariposa.")) {
+          Error(v, Join(p, kv.first), "tags starting with \"mariposa.\" are reserved for ownership tags");
+        }
+      }
+    };
+    f["placement"] = [&](const YAML::Node& v, const std::string& p) {
+      std::vector<std::string> rules;
+      StringList(v, p, &rules);
+      static const std::regex kRule(R"(^([A-Za-z0-9_.\-]+)(==|!=)(~?)(.+)$)");
+      for (size_t i = 0; i < rules.size(); ++i) {
+        const YAML::Node& at = v.IsSequence() ? v[i] : v;
+        std::string ip = absl::StrCat(p, "[", i, "]");
+        std::smatch mt;
+        std::string r(absl::StripAsciiWhitespace(rules[i]));
+        if (!std::regex_match(r, mt, kRule)) {
+          Error(at, ip, absl::StrCat("\"", rules[i], "\" is not a placement rule; write KEY==VALUE, KEY!=VALUE (hard) or KEY==~VALUE, KEY!=~VALUE (soft)"));
+          continue;
+        }
+        PlacementRule rule{mt[1], mt[2] == "==", mt[3] == "~", std::string(absl::StripAsciiWhitespace(std::string(mt[4])))};
+        if (rule.value.size() > 1 && rule.value.front() == '/' && rule.value.back() == '/') {
+          try {
+            std::regex re(rule.value.substr(1, rule.value.size() - 2));
+          } catch (const std::regex_error&) {
+            Error(at, ip, absl::StrCat("\"", rule.value, "\" is not a valid regular expression"));
+            continue;
+          }
+        }
+        Template(at, ip, rule.value);
+        s->placement.push_back(rule);
+      }
+    };
+    f["ports"] = [&](const YAML::Node& v, const std::string& p) {
+      if (!v.IsSequence()) {
+        Error(v, p, absl::StrCat("must be a list of port numbers, not ", KindName(v)));
+        return;
+      }
+      for (size_t i = 0; i < v.size(); ++i) {
+        int64_t port = 0;
+        size_t before = errors_.size();
+        Int(v[i], absl::StrCat(p, "[", i, "]"), &port, 1, 65535);
+        if (errors_.size() != before) continue;
+        if (std::find(s->ports.begin(), s->ports.end(), port) != s->ports.end()) {
+          Error(v[i], absl::StrCat(p, "[", i, "]"), absl::StrCat("port ", port, " is listed twice"));
+          continue;
+        }
+        s->ports.push_back(static_cast<int>(port));
+      }
+      std::sort(s->ports.begin(), s->ports.end());
+    };
+    f["environment"] = [&](const YAML::Node& v, const std::string& p) { StringMap(v, p, &s->environment, true); };
+    f["mdata"] = [&](const YAML::Node& v, const std::string& p) { StringMap(v, p, &s->mdata, true); };
+    f["command"] = [&](const YAML::Node& v, const std::string& p) {
+      if (v.IsSequence()) {
+        std::vector<std::string> parts;
+        StringList(v, p, &parts);
+        s->command = absl::StrJoin(parts, " ");
+        Template(v, p, s->command);
+      } else {
+        String(v, p, &s->command, true);
+      }
+    };
+    f["healthchecks"] = [&](const YAML::Node& v, const std::string& p) {
+      if (v.IsNull()) return;
+      if (!v.IsMap()) {
+        Error(v, p, absl::StrCat("must be a map of check name to check, not ", KindName(v)));
+        return;
+      }
+      for (const auto& kv : v) {
+        std::string name;
+        if (!Scalar(kv.first, p, &name)) continue;
+        std::string cp = Join(p, name);
+        if (!IsDnsLabel(name)) {
+          Error(kv.first, cp, absl::StrCat("check name \"", name, "\" is not a DNS label"));
+          continue;
+        }
+        if (s->healthchecks.count(name)) {
+          Error(kv.first, cp, "duplicate check");
+          continue;
+        }
+        HealthCheckSpec hc;
+        hc.name = name;
+        Check(kv.second, cp, &hc);
+        s->healthchecks[name] = hc;
+      }
+    };
+    f["start"] = [&](const YAML::Node& v, const std::string& p) {
+      Fields sf;
+      sf["parallelism"] = [&](const YAML::Node& x, const std::string& xp) { Int(x, xp, &s->start_parallelism, 1, 10000); };
+      sf["window"] = [&](const YAML::Node& x, const std::string& xp) { Duration(x, xp, &s->start_window, false); };
+      ParseMap(v, p, sf);
+    };
+    f["restart"] = [&](const YAML::Node& v, const std::string& p) {
+      Fields rf;
+      rf["condition"] = [&](const YAML::Node& x, const std::string& xp) {
+        std::vector<std::string> c;
+        StringList(x, xp, &c);
+        static const std::set<std::string> kOk = {"on-failure", "on-cn-restart", "always", "never"};
+        std::vector<std::string> good;
+        for (const auto& cond : c) {
+          if (!kOk.count(cond)) {
+            Error(x, xp, absl::StrCat("\"", cond, "\" is not one of: on-failure, on-cn-restart, always, never"));
+          } else if (std::find(good.begin(), good.end(), cond) == good.end()) {
+            good.push_back(cond);
+          }
+        }
+        if ((std::find(good.begin(), good.end(), "never") != good.end()) && good.size() > 1) {
+          Error(x, xp, "\"never\" cannot be combined with other conditions");
+        }
+        std::sort(good.begin(), good.end());
+        s->restart_condition = good;
+      };
+      rf["max_attempts"] = [&](const YAML::Node& x, const std::string& xp) { Int(x, xp, &s->restart_max_attempts, 0, 1000); };
+      rf["window"] = [&](const YAML::Node& x, const std::string& xp) { Duration(x, xp, &s->restart_window); };
+      ParseMap(v, p, rf);
+    };
+    f["stop"] = [&](const YAML::Node& v, const std::string& p) {
+      Fields sf;
+      sf["timeout"] = [&](const YAML::Node& x, const std::string& xp) { Duration(x, xp, &s->stop_timeout); };
+      sf["preserve_stopped"] = [&](const YAML::Node& x, const std::string& xp) {
+        OneOf(x, xp, &s->preserve_stopped, {"never", "on-failure", "always"});
+      };
+      ParseMap(v, p, sf);
+    };
+    f["update"] = [&](const YAML::Node& v, const std::string& p) {
+      Fields uf;
+      uf["rolling"] = [&](const YAML::Node& x, const std::string& xp) { Int(x, xp, &s->update_rolling, 1, 10000); };
+      uf["canary"] = [&](const YAML::Node& x, const std::string& xp) { Int(x, xp, &s->update_canary, 0, 100000); };
+      uf["max_surge"] = [&](const YAML::Node& x, const std::string& xp) { Int(x, xp, &s->update_max_surge, 0, 10000); };
+      uf["auto_rollback"] = [&](const YAML::Node& x, const std::string& xp) { Bool(x, xp, &s->update_auto_rollback); };
+      ParseMap(v, p, uf);
+    };
+    f["servers"] = [&](const YAML::Node& v, const std::string& p) {
+      servers_node = v;
+      ServerSelector sel;
+      Fields sf;
+      sf["select"] = [&](const YAML::Node& x, const std::string& xp) {
+        if (x.IsScalar()) {
+          OneOf(x, xp, &sel.select, {"all", "headnode"});
+        } else {
+          StringList(x, xp, &sel.servers);
+          sel.select = "list";
+          if (sel.servers.empty()) Error(x, xp, "an empty server list selects nothing; use all, headnode or a list");
+          std::sort(sel.servers.begin(), sel.servers.end());
+        }
+      };
+      sf["exclude"] = [&](const YAML::Node& x, const std::string& xp) {
+        StringList(x, xp, &sel.exclude);
+        std::sort(sel.exclude.begin(), sel.exclude.end());
+      };
+      ParseMap(v, p, sf);
+      s->servers = sel;
+    };
+    ParseMap(n, path, f, {{"scale", "count"}, {"labels", "tags"}, {"affinity", "placement"}}, &s->reserved);
+    if (!n.IsMap()) return;
+
+    if (!has_image) Error(n, Join(path, "image"), "missing: every service needs an image (name[@version], uuid or docker reference)");
+    if (s->compute_type == "agent") {
+      if (has_count) Error(count_node, Join(path, "count"), "agents run one instance per selected server; use servers: instead of count");
+      s->count = 0;
+      if (!s->servers) s->servers = ServerSelector{};
+    } else if (s->servers) {
+      Error(servers_node, Join(path, "servers"), "servers: is only for compute_type: agent; use placement: for other services");
+    }
+    if (s->update_canary > 0 && s->compute_type != "agent" && s->update_canary > s->count && s->count > 0) {
+      Warn(n, Join(path, "update.canary"), absl::StrCat("canary ", s->update_canary, " is larger than count ", s->count));
+    }
+  }
+
+  void Check(const YAML::Node& n, const std::string& path, HealthCheckSpec* c) {
+    bool has_port = false, has_unhealthy = false;
+    std::vector<std::pair<std::string, YAML::Node>> http_only, tcp_only, https_only;
+    Fields f;
+    f["type"] = [&](const YAML::Node& v, const std::string& p) { OneOf(v, p, &c->type, {"http", "https", "tcp"}); };
+    f["port"] = [&](const YAML::Node& v, const std::string& p) {
+      has_port = true;
+      Int(v, p, &c->port, 1, 65535);
+    };
+    f["network"] = [&](const YAML::Node& v, const std::string& p) { String(v, p, &c->network); };
+    f["path"] = [&](const YAML::Node& v, const std::string& p) {
+      http_only.emplace_back("path", v);
+      String(v, p, &c->path);
+      if (v.IsScalar() && (c->path.empty() || c->path[0] != '/')) Error(v, p, "must start with /");
+    };
+    f["method"] = [&](const YAML::Node& v, const std::string& p) {
+      http_only.emplace_back("method", v);
+      OneOf(v, p, &c->method, {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"});
+    };
+    f["headers"] = [&](const YAML::Node& v, const std::string& p) {
+      http_only.emplace_back("headers", v);
+      StringMap(v, p, &c->headers, false);
+    };
+    f["expect_status"] = [&](const YAML::Node& v, const std::string& p) {
+      http_only.emplace_back("expect_status", v);
+      std::vector<std::string> items;
+      StringList(v, p, &items);
+      for (size_t i = 0; i < items.size(); ++i) {
+        const YAML::Node& at = v.IsSequence() ? v[i] : v;
+        std::vector<std::string> parts = absl::StrSplit(items[i], '-');
+        int lo = 0, hi = 0;
+        bool ok = parts.size() <= 2 && absl::SimpleAtoi(parts[0], &lo) &&
+                  absl::SimpleAtoi(parts.size() == 2 ? parts[1] : parts[0], &hi) && lo >= 100 &&
+                  hi <= 599 && lo <= hi;
+        if (!ok) {
+          Error(at, absl::StrCat(p, "[", i, "]"), absl::StrCat("\"", items[i], "\" is not a status code or range like 200-299 (100..599)"));
+          continue;
+        }
+        c->expect_status.emplace_back(lo, hi);
+      }
+      std::sort(c->expect_status.begin(), c->expect_status.end());
+    };
+    auto regex_field = [&](std::string* out) {
+      return [this, out](const YAML::Node& v, const std::string& p) {
+        String(v, p, out);
+        try {
+          std::regex re(*out);
+        } catch (const std::regex_error&) {
+          Error(v, p, absl::StrCat("\"", *out, "\" is not a valid regular expression"));
+        }
+      };
+    };
+    f["expect_body"] = [&, rf = regex_field(&c->expect_body)](const YAML::Node& v, const std::string& p) {
+      http_only.emplace_back("expect_body", v);
+      rf(v, p);
+    };
+    f["tls_skip_verify"] = [&](const YAML::Node& v, const std::string& p) {
+      https_only.emplace_back("tls_skip_verify", v);
+      Bool(v, p, &c->tls_skip_verify);
+    };
+    f["send"] = [&](const YAML::Node& v, const std::string& p) {
+      tcp_only.emplace_back("send", v);
+      String(v, p, &c->send);
+    };
+    f["expect"] = [&, rf = regex_field(&c->expect)](const YAML::Node& v, const std::string& p) {
+      tcp_only.emplace_back("expect", v);
+      rf(v, p);
+    };
+    f["interval"] = [&](const YAML::Node& v, const std::string& p) { Duration(v, p, &c->interval); };
+    f["unhealthy_interval"] = [&](const YAML::Node& v, const std::string& p) {
+      has_unhealthy = true;
+      Duration(v, p, &c->unhealthy_interval);
+    };
+    f["timeout"] = [&](const YAML::Node& v, const std::string& p) { Duration(v, p, &c->timeout); };
+    f["retries"] = [&](const YAML::Node& v, const std::string& p) { Int(v, p, &c->retries, 1, 100); };
+    f["successes"] = [&](const YAML::Node& v, const std::string& p) { Int(v, p, &c->successes, 1, 100); };
+    ParseMap(n, path, f);
+    if (!n.IsMap()) return;
+    if (c->type.empty()) {
+      if (!n["type"]) Error(n, Join(path, "type"), "missing: http, https or tcp");
+      return;
+    }
+    if (!has_unhealthy) c->unhealthy_interval = c->interval;
+    if (!has_port) {
+      if (c->type == "tcp") Error(n, Join(path, "port"), "missing: a tcp check needs a port");
+      c->port = c->type == "https" ? 443 : 80;
+    }
+    if (c->type == "tcp") {
+      for (auto& kv : http_only) Error(kv.second, Join(path, kv.first), "only for http and https checks");
+    } else {
+      for (auto& kv : tcp_only) Error(kv.second, Join(path, kv.first), "only for tcp checks");
+    }
+    if (c->type != "https") {
+      for (auto& kv : https_only) Error(kv.second, Join(path, kv.first), "only for https checks");
+    }
+    if (c->expect_status.empty() && c->type != "tcp") c->expect_status = {{200, 399}};
+    if (c->timeout > c->interval) {
+      Error(n, Join(path, "timeout"), absl::StrCat("timeout ", FormatManifestDuration(c->timeout),
+                                                   " is longer than interval ", FormatManifestDuration(c->interval),
+                                                   "; shorten the timeout or lengthen the interval"));
+    }
+  }
+
+  ParseOptions opts_;
+  Manifest m_;
+  std::vector<ManifestDiagnostic> errors_;
+  std::vector<ManifestDiagnostic> warnings_;
+};
+
+Value StrMap(const std::map<std::string, std::string>& m) {
+  Value v = Value::Map();
+  for (const auto& kv : m) v.Set(kv.first, Value::Str(kv.second));
+  return v;
+}
+
+Value StrList(const std::vector<std::string>& l) {
+  Value v = Value::List();
+  for (const auto& s : l) v.Add(Value::Str(s));
+  return v;
+}
+
+Value Dur(absl::Duration d) { return Value::Str(FormatManifestDuration(d)); }
+
+Value CheckValue(const HealthCheckSpec& c) {
+  Value v = Value::Map();
+  v.Set("type", Value::Str(c.type)).Set("port", Value::Int(c.port));
+  if (!c.network.empty()) v.Set("network", Value::Str(c.network));
+  if (c.type != "tcp") {
+    v.Set("path", Value::Str(c.path)).Set("method", Value::Str(c.method));
+    if (!c.headers.empty()) v.Set("headers", StrMap(c.headers));
+    Value st = Value::List();
+    for (const auto& r : c.expect_status) {
+      st.Add(Value::Str(r.first == r.second ? absl::StrCat(r.first) : absl::StrCat(r.first, "-", r.second)));
+    }
+    v.Set("expect_status", st);
+    if (!c.expect_body.empty()) v.Set("expect_body", Value::Str(c.expect_body));
+    if (c.type == "https") v.Set("tls_skip_verify", Value::Bool(c.tls_skip_verify));
+  } else {
+    if (!c.send.empty()) v.Set("send", Value::Str(c.send));
+    if (!c.expect.empty()) v.Set("expect", Value::Str(c.expect));
+  }
+  v.Set("interval", Dur(c.interval)).Set("unhealthy_interval", Dur(c.unhealthy_interval));
+  v.Set("timeout", Dur(c.timeout)).Set("retries", Value::Int(c.retries)).Set("successes", Value::Int(c.successes));
+  return v;
+}
+
+// The part of a service that goes into each instance.
+Value InstanceValue(const ServiceSpec& s) {
+  Value v = Value::Map();
+  // The brand, when one was named, is kept through the alias that names it,
+  // so the canonical form reads back as the same manifest.
+  static const std::map<std::string, std::string> kBrandAlias = {
+      {"lx", "lx"}, {"joyent", "smartmachine"}, {"kvm", "kvm"}, {"bhyve", "bhyve"}};
+  auto alias = kBrandAlias.find(s.brand);
+  v.Set("compute_type", Value::Str(alias == kBrandAlias.end() ? s.compute_type : alias->second));
+  v.Set("image", Value::Str(s.image));
+  if (!s.package.empty()) v.Set("package", Value::Str(s.package));
+  if (s.memory_bytes || s.disk_bytes || s.cpu) {
+    Value r = Value::Map();
+    if (s.cpu) r.Set("cpu", Value::Double(*s.cpu));
+    if (s.disk_bytes) r.Set("disk", Value::Str(FormatManifestSize(*s.disk_bytes)));
+    if (s.memory_bytes) r.Set("memory", Value::Str(FormatManifestSize(*s.memory_bytes)));
+    v.Set("resources", r);
+  }
+  if (!s.command.empty()) v.Set("command", Value::Str(s.command));
+  if (!s.environment.empty()) v.Set("environment", StrMap(s.environment));
+  if (!s.mdata.empty()) v.Set("mdata", StrMap(s.mdata));
+  if (!s.ports.empty()) {
+    Value p = Value::List();
+    for (int port : s.ports) p.Add(Value::Int(port));
+    v.Set("ports", p);
+  }
+  if (!s.tags.empty()) v.Set("tags", StrMap(s.tags));
+  return v;
+}
+
+Value ServiceValue(const ServiceSpec& s) {
+  Value v = Value::Map();
+  Value inst = InstanceValue(s);
+  // Sorted key order: merge instance fields with the rest alphabetically.
+  std::map<std::string, Value> all;
+  for (const auto& e : inst.entries()) all[e.first] = e.second;
+  all["service_type"] = Value::Str(s.service_type);
+  all["count"] = Value::Int(s.count);
+  if (!s.placement.empty()) {
+    Value p = Value::List();
+    for (const auto& r : s.placement) p.Add(Value::Str(r.ToString()));
+    all["placement"] = p;
+  }
+  if (!s.healthchecks.empty()) {
+    Value h = Value::Map();
+    for (const auto& kv : s.healthchecks) h.Set(kv.first, CheckValue(kv.second));
+    all["healthchecks"] = h;
+  }
+  Value start = Value::Map();
+  start.Set("parallelism", Value::Int(s.start_parallelism)).Set("window", Dur(s.start_window));
+  all["start"] = start;
+  Value restart = Value::Map();
+  restart.Set("condition", StrList(s.restart_condition))
+      .Set("max_attempts", Value::Int(s.restart_max_attempts))
+      .Set("window", Dur(s.restart_window));
+  all["restart"] = restart;
+  Value stop = Value::Map();
+  stop.Set("preserve_stopped", Value::Str(s.preserve_stopped)).Set("timeout", Dur(s.stop_timeout));
+  all["stop"] = stop;
+  Value update = Value::Map();
+  update.Set("auto_rollback", Value::Bool(s.update_auto_rollback))
+      .Set("canary", Value::Int(s.update_canary))
+      .Set("max_surge", Value::Int(s.update_max_surge))
+      .Set("rolling", Value::Int(s.update_rolling));
+  all["update"] = update;
+  if (s.servers) {
+    Value sv = Value::Map();
+    if (!s.servers->exclude.empty()) sv.Set("exclude", StrList(s.servers->exclude));
+    if (s.servers->select == "list") sv.Set("select", StrList(s.servers->servers));
+    else sv.Set("select", Value::Str(s.servers->select));
+    all["servers"] = sv;
+  }
+  for (const auto& kv : s.reserved) all[kv.first] = Value::Str(kv.second);
+  for (auto& kv : all) v.Set(kv.first, std::move(kv.second));
+  return v;
+}
+
+}  // namespace
+
+ParseResult ParseManifest(absl::string_view text, const ParseOptions& options) {
+  return Parser(options).Run(text);
+}
+
+std::vector<ManifestDiagnostic> CheckMetaReferences(const Manifest& m,
+                                                    const std::map<std::string, std::string>& meta,
+                                                    absl::string_view filename) {
+  std::vector<ManifestDiagnostic> out;
+  for (const TemplateUse& t : m.templates) {
+    auto vars = ParseTemplate(t.text);
+    if (!vars.ok()) continue;  // reported by the parser already
+    for (const auto& v : *vars) {
+      if (!absl::StartsWith(v.name, "meta.")) continue;
+      std::string key = v.name.substr(5);
+      if (meta.count(key) || m.meta.count(key)) continue;
+      out.push_back(ManifestDiagnostic{
+          std::string(filename), t.line, t.column, t.path,
+          absl::StrCat("meta key \"", key, "\" is not set (referenced as {{ ", v.as_written,
+                       " }}); set it with `mariposa meta set ", key, " VALUE` or add it under meta:")});
+    }
+  }
+  return out;
+}
+
+std::string CanonicalYaml(const Manifest& m) {
+  Value root = Value::Map();
+  if (!m.deployment_groups.empty()) {
+    Value g = Value::Map();
+    for (const auto& kv : m.deployment_groups) g.Set(kv.first, StrList(kv.second));
+    root.Set("deployment_groups", g);
+  }
+  if (!m.description.empty()) root.Set("description", Value::Str(m.description));
+  if (!m.meta.empty()) root.Set("meta", StrMap(m.meta));
+  root.Set("project", Value::Str(m.project));
+  for (const auto& kv : m.reserved) root.Set(kv.first, Value::Str(kv.second));
+  Value services = Value::Map();
+  for (const auto& kv : m.services) services.Set(kv.first, ServiceValue(kv.second));
+  root.Set("services", services);
+  // Keys above are inserted in sorted order except reserved ones; sort all.
+  std::map<std::string, Value> sorted;
+  for (const auto& e : root.entries()) sorted[e.first] = e.second;
+  Value out = Value::Map();
+  for (auto& kv : sorted) out.Set(kv.first, std::move(kv.second));
+  return out.ToYaml();
+}
+
+std::string CanonicalHash(const Manifest& m) { return Sha256Hex(CanonicalYaml(m)); }
+
+std::string ServiceSpecJson(const ServiceSpec& s) { return ServiceValue(s).ToJson(); }
+
+std::string InstanceSpecHash(const ServiceSpec& s) { return Sha256Hex(InstanceValue(s).ToJson()); }
+
+}  // namespace mariposa

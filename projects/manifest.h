@@ -1,0 +1,166 @@
+// The project manifest (MANIFEST.md): typed structures, the parser and
+// validator, and the canonical form whose sha256 identifies a version.
+// Everything here is pure and thread-safe.
+#ifndef MARIPOSA_PROJECTS_MANIFEST_H_
+#define MARIPOSA_PROJECTS_MANIFEST_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace mariposa {
+
+// One located problem: "file:line:column: path: message". Line and column
+// are 1-based.
+struct ManifestDiagnostic {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string path;  // field path, e.g. services.wordpress.healthchecks.http.timeout
+  std::string message;
+  std::string ToString() const;
+};
+
+struct HealthCheckSpec {
+  std::string name;
+  std::string type;  // http | https | tcp
+  int port = 0;
+  std::string network;
+  std::string path = "/";
+  std::string method = "GET";
+  std::map<std::string, std::string> headers;
+  std::vector<std::pair<int, int>> expect_status;  // inclusive ranges; default 200-399
+  std::string expect_body;                         // regex
+  bool tls_skip_verify = false;
+  std::string send;
+  std::string expect;  // regex
+  absl::Duration interval = absl::Seconds(30);
+  absl::Duration unhealthy_interval = absl::Seconds(30);
+  absl::Duration timeout = absl::Seconds(10);
+  int retries = 3;
+  int successes = 1;
+};
+
+// One placement rule (RFD 36 / DOCKER-630): `key==value`, `key!=value`
+// (hard), `key==~value`, `key!=~value` (soft).
+struct PlacementRule {
+  std::string key;
+  bool equal = true;
+  bool soft = false;
+  std::string value;  // may hold {{ }} variables, globs (*) or /regex/
+  std::string ToString() const;
+};
+
+struct ServerSelector {
+  std::string select = "all";         // all | headnode | list (see `servers`)
+  std::vector<std::string> servers;   // uuids or hostnames when select == "list"
+  std::vector<std::string> exclude;   // "headnode", uuids or hostnames
+};
+
+struct ServiceSpec {
+  std::string name;
+  std::string service_type = "continuous";
+  std::string compute_type = "docker";  // docker | infrastructure | kvm | agent
+  std::string brand;                    // as written when it names a brand: lx, joyent, bhyve, kvm
+  std::string image;
+  std::string package;
+  std::optional<int64_t> memory_bytes;  // resources.memory
+  std::optional<int64_t> disk_bytes;    // resources.disk
+  std::optional<double> cpu;            // resources.cpu
+  int64_t count = 1;                    // 0 for agents (one per selected server)
+  std::map<std::string, std::string> tags;
+  std::vector<PlacementRule> placement;
+  std::vector<int> ports;
+  std::map<std::string, std::string> environment;
+  std::map<std::string, std::string> mdata;
+  std::string command;
+  std::map<std::string, HealthCheckSpec> healthchecks;
+  int start_parallelism = 1;
+  absl::Duration start_window = absl::Seconds(60);
+  std::vector<std::string> restart_condition = {"on-failure"};
+  int restart_max_attempts = 3;
+  absl::Duration restart_window = absl::Seconds(60);
+  absl::Duration stop_timeout = absl::Seconds(30);
+  std::string preserve_stopped = "never";  // never | on-failure | always
+  int update_rolling = 1;
+  int update_canary = 0;
+  int update_max_surge = 1;
+  bool update_auto_rollback = false;
+  std::optional<ServerSelector> servers;   // agents only
+  std::map<std::string, std::string> reserved;  // RFD 36 keys not run yet: key -> canonical YAML
+};
+
+// A `{{ }}` template found in the manifest, with where it was written.
+struct TemplateUse {
+  std::string path;
+  int line = 0;
+  int column = 0;
+  std::string text;
+};
+
+struct Manifest {
+  std::string project;
+  std::string description;
+  std::map<std::string, std::string> meta;  // flattened: nested maps become dotted keys
+  std::map<std::string, std::vector<std::string>> deployment_groups;
+  std::map<std::string, ServiceSpec> services;
+  std::map<std::string, std::string> reserved;  // top-level RFD 36 keys not run yet
+  std::vector<ManifestDiagnostic> warnings;
+  std::vector<TemplateUse> templates;
+};
+
+struct ParseOptions {
+  std::string filename = "manifest";
+  // The CLI's -j: overrides the manifest's `project:`, which then may be absent.
+  std::string project_override;
+};
+
+// Parses and validates YAML or JSON. On failure `errors` holds every problem
+// found, each located, and `manifest` is empty.
+struct ParseResult {
+  std::optional<Manifest> manifest;
+  std::vector<ManifestDiagnostic> errors;
+};
+ParseResult ParseManifest(absl::string_view text, const ParseOptions& options);
+
+// Joins diagnostics into one INVALID_ARGUMENT status, one per line.
+absl::Status DiagnosticsToStatus(const std::vector<ManifestDiagnostic>& errors);
+
+// Checks that every `{{ .meta.KEY }}` names a key in `meta_keys` (the
+// project's store meta plus the manifest's defaults); located errors.
+std::vector<ManifestDiagnostic> CheckMetaReferences(const Manifest& m,
+                                                    const std::map<std::string, std::string>& meta,
+                                                    absl::string_view filename);
+
+// The canonical YAML form: sorted keys, aliases resolved, defaults filled,
+// durations and sizes normalized. Two manifests that mean the same have the
+// same canonical form whatever their comments, key order or spelling.
+std::string CanonicalYaml(const Manifest& m);
+// sha256 of CanonicalYaml.
+std::string CanonicalHash(const Manifest& m);
+
+// The canonical spec of one service as JSON, and the hash of the part that
+// goes into an instance (image, package, resources, environment, mdata,
+// command, ports, tags, type): a change there means reprovisioning.
+std::string ServiceSpecJson(const ServiceSpec& s);
+std::string InstanceSpecHash(const ServiceSpec& s);
+
+// Durations: "500ms", "10s", "5m", "1h", "1m30s"; a bare integer is seconds.
+absl::StatusOr<absl::Duration> ParseManifestDuration(absl::string_view s);
+// Sizes: "512m", "4g", "100k", "1t" (binary units, optional "b"/"ib"); a bare
+// integer is MiB.
+absl::StatusOr<int64_t> ParseManifestSize(absl::string_view s);
+std::string FormatManifestDuration(absl::Duration d);
+// The largest binary unit that divides the size exactly ("512m", "4g").
+std::string FormatManifestSize(int64_t bytes);
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_PROJECTS_MANIFEST_H_

@@ -1,0 +1,341 @@
+#include "projects/manifest.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "gtest/gtest.h"
+
+namespace mariposa {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Manifest MustParse(const std::string& text, const std::string& project = "") {
+  ParseOptions o;
+  o.filename = "t.yaml";
+  o.project_override = project;
+  ParseResult r = ParseManifest(text, o);
+  std::string errs;
+  for (const auto& e : r.errors) errs += e.ToString() + "\n";
+  EXPECT_TRUE(r.manifest.has_value()) << errs;
+  return r.manifest.value_or(Manifest{});
+}
+
+// All errors of a bad manifest, one per line.
+std::string Errors(const std::string& text) {
+  ParseOptions o;
+  o.filename = "t.yaml";
+  ParseResult r = ParseManifest(text, o);
+  EXPECT_FALSE(r.manifest.has_value());
+  std::string out;
+  for (const auto& e : r.errors) out += e.ToString() + "\n";
+  return out;
+}
+
+TEST(ManifestTest, ExampleParsesWithEveryField) {
+  Manifest m = MustParse(ReadFile("deploy/examples/jupiter.yaml"));
+  EXPECT_EQ(m.project, "jupiter");
+  EXPECT_EQ(m.description, "Jupiter web shop");
+  EXPECT_EQ(m.meta.at("theme"), "twentyseventeen");
+  EXPECT_EQ(m.meta.at("mysql.password"), "change-me");
+  EXPECT_EQ(m.deployment_groups.at("frontend"), (std::vector<std::string>{"nginx", "wordpress"}));
+  ASSERT_EQ(m.services.size(), 3u);
+  const ServiceSpec& wp = m.services.at("wordpress");
+  EXPECT_EQ(wp.service_type, "continuous");
+  EXPECT_EQ(wp.compute_type, "docker");
+  EXPECT_EQ(wp.image, "autopilotpattern/wordpress@1.2.0");
+  EXPECT_EQ(wp.package, "g4-highcpu-1G");
+  EXPECT_EQ(wp.count, 3);
+  EXPECT_EQ(wp.tags.at("role"), "web");
+  ASSERT_EQ(wp.placement.size(), 2u);
+  EXPECT_EQ(wp.placement[0].key, "service");
+  EXPECT_FALSE(wp.placement[0].equal);
+  EXPECT_TRUE(wp.placement[0].soft);
+  EXPECT_EQ(wp.placement[0].value, "{{ .this.service }}");
+  EXPECT_FALSE(wp.placement[1].soft);
+  EXPECT_EQ(wp.ports, (std::vector<int>{80}));
+  EXPECT_EQ(wp.environment.at("WORDPRESS_URL"), "https://{{ .project.name }}.example.com");
+  EXPECT_EQ(wp.mdata.at("com.example.tier"), "web");
+  EXPECT_EQ(wp.command, "/bin/containerpilot wordpress");
+  const HealthCheckSpec& hc = wp.healthchecks.at("http");
+  EXPECT_EQ(hc.type, "http");
+  EXPECT_EQ(hc.port, 80);
+  EXPECT_EQ(hc.path, "/healthz");
+  EXPECT_EQ(hc.interval, absl::Seconds(10));
+  EXPECT_EQ(hc.unhealthy_interval, absl::Seconds(10));
+  EXPECT_EQ(hc.timeout, absl::Seconds(2));
+  EXPECT_EQ(hc.retries, 3);
+  EXPECT_EQ(hc.expect_status, (std::vector<std::pair<int, int>>{{200, 399}}));
+  EXPECT_EQ(wp.start_parallelism, 2);
+  EXPECT_EQ(wp.start_window, absl::Seconds(60));
+  EXPECT_EQ(wp.restart_condition, (std::vector<std::string>{"on-cn-restart", "on-failure"}));
+  EXPECT_EQ(wp.restart_max_attempts, 3);
+  EXPECT_EQ(wp.stop_timeout, absl::Seconds(30));
+  EXPECT_EQ(wp.preserve_stopped, "on-failure");
+  EXPECT_EQ(wp.update_rolling, 2);
+  EXPECT_EQ(wp.update_max_surge, 1);
+  EXPECT_TRUE(wp.update_auto_rollback);
+  const ServiceSpec& db = m.services.at("mysql");
+  EXPECT_EQ(db.compute_type, "infrastructure");
+  EXPECT_EQ(db.brand, "lx");
+  EXPECT_EQ(db.package, "g4-general-4G");
+  EXPECT_EQ(db.disk_bytes, int64_t{100} << 30);
+  EXPECT_EQ(db.count, 1);
+  EXPECT_EQ(db.tags.at("role"), "database");
+  EXPECT_EQ(db.healthchecks.at("mysql").port, 3306);
+  EXPECT_TRUE(m.warnings.empty());
+  EXPECT_FALSE(m.templates.empty());
+}
+
+TEST(ManifestTest, AgentExample) {
+  Manifest m = MustParse(ReadFile("deploy/examples/core.yaml"));
+  const ServiceSpec& a = m.services.at("cn-agent");
+  EXPECT_EQ(a.compute_type, "agent");
+  EXPECT_EQ(a.count, 0);
+  ASSERT_TRUE(a.servers.has_value());
+  EXPECT_EQ(a.servers->select, "all");
+  EXPECT_EQ(a.servers->exclude, (std::vector<std::string>{"headnode"}));
+  EXPECT_EQ(a.update_rolling, 20);
+}
+
+TEST(ManifestTest, AliasesAndListForms) {
+  Manifest a = MustParse(R"(
+project: p
+services:
+  web:
+    image: nginx@1
+    scale: 4
+    labels: [role=web, tier=front]
+    affinity: [role!=db]
+    resources: {package: small, memory: 512m, cpu: 0.5}
+    environment: [A=1, B=x=y]
+)");
+  const ServiceSpec& s = a.services.at("web");
+  EXPECT_EQ(s.count, 4);
+  EXPECT_EQ(s.tags.at("tier"), "front");
+  EXPECT_EQ(s.placement[0].ToString(), "role!=db");
+  EXPECT_EQ(s.package, "small");
+  EXPECT_EQ(s.memory_bytes, int64_t{512} << 20);
+  EXPECT_DOUBLE_EQ(*s.cpu, 0.5);
+  EXPECT_EQ(s.environment.at("B"), "x=y");
+  Manifest b = MustParse(R"(
+project: p
+services:
+  web:
+    environment: {B: x=y, A: "1"}
+    cpu_placeholder_removed: null
+)" == std::string() ? "" : R"(
+project: p
+services:
+  web:
+    resources: {cpu: 0.5, memory: 512M, package: small}
+    affinity: role!=db
+    environment: {B: x=y, A: "1"}
+    tags: {tier: front, role: web}
+    count: 4
+    image: nginx@1
+)");
+  EXPECT_EQ(CanonicalHash(a), CanonicalHash(b));
+  EXPECT_EQ(CanonicalYaml(a), CanonicalYaml(b));
+}
+
+TEST(ManifestTest, JsonIsAccepted) {
+  Manifest y = MustParse("project: p\nservices:\n  web: {image: nginx@1, count: 2, ports: [80]}\n");
+  Manifest j = MustParse(R"({"project": "p", "services": {"web": {"image": "nginx@1", "count": 2, "ports": [80]}}})");
+  EXPECT_EQ(CanonicalHash(y), CanonicalHash(j));
+}
+
+TEST(ManifestTest, CanonicalHashIgnoresCommentsAndOrderButNotMeaning) {
+  std::string base = "project: p\nservices:\n  web:\n    image: nginx@1\n    count: 2\n";
+  std::string commented = "# top\nproject: p   # name\nservices:\n  web:\n    count: 2\n    image: nginx@1  # img\n";
+  std::string spelled = "project: p\nservices:\n  web:\n    image: nginx@1\n    scale: 2\n    start: {window: 1m}\n";
+  std::string changed = "project: p\nservices:\n  web:\n    image: nginx@2\n    count: 2\n";
+  EXPECT_EQ(CanonicalHash(MustParse(base)), CanonicalHash(MustParse(commented)));
+  EXPECT_EQ(CanonicalHash(MustParse(base)), CanonicalHash(MustParse(spelled)));  // 1m == default 60s
+  EXPECT_NE(CanonicalHash(MustParse(base)), CanonicalHash(MustParse(changed)));
+  // The canonical YAML reads back as the same manifest.
+  Manifest m = MustParse(ReadFile("deploy/examples/jupiter.yaml"));
+  Manifest again = MustParse(CanonicalYaml(m));
+  EXPECT_EQ(CanonicalYaml(m), CanonicalYaml(again));
+}
+
+TEST(ManifestTest, InstanceSpecHashOnlyCoversInstanceFields) {
+  Manifest a = MustParse("project: p\nservices:\n  web: {image: nginx@1, count: 2}\n");
+  Manifest b = MustParse("project: p\nservices:\n  web: {image: nginx@1, count: 9, update: {rolling: 3}}\n");
+  Manifest c = MustParse("project: p\nservices:\n  web: {image: nginx@1, count: 2, environment: {A: b}}\n");
+  EXPECT_EQ(InstanceSpecHash(a.services.at("web")), InstanceSpecHash(b.services.at("web")));
+  EXPECT_NE(InstanceSpecHash(a.services.at("web")), InstanceSpecHash(c.services.at("web")));
+  EXPECT_NE(ServiceSpecJson(a.services.at("web")), ServiceSpecJson(b.services.at("web")));
+}
+
+TEST(ManifestTest, ProjectOverride) {
+  Manifest m = MustParse("services:\n  web: {image: x}\n", "mars");
+  EXPECT_EQ(m.project, "mars");
+  Manifest o = MustParse("project: jupiter\nservices:\n  web: {image: x}\n", "mars");
+  EXPECT_EQ(o.project, "mars");
+}
+
+TEST(ManifestTest, ReservedKeysAreStoredWithWarnings) {
+  Manifest m = MustParse(R"(
+project: p
+cns: {zone: example.com}
+services:
+  web:
+    image: x
+    volumes: [data:/data]
+    containerpilot: /etc/cp.json
+)");
+  ASSERT_EQ(m.warnings.size(), 3u);
+  EXPECT_EQ(m.warnings[0].ToString(), "t.yaml:3:1: cns: accepted and stored, but Mariposa does not act on \"cns\" yet");
+  EXPECT_EQ(m.warnings[1].ToString(),
+            "t.yaml:7:5: services.web.volumes: accepted and stored, but Mariposa does not act on \"volumes\" yet");
+  EXPECT_TRUE(m.reserved.count("cns"));
+  EXPECT_TRUE(m.services.at("web").reserved.count("containerpilot"));
+  EXPECT_NE(CanonicalYaml(m).find("volumes"), std::string::npos);
+}
+
+TEST(ManifestTest, DurationsAndSizes) {
+  EXPECT_EQ(*ParseManifestDuration("500ms"), absl::Milliseconds(500));
+  EXPECT_EQ(*ParseManifestDuration("10s"), absl::Seconds(10));
+  EXPECT_EQ(*ParseManifestDuration("5m"), absl::Minutes(5));
+  EXPECT_EQ(*ParseManifestDuration("1h"), absl::Hours(1));
+  EXPECT_EQ(*ParseManifestDuration("1m30s"), absl::Seconds(90));
+  EXPECT_EQ(*ParseManifestDuration("42"), absl::Seconds(42));
+  EXPECT_FALSE(ParseManifestDuration("2x").ok());
+  EXPECT_FALSE(ParseManifestDuration("-1s").ok());
+  EXPECT_FALSE(ParseManifestDuration("inf").ok());
+  EXPECT_FALSE(ParseManifestDuration("").ok());
+  EXPECT_EQ(*ParseManifestSize("512m"), int64_t{512} << 20);
+  EXPECT_EQ(*ParseManifestSize("4g"), int64_t{4} << 30);
+  EXPECT_EQ(*ParseManifestSize("4GiB"), int64_t{4} << 30);
+  EXPECT_EQ(*ParseManifestSize("100k"), 100 * 1024);
+  EXPECT_EQ(*ParseManifestSize("1T"), int64_t{1} << 40);
+  EXPECT_EQ(*ParseManifestSize("256"), int64_t{256} << 20);
+  EXPECT_FALSE(ParseManifestSize("4x").ok());
+  EXPECT_FALSE(ParseManifestSize("-1g").ok());
+  EXPECT_FALSE(ParseManifestSize("g").ok());
+}
+
+// Golden errors: one case per error class, with exact location and path.
+TEST(ManifestTest, GoldenErrors) {
+  struct Case { const char* name; const char* text; const char* errors; } cases[] = {
+      {"yaml syntax", "project: p\nservices: [a\n",
+       "t.yaml:3:1: not valid YAML or JSON: end of sequence flow not found\n"},
+      {"not a map", "- a\n- b\n",
+       "t.yaml:1:1: a manifest must be a map with project:, services: …; got a list\n"},
+      {"missing project", "services:\n  web: {image: x}\n",
+       "t.yaml:1:1: project: missing: add `project: NAME` or pass -j NAME\n"},
+      {"bad project name", "project: Jupiter_1\n",
+       "t.yaml:1:10: project: project name \"Jupiter_1\" is not a DNS label (lower-case letters, digits and '-', at most 63)\n"},
+      {"unknown top key", "project: p\nservice: {}\n",
+       "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, meta, project, services\n"},
+      {"unknown service key", "project: p\nservices:\n  web:\n    image: x\n    imgae: y\n",
+       "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, command, compute_type, count, environment, healthchecks, image, labels, mdata, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"},
+      {"duplicate key", "project: p\nproject: q\n", "t.yaml:2:1: project: duplicate key\n"},
+      {"alias twice", "project: p\nservices:\n  web: {image: x, count: 1, scale: 2}\n",
+       "t.yaml:3:29: services.web.scale: \"scale\" and \"count\" mean the same; keep one\n"},
+      {"bad duration", "project: p\nservices:\n  web:\n    image: x\n    healthchecks:\n      http: {type: http, timeout: 2x}\n",
+       "t.yaml:6:35: services.web.healthchecks.http.timeout: \"2x\" is not a duration (write e.g. 500ms, 10s, 5m, 1h)\n"},
+      {"bad size", "project: p\nservices:\n  web: {image: x, resources: {memory: 4x}}\n",
+       "t.yaml:3:39: services.web.resources.memory: \"4x\" is not a size (write e.g. 512m, 4g; binary units)\n"},
+      {"not a number", "project: p\nservices:\n  web: {image: x, count: three}\n",
+       "t.yaml:3:26: services.web.count: \"three\" is not a whole number\n"},
+      {"out of range", "project: p\nservices:\n  web: {image: x, count: -1}\n",
+       "t.yaml:3:26: services.web.count: -1 is out of range 0..100000\n"},
+      {"not a bool", "project: p\nservices:\n  web: {image: x, update: {auto_rollback: maybe}}\n",
+       "t.yaml:3:43: services.web.update.auto_rollback: \"maybe\" is not true or false\n"},
+      {"enum", "project: p\nservices:\n  web: {image: x, compute_type: vmware}\n",
+       "t.yaml:3:33: services.web.compute_type: \"vmware\" is not one of: docker, infrastructure (lx, smartmachine), kvm (bhyve, vm, hvm), agent\n"},
+      {"not supported yet", "project: p\nservices:\n  job: {image: x, service_type: scheduled}\n",
+       "t.yaml:3:33: services.job.service_type: service_type \"scheduled\" is not supported yet; only \"continuous\" services run\n"},
+      {"missing image", "project: p\nservices:\n  web: {count: 1}\n",
+       "t.yaml:3:8: services.web.image: missing: every service needs an image (name[@version], uuid or docker reference)\n"},
+      {"bad service name", "project: p\nservices:\n  Web_1: {image: x}\n",
+       "t.yaml:3:3: services.Web_1: service name \"Web_1\" is not a DNS label (lower-case letters, digits and '-', at most 63)\n"},
+      {"wrong shape", "project: p\nservices:\n  web: {image: x, ports: 80}\n",
+       "t.yaml:3:26: services.web.ports: must be a list of port numbers, not \"80\"\n"},
+      {"port twice", "project: p\nservices:\n  web: {image: x, ports: [80, 80]}\n",
+       "t.yaml:3:31: services.web.ports[1]: port 80 is listed twice\n"},
+      {"bad K=V", "project: p\nservices:\n  web: {image: x, environment: [A=1, novalue]}\n",
+       "t.yaml:3:38: services.web.environment[1]: \"novalue\" is not KEY=VALUE\n"},
+      {"reserved tag", "project: p\nservices:\n  web: {image: x, tags: {mariposa.service: y}}\n",
+       "t.yaml:3:25: services.web.tags.mariposa.service: tags starting with \"mariposa.\" are reserved for ownership tags\n"},
+      {"placement rule", "project: p\nservices:\n  web: {image: x, placement: [role=db]}\n",
+       "t.yaml:3:31: services.web.placement[0]: \"role=db\" is not a placement rule; write KEY==VALUE, KEY!=VALUE (hard) or KEY==~VALUE, KEY!=~VALUE (soft)\n"},
+      {"bad template", "project: p\nservices:\n  web: {image: x, environment: {A: \"{{ .meta.x\"}}\n",
+       "t.yaml:3:36: services.web.environment.A: unterminated \"{{\" at offset 0: close it with \"}}\"\n"},
+      {"tcp needs port", "project: p\nservices:\n  db:\n    image: x\n    healthchecks:\n      c: {type: tcp}\n",
+       "t.yaml:6:10: services.db.healthchecks.c.port: missing: a tcp check needs a port\n"},
+      {"check field for other type", "project: p\nservices:\n  db:\n    image: x\n    healthchecks:\n      c: {type: tcp, port: 1, path: /x}\n",
+       "t.yaml:6:37: services.db.healthchecks.c.path: only for http and https checks\n"},
+      {"expect_status", "project: p\nservices:\n  w:\n    image: x\n    healthchecks:\n      c: {type: http, expect_status: [200-299, 700]}\n",
+       "t.yaml:6:48: services.w.healthchecks.c.expect_status[1]: \"700\" is not a status code or range like 200-299 (100..599)\n"},
+      {"bad regex", "project: p\nservices:\n  w:\n    image: x\n    healthchecks:\n      c: {type: http, expect_body: \"(\"}\n",
+       "t.yaml:6:36: services.w.healthchecks.c.expect_body: \"(\" is not a valid regular expression\n"},
+      {"timeout > interval", "project: p\nservices:\n  w:\n    image: x\n    healthchecks:\n      c: {type: http, interval: 5s, timeout: 10s}\n",
+       "t.yaml:6:10: services.w.healthchecks.c.timeout: timeout 10s is longer than interval 5s; shorten the timeout or lengthen the interval\n"},
+      {"group unknown service", "project: p\ndeployment_groups:\n  front: [web, api]\nservices:\n  web: {image: x}\n",
+       "t.yaml:3:16: deployment_groups.front[1]: no service named \"api\" in this manifest\n"},
+      {"group overlap", "project: p\ndeployment_groups:\n  a: [web]\n  b: [web]\nservices:\n  web: {image: x}\n",
+       "t.yaml:4:7: deployment_groups.b[0]: service \"web\" is already in group \"a\"; a service belongs to at most one group\n"},
+      {"agent with count", "project: p\nservices:\n  a: {image: x, compute_type: agent, count: 3}\n",
+       "t.yaml:3:45: services.a.count: agents run one instance per selected server; use servers: instead of count\n"},
+      {"servers without agent", "project: p\nservices:\n  a: {image: x, servers: {select: all}}\n",
+       "t.yaml:3:26: services.a.servers: servers: is only for compute_type: agent; use placement: for other services\n"},
+      {"meta list", "project: p\nmeta: {a: [1, 2]}\n",
+       "t.yaml:2:11: meta.a: meta values must be strings, numbers, booleans or maps, not a list\n"},
+      {"restart condition", "project: p\nservices:\n  w: {image: x, restart: {condition: [sometimes]}}\n",
+       "t.yaml:3:38: services.w.restart.condition: \"sometimes\" is not one of: on-failure, on-cn-restart, always, never\n"},
+      {"unknown variable", "project: p\nservices:\n  w: {image: x, command: \"run {{ .this.nope }}\"}\n",
+       "t.yaml:3:26: services.w.command: unknown variable \".this.nope\"; known: .meta.KEY, .project.name, .project.uuid, .project.version, .service.name, .scale, .package.ram, .package.disk, .package.cpu, .package.name, .placement.instance.name, .placement.instance.uuid, .placement.cn.uuid, .this.meta.KEY, .this.service, .this.project\n"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(Errors(c.text), c.errors) << c.name;
+  }
+}
+
+TEST(ManifestTest, AllErrorsAtOnce) {
+  std::string errs = Errors(R"(project: p
+services:
+  web:
+    image: x
+    count: lots
+    ports: [0]
+    healthchecks:
+      h: {type: gopher}
+  db:
+    frobnicate: 1
+)");
+  EXPECT_EQ(errs,
+            "t.yaml:5:12: services.web.count: \"lots\" is not a whole number\n"
+            "t.yaml:6:13: services.web.ports[0]: 0 is out of range 1..65535\n"
+            "t.yaml:8:17: services.web.healthchecks.h.type: \"gopher\" is not one of: http, https, tcp\n"
+            "t.yaml:10:5: services.db.frobnicate: unknown key \"frobnicate\"; expected one of: affinity, command, compute_type, count, environment, healthchecks, image, labels, mdata, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"
+            "t.yaml:10:5: services.db.image: missing: every service needs an image (name[@version], uuid or docker reference)\n");
+}
+
+TEST(ManifestTest, MetaReferencesAreCheckedAgainstStoreAndDefaults) {
+  Manifest m = MustParse(R"(project: p
+meta: {theme: dark}
+services:
+  w:
+    image: x
+    environment:
+      A: "{{ .meta.theme }}"
+      B: "{{ .this.meta.db.password }}"
+)");
+  auto errs = CheckMetaReferences(m, {}, "t.yaml");
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].ToString(),
+            "t.yaml:8:10: services.w.environment.B: meta key \"db.password\" is not set (referenced as {{ "
+            ".this.meta.db.password }}); set it with `mariposa meta set db.password VALUE` or add it under meta:");
+  EXPECT_TRUE(CheckMetaReferences(m, {{"db.password", "x"}}, "t.yaml").empty());
+}
+
+}  // namespace
+}  // namespace mariposa
