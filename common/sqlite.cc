@@ -1,0 +1,91 @@
+#include "common/sqlite.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace mariposa {
+namespace {
+
+absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
+  std::string msg = absl::StrCat("sqlite ", what, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(msg);
+    case SQLITE_CONSTRAINT:
+      return absl::AlreadyExistsError(msg);
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return SqliteError(db_, rc, "step");
+}
+
+absl::Status Statement::Run() {
+  while (true) {
+    auto r = Step();
+    if (!r.ok()) return r.status();
+    if (!*r) return absl::OkStatus();
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status s = absl::UnavailableError(
+        absl::StrCat("cannot open database ", path, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    sqlite3_close(db);
+    return s;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  return std::unique_ptr<Database>(new Database(db, path));
+}
+
+Database::~Database() { sqlite3_close(db_); }
+
+absl::Status Database::Exec(absl::string_view sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    absl::Status s = SqliteError(nullptr, rc, "exec");
+    return absl::Status(s.code(), absl::StrCat("sqlite exec: ", msg));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Statement> Database::Prepare(absl::string_view sql) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+  if (rc != SQLITE_OK) return SqliteError(db_, rc, absl::StrCat("prepare \"", sql.substr(0, 60), "\""));
+  return Statement(db_, stmt);
+}
+
+absl::StatusOr<std::unique_ptr<Transaction>> Transaction::Begin(Database* db) {
+  absl::Status s = db->Exec("BEGIN IMMEDIATE");
+  if (!s.ok()) return s;
+  return std::unique_ptr<Transaction>(new Transaction(db));
+}
+
+Transaction::~Transaction() {
+  if (!done_) db_->Exec("ROLLBACK").IgnoreError();
+}
+
+absl::Status Transaction::Commit() {
+  absl::Status s = db_->Exec("COMMIT");
+  if (s.ok()) done_ = true;
+  return s;
+}
+
+}  // namespace mariposa

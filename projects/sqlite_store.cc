@@ -1,0 +1,692 @@
+#include "projects/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/ids.h"
+#include "common/status_macros.h"
+
+namespace mariposa {
+namespace {
+
+// Migration N takes the schema from N-1 to N. Never edit a released step:
+// add a new one.
+const char* const kMigrations[] = {
+    // 1: projects, versions, services, groups, meta, events.
+    R"sql(
+    CREATE TABLE projects (
+      uuid TEXT PRIMARY KEY,
+      name TEXT NOT NULL UNIQUE,
+      description TEXT NOT NULL DEFAULT '',
+      created_at INTEGER NOT NULL,
+      current_version TEXT
+    );
+    CREATE TABLE versions (
+      uuid TEXT PRIMARY KEY,
+      project_uuid TEXT NOT NULL REFERENCES projects(uuid) ON DELETE CASCADE,
+      number INTEGER NOT NULL,
+      hash TEXT NOT NULL,
+      author TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      origin TEXT NOT NULL,
+      rolled_back_to INTEGER NOT NULL DEFAULT 0,
+      message TEXT NOT NULL DEFAULT '',
+      warnings TEXT NOT NULL DEFAULT '',
+      manifest TEXT NOT NULL,
+      canonical TEXT NOT NULL,
+      UNIQUE (project_uuid, number)
+    );
+    CREATE TABLE services (
+      version_uuid TEXT NOT NULL REFERENCES versions(uuid) ON DELETE CASCADE,
+      name TEXT NOT NULL,
+      service_type TEXT NOT NULL,
+      compute_type TEXT NOT NULL,
+      brand TEXT NOT NULL,
+      image TEXT NOT NULL,
+      package TEXT NOT NULL,
+      count INTEGER NOT NULL,
+      spec_hash TEXT NOT NULL,
+      spec_json TEXT NOT NULL,
+      grp TEXT NOT NULL DEFAULT '',
+      PRIMARY KEY (version_uuid, name)
+    );
+    CREATE TABLE deployment_groups (
+      version_uuid TEXT NOT NULL REFERENCES versions(uuid) ON DELETE CASCADE,
+      name TEXT NOT NULL,
+      services TEXT NOT NULL,
+      PRIMARY KEY (version_uuid, name)
+    );
+    CREATE TABLE meta (
+      project_uuid TEXT NOT NULL REFERENCES projects(uuid) ON DELETE CASCADE,
+      key TEXT NOT NULL,
+      value TEXT NOT NULL,
+      secret INTEGER NOT NULL DEFAULT 0,
+      cas_id INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL,
+      PRIMARY KEY (project_uuid, key)
+    );
+    CREATE TABLE events (
+      idx INTEGER PRIMARY KEY AUTOINCREMENT,
+      time INTEGER NOT NULL,
+      actor TEXT NOT NULL,
+      project TEXT NOT NULL,
+      kind TEXT NOT NULL,
+      subject TEXT NOT NULL,
+      detail TEXT NOT NULL
+    );
+    )sql",
+    // 2: version tags; the event log becomes append-only; events by project.
+    R"sql(
+    CREATE TABLE version_tags (
+      project_uuid TEXT NOT NULL REFERENCES projects(uuid) ON DELETE CASCADE,
+      tag TEXT NOT NULL,
+      version_uuid TEXT NOT NULL REFERENCES versions(uuid) ON DELETE CASCADE,
+      PRIMARY KEY (project_uuid, tag)
+    );
+    CREATE INDEX events_by_project ON events(project, idx);
+    CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+      BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+    CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+      BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+    )sql",
+};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteProjectStore::kSchemaVersion,
+              "one migration per schema version");
+
+absl::Time FromMicros(int64_t us) { return absl::FromUnixMicros(us); }
+
+std::string Redact(const std::string& value, bool secret) { return secret ? "<secret>" : value; }
+
+constexpr const char* kVersionCols =
+    "uuid, project_uuid, number, hash, author, created_at, origin, rolled_back_to, message, warnings, "
+    "(SELECT COUNT(*) FROM services s WHERE s.version_uuid = versions.uuid)";
+
+VersionRecord ReadVersion(const Statement& st) {
+  VersionRecord v;
+  v.uuid = st.Text(0);
+  v.project_uuid = st.Text(1);
+  v.number = st.Int(2);
+  v.hash = st.Text(3);
+  v.author = st.Text(4);
+  v.created_at = FromMicros(st.Int(5));
+  v.origin = st.Text(6);
+  v.rolled_back_to = st.Int(7);
+  v.message = st.Text(8);
+  std::string w = st.Text(9);
+  if (!w.empty()) v.warnings = absl::StrSplit(w, '\n');
+  v.service_count = static_cast<int>(st.Int(10));
+  return v;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteProjectStore>> SqliteProjectStore::Open(const std::string& path,
+                                                                            const Clock* clock) {
+  return OpenAtVersionForTest(path, clock, kSchemaVersion);
+}
+
+absl::StatusOr<std::unique_ptr<SqliteProjectStore>> SqliteProjectStore::OpenAtVersionForTest(
+    const std::string& path, const Clock* clock, int version) {
+  ASSIGN_OR_RETURN(auto db, Database::Open(path));
+  // WAL + synchronous=FULL: a committed transaction survives kill -9 and
+  // power loss.
+  RETURN_IF_ERROR(Annotate(db->Exec("PRAGMA journal_mode=WAL"), absl::StrCat("opening store ", path)));
+  RETURN_IF_ERROR(db->Exec("PRAGMA synchronous=FULL"));
+  RETURN_IF_ERROR(db->Exec("PRAGMA foreign_keys=ON"));
+  std::unique_ptr<SqliteProjectStore> store(new SqliteProjectStore(std::move(db), clock));
+  {
+    absl::MutexLock l(&store->mu_);
+    RETURN_IF_ERROR(Annotate(store->Migrate(version), absl::StrCat("migrating store ", path)));
+  }
+  return store;
+}
+
+absl::Status SqliteProjectStore::Migrate(int target) {
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("PRAGMA user_version"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  int current = row ? static_cast<int>(st.Int(0)) : 0;
+  if (current > kSchemaVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the store has schema version ", current, " but this mariposad knows only up to ",
+                     kSchemaVersion, "; run a newer mariposad or restore a backup"));
+  }
+  for (int v = current + 1; v <= target; ++v) {
+    ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+    RETURN_IF_ERROR(Annotate(db_->Exec(kMigrations[v - 1]), absl::StrCat("schema step ", v)));
+    RETURN_IF_ERROR(db_->Exec(absl::StrCat("PRAGMA user_version = ", v)));
+    RETURN_IF_ERROR(txn->Commit());
+  }
+  return absl::OkStatus();
+}
+
+int SqliteProjectStore::SchemaVersion() {
+  absl::MutexLock l(&mu_);
+  auto st = db_->Prepare("PRAGMA user_version");
+  if (!st.ok()) return -1;
+  auto row = st->Step();
+  return row.ok() && *row ? static_cast<int>(st->Int(0)) : -1;
+}
+
+absl::Status SqliteProjectStore::CheckIntegrity() {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("PRAGMA integrity_check"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row || st.Text(0) != "ok") return absl::DataLossError(absl::StrCat("integrity_check: ", row ? st.Text(0) : ""));
+  ASSIGN_OR_RETURN(auto fk, db_->Prepare("PRAGMA foreign_key_check"));
+  ASSIGN_OR_RETURN(bool bad, fk.Step());
+  if (bad) return absl::DataLossError(absl::StrCat("foreign_key_check: dangling row in ", fk.Text(0)));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> SqliteProjectStore::AppendEventLocked(const std::string& actor, const std::string& project,
+                                                              const std::string& kind, const std::string& subject,
+                                                              const std::string& detail) {
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "INSERT INTO events (time, actor, project, kind, subject, detail) "
+                                "VALUES (?, ?, ?, ?, ?, ?)"));
+  st.Bind(1, NowMicros()).Bind(2, actor).Bind(3, project).Bind(4, kind).Bind(5, subject).Bind(6, detail);
+  RETURN_IF_ERROR(st.Run());
+  return db_->LastInsertRowId();
+}
+
+absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProjectLocked(const std::string& name_or_uuid) {
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "SELECT p.uuid, p.name, p.description, p.created_at, COALESCE(p.current_version, ''), "
+                                "COALESCE(v.number, 0), "
+                                "(SELECT COUNT(*) FROM services s WHERE s.version_uuid = p.current_version) "
+                                "FROM projects p LEFT JOIN versions v ON v.uuid = p.current_version "
+                                "WHERE p.name = ?1 OR p.uuid = ?1"));
+  st.Bind(1, name_or_uuid);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("no project \"", name_or_uuid,
+                                            "\"; `mariposa project list` shows the projects"));
+  }
+  ProjectRecord p;
+  p.uuid = st.Text(0);
+  p.name = st.Text(1);
+  p.description = st.Text(2);
+  p.created_at = FromMicros(st.Int(3));
+  p.current_version = st.Text(4);
+  p.current_number = st.Int(5);
+  p.service_count = static_cast<int>(st.Int(6));
+  return p;
+}
+
+absl::StatusOr<ProjectRecord> SqliteProjectStore::CreateProject(const std::string& name,
+                                                                const std::string& description,
+                                                                const std::string& actor) {
+  if (!IsDnsLabel(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "project name \"", name, "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
+  }
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  if (GetProjectLocked(name).ok()) return absl::AlreadyExistsError(absl::StrCat("project \"", name, "\" exists already"));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO projects (uuid, name, description, created_at) VALUES (?, ?, ?, ?)"));
+  std::string uuid = NewUuid();
+  st.Bind(1, uuid).Bind(2, name).Bind(3, description).Bind(4, NowMicros());
+  RETURN_IF_ERROR(st.Run());
+  RETURN_IF_ERROR(AppendEventLocked(actor, name, "project.create", uuid, description).status());
+  RETURN_IF_ERROR(txn->Commit());
+  return GetProjectLocked(uuid);
+}
+
+absl::StatusOr<std::vector<ProjectRecord>> SqliteProjectStore::ListProjects() {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT uuid FROM projects ORDER BY name"));
+  std::vector<std::string> uuids;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    uuids.push_back(st.Text(0));
+  }
+  std::vector<ProjectRecord> out;
+  for (const auto& u : uuids) {
+    ASSIGN_OR_RETURN(auto p, GetProjectLocked(u));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProject(const std::string& name_or_uuid) {
+  absl::MutexLock l(&mu_);
+  return GetProjectLocked(name_or_uuid);
+}
+
+absl::Status SqliteProjectStore::DeleteProject(const std::string& name_or_uuid, const std::string& actor) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(name_or_uuid));
+  // projects.current_version is not a foreign key (it would be circular);
+  // clear it, then let ON DELETE CASCADE remove versions, services, meta, tags.
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("DELETE FROM projects WHERE uuid = ?"));
+  st.Bind(1, p.uuid);
+  RETURN_IF_ERROR(st.Run());
+  RETURN_IF_ERROR(AppendEventLocked(actor, p.name, "project.delete", p.uuid,
+                                    absl::StrCat("had ", p.current_number, " versions"))
+                      .status());
+  return txn->Commit();
+}
+
+absl::StatusOr<CommitResult> SqliteProjectStore::CommitVersion(const NewVersion& v) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  CommitResult result;
+  auto project = GetProjectLocked(v.project_name);
+  if (!project.ok()) {
+    if (!absl::IsNotFound(project.status()) || !v.create_project) return project.status();
+    if (!IsDnsLabel(v.project_name)) return absl::InvalidArgumentError("project name is not a DNS label");
+    ASSIGN_OR_RETURN(auto ins, db_->Prepare("INSERT INTO projects (uuid, name, description, created_at) VALUES (?, ?, ?, ?)"));
+    std::string uuid = NewUuid();
+    ins.Bind(1, uuid).Bind(2, v.project_name).Bind(3, v.description).Bind(4, NowMicros());
+    RETURN_IF_ERROR(ins.Run());
+    RETURN_IF_ERROR(AppendEventLocked(v.author, v.project_name, "project.create", uuid, v.description).status());
+    result.project_created = true;
+    project = GetProjectLocked(uuid);
+    if (!project.ok()) return project.status();
+  }
+  const ProjectRecord& p = *project;
+  result.previous_version = p.current_version;
+  if (!v.force && v.expected_current != p.current_version) {
+    if (p.current_version.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "project ", p.name, " has no version yet, but the apply was based on version ", v.expected_current,
+          "; re-run without --previous"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "project ", p.name, " changed since ",
+        v.expected_current.empty() ? "you looked (no --previous given)" : absl::StrCat("version ", v.expected_current),
+        ": the current version is ", p.current_number, " (", p.current_version,
+        "); review `mariposa diff`, then re-run with --previous ", p.current_version, " or --force"));
+  }
+  if (!p.current_version.empty()) {
+    ASSIGN_OR_RETURN(VersionRecord cur, GetVersionLocked(p.uuid, p.current_version, false));
+    if (cur.hash == v.hash) {
+      result.version = cur;
+      result.changed = false;
+      RETURN_IF_ERROR(txn->Commit());  // may have created nothing; commits the (empty) txn
+      return result;
+    }
+  }
+  std::string uuid = NewUuid();
+  // The current version is always the newest: numbers only grow.
+  int64_t number = p.current_number + 1;
+  {
+    ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                  "INSERT INTO versions (uuid, project_uuid, number, hash, author, created_at, origin, "
+                                  "rolled_back_to, message, warnings, manifest, canonical) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    st.Bind(1, uuid).Bind(2, p.uuid).Bind(3, number).Bind(4, v.hash).Bind(5, v.author).Bind(6, NowMicros());
+    st.Bind(7, v.origin).Bind(8, v.rolled_back_to).Bind(9, v.message).Bind(10, absl::StrJoin(v.warnings, "\n"));
+    st.Bind(11, v.manifest).Bind(12, v.canonical);
+    RETURN_IF_ERROR(st.Run());
+  }
+  {
+    ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                  "INSERT INTO services (version_uuid, name, service_type, compute_type, brand, image, "
+                                  "package, count, spec_hash, spec_json, grp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    for (const ServiceRecord& s : v.services) {
+      st.Bind(1, uuid).Bind(2, s.name).Bind(3, s.service_type).Bind(4, s.compute_type).Bind(5, s.brand);
+      st.Bind(6, s.image).Bind(7, s.package).Bind(8, s.count).Bind(9, s.spec_hash).Bind(10, s.spec_json);
+      st.Bind(11, s.group);
+      RETURN_IF_ERROR(st.Run());
+      RETURN_IF_ERROR(st.Reset());
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO deployment_groups (version_uuid, name, services) VALUES (?, ?, ?)"));
+    for (const GroupRecord& g : v.groups) {
+      st.Bind(1, uuid).Bind(2, g.name).Bind(3, absl::StrJoin(g.services, ","));
+      RETURN_IF_ERROR(st.Run());
+      RETURN_IF_ERROR(st.Reset());
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(auto st, db_->Prepare("UPDATE projects SET current_version = ?, description = ? WHERE uuid = ?"));
+    st.Bind(1, uuid).Bind(2, v.description).Bind(3, p.uuid);
+    RETURN_IF_ERROR(st.Run());
+  }
+  std::string detail = v.origin == "rollback"
+                           ? absl::StrCat("version ", number, " restores version ", v.rolled_back_to, " (", v.hash.substr(0, 12), ")")
+                           : absl::StrCat("version ", number, " (", v.hash.substr(0, 12), "), ", v.services.size(), " services");
+  RETURN_IF_ERROR(AppendEventLocked(v.author, p.name, absl::StrCat("version.", v.origin), uuid, detail).status());
+  RETURN_IF_ERROR(txn->Commit());
+  ASSIGN_OR_RETURN(result.version, GetVersionLocked(p.uuid, uuid, false));
+  result.changed = true;
+  return result;
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteProjectStore::TagsLocked(const std::string& version_uuid) {
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT tag FROM version_tags WHERE version_uuid = ? ORDER BY tag"));
+  st.Bind(1, version_uuid);
+  std::vector<std::string> tags;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    tags.push_back(st.Text(0));
+  }
+  return tags;
+}
+
+absl::StatusOr<std::vector<VersionRecord>> SqliteProjectStore::ListVersions(const std::string& project_uuid) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("SELECT ", kVersionCols,
+                                                      " FROM versions WHERE project_uuid = ? ORDER BY number")));
+  st.Bind(1, project_uuid);
+  std::vector<VersionRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(ReadVersion(st));
+  }
+  for (auto& v : out) {
+    ASSIGN_OR_RETURN(v.tags, TagsLocked(v.uuid));
+  }
+  return out;
+}
+
+absl::StatusOr<VersionRecord> SqliteProjectStore::GetVersionLocked(const std::string& project_uuid,
+                                                                   const std::string& ref, bool include_text) {
+  std::string where;
+  std::string arg = ref;
+  int64_t number;
+  if (ref == "current" || ref == "latest") {
+    where = "uuid = (SELECT current_version FROM projects WHERE uuid = ?2)";
+  } else if (absl::SimpleAtoi(ref, &number) && ref.size() < 8) {
+    where = "number = ?1";
+  } else if (IsUuid(ref)) {
+    where = "uuid = ?1";
+    arg = absl::AsciiStrToLower(ref);
+  } else {
+    // A tag, else a uuid prefix.
+    ASSIGN_OR_RETURN(auto tag, db_->Prepare("SELECT version_uuid FROM version_tags WHERE project_uuid = ? AND tag = ?"));
+    tag.Bind(1, project_uuid).Bind(2, ref);
+    ASSIGN_OR_RETURN(bool row, tag.Step());
+    if (row) {
+      where = "uuid = ?1";
+      arg = tag.Text(0);
+    } else {
+      bool hex = ref.size() >= 4;
+      for (char c : ref) hex = hex && (absl::ascii_isxdigit(c) || c == '-');
+      if (!hex) {
+        return absl::NotFoundError(absl::StrCat("no version \"", ref,
+                                                "\": give a version number, a tag, or 4+ characters of its uuid"));
+      }
+      where = "uuid LIKE ?1 || '%'";
+      arg = absl::AsciiStrToLower(ref);
+    }
+  }
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("SELECT ", kVersionCols, ", manifest, canonical FROM versions WHERE project_uuid = ?2 AND ",
+                                                      where, " LIMIT 2")));
+  st.Bind(1, arg).Bind(2, project_uuid);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("no version \"", ref, "\" in this project; `mariposa versions` lists them"));
+  }
+  VersionRecord v = ReadVersion(st);
+  if (include_text) {
+    v.manifest = st.Text(11);
+    v.canonical = st.Text(12);
+  }
+  ASSIGN_OR_RETURN(bool second, st.Step());
+  if (second) {
+    return absl::InvalidArgumentError(absl::StrCat("version prefix \"", ref, "\" is ambiguous; give more characters"));
+  }
+  ASSIGN_OR_RETURN(v.tags, TagsLocked(v.uuid));
+  return v;
+}
+
+absl::StatusOr<VersionRecord> SqliteProjectStore::GetVersion(const std::string& project_uuid, const std::string& ref,
+                                                             bool include_text) {
+  absl::MutexLock l(&mu_);
+  return GetVersionLocked(project_uuid, ref, include_text);
+}
+
+absl::StatusOr<std::vector<ServiceRecord>> SqliteProjectStore::ListServices(const std::string& version_uuid) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "SELECT name, service_type, compute_type, brand, image, package, count, spec_hash, "
+                                "spec_json, grp FROM services WHERE version_uuid = ? ORDER BY name"));
+  st.Bind(1, version_uuid);
+  std::vector<ServiceRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    ServiceRecord s;
+    s.name = st.Text(0);
+    s.service_type = st.Text(1);
+    s.compute_type = st.Text(2);
+    s.brand = st.Text(3);
+    s.image = st.Text(4);
+    s.package = st.Text(5);
+    s.count = st.Int(6);
+    s.spec_hash = st.Text(7);
+    s.spec_json = st.Text(8);
+    s.group = st.Text(9);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<GroupRecord>> SqliteProjectStore::ListGroups(const std::string& version_uuid) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT name, services FROM deployment_groups WHERE version_uuid = ? ORDER BY name"));
+  st.Bind(1, version_uuid);
+  std::vector<GroupRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    GroupRecord g;
+    g.name = st.Text(0);
+    g.services = absl::StrSplit(st.Text(1), ',', absl::SkipEmpty());
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+absl::StatusOr<VersionRecord> SqliteProjectStore::TagVersion(const std::string& project_uuid, const std::string& ref,
+                                                             const std::string& tag, const std::string& actor) {
+  if (!IsDnsLabel(tag) || absl::ascii_isdigit(tag[0]) || tag == "current" || tag == "latest") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tag \"", tag, "\" must be a DNS label that starts with a letter and is not \"current\" or \"latest\""));
+  }
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(VersionRecord v, GetVersionLocked(project_uuid, ref, false));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT OR REPLACE INTO version_tags (project_uuid, tag, version_uuid) VALUES (?, ?, ?)"));
+  st.Bind(1, project_uuid).Bind(2, tag).Bind(3, v.uuid);
+  RETURN_IF_ERROR(st.Run());
+  ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
+  RETURN_IF_ERROR(AppendEventLocked(actor, p.name, "version.tag", v.uuid, absl::StrCat(tag, " -> version ", v.number)).status());
+  RETURN_IF_ERROR(txn->Commit());
+  return GetVersionLocked(project_uuid, v.uuid, false);
+}
+
+absl::StatusOr<std::optional<MetaRecord>> SqliteProjectStore::FindMetaLocked(const std::string& project_uuid,
+                                                                             const std::string& key) {
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT key, value, secret, cas_id, updated_at FROM meta WHERE project_uuid = ? AND key = ?"));
+  st.Bind(1, project_uuid).Bind(2, key);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return std::optional<MetaRecord>();
+  return std::optional<MetaRecord>(MetaRecord{st.Text(0), st.Text(1), st.Int(2) != 0, st.Int(3), FromMicros(st.Int(4))});
+}
+
+absl::StatusOr<std::vector<MetaRecord>> SqliteProjectStore::ListMeta(const std::string& project_uuid) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT key, value, secret, cas_id, updated_at FROM meta WHERE project_uuid = ? ORDER BY key"));
+  st.Bind(1, project_uuid);
+  std::vector<MetaRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(MetaRecord{st.Text(0), st.Text(1), st.Int(2) != 0, st.Int(3), FromMicros(st.Int(4))});
+  }
+  return out;
+}
+
+absl::StatusOr<MetaRecord> SqliteProjectStore::GetMeta(const std::string& project_uuid, const std::string& key) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto m, FindMetaLocked(project_uuid, key));
+  if (!m) return absl::NotFoundError(absl::StrCat("no meta key \"", key, "\""));
+  return *m;
+}
+
+absl::Status SqliteProjectStore::CheckCasLocked(const std::string& key, const std::optional<MetaRecord>& cur,
+                                                std::optional<int64_t> cas) {
+  if (!cas.has_value()) return absl::OkStatus();
+  int64_t have = cur ? cur->cas_id : 0;
+  if (have == *cas) return absl::OkStatus();
+  return absl::AbortedError(absl::StrCat(
+      "meta key \"", key, "\" ", cur ? absl::StrCat("is at cas ", have) : "does not exist", ", not ", *cas,
+      "; someone else changed it: read it again (`mariposa meta get ", key, "`) and retry with the new --cas"));
+}
+
+absl::StatusOr<MetaRecord> SqliteProjectStore::WriteMetaLocked(const std::string& project_uuid,
+                                                               const std::string& project_name, const std::string& key,
+                                                               const std::string& value, bool secret,
+                                                               const std::string& actor, const std::string& kind) {
+  ASSIGN_OR_RETURN(int64_t cas_id,
+                   AppendEventLocked(actor, project_name, kind, key,
+                                     absl::StrCat(key, "=", Redact(value, secret), secret ? " (secret)" : "")));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "INSERT OR REPLACE INTO meta (project_uuid, key, value, secret, cas_id, updated_at) "
+                                "VALUES (?, ?, ?, ?, ?, ?)"));
+  int64_t now = NowMicros();
+  st.Bind(1, project_uuid).Bind(2, key).Bind(3, value).Bind(4, secret).Bind(5, cas_id).Bind(6, now);
+  RETURN_IF_ERROR(st.Run());
+  return MetaRecord{key, value, secret, cas_id, FromMicros(now)};
+}
+
+namespace {
+absl::Status CheckMetaKey(const std::string& key) {
+  if (key.empty() || key.size() > 256 || key.find_first_of(" \t\n{}=") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "meta key \"", key, "\" must be 1-256 characters without spaces, '=' or braces (dots nest: db.password)"));
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::StatusOr<MetaRecord> SqliteProjectStore::SetMeta(const std::string& project_uuid, const std::string& key,
+                                                       const std::string& value, bool secret,
+                                                       std::optional<int64_t> cas, const std::string& actor) {
+  RETURN_IF_ERROR(CheckMetaKey(key));
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
+  ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, key));
+  RETURN_IF_ERROR(CheckCasLocked(key, cur, cas));
+  // Once secret, a key stays secret until deleted: a plain overwrite must
+  // not make the next reader think the value is safe to print.
+  bool keep_secret = secret || (cur && cur->secret);
+  ASSIGN_OR_RETURN(MetaRecord m, WriteMetaLocked(p.uuid, p.name, key, value, keep_secret, actor, "meta.set"));
+  RETURN_IF_ERROR(txn->Commit());
+  return m;
+}
+
+absl::Status SqliteProjectStore::DeleteMeta(const std::string& project_uuid, const std::string& key,
+                                            std::optional<int64_t> cas, const std::string& actor) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
+  ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, key));
+  if (!cur) return absl::NotFoundError(absl::StrCat("no meta key \"", key, "\""));
+  RETURN_IF_ERROR(CheckCasLocked(key, cur, cas));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("DELETE FROM meta WHERE project_uuid = ? AND key = ?"));
+  st.Bind(1, p.uuid).Bind(2, key);
+  RETURN_IF_ERROR(st.Run());
+  RETURN_IF_ERROR(AppendEventLocked(actor, p.name, "meta.delete", key, key).status());
+  return txn->Commit();
+}
+
+absl::StatusOr<MetaRecord> SqliteProjectStore::IncrMeta(const std::string& project_uuid, const std::string& key,
+                                                        int64_t delta, std::optional<int64_t> cas,
+                                                        const std::string& actor) {
+  RETURN_IF_ERROR(CheckMetaKey(key));
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
+  ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, key));
+  RETURN_IF_ERROR(CheckCasLocked(key, cur, cas));
+  int64_t value = 0;
+  if (cur && !absl::SimpleAtoi(cur->value, &value)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "meta key \"", key, "\" holds ", cur->secret ? "a secret" : absl::StrCat("\"", cur->value, "\""),
+        ", not a whole number; incr/decr work on integers only"));
+  }
+  ASSIGN_OR_RETURN(MetaRecord m, WriteMetaLocked(p.uuid, p.name, key, absl::StrCat(value + delta),
+                                                 cur && cur->secret, actor, delta >= 0 ? "meta.incr" : "meta.decr"));
+  RETURN_IF_ERROR(txn->Commit());
+  return m;
+}
+
+absl::StatusOr<int> SqliteProjectStore::ImportMeta(const std::string& project_uuid,
+                                                   const std::map<std::string, std::string>& entries, bool secret,
+                                                   const std::string& actor) {
+  for (const auto& kv : entries) RETURN_IF_ERROR(CheckMetaKey(kv.first));
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
+  for (const auto& kv : entries) {
+    ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, kv.first));
+    RETURN_IF_ERROR(WriteMetaLocked(p.uuid, p.name, kv.first, kv.second, secret || (cur && cur->secret), actor,
+                                    "meta.import")
+                        .status());
+  }
+  RETURN_IF_ERROR(txn->Commit());
+  return static_cast<int>(entries.size());
+}
+
+absl::StatusOr<std::vector<EventRecord>> SqliteProjectStore::ListEvents(const std::string& project,
+                                                                        int64_t after_index, int limit) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "SELECT idx, time, actor, project, kind, subject, detail FROM events "
+                                "WHERE idx > ?1 AND (?2 = '' OR project = ?2) ORDER BY idx LIMIT ?3"));
+  st.Bind(1, after_index).Bind(2, project).Bind(3, limit);
+  std::vector<EventRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(EventRecord{st.Int(0), FromMicros(st.Int(1)), st.Text(2), st.Text(3), st.Text(4), st.Text(5), st.Text(6)});
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> SqliteProjectStore::LastEventIndex() {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT COALESCE(MAX(idx), 0) FROM events"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? st.Int(0) : 0;
+}
+
+absl::StatusOr<int64_t> SqliteProjectStore::Backup(const std::string& path) {
+  ASSIGN_OR_RETURN(auto dest, Database::Open(path));
+  {
+    ASSIGN_OR_RETURN(auto st, dest->Prepare("SELECT COUNT(*) FROM sqlite_master"));
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (row && st.Int(0) > 0) {
+      return absl::AlreadyExistsError(absl::StrCat("backup target ", path, " is a database already; choose a new file"));
+    }
+  }
+  absl::MutexLock l(&mu_);
+  sqlite3_backup* b = sqlite3_backup_init(dest->raw(), "main", db_->raw(), "main");
+  if (b == nullptr) return absl::InternalError(absl::StrCat("backup: ", sqlite3_errmsg(dest->raw())));
+  int rc = sqlite3_backup_step(b, -1);
+  sqlite3_backup_finish(b);
+  if (rc != SQLITE_DONE) return absl::InternalError(absl::StrCat("backup: ", sqlite3_errstr(rc)));
+  ASSIGN_OR_RETURN(auto st, dest->Prepare("PRAGMA page_count"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  int64_t pages = row ? st.Int(0) : 0;
+  ASSIGN_OR_RETURN(auto ps, dest->Prepare("PRAGMA page_size"));
+  ASSIGN_OR_RETURN(bool prow, ps.Step());
+  return pages * (prow ? ps.Int(0) : 0);
+}
+
+}  // namespace mariposa

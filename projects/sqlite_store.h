@@ -1,0 +1,94 @@
+// SqliteProjectStore: ProjectStore on SQLite (WAL, synchronous=FULL, foreign
+// keys on), with versioned schema migrations that run when it opens.
+#ifndef MARIPOSA_PROJECTS_SQLITE_STORE_H_
+#define MARIPOSA_PROJECTS_SQLITE_STORE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/sqlite.h"
+#include "projects/store.h"
+
+namespace mariposa {
+
+class SqliteProjectStore : public ProjectStore {
+ public:
+  // The newest schema this build knows.
+  static constexpr int kSchemaVersion = 2;
+
+  // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
+  // FAILED_PRECONDITION when the file's schema is newer than this build.
+  // `clock` must outlive the store.
+  static absl::StatusOr<std::unique_ptr<SqliteProjectStore>> Open(const std::string& path, const Clock* clock);
+  // Like Open, but migrates only up to `version`; to test migrations.
+  static absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenAtVersionForTest(const std::string& path,
+                                                                                  const Clock* clock, int version);
+
+  absl::StatusOr<ProjectRecord> CreateProject(const std::string& name, const std::string& description,
+                                              const std::string& actor) override;
+  absl::StatusOr<std::vector<ProjectRecord>> ListProjects() override;
+  absl::StatusOr<ProjectRecord> GetProject(const std::string& name_or_uuid) override;
+  absl::Status DeleteProject(const std::string& name_or_uuid, const std::string& actor) override;
+  absl::StatusOr<CommitResult> CommitVersion(const NewVersion& v) override;
+  absl::StatusOr<std::vector<VersionRecord>> ListVersions(const std::string& project_uuid) override;
+  absl::StatusOr<VersionRecord> GetVersion(const std::string& project_uuid, const std::string& ref,
+                                           bool include_text) override;
+  absl::StatusOr<std::vector<ServiceRecord>> ListServices(const std::string& version_uuid) override;
+  absl::StatusOr<std::vector<GroupRecord>> ListGroups(const std::string& version_uuid) override;
+  absl::StatusOr<VersionRecord> TagVersion(const std::string& project_uuid, const std::string& ref,
+                                           const std::string& tag, const std::string& actor) override;
+  absl::StatusOr<std::vector<MetaRecord>> ListMeta(const std::string& project_uuid) override;
+  absl::StatusOr<MetaRecord> GetMeta(const std::string& project_uuid, const std::string& key) override;
+  absl::StatusOr<MetaRecord> SetMeta(const std::string& project_uuid, const std::string& key,
+                                     const std::string& value, bool secret, std::optional<int64_t> cas,
+                                     const std::string& actor) override;
+  absl::Status DeleteMeta(const std::string& project_uuid, const std::string& key, std::optional<int64_t> cas,
+                          const std::string& actor) override;
+  absl::StatusOr<MetaRecord> IncrMeta(const std::string& project_uuid, const std::string& key, int64_t delta,
+                                      std::optional<int64_t> cas, const std::string& actor) override;
+  absl::StatusOr<int> ImportMeta(const std::string& project_uuid, const std::map<std::string, std::string>& entries,
+                                 bool secret, const std::string& actor) override;
+  absl::StatusOr<std::vector<EventRecord>> ListEvents(const std::string& project, int64_t after_index,
+                                                      int limit) override;
+  absl::StatusOr<int64_t> LastEventIndex() override;
+  absl::StatusOr<int64_t> Backup(const std::string& path) override;
+  int SchemaVersion() override;
+
+  // PRAGMA integrity_check; OK when the file is sound.
+  absl::Status CheckIntegrity();
+
+ private:
+  SqliteProjectStore(std::unique_ptr<Database> db, const Clock* clock) : db_(std::move(db)), clock_(clock) {}
+  absl::Status Migrate(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::StatusOr<ProjectRecord> GetProjectLocked(const std::string& name_or_uuid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<VersionRecord> GetVersionLocked(const std::string& project_uuid, const std::string& ref,
+                                                 bool include_text) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::optional<MetaRecord>> FindMetaLocked(const std::string& project_uuid, const std::string& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checks `cas` against the current entry; ABORTED on mismatch.
+  absl::Status CheckCasLocked(const std::string& key, const std::optional<MetaRecord>& cur,
+                              std::optional<int64_t> cas) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the entry with a fresh cas_id taken from the event it logs.
+  absl::StatusOr<MetaRecord> WriteMetaLocked(const std::string& project_uuid, const std::string& project_name,
+                                             const std::string& key, const std::string& value, bool secret,
+                                             const std::string& actor, const std::string& kind)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends to the event log; returns the event's index.
+  absl::StatusOr<int64_t> AppendEventLocked(const std::string& actor, const std::string& project,
+                                            const std::string& kind, const std::string& subject,
+                                            const std::string& detail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<std::string>> TagsLocked(const std::string& version_uuid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t NowMicros() const { return absl::ToUnixMicros(clock_->Now()); }
+
+  absl::Mutex mu_;
+  std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
+  const Clock* clock_;
+};
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_PROJECTS_SQLITE_STORE_H_

@@ -1,0 +1,276 @@
+#include "projects/sqlite_store.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "common/clock.h"
+#include "common/sqlite.h"
+#include "gtest/gtest.h"
+
+namespace mariposa {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = SqliteProjectStore::Open(":memory:", &clock_);
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::move(*s);
+  }
+
+  NewVersion Version(const std::string& project, const std::string& hash, const std::string& expected,
+                     int count = 1) {
+    NewVersion v;
+    v.project_name = project;
+    v.create_project = true;
+    v.expected_current = expected;
+    v.hash = hash;
+    v.manifest = "# verbatim " + hash + "\nproject: " + project + "\n";
+    v.canonical = "project: " + project + "\n";
+    v.author = "alice";
+    ServiceRecord s;
+    s.name = "web";
+    s.service_type = "continuous";
+    s.compute_type = "docker";
+    s.image = "nginx@" + hash;
+    s.count = count;
+    s.spec_hash = "spec-" + hash;
+    s.spec_json = "{}";
+    s.group = "front";
+    v.services.push_back(s);
+    v.groups.push_back(GroupRecord{"front", {"web"}});
+    return v;
+  }
+
+  SimulatedClock clock_;
+  std::unique_ptr<SqliteProjectStore> store_;
+};
+
+TEST_F(StoreTest, ProjectCrud) {
+  auto p = store_->CreateProject("jupiter", "web shop", "alice");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->name, "jupiter");
+  EXPECT_EQ(p->created_at, clock_.Now());
+  EXPECT_EQ(store_->CreateProject("jupiter", "", "bob").status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(store_->CreateProject("Bad_Name", "", "bob").status().code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(store_->CreateProject("apollo", "", "bob").ok());
+  auto list = store_->ListProjects();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name, "apollo");
+  EXPECT_EQ(store_->GetProject(p->uuid)->name, "jupiter");
+  EXPECT_TRUE(store_->DeleteProject("jupiter", "alice").ok());
+  EXPECT_EQ(store_->GetProject("jupiter").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->DeleteProject("jupiter", "alice").code(), absl::StatusCode::kNotFound);
+  // Events survive the project.
+  auto ev = store_->ListEvents("jupiter", 0, 100);
+  ASSERT_TRUE(ev.ok());
+  ASSERT_EQ(ev->size(), 2u);
+  EXPECT_EQ((*ev)[0].kind, "project.create");
+  EXPECT_EQ((*ev)[1].kind, "project.delete");
+  EXPECT_EQ((*ev)[1].actor, "alice");
+}
+
+TEST_F(StoreTest, VersionsCommitNoopStaleAndRefs) {
+  auto r1 = store_->CommitVersion(Version("jupiter", "h1", ""));
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  EXPECT_TRUE(r1->changed);
+  EXPECT_TRUE(r1->project_created);
+  EXPECT_EQ(r1->version.number, 1);
+  EXPECT_EQ(r1->version.service_count, 1);
+
+  // Same hash: a no-op that returns the current version.
+  auto same = store_->CommitVersion(Version("jupiter", "h1", r1->version.uuid));
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(same->changed);
+  EXPECT_EQ(same->version.uuid, r1->version.uuid);
+
+  clock_.Advance(absl::Seconds(5));
+  auto r2 = store_->CommitVersion(Version("jupiter", "h2", r1->version.uuid, 3));
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->version.number, 2);
+  EXPECT_EQ(r2->previous_version, r1->version.uuid);
+
+  // Stale previous: rejected, naming the current version; nothing written.
+  auto stale = store_->CommitVersion(Version("jupiter", "h3", r1->version.uuid));
+  ASSERT_FALSE(stale.ok());
+  EXPECT_EQ(stale.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(stale.status().message().find("current version is 2 (" + r2->version.uuid + ")"), std::string::npos)
+      << stale.status();
+  // No previous at all on an existing project: rejected too, unless forced.
+  EXPECT_EQ(store_->CommitVersion(Version("jupiter", "h3", "")).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  NewVersion forced = Version("jupiter", "h3", "");
+  forced.force = true;
+  auto r3 = store_->CommitVersion(forced);
+  ASSERT_TRUE(r3.ok());
+  EXPECT_EQ(r3->version.number, 3);
+
+  std::string pu = r1->version.project_uuid;
+  auto versions = store_->ListVersions(pu);
+  ASSERT_TRUE(versions.ok());
+  ASSERT_EQ(versions->size(), 3u);
+  EXPECT_TRUE((*versions)[0].manifest.empty());  // text only when asked
+
+  auto v2 = store_->GetVersion(pu, "2", true);
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ(v2->hash, "h2");
+  EXPECT_EQ(v2->manifest, "# verbatim h2\nproject: jupiter\n");
+  EXPECT_EQ(store_->GetVersion(pu, r2->version.uuid.substr(0, 8), false)->number, 2);
+  EXPECT_EQ(store_->GetVersion(pu, "current", false)->number, 3);
+  EXPECT_EQ(store_->GetVersion(pu, "9", false).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetVersion(pu, "zz", false).status().code(), absl::StatusCode::kNotFound);
+
+  auto tagged = store_->TagVersion(pu, "2", "stable", "alice");
+  ASSERT_TRUE(tagged.ok()) << tagged.status();
+  EXPECT_EQ(tagged->tags, std::vector<std::string>{"stable"});
+  EXPECT_EQ(store_->GetVersion(pu, "stable", false)->number, 2);
+  ASSERT_TRUE(store_->TagVersion(pu, "3", "stable", "alice").ok());  // tags move
+  EXPECT_EQ(store_->GetVersion(pu, "stable", false)->number, 3);
+  EXPECT_EQ(store_->TagVersion(pu, "3", "2x", "alice").status().code(), absl::StatusCode::kInvalidArgument);
+
+  auto svcs = store_->ListServices(v2->uuid);
+  ASSERT_TRUE(svcs.ok());
+  ASSERT_EQ(svcs->size(), 1u);
+  EXPECT_EQ((*svcs)[0].count, 3);
+  EXPECT_EQ((*svcs)[0].group, "front");
+  auto groups = store_->ListGroups(v2->uuid);
+  ASSERT_TRUE(groups.ok());
+  EXPECT_EQ((*groups)[0].services, std::vector<std::string>{"web"});
+  EXPECT_EQ(store_->GetProject("jupiter")->current_number, 3);
+}
+
+TEST_F(StoreTest, MetaCasIncrSecretsImport) {
+  auto p = store_->CreateProject("jupiter", "", "alice");
+  ASSERT_TRUE(p.ok());
+  const std::string pu = p->uuid;
+  // cas 0: create only.
+  auto a = store_->SetMeta(pu, "theme", "dark", false, 0, "alice");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_GT(a->cas_id, 0);
+  auto conflict = store_->SetMeta(pu, "theme", "light", false, 0, "bob");
+  EXPECT_EQ(conflict.status().code(), absl::StatusCode::kAborted);
+  EXPECT_NE(conflict.status().message().find("is at cas"), std::string::npos);
+  auto b = store_->SetMeta(pu, "theme", "light", false, a->cas_id, "bob");
+  ASSERT_TRUE(b.ok());
+  EXPECT_GT(b->cas_id, a->cas_id);
+  EXPECT_EQ(store_->SetMeta(pu, "theme", "x", false, a->cas_id, "bob").status().code(), absl::StatusCode::kAborted);
+  // Delete and re-create: the old cas id never matches again.
+  ASSERT_TRUE(store_->DeleteMeta(pu, "theme", b->cas_id, "bob").ok());
+  auto c = store_->SetMeta(pu, "theme", "again", false, std::nullopt, "bob");
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(c->cas_id, a->cas_id);
+  EXPECT_NE(c->cas_id, b->cas_id);
+  EXPECT_EQ(store_->DeleteMeta(pu, "nope", std::nullopt, "bob").code(), absl::StatusCode::kNotFound);
+
+  auto n = store_->IncrMeta(pu, "count", 5, std::nullopt, "alice");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->value, "5");
+  n = store_->IncrMeta(pu, "count", -7, std::nullopt, "alice");
+  EXPECT_EQ(n->value, "-2");
+  EXPECT_EQ(store_->IncrMeta(pu, "theme", 1, std::nullopt, "alice").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  ASSERT_TRUE(store_->SetMeta(pu, "db.password", "hunter2", true, std::nullopt, "alice").ok());
+  // A plain overwrite keeps the secret flag.
+  auto s2 = store_->SetMeta(pu, "db.password", "hunter3", false, std::nullopt, "alice");
+  EXPECT_TRUE(s2->secret);
+  EXPECT_EQ(store_->GetMeta(pu, "db.password")->value, "hunter3");  // the store keeps it; the API redacts
+  EXPECT_EQ(store_->SetMeta(pu, "bad key", "v", false, std::nullopt, "a").status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  auto imported = store_->ImportMeta(pu, {{"a", "1"}, {"b", "2"}}, true, "alice");
+  ASSERT_TRUE(imported.ok());
+  EXPECT_EQ(*imported, 2);
+  auto list = store_->ListMeta(pu);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 5u);  // a, b, count, db.password, theme
+  EXPECT_TRUE((*list)[0].secret);
+  // Bad import changes nothing.
+  EXPECT_FALSE(store_->ImportMeta(pu, {{"ok", "1"}, {"not ok", "2"}}, false, "alice").ok());
+  EXPECT_EQ(store_->GetMeta(pu, "ok").status().code(), absl::StatusCode::kNotFound);
+
+  // The event log never holds a secret value.
+  auto ev = store_->ListEvents("jupiter", 0, 1000);
+  ASSERT_TRUE(ev.ok());
+  for (const auto& e : *ev) {
+    EXPECT_EQ(e.detail.find("hunter"), std::string::npos) << e.detail;
+  }
+}
+
+TEST_F(StoreTest, EventsAreAppendOnly) {
+  ASSERT_TRUE(store_->CreateProject("jupiter", "", "alice").ok());
+  std::string path = ::testing::TempDir() + "/append_only.db";
+  unlink(path.c_str());
+  {
+    auto s = SqliteProjectStore::Open(path, &clock_);
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)->CreateProject("p", "", "a").ok());
+  }
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok());
+  absl::Status del = (*db)->Exec("DELETE FROM events");
+  EXPECT_FALSE(del.ok());
+  EXPECT_NE(del.message().find("append-only"), std::string::npos);
+  EXPECT_FALSE((*db)->Exec("UPDATE events SET actor = 'mallory'").ok());
+}
+
+TEST_F(StoreTest, MigratesFromEmptyAndFromPreviousSchema) {
+  std::string path = ::testing::TempDir() + "/migrate.db";
+  unlink(path.c_str());
+  {
+    auto v1 = SqliteProjectStore::OpenAtVersionForTest(path, &clock_, 1);
+    ASSERT_TRUE(v1.ok()) << v1.status();
+    EXPECT_EQ((*v1)->SchemaVersion(), 1);
+  }
+  {
+    // Rows as a schema-1 build wrote them.
+    auto db = Database::Open(path);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec(R"sql(
+      INSERT INTO projects VALUES ('11111111-1111-4111-8111-111111111111', 'jupiter', '', 1, '22222222-2222-4222-8222-222222222222');
+      INSERT INTO versions VALUES ('22222222-2222-4222-8222-222222222222', '11111111-1111-4111-8111-111111111111', 1, 'h1',
+                                   'alice', 1, 'apply', 0, '', '', 'project: jupiter', 'project: jupiter');
+      INSERT INTO meta VALUES ('11111111-1111-4111-8111-111111111111', 'k', 'v', 0, 1, 1);
+      INSERT INTO events (time, actor, project, kind, subject, detail) VALUES (1, 'a', 'jupiter', 'x', 'y', 'z');
+      DELETE FROM events WHERE kind = 'x';  -- allowed before schema 2
+    )sql").ok());
+  }
+  auto v2 = SqliteProjectStore::Open(path, &clock_);
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_EQ((*v2)->SchemaVersion(), SqliteProjectStore::kSchemaVersion);
+  auto p = (*v2)->GetProject("jupiter");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->current_number, 1);
+  EXPECT_EQ((*v2)->GetMeta(p->uuid, "k")->value, "v");
+  // Features of schema 2 work on the migrated file.
+  EXPECT_TRUE((*v2)->TagVersion(p->uuid, "1", "first", "a").ok());
+  EXPECT_TRUE((*v2)->CheckIntegrity().ok());
+
+  // A file from a newer build is refused, not damaged.
+  {
+    auto db = Database::Open(path);
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 99").ok());
+  }
+  auto newer = SqliteProjectStore::Open(path, &clock_);
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(StoreTest, BackupIsAConsistentCopy) {
+  auto r = store_->CommitVersion(Version("jupiter", "h1", ""));
+  ASSERT_TRUE(r.ok());
+  std::string path = ::testing::TempDir() + "/backup.db";
+  unlink(path.c_str());
+  auto bytes = store_->Backup(path);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_GT(*bytes, 0);
+  EXPECT_EQ(store_->Backup(path).status().code(), absl::StatusCode::kAlreadyExists);
+  auto copy = SqliteProjectStore::Open(path, &clock_);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ((*copy)->GetProject("jupiter")->current_version, r->version.uuid);
+}
+
+}  // namespace
+}  // namespace mariposa

@@ -1,0 +1,165 @@
+// ProjectStore: the durable goal state — projects, versions, services,
+// deployment groups, metadata — and the append-only event log.
+#ifndef MARIPOSA_PROJECTS_STORE_H_
+#define MARIPOSA_PROJECTS_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace mariposa {
+
+struct ProjectRecord {
+  std::string uuid;
+  std::string name;
+  std::string description;
+  absl::Time created_at;
+  std::string current_version;  // "" before the first apply
+  int64_t current_number = 0;
+  int service_count = 0;
+};
+
+struct VersionRecord {
+  std::string uuid;
+  std::string project_uuid;
+  int64_t number = 0;
+  std::string hash;
+  std::string author;
+  absl::Time created_at;
+  std::vector<std::string> tags;
+  std::string origin;  // apply | rollback
+  int64_t rolled_back_to = 0;
+  std::string message;
+  std::vector<std::string> warnings;
+  std::string manifest;   // only when asked for
+  std::string canonical;  // only when asked for
+  int service_count = 0;
+};
+
+struct ServiceRecord {
+  std::string name;
+  std::string service_type;
+  std::string compute_type;
+  std::string brand;
+  std::string image;
+  std::string package;
+  int64_t count = 0;
+  std::string spec_hash;
+  std::string spec_json;
+  std::string group;  // "" when in no deployment group
+};
+
+struct GroupRecord {
+  std::string name;
+  std::vector<std::string> services;
+};
+
+struct MetaRecord {
+  std::string key;
+  std::string value;
+  bool secret = false;
+  int64_t cas_id = 0;
+  absl::Time updated_at;
+};
+
+struct EventRecord {
+  int64_t index = 0;
+  absl::Time time;
+  std::string actor;
+  std::string project;
+  std::string kind;
+  std::string subject;
+  std::string detail;
+};
+
+// Everything CommitVersion writes, in one transaction.
+struct NewVersion {
+  std::string project_name;
+  bool create_project = false;        // create the project if it does not exist
+  std::string expected_current;       // version uuid the writer started from ("" = none)
+  bool force = false;                 // skip the expected_current check
+  std::string hash;
+  std::string manifest;
+  std::string canonical;
+  std::string author;
+  std::string origin = "apply";
+  int64_t rolled_back_to = 0;
+  std::string message;
+  std::vector<std::string> warnings;
+  std::string description;
+  std::vector<ServiceRecord> services;
+  std::vector<GroupRecord> groups;
+};
+
+struct CommitResult {
+  VersionRecord version;
+  bool changed = false;          // false: the canonical hash equals the current version's
+  bool project_created = false;
+  std::string previous_version;  // uuid in force before ("" for none)
+};
+
+// Thread-safe. Status codes: NOT_FOUND (project, version, key), ALREADY_EXISTS
+// (project name), FAILED_PRECONDITION (stale expected version, non-integer
+// incr), ABORTED (meta CAS mismatch), INVALID_ARGUMENT (bad names/refs).
+class ProjectStore {
+ public:
+  virtual ~ProjectStore() = default;
+
+  virtual absl::StatusOr<ProjectRecord> CreateProject(const std::string& name, const std::string& description,
+                                                      const std::string& actor) = 0;
+  virtual absl::StatusOr<std::vector<ProjectRecord>> ListProjects() = 0;
+  // By name or uuid.
+  virtual absl::StatusOr<ProjectRecord> GetProject(const std::string& name_or_uuid) = 0;
+  // Removes the project, its versions and meta; its events stay.
+  virtual absl::Status DeleteProject(const std::string& name_or_uuid, const std::string& actor) = 0;
+
+  // Stores a new version (or reports a no-op) in one transaction, checking
+  // expected_current against the current version inside it.
+  virtual absl::StatusOr<CommitResult> CommitVersion(const NewVersion& v) = 0;
+  virtual absl::StatusOr<std::vector<VersionRecord>> ListVersions(const std::string& project_uuid) = 0;
+  // `ref`: uuid, unique uuid prefix (4+ hex), number, tag, or "current".
+  virtual absl::StatusOr<VersionRecord> GetVersion(const std::string& project_uuid, const std::string& ref,
+                                                   bool include_text) = 0;
+  virtual absl::StatusOr<std::vector<ServiceRecord>> ListServices(const std::string& version_uuid) = 0;
+  virtual absl::StatusOr<std::vector<GroupRecord>> ListGroups(const std::string& version_uuid) = 0;
+  // Points `tag` at the version (moving it if it exists).
+  virtual absl::StatusOr<VersionRecord> TagVersion(const std::string& project_uuid, const std::string& ref,
+                                                   const std::string& tag, const std::string& actor) = 0;
+
+  virtual absl::StatusOr<std::vector<MetaRecord>> ListMeta(const std::string& project_uuid) = 0;
+  virtual absl::StatusOr<MetaRecord> GetMeta(const std::string& project_uuid, const std::string& key) = 0;
+  // `cas`: when set, the write happens only if the key's cas_id equals it
+  // (0 = the key must not exist). cas_id values are unique across the store
+  // and never reused, so a deleted and re-created key never matches an old id.
+  virtual absl::StatusOr<MetaRecord> SetMeta(const std::string& project_uuid, const std::string& key,
+                                             const std::string& value, bool secret, std::optional<int64_t> cas,
+                                             const std::string& actor) = 0;
+  virtual absl::Status DeleteMeta(const std::string& project_uuid, const std::string& key,
+                                  std::optional<int64_t> cas, const std::string& actor) = 0;
+  // Adds `delta` to an integer value (a missing key counts as 0).
+  virtual absl::StatusOr<MetaRecord> IncrMeta(const std::string& project_uuid, const std::string& key,
+                                              int64_t delta, std::optional<int64_t> cas,
+                                              const std::string& actor) = 0;
+  // Sets every entry in one transaction.
+  virtual absl::StatusOr<int> ImportMeta(const std::string& project_uuid,
+                                         const std::map<std::string, std::string>& entries, bool secret,
+                                         const std::string& actor) = 0;
+
+  // Events after `after_index`, oldest first; `project` empty for all.
+  virtual absl::StatusOr<std::vector<EventRecord>> ListEvents(const std::string& project, int64_t after_index,
+                                                              int limit) = 0;
+  virtual absl::StatusOr<int64_t> LastEventIndex() = 0;
+
+  // A consistent online copy of the whole store at `path`; returns its size.
+  virtual absl::StatusOr<int64_t> Backup(const std::string& path) = 0;
+  virtual int SchemaVersion() = 0;
+};
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_PROJECTS_STORE_H_
