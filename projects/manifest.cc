@@ -920,7 +920,9 @@ Value InstanceValue(const ServiceSpec& s) {
   return v;
 }
 
-Value ServiceValue(const ServiceSpec& s) {
+}  // namespace
+
+Value ServiceSpecValue(const ServiceSpec& s) {
   Value v = Value::Map();
   Value inst = InstanceValue(s);
   // Sorted key order: merge instance fields with the rest alphabetically.
@@ -967,8 +969,6 @@ Value ServiceValue(const ServiceSpec& s) {
   return v;
 }
 
-}  // namespace
-
 ParseResult ParseManifest(absl::string_view text, const ParseOptions& options) {
   return Parser(options).Run(text);
 }
@@ -1005,7 +1005,7 @@ std::string CanonicalYaml(const Manifest& m) {
   root.Set("project", Value::Str(m.project));
   for (const auto& kv : m.reserved) root.Set(kv.first, Value::Str(kv.second));
   Value services = Value::Map();
-  for (const auto& kv : m.services) services.Set(kv.first, ServiceValue(kv.second));
+  for (const auto& kv : m.services) services.Set(kv.first, ServiceSpecValue(kv.second));
   root.Set("services", services);
   // Keys above are inserted in sorted order except reserved ones; sort all.
   std::map<std::string, Value> sorted;
@@ -1017,7 +1017,7 @@ std::string CanonicalYaml(const Manifest& m) {
 
 std::string CanonicalHash(const Manifest& m) { return Sha256Hex(CanonicalYaml(m)); }
 
-std::string ServiceSpecJson(const ServiceSpec& s) { return ServiceValue(s).ToJson(); }
+std::string ServiceSpecJson(const ServiceSpec& s) { return ServiceSpecValue(s).ToJson(); }
 
 std::string InstanceSpecHash(const ServiceSpec& s) { return Sha256Hex(InstanceValue(s).ToJson()); }
 

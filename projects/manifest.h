@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/value.h"
 
 namespace mariposa {
 
@@ -150,6 +151,8 @@ std::string CanonicalHash(const Manifest& m);
 // goes into an instance (image, package, resources, environment, mdata,
 // command, ports, tags, type): a change there means reprovisioning.
 std::string ServiceSpecJson(const ServiceSpec& s);
+// The canonical spec as a document tree (what ServiceSpecJson prints).
+Value ServiceSpecValue(const ServiceSpec& s);
 std::string InstanceSpecHash(const ServiceSpec& s);
 
 // Durations: "500ms", "10s", "5m", "1h", "1m30s"; a bare integer is seconds.

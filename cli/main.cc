@@ -1,0 +1,850 @@
+// mariposa: the command-line client, a thin gRPC client of mariposad.
+// Exit codes: 0 ok, 1 error, 2 usage.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+#include <yaml-cpp/yaml.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "mariposa/v1/admin.grpc.pb.h"
+#include "mariposa/v1/projects.grpc.pb.h"
+
+namespace mariposa {
+namespace {
+
+using v1::Admin;
+using v1::Projects;
+
+constexpr char kUsage[] = R"(usage: mariposa [-j PROJECT] [--addr ADDR] [-o table|json|yaml] COMMAND ...
+
+Projects
+  project create NAME [--description TEXT]
+  project list
+  project get [NAME]
+  project delete NAME [--yes]
+Manifests and versions
+  apply -f FILE [--yes] [--force] [--previous VERSION] [-m MESSAGE]
+  diff -f FILE
+  versions
+  version get [VERSION] [--manifest]
+  version tag VERSION TAG
+  rollback VERSION [--yes] [--force]
+Metadata
+  meta list
+  meta get KEY
+  meta set KEY VALUE [--secret] [--cas ID]
+  meta rm KEY [--cas ID]
+  meta incr KEY [N] [--cas ID]
+  meta decr KEY [N] [--cas ID]
+  meta import FILE [--secret]        (YAML/JSON map, or KEY=VALUE lines)
+Log and controller
+  events [--after INDEX] [--limit N] [--all]
+  admin status
+  admin backup PATH
+
+Global options
+  -j, --project NAME   the project (default: $MARIPOSA_PROJECT, or the manifest's project:)
+  --addr ADDR          mariposad address (default: $MARIPOSA_ADDR or 127.0.0.1:7740)
+  -o, --output FORMAT  table (default), json or yaml
+  -h, --help           help; `mariposa COMMAND --help` for one command
+
+VERSION is a version number, a tag, 4+ characters of a version uuid, or "current".
+Exit codes: 0 ok, 1 error, 2 usage.
+)";
+
+const std::map<std::string, std::string>& CommandHelp() {
+  static const auto* h = new std::map<std::string, std::string>{
+      {"project", "usage: mariposa project create NAME [--description TEXT] | list | get [NAME] | delete NAME [--yes]\n"},
+      {"apply",
+       "usage: mariposa [-j PROJECT] apply -f FILE [--yes] [--force] [--previous VERSION] [-m MESSAGE]\n\n"
+       "Validates FILE (YAML or JSON; - for stdin), shows what changes against the version in force,\n"
+       "asks for confirmation (or --yes) and stores a new version. The version the diff was computed\n"
+       "against is sent as --previous, so a concurrent change is refused instead of overwritten.\n"
+       "--force skips that check. Applying an unchanged manifest is a no-op.\n"},
+      {"diff", "usage: mariposa [-j PROJECT] diff -f FILE\n\nShows what applying FILE would change; stores nothing.\n"},
+      {"versions", "usage: mariposa -j PROJECT versions\n\nLists every version: number, uuid, time, author, tags.\n"},
+      {"version",
+       "usage: mariposa -j PROJECT version get [VERSION] [--manifest] | version tag VERSION TAG\n\n"
+       "--manifest prints the manifest exactly as it was sent.\n"},
+      {"rollback",
+       "usage: mariposa -j PROJECT rollback VERSION [--yes] [--force]\n\n"
+       "Creates a new version whose content equals VERSION's.\n"},
+      {"meta",
+       "usage: mariposa -j PROJECT meta list | get KEY | set KEY VALUE [--secret] [--cas ID] | rm KEY [--cas ID]\n"
+       "                              | incr KEY [N] [--cas ID] | decr KEY [N] [--cas ID] | import FILE [--secret]\n\n"
+       "--cas ID writes only if the key is still at cas id ID (0: only if it does not exist).\n"
+       "Secret values are never printed; they are shown as <secret>.\n"},
+      {"events", "usage: mariposa [-j PROJECT] events [--after INDEX] [--limit N] [--all]\n"},
+      {"admin", "usage: mariposa admin status | admin backup PATH\n"},
+  };
+  return *h;
+}
+
+struct UsageError {
+  std::string msg;
+};
+
+// Command-line arguments after the global options, with flag helpers.
+class Args {
+ public:
+  explicit Args(std::vector<std::string> a) : a_(std::move(a)) {}
+
+  // Removes and returns a flag's value ("--flag V" or "--flag=V").
+  std::optional<std::string> Value(std::initializer_list<const char*> names) {
+    for (size_t i = 0; i < a_.size(); ++i) {
+      for (const char* n : names) {
+        if (a_[i] == n) {
+          if (i + 1 >= a_.size()) throw UsageError{absl::StrCat(n, " needs a value")};
+          std::string v = a_[i + 1];
+          a_.erase(a_.begin() + i, a_.begin() + i + 2);
+          return v;
+        }
+        std::string prefix = absl::StrCat(n, "=");
+        if (absl::StartsWith(a_[i], prefix)) {
+          std::string v = a_[i].substr(prefix.size());
+          a_.erase(a_.begin() + i);
+          return v;
+        }
+      }
+    }
+    return std::nullopt;
+  }
+  bool Flag(std::initializer_list<const char*> names) {
+    for (size_t i = 0; i < a_.size(); ++i) {
+      for (const char* n : names) {
+        if (a_[i] == n) {
+          a_.erase(a_.begin() + i);
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+  // Positional arguments; unknown flags are usage errors.
+  std::vector<std::string> Positional(size_t min, size_t max, const std::string& what) {
+    for (const auto& s : a_) {
+      if (s.size() > 1 && s[0] == '-' && !absl::SimpleAtoi(s, &dummy_)) throw UsageError{absl::StrCat("unknown option ", s)};
+    }
+    if (a_.size() < min || a_.size() > max) throw UsageError{absl::StrCat("expected ", what)};
+    return a_;
+  }
+
+ private:
+  std::vector<std::string> a_;
+  int64_t dummy_ = 0;
+};
+
+struct Error {
+  std::string msg;
+};
+
+std::string Env(const char* name, const std::string& def) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : def;
+}
+
+class Cli {
+ public:
+  Cli(std::string addr, std::string project, std::string output)
+      : project_(std::move(project)), output_(std::move(output)) {
+    channel_ = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+    projects_ = Projects::NewStub(channel_);
+    admin_ = Admin::NewStub(channel_);
+    addr_ = addr;
+  }
+
+  int Run(const std::string& cmd, Args args);
+
+ private:
+  std::unique_ptr<grpc::ClientContext> Ctx() {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    char host[256] = "localhost";
+    gethostname(host, sizeof(host) - 1);
+    ctx->AddMetadata("x-mariposa-author", absl::StrCat(Env("USER", "unknown"), "@", host));
+    return ctx;
+  }
+  void Check(const grpc::Status& s) {
+    if (s.ok()) return;
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      throw Error{absl::StrCat("cannot reach mariposad at ", addr_, " (", s.error_message(),
+                               "); is it running? set --addr or MARIPOSA_ADDR")};
+    }
+    throw Error{s.error_message()};
+  }
+  const std::string& NeedProject() {
+    if (project_.empty()) throw UsageError{"no project: pass -j PROJECT or set MARIPOSA_PROJECT"};
+    return project_;
+  }
+  bool Structured() const { return output_ == "json" || output_ == "yaml"; }
+  void Print(const google::protobuf::Message& m);
+  bool Confirm(const std::string& question, bool yes);
+  void PrintDiff(const v1::Diff& d, const std::string& project);
+
+  int Project(Args& a);
+  int Apply(Args& a, bool dry_run);
+  int Versions(Args& a);
+  int Version(Args& a);
+  int Rollback(Args& a);
+  int Meta(Args& a);
+  int Events(Args& a);
+  int AdminCmd(Args& a);
+
+  std::string addr_;
+  std::string project_;
+  std::string output_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<Projects::Stub> projects_;
+  std::unique_ptr<Admin::Stub> admin_;
+};
+
+std::string Time(const google::protobuf::Timestamp& t) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(t.seconds()), absl::LocalTimeZone());
+}
+
+// Aligned columns.
+void Table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> w(header.size());
+  for (size_t i = 0; i < header.size(); ++i) w[i] = header[i].size();
+  for (const auto& r : rows)
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string out;
+    for (size_t i = 0; i < r.size(); ++i) {
+      out += r[i];
+      if (i + 1 < r.size()) out += std::string(w[i] - r[i].size() + 2, ' ');
+    }
+    std::cout << out << "\n";
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+}
+
+void EmitYaml(const YAML::Node& n, YAML::Emitter* e) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map:
+      *e << YAML::BeginMap;
+      for (const auto& kv : n) {
+        *e << YAML::Key << kv.first.Scalar() << YAML::Value;
+        EmitYaml(kv.second, e);
+      }
+      *e << YAML::EndMap;
+      break;
+    case YAML::NodeType::Sequence:
+      *e << YAML::BeginSeq;
+      for (const auto& i : n) EmitYaml(i, e);
+      *e << YAML::EndSeq;
+      break;
+    case YAML::NodeType::Scalar: {
+      const std::string& s = n.Scalar();
+      if (s.find('\n') != std::string::npos) *e << YAML::Literal << s;
+      else *e << s;
+      break;
+    }
+    default:
+      *e << YAML::Null;
+  }
+}
+
+void Cli::Print(const google::protobuf::Message& m) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = true;
+  o.preserve_proto_field_names = true;
+  o.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &json, o);
+  if (output_ == "json") {
+    std::cout << json;
+    return;
+  }
+  YAML::Node n = YAML::Load(json);
+  YAML::Emitter e;
+  EmitYaml(n, &e);
+  std::cout << e.c_str() << "\n";
+}
+
+bool Cli::Confirm(const std::string& question, bool yes) {
+  if (yes) return true;
+  if (!isatty(STDIN_FILENO)) {
+    throw Error{"not applying without confirmation: standard input is not a terminal; pass --yes"};
+  }
+  std::cout << question << " [y/N] " << std::flush;
+  std::string answer;
+  std::getline(std::cin, answer);
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+std::string Plural(int64_t n, const std::string& word) { return absl::StrCat(n, " ", word, n == 1 ? "" : "s"); }
+
+void Cli::PrintDiff(const v1::Diff& d, const std::string& project) {
+  (void)project;
+  for (const auto& c : d.services()) {
+    switch (c.action()) {
+      case v1::ServiceChange::CREATE:
+        std::cout << "create service \"" << c.service() << "\": " << Plural(c.to_count(), "instance") << " of "
+                  << c.to_image() << "\n";
+        break;
+      case v1::ServiceChange::DELETE:
+        std::cout << "delete service \"" << c.service() << "\" (" << Plural(c.from_count(), "instance") << ")\n";
+        break;
+      case v1::ServiceChange::UPDATE: {
+        bool only_count = c.fields_size() == 1 && c.fields(0).path() == "count";
+        if (c.from_count() != c.to_count()) {
+          int64_t delta = c.to_count() - c.from_count();
+          std::cout << "scale \"" << c.service() << "\" " << c.from_count() << " -> " << c.to_count() << " ("
+                    << (delta > 0 ? "+" : "") << delta << ")\n";
+        }
+        if (only_count) break;
+        std::cout << "update \"" << c.service() << "\" (" << Plural(c.to_count(), "instance") << "):\n";
+        for (const auto& f : c.fields()) {
+          if (f.path() == "count") continue;
+          if (f.from().empty()) std::cout << "    + " << f.path() << ": " << f.to() << "\n";
+          else if (f.to().empty()) std::cout << "    - " << f.path() << ": " << f.from() << "\n";
+          else std::cout << "    ~ " << f.path() << ": " << f.from() << " -> " << f.to() << "\n";
+        }
+        if (c.spec_changed()) {
+          std::cout << "    " << Plural(c.instances_replaced(), "instance") << " will be replaced"
+                    << (c.from_image() != c.to_image() ? absl::StrCat(" from image ", c.from_image()) : "")
+                    << " on the next reprovision\n";
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  for (const auto& f : d.project_fields()) {
+    if (f.from().empty()) std::cout << "+ " << f.path() << ": " << f.to() << "\n";
+    else if (f.to().empty()) std::cout << "- " << f.path() << ": " << f.from() << "\n";
+    else std::cout << "~ " << f.path() << ": " << f.from() << " -> " << f.to() << "\n";
+  }
+}
+
+std::string ReadInput(const std::string& path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error{absl::StrCat("cannot read ", path, ": ", std::strerror(errno))};
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+int Cli::Project(Args& a) {
+  auto rest = a.Positional(0, 3, "project create|list|get|delete");
+  std::string sub = rest.empty() ? "" : rest[0];
+  if (sub == "create") {
+    auto desc = a.Value({"--description", "-d"});
+    rest = a.Positional(2, 2, "project create NAME");
+    v1::CreateProjectRequest req;
+    req.set_name(rest[1]);
+    req.set_description(desc.value_or(""));
+    v1::CreateProjectResponse resp;
+    Check(projects_->CreateProject(Ctx().get(), req, &resp));
+    if (Structured()) Print(resp);
+    else std::cout << "created project " << resp.project().name() << " (" << resp.project().uuid() << ")\n";
+    return 0;
+  }
+  if (sub == "list") {
+    a.Positional(1, 1, "project list");
+    v1::ListProjectsResponse resp;
+    Check(projects_->ListProjects(Ctx().get(), {}, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& p : resp.projects()) {
+      rows.push_back({p.name(), p.current_version_number() ? absl::StrCat(p.current_version_number()) : "-",
+                      absl::StrCat(p.service_count()), Time(p.created_at()), p.description()});
+    }
+    Table({"NAME", "VERSION", "SERVICES", "CREATED", "DESCRIPTION"}, rows);
+    return 0;
+  }
+  if (sub == "get") {
+    rest = a.Positional(1, 2, "project get [NAME]");
+    v1::GetProjectRequest req;
+    req.set_project(rest.size() == 2 ? rest[1] : NeedProject());
+    v1::GetProjectResponse resp;
+    Check(projects_->GetProject(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    const auto& p = resp.project();
+    std::cout << "project:     " << p.name() << "\nuuid:        " << p.uuid() << "\ndescription: " << p.description()
+              << "\ncreated:     " << Time(p.created_at()) << "\nversion:     "
+              << (p.current_version_number() ? absl::StrCat(p.current_version_number(), " (", p.current_version(), ")") : "none")
+              << "\n";
+    for (const auto& g : p.deployment_groups()) std::cout << "group:       " << g.name() << ": " << absl::StrJoin(g.services(), ", ") << "\n";
+    if (p.services_size() > 0) {
+      std::cout << "\n";
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& s : p.services()) {
+        rows.push_back({s.name(), s.compute_type(), s.image(), s.compute_type() == "agent" ? "per server" : absl::StrCat(s.count()),
+                        s.package().empty() ? "-" : s.package(), s.groups().empty() ? "-" : s.groups(0)});
+      }
+      Table({"SERVICE", "TYPE", "IMAGE", "COUNT", "PACKAGE", "GROUP"}, rows);
+    }
+    return 0;
+  }
+  if (sub == "delete") {
+    bool yes = a.Flag({"--yes", "-y"});
+    rest = a.Positional(2, 2, "project delete NAME");
+    if (!Confirm(absl::StrCat("Delete project ", rest[1], " with all its versions and meta?"), yes)) {
+      std::cout << "not deleted\n";
+      return 1;
+    }
+    v1::DeleteProjectRequest req;
+    req.set_project(rest[1]);
+    v1::DeleteProjectResponse resp;
+    Check(projects_->DeleteProject(Ctx().get(), req, &resp));
+    std::cout << "deleted project " << rest[1] << "\n";
+    return 0;
+  }
+  throw UsageError{"expected project create|list|get|delete"};
+}
+
+int Cli::Apply(Args& a, bool dry_run) {
+  auto file = a.Value({"-f", "--file"});
+  bool yes = a.Flag({"--yes", "-y"});
+  bool force = a.Flag({"--force"});
+  auto previous = a.Value({"--previous"});
+  auto message = a.Value({"-m", "--message"});
+  a.Positional(1, 1, dry_run ? "diff -f FILE" : "apply -f FILE");
+  if (!file) throw UsageError{dry_run ? "diff needs -f FILE" : "apply needs -f FILE"};
+  std::string text = ReadInput(*file);
+  v1::ApplyRequest req;
+  req.set_project(project_);
+  req.set_manifest(text);
+  req.set_filename(*file == "-" ? "<stdin>" : *file);
+  req.set_dry_run(true);
+  v1::ApplyResponse plan;
+  Check(projects_->Apply(Ctx().get(), req, &plan));
+  std::string name = project_;
+  if (name.empty() && plan.has_version()) name = "";
+  for (const auto& w : plan.warnings()) std::cerr << "warning: " << w << "\n";
+  if (dry_run && Structured()) {
+    Print(plan);
+    return 0;
+  }
+  if (plan.diff().empty()) {
+    std::cout << "no changes: the manifest matches version " << plan.base_version_number() << " ("
+              << plan.base_version() << ")\n";
+    return 0;
+  }
+  PrintDiff(plan.diff(), name);
+  if (dry_run) return 0;
+  if (!Confirm("Apply these changes?", yes)) {
+    std::cout << "not applied\n";
+    return 1;
+  }
+  req.set_dry_run(false);
+  req.set_previous_version(previous ? *previous : plan.base_version());
+  req.set_force(force);
+  req.set_message(message.value_or(""));
+  v1::ApplyResponse resp;
+  Check(projects_->Apply(Ctx().get(), req, &resp));
+  if (Structured()) {
+    Print(resp);
+    return 0;
+  }
+  if (!resp.changed()) {
+    std::cout << "no changes: version " << resp.version().number() << " is current\n";
+  } else {
+    std::cout << (resp.project_created() ? "created project and " : "") << "applied version "
+              << resp.version().number() << " (" << resp.version().uuid() << ")\n";
+  }
+  return 0;
+}
+
+int Cli::Versions(Args& a) {
+  a.Positional(1, 1, "versions");
+  v1::ListVersionsRequest req;
+  req.set_project(NeedProject());
+  v1::ListVersionsResponse resp;
+  Check(projects_->ListVersions(Ctx().get(), req, &resp));
+  if (Structured()) {
+    Print(resp);
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& v : resp.versions()) {
+    std::string origin = v.origin() == "rollback" ? absl::StrCat("rollback to ", v.rolled_back_to()) : v.origin();
+    rows.push_back({absl::StrCat(v.number()), v.uuid(), Time(v.created_at()), v.author(), origin,
+                    absl::StrCat(v.service_count()), absl::StrJoin(v.tags(), ","), v.hash().substr(0, 12)});
+  }
+  Table({"VERSION", "UUID", "CREATED", "AUTHOR", "ORIGIN", "SERVICES", "TAGS", "HASH"}, rows);
+  return 0;
+}
+
+int Cli::Version(Args& a) {
+  bool manifest = a.Flag({"--manifest"});
+  auto rest = a.Positional(1, 3, "version get [VERSION] | version tag VERSION TAG");
+  if (rest[0] == "get") {
+    if (rest.size() > 2) throw UsageError{"expected version get [VERSION]"};
+    v1::GetVersionRequest req;
+    req.set_project(NeedProject());
+    req.set_version(rest.size() == 2 ? rest[1] : "current");
+    req.set_include_manifest(manifest || Structured());
+    v1::GetVersionResponse resp;
+    Check(projects_->GetVersion(Ctx().get(), req, &resp));
+    if (manifest) {
+      std::cout << resp.version().manifest();  // byte for byte
+      return 0;
+    }
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    const auto& v = resp.version();
+    std::cout << "version: " << v.number() << "\nuuid:    " << v.uuid() << "\ncreated: " << Time(v.created_at())
+              << "\nauthor:  " << v.author() << "\norigin:  " << v.origin()
+              << (v.origin() == "rollback" ? absl::StrCat(" (content of version ", v.rolled_back_to(), ")") : "")
+              << "\nhash:    " << v.hash() << "\ntags:    " << absl::StrJoin(v.tags(), ", ") << "\n";
+    if (!v.message().empty()) std::cout << "message: " << v.message() << "\n";
+    for (const auto& w : v.warnings()) std::cout << "warning: " << w << "\n";
+    std::cout << "\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& s : resp.services()) {
+      rows.push_back({s.name(), s.compute_type(), s.image(), absl::StrCat(s.count()), s.spec_hash().substr(0, 12)});
+    }
+    Table({"SERVICE", "TYPE", "IMAGE", "COUNT", "SPEC"}, rows);
+    return 0;
+  }
+  if (rest[0] == "tag") {
+    if (rest.size() != 3) throw UsageError{"expected version tag VERSION TAG"};
+    v1::TagVersionRequest req;
+    req.set_project(NeedProject());
+    req.set_version(rest[1]);
+    req.set_tag(rest[2]);
+    v1::TagVersionResponse resp;
+    Check(projects_->TagVersion(Ctx().get(), req, &resp));
+    std::cout << "tagged version " << resp.version().number() << " as " << rest[2] << "\n";
+    return 0;
+  }
+  throw UsageError{"expected version get|tag"};
+}
+
+int Cli::Rollback(Args& a) {
+  bool yes = a.Flag({"--yes", "-y"});
+  bool force = a.Flag({"--force"});
+  auto rest = a.Positional(2, 2, "rollback VERSION");
+  v1::RollbackRequest req;
+  req.set_project(NeedProject());
+  req.set_version(rest[1]);
+  req.set_dry_run(true);
+  v1::RollbackResponse plan;
+  Check(projects_->Rollback(Ctx().get(), req, &plan));
+  if (plan.diff().empty()) {
+    std::cout << "no changes: version " << plan.base_version_number() << " already has that content\n";
+    return 0;
+  }
+  PrintDiff(plan.diff(), project_);
+  if (!Confirm(absl::StrCat("Roll back to the content of version ", rest[1], "?"), yes)) {
+    std::cout << "not rolled back\n";
+    return 1;
+  }
+  req.set_dry_run(false);
+  req.set_previous_version(plan.base_version());
+  req.set_force(force);
+  v1::RollbackResponse resp;
+  Check(projects_->Rollback(Ctx().get(), req, &resp));
+  if (Structured()) {
+    Print(resp);
+    return 0;
+  }
+  std::cout << "rolled back: version " << resp.version().number() << " (" << resp.version().uuid()
+            << ") has the content of version " << resp.version().rolled_back_to() << "\n";
+  return 0;
+}
+
+// Flattens a YAML map to dotted keys.
+void Flatten(const YAML::Node& n, const std::string& prefix, std::map<std::string, std::string>* out) {
+  for (const auto& kv : n) {
+    std::string key = prefix.empty() ? kv.first.Scalar() : absl::StrCat(prefix, ".", kv.first.Scalar());
+    if (kv.second.IsMap()) Flatten(kv.second, key, out);
+    else if (kv.second.IsScalar() || kv.second.IsNull()) (*out)[key] = kv.second.IsNull() ? "" : kv.second.Scalar();
+    else throw Error{absl::StrCat("meta import: ", key, " is a list; values must be strings or maps")};
+  }
+}
+
+int Cli::Meta(Args& a) {
+  bool secret = a.Flag({"--secret"});
+  auto cas_text = a.Value({"--cas"});
+  std::optional<int64_t> cas;
+  if (cas_text) {
+    int64_t v;
+    if (!absl::SimpleAtoi(*cas_text, &v) || v < 0) throw UsageError{absl::StrCat("--cas needs a cas id, not \"", *cas_text, "\"")};
+    cas = v;
+  }
+  auto rest = a.Positional(1, 3, "meta list|get|set|rm|incr|decr|import");
+  const std::string& sub = rest[0];
+  auto entry_line = [&](const v1::MetaEntry& e) {
+    if (Structured()) {
+      Print(e);
+    } else {
+      std::cout << e.key() << "=" << e.value() << "  (cas " << e.cas_id() << (e.secret() ? ", secret" : "") << ")\n";
+    }
+  };
+  if (sub == "list") {
+    v1::ListMetaRequest req;
+    req.set_project(NeedProject());
+    v1::ListMetaResponse resp;
+    Check(projects_->ListMeta(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& e : resp.entries()) {
+      rows.push_back({e.key(), e.value(), e.source(), e.cas_id() ? absl::StrCat(e.cas_id()) : "-", e.secret() ? "yes" : "no"});
+    }
+    Table({"KEY", "VALUE", "SOURCE", "CAS", "SECRET"}, rows);
+    return 0;
+  }
+  if (sub == "get") {
+    if (rest.size() != 2) throw UsageError{"expected meta get KEY"};
+    v1::GetMetaRequest req;
+    req.set_project(NeedProject());
+    req.set_key(rest[1]);
+    v1::GetMetaResponse resp;
+    Check(projects_->GetMeta(Ctx().get(), req, &resp));
+    if (Structured()) Print(resp.entry());
+    else std::cout << resp.entry().value() << "\n";
+    return 0;
+  }
+  if (sub == "set") {
+    if (rest.size() != 3) throw UsageError{"expected meta set KEY VALUE"};
+    v1::SetMetaRequest req;
+    req.set_project(NeedProject());
+    req.set_key(rest[1]);
+    req.set_value(rest[2]);
+    req.set_secret(secret);
+    if (cas) req.set_cas_id(*cas);
+    v1::SetMetaResponse resp;
+    Check(projects_->SetMeta(Ctx().get(), req, &resp));
+    entry_line(resp.entry());
+    return 0;
+  }
+  if (sub == "rm") {
+    if (rest.size() != 2) throw UsageError{"expected meta rm KEY"};
+    v1::DeleteMetaRequest req;
+    req.set_project(NeedProject());
+    req.set_key(rest[1]);
+    if (cas) req.set_cas_id(*cas);
+    v1::DeleteMetaResponse resp;
+    Check(projects_->DeleteMeta(Ctx().get(), req, &resp));
+    std::cout << "removed " << rest[1] << "\n";
+    return 0;
+  }
+  if (sub == "incr" || sub == "decr") {
+    if (rest.size() < 2) throw UsageError{absl::StrCat("expected meta ", sub, " KEY [N]")};
+    int64_t n = 1;
+    if (rest.size() == 3 && !absl::SimpleAtoi(rest[2], &n)) throw UsageError{absl::StrCat("\"", rest[2], "\" is not a whole number")};
+    v1::IncrMetaRequest req;
+    req.set_project(NeedProject());
+    req.set_key(rest[1]);
+    req.set_delta(sub == "incr" ? n : -n);
+    if (cas) req.set_cas_id(*cas);
+    v1::IncrMetaResponse resp;
+    Check(projects_->IncrMeta(Ctx().get(), req, &resp));
+    entry_line(resp.entry());
+    return 0;
+  }
+  if (sub == "import") {
+    if (rest.size() != 2) throw UsageError{"expected meta import FILE"};
+    std::string text = ReadInput(rest[1]);
+    std::map<std::string, std::string> entries;
+    YAML::Node n;
+    try {
+      n = YAML::Load(text);
+    } catch (const YAML::Exception&) {
+    }
+    if (n.IsMap()) {
+      Flatten(n, "", &entries);
+    } else {
+      int line_no = 0;
+      for (absl::string_view line : absl::StrSplit(text, '\n')) {
+        ++line_no;
+        line = absl::StripAsciiWhitespace(line);
+        if (line.empty() || line[0] == '#') continue;
+        size_t eq = line.find('=');
+        if (eq == absl::string_view::npos || eq == 0) {
+          throw Error{absl::StrCat(rest[1], ":", line_no, ": \"", line, "\" is not KEY=VALUE (or give a YAML/JSON map)")};
+        }
+        entries[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
+      }
+    }
+    v1::ImportMetaRequest req;
+    req.set_project(NeedProject());
+    req.mutable_entries()->insert(entries.begin(), entries.end());
+    req.set_secret(secret);
+    v1::ImportMetaResponse resp;
+    Check(projects_->ImportMeta(Ctx().get(), req, &resp));
+    std::cout << "imported " << resp.imported() << " keys\n";
+    return 0;
+  }
+  throw UsageError{"expected meta list|get|set|rm|incr|decr|import"};
+}
+
+int Cli::Events(Args& a) {
+  auto after = a.Value({"--after"});
+  auto limit = a.Value({"--limit"});
+  bool all = a.Flag({"--all"});
+  a.Positional(1, 1, "events");
+  v1::ListEventsRequest req;
+  req.set_project(all ? "" : project_);
+  int64_t n = 0;
+  if (after && !absl::SimpleAtoi(*after, &n)) throw UsageError{"--after needs an event index"};
+  req.set_after_index(n);
+  int lim = 100;
+  if (limit && !absl::SimpleAtoi(*limit, &lim)) throw UsageError{"--limit needs a number"};
+  req.set_limit(lim);
+  v1::ListEventsResponse resp;
+  Check(projects_->ListEvents(Ctx().get(), req, &resp));
+  if (Structured()) {
+    Print(resp);
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : resp.events()) {
+    rows.push_back({absl::StrCat(e.index()), Time(e.time()), e.project(), e.kind(), e.actor(), e.detail()});
+  }
+  Table({"INDEX", "TIME", "PROJECT", "KIND", "ACTOR", "DETAIL"}, rows);
+  return 0;
+}
+
+int Cli::AdminCmd(Args& a) {
+  auto rest = a.Positional(1, 2, "admin status | admin backup PATH");
+  if (rest[0] == "status") {
+    v1::StatusResponse resp;
+    Check(admin_->Status(Ctx().get(), {}, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::cout << "mode:     " << resp.mode() << "\nversion:  " << resp.version() << "\npid:      " << resp.pid()
+              << "\nstore:    " << resp.store_path() << " (schema " << resp.schema_version() << ")\nprojects: "
+              << resp.project_count() << "\nevents:   " << resp.last_event_index() << "\nstarted:  "
+              << Time(resp.started_at()) << "\n";
+    return 0;
+  }
+  if (rest[0] == "backup" && rest.size() == 2) {
+    v1::BackupRequest req;
+    req.set_path(rest[1]);
+    v1::BackupResponse resp;
+    Check(admin_->Backup(Ctx().get(), req, &resp));
+    std::cout << "backed up " << resp.bytes() << " bytes to " << resp.path() << "\n";
+    return 0;
+  }
+  throw UsageError{"expected admin status | admin backup PATH"};
+}
+
+int Cli::Run(const std::string& cmd, Args args) {
+  if (cmd == "project" || cmd == "projects") return Project(args);
+  if (cmd == "apply") return Apply(args, false);
+  if (cmd == "diff") return Apply(args, true);
+  if (cmd == "versions") return Versions(args);
+  if (cmd == "version") return Version(args);
+  if (cmd == "rollback") return Rollback(args);
+  if (cmd == "meta") return Meta(args);
+  if (cmd == "events") return Events(args);
+  if (cmd == "admin") return AdminCmd(args);
+  throw UsageError{absl::StrCat("unknown command \"", cmd, "\"")};
+}
+
+int Main(int argc, char** argv) {
+  std::string addr = Env("MARIPOSA_ADDR", "127.0.0.1:7740");
+  std::string project = Env("MARIPOSA_PROJECT", "");
+  std::string output = "table";
+  std::vector<std::string> rest;
+  bool help = false;
+  std::string cmd;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      auto take = [&](std::initializer_list<const char*> names, std::string* out) {
+        for (const char* n : names) {
+          if (a == n) {
+            if (i + 1 >= argc) throw UsageError{absl::StrCat(n, " needs a value")};
+            *out = argv[++i];
+            return true;
+          }
+          std::string prefix = absl::StrCat(n, "=");
+          if (absl::StartsWith(a, prefix)) {
+            *out = a.substr(prefix.size());
+            return true;
+          }
+        }
+        return false;
+      };
+      if (take({"-j", "--project"}, &project) || take({"--addr"}, &addr) || take({"-o", "--output"}, &output)) continue;
+      if (a == "-h" || a == "--help") {
+        help = true;
+        continue;
+      }
+      if (cmd.empty() && !a.empty() && a[0] != '-') {
+        cmd = a;
+        continue;
+      }
+      rest.push_back(a);
+    }
+    if (help) {
+      auto it = CommandHelp().find(cmd);
+      std::cout << (it != CommandHelp().end() ? it->second : kUsage);
+      return 0;
+    }
+    if (cmd.empty()) throw UsageError{"no command given"};
+    if (output != "table" && output != "json" && output != "yaml") {
+      throw UsageError{absl::StrCat("-o must be table, json or yaml, not \"", output, "\"")};
+    }
+    if (cmd == "help") {
+      std::cout << kUsage;
+      return 0;
+    }
+    rest.insert(rest.begin(), cmd);
+    // The first positional after the command is its subcommand for project,
+    // version, meta and admin; Args sees it as rest[0].
+    std::vector<std::string> sub(rest.begin() + 1, rest.end());
+    bool has_sub = cmd == "project" || cmd == "projects" || cmd == "version" || cmd == "meta" || cmd == "admin";
+    Cli cli(addr, project, output);
+    if (has_sub) return cli.Run(cmd, Args(sub));
+    return cli.Run(cmd, Args(rest));
+  } catch (const UsageError& e) {
+    std::cerr << "mariposa: " << e.msg << "\n";
+    auto it = CommandHelp().find(cmd);
+    std::cerr << (it != CommandHelp().end() ? it->second : "run `mariposa --help` for usage\n");
+    return 2;
+  } catch (const Error& e) {
+    std::cerr << "mariposa: " << e.msg << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
+}  // namespace mariposa
+
+int main(int argc, char** argv) { return mariposa::Main(argc, argv); }

@@ -1,0 +1,31 @@
+// The gRPC Admin service: controller status, online backup, echo.
+#ifndef MARIPOSA_DAEMON_ADMIN_SERVICE_H_
+#define MARIPOSA_DAEMON_ADMIN_SERVICE_H_
+
+#include <string>
+
+#include "absl/time/time.h"
+#include "mariposa/v1/admin.grpc.pb.h"
+#include "projects/store.h"
+
+namespace mariposa {
+
+class AdminService final : public v1::Admin::Service {
+ public:
+  AdminService(ProjectStore* store, std::string data_dir, std::string store_path, absl::Time started_at)
+      : store_(store), data_dir_(std::move(data_dir)), store_path_(std::move(store_path)), started_at_(started_at) {}
+
+  grpc::Status Status(grpc::ServerContext*, const v1::StatusRequest*, v1::StatusResponse*) override;
+  grpc::Status Backup(grpc::ServerContext*, const v1::BackupRequest*, v1::BackupResponse*) override;
+  grpc::Status Ping(grpc::ServerContext*, const v1::PingRequest*, v1::PingResponse*) override;
+
+ private:
+  ProjectStore* store_;
+  std::string data_dir_;
+  std::string store_path_;
+  absl::Time started_at_;
+};
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_DAEMON_ADMIN_SERVICE_H_

@@ -1,0 +1,182 @@
+// mariposad: the Mariposa controller. Serves the gRPC API on a loopback
+// address by default, keeps its state in SQLite under --data-dir, and holds an
+// exclusive lock on that directory.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "daemon/admin_service.h"
+#include "projects/projects_service.h"
+#include "projects/sqlite_store.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [--addr-file FILE]
+
+The Mariposa controller: gRPC API, SQLite store.
+
+  --listen ADDR     address to serve on (default 127.0.0.1:7740; port 0 picks a
+                    free port; unix:/path for a unix socket)
+  --data-dir DIR    where the store lives (default /var/lib/mariposa); created
+                    if missing; one mariposad per directory
+  --addr-file FILE  write the address actually bound (host:port) to FILE once
+                    serving; for scripts and tests
+  --help            this text
+
+Stops gracefully on SIGTERM or SIGINT.
+)";
+
+int Usage(const std::string& err) {
+  std::cerr << "mariposad: " << err << "\n\n" << kUsage;
+  return 2;
+}
+
+// Takes an exclusive lock on DIR/mariposad.lock and records our pid in it.
+// Returns the fd (kept open for the life of the process) or -1 with a message.
+int LockDataDir(const std::string& dir, std::string* err) {
+  std::string path = dir + "/mariposad.lock";
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *err = absl::StrCat("cannot open lock file ", path, ": ", std::strerror(errno));
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {0};
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    std::string holder = n > 0 ? std::string(absl::StripAsciiWhitespace(std::string(buf, n))) : "unknown";
+    *err = absl::StrCat("data dir ", dir, " is in use by mariposad pid ", holder, " (lock ", path,
+                        "); stop that process first or use another --data-dir");
+    close(fd);
+    return -1;
+  }
+  std::string pid = absl::StrCat(getpid(), "\n");
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    *err = absl::StrCat("cannot write lock file ", path, ": ", std::strerror(errno));
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string listen = "127.0.0.1:7740";
+  std::string data_dir = "/var/lib/mariposa";
+  std::string addr_file;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const std::string& flag, std::string* out) {
+      if (a == flag) {
+        if (i + 1 >= argc) return false;
+        *out = argv[++i];
+        return true;
+      }
+      if (absl::StartsWith(a, flag + "=")) {
+        *out = a.substr(flag.size() + 1);
+        return true;
+      }
+      return false;
+    };
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (value("--listen", &listen) || value("--data-dir", &data_dir) || value("--addr-file", &addr_file)) continue;
+    return Usage(absl::StrCat("unknown argument \"", a, "\""));
+  }
+
+  // Signals are taken by one thread with sigwait; block them everywhere first.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  if (mkdir(data_dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    mariposa::LogError("cannot create data dir", {{"data_dir", data_dir}, {"error", std::strerror(errno)}});
+    return 1;
+  }
+  std::string lock_err;
+  int lock_fd = LockDataDir(data_dir, &lock_err);
+  if (lock_fd < 0) {
+    mariposa::LogError(lock_err, {{"data_dir", data_dir}});
+    std::cerr << "mariposad: " << lock_err << "\n";
+    return 1;
+  }
+
+  mariposa::RealClock* clock = mariposa::RealClock::Get();
+  absl::Time started = clock->Now();
+  std::string store_path = data_dir + "/mariposa.db";
+  auto store = mariposa::SqliteProjectStore::Open(store_path, clock);
+  if (!store.ok()) {
+    mariposa::LogError("cannot open store", {{"path", store_path}, {"error", store.status().ToString()}});
+    return 1;
+  }
+  if (auto s = (*store)->CheckIntegrity(); !s.ok()) {
+    mariposa::LogError("store failed its integrity check; restore a backup",
+                       {{"path", store_path}, {"error", s.ToString()}});
+    return 1;
+  }
+
+  mariposa::ProjectsService projects(store->get());
+  mariposa::AdminService admin(store->get(), data_dir, store_path, started);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&projects);
+  builder.RegisterService(&admin);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    mariposa::LogError("cannot listen", {{"listen", listen}});
+    return 1;
+  }
+  std::string bound = listen;
+  if (!absl::StartsWith(listen, "unix:")) {
+    bound = absl::StrCat(listen.substr(0, listen.rfind(':')), ":", port);
+  }
+  if (!addr_file.empty()) {
+    std::string tmp = addr_file + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << bound << "\n";
+    }
+    std::rename(tmp.c_str(), addr_file.c_str());
+  }
+  mariposa::LogInfo("serving", {{"addr", bound},
+                                {"data_dir", data_dir},
+                                {"schema", absl::StrCat((*store)->SchemaVersion())},
+                                {"pid", absl::StrCat(getpid())}});
+
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    mariposa::LogInfo("shutting down", {{"signal", strsignal(sig)}});
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  });
+  server->Wait();
+  signals.join();
+  store->reset();
+  close(lock_fd);
+  mariposa::LogInfo("stopped");
+  return 0;
+}

@@ -1,0 +1,109 @@
+#include "projects/diff.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace mariposa {
+namespace {
+
+std::string Render(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kString: return v.str();
+    case Value::Kind::kNull: return "";
+    default: return v.ToJson();
+  }
+}
+
+void AddChange(const std::string& path, const std::string& from, const std::string& to,
+               google::protobuf::RepeatedPtrField<v1::FieldChange>* out) {
+  if (from == to) return;
+  v1::FieldChange* c = out->Add();
+  c->set_path(path);
+  c->set_from(from);
+  c->set_to(to);
+}
+
+// Field-by-field changes of two maps; map-valued fields go one level deeper
+// (environment.A, tags.role, healthchecks.http).
+void DiffMaps(const std::string& prefix, const Value& a, const Value& b, int depth,
+              google::protobuf::RepeatedPtrField<v1::FieldChange>* out) {
+  std::map<std::string, const Value*> am, bm;
+  for (const auto& e : a.entries()) am[e.first] = &e.second;
+  for (const auto& e : b.entries()) bm[e.first] = &e.second;
+  std::set<std::string> keys;
+  for (const auto& kv : am) keys.insert(kv.first);
+  for (const auto& kv : bm) keys.insert(kv.first);
+  for (const auto& k : keys) {
+    const Value* x = am.count(k) ? am[k] : nullptr;
+    const Value* y = bm.count(k) ? bm[k] : nullptr;
+    std::string path = prefix.empty() ? k : absl::StrCat(prefix, ".", k);
+    if (depth > 0 && x && y && x->kind() == Value::Kind::kMap && y->kind() == Value::Kind::kMap) {
+      DiffMaps(path, *x, *y, depth - 1, out);
+    } else {
+      AddChange(path, x ? Render(*x) : "", y ? Render(*y) : "", out);
+    }
+  }
+}
+
+Value GroupsValue(const Manifest& m) {
+  Value v = Value::Map();
+  for (const auto& kv : m.deployment_groups) {
+    Value l = Value::List();
+    for (const auto& s : kv.second) l.Add(Value::Str(s));
+    v.Set(kv.first, l);
+  }
+  return v;
+}
+
+Value MetaValue(const Manifest& m) {
+  Value v = Value::Map();
+  for (const auto& kv : m.meta) v.Set(kv.first, Value::Str(kv.second));
+  return v;
+}
+
+}  // namespace
+
+v1::Diff DiffManifests(const Manifest* before, const Manifest& after) {
+  v1::Diff d;
+  static const Manifest kEmpty;
+  const Manifest& b = before ? *before : kEmpty;
+  std::set<std::string> names;
+  for (const auto& kv : b.services) names.insert(kv.first);
+  for (const auto& kv : after.services) names.insert(kv.first);
+  for (const auto& name : names) {
+    auto bi = b.services.find(name);
+    auto ai = after.services.find(name);
+    v1::ServiceChange* c = d.add_services();
+    c->set_service(name);
+    if (bi == b.services.end()) {
+      c->set_action(v1::ServiceChange::CREATE);
+      c->set_to_count(ai->second.count);
+      c->set_to_image(ai->second.image);
+      continue;
+    }
+    if (ai == after.services.end()) {
+      c->set_action(v1::ServiceChange::DELETE);
+      c->set_from_count(bi->second.count);
+      c->set_from_image(bi->second.image);
+      continue;
+    }
+    const ServiceSpec& x = bi->second;
+    const ServiceSpec& y = ai->second;
+    c->set_from_count(x.count);
+    c->set_to_count(y.count);
+    c->set_from_image(x.image);
+    c->set_to_image(y.image);
+    DiffMaps("", ServiceSpecValue(x), ServiceSpecValue(y), 1, c->mutable_fields());
+    bool spec = InstanceSpecHash(x) != InstanceSpecHash(y);
+    c->set_spec_changed(spec);
+    if (spec) c->set_instances_replaced(std::min(x.count, y.count));
+    c->set_action(c->fields().empty() ? v1::ServiceChange::UNCHANGED : v1::ServiceChange::UPDATE);
+  }
+  AddChange("description", b.description, after.description, d.mutable_project_fields());
+  DiffMaps("deployment_groups", GroupsValue(b), GroupsValue(after), 0, d.mutable_project_fields());
+  DiffMaps("meta", MetaValue(b), MetaValue(after), 0, d.mutable_project_fields());
+  return d;
+}
+
+}  // namespace mariposa

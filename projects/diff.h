@@ -1,0 +1,16 @@
+// Goal-state diff between two manifests (the version in force and a
+// candidate), as the API's Diff message. Pure; thread-safe.
+#ifndef MARIPOSA_PROJECTS_DIFF_H_
+#define MARIPOSA_PROJECTS_DIFF_H_
+
+#include "mariposa/v1/projects.pb.h"
+#include "projects/manifest.h"
+
+namespace mariposa {
+
+// `before` is null for a project's first version.
+v1::Diff DiffManifests(const Manifest* before, const Manifest& after);
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_PROJECTS_DIFF_H_

@@ -1,0 +1,410 @@
+#include "projects/projects_service.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "projects/diff.h"
+#include "projects/manifest.h"
+
+namespace mariposa {
+namespace {
+
+void SetTime(absl::Time t, google::protobuf::Timestamp* ts) {
+  int64_t us = absl::ToUnixMicros(t);
+  ts->set_seconds(us / 1000000);
+  ts->set_nanos(static_cast<int>((us % 1000000) * 1000));
+}
+
+void ToProto(const ProjectRecord& p, v1::Project* out) {
+  out->set_uuid(p.uuid);
+  out->set_name(p.name);
+  out->set_description(p.description);
+  SetTime(p.created_at, out->mutable_created_at());
+  out->set_current_version(p.current_version);
+  out->set_current_version_number(p.current_number);
+  out->set_service_count(p.service_count);
+}
+
+void ToProto(const VersionRecord& v, v1::Version* out) {
+  out->set_uuid(v.uuid);
+  out->set_project_uuid(v.project_uuid);
+  out->set_number(v.number);
+  out->set_hash(v.hash);
+  out->set_author(v.author);
+  SetTime(v.created_at, out->mutable_created_at());
+  for (const auto& t : v.tags) out->add_tags(t);
+  out->set_origin(v.origin);
+  out->set_rolled_back_to(v.rolled_back_to);
+  out->set_message(v.message);
+  for (const auto& w : v.warnings) out->add_warnings(w);
+  out->set_manifest(v.manifest);
+  out->set_canonical(v.canonical);
+  out->set_service_count(v.service_count);
+}
+
+void ToProto(const ServiceRecord& s, v1::Service* out) {
+  out->set_name(s.name);
+  out->set_service_type(s.service_type);
+  out->set_compute_type(s.compute_type);
+  out->set_brand(s.brand);
+  out->set_image(s.image);
+  out->set_package(s.package);
+  out->set_count(s.count);
+  out->set_spec_hash(s.spec_hash);
+  out->set_spec_json(s.spec_json);
+  if (!s.group.empty()) out->add_groups(s.group);
+}
+
+// Secrets never leave the server.
+void ToProto(const MetaRecord& m, v1::MetaEntry* out) {
+  out->set_key(m.key);
+  out->set_value(m.secret ? "<secret>" : m.value);
+  out->set_secret(m.secret);
+  out->set_cas_id(m.cas_id);
+  out->set_source("store");
+  SetTime(m.updated_at, out->mutable_updated_at());
+}
+
+absl::Status Required(const std::string& value, absl::string_view what) {
+  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is required"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+std::string AuthorOf(const grpc::ServerContext* ctx) {
+  auto md = ctx->client_metadata();
+  auto it = md.find("x-mariposa-author");
+  if (it != md.end() && !it->second.empty()) return std::string(it->second.data(), it->second.size());
+  return ctx->peer();
+}
+
+struct ProjectsService::Outcome {
+  CommitResult commit;
+  v1::Diff diff;
+  std::string base_version;
+  int64_t base_number = 0;
+  std::vector<std::string> warnings;
+};
+
+absl::StatusOr<ProjectRecord> ProjectsService::Project(const std::string& name) {
+  RETURN_IF_ERROR(Required(name, "project (-j NAME)"));
+  return store_->GetProject(name);
+}
+
+absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
+    const std::string& project, const std::string& text, const std::string& filename, const std::string& previous,
+    bool force, bool dry_run, const std::string& origin, int64_t rolled_back_to, const std::string& message,
+    const std::string& author) {
+  ParseOptions opts;
+  opts.filename = filename.empty() ? "manifest" : filename;
+  opts.project_override = project;
+  ParseResult parsed = ParseManifest(text, opts);
+  if (!parsed.manifest) return DiagnosticsToStatus(parsed.errors);
+  const Manifest& m = *parsed.manifest;
+
+  Outcome out;
+  std::map<std::string, std::string> store_meta;
+  std::optional<Manifest> before;
+  std::string before_hash;
+  auto existing = store_->GetProject(m.project);
+  if (existing.ok()) {
+    ASSIGN_OR_RETURN(auto meta, store_->ListMeta(existing->uuid));
+    for (const auto& e : meta) store_meta[e.key] = e.value;
+    if (!existing->current_version.empty()) {
+      ASSIGN_OR_RETURN(VersionRecord cur, store_->GetVersion(existing->uuid, existing->current_version, true));
+      ParseResult old = ParseManifest(cur.canonical, ParseOptions{"(stored)", m.project});
+      if (!old.manifest) {
+        return absl::DataLossError(absl::StrCat("stored version ", cur.number, " no longer parses: ",
+                                                DiagnosticsToStatus(old.errors).message()));
+      }
+      before = std::move(old.manifest);
+      before_hash = cur.hash;
+      out.base_version = cur.uuid;
+      out.base_number = cur.number;
+    }
+  } else if (!absl::IsNotFound(existing.status())) {
+    return existing.status();
+  }
+  std::vector<ManifestDiagnostic> meta_errors = CheckMetaReferences(m, store_meta, opts.filename);
+  if (!meta_errors.empty()) return DiagnosticsToStatus(meta_errors);
+
+  out.diff = DiffManifests(before ? &*before : nullptr, m);
+  std::string hash = CanonicalHash(m);
+  out.diff.set_empty(before_hash == hash);
+  for (const auto& w : m.warnings) out.warnings.push_back(w.ToString());
+
+  // Resolve a --previous given as a number, tag or prefix to its uuid.
+  std::string expected = previous;
+  if (!previous.empty() && existing.ok()) {
+    auto v = store_->GetVersion(existing->uuid, previous, false);
+    if (!v.ok()) return Annotate(v.status(), "--previous");
+    expected = v->uuid;
+  }
+  if (dry_run) {
+    if (existing.ok() && !existing->current_version.empty()) {
+      ASSIGN_OR_RETURN(out.commit.version, store_->GetVersion(existing->uuid, existing->current_version, false));
+    }
+    return out;
+  }
+
+  NewVersion nv;
+  nv.project_name = m.project;
+  nv.create_project = true;
+  nv.expected_current = expected;
+  nv.force = force;
+  nv.hash = hash;
+  nv.manifest = text;
+  nv.canonical = CanonicalYaml(m);
+  nv.author = author;
+  nv.origin = origin;
+  nv.rolled_back_to = rolled_back_to;
+  nv.message = message;
+  nv.warnings = out.warnings;
+  nv.description = m.description;
+  std::map<std::string, std::string> group_of;
+  for (const auto& g : m.deployment_groups) {
+    nv.groups.push_back(GroupRecord{g.first, g.second});
+    for (const auto& s : g.second) group_of[s] = g.first;
+  }
+  for (const auto& kv : m.services) {
+    const ServiceSpec& s = kv.second;
+    nv.services.push_back(ServiceRecord{s.name, s.service_type, s.compute_type, s.brand, s.image, s.package,
+                                        s.count, InstanceSpecHash(s), ServiceSpecJson(s), group_of[s.name]});
+  }
+  ASSIGN_OR_RETURN(out.commit, store_->CommitVersion(nv));
+  return out;
+}
+
+grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) {
+  auto out = ApplyText(req->project(), req->manifest(), req->filename(), req->previous_version(), req->force(),
+                       req->dry_run(), "apply", 0, req->message(), AuthorOf(ctx));
+  if (!out.ok()) return ToGrpc(out.status());
+  resp->set_changed(out->commit.changed);
+  if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
+  *resp->mutable_diff() = out->diff;
+  resp->set_base_version(out->base_version);
+  resp->set_base_version_number(out->base_number);
+  for (const auto& w : out->warnings) resp->add_warnings(w);
+  resp->set_project_created(out->commit.project_created);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::RollbackRequest* req,
+                                       v1::RollbackResponse* resp) {
+  auto p = Project(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  if (req->version().empty()) return ToGrpc(absl::InvalidArgumentError("the version to roll back to is required"));
+  auto target = store_->GetVersion(p->uuid, req->version(), true);
+  if (!target.ok()) return ToGrpc(target.status());
+  auto out = ApplyText(p->name, target->manifest, absl::StrCat("version ", target->number), req->previous_version(),
+                       req->force(), req->dry_run(), "rollback", target->number,
+                       absl::StrCat("rollback to version ", target->number), AuthorOf(ctx));
+  if (!out.ok()) return ToGrpc(Annotate(out.status(), absl::StrCat("rolling back to version ", target->number)));
+  resp->set_changed(out->commit.changed);
+  if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
+  *resp->mutable_diff() = out->diff;
+  resp->set_base_version(out->base_version);
+  resp->set_base_version_number(out->base_number);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::CreateProject(grpc::ServerContext* ctx, const v1::CreateProjectRequest* req,
+                                            v1::CreateProjectResponse* resp) {
+  auto p = store_->CreateProject(req->name(), req->description(), AuthorOf(ctx));
+  if (!p.ok()) return ToGrpc(p.status());
+  ToProto(*p, resp->mutable_project());
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::ListProjects(grpc::ServerContext*, const v1::ListProjectsRequest*,
+                                           v1::ListProjectsResponse* resp) {
+  auto list = store_->ListProjects();
+  if (!list.ok()) return ToGrpc(list.status());
+  for (const auto& p : *list) ToProto(p, resp->add_projects());
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::GetProject(grpc::ServerContext*, const v1::GetProjectRequest* req,
+                                         v1::GetProjectResponse* resp) {
+  auto p = Project(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  ToProto(*p, resp->mutable_project());
+  if (!p->current_version.empty()) {
+    auto svcs = store_->ListServices(p->current_version);
+    if (!svcs.ok()) return ToGrpc(svcs.status());
+    for (const auto& s : *svcs) ToProto(s, resp->mutable_project()->add_services());
+    auto groups = store_->ListGroups(p->current_version);
+    if (!groups.ok()) return ToGrpc(groups.status());
+    for (const auto& g : *groups) {
+      auto* pg = resp->mutable_project()->add_deployment_groups();
+      pg->set_name(g.name);
+      for (const auto& s : g.services) pg->add_services(s);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::DeleteProjectRequest* req,
+                                            v1::DeleteProjectResponse*) {
+  auto s = Required(req->project(), "project");
+  if (!s.ok()) return ToGrpc(s);
+  return ToGrpc(store_->DeleteProject(req->project(), AuthorOf(ctx)));
+}
+
+grpc::Status ProjectsService::ListVersions(grpc::ServerContext*, const v1::ListVersionsRequest* req,
+                                           v1::ListVersionsResponse* resp) {
+  auto p = Project(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  auto list = store_->ListVersions(p->uuid);
+  if (!list.ok()) return ToGrpc(list.status());
+  for (const auto& v : *list) ToProto(v, resp->add_versions());
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::GetVersion(grpc::ServerContext*, const v1::GetVersionRequest* req,
+                                         v1::GetVersionResponse* resp) {
+  auto p = Project(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  auto v = store_->GetVersion(p->uuid, req->version().empty() ? "current" : req->version(), req->include_manifest());
+  if (!v.ok()) return ToGrpc(v.status());
+  ToProto(*v, resp->mutable_version());
+  auto svcs = store_->ListServices(v->uuid);
+  if (!svcs.ok()) return ToGrpc(svcs.status());
+  for (const auto& s : *svcs) ToProto(s, resp->add_services());
+  auto groups = store_->ListGroups(v->uuid);
+  if (!groups.ok()) return ToGrpc(groups.status());
+  for (const auto& g : *groups) {
+    auto* pg = resp->add_deployment_groups();
+    pg->set_name(g.name);
+    for (const auto& s : g.services) pg->add_services(s);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::TagVersion(grpc::ServerContext* ctx, const v1::TagVersionRequest* req,
+                                         v1::TagVersionResponse* resp) {
+  auto p = Project(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  auto v = store_->TagVersion(p->uuid, req->version(), req->tag(), AuthorOf(ctx));
+  if (!v.ok()) return ToGrpc(v.status());
+  ToProto(*v, resp->mutable_version());
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::ListMeta(grpc::ServerContext*, const v1::ListMetaRequest* req,
+                                       v1::ListMetaResponse* resp) {
+  auto p = Project(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  auto list = store_->ListMeta(p->uuid);
+  if (!list.ok()) return ToGrpc(list.status());
+  std::set<std::string> in_store;
+  for (const auto& m : *list) {
+    ToProto(m, resp->add_entries());
+    in_store.insert(m.key);
+  }
+  // Manifest defaults that the store does not override.
+  if (!p->current_version.empty()) {
+    auto cur = store_->GetVersion(p->uuid, p->current_version, true);
+    if (!cur.ok()) return ToGrpc(cur.status());
+    ParseResult parsed = ParseManifest(cur->canonical, ParseOptions{"(stored)", p->name});
+    if (parsed.manifest) {
+      for (const auto& kv : parsed.manifest->meta) {
+        if (in_store.count(kv.first)) continue;
+        v1::MetaEntry* e = resp->add_entries();
+        e->set_key(kv.first);
+        e->set_value(kv.second);
+        e->set_source("manifest");
+      }
+    }
+  }
+  std::sort(resp->mutable_entries()->begin(), resp->mutable_entries()->end(),
+            [](const v1::MetaEntry& a, const v1::MetaEntry& b) { return a.key() < b.key(); });
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::GetMeta(grpc::ServerContext* ctx, const v1::GetMetaRequest* req,
+                                      v1::GetMetaResponse* resp) {
+  v1::ListMetaRequest lreq;
+  lreq.set_project(req->project());
+  v1::ListMetaResponse all;
+  grpc::Status s = ListMeta(ctx, &lreq, &all);
+  if (!s.ok()) return s;
+  for (const auto& e : all.entries()) {
+    if (e.key() == req->key()) {
+      *resp->mutable_entry() = e;
+      return grpc::Status::OK;
+    }
+  }
+  return ToGrpc(absl::NotFoundError(absl::StrCat("no meta key \"", req->key(), "\" in project ", req->project())));
+}
+
+grpc::Status ProjectsService::SetMeta(grpc::ServerContext* ctx, const v1::SetMetaRequest* req,
+                                      v1::SetMetaResponse* resp) {
+  auto p = Project(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  auto m = store_->SetMeta(p->uuid, req->key(), req->value(), req->secret(),
+                           req->has_cas_id() ? std::optional<int64_t>(req->cas_id()) : std::nullopt, AuthorOf(ctx));
+  if (!m.ok()) return ToGrpc(m.status());
+  ToProto(*m, resp->mutable_entry());
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::DeleteMeta(grpc::ServerContext* ctx, const v1::DeleteMetaRequest* req,
+                                         v1::DeleteMetaResponse*) {
+  auto p = Project(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  return ToGrpc(store_->DeleteMeta(p->uuid, req->key(),
+                                   req->has_cas_id() ? std::optional<int64_t>(req->cas_id()) : std::nullopt,
+                                   AuthorOf(ctx)));
+}
+
+grpc::Status ProjectsService::IncrMeta(grpc::ServerContext* ctx, const v1::IncrMetaRequest* req,
+                                       v1::IncrMetaResponse* resp) {
+  auto p = Project(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  auto m = store_->IncrMeta(p->uuid, req->key(), req->delta(),
+                            req->has_cas_id() ? std::optional<int64_t>(req->cas_id()) : std::nullopt, AuthorOf(ctx));
+  if (!m.ok()) return ToGrpc(m.status());
+  ToProto(*m, resp->mutable_entry());
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::ImportMeta(grpc::ServerContext* ctx, const v1::ImportMetaRequest* req,
+                                         v1::ImportMetaResponse* resp) {
+  auto p = Project(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  std::map<std::string, std::string> entries(req->entries().begin(), req->entries().end());
+  auto n = store_->ImportMeta(p->uuid, entries, req->secret(), AuthorOf(ctx));
+  if (!n.ok()) return ToGrpc(n.status());
+  resp->set_imported(*n);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::ListEvents(grpc::ServerContext*, const v1::ListEventsRequest* req,
+                                         v1::ListEventsResponse* resp) {
+  int limit = req->limit() <= 0 ? 100 : std::min(req->limit(), 1000);
+  auto list = store_->ListEvents(req->project(), req->after_index(), limit);
+  if (!list.ok()) return ToGrpc(list.status());
+  for (const auto& e : *list) {
+    v1::Event* pe = resp->add_events();
+    pe->set_index(e.index);
+    SetTime(e.time, pe->mutable_time());
+    pe->set_actor(e.actor);
+    pe->set_project(e.project);
+    pe->set_kind(e.kind);
+    pe->set_subject(e.subject);
+    pe->set_detail(e.detail);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace mariposa

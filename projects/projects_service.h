@@ -1,0 +1,53 @@
+// The gRPC Projects service: validation, diffs and versioning on top of a
+// ProjectStore. Thread-safe (the store serializes writes).
+#ifndef MARIPOSA_PROJECTS_PROJECTS_SERVICE_H_
+#define MARIPOSA_PROJECTS_PROJECTS_SERVICE_H_
+
+#include "mariposa/v1/projects.grpc.pb.h"
+#include "projects/store.h"
+
+namespace mariposa {
+
+// Converts at the API edge: absl codes and gRPC codes share their numbers.
+grpc::Status ToGrpc(const absl::Status& s);
+
+// The request's author: "x-mariposa-author" metadata, else the peer address.
+std::string AuthorOf(const grpc::ServerContext* ctx);
+
+class ProjectsService final : public v1::Projects::Service {
+ public:
+  // `store` must outlive the service.
+  explicit ProjectsService(ProjectStore* store) : store_(store) {}
+
+  grpc::Status CreateProject(grpc::ServerContext*, const v1::CreateProjectRequest*, v1::CreateProjectResponse*) override;
+  grpc::Status ListProjects(grpc::ServerContext*, const v1::ListProjectsRequest*, v1::ListProjectsResponse*) override;
+  grpc::Status GetProject(grpc::ServerContext*, const v1::GetProjectRequest*, v1::GetProjectResponse*) override;
+  grpc::Status DeleteProject(grpc::ServerContext*, const v1::DeleteProjectRequest*, v1::DeleteProjectResponse*) override;
+  grpc::Status Apply(grpc::ServerContext*, const v1::ApplyRequest*, v1::ApplyResponse*) override;
+  grpc::Status ListVersions(grpc::ServerContext*, const v1::ListVersionsRequest*, v1::ListVersionsResponse*) override;
+  grpc::Status GetVersion(grpc::ServerContext*, const v1::GetVersionRequest*, v1::GetVersionResponse*) override;
+  grpc::Status TagVersion(grpc::ServerContext*, const v1::TagVersionRequest*, v1::TagVersionResponse*) override;
+  grpc::Status Rollback(grpc::ServerContext*, const v1::RollbackRequest*, v1::RollbackResponse*) override;
+  grpc::Status ListMeta(grpc::ServerContext*, const v1::ListMetaRequest*, v1::ListMetaResponse*) override;
+  grpc::Status GetMeta(grpc::ServerContext*, const v1::GetMetaRequest*, v1::GetMetaResponse*) override;
+  grpc::Status SetMeta(grpc::ServerContext*, const v1::SetMetaRequest*, v1::SetMetaResponse*) override;
+  grpc::Status DeleteMeta(grpc::ServerContext*, const v1::DeleteMetaRequest*, v1::DeleteMetaResponse*) override;
+  grpc::Status IncrMeta(grpc::ServerContext*, const v1::IncrMetaRequest*, v1::IncrMetaResponse*) override;
+  grpc::Status ImportMeta(grpc::ServerContext*, const v1::ImportMetaRequest*, v1::ImportMetaResponse*) override;
+  grpc::Status ListEvents(grpc::ServerContext*, const v1::ListEventsRequest*, v1::ListEventsResponse*) override;
+
+ private:
+  struct Outcome;
+  // The one path from manifest text to a stored version, shared by Apply and
+  // Rollback.
+  absl::StatusOr<Outcome> ApplyText(const std::string& project, const std::string& text, const std::string& filename,
+                                    const std::string& previous, bool force, bool dry_run, const std::string& origin,
+                                    int64_t rolled_back_to, const std::string& message, const std::string& author);
+  absl::StatusOr<ProjectRecord> Project(const std::string& name);
+
+  ProjectStore* store_;
+};
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_PROJECTS_PROJECTS_SERVICE_H_
