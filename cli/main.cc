@@ -353,10 +353,11 @@ std::string ReadInput(const std::string& path) {
 }
 
 int Cli::Project(Args& a) {
-  auto rest = a.Positional(0, 3, "project create|list|get|delete");
+  auto desc = a.Value({"--description", "-d"});
+  bool yes = a.Flag({"--yes", "-y"});
+  auto rest = a.Positional(1, 3, "project create|list|get|delete");
   std::string sub = rest.empty() ? "" : rest[0];
   if (sub == "create") {
-    auto desc = a.Value({"--description", "-d"});
     rest = a.Positional(2, 2, "project create NAME");
     v1::CreateProjectRequest req;
     req.set_name(rest[1]);
@@ -411,7 +412,6 @@ int Cli::Project(Args& a) {
     return 0;
   }
   if (sub == "delete") {
-    bool yes = a.Flag({"--yes", "-y"});
     rest = a.Positional(2, 2, "project delete NAME");
     if (!Confirm(absl::StrCat("Delete project ", rest[1], " with all its versions and meta?"), yes)) {
       std::cout << "not deleted\n";

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Mariposa builds from (idempotent; needs root or sudo).
+set -euo pipefail
+PKGS=(bazel-bootstrap g++ pkg-config libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+      libabsl-dev libyaml-cpp-dev prometheus-cpp-dev libsqlite3-dev libssl-dev googletest libgtest-dev libgmock-dev
+      libcurl4-openssl-dev python3)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null

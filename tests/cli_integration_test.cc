@@ -1,0 +1,210 @@
+// The real mariposad on a free loopback port, driven by the real CLI.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/process.h"
+
+namespace mariposa::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir("cli");
+    daemon_ = std::make_unique<Daemon>(dir_ + "/data");
+    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+    manifest_ = ReadFile("deploy/examples/jupiter.yaml");
+    ASSERT_FALSE(manifest_.empty());
+    WriteFile(dir_ + "/v1.yaml", manifest_);
+    WriteFile(dir_ + "/v2.yaml", absl::StrReplaceAll(manifest_, {{"wordpress@1.2.0", "wordpress@1.3.0"}}));
+    WriteFile(dir_ + "/v3.yaml", absl::StrReplaceAll(manifest_, {{"count: 2", "count: 4"}}));
+  }
+  RunResult M(const std::vector<std::string>& args, const std::string& input = "") {
+    return Cli(daemon_->addr(), args, input);
+  }
+
+  std::string dir_;
+  std::string manifest_;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+TEST_F(CliTest, ProjectLifecycle) {
+  auto r = M({"project", "create", "apollo", "--description", "moon"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("created project apollo"));
+  r = M({"project", "create", "apollo"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "mariposa: project \"apollo\" exists already\n");
+  r = M({"project", "list"});
+  EXPECT_THAT(r.out, HasSubstr("apollo"));
+  EXPECT_THAT(r.out, HasSubstr("moon"));
+  r = M({"-o", "json", "project", "get", "apollo"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("\"name\": \"apollo\""));
+  r = M({"project", "delete", "apollo"});  // stdin is not a terminal: refuses
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("pass --yes"));
+  r = M({"project", "delete", "apollo", "--yes"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = M({"project", "get", "apollo"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("no project \"apollo\""));
+}
+
+TEST_F(CliTest, ApplyDiffVersionsRollback) {
+  auto r = M({"apply", "-f", dir_ + "/v1.yaml"});  // no --yes, no terminal
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("create service \"wordpress\": 3 instances"));
+  r = M({"apply", "-f", dir_ + "/v1.yaml", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("applied version 1"));
+
+  r = M({"apply", "-f", dir_ + "/v1.yaml", "--yes"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("no changes"));
+
+  r = M({"diff", "-f", dir_ + "/v2.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("update \"wordpress\" (3 instances)"));
+  EXPECT_THAT(r.out, HasSubstr("~ image: autopilotpattern/wordpress@1.2.0 -> autopilotpattern/wordpress@1.3.0"));
+  EXPECT_THAT(r.out, HasSubstr("3 instances will be replaced"));
+
+  r = M({"apply", "-f", dir_ + "/v2.yaml", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("applied version 2"));
+  r = M({"diff", "-f", dir_ + "/v3.yaml"});
+  EXPECT_THAT(r.out, HasSubstr("scale \"nginx\" 2 -> 4 (+2)"));
+
+  // A stale --previous is rejected and names the current version.
+  r = M({"-o", "json", "-j", "jupiter", "version", "get", "1"});
+  ASSERT_EQ(r.exit_code, 0);
+  r = M({"apply", "-f", dir_ + "/v3.yaml", "--yes", "--previous", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("the current version is 2 ("));
+  EXPECT_THAT(r.err, HasSubstr("re-run with --previous"));
+  r = M({"apply", "-f", dir_ + "/v3.yaml", "--yes", "--previous", "1", "--force"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  r = M({"-j", "jupiter", "versions"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("VERSION"));
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4);  // header + 3
+
+  r = M({"-j", "jupiter", "rollback", "1", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("version 4"));
+  EXPECT_THAT(r.out, HasSubstr("content of version 1"));
+  // The rollback's manifest is byte for byte version 1's.
+  r = M({"-j", "jupiter", "version", "get", "4", "--manifest"});
+  EXPECT_EQ(r.out, manifest_);
+  r = M({"-j", "jupiter", "version", "tag", "4", "good"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = M({"-j", "jupiter", "version", "get", "good"});
+  EXPECT_THAT(r.out, HasSubstr("version: 4"));
+  EXPECT_THAT(r.out, HasSubstr("tags:    good"));
+}
+
+TEST_F(CliTest, BadManifestIsRejectedWholeWithLocations) {
+  WriteFile(dir_ + "/bad.yaml", "project: jupiter\nservices:\n  web:\n    image: x\n    count: many\n    ports: [0]\n");
+  auto r = M({"apply", "-f", dir_ + "/bad.yaml", "--yes"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("2 errors in manifest, nothing was changed"));
+  EXPECT_THAT(r.err, HasSubstr("/bad.yaml:5:12: services.web.count: \"many\" is not a whole number"));
+  EXPECT_THAT(r.err, HasSubstr("/bad.yaml:6:13: services.web.ports[0]: 0 is out of range 1..65535"));
+  r = M({"project", "list"});
+  EXPECT_THAT(r.out, Not(HasSubstr("jupiter")));
+  // Missing meta key: the apply fails naming it.
+  WriteFile(dir_ + "/meta.yaml", "project: jupiter\nservices:\n  web:\n    image: x\n    environment: {A: \"{{ .meta.db.host }}\"}\n");
+  r = M({"apply", "-f", dir_ + "/meta.yaml", "--yes"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("meta key \"db.host\" is not set"));
+}
+
+TEST_F(CliTest, MetaWithCasAndSecretsNeverPrinted) {
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  auto r = M({"-j", "jupiter", "meta", "set", "mysql.password", "hunter2-sekrit", "--secret"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"-j", "jupiter", "meta", "list"},
+           {"-j", "jupiter", "meta", "get", "mysql.password"},
+           {"-o", "json", "-j", "jupiter", "meta", "list"},
+           {"-o", "yaml", "-j", "jupiter", "meta", "get", "mysql.password"},
+           {"events", "--all"},
+           {"-o", "json", "events", "--all"}}) {
+    r = M(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out + r.err, Not(HasSubstr("hunter2"))) << args.back();
+  }
+  EXPECT_THAT(daemon_->log(), Not(HasSubstr("hunter2")));
+  r = M({"-j", "jupiter", "meta", "get", "mysql.password"});
+  EXPECT_EQ(r.out, "<secret>\n");
+
+  r = M({"-j", "jupiter", "meta", "set", "n", "1", "--cas", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = M({"-j", "jupiter", "meta", "set", "n", "2", "--cas", "0"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("meta key \"n\" is at cas"));
+  r = M({"-j", "jupiter", "meta", "incr", "n", "41"});
+  EXPECT_THAT(r.out, HasSubstr("n=42"));
+  r = M({"-j", "jupiter", "meta", "decr", "n"});
+  EXPECT_THAT(r.out, HasSubstr("n=41"));
+  WriteFile(dir_ + "/meta.env", "# comment\nregion=us-east\ntier=gold\n");
+  r = M({"-j", "jupiter", "meta", "import", dir_ + "/meta.env"});
+  EXPECT_THAT(r.out, HasSubstr("imported 2 keys"));
+  r = M({"-j", "jupiter", "meta", "get", "tier"});
+  EXPECT_EQ(r.out, "gold\n");
+  r = M({"-j", "jupiter", "meta", "rm", "tier"});
+  EXPECT_EQ(r.exit_code, 0);
+  r = M({"-j", "jupiter", "meta", "get", "tier"});
+  EXPECT_EQ(r.exit_code, 1);
+}
+
+TEST_F(CliTest, UsageErrorsAndHelp) {
+  auto r = M({"frobnicate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown command \"frobnicate\""));
+  r = M({"apply"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("apply needs -f FILE"));
+  r = M({"versions"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("no project"));
+  for (const char* cmd : {"apply", "diff", "versions", "version", "rollback", "meta", "project", "events", "admin"}) {
+    r = M({cmd, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_THAT(r.out, HasSubstr("usage: mariposa")) << cmd;
+  }
+  r = mariposa::testing::Run({"cli/mariposa", "--addr", "127.0.0.1:1", "project", "list"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("cannot reach mariposad at 127.0.0.1:1"));
+}
+
+TEST_F(CliTest, SecondDaemonRefusesAndShutdownIsGraceful) {
+  Daemon second(dir_ + "/data");
+  EXPECT_FALSE(second.Start());
+  EXPECT_THAT(second.log(), HasSubstr("is in use by mariposad pid " + std::to_string(daemon_->pid())));
+  auto r = M({"admin", "status"});
+  EXPECT_THAT(r.out, HasSubstr("mode:     active"));
+  r = M({"admin", "backup", dir_ + "/backup.db"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(daemon_->Stop(), 0);
+  EXPECT_THAT(daemon_->log(), HasSubstr("\"msg\":\"stopped\""));
+  // The backup is a working store.
+  Daemon restored(dir_ + "/restored");
+  ASSERT_EQ(mkdir((dir_ + "/restored").c_str(), 0700), 0);
+  ASSERT_EQ(link((dir_ + "/backup.db").c_str(), (dir_ + "/restored/mariposa.db").c_str()), 0);
+  ASSERT_TRUE(restored.Start()) << restored.log();
+  EXPECT_EQ(restored.Stop(), 0);
+}
+
+}  // namespace
+}  // namespace mariposa::testing

@@ -1,0 +1,120 @@
+#include "tests/process.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace mariposa::testing {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+}
+
+std::string TempDir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(base ? base : "/tmp") + "/" + name + "." + std::to_string(getpid()) + "." +
+                    std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  mkdir(dir.c_str(), 0700);
+  return dir;
+}
+
+RunResult Run(const std::vector<std::string>& argv, const std::string& input) {
+  std::string dir = TempDir("run");
+  std::string in = dir + "/in", out = dir + "/out", err = dir + "/err";
+  WriteFile(in, input);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int i = open(in.c_str(), O_RDONLY), o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600),
+        e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(i, 0);
+    dup2(o, 1);
+    dup2(e, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadFile(out);
+  r.err = ReadFile(err);
+  return r;
+}
+
+RunResult Cli(const std::string& addr, const std::vector<std::string>& args, const std::string& input) {
+  std::vector<std::string> argv = {"cli/mariposa", "--addr", addr};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv, input);
+}
+
+Daemon::Daemon(std::string data_dir, std::string listen) : data_dir_(std::move(data_dir)), listen_(std::move(listen)) {}
+
+Daemon::~Daemon() {
+  if (pid_ > 0) Kill();
+}
+
+bool Daemon::Start() {
+  std::string addr_file = data_dir_ + ".addr";
+  unlink(addr_file.c_str());
+  log_path_ = data_dir_ + ".log";
+  pid_ = fork();
+  if (pid_ == 0) {
+    int e = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    dup2(e, 2);
+    execl("daemon/mariposad", "daemon/mariposad", "--listen", listen_.c_str(), "--data-dir", data_dir_.c_str(),
+          "--addr-file", addr_file.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 300; ++i) {
+    std::string a = ReadFile(addr_file);
+    if (!a.empty() && a.back() == '\n') {
+      addr_ = a.substr(0, a.size() - 1);
+      return true;
+    }
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+int Daemon::Stop() {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void Daemon::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+std::string Daemon::log() const { return ReadFile(log_path_); }
+
+}  // namespace mariposa::testing
