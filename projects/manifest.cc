@@ -929,7 +929,7 @@ Value ServiceSpecValue(const ServiceSpec& s) {
   std::map<std::string, Value> all;
   for (const auto& e : inst.entries()) all[e.first] = e.second;
   all["service_type"] = Value::Str(s.service_type);
-  all["count"] = Value::Int(s.count);
+  if (s.compute_type != "agent") all["count"] = Value::Int(s.count);  // agents: one per server
   if (!s.placement.empty()) {
     Value p = Value::List();
     for (const auto& r : s.placement) p.Add(Value::Str(r.ToString()));
