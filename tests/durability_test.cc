@@ -1,0 +1,90 @@
+// A child process applies versions in a loop while mariposad is killed with
+// SIGKILL at random points, 20 times. Every version the CLI reported as
+// applied must be present and intact afterwards, and the store must open
+// cleanly.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/clock.h"
+#include "gtest/gtest.h"
+#include "projects/sqlite_store.h"
+#include "tests/process.h"
+
+namespace mariposa::testing {
+namespace {
+
+std::string ManifestFor(int i) {
+  return absl::StrCat("# apply ", i, "\nproject: durable\nservices:\n  web:\n    image: nginx@1.", i,
+                      "\n    count: ", 1 + i % 7, "\n");
+}
+
+TEST(DurabilityTest, KillNineDuringAppliesLosesNothingAcknowledged) {
+  std::string dir = TempDir("durability");
+  std::string data = dir + "/data";
+  // Unix socket paths are limited to 107 bytes: keep the socket short.
+  char sock_dir[] = "/tmp/mariposa-dur-XXXXXX";
+  ASSERT_NE(mkdtemp(sock_dir), nullptr);
+  std::string sock = absl::StrCat(sock_dir, "/sock");
+  std::string listen = absl::StrCat("unix:", sock);
+  std::string report = dir + "/applied.log";
+  Daemon daemon(data, listen);
+  ASSERT_TRUE(daemon.Start()) << daemon.log();
+
+  pid_t child = fork();
+  if (child == 0) {
+    int fd = open(report.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    for (int i = 0;; ++i) {
+      std::string file = absl::StrCat(dir, "/m", i, ".yaml");
+      WriteFile(file, ManifestFor(i));
+      RunResult r = Cli(listen, {"apply", "-f", file, "--yes", "--force"});
+      if (r.exit_code != 0) continue;  // daemon down: the apply was not acknowledged
+      size_t at = r.out.find("applied version ");
+      if (at == std::string::npos) continue;
+      size_t open_paren = r.out.find('(', at), close_paren = r.out.find(')', at);
+      std::string line = absl::StrCat(r.out.substr(open_paren + 1, close_paren - open_paren - 1), " ", i, "\n");
+      if (write(fd, line.data(), line.size()) < 0) _exit(1);
+      fsync(fd);
+    }
+  }
+  std::mt19937 rng(42);
+  for (int kill_no = 0; kill_no < 20; ++kill_no) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(40, 300)(rng)));
+    daemon.Kill();
+    ASSERT_TRUE(daemon.Start()) << "restart " << kill_no << ": " << daemon.log();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+
+  std::vector<std::string> lines = absl::StrSplit(ReadFile(report), '\n', absl::SkipEmpty());
+  ASSERT_GT(lines.size(), 20u) << "too few applies were acknowledged to prove anything";
+  for (const std::string& line : lines) {
+    std::vector<std::string> parts = absl::StrSplit(line, ' ');
+    ASSERT_EQ(parts.size(), 2u) << line;
+    int i = std::stoi(parts[1]);
+    RunResult r = Cli(daemon.addr(), {"-j", "durable", "version", "get", parts[0], "--manifest"});
+    ASSERT_EQ(r.exit_code, 0) << "acknowledged version " << parts[0] << " is missing: " << r.err;
+    EXPECT_EQ(r.out, ManifestFor(i)) << "version " << parts[0] << " is not intact";
+  }
+  EXPECT_EQ(daemon.Stop(), 0);
+
+  SimulatedClock clock;
+  auto store = SqliteProjectStore::Open(data + "/mariposa.db", &clock);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE((*store)->CheckIntegrity().ok());
+  unlink(sock.c_str());
+  rmdir(sock_dir);
+  std::cout << lines.size() << " acknowledged applies verified after 20 SIGKILLs\n";
+}
+
+}  // namespace
+}  // namespace mariposa::testing
