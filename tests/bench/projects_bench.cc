@@ -1,0 +1,169 @@
+// PERFORMANCE.md P3 and P4, each against a baseline measured in the same run.
+//   P3: Apply of a 1,000-service manifest through gRPC (parse, validate,
+//       diff, one SQLite transaction with WAL+FULL) vs a raw SQLite bulk
+//       insert of the same rows with the same durability settings.
+//   P4: no-op Apply latency vs the Admin.Ping echo on the same server.
+// Prints one line per figure: name value unit baseline ratio.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/clock.h"
+#include "common/ids.h"
+#include "common/sqlite.h"
+#include "daemon/admin_service.h"
+#include "projects/projects_service.h"
+#include "projects/sqlite_store.h"
+
+namespace mariposa {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+std::string BigManifest(const std::string& project, int services, int round) {
+  std::string m = absl::StrCat("project: ", project, "\nservices:\n");
+  for (int i = 0; i < services; ++i) {
+    absl::StrAppend(&m, "  svc-", i, ":\n    image: app-", i, "@1.", round, "\n    package: g4-highcpu-1G\n    count: ",
+                    1 + i % 5, "\n    ports: [80, 443]\n    tags: {role: web, tier: t", i % 3,
+                    "}\n    environment: {MODE: prod, SHARD: \"", i, "\"}\n");
+  }
+  return m;
+}
+
+// Raw baseline: the same number of service rows, inserted in one transaction.
+double RawInsert(const std::string& path, int services) {
+  unlink(path.c_str());
+  auto db = Database::Open(path);
+  (*db)->Exec("PRAGMA journal_mode=WAL").IgnoreError();
+  (*db)->Exec("PRAGMA synchronous=FULL").IgnoreError();
+  (*db)->Exec("CREATE TABLE services (version_uuid TEXT, name TEXT, service_type TEXT, compute_type TEXT, brand TEXT, "
+              "image TEXT, package TEXT, count INTEGER, spec_hash TEXT, spec_json TEXT, grp TEXT, "
+              "PRIMARY KEY (version_uuid, name))").IgnoreError();
+  std::string version = NewUuid();
+  auto start = Clock::now();
+  (*db)->Exec("BEGIN").IgnoreError();
+  auto st = (*db)->Prepare("INSERT INTO services VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (int i = 0; i < services; ++i) {
+    st->Bind(1, version).Bind(2, absl::StrCat("svc-", i)).Bind(3, "continuous").Bind(4, "docker").Bind(5, "");
+    st->Bind(6, absl::StrCat("app-", i, "@1.0")).Bind(7, "g4-highcpu-1G").Bind(8, 1 + i % 5);
+    st->Bind(9, Sha256Hex(absl::StrCat(i))).Bind(10, "{\"spec\":true}").Bind(11, "");
+    st->Run().IgnoreError();
+    st->Reset().IgnoreError();
+  }
+  (*db)->Exec("COMMIT").IgnoreError();
+  return Seconds(Clock::now() - start);
+}
+
+int Main() {
+  char dir[] = "/tmp/mariposa-bench-XXXXXX";
+  if (!mkdtemp(dir)) return 1;
+  std::string store_path = absl::StrCat(dir, "/store.db");
+  auto store = SqliteProjectStore::Open(store_path, RealClock::Get());
+  if (!store.ok()) {
+    std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
+    return 1;
+  }
+  ProjectsService projects(store->get());
+  AdminService admin(store->get(), dir, store_path, absl::Now());
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&projects);
+  builder.RegisterService(&admin);
+  auto server = builder.BuildAndStart();
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+  auto pstub = v1::Projects::NewStub(channel);
+  auto astub = v1::Admin::NewStub(channel);
+
+  // P3: 5 rounds, baseline and subject alternating.
+  const int kServices = 1000;
+  std::vector<double> raw, ours;
+  for (int round = 0; round < 5; ++round) {
+    raw.push_back(RawInsert(absl::StrCat(dir, "/raw.db"), kServices));
+    v1::ApplyRequest req;
+    req.set_manifest(BigManifest("big", kServices, round));
+    req.set_force(true);
+    v1::ApplyResponse resp;
+    grpc::ClientContext ctx;
+    auto start = Clock::now();
+    grpc::Status s = pstub->Apply(&ctx, req, &resp);
+    ours.push_back(Seconds(Clock::now() - start));
+    if (!s.ok() || !resp.changed()) {
+      std::fprintf(stderr, "apply failed: %s\n", s.error_message().c_str());
+      return 1;
+    }
+  }
+  double raw_rate = kServices / Median(raw), our_rate = kServices / Median(ours);
+  std::printf("P3_apply_1000_services %.0f rows/s %.0f %.2f\n", our_rate, raw_rate, our_rate / raw_rate);
+  std::printf("# P3 apply median %.1f ms (min %.1f, max %.1f); raw insert median %.1f ms (min %.1f, max %.1f)\n",
+              1e3 * Median(ours), 1e3 * *std::min_element(ours.begin(), ours.end()),
+              1e3 * *std::max_element(ours.begin(), ours.end()), 1e3 * Median(raw),
+              1e3 * *std::min_element(raw.begin(), raw.end()), 1e3 * *std::max_element(raw.begin(), raw.end()));
+
+  // P4: no-op Apply (a small project, unchanged) vs Ping, one call in flight.
+  v1::ApplyRequest noop;
+  noop.set_manifest("project: small\nservices:\n  web: {image: nginx@1, count: 3}\n");
+  noop.set_force(true);
+  {
+    grpc::ClientContext ctx;
+    v1::ApplyResponse r;
+    pstub->Apply(&ctx, noop, &r);
+  }
+  const int kCalls = 2000;
+  std::vector<double> apply_lat, echo_lat;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < kCalls / 5; ++i) {
+      v1::PingRequest preq;
+      preq.set_payload("x");
+      v1::PingResponse presp;
+      grpc::ClientContext c1;
+      auto t0 = Clock::now();
+      astub->Ping(&c1, preq, &presp);
+      echo_lat.push_back(Seconds(Clock::now() - t0));
+      grpc::ClientContext c2;
+      v1::ApplyResponse r;
+      auto t1 = Clock::now();
+      grpc::Status s = pstub->Apply(&c2, noop, &r);
+      apply_lat.push_back(Seconds(Clock::now() - t1));
+      if (!s.ok() || r.changed()) {
+        std::fprintf(stderr, "no-op apply was not a no-op\n");
+        return 1;
+      }
+    }
+  }
+  double a50 = Percentile(apply_lat, 0.5), a99 = Percentile(apply_lat, 0.99);
+  double e50 = Percentile(echo_lat, 0.5), e99 = Percentile(echo_lat, 0.99);
+  std::printf("P4_noop_apply_p50 %.1f us %.1f %.2f\n", 1e6 * a50, 1e6 * e50, a50 / e50);
+  std::printf("P4_noop_apply_p99 %.1f us %.1f %.2f\n", 1e6 * a99, 1e6 * e99, a99 / e99);
+  server->Shutdown();
+  store->reset();
+  for (const char* f : {"/store.db", "/store.db-wal", "/store.db-shm", "/raw.db", "/raw.db-wal", "/raw.db-shm"}) {
+    unlink(absl::StrCat(dir, f).c_str());
+  }
+  rmdir(dir);
+  return 0;
+}
+
+}  // namespace
+}  // namespace mariposa
+
+int main() { return mariposa::Main(); }
