@@ -113,20 +113,15 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
 
   Outcome out;
   std::map<std::string, std::string> store_meta;
-  std::optional<Manifest> before;
+  std::shared_ptr<const Manifest> before;
   std::string before_hash;
   auto existing = store_->GetProject(m.project);
   if (existing.ok()) {
     ASSIGN_OR_RETURN(auto meta, store_->ListMeta(existing->uuid));
     for (const auto& e : meta) store_meta[e.key] = e.value;
     if (!existing->current_version.empty()) {
-      ASSIGN_OR_RETURN(VersionRecord cur, store_->GetVersion(existing->uuid, existing->current_version, true));
-      ParseResult old = ParseManifest(cur.canonical, ParseOptions{"(stored)", m.project});
-      if (!old.manifest) {
-        return absl::DataLossError(absl::StrCat("stored version ", cur.number, " no longer parses: ",
-                                                DiagnosticsToStatus(old.errors).message()));
-      }
-      before = std::move(old.manifest);
+      ASSIGN_OR_RETURN(VersionRecord cur, store_->GetVersion(existing->uuid, existing->current_version, false));
+      ASSIGN_OR_RETURN(before, StoredManifest(*existing, cur.uuid));
       before_hash = cur.hash;
       out.base_version = cur.uuid;
       out.base_number = cur.number;
@@ -137,7 +132,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   std::vector<ManifestDiagnostic> meta_errors = CheckMetaReferences(m, store_meta, opts.filename);
   if (!meta_errors.empty()) return DiagnosticsToStatus(meta_errors);
 
-  out.diff = DiffManifests(before ? &*before : nullptr, m);
+  out.diff = DiffManifests(before.get(), m);
   std::string hash = CanonicalHash(m);
   out.diff.set_empty(before_hash == hash);
   for (const auto& w : m.warnings) out.warnings.push_back(w.ToString());
@@ -181,7 +176,32 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
                                         s.count, InstanceSpecHash(s), ServiceSpecJson(s), group_of[s.name]});
   }
   ASSIGN_OR_RETURN(out.commit, store_->CommitVersion(nv));
+  if (out.commit.changed) Remember(out.commit.version.uuid, std::make_shared<const Manifest>(m));
   return out;
+}
+
+absl::StatusOr<std::shared_ptr<const Manifest>> ProjectsService::StoredManifest(const ProjectRecord& p,
+                                                                                const std::string& version) {
+  {
+    absl::MutexLock l(&cache_mu_);
+    auto it = parsed_.find(version);
+    if (it != parsed_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(VersionRecord v, store_->GetVersion(p.uuid, version, true));
+  ParseResult parsed = ParseManifest(v.canonical, ParseOptions{"(stored)", p.name});
+  if (!parsed.manifest) {
+    return absl::DataLossError(absl::StrCat("stored version ", v.number, " no longer parses: ",
+                                            DiagnosticsToStatus(parsed.errors).message()));
+  }
+  auto m = std::make_shared<const Manifest>(std::move(*parsed.manifest));
+  Remember(version, m);
+  return m;
+}
+
+void ProjectsService::Remember(const std::string& version, std::shared_ptr<const Manifest> m) {
+  absl::MutexLock l(&cache_mu_);
+  if (parsed_.size() >= 256) parsed_.erase(parsed_.begin());
+  parsed_[version] = std::move(m);
 }
 
 grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) {
@@ -313,17 +333,14 @@ grpc::Status ProjectsService::ListMeta(grpc::ServerContext*, const v1::ListMetaR
   }
   // Manifest defaults that the store does not override.
   if (!p->current_version.empty()) {
-    auto cur = store_->GetVersion(p->uuid, p->current_version, true);
-    if (!cur.ok()) return ToGrpc(cur.status());
-    ParseResult parsed = ParseManifest(cur->canonical, ParseOptions{"(stored)", p->name});
-    if (parsed.manifest) {
-      for (const auto& kv : parsed.manifest->meta) {
-        if (in_store.count(kv.first)) continue;
-        v1::MetaEntry* e = resp->add_entries();
-        e->set_key(kv.first);
-        e->set_value(kv.second);
-        e->set_source("manifest");
-      }
+    auto parsed = StoredManifest(*p, p->current_version);
+    if (!parsed.ok()) return ToGrpc(parsed.status());
+    for (const auto& kv : (*parsed)->meta) {
+      if (in_store.count(kv.first)) continue;
+      v1::MetaEntry* e = resp->add_entries();
+      e->set_key(kv.first);
+      e->set_value(kv.second);
+      e->set_source("manifest");
     }
   }
   std::sort(resp->mutable_entries()->begin(), resp->mutable_entries()->end(),

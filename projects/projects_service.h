@@ -3,7 +3,12 @@
 #ifndef MARIPOSA_PROJECTS_PROJECTS_SERVICE_H_
 #define MARIPOSA_PROJECTS_PROJECTS_SERVICE_H_
 
+#include <map>
+#include <memory>
+
+#include "absl/synchronization/mutex.h"
 #include "mariposa/v1/projects.grpc.pb.h"
+#include "projects/manifest.h"
 #include "projects/store.h"
 
 namespace mariposa {
@@ -44,8 +49,14 @@ class ProjectsService final : public v1::Projects::Service {
                                     const std::string& previous, bool force, bool dry_run, const std::string& origin,
                                     int64_t rolled_back_to, const std::string& message, const std::string& author);
   absl::StatusOr<ProjectRecord> Project(const std::string& name);
+  // The parsed manifest of a stored version. Versions never change, so
+  // parsed copies are cached by version uuid (a bounded number of them).
+  absl::StatusOr<std::shared_ptr<const Manifest>> StoredManifest(const ProjectRecord& p, const std::string& version);
+  void Remember(const std::string& version, std::shared_ptr<const Manifest> m);
 
   ProjectStore* store_;
+  absl::Mutex cache_mu_;
+  std::map<std::string, std::shared_ptr<const Manifest>> parsed_ ABSL_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace mariposa
