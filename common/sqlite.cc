@@ -51,7 +51,10 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   return std::unique_ptr<Database>(new Database(db, path));
 }
 
-Database::~Database() { sqlite3_close(db_); }
+Database::~Database() {
+  for (auto& kv : cache_) sqlite3_finalize(kv.second.stmt);
+  sqlite3_close(db_);
+}
 
 absl::Status Database::Exec(absl::string_view sql) {
   char* err = nullptr;
@@ -66,10 +69,21 @@ absl::Status Database::Exec(absl::string_view sql) {
 }
 
 absl::StatusOr<Statement> Database::Prepare(absl::string_view sql) {
+  auto it = cache_.find(sql);
+  if (it != cache_.end() && !it->second.in_use) {
+    it->second.in_use = true;
+    return Statement(db_, it->second.stmt, &it->second.in_use);
+  }
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
   if (rc != SQLITE_OK) return SqliteError(db_, rc, absl::StrCat("prepare \"", sql.substr(0, 60), "\""));
-  return Statement(db_, stmt);
+  if (it == cache_.end()) {
+    Cached& slot = cache_[std::string(sql)];
+    slot.stmt = stmt;
+    slot.in_use = true;
+    return Statement(db_, stmt, &slot.in_use);
+  }
+  return Statement(db_, stmt);  // the cached one is busy (nested use): a private copy
 }
 
 absl::StatusOr<std::unique_ptr<Transaction>> Transaction::Begin(Database* db) {

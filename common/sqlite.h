@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -15,13 +16,26 @@
 
 namespace mariposa {
 
+class Database;
+
+// A prepared statement. Statements from Database::Prepare are cached: on
+// destruction they are reset for the next Prepare of the same SQL.
 class Statement {
  public:
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  Statement(Statement&& o) noexcept : db_(o.db_), stmt_(o.stmt_) { o.stmt_ = nullptr; }
+  Statement(sqlite3* db, sqlite3_stmt* stmt, bool* in_use = nullptr) : db_(db), stmt_(stmt), in_use_(in_use) {}
+  Statement(Statement&& o) noexcept : db_(o.db_), stmt_(o.stmt_), in_use_(o.in_use_) { o.stmt_ = nullptr; }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
-  ~Statement() { if (stmt_) sqlite3_finalize(stmt_); }
+  ~Statement() {
+    if (stmt_ == nullptr) return;
+    if (in_use_ != nullptr) {
+      sqlite3_reset(stmt_);
+      sqlite3_clear_bindings(stmt_);
+      *in_use_ = false;
+    } else {
+      sqlite3_finalize(stmt_);
+    }
+  }
 
   // Parameters are 1-based, as in SQLite.
   Statement& Bind(int i, absl::string_view s) {
@@ -55,6 +69,7 @@ class Statement {
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_;
+  bool* in_use_;  // the cache slot's flag, or null for an uncached statement
 };
 
 class Database {
@@ -64,6 +79,8 @@ class Database {
   ~Database();
 
   absl::Status Exec(absl::string_view sql);
+  // Prepares `sql`, reusing a cached statement when the same text is not in
+  // use already.
   absl::StatusOr<Statement> Prepare(absl::string_view sql);
   int64_t LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
   int Changes() const { return sqlite3_changes(db_); }
@@ -72,8 +89,13 @@ class Database {
 
  private:
   Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  struct Cached {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;
+  };
   sqlite3* db_;
   std::string path_;
+  std::map<std::string, Cached, std::less<>> cache_;
 };
 
 // BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless Commit()ed.

@@ -1,9 +1,11 @@
 #include "common/value.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -21,6 +23,18 @@ Value& Value::Set(const std::string& key, Value v) {
     if (e.first == key) { e.second = std::move(v); return *this; }
   }
   entries_.emplace_back(key, std::move(v));
+  return *this;
+}
+
+Value Value::FromMap(std::map<std::string, Value> m) {
+  Value v = Map();
+  v.entries_.reserve(m.size());
+  for (auto& kv : m) v.entries_.emplace_back(kv.first, std::move(kv.second));
+  return v;
+}
+
+Value& Value::Append(std::string key, Value v) {
+  entries_.emplace_back(std::move(key), std::move(v));
   return *this;
 }
 
@@ -54,30 +68,42 @@ std::string FormatDouble(double d) {
   return s;
 }
 
-// A YAML scalar that reads back as the same string: plain when safe, else
-// double-quoted with JSON escapes (valid YAML).
-std::string YamlScalar(const std::string& s) {
-  if (s.empty()) return "\"\"";
-  bool plain = true;
-  static const char* kSpecial = ":#{}[],&*!|>'\"%@`\\";
-  if (absl::ascii_isspace(static_cast<unsigned char>(s.front())) ||
-      absl::ascii_isspace(static_cast<unsigned char>(s.back())) || s.front() == '-' ||
-      s.front() == '?' || s.front() == '~') {
-    plain = false;
+// Characters that make a plain YAML scalar mean something else.
+bool NeedsQuote(unsigned char c) {
+  static const auto* kTable = [] {
+    auto* t = new std::array<bool, 256>();
+    for (int c = 0; c < 256; ++c) (*t)[c] = c < 0x20 || c >= 0x7f;
+    for (const char* p = ":#{}[],&*!|>'\"%@`\\"; *p; ++p) (*t)[static_cast<unsigned char>(*p)] = true;
+    return t;
+  }();
+  return (*kTable)[c];
+}
+
+// Appends a YAML scalar that reads back as the same string: plain when safe,
+// else double-quoted with JSON escapes (valid YAML).
+void AppendYamlScalar(const std::string& s, std::string* out) {
+  bool plain = !s.empty() && !absl::ascii_isspace(static_cast<unsigned char>(s.front())) &&
+               !absl::ascii_isspace(static_cast<unsigned char>(s.back())) && s.front() != '-' &&
+               s.front() != '?' && s.front() != '~';
+  bool numeric = true;
+  for (size_t i = 0; plain && i < s.size(); ++i) {
+    unsigned char c = s[i];
+    if (NeedsQuote(c)) plain = false;
+    if (!(absl::ascii_isdigit(c) || c == '.' || c == '+' || c == 'e' || c == 'E')) numeric = false;
   }
-  for (unsigned char c : s) {
-    if (c < 0x20 || c >= 0x7f || std::strchr(kSpecial, c) != nullptr) { plain = false; break; }
+  if (plain && numeric) plain = false;
+  if (plain && s.size() <= 5) {
+    // Words YAML would read as booleans or null.
+    static const char* kWords[] = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"};
+    for (const char* w : kWords) {
+      if (absl::EqualsIgnoreCase(s, w)) plain = false;
+    }
   }
   if (plain) {
-    // Words and numbers YAML would read as something other than a string.
-    std::string lower = absl::AsciiStrToLower(s);
-    static const char* kWords[] = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"};
-    for (const char* w : kWords) if (lower == w) plain = false;
-    bool numeric = true;
-    for (char c : s) if (!(absl::ascii_isdigit(c) || c == '.' || c == '+' || c == 'e' || c == 'E')) numeric = false;
-    if (numeric) plain = false;
+    out->append(s);
+  } else {
+    out->append(JsonQuote(s));
   }
-  return plain ? s : JsonQuote(s);
 }
 
 }  // namespace
@@ -128,7 +154,7 @@ std::string Value::ToJson(bool pretty) const {
 
 // Block-style YAML. `indent` is the indentation of this node's entries.
 void Value::WriteYaml(std::string* out, int indent, bool in_list) const {
-  std::string pad(2 * indent, ' ');
+  auto pad = [out, indent] { out->append(2 * indent, ' '); };
   switch (kind_) {
     case Kind::kMap: {
       if (entries_.empty()) { *out += " {}\n"; return; }
@@ -136,9 +162,10 @@ void Value::WriteYaml(std::string* out, int indent, bool in_list) const {
       if (!in_list) *out += "\n";
       for (const auto& e : entries_) {
         // The first entry of a map inside a list shares the "- " line.
-        if (!(in_list && first)) *out += pad;
+        if (!(in_list && first)) pad();
         first = false;
-        *out += YamlScalar(e.first) + ":";
+        AppendYamlScalar(e.first, out);
+        out->push_back(':');
         e.second.WriteYaml(out, indent + 1, false);
       }
       return;
@@ -148,7 +175,7 @@ void Value::WriteYaml(std::string* out, int indent, bool in_list) const {
       if (!in_list) *out += "\n";
       bool first = true;
       for (const auto& i : items_) {
-        if (!(in_list && first)) *out += pad;
+        if (!(in_list && first)) pad();
         first = false;
         *out += "- ";
         if (i.kind_ == Kind::kMap || i.kind_ == Kind::kList) {
@@ -166,7 +193,11 @@ void Value::WriteYaml(std::string* out, int indent, bool in_list) const {
       return;
     }
     case Kind::kNull: *out += " null\n"; return;
-    case Kind::kString: *out += " " + YamlScalar(str_) + "\n"; return;
+    case Kind::kString:
+      out->push_back(' ');
+      AppendYamlScalar(str_, out);
+      out->push_back('\n');
+      return;
     case Kind::kInt: absl::StrAppend(out, " ", int_, "\n"); return;
     case Kind::kDouble: *out += " " + FormatDouble(double_) + "\n"; return;
     case Kind::kBool: *out += bool_ ? " true\n" : " false\n"; return;

@@ -34,8 +34,13 @@ class Value {
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
   const std::vector<Value>& items() const { return items_; }
 
+  // A map whose entries are `m`'s, in its (sorted) order.
+  static Value FromMap(std::map<std::string, Value> m);
+
   // For maps: appends key (replacing an existing one). Returns *this.
   Value& Set(const std::string& key, Value v);
+  // For maps: appends key; the caller guarantees it is new (O(1)).
+  Value& Append(std::string key, Value v);
   // For lists: appends.
   Value& Add(Value v);
   bool empty() const { return entries_.empty() && items_.empty(); }

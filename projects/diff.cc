@@ -64,10 +64,13 @@ Value MetaValue(const Manifest& m) {
 
 }  // namespace
 
-v1::Diff DiffManifests(const Manifest* before, const Manifest& after) {
+v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest& after_c) {
   v1::Diff d;
-  static const Manifest kEmpty;
-  const Manifest& b = before ? *before : kEmpty;
+  static const CompiledManifest* kEmpty = new CompiledManifest();
+  const CompiledManifest& bc = before_c ? *before_c : *kEmpty;
+  const Manifest& b = bc.manifest;
+  const Manifest& after = after_c.manifest;
+  d.set_empty(before_c != nullptr && bc.hash == after_c.hash);
   std::set<std::string> names;
   for (const auto& kv : b.services) names.insert(kv.first);
   for (const auto& kv : after.services) names.insert(kv.first);
@@ -94,8 +97,13 @@ v1::Diff DiffManifests(const Manifest* before, const Manifest& after) {
     c->set_to_count(y.count);
     c->set_from_image(x.image);
     c->set_to_image(y.image);
+    // Equal canonical specs: nothing to compare field by field.
+    if (bc.spec_json.at(name) == after_c.spec_json.at(name)) {
+      c->set_action(v1::ServiceChange::UNCHANGED);
+      continue;
+    }
     DiffMaps("", ServiceSpecValue(x), ServiceSpecValue(y), 1, c->mutable_fields());
-    bool spec = InstanceSpecHash(x) != InstanceSpecHash(y);
+    bool spec = bc.instance_hash.at(name) != after_c.instance_hash.at(name);
     c->set_spec_changed(spec);
     if (spec) c->set_instances_replaced(std::min(x.count, y.count));
     c->set_action(c->fields().empty() ? v1::ServiceChange::UNCHANGED : v1::ServiceChange::UPDATE);

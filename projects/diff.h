@@ -8,8 +8,9 @@
 
 namespace mariposa {
 
-// `before` is null for a project's first version.
-v1::Diff DiffManifests(const Manifest* before, const Manifest& after);
+// `before` is null for a project's first version. `empty` is set when the
+// canonical hashes are equal.
+v1::Diff DiffManifests(const CompiledManifest* before, const CompiledManifest& after);
 
 }  // namespace mariposa
 

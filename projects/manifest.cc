@@ -1,7 +1,5 @@
 #include "projects/manifest.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -19,6 +17,7 @@
 #include "common/ids.h"
 #include "common/value.h"
 #include "projects/interpolate.h"
+#include "projects/yaml_document.h"
 
 namespace mariposa {
 
@@ -100,13 +99,11 @@ const std::set<std::string>& ReservedKeys() {
   return *k;
 }
 
-std::string KindName(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Null: return "empty";
-    default: return absl::StrCat("\"", n.Scalar(), "\"");
-  }
+std::string KindName(const YamlNode& n) {
+  if (n.IsMap()) return "a map";
+  if (n.IsSequence()) return "a list";
+  if (n.IsNull()) return "empty";
+  return absl::StrCat("\"", n.Scalar(), "\"");
 }
 
 // Walks the YAML tree, filling a Manifest and collecting every error.
@@ -116,23 +113,14 @@ class Parser {
 
   ParseResult Run(absl::string_view text) {
     ParseResult result;
-    YAML::Node root;
-    try {
-      root = YAML::Load(std::string(text));
-    } catch (const YAML::ParserException& e) {
-      Error(e.mark.line + 1, e.mark.column + 1, "", absl::StrCat("not valid YAML or JSON: ", e.msg));
-      result.errors = errors_;
-      return result;
-    } catch (const YAML::Exception& e) {
-      Error(1, 1, "", absl::StrCat("not valid YAML or JSON: ", e.what()));
+    YamlMark mark;
+    auto doc = YamlDocument::Parse(text, &mark);
+    if (!doc.ok()) {
+      Error(mark.line + 1, mark.column + 1, "", absl::StrCat("not valid YAML or JSON: ", doc.status().message()));
       result.errors = errors_;
       return result;
     }
-    try {
-      ParseRoot(root);
-    } catch (const YAML::Exception& e) {
-      Error(e.mark.line + 1, e.mark.column + 1, "", absl::StrCat("cannot read manifest: ", e.msg));
-    }
+    ParseRoot((*doc)->root());
     if (errors_.empty()) {
       m_.warnings = warnings_;
       result.manifest = std::move(m_);
@@ -142,17 +130,17 @@ class Parser {
   }
 
  private:
-  using Fields = std::map<std::string, std::function<void(const YAML::Node&, const std::string&)>>;
+  using Fields = std::map<std::string, std::function<void(const YamlNode&, const std::string&)>>;
 
   void Error(int line, int col, const std::string& path, const std::string& msg) {
     errors_.push_back(ManifestDiagnostic{opts_.filename, line, col, path, msg});
   }
-  void Error(const YAML::Node& n, const std::string& path, const std::string& msg) {
-    YAML::Mark mk = n.Mark();
+  void Error(const YamlNode& n, const std::string& path, const std::string& msg) {
+    YamlMark mk = n.Mark();
     Error(mk.line >= 0 ? mk.line + 1 : 1, mk.column >= 0 ? mk.column + 1 : 1, path, msg);
   }
-  void Warn(const YAML::Node& n, const std::string& path, const std::string& msg) {
-    YAML::Mark mk = n.Mark();
+  void Warn(const YamlNode& n, const std::string& path, const std::string& msg) {
+    YamlMark mk = n.Mark();
     warnings_.push_back(ManifestDiagnostic{opts_.filename, mk.line >= 0 ? mk.line + 1 : 1,
                                            mk.column >= 0 ? mk.column + 1 : 1, path, msg});
   }
@@ -163,16 +151,16 @@ class Parser {
   // Dispatches each key of map `n` to its handler; unknown keys are errors,
   // RFD 36 keys not run yet are stored with a warning, duplicates are errors.
   // `aliases` maps an alias to its key; using both is an error.
-  void ParseMap(const YAML::Node& n, const std::string& path, const Fields& fields,
+  void ParseMap(const YamlNode& n, const std::string& path, const Fields& fields,
                 const std::map<std::string, std::string>& aliases = {},
-                std::map<std::string, std::string>* reserved = nullptr) {
+                std::map<std::string, Value>* reserved = nullptr) {
     if (!n.IsMap()) {
       Error(n, path, absl::StrCat("must be a map, not ", KindName(n)));
       return;
     }
     std::map<std::string, std::string> seen;  // canonical key -> as written
     for (const auto& kv : n) {
-      const YAML::Node& k = kv.first;
+      const YamlNode& k = kv.first;
       if (!k.IsScalar()) {
         Error(k, path, "keys must be plain strings");
         continue;
@@ -197,7 +185,7 @@ class Parser {
       if (f != fields.end()) {
         f->second(kv.second, p);
       } else if (reserved != nullptr && ReservedKeys().count(key)) {
-        (*reserved)[key] = YAML::Dump(kv.second);
+        (*reserved)[key] = kv.second.ToValue();
         Warn(k, p, absl::StrCat("accepted and stored, but Mariposa does not act on \"", key, "\" yet"));
       } else {
         std::vector<std::string> known;
@@ -209,7 +197,7 @@ class Parser {
     }
   }
 
-  bool Scalar(const YAML::Node& n, const std::string& path, std::string* out) {
+  bool Scalar(const YamlNode& n, const std::string& path, std::string* out) {
     if (!n.IsScalar()) {
       Error(n, path, absl::StrCat("must be a single value, not ", KindName(n)));
       return false;
@@ -218,22 +206,22 @@ class Parser {
     return true;
   }
 
-  void String(const YAML::Node& n, const std::string& path, std::string* out, bool templated = false) {
+  void String(const YamlNode& n, const std::string& path, std::string* out, bool templated = false) {
     if (Scalar(n, path, out) && templated) Template(n, path, *out);
   }
 
-  void Template(const YAML::Node& n, const std::string& path, const std::string& text) {
+  void Template(const YamlNode& n, const std::string& path, const std::string& text) {
     if (text.find("{{") == std::string::npos && text.find("}}") == std::string::npos) return;
     auto vars = ParseTemplate(text);
     if (!vars.ok()) {
       Error(n, path, std::string(vars.status().message()));
       return;
     }
-    YAML::Mark mk = n.Mark();
+    YamlMark mk = n.Mark();
     m_.templates.push_back(TemplateUse{path, mk.line + 1, mk.column + 1, text});
   }
 
-  void Int(const YAML::Node& n, const std::string& path, int64_t* out, int64_t min, int64_t max) {
+  void Int(const YamlNode& n, const std::string& path, int64_t* out, int64_t min, int64_t max) {
     std::string s;
     if (!Scalar(n, path, &s)) return;
     int64_t v;
@@ -247,13 +235,13 @@ class Parser {
     }
     *out = v;
   }
-  void Int(const YAML::Node& n, const std::string& path, int* out, int64_t min, int64_t max) {
+  void Int(const YamlNode& n, const std::string& path, int* out, int64_t min, int64_t max) {
     int64_t v = *out;
     Int(n, path, &v, min, max);
     *out = static_cast<int>(v);
   }
 
-  void Bool(const YAML::Node& n, const std::string& path, bool* out) {
+  void Bool(const YamlNode& n, const std::string& path, bool* out) {
     std::string s;
     if (!Scalar(n, path, &s)) return;
     std::string l = absl::AsciiStrToLower(s);
@@ -262,7 +250,7 @@ class Parser {
     else Error(n, path, absl::StrCat("\"", s, "\" is not true or false"));
   }
 
-  void Duration(const YAML::Node& n, const std::string& path, absl::Duration* out, bool positive = true) {
+  void Duration(const YamlNode& n, const std::string& path, absl::Duration* out, bool positive = true) {
     std::string s;
     if (!Scalar(n, path, &s)) return;
     auto d = ParseManifestDuration(s);
@@ -275,7 +263,7 @@ class Parser {
     }
   }
 
-  void Size(const YAML::Node& n, const std::string& path, std::optional<int64_t>* out) {
+  void Size(const YamlNode& n, const std::string& path, std::optional<int64_t>* out) {
     std::string s;
     if (!Scalar(n, path, &s)) return;
     auto v = ParseManifestSize(s);
@@ -283,7 +271,7 @@ class Parser {
     else *out = *v;
   }
 
-  void OneOf(const YAML::Node& n, const std::string& path, std::string* out,
+  void OneOf(const YamlNode& n, const std::string& path, std::string* out,
              const std::vector<std::string>& allowed) {
     std::string s;
     if (!Scalar(n, path, &s)) return;
@@ -295,12 +283,12 @@ class Parser {
   }
 
   // A map of strings, or a list of "K=V" strings.
-  void StringMap(const YAML::Node& n, const std::string& path, std::map<std::string, std::string>* out,
+  void StringMap(const YamlNode& n, const std::string& path, std::map<std::string, std::string>* out,
                  bool templated) {
     if (n.IsNull()) return;
     if (n.IsSequence()) {
       for (size_t i = 0; i < n.size(); ++i) {
-        const YAML::Node& item = n[i];
+        const YamlNode& item = n[i];
         std::string p = absl::StrCat(path, "[", i, "]");
         std::string s;
         if (!Scalar(item, p, &s)) continue;
@@ -343,7 +331,7 @@ class Parser {
   }
 
   // A list of strings; a single scalar counts as a one-item list.
-  void StringList(const YAML::Node& n, const std::string& path, std::vector<std::string>* out) {
+  void StringList(const YamlNode& n, const std::string& path, std::vector<std::string>* out) {
     out->clear();
     if (n.IsNull()) return;
     if (n.IsScalar()) {
@@ -361,7 +349,7 @@ class Parser {
   }
 
   // Meta defaults: scalars, nested maps flattened to dotted keys.
-  void Meta(const YAML::Node& n, const std::string& path, const std::string& prefix) {
+  void Meta(const YamlNode& n, const std::string& path, const std::string& prefix) {
     if (n.IsNull()) return;
     if (!n.IsMap()) {
       Error(n, path, absl::StrCat("must be a map, not ", KindName(n)));
@@ -390,29 +378,26 @@ class Parser {
     }
   }
 
-  void ParseRoot(const YAML::Node& root) {
+  void ParseRoot(const YamlNode& root) {
     if (!root.IsMap()) {
       Error(root, "", absl::StrCat("a manifest must be a map with project:, services: …; got ", KindName(root)));
       return;
     }
-    const YAML::Node* project_node = nullptr;
-    const YAML::Node* groups_node = nullptr;
+    const YamlNode* project_node = nullptr;
+    const YamlNode* groups_node = nullptr;
     std::string groups_path;
     Fields f;
-    YAML::Node project_copy, groups_copy;
-    f["project"] = [&](const YAML::Node& n, const std::string& p) {
-      project_copy = n;
-      project_node = &project_copy;
+    f["project"] = [&](const YamlNode& n, const std::string& p) {
+      project_node = &n;
       String(n, p, &m_.project);
     };
-    f["description"] = [&](const YAML::Node& n, const std::string& p) { String(n, p, &m_.description); };
-    f["meta"] = [&](const YAML::Node& n, const std::string& p) { Meta(n, p, ""); };
-    f["deployment_groups"] = [&](const YAML::Node& n, const std::string& p) {
-      groups_copy = n;
-      groups_node = &groups_copy;
+    f["description"] = [&](const YamlNode& n, const std::string& p) { String(n, p, &m_.description); };
+    f["meta"] = [&](const YamlNode& n, const std::string& p) { Meta(n, p, ""); };
+    f["deployment_groups"] = [&](const YamlNode& n, const std::string& p) {
+      groups_node = &n;
       groups_path = p;
     };
-    f["services"] = [&](const YAML::Node& n, const std::string& p) {
+    f["services"] = [&](const YamlNode& n, const std::string& p) {
       if (n.IsNull()) return;
       if (!n.IsMap()) {
         Error(n, p, absl::StrCat("must be a map of service name to definition, not ", KindName(n)));
@@ -453,7 +438,7 @@ class Parser {
     if (groups_node != nullptr) Groups(*groups_node, groups_path);
   }
 
-  void Groups(const YAML::Node& n, const std::string& path) {
+  void Groups(const YamlNode& n, const std::string& path) {
     if (n.IsNull()) return;
     if (!n.IsMap()) {
       Error(n, path, absl::StrCat("must be a map of group name to a list of services, not ", KindName(n)));
@@ -481,7 +466,7 @@ class Parser {
       std::vector<std::string> ok;
       for (size_t i = 0; i < members.size(); ++i) {
         const std::string& s = members[i];
-        const YAML::Node& at = kv.second.IsSequence() ? kv.second[i] : kv.second;
+        const YamlNode& at = kv.second.IsSequence() ? kv.second[i] : kv.second;
         std::string ip = absl::StrCat(gp, "[", i, "]");
         if (!m_.services.count(s)) {
           Error(at, ip, absl::StrCat("no service named \"", s, "\" in this manifest"));
@@ -499,11 +484,12 @@ class Parser {
     }
   }
 
-  void ParseService(const YAML::Node& n, const std::string& path, ServiceSpec* s) {
+  void ParseService(const YamlNode& n, const std::string& path, ServiceSpec* s) {
     bool has_count = false, has_image = false;
-    YAML::Node count_node, servers_node;
+    const YamlNode* count_node = nullptr;
+    const YamlNode* servers_node = nullptr;
     Fields f;
-    f["service_type"] = [&](const YAML::Node& v, const std::string& p) {
+    f["service_type"] = [&](const YamlNode& v, const std::string& p) {
       std::string t;
       if (!Scalar(v, p, &t)) return;
       if (t == "scheduled" || t == "event") {
@@ -514,7 +500,7 @@ class Parser {
         s->service_type = t;
       }
     };
-    f["compute_type"] = [&](const YAML::Node& v, const std::string& p) {
+    f["compute_type"] = [&](const YamlNode& v, const std::string& p) {
       std::string t;
       if (!Scalar(v, p, &t)) return;
       static const std::map<std::string, std::pair<std::string, std::string>> kTypes = {
@@ -531,32 +517,32 @@ class Parser {
       s->compute_type = ty->second.first;
       s->brand = ty->second.second;
     };
-    f["image"] = [&](const YAML::Node& v, const std::string& p) {
+    f["image"] = [&](const YamlNode& v, const std::string& p) {
       has_image = true;
       String(v, p, &s->image);
       if (v.IsScalar() && (s->image.empty() || s->image.find_first_of(" \t") != std::string::npos)) {
         Error(v, p, "must be name[@version], an image uuid or a docker reference, without spaces");
       }
     };
-    f["package"] = [&](const YAML::Node& v, const std::string& p) {
+    f["package"] = [&](const YamlNode& v, const std::string& p) {
       if (!s->package.empty()) {
         Error(v, p, "package is given twice (here and in resources.package); keep one");
         return;
       }
       String(v, p, &s->package);
     };
-    f["resources"] = [&](const YAML::Node& v, const std::string& p) {
+    f["resources"] = [&](const YamlNode& v, const std::string& p) {
       Fields rf;
-      rf["package"] = [&](const YAML::Node& x, const std::string& xp) {
+      rf["package"] = [&](const YamlNode& x, const std::string& xp) {
         if (!s->package.empty()) {
           Error(x, xp, "package is given twice (here and in package:); keep one");
           return;
         }
         String(x, xp, &s->package);
       };
-      rf["memory"] = [&](const YAML::Node& x, const std::string& xp) { Size(x, xp, &s->memory_bytes); };
-      rf["disk"] = [&](const YAML::Node& x, const std::string& xp) { Size(x, xp, &s->disk_bytes); };
-      rf["cpu"] = [&](const YAML::Node& x, const std::string& xp) {
+      rf["memory"] = [&](const YamlNode& x, const std::string& xp) { Size(x, xp, &s->memory_bytes); };
+      rf["disk"] = [&](const YamlNode& x, const std::string& xp) { Size(x, xp, &s->disk_bytes); };
+      rf["cpu"] = [&](const YamlNode& x, const std::string& xp) {
         std::string t;
         if (!Scalar(x, xp, &t)) return;
         double d;
@@ -568,12 +554,12 @@ class Parser {
       };
       ParseMap(v, p, rf);
     };
-    f["count"] = [&](const YAML::Node& v, const std::string& p) {
+    f["count"] = [&](const YamlNode& v, const std::string& p) {
       has_count = true;
-      count_node = v;
+      count_node = &v;
       Int(v, p, &s->count, 0, 100000);
     };
-    f["tags"] = [&](const YAML::Node& v, const std::string& p) {
+    f["tags"] = [&](const YamlNode& v, const std::string& p) {
       StringMap(v, p, &s->tags, true);
       for (const auto& kv : s->tags) {
         if (absl::StartsWith(kv.first, "mariposa.")) {
@@ -581,12 +567,12 @@ class Parser {
         }
       }
     };
-    f["placement"] = [&](const YAML::Node& v, const std::string& p) {
+    f["placement"] = [&](const YamlNode& v, const std::string& p) {
       std::vector<std::string> rules;
       StringList(v, p, &rules);
       static const std::regex kRule(R"(^([A-Za-z0-9_.\-]+)(==|!=)(~?)(.+)$)");
       for (size_t i = 0; i < rules.size(); ++i) {
-        const YAML::Node& at = v.IsSequence() ? v[i] : v;
+        const YamlNode& at = v.IsSequence() ? v[i] : v;
         std::string ip = absl::StrCat(p, "[", i, "]");
         std::smatch mt;
         std::string r(absl::StripAsciiWhitespace(rules[i]));
@@ -607,7 +593,7 @@ class Parser {
         s->placement.push_back(rule);
       }
     };
-    f["ports"] = [&](const YAML::Node& v, const std::string& p) {
+    f["ports"] = [&](const YamlNode& v, const std::string& p) {
       if (!v.IsSequence()) {
         Error(v, p, absl::StrCat("must be a list of port numbers, not ", KindName(v)));
         return;
@@ -625,9 +611,9 @@ class Parser {
       }
       std::sort(s->ports.begin(), s->ports.end());
     };
-    f["environment"] = [&](const YAML::Node& v, const std::string& p) { StringMap(v, p, &s->environment, true); };
-    f["mdata"] = [&](const YAML::Node& v, const std::string& p) { StringMap(v, p, &s->mdata, true); };
-    f["command"] = [&](const YAML::Node& v, const std::string& p) {
+    f["environment"] = [&](const YamlNode& v, const std::string& p) { StringMap(v, p, &s->environment, true); };
+    f["mdata"] = [&](const YamlNode& v, const std::string& p) { StringMap(v, p, &s->mdata, true); };
+    f["command"] = [&](const YamlNode& v, const std::string& p) {
       if (v.IsSequence()) {
         std::vector<std::string> parts;
         StringList(v, p, &parts);
@@ -637,7 +623,7 @@ class Parser {
         String(v, p, &s->command, true);
       }
     };
-    f["healthchecks"] = [&](const YAML::Node& v, const std::string& p) {
+    f["healthchecks"] = [&](const YamlNode& v, const std::string& p) {
       if (v.IsNull()) return;
       if (!v.IsMap()) {
         Error(v, p, absl::StrCat("must be a map of check name to check, not ", KindName(v)));
@@ -661,15 +647,15 @@ class Parser {
         s->healthchecks[name] = hc;
       }
     };
-    f["start"] = [&](const YAML::Node& v, const std::string& p) {
+    f["start"] = [&](const YamlNode& v, const std::string& p) {
       Fields sf;
-      sf["parallelism"] = [&](const YAML::Node& x, const std::string& xp) { Int(x, xp, &s->start_parallelism, 1, 10000); };
-      sf["window"] = [&](const YAML::Node& x, const std::string& xp) { Duration(x, xp, &s->start_window, false); };
+      sf["parallelism"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->start_parallelism, 1, 10000); };
+      sf["window"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->start_window, false); };
       ParseMap(v, p, sf);
     };
-    f["restart"] = [&](const YAML::Node& v, const std::string& p) {
+    f["restart"] = [&](const YamlNode& v, const std::string& p) {
       Fields rf;
-      rf["condition"] = [&](const YAML::Node& x, const std::string& xp) {
+      rf["condition"] = [&](const YamlNode& x, const std::string& xp) {
         std::vector<std::string> c;
         StringList(x, xp, &c);
         static const std::set<std::string> kOk = {"on-failure", "on-cn-restart", "always", "never"};
@@ -687,31 +673,31 @@ class Parser {
         std::sort(good.begin(), good.end());
         s->restart_condition = good;
       };
-      rf["max_attempts"] = [&](const YAML::Node& x, const std::string& xp) { Int(x, xp, &s->restart_max_attempts, 0, 1000); };
-      rf["window"] = [&](const YAML::Node& x, const std::string& xp) { Duration(x, xp, &s->restart_window); };
+      rf["max_attempts"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->restart_max_attempts, 0, 1000); };
+      rf["window"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->restart_window); };
       ParseMap(v, p, rf);
     };
-    f["stop"] = [&](const YAML::Node& v, const std::string& p) {
+    f["stop"] = [&](const YamlNode& v, const std::string& p) {
       Fields sf;
-      sf["timeout"] = [&](const YAML::Node& x, const std::string& xp) { Duration(x, xp, &s->stop_timeout); };
-      sf["preserve_stopped"] = [&](const YAML::Node& x, const std::string& xp) {
+      sf["timeout"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->stop_timeout); };
+      sf["preserve_stopped"] = [&](const YamlNode& x, const std::string& xp) {
         OneOf(x, xp, &s->preserve_stopped, {"never", "on-failure", "always"});
       };
       ParseMap(v, p, sf);
     };
-    f["update"] = [&](const YAML::Node& v, const std::string& p) {
+    f["update"] = [&](const YamlNode& v, const std::string& p) {
       Fields uf;
-      uf["rolling"] = [&](const YAML::Node& x, const std::string& xp) { Int(x, xp, &s->update_rolling, 1, 10000); };
-      uf["canary"] = [&](const YAML::Node& x, const std::string& xp) { Int(x, xp, &s->update_canary, 0, 100000); };
-      uf["max_surge"] = [&](const YAML::Node& x, const std::string& xp) { Int(x, xp, &s->update_max_surge, 0, 10000); };
-      uf["auto_rollback"] = [&](const YAML::Node& x, const std::string& xp) { Bool(x, xp, &s->update_auto_rollback); };
+      uf["rolling"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->update_rolling, 1, 10000); };
+      uf["canary"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->update_canary, 0, 100000); };
+      uf["max_surge"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->update_max_surge, 0, 10000); };
+      uf["auto_rollback"] = [&](const YamlNode& x, const std::string& xp) { Bool(x, xp, &s->update_auto_rollback); };
       ParseMap(v, p, uf);
     };
-    f["servers"] = [&](const YAML::Node& v, const std::string& p) {
-      servers_node = v;
+    f["servers"] = [&](const YamlNode& v, const std::string& p) {
+      servers_node = &v;
       ServerSelector sel;
       Fields sf;
-      sf["select"] = [&](const YAML::Node& x, const std::string& xp) {
+      sf["select"] = [&](const YamlNode& x, const std::string& xp) {
         if (x.IsScalar()) {
           OneOf(x, xp, &sel.select, {"all", "headnode"});
         } else {
@@ -721,7 +707,7 @@ class Parser {
           std::sort(sel.servers.begin(), sel.servers.end());
         }
       };
-      sf["exclude"] = [&](const YAML::Node& x, const std::string& xp) {
+      sf["exclude"] = [&](const YamlNode& x, const std::string& xp) {
         StringList(x, xp, &sel.exclude);
         std::sort(sel.exclude.begin(), sel.exclude.end());
       };
@@ -733,46 +719,46 @@ class Parser {
 
     if (!has_image) Error(n, Join(path, "image"), "missing: every service needs an image (name[@version], uuid or docker reference)");
     if (s->compute_type == "agent") {
-      if (has_count) Error(count_node, Join(path, "count"), "agents run one instance per selected server; use servers: instead of count");
+      if (has_count) Error(*count_node, Join(path, "count"), "agents run one instance per selected server; use servers: instead of count");
       s->count = 0;
       if (!s->servers) s->servers = ServerSelector{};
     } else if (s->servers) {
-      Error(servers_node, Join(path, "servers"), "servers: is only for compute_type: agent; use placement: for other services");
+      Error(*servers_node, Join(path, "servers"), "servers: is only for compute_type: agent; use placement: for other services");
     }
     if (s->update_canary > 0 && s->compute_type != "agent" && s->update_canary > s->count && s->count > 0) {
       Warn(n, Join(path, "update.canary"), absl::StrCat("canary ", s->update_canary, " is larger than count ", s->count));
     }
   }
 
-  void Check(const YAML::Node& n, const std::string& path, HealthCheckSpec* c) {
+  void Check(const YamlNode& n, const std::string& path, HealthCheckSpec* c) {
     bool has_port = false, has_unhealthy = false;
-    std::vector<std::pair<std::string, YAML::Node>> http_only, tcp_only, https_only;
+    std::vector<std::pair<std::string, const YamlNode*>> http_only, tcp_only, https_only;
     Fields f;
-    f["type"] = [&](const YAML::Node& v, const std::string& p) { OneOf(v, p, &c->type, {"http", "https", "tcp"}); };
-    f["port"] = [&](const YAML::Node& v, const std::string& p) {
+    f["type"] = [&](const YamlNode& v, const std::string& p) { OneOf(v, p, &c->type, {"http", "https", "tcp"}); };
+    f["port"] = [&](const YamlNode& v, const std::string& p) {
       has_port = true;
       Int(v, p, &c->port, 1, 65535);
     };
-    f["network"] = [&](const YAML::Node& v, const std::string& p) { String(v, p, &c->network); };
-    f["path"] = [&](const YAML::Node& v, const std::string& p) {
-      http_only.emplace_back("path", v);
+    f["network"] = [&](const YamlNode& v, const std::string& p) { String(v, p, &c->network); };
+    f["path"] = [&](const YamlNode& v, const std::string& p) {
+      http_only.emplace_back("path", &v);
       String(v, p, &c->path);
       if (v.IsScalar() && (c->path.empty() || c->path[0] != '/')) Error(v, p, "must start with /");
     };
-    f["method"] = [&](const YAML::Node& v, const std::string& p) {
-      http_only.emplace_back("method", v);
+    f["method"] = [&](const YamlNode& v, const std::string& p) {
+      http_only.emplace_back("method", &v);
       OneOf(v, p, &c->method, {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"});
     };
-    f["headers"] = [&](const YAML::Node& v, const std::string& p) {
-      http_only.emplace_back("headers", v);
+    f["headers"] = [&](const YamlNode& v, const std::string& p) {
+      http_only.emplace_back("headers", &v);
       StringMap(v, p, &c->headers, false);
     };
-    f["expect_status"] = [&](const YAML::Node& v, const std::string& p) {
-      http_only.emplace_back("expect_status", v);
+    f["expect_status"] = [&](const YamlNode& v, const std::string& p) {
+      http_only.emplace_back("expect_status", &v);
       std::vector<std::string> items;
       StringList(v, p, &items);
       for (size_t i = 0; i < items.size(); ++i) {
-        const YAML::Node& at = v.IsSequence() ? v[i] : v;
+        const YamlNode& at = v.IsSequence() ? v[i] : v;
         std::vector<std::string> parts = absl::StrSplit(items[i], '-');
         int lo = 0, hi = 0;
         bool ok = parts.size() <= 2 && absl::SimpleAtoi(parts[0], &lo) &&
@@ -787,7 +773,7 @@ class Parser {
       std::sort(c->expect_status.begin(), c->expect_status.end());
     };
     auto regex_field = [&](std::string* out) {
-      return [this, out](const YAML::Node& v, const std::string& p) {
+      return [this, out](const YamlNode& v, const std::string& p) {
         String(v, p, out);
         try {
           std::regex re(*out);
@@ -796,34 +782,34 @@ class Parser {
         }
       };
     };
-    f["expect_body"] = [&, rf = regex_field(&c->expect_body)](const YAML::Node& v, const std::string& p) {
-      http_only.emplace_back("expect_body", v);
+    f["expect_body"] = [&, rf = regex_field(&c->expect_body)](const YamlNode& v, const std::string& p) {
+      http_only.emplace_back("expect_body", &v);
       rf(v, p);
     };
-    f["tls_skip_verify"] = [&](const YAML::Node& v, const std::string& p) {
-      https_only.emplace_back("tls_skip_verify", v);
+    f["tls_skip_verify"] = [&](const YamlNode& v, const std::string& p) {
+      https_only.emplace_back("tls_skip_verify", &v);
       Bool(v, p, &c->tls_skip_verify);
     };
-    f["send"] = [&](const YAML::Node& v, const std::string& p) {
-      tcp_only.emplace_back("send", v);
+    f["send"] = [&](const YamlNode& v, const std::string& p) {
+      tcp_only.emplace_back("send", &v);
       String(v, p, &c->send);
     };
-    f["expect"] = [&, rf = regex_field(&c->expect)](const YAML::Node& v, const std::string& p) {
-      tcp_only.emplace_back("expect", v);
+    f["expect"] = [&, rf = regex_field(&c->expect)](const YamlNode& v, const std::string& p) {
+      tcp_only.emplace_back("expect", &v);
       rf(v, p);
     };
-    f["interval"] = [&](const YAML::Node& v, const std::string& p) { Duration(v, p, &c->interval); };
-    f["unhealthy_interval"] = [&](const YAML::Node& v, const std::string& p) {
+    f["interval"] = [&](const YamlNode& v, const std::string& p) { Duration(v, p, &c->interval); };
+    f["unhealthy_interval"] = [&](const YamlNode& v, const std::string& p) {
       has_unhealthy = true;
       Duration(v, p, &c->unhealthy_interval);
     };
-    f["timeout"] = [&](const YAML::Node& v, const std::string& p) { Duration(v, p, &c->timeout); };
-    f["retries"] = [&](const YAML::Node& v, const std::string& p) { Int(v, p, &c->retries, 1, 100); };
-    f["successes"] = [&](const YAML::Node& v, const std::string& p) { Int(v, p, &c->successes, 1, 100); };
+    f["timeout"] = [&](const YamlNode& v, const std::string& p) { Duration(v, p, &c->timeout); };
+    f["retries"] = [&](const YamlNode& v, const std::string& p) { Int(v, p, &c->retries, 1, 100); };
+    f["successes"] = [&](const YamlNode& v, const std::string& p) { Int(v, p, &c->successes, 1, 100); };
     ParseMap(n, path, f);
     if (!n.IsMap()) return;
     if (c->type.empty()) {
-      if (!n["type"]) Error(n, Join(path, "type"), "missing: http, https or tcp");
+      if (n.Find("type") == nullptr) Error(n, Join(path, "type"), "missing: http, https or tcp");
       return;
     }
     if (!has_unhealthy) c->unhealthy_interval = c->interval;
@@ -832,12 +818,12 @@ class Parser {
       c->port = c->type == "https" ? 443 : 80;
     }
     if (c->type == "tcp") {
-      for (auto& kv : http_only) Error(kv.second, Join(path, kv.first), "only for http and https checks");
+      for (auto& kv : http_only) Error(*kv.second, Join(path, kv.first), "only for http and https checks");
     } else {
-      for (auto& kv : tcp_only) Error(kv.second, Join(path, kv.first), "only for tcp checks");
+      for (auto& kv : tcp_only) Error(*kv.second, Join(path, kv.first), "only for tcp checks");
     }
     if (c->type != "https") {
-      for (auto& kv : https_only) Error(kv.second, Join(path, kv.first), "only for https checks");
+      for (auto& kv : https_only) Error(*kv.second, Join(path, kv.first), "only for https checks");
     }
     if (c->expect_status.empty() && c->type != "tcp") c->expect_status = {{200, 399}};
     if (c->timeout > c->interval) {
@@ -855,7 +841,7 @@ class Parser {
 
 Value StrMap(const std::map<std::string, std::string>& m) {
   Value v = Value::Map();
-  for (const auto& kv : m) v.Set(kv.first, Value::Str(kv.second));
+  for (const auto& kv : m) v.Append(kv.first, Value::Str(kv.second));
   return v;
 }
 
@@ -890,83 +876,83 @@ Value CheckValue(const HealthCheckSpec& c) {
   return v;
 }
 
-// The part of a service that goes into each instance.
-Value InstanceValue(const ServiceSpec& s) {
-  Value v = Value::Map();
+// The part of a service that goes into each instance, added to `all`.
+void InstanceFields(const ServiceSpec& s, std::map<std::string, Value>* all) {
   // The brand, when one was named, is kept through the alias that names it,
   // so the canonical form reads back as the same manifest.
-  static const std::map<std::string, std::string> kBrandAlias = {
+  static const auto* kBrandAlias = new std::map<std::string, std::string>{
       {"lx", "lx"}, {"joyent", "smartmachine"}, {"kvm", "kvm"}, {"bhyve", "bhyve"}};
-  auto alias = kBrandAlias.find(s.brand);
-  v.Set("compute_type", Value::Str(alias == kBrandAlias.end() ? s.compute_type : alias->second));
-  v.Set("image", Value::Str(s.image));
-  if (!s.package.empty()) v.Set("package", Value::Str(s.package));
+  auto alias = kBrandAlias->find(s.brand);
+  (*all)["compute_type"] = Value::Str(alias == kBrandAlias->end() ? s.compute_type : alias->second);
+  (*all)["image"] = Value::Str(s.image);
+  if (!s.package.empty()) (*all)["package"] = Value::Str(s.package);
   if (s.memory_bytes || s.disk_bytes || s.cpu) {
     Value r = Value::Map();
-    if (s.cpu) r.Set("cpu", Value::Double(*s.cpu));
-    if (s.disk_bytes) r.Set("disk", Value::Str(FormatManifestSize(*s.disk_bytes)));
-    if (s.memory_bytes) r.Set("memory", Value::Str(FormatManifestSize(*s.memory_bytes)));
-    v.Set("resources", r);
+    if (s.cpu) r.Append("cpu", Value::Double(*s.cpu));
+    if (s.disk_bytes) r.Append("disk", Value::Str(FormatManifestSize(*s.disk_bytes)));
+    if (s.memory_bytes) r.Append("memory", Value::Str(FormatManifestSize(*s.memory_bytes)));
+    (*all)["resources"] = std::move(r);
   }
-  if (!s.command.empty()) v.Set("command", Value::Str(s.command));
-  if (!s.environment.empty()) v.Set("environment", StrMap(s.environment));
-  if (!s.mdata.empty()) v.Set("mdata", StrMap(s.mdata));
+  if (!s.command.empty()) (*all)["command"] = Value::Str(s.command);
+  if (!s.environment.empty()) (*all)["environment"] = StrMap(s.environment);
+  if (!s.mdata.empty()) (*all)["mdata"] = StrMap(s.mdata);
   if (!s.ports.empty()) {
     Value p = Value::List();
     for (int port : s.ports) p.Add(Value::Int(port));
-    v.Set("ports", p);
+    (*all)["ports"] = std::move(p);
   }
-  if (!s.tags.empty()) v.Set("tags", StrMap(s.tags));
-  return v;
+  if (!s.tags.empty()) (*all)["tags"] = StrMap(s.tags);
+}
+
+Value InstanceValue(const ServiceSpec& s) {
+  std::map<std::string, Value> all;
+  InstanceFields(s, &all);
+  return Value::FromMap(std::move(all));
 }
 
 }  // namespace
 
 Value ServiceSpecValue(const ServiceSpec& s) {
-  Value v = Value::Map();
-  Value inst = InstanceValue(s);
-  // Sorted key order: merge instance fields with the rest alphabetically.
-  std::map<std::string, Value> all;
-  for (const auto& e : inst.entries()) all[e.first] = e.second;
+  std::map<std::string, Value> all;  // sorted key order
+  InstanceFields(s, &all);
   all["service_type"] = Value::Str(s.service_type);
   if (s.compute_type != "agent") all["count"] = Value::Int(s.count);  // agents: one per server
   if (!s.placement.empty()) {
     Value p = Value::List();
     for (const auto& r : s.placement) p.Add(Value::Str(r.ToString()));
-    all["placement"] = p;
+    all["placement"] = std::move(p);
   }
   if (!s.healthchecks.empty()) {
     Value h = Value::Map();
-    for (const auto& kv : s.healthchecks) h.Set(kv.first, CheckValue(kv.second));
-    all["healthchecks"] = h;
+    for (const auto& kv : s.healthchecks) h.Append(kv.first, CheckValue(kv.second));
+    all["healthchecks"] = std::move(h);
   }
   Value start = Value::Map();
-  start.Set("parallelism", Value::Int(s.start_parallelism)).Set("window", Dur(s.start_window));
-  all["start"] = start;
+  start.Append("parallelism", Value::Int(s.start_parallelism)).Append("window", Dur(s.start_window));
+  all["start"] = std::move(start);
   Value restart = Value::Map();
-  restart.Set("condition", StrList(s.restart_condition))
-      .Set("max_attempts", Value::Int(s.restart_max_attempts))
-      .Set("window", Dur(s.restart_window));
-  all["restart"] = restart;
+  restart.Append("condition", StrList(s.restart_condition))
+      .Append("max_attempts", Value::Int(s.restart_max_attempts))
+      .Append("window", Dur(s.restart_window));
+  all["restart"] = std::move(restart);
   Value stop = Value::Map();
-  stop.Set("preserve_stopped", Value::Str(s.preserve_stopped)).Set("timeout", Dur(s.stop_timeout));
-  all["stop"] = stop;
+  stop.Append("preserve_stopped", Value::Str(s.preserve_stopped)).Append("timeout", Dur(s.stop_timeout));
+  all["stop"] = std::move(stop);
   Value update = Value::Map();
-  update.Set("auto_rollback", Value::Bool(s.update_auto_rollback))
-      .Set("canary", Value::Int(s.update_canary))
-      .Set("max_surge", Value::Int(s.update_max_surge))
-      .Set("rolling", Value::Int(s.update_rolling));
-  all["update"] = update;
+  update.Append("auto_rollback", Value::Bool(s.update_auto_rollback))
+      .Append("canary", Value::Int(s.update_canary))
+      .Append("max_surge", Value::Int(s.update_max_surge))
+      .Append("rolling", Value::Int(s.update_rolling));
+  all["update"] = std::move(update);
   if (s.servers) {
     Value sv = Value::Map();
-    if (!s.servers->exclude.empty()) sv.Set("exclude", StrList(s.servers->exclude));
-    if (s.servers->select == "list") sv.Set("select", StrList(s.servers->servers));
-    else sv.Set("select", Value::Str(s.servers->select));
-    all["servers"] = sv;
+    if (!s.servers->exclude.empty()) sv.Append("exclude", StrList(s.servers->exclude));
+    if (s.servers->select == "list") sv.Append("select", StrList(s.servers->servers));
+    else sv.Append("select", Value::Str(s.servers->select));
+    all["servers"] = std::move(sv);
   }
-  for (const auto& kv : s.reserved) all[kv.first] = Value::Str(kv.second);
-  for (auto& kv : all) v.Set(kv.first, std::move(kv.second));
-  return v;
+  for (const auto& kv : s.reserved) all[kv.first] = kv.second;
+  return Value::FromMap(std::move(all));
 }
 
 ParseResult ParseManifest(absl::string_view text, const ParseOptions& options) {
@@ -993,32 +979,50 @@ std::vector<ManifestDiagnostic> CheckMetaReferences(const Manifest& m,
   return out;
 }
 
-std::string CanonicalYaml(const Manifest& m) {
-  Value root = Value::Map();
+namespace {
+
+// The canonical document. With `c`, also fills its per-service forms from the
+// same trees (each service's spec is built once).
+std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
+  std::map<std::string, Value> root;  // sorted key order
   if (!m.deployment_groups.empty()) {
     Value g = Value::Map();
-    for (const auto& kv : m.deployment_groups) g.Set(kv.first, StrList(kv.second));
-    root.Set("deployment_groups", g);
+    for (const auto& kv : m.deployment_groups) g.Append(kv.first, StrList(kv.second));
+    root["deployment_groups"] = std::move(g);
   }
-  if (!m.description.empty()) root.Set("description", Value::Str(m.description));
-  if (!m.meta.empty()) root.Set("meta", StrMap(m.meta));
-  root.Set("project", Value::Str(m.project));
-  for (const auto& kv : m.reserved) root.Set(kv.first, Value::Str(kv.second));
+  if (!m.description.empty()) root["description"] = Value::Str(m.description);
+  if (!m.meta.empty()) root["meta"] = StrMap(m.meta);
+  root["project"] = Value::Str(m.project);
+  for (const auto& kv : m.reserved) root[kv.first] = kv.second;
   Value services = Value::Map();
-  for (const auto& kv : m.services) services.Set(kv.first, ServiceSpecValue(kv.second));
-  root.Set("services", services);
-  // Keys above are inserted in sorted order except reserved ones; sort all.
-  std::map<std::string, Value> sorted;
-  for (const auto& e : root.entries()) sorted[e.first] = e.second;
-  Value out = Value::Map();
-  for (auto& kv : sorted) out.Set(kv.first, std::move(kv.second));
-  return out.ToYaml();
+  for (const auto& kv : m.services) {
+    Value spec = ServiceSpecValue(kv.second);
+    if (c != nullptr) {
+      c->spec_json[kv.first] = spec.ToJson();
+      c->instance_hash[kv.first] = InstanceSpecHash(kv.second);
+    }
+    services.Append(kv.first, std::move(spec));
+  }
+  root["services"] = std::move(services);
+  return Value::FromMap(std::move(root)).ToYaml();
 }
+
+}  // namespace
+
+std::string CanonicalYaml(const Manifest& m) { return BuildCanonical(m, nullptr); }
 
 std::string CanonicalHash(const Manifest& m) { return Sha256Hex(CanonicalYaml(m)); }
 
 std::string ServiceSpecJson(const ServiceSpec& s) { return ServiceSpecValue(s).ToJson(); }
 
 std::string InstanceSpecHash(const ServiceSpec& s) { return Sha256Hex(InstanceValue(s).ToJson()); }
+
+CompiledManifest Compile(Manifest m) {
+  CompiledManifest c;
+  c.canonical = BuildCanonical(m, &c);
+  c.hash = Sha256Hex(c.canonical);
+  c.manifest = std::move(m);
+  return c;
+}
 
 }  // namespace mariposa

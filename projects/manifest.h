@@ -95,7 +95,7 @@ struct ServiceSpec {
   int update_max_surge = 1;
   bool update_auto_rollback = false;
   std::optional<ServerSelector> servers;   // agents only
-  std::map<std::string, std::string> reserved;  // RFD 36 keys not run yet: key -> canonical YAML
+  std::map<std::string, Value> reserved;  // RFD 36 keys not run yet, stored as given
 };
 
 // A `{{ }}` template found in the manifest, with where it was written.
@@ -112,7 +112,7 @@ struct Manifest {
   std::map<std::string, std::string> meta;  // flattened: nested maps become dotted keys
   std::map<std::string, std::vector<std::string>> deployment_groups;
   std::map<std::string, ServiceSpec> services;
-  std::map<std::string, std::string> reserved;  // top-level RFD 36 keys not run yet
+  std::map<std::string, Value> reserved;  // top-level RFD 36 keys not run yet
   std::vector<ManifestDiagnostic> warnings;
   std::vector<TemplateUse> templates;
 };
@@ -154,6 +154,16 @@ std::string ServiceSpecJson(const ServiceSpec& s);
 // The canonical spec as a document tree (what ServiceSpecJson prints).
 Value ServiceSpecValue(const ServiceSpec& s);
 std::string InstanceSpecHash(const ServiceSpec& s);
+
+// A manifest with its derived forms, each computed once.
+struct CompiledManifest {
+  Manifest manifest;
+  std::string canonical;                             // CanonicalYaml
+  std::string hash;                                  // its sha256
+  std::map<std::string, std::string> spec_json;      // service -> ServiceSpecJson
+  std::map<std::string, std::string> instance_hash;  // service -> InstanceSpecHash
+};
+CompiledManifest Compile(Manifest m);
 
 // Durations: "500ms", "10s", "5m", "1h", "1m30s"; a bare integer is seconds.
 absl::StatusOr<absl::Duration> ParseManifestDuration(absl::string_view s);

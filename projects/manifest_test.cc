@@ -197,6 +197,32 @@ services:
   EXPECT_TRUE(m.reserved.count("cns"));
   EXPECT_TRUE(m.services.at("web").reserved.count("containerpilot"));
   EXPECT_NE(CanonicalYaml(m).find("volumes"), std::string::npos);
+  // Stored as structure: the canonical form reads back to the same hash.
+  Manifest again = MustParse(CanonicalYaml(m));
+  EXPECT_EQ(CanonicalHash(again), CanonicalHash(m));
+  EXPECT_EQ(again.reserved.at("cns").ToJson(), "{\"zone\":\"example.com\"}");
+}
+
+TEST(ManifestTest, YamlAnchorsNullsAndCompile) {
+  Manifest m = MustParse(R"(
+project: p
+services:
+  a: &base {image: nginx@1, count: 2, tags: {role: web}}
+  b: *base
+  c:
+    image: x
+    tags: ~
+    environment:
+)");
+  EXPECT_EQ(m.services.at("b").count, 2);
+  EXPECT_EQ(m.services.at("b").tags.at("role"), "web");
+  EXPECT_TRUE(m.services.at("c").tags.empty());
+  CompiledManifest c = Compile(m);
+  EXPECT_EQ(c.canonical, CanonicalYaml(m));
+  EXPECT_EQ(c.hash, CanonicalHash(m));
+  EXPECT_EQ(c.spec_json.at("a"), ServiceSpecJson(m.services.at("a")));
+  EXPECT_EQ(c.instance_hash.at("c"), InstanceSpecHash(m.services.at("c")));
+  EXPECT_EQ(c.instance_hash.at("a"), c.instance_hash.at("b"));
 }
 
 TEST(ManifestTest, DurationsAndSizes) {
@@ -225,7 +251,7 @@ TEST(ManifestTest, DurationsAndSizes) {
 TEST(ManifestTest, GoldenErrors) {
   struct Case { const char* name; const char* text; const char* errors; } cases[] = {
       {"yaml syntax", "project: p\nservices: [a\n",
-       "t.yaml:3:1: not valid YAML or JSON: end of sequence flow not found\n"},
+       "t.yaml:3:1: not valid YAML or JSON: did not find expected ',' or ']' while parsing a flow sequence\n"},
       {"not a map", "- a\n- b\n",
        "t.yaml:1:1: a manifest must be a map with project:, services: …; got a list\n"},
       {"missing project", "services:\n  web: {image: x}\n",

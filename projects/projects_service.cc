@@ -109,22 +109,22 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   opts.project_override = project;
   ParseResult parsed = ParseManifest(text, opts);
   if (!parsed.manifest) return DiagnosticsToStatus(parsed.errors);
-  const Manifest& m = *parsed.manifest;
+  auto compiled = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest)));
+  const Manifest& m = compiled->manifest;
 
   Outcome out;
   std::map<std::string, std::string> store_meta;
-  std::shared_ptr<const Manifest> before;
-  std::string before_hash;
+  std::shared_ptr<const CompiledManifest> before;
+  std::optional<VersionRecord> current;
   auto existing = store_->GetProject(m.project);
   if (existing.ok()) {
     ASSIGN_OR_RETURN(auto meta, store_->ListMeta(existing->uuid));
     for (const auto& e : meta) store_meta[e.key] = e.value;
     if (!existing->current_version.empty()) {
-      ASSIGN_OR_RETURN(VersionRecord cur, store_->GetVersion(existing->uuid, existing->current_version, false));
-      ASSIGN_OR_RETURN(before, StoredManifest(*existing, cur.uuid));
-      before_hash = cur.hash;
-      out.base_version = cur.uuid;
-      out.base_number = cur.number;
+      ASSIGN_OR_RETURN(current, store_->GetVersion(existing->uuid, existing->current_version, false));
+      ASSIGN_OR_RETURN(before, StoredManifest(*existing, current->uuid));
+      out.base_version = current->uuid;
+      out.base_number = current->number;
     }
   } else if (!absl::IsNotFound(existing.status())) {
     return existing.status();
@@ -132,9 +132,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   std::vector<ManifestDiagnostic> meta_errors = CheckMetaReferences(m, store_meta, opts.filename);
   if (!meta_errors.empty()) return DiagnosticsToStatus(meta_errors);
 
-  out.diff = DiffManifests(before.get(), m);
-  std::string hash = CanonicalHash(m);
-  out.diff.set_empty(before_hash == hash);
+  out.diff = DiffManifests(before.get(), *compiled);
   for (const auto& w : m.warnings) out.warnings.push_back(w.ToString());
 
   // Resolve a --previous given as a number, tag or prefix to its uuid.
@@ -144,10 +142,11 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
     if (!v.ok()) return Annotate(v.status(), "--previous");
     expected = v->uuid;
   }
-  if (dry_run) {
-    if (existing.ok() && !existing->current_version.empty()) {
-      ASSIGN_OR_RETURN(out.commit.version, store_->GetVersion(existing->uuid, existing->current_version, false));
-    }
+  // A dry run, or an unchanged manifest from a writer who is up to date,
+  // writes nothing: answer from what was read.
+  bool noop = out.diff.empty() && (force || expected == out.base_version);
+  if (dry_run || noop) {
+    if (current) out.commit.version = *current;
     return out;
   }
 
@@ -156,9 +155,9 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   nv.create_project = true;
   nv.expected_current = expected;
   nv.force = force;
-  nv.hash = hash;
+  nv.hash = compiled->hash;
   nv.manifest = text;
-  nv.canonical = CanonicalYaml(m);
+  nv.canonical = compiled->canonical;
   nv.author = author;
   nv.origin = origin;
   nv.rolled_back_to = rolled_back_to;
@@ -173,14 +172,15 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   for (const auto& kv : m.services) {
     const ServiceSpec& s = kv.second;
     nv.services.push_back(ServiceRecord{s.name, s.service_type, s.compute_type, s.brand, s.image, s.package,
-                                        s.count, InstanceSpecHash(s), ServiceSpecJson(s), group_of[s.name]});
+                                        s.count, compiled->instance_hash.at(s.name), compiled->spec_json.at(s.name),
+                                        group_of[s.name]});
   }
   ASSIGN_OR_RETURN(out.commit, store_->CommitVersion(nv));
-  if (out.commit.changed) Remember(out.commit.version.uuid, std::make_shared<const Manifest>(m));
+  if (out.commit.changed) Remember(out.commit.version.uuid, compiled);
   return out;
 }
 
-absl::StatusOr<std::shared_ptr<const Manifest>> ProjectsService::StoredManifest(const ProjectRecord& p,
+absl::StatusOr<std::shared_ptr<const CompiledManifest>> ProjectsService::StoredManifest(const ProjectRecord& p,
                                                                                 const std::string& version) {
   {
     absl::MutexLock l(&cache_mu_);
@@ -193,14 +193,14 @@ absl::StatusOr<std::shared_ptr<const Manifest>> ProjectsService::StoredManifest(
     return absl::DataLossError(absl::StrCat("stored version ", v.number, " no longer parses: ",
                                             DiagnosticsToStatus(parsed.errors).message()));
   }
-  auto m = std::make_shared<const Manifest>(std::move(*parsed.manifest));
+  auto m = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest)));
   Remember(version, m);
   return m;
 }
 
-void ProjectsService::Remember(const std::string& version, std::shared_ptr<const Manifest> m) {
+void ProjectsService::Remember(const std::string& version, std::shared_ptr<const CompiledManifest> m) {
   absl::MutexLock l(&cache_mu_);
-  if (parsed_.size() >= 256) parsed_.erase(parsed_.begin());
+  if (parsed_.size() >= 64) parsed_.erase(parsed_.begin());
   parsed_[version] = std::move(m);
 }
 
@@ -335,7 +335,7 @@ grpc::Status ProjectsService::ListMeta(grpc::ServerContext*, const v1::ListMetaR
   if (!p->current_version.empty()) {
     auto parsed = StoredManifest(*p, p->current_version);
     if (!parsed.ok()) return ToGrpc(parsed.status());
-    for (const auto& kv : (*parsed)->meta) {
+    for (const auto& kv : (*parsed)->manifest.meta) {
       if (in_store.count(kv.first)) continue;
       v1::MetaEntry* e = resp->add_entries();
       e->set_key(kv.first);

@@ -51,12 +51,12 @@ class ProjectsService final : public v1::Projects::Service {
   absl::StatusOr<ProjectRecord> Project(const std::string& name);
   // The parsed manifest of a stored version. Versions never change, so
   // parsed copies are cached by version uuid (a bounded number of them).
-  absl::StatusOr<std::shared_ptr<const Manifest>> StoredManifest(const ProjectRecord& p, const std::string& version);
-  void Remember(const std::string& version, std::shared_ptr<const Manifest> m);
+  absl::StatusOr<std::shared_ptr<const CompiledManifest>> StoredManifest(const ProjectRecord& p, const std::string& version);
+  void Remember(const std::string& version, std::shared_ptr<const CompiledManifest> m);
 
   ProjectStore* store_;
   absl::Mutex cache_mu_;
-  std::map<std::string, std::shared_ptr<const Manifest>> parsed_ ABSL_GUARDED_BY(cache_mu_);
+  std::map<std::string, std::shared_ptr<const CompiledManifest>> parsed_ ABSL_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace mariposa

@@ -1,0 +1,77 @@
+// A parsed YAML (or JSON) document with the position of every node, read with
+// libyaml (fast, C, no exceptions). Immutable after Parse; thread-compatible.
+#ifndef MARIPOSA_PROJECTS_YAML_DOCUMENT_H_
+#define MARIPOSA_PROJECTS_YAML_DOCUMENT_H_
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/value.h"
+
+namespace mariposa {
+
+class YamlNode;
+
+struct YamlPair {
+  const YamlNode& first;
+  const YamlNode& second;
+};
+
+// 0-based line and column, like the YAML libraries report them.
+struct YamlMark {
+  int line = 0;
+  int column = 0;
+};
+
+class YamlNode {
+ public:
+  enum class Kind { kNull, kScalar, kMap, kSequence };
+
+  bool IsNull() const { return kind_ == Kind::kNull; }
+  bool IsScalar() const { return kind_ == Kind::kScalar; }
+  bool IsMap() const { return kind_ == Kind::kMap; }
+  bool IsSequence() const { return kind_ == Kind::kSequence; }
+  // The text of a scalar ("" for other kinds).
+  const std::string& Scalar() const { return scalar_; }
+  YamlMark Mark() const { return mark_; }
+  size_t size() const { return kind_ == Kind::kMap ? pairs_.size() : items_.size(); }
+  // Sequence items.
+  const YamlNode& operator[](size_t i) const { return *items_[i]; }
+  const std::vector<const YamlNode*>& items() const { return items_; }
+  // Map entries, in document order.
+  std::vector<YamlPair>::const_iterator begin() const { return pairs_.begin(); }
+  std::vector<YamlPair>::const_iterator end() const { return pairs_.end(); }
+  // The value of a scalar key in a map, or null.
+  const YamlNode* Find(absl::string_view key) const;
+  // The node as a document tree (scalars as strings, nulls as null).
+  Value ToValue() const;
+
+ private:
+  friend class YamlDocument;
+  Kind kind_ = Kind::kNull;
+  std::string scalar_;
+  YamlMark mark_;
+  std::vector<YamlPair> pairs_;
+  std::vector<const YamlNode*> items_;
+};
+
+class YamlDocument {
+ public:
+  // Parses the first document of `text`. INVALID_ARGUMENT on a syntax error,
+  // with `error_mark` set to where it was found.
+  static absl::StatusOr<std::unique_ptr<YamlDocument>> Parse(absl::string_view text, YamlMark* error_mark);
+  // An empty document has a null root.
+  const YamlNode& root() const { return *root_; }
+
+ private:
+  std::deque<YamlNode> nodes_;
+  const YamlNode* root_ = nullptr;
+};
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_PROJECTS_YAML_DOCUMENT_H_
