@@ -1,0 +1,210 @@
+// The simulated data center behind tritonsim: servers, images, VMs, workflow
+// jobs and CNAPI tasks, with the semantics of VMAPI, CNAPI and IMGAPI (see
+// shared/docs/TRITON.md). Every API operation returns the HTTP status, JSON
+// body and headers the real service would. Thread-safe: one mutex guards the
+// model; a background thread advances jobs and tasks.
+#ifndef MARIPOSA_DEPLOY_TRITONSIM_DATACENTER_H_
+#define MARIPOSA_DEPLOY_TRITONSIM_DATACENTER_H_
+
+#include <nlohmann/json.hpp>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace tritonsim {
+
+using json = nlohmann::json;
+using Params = std::multimap<std::string, std::string>;
+
+struct Reply {
+  int status = 200;
+  json body;  // null: no body
+  std::map<std::string, std::string> headers;
+};
+
+struct Options {
+  int servers = 10;
+  int64_t server_ram_mb = 262144;  // 256 GiB
+  double job_latency_ms = 0;       // mean time a job or task takes
+  double job_jitter = 0;           // +/- fraction of the latency
+  double job_failure_rate = 0;     // 0..1
+  uint64_t seed = 1;
+  std::string datacenter = "sim-1";
+  std::string base_url;            // for the workflow-api header
+};
+
+// Health behaviour of a VM's listeners (for --listen-vms).
+enum class VmHealth { kHealthy, kUnhealthy, kRefuse, kHang };
+
+class DataCenter {
+ public:
+  explicit DataCenter(Options opts);
+  ~DataCenter();
+
+  // Loads {"servers": [...], "images": [...]} (fields as the APIs show them).
+  // Returns "" or an error message.
+  std::string LoadSeed(const json& seed);
+
+  // VMAPI
+  Reply ListVms(const Params& q, bool head);
+  Reply GetVm(const std::string& uuid, const Params& q);
+  Reply CreateVm(const json& body, const Params& q);
+  Reply VmAction(const std::string& uuid, const Params& q, const json& body);
+  Reply DeleteVm(const std::string& uuid, const Params& q);
+  Reply VmTags(const std::string& method, const std::string& uuid, const std::string& key, const json& body);
+  Reply GetJob(const std::string& uuid);
+  Reply WaitJob(const std::string& uuid, const Params& q);
+  Reply ListJobs(const Params& q);
+  Reply Ping();
+
+  // CNAPI
+  Reply ListServers(const Params& q);
+  Reply GetServer(const std::string& uuid, const Params& q);
+  Reply UpdateServer(const std::string& uuid, const json& body);
+  Reply InstallAgent(const std::string& uuid, const json& body);
+  Reply UninstallAgents(const std::string& uuid, const json& body);
+  Reply GetTask(const std::string& id);
+  Reply WaitTask(const std::string& id, const Params& q);
+
+  // IMGAPI
+  Reply ListImages(const Params& q);
+  Reply GetImage(const std::string& uuid);
+  Reply ImageAction(const std::string& uuid, const Params& q, const json& body);
+  Reply CreateImageFromVm(const Params& q, const json& body);
+
+  // Control (fault injection).
+  Reply SetServerStatus(const std::string& uuid, const std::string& status);
+  Reply KillVm(const std::string& uuid, const std::string& to_state);
+  Reply SetVmHealth(const std::string& uuid, VmHealth h);
+  Reply SetJobKnobs(const json& body);
+  Reply Stats();
+
+  // Fails the next `n` calls of `op` (e.g. "CreateVm") with `status`
+  // (500/503), or hangs them for `hang_ms` when status is 0.
+  void FailNext(const std::string& op, int n, int status, int hang_ms);
+  // Consumes one injected failure for `op`, if any. Returns false when the
+  // call should proceed.
+  bool TakeFailure(const std::string& op, Reply* reply, int* hang_ms);
+
+  // For listeners: running VMs with their nic IP and ports.
+  struct Endpoint {
+    std::string vm_uuid;
+    std::string ip;
+    std::vector<int> ports;
+    VmHealth health;
+  };
+  std::vector<Endpoint> RunningEndpoints();
+  VmHealth HealthOf(const std::string& vm_uuid);
+
+  static Reply Error(int status, const std::string& code, const std::string& message);
+
+ private:
+  struct Nic {
+    std::string interface, mac, nic_tag, ip, netmask, gateway, network_uuid;
+    int vlan_id = 0;
+    bool primary = false;
+  };
+  struct Vm {
+    std::string uuid, alias, owner_uuid, billing_id, brand, server_uuid, state, zone_state, image_uuid;
+    int64_t ram = 0, max_physical_memory = 0, quota = 0, cpu_cap = 0;
+    int64_t create_ms = 0, modified_ms = 0;
+    json tags = json::object(), customer_metadata = json::object(), internal_metadata = json::object();
+    json disks;  // kvm/bhyve only
+    std::vector<Nic> nics;
+    bool autoboot = true, firewall_enabled = false;
+    VmHealth health = VmHealth::kHealthy;
+  };
+  struct Agent {
+    std::string name, version, image_uuid, uuid;
+  };
+  struct Server {
+    std::string uuid, hostname, status = "running", current_platform = "20261101T000000Z";
+    int64_t ram = 0, used_ram = 0;
+    bool setup = true, reserved = false, headnode = false;
+    double reservation_ratio = 0.15;
+    json traits = json::object();
+    std::vector<Agent> agents;
+    std::set<std::string> vms;
+    int64_t boot_ms = 0;
+  };
+  struct Image {
+    std::string uuid, owner, name, version, state = "active", type = "zone-dataset", os = "smartos", origin;
+    bool disabled = false, is_public = true;
+    int64_t published_ms = 0;
+    json tags = json::object(), requirements = json::object(), files = json::array();
+  };
+  struct Job {
+    std::string uuid, name, execution = "queued", task, vm_uuid, image_uuid;
+    json params = json::object();
+    json chain_results = json::array();
+    int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
+    std::string error;
+  };
+  struct Task {
+    std::string id, task, server_uuid, status = "active";
+    json history = json::array();
+    json req = json::object();
+    int64_t created_ms = 0;
+  };
+  // A scheduled completion of a job or task.
+  struct Event {
+    int64_t due_ms;
+    uint64_t seq;
+    std::function<void()> fire;  // runs with mu_ held
+    bool operator>(const Event& o) const { return due_ms != o.due_ms ? due_ms > o.due_ms : seq > o.seq; }
+  };
+
+  int64_t NowMs() const;
+  std::string NewUuidLocked();
+  std::string NewMacLocked();
+  json VmJson(const Vm& vm) const;
+  json ServerJson(const Server& s, const std::set<std::string>& extras) const;
+  json ImageJson(const Image& i) const;
+  json JobJson(const Job& j) const;
+  json TaskJson(const Task& t) const;
+  std::string EffectiveStateLocked(const Vm& vm) const;
+  // Chooses a server for `ram` MiB honouring locality; "" with `why` if none.
+  std::string PlaceLocked(int64_t ram, const json& locality, std::string* why);
+  // Starts a job that finishes after the configured latency; `effect` runs
+  // at the end (with mu_ held) and returns "" or an error (job fails).
+  Reply StartJobLocked(const std::string& name, const std::string& task, const std::string& vm_uuid,
+                       const json& params, std::function<std::string()> effect, int status = 202);
+  void ScheduleLocked(int64_t delay_ms, std::function<void()> fire);
+  int64_t LatencyLocked();
+  void TagIndexAddLocked(const Vm& vm);
+  void TagIndexRemoveLocked(const Vm& vm);
+  void Loop();
+
+  Options opts_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;         // events and job/task completion
+  std::mt19937_64 rng_;
+  std::unordered_map<std::string, Vm> vms_;
+  std::map<std::string, Server> servers_;
+  std::map<std::string, Image> images_;
+  std::unordered_map<std::string, Job> jobs_;
+  std::unordered_map<std::string, Task> tasks_;
+  // tag key -> value -> vm uuids
+  std::unordered_map<std::string, std::unordered_map<std::string, std::set<std::string>>> tag_index_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t event_seq_ = 0;
+  uint32_t next_ip_ = 1;  // 10.0.0.1 is the gateway
+  std::map<std::string, std::vector<std::pair<int, int>>> failures_;  // op -> [(status, hang_ms)]
+  std::map<std::string, int64_t> op_counts_;
+  bool stop_ = false;
+  std::thread loop_;
+};
+
+}  // namespace tritonsim
+
+#endif  // MARIPOSA_DEPLOY_TRITONSIM_DATACENTER_H_

@@ -1,0 +1,161 @@
+#include "deploy/tritonsim/http_api.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <thread>
+
+namespace tritonsim {
+namespace {
+
+using Handler = std::function<Reply(const httplib::Request&, const Params&, const json&)>;
+
+void Send(const Reply& r, httplib::Response* res) {
+  res->status = r.status;
+  for (const auto& h : r.headers) res->set_header(h.first, h.second);
+  if (!r.body.is_null()) res->set_content(r.body.dump(), "application/json");
+}
+
+// Wraps a handler: API latency, fault injection for `op`, JSON body parsing.
+httplib::Server::Handler Wrap(const std::string& op, DataCenter* dc, std::atomic<int>* latency, Handler h) {
+  return [op, dc, latency, h](const httplib::Request& req, httplib::Response& res) {
+    int delay = latency->load();
+    if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    Reply injected;
+    int hang_ms = 0;
+    if (dc->TakeFailure(op, &injected, &hang_ms)) {
+      if (hang_ms > 0) {
+        // A slow call: wait, then answer normally.
+        std::this_thread::sleep_for(std::chrono::milliseconds(hang_ms));
+      } else {
+        Send(injected, &res);
+        return;
+      }
+    }
+    // Parameters come from the query string only; the body is always JSON
+    // (httplib would merge a form-encoded body into req.params).
+    Params q;
+    size_t qm = req.target.find('?');
+    if (qm != std::string::npos) httplib::detail::parse_query_text(req.target.substr(qm + 1), q);
+    json body;
+    if (!req.body.empty()) {
+      body = json::parse(req.body, nullptr, false);
+      if (body.is_discarded()) {
+        Send(DataCenter::Error(400, "InvalidContent", "Invalid JSON in request body"), &res);
+        return;
+      }
+    }
+    Send(h(req, q, body), &res);
+  };
+}
+
+}  // namespace
+
+void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
+  const std::string kId = "([0-9a-zA-Z-]+)";
+  auto W = [&](const std::string& op, Handler h) { return Wrap(op, dc, lat, std::move(h)); };
+
+  s->Get("/ping", W("Ping", [dc](const httplib::Request&, const Params&, const json&) { return dc->Ping(); }));
+
+  // VMAPI
+  s->Get("/vms", W("ListVms", [dc](const httplib::Request& r, const Params& q, const json&) {
+    return dc->ListVms(q, r.method == "HEAD");
+  }));
+  s->Post("/vms", W("CreateVm", [dc](const httplib::Request&, const Params& q, const json& b) { return dc->CreateVm(b, q); }));
+  s->Get("/vms/" + kId, W("GetVm", [dc](const httplib::Request& r, const Params& q, const json&) {
+    return dc->GetVm(r.matches[1], q);
+  }));
+  s->Post("/vms/" + kId, W("VmAction", [dc](const httplib::Request& r, const Params& q, const json& b) {
+    return dc->VmAction(r.matches[1], q, b);
+  }));
+  s->Delete("/vms/" + kId, W("DeleteVm", [dc](const httplib::Request& r, const Params& q, const json&) {
+    return dc->DeleteVm(r.matches[1], q);
+  }));
+  for (const std::string& path : {"/vms/" + kId + "/tags", "/vms/" + kId + "/tags/([^/]+)"}) {
+    auto tags = W("VmTags", [dc](const httplib::Request& r, const Params&, const json& b) {
+      return dc->VmTags(r.method, r.matches[1], r.matches.size() > 2 ? std::string(r.matches[2]) : "", b);
+    });
+    s->Get(path, tags);
+    s->Post(path, tags);
+    s->Put(path, tags);
+    s->Delete(path, tags);
+  }
+  s->Get("/jobs", W("ListJobs", [dc](const httplib::Request&, const Params& q, const json&) { return dc->ListJobs(q); }));
+  s->Get("/jobs/" + kId, W("GetJob", [dc](const httplib::Request& r, const Params&, const json&) { return dc->GetJob(r.matches[1]); }));
+  s->Get("/jobs/" + kId + "/wait", W("WaitJob", [dc](const httplib::Request& r, const Params& q, const json&) {
+    return dc->WaitJob(r.matches[1], q);
+  }));
+
+  // CNAPI
+  s->Get("/servers", W("ListServers", [dc](const httplib::Request&, const Params& q, const json&) { return dc->ListServers(q); }));
+  s->Get("/servers/" + kId, W("GetServer", [dc](const httplib::Request& r, const Params& q, const json&) {
+    return dc->GetServer(r.matches[1], q);
+  }));
+  s->Post("/servers/" + kId, W("ServerUpdate", [dc](const httplib::Request& r, const Params&, const json& b) {
+    return dc->UpdateServer(r.matches[1], b);
+  }));
+  s->Post("/servers/" + kId + "/install-agent", W("InstallAgent", [dc](const httplib::Request& r, const Params&, const json& b) {
+    return dc->InstallAgent(r.matches[1], b);
+  }));
+  s->Post("/servers/" + kId + "/uninstall-agents", W("UninstallAgents", [dc](const httplib::Request& r, const Params&, const json& b) {
+    return dc->UninstallAgents(r.matches[1], b);
+  }));
+  s->Get("/tasks/" + kId, W("GetTask", [dc](const httplib::Request& r, const Params&, const json&) { return dc->GetTask(r.matches[1]); }));
+  s->Get("/tasks/" + kId + "/wait", W("WaitTask", [dc](const httplib::Request& r, const Params& q, const json&) {
+    return dc->WaitTask(r.matches[1], q);
+  }));
+
+  // IMGAPI
+  s->Get("/images", W("ListImages", [dc](const httplib::Request&, const Params& q, const json&) { return dc->ListImages(q); }));
+  s->Post("/images", W("CreateImage", [dc](const httplib::Request&, const Params& q, const json& b) {
+    auto action = q.find("action");
+    if (action == q.end() || action->second != "create-from-vm") {
+      return DataCenter::Error(422, "InvalidParameter", "only action=create-from-vm is supported on POST /images");
+    }
+    return dc->CreateImageFromVm(q, b);
+  }));
+  s->Get("/images/" + kId, W("GetImage", [dc](const httplib::Request& r, const Params&, const json&) { return dc->GetImage(r.matches[1]); }));
+  s->Post("/images/" + kId, W("ImageAction", [dc](const httplib::Request& r, const Params& q, const json& b) {
+    return dc->ImageAction(r.matches[1], q, b);
+  }));
+
+  // Control API (tritonsim ctl).
+  s->Post("/_sim/servers/([^/]+)/(down|up)", [dc](const httplib::Request& r, httplib::Response& res) {
+    Send(dc->SetServerStatus(r.matches[1], r.matches[2] == "up" ? "running" : "unknown"), &res);
+  });
+  s->Post("/_sim/vms/" + kId + "/(kill|destroy)", [dc](const httplib::Request& r, httplib::Response& res) {
+    Send(dc->KillVm(r.matches[1], r.matches[2] == "kill" ? "stopped" : "destroyed"), &res);
+  });
+  s->Post("/_sim/vms/" + kId + "/health/(healthy|unhealthy|refuse|hang)",
+          [dc](const httplib::Request& r, httplib::Response& res) {
+            std::string h = r.matches[2];
+            VmHealth v = h == "healthy" ? VmHealth::kHealthy
+                         : h == "unhealthy" ? VmHealth::kUnhealthy
+                         : h == "refuse" ? VmHealth::kRefuse
+                                         : VmHealth::kHang;
+            Send(dc->SetVmHealth(r.matches[1], v), &res);
+          });
+  s->Post("/_sim/fail", [dc](const httplib::Request& r, httplib::Response& res) {
+    json b = json::parse(r.body, nullptr, false);
+    if (!b.is_object() || !b.contains("op") || !b["op"].is_string()) {
+      Send(DataCenter::Error(400, "InvalidContent", "body: {\"op\": NAME, \"count\": N, \"status\": 503, \"hang_ms\": 0}"), &res);
+      return;
+    }
+    dc->FailNext(b["op"], b.value("count", 1), b.value("status", 503), b.value("hang_ms", 0));
+    Send(Reply{200, {{"op", b["op"]}, {"count", b.value("count", 1)}}, {}}, &res);
+  });
+  s->Post("/_sim/knobs", [dc, lat](const httplib::Request& r, httplib::Response& res) {
+    json b = json::parse(r.body, nullptr, false);
+    if (!b.is_object()) {
+      Send(DataCenter::Error(400, "InvalidContent", "body must be a JSON object"), &res);
+      return;
+    }
+    if (b.contains("api_latency_ms")) lat->store(b["api_latency_ms"].get<int>());
+    Reply out = dc->SetJobKnobs(b);
+    out.body["api_latency_ms"] = lat->load();
+    Send(out, &res);
+  });
+  s->Get("/_sim/stats", [dc](const httplib::Request&, httplib::Response& res) { Send(dc->Stats(), &res); });
+}
+
+}  // namespace tritonsim

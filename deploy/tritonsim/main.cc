@@ -1,0 +1,202 @@
+// tritonsim: a stand-in Triton data center (VMAPI, CNAPI, IMGAPI over HTTP on
+// loopback) for local runs, demos, tests and benchmarks; and `tritonsim ctl`
+// to inject faults into a running one. See docs/tritonsim.md.
+#include <httplib.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "deploy/tritonsim/datacenter.h"
+#include "deploy/tritonsim/http_api.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: tritonsim [options]
+       tritonsim ctl [--addr URL] COMMAND ...
+
+Serves VMAPI, CNAPI and IMGAPI on one loopback HTTP port.
+
+  --listen HOST:PORT       address (default 127.0.0.1:8580; port 0 picks a free one)
+  --addr-file FILE         write the base URL (http://HOST:PORT) to FILE once serving
+  --servers N              simulated compute nodes, the first one the headnode (default 10)
+  --server-ram MIB         RAM of each generated server (default 262144)
+  --seed FILE              JSON {"servers": [...], "images": [...], "remote_images": [...]}
+  --job-latency MS         mean duration of a workflow job or CNAPI task (default 0)
+  --job-jitter F           +/- fraction of the latency (default 0)
+  --job-failure-rate F     0..1, fraction of jobs and tasks that fail (default 0)
+  --api-latency MS         delay before every API answer (default 0)
+  --rng-seed N             seed for uuids, jitter and failures (default 1)
+  --threads N              HTTP worker threads (default 64)
+
+ctl commands (URL from --addr or $TRITONSIM_URL):
+  server-down SERVER | server-up SERVER      SERVER is a uuid or hostname
+  kill-vm VM | destroy-vm VM                 the VM stops, or vanishes (destroyed)
+  vm-health VM healthy|unhealthy|refuse|hang what its listeners answer
+  fail OP N [STATUS]                         the next N calls of OP answer STATUS (503)
+  slow OP N MS                               the next N calls of OP wait MS first
+  knobs [--job-latency MS] [--job-jitter F] [--job-failure-rate F] [--api-latency MS]
+  stats
+OP names: ListVms GetVm CreateVm VmAction DeleteVm VmTags ListJobs GetJob WaitJob
+  ListServers GetServer ServerUpdate InstallAgent UninstallAgents GetTask WaitTask
+  ListImages GetImage ImageAction CreateImage Ping
+)";
+
+int Usage(const std::string& err) {
+  std::cerr << "tritonsim: " << err << "\n\n" << kUsage;
+  return 2;
+}
+
+int Ctl(std::vector<std::string> args) {
+  std::string url = getenv("TRITONSIM_URL") ? getenv("TRITONSIM_URL") : "http://127.0.0.1:8580";
+  if (args.size() >= 2 && args[0] == "--addr") {
+    url = args[1];
+    args.erase(args.begin(), args.begin() + 2);
+  }
+  if (args.empty()) return Usage("ctl needs a command");
+  httplib::Client cli(url);
+  cli.set_connection_timeout(5);
+  cli.set_read_timeout(30);
+  std::string path;
+  tritonsim::json body = tritonsim::json::object();
+  const std::string& cmd = args[0];
+  auto need = [&](size_t n) { return args.size() == n + 1; };
+  if ((cmd == "server-down" || cmd == "server-up") && need(1)) {
+    path = "/_sim/servers/" + args[1] + (cmd == "server-up" ? "/up" : "/down");
+  } else if ((cmd == "kill-vm" || cmd == "destroy-vm") && need(1)) {
+    path = "/_sim/vms/" + args[1] + (cmd == "kill-vm" ? "/kill" : "/destroy");
+  } else if (cmd == "vm-health" && need(2)) {
+    path = "/_sim/vms/" + args[1] + "/health/" + args[2];
+  } else if (cmd == "fail" && (need(2) || need(3))) {
+    path = "/_sim/fail";
+    body = {{"op", args[1]}, {"count", atoi(args[2].c_str())}, {"status", args.size() > 3 ? atoi(args[3].c_str()) : 503}};
+  } else if (cmd == "slow" && need(3)) {
+    path = "/_sim/fail";
+    body = {{"op", args[1]}, {"count", atoi(args[2].c_str())}, {"hang_ms", atoi(args[3].c_str())}};
+  } else if (cmd == "knobs") {
+    path = "/_sim/knobs";
+    for (size_t i = 1; i + 1 < args.size(); i += 2) {
+      if (args[i] == "--job-latency") body["job_latency_ms"] = atof(args[i + 1].c_str());
+      else if (args[i] == "--job-jitter") body["job_jitter"] = atof(args[i + 1].c_str());
+      else if (args[i] == "--job-failure-rate") body["job_failure_rate"] = atof(args[i + 1].c_str());
+      else if (args[i] == "--api-latency") body["api_latency_ms"] = atoi(args[i + 1].c_str());
+      else return Usage("unknown knob " + args[i]);
+    }
+  } else if (cmd == "stats" && need(0)) {
+    auto res = cli.Get("/_sim/stats");
+    if (!res) {
+      std::cerr << "tritonsim ctl: cannot reach " << url << "\n";
+      return 1;
+    }
+    std::cout << tritonsim::json::parse(res->body).dump(2) << "\n";
+    return 0;
+  } else {
+    return Usage("bad ctl command: " + cmd);
+  }
+  auto res = cli.Post(path, body.dump(), "application/json");
+  if (!res) {
+    std::cerr << "tritonsim ctl: cannot reach " << url << "\n";
+    return 1;
+  }
+  if (res->status >= 300) {
+    std::cerr << "tritonsim ctl: " << res->status << " " << res->body << "\n";
+    return 1;
+  }
+  std::cout << res->body << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "ctl") return Ctl(std::vector<std::string>(args.begin() + 1, args.end()));
+  tritonsim::Options opts;
+  std::string listen = "127.0.0.1:8580", addr_file, seed_file;
+  int api_latency = 0, threads = 64;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (i + 1 >= args.size()) return Usage("unknown argument or missing value: " + a);
+    const std::string& v = args[++i];
+    if (a == "--listen") listen = v;
+    else if (a == "--addr-file") addr_file = v;
+    else if (a == "--servers") opts.servers = atoi(v.c_str());
+    else if (a == "--server-ram") opts.server_ram_mb = atoll(v.c_str());
+    else if (a == "--seed") seed_file = v;
+    else if (a == "--job-latency") opts.job_latency_ms = atof(v.c_str());
+    else if (a == "--job-jitter") opts.job_jitter = atof(v.c_str());
+    else if (a == "--job-failure-rate") opts.job_failure_rate = atof(v.c_str());
+    else if (a == "--api-latency") api_latency = atoi(v.c_str());
+    else if (a == "--rng-seed") opts.seed = strtoull(v.c_str(), nullptr, 10);
+    else if (a == "--threads") threads = atoi(v.c_str());
+    else return Usage("unknown argument " + a);
+  }
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return Usage("--listen must be HOST:PORT");
+  std::string host = listen.substr(0, colon);
+  int port = atoi(listen.substr(colon + 1).c_str());
+  if (opts.servers < 0 || opts.job_failure_rate < 0 || opts.job_failure_rate > 1) {
+    return Usage("--servers must be >= 0 and --job-failure-rate within 0..1");
+  }
+
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  httplib::Server server;
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.set_keep_alive_max_count(100000);
+  server.set_keep_alive_timeout(30);
+  if (port == 0) {
+    port = server.bind_to_any_port(host);
+  } else if (!server.bind_to_port(host, port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    std::cerr << "tritonsim: cannot listen on " << listen << "\n";
+    return 1;
+  }
+  std::string base = "http://" + host + ":" + std::to_string(port);
+  opts.base_url = base;
+  tritonsim::DataCenter dc(opts);
+  if (!seed_file.empty()) {
+    std::ifstream f(seed_file);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    auto seed = tritonsim::json::parse(ss.str(), nullptr, false);
+    std::string err = seed.is_discarded() ? "not valid JSON" : dc.LoadSeed(seed);
+    if (!f || !err.empty()) {
+      std::cerr << "tritonsim: seed " << seed_file << ": " << (f ? err : "cannot read") << "\n";
+      return 1;
+    }
+  }
+  std::atomic<int> latency(api_latency);
+  tritonsim::InstallRoutes(&server, &dc, &latency);
+  if (!addr_file.empty()) {
+    std::ofstream(addr_file + ".tmp") << base << "\n";
+    std::rename((addr_file + ".tmp").c_str(), addr_file.c_str());
+  }
+  fprintf(stderr, "{\"msg\":\"serving\",\"url\":\"%s\",\"servers\":%d}\n", base.c_str(), opts.servers);
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    server.stop();
+  });
+  server.listen_after_bind();
+  signals.join();
+  fprintf(stderr, "{\"msg\":\"stopped\"}\n");
+  return 0;
+}
