@@ -1,0 +1,200 @@
+// Interfaces to Triton's internal APIs — VMAPI (instances), CNAPI (servers
+// and their agents), IMGAPI (images) — with the data they return. The HTTP
+// implementations are in http_clients.h, in-memory fakes in fake_clients.h.
+// Implementations are thread-safe. Errors are absl::Status values whose
+// message carries the API, operation, Triton code and message; see http.h.
+#ifndef MARIPOSA_CONVERGENCE_TRITON_CLIENTS_H_
+#define MARIPOSA_CONVERGENCE_TRITON_CLIENTS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace mariposa::triton {
+
+struct Nic {
+  std::string ip;
+  std::string mac;
+  std::string network_uuid;
+  bool primary = false;
+};
+
+struct Vm {
+  std::string uuid;
+  std::string alias;
+  std::string owner_uuid;
+  std::string brand;
+  std::string server_uuid;
+  std::string state;  // provisioning running stopped failed destroyed unknown …
+  std::string image_uuid;
+  int64_t ram = 0;
+  std::map<std::string, std::string> tags;  // non-string values as JSON text
+  std::map<std::string, std::string> customer_metadata;
+  std::vector<Nic> nics;
+  std::string create_timestamp;  // ISO 8601
+  std::string last_modified;
+};
+
+struct VmFilter {
+  std::map<std::string, std::string> tags;  // tag.K=V, "*" = any value
+  std::string state;                        // running|stopped|active|destroyed|…; "" = all
+  std::string owner_uuid;
+  std::string server_uuid;
+  std::string alias;                        // prefix
+  std::string image_uuid;
+  std::vector<std::string> uuids;
+  std::string predicate;                    // JSON text
+  int page_size = 1000;                     // 1..1000
+  bool page_by_marker = true;               // else by offset
+};
+
+struct Locality {
+  bool strict = false;
+  std::vector<std::string> near;  // VM uuids
+  std::vector<std::string> far;   // VM uuids
+};
+
+struct CreateVmRequest {
+  std::string uuid;  // chosen by the caller, so a retried create is idempotent
+  std::string owner_uuid;
+  std::string alias;
+  std::string brand;
+  std::string image_uuid;
+  int64_t ram = 0;
+  std::string billing_id;
+  std::vector<std::string> networks;
+  std::string server_uuid;  // optional
+  std::map<std::string, std::string> tags;
+  std::map<std::string, std::string> customer_metadata;
+  std::optional<Locality> locality;
+};
+
+struct JobRef {
+  std::string vm_uuid;
+  std::string job_uuid;
+  std::string image_uuid;        // image jobs
+  std::string workflow_api;      // from the workflow-api header
+};
+
+struct Job {
+  std::string uuid;
+  std::string name;
+  std::string task;
+  std::string execution;  // queued running succeeded failed canceled …
+  std::string vm_uuid;
+  std::string error;      // of a failed job, from chain_results
+  bool done() const { return execution == "succeeded" || execution == "failed" || execution == "canceled"; }
+};
+
+enum class VmAction { kStart, kStop, kReboot, kKill };
+
+// VMAPI. ListVms pages until exhausted.
+class VmapiClient {
+ public:
+  virtual ~VmapiClient() = default;
+  virtual absl::StatusOr<std::vector<Vm>> ListVms(const VmFilter& filter) = 0;
+  // x-joyent-resource-count of a HEAD /vms.
+  virtual absl::StatusOr<int64_t> CountVms(const VmFilter& filter) = 0;
+  virtual absl::StatusOr<Vm> GetVm(const std::string& uuid) = 0;
+  // ALREADY_EXISTS when a VM with req.uuid exists (a retried create).
+  virtual absl::StatusOr<JobRef> CreateVm(const CreateVmRequest& req) = 0;
+  // Idempotent: starting a running VM or stopping a stopped one succeeds.
+  virtual absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action) = 0;
+  virtual absl::StatusOr<JobRef> Reprovision(const std::string& uuid, const std::string& image_uuid) = 0;
+  virtual absl::StatusOr<JobRef> DeleteVm(const std::string& uuid) = 0;
+  // Merges `tags` into the VM's (or replaces them all).
+  virtual absl::StatusOr<JobRef> SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,
+                                         bool replace) = 0;
+  virtual absl::StatusOr<Job> GetJob(const std::string& uuid) = 0;
+  // Polls until the job ends or `timeout` passes (DEADLINE_EXCEEDED).
+  virtual absl::StatusOr<Job> WaitJob(const std::string& uuid, absl::Duration timeout) = 0;
+  virtual absl::Status Ping() = 0;
+};
+
+struct Agent {
+  std::string name;
+  std::string version;
+  std::string image_uuid;
+  std::string uuid;
+};
+
+struct Server {
+  std::string uuid;
+  std::string hostname;
+  std::string status;  // running | unknown | …
+  bool headnode = false;
+  bool reserved = false;
+  bool setup = true;
+  int64_t ram = 0;
+  int64_t unreserved_ram = 0;
+  std::string traits_json;
+  std::vector<Agent> agents;
+};
+
+struct Task {
+  std::string id;
+  std::string task;
+  std::string server_uuid;
+  std::string status;  // active | complete | failure
+  std::string error;   // of a failed task
+  bool done() const { return status == "complete" || status == "failure"; }
+};
+
+// CNAPI.
+class CnapiClient {
+ public:
+  virtual ~CnapiClient() = default;
+  // All servers with agents and capacity, paged.
+  virtual absl::StatusOr<std::vector<Server>> ListServers() = 0;
+  virtual absl::StatusOr<Server> GetServer(const std::string& uuid) = 0;
+  // Returns the task id. FAILED_PRECONDITION (ServerNotRunning) for a down server.
+  virtual absl::StatusOr<std::string> InstallAgent(const std::string& server_uuid, const std::string& image_uuid) = 0;
+  virtual absl::StatusOr<std::string> UninstallAgents(const std::string& server_uuid,
+                                                      const std::vector<std::string>& names) = 0;
+  virtual absl::StatusOr<Task> GetTask(const std::string& id) = 0;
+  virtual absl::StatusOr<Task> WaitTask(const std::string& id, absl::Duration timeout) = 0;
+};
+
+struct Image {
+  std::string uuid;
+  std::string name;
+  std::string version;
+  std::string state;
+  std::string os;
+  std::string type;
+  std::string owner;
+  std::string origin;
+  std::string published_at;
+};
+
+struct ImageFilter {
+  std::string name;     // "~x" = substring
+  std::string version;
+  std::string state;    // default active; "all"
+  std::string os;
+  std::string type;
+  int page_size = 1000;
+};
+
+// IMGAPI. Jobs it starts are waited for on the workflow API it names.
+class ImgapiClient {
+ public:
+  virtual ~ImgapiClient() = default;
+  virtual absl::StatusOr<std::vector<Image>> ListImages(const ImageFilter& filter) = 0;
+  virtual absl::StatusOr<Image> GetImage(const std::string& uuid) = 0;
+  // Resolves name@version to the newest active image of that name and version.
+  virtual absl::StatusOr<Image> FindImage(const std::string& name, const std::string& version) = 0;
+  virtual absl::StatusOr<JobRef> ImportRemote(const std::string& uuid, const std::string& source) = 0;
+  virtual absl::StatusOr<JobRef> CreateFromVm(const std::string& vm_uuid, const std::string& name,
+                                              const std::string& version) = 0;
+  virtual absl::StatusOr<Job> WaitJob(const JobRef& job, absl::Duration timeout) = 0;
+};
+
+}  // namespace mariposa::triton
+
+#endif  // MARIPOSA_CONVERGENCE_TRITON_CLIENTS_H_

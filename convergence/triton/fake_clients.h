@@ -1,0 +1,121 @@
+// In-memory fakes of the Triton clients for unit tests: a call log, failure
+// injection, and jobs that finish at once (or when told). Thread-safe.
+#ifndef MARIPOSA_CONVERGENCE_TRITON_FAKE_CLIENTS_H_
+#define MARIPOSA_CONVERGENCE_TRITON_FAKE_CLIENTS_H_
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "convergence/triton/clients.h"
+
+namespace mariposa::triton {
+
+// Shared by the fakes: the call log and injected failures.
+class FakeBase {
+ public:
+  // Every call, as "Op arg" (e.g. "CreateVm 5f1c…"), in order.
+  std::vector<std::string> calls() const;
+  void ClearCalls();
+  // The next `n` calls of `op` fail with `status`.
+  void FailNext(const std::string& op, absl::Status status, int n = 1);
+
+ protected:
+  // Logs the call; returns the injected failure, if any.
+  absl::Status Enter(const std::string& op, const std::string& arg);
+  mutable std::mutex mu_;
+
+ private:
+  std::vector<std::string> calls_;
+  std::map<std::string, std::deque<absl::Status>> failures_;
+};
+
+class FakeVmapiClient : public VmapiClient, public FakeBase {
+ public:
+  // When false, jobs stay "running" until CompleteJobs().
+  void set_auto_complete(bool v);
+  // Finishes every pending job (failing those whose VM is in `fail_vms`).
+  void CompleteJobs();
+  // Adds or replaces a VM directly (state as given).
+  void PutVm(const Vm& vm);
+  std::vector<Vm> AllVms() const;
+  // Servers a new VM is placed on, round robin ("" = none).
+  void set_servers(std::vector<std::string> servers);
+
+  absl::StatusOr<std::vector<Vm>> ListVms(const VmFilter& filter) override;
+  absl::StatusOr<int64_t> CountVms(const VmFilter& filter) override;
+  absl::StatusOr<Vm> GetVm(const std::string& uuid) override;
+  absl::StatusOr<JobRef> CreateVm(const CreateVmRequest& req) override;
+  absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action) override;
+  absl::StatusOr<JobRef> Reprovision(const std::string& uuid, const std::string& image_uuid) override;
+  absl::StatusOr<JobRef> DeleteVm(const std::string& uuid) override;
+  absl::StatusOr<JobRef> SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,
+                                 bool replace) override;
+  absl::StatusOr<Job> GetJob(const std::string& uuid) override;
+  absl::StatusOr<Job> WaitJob(const std::string& uuid, absl::Duration timeout) override;
+  absl::Status Ping() override;
+
+ private:
+  struct PendingJob {
+    Job job;
+    std::function<void()> effect;  // runs with mu_ held
+  };
+  JobRef StartLocked(const std::string& task, const std::string& vm_uuid, std::function<void()> effect);
+  void CompleteLocked(const std::string& job_uuid);
+  bool MatchesLocked(const Vm& vm, const VmFilter& f) const;
+
+  bool auto_complete_ = true;
+  std::map<std::string, Vm> vms_;
+  std::map<std::string, PendingJob> jobs_;
+  std::vector<std::string> servers_;
+  size_t next_server_ = 0;
+  int64_t seq_ = 0;
+};
+
+class FakeCnapiClient : public CnapiClient, public FakeBase {
+ public:
+  void PutServer(const Server& s);
+  absl::StatusOr<std::vector<Server>> ListServers() override;
+  absl::StatusOr<Server> GetServer(const std::string& uuid) override;
+  absl::StatusOr<std::string> InstallAgent(const std::string& server_uuid, const std::string& image_uuid) override;
+  absl::StatusOr<std::string> UninstallAgents(const std::string& server_uuid,
+                                              const std::vector<std::string>& names) override;
+  absl::StatusOr<Task> GetTask(const std::string& id) override;
+  absl::StatusOr<Task> WaitTask(const std::string& id, absl::Duration timeout) override;
+  // Image uuid -> (agent name, version) for InstallAgent.
+  void PutAgentImage(const std::string& image_uuid, const std::string& name, const std::string& version);
+
+ private:
+  std::map<std::string, Server> servers_;
+  std::map<std::string, Task> tasks_;
+  std::map<std::string, std::pair<std::string, std::string>> agent_images_;
+  int64_t seq_ = 0;
+};
+
+class FakeImgapiClient : public ImgapiClient, public FakeBase {
+ public:
+  void PutImage(const Image& i);
+  // Images that ImportRemote can fetch.
+  void PutRemoteImage(const Image& i);
+  absl::StatusOr<std::vector<Image>> ListImages(const ImageFilter& filter) override;
+  absl::StatusOr<Image> GetImage(const std::string& uuid) override;
+  absl::StatusOr<Image> FindImage(const std::string& name, const std::string& version) override;
+  absl::StatusOr<JobRef> ImportRemote(const std::string& uuid, const std::string& source) override;
+  absl::StatusOr<JobRef> CreateFromVm(const std::string& vm_uuid, const std::string& name,
+                                      const std::string& version) override;
+  absl::StatusOr<Job> WaitJob(const JobRef& job, absl::Duration timeout) override;
+
+ private:
+  std::map<std::string, Image> images_;
+  std::map<std::string, Image> remote_;
+  std::map<std::string, Job> jobs_;
+  int64_t seq_ = 0;
+};
+
+}  // namespace mariposa::triton
+
+#endif  // MARIPOSA_CONVERGENCE_TRITON_FAKE_CLIENTS_H_

@@ -1,0 +1,392 @@
+#include "convergence/triton/http_clients.h"
+
+#include <nlohmann/json.hpp>
+
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+
+namespace mariposa::triton {
+namespace {
+
+using json = nlohmann::json;
+
+absl::StatusOr<json> ParseJson(const HttpResponse& r, absl::string_view what) {
+  json j = json::parse(r.body, nullptr, false);
+  if (j.is_discarded()) {
+    return absl::DataLossError(absl::StrCat(what, ": answer is not JSON: ", r.body.substr(0, 120)));
+  }
+  return j;
+}
+
+std::string Str(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::map<std::string, std::string> StrMap(const json& j) {
+  std::map<std::string, std::string> out;
+  if (!j.is_object()) return out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    out[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+  }
+  return out;
+}
+
+Vm ToVm(const json& j) {
+  Vm v;
+  v.uuid = Str(j, "uuid");
+  v.alias = Str(j, "alias");
+  v.owner_uuid = Str(j, "owner_uuid");
+  v.brand = Str(j, "brand");
+  v.server_uuid = Str(j, "server_uuid");
+  v.state = Str(j, "state");
+  v.image_uuid = Str(j, "image_uuid");
+  if (v.image_uuid.empty() && j.contains("disks") && j["disks"].is_array() && !j["disks"].empty()) {
+    v.image_uuid = Str(j["disks"][0], "image_uuid");
+  }
+  v.ram = j.value("ram", int64_t{0});
+  v.tags = StrMap(j.value("tags", json::object()));
+  v.customer_metadata = StrMap(j.value("customer_metadata", json::object()));
+  for (const auto& n : j.value("nics", json::array())) {
+    v.nics.push_back(Nic{Str(n, "ip"), Str(n, "mac"), Str(n, "network_uuid"), n.value("primary", false)});
+  }
+  v.create_timestamp = Str(j, "create_timestamp");
+  v.last_modified = Str(j, "last_modified");
+  return v;
+}
+
+Job ToJob(const json& j) {
+  Job out;
+  out.uuid = Str(j, "uuid");
+  out.name = Str(j, "name");
+  out.execution = Str(j, "execution");
+  json params = j.value("params", json::object());
+  out.task = Str(params, "task");
+  out.vm_uuid = Str(params, "vm_uuid");
+  for (const auto& r : j.value("chain_results", json::array())) {
+    if (r.contains("error") && r["error"].is_object()) out.error = Str(r["error"], "message");
+    else if (r.contains("error") && r["error"].is_string() && !r["error"].get<std::string>().empty()) {
+      out.error = r["error"].get<std::string>();
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<JobRef> ToJobRef(const HttpResponse& r, absl::string_view what) {
+  ASSIGN_OR_RETURN(json j, ParseJson(r, what));
+  JobRef ref;
+  ref.vm_uuid = Str(j, "vm_uuid");
+  ref.job_uuid = Str(j, "job_uuid");
+  ref.image_uuid = Str(j, "image_uuid");
+  auto wf = r.headers.find("workflow-api");
+  if (wf != r.headers.end()) ref.workflow_api = wf->second;
+  if (ref.job_uuid.empty()) return absl::DataLossError(absl::StrCat(what, ": answer has no job_uuid"));
+  return ref;
+}
+
+std::string FilterQuery(const VmFilter& f) {
+  std::vector<std::string> q;
+  for (const auto& kv : f.tags) q.push_back(absl::StrCat("tag.", UrlEncode(kv.first), "=", UrlEncode(kv.second)));
+  if (!f.state.empty()) q.push_back("state=" + UrlEncode(f.state));
+  if (!f.owner_uuid.empty()) q.push_back("owner_uuid=" + UrlEncode(f.owner_uuid));
+  if (!f.server_uuid.empty()) q.push_back("server_uuid=" + UrlEncode(f.server_uuid));
+  if (!f.alias.empty()) q.push_back("alias=" + UrlEncode(f.alias));
+  if (!f.image_uuid.empty()) q.push_back("image_uuid=" + UrlEncode(f.image_uuid));
+  if (!f.uuids.empty()) q.push_back("uuids=" + UrlEncode(absl::StrJoin(f.uuids, ",")));
+  if (!f.predicate.empty()) q.push_back("predicate=" + UrlEncode(f.predicate));
+  return absl::StrJoin(q, "&");
+}
+
+// Polls `get` with growing pauses (5 ms .. 200 ms) until `done` or the deadline.
+template <typename T, typename Get>
+absl::StatusOr<T> Poll(const Clock* clock, absl::Duration timeout, absl::string_view what, Get get) {
+  absl::Time deadline = clock->Now() + timeout;
+  absl::Duration pause = absl::Milliseconds(5);
+  while (true) {
+    ASSIGN_OR_RETURN(T t, get());
+    if (t.done()) return t;
+    if (clock->Now() + pause > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(what, " did not finish within ", absl::FormatDuration(timeout)));
+    }
+    std::this_thread::sleep_for(absl::ToChronoMicroseconds(pause));
+    pause = std::min(pause * 2, absl::Milliseconds(200));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- VMAPI
+
+absl::StatusOr<std::vector<Vm>> HttpVmapiClient::ListVms(const VmFilter& f) {
+  if (f.page_size < 1 || f.page_size > 1000) return absl::InvalidArgumentError("page_size must be 1..1000");
+  std::string base = FilterQuery(f);
+  std::vector<Vm> out;
+  std::string marker;
+  while (true) {
+    std::string q = absl::StrCat("/vms?", base, base.empty() ? "" : "&", "limit=", f.page_size);
+    if (f.page_by_marker) {
+      // Markers name the last VM of the previous page in a uuid order.
+      absl::StrAppend(&q, "&sort=uuid.ASC");
+      if (!marker.empty()) absl::StrAppend(&q, "&marker=", UrlEncode(json({{"uuid", marker}}).dump()));
+    } else {
+      absl::StrAppend(&q, "&offset=", out.size());
+    }
+    ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListVms", "GET", q));
+    ASSIGN_OR_RETURN(json page, ParseJson(r, "ListVms"));
+    if (!page.is_array()) return absl::DataLossError("ListVms: answer is not an array");
+    for (const auto& v : page) out.push_back(ToVm(v));
+    if (static_cast<int>(page.size()) < f.page_size) break;
+    marker = out.back().uuid;
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> HttpVmapiClient::CountVms(const VmFilter& f) {
+  std::string base = FilterQuery(f);
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("HeadVms", "HEAD", absl::StrCat("/vms", base.empty() ? "" : "?", base)));
+  auto it = r.headers.find("x-joyent-resource-count");
+  int64_t n = 0;
+  if (it == r.headers.end() || !absl::SimpleAtoi(it->second, &n)) {
+    return absl::DataLossError("HeadVms: no x-joyent-resource-count header");
+  }
+  return n;
+}
+
+absl::StatusOr<Vm> HttpVmapiClient::GetVm(const std::string& uuid) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetVm", "GET", "/vms/" + UrlEncode(uuid)));
+  ASSIGN_OR_RETURN(json j, ParseJson(r, "GetVm"));
+  return ToVm(j);
+}
+
+absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
+  json body = {{"owner_uuid", req.owner_uuid}, {"brand", req.brand}, {"networks", req.networks}};
+  if (!req.uuid.empty()) body["uuid"] = req.uuid;
+  if (!req.alias.empty()) body["alias"] = req.alias;
+  if (req.ram > 0) body["ram"] = req.ram;
+  if (!req.billing_id.empty()) body["billing_id"] = req.billing_id;
+  if (req.brand == "kvm" || req.brand == "bhyve") {
+    body["disks"] = json::array({{{"image_uuid", req.image_uuid}}});
+  } else {
+    body["image_uuid"] = req.image_uuid;
+  }
+  if (!req.server_uuid.empty()) body["server_uuid"] = req.server_uuid;
+  if (!req.tags.empty()) body["tags"] = req.tags;
+  if (!req.customer_metadata.empty()) body["customer_metadata"] = req.customer_metadata;
+  if (req.locality) {
+    body["locality"] = {{"strict", req.locality->strict}, {"near", req.locality->near}, {"far", req.locality->far}};
+  }
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("CreateVm", "POST", "/vms", body.dump()));
+  return ToJobRef(r, "CreateVm");
+}
+
+absl::StatusOr<JobRef> HttpVmapiClient::Act(const std::string& uuid, VmAction action) {
+  static const char* kNames[] = {"start", "stop", "reboot", "kill"};
+  std::string name = kNames[static_cast<int>(action)];
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST",
+                                              absl::StrCat("/vms/", UrlEncode(uuid), "?action=", name,
+                                                           action == VmAction::kStart || action == VmAction::kStop
+                                                               ? "&idempotent=true"
+                                                               : "")));
+  return ToJobRef(r, "VmAction");
+}
+
+absl::StatusOr<JobRef> HttpVmapiClient::Reprovision(const std::string& uuid, const std::string& image_uuid) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", "/vms/" + UrlEncode(uuid) + "?action=reprovision",
+                                              json({{"image_uuid", image_uuid}}).dump()));
+  return ToJobRef(r, "Reprovision");
+}
+
+absl::StatusOr<JobRef> HttpVmapiClient::DeleteVm(const std::string& uuid) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("DeleteVm", "DELETE", "/vms/" + UrlEncode(uuid)));
+  return ToJobRef(r, "DeleteVm");
+}
+
+absl::StatusOr<JobRef> HttpVmapiClient::SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,
+                                                bool replace) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmTags", replace ? "PUT" : "POST", "/vms/" + UrlEncode(uuid) + "/tags",
+                                              json(tags).dump()));
+  return ToJobRef(r, "SetTags");
+}
+
+absl::StatusOr<Job> HttpVmapiClient::GetJob(const std::string& uuid) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetJob", "GET", "/jobs/" + UrlEncode(uuid)));
+  ASSIGN_OR_RETURN(json j, ParseJson(r, "GetJob"));
+  return ToJob(j);
+}
+
+absl::StatusOr<Job> HttpVmapiClient::WaitJob(const std::string& uuid, absl::Duration timeout) {
+  return Poll<Job>(clock_, timeout, absl::StrCat("job ", uuid), [&] { return GetJob(uuid); });
+}
+
+absl::Status HttpVmapiClient::Ping() { return http_.Call("Ping", "GET", "/ping").status(); }
+
+// ---------------------------------------------------------------- CNAPI
+
+namespace {
+Server ToServer(const json& j) {
+  Server s;
+  s.uuid = Str(j, "uuid");
+  s.hostname = Str(j, "hostname");
+  s.status = Str(j, "status");
+  s.headnode = j.value("headnode", false);
+  s.reserved = j.value("reserved", false);
+  s.setup = j.value("setup", true);
+  s.ram = j.value("ram", int64_t{0});
+  s.unreserved_ram = j.value("unreserved_ram", int64_t{0});
+  s.traits_json = j.value("traits", json::object()).dump();
+  for (const auto& a : j.value("agents", json::array())) {
+    s.agents.push_back(Agent{Str(a, "name"), Str(a, "version"), Str(a, "image_uuid"), Str(a, "uuid")});
+  }
+  return s;
+}
+
+Task ToTask(const json& j) {
+  Task t;
+  t.id = Str(j, "id");
+  t.task = Str(j, "task");
+  t.server_uuid = Str(j, "server_uuid");
+  t.status = Str(j, "status");
+  const json& h = j.value("history", json::array());
+  if (t.status == "failure" && h.is_array() && !h.empty() && h[0].contains("event") && h[0]["event"].contains("error")) {
+    t.error = Str(h[0]["event"]["error"], "message");
+  }
+  return t;
+}
+}  // namespace
+
+absl::StatusOr<std::vector<Server>> HttpCnapiClient::ListServers() {
+  std::vector<Server> out;
+  const int kPage = 1000;
+  while (true) {
+    ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListServers", "GET",
+                                                absl::StrCat("/servers?extras=agents,capacity&limit=", kPage,
+                                                             "&offset=", out.size())));
+    ASSIGN_OR_RETURN(json page, ParseJson(r, "ListServers"));
+    if (!page.is_array()) return absl::DataLossError("ListServers: answer is not an array");
+    for (const auto& s : page) out.push_back(ToServer(s));
+    if (static_cast<int>(page.size()) < kPage) break;
+  }
+  return out;
+}
+
+absl::StatusOr<Server> HttpCnapiClient::GetServer(const std::string& uuid) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetServer", "GET", "/servers/" + UrlEncode(uuid)));
+  ASSIGN_OR_RETURN(json j, ParseJson(r, "GetServer"));
+  return ToServer(j);
+}
+
+absl::StatusOr<std::string> HttpCnapiClient::InstallAgent(const std::string& server_uuid,
+                                                          const std::string& image_uuid) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("InstallAgent", "POST", "/servers/" + UrlEncode(server_uuid) + "/install-agent",
+                                              json({{"image_uuid", image_uuid}}).dump()));
+  ASSIGN_OR_RETURN(json j, ParseJson(r, "InstallAgent"));
+  return Str(j, "id");
+}
+
+absl::StatusOr<std::string> HttpCnapiClient::UninstallAgents(const std::string& server_uuid,
+                                                             const std::vector<std::string>& names) {
+  ASSIGN_OR_RETURN(HttpResponse r,
+                   http_.Call("UninstallAgents", "POST", "/servers/" + UrlEncode(server_uuid) + "/uninstall-agents",
+                              json({{"agents", names}}).dump()));
+  ASSIGN_OR_RETURN(json j, ParseJson(r, "UninstallAgents"));
+  return Str(j, "id");
+}
+
+absl::StatusOr<Task> HttpCnapiClient::GetTask(const std::string& id) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetTask", "GET", "/tasks/" + UrlEncode(id)));
+  ASSIGN_OR_RETURN(json j, ParseJson(r, "GetTask"));
+  return ToTask(j);
+}
+
+absl::StatusOr<Task> HttpCnapiClient::WaitTask(const std::string& id, absl::Duration timeout) {
+  return Poll<Task>(clock_, timeout, absl::StrCat("task ", id), [&] { return GetTask(id); });
+}
+
+// ---------------------------------------------------------------- IMGAPI
+
+namespace {
+Image ToImage(const json& j) {
+  return Image{Str(j, "uuid"), Str(j, "name"),  Str(j, "version"), Str(j, "state"),      Str(j, "os"),
+               Str(j, "type"), Str(j, "owner"), Str(j, "origin"),  Str(j, "published_at")};
+}
+}  // namespace
+
+absl::StatusOr<std::vector<Image>> HttpImgapiClient::ListImages(const ImageFilter& f) {
+  std::vector<std::string> q;
+  if (!f.name.empty()) q.push_back("name=" + UrlEncode(f.name));
+  if (!f.version.empty()) q.push_back("version=" + UrlEncode(f.version));
+  if (!f.state.empty()) q.push_back("state=" + UrlEncode(f.state));
+  if (!f.os.empty()) q.push_back("os=" + UrlEncode(f.os));
+  if (!f.type.empty()) q.push_back("type=" + UrlEncode(f.type));
+  q.push_back(absl::StrCat("limit=", f.page_size));
+  std::string base = absl::StrJoin(q, "&");
+  std::vector<Image> out;
+  std::string marker;
+  while (true) {
+    std::string path = "/images?" + base;
+    if (!marker.empty()) absl::StrAppend(&path, "&marker=", UrlEncode(marker));
+    ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListImages", "GET", path));
+    ASSIGN_OR_RETURN(json page, ParseJson(r, "ListImages"));
+    if (!page.is_array()) return absl::DataLossError("ListImages: answer is not an array");
+    size_t added = 0;
+    for (const auto& i : page) {
+      // IMGAPI's marker is inclusive: the page starts with the marker image.
+      if (!marker.empty() && Str(i, "uuid") == marker) continue;
+      out.push_back(ToImage(i));
+      ++added;
+    }
+    if (static_cast<int>(page.size()) < f.page_size || added == 0) break;
+    marker = out.back().uuid;
+  }
+  return out;
+}
+
+absl::StatusOr<Image> HttpImgapiClient::GetImage(const std::string& uuid) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetImage", "GET", "/images/" + UrlEncode(uuid)));
+  ASSIGN_OR_RETURN(json j, ParseJson(r, "GetImage"));
+  return ToImage(j);
+}
+
+absl::StatusOr<Image> HttpImgapiClient::FindImage(const std::string& name, const std::string& version) {
+  ImageFilter f;
+  f.name = name;
+  f.version = version;
+  ASSIGN_OR_RETURN(std::vector<Image> all, ListImages(f));
+  if (all.empty()) {
+    return absl::NotFoundError(absl::StrCat("no active image ", name, version.empty() ? "" : "@" + version,
+                                            " in IMGAPI; import it first"));
+  }
+  return all.back();  // published_at ascending: the newest is last
+}
+
+absl::StatusOr<JobRef> HttpImgapiClient::ImportRemote(const std::string& uuid, const std::string& source) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ImageAction", "POST",
+                                              absl::StrCat("/images/", UrlEncode(uuid),
+                                                           "?action=import-remote&source=", UrlEncode(source))));
+  return ToJobRef(r, "ImportRemote");
+}
+
+absl::StatusOr<JobRef> HttpImgapiClient::CreateFromVm(const std::string& vm_uuid, const std::string& name,
+                                                      const std::string& version) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("CreateImage", "POST",
+                                              "/images?action=create-from-vm&vm_uuid=" + UrlEncode(vm_uuid),
+                                              json({{"name", name}, {"version", version}}).dump()));
+  return ToJobRef(r, "CreateFromVm");
+}
+
+absl::StatusOr<Job> HttpImgapiClient::WaitJob(const JobRef& ref, absl::Duration timeout) {
+  std::string base = ref.workflow_api.empty() ? http_.base_url() : ref.workflow_api;
+  return Poll<Job>(clock_, timeout, absl::StrCat("job ", ref.job_uuid), [&]() -> absl::StatusOr<Job> {
+    ASSIGN_OR_RETURN(HttpResponse r, http_.CallAt(base, "GetJob", "GET", "/jobs/" + UrlEncode(ref.job_uuid)));
+    ASSIGN_OR_RETURN(json j, ParseJson(r, "GetJob"));
+    return ToJob(j);
+  });
+}
+
+}  // namespace mariposa::triton

@@ -1,0 +1,73 @@
+// HTTP implementations of VmapiClient, CnapiClient and ImgapiClient against a
+// real Triton (or tritonsim). Thread-safe.
+#ifndef MARIPOSA_CONVERGENCE_TRITON_HTTP_CLIENTS_H_
+#define MARIPOSA_CONVERGENCE_TRITON_HTTP_CLIENTS_H_
+
+#include <memory>
+
+#include "common/clock.h"
+#include "convergence/triton/clients.h"
+#include "convergence/triton/http.h"
+
+namespace mariposa::triton {
+
+class HttpVmapiClient : public VmapiClient {
+ public:
+  // `clock` (for job-wait deadlines) must outlive the client.
+  HttpVmapiClient(HttpOptions options, MetricsHook hook = nullptr, const Clock* clock = RealClock::Get())
+      : http_("vmapi", std::move(options), std::move(hook)), clock_(clock) {}
+  absl::StatusOr<std::vector<Vm>> ListVms(const VmFilter& filter) override;
+  absl::StatusOr<int64_t> CountVms(const VmFilter& filter) override;
+  absl::StatusOr<Vm> GetVm(const std::string& uuid) override;
+  absl::StatusOr<JobRef> CreateVm(const CreateVmRequest& req) override;
+  absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action) override;
+  absl::StatusOr<JobRef> Reprovision(const std::string& uuid, const std::string& image_uuid) override;
+  absl::StatusOr<JobRef> DeleteVm(const std::string& uuid) override;
+  absl::StatusOr<JobRef> SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,
+                                 bool replace) override;
+  absl::StatusOr<Job> GetJob(const std::string& uuid) override;
+  absl::StatusOr<Job> WaitJob(const std::string& uuid, absl::Duration timeout) override;
+  absl::Status Ping() override;
+
+ private:
+  HttpClient http_;
+  const Clock* clock_;
+};
+
+class HttpCnapiClient : public CnapiClient {
+ public:
+  HttpCnapiClient(HttpOptions options, MetricsHook hook = nullptr, const Clock* clock = RealClock::Get())
+      : http_("cnapi", std::move(options), std::move(hook)), clock_(clock) {}
+  absl::StatusOr<std::vector<Server>> ListServers() override;
+  absl::StatusOr<Server> GetServer(const std::string& uuid) override;
+  absl::StatusOr<std::string> InstallAgent(const std::string& server_uuid, const std::string& image_uuid) override;
+  absl::StatusOr<std::string> UninstallAgents(const std::string& server_uuid,
+                                              const std::vector<std::string>& names) override;
+  absl::StatusOr<Task> GetTask(const std::string& id) override;
+  absl::StatusOr<Task> WaitTask(const std::string& id, absl::Duration timeout) override;
+
+ private:
+  HttpClient http_;
+  const Clock* clock_;
+};
+
+class HttpImgapiClient : public ImgapiClient {
+ public:
+  HttpImgapiClient(HttpOptions options, MetricsHook hook = nullptr, const Clock* clock = RealClock::Get())
+      : http_("imgapi", std::move(options), std::move(hook)), clock_(clock) {}
+  absl::StatusOr<std::vector<Image>> ListImages(const ImageFilter& filter) override;
+  absl::StatusOr<Image> GetImage(const std::string& uuid) override;
+  absl::StatusOr<Image> FindImage(const std::string& name, const std::string& version) override;
+  absl::StatusOr<JobRef> ImportRemote(const std::string& uuid, const std::string& source) override;
+  absl::StatusOr<JobRef> CreateFromVm(const std::string& vm_uuid, const std::string& name,
+                                      const std::string& version) override;
+  absl::StatusOr<Job> WaitJob(const JobRef& job, absl::Duration timeout) override;
+
+ private:
+  HttpClient http_;
+  const Clock* clock_;
+};
+
+}  // namespace mariposa::triton
+
+#endif  // MARIPOSA_CONVERGENCE_TRITON_HTTP_CLIENTS_H_
