@@ -183,7 +183,7 @@ TEST_F(CliTest, UsageErrorsAndHelp) {
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_THAT(r.out, HasSubstr("usage: mariposa")) << cmd;
   }
-  r = mariposa::testing::Run({"cli/mariposa", "--addr", "127.0.0.1:1", "project", "list"});
+  r = RunProcess({"cli/mariposa", "--addr", "127.0.0.1:1", "project", "list"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("cannot reach mariposad at 127.0.0.1:1"));
 }

@@ -33,7 +33,7 @@ std::string TempDir(const std::string& name) {
   return dir;
 }
 
-RunResult Run(const std::vector<std::string>& argv, const std::string& input) {
+RunResult RunProcess(const std::vector<std::string>& argv, const std::string& input) {
   std::string dir = TempDir("run");
   std::string in = dir + "/in", out = dir + "/out", err = dir + "/err";
   WriteFile(in, input);
@@ -62,25 +62,31 @@ RunResult Run(const std::vector<std::string>& argv, const std::string& input) {
 RunResult Cli(const std::string& addr, const std::vector<std::string>& args, const std::string& input) {
   std::vector<std::string> argv = {"cli/mariposa", "--addr", addr};
   argv.insert(argv.end(), args.begin(), args.end());
-  return Run(argv, input);
+  return RunProcess(argv, input);
 }
 
-Daemon::Daemon(std::string data_dir, std::string listen) : data_dir_(std::move(data_dir)), listen_(std::move(listen)) {}
+ServerProcess::ServerProcess(std::vector<std::string> argv, std::string state_path)
+    : argv_(std::move(argv)), state_path_(std::move(state_path)) {}
 
-Daemon::~Daemon() {
+ServerProcess::~ServerProcess() {
   if (pid_ > 0) Kill();
 }
 
-bool Daemon::Start() {
-  std::string addr_file = data_dir_ + ".addr";
+bool ServerProcess::Start() {
+  std::string addr_file = state_path_ + ".addr";
+  std::string log_path = state_path_ + ".log";
   unlink(addr_file.c_str());
-  log_path_ = data_dir_ + ".log";
+  std::vector<std::string> argv = argv_;
+  argv.push_back("--addr-file");
+  argv.push_back(addr_file);
   pid_ = fork();
   if (pid_ == 0) {
-    int e = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    int e = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     dup2(e, 2);
-    execl("daemon/mariposad", "daemon/mariposad", "--listen", listen_.c_str(), "--data-dir", data_dir_.c_str(),
-          "--addr-file", addr_file.c_str(), static_cast<char*>(nullptr));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
     _exit(127);
   }
   for (int i = 0; i < 300; ++i) {
@@ -99,7 +105,7 @@ bool Daemon::Start() {
   return false;
 }
 
-int Daemon::Stop() {
+int ServerProcess::Stop() {
   if (pid_ <= 0) return -1;
   kill(pid_, SIGTERM);
   int status = 0;
@@ -108,13 +114,22 @@ int Daemon::Stop() {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-void Daemon::Kill() {
+void ServerProcess::Kill() {
   if (pid_ <= 0) return;
   kill(pid_, SIGKILL);
   waitpid(pid_, nullptr, 0);
   pid_ = -1;
 }
 
-std::string Daemon::log() const { return ReadFile(log_path_); }
+std::string ServerProcess::log() const { return ReadFile(state_path_ + ".log"); }
+
+Tritonsim::Tritonsim(std::vector<std::string> args)
+    : ServerProcess(
+          [&] {
+            std::vector<std::string> argv = {"deploy/tritonsim/tritonsim", "--listen", "127.0.0.1:0"};
+            argv.insert(argv.end(), args.begin(), args.end());
+            return argv;
+          }(),
+          TempDir("tritonsim") + "/sim") {}
 
 }  // namespace mariposa::testing

@@ -17,15 +17,16 @@ struct RunResult {
 };
 
 // Runs `argv` to completion with `input` on stdin.
-RunResult Run(const std::vector<std::string>& argv, const std::string& input = "");
+RunResult RunProcess(const std::vector<std::string>& argv, const std::string& input = "");
 
-// A mariposad child process on a loopback port (or a unix socket).
-class Daemon {
+// A server child process that writes its address to an --addr-file once it
+// serves; stderr goes to a log file.
+class ServerProcess {
  public:
-  // Starts bazel's daemon/mariposad on `data_dir`; waits until it serves.
-  // `listen` defaults to 127.0.0.1:0.
-  explicit Daemon(std::string data_dir, std::string listen = "127.0.0.1:0");
-  ~Daemon();
+  // `argv` without --addr-file; `state_path` names the log and address files.
+  ServerProcess(std::vector<std::string> argv, std::string state_path);
+  ~ServerProcess();
+  // Starts the process and waits (up to 6 s) until it serves.
   bool Start();
   // SIGTERM and wait; returns the exit status.
   int Stop();
@@ -36,11 +37,23 @@ class Daemon {
   std::string log() const;
 
  private:
-  std::string data_dir_;
-  std::string listen_;
+  std::vector<std::string> argv_;
+  std::string state_path_;
   std::string addr_;
-  std::string log_path_;
   pid_t pid_ = -1;
+};
+
+// bazel's daemon/mariposad on `data_dir`; `listen` defaults to 127.0.0.1:0.
+class Daemon : public ServerProcess {
+ public:
+  explicit Daemon(const std::string& data_dir, const std::string& listen = "127.0.0.1:0")
+      : ServerProcess({"daemon/mariposad", "--listen", listen, "--data-dir", data_dir}, data_dir) {}
+};
+
+// bazel's deploy/tritonsim/tritonsim on a free loopback port, with `args`.
+class Tritonsim : public ServerProcess {
+ public:
+  explicit Tritonsim(std::vector<std::string> args = {});
 };
 
 // Runs bazel's cli/mariposa with --addr.

@@ -1180,8 +1180,8 @@ Reply DataCenter::InstallAgent(const std::string& uuid, const json& body) {
       task.history.push_back({{"name", "finish"}, {"timestamp", Iso(NowMs())}, {"event", json::object()}});
     } else {
       task.status = "failure";
-      task.history.insert(task.history.begin(), {{"name", "error"}, {"timestamp", Iso(NowMs())},
-                                                 {"event", {{"error", {{"message", err}}}}}});
+      json entry = {{"name", "error"}, {"timestamp", Iso(NowMs())}, {"event", {{"error", {{"message", err}}}}}};
+      task.history.insert(task.history.begin(), entry);
     }
   });
   Reply r;
