@@ -1,6 +1,8 @@
 #include "tests/process.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,6 +83,7 @@ bool ServerProcess::Start() {
   argv.push_back(addr_file);
   pid_ = fork();
   if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test, even if it crashes
     int e = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     dup2(e, 2);
     std::vector<char*> args;

@@ -252,7 +252,7 @@ Task ToTask(const json& j) {
   t.task = Str(j, "task");
   t.server_uuid = Str(j, "server_uuid");
   t.status = Str(j, "status");
-  const json& h = j.value("history", json::array());
+  json h = j.value("history", json::array());
   if (t.status == "failure" && h.is_array() && !h.empty() && h[0].contains("event") && h[0]["event"].contains("error")) {
     t.error = Str(h[0]["event"]["error"], "message");
   }
@@ -324,24 +324,24 @@ absl::StatusOr<std::vector<Image>> HttpImgapiClient::ListImages(const ImageFilte
   if (!f.state.empty()) q.push_back("state=" + UrlEncode(f.state));
   if (!f.os.empty()) q.push_back("os=" + UrlEncode(f.os));
   if (!f.type.empty()) q.push_back("type=" + UrlEncode(f.type));
-  q.push_back(absl::StrCat("limit=", f.page_size));
+  if (f.page_size < 1 || f.page_size > 1000) return absl::InvalidArgumentError("page_size must be 1..1000");
   std::string base = absl::StrJoin(q, "&");
   std::vector<Image> out;
   std::string marker;
   while (true) {
-    std::string path = "/images?" + base;
+    // IMGAPI's marker is inclusive: a page after the first repeats the marker
+    // image, so ask for one more to make progress.
+    int limit = marker.empty() ? f.page_size : std::min(1000, f.page_size + 1);
+    std::string path = absl::StrCat("/images?", base, base.empty() ? "" : "&", "limit=", limit);
     if (!marker.empty()) absl::StrAppend(&path, "&marker=", UrlEncode(marker));
     ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListImages", "GET", path));
     ASSIGN_OR_RETURN(json page, ParseJson(r, "ListImages"));
     if (!page.is_array()) return absl::DataLossError("ListImages: answer is not an array");
-    size_t added = 0;
     for (const auto& i : page) {
-      // IMGAPI's marker is inclusive: the page starts with the marker image.
       if (!marker.empty() && Str(i, "uuid") == marker) continue;
       out.push_back(ToImage(i));
-      ++added;
     }
-    if (static_cast<int>(page.size()) < f.page_size || added == 0) break;
+    if (static_cast<int>(page.size()) < limit || out.empty() || out.back().uuid == marker) break;
     marker = out.back().uuid;
   }
   return out;

@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
   httplib::Server server;
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_keep_alive_max_count(100000);
+  server.set_tcp_nodelay(true);  // no Nagle + delayed-ACK stalls between header and body writes
   server.set_keep_alive_timeout(30);
   if (port == 0) {
     port = server.bind_to_any_port(host);

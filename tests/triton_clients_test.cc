@@ -1,0 +1,323 @@
+// The HTTP Triton clients against a real tritonsim.
+#include <httplib.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "convergence/triton/http.h"
+#include "convergence/triton/http_clients.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/process.h"
+
+namespace mariposa::testing {
+namespace {
+
+using namespace mariposa::triton;  // NOLINT
+
+const char* kOwner = "930896af-bf8c-48d4-885c-6573a94b1853";
+const char* kImage = "11111111-1111-4111-8111-111111111111";
+const char* kAgentImage = "22222222-2222-4222-8222-222222222222";
+const char* kRemoteImage = "33333333-3333-4333-8333-333333333333";
+
+class ClientsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string dir = TempDir("clients");
+    WriteFile(dir + "/seed.json", R"({
+      "images": [
+        {"uuid": "11111111-1111-4111-8111-111111111111", "name": "nginx", "version": "1.4.0", "os": "linux"},
+        {"uuid": "22222222-2222-4222-8222-222222222222", "name": "cn-agent", "version": "2.14.1", "os": "other"}
+      ],
+      "remote_images": [{"uuid": "33333333-3333-4333-8333-333333333333", "name": "redis", "version": "7.0"}]
+    })");
+    sim_ = new Tritonsim({"--servers", "4", "--seed", dir + "/seed.json"});
+    ASSERT_TRUE(sim_->Start()) << sim_->log();
+  }
+  static void TearDownTestSuite() {
+    delete sim_;
+    sim_ = nullptr;
+  }
+
+  HttpOptions Options() {
+    HttpOptions o;
+    o.base_url = sim_->addr();
+    o.backoff_base = absl::Milliseconds(5);
+    return o;
+  }
+  // Counts requests per op and their attempts.
+  MetricsHook Hook() {
+    return [this](const RequestRecord& r) {
+      std::lock_guard<std::mutex> l(mu_);
+      records_.push_back(r);
+    };
+  }
+  std::vector<RequestRecord> Records(const std::string& op) {
+    std::lock_guard<std::mutex> l(mu_);
+    std::vector<RequestRecord> out;
+    for (const auto& r : records_) {
+      if (r.op == op) out.push_back(r);
+    }
+    return out;
+  }
+  void Control(const std::string& path, const std::string& body) {
+    httplib::Client c(sim_->addr());
+    auto r = c.Post(path.c_str(), body, "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+  CreateVmRequest Req(const std::map<std::string, std::string>& tags) {
+    CreateVmRequest r;
+    r.owner_uuid = kOwner;
+    r.brand = "lx";
+    r.image_uuid = kImage;
+    r.ram = 128;
+    r.networks = {"aaaaaaaa-0000-4000-8000-000000000001"};
+    r.tags = tags;
+    return r;
+  }
+
+  static Tritonsim* sim_;
+  std::mutex mu_;
+  std::vector<RequestRecord> records_;
+};
+Tritonsim* ClientsTest::sim_ = nullptr;
+
+TEST_F(ClientsTest, PagingAcross2500VmsByOffsetAndMarker) {
+  HttpVmapiClient vmapi(Options());
+  std::set<std::string> created;
+  for (int i = 0; i < 2500; ++i) {
+    auto ref = vmapi.CreateVm(Req({{"bulk", "yes"}, {"parity", i % 2 ? "odd" : "even"}}));
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    created.insert(ref->vm_uuid);
+  }
+  for (bool marker : {true, false}) {
+    VmFilter f;
+    f.tags = {{"bulk", "yes"}};
+    f.page_by_marker = marker;
+    auto all = vmapi.ListVms(f);
+    ASSERT_TRUE(all.ok()) << all.status();
+    std::set<std::string> seen;
+    for (const auto& v : *all) seen.insert(v.uuid);
+    EXPECT_EQ(all->size(), 2500u) << (marker ? "marker" : "offset");
+    EXPECT_EQ(seen, created) << (marker ? "marker" : "offset");
+  }
+  VmFilter odd;
+  odd.tags = {{"bulk", "yes"}, {"parity", "odd"}};
+  odd.page_size = 300;
+  auto odds = vmapi.ListVms(odd);
+  ASSERT_TRUE(odds.ok());
+  EXPECT_EQ(odds->size(), 1250u);
+  for (const auto& v : *odds) EXPECT_EQ(v.tags.at("parity"), "odd");
+  auto count = vmapi.CountVms(odd);
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, 1250);
+}
+
+TEST_F(ClientsTest, CreateWaitActDeleteAndIdempotentCreate) {
+  HttpVmapiClient vmapi(Options());
+  CreateVmRequest req = Req({{"mariposa.service", "web"}});
+  req.uuid = "5f1c0c5e-0000-4000-8000-000000000001";
+  req.alias = "jupiter-web-1";
+  req.customer_metadata = {{"ports", "80"}};
+  auto ref = vmapi.CreateVm(req);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  EXPECT_EQ(ref->vm_uuid, req.uuid);
+  EXPECT_EQ(ref->workflow_api, sim_->addr());
+  auto job = vmapi.WaitJob(ref->job_uuid, absl::Seconds(10));
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->execution, "succeeded");
+  EXPECT_EQ(job->task, "provision");
+  // The same create again: ALREADY_EXISTS, not a second VM.
+  auto again = vmapi.CreateVm(req);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists) << again.status();
+  auto vm = vmapi.GetVm(req.uuid);
+  ASSERT_TRUE(vm.ok());
+  EXPECT_EQ(vm->state, "running");
+  EXPECT_EQ(vm->alias, "jupiter-web-1");
+  EXPECT_EQ(vm->tags.at("mariposa.service"), "web");
+  ASSERT_EQ(vm->nics.size(), 1u);
+  EXPECT_TRUE(vm->nics[0].primary);
+  EXPECT_FALSE(vm->server_uuid.empty());
+
+  auto stop = vmapi.Act(req.uuid, VmAction::kStop);
+  ASSERT_TRUE(stop.ok());
+  ASSERT_TRUE(vmapi.WaitJob(stop->job_uuid, absl::Seconds(10)).ok());
+  EXPECT_EQ(vmapi.GetVm(req.uuid)->state, "stopped");
+  EXPECT_TRUE(vmapi.Act(req.uuid, VmAction::kStop).ok());  // idempotent
+  auto tags = vmapi.SetTags(req.uuid, {{"extra", "1"}}, false);
+  ASSERT_TRUE(tags.ok());
+  ASSERT_TRUE(vmapi.WaitJob(tags->job_uuid, absl::Seconds(10)).ok());
+  EXPECT_EQ(vmapi.GetVm(req.uuid)->tags.size(), 2u);
+  auto del = vmapi.DeleteVm(req.uuid);
+  ASSERT_TRUE(del.ok());
+  ASSERT_TRUE(vmapi.WaitJob(del->job_uuid, absl::Seconds(10)).ok());
+  EXPECT_EQ(vmapi.GetVm(req.uuid)->state, "destroyed");
+  auto missing = vmapi.GetVm("00000000-0000-4000-8000-00000000dead");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(TritonCode(missing.status()), "ResourceNotFound");
+  EXPECT_TRUE(vmapi.Ping().ok());
+}
+
+TEST_F(ClientsTest, JobWaitHonoursSlowJobsAndDeadlines) {
+  Control("/_sim/knobs", R"({"job_latency_ms": 300})");
+  HttpVmapiClient vmapi(Options());
+  auto ref = vmapi.CreateVm(Req({{"slow", "yes"}}));
+  ASSERT_TRUE(ref.ok());
+  EXPECT_EQ(vmapi.GetVm(ref->vm_uuid)->state, "provisioning");
+  auto early = vmapi.WaitJob(ref->job_uuid, absl::Milliseconds(50));
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kDeadlineExceeded);
+  auto done = vmapi.WaitJob(ref->job_uuid, absl::Seconds(10));
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->execution, "succeeded");
+  Control("/_sim/knobs", R"({"job_latency_ms": 0, "job_failure_rate": 1})");
+  auto failing = vmapi.CreateVm(Req({{"doomed", "yes"}}));
+  ASSERT_TRUE(failing.ok());
+  auto failed = vmapi.WaitJob(failing->job_uuid, absl::Seconds(10));
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed->execution, "failed");
+  EXPECT_EQ(failed->error, "simulated job failure");
+  EXPECT_EQ(vmapi.GetVm(failing->vm_uuid)->state, "failed");
+  Control("/_sim/knobs", R"({"job_failure_rate": 0})");
+}
+
+TEST_F(ClientsTest, RetriesOn503ButNeverOn409) {
+  HttpVmapiClient vmapi(Options(), Hook());
+  Control("/_sim/fail", R"({"op": "ListVms", "count": 2, "status": 503})");
+  VmFilter f;
+  f.tags = {{"none", "here"}};
+  auto list = vmapi.ListVms(f);
+  ASSERT_TRUE(list.ok()) << list.status();
+  auto recs = Records("ListVms");
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(recs[0].code, 503);
+  EXPECT_EQ(recs[1].code, 503);
+  EXPECT_EQ(recs[2].code, 200);
+  EXPECT_EQ(recs[2].attempt, 3);
+
+  // Exhausted retries surface as UNAVAILABLE with the Triton code.
+  Control("/_sim/fail", R"({"op": "GetVm", "count": 4, "status": 503})");
+  auto gone = vmapi.GetVm("00000000-0000-4000-8000-000000000001");
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(TritonCode(gone.status()), "ServiceUnavailable");
+  EXPECT_EQ(Records("GetVm").size(), 4u);
+
+  // 409: one attempt only.
+  CreateVmRequest bad = Req({});
+  bad.brand = "";
+  auto v = vmapi.CreateVm(bad);
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(TritonCode(v.status()), "ValidationFailed");
+  EXPECT_THAT(std::string(v.status().message()), ::testing::HasSubstr("brand: is missing"));
+  EXPECT_EQ(Records("CreateVm").size(), 1u);
+}
+
+TEST_F(ClientsTest, TimeoutOnAHangingCall) {
+  HttpOptions o = Options();
+  o.timeout = absl::Milliseconds(300);
+  o.max_attempts = 1;
+  HttpVmapiClient vmapi(o);
+  Control("/_sim/fail", R"({"op": "GetVm", "count": 1, "hang_ms": 3000})");
+  absl::Time start = absl::Now();
+  auto r = vmapi.GetVm("00000000-0000-4000-8000-000000000001");
+  absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  EXPECT_LT(took, absl::Seconds(2));
+  EXPECT_GE(took, absl::Milliseconds(250));
+}
+
+TEST_F(ClientsTest, ConnectionErrorsAreUnavailable) {
+  HttpOptions o;
+  o.base_url = "http://127.0.0.1:1";
+  o.max_attempts = 2;
+  o.backoff_base = absl::Milliseconds(1);
+  HttpVmapiClient vmapi(o);
+  EXPECT_EQ(vmapi.Ping().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(ClientsTest, CnapiServersAgentsTasks) {
+  HttpCnapiClient cnapi(Options());
+  auto servers = cnapi.ListServers();
+  ASSERT_TRUE(servers.ok()) << servers.status();
+  ASSERT_EQ(servers->size(), 4u);
+  int headnodes = 0;
+  for (const auto& s : *servers) {
+    headnodes += s.headnode;
+    EXPECT_EQ(s.status, "running");
+    EXPECT_GT(s.unreserved_ram, 0);
+    EXPECT_FALSE(s.agents.empty());
+  }
+  EXPECT_EQ(headnodes, 1);
+  const std::string cn = (*servers)[2].uuid;
+  auto task = cnapi.InstallAgent(cn, kAgentImage);
+  ASSERT_TRUE(task.ok()) << task.status();
+  auto done = cnapi.WaitTask(*task, absl::Seconds(10));
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->status, "complete");
+  auto server = cnapi.GetServer(cn);
+  ASSERT_TRUE(server.ok());
+  bool updated = false;
+  for (const auto& a : server->agents) updated |= a.name == "cn-agent" && a.version == "2.14.1";
+  EXPECT_TRUE(updated);
+  Control("/_sim/servers/" + cn + "/down", "{}");
+  auto refused = cnapi.InstallAgent(cn, kAgentImage);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(TritonCode(refused.status()), "ServerNotRunning");
+  Control("/_sim/servers/" + cn + "/up", "{}");
+  auto bad = cnapi.InstallAgent(cn, "44444444-4444-4444-8444-444444444444");
+  ASSERT_TRUE(bad.ok());
+  auto failed = cnapi.WaitTask(*bad, absl::Seconds(10));
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed->status, "failure");
+  EXPECT_THAT(failed->error, ::testing::HasSubstr("not found"));
+  auto rm = cnapi.UninstallAgents(cn, {"vm-agent"});
+  ASSERT_TRUE(rm.ok());
+  ASSERT_TRUE(cnapi.WaitTask(*rm, absl::Seconds(10)).ok());
+  auto after = cnapi.GetServer(cn);
+  ASSERT_TRUE(after.ok());
+  for (const auto& a : after->agents) EXPECT_NE(a.name, "vm-agent");
+}
+
+TEST_F(ClientsTest, ImgapiFindImportCreate) {
+  HttpImgapiClient imgapi(Options());
+  auto nginx = imgapi.FindImage("nginx", "1.4.0");
+  ASSERT_TRUE(nginx.ok()) << nginx.status();
+  EXPECT_EQ(nginx->uuid, kImage);
+  EXPECT_EQ(imgapi.FindImage("nginx", "9.9").status().code(), absl::StatusCode::kNotFound);
+  ImageFilter small;
+  small.page_size = 1;  // inclusive markers must not repeat or loop
+  auto all = imgapi.ListImages(small);
+  ASSERT_TRUE(all.ok()) << all.status();
+  std::set<std::string> uuids;
+  for (const auto& i : *all) uuids.insert(i.uuid);
+  EXPECT_EQ(uuids.size(), all->size());
+  EXPECT_GE(all->size(), 2u);
+
+  auto job = imgapi.ImportRemote(kRemoteImage, "https://images.example.com");
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto done = imgapi.WaitJob(*job, absl::Seconds(10));
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->execution, "succeeded");
+  EXPECT_EQ(imgapi.GetImage(kRemoteImage)->name, "redis");
+  EXPECT_EQ(imgapi.ImportRemote(kRemoteImage, "x").status().code(), absl::StatusCode::kAlreadyExists);
+
+  HttpVmapiClient vmapi(Options());
+  auto vm = vmapi.CreateVm(Req({{"golden", "yes"}}));
+  ASSERT_TRUE(vm.ok());
+  ASSERT_TRUE(vmapi.WaitJob(vm->job_uuid, absl::Seconds(10)).ok());
+  EXPECT_EQ(imgapi.CreateFromVm(vm->vm_uuid, "golden", "1").status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(vmapi.WaitJob(vmapi.Act(vm->vm_uuid, VmAction::kStop)->job_uuid, absl::Seconds(10)).ok());
+  auto created = imgapi.CreateFromVm(vm->vm_uuid, "golden", "1");
+  ASSERT_TRUE(created.ok()) << created.status();
+  ASSERT_TRUE(imgapi.WaitJob(*created, absl::Seconds(10)).ok());
+  auto img = imgapi.GetImage(created->image_uuid);
+  ASSERT_TRUE(img.ok());
+  EXPECT_EQ(img->state, "active");
+  EXPECT_EQ(img->origin, kImage);
+}
+
+}  // namespace
+}  // namespace mariposa::testing
