@@ -4,6 +4,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh || exit 1
+# Joyent's sdc-clients for the conformance test, pinned by the lockfile.
+(cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error) || exit 1
 bazel build //... || exit 1
 bazel test //... "$@"
 rc=$?

@@ -714,7 +714,7 @@ std::string DataCenter::PlaceLocked(int64_t ram, const json& locality, std::stri
 
 Reply DataCenter::CreateVm(const json& body, const Params& q) {
   Reply r;
-  if (!CheckParams(q, {"sync"}, false, 409, &r)) return r;
+  if (!CheckParams(q, {"sync", "origin", "creator_uuid", "context"}, false, 409, &r)) return r;
   if (!body.is_object()) return Validation(409, "body", "Invalid", "body must be a JSON object");
   json errors = json::array();
   auto missing = [&](const std::string& f) { errors.push_back({{"field", f}, {"code", "Missing"}, {"message", "is missing"}}); };
@@ -838,7 +838,12 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
 
 Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json& body) {
   Reply r;
-  if (!CheckParams(q, {"action", "idempotent", "sync", "image_uuid"}, false, 409, &r)) return r;
+  // Besides the action, VMAPI takes the caller's context (sdc-clients sends these).
+  if (!CheckParams(q, {"action", "idempotent", "sync", "image_uuid", "owner_uuid", "origin", "creator_uuid", "timeout",
+                       "context"},
+                   false, 409, &r)) {
+    return r;
+  }
   const std::string* action = Get(q, "action");
   if (!action) return Validation(409, "action", "Missing", "action is required");
   bool idempotent = Get(q, "idempotent") && *Get(q, "idempotent") == "true";
@@ -914,7 +919,7 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
 
 Reply DataCenter::DeleteVm(const std::string& uuid, const Params& q) {
   Reply r;
-  if (!CheckParams(q, {"sync", "owner_uuid"}, false, 409, &r)) return r;
+  if (!CheckParams(q, {"sync", "owner_uuid", "origin", "creator_uuid", "context"}, false, 409, &r)) return r;
   std::lock_guard<std::mutex> l(mu_);
   auto it = vms_.find(uuid);
   if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");

@@ -1,0 +1,164 @@
+// Drives a running tritonsim with Joyent's sdc-clients (VMAPI, CNAPI, IMGAPI)
+// exactly as Triton's own services would. Usage:
+//   node sdc_clients_conformance.js URL IMAGE_UUID AGENT_IMAGE_UUID
+// Prints one line per check and ends with "N passed, N failed"; exit 1 on any failure.
+'use strict';
+
+var sdc = require('sdc-clients');
+
+var url = process.argv[2];
+var imageUuid = process.argv[3];
+var agentImageUuid = process.argv[4];
+var OWNER = '930896af-bf8c-48d4-885c-6573a94b1853';
+var NET = 'aaaaaaaa-0000-4000-8000-000000000001';
+
+var passed = 0;
+var failed = 0;
+
+function check(name, ok, detail) {
+    if (ok) {
+        passed++;
+        console.log('ok - ' + name);
+    } else {
+        failed++;
+        console.log('not ok - ' + name + (detail ? ': ' + detail : ''));
+    }
+}
+
+// Wraps a callback API into a promise resolving to {err, obj, req, res}.
+function call(client, method) {
+    var args = Array.prototype.slice.call(arguments, 2);
+    return new Promise(function (resolve) {
+        args.push(function (err, obj, req, res) {
+            resolve({err: err, obj: obj, req: req, res: res});
+        });
+        client[method].apply(client, args);
+    });
+}
+
+function sleep(ms) {
+    return new Promise(function (r) { setTimeout(r, ms); });
+}
+
+async function waitJob(vmapi, uuid) {
+    for (var i = 0; i < 200; i++) {
+        var r = await call(vmapi, 'getJob', uuid);
+        if (r.err) {
+            return r;
+        }
+        if (['succeeded', 'failed', 'canceled'].indexOf(r.obj.execution) !== -1) {
+            return r;
+        }
+        await sleep(20);
+    }
+    return {err: new Error('job ' + uuid + ' did not finish')};
+}
+
+async function main() {
+    var opts = {url: url, agent: false};
+    var vmapi = new sdc.VMAPI(opts);
+    var cnapi = new sdc.CNAPI(opts);
+    var imgapi = new sdc.IMGAPI(opts);
+
+    var r = await call(vmapi, 'ping');
+    check('VMAPI ping', !r.err, r.err && r.err.message);
+
+    // Create, with a client-chosen uuid.
+    var vmUuid = 'c0ffee00-0000-4000-8000-000000000001';
+    r = await call(vmapi, 'createVm', {
+        uuid: vmUuid, owner_uuid: OWNER, brand: 'lx', ram: 256,
+        networks: [NET], image_uuid: imageUuid, alias: 'conf-1',
+        tags: {'mariposa.service': 'conformance'}
+    });
+    check('createVm returns vm_uuid and job_uuid',
+        !r.err && r.obj.vm_uuid === vmUuid && !!r.obj.job_uuid,
+        r.err ? r.err.message : JSON.stringify(r.obj));
+    var job = await waitJob(vmapi, r.obj && r.obj.job_uuid);
+    check('provision job succeeds', !job.err && job.obj.execution === 'succeeded',
+        job.err ? job.err.message : job.obj.execution);
+
+    r = await call(vmapi, 'getVm', {uuid: vmUuid});
+    check('getVm is running', !r.err && r.obj.state === 'running',
+        r.err ? r.err.message : r.obj.state);
+    check('getVm has tags and nics', !r.err && r.obj.tags['mariposa.service'] === 'conformance' &&
+        r.obj.nics.length === 1);
+
+    r = await call(vmapi, 'listVms', {'tag.mariposa.service': 'conformance', state: 'active'});
+    check('listVms by tag finds the VM', !r.err && r.obj.length === 1 && r.obj[0].uuid === vmUuid,
+        r.err ? r.err.message : JSON.stringify(r.obj.map(function (v) { return v.uuid; })));
+
+    r = await call(vmapi, 'countVms', {'tag.mariposa.service': 'conformance'});
+    check('countVms reads x-joyent-resource-count', !r.err && r.obj === 1,
+        r.err ? r.err.message : String(r.obj));
+
+    r = await call(vmapi, 'listVms', {bogus: 'x'});
+    check('listVms rejects an unknown parameter (409 ValidationFailed)',
+        r.err && r.err.statusCode === 409 && r.err.body.code === 'ValidationFailed',
+        r.err ? r.err.statusCode : 'no error');
+
+    r = await call(vmapi, 'listMetadata', 'tags', {uuid: vmUuid});
+    check('listMetadata tags', !r.err && r.obj['mariposa.service'] === 'conformance',
+        r.err ? r.err.message : JSON.stringify(r.obj));
+
+    r = await call(vmapi, 'stopVm', {uuid: vmUuid});
+    check('stopVm starts a job', !r.err && !!r.obj.job_uuid, r.err && r.err.message);
+    job = await waitJob(vmapi, r.obj && r.obj.job_uuid);
+    r = await call(vmapi, 'getVm', {uuid: vmUuid});
+    check('VM is stopped', !r.err && r.obj.state === 'stopped', r.err ? r.err.message : r.obj.state);
+
+    r = await call(vmapi, 'listJobs', {vm_uuid: vmUuid});
+    check('listJobs by vm_uuid', !r.err && r.obj.length === 2, r.err ? r.err.message : r.obj.length);
+
+    r = await call(vmapi, 'deleteVm', {uuid: vmUuid});
+    check('deleteVm starts a job', !r.err && !!r.obj.job_uuid, r.err && r.err.message);
+    job = await waitJob(vmapi, r.obj && r.obj.job_uuid);
+    r = await call(vmapi, 'getVm', {uuid: vmUuid});
+    check('VM is destroyed', !r.err && r.obj.state === 'destroyed', r.err ? r.err.message : r.obj.state);
+
+    r = await call(vmapi, 'getVm', {uuid: '00000000-0000-4000-8000-00000000dead'});
+    check('getVm of a missing VM is 404 ResourceNotFound',
+        r.err && r.err.statusCode === 404 && r.err.body.code === 'ResourceNotFound',
+        r.err ? r.err.statusCode : 'no error');
+
+    // CNAPI
+    r = await call(cnapi, 'listServers', {extras: 'agents'});
+    check('listServers with agents', !r.err && r.obj.length === 3 && Array.isArray(r.obj[0].agents),
+        r.err ? r.err.message : r.obj.length);
+    var serverUuid = r.obj && r.obj[1].uuid;
+    r = await call(cnapi, 'getServer', serverUuid);
+    check('getServer', !r.err && r.obj.uuid === serverUuid && r.obj.status === 'running',
+        r.err && r.err.message);
+    r = await call(cnapi, 'installAgent', serverUuid, {image_uuid: agentImageUuid});
+    check('installAgent returns a task id', !r.err && !!r.obj.id, r.err && r.err.message);
+    var taskId = r.obj && r.obj.id;
+    r = await call(cnapi, 'waitTask', taskId, {timeout: 10000});
+    check('waitTask completes', !r.err && r.obj.status === 'complete',
+        r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(cnapi, 'getServer', serverUuid);
+    var agent = !r.err && r.obj.agents.filter(function (a) { return a.name === 'cn-agent'; })[0];
+    check('the server lists the new agent version', agent && agent.version === '2.14.1',
+        JSON.stringify(agent));
+
+    // IMGAPI
+    r = await call(imgapi, 'listImages', {});
+    check('listImages', !r.err && r.obj.length >= 2, r.err ? r.err.message : r.obj.length);
+    r = await call(imgapi, 'getImage', imageUuid);
+    check('getImage', !r.err && r.obj.uuid === imageUuid && r.obj.name === 'nginx',
+        r.err && r.err.message);
+    r = await call(imgapi, 'getImage', '00000000-0000-4000-8000-00000000dead');
+    check('getImage of a missing image is 404 ResourceNotFound',
+        r.err && r.err.statusCode === 404 && r.err.body.code === 'ResourceNotFound',
+        r.err ? r.err.statusCode : 'no error');
+
+    vmapi.close();
+    cnapi.close();
+    imgapi.close();
+    console.log(passed + ' passed, ' + failed + ' failed');
+    process.exit(failed === 0 ? 0 : 1);
+}
+
+main().catch(function (e) {
+    console.log('not ok - crashed: ' + (e && e.stack));
+    console.log(passed + ' passed, ' + (failed + 1) + ' failed');
+    process.exit(1);
+});
