@@ -3,11 +3,13 @@
 // to inject faults into a running one. See docs/tritonsim.md.
 #include <httplib.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -16,6 +18,7 @@
 
 #include "deploy/tritonsim/datacenter.h"
 #include "deploy/tritonsim/http_api.h"
+#include "deploy/tritonsim/vm_listeners.h"
 
 namespace {
 
@@ -35,6 +38,8 @@ Serves VMAPI, CNAPI and IMGAPI on one loopback HTTP port.
   --api-latency MS         delay before every API answer (default 0)
   --rng-seed N             seed for uuids, jitter and failures (default 1)
   --threads N              HTTP worker threads (default 64)
+  --listen-vms             each running VM answers HTTP on 127.a.b.c (its nic 10.a.b.c) on
+                           the ports in its `ports` tag or metadata, as its health says
 
 ctl commands (URL from --addr or $TRITONSIM_URL):
   server-down SERVER | server-up SERVER      SERVER is a uuid or hostname
@@ -121,11 +126,16 @@ int main(int argc, char** argv) {
   tritonsim::Options opts;
   std::string listen = "127.0.0.1:8580", addr_file, seed_file;
   int api_latency = 0, threads = 64;
+  bool listen_vms = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       return 0;
+    }
+    if (a == "--listen-vms") {
+      listen_vms = true;
+      continue;
     }
     if (i + 1 >= args.size()) return Usage("unknown argument or missing value: " + a);
     const std::string& v = args[++i];
@@ -185,6 +195,16 @@ int main(int argc, char** argv) {
     }
   }
   std::atomic<int> latency(api_latency);
+  std::unique_ptr<tritonsim::VmListeners> listeners;
+  if (listen_vms) {
+    // One descriptor per (VM, port): lift the soft limit to the hard one.
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+      rl.rlim_cur = rl.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    listeners = std::make_unique<tritonsim::VmListeners>(&dc);
+  }
   tritonsim::InstallRoutes(&server, &dc, &latency);
   if (!addr_file.empty()) {
     std::ofstream(addr_file + ".tmp") << base << "\n";
