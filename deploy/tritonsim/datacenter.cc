@@ -48,6 +48,16 @@ bool ParseInt(const std::string& s, int64_t* out) {
   return true;
 }
 
+// "2026-11-22T12:00:00.123Z" -> ms since the epoch; 0 when unreadable.
+int64_t ParseIsoMs(const std::string& s) {
+  struct tm tm {};
+  const char* rest = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr) return 0;
+  int64_t ms = static_cast<int64_t>(timegm(&tm)) * 1000;
+  if (*rest == '.') ms += atoi(rest + 1);
+  return ms;
+}
+
 std::vector<std::string> Split(const std::string& s, char sep) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -178,6 +188,7 @@ DataCenter::DataCenter(Options opts) : opts_(std::move(opts)), rng_(opts_.seed) 
     s.agents = {{"cn-agent", "2.13.0", "", NewUuidLocked()}, {"vm-agent", "1.8.0", "", NewUuidLocked()}};
     servers_[s.uuid] = s;
   }
+  IndexServersLocked();
   loop_ = std::thread([this] { Loop(); });
 }
 
@@ -188,6 +199,21 @@ DataCenter::~DataCenter() {
   }
   cv_.notify_all();
   loop_.join();
+}
+
+int64_t DataCenter::FreeRam(const Server& s) {
+  return static_cast<int64_t>(s.ram * (1 - s.reservation_ratio)) - s.used_ram;
+}
+
+void DataCenter::AddUsedRamLocked(Server* s, int64_t delta) {
+  by_free_.erase({FreeRam(*s), s->uuid});
+  s->used_ram += delta;
+  by_free_.insert({FreeRam(*s), s->uuid});
+}
+
+void DataCenter::IndexServersLocked() {
+  by_free_.clear();
+  for (const auto& kv : servers_) by_free_.insert({FreeRam(kv.second), kv.first});
 }
 
 int64_t DataCenter::NowMs() const {
@@ -238,6 +264,7 @@ std::string DataCenter::LoadSeed(const json& seed) {
       servers_[sv.uuid] = sv;
     }
   }
+  IndexServersLocked();
   for (const char* key : {"images", "remote_images"}) {
     if (!seed.contains(key)) continue;
     for (const auto& i : seed[key]) {
@@ -301,7 +328,13 @@ Reply DataCenter::StartJobLocked(const std::string& name, const std::string& tas
   j.name = name;
   j.task = task;
   j.vm_uuid = vm_uuid;
-  j.params = params;
+  // Keep only the scalar parameters: a copy of every create body would make
+  // 100,000 jobs cost more memory than their VMs.
+  if (params.is_object()) {
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      if (it.value().is_primitive()) j.params[it.key()] = it.value();
+    }
+  }
   j.params["task"] = task;
   if (!vm_uuid.empty()) j.params["vm_uuid"] = vm_uuid;
   j.created_ms = NowMs();
@@ -328,7 +361,7 @@ Reply DataCenter::StartJobLocked(const std::string& name, const std::string& tas
         it->second.zone_state = "installed";
         auto sv = servers_.find(it->second.server_uuid);
         if (sv != servers_.end()) {
-          sv->second.used_ram -= it->second.ram;
+          AddUsedRamLocked(&sv->second, -it->second.ram);
           sv->second.vms.erase(job.vm_uuid);
         }
       }
@@ -336,10 +369,6 @@ Reply DataCenter::StartJobLocked(const std::string& name, const std::string& tas
     job.finished_ms = NowMs();
     job.execution = err.empty() ? "succeeded" : "failed";
     job.error = err;
-    json result = {{"name", job.name + ".final"}, {"result", err.empty() ? "OK" : ""},
-                   {"started_at", Iso(job.started_ms)}, {"finished_at", Iso(job.finished_ms)}};
-    result["error"] = err.empty() ? json("") : json({{"message", err}});
-    job.chain_results.push_back(result);
   });
   Reply r;
   r.status = status;
@@ -347,6 +376,21 @@ Reply DataCenter::StartJobLocked(const std::string& name, const std::string& tas
   if (!vm_uuid.empty()) r.body["vm_uuid"] = vm_uuid;
   r.headers["workflow-api"] = opts_.base_url;
   return r;
+}
+
+json DataCenter::ChainResults(const Job& j) const {
+  json out = json::array();
+  for (const auto& step : j.steps) {
+    out.push_back({{"name", step.first}, {"result", step.second}, {"error", ""},
+                   {"started_at", Iso(j.started_ms)}, {"finished_at", Iso(j.started_ms)}});
+  }
+  if (j.finished_ms != 0) {
+    json result = {{"name", j.name + ".final"}, {"result", j.error.empty() ? "OK" : ""},
+                   {"started_at", Iso(j.started_ms)}, {"finished_at", Iso(j.finished_ms)}};
+    result["error"] = j.error.empty() ? json("") : json({{"message", j.error}});
+    out.push_back(result);
+  }
+  return out;
 }
 
 json DataCenter::JobJson(const Job& j) const {
@@ -358,7 +402,7 @@ json DataCenter::JobJson(const Job& j) const {
           {"started", j.started_ms ? json(j.started_ms) : json()},
           {"elapsed", j.finished_ms ? json((j.finished_ms - j.started_ms) / 1000.0) : json()},
           {"timeout", 3600},
-          {"chain_results", j.chain_results}};
+          {"chain_results", ChainResults(j)}};
 }
 
 Reply DataCenter::GetJob(const std::string& uuid) {
@@ -422,42 +466,134 @@ std::string DataCenter::EffectiveStateLocked(const Vm& vm) const {
   return vm.state;
 }
 
-json DataCenter::VmJson(const Vm& vm) const {
-  json nics = json::array();
-  for (const Nic& n : vm.nics) {
-    nics.push_back({{"interface", n.interface}, {"mac", n.mac}, {"vlan_id", n.vlan_id}, {"nic_tag", n.nic_tag},
-                    {"ip", n.ip}, {"netmask", n.netmask}, {"gateway", n.gateway}, {"primary", n.primary},
-                    {"network_uuid", n.network_uuid}});
+namespace {
+
+void AppendQuoted(const std::string& v, std::string* out) {
+  out->push_back('"');
+  for (unsigned char c : v) {
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          snprintf(buf, sizeof(buf), "\\u%04x", c);
+          *out += buf;
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
   }
+  out->push_back('"');
+}
+
+// Appends `"key":` then the value.
+void Key(const char* key, std::string* out, bool first = false) {
+  if (!first) out->push_back(',');
+  out->push_back('"');
+  *out += key;
+  *out += "\":";
+}
+
+void StrOrNull(const std::string& v, std::string* out) {
+  if (v.empty()) *out += "null";
+  else AppendQuoted(v, out);
+}
+
+}  // namespace
+
+// The one VM serializer: written straight to text (ListVms pages of 1,000
+// VMs are the hot path); VmJson parses it back for the rare callers that need
+// a tree.
+void DataCenter::AppendVmJson(const Vm& vm, std::string* out) const {
   bool hvm = vm.brand == "kvm" || vm.brand == "bhyve";
-  json j = {{"uuid", vm.uuid},
-            {"alias", vm.alias.empty() ? json() : json(vm.alias)},
-            {"owner_uuid", vm.owner_uuid},
-            {"billing_id", vm.billing_id.empty() ? json() : json(vm.billing_id)},
-            {"brand", vm.brand},
-            {"server_uuid", vm.server_uuid.empty() ? json() : json(vm.server_uuid)},
-            {"state", EffectiveStateLocked(vm)},
-            {"zone_state", vm.zone_state},
-            {"ram", vm.ram},
-            {"max_physical_memory", vm.max_physical_memory},
-            {"quota", vm.quota},
-            {"cpu_cap", vm.cpu_cap},
-            {"create_timestamp", Iso(vm.create_ms)},
-            {"last_modified", Iso(vm.modified_ms)},
-            {"tags", vm.tags},
-            {"customer_metadata", vm.customer_metadata},
-            {"internal_metadata", vm.internal_metadata},
-            {"nics", nics},
-            {"resolvers", json::array({"8.8.8.8"})},
-            {"snapshots", json::array()},
-            {"autoboot", vm.autoboot},
-            {"firewall_enabled", vm.firewall_enabled}};
+  out->push_back('{');
+  Key("uuid", out, true);
+  AppendQuoted(vm.uuid, out);
+  Key("alias", out);
+  StrOrNull(vm.alias, out);
+  Key("owner_uuid", out);
+  AppendQuoted(vm.owner_uuid, out);
+  Key("billing_id", out);
+  StrOrNull(vm.billing_id, out);
+  Key("brand", out);
+  AppendQuoted(vm.brand, out);
+  Key("server_uuid", out);
+  StrOrNull(vm.server_uuid, out);
+  Key("state", out);
+  AppendQuoted(EffectiveStateLocked(vm), out);
+  Key("zone_state", out);
+  AppendQuoted(vm.zone_state, out);
   if (hvm) {
-    j["disks"] = vm.disks;
+    Key("disks", out);
+    *out += vm.disks.is_null() ? "[]" : vm.disks.dump();
   } else {
-    j["image_uuid"] = vm.image_uuid;
+    Key("image_uuid", out);
+    AppendQuoted(vm.image_uuid, out);
   }
-  return j;
+  Key("ram", out);
+  *out += std::to_string(vm.ram);
+  Key("max_physical_memory", out);
+  *out += std::to_string(vm.max_physical_memory);
+  Key("quota", out);
+  *out += std::to_string(vm.quota);
+  Key("cpu_cap", out);
+  *out += std::to_string(vm.cpu_cap);
+  Key("create_timestamp", out);
+  AppendQuoted(Iso(vm.create_ms), out);
+  Key("last_modified", out);
+  AppendQuoted(Iso(vm.modified_ms), out);
+  Key("tags", out);
+  *out += vm.tags.dump();
+  Key("customer_metadata", out);
+  *out += vm.customer_metadata.dump();
+  Key("internal_metadata", out);
+  *out += vm.internal_metadata.dump();
+  Key("nics", out);
+  out->push_back('[');
+  for (size_t i = 0; i < vm.nics.size(); ++i) {
+    const Nic& n = vm.nics[i];
+    if (i > 0) out->push_back(',');
+    out->push_back('{');
+    Key("interface", out, true);
+    AppendQuoted(n.interface, out);
+    Key("mac", out);
+    AppendQuoted(n.mac, out);
+    Key("vlan_id", out);
+    *out += std::to_string(n.vlan_id);
+    Key("nic_tag", out);
+    AppendQuoted(n.nic_tag, out);
+    Key("ip", out);
+    AppendQuoted(n.ip, out);
+    Key("netmask", out);
+    AppendQuoted(n.netmask, out);
+    Key("gateway", out);
+    AppendQuoted(n.gateway, out);
+    Key("primary", out);
+    *out += n.primary ? "true" : "false";
+    Key("network_uuid", out);
+    AppendQuoted(n.network_uuid, out);
+    out->push_back('}');
+  }
+  out->push_back(']');
+  Key("resolvers", out);
+  *out += "[\"8.8.8.8\"]";
+  Key("snapshots", out);
+  *out += "[]";
+  Key("autoboot", out);
+  *out += vm.autoboot ? "true" : "false";
+  Key("firewall_enabled", out);
+  *out += vm.firewall_enabled ? "true" : "false";
+  out->push_back('}');
+}
+
+json DataCenter::VmJson(const Vm& vm) const {
+  std::string text;
+  AppendVmJson(vm, &text);
+  return json::parse(text);
 }
 
 void DataCenter::TagIndexAddLocked(const Vm& vm) {
@@ -558,7 +694,15 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
     }
     if (best == nullptr || vs->second.size() < best->size()) best = &vs->second;
   }
-  std::vector<std::pair<json, const Vm*>> matches;
+  // Filter and sort on the VM records; JSON is built only for a predicate
+  // and for the page that is returned.
+  struct Match {
+    const Vm* vm;
+    int64_t num;       // numeric sort key (create_timestamp, ram)
+    std::string str;   // string sort key (everything else)
+  };
+  bool numeric = sort_field == "create_timestamp" || sort_field == "ram";
+  std::vector<Match> matches;
   auto consider = [&](const Vm& vm) {
     std::string state = EffectiveStateLocked(vm);
     if (const std::string* v = Get(q, "state")) {
@@ -584,14 +728,24 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
       std::string tv = t->is_string() ? t->get<std::string>() : t->dump();
       if (kv.second != "*" && tv != kv.second) return;
     }
-    json j = VmJson(vm);
     if (!predicate.is_null()) {
       std::string err;
-      bool ok = EvalPredicate(predicate, j, &err);
+      bool ok = EvalPredicate(predicate, VmJson(vm), &err);
       if (!err.empty()) throw std::runtime_error(err);
       if (!ok) return;
     }
-    matches.emplace_back(std::move(j), &vm);
+    Match m{&vm, 0, ""};
+    if (sort_field == "create_timestamp") m.num = vm.create_ms;
+    else if (sort_field == "ram") m.num = vm.ram;
+    else if (sort_field == "uuid") m.str = vm.uuid;
+    else if (sort_field == "alias") m.str = vm.alias;
+    else if (sort_field == "brand") m.str = vm.brand;
+    else if (sort_field == "state") m.str = state;
+    else if (sort_field == "owner_uuid") m.str = vm.owner_uuid;
+    else if (sort_field == "server_uuid") m.str = vm.server_uuid;
+    else if (sort_field == "image_uuid") m.str = vm.image_uuid;
+    else if (sort_field == "billing_id") m.str = vm.billing_id;
+    matches.push_back(std::move(m));
   };
   try {
     if (!tag_empty) {
@@ -607,14 +761,13 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
   } catch (const std::runtime_error& e) {
     return Validation(409, "predicate", "Invalid", e.what());
   }
-  auto key_less = [&](const json& a, const json& b) {
-    int c = 0;
-    Compare(Field(a, sort_field), Field(b, sort_field), &c);
-    if (c == 0) return a["uuid"].get<std::string>() > b["uuid"].get<std::string>();  // uuid DESC tie-break
+  // Requested order, then uuid DESC as the tie-breaker.
+  auto before = [&](const Match& a, const Match& b) {
+    int c = numeric ? (a.num < b.num ? -1 : a.num > b.num) : a.str.compare(b.str);
+    if (c == 0) return a.vm->uuid > b.vm->uuid;
     return asc ? c < 0 : c > 0;
   };
-  std::sort(matches.begin(), matches.end(),
-            [&](const auto& a, const auto& b) { return key_less(a.first, b.first); });
+  std::sort(matches.begin(), matches.end(), before);
   size_t start = offset;
   if (!marker.is_null()) {
     // Exclusive: start after the marker's position in this order. A marker
@@ -623,17 +776,20 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
     std::string mu = marker["uuid"].is_string() ? marker["uuid"].get<std::string>() : "";
     bool found = false;
     for (size_t i = 0; i < matches.size(); ++i) {
-      if (matches[i].first["uuid"] == mu) {
+      if (matches[i].vm->uuid == mu) {
         start = i + 1;
         found = true;
         break;
       }
     }
     if (!found && marker.contains(sort_field)) {
-      json m = {{"uuid", mu}, {sort_field, marker[sort_field]}};
-      start = std::upper_bound(matches.begin(), matches.end(), m,
-                               [&](const json& mk, const std::pair<json, const Vm*>& e) { return key_less(mk, e.first); }) -
-              matches.begin();
+      Vm probe;
+      probe.uuid = mu;
+      Match m{&probe, 0, ""};
+      const json& mv = marker[sort_field];
+      if (numeric) m.num = mv.is_number() ? mv.get<int64_t>() : ParseIsoMs(mv.is_string() ? mv.get<std::string>() : "");
+      else m.str = mv.is_string() ? mv.get<std::string>() : mv.dump();
+      start = std::upper_bound(matches.begin(), matches.end(), m, before) - matches.begin();
     }
   }
   r.headers["x-joyent-resource-count"] = std::to_string(matches.size());
@@ -641,17 +797,26 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
     r.body = nullptr;
     return r;
   }
+  if (fields.empty()) {
+    // The hot path: the page written as text.
+    std::string text = "[";
+    for (size_t i = start, n = 0; i < matches.size() && static_cast<int64_t>(n) < limit; ++i, ++n) {
+      if (n > 0) text.push_back(',');
+      AppendVmJson(*matches[i].vm, &text);
+    }
+    text.push_back(']');
+    r.raw_body = std::move(text);
+    r.body = nullptr;
+    return r;
+  }
   r.body = json::array();
   for (size_t i = start; i < matches.size() && static_cast<int64_t>(r.body.size()) < limit; ++i) {
-    if (fields.empty()) {
-      r.body.push_back(std::move(matches[i].first));
-    } else {
-      json f = json::object();
-      for (const auto& name : fields) {
-        if (matches[i].first.contains(name)) f[name] = matches[i].first[name];
-      }
-      r.body.push_back(std::move(f));
+    json j = VmJson(*matches[i].vm);
+    json f = json::object();
+    for (const auto& name : fields) {
+      if (j.contains(name)) f[name] = j[name];
     }
+    r.body.push_back(std::move(f));
   }
   return r;
 }
@@ -686,23 +851,21 @@ std::string DataCenter::PlaceLocked(int64_t ram, const json& locality, std::stri
     if (locality.contains("far")) vm_servers(locality["far"], &far);
     if (locality.contains("near")) vm_servers(locality["near"], &near);
   }
+  // Servers from the most unreserved RAM down (spreads load like DAPI's
+  // default): the first eligible one with the best locality score wins.
   std::string best;
-  int64_t best_free = -1;
   int best_score = -1;
-  for (const auto& kv : servers_) {
-    const Server& s = kv.second;
+  for (auto it = by_free_.rbegin(); it != by_free_.rend() && it->first >= ram; ++it) {
+    const Server& s = servers_.at(it->second);
     if (s.status != "running" || !s.setup || s.reserved) continue;
-    int64_t free_ram = static_cast<int64_t>(s.ram * (1 - s.reservation_ratio)) - s.used_ram;
-    if (free_ram < ram) continue;
     bool is_far_ok = !far.count(s.uuid);
     bool is_near = near.empty() || near.count(s.uuid);
     if (strict && (!is_far_ok || !is_near)) continue;
     int score = (is_far_ok ? 2 : 0) + (is_near ? 1 : 0);
-    // Best locality score, then the most free memory (spreads load).
-    if (score > best_score || (score == best_score && free_ram > best_free)) {
+    if (score > best_score) {
       best = s.uuid;
-      best_free = free_ram;
       best_score = score;
+      if (score == 3) break;  // nothing can do better
     }
   }
   if (best.empty()) {
@@ -815,7 +978,7 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
   std::string placed = server.empty() ? PlaceLocked(ram, body.value("locality", json()), &why) : server;
   if (!placed.empty()) {
     vm.server_uuid = placed;
-    servers_[placed].used_ram += ram;
+    AddUsedRamLocked(&servers_[placed], ram);
     servers_[placed].vms.insert(vm.uuid);
   }
   std::string id = vm.uuid;
@@ -902,7 +1065,7 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
         v.ram = changes["ram"].get<int64_t>();
         v.max_physical_memory = v.ram;
         auto s = servers_.find(v.server_uuid);
-        if (s != servers_.end()) s->second.used_ram += delta;
+        if (s != servers_.end()) AddUsedRamLocked(&s->second, delta);
       }
       if (changes.contains("alias") && changes["alias"].is_string()) v.alias = changes["alias"];
       if (changes.contains("quota") && changes["quota"].is_number()) v.quota = changes["quota"];
@@ -928,7 +1091,7 @@ Reply DataCenter::DeleteVm(const std::string& uuid, const Params& q) {
     Vm& v = vms_[id];
     if (v.state == "destroyed") return "";
     auto s = servers_.find(v.server_uuid);
-    if (s != servers_.end() && s->second.vms.erase(id)) s->second.used_ram -= v.ram;
+    if (s != servers_.end() && s->second.vms.erase(id)) AddUsedRamLocked(&s->second, -v.ram);
     // Deleting a provisioning VM leaves it failed, as VMAPI does.
     v.state = v.state == "provisioning" ? "failed" : "destroyed";
     v.zone_state = v.state == "destroyed" ? "destroyed" : "installed";
@@ -1021,7 +1184,7 @@ json DataCenter::ServerJson(const Server& s, const std::set<std::string>& extras
     }
     j["vms"] = vms;
   }
-  int64_t unreserved = static_cast<int64_t>(s.ram * (1 - s.reservation_ratio)) - s.used_ram;
+  int64_t unreserved = FreeRam(s);
   if (all || extras.count("memory")) {
     j["memory_available_bytes"] = (s.ram - s.used_ram) * 1048576;
     j["memory_total_bytes"] = s.ram * 1048576;
@@ -1124,7 +1287,11 @@ Reply DataCenter::UpdateServer(const std::string& uuid, const json& body) {
   if (body.contains("reserved")) s.reserved = body["reserved"].get<bool>();
   if (body.contains("traits")) s.traits = body["traits"];
   if (body.contains("setup")) s.setup = body["setup"].get<bool>();
-  if (body.contains("reservation_ratio")) s.reservation_ratio = body["reservation_ratio"].get<double>();
+  if (body.contains("reservation_ratio")) {
+    by_free_.erase({FreeRam(s), s.uuid});
+    s.reservation_ratio = body["reservation_ratio"].get<double>();
+    by_free_.insert({FreeRam(s), s.uuid});
+  }
   if (body.contains("agents") && body["agents"].is_array()) {
     s.agents.clear();
     for (const auto& a : body["agents"]) {
@@ -1408,9 +1575,7 @@ Reply DataCenter::CreateImageFromVm(const Params& q, const json& body) {
                                return "";
                              });
   // Record the prepare-image step first in the job's chain.
-  jobs_[out.body["job_uuid"].get<std::string>()].chain_results.push_back(
-      {{"name", "prepare-image"}, {"result", "ran " + script}, {"error", ""}, {"started_at", Iso(NowMs())},
-       {"finished_at", Iso(NowMs())}});
+  jobs_[out.body["job_uuid"].get<std::string>()].steps.emplace_back("prepare-image", "ran " + script);
   out.body["image_uuid"] = id;
   return out;
 }
@@ -1440,7 +1605,7 @@ Reply DataCenter::KillVm(const std::string& uuid, const std::string& to_state) {
   Vm& v = it->second;
   if (to_state == "destroyed") {
     auto s = servers_.find(v.server_uuid);
-    if (s != servers_.end() && s->second.vms.erase(uuid)) s->second.used_ram -= v.ram;
+    if (s != servers_.end() && s->second.vms.erase(uuid)) AddUsedRamLocked(&s->second, -v.ram);
   }
   v.state = to_state;
   v.zone_state = to_state == "destroyed" ? "destroyed" : "installed";

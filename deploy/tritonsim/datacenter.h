@@ -28,8 +28,9 @@ using Params = std::multimap<std::string, std::string>;
 
 struct Reply {
   int status = 200;
-  json body;  // null: no body
+  json body;  // null: no body (unless raw_body is set)
   std::map<std::string, std::string> headers;
+  std::string raw_body;  // a body already written as JSON text
 };
 
 struct Options {
@@ -146,7 +147,7 @@ class DataCenter {
   struct Job {
     std::string uuid, name, execution = "queued", task, vm_uuid, image_uuid;
     json params = json::object();
-    json chain_results = json::array();
+    std::vector<std::pair<std::string, std::string>> steps;  // (name, result) before the final one
     int64_t created_ms = 0, started_ms = 0, finished_ms = 0;
     std::string error;
   };
@@ -165,12 +166,18 @@ class DataCenter {
   };
 
   int64_t NowMs() const;
+  static int64_t FreeRam(const Server& s);
+  // Every change of a server's used RAM goes through here (keeps by_free_).
+  void AddUsedRamLocked(Server* s, int64_t delta);
+  void IndexServersLocked();
   std::string NewUuidLocked();
   std::string NewMacLocked();
   json VmJson(const Vm& vm) const;
+  void AppendVmJson(const Vm& vm, std::string* out) const;
   json ServerJson(const Server& s, const std::set<std::string>& extras) const;
   json ImageJson(const Image& i) const;
   json JobJson(const Job& j) const;
+  json ChainResults(const Job& j) const;
   json TaskJson(const Task& t) const;
   std::string EffectiveStateLocked(const Vm& vm) const;
   // Chooses a server for `ram` MiB honouring locality; "" with `why` if none.
@@ -191,6 +198,7 @@ class DataCenter {
   std::mt19937_64 rng_;
   std::unordered_map<std::string, Vm> vms_;
   std::map<std::string, Server> servers_;
+  std::set<std::pair<int64_t, std::string>> by_free_;  // (unreserved RAM, server uuid)
   std::map<std::string, Image> images_;
   std::unordered_map<std::string, Job> jobs_;
   std::unordered_map<std::string, Task> tasks_;

@@ -13,7 +13,8 @@ using Handler = std::function<Reply(const httplib::Request&, const Params&, cons
 void Send(const Reply& r, httplib::Response* res) {
   res->status = r.status;
   for (const auto& h : r.headers) res->set_header(h.first, h.second);
-  if (!r.body.is_null()) res->set_content(r.body.dump(), "application/json");
+  if (!r.raw_body.empty()) res->set_content(r.raw_body, "application/json");
+  else if (!r.body.is_null()) res->set_content(r.body.dump(), "application/json");
 }
 
 // Wraps a handler: API latency, fault injection for `op`, JSON body parsing.
@@ -142,7 +143,9 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
       return;
     }
     dc->FailNext(b["op"], b.value("count", 1), b.value("status", 503), b.value("hang_ms", 0));
-    Send(Reply{200, {{"op", b["op"]}, {"count", b.value("count", 1)}}, {}}, &res);
+    Reply ok;
+    ok.body = {{"op", b["op"]}, {"count", b.value("count", 1)}};
+    Send(ok, &res);
   });
   s->Post("/_sim/knobs", [dc, lat](const httplib::Request& r, httplib::Response& res) {
     json b = json::parse(r.body, nullptr, false);
