@@ -131,6 +131,14 @@ TEST_F(WireTest, CreateVmLifecycleAndVmShape) {
   EXPECT_EQ(Body(jobs).size(), 4u);  // provision, stop, stop (idempotent), destroy; rejected calls make none
 }
 
+TEST_F(WireTest, SyncWaitsForTheJob) {
+  auto r = Post("/vms?sync=true", {{"owner_uuid", kOwner}, {"brand", "lx"}, {"ram", 256}, {"networks", {kNet}},
+                                   {"image_uuid", kImage}});
+  ASSERT_EQ(r->status, 202) << r->body;
+  EXPECT_EQ(Body(Get("/vms/" + Body(r)["vm_uuid"].get<std::string>()))["state"], "running");
+  EXPECT_EQ(Body(Get("/jobs/" + Body(r)["job_uuid"].get<std::string>()))["execution"], "succeeded");
+}
+
 TEST_F(WireTest, CreateVmValidation) {
   auto r = Post("/vms", json::object());
   ASSERT_EQ(r->status, 409);
@@ -212,7 +220,10 @@ TEST_F(WireTest, Tags) {
   r = cli_->Put(("/vms/" + vm + "/tags").c_str(), json({{"c", "3"}}).dump(), "application/json");
   WaitJob(Body(r)["job_uuid"]);
   EXPECT_EQ(Body(Get("/vms/" + vm + "/tags")), json({{"c", "3"}}));
-  EXPECT_EQ(Body(Get("/vms?tag.c=3")).size(), 1u);  // the index follows
+  json listed = Body(Get("/vms?tag.c=3"));  // the index follows
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0]["tags"], json({{"c", "3"}}));  // and so does the listed form
+  EXPECT_EQ(Body(Get("/vms/" + vm))["tags"], json({{"c", "3"}}));
   EXPECT_EQ(Get("/vms/" + vm + "/tags/zz")->status, 404);
 }
 
@@ -278,6 +289,37 @@ TEST_F(WireTest, VmsOnADownServerAreUnknown) {
   EXPECT_EQ(Body(Get("/vms/" + c["vm_uuid"].get<std::string>()))["state"], "unknown");
   Post("/_sim/servers/" + server + "/up");
   EXPECT_EQ(Body(Get("/vms/" + c["vm_uuid"].get<std::string>()))["state"], "running");
+}
+
+TEST_F(WireTest, PlacementHonoursRamStatusAndLocality) {
+  json a = NewVm();
+  WaitJob(a["job_uuid"]);
+  std::string a_server = Body(Get("/vms/" + a["vm_uuid"].get<std::string>()))["server_uuid"];
+  // Strict far: never on A's server.
+  for (int i = 0; i < 4; ++i) {
+    json b = NewVm({{"locality", {{"strict", true}, {"far", {a["vm_uuid"]}}}}});
+    EXPECT_EQ(WaitJob(b["job_uuid"])["execution"], "succeeded");
+    EXPECT_NE(Body(Get("/vms/" + b["vm_uuid"].get<std::string>()))["server_uuid"], a_server);
+  }
+  // Strict near: only on A's server.
+  json n = NewVm({{"locality", {{"strict", true}, {"near", {a["vm_uuid"]}}}}});
+  WaitJob(n["job_uuid"]);
+  EXPECT_EQ(Body(Get("/vms/" + n["vm_uuid"].get<std::string>()))["server_uuid"], a_server);
+  // More RAM than any server has: the provision job fails, the VM is failed.
+  json big = NewVm({{"ram", 10000000}});
+  json job = WaitJob(big["job_uuid"]);
+  EXPECT_EQ(job["execution"], "failed");
+  EXPECT_EQ(job["chain_results"].back()["error"]["message"], "No compute resources available");
+  EXPECT_EQ(Body(Get("/vms/" + big["vm_uuid"].get<std::string>()))["state"], "failed");
+  // Down servers get nothing.
+  json servers = Body(Get("/servers"));
+  for (size_t i = 1; i < servers.size(); ++i) Post("/_sim/servers/" + servers[i]["uuid"].get<std::string>() + "/down");
+  for (int i = 0; i < 3; ++i) {
+    json c = NewVm();
+    WaitJob(c["job_uuid"]);
+    EXPECT_EQ(Body(Get("/vms/" + c["vm_uuid"].get<std::string>()))["server_uuid"], servers[0]["uuid"]);
+  }
+  for (size_t i = 1; i < servers.size(); ++i) Post("/_sim/servers/" + servers[i]["uuid"].get<std::string>() + "/up");
 }
 
 TEST_F(WireTest, Images) {

@@ -358,6 +358,7 @@ Reply DataCenter::StartJobLocked(const std::string& name, const std::string& tas
       auto it = vms_.find(job.vm_uuid);
       if (it != vms_.end() && it->second.state == "provisioning") {
         it->second.state = "failed";
+        Touch(&it->second);
         it->second.zone_state = "installed";
         auto sv = servers_.find(it->second.server_uuid);
         if (sv != servers_.end()) {
@@ -508,7 +509,7 @@ void StrOrNull(const std::string& v, std::string* out) {
 // The one VM serializer: written straight to text (ListVms pages of 1,000
 // VMs are the hot path); VmJson parses it back for the rare callers that need
 // a tree.
-void DataCenter::AppendVmJson(const Vm& vm, std::string* out) const {
+void DataCenter::WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) const {
   bool hvm = vm.brand == "kvm" || vm.brand == "bhyve";
   out->push_back('{');
   Key("uuid", out, true);
@@ -524,7 +525,7 @@ void DataCenter::AppendVmJson(const Vm& vm, std::string* out) const {
   Key("server_uuid", out);
   StrOrNull(vm.server_uuid, out);
   Key("state", out);
-  AppendQuoted(EffectiveStateLocked(vm), out);
+  *state_at = out->size();  // the state is spliced in here on every write
   Key("zone_state", out);
   AppendQuoted(vm.zone_state, out);
   if (hvm) {
@@ -588,6 +589,22 @@ void DataCenter::AppendVmJson(const Vm& vm, std::string* out) const {
   Key("firewall_enabled", out);
   *out += vm.firewall_enabled ? "true" : "false";
   out->push_back('}');
+}
+
+void DataCenter::AppendVmJson(const Vm& vm, std::string* out) const {
+  if (vm.json_rev != vm.rev) {
+    vm.json_cache.clear();
+    WriteVmJson(vm, &vm.json_cache, &vm.json_state_at);
+    vm.json_rev = vm.rev;
+  }
+  out->append(vm.json_cache, 0, vm.json_state_at);
+  AppendQuoted(EffectiveStateLocked(vm), out);
+  out->append(vm.json_cache, vm.json_state_at, std::string::npos);
+}
+
+void DataCenter::Touch(Vm* vm) {
+  vm->modified_ms = NowMs();
+  ++vm->rev;
 }
 
 json DataCenter::VmJson(const Vm& vm) const {
@@ -989,11 +1006,12 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
     if (v.state != "provisioning") return "VM was deleted while provisioning";
     if (v.server_uuid.empty()) {
       v.state = "failed";
+      Touch(&v);
       return why;
     }
     v.state = v.autoboot ? "running" : "stopped";
     v.zone_state = v.autoboot ? "running" : "installed";
-    v.modified_ms = NowMs();
+    Touch(&v);
     return "";
   });
   return out;
@@ -1023,7 +1041,7 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
       Vm& v = vms_[id];
       v.state = s;
       v.zone_state = s == "running" ? "running" : "installed";
-      v.modified_ms = NowMs();
+      Touch(&v);
       return "";
     };
   };
@@ -1052,7 +1070,7 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
       v.image_uuid = image;
       v.state = "running";
       v.zone_state = "running";
-      v.modified_ms = NowMs();
+      Touch(&v);
       return "";
     });
   }
@@ -1073,7 +1091,7 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
       if (changes.contains("customer_metadata") && changes["customer_metadata"].is_object()) {
         v.customer_metadata.update(changes["customer_metadata"]);
       }
-      v.modified_ms = NowMs();
+      Touch(&v);
       return "";
     });
   }
@@ -1095,7 +1113,7 @@ Reply DataCenter::DeleteVm(const std::string& uuid, const Params& q) {
     // Deleting a provisioning VM leaves it failed, as VMAPI does.
     v.state = v.state == "provisioning" ? "failed" : "destroyed";
     v.zone_state = v.state == "destroyed" ? "destroyed" : "installed";
-    v.modified_ms = NowMs();
+    Touch(&v);
     return "";
   });
 }
@@ -1133,7 +1151,7 @@ Reply DataCenter::VmTags(const std::string& method, const std::string& uuid, con
     else if (key.empty()) v.tags = json::object();
     else v.tags.erase(key);
     TagIndexAddLocked(v);
-    v.modified_ms = NowMs();
+    Touch(&v);
     return "";
   });
 }
@@ -1609,7 +1627,7 @@ Reply DataCenter::KillVm(const std::string& uuid, const std::string& to_state) {
   }
   v.state = to_state;
   v.zone_state = to_state == "destroyed" ? "destroyed" : "installed";
-  v.modified_ms = NowMs();
+  Touch(&v);
   Reply r;
   r.body = {{"uuid", uuid}, {"state", to_state}};
   return r;

@@ -124,6 +124,12 @@ class DataCenter {
     std::vector<Nic> nics;
     bool autoboot = true, firewall_enabled = false;
     VmHealth health = VmHealth::kHealthy;
+    // Bumped by Touch() on every change; the serialized form (all but the
+    // state, which depends on the server) is cached per revision.
+    uint64_t rev = 1;
+    mutable uint64_t json_rev = 0;
+    mutable std::string json_cache;
+    mutable size_t json_state_at = 0;
   };
   struct Agent {
     std::string name, version, image_uuid, uuid;
@@ -174,6 +180,9 @@ class DataCenter {
   std::string NewMacLocked();
   json VmJson(const Vm& vm) const;
   void AppendVmJson(const Vm& vm, std::string* out) const;
+  void WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) const;
+  // Records a change to `vm` (last_modified, cache revision).
+  void Touch(Vm* vm);
   json ServerJson(const Server& s, const std::set<std::string>& extras) const;
   json ImageJson(const Image& i) const;
   json JobJson(const Job& j) const;

@@ -46,7 +46,13 @@ httplib::Server::Handler Wrap(const std::string& op, DataCenter* dc, std::atomic
         return;
       }
     }
-    Send(h(req, q, body), &res);
+    Reply reply = h(req, q, body);
+    // ?sync=true: answer only when the job the call started has ended.
+    auto sync = q.find("sync");
+    if (sync != q.end() && sync->second == "true" && reply.body.is_object() && reply.body.contains("job_uuid")) {
+      dc->WaitJob(reply.body["job_uuid"].get<std::string>(), Params{});
+    }
+    Send(reply, &res);
   };
 }
 

@@ -2,6 +2,7 @@
 // loopback) for local runs, demos, tests and benchmarks; and `tritonsim ctl`
 // to inject faults into a running one. See docs/tritonsim.md.
 #include <httplib.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -121,6 +122,11 @@ int Ctl(std::vector<std::string> args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Large answers (a 1,000-VM page is ~1 MB) would otherwise get fresh pages
+  // from mmap on every call; first-touch page faults then cost more than the
+  // work itself, badly so on virtualized hosts. Keep freed memory for reuse.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "ctl") return Ctl(std::vector<std::string>(args.begin() + 1, args.end()));
   tritonsim::Options opts;
