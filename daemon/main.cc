@@ -2,6 +2,7 @@
 // address by default, keeps its state in SQLite under --data-dir, and holds an
 // exclusive lock on that directory.
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -79,6 +80,10 @@ int LockDataDir(const std::string& dir, std::string* err) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Keep freed memory for reuse instead of returning large blocks to the OS:
+  // big manifests would otherwise pay first-touch page faults on every apply.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   std::string listen = "127.0.0.1:7740";
   std::string data_dir = "/var/lib/mariposa";
   std::string addr_file;

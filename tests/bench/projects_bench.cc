@@ -4,6 +4,7 @@
 //       insert of the same rows with the same durability settings.
 //   P4: no-op Apply latency vs the Admin.Ping echo on the same server.
 // Prints one line per figure: name value unit baseline ratio.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -176,4 +177,9 @@ int Main() {
 }  // namespace
 }  // namespace mariposa
 
-int main() { return mariposa::Main(); }
+int main() {
+  // The same allocator settings as mariposad (see daemon/main.cc).
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  return mariposa::Main();
+}
