@@ -1,24 +1,18 @@
 // 1,000 random mutations of valid manifests: the parser never crashes, and
 // every input is either accepted (and its canonical form reads back to the
 // same hash) or rejected with located errors.
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "tests/process.h"
 #include "projects/manifest.h"
 
 namespace mariposa {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using ::mariposa::testing::ReadFile;
 
 std::string Mutate(const std::string& text, std::mt19937* rng) {
   std::vector<std::string> lines = absl::StrSplit(text, '\n');

@@ -1,19 +1,13 @@
 #include "projects/manifest.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "gtest/gtest.h"
+#include "tests/process.h"
 
 namespace mariposa {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using ::mariposa::testing::ReadFile;
 
 Manifest MustParse(const std::string& text, const std::string& project = "") {
   ParseOptions o;

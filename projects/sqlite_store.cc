@@ -563,6 +563,7 @@ absl::StatusOr<MetaRecord> SqliteProjectStore::WriteMetaLocked(const std::string
   return MetaRecord{key, value, secret, cas_id, FromMicros(now)};
 }
 
+
 namespace {
 absl::Status CheckMetaKey(const std::string& key) {
   if (key.empty() || key.size() > 256 || key.find_first_of(" \t\n{}=") != std::string::npos) {
@@ -573,21 +574,31 @@ absl::Status CheckMetaKey(const std::string& key) {
 }
 }  // namespace
 
-absl::StatusOr<MetaRecord> SqliteProjectStore::SetMeta(const std::string& project_uuid, const std::string& key,
-                                                       const std::string& value, bool secret,
-                                                       std::optional<int64_t> cas, const std::string& actor) {
+absl::StatusOr<MetaRecord> SqliteProjectStore::UpdateMeta(const std::string& project_uuid, const std::string& key,
+                                                          std::optional<int64_t> cas, const std::string& actor,
+                                                          const std::string& kind, const MetaUpdate& update) {
   RETURN_IF_ERROR(CheckMetaKey(key));
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
   ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
   ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, key));
   RETURN_IF_ERROR(CheckCasLocked(key, cur, cas));
+  ASSIGN_OR_RETURN(auto next, update(cur));
   // Once secret, a key stays secret until deleted: a plain overwrite must
   // not make the next reader think the value is safe to print.
-  bool keep_secret = secret || (cur && cur->secret);
-  ASSIGN_OR_RETURN(MetaRecord m, WriteMetaLocked(p.uuid, p.name, key, value, keep_secret, actor, "meta.set"));
+  bool secret = next.second || (cur && cur->secret);
+  ASSIGN_OR_RETURN(MetaRecord m, WriteMetaLocked(p.uuid, p.name, key, next.first, secret, actor, kind));
   RETURN_IF_ERROR(txn->Commit());
   return m;
+}
+
+absl::StatusOr<MetaRecord> SqliteProjectStore::SetMeta(const std::string& project_uuid, const std::string& key,
+                                                       const std::string& value, bool secret,
+                                                       std::optional<int64_t> cas, const std::string& actor) {
+  return UpdateMeta(project_uuid, key, cas, actor, "meta.set",
+                    [&](const std::optional<MetaRecord>&) -> absl::StatusOr<std::pair<std::string, bool>> {
+                      return std::make_pair(value, secret);
+                    });
 }
 
 absl::Status SqliteProjectStore::DeleteMeta(const std::string& project_uuid, const std::string& key,
@@ -608,22 +619,17 @@ absl::Status SqliteProjectStore::DeleteMeta(const std::string& project_uuid, con
 absl::StatusOr<MetaRecord> SqliteProjectStore::IncrMeta(const std::string& project_uuid, const std::string& key,
                                                         int64_t delta, std::optional<int64_t> cas,
                                                         const std::string& actor) {
-  RETURN_IF_ERROR(CheckMetaKey(key));
-  absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
-  ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
-  ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, key));
-  RETURN_IF_ERROR(CheckCasLocked(key, cur, cas));
-  int64_t value = 0;
-  if (cur && !absl::SimpleAtoi(cur->value, &value)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "meta key \"", key, "\" holds ", cur->secret ? "a secret" : absl::StrCat("\"", cur->value, "\""),
-        ", not a whole number; incr/decr work on integers only"));
-  }
-  ASSIGN_OR_RETURN(MetaRecord m, WriteMetaLocked(p.uuid, p.name, key, absl::StrCat(value + delta),
-                                                 cur && cur->secret, actor, delta >= 0 ? "meta.incr" : "meta.decr"));
-  RETURN_IF_ERROR(txn->Commit());
-  return m;
+  return UpdateMeta(project_uuid, key, cas, actor, delta >= 0 ? "meta.incr" : "meta.decr",
+                    [&](const std::optional<MetaRecord>& cur) -> absl::StatusOr<std::pair<std::string, bool>> {
+                      int64_t value = 0;
+                      if (cur && !absl::SimpleAtoi(cur->value, &value)) {
+                        return absl::FailedPreconditionError(absl::StrCat(
+                            "meta key \"", key, "\" holds ",
+                            cur->secret ? "a secret" : absl::StrCat("\"", cur->value, "\""),
+                            ", not a whole number; incr/decr work on integers only"));
+                      }
+                      return std::make_pair(absl::StrCat(value + delta), false);
+                    });
 }
 
 absl::StatusOr<int> SqliteProjectStore::ImportMeta(const std::string& project_uuid,

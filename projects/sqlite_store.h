@@ -3,7 +3,9 @@
 #ifndef MARIPOSA_PROJECTS_SQLITE_STORE_H_
 #define MARIPOSA_PROJECTS_SQLITE_STORE_H_
 
+#include <functional>
 #include <memory>
+#include <utility>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
@@ -71,6 +73,13 @@ class SqliteProjectStore : public ProjectStore {
   // Checks `cas` against the current entry; ABORTED on mismatch.
   absl::Status CheckCasLocked(const std::string& key, const std::optional<MetaRecord>& cur,
                               std::optional<int64_t> cas) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The shared path of SetMeta and IncrMeta: checks the key and `cas` inside
+  // one transaction, asks `update` for the new (value, secret), writes it.
+  using MetaUpdate =
+      std::function<absl::StatusOr<std::pair<std::string, bool>>(const std::optional<MetaRecord>& current)>;
+  absl::StatusOr<MetaRecord> UpdateMeta(const std::string& project_uuid, const std::string& key,
+                                        std::optional<int64_t> cas, const std::string& actor, const std::string& kind,
+                                        const MetaUpdate& update) ABSL_LOCKS_EXCLUDED(mu_);
   // Writes the entry with a fresh cas_id taken from the event it logs.
   absl::StatusOr<MetaRecord> WriteMetaLocked(const std::string& project_uuid, const std::string& project_name,
                                              const std::string& key, const std::string& value, bool secret,

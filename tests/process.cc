@@ -35,6 +35,19 @@ std::string TempDir(const std::string& name) {
   return dir;
 }
 
+namespace {
+
+// In a forked child: replaces the process with `argv`; never returns.
+[[noreturn]] void Exec(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execv(args[0], args.data());
+  _exit(127);
+}
+
+}  // namespace
+
 RunResult RunProcess(const std::vector<std::string>& argv, const std::string& input) {
   std::string dir = TempDir("run");
   std::string in = dir + "/in", out = dir + "/out", err = dir + "/err";
@@ -46,11 +59,7 @@ RunResult RunProcess(const std::vector<std::string>& argv, const std::string& in
     dup2(i, 0);
     dup2(o, 1);
     dup2(e, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
+    Exec(argv);
   }
   int status = 0;
   waitpid(pid, &status, 0);
@@ -86,11 +95,7 @@ bool ServerProcess::Start() {
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test, even if it crashes
     int e = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     dup2(e, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
+    Exec(argv);
   }
   for (int i = 0; i < 300; ++i) {
     std::string a = ReadFile(addr_file);
