@@ -1,0 +1,132 @@
+#include "convergence/planner.h"
+
+#include <algorithm>
+
+namespace mariposa::convergence {
+namespace {
+
+// Instances that no longer serve and must be replaced: crashed, stopped
+// without being asked to, or on a server that is not running.
+bool Broken(const InstanceState& i) { return i.state == "failed" || i.state == "stopped" || i.state == "unknown"; }
+
+bool Live(const InstanceState& i) { return i.state == "provisioning" || i.state == "running"; }
+
+bool Ready(const InstanceState& i, absl::Time now, absl::Duration start_window) {
+  if (i.state != "running") return false;
+  if (i.health == "healthy") return true;
+  return i.health == "unknown" && now - i.created >= start_window;
+}
+
+int Rank(const InstanceState& i) {
+  if (i.health == "unhealthy") return 0;
+  if (i.state == "provisioning" || i.health == "starting" || i.health == "unknown") return 1;
+  return 2;
+}
+
+// Oldest project version first, then oldest instance (uuid breaks ties).
+bool Older(const InstanceState* a, const InstanceState* b) {
+  if (a->version != b->version) return a->version < b->version;
+  if (a->created != b->created) return a->created < b->created;
+  return a->uuid < b->uuid;
+}
+
+}  // namespace
+
+std::vector<const InstanceState*> VictimOrder(std::vector<const InstanceState*> live) {
+  std::stable_sort(live.begin(), live.end(), [](const InstanceState* a, const InstanceState* b) {
+    if (Rank(*a) != Rank(*b)) return Rank(*a) < Rank(*b);
+    return Older(a, b);
+  });
+  return live;
+}
+
+std::vector<Action> Plan(const PlanInput& input, absl::Time now, absl::Duration start_window) {
+  std::vector<Action> actions;
+  std::map<std::string, std::vector<const InstanceState*>> by_service;
+  for (const InstanceState& i : input.instances) {
+    if (i.state == "destroyed") continue;
+    by_service[i.service].push_back(&i);
+  }
+  // Services that left the manifest: remove every instance.
+  for (const auto& kv : by_service) {
+    if (input.services.count(kv.first)) continue;
+    std::vector<const InstanceState*> all = kv.second;
+    std::sort(all.begin(), all.end(), Older);
+    for (const InstanceState* i : all) actions.push_back({ActionKind::kDelete, kv.first, i->uuid, "service-removed"});
+  }
+  for (const auto& kv : input.services) {
+    const ServiceGoal& goal = kv.second;
+    std::vector<const InstanceState*> live, broken;
+    for (const InstanceState* i : by_service[goal.name]) {
+      if (Broken(*i)) broken.push_back(i);
+      else if (Live(*i)) live.push_back(i);
+    }
+    std::sort(broken.begin(), broken.end(), Older);
+    for (const InstanceState* i : broken) actions.push_back({ActionKind::kDelete, goal.name, i->uuid, "remove-broken"});
+
+    bool rolling_out = false;
+    if (input.reprovision.count(goal.name)) {
+      for (const InstanceState* i : live) rolling_out |= i->spec_hash != goal.spec_hash;
+    }
+    int64_t n = static_cast<int64_t>(live.size());
+    int64_t ceiling = goal.count + (rolling_out ? goal.max_surge : 0);
+    if (n > ceiling) {
+      // Too many: victims in QUEUE.md's order; during a rollout old-spec
+      // instances go first, they would be replaced anyway (scale 35 -> 20
+      // during a rollout finishes in 4 batches, not 7).
+      std::vector<const InstanceState*> order = VictimOrder(live);
+      if (rolling_out) {
+        std::stable_partition(order.begin(), order.end(),
+                              [&](const InstanceState* i) { return i->spec_hash != goal.spec_hash; });
+      }
+      std::set<const InstanceState*> gone(order.begin(), order.begin() + (n - ceiling));
+      for (int64_t k = 0; k < n - ceiling; ++k) {
+        actions.push_back({ActionKind::kDelete, goal.name, order[k]->uuid, "scale-down"});
+      }
+      std::vector<const InstanceState*> kept;
+      for (const InstanceState* i : live) {
+        if (!gone.count(i)) kept.push_back(i);
+      }
+      live = kept;
+      n = ceiling;
+    }
+    int64_t missing = std::max<int64_t>(0, goal.count - n);
+    int64_t replace = std::min<int64_t>(missing, static_cast<int64_t>(broken.size()));
+    for (int64_t k = 0; k < missing; ++k) {
+      actions.push_back({ActionKind::kCreate, goal.name, "", k < replace ? "replace-broken" : "scale-up"});
+    }
+    n += missing;
+    if (!rolling_out) continue;
+
+    // One rolling step. New instances: up to `rolling` in flight, live never
+    // above count + max_surge. Old ones: removed oldest first, only while
+    // `floor` ready instances remain.
+    std::vector<const InstanceState*> old_running;
+    int64_t new_in_flight = missing, ready_new = 0, ready_old = 0;
+    for (const InstanceState* i : live) {
+      bool current = i->spec_hash == goal.spec_hash;
+      bool ready = Ready(*i, now, start_window);
+      if (current) {
+        if (ready) ready_new++;
+        else new_in_flight++;
+      } else {
+        if (i->state == "running") old_running.push_back(i);
+        if (ready) ready_old++;
+      }
+    }
+    std::sort(old_running.begin(), old_running.end(), Older);
+    int64_t floor = goal.max_surge > 0 ? goal.count : goal.count - goal.rolling;
+    int64_t deletable = std::clamp<int64_t>(ready_new + ready_old - floor, 0, old_running.size());
+    for (int64_t k = 0; k < deletable; ++k) {
+      actions.push_back({ActionKind::kDelete, goal.name, old_running[k]->uuid, "reprovision"});
+    }
+    // Bounded as if the creates land before the deletes.
+    int64_t still_needed = goal.count - ready_new - new_in_flight;
+    int64_t creates = std::min({static_cast<int64_t>(goal.rolling) - new_in_flight,
+                                goal.count + goal.max_surge - n, still_needed});
+    for (int64_t k = 0; k < creates; ++k) actions.push_back({ActionKind::kCreate, goal.name, "", "reprovision"});
+  }
+  return actions;
+}
+
+}  // namespace mariposa::convergence

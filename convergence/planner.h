@@ -1,0 +1,76 @@
+// The planner: a pure function from goal and actual state to the next step
+// of actions (QUEUE.md). No I/O, no clock of its own; thread-safe.
+//
+// Status: a first slice of issue 4 — scale up/down with the victim order of
+// QUEUE.md, replacement of failed, stopped, unknown-server and vanished
+// instances, removal of services that left the manifest, and one rolling
+// reprovision step bounded by `rolling` and `max_surge` in QUEUE.md's order.
+// Not yet: canary, user filters, placement hints, agents, start/stop tasks,
+// crash-loop pauses and the replacement budget (they need the queue and
+// executor, which are not built).
+#ifndef MARIPOSA_CONVERGENCE_PLANNER_H_
+#define MARIPOSA_CONVERGENCE_PLANNER_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace mariposa::convergence {
+
+// One instance as observed (VMAPI state plus health).
+struct InstanceState {
+  std::string uuid;
+  std::string service;
+  std::string state;   // provisioning running stopped failed destroyed unknown
+  std::string health;  // unknown starting healthy unhealthy
+  std::string spec_hash;
+  int64_t version = 0;  // number of the project version it was created for
+  absl::Time created;
+};
+
+struct ServiceGoal {
+  std::string name;
+  int64_t count = 1;
+  std::string spec_hash;
+  int rolling = 1;
+  int max_surge = 1;
+};
+
+struct PlanInput {
+  std::map<std::string, ServiceGoal> services;
+  std::vector<InstanceState> instances;
+  // Services whose instances at another spec should be replaced now.
+  std::set<std::string> reprovision;
+};
+
+enum class ActionKind { kCreate, kDelete };
+
+struct Action {
+  ActionKind kind;
+  std::string service;
+  std::string instance;  // for deletes
+  std::string reason;    // scale-up, scale-down, replace-broken, remove-broken, reprovision, service-removed
+  bool operator==(const Action& o) const {
+    return kind == o.kind && service == o.service && instance == o.instance && reason == o.reason;
+  }
+};
+
+// The actions of the next step. Creates use the goal's spec. During a
+// reprovision an old instance is deleted only while `count` instances stay
+// ready (count - rolling when max_surge is 0), and live instances never
+// exceed count + max_surge, whichever order the step's actions land in. An instance
+// counts as ready when it is running and healthy, or running with health
+// "unknown" and older than `start_window` (no checks defined).
+std::vector<Action> Plan(const PlanInput& input, absl::Time now, absl::Duration start_window = absl::Seconds(60));
+
+// Instances of a service in QUEUE.md's scale-down victim order: unhealthy
+// first, then not yet started, then oldest version, then oldest instance.
+std::vector<const InstanceState*> VictimOrder(std::vector<const InstanceState*> live);
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_PLANNER_H_

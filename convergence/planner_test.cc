@@ -1,0 +1,193 @@
+#include "convergence/planner.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace mariposa::convergence {
+namespace {
+
+const absl::Time kNow = absl::FromUnixSeconds(1800000000);
+
+InstanceState I(const std::string& uuid, const std::string& state, const std::string& health, int64_t version,
+                int age_s, const std::string& spec = "s1", const std::string& service = "web") {
+  return InstanceState{uuid, service, state, health, spec, version, kNow - absl::Seconds(age_s)};
+}
+
+PlanInput Input(int64_t count, std::vector<InstanceState> instances, int rolling = 1, int surge = 1,
+                const std::string& spec = "s1") {
+  PlanInput in;
+  in.services["web"] = ServiceGoal{"web", count, spec, rolling, surge};
+  in.instances = std::move(instances);
+  return in;
+}
+
+std::vector<std::string> Describe(const std::vector<Action>& actions) {
+  std::vector<std::string> out;
+  for (const auto& a : actions) {
+    out.push_back(absl::StrCat(a.kind == ActionKind::kCreate ? "create " : "delete ", a.service,
+                               a.instance.empty() ? "" : " " + a.instance, " (", a.reason, ")"));
+  }
+  return out;
+}
+
+TEST(PlannerTest, Converged) {
+  EXPECT_TRUE(Plan(Input(2, {I("a", "running", "healthy", 1, 100), I("b", "running", "healthy", 1, 100)}), kNow).empty());
+}
+
+TEST(PlannerTest, ScaleUpFromNothing) {
+  EXPECT_EQ(Describe(Plan(Input(2, {}), kNow)),
+            (std::vector<std::string>{"create web (scale-up)", "create web (scale-up)"}));
+}
+
+TEST(PlannerTest, ScaleDownVictimOrder) {
+  // unhealthy first, then not started, then oldest version, then oldest instance.
+  auto in = Input(1, {I("new-v2", "running", "healthy", 2, 10), I("old-v1", "running", "healthy", 1, 50),
+                      I("older-v1", "running", "healthy", 1, 90), I("booting", "provisioning", "unknown", 2, 1),
+                      I("sick", "running", "unhealthy", 2, 5)});
+  EXPECT_EQ(Describe(Plan(in, kNow)),
+            (std::vector<std::string>{"delete web sick (scale-down)", "delete web booting (scale-down)",
+                                      "delete web older-v1 (scale-down)", "delete web old-v1 (scale-down)"}));
+}
+
+TEST(PlannerTest, BrokenInstancesAreReplaced) {
+  auto in = Input(3, {I("ok", "running", "healthy", 1, 100), I("crashed", "failed", "unknown", 1, 100),
+                      I("killed", "stopped", "unknown", 1, 100), I("cn-down", "unknown", "unknown", 1, 100),
+                      I("gone", "destroyed", "unknown", 1, 100)});
+  EXPECT_EQ(Describe(Plan(in, kNow)),
+            (std::vector<std::string>{"delete web cn-down (remove-broken)", "delete web crashed (remove-broken)",
+                                      "delete web killed (remove-broken)", "create web (replace-broken)",
+                                      "create web (replace-broken)"}));
+}
+
+TEST(PlannerTest, RemovedServicesAreDeleted) {
+  PlanInput in = Input(1, {I("a", "running", "healthy", 1, 100), I("x", "running", "healthy", 1, 100, "s1", "db")});
+  EXPECT_EQ(Describe(Plan(in, kNow)), (std::vector<std::string>{"delete db x (service-removed)"}));
+}
+
+TEST(PlannerTest, RollingStepWaitsForHealth) {
+  PlanInput in = Input(2, {I("a", "running", "healthy", 1, 100, "old"), I("b", "running", "healthy", 1, 90, "old")}, 1, 1,
+                       "new");
+  in.reprovision = {"web"};
+  EXPECT_EQ(Describe(Plan(in, kNow)), (std::vector<std::string>{"create web (reprovision)"}));
+  // The new one is not healthy yet: nothing more.
+  in.instances.push_back(I("n1", "running", "starting", 2, 5, "new"));
+  EXPECT_TRUE(Plan(in, kNow).empty());
+  // Healthy: the oldest old instance goes, and (surge allowing) the next new one starts.
+  in.instances.back().health = "healthy";
+  EXPECT_EQ(Describe(Plan(in, kNow)),
+            (std::vector<std::string>{"delete web a (reprovision)"}));
+}
+
+// Applies a step: creates land as provisioning at the goal spec, deletes remove.
+void Apply(const std::vector<Action>& actions, const PlanInput& in, std::vector<InstanceState>* inst, int* next,
+           int64_t version) {
+  for (const auto& a : actions) {
+    if (a.kind == ActionKind::kDelete) {
+      inst->erase(std::remove_if(inst->begin(), inst->end(), [&](const InstanceState& i) { return i.uuid == a.instance; }),
+                  inst->end());
+    } else {
+      inst->push_back(InstanceState{absl::StrCat("n", (*next)++), a.service, "provisioning", "unknown",
+                                    in.services.at(a.service).spec_hash, version, kNow});
+    }
+  }
+}
+
+// QUEUE.md: scaling 35 -> 20 during a 5-at-a-time reprovision deletes the
+// oldest old instances first and finishes in 4 batches, not 7.
+TEST(PlannerTest, ScaleDownDuringRolloutFinishesInFourBatches) {
+  PlanInput in;
+  in.services["web"] = ServiceGoal{"web", 35, "new", 5, 5};
+  in.reprovision = {"web"};
+  std::vector<InstanceState> inst;
+  for (int k = 0; k < 35; ++k) inst.push_back(I(absl::StrCat("o", k), "running", "healthy", 1, 1000 - k, "old"));
+  int next = 0, batches = 0;
+  for (int step = 0; step < 50; ++step) {
+    if (step == 1) in.services["web"].count = 20;
+    in.instances = inst;
+    auto actions = Plan(in, kNow);
+    if (actions.empty()) break;
+    bool created = false;
+    for (const auto& a : actions) created |= a.kind == ActionKind::kCreate;
+    batches += created;
+    if (step == 1) {
+      // The scale-down takes the oldest old instances.
+      ASSERT_EQ(actions[0].reason, "scale-down");
+      EXPECT_EQ(actions[0].instance, "o0");
+    }
+    Apply(actions, in, &inst, &next, 2);
+    for (auto& i : inst) {
+      i.state = "running";
+      i.health = "healthy";
+    }
+  }
+  EXPECT_EQ(batches, 4);
+  ASSERT_EQ(inst.size(), 20u);
+  for (const auto& i : inst) EXPECT_EQ(i.spec_hash, "new");
+}
+
+// Randomized: rolling reprovisions (with scale changes in the middle) reach
+// the goal; live instances never exceed count + max_surge; ready ones never
+// drop below the floor; the oldest old instances go first.
+TEST(PlannerTest, PropertyRollingReprovisionConverges) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 3000; ++trial) {
+    int64_t count = std::uniform_int_distribution<int>(1, 12)(rng);
+    int rolling = std::uniform_int_distribution<int>(1, 4)(rng);
+    int surge = std::uniform_int_distribution<int>(0, 3)(rng);
+    PlanInput in;
+    in.services["web"] = ServiceGoal{"web", count, "new", rolling, surge};
+    in.reprovision = {"web"};
+    std::vector<InstanceState> inst;
+    for (int k = 0; k < count; ++k) {
+      inst.push_back(I(absl::StrCat("o", k), "running", "healthy", 1, 1000 - k * 7, "old"));
+    }
+    int next = 0;
+    int64_t floor = surge > 0 ? count : count - rolling;
+    bool rescaled = false;
+    int steps = 0;
+    for (; steps < 200; ++steps) {
+      // Sometimes the user scales in the middle of the rollout.
+      if (!rescaled && steps == 2 && trial % 3 == 0) {
+        count = std::uniform_int_distribution<int>(1, 12)(rng);
+        in.services["web"].count = count;
+        floor = surge > 0 ? count : count - rolling;
+        rescaled = true;
+      }
+      in.instances = inst;
+      std::vector<Action> actions = Plan(in, kNow);
+      if (actions.empty()) break;
+      // Reprovision deletes take the oldest old instances first.
+      std::vector<std::string> old_sorted;
+      for (const auto& i : inst) {
+        if (i.spec_hash == "old") old_sorted.push_back(i.uuid);
+      }
+      int64_t live_before = static_cast<int64_t>(inst.size());
+      int64_t creates = 0;
+      for (const auto& a : actions) creates += a.kind == ActionKind::kCreate;
+      int64_t deletes = static_cast<int64_t>(actions.size()) - creates;
+      if (!rescaled || steps > 2) {
+        ASSERT_LE(live_before + creates, std::max(count + surge, live_before)) << "surge exceeded, trial " << trial;
+      }
+      Apply(actions, in, &inst, &next, 2);
+      int64_t ready = 0;
+      for (const auto& i : inst) ready += i.state == "running" && i.health == "healthy";
+      if (!rescaled) {
+        ASSERT_GE(ready, std::min<int64_t>(floor, count)) << "availability below the floor, trial " << trial;
+      }
+      (void)deletes;
+      // New instances become healthy by the next step.
+      for (auto& i : inst) {
+        i.state = "running";
+        i.health = "healthy";
+      }
+    }
+    ASSERT_LT(steps, 200) << "no convergence, trial " << trial;
+    ASSERT_EQ(static_cast<int64_t>(inst.size()), count) << "trial " << trial;
+    for (const auto& i : inst) ASSERT_EQ(i.spec_hash, "new") << "trial " << trial;
+  }
+}
+
+}  // namespace
+}  // namespace mariposa::convergence
