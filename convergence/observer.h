@@ -1,0 +1,47 @@
+// The observer: rebuilds a project's actual state from VMAPI, using only the
+// VMs Mariposa created (tag mariposa.project = project uuid); everything
+// else is ignored. Owns no decisions. Thread-safe if the client is.
+//
+// Status: instances only. Servers/agents from CNAPI, images from IMGAPI,
+// health results and the resync loop come with the rest of the engine.
+#ifndef MARIPOSA_CONVERGENCE_OBSERVER_H_
+#define MARIPOSA_CONVERGENCE_OBSERVER_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "convergence/planner.h"
+#include "convergence/triton/clients.h"
+
+namespace mariposa::convergence {
+
+// Ownership tags every VM created by Mariposa carries (DESIGN.md).
+inline constexpr char kTagProject[] = "mariposa.project";
+inline constexpr char kTagService[] = "mariposa.service";
+inline constexpr char kTagVersion[] = "mariposa.version";
+inline constexpr char kTagSpec[] = "mariposa.spec";
+
+class Observer {
+ public:
+  // `vmapi` must outlive the observer.
+  explicit Observer(triton::VmapiClient* vmapi) : vmapi_(vmapi) {}
+
+  // The project's instances (destroyed ones excluded). `version_numbers`
+  // maps project version uuids to their numbers; an unknown uuid reads as 0
+  // (older than every known version). Health is "unknown" until health
+  // results are wired in.
+  absl::StatusOr<std::vector<InstanceState>> ObserveProject(const std::string& project_uuid,
+                                                            const std::map<std::string, int64_t>& version_numbers);
+
+ private:
+  triton::VmapiClient* vmapi_;
+};
+
+// "2026-11-22T12:00:00.123Z" -> absl::Time; InfinitePast when unreadable.
+absl::Time ParseTimestamp(const std::string& iso);
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_OBSERVER_H_
