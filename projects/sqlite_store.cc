@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <set>
+
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -93,6 +95,35 @@ const char* const kMigrations[] = {
       BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
     CREATE TRIGGER events_no_delete BEFORE DELETE ON events
       BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+    )sql",
+    // 3: the task queue.
+    R"sql(
+    CREATE TABLE tasks (
+      uuid TEXT PRIMARY KEY,
+      project_uuid TEXT NOT NULL REFERENCES projects(uuid) ON DELETE CASCADE,
+      kind TEXT NOT NULL,
+      services TEXT NOT NULL DEFAULT '',
+      state TEXT NOT NULL,
+      origin TEXT NOT NULL,
+      trigger_name TEXT NOT NULL DEFAULT '',
+      version_uuid TEXT NOT NULL DEFAULT '',
+      created_at INTEGER NOT NULL,
+      started_at INTEGER,
+      finished_at INTEGER,
+      steps_done INTEGER NOT NULL DEFAULT 0,
+      steps_planned INTEGER NOT NULL DEFAULT 0,
+      created INTEGER NOT NULL DEFAULT 0,
+      deleted INTEGER NOT NULL DEFAULT 0,
+      replaced INTEGER NOT NULL DEFAULT 0,
+      failed INTEGER NOT NULL DEFAULT 0,
+      error TEXT NOT NULL DEFAULT '',
+      wait_for TEXT NOT NULL DEFAULT '',
+      actor TEXT NOT NULL DEFAULT '',
+      reason TEXT NOT NULL DEFAULT '',
+      only_kinds TEXT NOT NULL DEFAULT '',
+      auto_kind TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX tasks_by_project ON tasks(project_uuid, state);
     )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteProjectStore::kSchemaVersion,
@@ -693,6 +724,151 @@ absl::StatusOr<int64_t> SqliteProjectStore::Backup(const std::string& path) {
   ASSIGN_OR_RETURN(auto ps, dest->Prepare("PRAGMA page_size"));
   ASSIGN_OR_RETURN(bool prow, ps.Step());
   return pages * (prow ? ps.Int(0) : 0);
+}
+
+// ---------------------------------------------------------------- tasks
+
+namespace {
+
+constexpr const char* kTaskCols =
+    "uuid, project_uuid, kind, services, state, origin, trigger_name, version_uuid, created_at, "
+    "COALESCE(started_at, -1), COALESCE(finished_at, -1), steps_done, steps_planned, created, deleted, replaced, "
+    "failed, error, wait_for, actor, reason, only_kinds, auto_kind";
+
+std::vector<std::string> SplitList(const std::string& s) { return absl::StrSplit(s, ',', absl::SkipEmpty()); }
+
+absl::Time TimeOrUnset(int64_t us) { return us < 0 ? absl::InfinitePast() : absl::FromUnixMicros(us); }
+
+bool Finished(const std::string& state) { return state == "completed" || state == "failed" || state == "terminated"; }
+
+}  // namespace
+
+absl::StatusOr<std::vector<TaskRecord>> SqliteProjectStore::QueryTasksLocked(const std::string& where,
+                                                                            const std::string& arg) {
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("SELECT ", kTaskCols, " FROM tasks WHERE ", where)));
+  st.Bind(1, arg);
+  std::vector<TaskRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    TaskRecord t;
+    t.uuid = st.Text(0);
+    t.project_uuid = st.Text(1);
+    t.kind = st.Text(2);
+    t.services = SplitList(st.Text(3));
+    t.state = st.Text(4);
+    t.origin = st.Text(5);
+    t.trigger = st.Text(6);
+    t.version_uuid = st.Text(7);
+    t.created_at = absl::FromUnixMicros(st.Int(8));
+    t.started_at = TimeOrUnset(st.Int(9));
+    t.finished_at = TimeOrUnset(st.Int(10));
+    t.steps_done = st.Int(11);
+    t.steps_planned = st.Int(12);
+    t.created = st.Int(13);
+    t.deleted = st.Int(14);
+    t.replaced = st.Int(15);
+    t.failed = st.Int(16);
+    t.error = st.Text(17);
+    t.wait_for = SplitList(st.Text(18));
+    t.actor = st.Text(19);
+    t.reason = st.Text(20);
+    t.only = SplitList(st.Text(21));
+    t.auto_kind = st.Text(22);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+absl::StatusOr<TaskRecord> SqliteProjectStore::AddTask(const TaskRecord& task, const TaskAdmitter& admit) {
+  static const std::set<std::string> kKinds = {"start", "stop", "scale", "reprovision", "freeze"};
+  if (!kKinds.count(task.kind)) return absl::InvalidArgumentError(absl::StrCat("unknown task kind \"", task.kind, "\""));
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(task.project_uuid));
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> open,
+                   QueryTasksLocked("project_uuid = ?1 AND state IN ('queued', 'active', 'terminating') ORDER BY created_at",
+                                    p.uuid));
+  TaskRecord t = task;
+  t.uuid = NewUuid();
+  t.project_uuid = p.uuid;
+  t.state = "queued";
+  t.created_at = absl::FromUnixMicros(NowMicros());
+  std::vector<std::string> terminate;
+  RETURN_IF_ERROR(admit(open, &t, &terminate));
+  for (const std::string& victim : terminate) {
+    ASSIGN_OR_RETURN(auto upd, db_->Prepare(
+                                   "UPDATE tasks SET state = CASE state WHEN 'queued' THEN 'terminated' ELSE 'terminating' END, "
+                                   "finished_at = CASE state WHEN 'queued' THEN ?2 ELSE finished_at END "
+                                   "WHERE uuid = ?1 AND state IN ('queued', 'active')"));
+    upd.Bind(1, victim).Bind(2, NowMicros());
+    RETURN_IF_ERROR(upd.Run());
+    RETURN_IF_ERROR(AppendEventLocked(t.actor, p.name, "task.terminate", victim,
+                                      absl::StrCat("by ", t.kind, " task ", t.uuid)).status());
+  }
+  ASSIGN_OR_RETURN(auto ins, db_->Prepare(
+                                 "INSERT INTO tasks (uuid, project_uuid, kind, services, state, origin, trigger_name, "
+                                 "version_uuid, created_at, wait_for, actor, reason, only_kinds, auto_kind) "
+                                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  ins.Bind(1, t.uuid).Bind(2, t.project_uuid).Bind(3, t.kind).Bind(4, absl::StrJoin(t.services, ","));
+  ins.Bind(5, t.state).Bind(6, t.origin).Bind(7, t.trigger).Bind(8, t.version_uuid);
+  ins.Bind(9, absl::ToUnixMicros(t.created_at)).Bind(10, absl::StrJoin(t.wait_for, ","));
+  ins.Bind(11, t.actor).Bind(12, t.reason).Bind(13, absl::StrJoin(t.only, ",")).Bind(14, t.auto_kind);
+  RETURN_IF_ERROR(ins.Run());
+  RETURN_IF_ERROR(AppendEventLocked(t.actor, p.name, "task.add", t.uuid,
+                                    absl::StrCat(t.kind, " (", t.origin, t.trigger.empty() ? "" : ", " + t.trigger, ") on ",
+                                                 t.services.empty() ? "the project" : absl::StrJoin(t.services, ",")))
+                      .status());
+  RETURN_IF_ERROR(txn->Commit());
+  return t;
+}
+
+absl::StatusOr<std::vector<TaskRecord>> SqliteProjectStore::ListTasks(const std::string& project_uuid,
+                                                                      int finished_limit) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> open,
+                   QueryTasksLocked("project_uuid = ?1 AND state IN ('queued', 'active', 'terminating') ORDER BY created_at",
+                                    project_uuid));
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> done,
+                   QueryTasksLocked(absl::StrCat("project_uuid = ?1 AND state IN ('completed', 'failed', 'terminated') "
+                                                 "ORDER BY finished_at DESC, created_at DESC LIMIT ",
+                                                 std::max(0, finished_limit)),
+                                    project_uuid));
+  open.insert(open.end(), done.begin(), done.end());
+  return open;
+}
+
+absl::StatusOr<TaskRecord> SqliteProjectStore::GetTask(const std::string& uuid) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> t, QueryTasksLocked("uuid = ?1", uuid));
+  if (t.empty()) return absl::NotFoundError(absl::StrCat("no task ", uuid, "; `mariposa queue list` shows them"));
+  return t[0];
+}
+
+absl::StatusOr<TaskRecord> SqliteProjectStore::SetTaskState(const std::string& uuid, const std::string& state,
+                                                            const std::string& error) {
+  static const std::set<std::string> kStates = {"queued", "active", "terminating", "completed", "failed", "terminated"};
+  if (!kStates.count(state)) return absl::InvalidArgumentError(absl::StrCat("unknown task state \"", state, "\""));
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> found, QueryTasksLocked("uuid = ?1", uuid));
+  if (found.empty()) return absl::NotFoundError(absl::StrCat("no task ", uuid));
+  if (Finished(found[0].state)) {
+    return absl::FailedPreconditionError(absl::StrCat("task ", uuid, " already ended (", found[0].state, ")"));
+  }
+  int64_t now = NowMicros();
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "UPDATE tasks SET state = ?2, error = ?3, "
+                                "started_at = CASE WHEN ?2 = 'active' AND started_at IS NULL THEN ?4 ELSE started_at END, "
+                                "finished_at = CASE WHEN ?2 IN ('completed', 'failed', 'terminated') THEN ?4 ELSE finished_at END "
+                                "WHERE uuid = ?1"));
+  st.Bind(1, uuid).Bind(2, state).Bind(3, error).Bind(4, now);
+  RETURN_IF_ERROR(st.Run());
+  ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(found[0].project_uuid));
+  RETURN_IF_ERROR(AppendEventLocked("mariposad", p.name, absl::StrCat("task.", state), uuid, error).status());
+  RETURN_IF_ERROR(txn->Commit());
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> after, QueryTasksLocked("uuid = ?1", uuid));
+  return after[0];
 }
 
 }  // namespace mariposa

@@ -18,7 +18,7 @@ namespace mariposa {
 class SqliteProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
   // FAILED_PRECONDITION when the file's schema is newer than this build.
@@ -58,6 +58,12 @@ class SqliteProjectStore : public ProjectStore {
   absl::StatusOr<int64_t> Backup(const std::string& path) override;
   int SchemaVersion() override;
 
+  absl::StatusOr<TaskRecord> AddTask(const TaskRecord& task, const TaskAdmitter& admit) override;
+  absl::StatusOr<std::vector<TaskRecord>> ListTasks(const std::string& project_uuid, int finished_limit) override;
+  absl::StatusOr<TaskRecord> GetTask(const std::string& uuid) override;
+  absl::StatusOr<TaskRecord> SetTaskState(const std::string& uuid, const std::string& state,
+                                          const std::string& error) override;
+
   // PRAGMA integrity_check; OK when the file is sound.
   absl::Status CheckIntegrity();
 
@@ -90,6 +96,8 @@ class SqliteProjectStore : public ProjectStore {
                                             const std::string& kind, const std::string& subject,
                                             const std::string& detail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<std::string>> TagsLocked(const std::string& version_uuid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<TaskRecord>> QueryTasksLocked(const std::string& where, const std::string& arg)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t NowMicros() const { return absl::ToUnixMicros(clock_->Now()); }
 

@@ -4,11 +4,13 @@
 #define MARIPOSA_PROJECTS_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
@@ -76,6 +78,37 @@ struct EventRecord {
   std::string subject;
   std::string detail;
 };
+
+// A reconciliation task (QUEUE.md). Times are InfinitePast when unset.
+struct TaskRecord {
+  std::string uuid;
+  std::string project_uuid;
+  std::string kind;                   // start stop scale reprovision freeze
+  std::vector<std::string> services;  // scope; empty = the whole project
+  std::string state = "queued";       // queued active terminating completed failed terminated
+  std::string origin = "user";        // user | auto
+  std::string trigger;                // apply scale health drift server-down …
+  std::string version_uuid;           // the project version it works toward
+  absl::Time created_at = absl::InfinitePast();
+  absl::Time started_at = absl::InfinitePast();
+  absl::Time finished_at = absl::InfinitePast();
+  int64_t steps_done = 0, steps_planned = 0;
+  int64_t created = 0, deleted = 0, replaced = 0, failed = 0;
+  std::string error;
+  std::vector<std::string> wait_for;  // tasks this one waits for (FIFO)
+  // Freezes: who and why, and the --only kinds of automatic work ("" = all).
+  std::string actor;
+  std::string reason;
+  std::vector<std::string> only;
+  std::string auto_kind;              // automatic tasks: replace-unhealthy, scale, reprovision, agent-rollout
+};
+
+// Decides, inside AddTask's transaction, whether `incoming` may join the
+// project's open (queued, active, terminating) tasks. OK to add it (after
+// setting incoming->wait_for and naming tasks to terminate); an error status
+// refuses it and nothing is written.
+using TaskAdmitter = std::function<absl::Status(const std::vector<TaskRecord>& open, TaskRecord* incoming,
+                                                std::vector<std::string>* terminate)>;
 
 // Everything CommitVersion writes, in one transaction.
 struct NewVersion {
@@ -158,6 +191,19 @@ class ProjectStore {
   // A consistent online copy of the whole store at `path`; returns its size.
   virtual absl::StatusOr<int64_t> Backup(const std::string& path) = 0;
   virtual int SchemaVersion() = 0;
+
+  // Tasks. AddTask runs `admit` and writes the outcome in one transaction:
+  // the new task (uuid and created_at assigned) and the terminations (those
+  // tasks become `terminating`, or `terminated` when still queued).
+  virtual absl::StatusOr<TaskRecord> AddTask(const TaskRecord& task, const TaskAdmitter& admit) = 0;
+  // Queued, active and terminating tasks first, then up to `finished_limit`
+  // finished ones, newest first.
+  virtual absl::StatusOr<std::vector<TaskRecord>> ListTasks(const std::string& project_uuid, int finished_limit) = 0;
+  virtual absl::StatusOr<TaskRecord> GetTask(const std::string& uuid) = 0;
+  // Moves a task to `state` (and sets started/finished times and the error
+  // as fitting). FAILED_PRECONDITION for a task that already ended.
+  virtual absl::StatusOr<TaskRecord> SetTaskState(const std::string& uuid, const std::string& state,
+                                                  const std::string& error) = 0;
 };
 
 }  // namespace mariposa

@@ -1,0 +1,74 @@
+#include "convergence/queue.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "convergence/admission.h"
+
+namespace mariposa::convergence {
+namespace {
+
+TaskKind KindOf(const std::string& k) {
+  if (k == "start") return TaskKind::kStart;
+  if (k == "stop") return TaskKind::kStop;
+  if (k == "scale") return TaskKind::kScale;
+  if (k == "reprovision") return TaskKind::kReprovision;
+  return TaskKind::kFreeze;
+}
+
+TaskInfo InfoOf(const TaskRecord& t, bool thaw) {
+  TaskInfo i;
+  i.uuid = t.uuid;
+  i.kind = KindOf(t.kind);
+  i.services = std::set<std::string>(t.services.begin(), t.services.end());
+  i.automatic = t.origin == "auto";
+  i.auto_kind = t.auto_kind;
+  i.thaw = thaw;
+  i.frozen_by = t.actor;
+  i.frozen_since = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t.created_at, absl::UTCTimeZone());
+  i.reason = t.reason;
+  i.only = std::set<std::string>(t.only.begin(), t.only.end());
+  return i;
+}
+
+}  // namespace
+
+TaskAdmitter QueueAdmitter() {
+  return [](const std::vector<TaskRecord>& open, TaskRecord* incoming, std::vector<std::string>* terminate) {
+    std::vector<TaskInfo> existing;
+    for (const TaskRecord& t : open) {
+      if (t.state != "terminating") existing.push_back(InfoOf(t, false));
+    }
+    // `--thaw` travels as the trigger of a user command.
+    Admission a = Admit(existing, InfoOf(*incoming, incoming->trigger == "thaw"));
+    if (a.verdict == Verdict::kReject) return absl::FailedPreconditionError(a.message);
+    *terminate = a.terminate;
+    incoming->wait_for = a.wait_for;
+    return absl::OkStatus();
+  };
+}
+
+absl::StatusOr<TaskRecord> TaskQueue::Add(const TaskRecord& task) { return store_->AddTask(task, QueueAdmitter()); }
+
+absl::StatusOr<TaskRecord> TaskQueue::Terminate(const std::string& task_uuid, const std::string& actor,
+                                                const std::string& reason) {
+  ASSIGN_OR_RETURN(TaskRecord t, store_->GetTask(task_uuid));
+  if (t.kind == "freeze") {
+    return absl::InvalidArgumentError(absl::StrCat("task ", task_uuid, " is a freeze; end it with `mariposa thaw`"));
+  }
+  // The freeze terminates the task through the admission rules (every
+  // kind's row says "terminate" for an added freeze) in one transaction.
+  TaskRecord freeze;
+  freeze.project_uuid = t.project_uuid;
+  freeze.kind = "freeze";
+  freeze.services = t.services;
+  freeze.origin = "user";
+  freeze.trigger = "terminate";
+  freeze.actor = actor;
+  freeze.reason = reason.empty() ? absl::StrCat("terminated task ", task_uuid) : reason;
+  ASSIGN_OR_RETURN(TaskRecord added, Add(freeze));
+  (void)added;
+  return store_->GetTask(task_uuid);
+}
+
+}  // namespace mariposa::convergence

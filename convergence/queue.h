@@ -1,0 +1,36 @@
+// The task queue on top of the store: admission by QUEUE.md's rules inside
+// the store's transaction, and termination (which freezes the same scope, as
+// RFD 36 asks). Thread-safe.
+//
+// Status: adding, listing and terminating tasks. Execution (steps, progress,
+// re-planning) comes with the executor, not built yet.
+#ifndef MARIPOSA_CONVERGENCE_QUEUE_H_
+#define MARIPOSA_CONVERGENCE_QUEUE_H_
+
+#include "absl/status/statusor.h"
+#include "projects/store.h"
+
+namespace mariposa::convergence {
+
+// The TaskAdmitter implementing admission.h's rules: FAILED_PRECONDITION
+// naming the blocking task, or the tasks to terminate and to wait for.
+TaskAdmitter QueueAdmitter();
+
+class TaskQueue {
+ public:
+  // `store` must outlive the queue.
+  explicit TaskQueue(ProjectStore* store) : store_(store) {}
+
+  absl::StatusOr<TaskRecord> Add(const TaskRecord& task);
+  // Terminates a queued or active task and freezes its scope (same
+  // services), recording who and why.
+  absl::StatusOr<TaskRecord> Terminate(const std::string& task_uuid, const std::string& actor,
+                                       const std::string& reason);
+
+ private:
+  ProjectStore* store_;
+};
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_QUEUE_H_

@@ -1,0 +1,123 @@
+#include "convergence/queue.h"
+
+#include "common/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "projects/sqlite_store.h"
+
+namespace mariposa::convergence {
+namespace {
+
+using ::testing::HasSubstr;
+
+class QueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "/queue_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
+    std::remove(path_.c_str());
+    auto s = SqliteProjectStore::Open(path_, &clock_);
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::move(*s);
+    auto p = store_->CreateProject("jupiter", "", "alice");
+    ASSERT_TRUE(p.ok());
+    project_ = p->uuid;
+  }
+  TaskRecord T(const std::string& kind, std::vector<std::string> services = {}) {
+    TaskRecord t;
+    t.project_uuid = project_;
+    t.kind = kind;
+    t.services = std::move(services);
+    t.actor = "alice";
+    return t;
+  }
+
+  SimulatedClock clock_;
+  std::string path_;
+  std::unique_ptr<SqliteProjectStore> store_;
+  std::string project_;
+};
+
+TEST_F(QueueTest, AddWaitRejectTerminate) {
+  TaskQueue q(store_.get());
+  auto scale = q.Add(T("scale", {"web"}));
+  ASSERT_TRUE(scale.ok()) << scale.status();
+  EXPECT_EQ(scale->state, "queued");
+  auto rep = q.Add(T("reprovision", {"web"}));  // concurrent with scale
+  ASSERT_TRUE(rep.ok());
+  EXPECT_TRUE(rep->wait_for.empty());
+  auto start = q.Add(T("start"));  // FIFO behind both
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->wait_for, (std::vector<std::string>{scale->uuid, rep->uuid}));
+  auto again = q.Add(T("scale", {"web"}));  // scale + scale: rejected, naming the task
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(again.status().message()), HasSubstr(scale->uuid));
+
+  // Active tasks become terminating; queued ones terminated at once.
+  ASSERT_TRUE(store_->SetTaskState(scale->uuid, "active", "").ok());
+  auto stop = q.Add(T("stop"));
+  ASSERT_TRUE(stop.ok()) << stop.status();
+  EXPECT_EQ(store_->GetTask(scale->uuid)->state, "terminating");
+  EXPECT_EQ(store_->GetTask(rep->uuid)->state, "terminated");
+  EXPECT_EQ(store_->GetTask(start->uuid)->state, "terminated");
+}
+
+TEST_F(QueueTest, TerminateFreezesTheSameScopeAndSurvivesRestart) {
+  TaskQueue q(store_.get());
+  auto rep = q.Add(T("reprovision", {"web", "api"}));
+  ASSERT_TRUE(rep.ok());
+  ASSERT_TRUE(store_->SetTaskState(rep->uuid, "active", "").ok());
+  auto t = q.Terminate(rep->uuid, "bob", "bad image");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->state, "terminating");
+  auto tasks = store_->ListTasks(project_, 10);
+  ASSERT_TRUE(tasks.ok());
+  const TaskRecord* freeze = nullptr;
+  for (const auto& x : *tasks) {
+    if (x.kind == "freeze") freeze = &x;
+  }
+  ASSERT_NE(freeze, nullptr);
+  EXPECT_EQ(freeze->services, (std::vector<std::string>{"web", "api"}));
+  EXPECT_EQ(freeze->actor, "bob");
+  EXPECT_EQ(freeze->reason, "bad image");
+
+  // Restart: reopen the file; the freeze still refuses work in its scope.
+  store_.reset();
+  auto reopened = SqliteProjectStore::Open(path_, &clock_);
+  ASSERT_TRUE(reopened.ok());
+  store_ = std::move(*reopened);
+  TaskQueue q2(store_.get());
+  auto blocked = q2.Add(T("scale", {"web"}));
+  EXPECT_EQ(blocked.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(blocked.status().message()), HasSubstr("frozen since"));
+  EXPECT_THAT(std::string(blocked.status().message()), HasSubstr("by bob (bad image)"));
+  TaskRecord automatic = T("scale", {"api"});
+  automatic.origin = "auto";
+  automatic.auto_kind = "replace-unhealthy";
+  EXPECT_EQ(q2.Add(automatic).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(q2.Add(T("scale", {"db"})).ok());  // outside the frozen scope
+  TaskRecord thaw = T("scale", {"web"});
+  thaw.trigger = "thaw";
+  std::string freeze_uuid = freeze->uuid;
+  EXPECT_TRUE(q2.Add(thaw).ok());  // --thaw ends the freeze
+  EXPECT_EQ(store_->GetTask(freeze_uuid)->state, "terminated");
+}
+
+TEST_F(QueueTest, StateMachine) {
+  TaskQueue q(store_.get());
+  auto t = q.Add(T("scale"));
+  ASSERT_TRUE(t.ok());
+  clock_.Advance(absl::Seconds(3));
+  auto active = store_->SetTaskState(t->uuid, "active", "");
+  ASSERT_TRUE(active.ok());
+  EXPECT_EQ(active->started_at, clock_.Now());
+  auto done = store_->SetTaskState(t->uuid, "failed", "vmapi CreateVm: 503");
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->error, "vmapi CreateVm: 503");
+  EXPECT_EQ(done->finished_at, clock_.Now());
+  EXPECT_EQ(store_->SetTaskState(t->uuid, "active", "").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->SetTaskState(t->uuid, "sleeping", "").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(q.Add(T("nap")).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace mariposa::convergence
