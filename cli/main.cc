@@ -28,6 +28,7 @@
 #include "absl/time/time.h"
 #include "mariposa/v1/admin.grpc.pb.h"
 #include "mariposa/v1/projects.grpc.pb.h"
+#include "mariposa/v1/queue.grpc.pb.h"
 
 namespace mariposa {
 namespace {
@@ -57,6 +58,12 @@ Metadata
   meta incr KEY [N] [--cas ID]
   meta decr KEY [N] [--cas ID]
   meta import FILE [--secret]        (YAML/JSON map, or KEY=VALUE lines)
+Tasks and freezes
+  queue list [--finished N]
+  queue get TASK
+  queue terminate TASK [--reason TEXT]   (ends it and freezes its scope)
+  freeze [--service s1,s2 | --group G] [--reason TEXT] [--only kind,kind]
+  thaw [--service s1,s2 | --group G]
 Log and controller
   events [--after INDEX] [--limit N] [--all]
   admin status
@@ -95,6 +102,15 @@ const std::map<std::string, std::string>& CommandHelp() {
        "--cas ID writes only if the key is still at cas id ID (0: only if it does not exist).\n"
        "Secret values are never printed; they are shown as <secret>.\n"},
       {"events", "usage: mariposa [-j PROJECT] events [--after INDEX] [--limit N] [--all]\n"},
+      {"queue",
+       "usage: mariposa -j PROJECT queue list [--finished N] | queue get TASK | queue terminate TASK [--reason TEXT]\n\n"
+       "Terminating a task freezes its scope (services) until `mariposa thaw`.\n"},
+      {"freeze",
+       "usage: mariposa -j PROJECT freeze [--service s1,s2 | --group G] [--reason TEXT] [--only kind,kind]\n\n"
+       "Terminates the tasks in scope and blocks automatic work there until `mariposa thaw`; user commands are\n"
+       "refused unless given --thaw. --only replace-unhealthy,scale,reprovision,agent-rollout suspends just those\n"
+       "kinds of automatic work.\n"},
+      {"thaw", "usage: mariposa -j PROJECT thaw [--service s1,s2 | --group G]\n\nEnds the freezes that overlap the scope.\n"},
       {"admin", "usage: mariposa admin status | admin backup PATH\n"},
   };
   return *h;
@@ -170,6 +186,7 @@ class Cli {
     channel_ = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
     projects_ = Projects::NewStub(channel_);
     admin_ = Admin::NewStub(channel_);
+    queue_ = v1::Queue::NewStub(channel_);
     addr_ = addr;
   }
 
@@ -209,6 +226,9 @@ class Cli {
   int Meta(Args& a);
   int Events(Args& a);
   int AdminCmd(Args& a);
+  int QueueCmd(Args& a);
+  int FreezeCmd(Args& a, bool thaw);
+  void PrintTask(const v1::Task& t);
 
   std::string addr_;
   std::string project_;
@@ -216,6 +236,7 @@ class Cli {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Projects::Stub> projects_;
   std::unique_ptr<Admin::Stub> admin_;
+  std::unique_ptr<v1::Queue::Stub> queue_;
 };
 
 std::string Time(const google::protobuf::Timestamp& t) {
@@ -763,6 +784,98 @@ int Cli::AdminCmd(Args& a) {
   throw UsageError{"expected admin status | admin backup PATH"};
 }
 
+void Cli::PrintTask(const v1::Task& t) {
+  std::cout << "task:     " << t.uuid() << "\nkind:     " << t.kind() << "\nscope:    "
+            << (t.services().empty() ? "whole project" : absl::StrJoin(t.services(), ",")) << "\nstate:    " << t.state()
+            << "\norigin:   " << t.origin() << (t.trigger().empty() ? "" : " (" + t.trigger() + ")")
+            << "\ncreated:  " << Time(t.created_at()) << "\n";
+  if (!t.actor().empty()) std::cout << "by:       " << t.actor() << "\n";
+  if (!t.reason().empty()) std::cout << "reason:   " << t.reason() << "\n";
+  if (!t.only().empty()) std::cout << "only:     " << absl::StrJoin(t.only(), ",") << "\n";
+  if (!t.wait_for().empty()) std::cout << "waits for: " << absl::StrJoin(t.wait_for(), ",") << "\n";
+  if (t.steps_planned() > 0) std::cout << "progress: " << t.steps_done() << "/" << t.steps_planned() << "\n";
+  if (!t.error().empty()) std::cout << "error:    " << t.error() << "\n";
+}
+
+int Cli::QueueCmd(Args& a) {
+  auto finished = a.Value({"--finished"});
+  auto reason = a.Value({"--reason"});
+  auto rest = a.Positional(1, 2, "queue list|get|terminate");
+  if (rest[0] == "list") {
+    v1::ListTasksRequest req;
+    req.set_project(NeedProject());
+    int n = 20;
+    if (finished && !absl::SimpleAtoi(*finished, &n)) throw UsageError{"--finished needs a number"};
+    req.set_finished_limit(n);
+    v1::ListTasksResponse resp;
+    Check(queue_->ListTasks(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& t : resp.tasks()) {
+      rows.push_back({t.uuid(), t.kind(), t.services().empty() ? "*" : absl::StrJoin(t.services(), ","), t.state(),
+                      t.origin(), Time(t.created_at()), t.reason()});
+    }
+    Table({"TASK", "KIND", "SCOPE", "STATE", "ORIGIN", "CREATED", "REASON"}, rows);
+    return 0;
+  }
+  if (rest.size() != 2) throw UsageError{"expected queue get TASK | queue terminate TASK"};
+  if (rest[0] == "get") {
+    v1::GetTaskRequest req;
+    req.set_task(rest[1]);
+    v1::GetTaskResponse resp;
+    Check(queue_->GetTask(Ctx().get(), req, &resp));
+    if (Structured()) Print(resp.task());
+    else PrintTask(resp.task());
+    return 0;
+  }
+  if (rest[0] == "terminate") {
+    v1::TerminateTaskRequest req;
+    req.set_task(rest[1]);
+    req.set_reason(reason.value_or(""));
+    v1::TerminateTaskResponse resp;
+    Check(queue_->TerminateTask(Ctx().get(), req, &resp));
+    std::cout << "task " << rest[1] << " is " << resp.task().state() << "; its scope is frozen until `mariposa thaw`\n";
+    return 0;
+  }
+  throw UsageError{"expected queue list|get|terminate"};
+}
+
+int Cli::FreezeCmd(Args& a, bool thaw) {
+  auto services = a.Value({"--service", "--services"});
+  auto group = a.Value({"--group"});
+  auto reason = thaw ? std::nullopt : a.Value({"--reason"});
+  auto only = thaw ? std::nullopt : a.Value({"--only"});
+  a.Positional(1, 1, thaw ? "thaw" : "freeze");
+  std::vector<std::string> svc;
+  if (services) svc = absl::StrSplit(*services, ',', absl::SkipEmpty());
+  if (thaw) {
+    v1::ThawRequest req;
+    req.set_project(NeedProject());
+    for (const auto& s : svc) req.add_services(s);
+    req.set_group(group.value_or(""));
+    v1::ThawResponse resp;
+    Check(queue_->Thaw(Ctx().get(), req, &resp));
+    std::cout << "thawed " << resp.thawed_size() << (resp.thawed_size() == 1 ? " freeze" : " freezes") << "\n";
+    return 0;
+  }
+  v1::FreezeRequest req;
+  req.set_project(NeedProject());
+  for (const auto& s : svc) req.add_services(s);
+  req.set_group(group.value_or(""));
+  req.set_reason(reason.value_or(""));
+  if (only) {
+    for (absl::string_view o : absl::StrSplit(*only, ',', absl::SkipEmpty())) req.add_only(std::string(o));
+  }
+  v1::FreezeResponse resp;
+  Check(queue_->Freeze(Ctx().get(), req, &resp));
+  if (Structured()) Print(resp.task());
+  else std::cout << "frozen (task " << resp.task().uuid() << ")\n";
+  return 0;
+}
+
 int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "project" || cmd == "projects") return Project(args);
   if (cmd == "apply") return Apply(args, false);
@@ -773,6 +886,9 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "meta") return Meta(args);
   if (cmd == "events") return Events(args);
   if (cmd == "admin") return AdminCmd(args);
+  if (cmd == "queue") return QueueCmd(args);
+  if (cmd == "freeze") return FreezeCmd(args, false);
+  if (cmd == "thaw") return FreezeCmd(args, true);
   throw UsageError{absl::StrCat("unknown command \"", cmd, "\"")};
 }
 
@@ -829,7 +945,8 @@ int Main(int argc, char** argv) {
     // The first positional after the command is its subcommand for project,
     // version, meta and admin; Args sees it as rest[0].
     std::vector<std::string> sub(rest.begin() + 1, rest.end());
-    bool has_sub = cmd == "project" || cmd == "projects" || cmd == "version" || cmd == "meta" || cmd == "admin";
+    bool has_sub = cmd == "project" || cmd == "projects" || cmd == "version" || cmd == "meta" || cmd == "admin" ||
+                   cmd == "queue";
     Cli cli(addr, project, output);
     if (has_sub) return cli.Run(cmd, Args(sub));
     return cli.Run(cmd, Args(rest));

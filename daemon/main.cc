@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "convergence/queue_service.h"
 #include "daemon/admin_service.h"
 #include "projects/projects_service.h"
 #include "projects/sqlite_store.h"
@@ -144,12 +145,14 @@ int main(int argc, char** argv) {
 
   mariposa::ProjectsService projects(store->get());
   mariposa::AdminService admin(store->get(), data_dir, store_path, started);
+  mariposa::convergence::QueueService queue(store->get());
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&projects);
   builder.RegisterService(&admin);
+  builder.RegisterService(&queue);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     mariposa::LogError("cannot listen", {{"listen", listen}});

@@ -168,6 +168,49 @@ TEST_F(CliTest, MetaWithCasAndSecretsNeverPrinted) {
   EXPECT_EQ(r.exit_code, 1);
 }
 
+TEST_F(CliTest, FreezeThawAndTheQueue) {
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  auto r = M({"-j", "jupiter", "freeze", "--group", "frontend", "--reason", "incident 42", "--only",
+              "replace-unhealthy"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("frozen (task "));
+  std::string task = r.out.substr(r.out.find("task ") + 5, 36);
+  r = M({"-j", "jupiter", "queue", "list"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("freeze"));
+  EXPECT_THAT(r.out, HasSubstr("nginx,wordpress"));
+  EXPECT_THAT(r.out, HasSubstr("incident 42"));
+  r = M({"-j", "jupiter", "queue", "get", task});
+  EXPECT_THAT(r.out, HasSubstr("only:     replace-unhealthy"));
+  // A second freeze of an overlapping scope is refused, naming the first.
+  r = M({"-j", "jupiter", "freeze", "--service", "nginx"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr(task));
+  // Bad scopes and kinds are refused clearly.
+  r = M({"-j", "jupiter", "freeze", "--service", "nope"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("no service \"nope\" in project jupiter"));
+  r = M({"-j", "jupiter", "freeze", "--only", "everything"});
+  EXPECT_THAT(r.err, HasSubstr("is not one of: replace-unhealthy, scale, reprovision, agent-rollout"));
+  r = M({"-j", "jupiter", "queue", "terminate", task});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("is a freeze; end it with `mariposa thaw`"));
+  // The freeze survives a restart of mariposad.
+  ASSERT_EQ(daemon_->Stop(), 0);
+  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  r = M({"-j", "jupiter", "thaw", "--service", "mysql"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("nothing to thaw"));
+  r = M({"-j", "jupiter", "thaw", "--service", "wordpress"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "thawed 1 freeze\n");
+  r = M({"-o", "json", "-j", "jupiter", "queue", "get", task});
+  EXPECT_THAT(r.out, HasSubstr("\"state\": \"terminated\""));
+  r = M({"events", "--all"});
+  EXPECT_THAT(r.out, HasSubstr("task.add"));
+  EXPECT_THAT(r.out, HasSubstr("task.terminated"));
+}
+
 TEST_F(CliTest, UsageErrorsAndHelp) {
   auto r = M({"frobnicate"});
   EXPECT_EQ(r.exit_code, 2);
@@ -178,7 +221,8 @@ TEST_F(CliTest, UsageErrorsAndHelp) {
   r = M({"versions"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("no project"));
-  for (const char* cmd : {"apply", "diff", "versions", "version", "rollback", "meta", "project", "events", "admin"}) {
+  for (const char* cmd : {"apply", "diff", "versions", "version", "rollback", "meta", "project", "events", "admin",
+                          "queue", "freeze", "thaw"}) {
     r = M({cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_THAT(r.out, HasSubstr("usage: mariposa")) << cmd;

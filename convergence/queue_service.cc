@@ -1,0 +1,152 @@
+#include "convergence/queue_service.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "convergence/admission.h"
+#include "common/status_macros.h"
+#include "projects/projects_service.h"
+
+namespace mariposa::convergence {
+namespace {
+
+void SetTime(absl::Time t, google::protobuf::Timestamp* ts) {
+  if (t == absl::InfinitePast()) return;
+  int64_t us = absl::ToUnixMicros(t);
+  ts->set_seconds(us / 1000000);
+  ts->set_nanos(static_cast<int>((us % 1000000) * 1000));
+}
+
+bool Overlap(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  return Overlaps(std::set<std::string>(a.begin(), a.end()), std::set<std::string>(b.begin(), b.end()));
+}
+
+}  // namespace
+
+absl::Status QueueService::ToProto(const TaskRecord& t, v1::Task* out) {
+  ASSIGN_OR_RETURN(ProjectRecord p, store_->GetProject(t.project_uuid));
+  out->set_uuid(t.uuid);
+  out->set_project(p.name);
+  out->set_kind(t.kind);
+  for (const auto& s : t.services) out->add_services(s);
+  out->set_state(t.state);
+  out->set_origin(t.origin);
+  out->set_trigger(t.trigger);
+  out->set_version(t.version_uuid);
+  SetTime(t.created_at, out->mutable_created_at());
+  SetTime(t.started_at, out->mutable_started_at());
+  SetTime(t.finished_at, out->mutable_finished_at());
+  out->set_steps_done(t.steps_done);
+  out->set_steps_planned(t.steps_planned);
+  out->set_created(t.created);
+  out->set_deleted(t.deleted);
+  out->set_replaced(t.replaced);
+  out->set_failed(t.failed);
+  out->set_error(t.error);
+  for (const auto& w : t.wait_for) out->add_wait_for(w);
+  out->set_actor(t.actor);
+  out->set_reason(t.reason);
+  for (const auto& o : t.only) out->add_only(o);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> QueueService::Scope(const ProjectRecord& p,
+                                                            const std::vector<std::string>& services,
+                                                            const std::string& group) {
+  if (!services.empty() && !group.empty()) {
+    return absl::InvalidArgumentError("give services or a group, not both");
+  }
+  std::vector<ServiceRecord> known;
+  std::vector<GroupRecord> groups;
+  if (!p.current_version.empty()) {
+    ASSIGN_OR_RETURN(known, store_->ListServices(p.current_version));
+    ASSIGN_OR_RETURN(groups, store_->ListGroups(p.current_version));
+  }
+  if (!group.empty()) {
+    for (const auto& g : groups) {
+      if (g.name == group) return g.services;
+    }
+    return absl::NotFoundError(absl::StrCat("no deployment group \"", group, "\" in project ", p.name));
+  }
+  for (const auto& s : services) {
+    bool found = false;
+    for (const auto& k : known) found |= k.name == s;
+    if (!found) return absl::NotFoundError(absl::StrCat("no service \"", s, "\" in project ", p.name));
+  }
+  return services;
+}
+
+grpc::Status QueueService::ListTasks(grpc::ServerContext*, const v1::ListTasksRequest* req,
+                                     v1::ListTasksResponse* resp) {
+  auto p = store_->GetProject(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  auto tasks = store_->ListTasks(p->uuid, req->finished_limit() > 0 ? req->finished_limit() : 20);
+  if (!tasks.ok()) return ToGrpc(tasks.status());
+  for (const auto& t : *tasks) {
+    if (auto s = ToProto(t, resp->add_tasks()); !s.ok()) return ToGrpc(s);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueueService::GetTask(grpc::ServerContext*, const v1::GetTaskRequest* req, v1::GetTaskResponse* resp) {
+  auto t = store_->GetTask(req->task());
+  if (!t.ok()) return ToGrpc(t.status());
+  return ToGrpc(ToProto(*t, resp->mutable_task()));
+}
+
+grpc::Status QueueService::TerminateTask(grpc::ServerContext* ctx, const v1::TerminateTaskRequest* req,
+                                         v1::TerminateTaskResponse* resp) {
+  auto t = queue_.Terminate(req->task(), AuthorOf(ctx), req->reason());
+  if (!t.ok()) return ToGrpc(t.status());
+  return ToGrpc(ToProto(*t, resp->mutable_task()));
+}
+
+grpc::Status QueueService::Freeze(grpc::ServerContext* ctx, const v1::FreezeRequest* req, v1::FreezeResponse* resp) {
+  static const std::set<std::string> kOnly = {"replace-unhealthy", "scale", "reprovision", "agent-rollout"};
+  for (const auto& o : req->only()) {
+    if (!kOnly.count(o)) {
+      return ToGrpc(absl::InvalidArgumentError(
+          absl::StrCat("--only \"", o, "\" is not one of: replace-unhealthy, scale, reprovision, agent-rollout")));
+    }
+  }
+  auto p = store_->GetProject(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  auto scope = Scope(*p, {req->services().begin(), req->services().end()}, req->group());
+  if (!scope.ok()) return ToGrpc(scope.status());
+  TaskRecord t;
+  t.project_uuid = p->uuid;
+  t.kind = "freeze";
+  t.services = *scope;
+  t.origin = "user";
+  t.trigger = "freeze";
+  t.actor = AuthorOf(ctx);
+  t.reason = req->reason();
+  t.only = {req->only().begin(), req->only().end()};
+  auto added = queue_.Add(t);
+  if (!added.ok()) return ToGrpc(added.status());
+  return ToGrpc(ToProto(*added, resp->mutable_task()));
+}
+
+grpc::Status QueueService::Thaw(grpc::ServerContext* ctx, const v1::ThawRequest* req, v1::ThawResponse* resp) {
+  auto p = store_->GetProject(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  auto scope = Scope(*p, {req->services().begin(), req->services().end()}, req->group());
+  if (!scope.ok()) return ToGrpc(scope.status());
+  auto tasks = store_->ListTasks(p->uuid, 0);
+  if (!tasks.ok()) return ToGrpc(tasks.status());
+  for (const auto& t : *tasks) {
+    if (t.kind != "freeze" || !Overlap(t.services, *scope)) continue;
+    auto ended = store_->SetTaskState(t.uuid, "terminated", absl::StrCat("thawed by ", AuthorOf(ctx)));
+    if (!ended.ok()) return ToGrpc(ended.status());
+    resp->add_thawed(t.uuid);
+  }
+  if (resp->thawed().empty()) {
+    return ToGrpc(absl::NotFoundError(absl::StrCat("nothing to thaw: no freeze covers ",
+                                                   scope->empty() ? "the project" : absl::StrJoin(*scope, ","),
+                                                   " in project ", p->name)));
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace mariposa::convergence

@@ -1,0 +1,35 @@
+// The gRPC Queue service: tasks, freeze and thaw. Thread-safe.
+#ifndef MARIPOSA_CONVERGENCE_QUEUE_SERVICE_H_
+#define MARIPOSA_CONVERGENCE_QUEUE_SERVICE_H_
+
+#include "convergence/queue.h"
+#include "mariposa/v1/queue.grpc.pb.h"
+#include "projects/store.h"
+
+namespace mariposa::convergence {
+
+class QueueService final : public v1::Queue::Service {
+ public:
+  // `store` must outlive the service.
+  explicit QueueService(ProjectStore* store) : store_(store), queue_(store) {}
+
+  grpc::Status ListTasks(grpc::ServerContext*, const v1::ListTasksRequest*, v1::ListTasksResponse*) override;
+  grpc::Status GetTask(grpc::ServerContext*, const v1::GetTaskRequest*, v1::GetTaskResponse*) override;
+  grpc::Status TerminateTask(grpc::ServerContext*, const v1::TerminateTaskRequest*, v1::TerminateTaskResponse*) override;
+  grpc::Status Freeze(grpc::ServerContext*, const v1::FreezeRequest*, v1::FreezeResponse*) override;
+  grpc::Status Thaw(grpc::ServerContext*, const v1::ThawRequest*, v1::ThawResponse*) override;
+
+ private:
+  // The services named by `services` or `group` (empty = whole project),
+  // checked against the project's current version.
+  absl::StatusOr<std::vector<std::string>> Scope(const ProjectRecord& p, const std::vector<std::string>& services,
+                                                 const std::string& group);
+  absl::Status ToProto(const TaskRecord& t, v1::Task* out);
+
+  ProjectStore* store_;
+  TaskQueue queue_;
+};
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_QUEUE_SERVICE_H_
