@@ -31,6 +31,7 @@ absl::StatusOr<std::vector<InstanceState>> Observer::ObserveProject(
     InstanceState i;
     i.uuid = vm.uuid;
     i.service = tag(kTagService);
+    i.alias = vm.alias;
     i.state = vm.state;
     i.health = "unknown";
     i.spec_hash = tag(kTagSpec);

@@ -25,6 +25,7 @@ namespace mariposa::convergence {
 struct InstanceState {
   std::string uuid;
   std::string service;
+  std::string alias;   // <project>-<service>-<ordinal>
   std::string state;   // provisioning running stopped failed destroyed unknown
   std::string health;  // unknown starting healthy unhealthy
   std::string spec_hash;

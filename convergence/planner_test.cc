@@ -12,7 +12,7 @@ const absl::Time kNow = absl::FromUnixSeconds(1800000000);
 
 InstanceState I(const std::string& uuid, const std::string& state, const std::string& health, int64_t version,
                 int age_s, const std::string& spec = "s1", const std::string& service = "web") {
-  return InstanceState{uuid, service, state, health, spec, version, kNow - absl::Seconds(age_s)};
+  return InstanceState{uuid, service, "", state, health, spec, version, kNow - absl::Seconds(age_s)};
 }
 
 PlanInput Input(int64_t count, std::vector<InstanceState> instances, int rolling = 1, int surge = 1,
@@ -88,7 +88,7 @@ void Apply(const std::vector<Action>& actions, const PlanInput& in, std::vector<
       inst->erase(std::remove_if(inst->begin(), inst->end(), [&](const InstanceState& i) { return i.uuid == a.instance; }),
                   inst->end());
     } else {
-      inst->push_back(InstanceState{absl::StrCat("n", (*next)++), a.service, "provisioning", "unknown",
+      inst->push_back(InstanceState{absl::StrCat("n", (*next)++), a.service, "", "provisioning", "unknown",
                                     in.services.at(a.service).spec_hash, version, kNow});
     }
   }

@@ -24,7 +24,10 @@
 #include "absl/strings/strip.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/ids.h"
 #include "convergence/queue_service.h"
+#include "convergence/reconciler.h"
+#include "convergence/triton/http_clients.h"
 #include "daemon/admin_service.h"
 #include "projects/projects_service.h"
 #include "projects/sqlite_store.h"
@@ -32,6 +35,7 @@
 namespace {
 
 constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [--addr-file FILE]
+                 [--triton URL --owner UUID --network UUID [--resync DURATION]]
 
 The Mariposa controller: gRPC API, SQLite store.
 
@@ -41,6 +45,12 @@ The Mariposa controller: gRPC API, SQLite store.
                     if missing; one mariposad per directory
   --addr-file FILE  write the address actually bound (host:port) to FILE once
                     serving; for scripts and tests
+  --triton URL      converge projects against this Triton (VMAPI and IMGAPI at one
+                    base URL, as tritonsim serves them); without it mariposad
+                    stores goal state only
+  --owner UUID      owner of the instances Mariposa creates (with --triton)
+  --network UUID    network every instance joins (with --triton)
+  --resync DURATION how often every project is re-checked (default 5s)
   --help            this text
 
 Stops gracefully on SIGTERM or SIGINT.
@@ -88,6 +98,7 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:7740";
   std::string data_dir = "/var/lib/mariposa";
   std::string addr_file;
+  std::string triton_url, owner, network, resync = "5s";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const std::string& flag, std::string* out) {
@@ -106,8 +117,20 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
-    if (value("--listen", &listen) || value("--data-dir", &data_dir) || value("--addr-file", &addr_file)) continue;
+    if (value("--listen", &listen) || value("--data-dir", &data_dir) || value("--addr-file", &addr_file) ||
+        value("--triton", &triton_url) || value("--owner", &owner) || value("--network", &network) ||
+        value("--resync", &resync)) {
+      continue;
+    }
     return Usage(absl::StrCat("unknown argument \"", a, "\""));
+  }
+
+  absl::Duration resync_every;
+  if (!absl::ParseDuration(resync, &resync_every) || resync_every <= absl::ZeroDuration()) {
+    return Usage(absl::StrCat("--resync \"", resync, "\" is not a duration (e.g. 5s)"));
+  }
+  if (!triton_url.empty() && (!mariposa::IsUuid(owner) || !mariposa::IsUuid(network))) {
+    return Usage("--triton needs --owner UUID and --network UUID");
   }
 
   // Signals are taken by one thread with sigwait; block them everywhere first.
@@ -146,6 +169,22 @@ int main(int argc, char** argv) {
   mariposa::ProjectsService projects(store->get());
   mariposa::AdminService admin(store->get(), data_dir, store_path, started);
   mariposa::convergence::QueueService queue(store->get());
+  std::unique_ptr<mariposa::triton::HttpVmapiClient> vmapi;
+  std::unique_ptr<mariposa::triton::HttpImgapiClient> imgapi;
+  std::unique_ptr<mariposa::convergence::Reconciler> reconciler;
+  if (!triton_url.empty()) {
+    mariposa::triton::HttpOptions http;
+    http.base_url = triton_url;
+    vmapi = std::make_unique<mariposa::triton::HttpVmapiClient>(http, nullptr, clock);
+    imgapi = std::make_unique<mariposa::triton::HttpImgapiClient>(http, nullptr, clock);
+    mariposa::convergence::ReconcilerOptions ropts;
+    ropts.owner_uuid = owner;
+    ropts.network_uuid = network;
+    ropts.resync = resync_every;
+    reconciler = std::make_unique<mariposa::convergence::Reconciler>(store->get(), vmapi.get(), imgapi.get(), clock,
+                                                                    ropts);
+    projects.set_on_change([r = reconciler.get()] { r->Wake(); });
+  }
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
@@ -170,7 +209,9 @@ int main(int argc, char** argv) {
     }
     std::rename(tmp.c_str(), addr_file.c_str());
   }
+  if (reconciler) reconciler->Start();
   mariposa::LogInfo("serving", {{"addr", bound},
+                                {"triton", triton_url.empty() ? "none (goal state only)" : triton_url},
                                 {"data_dir", data_dir},
                                 {"schema", absl::StrCat((*store)->SchemaVersion())},
                                 {"pid", absl::StrCat(getpid())}});
@@ -183,6 +224,7 @@ int main(int argc, char** argv) {
   });
   server->Wait();
   signals.join();
+  if (reconciler) reconciler->Stop();
   store->reset();
   close(lock_fd);
   mariposa::LogInfo("stopped");

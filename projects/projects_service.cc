@@ -176,7 +176,10 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
                                         group_of[s.name]});
   }
   ASSIGN_OR_RETURN(out.commit, store_->CommitVersion(nv));
-  if (out.commit.changed) Remember(out.commit.version.uuid, compiled);
+  if (out.commit.changed) {
+    Remember(out.commit.version.uuid, compiled);
+    if (on_change_) on_change_();
+  }
   return out;
 }
 

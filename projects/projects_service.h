@@ -3,6 +3,7 @@
 #ifndef MARIPOSA_PROJECTS_PROJECTS_SERVICE_H_
 #define MARIPOSA_PROJECTS_PROJECTS_SERVICE_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -23,6 +24,9 @@ class ProjectsService final : public v1::Projects::Service {
  public:
   // `store` must outlive the service.
   explicit ProjectsService(ProjectStore* store) : store_(store) {}
+  // Called after every stored change of goal state (apply, rollback, meta):
+  // the controller's wake-up. Set before serving.
+  void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
 
   grpc::Status CreateProject(grpc::ServerContext*, const v1::CreateProjectRequest*, v1::CreateProjectResponse*) override;
   grpc::Status ListProjects(grpc::ServerContext*, const v1::ListProjectsRequest*, v1::ListProjectsResponse*) override;
@@ -55,6 +59,7 @@ class ProjectsService final : public v1::Projects::Service {
   void Remember(const std::string& version, std::shared_ptr<const CompiledManifest> m);
 
   ProjectStore* store_;
+  std::function<void()> on_change_;
   absl::Mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const CompiledManifest>> parsed_ ABSL_GUARDED_BY(cache_mu_);
 };

@@ -696,6 +696,13 @@ absl::StatusOr<std::vector<EventRecord>> SqliteProjectStore::ListEvents(const st
   return out;
 }
 
+absl::StatusOr<int64_t> SqliteProjectStore::AppendEvent(const std::string& actor, const std::string& project,
+                                                        const std::string& kind, const std::string& subject,
+                                                        const std::string& detail) {
+  absl::MutexLock l(&mu_);
+  return AppendEventLocked(actor, project, kind, subject, detail);
+}
+
 absl::StatusOr<int64_t> SqliteProjectStore::LastEventIndex() {
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT COALESCE(MAX(idx), 0) FROM events"));

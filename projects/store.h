@@ -187,6 +187,10 @@ class ProjectStore {
   virtual absl::StatusOr<std::vector<EventRecord>> ListEvents(const std::string& project, int64_t after_index,
                                                               int limit) = 0;
   virtual absl::StatusOr<int64_t> LastEventIndex() = 0;
+  // Appends a controller event (instance.create, …); returns its index.
+  virtual absl::StatusOr<int64_t> AppendEvent(const std::string& actor, const std::string& project,
+                                              const std::string& kind, const std::string& subject,
+                                              const std::string& detail) = 0;
 
   // A consistent online copy of the whole store at `path`; returns its size.
   virtual absl::StatusOr<int64_t> Backup(const std::string& path) = 0;

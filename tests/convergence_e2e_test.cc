@@ -1,0 +1,112 @@
+// End to end: tritonsim + mariposad --triton + the CLI. A project applied is
+// converged in VMAPI; scaling and a killed instance are followed.
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/process.h"
+
+namespace mariposa::testing {
+namespace {
+
+using json = nlohmann::json;
+
+class ConvergenceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir("e2e");
+    sim_ = std::make_unique<Tritonsim>(
+        std::vector<std::string>{"--servers", "5", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "20"});
+    ASSERT_TRUE(sim_->Start()) << sim_->log();
+    daemon_ = std::make_unique<ServerProcess>(
+        std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data", "--triton",
+                                 sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
+                                 "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms"},
+        dir_ + "/data");
+    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+    manifest_ = ReadFile("deploy/examples/jupiter.yaml");
+  }
+  // Active VMs per service, from VMAPI.
+  std::map<std::string, int> Running() {
+    httplib::Client c(sim_->addr());
+    auto r = c.Get("/vms?state=running&tag.mariposa.service=*");
+    std::map<std::string, int> out;
+    if (!r || r->status != 200) return out;
+    for (const auto& vm : json::parse(r->body)) out[vm["tags"]["mariposa.service"].get<std::string>()]++;
+    return out;
+  }
+  bool WaitFor(const std::map<std::string, int>& want) {
+    for (int i = 0; i < 150; ++i) {
+      if (Running() == want) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  RunResult M(const std::vector<std::string>& args) { return Cli(daemon_->addr(), args); }
+
+  std::string dir_, manifest_;
+  std::unique_ptr<Tritonsim> sim_;
+  std::unique_ptr<ServerProcess> daemon_;
+};
+
+TEST_F(ConvergenceTest, ApplyScaleAndReplace) {
+  WriteFile(dir_ + "/v1.yaml", manifest_);
+  auto r = M({"apply", "-f", dir_ + "/v1.yaml", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
+
+  // Every VM carries the ownership tags and a <project>-<service>-<n> alias.
+  httplib::Client c(sim_->addr());
+  json vms = json::parse(c.Get("/vms?state=running&tag.mariposa.service=wordpress")->body);
+  std::set<std::string> aliases;
+  for (const auto& vm : vms) {
+    EXPECT_FALSE(vm["tags"]["mariposa.project"].get<std::string>().empty());
+    EXPECT_FALSE(vm["tags"]["mariposa.version"].get<std::string>().empty());
+    EXPECT_FALSE(vm["tags"]["mariposa.spec"].get<std::string>().empty());
+    aliases.insert(vm["alias"].get<std::string>());
+  }
+  EXPECT_EQ(aliases, (std::set<std::string>{"jupiter-wordpress-1", "jupiter-wordpress-2", "jupiter-wordpress-3"}));
+
+  // Scale up and down through apply.
+  WriteFile(dir_ + "/v2.yaml", absl::StrReplaceAll(manifest_, {{"count: 3", "count: 5"}, {"count: 2", "count: 1"}}));
+  r = M({"apply", "-f", dir_ + "/v2.yaml", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WaitFor({{"nginx", 1}, {"wordpress", 5}, {"mysql", 1}})) << daemon_->log();
+
+  // A VM killed out of band is replaced.
+  vms = json::parse(c.Get("/vms?state=running&tag.mariposa.service=mysql")->body);
+  ASSERT_EQ(vms.size(), 1u);
+  std::string victim = vms[0]["uuid"];
+  RunResult k = RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "kill-vm", victim});
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  EXPECT_TRUE(WaitFor({{"nginx", 1}, {"wordpress", 5}, {"mysql", 1}}));
+  vms = json::parse(c.Get("/vms?state=running&tag.mariposa.service=mysql")->body);
+  ASSERT_EQ(vms.size(), 1u);
+  EXPECT_NE(vms[0]["uuid"], victim);
+  r = M({"events", "--all"});
+  EXPECT_THAT(r.out, ::testing::HasSubstr("instance.create"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("instance.delete"));
+  // Deleting the project's services removes every instance.
+  WriteFile(dir_ + "/v3.yaml", "project: jupiter\nservices:\n  nginx: {image: autopilotpattern/nginx@1.4.0, count: 1}\n");
+  r = M({"apply", "-f", dir_ + "/v3.yaml", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WaitFor({{"nginx", 1}}));
+}
+
+TEST_F(ConvergenceTest, RestartDoesNotDuplicate) {
+  WriteFile(dir_ + "/v1.yaml", manifest_);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
+  daemon_->Kill();
+  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // several resyncs
+  EXPECT_EQ(Running(), (std::map<std::string, int>{{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
+}
+
+}  // namespace
+}  // namespace mariposa::testing
