@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -85,8 +86,28 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   }
   Observer observer(vmapi_);
   ASSIGN_OR_RETURN(in.instances, observer.ObserveProject(p.uuid, numbers));
-  std::vector<Action> actions = Plan(in, clock_->Now());
-  result.converged = actions.empty();
+  std::vector<Action> planned = Plan(in, clock_->Now());
+  // Freezes stop automatic work in their scope (or just the --only kinds).
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> open, store_->ListTasks(p.uuid, 0));
+  std::vector<Action> actions;
+  for (const Action& a : planned) {
+    std::string kind = a.reason == "replace-broken" || a.reason == "remove-broken" ? "replace-unhealthy"
+                       : a.reason == "reprovision"                                ? "reprovision"
+                                                                                  : "scale";
+    bool frozen = false;
+    for (const TaskRecord& t : open) {
+      if (t.kind != "freeze" || t.state == "terminating") continue;
+      bool in_scope = t.services.empty() || std::find(t.services.begin(), t.services.end(), a.service) != t.services.end();
+      bool kind_held = t.only.empty() || std::find(t.only.begin(), t.only.end(), kind) != t.only.end();
+      frozen |= in_scope && kind_held;
+    }
+    if (frozen) {
+      result.held++;
+    } else {
+      actions.push_back(a);
+    }
+  }
+  result.converged = planned.empty();
 
   // Ordinals in use, per service, from the aliases <project>-<service>-<n>.
   std::map<std::string, std::set<int>> used;

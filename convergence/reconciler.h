@@ -5,7 +5,7 @@
 //
 // Status: a first end-to-end slice of issue 4. Creates carry a pre-chosen
 // uuid and the ownership tags, deletes remove what the planner chose, jobs
-// are waited for. Not yet: tasks driving the work (syncs act directly),
+// are waited for; freezes hold automatic work in their scope. Not yet: tasks driving the work (syncs act directly),
 // reprovision triggered by users, health, retries with backoff, crash-loop
 // pauses, the replacement budget, concurrency limits, metrics.
 #ifndef MARIPOSA_CONVERGENCE_RECONCILER_H_
@@ -34,6 +34,7 @@ struct SyncResult {
   int created = 0;
   int deleted = 0;
   int failed = 0;     // actions or jobs that failed
+  int held = 0;       // actions not taken because a freeze covers them
   bool converged = false;  // the plan had nothing to do
 };
 

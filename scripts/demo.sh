@@ -1,31 +1,61 @@
 #!/usr/bin/env bash
-# One command: install dependencies, build, start a local mariposad on SQLite,
-# apply the example projects, and show diff, versions and a rollback.
+# One command: install dependencies, build, start tritonsim (a simulated Triton
+# data center) and a local mariposad on SQLite against it, apply the example
+# project, and show it converging, scaling, a killed instance being replaced,
+# a diff, the versions, a rollback and a freeze.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bazel build -c opt //daemon:mariposad //cli:mariposa
+bazel build -c opt //daemon:mariposad //cli:mariposa //deploy/tritonsim
 BIN=bazel-bin
 WORK=$(mktemp -d /tmp/mariposa-demo.XXXXXX)
-"$BIN/daemon/mariposad" --listen 127.0.0.1:0 --data-dir "$WORK/data" --addr-file "$WORK/addr" 2>"$WORK/mariposad.log" &
+"$BIN/deploy/tritonsim/tritonsim" --listen 127.0.0.1:0 --addr-file "$WORK/tritonsim.addr" --servers 8 \
+  --seed deploy/examples/tritonsim-seed.json --job-latency 200 --job-jitter 0.5 2>"$WORK/tritonsim.log" &
+SPID=$!
+for _ in $(seq 100); do [ -s "$WORK/tritonsim.addr" ] && break; sleep 0.1; done
+TRITON=$(cat "$WORK/tritonsim.addr")
+"$BIN/daemon/mariposad" --listen 127.0.0.1:0 --data-dir "$WORK/data" --addr-file "$WORK/addr" --triton "$TRITON" \
+  --owner 930896af-bf8c-48d4-885c-6573a94b1853 --network aaaaaaaa-0000-4000-8000-000000000001 --resync 1s \
+  2>"$WORK/mariposad.log" &
 DPID=$!
-trap 'kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null || true' EXIT
+trap 'kill "$DPID" "$SPID" 2>/dev/null; wait "$DPID" "$SPID" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -s "$WORK/addr" ] && break; sleep 0.1; done
 export MARIPOSA_ADDR=$(cat "$WORK/addr")
 m() { echo; echo "\$ mariposa $*"; "$BIN/cli/mariposa" "$@"; }
-echo "mariposad pid $DPID on $MARIPOSA_ADDR, data in $WORK/data"
-for f in deploy/examples/*.yaml; do m apply -f "$f" --yes; done
-m project list
+vms() {
+  echo; echo "# VMs in the data center (VMAPI):"
+  curl -s "$TRITON/vms?state=running&tag.mariposa.service=*&sort=alias.ASC&fields=alias,state,server_uuid" |
+    python3 -c 'import json,sys; [print("  %-24s %-8s on %s" % (v["alias"], v["state"], v["server_uuid"][:8])) for v in json.load(sys.stdin)]'
+}
+converge() {  # waits until VMAPI runs the expected number of instances
+  for _ in $(seq 60); do
+    n=$(curl -s "$TRITON/vms?state=running&tag.mariposa.service=*" -o /dev/null -D - | tr -d '\r' | awk -F': ' 'tolower($1)=="x-joyent-resource-count"{print $2}')
+    [ "$n" = "$1" ] && return 0
+    sleep 0.5
+  done
+  echo "did not converge to $1 instances" >&2; return 1
+}
+echo "tritonsim on $TRITON (8 servers), mariposad pid $DPID on $MARIPOSA_ADDR, data in $WORK"
+m apply -f deploy/examples/jupiter.yaml --yes
+converge 6 && vms
 m -j jupiter project get
 sed -e 's/wordpress@1.2.0/wordpress@1.3.0/' -e 's/count: 3/count: 5/' deploy/examples/jupiter.yaml > "$WORK/jupiter-v2.yaml"
 m diff -f "$WORK/jupiter-v2.yaml"
 m apply -f "$WORK/jupiter-v2.yaml" --yes
+converge 8 && vms
+echo; echo "# killing jupiter-mysql-1 behind Mariposa's back:"
+victim=$(curl -s "$TRITON/vms?state=running&alias=jupiter-mysql" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["uuid"])')
+"$BIN/deploy/tritonsim/tritonsim" ctl --addr "$TRITON" kill-vm "$victim" >/dev/null
+sleep 2; converge 8 && vms
 m -j jupiter meta set mysql.password 'correct horse' --secret
 m -j jupiter meta list
 m -j jupiter versions
 m -j jupiter rollback 1 --yes
-m -j jupiter versions
-m -j jupiter version get 3
+converge 6 && vms
+m -j jupiter freeze --group frontend --reason "demo: incident drill"
+m -j jupiter queue list
+m -j jupiter thaw --group frontend
 m events --all
 echo
-echo "Demo done. Convergence against tritonsim is not built yet (see docs/status.md)."
+echo "Demo done. Not built yet: rolling reprovision of running instances on a spec change,"
+echo "health checks, task execution through the queue (see docs/status.md)."

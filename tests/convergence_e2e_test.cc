@@ -98,6 +98,23 @@ TEST_F(ConvergenceTest, ApplyScaleAndReplace) {
   EXPECT_TRUE(WaitFor({{"nginx", 1}}));
 }
 
+TEST_F(ConvergenceTest, FreezeHoldsReplacementThawResumesIt) {
+  WriteFile(dir_ + "/v1.yaml", manifest_);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
+  auto r = M({"-j", "jupiter", "freeze", "--service", "mysql", "--reason", "db maintenance"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  httplib::Client c(sim_->addr());
+  std::string victim = json::parse(c.Get("/vms?state=running&tag.mariposa.service=mysql")->body)[0]["uuid"];
+  ASSERT_EQ(RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "kill-vm", victim}).exit_code, 0);
+  // Several resyncs pass: the frozen service is left alone, the others are not frozen.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(Running(), (std::map<std::string, int>{{"nginx", 2}, {"wordpress", 3}}));
+  r = M({"-j", "jupiter", "thaw", "--service", "mysql"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
+}
+
 TEST_F(ConvergenceTest, RestartDoesNotDuplicate) {
   WriteFile(dir_ + "/v1.yaml", manifest_);
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
