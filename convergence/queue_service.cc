@@ -11,13 +11,6 @@
 namespace mariposa::convergence {
 namespace {
 
-void SetTime(absl::Time t, google::protobuf::Timestamp* ts) {
-  if (t == absl::InfinitePast()) return;
-  int64_t us = absl::ToUnixMicros(t);
-  ts->set_seconds(us / 1000000);
-  ts->set_nanos(static_cast<int>((us % 1000000) * 1000));
-}
-
 bool Overlap(const std::vector<std::string>& a, const std::vector<std::string>& b) {
   return Overlaps(std::set<std::string>(a.begin(), a.end()), std::set<std::string>(b.begin(), b.end()));
 }
@@ -34,9 +27,9 @@ absl::Status QueueService::ToProto(const TaskRecord& t, v1::Task* out) {
   out->set_origin(t.origin);
   out->set_trigger(t.trigger);
   out->set_version(t.version_uuid);
-  SetTime(t.created_at, out->mutable_created_at());
-  SetTime(t.started_at, out->mutable_started_at());
-  SetTime(t.finished_at, out->mutable_finished_at());
+  SetTimestamp(t.created_at, out->mutable_created_at());
+  SetTimestamp(t.started_at, out->mutable_started_at());
+  SetTimestamp(t.finished_at, out->mutable_finished_at());
   out->set_steps_done(t.steps_done);
   out->set_steps_planned(t.steps_planned);
   out->set_created(t.created);

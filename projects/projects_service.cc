@@ -12,17 +12,11 @@
 namespace mariposa {
 namespace {
 
-void SetTime(absl::Time t, google::protobuf::Timestamp* ts) {
-  int64_t us = absl::ToUnixMicros(t);
-  ts->set_seconds(us / 1000000);
-  ts->set_nanos(static_cast<int>((us % 1000000) * 1000));
-}
-
 void ToProto(const ProjectRecord& p, v1::Project* out) {
   out->set_uuid(p.uuid);
   out->set_name(p.name);
   out->set_description(p.description);
-  SetTime(p.created_at, out->mutable_created_at());
+  SetTimestamp(p.created_at, out->mutable_created_at());
   out->set_current_version(p.current_version);
   out->set_current_version_number(p.current_number);
   out->set_service_count(p.service_count);
@@ -34,7 +28,7 @@ void ToProto(const VersionRecord& v, v1::Version* out) {
   out->set_number(v.number);
   out->set_hash(v.hash);
   out->set_author(v.author);
-  SetTime(v.created_at, out->mutable_created_at());
+  SetTimestamp(v.created_at, out->mutable_created_at());
   for (const auto& t : v.tags) out->add_tags(t);
   out->set_origin(v.origin);
   out->set_rolled_back_to(v.rolled_back_to);
@@ -65,7 +59,7 @@ void ToProto(const MetaRecord& m, v1::MetaEntry* out) {
   out->set_secret(m.secret);
   out->set_cas_id(m.cas_id);
   out->set_source("store");
-  SetTime(m.updated_at, out->mutable_updated_at());
+  SetTimestamp(m.updated_at, out->mutable_updated_at());
 }
 
 absl::Status Required(const std::string& value, absl::string_view what) {
@@ -74,6 +68,13 @@ absl::Status Required(const std::string& value, absl::string_view what) {
 }
 
 }  // namespace
+
+void SetTimestamp(absl::Time t, google::protobuf::Timestamp* ts) {
+  if (t == absl::InfinitePast()) return;
+  int64_t us = absl::ToUnixMicros(t);
+  ts->set_seconds(us / 1000000);
+  ts->set_nanos(static_cast<int>((us % 1000000) * 1000));
+}
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
@@ -417,7 +418,7 @@ grpc::Status ProjectsService::ListEvents(grpc::ServerContext*, const v1::ListEve
   for (const auto& e : *list) {
     v1::Event* pe = resp->add_events();
     pe->set_index(e.index);
-    SetTime(e.time, pe->mutable_time());
+    SetTimestamp(e.time, pe->mutable_time());
     pe->set_actor(e.actor);
     pe->set_project(e.project);
     pe->set_kind(e.kind);

@@ -17,6 +17,9 @@ namespace mariposa {
 // Converts at the API edge: absl codes and gRPC codes share their numbers.
 grpc::Status ToGrpc(const absl::Status& s);
 
+// Sets `ts` from `t`; leaves it unset for InfinitePast (never happened).
+void SetTimestamp(absl::Time t, google::protobuf::Timestamp* ts);
+
 // The request's author: "x-mariposa-author" metadata, else the peer address.
 std::string AuthorOf(const grpc::ServerContext* ctx);
 
