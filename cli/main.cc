@@ -59,6 +59,7 @@ Metadata
   meta decr KEY [N] [--cas ID]
   meta import FILE [--secret]        (YAML/JSON map, or KEY=VALUE lines)
 Tasks and freezes
+  reprovision [--service s1,s2 | --group G] [--thaw]   (rolls instances onto the current version)
   queue list [--finished N]
   queue get TASK
   queue terminate TASK [--reason TEXT]   (ends it and freezes its scope)
@@ -110,6 +111,10 @@ const std::map<std::string, std::string>& CommandHelp() {
        "Terminates the tasks in scope and blocks automatic work there until `mariposa thaw`; user commands are\n"
        "refused unless given --thaw. --only replace-unhealthy,scale,reprovision,agent-rollout suspends just those\n"
        "kinds of automatic work.\n"},
+      {"reprovision",
+       "usage: mariposa -j PROJECT reprovision [--service s1,s2 | --group G] [--thaw]\n\n"
+       "Queues a reprovision task: instances at another spec are replaced by the current version's, `rolling`\n"
+       "at a time, never more than `max_surge` above count; an old instance goes once its replacement is ready.\n"},
       {"thaw", "usage: mariposa -j PROJECT thaw [--service s1,s2 | --group G]\n\nEnds the freezes that overlap the scope.\n"},
       {"admin", "usage: mariposa admin status | admin backup PATH\n"},
   };
@@ -228,6 +233,7 @@ class Cli {
   int AdminCmd(Args& a);
   int QueueCmd(Args& a);
   int FreezeCmd(Args& a, bool thaw);
+  int ReprovisionCmd(Args& a);
   void PrintTask(const v1::Task& t);
 
   std::string addr_;
@@ -876,6 +882,26 @@ int Cli::FreezeCmd(Args& a, bool thaw) {
   return 0;
 }
 
+int Cli::ReprovisionCmd(Args& a) {
+  auto services = a.Value({"--service", "--services"});
+  auto group = a.Value({"--group"});
+  bool thaw = a.Flag({"--thaw"});
+  a.Positional(1, 1, "reprovision");
+  v1::AddTaskRequest req;
+  req.set_project(NeedProject());
+  req.set_kind("reprovision");
+  if (services) {
+    for (absl::string_view s : absl::StrSplit(*services, ',', absl::SkipEmpty())) req.add_services(std::string(s));
+  }
+  req.set_group(group.value_or(""));
+  req.set_thaw(thaw);
+  v1::AddTaskResponse resp;
+  Check(queue_->AddTask(Ctx().get(), req, &resp));
+  if (Structured()) Print(resp.task());
+  else std::cout << "queued reprovision task " << resp.task().uuid() << "\n";
+  return 0;
+}
+
 int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "project" || cmd == "projects") return Project(args);
   if (cmd == "apply") return Apply(args, false);
@@ -889,6 +915,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "queue") return QueueCmd(args);
   if (cmd == "freeze") return FreezeCmd(args, false);
   if (cmd == "thaw") return FreezeCmd(args, true);
+  if (cmd == "reprovision") return ReprovisionCmd(args);
   throw UsageError{absl::StrCat("unknown command \"", cmd, "\"")};
 }
 

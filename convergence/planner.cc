@@ -40,7 +40,7 @@ std::vector<const InstanceState*> VictimOrder(std::vector<const InstanceState*> 
   return live;
 }
 
-std::vector<Action> Plan(const PlanInput& input, absl::Time now, absl::Duration start_window) {
+std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
   std::vector<Action> actions;
   std::map<std::string, std::vector<const InstanceState*>> by_service;
   for (const InstanceState& i : input.instances) {
@@ -105,7 +105,7 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now, absl::Duration 
     int64_t new_in_flight = missing, ready_new = 0, ready_old = 0;
     for (const InstanceState* i : live) {
       bool current = i->spec_hash == goal.spec_hash;
-      bool ready = Ready(*i, now, start_window);
+      bool ready = Ready(*i, now, goal.start_window);
       if (current) {
         if (ready) ready_new++;
         else new_in_flight++;

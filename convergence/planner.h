@@ -39,6 +39,9 @@ struct ServiceGoal {
   std::string spec_hash;
   int rolling = 1;
   int max_surge = 1;
+  // With no health checks, a running instance is ready once it has run this
+  // long (the service's start.window).
+  absl::Duration start_window = absl::Seconds(60);
 };
 
 struct PlanInput {
@@ -65,8 +68,8 @@ struct Action {
 // ready (count - rolling when max_surge is 0), and live instances never
 // exceed count + max_surge, whichever order the step's actions land in. An instance
 // counts as ready when it is running and healthy, or running with health
-// "unknown" and older than `start_window` (no checks defined).
-std::vector<Action> Plan(const PlanInput& input, absl::Time now, absl::Duration start_window = absl::Seconds(60));
+// "unknown" and older than its service's start window (no checks defined).
+std::vector<Action> Plan(const PlanInput& input, absl::Time now);
 
 // Instances of a service in QUEUE.md's scale-down victim order: unhealthy
 // first, then not yet started, then oldest version, then oldest instance.

@@ -142,4 +142,31 @@ grpc::Status QueueService::Thaw(grpc::ServerContext* ctx, const v1::ThawRequest*
   return grpc::Status::OK;
 }
 
+grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRequest* req,
+                                   v1::AddTaskResponse* resp) {
+  if (req->kind() != "reprovision") {
+    return ToGrpc(absl::InvalidArgumentError(absl::StrCat(
+        "task kind \"", req->kind(), "\" cannot be queued yet; only reprovision is executed so far")));
+  }
+  auto p = store_->GetProject(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  if (p->current_version.empty()) {
+    return ToGrpc(absl::FailedPreconditionError(absl::StrCat("project ", p->name, " has no version to reprovision to")));
+  }
+  auto scope = Scope(*p, {req->services().begin(), req->services().end()}, req->group());
+  if (!scope.ok()) return ToGrpc(scope.status());
+  TaskRecord t;
+  t.project_uuid = p->uuid;
+  t.kind = req->kind();
+  t.services = *scope;
+  t.origin = "user";
+  t.trigger = req->thaw() ? "thaw" : req->kind();
+  t.version_uuid = p->current_version;
+  t.actor = AuthorOf(ctx);
+  auto added = queue_.Add(t);
+  if (!added.ok()) return ToGrpc(added.status());
+  if (on_change_) on_change_();
+  return ToGrpc(ToProto(*added, resp->mutable_task()));
+}
+
 }  // namespace mariposa::convergence

@@ -2,6 +2,8 @@
 #ifndef MARIPOSA_CONVERGENCE_QUEUE_SERVICE_H_
 #define MARIPOSA_CONVERGENCE_QUEUE_SERVICE_H_
 
+#include <functional>
+
 #include "convergence/queue.h"
 #include "mariposa/v1/queue.grpc.pb.h"
 #include "projects/store.h"
@@ -18,6 +20,9 @@ class QueueService final : public v1::Queue::Service {
   grpc::Status TerminateTask(grpc::ServerContext*, const v1::TerminateTaskRequest*, v1::TerminateTaskResponse*) override;
   grpc::Status Freeze(grpc::ServerContext*, const v1::FreezeRequest*, v1::FreezeResponse*) override;
   grpc::Status Thaw(grpc::ServerContext*, const v1::ThawRequest*, v1::ThawResponse*) override;
+  grpc::Status AddTask(grpc::ServerContext*, const v1::AddTaskRequest*, v1::AddTaskResponse*) override;
+  // Called after a task is added (the controller's wake-up).
+  void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
 
  private:
   // The services named by `services` or `group` (empty = whole project),
@@ -28,6 +33,7 @@ class QueueService final : public v1::Queue::Service {
 
   ProjectStore* store_;
   TaskQueue queue_;
+  std::function<void()> on_change_;
 };
 
 }  // namespace mariposa::convergence

@@ -80,15 +80,52 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       g.rolling = spec["update"].value("rolling", 1);
       g.max_surge = spec["update"].value("max_surge", 1);
     }
+    absl::Duration window;
+    if (spec.is_object() && spec.contains("start") &&
+        absl::ParseDuration(spec["start"].value("window", "60s"), &window)) {
+      g.start_window = window;
+    }
     in.services[s.name] = g;
     by_name[s.name] = &s;
     specs[s.name] = spec;
   }
   Observer observer(vmapi_);
   ASSIGN_OR_RETURN(in.instances, observer.ObserveProject(p.uuid, numbers));
+
+  // Reprovision tasks: runnable once what they wait for has ended; complete
+  // when no instance in their scope is at another spec.
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> open, store_->ListTasks(p.uuid, 0));
+  std::set<std::string> open_ids;
+  for (const TaskRecord& t : open) open_ids.insert(t.uuid);
+  for (const TaskRecord& t : open) {
+    if (t.kind != "reprovision") continue;
+    if (t.state == "terminating") {
+      store_->SetTaskState(t.uuid, "terminated", "").IgnoreError();
+      continue;
+    }
+    bool waiting = false;
+    for (const std::string& w : t.wait_for) waiting |= open_ids.count(w) > 0;
+    if (waiting) continue;
+    std::set<std::string> scope(t.services.begin(), t.services.end());
+    bool pending = false;
+    for (const InstanceState& i : in.instances) {
+      auto g = in.services.find(i.service);
+      if (g == in.services.end() || (!scope.empty() && !scope.count(i.service))) continue;
+      pending |= (i.state == "running" || i.state == "provisioning") && i.spec_hash != g->second.spec_hash;
+    }
+    if (!pending) {
+      store_->SetTaskState(t.uuid, "completed", "").IgnoreError();
+      store_->AppendEvent("mariposad", p.name, "task.completed", t.uuid, "reprovision").IgnoreError();
+      continue;
+    }
+    if (t.state == "queued") store_->SetTaskState(t.uuid, "active", "").IgnoreError();
+    for (const auto& kv : in.services) {
+      if (scope.empty() || scope.count(kv.first)) in.reprovision.insert(kv.first);
+    }
+  }
+
   std::vector<Action> planned = Plan(in, clock_->Now());
   // Freezes stop automatic work in their scope (or just the --only kinds).
-  ASSIGN_OR_RETURN(std::vector<TaskRecord> open, store_->ListTasks(p.uuid, 0));
   std::vector<Action> actions;
   for (const Action& a : planned) {
     std::string kind = a.reason == "replace-broken" || a.reason == "remove-broken" ? "replace-unhealthy"
@@ -108,7 +145,6 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     }
   }
   result.converged = planned.empty();
-
   // Ordinals in use, per service, from the aliases <project>-<service>-<n>.
   std::map<std::string, std::set<int>> used;
   for (const auto& i : in.instances) {

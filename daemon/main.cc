@@ -184,6 +184,7 @@ int main(int argc, char** argv) {
     reconciler = std::make_unique<mariposa::convergence::Reconciler>(store->get(), vmapi.get(), imgapi.get(), clock,
                                                                     ropts);
     projects.set_on_change([r = reconciler.get()] { r->Wake(); });
+    queue.set_on_change([r = reconciler.get()] { r->Wake(); });
   }
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

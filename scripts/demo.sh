@@ -39,10 +39,20 @@ echo "tritonsim on $TRITON (8 servers), mariposad pid $DPID on $MARIPOSA_ADDR, d
 m apply -f deploy/examples/jupiter.yaml --yes
 converge 6 && vms
 m -j jupiter project get
-sed -e 's/wordpress@1.2.0/wordpress@1.3.0/' -e 's/count: 3/count: 5/' deploy/examples/jupiter.yaml > "$WORK/jupiter-v2.yaml"
+sed -e 's/wordpress@1.2.0/wordpress@1.3.0/' -e 's/count: 3/count: 5/' -e 's/window: 60s/window: 2s/' \
+  deploy/examples/jupiter.yaml > "$WORK/jupiter-v2.yaml"
 m diff -f "$WORK/jupiter-v2.yaml"
 m apply -f "$WORK/jupiter-v2.yaml" --yes
 converge 8 && vms
+m -j jupiter reprovision --service wordpress
+echo "# rolling wordpress onto 1.3.0, 2 at a time, at most 1 above count, each new one given its 2s start window:"
+for _ in $(seq 120); do
+  old=$(curl -s "$TRITON/vms?state=active&tag.mariposa.service=wordpress&image_uuid=0b3f3c1e-5a61-4c2c-9a1a-000000000002" -o /dev/null -D - | tr -d '\r' | awk -F': ' 'tolower($1)=="x-joyent-resource-count"{print $2}')
+  [ "$old" = "0" ] && break
+  sleep 0.5
+done
+converge 8 && vms
+m -j jupiter queue list
 echo; echo "# killing jupiter-mysql-1 behind Mariposa's back:"
 victim=$(curl -s "$TRITON/vms?state=running&alias=jupiter-mysql" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["uuid"])')
 "$BIN/deploy/tritonsim/tritonsim" ctl --addr "$TRITON" kill-vm "$victim" >/dev/null
@@ -57,5 +67,5 @@ m -j jupiter queue list
 m -j jupiter thaw --group frontend
 m events --all
 echo
-echo "Demo done. Not built yet: rolling reprovision of running instances on a spec change,"
-echo "health checks, task execution through the queue (see docs/status.md)."
+echo "Demo done. Not built yet: health checks, scale/start/stop commands, status, metrics"
+echo "(see docs/status.md)."

@@ -115,6 +115,54 @@ TEST_F(ConvergenceTest, FreezeHoldsReplacementThawResumesIt) {
   EXPECT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
 }
 
+TEST_F(ConvergenceTest, RollingReprovisionWithinSurge) {
+  std::string v1 = R"(project: shop
+services:
+  web:
+    image: autopilotpattern/wordpress@1.2.0
+    count: 3
+    start: {window: 300ms}
+    update: {rolling: 1, max_surge: 1}
+)";
+  WriteFile(dir_ + "/v1.yaml", v1);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"web", 3}}));
+  WriteFile(dir_ + "/v2.yaml", absl::StrReplaceAll(v1, {{"@1.2.0", "@1.3.0"}}));
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v2.yaml", "--yes"}).exit_code, 0);
+  // A spec change alone does not touch running instances.
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  httplib::Client c(sim_->addr());
+  auto images = [&] {
+    std::map<std::string, int> out;
+    for (const auto& vm : json::parse(c.Get("/vms?state=active&tag.mariposa.service=web")->body)) {
+      out[vm["image_uuid"].get<std::string>()]++;
+    }
+    return out;
+  };
+  const std::string kOld = "0b3f3c1e-5a61-4c2c-9a1a-000000000002", kNew = "0b3f3c1e-5a61-4c2c-9a1a-000000000003";
+  EXPECT_EQ(images(), (std::map<std::string, int>{{kOld, 3}}));
+  auto r = M({"-j", "shop", "reprovision", "--service", "web"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string task = r.out.substr(r.out.find("task ") + 5, 36);
+  int peak = 0;
+  bool done = false;
+  for (int i = 0; i < 200 && !done; ++i) {
+    auto now = images();
+    int total = 0;
+    for (const auto& kv : now) total += kv.second;
+    peak = std::max(peak, total);
+    done = now == std::map<std::string, int>{{kNew, 3}};
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(done) << daemon_->log();
+  EXPECT_LE(peak, 4);  // count + max_surge
+  for (int i = 0; i < 50; ++i) {
+    if (M({"-o", "json", "queue", "get", task}).out.find("\"completed\"") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(M({"-o", "json", "queue", "get", task}).out, ::testing::HasSubstr("\"state\": \"completed\""));
+}
+
 TEST_F(ConvergenceTest, RestartDoesNotDuplicate) {
   WriteFile(dir_ + "/v1.yaml", manifest_);
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
