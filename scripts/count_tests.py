@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Counts test cases from Bazel's JUnit XML files and prints 'N passed, N failed'."""
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
 
 root = sys.argv[1] if len(sys.argv) > 1 else "bazel-testlogs"
 passed = failed = skipped = 0
-for dirpath, _, files in os.walk(os.path.realpath(root)):
+for dirpath, dirs, files in os.walk(os.path.realpath(root)):
+    # --runs_per_test and sharding leave run_N_of_M / shard_N_of_M folders
+    # behind; the target's own test.xml is the result of the last run.
+    dirs[:] = [d for d in dirs if not re.match(r"(run|shard)_\d+_of_\d+$", d)]
     if "test.xml" not in files:
         continue
     try:
