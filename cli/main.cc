@@ -29,6 +29,7 @@
 #include "mariposa/v1/admin.grpc.pb.h"
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "mariposa/v1/queue.grpc.pb.h"
+#include "mariposa/v1/state.grpc.pb.h"
 
 namespace mariposa {
 namespace {
@@ -58,6 +59,8 @@ Metadata
   meta incr KEY [N] [--cas ID]
   meta decr KEY [N] [--cas ID]
   meta import FILE [--secret]        (YAML/JSON map, or KEY=VALUE lines)
+State
+  status [-v]                          per service: desired, running, healthy, updating, frozen
 Tasks and freezes
   reprovision [--service s1,s2 | --group G] [--thaw]   (rolls instances onto the current version)
   queue list [--finished N]
@@ -111,6 +114,10 @@ const std::map<std::string, std::string>& CommandHelp() {
        "Terminates the tasks in scope and blocks automatic work there until `mariposa thaw`; user commands are\n"
        "refused unless given --thaw. --only replace-unhealthy,scale,reprovision,agent-rollout suspends just those\n"
        "kinds of automatic work.\n"},
+      {"status",
+       "usage: mariposa -j PROJECT status [-v]\n\n"
+       "Goal versus actual (needs mariposad --triton): per service desired, running, provisioning, broken,\n"
+       "healthy, updating (live at an older spec) and frozen; -v lists every instance.\n"},
       {"reprovision",
        "usage: mariposa -j PROJECT reprovision [--service s1,s2 | --group G] [--thaw]\n\n"
        "Queues a reprovision task: instances at another spec are replaced by the current version's, `rolling`\n"
@@ -192,6 +199,7 @@ class Cli {
     projects_ = Projects::NewStub(channel_);
     admin_ = Admin::NewStub(channel_);
     queue_ = v1::Queue::NewStub(channel_);
+    state_ = v1::State::NewStub(channel_);
     addr_ = addr;
   }
 
@@ -234,6 +242,7 @@ class Cli {
   int QueueCmd(Args& a);
   int FreezeCmd(Args& a, bool thaw);
   int ReprovisionCmd(Args& a);
+  int StatusCmd(Args& a);
   void PrintTask(const v1::Task& t);
 
   std::string addr_;
@@ -243,6 +252,7 @@ class Cli {
   std::unique_ptr<Projects::Stub> projects_;
   std::unique_ptr<Admin::Stub> admin_;
   std::unique_ptr<v1::Queue::Stub> queue_;
+  std::unique_ptr<v1::State::Stub> state_;
 };
 
 std::string Time(const google::protobuf::Timestamp& t) {
@@ -882,6 +892,40 @@ int Cli::FreezeCmd(Args& a, bool thaw) {
   return 0;
 }
 
+int Cli::StatusCmd(Args& a) {
+  bool verbose = a.Flag({"-v", "--verbose"});
+  a.Positional(1, 1, "status");
+  v1::GetStateRequest req;
+  req.set_project(NeedProject());
+  v1::GetStateResponse resp;
+  Check(state_->GetState(Ctx().get(), req, &resp));
+  if (Structured()) {
+    Print(resp);
+    return 0;
+  }
+  std::cout << "project " << resp.project() << " at version " << resp.version() << ": "
+            << (resp.converged() ? "converged" : "converging") << "\n\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : resp.services()) {
+    rows.push_back({s.name(), absl::StrCat(s.desired()), absl::StrCat(s.running()), absl::StrCat(s.provisioning()),
+                    absl::StrCat(s.broken()), absl::StrCat(s.healthy()), absl::StrCat(s.updating()),
+                    s.frozen() ? "yes" : "no"});
+  }
+  Table({"SERVICE", "DESIRED", "RUNNING", "PROVISIONING", "BROKEN", "HEALTHY", "UPDATING", "FROZEN"}, rows);
+  if (verbose) {
+    std::vector<std::vector<std::string>> inst;
+    for (const auto& s : resp.services()) {
+      for (const auto& i : s.instances()) {
+        inst.push_back({s.name(), i.alias(), i.uuid(), i.state(), i.health(), i.current_spec() ? "current" : "old",
+                        absl::StrCat(i.version()), Time(i.created_at())});
+      }
+    }
+    std::cout << "\n";
+    Table({"SERVICE", "ALIAS", "UUID", "STATE", "HEALTH", "SPEC", "VERSION", "CREATED"}, inst);
+  }
+  return 0;
+}
+
 int Cli::ReprovisionCmd(Args& a) {
   auto services = a.Value({"--service", "--services"});
   auto group = a.Value({"--group"});
@@ -916,6 +960,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "freeze") return FreezeCmd(args, false);
   if (cmd == "thaw") return FreezeCmd(args, true);
   if (cmd == "reprovision") return ReprovisionCmd(args);
+  if (cmd == "status") return StatusCmd(args);
   throw UsageError{absl::StrCat("unknown command \"", cmd, "\"")};
 }
 

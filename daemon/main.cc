@@ -27,6 +27,7 @@
 #include "common/ids.h"
 #include "convergence/queue_service.h"
 #include "convergence/reconciler.h"
+#include "convergence/state_service.h"
 #include "convergence/triton/http_clients.h"
 #include "daemon/admin_service.h"
 #include "projects/projects_service.h"
@@ -186,6 +187,7 @@ int main(int argc, char** argv) {
     projects.set_on_change([r = reconciler.get()] { r->Wake(); });
     queue.set_on_change([r = reconciler.get()] { r->Wake(); });
   }
+  mariposa::convergence::StateService state(store->get(), vmapi.get());
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
@@ -193,6 +195,7 @@ int main(int argc, char** argv) {
   builder.RegisterService(&projects);
   builder.RegisterService(&admin);
   builder.RegisterService(&queue);
+  builder.RegisterService(&state);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     mariposa::LogError("cannot listen", {{"listen", listen}});

@@ -38,7 +38,7 @@ converge() {  # waits until VMAPI runs the expected number of instances
 echo "tritonsim on $TRITON (8 servers), mariposad pid $DPID on $MARIPOSA_ADDR, data in $WORK"
 m apply -f deploy/examples/jupiter.yaml --yes
 converge 6 && vms
-m -j jupiter project get
+m -j jupiter status
 sed -e 's/wordpress@1.2.0/wordpress@1.3.0/' -e 's/count: 3/count: 5/' -e 's/window: 60s/window: 2s/' \
   deploy/examples/jupiter.yaml > "$WORK/jupiter-v2.yaml"
 m diff -f "$WORK/jupiter-v2.yaml"

@@ -222,11 +222,16 @@ TEST_F(CliTest, UsageErrorsAndHelp) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("no project"));
   for (const char* cmd : {"apply", "diff", "versions", "version", "rollback", "meta", "project", "events", "admin",
-                          "queue", "freeze", "thaw"}) {
+                          "queue", "freeze", "thaw", "reprovision", "status"}) {
     r = M({cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_THAT(r.out, HasSubstr("usage: mariposa")) << cmd;
   }
+  // Without --triton there is no actual state, and status says so.
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  r = M({"-j", "jupiter", "status"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("runs without --triton"));
   r = RunProcess({"cli/mariposa", "--addr", "127.0.0.1:1", "project", "list"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("cannot reach mariposad at 127.0.0.1:1"));

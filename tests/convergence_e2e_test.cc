@@ -60,6 +60,13 @@ TEST_F(ConvergenceTest, ApplyScaleAndReplace) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
 
+  auto st = M({"-j", "jupiter", "status", "-v"});
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_THAT(st.out, ::testing::HasSubstr("project jupiter at version 1: converged"));
+  EXPECT_THAT(st.out, ::testing::HasSubstr("jupiter-wordpress-3"));
+  st = M({"-o", "json", "-j", "jupiter", "status"});
+  EXPECT_THAT(st.out, ::testing::HasSubstr("\"desired\": \"3\""));  // int64 in JSON is a string
+
   // Every VM carries the ownership tags and a <project>-<service>-<n> alias.
   httplib::Client c(sim_->addr());
   json vms = json::parse(c.Get("/vms?state=running&tag.mariposa.service=wordpress")->body);

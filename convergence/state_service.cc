@@ -1,0 +1,83 @@
+#include "convergence/state_service.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/status/status.h"
+#include "convergence/observer.h"
+#include "projects/projects_service.h"
+
+namespace mariposa::convergence {
+
+grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequest* req,
+                                    v1::GetStateResponse* resp) {
+  if (vmapi_ == nullptr) {
+    return ToGrpc(absl::FailedPreconditionError(
+        "mariposad runs without --triton: it keeps goal state only, there is no actual state to show"));
+  }
+  auto p = store_->GetProject(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  std::vector<ServiceRecord> services;
+  if (!p->current_version.empty()) {
+    auto s = store_->ListServices(p->current_version);
+    if (!s.ok()) return ToGrpc(s.status());
+    services = *s;
+  }
+  auto versions = store_->ListVersions(p->uuid);
+  if (!versions.ok()) return ToGrpc(versions.status());
+  std::map<std::string, int64_t> numbers;
+  for (const auto& v : *versions) numbers[v.uuid] = v.number;
+  Observer observer(vmapi_);
+  auto instances = observer.ObserveProject(p->uuid, numbers);
+  if (!instances.ok()) return ToGrpc(instances.status());
+  auto tasks = store_->ListTasks(p->uuid, 0);
+  if (!tasks.ok()) return ToGrpc(tasks.status());
+
+  resp->set_project(p->name);
+  resp->set_version(p->current_number);
+  bool converged = true;
+  for (const ServiceRecord& s : services) {
+    v1::ServiceStatus* st = resp->add_services();
+    st->set_name(s.name);
+    st->set_desired(s.count);
+    for (const TaskRecord& t : *tasks) {
+      if (t.kind == "freeze" && t.state != "terminating" &&
+          (t.services.empty() || std::find(t.services.begin(), t.services.end(), s.name) != t.services.end())) {
+        st->set_frozen(true);
+      }
+    }
+    std::vector<const InstanceState*> mine;
+    for (const InstanceState& i : *instances) {
+      if (i.service == s.name) mine.push_back(&i);
+    }
+    std::sort(mine.begin(), mine.end(), [](const InstanceState* a, const InstanceState* b) { return a->alias < b->alias; });
+    for (const InstanceState* i : mine) {
+      bool current = i->spec_hash == s.spec_hash;
+      bool live = i->state == "running" || i->state == "provisioning";
+      if (i->state == "running") st->set_running(st->running() + 1);
+      else if (i->state == "provisioning") st->set_provisioning(st->provisioning() + 1);
+      else st->set_broken(st->broken() + 1);
+      if (i->health == "healthy") st->set_healthy(st->healthy() + 1);
+      if (live && !current) st->set_updating(st->updating() + 1);
+      v1::InstanceStatus* is = st->add_instances();
+      is->set_uuid(i->uuid);
+      is->set_alias(i->alias);
+      is->set_state(i->state);
+      is->set_health(i->health);
+      is->set_current_spec(current);
+      is->set_version(i->version);
+      SetTimestamp(i->created, is->mutable_created_at());
+    }
+    converged &= st->running() == s.count && st->provisioning() == 0 && st->broken() == 0 && st->updating() == 0;
+  }
+  // Instances of services that left the manifest are not converged either.
+  for (const InstanceState& i : *instances) {
+    bool known = false;
+    for (const ServiceRecord& s : services) known |= s.name == i.service;
+    converged &= known;
+  }
+  resp->set_converged(converged);
+  return grpc::Status::OK;
+}
+
+}  // namespace mariposa::convergence

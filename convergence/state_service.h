@@ -1,0 +1,25 @@
+// The gRPC State service: goal versus actual per service and instance.
+// Thread-safe.
+#ifndef MARIPOSA_CONVERGENCE_STATE_SERVICE_H_
+#define MARIPOSA_CONVERGENCE_STATE_SERVICE_H_
+
+#include "convergence/triton/clients.h"
+#include "mariposa/v1/state.grpc.pb.h"
+#include "projects/store.h"
+
+namespace mariposa::convergence {
+
+class StateService final : public v1::State::Service {
+ public:
+  // `vmapi` may be null (mariposad without --triton): GetState then says so.
+  StateService(ProjectStore* store, triton::VmapiClient* vmapi) : store_(store), vmapi_(vmapi) {}
+  grpc::Status GetState(grpc::ServerContext*, const v1::GetStateRequest*, v1::GetStateResponse*) override;
+
+ private:
+  ProjectStore* store_;
+  triton::VmapiClient* vmapi_;
+};
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_STATE_SERVICE_H_
