@@ -274,12 +274,14 @@ void Reconciler::Loop() {
       auto r = SyncProject(p.name);
       if (!r.ok()) {
         LogWarn("sync failed", {{"project", p.name}, {"error", r.status().ToString()}});
-      } else if (!r->converged) {
+      } else if (r->created + r->deleted + r->failed > 0) {
         LogInfo("synced", {{"project", p.name}, {"created", absl::StrCat(r->created)},
-                           {"deleted", absl::StrCat(r->deleted)}, {"failed", absl::StrCat(r->failed)}});
-        // More steps may follow (rolling batches): go again at once, unless
-        // something failed — then the resync interval paces the retries.
-        if (r->failed == 0) Wake();
+                           {"deleted", absl::StrCat(r->deleted)}, {"failed", absl::StrCat(r->failed)},
+                           {"held", absl::StrCat(r->held)}});
+        // More steps may follow (rolling batches): go again at once when this
+        // one acted and nothing failed. Failures and held (frozen) work wait
+        // for the resync interval, so neither turns into a busy loop.
+        if (r->failed == 0 && r->created + r->deleted > 0) Wake();
       }
     }
   }
