@@ -51,6 +51,7 @@ Manifests and versions
   version get [VERSION] [--manifest]
   version tag VERSION TAG
   rollback VERSION [--yes] [--force]
+  scale SERVICE=N|+N|-N ... [--dry-run]
 Metadata
   meta list
   meta get KEY
@@ -114,6 +115,10 @@ const std::map<std::string, std::string>& CommandHelp() {
        "Terminates the tasks in scope and blocks automatic work there until `mariposa thaw`; user commands are\n"
        "refused unless given --thaw. --only replace-unhealthy,scale,reprovision,agent-rollout suspends just those\n"
        "kinds of automatic work.\n"},
+      {"scale",
+       "usage: mariposa -j PROJECT scale SERVICE=N|SERVICE=+N|SERVICE=-N ... [--dry-run]\n\n"
+       "Stores a new version with the changed counts (its text is the canonical form of the manifest);\n"
+       "with mariposad --triton the instances follow.\n"},
       {"status",
        "usage: mariposa -j PROJECT status [-v]\n\n"
        "Goal versus actual (needs mariposad --triton): per service desired, running, provisioning, broken,\n"
@@ -243,6 +248,7 @@ class Cli {
   int FreezeCmd(Args& a, bool thaw);
   int ReprovisionCmd(Args& a);
   int StatusCmd(Args& a);
+  int ScaleCmd(Args& a);
   void PrintTask(const v1::Task& t);
 
   std::string addr_;
@@ -892,6 +898,28 @@ int Cli::FreezeCmd(Args& a, bool thaw) {
   return 0;
 }
 
+int Cli::ScaleCmd(Args& a) {
+  bool dry_run = a.Flag({"--dry-run"});
+  auto rest = a.Positional(2, 1000, "scale SERVICE=N ...");
+  v1::ScaleRequest req;
+  req.set_project(NeedProject());
+  for (size_t i = 1; i < rest.size(); ++i) req.add_changes(rest[i]);
+  req.set_dry_run(dry_run);
+  v1::ScaleResponse resp;
+  Check(projects_->Scale(Ctx().get(), req, &resp));
+  if (Structured()) {
+    Print(resp);
+    return 0;
+  }
+  if (resp.diff().empty()) {
+    std::cout << "no changes\n";
+    return 0;
+  }
+  PrintDiff(resp.diff(), project_);
+  if (!dry_run) std::cout << "applied version " << resp.version().number() << " (" << resp.version().uuid() << ")\n";
+  return 0;
+}
+
 int Cli::StatusCmd(Args& a) {
   bool verbose = a.Flag({"-v", "--verbose"});
   a.Positional(1, 1, "status");
@@ -961,6 +989,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "thaw") return FreezeCmd(args, true);
   if (cmd == "reprovision") return ReprovisionCmd(args);
   if (cmd == "status") return StatusCmd(args);
+  if (cmd == "scale") return ScaleCmd(args);
   throw UsageError{absl::StrCat("unknown command \"", cmd, "\"")};
 }
 

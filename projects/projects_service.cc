@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -238,6 +239,53 @@ grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::Rollb
   *resp->mutable_diff() = out->diff;
   resp->set_base_version(out->base_version);
   resp->set_base_version_number(out->base_number);
+  return grpc::Status::OK;
+}
+
+grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleRequest* req, v1::ScaleResponse* resp) {
+  auto p = Project(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  if (p->current_version.empty()) {
+    return ToGrpc(absl::FailedPreconditionError(absl::StrCat("project ", p->name, " has no version to scale")));
+  }
+  if (req->changes().empty()) return ToGrpc(absl::InvalidArgumentError("give at least one SERVICE=N, SERVICE=+N or SERVICE=-N"));
+  auto current = StoredManifest(*p, p->current_version);
+  if (!current.ok()) return ToGrpc(current.status());
+  Manifest m = (*current)->manifest;
+  for (const std::string& change : req->changes()) {
+    size_t eq = change.find('=');
+    std::string name = change.substr(0, eq);
+    std::string amount = eq == std::string::npos ? "" : change.substr(eq + 1);
+    int64_t n = 0;
+    char op = !amount.empty() && (amount[0] == '+' || amount[0] == '-') ? amount[0] : '=';
+    if (eq == std::string::npos || !absl::SimpleAtoi(op == '=' ? amount : amount.substr(1), &n) || n < 0) {
+      return ToGrpc(absl::InvalidArgumentError(
+          absl::StrCat("\"", change, "\" is not SERVICE=N, SERVICE=+N or SERVICE=-N")));
+    }
+    auto svc = m.services.find(name);
+    if (svc == m.services.end()) {
+      return ToGrpc(absl::NotFoundError(absl::StrCat("no service \"", name, "\" in project ", p->name)));
+    }
+    if (svc->second.compute_type == "agent") {
+      return ToGrpc(absl::InvalidArgumentError(
+          absl::StrCat("service \"", name, "\" is an agent: it runs one instance per selected server")));
+    }
+    int64_t to = op == '=' ? n : op == '+' ? svc->second.count + n : svc->second.count - n;
+    if (to < 0 || to > 100000) {
+      return ToGrpc(absl::InvalidArgumentError(
+          absl::StrCat("scaling \"", name, "\" from ", svc->second.count, " by ", change.substr(eq + 1), " gives ", to,
+                       ", outside 0..100000")));
+    }
+    svc->second.count = to;
+  }
+  auto out = ApplyText(p->name, CanonicalYaml(m), "scale", req->previous_version().empty() ? p->current_version
+                                                                                          : req->previous_version(),
+                       false, req->dry_run(), "scale", 0, absl::StrCat("scale ", absl::StrJoin(req->changes(), " ")),
+                       AuthorOf(ctx));
+  if (!out.ok()) return ToGrpc(Annotate(out.status(), "scaling"));
+  resp->set_changed(out->commit.changed);
+  if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
+  *resp->mutable_diff() = out->diff;
   return grpc::Status::OK;
 }
 

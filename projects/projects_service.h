@@ -40,6 +40,7 @@ class ProjectsService final : public v1::Projects::Service {
   grpc::Status GetVersion(grpc::ServerContext*, const v1::GetVersionRequest*, v1::GetVersionResponse*) override;
   grpc::Status TagVersion(grpc::ServerContext*, const v1::TagVersionRequest*, v1::TagVersionResponse*) override;
   grpc::Status Rollback(grpc::ServerContext*, const v1::RollbackRequest*, v1::RollbackResponse*) override;
+  grpc::Status Scale(grpc::ServerContext*, const v1::ScaleRequest*, v1::ScaleResponse*) override;
   grpc::Status ListMeta(grpc::ServerContext*, const v1::ListMetaRequest*, v1::ListMetaResponse*) override;
   grpc::Status GetMeta(grpc::ServerContext*, const v1::GetMetaRequest*, v1::GetMetaResponse*) override;
   grpc::Status SetMeta(grpc::ServerContext*, const v1::SetMetaRequest*, v1::SetMetaResponse*) override;

@@ -222,7 +222,7 @@ TEST_F(CliTest, UsageErrorsAndHelp) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("no project"));
   for (const char* cmd : {"apply", "diff", "versions", "version", "rollback", "meta", "project", "events", "admin",
-                          "queue", "freeze", "thaw", "reprovision", "status"}) {
+                          "queue", "freeze", "thaw", "reprovision", "status", "scale"}) {
     r = M({cmd, "--help"});
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_THAT(r.out, HasSubstr("usage: mariposa")) << cmd;

@@ -85,6 +85,26 @@ TEST_F(ConvergenceTest, ApplyScaleAndReplace) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(WaitFor({{"nginx", 1}, {"wordpress", 5}, {"mysql", 1}})) << daemon_->log();
 
+  // mariposa scale: a new version, and the instances follow.
+  r = M({"-j", "jupiter", "scale", "wordpress=-2", "nginx=+1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("scale \"wordpress\" 5 -> 3 (-2)"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("applied version 3"));
+  EXPECT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
+  r = M({"-j", "jupiter", "scale", "wordpress=-9"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("gives -6, outside 0..100000"));
+  r = M({"-j", "jupiter", "scale", "nope=1"});
+  EXPECT_THAT(r.err, ::testing::HasSubstr("no service \"nope\""));
+  r = M({"-j", "jupiter", "scale", "wordpress=5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 5}, {"mysql", 1}})) << daemon_->log();
+  r = M({"-j", "jupiter", "scale", "nginx=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WaitFor({{"nginx", 1}, {"wordpress", 5}, {"mysql", 1}})) << daemon_->log();
+  r = M({"-j", "jupiter", "versions"});
+  EXPECT_THAT(r.out, ::testing::HasSubstr("scale"));
+
   // A VM killed out of band is replaced.
   vms = json::parse(c.Get("/vms?state=running&tag.mariposa.service=mysql")->body);
   ASSERT_EQ(vms.size(), 1u);
