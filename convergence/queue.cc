@@ -1,5 +1,7 @@
 #include "convergence/queue.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
@@ -32,6 +34,20 @@ TaskInfo InfoOf(const TaskRecord& t, bool thaw) {
 }
 
 }  // namespace
+
+bool FreezeHolds(const TaskRecord& t, const std::string& service, const std::string& kind) {
+  if (t.kind != "freeze" || t.state == "terminating") return false;
+  bool in_scope = t.services.empty() || std::find(t.services.begin(), t.services.end(), service) != t.services.end();
+  bool kind_held = kind.empty() || t.only.empty() || std::find(t.only.begin(), t.only.end(), kind) != t.only.end();
+  return in_scope && kind_held;
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> VersionNumbers(ProjectStore* store, const std::string& project_uuid) {
+  ASSIGN_OR_RETURN(std::vector<VersionRecord> versions, store->ListVersions(project_uuid));
+  std::map<std::string, int64_t> numbers;
+  for (const auto& v : versions) numbers[v.uuid] = v.number;
+  return numbers;
+}
 
 TaskAdmitter QueueAdmitter() {
   return [](const std::vector<TaskRecord>& open, TaskRecord* incoming, std::vector<std::string>* terminate) {

@@ -7,10 +7,21 @@
 #ifndef MARIPOSA_CONVERGENCE_QUEUE_H_
 #define MARIPOSA_CONVERGENCE_QUEUE_H_
 
+#include <map>
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "projects/store.h"
 
 namespace mariposa::convergence {
+
+// True when `task` is an open freeze that holds `kind` of automatic work
+// (replace-unhealthy, scale, reprovision, agent-rollout) for `service`;
+// an empty `kind` asks whether the service is frozen at all.
+bool FreezeHolds(const TaskRecord& task, const std::string& service, const std::string& kind);
+
+// Project version uuid -> number, for ordering instances by version.
+absl::StatusOr<std::map<std::string, int64_t>> VersionNumbers(ProjectStore* store, const std::string& project_uuid);
 
 // The TaskAdmitter implementing admission.h's rules: FAILED_PRECONDITION
 // naming the blocking task, or the tasks to terminate and to wait for.

@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "convergence/observer.h"
 #include "convergence/planner.h"
+#include "convergence/queue.h"
 
 namespace mariposa::convergence {
 namespace {
@@ -65,9 +66,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   if (!p.current_version.empty()) {
     ASSIGN_OR_RETURN(services, store_->ListServices(p.current_version));
   }
-  ASSIGN_OR_RETURN(std::vector<VersionRecord> versions, store_->ListVersions(p.uuid));
-  std::map<std::string, int64_t> numbers;
-  for (const auto& v : versions) numbers[v.uuid] = v.number;
+  ASSIGN_OR_RETURN(auto numbers, VersionNumbers(store_, p.uuid));
 
   PlanInput in;
   std::map<std::string, const ServiceRecord*> by_name;
@@ -132,12 +131,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
                        : a.reason == "reprovision"                                ? "reprovision"
                                                                                   : "scale";
     bool frozen = false;
-    for (const TaskRecord& t : open) {
-      if (t.kind != "freeze" || t.state == "terminating") continue;
-      bool in_scope = t.services.empty() || std::find(t.services.begin(), t.services.end(), a.service) != t.services.end();
-      bool kind_held = t.only.empty() || std::find(t.only.begin(), t.only.end(), kind) != t.only.end();
-      frozen |= in_scope && kind_held;
-    }
+    for (const TaskRecord& t : open) frozen |= FreezeHolds(t, a.service, kind);
     if (frozen) {
       result.held++;
     } else {

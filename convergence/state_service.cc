@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "convergence/observer.h"
+#include "convergence/queue.h"
 #include "projects/projects_service.h"
 
 namespace mariposa::convergence {
@@ -23,12 +24,10 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
     if (!s.ok()) return ToGrpc(s.status());
     services = *s;
   }
-  auto versions = store_->ListVersions(p->uuid);
-  if (!versions.ok()) return ToGrpc(versions.status());
-  std::map<std::string, int64_t> numbers;
-  for (const auto& v : *versions) numbers[v.uuid] = v.number;
+  auto numbers = VersionNumbers(store_, p->uuid);
+  if (!numbers.ok()) return ToGrpc(numbers.status());
   Observer observer(vmapi_);
-  auto instances = observer.ObserveProject(p->uuid, numbers);
+  auto instances = observer.ObserveProject(p->uuid, *numbers);
   if (!instances.ok()) return ToGrpc(instances.status());
   auto tasks = store_->ListTasks(p->uuid, 0);
   if (!tasks.ok()) return ToGrpc(tasks.status());
@@ -40,12 +39,7 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
     v1::ServiceStatus* st = resp->add_services();
     st->set_name(s.name);
     st->set_desired(s.count);
-    for (const TaskRecord& t : *tasks) {
-      if (t.kind == "freeze" && t.state != "terminating" &&
-          (t.services.empty() || std::find(t.services.begin(), t.services.end(), s.name) != t.services.end())) {
-        st->set_frozen(true);
-      }
-    }
+    for (const TaskRecord& t : *tasks) st->set_frozen(st->frozen() || FreezeHolds(t, s.name, ""));
     std::vector<const InstanceState*> mine;
     for (const InstanceState& i : *instances) {
       if (i.service == s.name) mine.push_back(&i);
