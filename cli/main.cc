@@ -63,7 +63,8 @@ Metadata
 State
   status [-v]                          per service: desired, running, healthy, updating, frozen
 Tasks and freezes
-  reprovision [--service s1,s2 | --group G] [--thaw]   (rolls instances onto the current version)
+  reprovision [--service s1,s2 | --group G] [filters] [--canary N] [--thaw]
+                                          (rolls instances onto the current version)
   queue list [--finished N]
   queue get TASK
   queue terminate TASK [--reason TEXT]   (ends it and freezes its scope)
@@ -124,9 +125,15 @@ const std::map<std::string, std::string>& CommandHelp() {
        "Goal versus actual (needs mariposad --triton): per service desired, running, provisioning, broken,\n"
        "healthy, updating (live at an older spec) and frozen; -v lists every instance.\n"},
       {"reprovision",
-       "usage: mariposa -j PROJECT reprovision [--service s1,s2 | --group G] [--thaw]\n\n"
+       "usage: mariposa -j PROJECT reprovision [--service s1,s2 | --group G] [--version V,..] [--image I,..]\n"
+       "                                     [--server UUID,..] [--instance I,..] [--canary N] [--thaw]\n\n"
        "Queues a reprovision task: instances at another spec are replaced by the current version's, `rolling`\n"
-       "at a time, never more than `max_surge` above count; an old instance goes once its replacement is ready.\n"},
+       "at a time, never more than `max_surge` above count; an old instance goes once its replacement is ready.\n"
+       "Order: oldest project version first, then oldest instance. Filters limit the instances replaced (each\n"
+       "given filter must match): --version (number or uuid of the version an instance was created for),\n"
+       "--image (uuid or name[@version]), --server (server uuid), --instance (uuid or alias).\n"
+       "--canary N stops after N replacements and completes the task (default: the manifest's update.canary;\n"
+       "0 = all); run reprovision again to continue.\n"},
       {"thaw", "usage: mariposa -j PROJECT thaw [--service s1,s2 | --group G]\n\nEnds the freezes that overlap the scope.\n"},
       {"admin", "usage: mariposa admin status | admin backup PATH\n"},
   };
@@ -815,7 +822,19 @@ void Cli::PrintTask(const v1::Task& t) {
   if (!t.reason().empty()) std::cout << "reason:   " << t.reason() << "\n";
   if (!t.only().empty()) std::cout << "only:     " << absl::StrJoin(t.only(), ",") << "\n";
   if (!t.wait_for().empty()) std::cout << "waits for: " << absl::StrJoin(t.wait_for(), ",") << "\n";
-  if (t.steps_planned() > 0) std::cout << "progress: " << t.steps_done() << "/" << t.steps_planned() << "\n";
+  auto filter = [](const char* name, const google::protobuf::RepeatedPtrField<std::string>& v) {
+    if (!v.empty()) std::cout << name << absl::StrJoin(v, ",") << "\n";
+  };
+  filter("versions: ", t.filter_versions());
+  filter("images:   ", t.filter_images());
+  filter("servers:  ", t.filter_servers());
+  filter("instances: ", t.filter_instances());
+  if (t.canary() > 0) std::cout << "canary:   " << t.canary() << "\n";
+  if (t.steps_planned() > 0 || t.steps_done() > 0) {
+    std::cout << "progress: step " << t.steps_done() << "/" << std::max(t.steps_done(), t.steps_planned())
+              << "; created " << t.created() << ", deleted " << t.deleted() << ", replaced " << t.replaced()
+              << ", failed " << t.failed() << "\n";
+  }
   if (!t.error().empty()) std::cout << "error:    " << t.error() << "\n";
 }
 
@@ -958,8 +977,22 @@ int Cli::ReprovisionCmd(Args& a) {
   auto services = a.Value({"--service", "--services"});
   auto group = a.Value({"--group"});
   bool thaw = a.Flag({"--thaw"});
-  a.Positional(1, 1, "reprovision");
   v1::AddTaskRequest req;
+  auto list = [&](const char* flag, google::protobuf::RepeatedPtrField<std::string>* out) {
+    if (auto v = a.Value({flag})) {
+      for (absl::string_view s : absl::StrSplit(*v, ',', absl::SkipEmpty())) out->Add(std::string(s));
+    }
+  };
+  list("--version", req.mutable_versions());
+  list("--image", req.mutable_images());
+  list("--server", req.mutable_servers());
+  list("--instance", req.mutable_instances());
+  if (auto canary = a.Value({"--canary"})) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(*canary, &n) || n < 0) throw UsageError{absl::StrCat("--canary \"", *canary, "\" is not a count")};
+    req.set_canary(n);
+  }
+  a.Positional(1, 1, "reprovision");
   req.set_project(NeedProject());
   req.set_kind("reprovision");
   if (services) {

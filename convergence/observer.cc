@@ -38,6 +38,9 @@ absl::StatusOr<std::vector<InstanceState>> Observer::ObserveProject(
     auto v = version_numbers.find(tag(kTagVersion));
     i.version = v == version_numbers.end() ? 0 : v->second;
     i.created = ParseTimestamp(vm.create_timestamp);
+    i.version_uuid = tag(kTagVersion);
+    i.image_uuid = vm.image_uuid;
+    i.server_uuid = vm.server_uuid;
     out.push_back(std::move(i));
   }
   return out;

@@ -40,6 +40,39 @@ std::vector<const InstanceState*> VictimOrder(std::vector<const InstanceState*> 
   return live;
 }
 
+std::vector<const InstanceState*> ReprovisionOrder(const std::vector<InstanceState>& instances,
+                                                   const ServiceGoal& goal) {
+  std::vector<const InstanceState*> out;
+  for (const InstanceState& i : instances) {
+    if (i.service == goal.name && i.state == "running" && i.spec_hash != goal.spec_hash) out.push_back(&i);
+  }
+  std::sort(out.begin(), out.end(), Older);
+  return out;
+}
+
+std::vector<Action> Throttle(const std::vector<Action>& actions, const std::map<std::string, ServiceThrottle>& limits,
+                             std::vector<Action>* held) {
+  std::vector<Action> out;
+  std::map<std::string, int64_t> creates, removes;  // replacements let through so far
+  for (const Action& a : actions) {
+    auto it = limits.find(a.service);
+    bool hold = false;
+    if (it != limits.end()) {
+      const ServiceThrottle& t = it->second;
+      bool replacing = a.reason == "replace-broken" || a.reason == "remove-broken";
+      if (t.paused) hold = a.kind == ActionKind::kCreate || a.reason == "remove-broken";
+      if (t.backoff) hold |= a.kind == ActionKind::kCreate;
+      if (!hold && replacing && t.replace_budget >= 0) {
+        int64_t& used = a.kind == ActionKind::kCreate ? creates[a.service] : removes[a.service];
+        hold = used >= t.replace_budget;
+        if (!hold) ++used;
+      }
+    }
+    (hold ? *held : out).push_back(a);
+  }
+  return out;
+}
+
 std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
   std::vector<Action> actions;
   std::map<std::string, std::vector<const InstanceState*>> by_service;
@@ -64,9 +97,16 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
     std::sort(broken.begin(), broken.end(), Older);
     for (const InstanceState* i : broken) actions.push_back({ActionKind::kDelete, goal.name, i->uuid, "remove-broken"});
 
+    // Old-spec instances this reprovision may replace (all of them unless
+    // filters or a canary limit it); the others are kept as they are.
+    auto only = input.reprovision_only.find(goal.name);
+    auto eligible = [&](const InstanceState* i) {
+      return i->spec_hash != goal.spec_hash &&
+             (only == input.reprovision_only.end() || only->second.count(i->uuid) > 0);
+    };
     bool rolling_out = false;
     if (input.reprovision.count(goal.name)) {
-      for (const InstanceState* i : live) rolling_out |= i->spec_hash != goal.spec_hash;
+      for (const InstanceState* i : live) rolling_out |= eligible(i);
     }
     int64_t n = static_cast<int64_t>(live.size());
     int64_t ceiling = goal.count + (rolling_out ? goal.max_surge : 0);
@@ -102,7 +142,7 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
     // above count + max_surge. Old ones: removed oldest first, only while
     // `floor` ready instances remain.
     std::vector<const InstanceState*> old_running;
-    int64_t new_in_flight = missing, ready_new = 0, ready_old = 0;
+    int64_t new_in_flight = missing, ready_new = 0, ready_old = 0, kept_old = 0;
     for (const InstanceState* i : live) {
       bool current = i->spec_hash == goal.spec_hash;
       bool ready = Ready(*i, now, goal.start_window);
@@ -110,7 +150,8 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
         if (ready) ready_new++;
         else new_in_flight++;
       } else {
-        if (i->state == "running") old_running.push_back(i);
+        if (i->state == "running" && eligible(i)) old_running.push_back(i);
+        if (!eligible(i)) kept_old++;
         if (ready) ready_old++;
       }
     }
@@ -121,7 +162,7 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
       actions.push_back({ActionKind::kDelete, goal.name, old_running[k]->uuid, "reprovision"});
     }
     // Bounded as if the creates land before the deletes.
-    int64_t still_needed = goal.count - ready_new - new_in_flight;
+    int64_t still_needed = goal.count - kept_old - ready_new - new_in_flight;
     int64_t creates = std::min({static_cast<int64_t>(goal.rolling) - new_in_flight,
                                 goal.count + goal.max_surge - n, still_needed});
     for (int64_t k = 0; k < creates; ++k) actions.push_back({ActionKind::kCreate, goal.name, "", "reprovision"});

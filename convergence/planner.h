@@ -5,9 +5,9 @@
 // QUEUE.md, replacement of failed, stopped, unknown-server and vanished
 // instances, removal of services that left the manifest, and one rolling
 // reprovision step bounded by `rolling` and `max_surge` in QUEUE.md's order.
-// Not yet: canary, user filters, placement hints, agents, start/stop tasks,
-// crash-loop pauses and the replacement budget (they need the queue and
-// executor, which are not built).
+// Canary and user filters arrive as `reprovision_only`; the replacement
+// budget and crash-loop pauses as a Throttle over the plan. Not yet:
+// placement hints, agents, start/stop.
 #ifndef MARIPOSA_CONVERGENCE_PLANNER_H_
 #define MARIPOSA_CONVERGENCE_PLANNER_H_
 
@@ -31,6 +31,9 @@ struct InstanceState {
   std::string spec_hash;
   int64_t version = 0;  // number of the project version it was created for
   absl::Time created;
+  std::string version_uuid;
+  std::string image_uuid;
+  std::string server_uuid;
 };
 
 struct ServiceGoal {
@@ -49,6 +52,9 @@ struct PlanInput {
   std::vector<InstanceState> instances;
   // Services whose instances at another spec should be replaced now.
   std::set<std::string> reprovision;
+  // Services of `reprovision` whose replacement is limited to these instance
+  // uuids (the user's filters and the canary); absent = every old instance.
+  std::map<std::string, std::set<std::string>> reprovision_only;
 };
 
 enum class ActionKind { kCreate, kDelete };
@@ -70,6 +76,22 @@ struct Action {
 // counts as ready when it is running and healthy, or running with health
 // "unknown" and older than its service's start window (no checks defined).
 std::vector<Action> Plan(const PlanInput& input, absl::Time now);
+
+// Reprovision candidates of a service in QUEUE.md's order: running instances
+// at another spec, oldest project version first, then oldest instance.
+std::vector<const InstanceState*> ReprovisionOrder(const std::vector<InstanceState>& instances,
+                                                   const ServiceGoal& goal);
+
+// Limits the executor puts on a service's automatic work.
+struct ServiceThrottle {
+  int64_t replace_budget = -1;  // replacements of broken instances allowed now; -1 = no limit
+  bool paused = false;          // crash-looping: no creates, broken instances are kept
+  bool backoff = false;         // creates wait for the backoff after a failure
+};
+
+// The actions that may run now; the rest go to `held` (in plan order).
+std::vector<Action> Throttle(const std::vector<Action>& actions, const std::map<std::string, ServiceThrottle>& limits,
+                             std::vector<Action>* held);
 
 // Instances of a service in QUEUE.md's scale-down victim order: unhealthy
 // first, then not yet started, then oldest version, then oldest instance.

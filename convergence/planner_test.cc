@@ -1,5 +1,6 @@
 #include "convergence/planner.h"
 
+#include <algorithm>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -12,7 +13,15 @@ const absl::Time kNow = absl::FromUnixSeconds(1800000000);
 
 InstanceState I(const std::string& uuid, const std::string& state, const std::string& health, int64_t version,
                 int age_s, const std::string& spec = "s1", const std::string& service = "web") {
-  return InstanceState{uuid, service, "", state, health, spec, version, kNow - absl::Seconds(age_s)};
+  InstanceState i;
+  i.uuid = uuid;
+  i.service = service;
+  i.state = state;
+  i.health = health;
+  i.spec_hash = spec;
+  i.version = version;
+  i.created = kNow - absl::Seconds(age_s);
+  return i;
 }
 
 PlanInput Input(int64_t count, std::vector<InstanceState> instances, int rolling = 1, int surge = 1,
@@ -88,8 +97,8 @@ void Apply(const std::vector<Action>& actions, const PlanInput& in, std::vector<
       inst->erase(std::remove_if(inst->begin(), inst->end(), [&](const InstanceState& i) { return i.uuid == a.instance; }),
                   inst->end());
     } else {
-      inst->push_back(InstanceState{absl::StrCat("n", (*next)++), a.service, "", "provisioning", "unknown",
-                                    in.services.at(a.service).spec_hash, version, kNow});
+      inst->push_back(I(absl::StrCat("n", (*next)++), "provisioning", "unknown", version, 0,
+                        in.services.at(a.service).spec_hash, a.service));
     }
   }
 }
@@ -187,6 +196,86 @@ TEST(PlannerTest, PropertyRollingReprovisionConverges) {
     ASSERT_EQ(static_cast<int64_t>(inst.size()), count) << "trial " << trial;
     for (const auto& i : inst) ASSERT_EQ(i.spec_hash, "new") << "trial " << trial;
   }
+}
+
+}  // namespace
+}  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+// Reprovision limited to some instances (filters, canary): only those are
+// replaced, the others keep their old spec, and the count holds.
+TEST(PlannerTest, FilteredReprovisionReplacesOnlyTheChosen) {
+  std::vector<InstanceState> all;
+  for (int k = 0; k < 4; ++k) all.push_back(I(absl::StrCat("old", k), "running", "unknown", 1, 1000 - k, "s0"));
+  PlanInput in = Input(4, all, /*rolling=*/2, /*surge=*/2);
+  in.reprovision = {"web"};
+  in.reprovision_only["web"] = {"old1", "old3"};
+  int guard = 0;
+  absl::Time now = kNow;
+  int next = 0;
+  while (true) {
+    auto actions = Plan(in, now);
+    if (actions.empty()) break;
+    ASSERT_LT(++guard, 20);
+    for (const Action& a : actions) {
+      ASSERT_NE(a.instance, "old0");
+      ASSERT_NE(a.instance, "old2");
+      if (a.kind == ActionKind::kCreate) {
+        in.instances.push_back(I(absl::StrCat("new", next++), "running", "unknown", 2, 0, "s1"));
+      } else {
+        in.instances.erase(std::remove_if(in.instances.begin(), in.instances.end(),
+                                          [&](const InstanceState& i) { return i.uuid == a.instance; }),
+                           in.instances.end());
+      }
+    }
+    now += absl::Minutes(2);  // past the start window: new instances count as ready
+    for (auto& i : in.instances) i.created = std::min(i.created, now - absl::Minutes(2));
+  }
+  std::vector<std::string> left;
+  for (const auto& i : in.instances) left.push_back(i.uuid);
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"new0", "new1", "old0", "old2"}));
+}
+
+TEST(PlannerTest, ReprovisionOrderIsOldestVersionThenOldestInstance) {
+  std::vector<InstanceState> all = {I("v2-old", "running", "healthy", 2, 500, "s0"),
+                                    I("v1-young", "running", "healthy", 1, 10, "s0"),
+                                    I("v1-old", "running", "healthy", 1, 900, "s0"),
+                                    I("current", "running", "healthy", 3, 5000, "s1"),
+                                    I("stopped", "stopped", "unknown", 1, 9000, "s0"),
+                                    I("booting", "provisioning", "unknown", 1, 9000, "s0")};
+  ServiceGoal goal{"web", 4, "s1", 1, 1};
+  std::vector<std::string> order;
+  for (const InstanceState* i : ReprovisionOrder(all, goal)) order.push_back(i->uuid);
+  EXPECT_EQ(order, (std::vector<std::string>{"v1-old", "v1-young", "v2-old"}));
+}
+
+TEST(PlannerTest, ThrottleHoldsReplacementsBeyondTheBudget) {
+  std::vector<Action> plan = {{ActionKind::kDelete, "web", "a", "remove-broken"},
+                              {ActionKind::kDelete, "web", "b", "remove-broken"},
+                              {ActionKind::kDelete, "web", "c", "remove-broken"},
+                              {ActionKind::kCreate, "web", "", "replace-broken"},
+                              {ActionKind::kCreate, "web", "", "replace-broken"},
+                              {ActionKind::kCreate, "web", "", "replace-broken"},
+                              {ActionKind::kCreate, "web", "", "scale-up"},
+                              {ActionKind::kCreate, "db", "", "replace-broken"}};
+  std::vector<Action> held;
+  auto run = Throttle(plan, {{"web", {1, false}}}, &held);
+  EXPECT_EQ(Describe(run), (std::vector<std::string>{"delete web a (remove-broken)", "create web (replace-broken)",
+                                                     "create web (scale-up)", "create db (replace-broken)"}));
+  EXPECT_EQ(held.size(), 4u);
+
+  held.clear();
+  run = Throttle(plan, {{"web", {-1, true}}}, &held);
+  EXPECT_EQ(Describe(run), (std::vector<std::string>{"create db (replace-broken)"}));
+  EXPECT_EQ(held.size(), 7u);
+
+  held.clear();
+  run = Throttle(plan, {}, &held);
+  EXPECT_EQ(run.size(), plan.size());
+  EXPECT_TRUE(held.empty());
 }
 
 }  // namespace

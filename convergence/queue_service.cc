@@ -1,10 +1,16 @@
 #include "convergence/queue_service.h"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <set>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "convergence/admission.h"
+#include "common/ids.h"
 #include "common/status_macros.h"
 #include "projects/projects_service.h"
 
@@ -41,6 +47,11 @@ absl::Status QueueService::ToProto(const TaskRecord& t, v1::Task* out) {
   out->set_actor(t.actor);
   out->set_reason(t.reason);
   for (const auto& o : t.only) out->add_only(o);
+  for (const auto& v : t.filter_versions) out->add_filter_versions(v);
+  for (const auto& v : t.filter_images) out->add_filter_images(v);
+  for (const auto& v : t.filter_servers) out->add_filter_servers(v);
+  for (const auto& v : t.filter_instances) out->add_filter_instances(v);
+  out->set_canary(t.canary);
   return absl::OkStatus();
 }
 
@@ -163,6 +174,46 @@ grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRe
   t.trigger = req->thaw() ? "thaw" : req->kind();
   t.version_uuid = p->current_version;
   t.actor = AuthorOf(ctx);
+  // Filters are checked here so that a typo fails now, not as a task that
+  // silently matches nothing.
+  auto numbers = VersionNumbers(store_, p->uuid);
+  if (!numbers.ok()) return ToGrpc(numbers.status());
+  for (const std::string& v : req->versions()) {
+    int64_t n = 0;
+    bool known = false;
+    std::string digits = absl::StartsWith(v, "v") ? v.substr(1) : v;
+    for (const auto& kv : *numbers) {
+      known |= kv.first == v || (absl::SimpleAtoi(digits, &n) && kv.second == n);
+    }
+    if (!known) {
+      return ToGrpc(absl::InvalidArgumentError(absl::StrCat(
+          "--version \"", v, "\": project ", p->name, " has no such version; `mariposa versions` lists them")));
+    }
+    t.filter_versions.push_back(v);
+  }
+  for (const std::string& s : req->servers()) {
+    if (!IsUuid(s)) {
+      return ToGrpc(absl::InvalidArgumentError(absl::StrCat("--server \"", s, "\" is not a server uuid")));
+    }
+    t.filter_servers.push_back(s);
+  }
+  t.filter_images.assign(req->images().begin(), req->images().end());
+  t.filter_instances.assign(req->instances().begin(), req->instances().end());
+  if (req->has_canary() && req->canary() < 0) {
+    return ToGrpc(absl::InvalidArgumentError(absl::StrCat("--canary ", req->canary(), " must be 0 or more")));
+  }
+  t.canary = req->canary();
+  if (!req->has_canary()) {  // the manifest's update.canary (the largest of the services in scope)
+    auto services = store_->ListServices(p->current_version);
+    if (!services.ok()) return ToGrpc(services.status());
+    for (const ServiceRecord& s : *services) {
+      if (!t.services.empty() && std::find(t.services.begin(), t.services.end(), s.name) == t.services.end()) continue;
+      auto spec = nlohmann::json::parse(s.spec_json, nullptr, false);
+      if (spec.is_object() && spec.contains("update")) {
+        t.canary = std::max<int64_t>(t.canary, spec["update"].value("canary", int64_t{0}));
+      }
+    }
+  }
   auto added = queue_.Add(t);
   if (!added.ok()) return ToGrpc(added.status());
   if (on_change_) on_change_();

@@ -3,8 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <set>
 
+#include "absl/random/random.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/ids.h"
@@ -51,32 +53,84 @@ std::map<std::string, std::string> StringMap(const json& j) {
   return out;
 }
 
+// Does instance `i` match a reprovision task's filters? Each non-empty list
+// must contain one of the instance's names for that property.
+bool MatchesFilters(const TaskRecord& t, const InstanceState& i, const std::set<std::string>& image_uuids) {
+  auto in = [](const std::vector<std::string>& list, std::initializer_list<std::string> names) {
+    if (list.empty()) return true;
+    for (const std::string& want : list) {
+      for (const std::string& n : names) {
+        if (!n.empty() && want == n) return true;
+      }
+    }
+    return false;
+  };
+  return in(t.filter_versions, {absl::StrCat(i.version), absl::StrCat("v", i.version), i.version_uuid}) &&
+         (t.filter_images.empty() || image_uuids.count(i.image_uuid) > 0) &&
+         in(t.filter_servers, {i.server_uuid}) && in(t.filter_instances, {i.uuid, i.alias});
+}
+
+RestartPolicy PolicyFor(const json& spec, const ReconcilerOptions& o) {
+  RestartPolicy p;
+  p.backoff_base = o.backoff_base;
+  p.backoff_cap = o.backoff_cap;
+  if (spec.is_object() && spec.contains("restart")) {
+    p.max_attempts = spec["restart"].value("max_attempts", 3);
+    absl::Duration w;
+    if (absl::ParseDuration(spec["restart"].value("window", "60s"), &w)) p.window = w;
+  }
+  return p;
+}
+
 }  // namespace
 
 Reconciler::Reconciler(ProjectStore* store, triton::VmapiClient* vmapi, triton::ImgapiClient* imgapi,
                        const Clock* clock, ReconcilerOptions options)
-    : store_(store), vmapi_(vmapi), imgapi_(imgapi), clock_(clock), options_(std::move(options)) {}
+    : store_(store),
+      vmapi_(vmapi),
+      imgapi_(imgapi),
+      clock_(clock),
+      options_(std::move(options)),
+      slots_(std::max(1, options_.max_jobs)) {}
 
 Reconciler::~Reconciler() { Stop(); }
 
+Reconciler::Remembered* Reconciler::Memory(const std::string& project_uuid, const std::string& service,
+                                           const std::string& spec_hash) {
+  absl::MutexLock l(&history_mu_);
+  auto& m = history_[absl::StrCat(project_uuid, "/", service)];
+  if (!m) m = std::make_unique<Remembered>();
+  if (m->spec_hash != spec_hash) {  // a new spec may fix what failed: start over
+    m->spec_hash = spec_hash;
+    m->history.Reset();
+  }
+  return m.get();
+}
+
 absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   SyncResult result;
+  const absl::Time now = clock_->Now();
   ASSIGN_OR_RETURN(ProjectRecord p, store_->GetProject(name));
   std::vector<ServiceRecord> services;
   if (!p.current_version.empty()) {
     ASSIGN_OR_RETURN(services, store_->ListServices(p.current_version));
   }
   ASSIGN_OR_RETURN(auto numbers, VersionNumbers(store_, p.uuid));
+  auto event = [&](const std::string& kind, const std::string& object, const std::string& message) {
+    store_->AppendEvent("mariposad", p.name, kind, object, message).IgnoreError();
+  };
 
   PlanInput in;
   std::map<std::string, const ServiceRecord*> by_name;
   std::map<std::string, json> specs;
+  std::map<std::string, RestartPolicy> policies;
+  std::map<std::string, Remembered*> memory;
   for (const ServiceRecord& s : services) {
     if (s.compute_type == "agent") continue;  // agents are rolled out per server (not built yet)
     json spec = json::parse(s.spec_json, nullptr, false);
     ServiceGoal g{s.name, s.count, s.spec_hash, 1, 1};
     if (spec.is_object() && spec.contains("update")) {
-      g.rolling = spec["update"].value("rolling", 1);
+      g.rolling = std::max(1, spec["update"].value("rolling", 1));
       g.max_surge = spec["update"].value("max_surge", 1);
     }
     absl::Duration window;
@@ -86,46 +140,89 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     }
     in.services[s.name] = g;
     by_name[s.name] = &s;
-    specs[s.name] = spec;
+    policies[s.name] = PolicyFor(spec, options_);
+    memory[s.name] = Memory(p.uuid, s.name, s.spec_hash);
+    specs[s.name] = std::move(spec);
   }
   Observer observer(vmapi_);
   ASSIGN_OR_RETURN(in.instances, observer.ObserveProject(p.uuid, numbers));
+  std::map<std::string, const InstanceState*> by_uuid;
+  for (const InstanceState& i : in.instances) by_uuid[i.uuid] = &i;
 
-  // Reprovision tasks: runnable once what they wait for has ended; complete
-  // when no instance in their scope is at another spec.
+  // Reprovision tasks: runnable once what they wait for has ended; they
+  // replace the old-spec instances matching their filters, up to their
+  // canary, and complete when none is left.
   ASSIGN_OR_RETURN(std::vector<TaskRecord> open, store_->ListTasks(p.uuid, 0));
   std::set<std::string> open_ids;
   for (const TaskRecord& t : open) open_ids.insert(t.uuid);
+  auto end_task = [&](const TaskRecord& t, const std::string& state, const std::string& error) {
+    auto ended = store_->SetTaskState(t.uuid, state, error);
+    if (ended.ok() && options_.metrics != nullptr) {
+      options_.metrics->TaskEnded(t.kind, state, ended->finished_at - ended->created_at);
+    }
+  };
+  std::map<std::string, std::string> task_of;  // service -> reprovision task driving it
+  std::map<std::string, int64_t> remaining;    // task -> old instances still to replace
   for (const TaskRecord& t : open) {
     if (t.kind != "reprovision") continue;
     if (t.state == "terminating") {
-      store_->SetTaskState(t.uuid, "terminated", "").IgnoreError();
+      end_task(t, "terminated", "");
       continue;
     }
     bool waiting = false;
     for (const std::string& w : t.wait_for) waiting |= open_ids.count(w) > 0;
     if (waiting) continue;
-    std::set<std::string> scope(t.services.begin(), t.services.end());
-    bool pending = false;
-    for (const InstanceState& i : in.instances) {
-      auto g = in.services.find(i.service);
-      if (g == in.services.end() || (!scope.empty() && !scope.count(i.service))) continue;
-      pending |= (i.state == "running" || i.state == "provisioning") && i.spec_hash != g->second.spec_hash;
+    std::set<std::string> images;
+    for (const std::string& want : t.filter_images) {
+      if (IsUuid(want)) {
+        images.insert(want);
+        continue;
+      }
+      size_t at = want.rfind('@');
+      auto found = imgapi_->FindImage(want.substr(0, at), at == std::string::npos ? "" : want.substr(at + 1));
+      if (found.ok()) images.insert(found->uuid);
     }
-    if (!pending) {
-      store_->SetTaskState(t.uuid, "completed", "").IgnoreError();
-      store_->AppendEvent("mariposad", p.name, "task.completed", t.uuid, "reprovision").IgnoreError();
+    std::set<std::string> scope(t.services.begin(), t.services.end());
+    int64_t canary_left = t.canary > 0 ? std::max<int64_t>(0, t.canary - t.replaced) : -1;
+    int64_t pending = 0;
+    bool filtered = t.canary > 0 || !t.filter_versions.empty() || !t.filter_images.empty() ||
+                    !t.filter_servers.empty() || !t.filter_instances.empty();
+    for (const auto& kv : in.services) {
+      if (!scope.empty() && !scope.count(kv.first)) continue;
+      std::set<std::string> chosen;
+      for (const InstanceState* i : ReprovisionOrder(in.instances, kv.second)) {
+        if (canary_left >= 0 && pending >= canary_left) break;
+        if (!MatchesFilters(t, *i, images)) continue;
+        chosen.insert(i->uuid);
+        ++pending;
+      }
+      // Instances of the new spec still coming up belong to the rollout too.
+      bool starting = false;
+      for (const InstanceState& i : in.instances) {
+        starting |= i.service == kv.first && i.state == "provisioning" && i.spec_hash == kv.second.spec_hash;
+      }
+      if (chosen.empty() && !starting) continue;
+      in.reprovision.insert(kv.first);
+      if (filtered) in.reprovision_only[kv.first] = std::move(chosen);
+      task_of[kv.first] = t.uuid;
+    }
+    if (pending == 0) {
+      end_task(t, "completed", "");
+      event("task.completed", t.uuid,
+            t.canary > 0 && t.replaced >= t.canary
+                ? absl::StrCat("reprovision canary of ", t.canary, " done; `mariposa reprovision` continues")
+                : "reprovision");
+      for (auto it = task_of.begin(); it != task_of.end();) it = it->second == t.uuid ? task_of.erase(it) : ++it;
       continue;
     }
     if (t.state == "queued") store_->SetTaskState(t.uuid, "active", "").IgnoreError();
-    for (const auto& kv : in.services) {
-      if (scope.empty() || scope.count(kv.first)) in.reprovision.insert(kv.first);
-    }
+    remaining[t.uuid] = pending;
   }
 
-  std::vector<Action> planned = Plan(in, clock_->Now());
+  std::vector<Action> planned = Plan(in, now);
+  result.converged = planned.empty();
   // Freezes stop automatic work in their scope (or just the --only kinds).
-  std::vector<Action> actions;
+  std::vector<Action> unfrozen;
   for (const Action& a : planned) {
     std::string kind = a.reason == "replace-broken" || a.reason == "remove-broken" ? "replace-unhealthy"
                        : a.reason == "reprovision"                                ? "reprovision"
@@ -135,10 +232,43 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     if (frozen) {
       result.held++;
     } else {
-      actions.push_back(a);
+      unfrozen.push_back(a);
     }
   }
-  result.converged = planned.empty();
+  // Backoff, crash loops and the replacement budget.
+  std::map<std::string, ServiceThrottle> limits;
+  for (const auto& kv : memory) {
+    ServiceHistory& h = kv.second->history;
+    const RestartPolicy& policy = policies[kv.first];
+    if (h.EndPauseIfOver(policy, now)) {
+      event("service.crashloop-ended", kv.first, "the restart window has passed; creating instances again");
+    }
+    ServiceThrottle& t = limits[kv.first];
+    t.paused = h.Paused(policy, now);
+    t.backoff = now < h.next_attempt();
+    t.replace_budget = h.ReplaceBudget(in.services[kv.first].count, options_.replace_interval, now);
+  }
+  std::vector<Action> held;
+  std::vector<Action> actions = Throttle(unfrozen, limits, &held);
+  result.held += static_cast<int>(held.size());
+  std::set<std::string> over_budget;
+  for (const Action& a : held) {
+    const ServiceThrottle& t = limits[a.service];
+    if (a.reason != "replace-broken" || t.paused || t.backoff) continue;
+    over_budget.insert(a.service);
+  }
+  for (const std::string& svc : over_budget) {
+    Remembered* m = memory[svc];
+    if (options_.metrics != nullptr) options_.metrics->ReplacementDeferred(p.name, svc, "budget");
+    if (now - m->budget_event >= options_.replace_interval) {
+      m->budget_event = now;
+      event("replacement.budget-exceeded", svc,
+            absl::StrCat("more broken instances than the replacement budget (max(1, 10%) of ",
+                         in.services[svc].count, " per ", absl::FormatDuration(options_.replace_interval),
+                         "); the rest wait — a correlated failure (CN or network outage) is likely"));
+    }
+  }
+
   // Ordinals in use, per service, from the aliases <project>-<service>-<n>.
   std::map<std::string, std::set<int>> used;
   for (const auto& i : in.instances) {
@@ -146,20 +276,91 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     int n = 0;
     if (i.alias.rfind(prefix, 0) == 0 && absl::SimpleAtoi(i.alias.substr(prefix.size()), &n)) used[i.service].insert(n);
   }
+
+  // Jobs run in a window: at most max_jobs_per_project of this project's and
+  // max_jobs of everyone's in flight; the oldest is waited for to make room.
+  struct Pending {
+    std::string job, what, service;
+    bool create = false;
+  };
+  std::deque<Pending> in_flight;
+  std::map<std::string, TaskProgress> progress;  // task -> counters of this step
+  absl::BitGen gen;
+  auto failed_create = [&](const std::string& service, const std::string& why) {
+    result.failed++;
+    if (task_of.count(service)) progress[task_of[service]].failed++;
+    ServiceHistory& h = memory[service]->history;
+    if (h.Failure(policies[service], clock_->Now(), absl::Uniform(gen, 0.0, 1.0))) {
+      const RestartPolicy& rp = policies[service];
+      event("service.crashlooping", service,
+            absl::StrCat(rp.max_attempts, " failures within ", absl::FormatDuration(rp.window),
+                         " (restart.max_attempts); replacement paused for the window. Last: ", why));
+      if (options_.metrics != nullptr) options_.metrics->ReplacementDeferred(p.name, service, "crashloop");
+    }
+  };
+  auto finish_oldest = [&] {
+    Pending j = std::move(in_flight.front());
+    in_flight.pop_front();
+    auto done = vmapi_->WaitJob(j.job, options_.job_timeout);
+    slots_.Release();
+    bool ok = done.ok() && done->execution == "succeeded";
+    if (!ok) {
+      std::string why = done.ok() ? done->error : done.status().ToString();
+      LogWarn("job failed", {{"project", p.name}, {"job", j.job}, {"what", j.what}, {"error", why}});
+      if (j.create) {
+        failed_create(j.service, why);
+      } else {
+        result.failed++;
+      }
+    } else if (j.create) {
+      memory[j.service]->history.Success();
+    }
+  };
+  auto take_slot = [&] {
+    while (static_cast<int>(in_flight.size()) >= std::max(1, options_.max_jobs_per_project)) finish_oldest();
+    while (!slots_.TryAcquire()) {
+      if (in_flight.empty()) {
+        slots_.Acquire();
+        return;
+      }
+      finish_oldest();
+    }
+  };
+
   std::map<std::string, std::string> image_uuids;
-  std::vector<std::pair<std::string, std::string>> jobs;  // (job, what)
   for (const Action& a : actions) {
+    auto task = task_of.find(a.service);
+    bool for_task = task != task_of.end() && a.reason == "reprovision";
     if (a.kind == ActionKind::kDelete) {
+      auto inst = by_uuid.find(a.instance);
+      if (a.reason == "remove-broken" && inst != by_uuid.end() &&
+          clock_->Now() - inst->second->created < policies[a.service].window) {
+        failed_create(a.service, absl::StrCat(a.instance, " is ", inst->second->state, " soon after creation"));
+      }
+      if (for_task) {
+        // Counted before the delete is sent: a crash in between can leave a
+        // canary one short, never one over.
+        TaskProgress d;
+        d.replaced = 1;
+        store_->AddTaskProgress(task->second, d).IgnoreError();
+      }
+      take_slot();
       auto job = vmapi_->DeleteVm(a.instance);
       if (!job.ok() && !absl::IsNotFound(job.status())) {
+        slots_.Release();
         result.failed++;
         LogWarn("delete failed", {{"project", p.name}, {"vm", a.instance}, {"error", job.status().ToString()}});
         continue;
       }
-      if (job.ok()) jobs.emplace_back(job->job_uuid, absl::StrCat("delete ", a.instance));
+      if (job.ok()) {
+        in_flight.push_back({job->job_uuid, absl::StrCat("delete ", a.instance), a.service, false});
+      } else {
+        slots_.Release();
+      }
       result.deleted++;
-      store_->AppendEvent("mariposad", p.name, "instance.delete", a.instance, absl::StrCat(a.service, " (", a.reason, ")"))
-          .IgnoreError();
+      if (for_task) progress[task->second].deleted++;
+      if (a.reason == "remove-broken" && options_.metrics != nullptr) options_.metrics->Replacement("broken");
+      event("instance.delete", a.instance, absl::StrCat(a.service, " (", a.reason, ")"));
       continue;
     }
     const ServiceRecord& s = *by_name.at(a.service);
@@ -169,15 +370,15 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
         size_t at = image.rfind('@');
         auto found = imgapi_->FindImage(image.substr(0, at), at == std::string::npos ? "" : image.substr(at + 1));
         if (!found.ok()) {
-          result.failed++;
-          store_->AppendEvent("mariposad", p.name, "instance.create-failed", s.name, std::string(found.status().message()))
-              .IgnoreError();
-          image_uuids[s.name] = "";
-          continue;
+          image = "";
+          failed_create(s.name, std::string(found.status().message()));
+          event("instance.create-failed", s.name, std::string(found.status().message()));
+        } else {
+          image = found->uuid;
         }
-        image = found->uuid;
       }
       image_uuids[s.name] = image;
+      if (image.empty()) continue;
     }
     if (image_uuids[s.name].empty()) {
       result.failed++;
@@ -207,27 +408,49 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       req.tags["ports"] = ports;
     }
     req.customer_metadata = StringMap(spec.value("mdata", json::object()));
+    take_slot();
     auto job = vmapi_->CreateVm(req);
     if (!job.ok()) {
-      result.failed++;
+      slots_.Release();
       LogWarn("create failed", {{"project", p.name}, {"service", s.name}, {"error", job.status().ToString()}});
-      store_->AppendEvent("mariposad", p.name, "instance.create-failed", s.name, std::string(job.status().message()))
-          .IgnoreError();
+      failed_create(s.name, std::string(job.status().message()));
+      event("instance.create-failed", s.name, std::string(job.status().message()));
       continue;
     }
-    jobs.emplace_back(job->job_uuid, absl::StrCat("create ", req.uuid));
+    in_flight.push_back({job->job_uuid, absl::StrCat("create ", req.uuid), s.name, true});
     result.created++;
-    store_->AppendEvent("mariposad", p.name, "instance.create", req.uuid,
-                        absl::StrCat(req.alias, " (", a.reason, ")"))
-        .IgnoreError();
+    if (for_task) progress[task->second].created++;
+    if (a.reason == "replace-broken") memory[s.name]->history.Replaced(clock_->Now());
+    event("instance.create", req.uuid, absl::StrCat(req.alias, " (", a.reason, ")"));
   }
-  for (const auto& j : jobs) {
-    auto done = vmapi_->WaitJob(j.first, options_.job_timeout);
-    if (!done.ok() || done->execution != "succeeded") {
-      result.failed++;
-      LogWarn("job failed", {{"project", p.name}, {"job", j.first}, {"what", j.second},
-                             {"error", done.ok() ? done->error : done.status().ToString()}});
+  while (!in_flight.empty()) finish_oldest();
+
+  // Progress of the reprovision tasks: one step per sync that acted.
+  for (auto& kv : progress) {
+    TaskProgress& d = kv.second;
+    d.steps_done = 1;
+    int64_t rolling = 1;
+    for (const auto& t : task_of) {
+      if (t.second == kv.first) rolling = std::max<int64_t>(rolling, in.services[t.first].rolling);
     }
+    auto t = store_->GetTask(kv.first);
+    if (t.ok()) d.steps_planned = t->steps_done + 1 + (remaining[kv.first] - d.deleted + rolling - 1) / rolling;
+    store_->AddTaskProgress(kv.first, d).IgnoreError();
+  }
+
+  if (options_.metrics != nullptr) {
+    std::vector<ServiceCounts> counts;
+    for (const auto& kv : in.services) {
+      ServiceCounts c;
+      c.service = kv.first;
+      c.desired = kv.second.count;
+      c.crashlooping = limits[kv.first].paused;
+      for (const InstanceState& i : in.instances) {
+        if (i.service == kv.first) c.by_state[i.state]++;
+      }
+      counts.push_back(std::move(c));
+    }
+    options_.metrics->SetProject(p.name, std::move(counts));
   }
   return result;
 }
@@ -251,6 +474,7 @@ void Reconciler::Stop() {
 }
 
 void Reconciler::Loop() {
+  std::set<std::string> known;  // projects with metrics
   while (true) {
     {
       absl::MutexLock l(&mu_);
@@ -264,19 +488,38 @@ void Reconciler::Loop() {
       LogWarn("cannot list projects", {{"error", projects.status().ToString()}});
       continue;
     }
-    for (const auto& p : *projects) {
-      auto r = SyncProject(p.name);
-      if (!r.ok()) {
-        LogWarn("sync failed", {{"project", p.name}, {"error", r.status().ToString()}});
-      } else if (r->created + r->deleted + r->failed > 0) {
-        LogInfo("synced", {{"project", p.name}, {"created", absl::StrCat(r->created)},
-                           {"deleted", absl::StrCat(r->deleted)}, {"failed", absl::StrCat(r->failed)},
-                           {"held", absl::StrCat(r->held)}});
-        // More steps may follow (rolling batches): go again at once when this
-        // one acted and nothing failed. Failures and held (frozen) work wait
-        // for the resync interval, so neither turns into a busy loop.
-        if (r->failed == 0 && r->created + r->deleted > 0) Wake();
+    // Up to parallel_syncs projects at a time; JobSlots bounds their jobs.
+    std::atomic<size_t> next{0};
+    std::atomic<bool> again{false};
+    auto worker = [&] {
+      for (size_t k; (k = next++) < projects->size();) {
+        const ProjectRecord& p = (*projects)[k];
+        auto r = SyncProject(p.name);
+        if (!r.ok()) {
+          LogWarn("sync failed", {{"project", p.name}, {"error", r.status().ToString()}});
+        } else if (r->created + r->deleted + r->failed > 0) {
+          LogInfo("synced", {{"project", p.name}, {"created", absl::StrCat(r->created)},
+                             {"deleted", absl::StrCat(r->deleted)}, {"failed", absl::StrCat(r->failed)},
+                             {"held", absl::StrCat(r->held)}});
+          // More steps may follow (rolling batches): go again at once when
+          // this one acted and nothing failed. Failures and held work wait
+          // for the resync interval, so neither turns into a busy loop.
+          if (r->failed == 0 && r->created + r->deleted > 0) again = true;
+        }
       }
+    };
+    std::vector<std::thread> helpers;
+    for (int n = 1; n < std::min<int>(options_.parallel_syncs, projects->size()); ++n) helpers.emplace_back(worker);
+    worker();
+    for (auto& t : helpers) t.join();
+    if (again) Wake();
+    if (options_.metrics != nullptr) {
+      std::set<std::string> now_known;
+      for (const auto& p : *projects) now_known.insert(p.name);
+      for (const std::string& gone : known) {
+        if (!now_known.count(gone)) options_.metrics->ForgetProject(gone);
+      }
+      known = std::move(now_known);
     }
   }
 }

@@ -3,20 +3,28 @@
 // project on a resync interval or when woken (level-triggered: a wake-up only
 // marks work to do). Thread-safe.
 //
-// Status: a first end-to-end slice of issue 4. Creates carry a pre-chosen
-// uuid and the ownership tags, deletes remove what the planner chose, jobs
-// are waited for; freezes hold automatic work in their scope. Not yet: tasks driving the work (syncs act directly),
-// reprovision triggered by users, health, retries with backoff, crash-loop
-// pauses, the replacement budget, concurrency limits, metrics.
+// Creates carry a pre-chosen uuid and the ownership tags, deletes remove what
+// the planner chose; jobs run in a window bounded per project and globally
+// (JobSlots). Freezes hold automatic work in their scope; failing creates back
+// off exponentially and a service that fails restart.max_attempts times
+// within restart.window is paused (crash loop, with an event); replacements of
+// broken instances stay within the replacement budget. Reprovision tasks run
+// as rolling steps with their filters and canary, recording progress.
+// Not yet: automatic work as tasks (syncs act directly), health, placement
+// hints, agents, start/stop.
 #ifndef MARIPOSA_CONVERGENCE_RECONCILER_H_
 #define MARIPOSA_CONVERGENCE_RECONCILER_H_
 
 #include <atomic>
+#include <map>
+#include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "convergence/metrics.h"
+#include "convergence/throttles.h"
 #include "convergence/triton/clients.h"
 #include "projects/store.h"
 
@@ -27,6 +35,13 @@ struct ReconcilerOptions {
   std::string network_uuid;                       // network every instance joins
   absl::Duration job_timeout = absl::Minutes(5);  // per Triton job
   absl::Duration resync = absl::Seconds(5);
+  int max_jobs = 64;               // Triton jobs in flight, all projects together
+  int max_jobs_per_project = 32;   // Triton jobs in flight for one project
+  int parallel_syncs = 4;          // projects synced at the same time by the loop
+  absl::Duration backoff_base = absl::Seconds(1);  // first wait after a failed create
+  absl::Duration backoff_cap = absl::Minutes(2);
+  absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period
+  ControllerMetrics* metrics = nullptr;                // optional
 };
 
 // What one sync did.
@@ -34,7 +49,7 @@ struct SyncResult {
   int created = 0;
   int deleted = 0;
   int failed = 0;     // actions or jobs that failed
-  int held = 0;       // actions not taken because a freeze covers them
+  int held = 0;       // actions not taken: a freeze, backoff, crash loop or the budget holds them
   bool converged = false;  // the plan had nothing to do
 };
 
@@ -54,13 +69,24 @@ class Reconciler {
   void Stop();
 
  private:
+  struct Remembered {
+    std::string spec_hash;
+    ServiceHistory history;
+    absl::Time budget_event = absl::InfinitePast();  // last "budget exceeded" event
+  };
+
   void Loop();
+  // What the executor remembers of a service; forgotten when its spec changes.
+  Remembered* Memory(const std::string& project_uuid, const std::string& service, const std::string& spec_hash);
 
   ProjectStore* store_;
   triton::VmapiClient* vmapi_;
   triton::ImgapiClient* imgapi_;
   const Clock* clock_;
   ReconcilerOptions options_;
+  JobSlots slots_;
+  absl::Mutex history_mu_;
+  std::map<std::string, std::unique_ptr<Remembered>> history_ ABSL_GUARDED_BY(history_mu_);
   absl::Mutex mu_;
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

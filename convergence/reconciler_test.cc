@@ -50,7 +50,7 @@ class ReconcilerTest : public ::testing::Test {
     return n;
   }
 
-  SimulatedClock clock_;
+  SimulatedClock clock_{absl::FromUnixSeconds(1800000000)};  // after the fakes' create_timestamps
   std::unique_ptr<SqliteProjectStore> store_;
   triton::FakeVmapiClient vmapi_;
   triton::FakeImgapiClient imgapi_;
@@ -130,8 +130,127 @@ TEST_F(ReconcilerTest, FailuresAreCountedAndNamed) {
   vmapi_.FailNext("CreateVm", absl::UnavailableError("vmapi CreateVm: 503 ServiceUnavailable"));
   r = reconciler_->SyncProject("p");
   EXPECT_EQ(r->failed, 1);
-  r = reconciler_->SyncProject("p");  // the next sync tries again
+  r = reconciler_->SyncProject("p");  // backing off: the create waits
+  EXPECT_EQ(r->created, 0);
+  EXPECT_EQ(r->held, 1);
+  clock_.Advance(absl::Seconds(2));   // past the first backoff (1 s, jittered 0.5-1 s)
+  r = reconciler_->SyncProject("p");  // tries again
   EXPECT_EQ(r->created, 1);
+}
+
+bool HasEvent(ProjectStore* store, const std::string& kind) {
+  auto events = store->ListEvents("p", 0, 1000);
+  for (const auto& e : *events) {
+    if (e.kind == kind) return true;
+  }
+  return false;
+}
+
+TEST_F(ReconcilerTest, CrashLoopPausesReplacementUntilTheWindowPasses) {
+  Apply("project: p\nservices:\n  web:\n    image: web@1\n    count: 1\n"
+        "    restart: {max_attempts: 3, window: 10m}\n");
+  for (int k = 0; k < 3; ++k) {
+    vmapi_.FailNext("CreateVm", absl::UnavailableError("vmapi CreateVm: 503 ServiceUnavailable"));
+    auto r = reconciler_->SyncProject("p");
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->failed, 1) << k;
+    clock_.Advance(absl::Seconds(10));  // beyond each backoff (1 s, 2 s, 4 s)
+  }
+  EXPECT_TRUE(HasEvent(store_.get(), "service.crashlooping"));
+  auto r = reconciler_->SyncProject("p");
+  EXPECT_EQ(r->created, 0);
+  EXPECT_EQ(r->held, 1);
+  clock_.Advance(absl::Minutes(5));
+  r = reconciler_->SyncProject("p");
+  EXPECT_EQ(r->created, 0);  // still inside the 10 min window
+  clock_.Advance(absl::Minutes(6));
+  r = reconciler_->SyncProject("p");
+  EXPECT_EQ(r->created, 1);
+  EXPECT_TRUE(HasEvent(store_.get(), "service.crashloop-ended"));
+}
+
+TEST_F(ReconcilerTest, NewSpecEndsACrashLoop) {
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 1, restart: {max_attempts: 1, window: 1h}}\n");
+  vmapi_.FailNext("CreateVm", absl::UnavailableError("vmapi CreateVm: 503 ServiceUnavailable"));
+  EXPECT_EQ(reconciler_->SyncProject("p")->failed, 1);
+  EXPECT_EQ(reconciler_->SyncProject("p")->held, 1);
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 1, restart: {max_attempts: 1, window: 1h}, tags: {fix: x}}\n");
+  EXPECT_EQ(reconciler_->SyncProject("p")->created, 1);
+}
+
+TEST_F(ReconcilerTest, ReplacementBudgetHoldsACorrelatedFailure) {
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 20}\n");
+  ASSERT_EQ(reconciler_->SyncProject("p")->created, 20);
+  clock_.Advance(absl::Hours(1));
+  auto vms = vmapi_.AllVms();
+  for (int k = 0; k < 16; ++k) {  // 80 % of the instances on a server that went away
+    vms[k].state = "unknown";
+    vmapi_.PutVm(vms[k]);
+  }
+  auto r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->created, 2);  // max(1, 10 % of 20) per interval
+  EXPECT_EQ(r->deleted, 2);
+  EXPECT_TRUE(HasEvent(store_.get(), "replacement.budget-exceeded"));
+  r = reconciler_->SyncProject("p");
+  EXPECT_EQ(r->created, 0);  // the budget is spent for this interval
+  clock_.Advance(absl::Minutes(1));
+  r = reconciler_->SyncProject("p");
+  EXPECT_EQ(r->created, 2);
+}
+
+TEST_F(ReconcilerTest, ReprovisionCanaryAndFiltersWithProgress) {
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 6, update: {rolling: 2, max_surge: 2}, start: {window: 1s}}\n");
+  ASSERT_EQ(reconciler_->SyncProject("p")->created, 6);
+  clock_.Advance(absl::Minutes(1));
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 6, update: {rolling: 2, max_surge: 2}, start: {window: 1s}, "
+        "tags: {v: \"2\"}}\n");
+  TaskQueue q(store_.get());
+  TaskRecord t;
+  t.project_uuid = store_->GetProject("p")->uuid;
+  t.kind = "reprovision";
+  t.canary = 3;
+  auto added = q.Add(t);
+  ASSERT_TRUE(added.ok()) << added.status();
+  for (int k = 0; k < 10; ++k) {
+    ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+    clock_.Advance(absl::Seconds(5));
+  }
+  auto done = store_->GetTask(added->uuid);
+  EXPECT_EQ(done->state, "completed");
+  EXPECT_EQ(done->replaced, 3);
+  EXPECT_EQ(done->created, 3);
+  EXPECT_GE(done->steps_done, 2);
+  int old_spec = 0;
+  for (const auto& vm : vmapi_.AllVms()) old_spec += vm.state == "running" && !vm.tags.count("v");
+  EXPECT_EQ(old_spec, 3);
+  EXPECT_EQ(Running(), 6);
+
+  // Instance filter: only p-web-2 (if it is still old) — pick an old one by alias.
+  std::string target;
+  for (const auto& vm : vmapi_.AllVms()) {
+    if (vm.state == "running" && !vm.tags.count("v")) target = vm.alias;
+  }
+  TaskRecord f;
+  f.project_uuid = t.project_uuid;
+  f.kind = "reprovision";
+  f.filter_instances = {target};
+  added = q.Add(f);
+  ASSERT_TRUE(added.ok());
+  for (int k = 0; k < 6; ++k) {
+    ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+    clock_.Advance(absl::Seconds(5));
+  }
+  EXPECT_EQ(store_->GetTask(added->uuid)->state, "completed");
+  EXPECT_EQ(store_->GetTask(added->uuid)->replaced, 1);
+  old_spec = 0;
+  for (const auto& vm : vmapi_.AllVms()) {
+    if (vm.state != "running") continue;
+    old_spec += !vm.tags.count("v");
+    EXPECT_NE(vm.alias, target);
+  }
+  EXPECT_EQ(old_spec, 2);
+  EXPECT_EQ(Running(), 6);
 }
 
 }  // namespace

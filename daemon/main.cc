@@ -20,11 +20,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/ids.h"
+#include "convergence/metrics.h"
 #include "convergence/queue_service.h"
 #include "convergence/reconciler.h"
 #include "convergence/state_service.h"
@@ -36,7 +38,9 @@
 namespace {
 
 constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [--addr-file FILE]
-                 [--triton URL --owner UUID --network UUID [--resync DURATION]]
+                 [--triton URL --owner UUID --network UUID [--resync DURATION]
+                  [--max-jobs N] [--max-jobs-per-project N]]
+                 [--metrics-listen HOST:PORT]
 
 The Mariposa controller: gRPC API, SQLite store.
 
@@ -45,13 +49,20 @@ The Mariposa controller: gRPC API, SQLite store.
   --data-dir DIR    where the store lives (default /var/lib/mariposa); created
                     if missing; one mariposad per directory
   --addr-file FILE  write the address actually bound (host:port) to FILE once
-                    serving; for scripts and tests
+                    serving, and on a second line the /metrics address when
+                    served; for scripts and tests
   --triton URL      converge projects against this Triton (VMAPI and IMGAPI at one
                     base URL, as tritonsim serves them); without it mariposad
                     stores goal state only
   --owner UUID      owner of the instances Mariposa creates (with --triton)
   --network UUID    network every instance joins (with --triton)
   --resync DURATION how often every project is re-checked (default 5s)
+  --max-jobs N      Triton jobs in flight, all projects together (default 64)
+  --max-jobs-per-project N
+                    Triton jobs in flight for one project (default 32)
+  --metrics-listen HOST:PORT
+                    serve Prometheus metrics at http://HOST:PORT/metrics (port 0
+                    picks a free port); off unless given
   --help            this text
 
 Stops gracefully on SIGTERM or SIGINT.
@@ -100,6 +111,7 @@ int main(int argc, char** argv) {
   std::string data_dir = "/var/lib/mariposa";
   std::string addr_file;
   std::string triton_url, owner, network, resync = "5s";
+  std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const std::string& flag, std::string* out) {
@@ -120,7 +132,8 @@ int main(int argc, char** argv) {
     }
     if (value("--listen", &listen) || value("--data-dir", &data_dir) || value("--addr-file", &addr_file) ||
         value("--triton", &triton_url) || value("--owner", &owner) || value("--network", &network) ||
-        value("--resync", &resync)) {
+        value("--resync", &resync) || value("--max-jobs", &max_jobs) ||
+        value("--max-jobs-per-project", &max_jobs_project) || value("--metrics-listen", &metrics_listen)) {
       continue;
     }
     return Usage(absl::StrCat("unknown argument \"", a, "\""));
@@ -129,6 +142,13 @@ int main(int argc, char** argv) {
   absl::Duration resync_every;
   if (!absl::ParseDuration(resync, &resync_every) || resync_every <= absl::ZeroDuration()) {
     return Usage(absl::StrCat("--resync \"", resync, "\" is not a duration (e.g. 5s)"));
+  }
+  int max_jobs_n = 0, max_jobs_project_n = 0;
+  if (!absl::SimpleAtoi(max_jobs, &max_jobs_n) || max_jobs_n < 1) {
+    return Usage(absl::StrCat("--max-jobs \"", max_jobs, "\" must be a number of at least 1"));
+  }
+  if (!absl::SimpleAtoi(max_jobs_project, &max_jobs_project_n) || max_jobs_project_n < 1) {
+    return Usage(absl::StrCat("--max-jobs-per-project \"", max_jobs_project, "\" must be a number of at least 1"));
   }
   if (!triton_url.empty() && (!mariposa::IsUuid(owner) || !mariposa::IsUuid(network))) {
     return Usage("--triton needs --owner UUID and --network UUID");
@@ -170,18 +190,30 @@ int main(int argc, char** argv) {
   mariposa::ProjectsService projects(store->get());
   mariposa::AdminService admin(store->get(), data_dir, store_path, started);
   mariposa::convergence::QueueService queue(store->get());
+  mariposa::convergence::ControllerMetrics metrics(store->get());
+  if (!metrics_listen.empty()) {
+    if (auto st = metrics.Serve(metrics_listen); !st.ok()) {
+      mariposa::LogError("cannot serve metrics", {{"listen", metrics_listen}, {"error", st.ToString()}});
+      std::cerr << "mariposad: " << st.message() << "\n";
+      return 1;
+    }
+  }
+  auto hook = [&metrics](const mariposa::triton::RequestRecord& r) { metrics.TritonRequest(r); };
   std::unique_ptr<mariposa::triton::HttpVmapiClient> vmapi;
   std::unique_ptr<mariposa::triton::HttpImgapiClient> imgapi;
   std::unique_ptr<mariposa::convergence::Reconciler> reconciler;
   if (!triton_url.empty()) {
     mariposa::triton::HttpOptions http;
     http.base_url = triton_url;
-    vmapi = std::make_unique<mariposa::triton::HttpVmapiClient>(http, nullptr, clock);
-    imgapi = std::make_unique<mariposa::triton::HttpImgapiClient>(http, nullptr, clock);
+    vmapi = std::make_unique<mariposa::triton::HttpVmapiClient>(http, hook, clock);
+    imgapi = std::make_unique<mariposa::triton::HttpImgapiClient>(http, hook, clock);
     mariposa::convergence::ReconcilerOptions ropts;
     ropts.owner_uuid = owner;
     ropts.network_uuid = network;
     ropts.resync = resync_every;
+    ropts.max_jobs = max_jobs_n;
+    ropts.max_jobs_per_project = max_jobs_project_n;
+    ropts.metrics = &metrics;
     reconciler = std::make_unique<mariposa::convergence::Reconciler>(store->get(), vmapi.get(), imgapi.get(), clock,
                                                                     ropts);
     projects.set_on_change([r = reconciler.get()] { r->Wake(); });
@@ -210,6 +242,9 @@ int main(int argc, char** argv) {
     {
       std::ofstream f(tmp);
       f << bound << "\n";
+      if (!metrics_listen.empty()) {
+        f << metrics_listen.substr(0, metrics_listen.rfind(':')) << ":" << metrics.port() << "\n";
+      }
     }
     std::rename(tmp.c_str(), addr_file.c_str());
   }
@@ -217,6 +252,7 @@ int main(int argc, char** argv) {
   mariposa::LogInfo("serving", {{"addr", bound},
                                 {"triton", triton_url.empty() ? "none (goal state only)" : triton_url},
                                 {"data_dir", data_dir},
+                                {"metrics", metrics_listen.empty() ? "off" : absl::StrCat(metrics.port())},
                                 {"schema", absl::StrCat((*store)->SchemaVersion())},
                                 {"pid", absl::StrCat(getpid())}});
 
@@ -229,6 +265,7 @@ int main(int argc, char** argv) {
   server->Wait();
   signals.join();
   if (reconciler) reconciler->Stop();
+  metrics.StopServing();
   store->reset();
   close(lock_fd);
   mariposa::LogInfo("stopped");

@@ -1,5 +1,6 @@
 #include "projects/sqlite_store.h"
 
+#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
 #include <set>
@@ -124,6 +125,10 @@ const char* const kMigrations[] = {
       auto_kind TEXT NOT NULL DEFAULT ''
     );
     CREATE INDEX tasks_by_project ON tasks(project_uuid, state);
+    )sql",
+    // 4: reprovision filters and canary size (JSON object).
+    R"sql(
+    ALTER TABLE tasks ADD COLUMN params TEXT NOT NULL DEFAULT '{}';
     )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteProjectStore::kSchemaVersion,
@@ -740,11 +745,38 @@ namespace {
 constexpr const char* kTaskCols =
     "uuid, project_uuid, kind, services, state, origin, trigger_name, version_uuid, created_at, "
     "COALESCE(started_at, -1), COALESCE(finished_at, -1), steps_done, steps_planned, created, deleted, replaced, "
-    "failed, error, wait_for, actor, reason, only_kinds, auto_kind";
+    "failed, error, wait_for, actor, reason, only_kinds, auto_kind, params";
 
 std::vector<std::string> SplitList(const std::string& s) { return absl::StrSplit(s, ',', absl::SkipEmpty()); }
 
 absl::Time TimeOrUnset(int64_t us) { return us < 0 ? absl::InfinitePast() : absl::FromUnixMicros(us); }
+
+// Filters and canary as the params column holds them.
+std::string TaskParams(const TaskRecord& t) {
+  nlohmann::json j = nlohmann::json::object();
+  auto list = [&](const char* key, const std::vector<std::string>& v) {
+    if (!v.empty()) j[key] = v;
+  };
+  list("versions", t.filter_versions);
+  list("images", t.filter_images);
+  list("servers", t.filter_servers);
+  list("instances", t.filter_instances);
+  if (t.canary > 0) j["canary"] = t.canary;
+  return j.dump();
+}
+
+void ReadTaskParams(const std::string& text, TaskRecord* t) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return;
+  auto list = [&](const char* key, std::vector<std::string>* v) {
+    if (j.contains(key) && j[key].is_array()) *v = j[key].get<std::vector<std::string>>();
+  };
+  list("versions", &t->filter_versions);
+  list("images", &t->filter_images);
+  list("servers", &t->filter_servers);
+  list("instances", &t->filter_instances);
+  t->canary = j.value("canary", int64_t{0});
+}
 
 bool Finished(const std::string& state) { return state == "completed" || state == "failed" || state == "terminated"; }
 
@@ -782,6 +814,7 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteProjectStore::QueryTasksLocked(con
     t.reason = st.Text(20);
     t.only = SplitList(st.Text(21));
     t.auto_kind = st.Text(22);
+    ReadTaskParams(st.Text(23), &t);
     out.push_back(std::move(t));
   }
   return out;
@@ -799,14 +832,17 @@ absl::StatusOr<TaskRecord> SqliteProjectStore::AddTask(const TaskRecord& task, c
   TaskRecord t = task;
   t.uuid = NewUuid();
   t.project_uuid = p.uuid;
-  t.state = "queued";
+  // A freeze holds from the moment it is stored: it is active at once.
+  t.state = t.kind == "freeze" ? "active" : "queued";
   t.created_at = absl::FromUnixMicros(NowMicros());
+  if (t.kind == "freeze") t.started_at = t.created_at;
   std::vector<std::string> terminate;
   RETURN_IF_ERROR(admit(open, &t, &terminate));
   for (const std::string& victim : terminate) {
     ASSIGN_OR_RETURN(auto upd, db_->Prepare(
-                                   "UPDATE tasks SET state = CASE state WHEN 'queued' THEN 'terminated' ELSE 'terminating' END, "
-                                   "finished_at = CASE state WHEN 'queued' THEN ?2 ELSE finished_at END "
+                                   "UPDATE tasks SET state = CASE WHEN state = 'queued' OR kind = 'freeze' THEN 'terminated' "
+                                   "ELSE 'terminating' END, "
+                                   "finished_at = CASE WHEN state = 'queued' OR kind = 'freeze' THEN ?2 ELSE finished_at END "
                                    "WHERE uuid = ?1 AND state IN ('queued', 'active')"));
     upd.Bind(1, victim).Bind(2, NowMicros());
     RETURN_IF_ERROR(upd.Run());
@@ -815,12 +851,15 @@ absl::StatusOr<TaskRecord> SqliteProjectStore::AddTask(const TaskRecord& task, c
   }
   ASSIGN_OR_RETURN(auto ins, db_->Prepare(
                                  "INSERT INTO tasks (uuid, project_uuid, kind, services, state, origin, trigger_name, "
-                                 "version_uuid, created_at, wait_for, actor, reason, only_kinds, auto_kind) "
-                                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                                 "version_uuid, created_at, wait_for, actor, reason, only_kinds, auto_kind, params, started_at) "
+                                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   ins.Bind(1, t.uuid).Bind(2, t.project_uuid).Bind(3, t.kind).Bind(4, absl::StrJoin(t.services, ","));
   ins.Bind(5, t.state).Bind(6, t.origin).Bind(7, t.trigger).Bind(8, t.version_uuid);
   ins.Bind(9, absl::ToUnixMicros(t.created_at)).Bind(10, absl::StrJoin(t.wait_for, ","));
   ins.Bind(11, t.actor).Bind(12, t.reason).Bind(13, absl::StrJoin(t.only, ",")).Bind(14, t.auto_kind);
+  ins.Bind(15, TaskParams(t));
+  if (t.kind == "freeze") ins.Bind(16, absl::ToUnixMicros(t.started_at));
+  else ins.BindNull(16);
   RETURN_IF_ERROR(ins.Run());
   RETURN_IF_ERROR(AppendEventLocked(t.actor, p.name, "task.add", t.uuid,
                                     absl::StrCat(t.kind, " (", t.origin, t.trigger.empty() ? "" : ", " + t.trigger, ") on ",
@@ -876,6 +915,35 @@ absl::StatusOr<TaskRecord> SqliteProjectStore::SetTaskState(const std::string& u
   RETURN_IF_ERROR(txn->Commit());
   ASSIGN_OR_RETURN(std::vector<TaskRecord> after, QueryTasksLocked("uuid = ?1", uuid));
   return after[0];
+}
+
+absl::Status SqliteProjectStore::AddTaskProgress(const std::string& uuid, const TaskProgress& d) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "UPDATE tasks SET steps_done = steps_done + ?2, "
+                                "steps_planned = CASE WHEN ?3 >= 0 THEN ?3 ELSE steps_planned END, "
+                                "created = created + ?4, deleted = deleted + ?5, replaced = replaced + ?6, "
+                                "failed = failed + ?7 WHERE uuid = ?1"));
+  st.Bind(1, uuid).Bind(2, d.steps_done).Bind(3, d.steps_planned).Bind(4, d.created).Bind(5, d.deleted);
+  st.Bind(6, d.replaced).Bind(7, d.failed);
+  return st.Run();
+}
+
+absl::StatusOr<std::vector<TaskRecord>> SqliteProjectStore::ListOpenTasks() {
+  absl::MutexLock l(&mu_);
+  return QueryTasksLocked("state IN ('queued', 'active', 'terminating') AND ?1 = '' ORDER BY created_at", "");
+}
+
+absl::StatusOr<std::vector<TaskCount>> SqliteProjectStore::CountTasks() {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT kind, state, COUNT(*) FROM tasks GROUP BY kind, state"));
+  std::vector<TaskCount> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back({st.Text(0), st.Text(1), st.Int(2)});
+  }
+  return out;
 }
 
 }  // namespace mariposa

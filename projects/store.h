@@ -101,6 +101,22 @@ struct TaskRecord {
   std::string reason;
   std::vector<std::string> only;
   std::string auto_kind;              // automatic tasks: replace-unhealthy, scale, reprovision, agent-rollout
+  // Reprovision: the user's filters (an instance must match every non-empty
+  // list) and the canary size (0 = all).
+  std::vector<std::string> filter_versions, filter_images, filter_servers, filter_instances;
+  int64_t canary = 0;
+};
+
+// Counters a task's executor adds as it goes (steps_planned is set, not added,
+// when >= 0).
+struct TaskProgress {
+  int64_t steps_done = 0, steps_planned = -1;
+  int64_t created = 0, deleted = 0, replaced = 0, failed = 0;
+};
+
+struct TaskCount {
+  std::string kind, state;
+  int64_t n = 0;
 };
 
 // Decides, inside AddTask's transaction, whether `incoming` may join the
@@ -198,7 +214,7 @@ class ProjectStore {
 
   // Tasks. AddTask runs `admit` and writes the outcome in one transaction:
   // the new task (uuid and created_at assigned) and the terminations (those
-  // tasks become `terminating`, or `terminated` when still queued).
+  // tasks become `terminating`, or `terminated` when still queued or a freeze).
   virtual absl::StatusOr<TaskRecord> AddTask(const TaskRecord& task, const TaskAdmitter& admit) = 0;
   // Queued, active and terminating tasks first, then up to `finished_limit`
   // finished ones, newest first.
@@ -208,6 +224,11 @@ class ProjectStore {
   // as fitting). FAILED_PRECONDITION for a task that already ended.
   virtual absl::StatusOr<TaskRecord> SetTaskState(const std::string& uuid, const std::string& state,
                                                   const std::string& error) = 0;
+  virtual absl::Status AddTaskProgress(const std::string& uuid, const TaskProgress& delta) = 0;
+  // Every project's queued, active and terminating tasks, oldest first.
+  virtual absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() = 0;
+  // Tasks of every project by kind and state.
+  virtual absl::StatusOr<std::vector<TaskCount>> CountTasks() = 0;
 };
 
 }  // namespace mariposa

@@ -6,7 +6,10 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/process.h"
@@ -26,7 +29,8 @@ class ConvergenceTest : public ::testing::Test {
     daemon_ = std::make_unique<ServerProcess>(
         std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data", "--triton",
                                  sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
-                                 "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms"},
+                                 "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms",
+                                 "--metrics-listen", "127.0.0.1:0"},
         dir_ + "/data");
     ASSERT_TRUE(daemon_->Start()) << daemon_->log();
     manifest_ = ReadFile("deploy/examples/jupiter.yaml");
@@ -188,6 +192,100 @@ services:
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_THAT(M({"-o", "json", "queue", "get", task}).out, ::testing::HasSubstr("\"state\": \"completed\""));
+}
+
+// The value of one sample of /metrics, or -1.
+double Sample(const std::string& text, const std::string& series) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StartsWith(line, series + " ")) {
+      double v = -1;
+      if (absl::SimpleAtod(line.substr(series.size() + 1), &v)) return v;
+    }
+  }
+  return -1;
+}
+
+TEST_F(ConvergenceTest, MetricsDescribeTheController) {
+  ASSERT_EQ(daemon_->extra_addrs().size(), 1u);
+  httplib::Client m(daemon_->extra_addrs()[0]);
+  WriteFile(dir_ + "/v1.yaml", manifest_);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
+  ASSERT_EQ(M({"-j", "jupiter", "freeze", "--service", "mysql"}).exit_code, 0);
+  std::string text;
+  for (int i = 0; i < 50; ++i) {
+    auto r = m.Get("/metrics");
+    ASSERT_TRUE(r) << "no answer from " << daemon_->extra_addrs()[0];
+    text = r->body;
+    if (Sample(text, R"(mariposa_service_instances{project="jupiter",service="wordpress",state="running"})") == 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(Sample(text, R"(mariposa_service_desired_instances{project="jupiter",service="wordpress"})"), 3) << text;
+  EXPECT_EQ(Sample(text, R"(mariposa_service_instances{project="jupiter",service="wordpress",state="running"})"), 3);
+  EXPECT_EQ(Sample(text, R"(mariposa_frozen{project="jupiter",scope="mysql"})"), 1);
+  EXPECT_EQ(Sample(text, R"(mariposa_tasks{state="active",type="freeze"})"), 1);
+  EXPECT_EQ(Sample(text, R"(mariposa_service_crashlooping{project="jupiter",service="nginx"})"), 0);
+  EXPECT_GE(Sample(text, R"(mariposa_triton_requests_total{api="vmapi",code="202",op="CreateVm"})"), 6);
+  EXPECT_GE(Sample(text, R"(mariposa_triton_request_duration_seconds_count{api="vmapi",op="ListVms"})"), 1);
+  EXPECT_EQ(Sample(text, "mariposa_leader"), 1);
+}
+
+TEST_F(ConvergenceTest, ReprovisionCanaryThenFilteredByVersion) {
+  std::string v1 = R"(project: shop
+services:
+  web:
+    image: autopilotpattern/wordpress@1.2.0
+    count: 4
+    start: {window: 200ms}
+    update: {rolling: 2, max_surge: 1, canary: 1}
+)";
+  WriteFile(dir_ + "/v1.yaml", v1);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"web", 4}}));
+  WriteFile(dir_ + "/v2.yaml", absl::StrReplaceAll(v1, {{"@1.2.0", "@1.3.0"}}));
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v2.yaml", "--yes"}).exit_code, 0);
+  httplib::Client c(sim_->addr());
+  auto images = [&] {
+    std::map<std::string, int> out;
+    for (const auto& vm : json::parse(c.Get("/vms?state=running&tag.mariposa.service=web")->body)) {
+      out[vm["image_uuid"].get<std::string>()]++;
+    }
+    return out;
+  };
+  const std::string kOld = "0b3f3c1e-5a61-4c2c-9a1a-000000000002", kNew = "0b3f3c1e-5a61-4c2c-9a1a-000000000003";
+  auto wait_task = [&](const std::string& task) {
+    for (int i = 0; i < 100; ++i) {
+      std::string out = M({"-o", "json", "queue", "get", task}).out;
+      if (out.find("\"completed\"") != std::string::npos) return out;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return std::string();
+  };
+  // A filter naming nothing that exists is refused at once.
+  auto bad = M({"-j", "shop", "reprovision", "--version", "9"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, ::testing::HasSubstr("--version \"9\": project shop has no such version"));
+
+  // The manifest's canary: one instance, then the task completes.
+  auto r = M({"-j", "shop", "reprovision"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string out = wait_task(r.out.substr(r.out.find("task ") + 5, 36));
+  ASSERT_FALSE(out.empty()) << daemon_->log();
+  EXPECT_THAT(out, ::testing::HasSubstr("\"replaced\": \"1\""));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_EQ(images(), (std::map<std::string, int>{{kOld, 3}, {kNew, 1}}));
+
+  // Then the rest, chosen by the version they were created for.
+  r = M({"-j", "shop", "reprovision", "--version", "1", "--canary", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string task = r.out.substr(r.out.find("task ") + 5, 36);
+  out = wait_task(task);
+  ASSERT_FALSE(out.empty()) << daemon_->log();
+  EXPECT_THAT(out, ::testing::HasSubstr("\"replaced\": \"3\""));
+  EXPECT_EQ(images(), (std::map<std::string, int>{{kNew, 4}}));
+  auto shown = M({"queue", "get", task});
+  EXPECT_THAT(shown.out, ::testing::HasSubstr("versions: 1"));
+  EXPECT_THAT(shown.out, ::testing::HasSubstr("replaced 3"));
 }
 
 TEST_F(ConvergenceTest, RestartDoesNotDuplicate) {

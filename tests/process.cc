@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_split.h"
+
 namespace mariposa::testing {
 
 std::string ReadFile(const std::string& path) {
@@ -100,7 +102,10 @@ bool ServerProcess::Start() {
   for (int i = 0; i < 300; ++i) {
     std::string a = ReadFile(addr_file);
     if (!a.empty() && a.back() == '\n') {
-      addr_ = a.substr(0, a.size() - 1);
+      // First line: the address; more lines: other endpoints (e.g. /metrics).
+      std::vector<std::string> lines = absl::StrSplit(a.substr(0, a.size() - 1), '\n');
+      addr_ = lines[0];
+      extra_ = std::vector<std::string>(lines.begin() + 1, lines.end());
       return true;
     }
     int status;

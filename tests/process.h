@@ -33,6 +33,8 @@ class ServerProcess {
   // SIGKILL and wait.
   void Kill();
   const std::string& addr() const { return addr_; }
+  // Further lines of the address file (mariposad: the /metrics address).
+  const std::vector<std::string>& extra_addrs() const { return extra_; }
   pid_t pid() const { return pid_; }
   std::string log() const;
 
@@ -40,6 +42,7 @@ class ServerProcess {
   std::vector<std::string> argv_;
   std::string state_path_;
   std::string addr_;
+  std::vector<std::string> extra_;
   pid_t pid_ = -1;
 };
 

@@ -1,0 +1,204 @@
+#include "convergence/metrics.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace mariposa::convergence {
+namespace {
+
+prometheus::MetricFamily GaugeFamily(const std::string& name, const std::string& help) {
+  prometheus::MetricFamily f;
+  f.name = name;
+  f.help = help;
+  f.type = prometheus::MetricType::Gauge;
+  return f;
+}
+
+void AddGauge(prometheus::MetricFamily* f, std::vector<prometheus::ClientMetric::Label> labels, double v) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = v;
+  f->metric.push_back(std::move(m));
+}
+
+}  // namespace
+
+// Gauges computed at scrape time: tasks and freezes from the store, instance
+// counts from the last sync of each project.
+class ControllerMetrics::Collector : public prometheus::Collectable {
+ public:
+  explicit Collector(ProjectStore* store) : store_(store) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> out;
+    auto tasks = GaugeFamily("mariposa_tasks", "Tasks by kind and state (every project).");
+    auto frozen = GaugeFamily("mariposa_frozen", "Active freezes by project and scope (1 each).");
+    auto depth = GaugeFamily("mariposa_workqueue_depth", "Tasks queued or active, and projects waiting for a sync.");
+    int64_t open_tasks = 0;
+    if (store_ != nullptr) {
+      if (auto counts = store_->CountTasks(); counts.ok()) {
+        for (const TaskCount& c : *counts) AddGauge(&tasks, {{"state", c.state}, {"type", c.kind}}, c.n);
+      }
+      auto projects = store_->ListProjects();
+      auto open = store_->ListOpenTasks();
+      if (projects.ok() && open.ok()) {
+        std::map<std::string, std::string> names;
+        for (const ProjectRecord& p : *projects) names[p.uuid] = p.name;
+        std::map<std::pair<std::string, std::string>, int> scopes;
+        for (const TaskRecord& t : *open) {
+          if (t.kind != "freeze") {
+            if (t.state != "terminating") ++open_tasks;
+            continue;
+          }
+          if (t.state != "active" && t.state != "queued") continue;
+          std::string scope = t.services.empty() ? "project" : absl::StrJoin(t.services, ",");
+          scopes[{names[t.project_uuid], scope}] = 1;
+        }
+        for (const auto& kv : scopes) AddGauge(&frozen, {{"project", kv.first.first}, {"scope", kv.first.second}}, 1);
+      }
+    }
+    auto desired = GaugeFamily("mariposa_service_desired_instances", "Instances each service should have.");
+    auto actual = GaugeFamily("mariposa_service_instances", "Instances each service has, by VM state (last sync).");
+    auto crash = GaugeFamily("mariposa_service_crashlooping",
+                             "1 while replacement of a service is paused after restart.max_attempts failures.");
+    {
+      absl::MutexLock l(&mu_);
+      for (const auto& p : projects_) {
+        for (const ServiceCounts& s : p.second) {
+          AddGauge(&desired, {{"project", p.first}, {"service", s.service}}, s.desired);
+          for (const auto& st : s.by_state) {
+            AddGauge(&actual, {{"project", p.first}, {"service", s.service}, {"state", st.first}}, st.second);
+          }
+          AddGauge(&crash, {{"project", p.first}, {"service", s.service}}, s.crashlooping ? 1 : 0);
+        }
+      }
+      AddGauge(&depth, {}, open_tasks + dirty_);
+    }
+    auto leader = GaugeFamily("mariposa_leader", "1 when this mariposad is the active controller of its store.");
+    AddGauge(&leader, {}, 1);
+    for (auto* f : {&tasks, &frozen, &depth, &desired, &actual, &crash, &leader}) out.push_back(std::move(*f));
+    return out;
+  }
+
+  void SetProject(const std::string& project, std::vector<ServiceCounts> services) {
+    absl::MutexLock l(&mu_);
+    projects_[project] = std::move(services);
+  }
+  void ForgetProject(const std::string& project) {
+    absl::MutexLock l(&mu_);
+    projects_.erase(project);
+  }
+  void SetDirty(int64_t n) {
+    absl::MutexLock l(&mu_);
+    dirty_ = n;
+  }
+
+ private:
+  ProjectStore* store_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::vector<ServiceCounts>> projects_ ABSL_GUARDED_BY(mu_);
+  int64_t dirty_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+struct ControllerMetrics::Families {
+  prometheus::Family<prometheus::Counter>* triton_requests;
+  prometheus::Family<prometheus::Histogram>* triton_latency;
+  prometheus::Family<prometheus::Counter>* replacements;
+  prometheus::Family<prometheus::Counter>* deferred;
+  prometheus::Family<prometheus::Histogram>* task_duration;
+};
+
+ControllerMetrics::ControllerMetrics(ProjectStore* store)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      collector_(std::make_shared<Collector>(store)),
+      families_(std::make_unique<Families>()) {
+  families_->triton_requests = &prometheus::BuildCounter()
+                                    .Name("mariposa_triton_requests_total")
+                                    .Help("Requests to VMAPI, CNAPI and IMGAPI by operation and HTTP code (0 = no answer).")
+                                    .Register(*registry_);
+  families_->triton_latency = &prometheus::BuildHistogram()
+                                   .Name("mariposa_triton_request_duration_seconds")
+                                   .Help("Latency of requests to Triton APIs.")
+                                   .Register(*registry_);
+  families_->replacements = &prometheus::BuildCounter()
+                                 .Name("mariposa_replacements_total")
+                                 .Help("Instances replaced, by reason.")
+                                 .Register(*registry_);
+  families_->deferred = &prometheus::BuildCounter()
+                             .Name("mariposa_replacements_deferred_total")
+                             .Help("Replacements held back by the replacement budget or a crash-loop pause.")
+                             .Register(*registry_);
+  families_->task_duration = &prometheus::BuildHistogram()
+                                  .Name("mariposa_task_duration_seconds")
+                                  .Help("Time from a task's creation to its end, by kind and final state.")
+                                  .Register(*registry_);
+}
+
+ControllerMetrics::~ControllerMetrics() = default;
+
+absl::Status ControllerMetrics::Serve(const std::string& listen) {
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(listen, 1);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("cannot serve /metrics on ", listen, ": ", e.what()));
+  }
+  exposer_->RegisterCollectable(registry_);
+  exposer_->RegisterCollectable(collector_);
+  return absl::OkStatus();
+}
+
+int ControllerMetrics::port() const {
+  if (!exposer_) return 0;
+  auto ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : ports[0];
+}
+
+void ControllerMetrics::StopServing() { exposer_.reset(); }
+
+std::string ControllerMetrics::Render() const {
+  std::vector<prometheus::MetricFamily> all = registry_->Collect();
+  for (auto& f : collector_->Collect()) all.push_back(std::move(f));
+  return prometheus::TextSerializer().Serialize(all);
+}
+
+void ControllerMetrics::TritonRequest(const triton::RequestRecord& r) {
+  families_->triton_requests->Add({{"api", r.api}, {"op", r.op}, {"code", absl::StrCat(r.code)}}).Increment();
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                                   0.1,   0.25,   0.5,   1,    2.5,   10};
+  families_->triton_latency->Add({{"api", r.api}, {"op", r.op}}, kBuckets).Observe(absl::ToDoubleSeconds(r.latency));
+}
+
+void ControllerMetrics::Replacement(const std::string& reason) {
+  families_->replacements->Add({{"reason", reason}}).Increment();
+}
+
+void ControllerMetrics::ReplacementDeferred(const std::string& project, const std::string& service,
+                                            const std::string& why) {
+  families_->deferred->Add({{"project", project}, {"service", service}, {"why", why}}).Increment();
+}
+
+void ControllerMetrics::TaskEnded(const std::string& kind, const std::string& state, absl::Duration took) {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {1, 5, 15, 30, 60, 120, 300, 900, 1800, 3600, 7200};
+  families_->task_duration->Add({{"type", kind}, {"state", state}}, kBuckets).Observe(absl::ToDoubleSeconds(took));
+}
+
+void ControllerMetrics::SetProject(const std::string& project, std::vector<ServiceCounts> services) {
+  collector_->SetProject(project, std::move(services));
+}
+
+void ControllerMetrics::ForgetProject(const std::string& project) { collector_->ForgetProject(project); }
+
+void ControllerMetrics::SetWorkqueueDepth(int64_t n) { collector_->SetDirty(n); }
+
+}  // namespace mariposa::convergence

@@ -1,0 +1,70 @@
+// Prometheus metrics of mariposad (DESIGN.md "Observability"). The controller
+// records what happens through plain methods; gauges that describe stored
+// state (tasks by kind and state, frozen scopes) are read from the store at
+// scrape time, so they are never stale. prometheus-cpp stays out of this
+// header. Thread-safe.
+#ifndef MARIPOSA_CONVERGENCE_METRICS_H_
+#define MARIPOSA_CONVERGENCE_METRICS_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "convergence/triton/http.h"
+#include "projects/store.h"
+
+namespace prometheus {
+class Exposer;
+class Registry;
+}  // namespace prometheus
+
+namespace mariposa::convergence {
+
+// One service of one project as the last sync saw it.
+struct ServiceCounts {
+  std::string service;
+  int64_t desired = 0;
+  std::map<std::string, int64_t> by_state;  // provisioning running stopped failed …
+  bool crashlooping = false;
+};
+
+class ControllerMetrics {
+ public:
+  // `store` (may be null) is read at scrape time; it must outlive this.
+  explicit ControllerMetrics(ProjectStore* store);
+  ~ControllerMetrics();
+
+  // Serves GET /metrics on `listen` (host:port, port 0 = any free port).
+  absl::Status Serve(const std::string& listen);
+  int port() const;  // after Serve
+  // Stops serving (before the store goes away).
+  void StopServing();
+
+  // The text exposition format of everything, as /metrics answers.
+  std::string Render() const;
+
+  // Recording.
+  void TritonRequest(const triton::RequestRecord& r);
+  void Replacement(const std::string& reason);  // an instance replaced: broken, unhealthy, …
+  void ReplacementDeferred(const std::string& project, const std::string& service, const std::string& why);
+  void TaskEnded(const std::string& kind, const std::string& state, absl::Duration took);
+  void SetProject(const std::string& project, std::vector<ServiceCounts> services);
+  void ForgetProject(const std::string& project);
+  void SetWorkqueueDepth(int64_t n);
+
+ private:
+  class Collector;
+  struct Families;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<Collector> collector_;
+  std::unique_ptr<Families> families_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+};
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_METRICS_H_
