@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "mariposa/v1/events.grpc.pb.h"
 #include "mariposa/v1/admin.grpc.pb.h"
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "mariposa/v1/queue.grpc.pb.h"
@@ -107,7 +108,9 @@ const std::map<std::string, std::string>& CommandHelp() {
        "                              | incr KEY [N] [--cas ID] | decr KEY [N] [--cas ID] | import FILE [--secret]\n\n"
        "--cas ID writes only if the key is still at cas id ID (0: only if it does not exist).\n"
        "Secret values are never printed; they are shown as <secret>.\n"},
-      {"events", "usage: mariposa [-j PROJECT] events [--after INDEX] [--limit N] [--all]\n"},
+      {"events", "usage: mariposa [-j PROJECT] events [--after INDEX] [--limit N] [--all] [-f]\n\n"
+                 "Lists events of the project (--all: every project) after INDEX. -f follows: prints new events as\n"
+                 "they happen (from INDEX with --after, else from now on) until interrupted.\n"},
       {"queue",
        "usage: mariposa -j PROJECT queue list [--finished N] | queue get TASK | queue terminate TASK [--reason TEXT]\n\n"
        "Terminating a task freezes its scope (services) until `mariposa thaw`.\n"},
@@ -212,15 +215,16 @@ class Cli {
     admin_ = Admin::NewStub(channel_);
     queue_ = v1::Queue::NewStub(channel_);
     state_ = v1::State::NewStub(channel_);
+    events_ = v1::Events::NewStub(channel_);
     addr_ = addr;
   }
 
   int Run(const std::string& cmd, Args args);
 
  private:
-  std::unique_ptr<grpc::ClientContext> Ctx() {
+  std::unique_ptr<grpc::ClientContext> Ctx(bool deadline = true) {
     auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    if (deadline) ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
     ctx->AddMetadata("x-mariposa-author", absl::StrCat(Env("USER", "unknown"), "@", host));
@@ -266,6 +270,7 @@ class Cli {
   std::unique_ptr<Admin::Stub> admin_;
   std::unique_ptr<v1::Queue::Stub> queue_;
   std::unique_ptr<v1::State::Stub> state_;
+  std::unique_ptr<v1::Events::Stub> events_;
 };
 
 std::string Time(const google::protobuf::Timestamp& t) {
@@ -764,7 +769,30 @@ int Cli::Events(Args& a) {
   auto after = a.Value({"--after"});
   auto limit = a.Value({"--limit"});
   bool all = a.Flag({"--all"});
+  bool follow = a.Flag({"-f", "--follow"});
   a.Positional(1, 1, "events");
+  if (follow) {
+    v1::WatchEventsRequest req;
+    req.set_project(all ? "" : project_);
+    int64_t n = 0;
+    if (after && !absl::SimpleAtoi(*after, &n)) throw UsageError{"--after needs an event index"};
+    req.set_after_index(n);
+    req.set_tail(!after.has_value());
+    auto ctx = Ctx(/*deadline=*/false);
+    auto reader = events_->Watch(ctx.get(), req);
+    v1::Event e;
+    while (reader->Read(&e)) {
+      if (Structured()) {
+        Print(e);
+      } else {
+        std::cout << e.index() << "  " << Time(e.time()) << "  " << e.project() << "  " << e.kind() << "  " << e.actor()
+                  << "  " << e.detail() << "\n";
+      }
+      std::cout.flush();
+    }
+    Check(reader->Finish());
+    return 0;
+  }
   v1::ListEventsRequest req;
   req.set_project(all ? "" : project_);
   int64_t n = 0;

@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/ids.h"
 #include "convergence/metrics.h"
+#include "projects/events_service.h"
 #include "convergence/queue_service.h"
 #include "convergence/reconciler.h"
 #include "convergence/state_service.h"
@@ -228,6 +229,8 @@ int main(int argc, char** argv) {
   builder.RegisterService(&admin);
   builder.RegisterService(&queue);
   builder.RegisterService(&state);
+  mariposa::EventsService events(store->get());
+  builder.RegisterService(&events);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     mariposa::LogError("cannot listen", {{"listen", listen}});

@@ -463,17 +463,18 @@ grpc::Status ProjectsService::ListEvents(grpc::ServerContext*, const v1::ListEve
   int limit = req->limit() <= 0 ? 100 : std::min(req->limit(), 1000);
   auto list = store_->ListEvents(req->project(), req->after_index(), limit);
   if (!list.ok()) return ToGrpc(list.status());
-  for (const auto& e : *list) {
-    v1::Event* pe = resp->add_events();
-    pe->set_index(e.index);
-    SetTimestamp(e.time, pe->mutable_time());
-    pe->set_actor(e.actor);
-    pe->set_project(e.project);
-    pe->set_kind(e.kind);
-    pe->set_subject(e.subject);
-    pe->set_detail(e.detail);
-  }
+  for (const auto& e : *list) EventToProto(e, resp->add_events());
   return grpc::Status::OK;
+}
+
+void EventToProto(const EventRecord& e, v1::Event* out) {
+  out->set_index(e.index);
+  SetTimestamp(e.time, out->mutable_time());
+  out->set_actor(e.actor);
+  out->set_project(e.project);
+  out->set_kind(e.kind);
+  out->set_subject(e.subject);
+  out->set_detail(e.detail);
 }
 
 }  // namespace mariposa

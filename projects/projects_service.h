@@ -22,6 +22,8 @@ void SetTimestamp(absl::Time t, google::protobuf::Timestamp* ts);
 
 // The request's author: "x-mariposa-author" metadata, else the peer address.
 std::string AuthorOf(const grpc::ServerContext* ctx);
+// An event of the store as the API shows it.
+void EventToProto(const EventRecord& e, v1::Event* out);
 
 class ProjectsService final : public v1::Projects::Service {
  public:

@@ -1,4 +1,5 @@
 // The real mariposad on a free loopback port, driven by the real CLI.
+#include <thread>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -253,6 +254,40 @@ TEST_F(CliTest, SecondDaemonRefusesAndShutdownIsGraceful) {
   ASSERT_EQ(link((dir_ + "/backup.db").c_str(), (dir_ + "/restored/mariposa.db").c_str()), 0);
   ASSERT_TRUE(restored.Start()) << restored.log();
   EXPECT_EQ(restored.Stop(), 0);
+}
+
+}  // namespace
+}  // namespace mariposa::testing
+
+namespace mariposa::testing {
+namespace {
+
+// `events -f` streams: the history after --after, then what happens while it
+// runs, in order, each event once.
+TEST_F(CliTest, EventsFollowStreamsNewEvents) {
+  ASSERT_EQ(M({"project", "create", "gemini"}).exit_code, 0);
+  ASSERT_EQ(M({"-j", "gemini", "meta", "set", "a", "1"}).exit_code, 0);
+  RunResult follow;
+  std::thread watcher([&] {
+    follow = RunProcess({"/usr/bin/timeout", "3", "cli/mariposa", "--addr", daemon_->addr(), "-j", "gemini", "events", "-f",
+                         "--after", "0"});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ASSERT_EQ(M({"-j", "gemini", "meta", "set", "b", "2"}).exit_code, 0);
+  ASSERT_EQ(M({"-j", "gemini", "meta", "set", "c", "3"}).exit_code, 0);
+  watcher.join();
+  EXPECT_EQ(follow.exit_code, 124) << follow.err;  // still following when timeout stopped it
+  size_t created = follow.out.find("project.create"), a = follow.out.find("meta.set"),
+         b = follow.out.find(" b"), c = follow.out.find(" c");
+  ASSERT_NE(created, std::string::npos) << follow.out;
+  ASSERT_NE(b, std::string::npos) << follow.out;
+  ASSERT_NE(c, std::string::npos) << follow.out;
+  EXPECT_LT(created, a);
+  EXPECT_LT(b, c);
+  // A stream for a project that does not exist fails at once.
+  auto r = M({"-j", "nope", "events", "-f"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("nope"));
 }
 
 }  // namespace

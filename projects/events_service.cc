@@ -1,0 +1,33 @@
+#include "projects/events_service.h"
+
+#include "projects/projects_service.h"
+
+namespace mariposa {
+
+grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
+                                  grpc::ServerWriter<v1::Event>* writer) {
+  if (!req->project().empty()) {
+    auto p = store_->GetProject(req->project());
+    if (!p.ok()) return ToGrpc(p.status());
+  }
+  int64_t after = req->after_index();
+  if (req->tail()) {
+    auto last = store_->LastEventIndex();
+    if (!last.ok()) return ToGrpc(last.status());
+    after = *last;
+  }
+  while (!ctx->IsCancelled()) {
+    auto list = store_->ListEvents(req->project(), after, 500);
+    if (!list.ok()) return ToGrpc(list.status());
+    for (const EventRecord& e : *list) {
+      v1::Event out;
+      EventToProto(e, &out);
+      if (!writer->Write(out)) return grpc::Status::OK;  // the client went away
+      after = e.index;
+    }
+    if (list->size() < 500) absl::SleepFor(poll_);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace mariposa

@@ -1,0 +1,28 @@
+// gRPC Events: the store's append-only event log as a server stream,
+// resumable from an index. New events are picked up within `poll`.
+#ifndef MARIPOSA_PROJECTS_EVENTS_SERVICE_H_
+#define MARIPOSA_PROJECTS_EVENTS_SERVICE_H_
+
+#include "absl/time/time.h"
+#include "projects/store.h"
+#include "mariposa/v1/events.grpc.pb.h"
+
+namespace mariposa {
+
+class EventsService final : public v1::Events::Service {
+ public:
+  // `store` must outlive the service.
+  explicit EventsService(ProjectStore* store, absl::Duration poll = absl::Milliseconds(100))
+      : store_(store), poll_(poll) {}
+
+  grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
+                     grpc::ServerWriter<v1::Event>* writer) override;
+
+ private:
+  ProjectStore* store_;
+  absl::Duration poll_;
+};
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_PROJECTS_EVENTS_SERVICE_H_
