@@ -282,6 +282,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   struct Pending {
     std::string job, what, service;
     bool create = false;
+    std::string task;  // the reprovision task it works for, if any
   };
   std::deque<Pending> in_flight;
   std::map<std::string, TaskProgress> progress;  // task -> counters of this step
@@ -311,9 +312,16 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
         failed_create(j.service, why);
       } else {
         result.failed++;
+        if (!j.task.empty()) {
+          progress[j.task].failed++;
+          progress[j.task].replaced--;  // counted when sent; the instance is still there
+        }
       }
     } else if (j.create) {
       memory[j.service]->history.Success();
+      if (!j.task.empty()) progress[j.task].created++;
+    } else if (!j.task.empty()) {
+      progress[j.task].deleted++;
     }
   };
   auto take_slot = [&] {
@@ -349,16 +357,21 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       if (!job.ok() && !absl::IsNotFound(job.status())) {
         slots_.Release();
         result.failed++;
+        if (for_task) {
+          progress[task->second].failed++;
+          progress[task->second].replaced--;
+        }
         LogWarn("delete failed", {{"project", p.name}, {"vm", a.instance}, {"error", job.status().ToString()}});
         continue;
       }
+      std::string task_uuid = for_task ? task->second : "";
       if (job.ok()) {
-        in_flight.push_back({job->job_uuid, absl::StrCat("delete ", a.instance), a.service, false});
+        in_flight.push_back({job->job_uuid, absl::StrCat("delete ", a.instance), a.service, false, task_uuid});
       } else {
         slots_.Release();
+        if (for_task) progress[task_uuid].deleted++;  // already gone
       }
       result.deleted++;
-      if (for_task) progress[task->second].deleted++;
       if (a.reason == "remove-broken" && options_.metrics != nullptr) options_.metrics->Replacement("broken");
       event("instance.delete", a.instance, absl::StrCat(a.service, " (", a.reason, ")"));
       continue;
@@ -417,9 +430,8 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       event("instance.create-failed", s.name, std::string(job.status().message()));
       continue;
     }
-    in_flight.push_back({job->job_uuid, absl::StrCat("create ", req.uuid), s.name, true});
+    in_flight.push_back({job->job_uuid, absl::StrCat("create ", req.uuid), s.name, true, for_task ? task->second : ""});
     result.created++;
-    if (for_task) progress[task->second].created++;
     if (a.reason == "replace-broken") memory[s.name]->history.Replaced(clock_->Now());
     event("instance.create", req.uuid, absl::StrCat(req.alias, " (", a.reason, ")"));
   }

@@ -255,3 +255,52 @@ TEST_F(ReconcilerTest, ReprovisionCanaryAndFiltersWithProgress) {
 
 }  // namespace
 }  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+// QUEUE.md: instances failing mid-rollout are replaced with the current spec
+// and the reprovision skips them — every instance is replaced exactly once.
+TEST_F(ReconcilerTest, InstancesFailingMidRolloutAreReplacedOnceAtTheCurrentSpec) {
+  const std::string v1 = "project: p\nservices:\n  web: {image: web@1, count: 10, update: {rolling: 2, max_surge: 2}}\n";
+  Apply(v1);
+  ASSERT_EQ(reconciler_->SyncProject("p")->created, 10);
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 10, update: {rolling: 2, max_surge: 2}, tags: {v: \"2\"}}\n");
+  TaskQueue q(store_.get());
+  TaskRecord t;
+  t.project_uuid = store_->GetProject("p")->uuid;
+  t.kind = "reprovision";
+  auto task = q.Add(t);
+  ASSERT_TRUE(task.ok());
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());  // first batch under way
+  // Three old instances crash in the middle of the rollout.
+  int crashed = 0;
+  for (auto vm : vmapi_.AllVms()) {
+    if (crashed < 3 && vm.state == "running" && !vm.tags.count("v")) {
+      vm.state = "failed";
+      vmapi_.PutVm(vm);
+      ++crashed;
+    }
+  }
+  int creates = 0;
+  for (int k = 0; k < 20; ++k) {
+    auto r = reconciler_->SyncProject("p");
+    ASSERT_TRUE(r.ok());
+    creates += r->created;
+    clock_.Advance(absl::Minutes(1));
+  }
+  EXPECT_EQ(store_->GetTask(task->uuid)->state, "completed");
+  int current = 0, old_spec = 0;
+  for (const auto& vm : vmapi_.AllVms()) {
+    if (vm.state != "running") continue;
+    (vm.tags.count("v") ? current : old_spec)++;
+  }
+  EXPECT_EQ(current, 10);
+  EXPECT_EQ(old_spec, 0);
+  // 2 from the first batch + 8 more: the crashed ones were replaced at the
+  // current spec once (by replacement) and not a second time by the rollout.
+  EXPECT_EQ(creates + 2, 10);
+}
+
+}  // namespace
+}  // namespace mariposa::convergence
