@@ -66,13 +66,15 @@ State
 Tasks and freezes
   reprovision [--service s1,s2 | --group G] [filters] [--canary N] [--thaw]
                                           (rolls instances onto the current version)
+  start [--service s1,s2 | --group G] [--thaw]   (starts stopped instances)
+  stop [--service s1,s2 | --group G] [--thaw]    (stops instances until start)
   queue list [--finished N]
   queue get TASK
   queue terminate TASK [--reason TEXT]   (ends it and freezes its scope)
   freeze [--service s1,s2 | --group G] [--reason TEXT] [--only kind,kind]
   thaw [--service s1,s2 | --group G]
 Log and controller
-  events [--after INDEX] [--limit N] [--all]
+  events [--after INDEX] [--limit N] [--all] [-f]
   admin status
   admin backup PATH
 
@@ -88,7 +90,18 @@ Exit codes: 0 ok, 1 error, 2 usage.
 
 const std::map<std::string, std::string>& CommandHelp() {
   static const auto* h = new std::map<std::string, std::string>{
-      {"project", "usage: mariposa project create NAME [--description TEXT] | list | get [NAME] | delete NAME [--yes]\n"},
+      {"project",
+       "usage: mariposa project create NAME [--description TEXT] | list | get [NAME] | delete NAME [--yes] [--force]\n\n"
+       "delete: with mariposad converging a data center, a project that still has instances is refused;\n"
+       "--force removes its instances first and deletes the project once they are gone.\n"},
+      {"start",
+       "usage: mariposa -j PROJECT start [--service s1,s2 | --group G] [--thaw]\n\n"
+       "Queues a start task: stopped instances of the scope are started (not replaced) and the services run\n"
+       "again as the manifest says.\n"},
+      {"stop",
+       "usage: mariposa -j PROJECT stop [--service s1,s2 | --group G] [--thaw]\n\n"
+       "Queues a stop task: running instances of the scope are stopped and stay stopped (none is created or\n"
+       "replaced) until `mariposa start`.\n"},
       {"apply",
        "usage: mariposa [-j PROJECT] apply -f FILE [--yes] [--force] [--previous VERSION] [-m MESSAGE]\n\n"
        "Validates FILE (YAML or JSON; - for stdin), shows what changes against the version in force,\n"
@@ -258,6 +271,7 @@ class Cli {
   int QueueCmd(Args& a);
   int FreezeCmd(Args& a, bool thaw);
   int ReprovisionCmd(Args& a);
+  int StartStopCmd(const std::string& kind, Args& a);
   int StatusCmd(Args& a);
   int ScaleCmd(Args& a);
   void PrintTask(const v1::Task& t);
@@ -410,6 +424,7 @@ std::string ReadInput(const std::string& path) {
 int Cli::Project(Args& a) {
   auto desc = a.Value({"--description", "-d"});
   bool yes = a.Flag({"--yes", "-y"});
+  bool force = a.Flag({"--force"});
   auto rest = a.Positional(1, 3, "project create|list|get|delete");
   std::string sub = rest.empty() ? "" : rest[0];
   if (sub == "create") {
@@ -454,6 +469,8 @@ int Cli::Project(Args& a) {
               << "\ncreated:     " << Time(p.created_at()) << "\nversion:     "
               << (p.current_version_number() ? absl::StrCat(p.current_version_number(), " (", p.current_version(), ")") : "none")
               << "\n";
+    if (p.deleting()) std::cout << "deleting:    yes (instances are being removed, then the project)\n";
+    if (!p.stopped().empty()) std::cout << "stopped:     " << absl::StrJoin(p.stopped(), ", ") << "\n";
     for (const auto& g : p.deployment_groups()) std::cout << "group:       " << g.name() << ": " << absl::StrJoin(g.services(), ", ") << "\n";
     if (p.services_size() > 0) {
       std::cout << "\n";
@@ -468,15 +485,23 @@ int Cli::Project(Args& a) {
   }
   if (sub == "delete") {
     rest = a.Positional(2, 2, "project delete NAME");
-    if (!Confirm(absl::StrCat("Delete project ", rest[1], " with all its versions and meta?"), yes)) {
+    if (!Confirm(absl::StrCat("Delete project ", rest[1], " with all its versions and meta",
+                              force ? ", removing its instances?" : "?"),
+                 yes)) {
       std::cout << "not deleted\n";
       return 1;
     }
     v1::DeleteProjectRequest req;
     req.set_project(rest[1]);
+    req.set_force(force);
     v1::DeleteProjectResponse resp;
     Check(projects_->DeleteProject(Ctx().get(), req, &resp));
-    std::cout << "deleted project " << rest[1] << "\n";
+    if (resp.instances_to_remove() > 0) {
+      std::cout << "removing " << resp.instances_to_remove() << " instances of " << rest[1]
+                << "; the project is deleted once they are gone\n";
+    } else {
+      std::cout << "deleted project " << rest[1] << "\n";
+    }
     return 0;
   }
   throw UsageError{"expected project create|list|get|delete"};
@@ -1001,6 +1026,26 @@ int Cli::StatusCmd(Args& a) {
   return 0;
 }
 
+int Cli::StartStopCmd(const std::string& kind, Args& a) {
+  auto services = a.Value({"--service", "--services"});
+  auto group = a.Value({"--group"});
+  bool thaw = a.Flag({"--thaw"});
+  a.Positional(1, 1, kind);
+  v1::AddTaskRequest req;
+  req.set_project(NeedProject());
+  req.set_kind(kind);
+  if (services) {
+    for (absl::string_view s : absl::StrSplit(*services, ',', absl::SkipEmpty())) req.add_services(std::string(s));
+  }
+  req.set_group(group.value_or(""));
+  req.set_thaw(thaw);
+  v1::AddTaskResponse resp;
+  Check(queue_->AddTask(Ctx().get(), req, &resp));
+  if (Structured()) Print(resp.task());
+  else std::cout << "queued " << kind << " task " << resp.task().uuid() << "\n";
+  return 0;
+}
+
 int Cli::ReprovisionCmd(Args& a) {
   auto services = a.Value({"--service", "--services"});
   auto group = a.Value({"--group"});
@@ -1049,6 +1094,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "freeze") return FreezeCmd(args, false);
   if (cmd == "thaw") return FreezeCmd(args, true);
   if (cmd == "reprovision") return ReprovisionCmd(args);
+  if (cmd == "start" || cmd == "stop") return StartStopCmd(cmd, args);
   if (cmd == "status") return StatusCmd(args);
   if (cmd == "scale") return ScaleCmd(args);
   throw UsageError{absl::StrCat("unknown command \"", cmd, "\"")};

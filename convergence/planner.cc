@@ -89,10 +89,28 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
   }
   for (const auto& kv : input.services) {
     const ServiceGoal& goal = kv.second;
-    std::vector<const InstanceState*> live, broken;
+    if (goal.stopped) {
+      // Stop what runs; leave everything else as it is.
+      std::vector<const InstanceState*> running;
+      for (const InstanceState* i : by_service[goal.name]) {
+        if (i->state == "running") running.push_back(i);
+      }
+      std::sort(running.begin(), running.end(), Older);
+      for (const InstanceState* i : running) actions.push_back({ActionKind::kStop, goal.name, i->uuid, "stop"});
+      continue;
+    }
+    bool starting = input.starting.count(goal.name) > 0;
+    std::vector<const InstanceState*> live, broken, to_start;
     for (const InstanceState* i : by_service[goal.name]) {
-      if (Broken(*i)) broken.push_back(i);
+      if (starting && i->state == "stopped") to_start.push_back(i);
+      else if (Broken(*i)) broken.push_back(i);
       else if (Live(*i)) live.push_back(i);
+    }
+    // Started instances count as live (they come back as they were).
+    std::sort(to_start.begin(), to_start.end(), Older);
+    for (const InstanceState* i : to_start) {
+      actions.push_back({ActionKind::kStart, goal.name, i->uuid, "start"});
+      live.push_back(i);
     }
     std::sort(broken.begin(), broken.end(), Older);
     for (const InstanceState* i : broken) actions.push_back({ActionKind::kDelete, goal.name, i->uuid, "remove-broken"});
@@ -167,6 +185,14 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
                                 goal.count + goal.max_surge - n, still_needed});
     for (int64_t k = 0; k < creates; ++k) actions.push_back({ActionKind::kCreate, goal.name, "", "reprovision"});
   }
+  // An instance chosen for deletion is not started first.
+  std::set<std::string> deleted;
+  for (const Action& a : actions) {
+    if (a.kind == ActionKind::kDelete) deleted.insert(a.instance);
+  }
+  actions.erase(std::remove_if(actions.begin(), actions.end(),
+                               [&](const Action& a) { return a.kind == ActionKind::kStart && deleted.count(a.instance); }),
+                actions.end());
   return actions;
 }
 

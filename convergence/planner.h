@@ -7,7 +7,7 @@
 // reprovision step bounded by `rolling` and `max_surge` in QUEUE.md's order.
 // Canary and user filters arrive as `reprovision_only`; the replacement
 // budget and crash-loop pauses as a Throttle over the plan. Not yet:
-// placement hints, agents, start/stop.
+// placement hints, agents.
 #ifndef MARIPOSA_CONVERGENCE_PLANNER_H_
 #define MARIPOSA_CONVERGENCE_PLANNER_H_
 
@@ -45,6 +45,9 @@ struct ServiceGoal {
   // With no health checks, a running instance is ready once it has run this
   // long (the service's start.window).
   absl::Duration start_window = absl::Seconds(60);
+  // Stopped by a stop task: running instances are stopped, none is created
+  // or replaced until a start task.
+  bool stopped = false;
 };
 
 struct PlanInput {
@@ -55,15 +58,20 @@ struct PlanInput {
   // Services of `reprovision` whose replacement is limited to these instance
   // uuids (the user's filters and the canary); absent = every old instance.
   std::map<std::string, std::set<std::string>> reprovision_only;
+  // Services with an active start task: their stopped instances are started
+  // (not replaced).
+  std::set<std::string> starting;
 };
 
-enum class ActionKind { kCreate, kDelete };
+enum class ActionKind { kCreate, kDelete, kStop, kStart };
 
 struct Action {
   ActionKind kind;
   std::string service;
-  std::string instance;  // for deletes
-  std::string reason;    // scale-up, scale-down, replace-broken, remove-broken, reprovision, service-removed
+  std::string instance;  // for deletes, stops and starts
+  // scale-up, scale-down, replace-broken, remove-broken, reprovision,
+  // service-removed, stop, start
+  std::string reason;
   bool operator==(const Action& o) const {
     return kind == o.kind && service == o.service && instance == o.instance && reason == o.reason;
   }

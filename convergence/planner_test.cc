@@ -35,7 +35,11 @@ PlanInput Input(int64_t count, std::vector<InstanceState> instances, int rolling
 std::vector<std::string> Describe(const std::vector<Action>& actions) {
   std::vector<std::string> out;
   for (const auto& a : actions) {
-    out.push_back(absl::StrCat(a.kind == ActionKind::kCreate ? "create " : "delete ", a.service,
+    const char* kind = a.kind == ActionKind::kCreate ? "create "
+                       : a.kind == ActionKind::kDelete ? "delete "
+                       : a.kind == ActionKind::kStop   ? "stop "
+                                                       : "start ";
+    out.push_back(absl::StrCat(kind, a.service,
                                a.instance.empty() ? "" : " " + a.instance, " (", a.reason, ")"));
   }
   return out;
@@ -276,6 +280,37 @@ TEST(PlannerTest, ThrottleHoldsReplacementsBeyondTheBudget) {
   run = Throttle(plan, {}, &held);
   EXPECT_EQ(run.size(), plan.size());
   EXPECT_TRUE(held.empty());
+}
+
+}  // namespace
+}  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+TEST(PlannerTest, StoppedServiceStopsWhatRunsAndReplacesNothing) {
+  auto in = Input(3, {I("a", "running", "healthy", 1, 300), I("b", "running", "healthy", 1, 200),
+                      I("c", "stopped", "unknown", 1, 100), I("d", "failed", "unknown", 1, 50)});
+  in.services["web"].stopped = true;
+  EXPECT_EQ(Describe(Plan(in, kNow)), (std::vector<std::string>{"stop web a (stop)", "stop web b (stop)"}));
+  // Once all are stopped the plan is empty: nothing is replaced or created.
+  in.instances = {I("a", "stopped", "unknown", 1, 300), I("b", "stopped", "unknown", 1, 200)};
+  EXPECT_TRUE(Plan(in, kNow).empty());
+}
+
+TEST(PlannerTest, StartingStartsStoppedInstancesInsteadOfReplacingThem) {
+  auto in = Input(3, {I("a", "stopped", "unknown", 1, 300), I("b", "stopped", "unknown", 1, 200),
+                      I("c", "failed", "unknown", 1, 100)});
+  // Without a start task, stopped instances are broken and replaced.
+  EXPECT_EQ(Plan(in, kNow).size(), 6u);
+  in.starting = {"web"};
+  EXPECT_EQ(Describe(Plan(in, kNow)),
+            (std::vector<std::string>{"start web a (start)", "start web b (start)", "delete web c (remove-broken)",
+                                      "create web (replace-broken)"}));
+  // More stopped than count: the extra ones are removed, not started.
+  in = Input(1, {I("a", "stopped", "unknown", 1, 300), I("b", "stopped", "unknown", 2, 200)});
+  in.starting = {"web"};
+  EXPECT_EQ(Describe(Plan(in, kNow)), (std::vector<std::string>{"start web b (start)", "delete web a (scale-down)"}));
 }
 
 }  // namespace

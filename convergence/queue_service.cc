@@ -155,9 +155,10 @@ grpc::Status QueueService::Thaw(grpc::ServerContext* ctx, const v1::ThawRequest*
 
 grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRequest* req,
                                    v1::AddTaskResponse* resp) {
-  if (req->kind() != "reprovision") {
+  if (req->kind() != "reprovision" && req->kind() != "start" && req->kind() != "stop") {
     return ToGrpc(absl::InvalidArgumentError(absl::StrCat(
-        "task kind \"", req->kind(), "\" cannot be queued yet; only reprovision is executed so far")));
+        "task kind \"", req->kind(), "\" cannot be queued here; use reprovision, start or stop (scale with "
+        "`mariposa scale`, freeze with `mariposa freeze`)")));
   }
   auto p = store_->GetProject(req->project());
   if (!p.ok()) return ToGrpc(p.status());
@@ -170,6 +171,12 @@ grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRe
   t.project_uuid = p->uuid;
   t.kind = req->kind();
   t.services = *scope;
+  if ((t.kind == "start" || t.kind == "stop") && t.services.empty()) {
+    // The run state is kept per service: name them all.
+    auto services = store_->ListServices(p->current_version);
+    if (!services.ok()) return ToGrpc(services.status());
+    for (const ServiceRecord& s : *services) t.services.push_back(s.name);
+  }
   t.origin = "user";
   t.trigger = req->thaw() ? "thaw" : req->kind();
   t.version_uuid = p->current_version;

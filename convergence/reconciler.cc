@@ -112,7 +112,8 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   const absl::Time now = clock_->Now();
   ASSIGN_OR_RETURN(ProjectRecord p, store_->GetProject(name));
   std::vector<ServiceRecord> services;
-  if (!p.current_version.empty()) {
+  // A project being deleted has no goal: every instance goes, then the project.
+  if (!p.current_version.empty() && !p.deleting) {
     ASSIGN_OR_RETURN(services, store_->ListServices(p.current_version));
   }
   ASSIGN_OR_RETURN(auto numbers, VersionNumbers(store_, p.uuid));
@@ -129,6 +130,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     if (s.compute_type == "agent") continue;  // agents are rolled out per server (not built yet)
     json spec = json::parse(s.spec_json, nullptr, false);
     ServiceGoal g{s.name, s.count, s.spec_hash, 1, 1};
+    g.stopped = p.stopped.count(s.name) > 0;
     if (spec.is_object() && spec.contains("update")) {
       g.rolling = std::max(1, spec["update"].value("rolling", 1));
       g.max_surge = spec["update"].value("max_surge", 1);
@@ -148,6 +150,12 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   ASSIGN_OR_RETURN(in.instances, observer.ObserveProject(p.uuid, numbers));
   std::map<std::string, const InstanceState*> by_uuid;
   for (const InstanceState& i : in.instances) by_uuid[i.uuid] = &i;
+  if (p.deleting && in.instances.empty()) {
+    RETURN_IF_ERROR(store_->DeleteProject(p.uuid, "mariposad"));
+    if (options_.metrics != nullptr) options_.metrics->ForgetProject(p.name);
+    result.converged = true;
+    return result;
+  }
 
   // Reprovision tasks: runnable once what they wait for has ended; they
   // replace the old-spec instances matching their filters, up to their
@@ -163,8 +171,9 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   };
   std::map<std::string, std::string> task_of;  // service -> reprovision task driving it
   std::map<std::string, int64_t> remaining;    // task -> old instances still to replace
+  std::map<std::string, std::string> run_task_of;  // service -> start/stop task driving it
   for (const TaskRecord& t : open) {
-    if (t.kind != "reprovision") continue;
+    if (t.kind != "reprovision" && t.kind != "start" && t.kind != "stop") continue;
     if (t.state == "terminating") {
       end_task(t, "terminated", "");
       continue;
@@ -172,6 +181,27 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     bool waiting = false;
     for (const std::string& w : t.wait_for) waiting |= open_ids.count(w) > 0;
     if (waiting) continue;
+    if (t.kind != "reprovision") {
+      // Start: done when no instance of the scope is stopped; stop: when none
+      // runs or is coming up.
+      std::set<std::string> scope(t.services.begin(), t.services.end());
+      bool pending = false;
+      for (const InstanceState& i : in.instances) {
+        if (!in.services.count(i.service) || (!scope.empty() && !scope.count(i.service))) continue;
+        pending |= t.kind == "start" ? i.state == "stopped" : (i.state == "running" || i.state == "provisioning");
+      }
+      if (!pending) {
+        end_task(t, "completed", "");
+        continue;
+      }
+      if (t.state == "queued") store_->SetTaskState(t.uuid, "active", "").IgnoreError();
+      for (const auto& kv : in.services) {
+        if (!scope.empty() && !scope.count(kv.first)) continue;
+        if (t.kind == "start") in.starting.insert(kv.first);
+        run_task_of[kv.first] = t.uuid;
+      }
+      continue;
+    }
     std::set<std::string> images;
     for (const std::string& want : t.filter_images) {
       if (IsUuid(want)) {
@@ -224,9 +254,11 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   // Freezes stop automatic work in their scope (or just the --only kinds).
   std::vector<Action> unfrozen;
   for (const Action& a : planned) {
-    std::string kind = a.reason == "replace-broken" || a.reason == "remove-broken" ? "replace-unhealthy"
-                       : a.reason == "reprovision"                                ? "reprovision"
-                                                                                  : "scale";
+    // Start and stop are held by any freeze of their scope.
+    std::string kind = a.kind == ActionKind::kStop || a.kind == ActionKind::kStart           ? ""
+                       : a.reason == "replace-broken" || a.reason == "remove-broken" ? "replace-unhealthy"
+                       : a.reason == "reprovision"                                   ? "reprovision"
+                                                                                     : "scale";
     bool frozen = false;
     for (const TaskRecord& t : open) frozen |= FreezeHolds(t, a.service, kind);
     if (frozen) {
@@ -339,6 +371,25 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   for (const Action& a : actions) {
     auto task = task_of.find(a.service);
     bool for_task = task != task_of.end() && a.reason == "reprovision";
+    if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) {
+      bool stop = a.kind == ActionKind::kStop;
+      std::string run_task = run_task_of.count(a.service) ? run_task_of[a.service] : "";
+      take_slot();
+      auto job = vmapi_->Act(a.instance, stop ? triton::VmAction::kStop : triton::VmAction::kStart);
+      if (!job.ok()) {
+        slots_.Release();
+        result.failed++;
+        if (!run_task.empty()) progress[run_task].failed++;
+        LogWarn(stop ? "stop failed" : "start failed",
+                {{"project", p.name}, {"vm", a.instance}, {"error", job.status().ToString()}});
+        continue;
+      }
+      in_flight.push_back({job->job_uuid, absl::StrCat(a.reason, " ", a.instance), a.service, false, ""});
+      result.changed++;
+      if (!run_task.empty()) progress[run_task];  // a step of that task
+      event(stop ? "instance.stop" : "instance.start", a.instance, a.service);
+      continue;
+    }
     if (a.kind == ActionKind::kDelete) {
       auto inst = by_uuid.find(a.instance);
       if (a.reason == "remove-broken" && inst != by_uuid.end() &&
@@ -509,14 +560,15 @@ void Reconciler::Loop() {
         auto r = SyncProject(p.name);
         if (!r.ok()) {
           LogWarn("sync failed", {{"project", p.name}, {"error", r.status().ToString()}});
-        } else if (r->created + r->deleted + r->failed > 0) {
+        } else if (r->created + r->deleted + r->changed + r->failed > 0) {
           LogInfo("synced", {{"project", p.name}, {"created", absl::StrCat(r->created)},
-                             {"deleted", absl::StrCat(r->deleted)}, {"failed", absl::StrCat(r->failed)},
+                             {"deleted", absl::StrCat(r->deleted)}, {"changed", absl::StrCat(r->changed)},
+                             {"failed", absl::StrCat(r->failed)},
                              {"held", absl::StrCat(r->held)}});
           // More steps may follow (rolling batches): go again at once when
           // this one acted and nothing failed. Failures and held work wait
           // for the resync interval, so neither turns into a busy loop.
-          if (r->failed == 0 && r->created + r->deleted > 0) again = true;
+          if (r->failed == 0 && r->created + r->deleted + r->changed > 0) again = true;
         }
       }
     };

@@ -48,6 +48,7 @@ struct ReconcilerOptions {
 struct SyncResult {
   int created = 0;
   int deleted = 0;
+  int changed = 0;    // instances started or stopped
   int failed = 0;     // actions or jobs that failed
   int held = 0;       // actions not taken: a freeze, backoff, crash loop or the budget holds them
   bool converged = false;  // the plan had nothing to do

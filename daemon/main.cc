@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/ids.h"
 #include "convergence/metrics.h"
+#include "convergence/observer.h"
 #include "projects/events_service.h"
 #include "convergence/queue_service.h"
 #include "convergence/reconciler.h"
@@ -218,6 +219,12 @@ int main(int argc, char** argv) {
     reconciler = std::make_unique<mariposa::convergence::Reconciler>(store->get(), vmapi.get(), imgapi.get(), clock,
                                                                     ropts);
     projects.set_on_change([r = reconciler.get()] { r->Wake(); });
+    projects.set_instance_counter([v = vmapi.get()](const std::string& project_uuid) -> absl::StatusOr<int64_t> {
+      mariposa::triton::VmFilter f;
+      f.tags = {{mariposa::convergence::kTagProject, project_uuid}};
+      f.state = "active";
+      return v->CountVms(f);
+    });
     queue.set_on_change([r = reconciler.get()] { r->Wake(); });
   }
   mariposa::convergence::StateService state(store->get(), vmapi.get());

@@ -21,6 +21,8 @@ void ToProto(const ProjectRecord& p, v1::Project* out) {
   out->set_current_version(p.current_version);
   out->set_current_version_number(p.current_number);
   out->set_service_count(p.service_count);
+  out->set_deleting(p.deleting);
+  for (const std::string& svc : p.stopped) out->add_stopped(svc);
 }
 
 void ToProto(const VersionRecord& v, v1::Version* out) {
@@ -119,6 +121,11 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   std::shared_ptr<const CompiledManifest> before;
   std::optional<VersionRecord> current;
   auto existing = store_->GetProject(m.project);
+  if (existing.ok() && existing->deleting) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "project ", existing->name, " is being deleted (its instances are being removed); apply again once "
+        "`mariposa project get ", existing->name, "` says it does not exist"));
+  }
   if (existing.ok()) {
     ASSIGN_OR_RETURN(auto meta, store_->ListMeta(existing->uuid));
     for (const auto& e : meta) store_meta[e.key] = e.value;
@@ -326,10 +333,30 @@ grpc::Status ProjectsService::GetProject(grpc::ServerContext*, const v1::GetProj
 }
 
 grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::DeleteProjectRequest* req,
-                                            v1::DeleteProjectResponse*) {
+                                            v1::DeleteProjectResponse* resp) {
   auto s = Required(req->project(), "project");
   if (!s.ok()) return ToGrpc(s);
-  return ToGrpc(store_->DeleteProject(req->project(), AuthorOf(ctx)));
+  auto p = store_->GetProject(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  if (instance_counter_) {
+    // With a data center attached, the instances go first: deleting only the
+    // goal state would orphan them.
+    auto n = instance_counter_(p->uuid);
+    if (!n.ok()) return ToGrpc(Annotate(n.status(), "counting the project's instances"));
+    if (*n > 0) {
+      if (!req->force()) {
+        return ToGrpc(absl::FailedPreconditionError(absl::StrCat(
+            "project ", p->name, " has ", *n, " instances; `mariposa project delete ", p->name,
+            " --force` removes them and then the project")));
+      }
+      auto marked = store_->MarkProjectDeleting(p->uuid, AuthorOf(ctx));
+      if (!marked.ok()) return ToGrpc(marked);
+      resp->set_instances_to_remove(*n);
+      if (on_change_) on_change_();
+      return grpc::Status::OK;
+    }
+  }
+  return ToGrpc(store_->DeleteProject(p->uuid, AuthorOf(ctx)));
 }
 
 grpc::Status ProjectsService::ListVersions(grpc::ServerContext*, const v1::ListVersionsRequest* req,

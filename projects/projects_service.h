@@ -32,6 +32,11 @@ class ProjectsService final : public v1::Projects::Service {
   // Called after every stored change of goal state (apply, rollback, meta):
   // the controller's wake-up. Set before serving.
   void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
+  // How many instances a project (uuid) has in the data center; set when
+  // mariposad converges against one, so that deletes do not orphan them.
+  void set_instance_counter(std::function<absl::StatusOr<int64_t>(const std::string&)> f) {
+    instance_counter_ = std::move(f);
+  }
 
   grpc::Status CreateProject(grpc::ServerContext*, const v1::CreateProjectRequest*, v1::CreateProjectResponse*) override;
   grpc::Status ListProjects(grpc::ServerContext*, const v1::ListProjectsRequest*, v1::ListProjectsResponse*) override;
@@ -66,6 +71,7 @@ class ProjectsService final : public v1::Projects::Service {
 
   ProjectStore* store_;
   std::function<void()> on_change_;
+  std::function<absl::StatusOr<int64_t>(const std::string&)> instance_counter_;
   absl::Mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const CompiledManifest>> parsed_ ABSL_GUARDED_BY(cache_mu_);
 };

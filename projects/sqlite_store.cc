@@ -130,6 +130,15 @@ const char* const kMigrations[] = {
     R"sql(
     ALTER TABLE tasks ADD COLUMN params TEXT NOT NULL DEFAULT '{}';
     )sql",
+    // 5: run state (services stopped by a stop task) and deletion in progress.
+    R"sql(
+    ALTER TABLE projects ADD COLUMN deleting INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE stopped_services (
+      project_uuid TEXT NOT NULL REFERENCES projects(uuid) ON DELETE CASCADE,
+      service TEXT NOT NULL,
+      PRIMARY KEY (project_uuid, service)
+    );
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteProjectStore::kSchemaVersion,
               "one migration per schema version");
@@ -234,7 +243,9 @@ absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProjectLocked(const std::st
   ASSIGN_OR_RETURN(auto st, db_->Prepare(
                                 "SELECT p.uuid, p.name, p.description, p.created_at, COALESCE(p.current_version, ''), "
                                 "COALESCE(v.number, 0), "
-                                "(SELECT COUNT(*) FROM services s WHERE s.version_uuid = p.current_version) "
+                                "(SELECT COUNT(*) FROM services s WHERE s.version_uuid = p.current_version), "
+                                "p.deleting, (SELECT group_concat(service, ',') FROM stopped_services x "
+                                "WHERE x.project_uuid = p.uuid) "
                                 "FROM projects p LEFT JOIN versions v ON v.uuid = p.current_version "
                                 "WHERE p.name = ?1 OR p.uuid = ?1"));
   st.Bind(1, name_or_uuid);
@@ -251,6 +262,8 @@ absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProjectLocked(const std::st
   p.current_version = st.Text(4);
   p.current_number = st.Int(5);
   p.service_count = static_cast<int>(st.Int(6));
+  p.deleting = st.Int(7) != 0;
+  for (absl::string_view svc : absl::StrSplit(st.Text(8), ',', absl::SkipEmpty())) p.stopped.insert(std::string(svc));
   return p;
 }
 
@@ -861,6 +874,17 @@ absl::StatusOr<TaskRecord> SqliteProjectStore::AddTask(const TaskRecord& task, c
   if (t.kind == "freeze") ins.Bind(16, absl::ToUnixMicros(t.started_at));
   else ins.BindNull(16);
   RETURN_IF_ERROR(ins.Run());
+  // Start and stop change the services' run state with the task, atomically.
+  if (t.kind == "stop" || t.kind == "start") {
+    ASSIGN_OR_RETURN(auto run, db_->Prepare(t.kind == "stop"
+                                                ? "INSERT OR IGNORE INTO stopped_services (project_uuid, service) VALUES (?, ?)"
+                                                : "DELETE FROM stopped_services WHERE project_uuid = ? AND service = ?"));
+    for (const std::string& svc : t.services) {
+      run.Bind(1, p.uuid).Bind(2, svc);
+      RETURN_IF_ERROR(run.Run());
+      RETURN_IF_ERROR(run.Reset());
+    }
+  }
   RETURN_IF_ERROR(AppendEventLocked(t.actor, p.name, "task.add", t.uuid,
                                     absl::StrCat(t.kind, " (", t.origin, t.trigger.empty() ? "" : ", " + t.trigger, ") on ",
                                                  t.services.empty() ? "the project" : absl::StrJoin(t.services, ",")))
@@ -927,6 +951,19 @@ absl::Status SqliteProjectStore::AddTaskProgress(const std::string& uuid, const 
   st.Bind(1, uuid).Bind(2, d.steps_done).Bind(3, d.steps_planned).Bind(4, d.created).Bind(5, d.deleted);
   st.Bind(6, d.replaced).Bind(7, d.failed);
   return st.Run();
+}
+
+absl::Status SqliteProjectStore::MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(name_or_uuid));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("UPDATE projects SET deleting = 1 WHERE uuid = ?"));
+  st.Bind(1, p.uuid);
+  RETURN_IF_ERROR(st.Run());
+  RETURN_IF_ERROR(AppendEventLocked(actor, p.name, "project.delete-requested", p.uuid,
+                                    "instances are removed, then the project")
+                      .status());
+  return txn->Commit();
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteProjectStore::ListOpenTasks() {

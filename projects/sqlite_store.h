@@ -18,7 +18,7 @@ namespace mariposa {
 class SqliteProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
   // FAILED_PRECONDITION when the file's schema is newer than this build.
@@ -63,6 +63,7 @@ class SqliteProjectStore : public ProjectStore {
   absl::StatusOr<TaskRecord> AddTask(const TaskRecord& task, const TaskAdmitter& admit) override;
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(const std::string& project_uuid, int finished_limit) override;
   absl::Status AddTaskProgress(const std::string& uuid, const TaskProgress& delta) override;
+  absl::Status MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor) override;
   absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() override;
   absl::StatusOr<std::vector<TaskCount>> CountTasks() override;
   absl::StatusOr<TaskRecord> GetTask(const std::string& uuid) override;

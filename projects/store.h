@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct ProjectRecord {
   std::string current_version;  // "" before the first apply
   int64_t current_number = 0;
   int service_count = 0;
+  bool deleting = false;  // delete requested with --force: instances are being removed first
+  std::set<std::string> stopped;  // services a stop task has stopped (until a start task)
 };
 
 struct VersionRecord {
@@ -224,6 +227,9 @@ class ProjectStore {
   // as fitting). FAILED_PRECONDITION for a task that already ended.
   virtual absl::StatusOr<TaskRecord> SetTaskState(const std::string& uuid, const std::string& state,
                                                   const std::string& error) = 0;
+  // Marks a project for deletion once its instances are gone (the
+  // controller removes them, then calls DeleteProject).
+  virtual absl::Status MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor) = 0;
   virtual absl::Status AddTaskProgress(const std::string& uuid, const TaskProgress& delta) = 0;
   // Every project's queued, active and terminating tasks, oldest first.
   virtual absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() = 0;

@@ -340,6 +340,63 @@ services:
   EXPECT_THAT(out, ::testing::HasSubstr("\"replaced\": \"6\""));
 }
 
+// Stop keeps instances stopped (never replaced) until start, which starts
+// the same instances again.
+TEST_F(ConvergenceTest, StopThenStartKeepsTheSameInstances) {
+  WriteFile(dir_ + "/v1.yaml", manifest_);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
+  httplib::Client c(sim_->addr());
+  auto uuids = [&](const std::string& state) {
+    std::set<std::string> out;
+    for (const auto& vm : json::parse(c.Get("/vms?state=" + state + "&tag.mariposa.service=wordpress")->body)) {
+      out.insert(vm["uuid"].get<std::string>());
+    }
+    return out;
+  };
+  std::set<std::string> before = uuids("running");
+  auto r = M({"-j", "jupiter", "stop", "--service", "wordpress"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string stop_task = r.out.substr(r.out.find("task ") + 5, 36);
+  EXPECT_TRUE(WaitFor({{"nginx", 2}, {"mysql", 1}})) << daemon_->log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // several resyncs: nothing is replaced
+  EXPECT_EQ(uuids("stopped"), before);
+  EXPECT_EQ(Running(), (std::map<std::string, int>{{"nginx", 2}, {"mysql", 1}}));
+  EXPECT_THAT(M({"-o", "json", "queue", "get", stop_task}).out, ::testing::HasSubstr("\"state\": \"completed\""));
+  EXPECT_THAT(M({"project", "get", "jupiter"}).out, ::testing::HasSubstr("stopped:     wordpress"));
+
+  r = M({"-j", "jupiter", "start", "--service", "wordpress"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
+  EXPECT_EQ(uuids("running"), before);  // started, not replaced
+  EXPECT_THAT(M({"project", "get", "jupiter"}).out, ::testing::Not(::testing::HasSubstr("stopped:")));
+}
+
+// A project with instances is not deleted unless --force, which removes the
+// instances first and then the project.
+TEST_F(ConvergenceTest, ProjectDeleteRemovesInstancesOnlyWithForce) {
+  WriteFile(dir_ + "/v1.yaml", manifest_);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
+  auto r = M({"project", "delete", "jupiter", "--yes"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("project jupiter has 6 instances"));
+  EXPECT_EQ(M({"project", "get", "jupiter"}).exit_code, 0);
+  r = M({"project", "delete", "jupiter", "--yes", "--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("removing 6 instances"));
+  EXPECT_TRUE(WaitFor({})) << daemon_->log();
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    gone = M({"project", "get", "jupiter"}).exit_code != 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone);
+  httplib::Client c(sim_->addr());
+  json left = json::parse(c.Get("/vms?state=active&tag.mariposa.service=*")->body);
+  EXPECT_TRUE(left.empty()) << left.dump();
+}
+
 // QUEUE.md / DESIGN.md "Restart-safe": SIGKILL of mariposad in the middle of
 // a 200-instance rolling reprovision; after a restart the rollout finishes
 // with exactly 200 instances, every alias once, nothing left behind.
