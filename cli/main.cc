@@ -46,13 +46,13 @@ Projects
   project get [NAME]
   project delete NAME [--yes]
 Manifests and versions
-  apply -f FILE [--yes] [--force] [--previous VERSION] [-m MESSAGE]
+  apply -f FILE [--yes] [--force] [--previous VERSION] [-m MESSAGE] [--wait]
   diff -f FILE
   versions
   version get [VERSION] [--manifest]
   version tag VERSION TAG
   rollback VERSION [--yes] [--force]
-  scale SERVICE=N|+N|-N ... [--dry-run]
+  scale SERVICE=N|+N|-N ... [--dry-run] [--wait]
 Metadata
   meta list
   meta get KEY
@@ -103,11 +103,14 @@ const std::map<std::string, std::string>& CommandHelp() {
        "Queues a stop task: running instances of the scope are stopped and stay stopped (none is created or\n"
        "replaced) until `mariposa start`.\n"},
       {"apply",
-       "usage: mariposa [-j PROJECT] apply -f FILE [--yes] [--force] [--previous VERSION] [-m MESSAGE]\n\n"
+       "usage: mariposa [-j PROJECT] apply -f FILE [--yes] [--force] [--previous VERSION] [-m MESSAGE]\n"
+       "                                [--wait [--timeout DURATION]]\n\n"
        "Validates FILE (YAML or JSON; - for stdin), shows what changes against the version in force,\n"
        "asks for confirmation (or --yes) and stores a new version. The version the diff was computed\n"
        "against is sent as --previous, so a concurrent change is refused instead of overwritten.\n"
-       "--force skips that check. Applying an unchanged manifest is a no-op.\n"},
+       "--force skips that check. Applying an unchanged manifest is a no-op.\n"
+       "--wait follows the instances (needs mariposad --triton) until every service runs its count with\n"
+       "none starting or broken, printing progress; exits 1 if a service crash-loops or --timeout (10m) passes.\n"},
       {"diff", "usage: mariposa [-j PROJECT] diff -f FILE\n\nShows what applying FILE would change; stores nothing.\n"},
       {"versions", "usage: mariposa -j PROJECT versions\n\nLists every version: number, uuid, time, author, tags.\n"},
       {"version",
@@ -133,9 +136,10 @@ const std::map<std::string, std::string>& CommandHelp() {
        "refused unless given --thaw. --only replace-unhealthy,scale,reprovision,agent-rollout suspends just those\n"
        "kinds of automatic work.\n"},
       {"scale",
-       "usage: mariposa -j PROJECT scale SERVICE=N|SERVICE=+N|SERVICE=-N ... [--dry-run]\n\n"
+       "usage: mariposa -j PROJECT scale SERVICE=N|SERVICE=+N|SERVICE=-N ... [--dry-run] [--wait [--timeout D]]\n\n"
        "Stores a new version with the changed counts (its text is the canonical form of the manifest);\n"
-       "with mariposad --triton the instances follow.\n"},
+       "with mariposad --triton the instances follow, as a scale task per service (`queue list`).\n"
+       "--wait follows them as `apply --wait` does.\n"},
       {"status",
        "usage: mariposa -j PROJECT status [-v]\n\n"
        "Goal versus actual (needs mariposad --triton): per service desired, running, provisioning, broken,\n"
@@ -272,6 +276,7 @@ class Cli {
   int FreezeCmd(Args& a, bool thaw);
   int ReprovisionCmd(Args& a);
   int StartStopCmd(const std::string& kind, Args& a);
+  int WaitSettled(const std::string& project, absl::Duration timeout);
   int StatusCmd(Args& a);
   int ScaleCmd(Args& a);
   void PrintTask(const v1::Task& t);
@@ -507,8 +512,64 @@ int Cli::Project(Args& a) {
   throw UsageError{"expected project create|list|get|delete"};
 }
 
+// Follows the project's state until every service runs its desired count
+// (0 when stopped) with nothing coming up or broken; prints what changes.
+int Cli::WaitSettled(const std::string& project, absl::Duration timeout) {
+  absl::Time start = absl::Now();
+  std::string last;
+  while (true) {
+    v1::GetStateRequest req;
+    req.set_project(project);
+    v1::GetStateResponse st;
+    Check(state_->GetState(Ctx().get(), req, &st));
+    std::vector<std::string> parts;
+    int64_t older = 0;
+    for (const auto& s : st.services()) {
+      int64_t want = s.stopped() ? 0 : s.desired();
+      std::string part = absl::StrCat(s.name(), " ", s.running(), "/", want, " running");
+      if (s.provisioning() > 0) absl::StrAppend(&part, ", ", s.provisioning(), " starting");
+      if (s.broken() > 0 && !s.stopped()) absl::StrAppend(&part, ", ", s.broken(), " broken");
+      parts.push_back(part);
+      older += s.updating();
+      if (!s.paused().empty()) {
+        std::cerr << "mariposa: " << s.name() << ": " << s.paused() << "\n";
+        return 1;
+      }
+    }
+    std::string line = absl::StrJoin(parts, "; ");
+    int secs = static_cast<int>(absl::ToInt64Seconds(absl::Now() - start));
+    if (line != last) {
+      std::cout << "[" << secs << "s] " << line << "\n";
+      std::cout.flush();
+      last = line;
+    }
+    if (st.settled()) {
+      std::cout << "settled after " << secs << "s";
+      if (older > 0) std::cout << "; " << older << " instances run an older spec (`mariposa reprovision` replaces them)";
+      std::cout << "\n";
+      return 0;
+    }
+    if (absl::Now() - start > timeout) {
+      std::cerr << "mariposa: not settled after " << absl::FormatDuration(timeout)
+                << "; `mariposa status -v` and `mariposa queue list` show where it stands\n";
+      return 1;
+    }
+    absl::SleepFor(absl::Milliseconds(300));
+  }
+}
+
+absl::Duration WaitTimeout(const std::optional<std::string>& flag) {
+  absl::Duration d = absl::Minutes(10);
+  if (flag && (!absl::ParseDuration(*flag, &d) || d <= absl::ZeroDuration())) {
+    throw UsageError{absl::StrCat("--timeout \"", *flag, "\" is not a duration (e.g. 5m)")};
+  }
+  return d;
+}
+
 int Cli::Apply(Args& a, bool dry_run) {
   auto file = a.Value({"-f", "--file"});
+  bool wait = a.Flag({"--wait"});
+  absl::Duration timeout = WaitTimeout(a.Value({"--timeout"}));
   bool yes = a.Flag({"--yes", "-y"});
   bool force = a.Flag({"--force"});
   auto previous = a.Value({"--previous"});
@@ -557,6 +618,7 @@ int Cli::Apply(Args& a, bool dry_run) {
     std::cout << (resp.project_created() ? "created project and " : "") << "applied version "
               << resp.version().number() << " (" << resp.version().uuid() << ")\n";
   }
+  if (wait) return WaitSettled(resp.version().project_uuid(), timeout);
   return 0;
 }
 
@@ -972,6 +1034,8 @@ int Cli::FreezeCmd(Args& a, bool thaw) {
 
 int Cli::ScaleCmd(Args& a) {
   bool dry_run = a.Flag({"--dry-run"});
+  bool wait = a.Flag({"--wait"});
+  absl::Duration timeout = WaitTimeout(a.Value({"--timeout"}));
   auto rest = a.Positional(2, 1000, "scale SERVICE=N ...");
   v1::ScaleRequest req;
   req.set_project(NeedProject());
@@ -989,6 +1053,7 @@ int Cli::ScaleCmd(Args& a) {
   }
   PrintDiff(resp.diff(), project_);
   if (!dry_run) std::cout << "applied version " << resp.version().number() << " (" << resp.version().uuid() << ")\n";
+  if (wait && !dry_run) return WaitSettled(project_, timeout);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <set>
 
 #include "absl/random/random.h"
@@ -70,6 +71,20 @@ bool MatchesFilters(const TaskRecord& t, const InstanceState& i, const std::set<
          in(t.filter_servers, {i.server_uuid}) && in(t.filter_instances, {i.uuid, i.alias});
 }
 
+// The kind of automatic work an action is, as freezes name them ("" for
+// start and stop, which any freeze of their scope holds).
+std::string WorkKind(const Action& a) {
+  if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) return "";
+  if (a.reason == "replace-broken" || a.reason == "remove-broken") return "replace-unhealthy";
+  if (a.reason == "reprovision") return "reprovision";
+  return "scale";
+}
+
+bool IsScaleWork(const Action& a) {
+  std::string k = WorkKind(a);
+  return k == "scale" || k == "replace-unhealthy";
+}
+
 RestartPolicy PolicyFor(const json& spec, const ReconcilerOptions& o) {
   RestartPolicy p;
   p.backoff_base = o.backoff_base;
@@ -105,6 +120,13 @@ Reconciler::Remembered* Reconciler::Memory(const std::string& project_uuid, cons
     m->history.Reset();
   }
   return m.get();
+}
+
+std::string Reconciler::PausedBecause(const std::string& project_uuid, const std::string& service) const {
+  absl::MutexLock l(&history_mu_);
+  auto it = history_.find(absl::StrCat(project_uuid, "/", service));
+  if (it == history_.end() || !it->second->paused) return "";
+  return it->second->pause_reason;
 }
 
 absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
@@ -254,13 +276,8 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   // Freezes stop automatic work in their scope (or just the --only kinds).
   std::vector<Action> unfrozen;
   for (const Action& a : planned) {
-    // Start and stop are held by any freeze of their scope.
-    std::string kind = a.kind == ActionKind::kStop || a.kind == ActionKind::kStart           ? ""
-                       : a.reason == "replace-broken" || a.reason == "remove-broken" ? "replace-unhealthy"
-                       : a.reason == "reprovision"                                   ? "reprovision"
-                                                                                     : "scale";
     bool frozen = false;
-    for (const TaskRecord& t : open) frozen |= FreezeHolds(t, a.service, kind);
+    for (const TaskRecord& t : open) frozen |= FreezeHolds(t, a.service, WorkKind(a));
     if (frozen) {
       result.held++;
     } else {
@@ -277,6 +294,10 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     }
     ServiceThrottle& t = limits[kv.first];
     t.paused = h.Paused(policy, now);
+    {
+      absl::MutexLock l(&history_mu_);
+      kv.second->paused = t.paused;
+    }
     t.backoff = now < h.next_attempt();
     t.replace_budget = h.ReplaceBudget(in.services[kv.first].count, options_.replace_interval, now);
   }
@@ -301,6 +322,113 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     }
   }
 
+  // Automatic work runs as `scale` tasks, one per service: created when work
+  // appears (never in a frozen scope: the queue refuses it), completed when
+  // the plan has none left for the service. A user's scale task, or one
+  // already open, is reused.
+  std::map<std::string, std::string> scale_task_of;  // service -> open scale task
+  std::set<std::string> scale_pending;               // services with scale work planned
+  std::set<std::string> scale_blocked;               // services whose scale task waits (FIFO)
+  for (const Action& a : planned) {
+    if (IsScaleWork(a)) scale_pending.insert(a.service);
+  }
+  for (const TaskRecord& t : open) {
+    if (t.kind != "scale") continue;
+    if (t.state == "terminating") {
+      end_task(t, "terminated", "");
+      continue;
+    }
+    std::vector<std::string> scope = t.services;
+    if (scope.empty()) {
+      for (const auto& kv : in.services) scope.push_back(kv.first);
+    }
+    bool waiting = false;
+    for (const std::string& w : t.wait_for) waiting |= open_ids.count(w) > 0;
+    if (waiting) {  // FIFO behind another task: its work waits too
+      for (const std::string& svc : scope) scale_task_of[svc] = t.uuid, scale_blocked.insert(svc);
+      continue;
+    }
+    bool pending = false;
+    for (const std::string& svc : scope) pending |= scale_pending.count(svc) > 0;
+    if (!pending) {
+      end_task(t, "completed", "");
+      continue;
+    }
+    if (t.state == "queued") store_->SetTaskState(t.uuid, "active", "").IgnoreError();
+    for (const std::string& svc : scope) scale_task_of[svc] = t.uuid;
+  }
+  {
+    std::map<std::string, std::string> first_reason;
+    for (const Action& a : actions) {
+      if (IsScaleWork(a) && !scale_task_of.count(a.service) && !first_reason.count(a.service)) {
+        first_reason[a.service] = a.reason;
+      }
+    }
+    std::set<std::string> refused;
+    for (const auto& kv : first_reason) {
+      TaskRecord t;
+      t.project_uuid = p.uuid;
+      t.kind = "scale";
+      t.services = {kv.first};
+      t.origin = "auto";
+      t.version_uuid = p.current_version;
+      t.actor = "mariposad";
+      bool replacing = kv.second == "replace-broken" || kv.second == "remove-broken";
+      t.auto_kind = replacing ? "replace-unhealthy" : "scale";
+      t.trigger = replacing ? "drift" : kv.second == "service-removed" ? "apply" : "apply";
+      if (replacing) {
+        for (const InstanceState& i : in.instances) {
+          if (i.service == kv.first && i.state == "unknown") t.trigger = "server-down";
+        }
+      } else if (!p.current_version.empty()) {
+        auto v = store_->GetVersion(p.uuid, p.current_version, false);
+        if (v.ok() && v->origin == "scale") {  // `mariposa scale`: the user's own task
+          t.origin = "user";
+          t.trigger = "scale";
+          t.actor = v->author;
+        }
+      }
+      auto added = TaskQueue(store_).Add(t);
+      if (!added.ok()) {
+        // Refused by the queue (a stop is under way, a freeze): the work waits.
+        refused.insert(kv.first);
+        continue;
+      }
+      scale_task_of[kv.first] = added->uuid;
+      if (!added->wait_for.empty()) {
+        scale_blocked.insert(kv.first);
+      } else {
+        store_->SetTaskState(added->uuid, "active", "").IgnoreError();
+      }
+    }
+    refused.insert(scale_blocked.begin(), scale_blocked.end());
+    if (!refused.empty()) {
+      std::vector<Action> kept;
+      for (const Action& a : actions) {
+        if (IsScaleWork(a) && refused.count(a.service)) {
+          result.held++;
+        } else {
+          kept.push_back(a);
+        }
+      }
+      actions = std::move(kept);
+    }
+  }
+  // A crash loop keeps its task open with the reason shown (written once).
+  {
+    std::map<std::string, std::string> errors;
+    for (const TaskRecord& t : open) errors[t.uuid] = t.error;
+    for (const auto& kv : scale_task_of) {
+      std::string why = limits[kv.first].paused
+                            ? absl::StrCat("paused: ", kv.first, " is crash-looping (restart.max_attempts reached)")
+                            : "";
+      auto known = errors.find(kv.second);
+      if ((known == errors.end() && !why.empty()) || (known != errors.end() && known->second != why)) {
+        store_->SetTaskState(kv.second, "active", why).IgnoreError();
+      }
+    }
+  }
+
   // Ordinals in use, per service, from the aliases <project>-<service>-<n>.
   std::map<std::string, std::set<int>> used;
   for (const auto& i : in.instances) {
@@ -313,22 +441,55 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   // max_jobs of everyone's in flight; the oldest is waited for to make room.
   struct Pending {
     std::string job, what, service;
-    bool create = false;
-    std::string task;  // the reprovision task it works for, if any
+    ActionKind kind;
+    std::string reason;
+    std::string task;  // the task it works for ("" = none)
   };
   std::deque<Pending> in_flight;
   std::map<std::string, TaskProgress> progress;  // task -> counters of this step
+  // The task an action works for: its reprovision, start/stop or scale task.
+  auto task_for = [&](const Action& a) -> std::string {
+    std::map<std::string, std::string>* m = a.reason == "reprovision"                                   ? &task_of
+                                            : a.kind == ActionKind::kStop || a.kind == ActionKind::kStart ? &run_task_of
+                                                                                                          : &scale_task_of;
+    auto it = m->find(a.service);
+    return it == m->end() ? "" : it->second;
+  };
   absl::BitGen gen;
-  auto failed_create = [&](const std::string& service, const std::string& why) {
-    result.failed++;
-    if (task_of.count(service)) progress[task_of[service]].failed++;
+  // A failure that counts toward the service's crash loop (and backoff).
+  auto crash_failure = [&](const std::string& service, const std::string& why) {
     ServiceHistory& h = memory[service]->history;
     if (h.Failure(policies[service], clock_->Now(), absl::Uniform(gen, 0.0, 1.0))) {
       const RestartPolicy& rp = policies[service];
-      event("service.crashlooping", service,
-            absl::StrCat(rp.max_attempts, " failures within ", absl::FormatDuration(rp.window),
-                         " (restart.max_attempts); replacement paused for the window. Last: ", why));
+      std::string reason = absl::StrCat(rp.max_attempts, " failures within ", absl::FormatDuration(rp.window),
+                                        " (restart.max_attempts); replacement paused for the window. Last: ", why);
+      {
+        absl::MutexLock l(&history_mu_);
+        memory[service]->pause_reason = reason;
+      }
+      event("service.crashlooping", service, reason);
       if (options_.metrics != nullptr) options_.metrics->ReplacementDeferred(p.name, service, "crashloop");
+    }
+  };
+  // An action that failed (when sent or in its job).
+  auto failed = [&](const Pending& j, const std::string& why) {
+    result.failed++;
+    if (!j.task.empty()) {
+      progress[j.task].failed++;
+      // A reprovision delete was counted when sent; the instance is still there.
+      if (j.kind == ActionKind::kDelete && j.reason == "reprovision") progress[j.task].replaced--;
+    }
+    if (j.kind == ActionKind::kCreate) crash_failure(j.service, why);
+  };
+  auto succeeded = [&](const Pending& j) {
+    if (j.kind == ActionKind::kCreate) memory[j.service]->history.Success();
+    if (j.task.empty()) return;
+    TaskProgress& d = progress[j.task];
+    if (j.kind == ActionKind::kCreate) {
+      d.created++;
+      if (j.reason == "replace-broken") d.replaced++;
+    } else if (j.kind == ActionKind::kDelete) {
+      d.deleted++;
     }
   };
   auto finish_oldest = [&] {
@@ -336,25 +497,13 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     in_flight.pop_front();
     auto done = vmapi_->WaitJob(j.job, options_.job_timeout);
     slots_.Release();
-    bool ok = done.ok() && done->execution == "succeeded";
-    if (!ok) {
-      std::string why = done.ok() ? done->error : done.status().ToString();
-      LogWarn("job failed", {{"project", p.name}, {"job", j.job}, {"what", j.what}, {"error", why}});
-      if (j.create) {
-        failed_create(j.service, why);
-      } else {
-        result.failed++;
-        if (!j.task.empty()) {
-          progress[j.task].failed++;
-          progress[j.task].replaced--;  // counted when sent; the instance is still there
-        }
-      }
-    } else if (j.create) {
-      memory[j.service]->history.Success();
-      if (!j.task.empty()) progress[j.task].created++;
-    } else if (!j.task.empty()) {
-      progress[j.task].deleted++;
+    if (done.ok() && done->execution == "succeeded") {
+      succeeded(j);
+      return;
     }
+    std::string why = done.ok() ? done->error : done.status().ToString();
+    LogWarn("job failed", {{"project", p.name}, {"job", j.job}, {"what", j.what}, {"error", why}});
+    failed(j, why);
   };
   auto take_slot = [&] {
     while (static_cast<int>(in_flight.size()) >= std::max(1, options_.max_jobs_per_project)) finish_oldest();
@@ -366,65 +515,57 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       finish_oldest();
     }
   };
+  // Sends one job-producing request within the window; NOT_FOUND for a delete
+  // means it is gone already.
+  auto send = [&](Pending j, const std::function<absl::StatusOr<triton::JobRef>()>& call) -> bool {
+    take_slot();
+    auto job = call();
+    if (!job.ok()) {
+      slots_.Release();
+      if (j.kind == ActionKind::kDelete && absl::IsNotFound(job.status())) {
+        succeeded(j);
+        return true;
+      }
+      LogWarn("request failed", {{"project", p.name}, {"what", j.what}, {"error", job.status().ToString()}});
+      failed(j, std::string(job.status().message()));
+      return false;
+    }
+    if (!j.task.empty()) progress[j.task];  // the task made a step
+    j.job = job->job_uuid;
+    in_flight.push_back(std::move(j));
+    return true;
+  };
 
   std::map<std::string, std::string> image_uuids;
   for (const Action& a : actions) {
-    auto task = task_of.find(a.service);
-    bool for_task = task != task_of.end() && a.reason == "reprovision";
+    Pending j{"", "", a.service, a.kind, a.reason, task_for(a)};
     if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) {
       bool stop = a.kind == ActionKind::kStop;
-      std::string run_task = run_task_of.count(a.service) ? run_task_of[a.service] : "";
-      take_slot();
-      auto job = vmapi_->Act(a.instance, stop ? triton::VmAction::kStop : triton::VmAction::kStart);
-      if (!job.ok()) {
-        slots_.Release();
-        result.failed++;
-        if (!run_task.empty()) progress[run_task].failed++;
-        LogWarn(stop ? "stop failed" : "start failed",
-                {{"project", p.name}, {"vm", a.instance}, {"error", job.status().ToString()}});
-        continue;
+      j.what = absl::StrCat(a.reason, " ", a.instance);
+      if (send(j, [&] { return vmapi_->Act(a.instance, stop ? triton::VmAction::kStop : triton::VmAction::kStart); })) {
+        result.changed++;
+        event(stop ? "instance.stop" : "instance.start", a.instance, a.service);
       }
-      in_flight.push_back({job->job_uuid, absl::StrCat(a.reason, " ", a.instance), a.service, false, ""});
-      result.changed++;
-      if (!run_task.empty()) progress[run_task];  // a step of that task
-      event(stop ? "instance.stop" : "instance.start", a.instance, a.service);
       continue;
     }
     if (a.kind == ActionKind::kDelete) {
       auto inst = by_uuid.find(a.instance);
       if (a.reason == "remove-broken" && inst != by_uuid.end() &&
           clock_->Now() - inst->second->created < policies[a.service].window) {
-        failed_create(a.service, absl::StrCat(a.instance, " is ", inst->second->state, " soon after creation"));
+        crash_failure(a.service, absl::StrCat(a.instance, " is ", inst->second->state, " soon after creation"));
       }
-      if (for_task) {
+      if (a.reason == "reprovision" && !j.task.empty()) {
         // Counted before the delete is sent: a crash in between can leave a
         // canary one short, never one over.
         TaskProgress d;
         d.replaced = 1;
-        store_->AddTaskProgress(task->second, d).IgnoreError();
+        store_->AddTaskProgress(j.task, d).IgnoreError();
       }
-      take_slot();
-      auto job = vmapi_->DeleteVm(a.instance);
-      if (!job.ok() && !absl::IsNotFound(job.status())) {
-        slots_.Release();
-        result.failed++;
-        if (for_task) {
-          progress[task->second].failed++;
-          progress[task->second].replaced--;
-        }
-        LogWarn("delete failed", {{"project", p.name}, {"vm", a.instance}, {"error", job.status().ToString()}});
-        continue;
+      j.what = absl::StrCat("delete ", a.instance);
+      if (send(j, [&] { return vmapi_->DeleteVm(a.instance); })) {
+        result.deleted++;
+        event("instance.delete", a.instance, absl::StrCat(a.service, " (", a.reason, ")"));
       }
-      std::string task_uuid = for_task ? task->second : "";
-      if (job.ok()) {
-        in_flight.push_back({job->job_uuid, absl::StrCat("delete ", a.instance), a.service, false, task_uuid});
-      } else {
-        slots_.Release();
-        if (for_task) progress[task_uuid].deleted++;  // already gone
-      }
-      result.deleted++;
-      if (a.reason == "remove-broken" && options_.metrics != nullptr) options_.metrics->Replacement("broken");
-      event("instance.delete", a.instance, absl::StrCat(a.service, " (", a.reason, ")"));
       continue;
     }
     const ServiceRecord& s = *by_name.at(a.service);
@@ -435,8 +576,9 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
         auto found = imgapi_->FindImage(image.substr(0, at), at == std::string::npos ? "" : image.substr(at + 1));
         if (!found.ok()) {
           image = "";
-          failed_create(s.name, std::string(found.status().message()));
           event("instance.create-failed", s.name, std::string(found.status().message()));
+          j.what = absl::StrCat("find image ", s.image);
+          failed(j, std::string(found.status().message()));
         } else {
           image = found->uuid;
         }
@@ -472,18 +614,16 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       req.tags["ports"] = ports;
     }
     req.customer_metadata = StringMap(spec.value("mdata", json::object()));
-    take_slot();
-    auto job = vmapi_->CreateVm(req);
-    if (!job.ok()) {
-      slots_.Release();
-      LogWarn("create failed", {{"project", p.name}, {"service", s.name}, {"error", job.status().ToString()}});
-      failed_create(s.name, std::string(job.status().message()));
-      event("instance.create-failed", s.name, std::string(job.status().message()));
+    j.what = absl::StrCat("create ", req.uuid);
+    if (!send(j, [&] { return vmapi_->CreateVm(req); })) {
+      event("instance.create-failed", s.name, "CreateVm refused; see the daemon log");
       continue;
     }
-    in_flight.push_back({job->job_uuid, absl::StrCat("create ", req.uuid), s.name, true, for_task ? task->second : ""});
     result.created++;
-    if (a.reason == "replace-broken") memory[s.name]->history.Replaced(clock_->Now());
+    if (a.reason == "replace-broken") {
+      memory[s.name]->history.Replaced(clock_->Now());
+      if (options_.metrics != nullptr) options_.metrics->Replacement("broken");
+    }
     event("instance.create", req.uuid, absl::StrCat(req.alias, " (", a.reason, ")"));
   }
   while (!in_flight.empty()) finish_oldest();

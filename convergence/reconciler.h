@@ -64,6 +64,9 @@ class Reconciler {
   // One observe-plan-execute pass for a project (waits for its jobs).
   absl::StatusOr<SyncResult> SyncProject(const std::string& project);
 
+  // Why replacement of a service is paused ("" when it is not): a crash loop.
+  std::string PausedBecause(const std::string& project_uuid, const std::string& service) const;
+
   // Starts the loop thread; Wake() asks for a sync of everything now.
   void Start();
   void Wake();
@@ -74,6 +77,9 @@ class Reconciler {
     std::string spec_hash;
     ServiceHistory history;
     absl::Time budget_event = absl::InfinitePast();  // last "budget exceeded" event
+    // Read by other threads (PausedBecause): guarded by history_mu_.
+    std::string pause_reason;  // of the last crash loop
+    bool paused = false;       // as of the last sync
   };
 
   void Loop();
@@ -86,7 +92,7 @@ class Reconciler {
   const Clock* clock_;
   ReconcilerOptions options_;
   JobSlots slots_;
-  absl::Mutex history_mu_;
+  mutable absl::Mutex history_mu_;
   std::map<std::string, std::unique_ptr<Remembered>> history_ ABSL_GUARDED_BY(history_mu_);
   absl::Mutex mu_;
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;

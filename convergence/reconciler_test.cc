@@ -6,6 +6,7 @@
 #include "convergence/observer.h"
 #include "convergence/queue.h"
 #include "convergence/triton/fake_clients.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "projects/manifest.h"
 #include "projects/sqlite_store.h"
@@ -300,6 +301,77 @@ TEST_F(ReconcilerTest, InstancesFailingMidRolloutAreReplacedOnceAtTheCurrentSpec
   // 2 from the first batch + 8 more: the crashed ones were replaced at the
   // current spec once (by replacement) and not a second time by the rollout.
   EXPECT_EQ(creates + 2, 10);
+}
+
+}  // namespace
+}  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+std::vector<TaskRecord> TasksOf(ProjectStore* store, const std::string& kind) {
+  std::vector<TaskRecord> out;
+  auto all = store->ListTasks(store->GetProject("p")->uuid, 100);  // kept alive for the loop
+  for (const TaskRecord& t : *all) {
+    if (t.kind == kind) out.push_back(t);
+  }
+  return out;
+}
+
+// Automatic work is done as tasks: a scale task per service, with its origin,
+// trigger and progress, completed once the service has nothing left to do.
+TEST_F(ReconcilerTest, AutomaticWorkRunsAsScaleTasksWithProgress) {
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 3}\n  db: {image: web@1, count: 1}\n");
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  auto tasks = TasksOf(store_.get(), "scale");
+  ASSERT_EQ(tasks.size(), 2u);
+  for (const TaskRecord& t : tasks) {
+    EXPECT_EQ(t.origin, "auto");
+    EXPECT_EQ(t.trigger, "apply");
+    EXPECT_EQ(t.auto_kind, "scale");
+    EXPECT_EQ(t.state, "active");
+    EXPECT_EQ(t.created, t.services == std::vector<std::string>{"web"} ? 3 : 1);
+    EXPECT_EQ(t.steps_done, 1);
+  }
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  for (const TaskRecord& t : TasksOf(store_.get(), "scale")) EXPECT_EQ(t.state, "completed") << t.services[0];
+  // A converged project makes no new tasks.
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  EXPECT_EQ(TasksOf(store_.get(), "scale").size(), 2u);
+
+  // A broken instance: a replace-unhealthy scale task counts the replacement.
+  auto vms = vmapi_.AllVms();
+  for (auto& vm : vms) {
+    if (vm.tags.at(kTagService) == "web") {
+      vm.state = "unknown";  // its server went away
+      vmapi_.PutVm(vm);
+      break;
+    }
+  }
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  tasks = TasksOf(store_.get(), "scale");
+  ASSERT_EQ(tasks.size(), 3u);
+  auto it = std::find_if(tasks.begin(), tasks.end(), [](const TaskRecord& t) { return t.auto_kind == "replace-unhealthy"; });
+  ASSERT_NE(it, tasks.end());
+  const TaskRecord& replace = *it;
+  EXPECT_EQ(replace.trigger, "server-down");
+  EXPECT_EQ(replace.replaced, 1);
+  EXPECT_EQ(replace.deleted, 1);
+  EXPECT_EQ(replace.state, "completed");
+}
+
+TEST_F(ReconcilerTest, CrashLoopShowsOnTheScaleTask) {
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 1, restart: {max_attempts: 1, window: 1h}}\n");
+  vmapi_.FailNext("CreateVm", absl::UnavailableError("vmapi CreateVm: 503 ServiceUnavailable"));
+  auto r = reconciler_->SyncProject("p");
+  EXPECT_EQ(r->failed, 1);
+  r = reconciler_->SyncProject("p");
+  auto tasks = TasksOf(store_.get(), "scale");
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].state, "active");
+  EXPECT_EQ(tasks[0].failed, 1);
+  EXPECT_THAT(tasks[0].error, ::testing::HasSubstr("crash-looping"));
 }
 
 }  // namespace

@@ -34,11 +34,13 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
 
   resp->set_project(p->name);
   resp->set_version(p->current_number);
-  bool converged = true;
+  bool converged = true, settled = true;
   for (const ServiceRecord& s : services) {
     v1::ServiceStatus* st = resp->add_services();
     st->set_name(s.name);
     st->set_desired(s.count);
+    st->set_stopped(p->stopped.count(s.name) > 0);
+    if (reconciler_ != nullptr) st->set_paused(reconciler_->PausedBecause(p->uuid, s.name));
     for (const TaskRecord& t : *tasks) st->set_frozen(st->frozen() || FreezeHolds(t, s.name, ""));
     std::vector<const InstanceState*> mine;
     for (const InstanceState& i : *instances) {
@@ -62,15 +64,25 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
       is->set_version(i->version);
       SetTimestamp(i->created, is->mutable_created_at());
     }
-    converged &= st->running() == s.count && st->provisioning() == 0 && st->broken() == 0 && st->updating() == 0;
+    if (st->stopped()) {
+      bool down = st->running() == 0 && st->provisioning() == 0;
+      converged &= down;
+      settled &= down;
+    } else {
+      bool counts = st->running() == s.count && st->provisioning() == 0 && st->broken() == 0;
+      settled &= counts;
+      converged &= counts && st->updating() == 0;
+    }
   }
   // Instances of services that left the manifest are not converged either.
   for (const InstanceState& i : *instances) {
     bool known = false;
     for (const ServiceRecord& s : services) known |= s.name == i.service;
     converged &= known;
+    settled &= known;
   }
   resp->set_converged(converged);
+  resp->set_settled(settled);
   return grpc::Status::OK;
 }
 

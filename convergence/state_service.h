@@ -3,6 +3,7 @@
 #ifndef MARIPOSA_CONVERGENCE_STATE_SERVICE_H_
 #define MARIPOSA_CONVERGENCE_STATE_SERVICE_H_
 
+#include "convergence/reconciler.h"
 #include "convergence/triton/clients.h"
 #include "mariposa/v1/state.grpc.pb.h"
 #include "projects/store.h"
@@ -12,12 +13,15 @@ namespace mariposa::convergence {
 class StateService final : public v1::State::Service {
  public:
   // `vmapi` may be null (mariposad without --triton): GetState then says so.
-  StateService(ProjectStore* store, triton::VmapiClient* vmapi) : store_(store), vmapi_(vmapi) {}
+  // `reconciler` (may be null) tells which services are crash-looping.
+  StateService(ProjectStore* store, triton::VmapiClient* vmapi, const Reconciler* reconciler = nullptr)
+      : store_(store), vmapi_(vmapi), reconciler_(reconciler) {}
   grpc::Status GetState(grpc::ServerContext*, const v1::GetStateRequest*, v1::GetStateResponse*) override;
 
  private:
   ProjectStore* store_;
   triton::VmapiClient* vmapi_;
+  const Reconciler* reconciler_;
 };
 
 }  // namespace mariposa::convergence

@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
     });
     queue.set_on_change([r = reconciler.get()] { r->Wake(); });
   }
-  mariposa::convergence::StateService state(store->get(), vmapi.get());
+  mariposa::convergence::StateService state(store->get(), vmapi.get(), reconciler.get());
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;

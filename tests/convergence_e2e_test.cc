@@ -397,6 +397,46 @@ TEST_F(ConvergenceTest, ProjectDeleteRemovesInstancesOnlyWithForce) {
   EXPECT_TRUE(left.empty()) << left.dump();
 }
 
+// apply --wait and scale --wait follow the instances until they settle; the
+// work shows as scale tasks; a crash loop ends the wait with its reason.
+TEST_F(ConvergenceTest, ApplyAndScaleWaitFollowProgress) {
+  WriteFile(dir_ + "/v1.yaml", manifest_);
+  auto r = M({"apply", "-f", dir_ + "/v1.yaml", "--yes", "--wait", "--timeout", "60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << daemon_->log();
+  EXPECT_THAT(r.out, ::testing::HasSubstr("wordpress 3/3 running"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("settled after"));
+  EXPECT_EQ(Running(), (std::map<std::string, int>{{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
+
+  r = M({"-j", "jupiter", "scale", "wordpress=+2", "--wait"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("wordpress 5/5 running"));
+  EXPECT_EQ(Running()["wordpress"], 5);
+  std::string tasks;
+  for (int i = 0; i < 50; ++i) {  // the task completes on the sync after the last create
+    tasks = M({"-o", "json", "-j", "jupiter", "queue", "list"}).out;
+    if (tasks.find("\"trigger\": \"scale\"") != std::string::npos &&
+        tasks.find("\"state\": \"active\"") == std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(tasks, ::testing::HasSubstr("\"trigger\": \"scale\""));  // the user's scale, as a task
+  EXPECT_THAT(tasks, ::testing::HasSubstr("\"origin\": \"auto\""));    // the first apply's work
+  EXPECT_THAT(tasks, ::testing::HasSubstr("\"created\": \"2\""));
+
+  std::string broken = R"(project: broken
+services:
+  web:
+    image: no-such-image@1
+    restart: {max_attempts: 2, window: 10m}
+)";
+  WriteFile(dir_ + "/broken.yaml", broken);
+  r = M({"apply", "-f", dir_ + "/broken.yaml", "--yes", "--wait", "--timeout", "60s"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("web: 2 failures within 10m"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("no-such-image"));
+}
+
 // QUEUE.md / DESIGN.md "Restart-safe": SIGKILL of mariposad in the middle of
 // a 200-instance rolling reprovision; after a restart the rollout finishes
 // with exactly 200 instances, every alias once, nothing left behind.
