@@ -971,10 +971,14 @@ int Cli::QueueCmd(Args& a) {
     }
     std::vector<std::vector<std::string>> rows;
     for (const auto& t : resp.tasks()) {
+      std::string progress = t.kind() == "freeze" ? "-" : absl::StrCat("+", t.created(), " -", t.deleted());
+      if (t.replaced() > 0) absl::StrAppend(&progress, " ", t.replaced(), " replaced");
+      if (t.failed() > 0) absl::StrAppend(&progress, " ", t.failed(), " failed");
+      std::string why = !t.error().empty() ? t.error() : t.reason();
       rows.push_back({t.uuid(), t.kind(), t.services().empty() ? "*" : absl::StrJoin(t.services(), ","), t.state(),
-                      t.origin(), Time(t.created_at()), t.reason()});
+                      t.origin() + (t.trigger().empty() ? "" : "/" + t.trigger()), Time(t.created_at()), progress, why});
     }
-    Table({"TASK", "KIND", "SCOPE", "STATE", "ORIGIN", "CREATED", "REASON"}, rows);
+    Table({"TASK", "KIND", "SCOPE", "STATE", "ORIGIN", "CREATED", "PROGRESS", "REASON"}, rows);
     return 0;
   }
   if (rest.size() != 2) throw UsageError{"expected queue get TASK | queue terminate TASK"};

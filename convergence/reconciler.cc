@@ -260,10 +260,10 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     }
     if (pending == 0) {
       end_task(t, "completed", "");
-      event("task.completed", t.uuid,
-            t.canary > 0 && t.replaced >= t.canary
-                ? absl::StrCat("reprovision canary of ", t.canary, " done; `mariposa reprovision` continues")
-                : "reprovision");
+      if (t.canary > 0 && t.replaced >= t.canary) {
+        event("reprovision.canary-done", t.uuid,
+              absl::StrCat(t.canary, " instances replaced; `mariposa reprovision` continues with the rest"));
+      }
       for (auto it = task_of.begin(); it != task_of.end();) it = it->second == t.uuid ? task_of.erase(it) : ++it;
       continue;
     }
@@ -544,7 +544,9 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       j.what = absl::StrCat(a.reason, " ", a.instance);
       if (send(j, [&] { return vmapi_->Act(a.instance, stop ? triton::VmAction::kStop : triton::VmAction::kStart); })) {
         result.changed++;
-        event(stop ? "instance.stop" : "instance.start", a.instance, a.service);
+        auto inst = by_uuid.find(a.instance);
+        event(stop ? "instance.stop" : "instance.start", a.instance,
+              inst != by_uuid.end() && !inst->second->alias.empty() ? inst->second->alias : a.service);
       }
       continue;
     }
@@ -564,7 +566,9 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       j.what = absl::StrCat("delete ", a.instance);
       if (send(j, [&] { return vmapi_->DeleteVm(a.instance); })) {
         result.deleted++;
-        event("instance.delete", a.instance, absl::StrCat(a.service, " (", a.reason, ")"));
+        event("instance.delete", a.instance,
+              absl::StrCat(inst != by_uuid.end() && !inst->second->alias.empty() ? inst->second->alias : a.service,
+                           " (", a.reason, ")"));
       }
       continue;
     }

@@ -935,7 +935,11 @@ absl::StatusOr<TaskRecord> SqliteProjectStore::SetTaskState(const std::string& u
   st.Bind(1, uuid).Bind(2, state).Bind(3, error).Bind(4, now);
   RETURN_IF_ERROR(st.Run());
   ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(found[0].project_uuid));
-  RETURN_IF_ERROR(AppendEventLocked("mariposad", p.name, absl::StrCat("task.", state), uuid, error).status());
+  const TaskRecord& t = found[0];
+  std::string detail = !error.empty() ? error
+                                      : absl::StrCat(t.kind, " (", t.origin, t.trigger.empty() ? "" : ", " + t.trigger,
+                                                     ") on ", t.services.empty() ? "the project" : absl::StrJoin(t.services, ","));
+  RETURN_IF_ERROR(AppendEventLocked("mariposad", p.name, absl::StrCat("task.", state), uuid, detail).status());
   RETURN_IF_ERROR(txn->Commit());
   ASSIGN_OR_RETURN(std::vector<TaskRecord> after, QueryTasksLocked("uuid = ?1", uuid));
   return after[0];

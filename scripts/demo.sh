@@ -16,11 +16,12 @@ for _ in $(seq 100); do [ -s "$WORK/tritonsim.addr" ] && break; sleep 0.1; done
 TRITON=$(cat "$WORK/tritonsim.addr")
 "$BIN/daemon/mariposad" --listen 127.0.0.1:0 --data-dir "$WORK/data" --addr-file "$WORK/addr" --triton "$TRITON" \
   --owner 930896af-bf8c-48d4-885c-6573a94b1853 --network aaaaaaaa-0000-4000-8000-000000000001 --resync 1s \
-  2>"$WORK/mariposad.log" &
+  --metrics-listen 127.0.0.1:0 2>"$WORK/mariposad.log" &
 DPID=$!
 trap 'kill "$DPID" "$SPID" 2>/dev/null; wait "$DPID" "$SPID" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -s "$WORK/addr" ] && break; sleep 0.1; done
-export MARIPOSA_ADDR=$(cat "$WORK/addr")
+export MARIPOSA_ADDR=$(head -1 "$WORK/addr")
+METRICS=$(sed -n 2p "$WORK/addr")
 m() { echo; echo "\$ mariposa $*"; "$BIN/cli/mariposa" "$@"; }
 vms() {
   echo; echo "# VMs in the data center (VMAPI):"
@@ -36,16 +37,20 @@ converge() {  # waits until VMAPI runs the expected number of instances
   echo "did not converge to $1 instances" >&2; return 1
 }
 echo "tritonsim on $TRITON (8 servers), mariposad pid $DPID on $MARIPOSA_ADDR, data in $WORK"
-m apply -f deploy/examples/jupiter.yaml --yes
-converge 6 && vms
+m apply -f deploy/examples/jupiter.yaml --yes --wait
+vms
 m -j jupiter status
+m -j jupiter scale wordpress=+2 --wait
 sed -e 's/wordpress@1.2.0/wordpress@1.3.0/' -e 's/count: 3/count: 5/' -e 's/window: 60s/window: 2s/' \
   deploy/examples/jupiter.yaml > "$WORK/jupiter-v2.yaml"
 m diff -f "$WORK/jupiter-v2.yaml"
-m apply -f "$WORK/jupiter-v2.yaml" --yes
-converge 8 && vms
-m -j jupiter reprovision --service wordpress
-echo "# rolling wordpress onto 1.3.0, 2 at a time, at most 1 above count, each new one given its 2s start window:"
+m apply -f "$WORK/jupiter-v2.yaml" --yes --wait
+echo "# a canary first: one wordpress instance onto 1.3.0, then the task completes"
+m -j jupiter reprovision --service wordpress --canary 1
+sleep 4
+m -j jupiter status
+echo "# then the rest, 2 at a time, at most 1 above count, each new one given its 2s start window:"
+m -j jupiter reprovision --service wordpress --canary 0
 for _ in $(seq 120); do
   old=$(curl -s "$TRITON/vms?state=active&tag.mariposa.service=wordpress&image_uuid=0b3f3c1e-5a61-4c2c-9a1a-000000000002" -o /dev/null -D - | tr -d '\r' | awk -F': ' 'tolower($1)=="x-joyent-resource-count"{print $2}')
   [ "$old" = "0" ] && break
@@ -57,6 +62,10 @@ echo; echo "# killing jupiter-mysql-1 behind Mariposa's back:"
 victim=$(curl -s "$TRITON/vms?state=running&alias=jupiter-mysql" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["uuid"])')
 "$BIN/deploy/tritonsim/tritonsim" ctl --addr "$TRITON" kill-vm "$victim" >/dev/null
 sleep 2; converge 8 && vms
+m -j jupiter stop --service nginx
+sleep 3; m -j jupiter status
+m -j jupiter start --service nginx
+converge 8 && vms
 m -j jupiter meta set mysql.password 'correct horse' --secret
 m -j jupiter meta list
 m -j jupiter versions
@@ -65,7 +74,8 @@ converge 6 && vms
 m -j jupiter freeze --group frontend --reason "demo: incident drill"
 m -j jupiter queue list
 m -j jupiter thaw --group frontend
-m events --all
+m events --all --limit 1000
+echo; echo "# Prometheus metrics (http://$METRICS/metrics), the controller's families:"
+curl -s "http://$METRICS/metrics" | grep -E '^mariposa_(service_|tasks|frozen|workqueue|replacements)' | head -30
 echo
-echo "Demo done. Not built yet: health checks, scale/start/stop commands, status, metrics"
-echo "(see docs/status.md)."
+echo "Demo done. Not built yet: health checks, placement hints, agents (see docs/status.md)."
