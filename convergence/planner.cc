@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+
 namespace mariposa::convergence {
 namespace {
 
@@ -75,17 +78,31 @@ std::vector<Action> Throttle(const std::vector<Action>& actions, const std::map<
 
 std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
   std::vector<Action> actions;
-  std::map<std::string, std::vector<const InstanceState*>> by_service;
+  // Instances by service (a hash map; runs of one service skip the lookup).
+  absl::flat_hash_map<absl::string_view, std::vector<const InstanceState*>> by_service;
+  by_service.reserve(input.services.size() + 1);
+  std::vector<const InstanceState*>* run = nullptr;
+  absl::string_view run_name;
   for (const InstanceState& i : input.instances) {
     if (i.state == "destroyed") continue;
-    by_service[i.service].push_back(&i);
+    if (run == nullptr || run_name != i.service) {
+      run = &by_service[i.service];
+      run_name = i.service;
+    }
+    run->push_back(&i);
   }
   // Services that left the manifest: remove every instance.
+  std::vector<absl::string_view> removed;
   for (const auto& kv : by_service) {
-    if (input.services.count(kv.first)) continue;
-    std::vector<const InstanceState*> all = kv.second;
+    if (!input.services.count(std::string(kv.first))) removed.push_back(kv.first);
+  }
+  std::sort(removed.begin(), removed.end());
+  for (absl::string_view name : removed) {
+    std::vector<const InstanceState*> all = by_service[name];
     std::sort(all.begin(), all.end(), Older);
-    for (const InstanceState* i : all) actions.push_back({ActionKind::kDelete, kv.first, i->uuid, "service-removed"});
+    for (const InstanceState* i : all) {
+      actions.push_back({ActionKind::kDelete, std::string(name), i->uuid, "service-removed"});
+    }
   }
   for (const auto& kv : input.services) {
     const ServiceGoal& goal = kv.second;

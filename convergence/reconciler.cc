@@ -7,6 +7,7 @@
 #include <functional>
 #include <set>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/random/random.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -139,8 +140,25 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     ASSIGN_OR_RETURN(services, store_->ListServices(p.current_version));
   }
   ASSIGN_OR_RETURN(auto numbers, VersionNumbers(store_, p.uuid));
+  // Events are written in batches (one transaction, one fsync, per 200) and
+  // whatever is left when the sync ends.
+  std::vector<EventRecord> events;
+  auto flush = [&] {
+    if (auto st = store_->AppendEvents(events); !st.ok()) {
+      LogWarn("cannot write events", {{"project", p.name}, {"error", st.ToString()}});
+    }
+    events.clear();
+  };
+  absl::Cleanup flush_at_end = flush;
   auto event = [&](const std::string& kind, const std::string& object, const std::string& message) {
-    store_->AppendEvent("mariposad", p.name, kind, object, message).IgnoreError();
+    EventRecord e;
+    e.actor = "mariposad";
+    e.project = p.name;
+    e.kind = kind;
+    e.subject = object;
+    e.detail = message;
+    events.push_back(std::move(e));
+    if (events.size() >= 200) flush();
   };
 
   PlanInput in;

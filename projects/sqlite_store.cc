@@ -721,6 +721,16 @@ absl::StatusOr<int64_t> SqliteProjectStore::AppendEvent(const std::string& actor
   return AppendEventLocked(actor, project, kind, subject, detail);
 }
 
+absl::Status SqliteProjectStore::AppendEvents(const std::vector<EventRecord>& events) {
+  if (events.empty()) return absl::OkStatus();
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  for (const EventRecord& e : events) {
+    RETURN_IF_ERROR(AppendEventLocked(e.actor, e.project, e.kind, e.subject, e.detail).status());
+  }
+  return txn->Commit();
+}
+
 absl::StatusOr<int64_t> SqliteProjectStore::LastEventIndex() {
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT COALESCE(MAX(idx), 0) FROM events"));

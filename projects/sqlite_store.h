@@ -55,6 +55,7 @@ class SqliteProjectStore : public ProjectStore {
   absl::StatusOr<std::vector<EventRecord>> ListEvents(const std::string& project, int64_t after_index,
                                                       int limit) override;
   absl::StatusOr<int64_t> LastEventIndex() override;
+  absl::Status AppendEvents(const std::vector<EventRecord>& events) override;
   absl::StatusOr<int64_t> AppendEvent(const std::string& actor, const std::string& project, const std::string& kind,
                                       const std::string& subject, const std::string& detail) override;
   absl::StatusOr<int64_t> Backup(const std::string& path) override;

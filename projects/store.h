@@ -207,6 +207,8 @@ class ProjectStore {
                                                               int limit) = 0;
   virtual absl::StatusOr<int64_t> LastEventIndex() = 0;
   // Appends a controller event (instance.create, …); returns its index.
+  // Appends controller events in one transaction (one fsync for many).
+  virtual absl::Status AppendEvents(const std::vector<EventRecord>& events) = 0;
   virtual absl::StatusOr<int64_t> AppendEvent(const std::string& actor, const std::string& project,
                                               const std::string& kind, const std::string& subject,
                                               const std::string& detail) = 0;

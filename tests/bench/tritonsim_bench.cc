@@ -21,98 +21,27 @@
 
 #include "absl/strings/str_cat.h"
 #include "convergence/triton/http_clients.h"
+#include "tests/bench/bench_util.h"
 
 namespace {
 
 using namespace mariposa::triton;  // NOLINT
-using Clock = std::chrono::steady_clock;
-
-double Secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-long RssKiB(pid_t pid) {
-  std::string s = Slurp(absl::StrCat("/proc/", pid, "/status"));
-  size_t at = s.find("VmRSS:");
-  return at == std::string::npos ? -1 : atol(s.c_str() + at + 6);
-}
-
-double Pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
-
-CreateVmRequest Req(int i) {
-  CreateVmRequest r;
-  r.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
-  r.brand = "joyent";
-  r.image_uuid = "11111111-1111-4111-8111-111111111111";
-  r.ram = 64;
-  r.networks = {"aaaaaaaa-0000-4000-8000-000000000001"};
-  r.tags = {{"group", absl::StrCat("g", i % 100)}, {"mariposa.service", "bench"}};
-  return r;
-}
-
-// Creates `n` VMs with `clients` threads, each create followed by GetJob polls
-// until the job ends. Returns VMs per second.
-double CreateAndPoll(const std::string& url, int n, int clients, int offset) {
-  std::atomic<int> next(0), failures(0);
-  auto start = Clock::now();
-  std::vector<std::thread> threads;
-  for (int t = 0; t < clients; ++t) {
-    threads.emplace_back([&] {
-      HttpOptions o;
-      o.base_url = url;
-      HttpVmapiClient vmapi(o);
-      while (true) {
-        int i = next++;
-        if (i >= n) break;
-        auto ref = vmapi.CreateVm(Req(offset + i));
-        if (!ref.ok()) {
-          failures++;
-          continue;
-        }
-        while (true) {
-          auto job = vmapi.GetJob(ref->job_uuid);
-          if (!job.ok() || job->done()) break;
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  double rate = n / Secs(Clock::now() - start);
-  if (failures > 0) fprintf(stderr, "%d creates failed\n", failures.load());
-  return rate;
-}
+using namespace mariposa::bench;   // NOLINT
 
 int Main() {
   char dir[] = "/tmp/tritonsim-bench-XXXXXX";
   if (!mkdtemp(dir)) return 1;
   std::string seed = absl::StrCat(dir, "/seed.json"), addr_file = absl::StrCat(dir, "/addr");
   std::ofstream(seed) << R"({"images": [{"uuid": "11111111-1111-4111-8111-111111111111", "name": "base", "version": "1"}]})";
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (freopen("/dev/null", "w", stderr) == nullptr) _exit(126);
-    execl("deploy/tritonsim/tritonsim", "tritonsim", "--listen", "127.0.0.1:0", "--servers", "10000", "--seed",
-          seed.c_str(), "--addr-file", addr_file.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  std::string url;
-  for (int i = 0; i < 500 && url.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::string a = Slurp(addr_file);
-    if (!a.empty() && a.back() == '\n') url = a.substr(0, a.size() - 1);
-  }
-  if (url.empty()) {
+  Child sim = StartServer({"deploy/tritonsim/tritonsim", "--listen", "127.0.0.1:0", "--servers", "10000", "--seed",
+                           seed, "--addr-file", addr_file},
+                          addr_file, "");
+  if (sim.pid < 0) {
     fprintf(stderr, "tritonsim did not start\n");
-    kill(pid, SIGKILL);
     return 1;
   }
+  pid_t pid = sim.pid;
+  std::string url = sim.addr;
   long rss_empty = RssKiB(pid);
 
   // P2 baseline: 5 alternating rounds of 1 and 8 clients, 2,000 VMs each.
@@ -170,8 +99,7 @@ int Main() {
   printf("ListVms_unfiltered_page_1000_of_100k_p50 %.1f ms - -\n", Pct(page, 0.5));
   printf("tritonsim_rss_10k_servers_100k_vms %.0f MiB - - (empty with 10k servers: %.0f MiB)\n", RssKiB(pid) / 1024.0,
          rss_empty / 1024.0);
-  kill(pid, SIGTERM);
-  waitpid(pid, nullptr, 0);
+  StopChild(&sim);
   unlink(seed.c_str());
   unlink(addr_file.c_str());
   rmdir(dir);

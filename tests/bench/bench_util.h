@@ -1,0 +1,136 @@
+// Shared pieces of the benchmarks: timing, percentiles, RSS, and the P2
+// baseline (raw CreateVm + GetJob polling against tritonsim).
+#ifndef MARIPOSA_TESTS_BENCH_BENCH_UTIL_H_
+#define MARIPOSA_TESTS_BENCH_BENCH_UTIL_H_
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "convergence/triton/http_clients.h"
+
+namespace mariposa::bench {
+
+using Clock = std::chrono::steady_clock;
+
+inline double Secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+inline std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline long RssKiB(pid_t pid) {
+  std::string s = Slurp(absl::StrCat("/proc/", pid, "/status"));
+  size_t at = s.find("VmRSS:");
+  return at == std::string::npos ? -1 : atol(s.c_str() + at + 6);
+}
+
+inline double Pct(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
+}
+
+inline triton::CreateVmRequest Req(int i) {
+  triton::CreateVmRequest r;
+  r.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
+  r.brand = "joyent";
+  r.image_uuid = "11111111-1111-4111-8111-111111111111";
+  r.ram = 64;
+  r.networks = {"aaaaaaaa-0000-4000-8000-000000000001"};
+  r.tags = {{"group", absl::StrCat("g", i % 100)}, {"mariposa.service", "bench"}};
+  return r;
+}
+
+// Creates `n` VMs with `clients` threads, each create followed by GetJob polls
+// until the job ends. Returns VMs per second.
+inline double CreateAndPoll(const std::string& url, int n, int clients, int offset) {
+  std::atomic<int> next(0), failures(0);
+  auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < clients; ++t) {
+    threads.emplace_back([&] {
+      triton::HttpOptions o;
+      o.base_url = url;
+      triton::HttpVmapiClient vmapi(o);
+      while (true) {
+        int i = next++;
+        if (i >= n) break;
+        auto ref = vmapi.CreateVm(Req(offset + i));
+        if (!ref.ok()) {
+          failures++;
+          continue;
+        }
+        while (true) {
+          auto job = vmapi.GetJob(ref->job_uuid);
+          if (!job.ok() || job->done()) break;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  double rate = n / Secs(Clock::now() - start);
+  if (failures > 0) fprintf(stderr, "%d creates failed\n", failures.load());
+  return rate;
+}
+
+// A server child started for a benchmark: it writes its address (first line)
+// to `addr_file` once serving; stderr goes to `log` ("" = /dev/null).
+struct Child {
+  pid_t pid = -1;
+  std::string addr;                 // first line of the address file
+  std::vector<std::string> extra;   // further lines
+};
+
+inline Child StartServer(const std::vector<std::string>& argv, const std::string& addr_file, const std::string& log) {
+  Child c;
+  unlink(addr_file.c_str());
+  c.pid = fork();
+  if (c.pid == 0) {
+    if (freopen(log.empty() ? "/dev/null" : log.c_str(), "a", stderr) == nullptr) _exit(126);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  for (int i = 0; i < 1500; ++i) {
+    std::string a = Slurp(addr_file);
+    if (!a.empty() && a.back() == '\n') {
+      std::stringstream ss(a);
+      std::string line;
+      while (std::getline(ss, line)) (c.addr.empty() ? c.addr : c.extra.emplace_back()) = line;
+      return c;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(c.pid, SIGKILL);
+  waitpid(c.pid, nullptr, 0);
+  c.pid = -1;
+  return c;
+}
+
+inline void StopChild(Child* c, int sig = SIGTERM) {
+  if (c->pid <= 0) return;
+  kill(c->pid, sig);
+  waitpid(c->pid, nullptr, 0);
+  c->pid = -1;
+}
+
+}  // namespace mariposa::bench
+
+#endif  // MARIPOSA_TESTS_BENCH_BENCH_UTIL_H_

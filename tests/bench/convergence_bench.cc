@@ -1,0 +1,274 @@
+// Convergence benchmarks (PERFORMANCE.md P1, P2, P9, P10). Starts its own
+// tritonsim (10,000 servers, zero job latency) and mariposad on free loopback
+// ports and stops them. Prints `name value unit baseline ratio` lines.
+//
+//   P1  the planner on 100,000 instances over 1,000 services, against a naive
+//       hash join of desired vs actual with first-fit placement on 10,000
+//       servers; and a re-plan after a one-service change.
+//   P2  scale 0 -> 10,000 instances end to end (apply, mariposad converges
+//       against tritonsim) against raw CreateVm + job polling, same tritonsim.
+//   P9  RSS of mariposad tracking 100,000 instances.
+//   P10 SIGKILL of mariposad with 100,000 instances and 50 active tasks:
+//       time until it serves again and until it acts again.
+//
+// `bazel run -c opt //tests/bench:convergence_bench` (a few minutes);
+// `-- --quick` stops after P1 and P2.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "convergence/planner.h"
+#include "convergence/triton/http_clients.h"
+#include "tests/bench/bench_util.h"
+
+namespace {
+
+using namespace mariposa::bench;        // NOLINT
+using namespace mariposa::convergence;  // NOLINT
+namespace triton = mariposa::triton;
+
+const absl::Time kNow = absl::FromUnixSeconds(1800000000);
+
+// ---------------------------------------------------------------- P1
+
+struct P1Input {
+  PlanInput plan;
+  std::vector<int64_t> server_free;        // MiB free per server, for the baseline
+  std::vector<std::string> instance_server;  // per instance
+};
+
+// 1,000 services x 100 instances on 10,000 servers; every 10th service wants
+// 10 more, every 10th (offset 5) 10 fewer, and 50 services are being
+// reprovisioned.
+P1Input MakeP1() {
+  P1Input in;
+  std::mt19937 rng(7);
+  in.server_free.assign(10000, 256 * 1024);
+  for (int s = 0; s < 1000; ++s) {
+    std::string name = absl::StrCat("svc", s);
+    int64_t count = 100 + (s % 10 == 0 ? 10 : 0) - (s % 10 == 5 ? 10 : 0);
+    in.plan.services[name] = ServiceGoal{name, count, s < 50 ? "new" : "s1", 5, 5};
+    if (s < 50) in.plan.reprovision.insert(name);
+    for (int k = 0; k < 100; ++k) {
+      InstanceState i;
+      i.uuid = absl::StrCat(s, "-", k);
+      i.service = name;
+      i.state = "running";
+      i.health = "healthy";
+      i.spec_hash = "s1";
+      i.version = 1 + k % 3;
+      i.created = kNow - absl::Seconds(1000 + k);
+      int server = static_cast<int>(rng() % 10000);
+      i.server_uuid = absl::StrCat(server);
+      in.server_free[server] -= 1024;
+      in.plan.instances.push_back(std::move(i));
+    }
+  }
+  return in;
+}
+
+// The baseline: hash join of desired and actual per service, then first-fit
+// placement of each missing instance (1 GiB) on the servers.
+size_t NaivePlan(const P1Input& in, std::vector<int64_t> free) {
+  std::unordered_map<std::string, std::vector<const InstanceState*>> actual;
+  for (const InstanceState& i : in.plan.instances) actual[i.service].push_back(&i);
+  size_t actions = 0;
+  for (const auto& kv : in.plan.services) {
+    const auto& have = actual[kv.first];
+    int64_t diff = kv.second.count - static_cast<int64_t>(have.size());
+    for (int64_t k = 0; k < diff; ++k) {
+      for (auto& f : free) {
+        if (f >= 1024) {
+          f -= 1024;
+          break;
+        }
+      }
+      ++actions;
+    }
+    if (diff < 0) actions += -diff;
+    for (const InstanceState* i : have) actions += i->spec_hash != kv.second.spec_hash;
+  }
+  return actions;
+}
+
+void P1() {
+  P1Input in = MakeP1();
+  std::vector<double> plan_ms, naive_ms;
+  size_t plan_actions = 0, naive_actions = 0;
+  for (int round = 0; round < 5; ++round) {
+    auto t0 = Clock::now();
+    naive_actions = NaivePlan(in, in.server_free);
+    naive_ms.push_back(Secs(Clock::now() - t0) * 1e3);
+    t0 = Clock::now();
+    plan_actions = Plan(in.plan, kNow).size();
+    plan_ms.push_back(Secs(Clock::now() - t0) * 1e3);
+  }
+  double p = Pct(plan_ms, 0.5), n = Pct(naive_ms, 0.5);
+  printf("P1_full_plan_100k_instances_1k_services %.2f ms %.2f %.2fx (target <= 3x; %zu actions; baseline %zu)\n", p, n,
+         p / n, plan_actions, naive_actions);
+  // A one-service change: the planner re-plans everything (it is not
+  // incremental), so this is the full plan again with one more change.
+  in.plan.services["svc999"].count += 1;
+  std::vector<double> one;
+  for (int round = 0; round < 5; ++round) {
+    auto t0 = Clock::now();
+    Plan(in.plan, kNow);
+    one.push_back(Secs(Clock::now() - t0) * 1e3);
+  }
+  printf("P1_replan_after_one_service_change %.2f ms - - (target <= 1 ms)\n", Pct(one, 0.5));
+}
+
+// ---------------------------------------------------------------- P2, P9, P10
+
+std::string Manifest(const std::string& project, int services, int count, const std::string& tag) {
+  std::string m = absl::StrCat("project: ", project, "\nservices:\n");
+  for (int s = 0; s < services; ++s) {
+    absl::StrAppend(&m, "  s", s, ":\n    image: base@1\n    count: ", count,
+                    "\n    resources: {memory: 64m}\n    start: {window: 1s}\n    update: {rolling: 20, max_surge: 20}\n",
+                    tag.empty() ? "" : absl::StrCat("    tags: {rev: ", tag, "}\n"));
+  }
+  return m;
+}
+
+int Cli(const std::string& addr, const std::string& args) {
+  return std::system(absl::StrCat("cli/mariposa --addr ", addr, " ", args, " >/dev/null").c_str());
+}
+
+int64_t Running(triton::HttpVmapiClient* vmapi, const std::string& project_tag) {
+  triton::VmFilter f;
+  f.state = "running";
+  f.tags = {{"mariposa.project", project_tag}};
+  auto n = vmapi->CountVms(f);
+  return n.ok() ? *n : -1;
+}
+
+std::string ProjectUuid(const std::string& addr, const std::string& name, const std::string& dir) {
+  std::string out = absl::StrCat(dir, "/project.json");
+  if (std::system(absl::StrCat("cli/mariposa --addr ", addr, " -o json project get ", name, " > ", out).c_str()) != 0) {
+    return "";
+  }
+  std::string j = Slurp(out);
+  size_t at = j.find("\"uuid\": \"");
+  return at == std::string::npos ? "" : j.substr(at + 9, 36);
+}
+
+// Waits until `want` instances of the project run; returns the seconds it took.
+double WaitRunning(triton::HttpVmapiClient* vmapi, const std::string& project_uuid, int64_t want, double limit_s,
+                   Clock::time_point start) {
+  while (Secs(Clock::now() - start) < limit_s) {
+    if (Running(vmapi, project_uuid) == want) return Secs(Clock::now() - start);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
+}
+
+int Main(bool quick) {
+  P1();
+
+  char tmpl[] = "/tmp/convergence-bench-XXXXXX";
+  if (!mkdtemp(tmpl)) return 1;
+  std::string dir = tmpl;
+  std::string seed = dir + "/seed.json";
+  std::ofstream(seed) << R"({"images": [{"uuid": "11111111-1111-4111-8111-111111111111", "name": "base", "version": "1"}]})";
+  Child sim = StartServer({"deploy/tritonsim/tritonsim", "--listen", "127.0.0.1:0", "--servers", "10000", "--seed", seed,
+                           "--addr-file", dir + "/sim.addr"},
+                          dir + "/sim.addr", "");
+  if (sim.pid < 0) {
+    fprintf(stderr, "tritonsim did not start\n");
+    return 1;
+  }
+  std::vector<std::string> daemon_argv = {"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir + "/data",
+                                          "--addr-file", dir + "/d.addr", "--triton", sim.addr, "--owner",
+                                          "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
+                                          "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "1s", "--max-jobs", "64",
+                                          "--max-jobs-per-project", "64"};
+  Child d = StartServer(daemon_argv, dir + "/d.addr", dir + "/mariposad.log");
+  if (d.pid < 0) {
+    fprintf(stderr, "mariposad did not start\n");
+    StopChild(&sim);
+    return 1;
+  }
+  triton::HttpOptions o;
+  o.base_url = sim.addr;
+  triton::HttpVmapiClient vmapi(o);
+
+  // P2: baseline rounds around one end-to-end scale-up of 10,000.
+  std::vector<double> base1, base8;
+  int made = 0;
+  for (int round = 0; round < 2; ++round) {
+    base1.push_back(CreateAndPoll(sim.addr, 2000, 1, made));
+    made += 2000;
+    base8.push_back(CreateAndPoll(sim.addr, 2000, 8, made));
+    made += 2000;
+  }
+  std::ofstream(dir + "/p2.yaml") << Manifest("ten", 10, 1000, "");
+  auto t0 = Clock::now();
+  Cli(d.addr, absl::StrCat("apply -f ", dir, "/p2.yaml --yes"));
+  std::string ten = ProjectUuid(d.addr, "ten", dir);
+  double took = WaitRunning(&vmapi, ten, 10000, 300, t0);
+  for (int round = 0; round < 1; ++round) {
+    base1.push_back(CreateAndPoll(sim.addr, 2000, 1, made));
+    made += 2000;
+    base8.push_back(CreateAndPoll(sim.addr, 2000, 8, made));
+    made += 2000;
+  }
+  double rate = took > 0 ? 10000 / took : 0;
+  double b1 = Pct(base1, 0.5), b8 = Pct(base8, 0.5);
+  printf("P2_scale_0_to_10000_end_to_end %.0f instances/s %.0f %.2fx (vs 1-client baseline; target >= 0.5x and >= 1500/s; %.1f s)\n",
+         rate, b1, rate / b1, took);
+  printf("P2_baseline_8_clients %.0f vms/s - - (mariposad is %.2fx of it)\n", b8, rate / b8);
+  if (quick) {
+    StopChild(&d);
+    StopChild(&sim);
+    return 0;
+  }
+
+  // P9: 100,000 instances tracked (the 10,000 above + 90 services x 1,000).
+  std::ofstream(dir + "/p9.yaml") << Manifest("big", 90, 1000, "");
+  t0 = Clock::now();
+  Cli(d.addr, absl::StrCat("apply -f ", dir, "/p9.yaml --yes"));
+  std::string big = ProjectUuid(d.addr, "big", dir);
+  double took9 = WaitRunning(&vmapi, big, 90000, 900, t0);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // a few resyncs over everything
+  printf("P9_mariposad_rss_100k_instances %.0f MiB - - (target <= 300 MiB; 90,000 more created in %.1f s)\n",
+         RssKiB(d.pid) / 1024.0, took9);
+
+  // P10: 50 active reprovision tasks (one per service, a new tag), then
+  // SIGKILL and restart.
+  std::ofstream(dir + "/p10.yaml") << Manifest("big", 90, 1000, "\"2\"");
+  Cli(d.addr, absl::StrCat("apply -f ", dir, "/p10.yaml --yes"));
+  for (int s = 0; s < 50; ++s) Cli(d.addr, absl::StrCat("-j big reprovision --service s", s));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // the tasks are active and acting
+  StopChild(&d, SIGKILL);
+  size_t log_before = Slurp(dir + "/mariposad.log").size();
+  t0 = Clock::now();
+  d = StartServer(daemon_argv, dir + "/d.addr", dir + "/mariposad.log");
+  double serving = Secs(Clock::now() - t0);
+  double acting = -1;
+  while (Secs(Clock::now() - t0) < 60) {
+    std::string log = Slurp(dir + "/mariposad.log");
+    if (log.size() > log_before && log.find("\"msg\":\"synced\"", log_before) != std::string::npos) {
+      acting = Secs(Clock::now() - t0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  printf("P10_restart_to_serving_100k_instances_50_tasks %.2f s - - (target <= 3 s to converging)\n", serving);
+  printf("P10_restart_to_first_action %.2f s - - (target <= 3 s; first sync that created or deleted)\n", acting);
+  StopChild(&d);
+  StopChild(&sim);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Main(argc > 1 && std::string(argv[1]) == "--quick"); }
