@@ -526,7 +526,8 @@ int Cli::WaitSettled(const std::string& project, absl::Duration timeout) {
     int64_t older = 0;
     for (const auto& s : st.services()) {
       int64_t want = s.stopped() ? 0 : s.desired();
-      std::string part = absl::StrCat(s.name(), " ", s.running(), "/", want, " running");
+      std::string part = s.agent() ? absl::StrCat(s.name(), " ", s.running(), "/", want, " servers updated")
+                                   : absl::StrCat(s.name(), " ", s.running(), "/", want, " running");
       if (s.provisioning() > 0) absl::StrAppend(&part, ", ", s.provisioning(), " starting");
       if (s.broken() > 0 && !s.stopped()) absl::StrAppend(&part, ", ", s.broken(), " broken");
       parts.push_back(part);

@@ -43,14 +43,22 @@ std::vector<const InstanceState*> VictimOrder(std::vector<const InstanceState*> 
   return live;
 }
 
-std::vector<const InstanceState*> ReprovisionOrder(const std::vector<InstanceState>& instances,
+std::vector<const InstanceState*> ReprovisionOrder(const std::vector<const InstanceState*>& of_service,
                                                    const ServiceGoal& goal) {
   std::vector<const InstanceState*> out;
-  for (const InstanceState& i : instances) {
-    if (i.service == goal.name && i.state == "running" && i.spec_hash != goal.spec_hash) out.push_back(&i);
+  for (const InstanceState* i : of_service) {
+    if (i->service == goal.name && i->state == "running" && i->spec_hash != goal.spec_hash) out.push_back(i);
   }
   std::sort(out.begin(), out.end(), Older);
   return out;
+}
+
+std::vector<const InstanceState*> ReprovisionOrder(const std::vector<InstanceState>& instances,
+                                                   const ServiceGoal& goal) {
+  std::vector<const InstanceState*> all;
+  all.reserve(instances.size());
+  for (const InstanceState& i : instances) all.push_back(&i);
+  return ReprovisionOrder(all, goal);
 }
 
 std::vector<Action> Throttle(const std::vector<Action>& actions, const std::map<std::string, ServiceThrottle>& limits,

@@ -89,6 +89,9 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now);
 // at another spec, oldest project version first, then oldest instance.
 std::vector<const InstanceState*> ReprovisionOrder(const std::vector<InstanceState>& instances,
                                                    const ServiceGoal& goal);
+// The same over the service's own instances (cheaper with many services).
+std::vector<const InstanceState*> ReprovisionOrder(const std::vector<const InstanceState*>& of_service,
+                                                   const ServiceGoal& goal);
 
 // Limits the executor puts on a service's automatic work.
 struct ServiceThrottle {

@@ -14,7 +14,11 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "projects/interpolate.h"
+#include "projects/manifest.h"
+#include "convergence/agents.h"
 #include "convergence/observer.h"
+#include "convergence/placement.h"
 #include "convergence/planner.h"
 #include "convergence/queue.h"
 
@@ -123,6 +127,28 @@ Reconciler::Remembered* Reconciler::Memory(const std::string& project_uuid, cons
   return m.get();
 }
 
+absl::StatusOr<std::map<std::string, std::string>> Reconciler::MetaDefaults(const ProjectRecord& p) {
+  if (p.current_version.empty()) return std::map<std::string, std::string>();
+  {
+    absl::MutexLock l(&history_mu_);
+    auto it = meta_defaults_.find(p.current_version);
+    if (it != meta_defaults_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(VersionRecord v, store_->GetVersion(p.uuid, p.current_version, /*include_manifest=*/true));
+  ParseResult parsed = ParseManifest(v.canonical, ParseOptions{});
+  if (!parsed.manifest) return absl::InternalError(absl::StrCat("stored version ", v.number, " does not parse"));
+  absl::MutexLock l(&history_mu_);
+  if (meta_defaults_.size() > 1000) meta_defaults_.clear();
+  return meta_defaults_[p.current_version] = parsed.manifest->meta;
+}
+
+std::optional<AgentPlan> Reconciler::AgentStatus(const std::string& project_uuid, const std::string& service) const {
+  absl::MutexLock l(&history_mu_);
+  auto it = agent_status_.find(absl::StrCat(project_uuid, "/", service));
+  if (it == agent_status_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::string Reconciler::PausedBecause(const std::string& project_uuid, const std::string& service) const {
   absl::MutexLock l(&history_mu_);
   auto it = history_.find(absl::StrCat(project_uuid, "/", service));
@@ -131,6 +157,13 @@ std::string Reconciler::PausedBecause(const std::string& project_uuid, const std
 }
 
 absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
+  absl::Time sync_start = clock_->Now();
+  ASSIGN_OR_RETURN(SyncResult result, SyncProjectOnce(name));
+  result.total = clock_->Now() - sync_start;
+  return result;
+}
+
+absl::StatusOr<SyncResult> Reconciler::SyncProjectOnce(const std::string& name) {
   SyncResult result;
   const absl::Time now = clock_->Now();
   ASSIGN_OR_RETURN(ProjectRecord p, store_->GetProject(name));
@@ -166,8 +199,12 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   std::map<std::string, json> specs;
   std::map<std::string, RestartPolicy> policies;
   std::map<std::string, Remembered*> memory;
+  std::vector<const ServiceRecord*> agent_services;
   for (const ServiceRecord& s : services) {
-    if (s.compute_type == "agent") continue;  // agents are rolled out per server (not built yet)
+    if (s.compute_type == "agent") {  // rolled out per server through CNAPI
+      agent_services.push_back(&s);
+      continue;
+    }
     json spec = json::parse(s.spec_json, nullptr, false);
     ServiceGoal g{s.name, s.count, s.spec_hash, 1, 1};
     g.stopped = p.stopped.count(s.name) > 0;
@@ -187,14 +224,25 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     specs[s.name] = std::move(spec);
   }
   Observer observer(vmapi_);
+  absl::Time observe_start = clock_->Now();
   ASSIGN_OR_RETURN(in.instances, observer.ObserveProject(p.uuid, numbers));
+  result.observe = clock_->Now() - observe_start;
   std::map<std::string, const InstanceState*> by_uuid;
-  for (const InstanceState& i : in.instances) by_uuid[i.uuid] = &i;
+  std::map<std::string, std::vector<const InstanceState*>> of_service;  // live and broken, by service
+  for (const InstanceState& i : in.instances) {
+    by_uuid[i.uuid] = &i;
+    of_service[i.service].push_back(&i);
+  }
   if (p.deleting && in.instances.empty()) {
     RETURN_IF_ERROR(store_->DeleteProject(p.uuid, "mariposad"));
     if (options_.metrics != nullptr) options_.metrics->ForgetProject(p.name);
     result.converged = true;
     return result;
+  }
+
+  if (!agent_services.empty()) {
+    ASSIGN_OR_RETURN(std::vector<TaskRecord> open_now, store_->ListTasks(p.uuid, 0));
+    SyncAgents(p, agent_services, open_now, &result);
   }
 
   // Reprovision tasks: runnable once what they wait for has ended; they
@@ -214,6 +262,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   std::map<std::string, std::string> run_task_of;  // service -> start/stop task driving it
   for (const TaskRecord& t : open) {
     if (t.kind != "reprovision" && t.kind != "start" && t.kind != "stop") continue;
+    if (t.auto_kind == "agent-rollout") continue;  // SyncAgents drives it
     if (t.state == "terminating") {
       end_task(t, "terminated", "");
       continue;
@@ -226,9 +275,11 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       // runs or is coming up.
       std::set<std::string> scope(t.services.begin(), t.services.end());
       bool pending = false;
-      for (const InstanceState& i : in.instances) {
-        if (!in.services.count(i.service) || (!scope.empty() && !scope.count(i.service))) continue;
-        pending |= t.kind == "start" ? i.state == "stopped" : (i.state == "running" || i.state == "provisioning");
+      for (const auto& kv : in.services) {
+        if (!scope.empty() && !scope.count(kv.first)) continue;
+        for (const InstanceState* i : of_service[kv.first]) {
+          pending |= t.kind == "start" ? i->state == "stopped" : (i->state == "running" || i->state == "provisioning");
+        }
       }
       if (!pending) {
         end_task(t, "completed", "");
@@ -260,7 +311,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     for (const auto& kv : in.services) {
       if (!scope.empty() && !scope.count(kv.first)) continue;
       std::set<std::string> chosen;
-      for (const InstanceState* i : ReprovisionOrder(in.instances, kv.second)) {
+      for (const InstanceState* i : ReprovisionOrder(of_service[kv.first], kv.second)) {
         if (canary_left >= 0 && pending >= canary_left) break;
         if (!MatchesFilters(t, *i, images)) continue;
         chosen.insert(i->uuid);
@@ -268,8 +319,8 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       }
       // Instances of the new spec still coming up belong to the rollout too.
       bool starting = false;
-      for (const InstanceState& i : in.instances) {
-        starting |= i.service == kv.first && i.state == "provisioning" && i.spec_hash == kv.second.spec_hash;
+      for (const InstanceState* i : of_service[kv.first]) {
+        starting |= i->state == "provisioning" && i->spec_hash == kv.second.spec_hash;
       }
       if (chosen.empty() && !starting) continue;
       in.reprovision.insert(kv.first);
@@ -395,8 +446,8 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       t.auto_kind = replacing ? "replace-unhealthy" : "scale";
       t.trigger = replacing ? "drift" : kv.second == "service-removed" ? "apply" : "apply";
       if (replacing) {
-        for (const InstanceState& i : in.instances) {
-          if (i.service == kv.first && i.state == "unknown") t.trigger = "server-down";
+        for (const InstanceState* i : of_service[kv.first]) {
+          if (i->state == "unknown") t.trigger = "server-down";
         }
       } else if (!p.current_version.empty()) {
         auto v = store_->GetVersion(p.uuid, p.current_version, false);
@@ -462,6 +513,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     ActionKind kind;
     std::string reason;
     std::string task;  // the task it works for ("" = none)
+    std::string alias = "";
   };
   std::deque<Pending> in_flight;
   std::map<std::string, TaskProgress> progress;  // task -> counters of this step
@@ -521,6 +573,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     }
     std::string why = done.ok() ? done->error : done.status().ToString();
     LogWarn("job failed", {{"project", p.name}, {"job", j.job}, {"what", j.what}, {"error", why}});
+    if (j.kind == ActionKind::kCreate) event("instance.create-failed", j.service, absl::StrCat(j.alias, ": ", why));
     failed(j, why);
   };
   auto take_slot = [&] {
@@ -555,6 +608,34 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   };
 
   std::map<std::string, std::string> image_uuids;
+  // What creates need, computed on the first one: effective meta (store over
+  // the manifest's defaults) and the VMs placement rules may point at.
+  bool create_context = false;
+  std::map<std::string, std::string> meta;
+  std::vector<PlacementCandidate> candidates;
+  std::set<std::string> label_keys_loaded;
+  auto load_create_context = [&]() -> absl::Status {
+    if (create_context) return absl::OkStatus();
+    create_context = true;
+    ASSIGN_OR_RETURN(meta, MetaDefaults(p));
+    ASSIGN_OR_RETURN(std::vector<MetaRecord> stored, store_->ListMeta(p.uuid));
+    for (const MetaRecord& m : stored) meta[m.key] = m.value;
+    for (const InstanceState& i : in.instances) {
+      if (i.state != "destroyed") candidates.push_back({i.uuid, i.alias, i.service, {}});
+    }
+    return absl::OkStatus();
+  };
+  // The owner's VMs carrying tag `key`, for label rules (once per key per sync).
+  auto load_label = [&](const std::string& key) -> absl::Status {
+    if (!label_keys_loaded.insert(key).second) return absl::OkStatus();
+    triton::VmFilter f;
+    f.owner_uuid = options_.owner_uuid;
+    f.state = "active";
+    f.tags = {{key, "*"}};
+    ASSIGN_OR_RETURN(std::vector<triton::Vm> vms, vmapi_->ListVms(f));
+    for (const triton::Vm& vm : vms) candidates.push_back({vm.uuid, vm.alias, "", vm.tags});
+    return absl::OkStatus();
+  };
   for (const Action& a : actions) {
     Pending j{"", "", a.service, a.kind, a.reason, task_for(a)};
     if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) {
@@ -570,7 +651,10 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     }
     if (a.kind == ActionKind::kDelete) {
       auto inst = by_uuid.find(a.instance);
-      if (a.reason == "remove-broken" && inst != by_uuid.end() &&
+      // An instance that stopped soon after it was created crashed: that
+      // counts toward the crash loop. (A failed provision was counted when
+      // its job failed.)
+      if (a.reason == "remove-broken" && inst != by_uuid.end() && inst->second->state == "stopped" &&
           clock_->Now() - inst->second->created < policies[a.service].window) {
         crash_failure(a.service, absl::StrCat(a.instance, " is ", inst->second->state, " soon after creation"));
       }
@@ -636,12 +720,63 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       req.tags["ports"] = ports;
     }
     req.customer_metadata = StringMap(spec.value("mdata", json::object()));
+    // {{ }} values are filled in now that the instance has a name and uuid.
+    absl::Status prepared = load_create_context();
+    std::vector<PlacementRuleText> rules;
+    if (prepared.ok()) {
+      InterpolationContext ctx;
+      ctx.meta = meta;
+      ctx.project_name = p.name;
+      ctx.project_uuid = p.uuid;
+      ctx.project_version = absl::StrCat(p.current_number);
+      ctx.service_name = s.name;
+      ctx.scale = s.count;
+      ctx.package_name = s.package;
+      ctx.package_ram = req.ram;
+      ctx.instance_name = req.alias;
+      ctx.instance_uuid = req.uuid;
+      ctx.leave_unknown = true;  // the server is not known before placement
+      auto fill = [&](std::map<std::string, std::string>* values) -> absl::Status {
+        for (auto& kv : *values) {
+          if (kv.first.rfind("mariposa.", 0) == 0) continue;
+          ASSIGN_OR_RETURN(kv.second, Interpolate(kv.second, ctx));
+        }
+        return absl::OkStatus();
+      };
+      prepared = fill(&req.customer_metadata);
+      if (prepared.ok()) prepared = fill(&req.tags);
+      for (const auto& text : spec.value("placement", json::array())) {
+        if (!prepared.ok()) break;
+        auto rule = ParsePlacementRule(text.get<std::string>());
+        if (!rule.ok()) {
+          prepared = rule.status();
+          break;
+        }
+        auto value = Interpolate(rule->value, ctx);
+        if (!value.ok()) {
+          prepared = value.status();
+          break;
+        }
+        rule->value = *value;
+        if (!IsInstanceKey(rule->key)) prepared = load_label(rule->key);
+        rules.push_back(*rule);
+      }
+    }
+    if (!prepared.ok()) {
+      j.what = absl::StrCat("prepare ", req.alias);
+      failed(j, std::string(prepared.message()));
+      event("instance.create-failed", s.name, absl::StrCat(req.alias, ": ", prepared.message()));
+      continue;
+    }
+    req.locality = LocalityFor(rules, candidates);
     j.what = absl::StrCat("create ", req.uuid);
+    j.alias = req.alias;
     if (!send(j, [&] { return vmapi_->CreateVm(req); })) {
       event("instance.create-failed", s.name, "CreateVm refused; see the daemon log");
       continue;
     }
     result.created++;
+    candidates.push_back({req.uuid, req.alias, s.name, req.tags});  // siblings of later creates
     if (a.reason == "replace-broken") {
       memory[s.name]->history.Replaced(clock_->Now());
       if (options_.metrics != nullptr) options_.metrics->Replacement("broken");
@@ -670,14 +805,135 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       c.service = kv.first;
       c.desired = kv.second.count;
       c.crashlooping = limits[kv.first].paused;
-      for (const InstanceState& i : in.instances) {
-        if (i.service == kv.first) c.by_state[i.state]++;
-      }
+      for (const InstanceState* i : of_service[kv.first]) c.by_state[i->state]++;
       counts.push_back(std::move(c));
     }
     options_.metrics->SetProject(p.name, std::move(counts));
   }
   return result;
+}
+
+void Reconciler::SyncAgents(const ProjectRecord& p, const std::vector<const ServiceRecord*>& agents,
+                            const std::vector<TaskRecord>& open, SyncResult* result) {
+  if (options_.cnapi == nullptr) return;
+  auto servers = options_.cnapi->ListServers();
+  if (!servers.ok()) {
+    LogWarn("cannot list servers", {{"project", p.name}, {"error", servers.status().ToString()}});
+    result->failed++;
+    return;
+  }
+  std::vector<EventRecord> events;
+  auto event = [&](const std::string& kind, const std::string& subject, const std::string& detail) {
+    events.push_back(EventRecord{0, absl::InfinitePast(), "mariposad", p.name, kind, subject, detail});
+  };
+  for (const ServiceRecord* s : agents) {
+    json spec = json::parse(s->spec_json, nullptr, false);
+    AgentGoal goal;
+    goal.service = s->name;
+    size_t at = s->image.rfind('@');
+    goal.name = s->image.substr(0, at);
+    goal.version = at == std::string::npos ? "" : s->image.substr(at + 1);
+    auto image = IsUuid(s->image) ? imgapi_->GetImage(s->image) : imgapi_->FindImage(goal.name, goal.version);
+    if (!image.ok()) {
+      result->failed++;
+      event("agent.install-failed", s->name, std::string(image.status().message()));
+      continue;
+    }
+    goal.name = image->name;
+    goal.version = image->version;
+    goal.image_uuid = image->uuid;
+    if (spec.is_object() && spec.contains("servers")) {
+      const json& sv = spec["servers"];
+      if (sv.contains("select") && sv["select"].is_array()) {
+        goal.select = "list";
+        goal.servers = sv["select"].get<std::vector<std::string>>();
+      } else {
+        goal.select = sv.value("select", "all");
+      }
+      if (sv.contains("exclude")) goal.exclude = sv["exclude"].get<std::vector<std::string>>();
+    }
+    if (spec.is_object() && spec.contains("update")) goal.rolling = std::max(1, spec["update"].value("rolling", 1));
+    AgentPlan plan = PlanAgents(goal, *servers);
+    {
+      absl::MutexLock l(&history_mu_);
+      agent_status_[absl::StrCat(p.uuid, "/", s->name)] = plan;
+    }
+
+    // The rollout's task: the user's reprovision of the service, or an
+    // automatic one (QUEUE.md: agent rollouts are reprovision tasks).
+    const TaskRecord* task = nullptr;
+    for (const TaskRecord& t : open) {
+      bool covers = t.services.empty() || std::find(t.services.begin(), t.services.end(), s->name) != t.services.end();
+      if (t.kind == "reprovision" && covers && (t.state == "queued" || t.state == "active")) task = &t;
+    }
+    bool frozen = false;
+    for (const TaskRecord& t : open) frozen |= FreezeHolds(t, s->name, "agent-rollout");
+    if (plan.install_on.empty()) {
+      if (task != nullptr) {
+        std::string note = plan.unreachable > 0
+                               ? absl::StrCat(plan.unreachable, " servers were not running and still run another version")
+                               : "";
+        store_->SetTaskState(task->uuid, "completed", note).IgnoreError();
+      }
+      continue;
+    }
+    if (frozen) {
+      result->held += static_cast<int>(plan.install_on.size());
+      continue;
+    }
+    std::string task_uuid;
+    if (task != nullptr) {
+      task_uuid = task->uuid;
+      if (task->state == "queued") store_->SetTaskState(task_uuid, "active", "").IgnoreError();
+    } else {
+      TaskRecord t;
+      t.project_uuid = p.uuid;
+      t.kind = "reprovision";
+      t.services = {s->name};
+      t.origin = "auto";
+      t.trigger = "apply";
+      t.auto_kind = "agent-rollout";
+      t.version_uuid = p.current_version;
+      t.actor = "mariposad";
+      auto added = TaskQueue(store_).Add(t);
+      if (!added.ok()) {
+        result->held += static_cast<int>(plan.install_on.size());
+        continue;
+      }
+      task_uuid = added->uuid;
+      store_->SetTaskState(task_uuid, "active", "").IgnoreError();
+    }
+    // Install on this step's servers in parallel, then wait for each.
+    TaskProgress d;
+    d.steps_done = 1;
+    d.steps_planned = -1;
+    std::vector<std::pair<std::string, std::string>> started;  // (server, task id)
+    for (const std::string& server : plan.install_on) {
+      auto id = options_.cnapi->InstallAgent(server, goal.image_uuid);
+      if (!id.ok()) {
+        result->failed++;
+        d.failed++;
+        event("agent.install-failed", server, absl::StrCat(goal.name, " ", goal.version, ": ", id.status().message()));
+        continue;
+      }
+      started.emplace_back(server, *id);
+    }
+    for (const auto& st : started) {
+      auto done = options_.cnapi->WaitTask(st.second, options_.job_timeout);
+      if (done.ok() && done->status == "complete") {
+        result->changed++;
+        d.created++;
+        event("agent.install", st.first, absl::StrCat(goal.name, " ", goal.version));
+      } else {
+        result->failed++;
+        d.failed++;
+        event("agent.install-failed", st.first,
+              absl::StrCat(goal.name, " ", goal.version, ": ", done.ok() ? done->error : done.status().ToString()));
+      }
+    }
+    store_->AddTaskProgress(task_uuid, d).IgnoreError();
+  }
+  if (auto st = store_->AppendEvents(events); !st.ok()) LogWarn("cannot write events", {{"error", st.ToString()}});
 }
 
 void Reconciler::Start() {
@@ -726,6 +982,8 @@ void Reconciler::Loop() {
           LogInfo("synced", {{"project", p.name}, {"created", absl::StrCat(r->created)},
                              {"deleted", absl::StrCat(r->deleted)}, {"changed", absl::StrCat(r->changed)},
                              {"failed", absl::StrCat(r->failed)},
+                             {"observe_ms", absl::StrCat(absl::ToInt64Milliseconds(r->observe))},
+                             {"total_ms", absl::StrCat(absl::ToInt64Milliseconds(r->total))},
                              {"held", absl::StrCat(r->held)}});
           // More steps may follow (rolling batches): go again at once when
           // this one acted and nothing failed. Failures and held work wait

@@ -18,11 +18,13 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "convergence/agents.h"
 #include "convergence/metrics.h"
 #include "convergence/throttles.h"
 #include "convergence/triton/clients.h"
@@ -42,6 +44,7 @@ struct ReconcilerOptions {
   absl::Duration backoff_cap = absl::Minutes(2);
   absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period
   ControllerMetrics* metrics = nullptr;                // optional
+  triton::CnapiClient* cnapi = nullptr;                // for agent services; optional
 };
 
 // What one sync did.
@@ -52,6 +55,8 @@ struct SyncResult {
   int failed = 0;     // actions or jobs that failed
   int held = 0;       // actions not taken: a freeze, backoff, crash loop or the budget holds them
   bool converged = false;  // the plan had nothing to do
+  absl::Duration observe;  // reading VMAPI
+  absl::Duration total;    // the whole sync
 };
 
 class Reconciler {
@@ -63,6 +68,9 @@ class Reconciler {
 
   // One observe-plan-execute pass for a project (waits for its jobs).
   absl::StatusOr<SyncResult> SyncProject(const std::string& project);
+
+  // An agent service's rollout as of the last sync (nullopt before one).
+  std::optional<AgentPlan> AgentStatus(const std::string& project_uuid, const std::string& service) const;
 
   // Why replacement of a service is paused ("" when it is not): a crash loop.
   std::string PausedBecause(const std::string& project_uuid, const std::string& service) const;
@@ -83,6 +91,13 @@ class Reconciler {
   };
 
   void Loop();
+  absl::StatusOr<SyncResult> SyncProjectOnce(const std::string& project);
+  // Agent services: one rollout step per service (installs on up to
+  // `update.rolling` servers), as an automatic reprovision task.
+  void SyncAgents(const ProjectRecord& p, const std::vector<const ServiceRecord*>& agents,
+                  const std::vector<TaskRecord>& open, SyncResult* result);
+  // The manifest's meta defaults of the version in force (cached per version).
+  absl::StatusOr<std::map<std::string, std::string>> MetaDefaults(const ProjectRecord& p);
   // What the executor remembers of a service; forgotten when its spec changes.
   Remembered* Memory(const std::string& project_uuid, const std::string& service, const std::string& spec_hash);
 
@@ -94,6 +109,8 @@ class Reconciler {
   JobSlots slots_;
   mutable absl::Mutex history_mu_;
   std::map<std::string, std::unique_ptr<Remembered>> history_ ABSL_GUARDED_BY(history_mu_);
+  std::map<std::string, std::map<std::string, std::string>> meta_defaults_ ABSL_GUARDED_BY(history_mu_);
+  std::map<std::string, AgentPlan> agent_status_ ABSL_GUARDED_BY(history_mu_);  // project/service
   absl::Mutex mu_;
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

@@ -376,3 +376,66 @@ TEST_F(ReconcilerTest, CrashLoopShowsOnTheScaleTask) {
 
 }  // namespace
 }  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+// Agent services roll out through CNAPI, `update.rolling` servers per step,
+// as an automatic reprovision task; down servers are left and named.
+TEST_F(ReconcilerTest, AgentRolloutThroughCnapi) {
+  triton::FakeCnapiClient cnapi;
+  for (int k = 0; k < 5; ++k) {
+    triton::Server s;
+    s.uuid = absl::StrCat("00000000-0000-4000-8000-00000000000", k);
+    s.hostname = absl::StrCat("cn", k);
+    s.status = k == 4 ? "unknown" : "running";
+    s.headnode = k == 0;
+    s.agents = {{"cn-agent", "2.13.0", "", absl::StrCat("a", k)}};
+    cnapi.PutServer(s);
+  }
+  imgapi_.PutImage(triton::Image{"22222222-2222-4222-8222-222222222222", "cn-agent", "2.14.1", "active", "other",
+                                 "other", "", "", "2026-01-01"});
+  cnapi.PutAgentImage("22222222-2222-4222-8222-222222222222", "cn-agent", "2.14.1");
+  ReconcilerOptions o;
+  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
+  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
+  o.cnapi = &cnapi;
+  Reconciler r(store_.get(), &vmapi_, &imgapi_, &clock_, o);
+  Apply("project: p\nservices:\n  cn-agent:\n    compute_type: agent\n    image: cn-agent@2.14.1\n"
+        "    servers: {select: all, exclude: [headnode]}\n    update: {rolling: 2}\n");
+  auto s1 = r.SyncProject("p");
+  ASSERT_TRUE(s1.ok()) << s1.status();
+  EXPECT_EQ(s1->changed, 2);  // cn1, cn2
+  auto plan = r.AgentStatus(store_->GetProject("p")->uuid, "cn-agent");
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->selected, 4);
+  EXPECT_EQ(r.SyncProject("p")->changed, 1);  // cn3; cn4 is down
+  EXPECT_EQ(r.SyncProject("p")->changed, 0);
+  auto tasks = TasksOf(store_.get(), "reprovision");
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].auto_kind, "agent-rollout");
+  EXPECT_EQ(tasks[0].state, "completed");
+  EXPECT_EQ(tasks[0].created, 3);
+  EXPECT_THAT(tasks[0].error, ::testing::HasSubstr("1 servers were not running"));
+  for (int k = 0; k < 5; ++k) {
+    auto s = cnapi.GetServer(absl::StrCat("00000000-0000-4000-8000-00000000000", k));
+    bool updated = s->agents.size() == 1 && s->agents[0].version == "2.14.1";
+    EXPECT_EQ(updated, k >= 1 && k <= 3) << k;
+  }
+  // A freeze of agent rollouts holds the next one.
+  TaskQueue q(store_.get());
+  TaskRecord freeze;
+  freeze.project_uuid = store_->GetProject("p")->uuid;
+  freeze.kind = "freeze";
+  freeze.only = {"agent-rollout"};
+  ASSERT_TRUE(q.Add(freeze).ok());
+  triton::Server back = *cnapi.GetServer("00000000-0000-4000-8000-000000000004");
+  back.status = "running";
+  cnapi.PutServer(back);
+  auto held = r.SyncProject("p");
+  EXPECT_EQ(held->changed, 0);
+  EXPECT_EQ(held->held, 1);
+}
+
+}  // namespace
+}  // namespace mariposa::convergence

@@ -41,6 +41,20 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
     st->set_desired(s.count);
     st->set_stopped(p->stopped.count(s.name) > 0);
     if (reconciler_ != nullptr) st->set_paused(reconciler_->PausedBecause(p->uuid, s.name));
+    if (s.compute_type == "agent") {
+      // One per selected server, from CNAPI as the last sync saw it.
+      st->set_agent(true);
+      auto a = reconciler_ != nullptr ? reconciler_->AgentStatus(p->uuid, s.name) : std::nullopt;
+      if (a.has_value()) {
+        st->set_desired(a->selected);
+        st->set_running(a->current);
+        st->set_updating(a->outdated);
+      }
+      bool done = a.has_value() && a->outdated == a->unreachable;
+      settled &= done;
+      converged &= done && a->unreachable == 0;
+      continue;
+    }
     for (const TaskRecord& t : *tasks) st->set_frozen(st->frozen() || FreezeHolds(t, s.name, ""));
     std::vector<const InstanceState*> mine;
     for (const InstanceState& i : *instances) {

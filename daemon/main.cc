@@ -203,12 +203,14 @@ int main(int argc, char** argv) {
   auto hook = [&metrics](const mariposa::triton::RequestRecord& r) { metrics.TritonRequest(r); };
   std::unique_ptr<mariposa::triton::HttpVmapiClient> vmapi;
   std::unique_ptr<mariposa::triton::HttpImgapiClient> imgapi;
+  std::unique_ptr<mariposa::triton::HttpCnapiClient> cnapi;
   std::unique_ptr<mariposa::convergence::Reconciler> reconciler;
   if (!triton_url.empty()) {
     mariposa::triton::HttpOptions http;
     http.base_url = triton_url;
     vmapi = std::make_unique<mariposa::triton::HttpVmapiClient>(http, hook, clock);
     imgapi = std::make_unique<mariposa::triton::HttpImgapiClient>(http, hook, clock);
+    cnapi = std::make_unique<mariposa::triton::HttpCnapiClient>(http, hook, clock);
     mariposa::convergence::ReconcilerOptions ropts;
     ropts.owner_uuid = owner;
     ropts.network_uuid = network;
@@ -216,6 +218,7 @@ int main(int argc, char** argv) {
     ropts.max_jobs = max_jobs_n;
     ropts.max_jobs_per_project = max_jobs_project_n;
     ropts.metrics = &metrics;
+    ropts.cnapi = cnapi.get();
     reconciler = std::make_unique<mariposa::convergence::Reconciler>(store->get(), vmapi.get(), imgapi.get(), clock,
                                                                     ropts);
     projects.set_on_change([r = reconciler.get()] { r->Wake(); });

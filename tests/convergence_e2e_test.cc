@@ -437,6 +437,81 @@ services:
   EXPECT_THAT(r.err, ::testing::HasSubstr("no-such-image"));
 }
 
+// Placement rules become VMAPI locality hints; {{ }} values are filled in
+// when an instance is created; a hard rule that cannot be met fails the
+// create with VMAPI's reason.
+TEST_F(ConvergenceTest, PlacementAndInterpolationAtCreate) {
+  std::string m = R"(project: spread
+meta: {greeting: hello}
+services:
+  db:
+    image: percona@5.7.1
+    count: 1
+  web:
+    image: autopilotpattern/nginx@1.4.0
+    count: 4
+    placement: ["service!=db", "service!=~web"]
+    mdata: {welcome: "{{ .meta.greeting }} from {{ .placement.instance.name }}"}
+    tags: {project-name: "{{ .project.name }}"}
+)";
+  WriteFile(dir_ + "/spread.yaml", m);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/spread.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0)
+      << daemon_->log();
+  ASSERT_EQ(M({"-j", "spread", "meta", "set", "greeting", "hi"}).exit_code, 0);
+  httplib::Client c(sim_->addr());
+  json db = json::parse(c.Get("/vms?state=running&tag.mariposa.service=db")->body);
+  ASSERT_EQ(db.size(), 1u);
+  std::string db_server = db[0]["server_uuid"];
+  json web = json::parse(c.Get("/vms?state=running&tag.mariposa.service=web")->body);
+  ASSERT_EQ(web.size(), 4u);
+  std::set<std::string> servers;
+  for (const auto& vm : web) {
+    EXPECT_NE(vm["server_uuid"], db_server) << "hard rule service!=db broken";
+    servers.insert(vm["server_uuid"].get<std::string>());
+    EXPECT_EQ(vm["customer_metadata"]["welcome"], "hello from " + vm["alias"].get<std::string>());
+    EXPECT_EQ(vm["tags"]["project-name"], "spread");
+  }
+  // The soft rule spreads web over the 4 servers that are not db's.
+  EXPECT_EQ(servers.size(), 4u);
+
+  // Five servers and a hard "one per server" rule for 6 instances: five are
+  // placed, the sixth fails with the reason, and the service crash-loops.
+  std::string tight = R"(project: tight
+services:
+  web:
+    image: autopilotpattern/nginx@1.4.0
+    count: 6
+    placement: ["service!=web"]
+    restart: {max_attempts: 2, window: 10m}
+)";
+  WriteFile(dir_ + "/tight.yaml", tight);
+  auto r = M({"apply", "-f", dir_ + "/tight.yaml", "--yes", "--wait", "--timeout", "60s"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("satisfy the strict locality hints"));
+  EXPECT_EQ(Running()["web"], 4 + 5);  // spread's 4 and tight's 5
+  EXPECT_THAT(M({"-j", "tight", "events"}).out, ::testing::HasSubstr("instance.create-failed"));
+}
+
+// Triton's own agents as services (RFD 82): the core example rolls cn-agent
+// and vm-agent out through CNAPI; `apply --wait` follows it.
+TEST_F(ConvergenceTest, CoreAgentsRollOutThroughCnapi) {
+  auto r = M({"apply", "-f", "deploy/examples/core.yaml", "--yes", "--wait", "--timeout", "60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
+  EXPECT_THAT(r.out, ::testing::HasSubstr("servers updated"));
+  httplib::Client c(sim_->addr());
+  json servers = json::parse(c.Get("/servers?extras=agents")->body);
+  ASSERT_EQ(servers.size(), 5u);
+  for (const auto& s : servers) {
+    std::map<std::string, std::string> versions;
+    for (const auto& a : s["agents"]) versions[a["name"]] = a["version"];
+    EXPECT_EQ(versions["vm-agent"], "1.9.0") << s["hostname"];
+    EXPECT_EQ(versions["cn-agent"], s["headnode"].get<bool>() ? "2.13.0" : "2.14.1") << s["hostname"];
+  }
+  std::string tasks = M({"-o", "json", "-j", "core", "queue", "list"}).out;
+  EXPECT_THAT(tasks, ::testing::HasSubstr("\"kind\": \"reprovision\""));
+  EXPECT_THAT(tasks, ::testing::Not(::testing::HasSubstr("\"state\": \"active\"")));
+}
+
 // QUEUE.md / DESIGN.md "Restart-safe": SIGKILL of mariposad in the middle of
 // a 200-instance rolling reprovision; after a restart the rollout finishes
 // with exactly 200 instances, every alias once, nothing left behind.

@@ -229,6 +229,7 @@ int Main(bool quick) {
   if (quick) {
     StopChild(&d);
     StopChild(&sim);
+    if (std::system(absl::StrCat("rm -rf ", dir).c_str()) != 0) fprintf(stderr, "could not remove %s\n", dir.c_str());
     return 0;
   }
 
@@ -266,6 +267,7 @@ int Main(bool quick) {
   printf("P10_restart_to_first_action %.2f s - - (target <= 3 s; first sync that created or deleted)\n", acting);
   StopChild(&d);
   StopChild(&sim);
+  if (std::system(absl::StrCat("rm -rf ", dir).c_str()) != 0) fprintf(stderr, "could not remove %s\n", dir.c_str());
   return 0;
 }
 

@@ -1,0 +1,51 @@
+#include "convergence/agents.h"
+
+#include <algorithm>
+
+namespace mariposa::convergence {
+namespace {
+
+bool Named(const std::vector<std::string>& list, const triton::Server& s) {
+  for (const std::string& n : list) {
+    if (n == s.uuid || n == s.hostname || (n == "headnode" && s.headnode)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+AgentPlan PlanAgents(const AgentGoal& goal, const std::vector<triton::Server>& servers) {
+  AgentPlan plan;
+  std::vector<const triton::Server*> todo;
+  for (const triton::Server& s : servers) {
+    if (!s.setup) continue;
+    bool selected = goal.select == "all" || (goal.select == "headnode" && s.headnode) ||
+                    (goal.select == "list" && Named(goal.servers, s));
+    if (!selected || Named(goal.exclude, s)) continue;
+    plan.selected++;
+    bool current = false;
+    for (const triton::Agent& a : s.agents) {
+      if (a.name != goal.name) continue;
+      current = a.image_uuid.empty() ? a.version == goal.version : a.image_uuid == goal.image_uuid;
+    }
+    if (current) {
+      plan.current++;
+      continue;
+    }
+    plan.outdated++;
+    if (s.status != "running") {
+      plan.unreachable++;
+      continue;
+    }
+    todo.push_back(&s);
+  }
+  std::sort(todo.begin(), todo.end(), [](const triton::Server* a, const triton::Server* b) {
+    return a->hostname != b->hostname ? a->hostname < b->hostname : a->uuid < b->uuid;
+  });
+  for (size_t i = 0; i < todo.size() && static_cast<int>(i) < std::max(1, goal.rolling); ++i) {
+    plan.install_on.push_back(todo[i]->uuid);
+  }
+  return plan;
+}
+
+}  // namespace mariposa::convergence

@@ -1,0 +1,40 @@
+// Agents (compute_type: agent): one instance per selected server, installed
+// through CNAPI and tracked in the servers' `agents` lists (RFD 82). The
+// rollout planner is pure; thread-safe.
+#ifndef MARIPOSA_CONVERGENCE_AGENTS_H_
+#define MARIPOSA_CONVERGENCE_AGENTS_H_
+
+#include <string>
+#include <vector>
+
+#include "convergence/triton/clients.h"
+
+namespace mariposa::convergence {
+
+struct AgentGoal {
+  std::string service;
+  std::string name;        // the agent's name: the image name (cn-agent)
+  std::string image_uuid;  // the image to run
+  std::string version;     // its version
+  std::string select = "all";          // all | headnode | list
+  std::vector<std::string> servers;    // select == list: uuids or hostnames
+  std::vector<std::string> exclude;    // "headnode", uuids or hostnames
+  int rolling = 1;                     // servers updated at a time
+};
+
+struct AgentPlan {
+  std::vector<std::string> install_on;  // server uuids for this step (at most `rolling`)
+  int selected = 0;                     // servers the service covers
+  int current = 0;                      // of them, running the goal's image
+  int outdated = 0;                     // running another version, or none
+  int unreachable = 0;                  // outdated on a server that is not running
+};
+
+// Selects the servers and picks the next `rolling` outdated, reachable ones
+// (by hostname). An agent is current when its image uuid is the goal's, or,
+// when the server does not report an image uuid, its version is.
+AgentPlan PlanAgents(const AgentGoal& goal, const std::vector<triton::Server>& servers);
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_AGENTS_H_
