@@ -64,7 +64,7 @@ Metadata
 State
   status [-v]                          per service: desired, running, healthy, updating, frozen
 Tasks and freezes
-  reprovision [--service s1,s2 | --group G] [filters] [--canary N] [--thaw]
+  reprovision [--service s1,s2 | --group G] [filters] [--canary N] [--rolling N] [--thaw]
                                           (rolls instances onto the current version)
   start [--service s1,s2 | --group G] [--thaw]   (starts stopped instances)
   stop [--service s1,s2 | --group G] [--thaw]    (stops instances until start)
@@ -146,14 +146,15 @@ const std::map<std::string, std::string>& CommandHelp() {
        "healthy, updating (live at an older spec) and frozen; -v lists every instance.\n"},
       {"reprovision",
        "usage: mariposa -j PROJECT reprovision [--service s1,s2 | --group G] [--version V,..] [--image I,..]\n"
-       "                                     [--server UUID,..] [--instance I,..] [--canary N] [--thaw]\n\n"
+       "                                     [--server UUID,..] [--instance I,..] [--canary N] [--rolling N]\n"
+       "                                     [--thaw]\n\n"
        "Queues a reprovision task: instances at another spec are replaced by the current version's, `rolling`\n"
        "at a time, never more than `max_surge` above count; an old instance goes once its replacement is ready.\n"
        "Order: oldest project version first, then oldest instance. Filters limit the instances replaced (each\n"
        "given filter must match): --version (number or uuid of the version an instance was created for),\n"
        "--image (uuid or name[@version]), --server (server uuid), --instance (uuid or alias).\n"
        "--canary N stops after N replacements and completes the task (default: the manifest's update.canary;\n"
-       "0 = all); run reprovision again to continue.\n"},
+       "0 = all); run reprovision again to continue. --rolling N replaces N at a time instead of update.rolling.\n"},
       {"thaw", "usage: mariposa -j PROJECT thaw [--service s1,s2 | --group G]\n\nEnds the freezes that overlap the scope.\n"},
       {"admin", "usage: mariposa admin status | admin backup PATH\n"},
   };
@@ -274,8 +275,7 @@ class Cli {
   int AdminCmd(Args& a);
   int QueueCmd(Args& a);
   int FreezeCmd(Args& a, bool thaw);
-  int ReprovisionCmd(Args& a);
-  int StartStopCmd(const std::string& kind, Args& a);
+  int TaskCmd(const std::string& kind, Args& a);
   int WaitSettled(const std::string& project, absl::Duration timeout);
   int StatusCmd(Args& a);
   int ScaleCmd(Args& a);
@@ -946,6 +946,7 @@ void Cli::PrintTask(const v1::Task& t) {
   filter("servers:  ", t.filter_servers());
   filter("instances: ", t.filter_instances());
   if (t.canary() > 0) std::cout << "canary:   " << t.canary() << "\n";
+  if (t.rolling() > 0) std::cout << "rolling:  " << t.rolling() << "\n";
   if (t.steps_planned() > 0 || t.steps_done() > 0) {
     std::cout << "progress: step " << t.steps_done() << "/" << std::max(t.steps_done(), t.steps_planned())
               << "; created " << t.created() << ", deleted " << t.deleted() << ", replaced " << t.replaced()
@@ -1096,12 +1097,39 @@ int Cli::StatusCmd(Args& a) {
   return 0;
 }
 
-int Cli::StartStopCmd(const std::string& kind, Args& a) {
+// reprovision, start and stop: a task on a scope; reprovision also takes
+// filters and a canary.
+int Cli::TaskCmd(const std::string& kind, Args& a) {
   auto services = a.Value({"--service", "--services"});
   auto group = a.Value({"--group"});
   bool thaw = a.Flag({"--thaw"});
-  a.Positional(1, 1, kind);
   v1::AddTaskRequest req;
+  if (kind == "reprovision") {
+    auto list = [&](const char* flag, google::protobuf::RepeatedPtrField<std::string>* out) {
+      if (auto v = a.Value({flag})) {
+        for (absl::string_view s : absl::StrSplit(*v, ',', absl::SkipEmpty())) out->Add(std::string(s));
+      }
+    };
+    list("--version", req.mutable_versions());
+    list("--image", req.mutable_images());
+    list("--server", req.mutable_servers());
+    list("--instance", req.mutable_instances());
+    if (auto canary = a.Value({"--canary"})) {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(*canary, &n) || n < 0) {
+        throw UsageError{absl::StrCat("--canary \"", *canary, "\" is not a count")};
+      }
+      req.set_canary(n);
+    }
+    if (auto rolling = a.Value({"--rolling"})) {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(*rolling, &n) || n < 1) {
+        throw UsageError{absl::StrCat("--rolling \"", *rolling, "\" must be a count of at least 1")};
+      }
+      req.set_rolling(n);
+    }
+  }
+  a.Positional(1, 1, kind);
   req.set_project(NeedProject());
   req.set_kind(kind);
   if (services) {
@@ -1113,40 +1141,6 @@ int Cli::StartStopCmd(const std::string& kind, Args& a) {
   Check(queue_->AddTask(Ctx().get(), req, &resp));
   if (Structured()) Print(resp.task());
   else std::cout << "queued " << kind << " task " << resp.task().uuid() << "\n";
-  return 0;
-}
-
-int Cli::ReprovisionCmd(Args& a) {
-  auto services = a.Value({"--service", "--services"});
-  auto group = a.Value({"--group"});
-  bool thaw = a.Flag({"--thaw"});
-  v1::AddTaskRequest req;
-  auto list = [&](const char* flag, google::protobuf::RepeatedPtrField<std::string>* out) {
-    if (auto v = a.Value({flag})) {
-      for (absl::string_view s : absl::StrSplit(*v, ',', absl::SkipEmpty())) out->Add(std::string(s));
-    }
-  };
-  list("--version", req.mutable_versions());
-  list("--image", req.mutable_images());
-  list("--server", req.mutable_servers());
-  list("--instance", req.mutable_instances());
-  if (auto canary = a.Value({"--canary"})) {
-    int64_t n = 0;
-    if (!absl::SimpleAtoi(*canary, &n) || n < 0) throw UsageError{absl::StrCat("--canary \"", *canary, "\" is not a count")};
-    req.set_canary(n);
-  }
-  a.Positional(1, 1, "reprovision");
-  req.set_project(NeedProject());
-  req.set_kind("reprovision");
-  if (services) {
-    for (absl::string_view s : absl::StrSplit(*services, ',', absl::SkipEmpty())) req.add_services(std::string(s));
-  }
-  req.set_group(group.value_or(""));
-  req.set_thaw(thaw);
-  v1::AddTaskResponse resp;
-  Check(queue_->AddTask(Ctx().get(), req, &resp));
-  if (Structured()) Print(resp.task());
-  else std::cout << "queued reprovision task " << resp.task().uuid() << "\n";
   return 0;
 }
 
@@ -1163,8 +1157,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "queue") return QueueCmd(args);
   if (cmd == "freeze") return FreezeCmd(args, false);
   if (cmd == "thaw") return FreezeCmd(args, true);
-  if (cmd == "reprovision") return ReprovisionCmd(args);
-  if (cmd == "start" || cmd == "stop") return StartStopCmd(cmd, args);
+  if (cmd == "reprovision" || cmd == "start" || cmd == "stop") return TaskCmd(cmd, args);
   if (cmd == "status") return StatusCmd(args);
   if (cmd == "scale") return ScaleCmd(args);
   throw UsageError{absl::StrCat("unknown command \"", cmd, "\"")};

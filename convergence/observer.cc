@@ -1,5 +1,8 @@
 #include "convergence/observer.h"
 
+#include <atomic>
+#include <thread>
+
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 
@@ -12,12 +15,13 @@ absl::Time ParseTimestamp(const std::string& iso) {
   return absl::InfinitePast();
 }
 
-absl::StatusOr<std::vector<InstanceState>> Observer::ObserveProject(
-    const std::string& project_uuid, const std::map<std::string, int64_t>& version_numbers) {
-  triton::VmFilter filter;
-  filter.tags = {{kTagProject, project_uuid}};
+absl::StatusOr<std::vector<InstanceState>> Observer::List(const triton::VmFilter& filter,
+                                                          const std::string& project_uuid,
+                                                          const std::map<std::string, int64_t>& version_numbers,
+                                                          int64_t* listed) {
   auto vms = vmapi_->ListVms(filter);
   if (!vms.ok()) return Annotate(vms.status(), "observing project " + project_uuid);
+  *listed = static_cast<int64_t>(vms->size());
   std::vector<InstanceState> out;
   for (const triton::Vm& vm : *vms) {
     if (vm.state == "destroyed") continue;
@@ -42,6 +46,48 @@ absl::StatusOr<std::vector<InstanceState>> Observer::ObserveProject(
     i.image_uuid = vm.image_uuid;
     i.server_uuid = vm.server_uuid;
     out.push_back(std::move(i));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<InstanceState>> Observer::ObserveProject(
+    const std::string& project_uuid, const std::map<std::string, int64_t>& version_numbers) {
+  triton::VmFilter filter;
+  filter.tags = {{kTagProject, project_uuid}};
+  int64_t listed = 0;
+  return List(filter, project_uuid, version_numbers, &listed);
+}
+
+absl::StatusOr<std::vector<InstanceState>> Observer::ObserveProject(
+    const std::string& project_uuid, const std::map<std::string, int64_t>& version_numbers,
+    const std::vector<std::string>& services, int parallel) {
+  if (services.size() < 2 || parallel <= 1) return ObserveProject(project_uuid, version_numbers);
+  std::vector<absl::StatusOr<std::vector<InstanceState>>> parts(services.size(), std::vector<InstanceState>());
+  std::vector<int64_t> listed(services.size(), 0);
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t k; (k = next++) < services.size();) {
+      triton::VmFilter f;
+      f.tags = {{kTagProject, project_uuid}, {kTagService, services[k]}};
+      parts[k] = List(f, project_uuid, version_numbers, &listed[k]);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < std::min<int>(parallel, services.size()); ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+  // Every VM of the project, in any state, must have been seen.
+  triton::VmFilter all;
+  all.tags = {{kTagProject, project_uuid}};
+  auto total = vmapi_->CountVms(all);
+  if (!total.ok()) return Annotate(total.status(), "observing project " + project_uuid);
+  int64_t seen = 0;
+  for (int64_t n : listed) seen += n;
+  if (seen != *total) return ObserveProject(project_uuid, version_numbers);
+  std::vector<InstanceState> out;
+  for (auto& part : parts) {
+    if (!part.ok()) return part.status();
+    for (auto& i : *part) out.push_back(std::move(i));
   }
   return out;
 }

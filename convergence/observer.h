@@ -2,8 +2,8 @@
 // VMs Mariposa created (tag mariposa.project = project uuid); everything
 // else is ignored. Owns no decisions. Thread-safe if the client is.
 //
-// Status: instances only. Servers/agents from CNAPI, images from IMGAPI,
-// health results and the resync loop come with the rest of the engine.
+// Instances only: servers and agents are read by the reconciler from CNAPI
+// (agent services), images resolved through IMGAPI when needed.
 #ifndef MARIPOSA_CONVERGENCE_OBSERVER_H_
 #define MARIPOSA_CONVERGENCE_OBSERVER_H_
 
@@ -35,7 +35,19 @@ class Observer {
   absl::StatusOr<std::vector<InstanceState>> ObserveProject(const std::string& project_uuid,
                                                             const std::map<std::string, int64_t>& version_numbers);
 
+  // The same, read service by service on up to `parallel` threads (VMAPI
+  // pages are parsed concurrently), then checked against a count of all the
+  // project's VMs: if VMs of other services exist (a service left the
+  // manifest) or the counts disagree, everything is read in one listing.
+  absl::StatusOr<std::vector<InstanceState>> ObserveProject(const std::string& project_uuid,
+                                                            const std::map<std::string, int64_t>& version_numbers,
+                                                            const std::vector<std::string>& services, int parallel);
+
  private:
+  absl::StatusOr<std::vector<InstanceState>> List(const triton::VmFilter& filter, const std::string& project_uuid,
+                                                  const std::map<std::string, int64_t>& version_numbers,
+                                                  int64_t* listed);
+
   triton::VmapiClient* vmapi_;
 };
 

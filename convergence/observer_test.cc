@@ -1,5 +1,7 @@
 #include "convergence/observer.h"
 
+#include <algorithm>
+
 #include "convergence/triton/fake_clients.h"
 #include "gtest/gtest.h"
 
@@ -47,6 +49,46 @@ TEST(ObserverTest, VmapiErrorsCarryContext) {
   auto got = obs.ObserveProject("p1", {});
   EXPECT_EQ(got.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(got.status().message(), "observing project p1: vmapi ListVms: 503 ServiceUnavailable");
+}
+
+}  // namespace
+}  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+std::vector<std::string> Uuids(const std::vector<InstanceState>& got) {
+  std::vector<std::string> out;
+  for (const auto& i : got) out.push_back(i.uuid);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Read service by service in parallel; a VM of a service that is not asked
+// for (it left the manifest) makes the counts disagree and everything is
+// read in one listing, so nothing is missed.
+TEST(ObserverTest, ParallelPerServiceFallsBackWhenCountsDisagree) {
+  triton::FakeVmapiClient vmapi;
+  vmapi.PutVm(V("w1", "running", {{kTagProject, "p1"}, {kTagService, "web"}}));
+  vmapi.PutVm(V("w2", "failed", {{kTagProject, "p1"}, {kTagService, "web"}}));
+  vmapi.PutVm(V("d1", "running", {{kTagProject, "p1"}, {kTagService, "db"}}));
+  vmapi.PutVm(V("x", "running", {{kTagProject, "p2"}, {kTagService, "db"}}));
+  Observer obs(&vmapi);
+  auto got = obs.ObserveProject("p1", {}, {"web", "db"}, 4);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(Uuids(*got), (std::vector<std::string>{"d1", "w1", "w2"}));
+  int lists = 0;
+  for (const auto& c : vmapi.calls()) lists += c == "ListVms";
+  EXPECT_EQ(lists, 3);  // one per service and the count (the fake counts by listing); no fallback
+
+  vmapi.PutVm(V("old", "running", {{kTagProject, "p1"}, {kTagService, "cache"}}));  // not in the manifest
+  vmapi.ClearCalls();
+  got = obs.ObserveProject("p1", {}, {"web", "db"}, 4);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(Uuids(*got), (std::vector<std::string>{"d1", "old", "w1", "w2"}));
+  lists = 0;
+  for (const auto& c : vmapi.calls()) lists += c == "ListVms";
+  EXPECT_EQ(lists, 4);  // the same three, then the full listing
 }
 
 }  // namespace

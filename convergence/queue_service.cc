@@ -52,6 +52,7 @@ absl::Status QueueService::ToProto(const TaskRecord& t, v1::Task* out) {
   for (const auto& v : t.filter_servers) out->add_filter_servers(v);
   for (const auto& v : t.filter_instances) out->add_filter_instances(v);
   out->set_canary(t.canary);
+  out->set_rolling(t.rolling);
   return absl::OkStatus();
 }
 
@@ -210,6 +211,10 @@ grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRe
     return ToGrpc(absl::InvalidArgumentError(absl::StrCat("--canary ", req->canary(), " must be 0 or more")));
   }
   t.canary = req->canary();
+  if (req->rolling() < 0) {
+    return ToGrpc(absl::InvalidArgumentError(absl::StrCat("--rolling ", req->rolling(), " must be 1 or more")));
+  }
+  t.rolling = req->rolling();
   if (!req->has_canary()) {  // the manifest's update.canary (the largest of the services in scope)
     auto services = store_->ListServices(p->current_version);
     if (!services.ok()) return ToGrpc(services.status());

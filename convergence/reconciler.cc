@@ -225,7 +225,11 @@ absl::StatusOr<SyncResult> Reconciler::SyncProjectOnce(const std::string& name) 
   }
   Observer observer(vmapi_);
   absl::Time observe_start = clock_->Now();
-  ASSIGN_OR_RETURN(in.instances, observer.ObserveProject(p.uuid, numbers));
+  std::vector<std::string> names;
+  for (const ServiceRecord& s : services) {
+    if (s.compute_type != "agent") names.push_back(s.name);
+  }
+  ASSIGN_OR_RETURN(in.instances, observer.ObserveProject(p.uuid, numbers, names, options_.observe_parallel));
   result.observe = clock_->Now() - observe_start;
   std::map<std::string, const InstanceState*> by_uuid;
   std::map<std::string, std::vector<const InstanceState*>> of_service;  // live and broken, by service
@@ -324,6 +328,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProjectOnce(const std::string& name) 
       }
       if (chosen.empty() && !starting) continue;
       in.reprovision.insert(kv.first);
+      if (t.rolling > 0) in.services[kv.first].rolling = static_cast<int>(t.rolling);  // the task's --rolling
       if (filtered) in.reprovision_only[kv.first] = std::move(chosen);
       task_of[kv.first] = t.uuid;
     }

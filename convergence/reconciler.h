@@ -40,6 +40,7 @@ struct ReconcilerOptions {
   int max_jobs = 64;               // Triton jobs in flight, all projects together
   int max_jobs_per_project = 32;   // Triton jobs in flight for one project
   int parallel_syncs = 4;          // projects synced at the same time by the loop
+  int observe_parallel = 4;        // VMAPI listings per project read at the same time
   absl::Duration backoff_base = absl::Seconds(1);  // first wait after a failed create
   absl::Duration backoff_cap = absl::Minutes(2);
   absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period

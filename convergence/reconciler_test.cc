@@ -439,3 +439,22 @@ TEST_F(ReconcilerTest, AgentRolloutThroughCnapi) {
 
 }  // namespace
 }  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+TEST_F(ReconcilerTest, ReprovisionRollingOverride) {
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 6, update: {rolling: 1, max_surge: 6}}\n");
+  ASSERT_EQ(reconciler_->SyncProject("p")->created, 6);
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 6, update: {rolling: 1, max_surge: 6}, tags: {v: \"2\"}}\n");
+  TaskQueue q(store_.get());
+  TaskRecord t;
+  t.project_uuid = store_->GetProject("p")->uuid;
+  t.kind = "reprovision";
+  t.rolling = 4;
+  ASSERT_TRUE(q.Add(t).ok());
+  EXPECT_EQ(reconciler_->SyncProject("p")->created, 4);  // not update.rolling's 1
+}
+
+}  // namespace
+}  // namespace mariposa::convergence

@@ -774,7 +774,7 @@ std::vector<std::string> SplitList(const std::string& s) { return absl::StrSplit
 
 absl::Time TimeOrUnset(int64_t us) { return us < 0 ? absl::InfinitePast() : absl::FromUnixMicros(us); }
 
-// Filters and canary as the params column holds them.
+// Filters, canary and rolling as the params column holds them.
 std::string TaskParams(const TaskRecord& t) {
   nlohmann::json j = nlohmann::json::object();
   auto list = [&](const char* key, const std::vector<std::string>& v) {
@@ -785,6 +785,7 @@ std::string TaskParams(const TaskRecord& t) {
   list("servers", t.filter_servers);
   list("instances", t.filter_instances);
   if (t.canary > 0) j["canary"] = t.canary;
+  if (t.rolling > 0) j["rolling"] = t.rolling;
   return j.dump();
 }
 
@@ -799,6 +800,7 @@ void ReadTaskParams(const std::string& text, TaskRecord* t) {
   list("servers", &t->filter_servers);
   list("instances", &t->filter_instances);
   t->canary = j.value("canary", int64_t{0});
+  t->rolling = j.value("rolling", int64_t{0});
 }
 
 bool Finished(const std::string& state) { return state == "completed" || state == "failed" || state == "terminated"; }

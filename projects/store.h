@@ -108,6 +108,7 @@ struct TaskRecord {
   // list) and the canary size (0 = all).
   std::vector<std::string> filter_versions, filter_images, filter_servers, filter_instances;
   int64_t canary = 0;
+  int64_t rolling = 0;  // reprovision: instances replaced at a time (0 = the services' update.rolling)
 };
 
 // Counters a task's executor adds as it goes (steps_planned is set, not added,

@@ -52,6 +52,20 @@ class ConvergenceTest : public ::testing::Test {
     return false;
   }
   RunResult M(const std::vector<std::string>& args) { return Cli(daemon_->addr(), args); }
+  // The uuid in "queued <kind> task <uuid>".
+  static std::string TaskOf(const RunResult& r) {
+    size_t at = r.out.find("task ");
+    return at == std::string::npos ? "" : r.out.substr(at + 5, 36);
+  }
+  // `queue get -o json` once the task has completed (up to 10 s), else "".
+  std::string WaitCompleted(const std::string& task) {
+    for (int i = 0; i < 100; ++i) {
+      std::string out = M({"-o", "json", "queue", "get", task}).out;
+      if (out.find("\"state\": \"completed\"") != std::string::npos) return out;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return "";
+  }
 
   std::string dir_, manifest_;
   std::unique_ptr<Tritonsim> sim_;
@@ -174,7 +188,7 @@ services:
   EXPECT_EQ(images(), (std::map<std::string, int>{{kOld, 3}}));
   auto r = M({"-j", "shop", "reprovision", "--service", "web"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string task = r.out.substr(r.out.find("task ") + 5, 36);
+  std::string task = TaskOf(r);
   int peak = 0;
   bool done = false;
   for (int i = 0; i < 200 && !done; ++i) {
@@ -187,11 +201,7 @@ services:
   }
   EXPECT_TRUE(done) << daemon_->log();
   EXPECT_LE(peak, 4);  // count + max_surge
-  for (int i = 0; i < 50; ++i) {
-    if (M({"-o", "json", "queue", "get", task}).out.find("\"completed\"") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_THAT(M({"-o", "json", "queue", "get", task}).out, ::testing::HasSubstr("\"state\": \"completed\""));
+  EXPECT_FALSE(WaitCompleted(task).empty());
 }
 
 // The value of one sample of /metrics, or -1.
@@ -253,14 +263,6 @@ services:
     return out;
   };
   const std::string kOld = "0b3f3c1e-5a61-4c2c-9a1a-000000000002", kNew = "0b3f3c1e-5a61-4c2c-9a1a-000000000003";
-  auto wait_task = [&](const std::string& task) {
-    for (int i = 0; i < 100; ++i) {
-      std::string out = M({"-o", "json", "queue", "get", task}).out;
-      if (out.find("\"completed\"") != std::string::npos) return out;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return std::string();
-  };
   // A filter naming nothing that exists is refused at once.
   auto bad = M({"-j", "shop", "reprovision", "--version", "9"});
   EXPECT_EQ(bad.exit_code, 1);
@@ -269,23 +271,24 @@ services:
   // The manifest's canary: one instance, then the task completes.
   auto r = M({"-j", "shop", "reprovision"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string out = wait_task(r.out.substr(r.out.find("task ") + 5, 36));
+  std::string out = WaitCompleted(TaskOf(r));
   ASSERT_FALSE(out.empty()) << daemon_->log();
   EXPECT_THAT(out, ::testing::HasSubstr("\"replaced\": \"1\""));
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   EXPECT_EQ(images(), (std::map<std::string, int>{{kOld, 3}, {kNew, 1}}));
 
   // Then the rest, chosen by the version they were created for.
-  r = M({"-j", "shop", "reprovision", "--version", "1", "--canary", "0"});
+  r = M({"-j", "shop", "reprovision", "--version", "1", "--canary", "0", "--rolling", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string task = r.out.substr(r.out.find("task ") + 5, 36);
-  out = wait_task(task);
+  std::string task = TaskOf(r);
+  out = WaitCompleted(task);
   ASSERT_FALSE(out.empty()) << daemon_->log();
   EXPECT_THAT(out, ::testing::HasSubstr("\"replaced\": \"3\""));
   EXPECT_EQ(images(), (std::map<std::string, int>{{kNew, 4}}));
   auto shown = M({"queue", "get", task});
   EXPECT_THAT(shown.out, ::testing::HasSubstr("versions: 1"));
   EXPECT_THAT(shown.out, ::testing::HasSubstr("replaced 3"));
+  EXPECT_THAT(shown.out, ::testing::HasSubstr("rolling:  3"));
 }
 
 // Jobs fail half of the time during a rolling update: failed creates are
@@ -312,7 +315,7 @@ services:
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v2.yaml", "--yes"}).exit_code, 0);
   auto r = M({"-j", "flaky", "reprovision"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string task = r.out.substr(r.out.find("task ") + 5, 36);
+  std::string task = TaskOf(r);
   httplib::Client c(sim_->addr());
   const std::string kNew = "0b3f3c1e-5a61-4c2c-9a1a-000000000003";
   bool done = false;
@@ -357,12 +360,12 @@ TEST_F(ConvergenceTest, StopThenStartKeepsTheSameInstances) {
   std::set<std::string> before = uuids("running");
   auto r = M({"-j", "jupiter", "stop", "--service", "wordpress"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string stop_task = r.out.substr(r.out.find("task ") + 5, 36);
+  std::string stop_task = TaskOf(r);
   EXPECT_TRUE(WaitFor({{"nginx", 2}, {"mysql", 1}})) << daemon_->log();
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // several resyncs: nothing is replaced
   EXPECT_EQ(uuids("stopped"), before);
   EXPECT_EQ(Running(), (std::map<std::string, int>{{"nginx", 2}, {"mysql", 1}}));
-  EXPECT_THAT(M({"-o", "json", "queue", "get", stop_task}).out, ::testing::HasSubstr("\"state\": \"completed\""));
+  EXPECT_FALSE(WaitCompleted(stop_task).empty());
   EXPECT_THAT(M({"project", "get", "jupiter"}).out, ::testing::HasSubstr("stopped:     wordpress"));
 
   r = M({"-j", "jupiter", "start", "--service", "wordpress"});
@@ -532,7 +535,7 @@ services:
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v2.yaml", "--yes"}).exit_code, 0);
   auto r = M({"-j", "big", "reprovision"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::string task = r.out.substr(r.out.find("task ") + 5, 36);
+  std::string task = TaskOf(r);
   httplib::Client c(sim_->addr());
   const std::string kNew = "0b3f3c1e-5a61-4c2c-9a1a-000000000003";
   auto vms = [&] { return json::parse(c.Get("/vms?state=active&tag.mariposa.service=web")->body); };
@@ -569,11 +572,7 @@ services:
   int not_destroyed = 0;
   for (const auto& vm : all) not_destroyed += vm["state"] != "destroyed";
   EXPECT_EQ(not_destroyed, 200);
-  for (int i = 0; i < 100; ++i) {
-    if (M({"-o", "json", "queue", "get", task}).out.find("\"completed\"") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_THAT(M({"-o", "json", "queue", "get", task}).out, ::testing::HasSubstr("\"state\": \"completed\""));
+  EXPECT_FALSE(WaitCompleted(task).empty());
 }
 
 TEST_F(ConvergenceTest, RestartDoesNotDuplicate) {

@@ -1,6 +1,7 @@
 #include "deploy/tritonsim/datacenter.h"
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <unistd.h>
 
@@ -784,36 +785,49 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
     if (c == 0) return a.vm->uuid > b.vm->uuid;
     return asc ? c < 0 : c > 0;
   };
-  std::sort(matches.begin(), matches.end(), before);
-  size_t start = offset;
-  if (!marker.is_null()) {
-    // Exclusive: start after the marker's position in this order. A marker
-    // whose VM no longer matches falls where its sort fields would.
-    start = matches.size();
-    std::string mu = marker["uuid"].is_string() ? marker["uuid"].get<std::string>() : "";
-    bool found = false;
-    for (size_t i = 0; i < matches.size(); ++i) {
-      if (matches[i].vm->uuid == mu) {
-        start = i + 1;
-        found = true;
-        break;
-      }
-    }
-    if (!found && marker.contains(sort_field)) {
-      Vm probe;
-      probe.uuid = mu;
-      Match m{&probe, 0, ""};
-      const json& mv = marker[sort_field];
-      if (numeric) m.num = mv.is_number() ? mv.get<int64_t>() : ParseIsoMs(mv.is_string() ? mv.get<std::string>() : "");
-      else m.str = mv.is_string() ? mv.get<std::string>() : mv.dump();
-      start = std::upper_bound(matches.begin(), matches.end(), m, before) - matches.begin();
-    }
-  }
   r.headers["x-joyent-resource-count"] = std::to_string(matches.size());
   if (head) {
     r.body = nullptr;
     return r;
   }
+  // Only the page is ordered: the rows after the marker (or the first
+  // offset + limit) are selected in linear time, then sorted, so paging
+  // through N matches costs O(N) per page rather than O(N log N).
+  size_t start = offset;
+  if (!marker.is_null()) {
+    // Exclusive: the rows after the marker in this order. A marker whose VM
+    // no longer matches falls where its sort fields would.
+    std::string mu = marker["uuid"].is_string() ? marker["uuid"].get<std::string>() : "";
+    Vm probe_vm;
+    probe_vm.uuid = mu;
+    std::optional<Match> probe;
+    for (const Match& m : matches) {
+      if (m.vm->uuid == mu) {
+        probe = m;
+        break;
+      }
+    }
+    if (!probe && marker.contains(sort_field)) {
+      Match m{&probe_vm, 0, ""};
+      const json& mv = marker[sort_field];
+      if (numeric) m.num = mv.is_number() ? mv.get<int64_t>() : ParseIsoMs(mv.is_string() ? mv.get<std::string>() : "");
+      else m.str = mv.is_string() ? mv.get<std::string>() : mv.dump();
+      probe = m;
+    }
+    if (probe) {
+      matches.erase(std::remove_if(matches.begin(), matches.end(), [&](const Match& m) { return !before(*probe, m); }),
+                    matches.end());
+    } else {
+      matches.clear();
+    }
+    start = 0;
+  }
+  size_t want = start + static_cast<size_t>(limit);
+  if (matches.size() > want) {
+    std::nth_element(matches.begin(), matches.begin() + want, matches.end(), before);
+    matches.resize(want);
+  }
+  std::sort(matches.begin(), matches.end(), before);
   if (fields.empty()) {
     // The hot path: the page written as text.
     std::string text = "[";
