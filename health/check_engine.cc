@@ -1,0 +1,391 @@
+#include "health/check_engine.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace mariposa::health {
+namespace {
+
+// libstdc++'s breadth-first regex executor: no recursion per input byte, so a
+// 64 KiB body cannot exhaust the loop thread's stack.
+constexpr auto kRegexFlags = std::regex::ECMAScript | std::regex_constants::__polynomial;
+
+bool CompileRegex(const std::string& pattern, std::regex* out) {
+  try {
+    *out = std::regex(pattern, kRegexFlags);
+    return true;
+  } catch (const std::regex_error&) {
+    return false;
+  }
+}
+
+std::string Took(absl::Duration d) { return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(1))); }
+
+}  // namespace
+
+absl::Status ValidateCheck(const CheckSpec& s) {
+  if (s.type != "http" && s.type != "https" && s.type != "tcp") {
+    return absl::InvalidArgumentError(absl::StrCat("type \"", s.type, "\" is not http, https or tcp"));
+  }
+  in_addr a;
+  if (inet_pton(AF_INET, s.address.c_str(), &a) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("address \"", s.address, "\" is not an IPv4 address"));
+  }
+  if (s.port < 1 || s.port > 65535) return absl::InvalidArgumentError(absl::StrCat("port ", s.port, " is not 1..65535"));
+  if (s.timeout <= absl::ZeroDuration()) return absl::InvalidArgumentError("timeout must be positive");
+  std::regex re;
+  if (!s.expect_body.empty() && !CompileRegex(s.expect_body, &re)) {
+    return absl::InvalidArgumentError(absl::StrCat("expect_body \"", s.expect_body, "\" is not a regular expression"));
+  }
+  if (!s.expect.empty() && !CompileRegex(s.expect, &re)) {
+    return absl::InvalidArgumentError(absl::StrCat("expect \"", s.expect, "\" is not a regular expression"));
+  }
+  if (s.type != "tcp" && (s.path.empty() || s.path[0] != '/')) {
+    return absl::InvalidArgumentError(absl::StrCat("path \"", s.path, "\" must start with /"));
+  }
+  return absl::OkStatus();
+}
+
+class CheckEngine::Loop {
+ public:
+  Loop() {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    multi_ = curl_multi_init();
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~Loop() {
+    stop_ = true;
+    curl_multi_wakeup(multi_);
+    thread_.join();
+    curl_multi_cleanup(multi_);
+  }
+
+  void Submit(CheckSpec spec, std::function<void(const CheckResult&)> done) {
+    in_flight_++;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      incoming_.push_back({std::move(spec), std::move(done)});
+    }
+    curl_multi_wakeup(multi_);
+  }
+
+  size_t in_flight() const { return in_flight_.load(); }
+
+ private:
+  struct Incoming {
+    CheckSpec spec;
+    std::function<void(const CheckResult&)> done;
+  };
+  struct Http {
+    CURL* easy = nullptr;
+    curl_slist* headers = nullptr;
+    CheckSpec spec;
+    std::function<void(const CheckResult&)> done;
+    absl::Time start;
+    std::string body;
+    bool stopped_reading = false;  // we ended the transfer on purpose (status known, or kMaxBody read)
+    char error[CURL_ERROR_SIZE] = {0};
+    std::list<std::unique_ptr<Http>>::iterator self;  // its place in http_
+  };
+  struct Tcp {
+    int fd = -1;
+    CheckSpec spec;
+    std::function<void(const CheckResult&)> done;
+    absl::Time start, deadline;
+    enum Phase { kConnecting, kSending, kReading } phase = kConnecting;
+    size_t sent = 0;
+    std::string reply;
+    const std::regex* expect = nullptr;
+  };
+
+  static size_t OnBody(char* data, size_t size, size_t n, void* user) {
+    auto* c = static_cast<Http*>(user);
+    size_t len = size * n;
+    if (c->spec.expect_body.empty()) {  // the status is all we need
+      c->stopped_reading = true;
+      return 0;
+    }
+    size_t room = kMaxBody - c->body.size();
+    c->body.append(data, std::min(len, room));
+    if (len >= room) {
+      c->stopped_reading = true;
+      return 0;
+    }
+    return len;
+  }
+
+  const std::regex* Regex(const std::string& pattern) {
+    auto it = regexes_.find(pattern);
+    if (it != regexes_.end()) return &it->second;
+    std::regex re;
+    if (!CompileRegex(pattern, &re)) return nullptr;
+    if (regexes_.size() > 10000) regexes_.clear();
+    return &regexes_.emplace(pattern, std::move(re)).first->second;
+  }
+
+  void Finish(const std::function<void(const CheckResult&)>& done, bool pass, std::string detail, absl::Time start) {
+    CheckResult r{pass, std::move(detail), absl::Now() - start};
+    in_flight_--;
+    done(r);
+  }
+
+  void StartHttp(Incoming in) {
+    auto c = std::make_unique<Http>();
+    c->spec = std::move(in.spec);
+    c->done = std::move(in.done);
+    c->start = absl::Now();
+    CURL* e = curl_easy_init();
+    c->easy = e;
+    std::string url = absl::StrCat(c->spec.type, "://", c->spec.address, ":", c->spec.port, c->spec.path);
+    curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, c.get());
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    long ms = static_cast<long>(absl::ToInt64Milliseconds(c->spec.timeout));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &OnBody);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, c.get());
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->error);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (c->spec.method == "HEAD") {
+      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else if (c->spec.method != "GET") {
+      curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, c->spec.method.c_str());
+    }
+    for (const auto& h : c->spec.headers) c->headers = curl_slist_append(c->headers, (h.first + ": " + h.second).c_str());
+    if (c->headers != nullptr) curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
+    if (c->spec.tls_skip_verify) {
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    curl_multi_add_handle(multi_, e);
+    Http* raw = c.get();
+    http_.push_back(std::move(c));
+    raw->self = std::prev(http_.end());
+  }
+
+  void EndHttp(Http* c, CURLcode rc) {
+    long status = 0;
+    curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+    bool pass = false;
+    std::string detail;
+    if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && c->stopped_reading)) {
+      bool status_ok = false;
+      for (const auto& range : c->spec.expect_status) status_ok |= status >= range.first && status <= range.second;
+      if (!status_ok) {
+        detail = absl::StrCat("status ", status);
+      } else if (!c->spec.expect_body.empty()) {
+        const std::regex* re = Regex(c->spec.expect_body);
+        pass = re != nullptr && std::regex_search(c->body, *re);
+        if (!pass) detail = absl::StrCat("body does not match /", c->spec.expect_body, "/");
+      } else {
+        pass = true;
+      }
+    } else if (rc == CURLE_OPERATION_TIMEDOUT) {
+      detail = absl::StrCat("timed out after ", Took(c->spec.timeout));
+    } else {
+      detail = c->error[0] != '\0' ? c->error : curl_easy_strerror(rc);
+    }
+    curl_multi_remove_handle(multi_, c->easy);
+    curl_easy_cleanup(c->easy);
+    curl_slist_free_all(c->headers);
+    Finish(c->done, pass, std::move(detail), c->start);
+  }
+
+  void StartTcp(Incoming in) {
+    auto c = std::make_unique<Tcp>();
+    c->spec = std::move(in.spec);
+    c->done = std::move(in.done);
+    c->start = absl::Now();
+    c->deadline = c->start + c->spec.timeout;
+    if (!c->spec.expect.empty()) {
+      c->expect = Regex(c->spec.expect);
+      if (c->expect == nullptr) {
+        Finish(c->done, false, "expect is not a regular expression", c->start);
+        return;
+      }
+    }
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+      Finish(c->done, false, absl::StrCat("socket: ", strerror(errno)), c->start);
+      return;
+    }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(c->spec.port));
+    inet_pton(AF_INET, c->spec.address.c_str(), &addr.sin_addr);
+    if (connect(c->fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 && errno != EINPROGRESS) {
+      std::string why = strerror(errno);
+      close(c->fd);
+      Finish(c->done, false, why, c->start);
+      return;
+    }
+    tcp_.push_back(std::move(c));
+  }
+
+  // Advances a tcp check; true when it has finished (and was reported).
+  bool StepTcp(Tcp* c, short revents) {
+    auto end = [&](bool pass, std::string detail) {
+      close(c->fd);
+      Finish(c->done, pass, std::move(detail), c->start);
+      return true;
+    };
+    if (c->phase == Tcp::kConnecting) {
+      if ((revents & (POLLOUT | POLLERR | POLLHUP)) == 0) return false;
+      int err = 0;
+      socklen_t len = sizeof(err);
+      getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) return end(false, strerror(err));
+      if (c->spec.send.empty() && c->expect == nullptr) return end(true, "");
+      c->phase = c->spec.send.empty() ? Tcp::kReading : Tcp::kSending;
+      return false;
+    }
+    if (c->phase == Tcp::kSending) {
+      if ((revents & (POLLOUT | POLLERR | POLLHUP)) == 0) return false;
+      ssize_t n = ::send(c->fd, c->spec.send.data() + c->sent, c->spec.send.size() - c->sent, MSG_NOSIGNAL);
+      if (n < 0 && errno != EAGAIN) return end(false, absl::StrCat("send: ", strerror(errno)));
+      if (n > 0) c->sent += static_cast<size_t>(n);
+      if (c->sent < c->spec.send.size()) return false;
+      if (c->expect == nullptr) return end(true, "");
+      c->phase = Tcp::kReading;
+      return false;
+    }
+    if ((revents & (POLLIN | POLLERR | POLLHUP)) == 0) return false;
+    char buf[16384];
+    size_t room = kMaxBody - c->reply.size();
+    ssize_t n = recv(c->fd, buf, std::min(sizeof(buf), room), 0);
+    if (n < 0) {
+      if (errno == EAGAIN) return false;
+      return end(false, strerror(errno));
+    }
+    if (n == 0) {
+      if (c->expect != nullptr && std::regex_search(c->reply, *c->expect)) return end(true, "");
+      return end(false, "closed before the reply matched");
+    }
+    c->reply.append(buf, static_cast<size_t>(n));
+    if (c->expect == nullptr || std::regex_search(c->reply, *c->expect)) return end(true, "");
+    if (c->reply.size() >= kMaxBody) return end(false, absl::StrCat("reply does not match /", c->spec.expect, "/"));
+    return false;
+  }
+
+  void Run() {
+    while (true) {
+      std::deque<Incoming> batch;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        batch.swap(incoming_);
+      }
+      if (stop_) {
+        for (auto& in : batch) Finish(in.done, false, "engine stopped", absl::Now());
+        break;
+      }
+      for (auto& in : batch) {
+        if (auto st = ValidateCheck(in.spec); !st.ok()) {
+          Finish(in.done, false, std::string(st.message()), absl::Now());
+        } else if (in.spec.type == "tcp") {
+          StartTcp(std::move(in));
+        } else {
+          StartHttp(std::move(in));
+        }
+      }
+      // Wait on curl's sockets and ours, at most until the next tcp deadline.
+      std::vector<curl_waitfd> fds;
+      absl::Time now = absl::Now();
+      absl::Duration wait = absl::Milliseconds(100);
+      for (const auto& c : tcp_) {
+        short events = c->phase == Tcp::kReading ? CURL_WAIT_POLLIN : CURL_WAIT_POLLOUT;
+        fds.push_back({c->fd, events, 0});
+        wait = std::min(wait, std::max(absl::ZeroDuration(), c->deadline - now));
+      }
+      int numfds = 0;
+      curl_multi_poll(multi_, fds.data(), static_cast<unsigned>(fds.size()),
+                      static_cast<int>(absl::ToInt64Milliseconds(wait)) + 1, &numfds);
+      int running = 0;
+      curl_multi_perform(multi_, &running);
+      int left = 0;
+      while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+        if (m->msg != CURLMSG_DONE) continue;
+        Http* c = nullptr;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&c));
+        CURLcode rc = m->data.result;
+        auto self = c->self;
+        EndHttp(c, rc);
+        http_.erase(self);
+      }
+      // Tcp progress and deadlines.
+      now = absl::Now();
+      size_t k = 0;
+      for (auto it = tcp_.begin(); it != tcp_.end(); ++k) {
+        Tcp* c = it->get();
+        short revents = 0;
+        if (k < fds.size() && fds[k].fd == c->fd) {
+          revents = static_cast<short>((fds[k].revents & CURL_WAIT_POLLIN ? POLLIN : 0) |
+                                       (fds[k].revents & CURL_WAIT_POLLOUT ? POLLOUT : 0));
+        }
+        bool finished = false;
+        if (revents != 0) finished = StepTcp(c, revents);
+        if (!finished && now >= c->deadline) {
+          close(c->fd);
+          Finish(c->done, false, absl::StrCat("timed out after ", Took(c->spec.timeout)), c->start);
+          finished = true;
+        }
+        it = finished ? tcp_.erase(it) : std::next(it);
+      }
+    }
+    // Stopping: end what is still in flight.
+    for (auto& c : http_) {
+      curl_multi_remove_handle(multi_, c->easy);
+      curl_easy_cleanup(c->easy);
+      curl_slist_free_all(c->headers);
+      Finish(c->done, false, "engine stopped", c->start);
+    }
+    http_.clear();
+    for (auto& c : tcp_) {
+      close(c->fd);
+      Finish(c->done, false, "engine stopped", c->start);
+    }
+    tcp_.clear();
+  }
+
+  CURLM* multi_ = nullptr;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<size_t> in_flight_{0};
+  std::mutex mu_;
+  std::deque<Incoming> incoming_;  // guarded by mu_
+  // Loop thread only:
+  std::list<std::unique_ptr<Http>> http_;
+  std::list<std::unique_ptr<Tcp>> tcp_;
+  std::map<std::string, std::regex> regexes_;
+};
+
+CheckEngine::CheckEngine() : loop_(std::make_unique<Loop>()) {}
+CheckEngine::~CheckEngine() = default;
+
+void CheckEngine::Submit(CheckSpec spec, std::function<void(const CheckResult&)> done) {
+  loop_->Submit(std::move(spec), std::move(done));
+}
+
+size_t CheckEngine::in_flight() const { return loop_->in_flight(); }
+
+}  // namespace mariposa::health

@@ -1,0 +1,329 @@
+// The check engine against real loopback servers, including bad ones: each
+// bad target must cost no more than the check's timeout and a bounded buffer.
+#define CPPHTTPLIB_OPENSSL_SUPPORT
+#include "health/check_engine.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/process.h"
+
+namespace mariposa::health {
+namespace {
+
+// A raw TCP server on 127.0.0.1 that treats every connection with `serve`
+// on its own thread; stops (and joins) on destruction.
+class RawServer {
+ public:
+  explicit RawServer(std::function<void(int fd, const std::atomic<bool>& stop)> serve) : serve_(std::move(serve)) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    listen(fd_, 1024);
+    socklen_t len = sizeof(a);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    accept_ = std::thread([this] {
+      while (!stop_) {
+        int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) break;
+        std::lock_guard<std::mutex> l(mu_);
+        workers_.emplace_back([this, c] {
+          serve_(c, stop_);
+          close(c);
+        });
+      }
+    });
+  }
+  ~RawServer() {
+    stop_ = true;
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    accept_.join();
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& t : workers_) t.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  std::function<void(int, const std::atomic<bool>&)> serve_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread accept_;
+  std::mutex mu_;
+  std::vector<std::thread> workers_;
+};
+
+// Reads the request head (up to a blank line or 8 KiB).
+void ReadRequest(int fd) {
+  std::string got;
+  char buf[1024];
+  while (got.find("\r\n\r\n") == std::string::npos && got.size() < 8192) {
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) return;
+    got.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void SendAll(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+// Waits until stop or `d` passed.
+void Idle(const std::atomic<bool>& stop, absl::Duration d) {
+  absl::Time end = absl::Now() + d;
+  while (!stop && absl::Now() < end) absl::SleepFor(absl::Milliseconds(20));
+}
+
+RawServer Http(int status, const std::string& body) {
+  return RawServer([status, body](int fd, const std::atomic<bool>&) {
+    ReadRequest(fd);
+    SendAll(fd, absl::StrCat("HTTP/1.1 ", status, " X\r\nContent-Length: ", body.size(),
+                             "\r\nConnection: close\r\n\r\n", body));
+  });
+}
+
+CheckResult Check(CheckEngine& engine, CheckSpec spec) {
+  std::promise<CheckResult> p;
+  auto f = p.get_future();
+  engine.Submit(std::move(spec), [&p](const CheckResult& r) { p.set_value(r); });
+  return f.get();
+}
+
+CheckSpec HttpCheck(int port, absl::Duration timeout = absl::Seconds(2)) {
+  CheckSpec s;
+  s.type = "http";
+  s.address = "127.0.0.1";
+  s.port = port;
+  s.path = "/healthz";
+  s.timeout = timeout;
+  return s;
+}
+
+TEST(CheckEngineTest, HttpPassAndWrongStatusAndBody) {
+  CheckEngine engine;
+  RawServer ok = Http(200, "all good");
+  auto r = Check(engine, HttpCheck(ok.port()));
+  EXPECT_TRUE(r.pass) << r.detail;
+  CheckSpec body = HttpCheck(ok.port());
+  body.expect_body = "good$";
+  EXPECT_TRUE(Check(engine, body).pass);
+  body.expect_body = "^bad";
+  r = Check(engine, body);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, "body does not match /^bad/");
+
+  RawServer down = Http(503, "no");
+  r = Check(engine, HttpCheck(down.port()));
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, "status 503");
+  CheckSpec accept503 = HttpCheck(down.port());
+  accept503.expect_status = {{200, 299}, {503, 503}};
+  EXPECT_TRUE(Check(engine, accept503).pass);
+}
+
+TEST(CheckEngineTest, RefusedAndReset) {
+  CheckEngine engine;
+  int port = 0;
+  {
+    RawServer gone([](int, const std::atomic<bool>&) {});
+    port = gone.port();
+  }  // closed: nothing listens there now
+  auto r = Check(engine, HttpCheck(port));
+  EXPECT_FALSE(r.pass);
+  EXPECT_NE(r.detail.find("onnect"), std::string::npos) << r.detail;
+  CheckSpec tcp;
+  tcp.type = "tcp";
+  tcp.address = "127.0.0.1";
+  tcp.port = port;
+  r = Check(engine, tcp);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, "Connection refused");
+
+  RawServer reset([](int fd, const std::atomic<bool>&) {
+    ReadRequest(fd);
+    linger l{1, 0};  // close with RST
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+  });
+  r = Check(engine, HttpCheck(reset.port()));
+  EXPECT_FALSE(r.pass);
+  EXPECT_FALSE(r.detail.empty());
+}
+
+TEST(CheckEngineTest, BadTargetsCostTheirTimeoutAndABoundedBuffer) {
+  CheckEngine engine;
+  RawServer hang([](int fd, const std::atomic<bool>& stop) {
+    ReadRequest(fd);
+    Idle(stop, absl::Seconds(30));  // accepts and never answers
+  });
+  RawServer drip([](int fd, const std::atomic<bool>& stop) {
+    ReadRequest(fd);
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n");
+    for (int i = 0; i < 1000 && !stop; ++i) {
+      SendAll(fd, "x");
+      Idle(stop, absl::Seconds(1));  // a byte per second
+    }
+  });
+  RawServer huge([](int fd, const std::atomic<bool>& stop) {
+    ReadRequest(fd);
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 10737418240\r\n\r\n");  // 10 GiB
+    std::string chunk(1 << 16, 'z');
+    for (int i = 0; i < 163840 && !stop; ++i) {
+      if (send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) <= 0) return;
+    }
+  });
+  const absl::Duration timeout = absl::Milliseconds(700);
+  auto r = Check(engine, HttpCheck(hang.port(), timeout));
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, "timed out after 700ms");
+  EXPECT_LT(r.took, timeout + absl::Milliseconds(400));
+
+  CheckSpec dripping = HttpCheck(drip.port(), timeout);
+  dripping.expect_body = "never";
+  r = Check(engine, dripping);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, "timed out after 700ms");
+  EXPECT_LT(r.took, timeout + absl::Milliseconds(400));
+
+  // 10 GiB: the status alone decides (the body is not read) …
+  r = Check(engine, HttpCheck(huge.port(), timeout));
+  EXPECT_TRUE(r.pass) << r.detail;
+  EXPECT_LT(r.took, timeout);
+  // … and with expect_body only the first 64 KiB are read.
+  CheckSpec body = HttpCheck(huge.port(), timeout);
+  body.expect_body = "^z+$";
+  r = Check(engine, body);
+  EXPECT_TRUE(r.pass) << r.detail;
+  EXPECT_LT(r.took, timeout);
+  body.expect_body = "y";
+  r = Check(engine, body);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, "body does not match /y/");
+
+  // tcp: a server that accepts and never answers the expected banner.
+  CheckSpec tcp;
+  tcp.type = "tcp";
+  tcp.address = "127.0.0.1";
+  tcp.port = hang.port();
+  tcp.send = "PING\r\n";
+  tcp.expect = "^\\+PONG";
+  tcp.timeout = timeout;
+  r = Check(engine, tcp);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, "timed out after 700ms");
+  EXPECT_LT(r.took, timeout + absl::Milliseconds(400));
+}
+
+TEST(CheckEngineTest, TcpSendExpect) {
+  CheckEngine engine;
+  RawServer pong([](int fd, const std::atomic<bool>&) {
+    char buf[64];
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n > 0 && std::string(buf, static_cast<size_t>(n)).rfind("PING", 0) == 0) SendAll(fd, "+PONG\r\n");
+  });
+  CheckSpec tcp;
+  tcp.type = "tcp";
+  tcp.address = "127.0.0.1";
+  tcp.port = pong.port();
+  EXPECT_TRUE(Check(engine, tcp).pass);  // connecting is enough
+  tcp.send = "PING\r\n";
+  tcp.expect = "^\\+PONG";
+  EXPECT_TRUE(Check(engine, tcp).pass);
+  tcp.expect = "^-ERR";
+  auto r = Check(engine, tcp);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, "closed before the reply matched");
+}
+
+TEST(CheckEngineTest, HttpsWithASelfSignedCertificate) {
+  std::string dir = testing::TempDir("tls");
+  auto gen = testing::RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                                  dir + "/key.pem", "-out", dir + "/cert.pem", "-days", "1", "-subj", "/CN=localhost"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  httplib::SSLServer server((dir + "/cert.pem").c_str(), (dir + "/key.pem").c_str());
+  ASSERT_TRUE(server.is_valid());
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok", "text/plain"); });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  CheckEngine engine;
+  CheckSpec s = HttpCheck(port);
+  s.type = "https";
+  auto r = Check(engine, s);
+  EXPECT_FALSE(r.pass);  // not trusted
+  EXPECT_FALSE(r.detail.empty());
+  s.tls_skip_verify = true;
+  r = Check(engine, s);
+  EXPECT_TRUE(r.pass) << r.detail;
+  server.stop();
+  t.join();
+}
+
+TEST(CheckEngineTest, ManyAtOnceOnOneThread) {
+  CheckEngine engine;
+  RawServer ok = Http(200, "ok");
+  RawServer hang([](int fd, const std::atomic<bool>& stop) {
+    ReadRequest(fd);
+    Idle(stop, absl::Seconds(5));
+  });
+  constexpr int kChecks = 300;
+  std::atomic<int> passed{0}, failed{0};
+  std::promise<void> all;
+  std::atomic<int> left{kChecks};
+  absl::Time start = absl::Now();
+  for (int i = 0; i < kChecks; ++i) {
+    bool hanging = i % 3 == 0;
+    CheckSpec s = HttpCheck(hanging ? hang.port() : ok.port(), hanging ? absl::Seconds(1) : absl::Seconds(5));
+    if (i % 2 == 0) {
+      s.type = "tcp";
+      s.port = ok.port();
+    }
+    engine.Submit(s, [&](const CheckResult& r) {
+      (r.pass ? passed : failed)++;
+      if (--left == 0) all.set_value();
+    });
+  }
+  all.get_future().wait();
+  // The hanging third (odd ones among them are http) time out together,
+  // not one after another.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  EXPECT_EQ(passed + failed, kChecks);
+  EXPECT_EQ(failed.load(), kChecks / 6);
+  EXPECT_EQ(engine.in_flight(), 0u);
+}
+
+TEST(CheckEngineTest, InvalidSpecsAreRefused) {
+  CheckSpec s;
+  s.address = "not-an-ip";
+  EXPECT_FALSE(ValidateCheck(s).ok());
+  s.address = "127.0.0.1";
+  s.expect_body = "(";
+  EXPECT_EQ(ValidateCheck(s).message(), "expect_body \"(\" is not a regular expression");
+  CheckEngine engine;
+  auto r = Check(engine, s);
+  EXPECT_FALSE(r.pass);
+  EXPECT_NE(r.detail.find("expect_body"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mariposa::health
