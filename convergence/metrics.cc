@@ -117,6 +117,8 @@ struct ControllerMetrics::Families {
   prometheus::Family<prometheus::Counter>* replacements;
   prometheus::Family<prometheus::Counter>* deferred;
   prometheus::Family<prometheus::Histogram>* task_duration;
+  prometheus::Family<prometheus::Counter>* health_checks;
+  prometheus::Family<prometheus::Histogram>* health_duration;
 };
 
 ControllerMetrics::ControllerMetrics(ProjectStore* store)
@@ -143,6 +145,14 @@ ControllerMetrics::ControllerMetrics(ProjectStore* store)
                                   .Name("mariposa_task_duration_seconds")
                                   .Help("Time from a task's creation to its end, by kind and final state.")
                                   .Register(*registry_);
+  families_->health_checks = &prometheus::BuildCounter()
+                                  .Name("mariposa_health_checks_total")
+                                  .Help("Health checks run by the embedded agent, by type and result.")
+                                  .Register(*registry_);
+  families_->health_duration = &prometheus::BuildHistogram()
+                                    .Name("mariposa_health_check_duration_seconds")
+                                    .Help("Time a health check took, connect to last byte.")
+                                    .Register(*registry_);
 }
 
 ControllerMetrics::~ControllerMetrics() = default;
@@ -200,5 +210,12 @@ void ControllerMetrics::SetProject(const std::string& project, std::vector<Servi
 void ControllerMetrics::ForgetProject(const std::string& project) { collector_->ForgetProject(project); }
 
 void ControllerMetrics::SetWorkqueueDepth(int64_t n) { collector_->SetDirty(n); }
+
+void ControllerMetrics::HealthCheck(const std::string& type, bool pass, absl::Duration took) {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                                   0.05,   0.1,   0.25,   0.5,   1,    2.5, 10};
+  families_->health_checks->Add({{"type", type}, {"result", pass ? "pass" : "fail"}}).Increment();
+  families_->health_duration->Add({{"type", type}}, kBuckets).Observe(absl::ToDoubleSeconds(took));
+}
 
 }  // namespace mariposa::convergence

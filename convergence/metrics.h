@@ -55,6 +55,7 @@ class ControllerMetrics {
   void SetProject(const std::string& project, std::vector<ServiceCounts> services);
   void ForgetProject(const std::string& project);
   void SetWorkqueueDepth(int64_t n);
+  void HealthCheck(const std::string& type, bool pass, absl::Duration took);
 
  private:
   class Collector;

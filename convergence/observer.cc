@@ -45,6 +45,9 @@ absl::StatusOr<std::vector<InstanceState>> Observer::List(const triton::VmFilter
     i.version_uuid = tag(kTagVersion);
     i.image_uuid = vm.image_uuid;
     i.server_uuid = vm.server_uuid;
+    for (const triton::Nic& n : vm.nics) {
+      if (i.ip.empty() || n.primary) i.ip = n.ip;
+    }
     out.push_back(std::move(i));
   }
   return out;

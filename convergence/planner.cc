@@ -9,13 +9,18 @@ namespace mariposa::convergence {
 namespace {
 
 // Instances that no longer serve and must be replaced: crashed, stopped
-// without being asked to, or on a server that is not running.
-bool Broken(const InstanceState& i) { return i.state == "failed" || i.state == "stopped" || i.state == "unknown"; }
+// without being asked to, on a server that is not running, or unhealthy.
+// A running instance that fails its health checks is broken too.
+bool Broken(const InstanceState& i) {
+  return i.state == "failed" || i.state == "stopped" || i.state == "unknown" ||
+         (i.state == "running" && i.health == "unhealthy");
+}
 
 bool Live(const InstanceState& i) { return i.state == "provisioning" || i.state == "running"; }
 
 bool Ready(const InstanceState& i, absl::Time now, absl::Duration start_window) {
   if (i.state != "running") return false;
+  if (i.checked) return i.health == "healthy";  // checks defined: passing them is what counts
   if (i.health == "healthy") return true;
   return i.health == "unknown" && now - i.created >= start_window;
 }

@@ -34,6 +34,8 @@ struct InstanceState {
   std::string version_uuid;
   std::string image_uuid;
   std::string server_uuid;
+  std::string ip;        // primary NIC address
+  bool checked = false;  // its service has health checks: ready means healthy
 };
 
 struct ServiceGoal {

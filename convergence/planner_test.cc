@@ -59,9 +59,31 @@ TEST(PlannerTest, ScaleDownVictimOrder) {
   auto in = Input(1, {I("new-v2", "running", "healthy", 2, 10), I("old-v1", "running", "healthy", 1, 50),
                       I("older-v1", "running", "healthy", 1, 90), I("booting", "provisioning", "unknown", 2, 1),
                       I("sick", "running", "unhealthy", 2, 5)});
+  // An unhealthy running instance is broken: it goes first, as a removal
+  // that is not replaced (the count is already exceeded).
   EXPECT_EQ(Describe(Plan(in, kNow)),
-            (std::vector<std::string>{"delete web sick (scale-down)", "delete web booting (scale-down)",
+            (std::vector<std::string>{"delete web sick (remove-broken)", "delete web booting (scale-down)",
                                       "delete web older-v1 (scale-down)", "delete web old-v1 (scale-down)"}));
+  // The order itself: unhealthy, not started, oldest version, oldest instance.
+  std::vector<const InstanceState*> live;
+  for (const auto& i : in.instances) live.push_back(&i);
+  std::vector<std::string> order;
+  for (const InstanceState* i : VictimOrder(live)) order.push_back(i->uuid);
+  EXPECT_EQ(order, (std::vector<std::string>{"sick", "booting", "older-v1", "old-v1", "new-v2"}));
+}
+
+TEST(PlannerTest, UnhealthyInstancesAreReplacedAndChecksGateReadiness) {
+  auto in = Input(2, {I("ok", "running", "healthy", 1, 100), I("sick", "running", "unhealthy", 1, 100)});
+  EXPECT_EQ(Describe(Plan(in, kNow)),
+            (std::vector<std::string>{"delete web sick (remove-broken)", "create web (replace-broken)"}));
+  // With checks, an old instance is replaced only once the new one is healthy,
+  // however long it has run.
+  auto roll = Input(1, {I("old", "running", "healthy", 1, 1000, "s0"), I("new", "running", "starting", 2, 1000)}, 1, 1);
+  roll.reprovision = {"web"};
+  for (auto& i : roll.instances) i.checked = true;
+  EXPECT_TRUE(Plan(roll, kNow).empty());
+  roll.instances[1].health = "healthy";
+  EXPECT_EQ(Describe(Plan(roll, kNow)), (std::vector<std::string>{"delete web old (reprovision)"}));
 }
 
 TEST(PlannerTest, BrokenInstancesAreReplaced) {

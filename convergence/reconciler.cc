@@ -9,6 +9,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/ids.h"
@@ -90,6 +91,60 @@ bool IsScaleWork(const Action& a) {
   return k == "scale" || k == "replace-unhealthy";
 }
 
+absl::Duration DurationOr(const json& j, const char* key, absl::Duration fallback) {
+  absl::Duration d;
+  if (j.contains(key) && j[key].is_string() && absl::ParseDuration(j[key].get<std::string>(), &d)) return d;
+  return fallback;
+}
+
+// The health check targets of a service's running instances, from its
+// stored spec (healthchecks: name -> check).
+std::vector<health::Target> HealthTargets(const json& spec, absl::Duration start_window,
+                                          const std::vector<const InstanceState*>& instances, bool loopback) {
+  std::vector<health::Target> out;
+  if (!spec.is_object() || !spec.contains("healthchecks")) return out;
+  for (auto it = spec["healthchecks"].begin(); it != spec["healthchecks"].end(); ++it) {
+    const json& c = it.value();
+    health::CheckSpec cs;
+    cs.type = c.value("type", "http");
+    cs.port = c.value("port", cs.type == "https" ? 443 : 80);
+    cs.path = c.value("path", "/");
+    cs.method = c.value("method", "GET");
+    if (c.contains("headers")) cs.headers = StringMap(c["headers"]);
+    if (c.contains("expect_status")) {
+      cs.expect_status.clear();
+      for (const auto& r : c["expect_status"]) {
+        std::string t = r.is_string() ? r.get<std::string>() : r.dump();
+        size_t dash = t.find('-');
+        int lo = 0, hi = 0;
+        if (absl::SimpleAtoi(t.substr(0, dash), &lo) &&
+            absl::SimpleAtoi(dash == std::string::npos ? t : t.substr(dash + 1), &hi)) {
+          cs.expect_status.push_back({lo, hi});
+        }
+      }
+    }
+    cs.expect_body = c.value("expect_body", "");
+    cs.tls_skip_verify = c.value("tls_skip_verify", false);
+    cs.send = c.value("send", "");
+    cs.expect = c.value("expect", "");
+    cs.timeout = DurationOr(c, "timeout", absl::Seconds(10));
+    health::CheckPolicy policy;
+    policy.interval = DurationOr(c, "interval", absl::Seconds(30));
+    policy.unhealthy_interval = DurationOr(c, "unhealthy_interval", policy.interval);
+    policy.retries = c.value("retries", 3);
+    policy.successes = c.value("successes", 1);
+    policy.start_window = start_window;
+    for (const InstanceState* i : instances) {
+      if (i->state != "running" || i->ip.empty()) continue;
+      health::Target t{i->uuid, it.key(), cs, policy, i->created};
+      t.spec.address = i->ip;
+      if (loopback && absl::StartsWith(i->ip, "10.")) t.spec.address = "127." + i->ip.substr(3);
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
 RestartPolicy PolicyFor(const json& spec, const ReconcilerOptions& o) {
   RestartPolicy p;
   p.backoff_base = o.backoff_base;
@@ -147,6 +202,12 @@ std::optional<AgentPlan> Reconciler::AgentStatus(const std::string& project_uuid
   auto it = agent_status_.find(absl::StrCat(project_uuid, "/", service));
   if (it == agent_status_.end()) return std::nullopt;
   return it->second;
+}
+
+std::string Reconciler::HealthOf(const std::string& instance) const {
+  if (options_.health == nullptr) return "";
+  auto h = options_.health->InstanceHealth(instance);
+  return h ? health::HealthName(*h) : "";
 }
 
 std::string Reconciler::PausedBecause(const std::string& project_uuid, const std::string& service) const {
@@ -236,6 +297,23 @@ absl::StatusOr<SyncResult> Reconciler::SyncProjectOnce(const std::string& name) 
   for (const InstanceState& i : in.instances) {
     by_uuid[i.uuid] = &i;
     of_service[i.service].push_back(&i);
+  }
+  // Health: (re)assign the checks of the running instances, then read back
+  // what the monitor knows; services with checks are ready only when healthy.
+  if (options_.health != nullptr) {
+    std::vector<health::Target> targets;
+    for (const auto& kv : in.services) {
+      auto more = HealthTargets(specs[kv.first], kv.second.start_window, of_service[kv.first], options_.health_loopback);
+      for (auto& t : more) targets.push_back(std::move(t));
+    }
+    options_.health->Assign(p.uuid, std::move(targets));
+    for (InstanceState& i : in.instances) {
+      auto spec = specs.find(i.service);
+      if (spec == specs.end() || !spec->second.is_object() || !spec->second.contains("healthchecks")) continue;
+      i.checked = true;
+      auto h = options_.health->InstanceHealth(i.uuid);
+      i.health = h ? health::HealthName(*h) : "unknown";
+    }
   }
   if (p.deleting && in.instances.empty()) {
     RETURN_IF_ERROR(store_->DeleteProject(p.uuid, "mariposad"));
@@ -453,6 +531,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProjectOnce(const std::string& name) 
       if (replacing) {
         for (const InstanceState* i : of_service[kv.first]) {
           if (i->state == "unknown") t.trigger = "server-down";
+          if (i->state == "running" && i->health == "unhealthy") t.trigger = "health";
         }
       } else if (!p.current_version.empty()) {
         auto v = store_->GetVersion(p.uuid, p.current_version, false);

@@ -28,6 +28,7 @@
 #include "convergence/metrics.h"
 #include "convergence/throttles.h"
 #include "convergence/triton/clients.h"
+#include "health/monitor.h"
 #include "projects/store.h"
 
 namespace mariposa::convergence {
@@ -46,6 +47,8 @@ struct ReconcilerOptions {
   absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period
   ControllerMetrics* metrics = nullptr;                // optional
   triton::CnapiClient* cnapi = nullptr;                // for agent services; optional
+  health::HealthMonitor* health = nullptr;             // runs the services' health checks; optional
+  bool health_loopback = false;  // check 10.a.b.c at 127.a.b.c (tritonsim --listen-vms)
 };
 
 // What one sync did.
@@ -72,6 +75,9 @@ class Reconciler {
 
   // An agent service's rollout as of the last sync (nullopt before one).
   std::optional<AgentPlan> AgentStatus(const std::string& project_uuid, const std::string& service) const;
+
+  // An instance's health from the monitor ("" when it has no checks).
+  std::string HealthOf(const std::string& instance) const;
 
   // Why replacement of a service is paused ("" when it is not): a crash loop.
   std::string PausedBecause(const std::string& project_uuid, const std::string& service) const;

@@ -67,13 +67,16 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
       if (i->state == "running") st->set_running(st->running() + 1);
       else if (i->state == "provisioning") st->set_provisioning(st->provisioning() + 1);
       else st->set_broken(st->broken() + 1);
-      if (i->health == "healthy") st->set_healthy(st->healthy() + 1);
+      if ((reconciler_ != nullptr ? reconciler_->HealthOf(i->uuid) : i->health) == "healthy") {
+        st->set_healthy(st->healthy() + 1);
+      }
       if (live && !current) st->set_updating(st->updating() + 1);
       v1::InstanceStatus* is = st->add_instances();
       is->set_uuid(i->uuid);
       is->set_alias(i->alias);
       is->set_state(i->state);
-      is->set_health(i->health);
+      std::string h = reconciler_ != nullptr ? reconciler_->HealthOf(i->uuid) : "";
+      is->set_health(h.empty() ? i->health : h);
       is->set_current_spec(current);
       is->set_version(i->version);
       SetTimestamp(i->created, is->mutable_created_at());

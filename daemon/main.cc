@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <atomic>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -28,6 +29,7 @@
 #include "common/ids.h"
 #include "convergence/metrics.h"
 #include "convergence/observer.h"
+#include "health/monitor.h"
 #include "projects/events_service.h"
 #include "convergence/queue_service.h"
 #include "convergence/reconciler.h"
@@ -41,7 +43,7 @@ namespace {
 
 constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [--addr-file FILE]
                  [--triton URL --owner UUID --network UUID [--resync DURATION]
-                  [--max-jobs N] [--max-jobs-per-project N]]
+                  [--max-jobs N] [--max-jobs-per-project N] [--embedded-health [--health-loopback]]]
                  [--metrics-listen HOST:PORT]
 
 The Mariposa controller: gRPC API, SQLite store.
@@ -62,6 +64,10 @@ The Mariposa controller: gRPC API, SQLite store.
   --max-jobs N      Triton jobs in flight, all projects together (default 64)
   --max-jobs-per-project N
                     Triton jobs in flight for one project (default 32)
+  --embedded-health run the services' health checks in this process (one agent;
+                    unhealthy instances are replaced, rollouts wait for healthy)
+  --health-loopback check an instance's 10.a.b.c address at 127.a.b.c, where
+                    tritonsim --listen-vms answers for it
   --metrics-listen HOST:PORT
                     serve Prometheus metrics at http://HOST:PORT/metrics (port 0
                     picks a free port); off unless given
@@ -114,6 +120,7 @@ int main(int argc, char** argv) {
   std::string addr_file;
   std::string triton_url, owner, network, resync = "5s";
   std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
+  bool embedded_health = false, health_loopback = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const std::string& flag, std::string* out) {
@@ -128,6 +135,10 @@ int main(int argc, char** argv) {
       }
       return false;
     };
+    if (a == "--embedded-health" || a == "--health-loopback") {
+      (a == "--embedded-health" ? embedded_health : health_loopback) = true;
+      continue;
+    }
     if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       return 0;
@@ -144,6 +155,9 @@ int main(int argc, char** argv) {
   absl::Duration resync_every;
   if (!absl::ParseDuration(resync, &resync_every) || resync_every <= absl::ZeroDuration()) {
     return Usage(absl::StrCat("--resync \"", resync, "\" is not a duration (e.g. 5s)"));
+  }
+  if ((embedded_health || health_loopback) && triton_url.empty()) {
+    return Usage("--embedded-health and --health-loopback need --triton (there is nothing to check without it)");
   }
   int max_jobs_n = 0, max_jobs_project_n = 0;
   if (!absl::SimpleAtoi(max_jobs, &max_jobs_n) || max_jobs_n < 1) {
@@ -205,6 +219,23 @@ int main(int argc, char** argv) {
   std::unique_ptr<mariposa::triton::HttpImgapiClient> imgapi;
   std::unique_ptr<mariposa::triton::HttpCnapiClient> cnapi;
   std::unique_ptr<mariposa::convergence::Reconciler> reconciler;
+  std::unique_ptr<mariposa::health::HealthMonitor> health;
+  std::atomic<mariposa::convergence::Reconciler*> wake_target{nullptr};
+  if (embedded_health && !triton_url.empty()) {
+    auto* st = store->get();
+    health = std::make_unique<mariposa::health::HealthMonitor>(
+        [st, &wake_target](const mariposa::health::HealthChange& c) {
+          // Only changes are written (HEALTH.md); the controller acts on them.
+          auto p = st->GetProject(c.group);
+          std::string project = p.ok() ? p->name : c.group;
+          std::string what = absl::StrCat(c.check, ": ", mariposa::health::HealthName(c.from), " -> ",
+                                          mariposa::health::HealthName(c.to), c.detail.empty() ? "" : " (" + c.detail + ")");
+          st->AppendEvent("mariposad", project, c.flapping ? "instance.flapping" : "instance.health", c.instance, what)
+              .IgnoreError();
+          if (auto* r = wake_target.load()) r->Wake();
+        },
+        [&metrics](const std::string& type, bool pass, absl::Duration took) { metrics.HealthCheck(type, pass, took); });
+  }
   if (!triton_url.empty()) {
     mariposa::triton::HttpOptions http;
     http.base_url = triton_url;
@@ -219,8 +250,11 @@ int main(int argc, char** argv) {
     ropts.max_jobs_per_project = max_jobs_project_n;
     ropts.metrics = &metrics;
     ropts.cnapi = cnapi.get();
+    ropts.health = health.get();
+    ropts.health_loopback = health_loopback;
     reconciler = std::make_unique<mariposa::convergence::Reconciler>(store->get(), vmapi.get(), imgapi.get(), clock,
                                                                     ropts);
+    wake_target = reconciler.get();
     projects.set_on_change([r = reconciler.get()] { r->Wake(); });
     projects.set_instance_counter([v = vmapi.get()](const std::string& project_uuid) -> absl::StatusOr<int64_t> {
       mariposa::triton::VmFilter f;
@@ -278,6 +312,7 @@ int main(int argc, char** argv) {
   server->Wait();
   signals.join();
   if (reconciler) reconciler->Stop();
+  health.reset();  // its callbacks write to the store
   metrics.StopServing();
   store->reset();
   close(lock_fd);

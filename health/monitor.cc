@@ -1,0 +1,127 @@
+#include "health/monitor.h"
+
+#include <random>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace mariposa::health {
+namespace {
+
+bool SameTarget(const Target& a, const Target& b) {
+  const CheckSpec& x = a.spec;
+  const CheckSpec& y = b.spec;
+  return a.created == b.created && x.type == y.type && x.address == y.address && x.port == y.port &&
+         x.path == y.path && x.method == y.method && x.headers == y.headers && x.expect_status == y.expect_status &&
+         x.expect_body == y.expect_body && x.tls_skip_verify == y.tls_skip_verify && x.send == y.send &&
+         x.expect == y.expect && x.timeout == y.timeout && a.policy.interval == b.policy.interval &&
+         a.policy.unhealthy_interval == b.policy.unhealthy_interval && a.policy.retries == b.policy.retries &&
+         a.policy.successes == b.policy.successes && a.policy.start_window == b.policy.start_window;
+}
+
+}  // namespace
+
+HealthMonitor::HealthMonitor(std::function<void(const HealthChange&)> on_change,
+                             std::function<void(const std::string&, bool, absl::Duration)> on_result)
+    : on_change_(std::move(on_change)), on_result_(std::move(on_result)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+HealthMonitor::~HealthMonitor() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void HealthMonitor::Assign(const std::string& group, std::vector<Target> targets) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard<std::mutex> l(mu_);
+  std::set<std::string> keep;
+  absl::Time now = absl::Now();
+  for (Target& t : targets) {
+    std::string key = absl::StrCat(t.instance, "/", t.check);
+    keep.insert(key);
+    auto it = entries_.find(key);
+    if (it != entries_.end() && it->second.group == group && SameTarget(it->second.target, t)) continue;
+    Entry e{group, t, CheckState(t.policy, t.created), next_generation_++, false};
+    // Spread first runs over the interval so that a new batch is no burst.
+    absl::Duration first = t.policy.unhealthy_interval * std::uniform_real_distribution<double>(0, 1)(rng);
+    due_.push({now + first, {key, e.generation}});
+    entries_.insert_or_assign(key, std::move(e));
+  }
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = it->second.group == group && !keep.count(it->first) ? entries_.erase(it) : std::next(it);
+  }
+  cv_.notify_all();
+}
+
+std::optional<Health> HealthMonitor::InstanceHealth(const std::string& instance) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<Health> states;
+  for (auto it = entries_.lower_bound(instance + "/"); it != entries_.end(); ++it) {
+    if (it->first.compare(0, instance.size() + 1, instance + "/") != 0) break;
+    states.push_back(it->second.state.state());
+  }
+  if (states.empty()) return std::nullopt;
+  return Worst(states);
+}
+
+size_t HealthMonitor::targets() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return entries_.size();
+}
+
+void HealthMonitor::Loop() {
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_) {
+    absl::Time now = absl::Now();
+    while (!due_.empty() && due_.top().first <= now) {
+      auto [key, generation] = due_.top().second;
+      due_.pop();
+      auto it = entries_.find(key);
+      if (it == entries_.end() || it->second.generation != generation || it->second.running) continue;
+      it->second.running = true;
+      CheckSpec spec = it->second.target.spec;
+      engine_.Submit(std::move(spec), [this, key = key, generation = generation](const CheckResult& r) {
+        OnResult(key, generation, r);
+      });
+    }
+    if (due_.empty()) {
+      cv_.wait_for(l, std::chrono::milliseconds(200));
+    } else {
+      absl::Duration wait = std::min(due_.top().first - absl::Now(), absl::Milliseconds(200));
+      cv_.wait_for(l, absl::ToChronoMilliseconds(std::max(wait, absl::Milliseconds(1))));
+    }
+  }
+}
+
+void HealthMonitor::OnResult(const std::string& key, uint64_t generation, const CheckResult& r) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::optional<HealthChange> change;
+  std::string type;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = entries_.find(key);
+    if (it == entries_.end() || it->second.generation != generation) return;  // unassigned meanwhile
+    Entry& e = it->second;
+    e.running = false;
+    type = e.target.spec.type;
+    absl::Time now = absl::Now();
+    Transition t = e.state.Record(r.pass, now);
+    if (t.changed || t.flapping) {
+      change = HealthChange{e.group, e.target.instance, e.target.check, t.from, t.to, t.flapping, r.detail};
+    }
+    // Next run: the state's interval, jittered by up to 10 % either way.
+    absl::Time next = e.state.NextDue(now);
+    absl::Duration jitter = (next - now) * std::uniform_real_distribution<double>(-0.1, 0.1)(rng);
+    due_.push({next + jitter, {key, generation}});
+  }
+  cv_.notify_all();
+  if (on_result_) on_result_(type, r.pass, r.took);
+  if (change && on_change_) on_change_(*change);
+}
+
+}  // namespace mariposa::health

@@ -1,0 +1,88 @@
+// The health monitor: runs each assigned check on its interval (spread with
+// jitter, never in bursts) through a CheckEngine, keeps the state machine of
+// every (instance, check), and reports only changes. This is what
+// `mariposad --embedded-health` runs in-process; the `mariposa-health`
+// agents and sharding between them are not built yet. Thread-safe.
+#ifndef MARIPOSA_HEALTH_MONITOR_H_
+#define MARIPOSA_HEALTH_MONITOR_H_
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "health/check_engine.h"
+#include "health/state_machine.h"
+
+namespace mariposa::health {
+
+struct Target {
+  std::string instance;  // uuid
+  std::string check;     // the check's name in the manifest
+  CheckSpec spec;
+  CheckPolicy policy;
+  absl::Time created;    // the instance's creation (its start window runs from there)
+};
+
+struct HealthChange {
+  std::string group;     // what Assign named (a project uuid)
+  std::string instance;
+  std::string check;
+  Health from = Health::kUnknown;
+  Health to = Health::kUnknown;
+  bool flapping = false;
+  std::string detail;    // the failing result's reason
+};
+
+class HealthMonitor {
+ public:
+  // `on_change` and `on_result` run on the engine's thread and must be quick.
+  HealthMonitor(std::function<void(const HealthChange&)> on_change,
+                std::function<void(const std::string& type, bool pass, absl::Duration took)> on_result = nullptr);
+  ~HealthMonitor();
+
+  // Replaces the targets of `group`: new ones start within their first
+  // interval, removed ones stop, unchanged ones keep their state.
+  void Assign(const std::string& group, std::vector<Target> targets);
+
+  // The instance's health (the worst of its checks), or nullopt when no
+  // check is assigned for it.
+  std::optional<Health> InstanceHealth(const std::string& instance) const;
+
+  size_t targets() const;
+
+ private:
+  struct Entry {
+    std::string group;
+    Target target;
+    CheckState state;
+    uint64_t generation = 0;  // bumped when the target is replaced
+    bool running = false;
+  };
+  void Loop();
+  void OnResult(const std::string& key, uint64_t generation, const CheckResult& r);
+
+  std::function<void(const HealthChange&)> on_change_;
+  std::function<void(const std::string&, bool, absl::Duration)> on_result_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  uint64_t next_generation_ = 1;
+  std::map<std::string, Entry> entries_;  // instance/check -> entry
+  using Due = std::pair<absl::Time, std::pair<std::string, uint64_t>>;
+  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
+  std::thread thread_;
+  // Last, so it is destroyed first: its final callbacks still find the rest.
+  CheckEngine engine_;
+};
+
+}  // namespace mariposa::health
+
+#endif  // MARIPOSA_HEALTH_MONITOR_H_

@@ -1,0 +1,119 @@
+// End to end: tritonsim --listen-vms (each VM answers HTTP on 127.a.b.c),
+// mariposad --embedded-health, the CLI. Unhealthy instances are found and
+// replaced; a correlated failure is held by the replacement budget.
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/process.h"
+
+namespace mariposa::testing {
+namespace {
+
+using json = nlohmann::json;
+
+class HealthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TempDir("health");
+    sim_ = std::make_unique<Tritonsim>(std::vector<std::string>{"--servers", "5", "--seed",
+                                                                "deploy/examples/tritonsim-seed.json", "--job-latency",
+                                                                "20", "--listen-vms"});
+    ASSERT_TRUE(sim_->Start()) << sim_->log();
+    daemon_ = std::make_unique<ServerProcess>(
+        std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data", "--triton",
+                                 sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
+                                 "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms", "--embedded-health",
+                                 "--health-loopback"},
+        dir_ + "/data");
+    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  }
+  RunResult M(const std::vector<std::string>& args) { return Cli(daemon_->addr(), args); }
+  json Vms(const std::string& state) {
+    httplib::Client c(sim_->addr());
+    return json::parse(c.Get("/vms?state=" + state + "&tag.mariposa.service=web")->body);
+  }
+  // The service's healthy count as `status` reports it.
+  int Healthy(const std::string& project) {
+    json st = json::parse(M({"-o", "json", "-j", project, "status"}).out, nullptr, false);
+    if (!st.is_object() || !st.contains("services")) return -1;
+    return std::stoi(st["services"][0].value("healthy", "0"));
+  }
+  bool WaitHealthy(const std::string& project, int n) {
+    for (int i = 0; i < 150; ++i) {
+      if (Healthy(project) == n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  void MarkUnhealthy(const std::string& uuid) {
+    auto r = RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "vm-health", uuid, "unhealthy"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  std::string Manifest(const std::string& project, int count) {
+    return "project: " + project + R"(
+services:
+  web:
+    image: autopilotpattern/nginx@1.4.0
+    count: )" + std::to_string(count) + R"(
+    ports: [8080]
+    start: {window: 3s}
+    healthchecks:
+      http: {type: http, port: 8080, path: /healthz, interval: 200ms, timeout: 150ms, retries: 2}
+)";
+  }
+
+  std::string dir_;
+  std::unique_ptr<Tritonsim> sim_;
+  std::unique_ptr<ServerProcess> daemon_;
+};
+
+TEST_F(HealthTest, UnhealthyInstanceIsDetectedAndReplaced) {
+  WriteFile(dir_ + "/m.yaml", Manifest("hc", 3));
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/m.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0) << daemon_->log();
+  ASSERT_TRUE(WaitHealthy("hc", 3)) << M({"-j", "hc", "status", "-v"}).out << daemon_->log();
+  std::string victim = Vms("running")[0]["uuid"];
+  auto marked = std::chrono::steady_clock::now();
+  MarkUnhealthy(victim);
+  // interval x retries = 0.4 s, then the replacement: allow a generous margin.
+  bool replaced = false;
+  for (int i = 0; i < 100 && !replaced; ++i) {
+    bool gone = true;
+    for (const auto& vm : Vms("active")) gone &= vm["uuid"] != victim;
+    replaced = gone && Vms("running").size() == 3;
+    if (!replaced) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - marked).count();
+  ASSERT_TRUE(replaced) << daemon_->log();
+  EXPECT_LT(took, 5.0);
+  std::string events = M({"-j", "hc", "events", "--limit", "1000"}).out;
+  EXPECT_THAT(events, ::testing::HasSubstr("http: healthy -> unhealthy (status 503)"));
+  EXPECT_THAT(events, ::testing::HasSubstr("(replace-broken)"));
+  EXPECT_TRUE(WaitHealthy("hc", 3));
+  EXPECT_THAT(M({"-o", "json", "-j", "hc", "queue", "list"}).out, ::testing::HasSubstr("\"trigger\": \"health\""));
+}
+
+TEST_F(HealthTest, CorrelatedFailureIsHeldByTheBudget) {
+  WriteFile(dir_ + "/m.yaml", Manifest("many", 10));
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/m.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0) << daemon_->log();
+  ASSERT_TRUE(WaitHealthy("many", 10)) << daemon_->log();
+  json vms = Vms("running");
+  std::set<std::string> marked;
+  for (int k = 0; k < 8; ++k) {  // 80 %
+    MarkUnhealthy(vms[k]["uuid"]);
+    marked.insert(vms[k]["uuid"].get<std::string>());
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  int still_there = 0;
+  for (const auto& vm : Vms("active")) still_there += marked.count(vm["uuid"].get<std::string>());
+  EXPECT_EQ(still_there, 7) << "max(1, 10 % of 10) = 1 replacement per minute";
+  std::string events = M({"-j", "many", "events", "--limit", "1000"}).out;
+  EXPECT_THAT(events, ::testing::HasSubstr("replacement.budget-exceeded"));
+}
+
+}  // namespace
+}  // namespace mariposa::testing
