@@ -375,6 +375,51 @@ absl::StatusOr<SyncResult> Reconciler::SyncProjectOnce(const std::string& name) 
       }
       continue;
     }
+    // update.auto_rollback: a new-spec instance of this rollout that is
+    // unhealthy fails the rollout; the project goes back to the version
+    // before, and an automatic reprovision brings the instances back to it.
+    if (options_.rollback && options_.health != nullptr && p.current_version == t.version_uuid) {
+      std::string bad_service, bad_instance;
+      for (const auto& kv : in.services) {
+        if (!t.services.empty() && std::find(t.services.begin(), t.services.end(), kv.first) == t.services.end()) continue;
+        const json& spec = specs[kv.first];
+        if (!spec.is_object() || !spec.contains("update") || !spec["update"].value("auto_rollback", false)) continue;
+        for (const InstanceState* i : of_service[kv.first]) {
+          if (i->checked && i->state == "running" && i->spec_hash == kv.second.spec_hash && i->health == "unhealthy") {
+            bad_service = kv.first;
+            bad_instance = i->alias;
+          }
+        }
+      }
+      int64_t number = numbers.count(t.version_uuid) ? numbers.at(t.version_uuid) : 0;
+      std::string before;
+      for (const auto& v : numbers) {
+        if (v.second == number - 1) before = v.first;
+      }
+      if (!bad_service.empty() && !before.empty()) {
+        std::string why = absl::StrCat("auto_rollback: ", bad_instance, " of the new spec of ", bad_service,
+                                       " is unhealthy; rolled back to version ", number - 1);
+        auto rolled = options_.rollback(p.name, before, p.current_version, why);
+        if (rolled.ok()) {
+          end_task(t, "failed", why);
+          event("rollout.auto-rollback", t.uuid, absl::StrCat(why, " (as version ", *rolled, ")"));
+          TaskRecord back;
+          back.project_uuid = p.uuid;
+          back.kind = "reprovision";
+          back.services = t.services;
+          back.origin = "auto";
+          back.trigger = "auto-rollback";
+          back.auto_kind = "reprovision";
+          back.actor = "mariposad";
+          if (auto added = TaskQueue(store_).Add(back); !added.ok()) {
+            LogWarn("cannot queue the reprovision back", {{"project", p.name}, {"error", added.status().ToString()}});
+          }
+          Wake();
+          return result;  // the next sync works toward the restored version
+        }
+        LogWarn("auto_rollback failed", {{"project", p.name}, {"error", rolled.status().ToString()}});
+      }
+    }
     std::set<std::string> images;
     for (const std::string& want : t.filter_images) {
       if (IsUuid(want)) {

@@ -16,6 +16,7 @@
 #define MARIPOSA_CONVERGENCE_RECONCILER_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -49,6 +50,11 @@ struct ReconcilerOptions {
   triton::CnapiClient* cnapi = nullptr;                // for agent services; optional
   health::HealthMonitor* health = nullptr;             // runs the services' health checks; optional
   bool health_loopback = false;  // check 10.a.b.c at 127.a.b.c (tritonsim --listen-vms)
+  // update.auto_rollback: rolls a project back to a version (uuid) if the
+  // version in force is still the expected one; returns the new number.
+  std::function<absl::StatusOr<int64_t>(const std::string& project, const std::string& to_version,
+                                        const std::string& expected_current, const std::string& message)>
+      rollback;
 };
 
 // What one sync did.

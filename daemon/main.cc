@@ -252,6 +252,10 @@ int main(int argc, char** argv) {
     ropts.cnapi = cnapi.get();
     ropts.health = health.get();
     ropts.health_loopback = health_loopback;
+    ropts.rollback = [&projects](const std::string& project, const std::string& to, const std::string& expected,
+                                 const std::string& message) {
+      return projects.RollbackTo(project, to, expected, "mariposad (auto_rollback)", message);
+    };
     reconciler = std::make_unique<mariposa::convergence::Reconciler>(store->get(), vmapi.get(), imgapi.get(), clock,
                                                                     ropts);
     wake_target = reconciler.get();

@@ -249,6 +249,17 @@ grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::Rollb
   return grpc::Status::OK;
 }
 
+absl::StatusOr<int64_t> ProjectsService::RollbackTo(const std::string& project, const std::string& to_version,
+                                                    const std::string& expected_current, const std::string& author,
+                                                    const std::string& message) {
+  ASSIGN_OR_RETURN(ProjectRecord p, Project(project));
+  ASSIGN_OR_RETURN(VersionRecord target, store_->GetVersion(p.uuid, to_version, true));
+  ASSIGN_OR_RETURN(Outcome out, ApplyText(p.name, target.manifest, absl::StrCat("version ", target.number),
+                                          expected_current, false, false, "rollback", target.number, message, author));
+  if (on_change_) on_change_();
+  return out.commit.version.number;
+}
+
 grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleRequest* req, v1::ScaleResponse* resp) {
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());

@@ -32,6 +32,12 @@ class ProjectsService final : public v1::Projects::Service {
   // Called after every stored change of goal state (apply, rollback, meta):
   // the controller's wake-up. Set before serving.
   void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
+  // Rolls `project` back to `to_version` (uuid, number or tag) as `author`,
+  // only if the version in force is still `expected_current`; the new
+  // version's number. Used by the controller's auto_rollback.
+  absl::StatusOr<int64_t> RollbackTo(const std::string& project, const std::string& to_version,
+                                     const std::string& expected_current, const std::string& author,
+                                     const std::string& message);
   // How many instances a project (uuid) has in the data center; set when
   // mariposad converges against one, so that deletes do not orphan them.
   void set_instance_counter(std::function<absl::StatusOr<int64_t>(const std::string&)> f) {

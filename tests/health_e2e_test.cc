@@ -115,5 +115,54 @@ TEST_F(HealthTest, CorrelatedFailureIsHeldByTheBudget) {
   EXPECT_THAT(events, ::testing::HasSubstr("replacement.budget-exceeded"));
 }
 
+// update.auto_rollback: a rollout whose new instances never pass is failed,
+// the project goes back to the previous version, and the instances follow.
+TEST_F(HealthTest, RolloutThatNeverPassesIsRolledBack) {
+  std::string v1 = R"(project: ar
+services:
+  web:
+    image: autopilotpattern/nginx@1.4.0
+    count: 2
+    ports: [8080]
+    start: {window: 1s}
+    update: {rolling: 1, max_surge: 1, auto_rollback: true}
+    healthchecks:
+      http: {type: http, port: 8080, path: /healthz, interval: 200ms, timeout: 150ms, retries: 2}
+)";
+  WriteFile(dir_ + "/v1.yaml", v1);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0) << daemon_->log();
+  ASSERT_TRUE(WaitHealthy("ar", 2));
+  // Version 2 listens on another port than the one checked: it never passes.
+  std::string v2 = v1;
+  v2.replace(v2.find("ports: [8080]"), 13, "ports: [8081]");
+  WriteFile(dir_ + "/v2.yaml", v2);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v2.yaml", "--yes"}).exit_code, 0);
+  auto r = M({"-j", "ar", "reprovision"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string task = r.out.substr(r.out.find("task ") + 5, 36);
+  bool failed = false;
+  std::string out;
+  for (int i = 0; i < 150 && !failed; ++i) {
+    out = M({"-o", "json", "queue", "get", task}).out;
+    failed = out.find("\"state\": \"failed\"") != std::string::npos;
+    if (!failed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(failed) << out << daemon_->log();
+  EXPECT_THAT(out, ::testing::HasSubstr("auto_rollback: ar-web-"));
+  auto versions = M({"-j", "ar", "versions"}).out;
+  EXPECT_THAT(versions, ::testing::HasSubstr("rollback"));
+  // Back on version 1's spec: every running instance listens on 8080 and is healthy.
+  bool back = false;
+  for (int i = 0; i < 150 && !back; ++i) {
+    json vms = Vms("active");
+    back = vms.size() == 2;
+    for (const auto& vm : vms) back &= vm["state"] == "running" && vm["tags"].value("ports", "") == "8080";
+    back &= Healthy("ar") == 2;
+    if (!back) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(back) << Vms("active").dump() << daemon_->log();
+  EXPECT_THAT(M({"-j", "ar", "events", "--limit", "1000"}).out, ::testing::HasSubstr("rollout.auto-rollback"));
+}
+
 }  // namespace
 }  // namespace mariposa::testing
