@@ -63,6 +63,7 @@ Metadata
   meta import FILE [--secret]        (YAML/JSON map, or KEY=VALUE lines)
 State
   status [-v]                          per service: desired, running, healthy, updating, frozen
+  health                               every check of every instance and its state
 Tasks and freezes
   reprovision [--service s1,s2 | --group G] [filters] [--canary N] [--rolling N] [--thaw]
                                           (rolls instances onto the current version)
@@ -140,6 +141,10 @@ const std::map<std::string, std::string>& CommandHelp() {
        "Stores a new version with the changed counts (its text is the canonical form of the manifest);\n"
        "with mariposad --triton the instances follow, as a scale task per service (`queue list`).\n"
        "--wait follows them as `apply --wait` does.\n"},
+      {"health",
+       "usage: mariposa -j PROJECT health\n\n"
+       "Every health check of the project's instances (needs mariposad --embedded-health): instance, check,\n"
+       "type, address checked, state (unknown, starting, healthy, unhealthy), last run, runs, last failure.\n"},
       {"status",
        "usage: mariposa -j PROJECT status [-v]\n\n"
        "Goal versus actual (needs mariposad --triton): per service desired, running, provisioning, broken,\n"
@@ -276,6 +281,7 @@ class Cli {
   int QueueCmd(Args& a);
   int FreezeCmd(Args& a, bool thaw);
   int TaskCmd(const std::string& kind, Args& a);
+  int HealthCmd(Args& a);
   int WaitSettled(const std::string& project, absl::Duration timeout);
   int StatusCmd(Args& a);
   int ScaleCmd(Args& a);
@@ -1063,6 +1069,26 @@ int Cli::ScaleCmd(Args& a) {
   return 0;
 }
 
+int Cli::HealthCmd(Args& a) {
+  a.Positional(1, 1, "health");
+  v1::GetHealthRequest req;
+  req.set_project(NeedProject());
+  v1::GetHealthResponse resp;
+  Check(state_->GetHealth(Ctx().get(), req, &resp));
+  if (Structured()) {
+    Print(resp);
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : resp.checks()) {
+    rows.push_back({c.alias().empty() ? c.instance() : c.alias(), c.check(), c.type(), c.target(), c.state(),
+                    c.last_run().seconds() > 0 ? Time(c.last_run()) : "-", absl::StrCat(c.runs()),
+                    c.last_failure().empty() ? "-" : c.last_failure()});
+  }
+  Table({"INSTANCE", "CHECK", "TYPE", "TARGET", "STATE", "LAST RUN", "RUNS", "LAST FAILURE"}, rows);
+  return 0;
+}
+
 int Cli::StatusCmd(Args& a) {
   bool verbose = a.Flag({"-v", "--verbose"});
   a.Positional(1, 1, "status");
@@ -1158,6 +1184,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "freeze") return FreezeCmd(args, false);
   if (cmd == "thaw") return FreezeCmd(args, true);
   if (cmd == "reprovision" || cmd == "start" || cmd == "stop") return TaskCmd(cmd, args);
+  if (cmd == "health") return HealthCmd(args);
   if (cmd == "status") return StatusCmd(args);
   if (cmd == "scale") return ScaleCmd(args);
   throw UsageError{absl::StrCat("unknown command \"", cmd, "\"")};

@@ -82,6 +82,7 @@ class Reconciler {
   // An agent service's rollout as of the last sync (nullopt before one).
   std::optional<AgentPlan> AgentStatus(const std::string& project_uuid, const std::string& service) const;
 
+  const health::HealthMonitor* health() const { return options_.health; }
   // An instance's health from the monitor ("" when it has no checks).
   std::string HealthOf(const std::string& instance) const;
 

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "convergence/observer.h"
 #include "convergence/queue.h"
 #include "projects/projects_service.h"
@@ -100,6 +102,42 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
   }
   resp->set_converged(converged);
   resp->set_settled(settled);
+  return grpc::Status::OK;
+}
+
+grpc::Status StateService::GetHealth(grpc::ServerContext*, const v1::GetHealthRequest* req,
+                                     v1::GetHealthResponse* resp) {
+  if (reconciler_ == nullptr || reconciler_->health() == nullptr) {
+    return ToGrpc(absl::FailedPreconditionError(
+        "no health checks run here: start mariposad with --triton and --embedded-health"));
+  }
+  auto p = store_->GetProject(req->project());
+  if (!p.ok()) return ToGrpc(p.status());
+  std::map<std::string, std::pair<std::string, std::string>> names;  // uuid -> (alias, service)
+  if (vmapi_ != nullptr) {
+    auto numbers = VersionNumbers(store_, p->uuid);
+    if (!numbers.ok()) return ToGrpc(numbers.status());
+    auto instances = Observer(vmapi_).ObserveProject(p->uuid, *numbers);
+    if (!instances.ok()) return ToGrpc(instances.status());
+    for (const InstanceState& i : *instances) names[i.uuid] = {i.alias, i.service};
+  }
+  for (const auto& c : reconciler_->health()->Checks(p->uuid)) {
+    v1::CheckStatus* out = resp->add_checks();
+    out->set_instance(c.instance);
+    out->set_alias(names[c.instance].first);
+    out->set_service(names[c.instance].second);
+    out->set_check(c.check);
+    out->set_type(c.type);
+    out->set_target(absl::StrCat(c.address, ":", c.port));
+    out->set_state(health::HealthName(c.state));
+    out->set_last_failure(c.last_detail);
+    SetTimestamp(c.last_run, out->mutable_last_run());
+    out->set_runs(c.runs);
+  }
+  std::sort(resp->mutable_checks()->begin(), resp->mutable_checks()->end(),
+            [](const v1::CheckStatus& a, const v1::CheckStatus& b) {
+              return std::tie(a.alias(), a.check()) < std::tie(b.alias(), b.check());
+            });
   return grpc::Status::OK;
 }
 

@@ -17,6 +17,7 @@ class StateService final : public v1::State::Service {
   StateService(ProjectStore* store, triton::VmapiClient* vmapi, const Reconciler* reconciler = nullptr)
       : store_(store), vmapi_(vmapi), reconciler_(reconciler) {}
   grpc::Status GetState(grpc::ServerContext*, const v1::GetStateRequest*, v1::GetStateResponse*) override;
+  grpc::Status GetHealth(grpc::ServerContext*, const v1::GetHealthRequest*, v1::GetHealthResponse*) override;
 
  private:
   ProjectStore* store_;

@@ -46,7 +46,7 @@ void HealthMonitor::Assign(const std::string& group, std::vector<Target> targets
     keep.insert(key);
     auto it = entries_.find(key);
     if (it != entries_.end() && it->second.group == group && SameTarget(it->second.target, t)) continue;
-    Entry e{group, t, CheckState(t.policy, t.created), next_generation_++, false};
+    Entry e{group, t, CheckState(t.policy, t.created), next_generation_++, false, "", absl::InfinitePast(), 0};
     // Spread first runs over the interval so that a new batch is no burst.
     absl::Duration first = t.policy.unhealthy_interval * std::uniform_real_distribution<double>(0, 1)(rng);
     due_.push({now + first, {key, e.generation}});
@@ -67,6 +67,18 @@ std::optional<Health> HealthMonitor::InstanceHealth(const std::string& instance)
   }
   if (states.empty()) return std::nullopt;
   return Worst(states);
+}
+
+std::vector<HealthMonitor::CheckStatus> HealthMonitor::Checks(const std::string& group) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<CheckStatus> out;
+  for (const auto& kv : entries_) {
+    const Entry& e = kv.second;
+    if (e.group != group) continue;
+    out.push_back({e.target.instance, e.target.check, e.target.spec.type, e.target.spec.address, e.target.spec.port,
+                   e.state.state(), e.last_detail, e.last_run, e.runs});
+  }
+  return out;
 }
 
 size_t HealthMonitor::targets() const {
@@ -108,6 +120,9 @@ void HealthMonitor::OnResult(const std::string& key, uint64_t generation, const 
     if (it == entries_.end() || it->second.generation != generation) return;  // unassigned meanwhile
     Entry& e = it->second;
     e.running = false;
+    e.last_detail = r.pass ? "" : r.detail;
+    e.last_run = absl::Now();
+    e.runs++;
     type = e.target.spec.type;
     absl::Time now = absl::Now();
     Transition t = e.state.Record(r.pass, now);

@@ -58,6 +58,18 @@ class HealthMonitor {
 
   size_t targets() const;
 
+  // Every assigned check of `group`, for `mariposa health`.
+  struct CheckStatus {
+    std::string instance, check, type;
+    std::string address;
+    int port = 0;
+    Health state = Health::kUnknown;
+    std::string last_detail;  // the last failure's reason ("" after a pass)
+    absl::Time last_run = absl::InfinitePast();
+    int64_t runs = 0;
+  };
+  std::vector<CheckStatus> Checks(const std::string& group) const;
+
  private:
   struct Entry {
     std::string group;
@@ -65,6 +77,9 @@ class HealthMonitor {
     CheckState state;
     uint64_t generation = 0;  // bumped when the target is replaced
     bool running = false;
+    std::string last_detail;
+    absl::Time last_run = absl::InfinitePast();
+    int64_t runs = 0;
   };
   void Loop();
   void OnResult(const std::string& key, uint64_t generation, const CheckResult& r);

@@ -95,6 +95,15 @@ TEST_F(HealthTest, UnhealthyInstanceIsDetectedAndReplaced) {
   EXPECT_THAT(events, ::testing::HasSubstr("(replace-broken)"));
   EXPECT_TRUE(WaitHealthy("hc", 3));
   EXPECT_THAT(M({"-o", "json", "-j", "hc", "queue", "list"}).out, ::testing::HasSubstr("\"trigger\": \"health\""));
+  // `mariposa health`: one row per instance and check, all healthy now, the
+  // victim's checks gone with it.
+  auto h = M({"-j", "hc", "health"});
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_THAT(h.out, ::testing::HasSubstr("INSTANCE"));
+  EXPECT_THAT(h.out, ::testing::HasSubstr("hc-web-"));
+  EXPECT_THAT(h.out, ::testing::HasSubstr(":8080"));
+  EXPECT_THAT(h.out, ::testing::Not(::testing::HasSubstr("unhealthy")));
+  EXPECT_EQ(std::count(h.out.begin(), h.out.end(), '\n'), 4);  // header + 3 checks
 }
 
 TEST_F(HealthTest, CorrelatedFailureIsHeldByTheBudget) {
