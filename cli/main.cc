@@ -22,11 +22,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "mariposa/v1/events.grpc.pb.h"
+#include "mariposa/v1/health.grpc.pb.h"
 #include "mariposa/v1/admin.grpc.pb.h"
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "mariposa/v1/queue.grpc.pb.h"
@@ -63,7 +65,7 @@ Metadata
   meta import FILE [--secret]        (YAML/JSON map, or KEY=VALUE lines)
 State
   status [-v]                          per service: desired, running, healthy, updating, frozen
-  health                               every check of every instance and its state
+  health [--agent ADDR]                every check of every instance, its state and agent; the agents
 Tasks and freezes
   reprovision [--service s1,s2 | --group G] [filters] [--canary N] [--rolling N] [--thaw]
                                           (rolls instances onto the current version)
@@ -142,9 +144,13 @@ const std::map<std::string, std::string>& CommandHelp() {
        "with mariposad --triton the instances follow, as a scale task per service (`queue list`).\n"
        "--wait follows them as `apply --wait` does.\n"},
       {"health",
-       "usage: mariposa -j PROJECT health\n\n"
-       "Every health check of the project's instances (needs mariposad --embedded-health): instance, check,\n"
-       "type, address checked, state (unknown, starting, healthy, unhealthy), last run, runs, last failure.\n"},
+       "usage: mariposa -j PROJECT health\n"
+       "       mariposa health --agent ADDR\n\n"
+       "Every health check of the project's instances: instance, check, type, address checked, state\n"
+       "(unknown, starting, healthy, unhealthy), since when, the last failure and the agent that checks it\n"
+       "(\"-\": no live agent can); then the live agents with their share and counters.\n"
+       "--agent ADDR asks one mariposa-health agent (its --listen address) for the checks it runs, with\n"
+       "last run and run count.\n"},
       {"status",
        "usage: mariposa -j PROJECT status [-v]\n\n"
        "Goal versus actual (needs mariposad --triton): per service desired, running, provisioning, broken,\n"
@@ -1070,7 +1076,27 @@ int Cli::ScaleCmd(Args& a) {
 }
 
 int Cli::HealthCmd(Args& a) {
+  auto agent = a.Value({"--agent"});
   a.Positional(1, 1, "health");
+  if (agent) {
+    auto stub = v1::HealthAgent::NewStub(grpc::CreateChannel(*agent, grpc::InsecureChannelCredentials()));
+    v1::ListChecksRequest req;
+    v1::ListChecksResponse resp;
+    Check(stub->ListChecks(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::cout << "agent " << resp.agent_id() << ": " << resp.checks_size() << " checks\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& c : resp.checks()) {
+      rows.push_back({c.key().instance(), c.key().check(), c.type(), c.target(), c.state(),
+                      c.last_run().seconds() > 0 ? Time(c.last_run()) : "-", absl::StrCat(c.runs()),
+                      c.last_failure().empty() ? "-" : c.last_failure()});
+    }
+    Table({"INSTANCE", "CHECK", "TYPE", "TARGET", "STATE", "LAST RUN", "RUNS", "LAST FAILURE"}, rows);
+    return 0;
+  }
   v1::GetHealthRequest req;
   req.set_project(NeedProject());
   v1::GetHealthResponse resp;
@@ -1082,10 +1108,23 @@ int Cli::HealthCmd(Args& a) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : resp.checks()) {
     rows.push_back({c.alias().empty() ? c.instance() : c.alias(), c.check(), c.type(), c.target(), c.state(),
-                    c.last_run().seconds() > 0 ? Time(c.last_run()) : "-", absl::StrCat(c.runs()),
-                    c.last_failure().empty() ? "-" : c.last_failure()});
+                    c.since().seconds() > 0 ? Time(c.since()) : "-",
+                    c.last_failure().empty() ? "-" : c.last_failure(), c.agent().empty() ? "-" : c.agent()});
   }
-  Table({"INSTANCE", "CHECK", "TYPE", "TARGET", "STATE", "LAST RUN", "RUNS", "LAST FAILURE"}, rows);
+  Table({"INSTANCE", "CHECK", "TYPE", "TARGET", "STATE", "SINCE", "LAST FAILURE", "AGENT"}, rows);
+  std::cout << "\n";
+  if (resp.agents().empty()) {
+    std::cout << "no health agent is connected: checks are not being run (start mariposa-health or mariposad "
+                 "--embedded-health)\n";
+    return 0;
+  }
+  rows.clear();
+  for (const auto& g : resp.agents()) {
+    rows.push_back({g.id(), g.networks().empty() ? "all" : absl::StrJoin(g.networks(), ","), absl::StrCat(g.checks()),
+                    absl::StrCat(g.checks_run()), absl::StrCat(g.checks_failed()),
+                    absl::StrFormat("%.1f", g.lateness_p99_ms()), Time(g.last_seen())});
+  }
+  Table({"AGENT", "NETWORKS", "CHECKS", "RUN", "FAILED", "LATE P99 MS", "LAST SEEN"}, rows);
   return 0;
 }
 

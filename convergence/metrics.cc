@@ -117,8 +117,6 @@ struct ControllerMetrics::Families {
   prometheus::Family<prometheus::Counter>* replacements;
   prometheus::Family<prometheus::Counter>* deferred;
   prometheus::Family<prometheus::Histogram>* task_duration;
-  prometheus::Family<prometheus::Counter>* health_checks;
-  prometheus::Family<prometheus::Histogram>* health_duration;
 };
 
 ControllerMetrics::ControllerMetrics(ProjectStore* store)
@@ -145,14 +143,6 @@ ControllerMetrics::ControllerMetrics(ProjectStore* store)
                                   .Name("mariposa_task_duration_seconds")
                                   .Help("Time from a task's creation to its end, by kind and final state.")
                                   .Register(*registry_);
-  families_->health_checks = &prometheus::BuildCounter()
-                                  .Name("mariposa_health_checks_total")
-                                  .Help("Health checks run by the embedded agent, by type and result.")
-                                  .Register(*registry_);
-  families_->health_duration = &prometheus::BuildHistogram()
-                                    .Name("mariposa_health_check_duration_seconds")
-                                    .Help("Time a health check took, connect to last byte.")
-                                    .Register(*registry_);
 }
 
 ControllerMetrics::~ControllerMetrics() = default;
@@ -165,6 +155,7 @@ absl::Status ControllerMetrics::Serve(const std::string& listen) {
   }
   exposer_->RegisterCollectable(registry_);
   exposer_->RegisterCollectable(collector_);
+  for (const auto& c : extra_) exposer_->RegisterCollectable(c);
   return absl::OkStatus();
 }
 
@@ -179,6 +170,9 @@ void ControllerMetrics::StopServing() { exposer_.reset(); }
 std::string ControllerMetrics::Render() const {
   std::vector<prometheus::MetricFamily> all = registry_->Collect();
   for (auto& f : collector_->Collect()) all.push_back(std::move(f));
+  for (const auto& c : extra_) {
+    for (auto& f : c->Collect()) all.push_back(std::move(f));
+  }
   return prometheus::TextSerializer().Serialize(all);
 }
 
@@ -211,11 +205,9 @@ void ControllerMetrics::ForgetProject(const std::string& project) { collector_->
 
 void ControllerMetrics::SetWorkqueueDepth(int64_t n) { collector_->SetDirty(n); }
 
-void ControllerMetrics::HealthCheck(const std::string& type, bool pass, absl::Duration took) {
-  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                                                   0.05,   0.1,   0.25,   0.5,   1,    2.5, 10};
-  families_->health_checks->Add({{"type", type}, {"result", pass ? "pass" : "fail"}}).Increment();
-  families_->health_duration->Add({{"type", type}}, kBuckets).Observe(absl::ToDoubleSeconds(took));
+void ControllerMetrics::AddCollectable(std::shared_ptr<prometheus::Collectable> c) {
+  if (exposer_) exposer_->RegisterCollectable(c);
+  extra_.push_back(std::move(c));
 }
 
 }  // namespace mariposa::convergence

@@ -18,6 +18,7 @@
 #include "projects/store.h"
 
 namespace prometheus {
+class Collectable;
 class Exposer;
 class Registry;
 }  // namespace prometheus
@@ -55,7 +56,8 @@ class ControllerMetrics {
   void SetProject(const std::string& project, std::vector<ServiceCounts> services);
   void ForgetProject(const std::string& project);
   void SetWorkqueueDepth(int64_t n);
-  void HealthCheck(const std::string& type, bool pass, absl::Duration took);
+  // Served and rendered next to the controller's own (health metrics).
+  void AddCollectable(std::shared_ptr<prometheus::Collectable> c);
 
  private:
   class Collector;
@@ -63,6 +65,7 @@ class ControllerMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<Collector> collector_;
   std::unique_ptr<Families> families_;
+  std::vector<std::shared_ptr<prometheus::Collectable>> extra_;
   std::unique_ptr<prometheus::Exposer> exposer_;
 };
 

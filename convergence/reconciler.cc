@@ -100,7 +100,8 @@ absl::Duration DurationOr(const json& j, const char* key, absl::Duration fallbac
 // The health check targets of a service's running instances, from its
 // stored spec (healthchecks: name -> check).
 std::vector<health::Target> HealthTargets(const json& spec, absl::Duration start_window,
-                                          const std::vector<const InstanceState*>& instances, bool loopback) {
+                                          const std::vector<const InstanceState*>& instances, bool loopback,
+                                          const std::string& primary_network) {
   std::vector<health::Target> out;
   if (!spec.is_object() || !spec.contains("healthchecks")) return out;
   for (auto it = spec["healthchecks"].begin(); it != spec["healthchecks"].end(); ++it) {
@@ -136,7 +137,9 @@ std::vector<health::Target> HealthTargets(const json& spec, absl::Duration start
     policy.start_window = start_window;
     for (const InstanceState* i : instances) {
       if (i->state != "running" || i->ip.empty()) continue;
-      health::Target t{i->uuid, it.key(), cs, policy, i->created};
+      // The address is the primary NIC's (the one the observer reads); a
+      // check's `network` picks which agents may run it.
+      health::Target t{i->uuid, it.key(), cs, policy, i->created, c.value("network", primary_network)};
       t.spec.address = i->ip;
       if (loopback && absl::StartsWith(i->ip, "10.")) t.spec.address = "127." + i->ip.substr(3);
       out.push_back(std::move(t));
@@ -303,7 +306,8 @@ absl::StatusOr<SyncResult> Reconciler::SyncProjectOnce(const std::string& name) 
   if (options_.health != nullptr) {
     std::vector<health::Target> targets;
     for (const auto& kv : in.services) {
-      auto more = HealthTargets(specs[kv.first], kv.second.start_window, of_service[kv.first], options_.health_loopback);
+      auto more = HealthTargets(specs[kv.first], kv.second.start_window, of_service[kv.first], options_.health_loopback,
+                                options_.network_uuid);
       for (auto& t : more) targets.push_back(std::move(t));
     }
     options_.health->Assign(p.uuid, std::move(targets));

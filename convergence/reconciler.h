@@ -29,7 +29,7 @@
 #include "convergence/metrics.h"
 #include "convergence/throttles.h"
 #include "convergence/triton/clients.h"
-#include "health/monitor.h"
+#include "health/coordinator.h"
 #include "projects/store.h"
 
 namespace mariposa::convergence {
@@ -48,7 +48,7 @@ struct ReconcilerOptions {
   absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period
   ControllerMetrics* metrics = nullptr;                // optional
   triton::CnapiClient* cnapi = nullptr;                // for agent services; optional
-  health::HealthMonitor* health = nullptr;             // runs the services' health checks; optional
+  health::Coordinator* health = nullptr;               // shards the services' health checks over agents; optional
   bool health_loopback = false;  // check 10.a.b.c at 127.a.b.c (tritonsim --listen-vms)
   // update.auto_rollback: rolls a project back to a version (uuid) if the
   // version in force is still the expected one; returns the new number.
@@ -82,7 +82,7 @@ class Reconciler {
   // An agent service's rollout as of the last sync (nullopt before one).
   std::optional<AgentPlan> AgentStatus(const std::string& project_uuid, const std::string& service) const;
 
-  const health::HealthMonitor* health() const { return options_.health; }
+  const health::Coordinator* health() const { return options_.health; }
   // An instance's health from the monitor ("" when it has no checks).
   std::string HealthOf(const std::string& instance) const;
 

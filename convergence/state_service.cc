@@ -109,7 +109,7 @@ grpc::Status StateService::GetHealth(grpc::ServerContext*, const v1::GetHealthRe
                                      v1::GetHealthResponse* resp) {
   if (reconciler_ == nullptr || reconciler_->health() == nullptr) {
     return ToGrpc(absl::FailedPreconditionError(
-        "no health checks run here: start mariposad with --triton and --embedded-health"));
+        "no health checks run here: start mariposad with --triton (and --embedded-health or mariposa-health agents)"));
   }
   auto p = store_->GetProject(req->project());
   if (!p.ok()) return ToGrpc(p.status());
@@ -131,8 +131,21 @@ grpc::Status StateService::GetHealth(grpc::ServerContext*, const v1::GetHealthRe
     out->set_target(absl::StrCat(c.address, ":", c.port));
     out->set_state(health::HealthName(c.state));
     out->set_last_failure(c.last_detail);
-    SetTimestamp(c.last_run, out->mutable_last_run());
-    out->set_runs(c.runs);
+    if (c.since != absl::InfinitePast()) SetTimestamp(c.since, out->mutable_since());
+    out->set_agent(c.agent);
+  }
+  for (const auto& a : reconciler_->health()->Agents()) {
+    v1::HealthAgentStatus* out = resp->add_agents();
+    out->set_id(a.hello.id);
+    for (const std::string& n : a.hello.networks) out->add_networks(n);
+    out->set_grpc_addr(a.hello.grpc_addr);
+    out->set_metrics_addr(a.hello.metrics_addr);
+    SetTimestamp(a.connected, out->mutable_connected_at());
+    SetTimestamp(a.last_seen, out->mutable_last_seen());
+    out->set_checks(a.owned);
+    out->set_checks_run(a.counters.checks_run);
+    out->set_checks_failed(a.counters.checks_failed);
+    out->set_lateness_p99_ms(a.counters.lateness_p99_ms);
   }
   std::sort(resp->mutable_checks()->begin(), resp->mutable_checks()->end(),
             [](const v1::CheckStatus& a, const v1::CheckStatus& b) {

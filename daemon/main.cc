@@ -29,7 +29,10 @@
 #include "common/ids.h"
 #include "convergence/metrics.h"
 #include "convergence/observer.h"
-#include "health/monitor.h"
+#include "health/agent.h"
+#include "health/agents_service.h"
+#include "health/coordinator.h"
+#include "health/metrics.h"
 #include "projects/events_service.h"
 #include "convergence/queue_service.h"
 #include "convergence/reconciler.h"
@@ -43,7 +46,8 @@ namespace {
 
 constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [--addr-file FILE]
                  [--triton URL --owner UUID --network UUID [--resync DURATION]
-                  [--max-jobs N] [--max-jobs-per-project N] [--embedded-health [--health-loopback]]]
+                  [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-loopback]
+                  [--health-lease DURATION]]
                  [--metrics-listen HOST:PORT]
 
 The Mariposa controller: gRPC API, SQLite store.
@@ -64,8 +68,12 @@ The Mariposa controller: gRPC API, SQLite store.
   --max-jobs N      Triton jobs in flight, all projects together (default 64)
   --max-jobs-per-project N
                     Triton jobs in flight for one project (default 32)
-  --embedded-health run the services' health checks in this process (one agent;
-                    unhealthy instances are replaced, rollouts wait for healthy)
+  --embedded-health run a health agent in this process (mariposa-health agents
+                    may connect besides; checks are sharded over all of them).
+                    Unhealthy instances are replaced, rollouts wait for healthy.
+  --health-lease DURATION
+                    a health agent silent this long is dropped and its checks
+                    move to the others (default 10s)
   --health-loopback check an instance's 10.a.b.c address at 127.a.b.c, where
                     tritonsim --listen-vms answers for it
   --metrics-listen HOST:PORT
@@ -121,6 +129,7 @@ int main(int argc, char** argv) {
   std::string triton_url, owner, network, resync = "5s";
   std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
   bool embedded_health = false, health_loopback = false;
+  std::string health_lease_text = "10s";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const std::string& flag, std::string* out) {
@@ -146,7 +155,8 @@ int main(int argc, char** argv) {
     if (value("--listen", &listen) || value("--data-dir", &data_dir) || value("--addr-file", &addr_file) ||
         value("--triton", &triton_url) || value("--owner", &owner) || value("--network", &network) ||
         value("--resync", &resync) || value("--max-jobs", &max_jobs) ||
-        value("--max-jobs-per-project", &max_jobs_project) || value("--metrics-listen", &metrics_listen)) {
+        value("--max-jobs-per-project", &max_jobs_project) || value("--metrics-listen", &metrics_listen) ||
+        value("--health-lease", &health_lease_text)) {
       continue;
     }
     return Usage(absl::StrCat("unknown argument \"", a, "\""));
@@ -158,6 +168,10 @@ int main(int argc, char** argv) {
   }
   if ((embedded_health || health_loopback) && triton_url.empty()) {
     return Usage("--embedded-health and --health-loopback need --triton (there is nothing to check without it)");
+  }
+  absl::Duration health_lease;
+  if (!absl::ParseDuration(health_lease_text, &health_lease) || health_lease < absl::Milliseconds(300)) {
+    return Usage(absl::StrCat("--health-lease \"", health_lease_text, "\" is not a duration of at least 300ms (e.g. 10s)"));
   }
   int max_jobs_n = 0, max_jobs_project_n = 0;
   if (!absl::SimpleAtoi(max_jobs, &max_jobs_n) || max_jobs_n < 1) {
@@ -219,22 +233,30 @@ int main(int argc, char** argv) {
   std::unique_ptr<mariposa::triton::HttpImgapiClient> imgapi;
   std::unique_ptr<mariposa::triton::HttpCnapiClient> cnapi;
   std::unique_ptr<mariposa::convergence::Reconciler> reconciler;
-  std::unique_ptr<mariposa::health::HealthMonitor> health;
+  // Health: the coordinator shards the services' checks over the agents that
+  // connect (mariposa-health, or the embedded one) and turns their reports
+  // into events; the reconciler reads instance health from it.
+  std::unique_ptr<mariposa::health::Coordinator> health;
+  std::unique_ptr<mariposa::health::HealthAgentsService> health_agents;
+  mariposa::health::HealthMetrics health_metrics;
   std::atomic<mariposa::convergence::Reconciler*> wake_target{nullptr};
-  if (embedded_health && !triton_url.empty()) {
+  if (!triton_url.empty()) {
     auto* st = store->get();
-    health = std::make_unique<mariposa::health::HealthMonitor>(
-        [st, &wake_target](const mariposa::health::HealthChange& c) {
+    health = std::make_unique<mariposa::health::Coordinator>(
+        clock, health_lease, [st, &wake_target](const mariposa::health::HealthChange& c) {
           // Only changes are written (HEALTH.md); the controller acts on them.
           auto p = st->GetProject(c.group);
           std::string project = p.ok() ? p->name : c.group;
           std::string what = absl::StrCat(c.check, ": ", mariposa::health::HealthName(c.from), " -> ",
                                           mariposa::health::HealthName(c.to), c.detail.empty() ? "" : " (" + c.detail + ")");
+          if (c.flapping) what = absl::StrCat(c.check, ": flapping (", mariposa::health::HealthName(c.to), ")");
           st->AppendEvent("mariposad", project, c.flapping ? "instance.flapping" : "instance.health", c.instance, what)
               .IgnoreError();
           if (auto* r = wake_target.load()) r->Wake();
-        },
-        [&metrics](const std::string& type, bool pass, absl::Duration took) { metrics.HealthCheck(type, pass, took); });
+        });
+    health_agents = std::make_unique<mariposa::health::HealthAgentsService>(health.get(), health_lease);
+    health_metrics.Watch(health.get());
+    metrics.AddCollectable(health_metrics.collectable());
   }
   if (!triton_url.empty()) {
     mariposa::triton::HttpOptions http;
@@ -279,6 +301,7 @@ int main(int argc, char** argv) {
   builder.RegisterService(&state);
   mariposa::EventsService events(store->get());
   builder.RegisterService(&events);
+  if (health_agents) builder.RegisterService(health_agents.get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     mariposa::LogError("cannot listen", {{"listen", listen}});
@@ -300,6 +323,16 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), addr_file.c_str());
   }
   if (reconciler) reconciler->Start();
+  std::unique_ptr<mariposa::health::Agent> embedded;
+  if (embedded_health && health) {
+    mariposa::health::Agent::Options o;
+    o.id = "embedded";
+    o.coordinator = bound;
+    o.heartbeat = std::min(absl::Seconds(2), health_lease / 3);
+    embedded = std::make_unique<mariposa::health::Agent>(o, health_metrics.Hooks());
+    health_metrics.Watch(embedded.get());
+    embedded->Start();
+  }
   mariposa::LogInfo("serving", {{"addr", bound},
                                 {"triton", triton_url.empty() ? "none (goal state only)" : triton_url},
                                 {"data_dir", data_dir},
@@ -311,13 +344,18 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&sigs, &sig);
     mariposa::LogInfo("shutting down", {{"signal", strsignal(sig)}});
+    if (embedded) embedded->Stop();
+    if (health_agents) health_agents->Stop();
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   });
   server->Wait();
   signals.join();
   if (reconciler) reconciler->Stop();
-  health.reset();  // its callbacks write to the store
+  health_metrics.Watch(static_cast<const mariposa::health::Agent*>(nullptr));
+  embedded.reset();
   metrics.StopServing();
+  health_agents.reset();
+  health.reset();  // its callbacks write to the store
   store->reset();
   close(lock_fd);
   mariposa::LogInfo("stopped");

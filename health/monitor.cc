@@ -6,24 +6,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace mariposa::health {
-namespace {
-
-bool SameTarget(const Target& a, const Target& b) {
-  const CheckSpec& x = a.spec;
-  const CheckSpec& y = b.spec;
-  return a.created == b.created && x.type == y.type && x.address == y.address && x.port == y.port &&
-         x.path == y.path && x.method == y.method && x.headers == y.headers && x.expect_status == y.expect_status &&
-         x.expect_body == y.expect_body && x.tls_skip_verify == y.tls_skip_verify && x.send == y.send &&
-         x.expect == y.expect && x.timeout == y.timeout && a.policy.interval == b.policy.interval &&
-         a.policy.unhealthy_interval == b.policy.unhealthy_interval && a.policy.retries == b.policy.retries &&
-         a.policy.successes == b.policy.successes && a.policy.start_window == b.policy.start_window;
-}
-
-}  // namespace
-
-HealthMonitor::HealthMonitor(std::function<void(const HealthChange&)> on_change,
-                             std::function<void(const std::string&, bool, absl::Duration)> on_result)
-    : on_change_(std::move(on_change)), on_result_(std::move(on_result)) {
+HealthMonitor::HealthMonitor(Hooks hooks) : hooks_(std::move(hooks)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -42,7 +25,7 @@ void HealthMonitor::Assign(const std::string& group, std::vector<Target> targets
   std::set<std::string> keep;
   absl::Time now = absl::Now();
   for (Target& t : targets) {
-    std::string key = absl::StrCat(t.instance, "/", t.check);
+    std::string key = TargetKey(t);
     keep.insert(key);
     auto it = entries_.find(key);
     if (it != entries_.end() && it->second.group == group && SameTarget(it->second.target, t)) continue;
@@ -74,8 +57,8 @@ std::vector<HealthMonitor::CheckStatus> HealthMonitor::Checks(const std::string&
   std::vector<CheckStatus> out;
   for (const auto& kv : entries_) {
     const Entry& e = kv.second;
-    if (e.group != group) continue;
-    out.push_back({e.target.instance, e.target.check, e.target.spec.type, e.target.spec.address, e.target.spec.port,
+    if (!group.empty() && e.group != group) continue;
+    out.push_back({e.group, e.target.instance, e.target.check, e.target.spec.type, e.target.spec.address, e.target.spec.port,
                    e.state.state(), e.last_detail, e.last_run, e.runs});
   }
   return out;
@@ -91,11 +74,13 @@ void HealthMonitor::Loop() {
   while (!stop_) {
     absl::Time now = absl::Now();
     while (!due_.empty() && due_.top().first <= now) {
+      absl::Time due = due_.top().first;
       auto [key, generation] = due_.top().second;
       due_.pop();
       auto it = entries_.find(key);
       if (it == entries_.end() || it->second.generation != generation || it->second.running) continue;
       it->second.running = true;
+      if (hooks_.on_start) hooks_.on_start(now - due);
       CheckSpec spec = it->second.target.spec;
       engine_.Submit(std::move(spec), [this, key = key, generation = generation](const CheckResult& r) {
         OnResult(key, generation, r);
@@ -135,8 +120,8 @@ void HealthMonitor::OnResult(const std::string& key, uint64_t generation, const 
     due_.push({next + jitter, {key, generation}});
   }
   cv_.notify_all();
-  if (on_result_) on_result_(type, r.pass, r.took);
-  if (change && on_change_) on_change_(*change);
+  if (hooks_.on_result) hooks_.on_result(type, r.pass, r.took);
+  if (change && hooks_.on_change) hooks_.on_change(*change);
 }
 
 }  // namespace mariposa::health

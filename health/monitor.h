@@ -1,8 +1,9 @@
 // The health monitor: runs each assigned check on its interval (spread with
 // jitter, never in bursts) through a CheckEngine, keeps the state machine of
-// every (instance, check), and reports only changes. This is what
-// `mariposad --embedded-health` runs in-process; the `mariposa-health`
-// agents and sharding between them are not built yet. Thread-safe.
+// every (instance, check), and reports only changes. Every health agent
+// (`mariposa-health`, or the one `mariposad --embedded-health` runs
+// in-process) is one monitor fed by the coordinator's assignments.
+// Thread-safe.
 #ifndef MARIPOSA_HEALTH_MONITOR_H_
 #define MARIPOSA_HEALTH_MONITOR_H_
 
@@ -20,32 +21,21 @@
 #include "absl/time/time.h"
 #include "health/check_engine.h"
 #include "health/state_machine.h"
+#include "health/target.h"
 
 namespace mariposa::health {
 
-struct Target {
-  std::string instance;  // uuid
-  std::string check;     // the check's name in the manifest
-  CheckSpec spec;
-  CheckPolicy policy;
-  absl::Time created;    // the instance's creation (its start window runs from there)
-};
-
-struct HealthChange {
-  std::string group;     // what Assign named (a project uuid)
-  std::string instance;
-  std::string check;
-  Health from = Health::kUnknown;
-  Health to = Health::kUnknown;
-  bool flapping = false;
-  std::string detail;    // the failing result's reason
-};
-
 class HealthMonitor {
  public:
-  // `on_change` and `on_result` run on the engine's thread and must be quick.
-  HealthMonitor(std::function<void(const HealthChange&)> on_change,
-                std::function<void(const std::string& type, bool pass, absl::Duration took)> on_result = nullptr);
+  struct Hooks {
+    std::function<void(const HealthChange&)> on_change;
+    // Every result (for metrics).
+    std::function<void(const std::string& type, bool pass, absl::Duration took)> on_result;
+    // How late a check started against its due time (for metrics).
+    std::function<void(absl::Duration late)> on_start;
+  };
+  // The hooks run on the monitor's threads and must be quick.
+  explicit HealthMonitor(Hooks hooks);
   ~HealthMonitor();
 
   // Replaces the targets of `group`: new ones start within their first
@@ -58,9 +48,9 @@ class HealthMonitor {
 
   size_t targets() const;
 
-  // Every assigned check of `group`, for `mariposa health`.
+  // Every assigned check of `group` ("" = of every group).
   struct CheckStatus {
-    std::string instance, check, type;
+    std::string group, instance, check, type;
     std::string address;
     int port = 0;
     Health state = Health::kUnknown;
@@ -84,8 +74,7 @@ class HealthMonitor {
   void Loop();
   void OnResult(const std::string& key, uint64_t generation, const CheckResult& r);
 
-  std::function<void(const HealthChange&)> on_change_;
-  std::function<void(const std::string&, bool, absl::Duration)> on_result_;
+  Hooks hooks_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

@@ -26,10 +26,10 @@ TEST(MonitorTest, FollowsTheTargetAndReportsOnlyChanges) {
 
   std::mutex mu;
   std::vector<HealthChange> changes;
-  HealthMonitor monitor([&](const HealthChange& c) {
+  HealthMonitor monitor(HealthMonitor::Hooks{[&](const HealthChange& c) {
     std::lock_guard<std::mutex> l(mu);
     changes.push_back(c);
-  });
+  }});
   Target target;
   target.instance = "i-1";
   target.check = "http";

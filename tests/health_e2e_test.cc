@@ -103,7 +103,10 @@ TEST_F(HealthTest, UnhealthyInstanceIsDetectedAndReplaced) {
   EXPECT_THAT(h.out, ::testing::HasSubstr("hc-web-"));
   EXPECT_THAT(h.out, ::testing::HasSubstr(":8080"));
   EXPECT_THAT(h.out, ::testing::Not(::testing::HasSubstr("unhealthy")));
-  EXPECT_EQ(std::count(h.out.begin(), h.out.end(), '\n'), 4);  // header + 3 checks
+  // header + 3 checks, a blank line, the agents' header + the embedded agent
+  EXPECT_EQ(std::count(h.out.begin(), h.out.end(), '\n'), 7) << h.out;
+  EXPECT_THAT(h.out, ::testing::HasSubstr("AGENT"));
+  EXPECT_THAT(h.out, ::testing::HasSubstr("embedded"));
 }
 
 TEST_F(HealthTest, CorrelatedFailureIsHeldByTheBudget) {

@@ -1727,4 +1727,9 @@ std::vector<DataCenter::Endpoint> DataCenter::RunningEndpoints() {
   return out;
 }
 
+void DataCenter::StartAddressesAtBlock(uint32_t block) {
+  std::lock_guard<std::mutex> l(mu_);
+  next_ip_ = (block & 0xffff) << 8;
+}
+
 }  // namespace tritonsim

@@ -49,6 +49,10 @@ enum class VmHealth { kHealthy, kUnhealthy, kRefuse, kHang };
 
 class DataCenter {
  public:
+  // Addresses are given out from 10.0.0.2 upwards; this starts them in the
+  // /24 block `block` (1..65535) instead, so that two tritonsims with
+  // --listen-vms on one host do not answer for each other's VMs.
+  void StartAddressesAtBlock(uint32_t block);
   explicit DataCenter(Options opts);
   ~DataCenter();
 
@@ -215,7 +219,7 @@ class DataCenter {
   std::unordered_map<std::string, std::unordered_map<std::string, std::set<std::string>>> tag_index_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t event_seq_ = 0;
-  uint32_t next_ip_ = 1;  // 10.0.0.1 is the gateway
+  uint32_t next_ip_ = 1;  // 10.0.0.1 is the gateway; the last address given out
   std::map<std::string, std::vector<std::pair<int, int>>> failures_;  // op -> [(status, hang_ms)]
   std::map<std::string, int64_t> op_counts_;
   bool stop_ = false;

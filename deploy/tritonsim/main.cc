@@ -13,6 +13,7 @@
 #include <memory>
 #include <iostream>
 #include <sstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,7 +41,8 @@ Serves VMAPI, CNAPI and IMGAPI on one loopback HTTP port.
   --rng-seed N             seed for uuids, jitter and failures (default 1)
   --threads N              HTTP worker threads (default 64)
   --listen-vms             each running VM answers HTTP on 127.a.b.c (its nic 10.a.b.c) on
-                           the ports in its `ports` tag or metadata, as its health says
+                           the ports in its `ports` tag or metadata, as its health says;
+                           addresses start in a random 10.a.b.0/24 block then
 
 ctl commands (URL from --addr or $TRITONSIM_URL):
   server-down SERVER | server-up SERVER      SERVER is a uuid or hostname
@@ -209,6 +211,9 @@ int main(int argc, char** argv) {
       rl.rlim_cur = rl.rlim_max;
       setrlimit(RLIMIT_NOFILE, &rl);
     }
+    // A random /24 block per process: concurrent tritonsims (parallel tests)
+    // must not bind each other's 127.a.b.c addresses.
+    dc.StartAddressesAtBlock(1 + static_cast<uint32_t>(std::random_device{}() % 65000));
     listeners = std::make_unique<tritonsim::VmListeners>(&dc);
   }
   tritonsim::InstallRoutes(&server, &dc, &latency);

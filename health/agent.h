@@ -1,0 +1,84 @@
+// A health agent (HEALTH.md "Agents"): one HealthMonitor fed by the
+// assignments mariposad streams over HealthAgents.Connect, sending state
+// changes and periodic counters (its heartbeat) back. When mariposad is
+// unreachable it keeps checking what it was assigned, remembers the
+// changes, reconnects with backoff, and on reconnecting sends a snapshot of
+// every state. `mariposa-health` is this plus /metrics and ListChecks;
+// `mariposad --embedded-health` runs one in-process against itself.
+#ifndef MARIPOSA_HEALTH_AGENT_H_
+#define MARIPOSA_HEALTH_AGENT_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "health/monitor.h"
+
+namespace grpc {
+class ClientContext;
+}  // namespace grpc
+
+namespace mariposa::health {
+
+class Agent {
+ public:
+  struct Options {
+    std::string id;                     // stable: the same id gets its checks back
+    std::string coordinator;            // mariposad's gRPC address
+    std::vector<std::string> networks;  // reachable networks; empty = all
+    std::string grpc_addr, metrics_addr;  // advertised to mariposad
+    absl::Duration heartbeat = absl::Seconds(2);  // at most lease/3 once the lease is known
+    size_t max_outbox = 100000;         // changes kept while disconnected (a snapshot follows anyway)
+  };
+  // `hooks.on_result` and `hooks.on_start` (metrics) are called besides the
+  // agent's own bookkeeping; `hooks.on_change` is the agent's and ignored.
+  Agent(Options options, HealthMonitor::Hooks hooks = {});
+  ~Agent();  // Stop()
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // The gRPC address mariposad is told (before Start).
+  void Advertise(std::string grpc_addr) { options_.grpc_addr = std::move(grpc_addr); }
+  void Start();
+  void Stop();
+
+  bool connected() const { return connected_; }
+  const std::string& id() const { return options_.id; }
+  const HealthMonitor& monitor() const { return *monitor_; }
+  int64_t sessions() const { return sessions_; }  // connections made so far
+
+ private:
+  void Run();
+  void Session();
+  void Apply(bool reset, std::map<std::string, std::map<std::string, Target>>& changes,
+             const std::vector<std::pair<std::string, std::string>>& removes);
+  double LatenessP99Ms();
+
+  Options options_;
+  HealthMonitor::Hooks hooks_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> connected_{false};
+  std::atomic<int64_t> sessions_{0};
+  std::atomic<int64_t> checks_run_{0}, checks_failed_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<HealthChange> outbox_;
+  grpc::ClientContext* ctx_ = nullptr;
+  std::vector<double> lateness_ms_;  // a ring of recent samples
+  size_t lateness_next_ = 0;
+  // What mariposad assigned: group -> instance/check -> target. Reader thread only.
+  std::map<std::string, std::map<std::string, Target>> targets_;
+  std::unique_ptr<HealthMonitor> monitor_;
+  std::thread thread_;
+};
+
+}  // namespace mariposa::health
+
+#endif  // MARIPOSA_HEALTH_AGENT_H_

@@ -1,0 +1,176 @@
+// mariposa-health: a health agent. Registers with mariposad, runs the checks
+// it is assigned (its share, by rendezvous hashing over the live agents),
+// streams state changes back, serves /metrics and HealthAgent.ListChecks.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/log.h"
+#include "health/agent.h"
+#include "health/metrics.h"
+#include "health/wire.h"
+#include "mariposa/v1/health.grpc.pb.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: mariposa-health --mariposad ADDR [--id ID] [--network NET[,NET…]]...
+                       [--listen ADDR] [--metrics-listen ADDR] [--addr-file FILE] [--heartbeat DUR]
+
+Runs the health checks mariposad assigns to this agent.
+
+  --mariposad ADDR     mariposad's gRPC address (host:port or unix:PATH)
+  --id ID              this agent's stable id (default: the host name); an agent
+                       that comes back with the same id gets its checks back
+  --network NET,…      networks (uuid or name, as the manifest names them) this
+                       agent can reach; default: all
+  --listen ADDR        gRPC HealthAgent.ListChecks (default 127.0.0.1:0)
+  --metrics-listen ADDR  /metrics (default: off)
+  --addr-file FILE     write the bound gRPC address (and the metrics address on
+                       a second line) once serving
+  --heartbeat DUR      counters/heartbeat period (default 2s; at most a third of
+                       mariposad's lease)
+
+Stops gracefully on SIGTERM or SIGINT.
+)";
+
+int Usage(const std::string& err) {
+  std::cerr << "mariposa-health: " << err << "\n\n" << kUsage;
+  return 2;
+}
+
+class ListChecksService final : public mariposa::v1::HealthAgent::Service {
+ public:
+  explicit ListChecksService(const mariposa::health::Agent* agent) : agent_(agent) {}
+  grpc::Status ListChecks(grpc::ServerContext*, const mariposa::v1::ListChecksRequest* req,
+                          mariposa::v1::ListChecksResponse* resp) override {
+    resp->set_agent_id(agent_->id());
+    for (const auto& c : agent_->monitor().Checks(req->group())) {
+      mariposa::v1::AgentCheck* out = resp->add_checks();
+      out->mutable_key()->set_group(c.group);
+      out->mutable_key()->set_instance(c.instance);
+      out->mutable_key()->set_check(c.check);
+      out->set_type(c.type);
+      out->set_target(absl::StrCat(c.address, ":", c.port));
+      out->set_state(mariposa::health::HealthName(c.state));
+      out->set_last_failure(c.last_detail);
+      if (c.last_run != absl::InfinitePast()) {
+        out->mutable_last_run()->set_seconds(absl::ToUnixSeconds(c.last_run));
+      }
+      out->set_runs(c.runs);
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  const mariposa::health::Agent* agent_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mariposa::health::Agent::Options options;
+  std::string listen = "127.0.0.1:0", metrics_listen, addr_file, heartbeat = "2s";
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  options.id = host;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const std::string& flag, std::string* out) {
+      if (a == flag) {
+        if (i + 1 >= argc) return false;
+        *out = argv[++i];
+        return true;
+      }
+      if (absl::StartsWith(a, flag + "=")) {
+        *out = a.substr(flag.size() + 1);
+        return true;
+      }
+      return false;
+    };
+    std::string net;
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (value("--network", &net)) {
+      for (absl::string_view n : absl::StrSplit(net, ',', absl::SkipEmpty())) options.networks.emplace_back(n);
+      continue;
+    }
+    if (value("--mariposad", &options.coordinator) || value("--id", &options.id) || value("--listen", &listen) ||
+        value("--metrics-listen", &metrics_listen) || value("--addr-file", &addr_file) ||
+        value("--heartbeat", &heartbeat)) {
+      continue;
+    }
+    return Usage(absl::StrCat("unknown or incomplete argument \"", a, "\""));
+  }
+  if (options.coordinator.empty()) return Usage("--mariposad ADDR is required (mariposad's gRPC address)");
+  if (options.id.empty()) return Usage("--id is empty and the host has no name; give --id");
+  if (!absl::ParseDuration(heartbeat, &options.heartbeat) || options.heartbeat <= absl::ZeroDuration()) {
+    return Usage(absl::StrCat("--heartbeat \"", heartbeat, "\" is not a positive duration (e.g. 2s)"));
+  }
+
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  mariposa::health::HealthMetrics metrics;
+  if (!metrics_listen.empty()) {
+    if (auto st = metrics.Serve(metrics_listen); !st.ok()) {
+      std::cerr << "mariposa-health: " << st.message() << "\n";
+      return 1;
+    }
+    options.metrics_addr = absl::StrCat(metrics_listen.substr(0, metrics_listen.rfind(':')), ":", metrics.port());
+  }
+  // The agent is built before the server so ListChecks can answer; it
+  // starts after, once its advertised address is known.
+  auto agent = std::make_unique<mariposa::health::Agent>(options, metrics.Hooks());
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  ListChecksService list(agent.get());
+  builder.RegisterService(&list);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    std::cerr << "mariposa-health: cannot listen on " << listen << "\n";
+    return 1;
+  }
+  std::string bound = absl::StartsWith(listen, "unix:") ? listen
+                                                         : absl::StrCat(listen.substr(0, listen.rfind(':')), ":", port);
+  agent->Advertise(bound);
+  metrics.Watch(agent.get());
+  if (!addr_file.empty()) {
+    std::string tmp = addr_file + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << bound << "\n";
+      if (!options.metrics_addr.empty()) f << options.metrics_addr << "\n";
+    }
+    std::rename(tmp.c_str(), addr_file.c_str());
+  }
+  agent->Start();
+  mariposa::LogInfo("health agent serving", {{"id", options.id},
+                                             {"mariposad", options.coordinator},
+                                             {"listen", bound},
+                                             {"metrics", options.metrics_addr.empty() ? "off" : options.metrics_addr},
+                                             {"pid", absl::StrCat(getpid())}});
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  mariposa::LogInfo("shutting down", {{"signal", strsignal(sig)}});
+  agent->Stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  metrics.Watch(static_cast<const mariposa::health::Agent*>(nullptr));
+  metrics.StopServing();
+  return 0;
+}

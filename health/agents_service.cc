@@ -1,0 +1,115 @@
+#include "health/agents_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/log.h"
+#include "health/wire.h"
+
+namespace mariposa::health {
+
+std::vector<v1::Assignment> Chunks(const Assignment& a, absl::Duration lease, size_t chunk) {
+  std::vector<v1::Assignment> out;
+  auto next = [&]() -> v1::Assignment& {
+    out.emplace_back();
+    out.back().set_lease_ms(absl::ToInt64Milliseconds(lease));
+    return out.back();
+  };
+  next().set_reset(a.reset);
+  for (const auto& [group, target] : a.add) {
+    if (static_cast<size_t>(out.back().add_size()) >= chunk) next();
+    ToProto(group, target, out.back().add_add());
+  }
+  for (const auto& [group, key] : a.remove) {
+    if (static_cast<size_t>(out.back().add_size() + out.back().remove_size()) >= chunk) next();
+    v1::CheckKey* k = out.back().add_remove();
+    k->set_group(group);
+    size_t slash = key.find('/');
+    k->set_instance(key.substr(0, slash));
+    k->set_check(slash == std::string::npos ? "" : key.substr(slash + 1));
+  }
+  for (size_t i = 0; i + 1 < out.size(); ++i) out[i].set_more(true);
+  return out;
+}
+
+HealthAgentsService::HealthAgentsService(Coordinator* coordinator, absl::Duration lease)
+    : coordinator_(coordinator), lease_(lease) {
+  reaper_ = std::thread([this] {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stopping_) {
+      cv_.wait_for(l, absl::ToChronoMilliseconds(std::max(lease_ / 4, absl::Milliseconds(50))));
+      for (const std::string& id : coordinator_->ExpireAgents()) {
+        LogInfo("health agent dropped: silent longer than its lease; its checks moved to the others",
+                {{"agent", id}, {"lease", absl::FormatDuration(lease_)}});
+      }
+    }
+  });
+}
+
+HealthAgentsService::~HealthAgentsService() {
+  Stop();
+  reaper_.join();
+}
+
+void HealthAgentsService::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+}
+
+grpc::Status HealthAgentsService::Connect(grpc::ServerContext* ctx,
+                                          grpc::ServerReaderWriter<v1::Assignment, v1::AgentMessage>* stream) {
+  v1::AgentMessage first;
+  if (!stream->Read(&first)) return grpc::Status::OK;
+  if (first.hello().agent_id().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first message of HealthAgents.Connect must be a hello with a non-empty agent_id");
+  }
+  AgentHello hello;
+  hello.id = first.hello().agent_id();
+  hello.networks.assign(first.hello().networks().begin(), first.hello().networks().end());
+  hello.grpc_addr = first.hello().grpc_addr();
+  hello.metrics_addr = first.hello().metrics_addr();
+  const std::string id = hello.id;
+  uint64_t session = coordinator_->Connect(hello);
+  LogInfo("health agent connected", {{"agent", id},
+                                     {"networks", hello.networks.empty() ? "all" : absl::StrJoin(hello.networks, ",")},
+                                     {"peer", ctx->peer()}});
+  std::atomic<bool> reading{true};
+  std::thread reader([&] {
+    v1::AgentMessage m;
+    while (stream->Read(&m)) {
+      AgentCounters c;
+      if (m.has_counters()) {
+        c = {m.counters().checks_run(), m.counters().checks_failed(), m.counters().assigned(),
+             m.counters().lateness_p99_ms()};
+      }
+      if (!coordinator_->Touch(id, session, m.has_counters() ? &c : nullptr)) break;
+      if (m.changes_size() > 0) {
+        std::vector<HealthChange> changes;
+        changes.reserve(m.changes_size());
+        for (const auto& ch : m.changes()) changes.push_back(FromProto(ch));
+        coordinator_->Report(id, session, changes);
+      }
+    }
+    reading = false;
+  });
+  while (reading && !stopping_ && !ctx->IsCancelled()) {
+    auto a = coordinator_->TakeAssignment(id, session, absl::Milliseconds(200));
+    if (!a) break;  // dropped (lease) or replaced by a newer session
+    if (a->empty()) continue;
+    bool ok = true;
+    for (const v1::Assignment& m : Chunks(*a, lease_)) {
+      if (!(ok = stream->Write(m))) break;
+    }
+    if (!ok) break;
+  }
+  ctx->TryCancel();
+  reader.join();
+  coordinator_->Disconnect(id, session);
+  LogInfo("health agent disconnected", {{"agent", id}});
+  return grpc::Status::OK;
+}
+
+}  // namespace mariposa::health

@@ -1,0 +1,46 @@
+// mariposad's side of the health agents: the gRPC HealthAgents.Connect
+// stream that carries a Coordinator's assignments to an agent and its state
+// changes and counters back, and the reaper that drops agents silent for
+// longer than the lease. gRPC stays out of coordinator.h.
+#ifndef MARIPOSA_HEALTH_AGENTS_SERVICE_H_
+#define MARIPOSA_HEALTH_AGENTS_SERVICE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "health/coordinator.h"
+#include "mariposa/v1/health.grpc.pb.h"
+
+namespace mariposa::health {
+
+// An assignment as messages of at most `chunk` targets or keys each; the
+// first carries `reset`, all but the last `more`.
+std::vector<v1::Assignment> Chunks(const Assignment& a, absl::Duration lease, size_t chunk = 1000);
+
+class HealthAgentsService final : public v1::HealthAgents::Service {
+ public:
+  // `coordinator` must outlive this; `lease` is the coordinator's.
+  HealthAgentsService(Coordinator* coordinator, absl::Duration lease);
+  ~HealthAgentsService() override;  // stops the reaper
+
+  // Ends every stream (before the server shuts down).
+  void Stop();
+
+  grpc::Status Connect(grpc::ServerContext* ctx,
+                       grpc::ServerReaderWriter<v1::Assignment, v1::AgentMessage>* stream) override;
+
+ private:
+  Coordinator* coordinator_;
+  absl::Duration lease_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread reaper_;
+};
+
+}  // namespace mariposa::health
+
+#endif  // MARIPOSA_HEALTH_AGENTS_SERVICE_H_
