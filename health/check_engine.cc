@@ -84,7 +84,8 @@ class CheckEngine::Loop {
       std::lock_guard<std::mutex> l(mu_);
       incoming_.push_back({std::move(spec), std::move(done)});
     }
-    curl_multi_wakeup(multi_);
+    // One wakeup per loop pass however many checks arrive meanwhile.
+    if (!woken_.exchange(true)) curl_multi_wakeup(multi_);
   }
 
   size_t in_flight() const { return in_flight_.load(); }
@@ -152,7 +153,13 @@ class CheckEngine::Loop {
     c->spec = std::move(in.spec);
     c->done = std::move(in.done);
     c->start = absl::Now();
-    CURL* e = curl_easy_init();
+    CURL* e = nullptr;
+    if (idle_.empty()) {
+      e = curl_easy_init();
+    } else {
+      e = idle_.back();
+      idle_.pop_back();
+    }
     c->easy = e;
     std::string url = absl::StrCat(c->spec.type, "://", c->spec.address, ":", c->spec.port, c->spec.path);
     curl_easy_setopt(e, CURLOPT_URL, url.c_str());
@@ -207,7 +214,14 @@ class CheckEngine::Loop {
       detail = c->error[0] != '\0' ? c->error : curl_easy_strerror(rc);
     }
     curl_multi_remove_handle(multi_, c->easy);
-    curl_easy_cleanup(c->easy);
+    // Handles are kept for the next checks (options reset; each check still
+    // opens a fresh connection).
+    if (idle_.size() < kIdleHandles) {
+      curl_easy_reset(c->easy);
+      idle_.push_back(c->easy);
+    } else {
+      curl_easy_cleanup(c->easy);
+    }
     curl_slist_free_all(c->headers);
     Finish(c->done, pass, std::move(detail), c->start);
   }
@@ -246,6 +260,10 @@ class CheckEngine::Loop {
   // Advances a tcp check; true when it has finished (and was reported).
   bool StepTcp(Tcp* c, short revents) {
     auto end = [&](bool pass, std::string detail) {
+      // Close with a reset, as load balancers' checkers do: no TIME_WAIT
+      // left behind per check (thousands a second would pile up).
+      linger nolinger{1, 0};
+      setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &nolinger, sizeof(nolinger));
       close(c->fd);
       Finish(c->done, pass, std::move(detail), c->start);
       return true;
@@ -291,6 +309,7 @@ class CheckEngine::Loop {
   void Run() {
     while (true) {
       std::deque<Incoming> batch;
+      woken_ = false;
       {
         std::lock_guard<std::mutex> l(mu_);
         batch.swap(incoming_);
@@ -365,9 +384,14 @@ class CheckEngine::Loop {
       Finish(c->done, false, "engine stopped", c->start);
     }
     tcp_.clear();
+    for (CURL* e : idle_) curl_easy_cleanup(e);
+    idle_.clear();
   }
 
+  static constexpr size_t kIdleHandles = 1024;
   CURLM* multi_ = nullptr;
+  std::atomic<bool> woken_{false};
+  std::vector<CURL*> idle_;  // loop thread only
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<size_t> in_flight_{0};

@@ -32,11 +32,18 @@ void HealthMonitor::Assign(const std::string& group, std::vector<Target> targets
     Entry e{group, t, CheckState(t.policy, t.created), next_generation_++, false, "", absl::InfinitePast(), 0};
     // Spread first runs over the interval so that a new batch is no burst.
     absl::Duration first = t.policy.unhealthy_interval * std::uniform_real_distribution<double>(0, 1)(rng);
-    due_.push({now + first, {key, e.generation}});
-    entries_.insert_or_assign(key, std::move(e));
+    due_.push({now + first, e.generation});
+    if (it != entries_.end()) live_.erase(it->second.generation);
+    Entry& stored = entries_.insert_or_assign(key, std::move(e)).first->second;
+    live_[stored.generation] = &stored;
   }
   for (auto it = entries_.begin(); it != entries_.end();) {
-    it = it->second.group == group && !keep.count(it->first) ? entries_.erase(it) : std::next(it);
+    if (it->second.group == group && !keep.count(it->first)) {
+      live_.erase(it->second.generation);
+      it = entries_.erase(it);
+    } else {
+      ++it;
+    }
   }
   cv_.notify_all();
 }
@@ -75,16 +82,14 @@ void HealthMonitor::Loop() {
     absl::Time now = absl::Now();
     while (!due_.empty() && due_.top().first <= now) {
       absl::Time due = due_.top().first;
-      auto [key, generation] = due_.top().second;
+      uint64_t generation = due_.top().second;
       due_.pop();
-      auto it = entries_.find(key);
-      if (it == entries_.end() || it->second.generation != generation || it->second.running) continue;
-      it->second.running = true;
+      auto it = live_.find(generation);
+      if (it == live_.end() || it->second->running) continue;
+      Entry& e = *it->second;
+      e.running = true;
       if (hooks_.on_start) hooks_.on_start(now - due);
-      CheckSpec spec = it->second.target.spec;
-      engine_.Submit(std::move(spec), [this, key = key, generation = generation](const CheckResult& r) {
-        OnResult(key, generation, r);
-      });
+      engine_.Submit(e.target.spec, [this, generation](const CheckResult& r) { OnResult(generation, r); });
     }
     if (due_.empty()) {
       cv_.wait_for(l, std::chrono::milliseconds(200));
@@ -95,15 +100,15 @@ void HealthMonitor::Loop() {
   }
 }
 
-void HealthMonitor::OnResult(const std::string& key, uint64_t generation, const CheckResult& r) {
+void HealthMonitor::OnResult(uint64_t generation, const CheckResult& r) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   std::optional<HealthChange> change;
   std::string type;
   {
     std::lock_guard<std::mutex> l(mu_);
-    auto it = entries_.find(key);
-    if (it == entries_.end() || it->second.generation != generation) return;  // unassigned meanwhile
-    Entry& e = it->second;
+    auto it = live_.find(generation);
+    if (it == live_.end()) return;  // unassigned meanwhile
+    Entry& e = *it->second;
     e.running = false;
     e.last_detail = r.pass ? "" : r.detail;
     e.last_run = absl::Now();
@@ -117,7 +122,7 @@ void HealthMonitor::OnResult(const std::string& key, uint64_t generation, const 
     // Next run: the state's interval, jittered by up to 10 % either way.
     absl::Time next = e.state.NextDue(now);
     absl::Duration jitter = (next - now) * std::uniform_real_distribution<double>(-0.1, 0.1)(rng);
-    due_.push({next + jitter, {key, generation}});
+    due_.push({next + jitter, generation});
   }
   cv_.notify_all();
   if (hooks_.on_result) hooks_.on_result(type, r.pass, r.took);

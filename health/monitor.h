@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "health/check_engine.h"
 #include "health/state_machine.h"
@@ -72,7 +73,7 @@ class HealthMonitor {
     int64_t runs = 0;
   };
   void Loop();
-  void OnResult(const std::string& key, uint64_t generation, const CheckResult& r);
+  void OnResult(uint64_t generation, const CheckResult& r);
 
   Hooks hooks_;
   mutable std::mutex mu_;
@@ -80,7 +81,10 @@ class HealthMonitor {
   bool stop_ = false;
   uint64_t next_generation_ = 1;
   std::map<std::string, Entry> entries_;  // instance/check -> entry
-  using Due = std::pair<absl::Time, std::pair<std::string, uint64_t>>;
+  // generation -> its entry (map nodes do not move), so that the schedule
+  // and results carry a number rather than a key.
+  absl::flat_hash_map<uint64_t, Entry*> live_;
+  using Due = std::pair<absl::Time, uint64_t>;  // (due, generation)
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
   std::thread thread_;
   // Last, so it is destroyed first: its final callbacks still find the rest.
