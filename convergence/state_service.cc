@@ -109,7 +109,7 @@ grpc::Status StateService::GetHealth(grpc::ServerContext*, const v1::GetHealthRe
                                      v1::GetHealthResponse* resp) {
   if (reconciler_ == nullptr || reconciler_->health() == nullptr) {
     return ToGrpc(absl::FailedPreconditionError(
-        "no health checks run here: start mariposad with --triton (and --embedded-health or mariposa-health agents)"));
+        "no health checks run here: start mariposad with --triton and --embedded-health or --health-agents"));
   }
   auto p = store_->GetProject(req->project());
   if (!p.ok()) return ToGrpc(p.status());

@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/clock.h"
+#include "common/flags.h"
 #include "common/log.h"
 #include "common/ids.h"
 #include "convergence/metrics.h"
@@ -46,7 +47,8 @@ namespace {
 
 constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [--addr-file FILE]
                  [--triton URL --owner UUID --network UUID [--resync DURATION]
-                  [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-loopback]
+                  [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-agents]
+                  [--health-loopback]
                   [--health-lease DURATION]]
                  [--metrics-listen HOST:PORT]
 
@@ -71,6 +73,10 @@ The Mariposa controller: gRPC API, SQLite store.
   --embedded-health run a health agent in this process (mariposa-health agents
                     may connect besides; checks are sharded over all of them).
                     Unhealthy instances are replaced, rollouts wait for healthy.
+  --health-agents   run health checks on mariposa-health agents only (they
+                    connect to this address). Without this or --embedded-health
+                    no check runs: health stays unknown and instances are ready
+                    once they have run start.window
   --health-lease DURATION
                     a health agent silent this long is dropped and its checks
                     move to the others (default 10s)
@@ -128,24 +134,13 @@ int main(int argc, char** argv) {
   std::string addr_file;
   std::string triton_url, owner, network, resync = "5s";
   std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
-  bool embedded_health = false, health_loopback = false;
+  bool embedded_health = false, health_loopback = false, remote_agents = false;
   std::string health_lease_text = "10s";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto value = [&](const std::string& flag, std::string* out) {
-      if (a == flag) {
-        if (i + 1 >= argc) return false;
-        *out = argv[++i];
-        return true;
-      }
-      if (absl::StartsWith(a, flag + "=")) {
-        *out = a.substr(flag.size() + 1);
-        return true;
-      }
-      return false;
-    };
-    if (a == "--embedded-health" || a == "--health-loopback") {
-      (a == "--embedded-health" ? embedded_health : health_loopback) = true;
+    auto value = [&](const std::string& flag, std::string* out) { return mariposa::FlagValue(argc, argv, &i, flag, out); };
+    if (a == "--embedded-health" || a == "--health-loopback" || a == "--health-agents") {
+      (a == "--embedded-health" ? embedded_health : a == "--health-agents" ? remote_agents : health_loopback) = true;
       continue;
     }
     if (a == "--help" || a == "-h") {
@@ -166,8 +161,8 @@ int main(int argc, char** argv) {
   if (!absl::ParseDuration(resync, &resync_every) || resync_every <= absl::ZeroDuration()) {
     return Usage(absl::StrCat("--resync \"", resync, "\" is not a duration (e.g. 5s)"));
   }
-  if ((embedded_health || health_loopback) && triton_url.empty()) {
-    return Usage("--embedded-health and --health-loopback need --triton (there is nothing to check without it)");
+  if ((embedded_health || health_loopback || remote_agents) && triton_url.empty()) {
+    return Usage("--embedded-health, --health-agents and --health-loopback need --triton (there is nothing to check without it)");
   }
   absl::Duration health_lease;
   if (!absl::ParseDuration(health_lease_text, &health_lease) || health_lease < absl::Milliseconds(300)) {
@@ -240,7 +235,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<mariposa::health::HealthAgentsService> health_agents;
   mariposa::health::HealthMetrics health_metrics;
   std::atomic<mariposa::convergence::Reconciler*> wake_target{nullptr};
-  if (!triton_url.empty()) {
+  if (!triton_url.empty() && (embedded_health || remote_agents)) {
     auto* st = store->get();
     health = std::make_unique<mariposa::health::Coordinator>(
         clock, health_lease, [st, &wake_target](const mariposa::health::HealthChange& c) {

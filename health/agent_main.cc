@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/flags.h"
 #include "common/log.h"
 #include "health/agent.h"
 #include "health/metrics.h"
@@ -85,18 +86,7 @@ int main(int argc, char** argv) {
   options.id = host;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto value = [&](const std::string& flag, std::string* out) {
-      if (a == flag) {
-        if (i + 1 >= argc) return false;
-        *out = argv[++i];
-        return true;
-      }
-      if (absl::StartsWith(a, flag + "=")) {
-        *out = a.substr(flag.size() + 1);
-        return true;
-      }
-      return false;
-    };
+    auto value = [&](const std::string& flag, std::string* out) { return mariposa::FlagValue(argc, argv, &i, flag, out); };
     std::string net;
     if (a == "--help" || a == "-h") {
       std::cout << kUsage;

@@ -27,9 +27,7 @@ class HealthAgentsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = TempDir("health-agents");
-    sim_ = std::make_unique<Tritonsim>(std::vector<std::string>{"--servers", "5", "--seed",
-                                                                "deploy/examples/tritonsim-seed.json", "--job-latency",
-                                                                "20", "--listen-vms"});
+    sim_ = ListeningTritonsim();
     ASSERT_TRUE(sim_->Start()) << sim_->log();
     StartDaemon("127.0.0.1:0");
   }
@@ -37,7 +35,7 @@ class HealthAgentsTest : public ::testing::Test {
     daemon_ = std::make_unique<ServerProcess>(
         std::vector<std::string>{"daemon/mariposad", "--listen", listen, "--data-dir", dir_ + "/data", "--triton",
                                  sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
-                                 "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms", "--health-lease", "1s",
+                                 "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms", "--health-agents", "--health-lease", "1s",
                                  "--health-loopback"},
         dir_ + "/data");
     ASSERT_TRUE(daemon_->Start()) << daemon_->log();

@@ -20,9 +20,7 @@ class HealthTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = TempDir("health");
-    sim_ = std::make_unique<Tritonsim>(std::vector<std::string>{"--servers", "5", "--seed",
-                                                                "deploy/examples/tritonsim-seed.json", "--job-latency",
-                                                                "20", "--listen-vms"});
+    sim_ = ListeningTritonsim();
     ASSERT_TRUE(sim_->Start()) << sim_->log();
     daemon_ = std::make_unique<ServerProcess>(
         std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data", "--triton",

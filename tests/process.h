@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,13 @@ class Tritonsim : public ServerProcess {
  public:
   explicit Tritonsim(std::vector<std::string> args = {});
 };
+
+// tritonsim for health tests: 5 servers, the example seed, 20 ms jobs, and
+// --listen-vms (each VM answers on 127.a.b.c).
+inline std::unique_ptr<Tritonsim> ListeningTritonsim() {
+  return std::make_unique<Tritonsim>(std::vector<std::string>{
+      "--servers", "5", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "20", "--listen-vms"});
+}
 
 // Runs bazel's cli/mariposa with --addr.
 RunResult Cli(const std::string& addr, const std::vector<std::string>& args, const std::string& input = "");
