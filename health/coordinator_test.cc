@@ -115,7 +115,9 @@ TEST(CoordinatorTest, ThreeAgentsOneLostItsChecksMoveWithinTheLeaseAndOnlyThose)
   EXPECT_EQ(agents.removed("a1") + agents.removed("a2"), 0);  // nothing else moved
   auto after = Partition(agents, 600);
   for (const auto& [key, id] : before) {
-    if (id != "a3") EXPECT_EQ(after[key], id) << key;
+    if (id != "a3") {
+      EXPECT_EQ(after[key], id) << key;
+    }
   }
 
   // a3 comes back with the same id: it gets exactly its share back.
@@ -190,7 +192,9 @@ TEST(CoordinatorTest, AgentsTakeOnlyTheirNetworksAndUnreachableChecksAreUnowned)
   }
   EXPECT_EQ(c.unowned(), 1);
   for (const auto& s : c.Checks("p")) {
-    if (s.instance == "i-99") EXPECT_EQ(s.agent, "");
+    if (s.instance == "i-99") {
+      EXPECT_EQ(s.agent, "");
+    }
   }
   // An agent that reaches everything takes the orphan (and its rendezvous share).
   agents.Connect("any");
@@ -227,8 +231,12 @@ TEST(CoordinatorTest, AssignSendsOnlyWhatChangedToTheOwner) {
   EXPECT_EQ(agents.held("a1").size(), 19u);
   auto checks = c.Checks("p");
   for (const auto& s : checks) {
-    if (s.instance == "i-3" && s.check == "http") EXPECT_EQ(s.state, Health::kUnknown);  // starts over
-    if (s.instance == "i-4" && s.check == "http") EXPECT_EQ(s.state, Health::kHealthy);  // kept
+    if (s.instance == "i-3" && s.check == "http") {  // starts over
+      EXPECT_EQ(s.state, Health::kUnknown);
+    }
+    if (s.instance == "i-4" && s.check == "http") {  // kept
+      EXPECT_EQ(s.state, Health::kHealthy);
+    }
   }
   c.Assign("p", {});
   agents.Pump();

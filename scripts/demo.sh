@@ -78,4 +78,4 @@ m events --all --limit 1000
 echo; echo "# Prometheus metrics (http://$METRICS/metrics), the controller's families:"
 curl -s "http://$METRICS/metrics" | grep -E '^mariposa_(service_|tasks|frozen|workqueue|replacements)' | head -30
 echo
-echo "Demo done. Not built yet: health checks, placement hints, agents (see docs/status.md)."
+echo "Demo done. Health checks run with mariposad --embedded-health or mariposa-health agents (docs/health.md); what is not built yet: docs/status.md."
