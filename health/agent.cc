@@ -23,8 +23,8 @@ Agent::Agent(Options options, HealthMonitor::Hooks hooks) : options_(std::move(o
   mine.on_change = [this](const HealthChange& c) {
     {
       std::lock_guard<std::mutex> l(mu_);
-      // Past the bound the oldest go: the snapshot after a reconnect has
-      // every current state anyway.
+      // Past the bound the oldest go: after a reconnect every current state
+      // is sent anyway.
       if (outbox_.size() >= options_.max_outbox) outbox_.pop_front();
       outbox_.push_back(c);
     }
@@ -153,19 +153,13 @@ void Agent::Session() {
   hello.mutable_hello()->set_grpc_addr(options_.grpc_addr);
   hello.mutable_hello()->set_metrics_addr(options_.metrics_addr);
   {
-    // Changes queued so far are in the snapshot: clear first, then read the
-    // states, so a change racing with this is sent after it.
+    // What changed while disconnected is stale: the first assignment of this
+    // session (a reset) makes Apply send the current state of every check.
     std::lock_guard<std::mutex> l(mu_);
     outbox_.clear();
   }
-  for (const auto& c : monitor_->Checks("")) {
-    if (c.state == Health::kUnknown) continue;
-    ToProto(HealthChange{c.group, c.instance, c.check, c.state, c.state, false, c.last_detail}, hello.add_changes());
-  }
-  hello.set_snapshot(true);
   std::atomic<bool> done{false};
-  absl::Duration heartbeat = options_.heartbeat;
-  std::mutex heartbeat_mu;
+  std::atomic<int64_t> heartbeat_ms{absl::ToInt64Milliseconds(options_.heartbeat)};
   std::thread writer;
   if (stream->Write(hello)) {
     writer = std::thread([&] {
@@ -174,11 +168,7 @@ void Agent::Session() {
         v1::AgentMessage m;
         {
           std::unique_lock<std::mutex> l(mu_);
-          absl::Duration every;
-          {
-            std::lock_guard<std::mutex> h(heartbeat_mu);
-            every = heartbeat;
-          }
+          absl::Duration every = absl::Milliseconds(heartbeat_ms.load());
           absl::Duration wait = std::max(last + every - absl::Now(), absl::ZeroDuration());
           cv_.wait_for(l, absl::ToChronoMilliseconds(wait) + std::chrono::milliseconds(1),
                        [&] { return done || stop_ || !outbox_.empty(); });
@@ -214,8 +204,7 @@ void Agent::Session() {
         LogInfo("health agent connected to mariposad", {{"agent", options_.id}, {"mariposad", options_.coordinator}});
       }
       if (a.lease_ms() > 0) {
-        std::lock_guard<std::mutex> h(heartbeat_mu);
-        heartbeat = std::min(options_.heartbeat, absl::Milliseconds(a.lease_ms()) / 3);
+        heartbeat_ms = std::min(absl::ToInt64Milliseconds(options_.heartbeat), a.lease_ms() / 3);
       }
       reset = reset || a.reset();
       for (const auto& t : a.add()) add[t.group()][TargetKey(t.instance(), t.check())] = FromProto(t);

@@ -2,8 +2,8 @@
 // assignments mariposad streams over HealthAgents.Connect, sending state
 // changes and periodic counters (its heartbeat) back. When mariposad is
 // unreachable it keeps checking what it was assigned, remembers the
-// changes, reconnects with backoff, and on reconnecting sends a snapshot of
-// every state. `mariposa-health` is this plus /metrics and ListChecks;
+// changes, reconnects with backoff, and once assigned again sends the state
+// of every check it already knows. `mariposa-health` is this plus /metrics and ListChecks;
 // `mariposad --embedded-health` runs one in-process against itself.
 #ifndef MARIPOSA_HEALTH_AGENT_H_
 #define MARIPOSA_HEALTH_AGENT_H_
@@ -35,7 +35,7 @@ class Agent {
     std::vector<std::string> networks;  // reachable networks; empty = all
     std::string grpc_addr, metrics_addr;  // advertised to mariposad
     absl::Duration heartbeat = absl::Seconds(2);  // at most lease/3 once the lease is known
-    size_t max_outbox = 100000;         // changes kept while disconnected (a snapshot follows anyway)
+    size_t max_outbox = 100000;         // changes queued while connected (current states follow a reconnect anyway)
   };
   // `hooks.on_result` and `hooks.on_start` (metrics) are called besides the
   // agent's own bookkeeping; `hooks.on_change` is the agent's and ignored.

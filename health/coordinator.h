@@ -10,7 +10,7 @@
 //     hashing moves nothing else). Their last known state is kept until the
 //     new owner reports, so a move causes no spurious change.
 //   - An agent that reconnects (same id) gets its share back and its
-//     snapshot of states is accepted for the checks it owns again.
+//     known states are accepted for the checks it owns again.
 //   - Reports for checks an agent does not own (a stale agent still
 //     checking after a partition) are ignored, so each check has one voice.
 //
@@ -85,7 +85,7 @@ class Coordinator {
   void Disconnect(const std::string& agent, uint64_t session);
   // A message arrived: the agent is alive. False if the session is over.
   bool Touch(const std::string& agent, uint64_t session, const AgentCounters* counters = nullptr);
-  // State changes (or a snapshot, from == to) from the agent.
+  // State changes (from == to: a state it already knew) from the agent.
   void Report(const std::string& agent, uint64_t session, const std::vector<HealthChange>& changes);
   // Waits up to `wait` for work for the agent. nullopt: the session is over.
   std::optional<Assignment> TakeAssignment(const std::string& agent, uint64_t session, absl::Duration wait);

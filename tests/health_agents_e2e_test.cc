@@ -15,31 +15,16 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/process.h"
+#include "tests/health_fixture.h"
 
 namespace mariposa::testing {
 namespace {
 
-using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-class HealthAgentsTest : public ::testing::Test {
+class HealthAgentsTest : public HealthE2E {
  protected:
-  void SetUp() override {
-    dir_ = TempDir("health-agents");
-    sim_ = ListeningTritonsim();
-    ASSERT_TRUE(sim_->Start()) << sim_->log();
-    StartDaemon("127.0.0.1:0");
-  }
-  void StartDaemon(const std::string& listen) {
-    daemon_ = std::make_unique<ServerProcess>(
-        std::vector<std::string>{"daemon/mariposad", "--listen", listen, "--data-dir", dir_ + "/data", "--triton",
-                                 sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
-                                 "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms", "--health-agents", "--health-lease", "1s",
-                                 "--health-loopback"},
-        dir_ + "/data");
-    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
-  }
+  void SetUp() override { Start("health-agents", {"--health-agents", "--health-lease", "1s"}); }
   std::unique_ptr<ServerProcess> StartAgent(const std::string& id) {
     auto a = std::make_unique<ServerProcess>(
         std::vector<std::string>{"health/mariposa-health", "--mariposad", daemon_->addr(), "--id", id, "--listen",
@@ -48,60 +33,31 @@ class HealthAgentsTest : public ::testing::Test {
     EXPECT_TRUE(a->Start()) << a->log();
     return a;
   }
-  RunResult M(const std::vector<std::string>& args) { return Cli(daemon_->addr(), args); }
-  // instance/check keys an agent runs now.
-  std::set<std::string> Held(const ServerProcess& agent) {
-    auto r = M({"-o", "json", "health", "--agent", agent.addr()});
-    std::set<std::string> out;
-    json j = json::parse(r.out, nullptr, false);
+  // The checks an agent runs now: instance/check -> state.
+  std::map<std::string, std::string> Running(const ServerProcess& agent) {
+    json j = json::parse(M({"-o", "json", "health", "--agent", agent.addr()}).out, nullptr, false);
+    std::map<std::string, std::string> out;
     if (!j.is_object()) return out;
     for (const auto& c : j["checks"]) {
-      out.insert(c["key"]["instance"].get<std::string>() + "/" + c["key"]["check"].get<std::string>());
+      out[c["key"]["instance"].get<std::string>() + "/" + c["key"]["check"].get<std::string>()] = c["state"];
     }
     return out;
   }
+  std::set<std::string> Held(const ServerProcess& agent) {
+    std::set<std::string> out;
+    for (const auto& kv : Running(agent)) out.insert(kv.first);
+    return out;
+  }
   std::string HeldState(const ServerProcess& agent, const std::string& instance) {
-    json j = json::parse(M({"-o", "json", "health", "--agent", agent.addr()}).out, nullptr, false);
-    if (!j.is_object()) return "";
-    for (const auto& c : j["checks"]) {
-      if (c["key"]["instance"] == instance) return c["state"];
-    }
-    return "";
-  }
-  int Healthy(const std::string& project) {
-    json st = json::parse(M({"-o", "json", "-j", project, "status"}).out, nullptr, false);
-    if (!st.is_object() || !st.contains("services")) return -1;
-    return std::stoi(st["services"][0].value("healthy", "0"));
-  }
-  bool WaitFor(const std::function<bool()>& f, int seconds = 20) {
-    for (auto end = Clock::now() + std::chrono::seconds(seconds); Clock::now() < end;) {
-      if (f()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-  json Vms(const std::string& state) {
-    httplib::Client c(sim_->addr());
-    return json::parse(c.Get("/vms?state=" + state + "&tag.mariposa.service=web")->body);
+    auto running = Running(agent);
+    auto it = running.find(instance + "/http");
+    return it == running.end() ? "" : it->second;
   }
   void Apply(const std::string& project, int count) {
-    WriteFile(dir_ + "/m.yaml", "project: " + project + R"(
-services:
-  web:
-    image: autopilotpattern/nginx@1.4.0
-    count: )" + std::to_string(count) + R"(
-    ports: [8080]
-    start: {window: 3s}
-    healthchecks:
-      http: {type: http, port: 8080, path: /healthz, interval: 200ms, timeout: 150ms, retries: 2}
-)");
+    WriteFile(dir_ + "/m.yaml", Manifest(project, count));
     auto r = M({"-j", project, "apply", "-f", dir_ + "/m.yaml", "--yes", "--wait", "--timeout", "60s"});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
-
-  std::string dir_;
-  std::unique_ptr<Tritonsim> sim_;
-  std::unique_ptr<ServerProcess> daemon_;
 };
 
 // Every key on exactly one agent.

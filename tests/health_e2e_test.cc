@@ -9,65 +9,16 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/process.h"
+#include "tests/health_fixture.h"
 
 namespace mariposa::testing {
 namespace {
 
 using json = nlohmann::json;
 
-class HealthTest : public ::testing::Test {
+class HealthTest : public HealthE2E {
  protected:
-  void SetUp() override {
-    dir_ = TempDir("health");
-    sim_ = ListeningTritonsim();
-    ASSERT_TRUE(sim_->Start()) << sim_->log();
-    daemon_ = std::make_unique<ServerProcess>(
-        std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data", "--triton",
-                                 sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
-                                 "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms", "--embedded-health",
-                                 "--health-loopback"},
-        dir_ + "/data");
-    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
-  }
-  RunResult M(const std::vector<std::string>& args) { return Cli(daemon_->addr(), args); }
-  json Vms(const std::string& state) {
-    httplib::Client c(sim_->addr());
-    return json::parse(c.Get("/vms?state=" + state + "&tag.mariposa.service=web")->body);
-  }
-  // The service's healthy count as `status` reports it.
-  int Healthy(const std::string& project) {
-    json st = json::parse(M({"-o", "json", "-j", project, "status"}).out, nullptr, false);
-    if (!st.is_object() || !st.contains("services")) return -1;
-    return std::stoi(st["services"][0].value("healthy", "0"));
-  }
-  bool WaitHealthy(const std::string& project, int n) {
-    for (int i = 0; i < 150; ++i) {
-      if (Healthy(project) == n) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-  void MarkUnhealthy(const std::string& uuid) {
-    auto r = RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "vm-health", uuid, "unhealthy"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  std::string Manifest(const std::string& project, int count) {
-    return "project: " + project + R"(
-services:
-  web:
-    image: autopilotpattern/nginx@1.4.0
-    count: )" + std::to_string(count) + R"(
-    ports: [8080]
-    start: {window: 3s}
-    healthchecks:
-      http: {type: http, port: 8080, path: /healthz, interval: 200ms, timeout: 150ms, retries: 2}
-)";
-  }
-
-  std::string dir_;
-  std::unique_ptr<Tritonsim> sim_;
-  std::unique_ptr<ServerProcess> daemon_;
+  void SetUp() override { Start("health", {"--embedded-health"}); }
 };
 
 TEST_F(HealthTest, UnhealthyInstanceIsDetectedAndReplaced) {
