@@ -33,6 +33,7 @@
 #include "health/agent.h"
 #include "health/agents_service.h"
 #include "health/coordinator.h"
+#include "health/events.h"
 #include "health/metrics.h"
 #include "projects/events_service.h"
 #include "convergence/queue_service.h"
@@ -238,15 +239,11 @@ int main(int argc, char** argv) {
   if (!triton_url.empty() && (embedded_health || remote_agents)) {
     auto* st = store->get();
     health = std::make_unique<mariposa::health::Coordinator>(
-        clock, health_lease, [st, &wake_target](const mariposa::health::HealthChange& c) {
+        clock, health_lease, [st, &wake_target](const std::vector<mariposa::health::HealthChange>& changes) {
           // Only changes are written (HEALTH.md); the controller acts on them.
-          auto p = st->GetProject(c.group);
-          std::string project = p.ok() ? p->name : c.group;
-          std::string what = absl::StrCat(c.check, ": ", mariposa::health::HealthName(c.from), " -> ",
-                                          mariposa::health::HealthName(c.to), c.detail.empty() ? "" : " (" + c.detail + ")");
-          if (c.flapping) what = absl::StrCat(c.check, ": flapping (", mariposa::health::HealthName(c.to), ")");
-          st->AppendEvent("mariposad", project, c.flapping ? "instance.flapping" : "instance.health", c.instance, what)
-              .IgnoreError();
+          if (auto w = mariposa::health::WriteHealthEvents(st, changes); !w.ok()) {
+            mariposa::LogError("cannot write health events", {{"error", w.ToString()}});
+          }
           if (auto* r = wake_target.load()) r->Wake();
         });
     health_agents = std::make_unique<mariposa::health::HealthAgentsService>(health.get(), health_lease);

@@ -23,8 +23,8 @@ uint64_t RendezvousScore(const std::string& agent, const std::string& instance) 
   return h;
 }
 
-Coordinator::Coordinator(const Clock* clock, absl::Duration lease, std::function<void(const HealthChange&)> on_change)
-    : clock_(clock), lease_(lease), on_change_(std::move(on_change)) {}
+Coordinator::Coordinator(const Clock* clock, absl::Duration lease, OnChanges on_changes)
+    : clock_(clock), lease_(lease), on_changes_(std::move(on_changes)) {}
 
 bool Coordinator::Reaches(const Agent& a, const Target& t) const {
   if (a.hello.networks.empty()) return true;
@@ -212,9 +212,7 @@ void Coordinator::Report(const std::string& agent, uint64_t session, const std::
       if (ch.flapping) emit.push_back({c.group, ch.instance, ch.check, ch.to, ch.to, true, ch.detail});
     }
   }
-  if (on_change_) {
-    for (const HealthChange& c : emit) on_change_(c);
-  }
+  if (on_changes_ && !emit.empty()) on_changes_(emit);
 }
 
 std::optional<Assignment> Coordinator::TakeAssignment(const std::string& agent, uint64_t session,

@@ -61,9 +61,11 @@ uint64_t RendezvousScore(const std::string& agent, const std::string& instance);
 
 class Coordinator {
  public:
-  // `on_change` runs (outside the lock) for every change of a check's state
-  // as the coordinator sees it, and for flapping reports.
-  Coordinator(const Clock* clock, absl::Duration lease, std::function<void(const HealthChange&)> on_change);
+  // `on_changes` runs (outside the lock) with the changes of a check's state
+  // as the coordinator sees them, and flapping reports: once per agent
+  // message that has any, so that they can be stored in one transaction.
+  using OnChanges = std::function<void(const std::vector<HealthChange>&)>;
+  Coordinator(const Clock* clock, absl::Duration lease, OnChanges on_changes);
 
   // --- The controller's side (same shape as HealthMonitor's).
   // Replaces the targets of `group`; unchanged ones keep their state.
@@ -128,7 +130,7 @@ class Coordinator {
 
   const Clock* clock_;
   absl::Duration lease_;
-  std::function<void(const HealthChange&)> on_change_;
+  OnChanges on_changes_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   uint64_t next_session_ = 1;

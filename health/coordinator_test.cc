@@ -130,7 +130,9 @@ TEST(CoordinatorTest, ThreeAgentsOneLostItsChecksMoveWithinTheLeaseAndOnlyThose)
 TEST(CoordinatorTest, ReportsFromTheOwnerCountOthersAreIgnoredAndMovesKeepTheState) {
   SimulatedClock clock;
   std::vector<HealthChange> seen;
-  Coordinator c(&clock, absl::Seconds(10), [&](const HealthChange& ch) { seen.push_back(ch); });
+  Coordinator c(&clock, absl::Seconds(10), [&](const std::vector<HealthChange>& chs) {
+    seen.insert(seen.end(), chs.begin(), chs.end());
+  });
   c.Assign("p", {T(1)});
   Agents agents(&c);
   agents.Connect("a1");
