@@ -173,6 +173,10 @@ void Agent::Session() {
           cv_.wait_for(l, absl::ToChronoMilliseconds(wait) + std::chrono::milliseconds(1),
                        [&] { return done || stop_ || !outbox_.empty(); });
           if (done || stop_) break;
+          if (!outbox_.empty() && outbox_.size() < kChangesPerMessage && options_.flush > absl::ZeroDuration()) {
+            cv_.wait_for(l, absl::ToChronoMilliseconds(options_.flush), [&] { return done || stop_.load(); });
+            if (done || stop_) break;
+          }
           while (!outbox_.empty() && m.changes_size() < kChangesPerMessage) {
             ToProto(outbox_.front(), m.add_changes());
             outbox_.pop_front();

@@ -35,6 +35,9 @@ class Agent {
     std::vector<std::string> networks;  // reachable networks; empty = all
     std::string grpc_addr, metrics_addr;  // advertised to mariposad
     absl::Duration heartbeat = absl::Seconds(2);  // at most lease/3 once the lease is known
+    // A change waits this long for others to go in the same message (and one
+    // store transaction in mariposad).
+    absl::Duration flush = absl::Milliseconds(100);
     size_t max_outbox = 100000;         // changes queued while connected (current states follow a reconnect anyway)
   };
   // `hooks.on_result` and `hooks.on_start` (metrics) are called besides the

@@ -37,9 +37,9 @@ bool CompileRegex(const std::string& pattern, std::regex* out) {
 
 std::string Took(absl::Duration d) { return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(1))); }
 
-}  // namespace
-
-absl::Status ValidateCheck(const CheckSpec& s) {
+// Everything but the regular expressions (which the loop compiles once and
+// caches).
+absl::Status ValidateShape(const CheckSpec& s) {
   if (s.type != "http" && s.type != "https" && s.type != "tcp") {
     return absl::InvalidArgumentError(absl::StrCat("type \"", s.type, "\" is not http, https or tcp"));
   }
@@ -49,16 +49,23 @@ absl::Status ValidateCheck(const CheckSpec& s) {
   }
   if (s.port < 1 || s.port > 65535) return absl::InvalidArgumentError(absl::StrCat("port ", s.port, " is not 1..65535"));
   if (s.timeout <= absl::ZeroDuration()) return absl::InvalidArgumentError("timeout must be positive");
-  std::regex re;
-  if (!s.expect_body.empty() && !CompileRegex(s.expect_body, &re)) {
-    return absl::InvalidArgumentError(absl::StrCat("expect_body \"", s.expect_body, "\" is not a regular expression"));
-  }
-  if (!s.expect.empty() && !CompileRegex(s.expect, &re)) {
-    return absl::InvalidArgumentError(absl::StrCat("expect \"", s.expect, "\" is not a regular expression"));
-  }
   if (s.type != "tcp" && (s.path.empty() || s.path[0] != '/')) {
     return absl::InvalidArgumentError(absl::StrCat("path \"", s.path, "\" must start with /"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status BadRegex(const char* field, const std::string& pattern) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " \"", pattern, "\" is not a regular expression"));
+}
+
+}  // namespace
+
+absl::Status ValidateCheck(const CheckSpec& s) {
+  if (auto st = ValidateShape(s); !st.ok()) return st;
+  std::regex re;
+  if (!s.expect_body.empty() && !CompileRegex(s.expect_body, &re)) return BadRegex("expect_body", s.expect_body);
+  if (!s.expect.empty() && !CompileRegex(s.expect, &re)) return BadRegex("expect", s.expect);
   return absl::OkStatus();
 }
 
@@ -232,13 +239,7 @@ class CheckEngine::Loop {
     c->done = std::move(in.done);
     c->start = absl::Now();
     c->deadline = c->start + c->spec.timeout;
-    if (!c->spec.expect.empty()) {
-      c->expect = Regex(c->spec.expect);
-      if (c->expect == nullptr) {
-        Finish(c->done, false, "expect is not a regular expression", c->start);
-        return;
-      }
-    }
+    if (!c->spec.expect.empty()) c->expect = Regex(c->spec.expect);  // compiled when Run validated it
     c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
       Finish(c->done, false, absl::StrCat("socket: ", strerror(errno)), c->start);
@@ -319,7 +320,12 @@ class CheckEngine::Loop {
         break;
       }
       for (auto& in : batch) {
-        if (auto st = ValidateCheck(in.spec); !st.ok()) {
+        absl::Status st = ValidateShape(in.spec);
+        if (st.ok() && !in.spec.expect_body.empty() && Regex(in.spec.expect_body) == nullptr) {
+          st = BadRegex("expect_body", in.spec.expect_body);
+        }
+        if (st.ok() && !in.spec.expect.empty() && Regex(in.spec.expect) == nullptr) st = BadRegex("expect", in.spec.expect);
+        if (!st.ok()) {
           Finish(in.done, false, std::string(st.message()), absl::Now());
         } else if (in.spec.type == "tcp") {
           StartTcp(std::move(in));

@@ -39,8 +39,12 @@ TEST_F(HealthTest, UnhealthyInstanceIsDetectedAndReplaced) {
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - marked).count();
   ASSERT_TRUE(replaced) << daemon_->log();
   EXPECT_LT(took, 5.0);
-  std::string events = M({"-j", "hc", "events", "--limit", "1000"}).out;
-  EXPECT_THAT(events, ::testing::HasSubstr("http: healthy -> unhealthy (status 503)"));
+  // Health events are written in batches (every second).
+  std::string events;
+  EXPECT_TRUE(WaitFor([&] {
+    events = M({"-j", "hc", "events", "--limit", "1000"}).out;
+    return events.find("http: healthy -> unhealthy (status 503)") != std::string::npos;
+  }, 5)) << events;
   EXPECT_THAT(events, ::testing::HasSubstr("(replace-broken)"));
   EXPECT_TRUE(WaitHealthy("hc", 3));
   EXPECT_THAT(M({"-o", "json", "-j", "hc", "queue", "list"}).out, ::testing::HasSubstr("\"trigger\": \"health\""));

@@ -1,0 +1,69 @@
+// Health changes as events: the text of each kind, and the sink writing
+// what arrived in one transaction per interval, the rest when destroyed.
+#include "health/events.h"
+
+#include "common/clock.h"
+#include "gtest/gtest.h"
+#include "projects/sqlite_store.h"
+
+namespace mariposa::health {
+namespace {
+
+class EventsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = SqliteProjectStore::Open(":memory:", &clock_);
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::move(*s);
+    auto p = store_->CreateProject("shop", "", "test");
+    ASSERT_TRUE(p.ok());
+    uuid_ = p->uuid;
+  }
+  std::vector<EventRecord> Events() { return *store_->ListEvents("shop", 0, 1000); }
+
+  SimulatedClock clock_;
+  std::unique_ptr<SqliteProjectStore> store_;
+  std::string uuid_;
+};
+
+TEST_F(EventsTest, ChangesAndFlappingReadAsEvents) {
+  ASSERT_TRUE(WriteHealthEvents(store_.get(),
+                                {{uuid_, "i-1", "http", Health::kHealthy, Health::kUnhealthy, false, "status 503"},
+                                 {uuid_, "i-1", "http", Health::kUnhealthy, Health::kUnhealthy, true, ""}})
+                  .ok());
+  auto events = Events();
+  ASSERT_GE(events.size(), 2u);
+  const EventRecord& change = events[events.size() - 2];
+  const EventRecord& flap = events.back();
+  EXPECT_EQ(change.kind, "instance.health");
+  EXPECT_EQ(change.project, "shop");
+  EXPECT_EQ(change.subject, "i-1");
+  EXPECT_EQ(change.detail, "http: healthy -> unhealthy (status 503)");
+  EXPECT_EQ(flap.kind, "instance.flapping");
+  EXPECT_EQ(flap.detail, "http: flapping (unhealthy)");
+}
+
+TEST_F(EventsTest, SinkWritesOneTransactionPerIntervalAndTheRestWhenDestroyed) {
+  size_t before = Events().size();
+  {
+    HealthEventSink sink(store_.get(), absl::Hours(1));  // never by time here
+    for (int i = 0; i < 50; ++i) {
+      sink.Add({{uuid_, "i-" + std::to_string(i), "tcp", Health::kUnknown, Health::kHealthy, false, ""}});
+    }
+    EXPECT_EQ(Events().size(), before);  // nothing written yet
+    EXPECT_EQ(sink.transactions(), 0);
+  }
+  EXPECT_EQ(Events().size(), before + 50);
+
+  HealthEventSink sink(store_.get(), absl::Milliseconds(20));
+  sink.Add({{uuid_, "i-x", "tcp", Health::kHealthy, Health::kUnhealthy, false, "refused"},
+            {uuid_, "i-y", "tcp", Health::kHealthy, Health::kUnhealthy, false, "refused"}});
+  for (int i = 0; i < 200 && Events().size() < before + 52; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(Events().size(), before + 52);
+  EXPECT_EQ(sink.transactions(), 1);
+}
+
+}  // namespace
+}  // namespace mariposa::health
