@@ -46,7 +46,10 @@ absl::StatusOr<std::vector<InstanceState>> Observer::List(const triton::VmFilter
     i.image_uuid = vm.image_uuid;
     i.server_uuid = vm.server_uuid;
     for (const triton::Nic& n : vm.nics) {
-      if (i.ip.empty() || n.primary) i.ip = n.ip;
+      if (i.ip.empty() || n.primary) {
+        i.ip = n.ip;
+        i.nic = n.interface;
+      }
     }
     out.push_back(std::move(i));
   }

@@ -35,6 +35,7 @@ struct InstanceState {
   std::string image_uuid;
   std::string server_uuid;
   std::string ip;        // primary NIC address
+  std::string nic;       // primary NIC's interface (net0)
   bool checked = false;  // its service has health checks: ready means healthy
 };
 

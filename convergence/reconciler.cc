@@ -135,13 +135,16 @@ std::vector<health::Target> HealthTargets(const json& spec, absl::Duration start
     policy.retries = c.value("retries", 3);
     policy.successes = c.value("successes", 1);
     policy.start_window = start_window;
+    // `network` names a NIC by network uuid or interface. Mariposa's
+    // instances have one NIC, on the primary network: any other name has no
+    // address, and the check fails saying so (health::HealthMonitor).
+    std::string network = c.value("network", "");
     for (const InstanceState* i : instances) {
       if (i->state != "running" || i->ip.empty()) continue;
-      // The address is the primary NIC's (the one the observer reads); a
-      // check's `network` picks which agents may run it.
-      health::Target t{i->uuid, it.key(), cs, policy, i->created, c.value("network", primary_network)};
-      t.spec.address = i->ip;
-      if (loopback && absl::StartsWith(i->ip, "10.")) t.spec.address = "127." + i->ip.substr(3);
+      bool primary = network.empty() || network == primary_network || network == i->nic;
+      health::Target t{i->uuid, it.key(), cs, policy, i->created, primary ? primary_network : network};
+      t.spec.address = primary ? i->ip : "";
+      if (loopback && absl::StartsWith(t.spec.address, "10.")) t.spec.address = "127." + t.spec.address.substr(3);
       out.push_back(std::move(t));
     }
   }

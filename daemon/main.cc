@@ -232,19 +232,19 @@ int main(int argc, char** argv) {
   // Health: the coordinator shards the services' checks over the agents that
   // connect (mariposa-health, or the embedded one) and turns their reports
   // into events; the reconciler reads instance health from it.
-  std::unique_ptr<mariposa::health::HealthEventSink> health_events;
   std::unique_ptr<mariposa::health::Coordinator> health;
   std::unique_ptr<mariposa::health::HealthAgentsService> health_agents;
   mariposa::health::HealthMetrics health_metrics;
   std::atomic<mariposa::convergence::Reconciler*> wake_target{nullptr};
   if (!triton_url.empty() && (embedded_health || remote_agents)) {
     auto* st = store->get();
-    health_events = std::make_unique<mariposa::health::HealthEventSink>(st, mariposa::health::kHealthEventFlush);
     health = std::make_unique<mariposa::health::Coordinator>(
-        clock, health_lease,
-        [sink = health_events.get(), &wake_target](const std::vector<mariposa::health::HealthChange>& changes) {
-          // Only changes are written (HEALTH.md); the controller acts on them now.
-          sink->Add(changes);
+        clock, health_lease, [st, &wake_target](const std::vector<mariposa::health::HealthChange>& changes) {
+          // Only changes are written (HEALTH.md), an agent message's in one
+          // transaction, before the controller acts on them.
+          if (auto w = mariposa::health::WriteHealthEvents(st, changes); !w.ok()) {
+            mariposa::LogError("cannot write health events", {{"error", w.ToString()}});
+          }
           if (auto* r = wake_target.load()) r->Wake();
         });
     health_agents = std::make_unique<mariposa::health::HealthAgentsService>(health.get(), health_lease);
@@ -348,8 +348,7 @@ int main(int argc, char** argv) {
   embedded.reset();
   metrics.StopServing();
   health_agents.reset();
-  health.reset();
-  health_events.reset();  // writes what is left to the store
+  health.reset();  // its callbacks write to the store
   store->reset();
   close(lock_fd);
   mariposa::LogInfo("stopped");

@@ -32,8 +32,7 @@ Runs the health checks mariposad assigns to this agent.
   --mariposad ADDR     mariposad's gRPC address (host:port or unix:PATH)
   --id ID              this agent's stable id (default: the host name); an agent
                        that comes back with the same id gets its checks back
-  --network NET,…      networks (uuid or name, as the manifest names them) this
-                       agent can reach; default: all
+  --network UUID,…     networks (uuids) this agent can reach; default: all
   --listen ADDR        gRPC HealthAgent.ListChecks (default 127.0.0.1:0)
   --metrics-listen ADDR  /metrics (default: off)
   --addr-file FILE     write the bound gRPC address (and the metrics address on

@@ -3,7 +3,6 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "common/log.h"
 
 namespace mariposa::health {
 
@@ -28,48 +27,6 @@ absl::Status WriteHealthEvents(ProjectStore* store, const std::vector<HealthChan
     events.push_back(std::move(e));
   }
   return store->AppendEvents(events);
-}
-
-HealthEventSink::HealthEventSink(ProjectStore* store, absl::Duration every) : store_(store), every_(every) {
-  thread_ = std::thread([this] {
-    std::unique_lock<std::mutex> l(mu_);
-    while (!stop_) {
-      cv_.wait_for(l, absl::ToChronoMilliseconds(every_), [this] { return stop_; });
-      Flush(l);
-    }
-    Flush(l);
-  });
-}
-
-HealthEventSink::~HealthEventSink() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-}
-
-void HealthEventSink::Add(const std::vector<HealthChange>& changes) {
-  std::lock_guard<std::mutex> l(mu_);
-  pending_.insert(pending_.end(), changes.begin(), changes.end());
-}
-
-int64_t HealthEventSink::transactions() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return transactions_;
-}
-
-void HealthEventSink::Flush(std::unique_lock<std::mutex>& l) {
-  if (pending_.empty()) return;
-  std::vector<HealthChange> batch;
-  batch.swap(pending_);
-  transactions_++;
-  l.unlock();
-  if (auto st = WriteHealthEvents(store_, batch); !st.ok()) {
-    LogError("cannot write health events", {{"error", st.ToString()}, {"events", absl::StrCat(batch.size())}});
-  }
-  l.lock();
 }
 
 }  // namespace mariposa::health

@@ -1,5 +1,4 @@
-// Health changes as events: the text of each kind, and the sink writing
-// what arrived in one transaction per interval, the rest when destroyed.
+// Health changes as events: the text of each kind, the project's name.
 #include "health/events.h"
 
 #include "common/clock.h"
@@ -41,28 +40,6 @@ TEST_F(EventsTest, ChangesAndFlappingReadAsEvents) {
   EXPECT_EQ(change.detail, "http: healthy -> unhealthy (status 503)");
   EXPECT_EQ(flap.kind, "instance.flapping");
   EXPECT_EQ(flap.detail, "http: flapping (unhealthy)");
-}
-
-TEST_F(EventsTest, SinkWritesOneTransactionPerIntervalAndTheRestWhenDestroyed) {
-  size_t before = Events().size();
-  {
-    HealthEventSink sink(store_.get(), absl::Hours(1));  // never by time here
-    for (int i = 0; i < 50; ++i) {
-      sink.Add({{uuid_, "i-" + std::to_string(i), "tcp", Health::kUnknown, Health::kHealthy, false, ""}});
-    }
-    EXPECT_EQ(Events().size(), before);  // nothing written yet
-    EXPECT_EQ(sink.transactions(), 0);
-  }
-  EXPECT_EQ(Events().size(), before + 50);
-
-  HealthEventSink sink(store_.get(), absl::Milliseconds(20));
-  sink.Add({{uuid_, "i-x", "tcp", Health::kHealthy, Health::kUnhealthy, false, "refused"},
-            {uuid_, "i-y", "tcp", Health::kHealthy, Health::kUnhealthy, false, "refused"}});
-  for (int i = 0; i < 200 && Events().size() < before + 52; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(Events().size(), before + 52);
-  EXPECT_EQ(sink.transactions(), 1);
 }
 
 }  // namespace

@@ -80,6 +80,7 @@ void HealthMonitor::Loop() {
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
     absl::Time now = absl::Now();
+    std::vector<std::pair<uint64_t, std::string>> no_address;  // fail without running
     while (!due_.empty() && due_.top().first <= now) {
       absl::Time due = due_.top().first;
       uint64_t generation = due_.top().second;
@@ -89,7 +90,17 @@ void HealthMonitor::Loop() {
       Entry& e = *it->second;
       e.running = true;
       if (hooks_.on_start) hooks_.on_start(now - due);
+      if (e.target.spec.address.empty()) {
+        no_address.push_back({generation, "the instance has no NIC on network " + e.target.network});
+        continue;
+      }
       engine_.Submit(e.target.spec, [this, generation](const CheckResult& r) { OnResult(generation, r); });
+    }
+    if (!no_address.empty()) {
+      l.unlock();
+      for (auto& [generation, why] : no_address) OnResult(generation, CheckResult{false, std::move(why), absl::ZeroDuration()});
+      l.lock();
+      continue;
     }
     if (due_.empty()) {
       cv_.wait_for(l, std::chrono::milliseconds(200));

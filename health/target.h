@@ -18,7 +18,8 @@ struct Target {
   CheckSpec spec;
   CheckPolicy policy;
   absl::Time created;    // the instance's creation (its start window runs from there)
-  std::string network;   // the network the address is on (agents with --network take only theirs)
+  std::string network;   // the network the address is on (agents with --network take only theirs);
+                         // spec.address "" = the instance has no NIC there: the check fails
 };
 
 // instance/check: one check of one instance.

@@ -129,7 +129,6 @@ TEST_F(HealthAgentsTest, ThreeAgentsShareTheChecksAndALostOnesMoveWithinTheLease
     held = {Held(*agents[0]), Held(*agents[1]), Held(*agents[2])};
     return IsPartition(held, 30);
   }, 10));
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // health events are written every second
   std::string events = M({"-j", "ha", "events"}).out;
   EXPECT_THAT(events, ::testing::Not(::testing::HasSubstr("-> unhealthy")));
 }

@@ -39,7 +39,8 @@ TEST_F(HealthTest, UnhealthyInstanceIsDetectedAndReplaced) {
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - marked).count();
   ASSERT_TRUE(replaced) << daemon_->log();
   EXPECT_LT(took, 5.0);
-  // Health events are written in batches (every second).
+  // Events are written as the agent's message arrives (changes wait up to
+  // 100 ms for others), so the replacement may be seen first.
   std::string events;
   EXPECT_TRUE(WaitFor([&] {
     events = M({"-j", "hc", "events", "--limit", "1000"}).out;
@@ -127,6 +128,29 @@ services:
   }
   EXPECT_TRUE(back) << Vms("active").dump() << daemon_->log();
   EXPECT_THAT(M({"-j", "ar", "events", "--limit", "1000"}).out, ::testing::HasSubstr("rollout.auto-rollback"));
+}
+
+// A check's `network` names the NIC: net0 (or the network's uuid) is the
+// instance's one NIC; another network has no address and fails saying so.
+TEST_F(HealthTest, CheckNetworkNamesTheNic) {
+  WriteFile(dir_ + "/n.yaml", R"(project: nn
+services:
+  web:
+    image: autopilotpattern/nginx@1.4.0
+    count: 1
+    ports: [8080]
+    start: {window: 1s}
+    healthchecks:
+      http: {type: http, port: 8080, path: /healthz, network: net0, interval: 200ms, timeout: 150ms, retries: 2}
+      admin: {type: tcp, port: 8080, network: backend, interval: 200ms, timeout: 150ms, retries: 2}
+)");
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/n.yaml", "--yes"}).exit_code, 0);
+  std::string events;
+  EXPECT_TRUE(WaitFor([&] {
+    events = M({"-j", "nn", "events", "--limit", "1000"}).out;
+    return events.find("http: unknown -> healthy") != std::string::npos &&
+           events.find("admin: starting -> unhealthy (the instance has no NIC on network backend)") != std::string::npos;
+  }, 15)) << events;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ struct Nic {
   std::string mac;
   std::string network_uuid;
   bool primary = false;
+  std::string interface;  // net0, net1, …
 };
 
 struct Vm {

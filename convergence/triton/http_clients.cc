@@ -54,7 +54,7 @@ Vm ToVm(const json& j) {
   v.tags = StrMap(j.value("tags", json::object()));
   v.customer_metadata = StrMap(j.value("customer_metadata", json::object()));
   for (const auto& n : j.value("nics", json::array())) {
-    v.nics.push_back(Nic{Str(n, "ip"), Str(n, "mac"), Str(n, "network_uuid"), n.value("primary", false)});
+    v.nics.push_back(Nic{Str(n, "ip"), Str(n, "mac"), Str(n, "network_uuid"), n.value("primary", false), Str(n, "interface")});
   }
   v.create_timestamp = Str(j, "create_timestamp");
   v.last_modified = Str(j, "last_modified");
