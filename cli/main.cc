@@ -33,6 +33,7 @@
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "mariposa/v1/queue.grpc.pb.h"
 #include "mariposa/v1/state.grpc.pb.h"
+#include "projects/limits.h"
 
 namespace mariposa {
 namespace {
@@ -239,7 +240,12 @@ class Cli {
  public:
   Cli(std::string addr, std::string project, std::string output)
       : project_(std::move(project)), output_(std::move(output)) {
-    channel_ = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+    // Message limits set on purpose: requests up to what the server takes,
+    // replies up to the largest it sends (projects/limits.h).
+    grpc::ChannelArguments args;
+    args.SetMaxSendMessageSize(mariposa::Limits::kMaxRequestBytes);
+    args.SetMaxReceiveMessageSize(mariposa::Limits::kMaxGrpcMessageBytes);
+    channel_ = grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args);
     projects_ = Projects::NewStub(channel_);
     admin_ = Admin::NewStub(channel_);
     queue_ = v1::Queue::NewStub(channel_);
@@ -253,7 +259,9 @@ class Cli {
  private:
   std::unique_ptr<grpc::ClientContext> Ctx(bool deadline = true) {
     auto ctx = std::make_unique<grpc::ClientContext>();
-    if (deadline) ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    // The server stops any request after 30 s of work; a little more here so
+    // that its own answer, which says what happened, arrives first.
+    if (deadline) ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(35));
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
     ctx->AddMetadata("x-mariposa-author", absl::StrCat(Env("USER", "unknown"), "@", host));
@@ -426,16 +434,26 @@ void Cli::PrintDiff(const v1::Diff& d, const std::string& project) {
   }
 }
 
+// Reads a manifest, at most one byte past the limit: a larger file is
+// refused here with the limit named, before anything is sent.
 std::string ReadInput(const std::string& path) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
+  std::string text;
+  std::istream* in = &std::cin;
+  std::ifstream f;
+  if (path != "-") {
+    f.open(path, std::ios::binary);
+    if (!f) throw Error{absl::StrCat("cannot read ", path, ": ", std::strerror(errno))};
+    in = &f;
   }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error{absl::StrCat("cannot read ", path, ": ", std::strerror(errno))};
-  ss << f.rdbuf();
-  return ss.str();
+  constexpr size_t kLimit = mariposa::Limits::kMaxManifestBytes;
+  text.resize(kLimit + 1);
+  in->read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in->gcount()));
+  if (text.size() > kLimit) {
+    throw Error{absl::StrCat(path == "-" ? "standard input" : path, " is larger than ", kLimit,
+                             " bytes, the limit for one manifest; split the project (docs/manifest.md, \"Limits\")")};
+  }
+  return text;
 }
 
 int Cli::Project(Args& a) {

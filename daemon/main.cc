@@ -41,6 +41,7 @@
 #include "convergence/state_service.h"
 #include "convergence/triton/http_clients.h"
 #include "daemon/admin_service.h"
+#include "projects/limits.h"
 #include "projects/projects_service.h"
 #include "projects/sqlite_store.h"
 
@@ -213,7 +214,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  mariposa::ProjectsService projects(store->get());
+  mariposa::ProjectsService projects(store->get(), clock);
   mariposa::AdminService admin(store->get(), data_dir, store_path, started);
   mariposa::convergence::QueueService queue(store->get());
   mariposa::convergence::ControllerMetrics metrics(store->get());
@@ -288,6 +289,11 @@ int main(int argc, char** argv) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  // Requests: a manifest at its limit with room for the other fields; a
+  // larger one is refused by gRPC before it is buffered whole. Replies: the
+  // largest the limits allow (docs/manifest.md, "Limits").
+  builder.SetMaxReceiveMessageSize(mariposa::Limits::kMaxRequestBytes);
+  builder.SetMaxSendMessageSize(mariposa::Limits::kMaxGrpcMessageBytes);
   builder.RegisterService(&projects);
   builder.RegisterService(&admin);
   builder.RegisterService(&queue);

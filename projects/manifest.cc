@@ -17,6 +17,7 @@
 #include "common/ids.h"
 #include "common/value.h"
 #include "projects/interpolate.h"
+#include "projects/limits.h"
 #include "projects/yaml_document.h"
 
 namespace mariposa {
@@ -31,27 +32,41 @@ std::string PlacementRule::ToString() const {
   return absl::StrCat(key, equal ? "==" : "!=", soft ? "~" : "", value);
 }
 
-absl::Status DiagnosticsToStatus(const std::vector<ManifestDiagnostic>& errors) {
+absl::Status DiagnosticsToStatus(const std::vector<ManifestDiagnostic>& errors, int64_t total) {
   if (errors.empty()) return absl::OkStatus();
-  std::vector<std::string> lines;
-  for (const auto& e : errors) lines.push_back(e.ToString());
-  return absl::InvalidArgumentError(absl::StrCat(
-      errors.size() == 1 ? "1 error" : absl::StrCat(errors.size(), " errors"),
-      " in manifest, nothing was changed:\n", absl::StrJoin(lines, "\n")));
+  total = std::max<int64_t>(total, static_cast<int64_t>(errors.size()));
+  std::string body;
+  size_t shown = 0;
+  for (const auto& e : errors) {
+    std::string line = e.ToString();
+    if (shown > 0 && body.size() + line.size() + 1 > Limits::kMaxErrorMessageBytes - 200) break;
+    absl::StrAppend(&body, "\n", line);
+    ++shown;
+  }
+  std::string head = total == 1 ? "1 error" : absl::StrCat(total, " errors");
+  if (static_cast<int64_t>(shown) < total) {
+    head = absl::StrCat("first ", shown, " of ", total, " errors");
+    absl::StrAppend(&body, "\n… ", total - static_cast<int64_t>(shown),
+                    " more not shown; fix these and apply again (`mariposa diff -f FILE` checks without storing)");
+  }
+  return absl::InvalidArgumentError(absl::StrCat(head, " in manifest, nothing was changed:", body));
 }
 
 absl::StatusOr<absl::Duration> ParseManifestDuration(absl::string_view s) {
   s = absl::StripAsciiWhitespace(s);
+  absl::Duration d;
   int64_t secs;
   if (absl::SimpleAtoi(s, &secs)) {
     if (secs < 0) return absl::InvalidArgumentError("must not be negative");
-    return absl::Seconds(secs);
-  }
-  absl::Duration d;
-  bool units_ok = !s.empty() && absl::ascii_isdigit(s[0]);
-  if (!units_ok || !absl::ParseDuration(s, &d) || d == absl::InfiniteDuration() || d < absl::ZeroDuration()) {
+    d = absl::Seconds(secs);
+  } else if (s.empty() || !absl::ascii_isdigit(s[0]) || !absl::ParseDuration(s, &d) ||
+             d == absl::InfiniteDuration() || d < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("\"", s, "\" is not a duration (write e.g. 500ms, 10s, 5m, 1h)"));
+        absl::StrCat("\"", s.substr(0, 40), "\" is not a duration (write e.g. 500ms, 10s, 5m, 1h)"));
+  }
+  if (d > Limits::kMaxDuration) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", s.substr(0, 40), "\" is longer than the longest duration allowed, ",
+                                                   absl::FormatDuration(Limits::kMaxDuration), " (30 days)"));
   }
   return d;
 }
@@ -114,26 +129,64 @@ class Parser {
   ParseResult Run(absl::string_view text) {
     ParseResult result;
     YamlMark mark;
-    auto doc = YamlDocument::Parse(text, &mark);
-    if (!doc.ok()) {
-      Error(mark.line + 1, mark.column + 1, "", absl::StrCat("not valid YAML or JSON: ", doc.status().message()));
-      result.errors = errors_;
-      return result;
+    YamlLimits limits = YamlLimits::Manifest();
+    if (opts_.stored) {
+      // Canonical forms write defaults out: more bytes and nodes than the
+      // manifest they came from, within the canonical limit.
+      limits.max_bytes = Limits::kMaxCanonicalBytes;
+      limits.max_nodes = 2 * Limits::kMaxNodes;
     }
-    ParseRoot((*doc)->root());
-    if (errors_.empty()) {
+    auto doc = YamlDocument::Parse(text, &mark, limits, opts_.cancel);
+    if (!doc.ok()) {
+      if (absl::IsResourceExhausted(doc.status())) {
+        Error(mark.line + 1, mark.column + 1, "", std::string(doc.status().message()));
+      } else if (absl::IsInvalidArgument(doc.status())) {
+        Error(mark.line + 1, mark.column + 1, "", absl::StrCat("not valid YAML or JSON: ", doc.status().message()));
+      } else {
+        result.interrupted = doc.status();
+        return result;
+      }
+    } else {
+      ParseRoot((*doc)->root());
+      result.interrupted = interrupted_;
+    }
+    if (error_count_ == 0 && result.interrupted.ok()) {
       m_.warnings = warnings_;
       result.manifest = std::move(m_);
     }
     result.errors = std::move(errors_);
+    result.total_errors = error_count_;
     return result;
   }
 
  private:
   using Fields = std::map<std::string, std::function<void(const YamlNode&, const std::string&)>>;
 
+  // Keeps the first Limits::kMaxErrorsShown errors and counts the rest; long
+  // echoes of user text are cut so one reply stays small.
   void Error(int line, int col, const std::string& path, const std::string& msg) {
-    errors_.push_back(ManifestDiagnostic{opts_.filename, line, col, path, msg});
+    ++error_count_;
+    if (errors_.size() >= static_cast<size_t>(Limits::kMaxErrorsShown)) return;
+    errors_.push_back(ManifestDiagnostic{opts_.filename, line, col, Cut(path, 200), Cut(msg, 400)});
+  }
+  static std::string Cut(const std::string& s, size_t max) {
+    if (s.size() <= max) return s;
+    size_t n = max;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // a UTF-8 boundary
+    return absl::StrCat(s.substr(0, n), "…");
+  }
+  // False once the caller gave up (the status is kept for Run).
+  bool Wanted() {
+    if (opts_.cancel == nullptr || !interrupted_.ok()) return interrupted_.ok();
+    interrupted_ = opts_.cancel->Check();
+    return interrupted_.ok();
+  }
+  // Keys of any map: at most Limits::kMaxKeyBytes.
+  bool KeyOk(const YamlNode& k, const std::string& path, const std::string& key) {
+    if (key.size() <= Limits::kMaxKeyBytes) return true;
+    Error(k, path, absl::StrCat("a key of ", key.size(), " bytes is over the limit of ", Limits::kMaxKeyBytes,
+                                " bytes"));
+    return false;
   }
   void Error(const YamlNode& n, const std::string& path, const std::string& msg) {
     YamlMark mk = n.Mark();
@@ -166,6 +219,7 @@ class Parser {
         continue;
       }
       std::string key = k.Scalar();
+      if (!KeyOk(k, path, key)) continue;
       std::string canon = key;
       auto al = aliases.find(key);
       if (al != aliases.end()) canon = al->second;
@@ -298,6 +352,7 @@ class Parser {
           continue;
         }
         std::string key = s.substr(0, eq);
+        if (!KeyOk(item, p, key)) continue;
         if (out->count(key)) {
           Error(item, p, absl::StrCat("\"", key, "\" is given twice"));
           continue;
@@ -313,7 +368,7 @@ class Parser {
     }
     for (const auto& kv : n) {
       std::string key;
-      if (!Scalar(kv.first, path, &key)) continue;
+      if (!Scalar(kv.first, path, &key) || !KeyOk(kv.first, path, key)) continue;
       std::string p = Join(path, key);
       if (out->count(key)) {
         Error(kv.first, p, "duplicate key");
@@ -360,8 +415,8 @@ class Parser {
       if (!Scalar(kv.first, path, &key)) continue;
       std::string full = prefix.empty() ? key : absl::StrCat(prefix, ".", key);
       std::string p = Join(path, key);
-      if (key.empty() || key.find_first_of(" \t{}") != std::string::npos) {
-        Error(kv.first, p, "meta keys must not be empty or contain spaces or braces");
+      if (absl::Status ks = CheckMetaKey(full); !ks.ok()) {
+        Error(kv.first, p, std::string(ks.message()));
         continue;
       }
       if (kv.second.IsMap()) {
@@ -372,6 +427,11 @@ class Parser {
         if (m_.meta.count(full)) {
           Error(kv.first, p, absl::StrCat("meta key \"", full, "\" is given twice"));
           continue;
+        }
+        if (m_.meta.size() >= static_cast<size_t>(Limits::kMaxManifestMeta)) {
+          Error(kv.first, p, absl::StrCat("more than ", Limits::kMaxManifestMeta,
+                                          " meta defaults; keep large sets in the store (`mariposa meta import`)"));
+          return;
         }
         m_.meta[full] = kv.second.IsNull() ? "" : kv.second.Scalar();
       }
@@ -403,7 +463,13 @@ class Parser {
         Error(n, p, absl::StrCat("must be a map of service name to definition, not ", KindName(n)));
         return;
       }
+      if (n.size() > static_cast<size_t>(Limits::kMaxServices)) {
+        Error(n, p, absl::StrCat(n.size(), " services; a project may have at most ", Limits::kMaxServices,
+                                 ": split it into several projects"));
+        return;
+      }
       for (const auto& kv : n) {
+        if (!Wanted()) return;
         std::string name;
         if (!Scalar(kv.first, p, &name)) continue;
         std::string sp = Join(p, name);
@@ -600,9 +666,9 @@ class Parser {
       }
       for (size_t i = 0; i < v.size(); ++i) {
         int64_t port = 0;
-        size_t before = errors_.size();
+        int64_t before = error_count_;
         Int(v[i], absl::StrCat(p, "[", i, "]"), &port, 1, 65535);
-        if (errors_.size() != before) continue;
+        if (error_count_ != before) continue;
         if (std::find(s->ports.begin(), s->ports.end(), port) != s->ports.end()) {
           Error(v[i], absl::StrCat(p, "[", i, "]"), absl::StrCat("port ", port, " is listed twice"));
           continue;
@@ -836,6 +902,8 @@ class Parser {
   ParseOptions opts_;
   Manifest m_;
   std::vector<ManifestDiagnostic> errors_;
+  int64_t error_count_ = 0;
+  absl::Status interrupted_;
   std::vector<ManifestDiagnostic> warnings_;
 };
 

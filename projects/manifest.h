@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/cancel.h"
 #include "common/value.h"
 
 namespace mariposa {
@@ -121,18 +122,30 @@ struct ParseOptions {
   std::string filename = "manifest";
   // The CLI's -j: overrides the manifest's `project:`, which then may be absent.
   std::string project_override;
+  // A text Mariposa wrote itself (a stored canonical form): parsed under the
+  // canonical form's size limit instead of the manifest's.
+  bool stored = false;
+  // Checked while parsing; null: never cancelled.
+  const Cancellation* cancel = nullptr;
 };
 
-// Parses and validates YAML or JSON. On failure `errors` holds every problem
-// found, each located, and `manifest` is empty.
+// Parses and validates YAML or JSON. On failure `errors` holds the first
+// Limits::kMaxErrorsShown problems found, each located, `total_errors` how
+// many there were, and `manifest` is empty. When `options.cancel` stopped the
+// work, `interrupted` holds its status and nothing else is meaningful.
 struct ParseResult {
   std::optional<Manifest> manifest;
   std::vector<ManifestDiagnostic> errors;
+  int64_t total_errors = 0;
+  absl::Status interrupted;
 };
 ParseResult ParseManifest(absl::string_view text, const ParseOptions& options);
 
-// Joins diagnostics into one INVALID_ARGUMENT status, one per line.
-absl::Status DiagnosticsToStatus(const std::vector<ManifestDiagnostic>& errors);
+// Joins diagnostics into one INVALID_ARGUMENT status, one per line, within
+// Limits::kMaxErrorMessageBytes; when some are left out it says how many
+// ("first 40 of 50,000 errors"). `total` is the number found (at least
+// errors.size()).
+absl::Status DiagnosticsToStatus(const std::vector<ManifestDiagnostic>& errors, int64_t total = 0);
 
 // Checks that every `{{ .meta.KEY }}` names a key in `meta_keys` (the
 // project's store meta plus the manifest's defaults); located errors.

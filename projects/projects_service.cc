@@ -8,7 +8,9 @@
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "projects/diff.h"
+#include "projects/limits.h"
 #include "projects/manifest.h"
+#include "projects/request_guard.h"
 
 namespace mariposa {
 namespace {
@@ -107,14 +109,24 @@ absl::StatusOr<ProjectRecord> ProjectsService::Project(const std::string& name) 
 absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
     const std::string& project, const std::string& text, const std::string& filename, const std::string& previous,
     bool force, bool dry_run, const std::string& origin, int64_t rolled_back_to, const std::string& message,
-    const std::string& author) {
+    const std::string& author, const Cancellation* cancel, bool stored_text) {
   ParseOptions opts;
   opts.filename = filename.empty() ? "manifest" : filename;
   opts.project_override = project;
+  opts.stored = stored_text;
+  opts.cancel = cancel;
   ParseResult parsed = ParseManifest(text, opts);
-  if (!parsed.manifest) return DiagnosticsToStatus(parsed.errors);
+  RETURN_IF_ERROR(parsed.interrupted);
+  if (!parsed.manifest) return DiagnosticsToStatus(parsed.errors, parsed.total_errors);
+  RETURN_IF_ERROR(cancel->Check());
   auto compiled = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest)));
   const Manifest& m = compiled->manifest;
+  if (compiled->canonical.size() > Limits::kMaxCanonicalBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the manifest's canonical form (defaults written out) is ", compiled->canonical.size(),
+        " bytes, over the limit of ", Limits::kMaxCanonicalBytes, " bytes; split the project; nothing was changed"));
+  }
+  RETURN_IF_ERROR(cancel->Check());
 
   Outcome out;
   std::map<std::string, std::string> store_meta;
@@ -141,6 +153,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   std::vector<ManifestDiagnostic> meta_errors = CheckMetaReferences(m, store_meta, opts.filename);
   if (!meta_errors.empty()) return DiagnosticsToStatus(meta_errors);
 
+  RETURN_IF_ERROR(cancel->Check());
   out.diff = DiffManifests(before.get(), *compiled);
   for (const auto& w : m.warnings) out.warnings.push_back(w.ToString());
 
@@ -184,6 +197,8 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
                                         s.count, compiled->instance_hash.at(s.name), compiled->spec_json.at(s.name),
                                         group_of[s.name]});
   }
+  // The last point at which a caller who gave up leaves nothing behind.
+  RETURN_IF_ERROR(cancel->Check());
   ASSIGN_OR_RETURN(out.commit, store_->CommitVersion(nv));
   if (out.commit.changed) {
     Remember(out.commit.version.uuid, compiled);
@@ -200,10 +215,13 @@ absl::StatusOr<std::shared_ptr<const CompiledManifest>> ProjectsService::StoredM
     if (it != parsed_.end()) return it->second;
   }
   ASSIGN_OR_RETURN(VersionRecord v, store_->GetVersion(p.uuid, version, true));
-  ParseResult parsed = ParseManifest(v.canonical, ParseOptions{"(stored)", p.name});
+  ParseOptions opts{"(stored)", p.name};
+  opts.stored = true;
+  ParseResult parsed = ParseManifest(v.canonical, opts);
   if (!parsed.manifest) {
     return absl::DataLossError(absl::StrCat("stored version ", v.number, " no longer parses: ",
-                                            DiagnosticsToStatus(parsed.errors).message()));
+                                            DiagnosticsToStatus(parsed.errors, parsed.total_errors).message(),
+                                            "; the store is damaged: see docs/operations.md, \"Restore\""));
   }
   auto m = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest)));
   Remember(version, m);
@@ -212,13 +230,20 @@ absl::StatusOr<std::shared_ptr<const CompiledManifest>> ProjectsService::StoredM
 
 void ProjectsService::Remember(const std::string& version, std::shared_ptr<const CompiledManifest> m) {
   absl::MutexLock l(&cache_mu_);
-  if (parsed_.size() >= 64) parsed_.erase(parsed_.begin());
+  if (m->canonical.size() > kCacheBytes / 4 || parsed_.count(version)) return;
+  while (!parsed_.empty() && (parsed_.size() >= 64 || parsed_bytes_ + m->canonical.size() > kCacheBytes)) {
+    parsed_bytes_ -= parsed_.begin()->second->canonical.size();
+    parsed_.erase(parsed_.begin());
+  }
+  parsed_bytes_ += m->canonical.size();
   parsed_[version] = std::move(m);
 }
 
 grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto out = ApplyText(req->project(), req->manifest(), req->filename(), req->previous_version(), req->force(),
-                       req->dry_run(), "apply", 0, req->message(), AuthorOf(ctx));
+                       req->dry_run(), "apply", 0, req->message(), AuthorOf(ctx), &guard);
   if (!out.ok()) return ToGrpc(out.status());
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -232,6 +257,8 @@ grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyReq
 
 grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::RollbackRequest* req,
                                        v1::RollbackResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   if (req->version().empty()) return ToGrpc(absl::InvalidArgumentError("the version to roll back to is required"));
@@ -239,7 +266,7 @@ grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::Rollb
   if (!target.ok()) return ToGrpc(target.status());
   auto out = ApplyText(p->name, target->manifest, absl::StrCat("version ", target->number), req->previous_version(),
                        req->force(), req->dry_run(), "rollback", target->number,
-                       absl::StrCat("rollback to version ", target->number), AuthorOf(ctx));
+                       absl::StrCat("rollback to version ", target->number), AuthorOf(ctx), &guard);
   if (!out.ok()) return ToGrpc(Annotate(out.status(), absl::StrCat("rolling back to version ", target->number)));
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -255,12 +282,15 @@ absl::StatusOr<int64_t> ProjectsService::RollbackTo(const std::string& project, 
   ASSIGN_OR_RETURN(ProjectRecord p, Project(project));
   ASSIGN_OR_RETURN(VersionRecord target, store_->GetVersion(p.uuid, to_version, true));
   ASSIGN_OR_RETURN(Outcome out, ApplyText(p.name, target.manifest, absl::StrCat("version ", target.number),
-                                          expected_current, false, false, "rollback", target.number, message, author));
+                                          expected_current, false, false, "rollback", target.number, message, author,
+                                          NotCancelled::Get()));
   if (on_change_) on_change_();
   return out.commit.version.number;
 }
 
 grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleRequest* req, v1::ScaleResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   if (p->current_version.empty()) {
@@ -288,7 +318,11 @@ grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleReq
       return ToGrpc(absl::InvalidArgumentError(
           absl::StrCat("service \"", name, "\" is an agent: it runs one instance per selected server")));
     }
-    int64_t to = op == '=' ? n : op == '+' ? svc->second.count + n : svc->second.count - n;
+    int64_t to = n;
+    if (op != '=') {
+      absl::Status sum = CheckedAdd(svc->second.count, op == '+' ? n : -n, absl::StrCat("scaling \"", name, "\""), &to);
+      if (!sum.ok()) return ToGrpc(sum);
+    }
     if (to < 0 || to > 100000) {
       return ToGrpc(absl::InvalidArgumentError(
           absl::StrCat("scaling \"", name, "\" from ", svc->second.count, " by ", change.substr(eq + 1), " gives ", to,
@@ -299,7 +333,7 @@ grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleReq
   auto out = ApplyText(p->name, CanonicalYaml(m), "scale", req->previous_version().empty() ? p->current_version
                                                                                           : req->previous_version(),
                        false, req->dry_run(), "scale", 0, absl::StrCat("scale ", absl::StrJoin(req->changes(), " ")),
-                       AuthorOf(ctx));
+                       AuthorOf(ctx), &guard, /*stored_text=*/true);
   if (!out.ok()) return ToGrpc(Annotate(out.status(), "scaling"));
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -309,6 +343,8 @@ grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleReq
 
 grpc::Status ProjectsService::CreateProject(grpc::ServerContext* ctx, const v1::CreateProjectRequest* req,
                                             v1::CreateProjectResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = store_->CreateProject(req->name(), req->description(), AuthorOf(ctx));
   if (!p.ok()) return ToGrpc(p.status());
   ToProto(*p, resp->mutable_project());
@@ -323,8 +359,10 @@ grpc::Status ProjectsService::ListProjects(grpc::ServerContext*, const v1::ListP
   return grpc::Status::OK;
 }
 
-grpc::Status ProjectsService::GetProject(grpc::ServerContext*, const v1::GetProjectRequest* req,
+grpc::Status ProjectsService::GetProject(grpc::ServerContext* ctx, const v1::GetProjectRequest* req,
                                          v1::GetProjectResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   ToProto(*p, resp->mutable_project());
@@ -345,6 +383,8 @@ grpc::Status ProjectsService::GetProject(grpc::ServerContext*, const v1::GetProj
 
 grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::DeleteProjectRequest* req,
                                             v1::DeleteProjectResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto s = Required(req->project(), "project");
   if (!s.ok()) return ToGrpc(s);
   auto p = store_->GetProject(req->project());
@@ -370,8 +410,10 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
   return ToGrpc(store_->DeleteProject(p->uuid, AuthorOf(ctx)));
 }
 
-grpc::Status ProjectsService::ListVersions(grpc::ServerContext*, const v1::ListVersionsRequest* req,
+grpc::Status ProjectsService::ListVersions(grpc::ServerContext* ctx, const v1::ListVersionsRequest* req,
                                            v1::ListVersionsResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto list = store_->ListVersions(p->uuid);
@@ -380,8 +422,10 @@ grpc::Status ProjectsService::ListVersions(grpc::ServerContext*, const v1::ListV
   return grpc::Status::OK;
 }
 
-grpc::Status ProjectsService::GetVersion(grpc::ServerContext*, const v1::GetVersionRequest* req,
+grpc::Status ProjectsService::GetVersion(grpc::ServerContext* ctx, const v1::GetVersionRequest* req,
                                          v1::GetVersionResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto v = store_->GetVersion(p->uuid, req->version().empty() ? "current" : req->version(), req->include_manifest());
@@ -402,6 +446,8 @@ grpc::Status ProjectsService::GetVersion(grpc::ServerContext*, const v1::GetVers
 
 grpc::Status ProjectsService::TagVersion(grpc::ServerContext* ctx, const v1::TagVersionRequest* req,
                                          v1::TagVersionResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto v = store_->TagVersion(p->uuid, req->version(), req->tag(), AuthorOf(ctx));
@@ -410,8 +456,10 @@ grpc::Status ProjectsService::TagVersion(grpc::ServerContext* ctx, const v1::Tag
   return grpc::Status::OK;
 }
 
-grpc::Status ProjectsService::ListMeta(grpc::ServerContext*, const v1::ListMetaRequest* req,
+grpc::Status ProjectsService::ListMeta(grpc::ServerContext* ctx, const v1::ListMetaRequest* req,
                                        v1::ListMetaResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto list = store_->ListMeta(p->uuid);
@@ -440,6 +488,8 @@ grpc::Status ProjectsService::ListMeta(grpc::ServerContext*, const v1::ListMetaR
 
 grpc::Status ProjectsService::GetMeta(grpc::ServerContext* ctx, const v1::GetMetaRequest* req,
                                       v1::GetMetaResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   v1::ListMetaRequest lreq;
   lreq.set_project(req->project());
   v1::ListMetaResponse all;
@@ -456,6 +506,8 @@ grpc::Status ProjectsService::GetMeta(grpc::ServerContext* ctx, const v1::GetMet
 
 grpc::Status ProjectsService::SetMeta(grpc::ServerContext* ctx, const v1::SetMetaRequest* req,
                                       v1::SetMetaResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto m = store_->SetMeta(p->uuid, req->key(), req->value(), req->secret(),
@@ -467,6 +519,8 @@ grpc::Status ProjectsService::SetMeta(grpc::ServerContext* ctx, const v1::SetMet
 
 grpc::Status ProjectsService::DeleteMeta(grpc::ServerContext* ctx, const v1::DeleteMetaRequest* req,
                                          v1::DeleteMetaResponse*) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   return ToGrpc(store_->DeleteMeta(p->uuid, req->key(),
@@ -476,6 +530,8 @@ grpc::Status ProjectsService::DeleteMeta(grpc::ServerContext* ctx, const v1::Del
 
 grpc::Status ProjectsService::IncrMeta(grpc::ServerContext* ctx, const v1::IncrMetaRequest* req,
                                        v1::IncrMetaResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto m = store_->IncrMeta(p->uuid, req->key(), req->delta(),
@@ -487,6 +543,8 @@ grpc::Status ProjectsService::IncrMeta(grpc::ServerContext* ctx, const v1::IncrM
 
 grpc::Status ProjectsService::ImportMeta(grpc::ServerContext* ctx, const v1::ImportMetaRequest* req,
                                          v1::ImportMetaResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   std::map<std::string, std::string> entries(req->entries().begin(), req->entries().end());
@@ -496,8 +554,10 @@ grpc::Status ProjectsService::ImportMeta(grpc::ServerContext* ctx, const v1::Imp
   return grpc::Status::OK;
 }
 
-grpc::Status ProjectsService::ListEvents(grpc::ServerContext*, const v1::ListEventsRequest* req,
+grpc::Status ProjectsService::ListEvents(grpc::ServerContext* ctx, const v1::ListEventsRequest* req,
                                          v1::ListEventsResponse* resp) {
+  RequestGuard guard(ctx, clock_, *req);
+  if (!guard.status().ok()) return ToGrpc(guard.status());
   int limit = req->limit() <= 0 ? 100 : std::min(req->limit(), 1000);
   auto list = store_->ListEvents(req->project(), req->after_index(), limit);
   if (!list.ok()) return ToGrpc(list.status());
@@ -505,14 +565,16 @@ grpc::Status ProjectsService::ListEvents(grpc::ServerContext*, const v1::ListEve
   return grpc::Status::OK;
 }
 
+// Events are read back from a store that may be damaged; protobuf refuses
+// invalid UTF-8 in strings, so broken bytes become U+FFFD.
 void EventToProto(const EventRecord& e, v1::Event* out) {
   out->set_index(e.index);
   SetTimestamp(e.time, out->mutable_time());
-  out->set_actor(e.actor);
-  out->set_project(e.project);
-  out->set_kind(e.kind);
-  out->set_subject(e.subject);
-  out->set_detail(e.detail);
+  out->set_actor(ValidUtf8(e.actor));
+  out->set_project(ValidUtf8(e.project));
+  out->set_kind(ValidUtf8(e.kind));
+  out->set_subject(ValidUtf8(e.subject));
+  out->set_detail(ValidUtf8(e.detail));
 }
 
 }  // namespace mariposa

@@ -8,6 +8,8 @@
 #include <memory>
 
 #include "absl/synchronization/mutex.h"
+#include "common/cancel.h"
+#include "common/clock.h"
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "projects/manifest.h"
 #include "projects/store.h"
@@ -27,8 +29,9 @@ void EventToProto(const EventRecord& e, v1::Event* out);
 
 class ProjectsService final : public v1::Projects::Service {
  public:
-  // `store` must outlive the service.
-  explicit ProjectsService(ProjectStore* store) : store_(store) {}
+  // `store` and `clock` must outlive the service. The clock times the server
+  // work of each request (Limits::kMaxRequestWork).
+  ProjectsService(ProjectStore* store, const Clock* clock) : store_(store), clock_(clock) {}
   // Called after every stored change of goal state (apply, rollback, meta):
   // the controller's wake-up. Set before serving.
   void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
@@ -68,18 +71,23 @@ class ProjectsService final : public v1::Projects::Service {
   // Rollback.
   absl::StatusOr<Outcome> ApplyText(const std::string& project, const std::string& text, const std::string& filename,
                                     const std::string& previous, bool force, bool dry_run, const std::string& origin,
-                                    int64_t rolled_back_to, const std::string& message, const std::string& author);
+                                    int64_t rolled_back_to, const std::string& message, const std::string& author,
+                                    const Cancellation* cancel, bool stored_text = false);
   absl::StatusOr<ProjectRecord> Project(const std::string& name);
   // The parsed manifest of a stored version. Versions never change, so
-  // parsed copies are cached by version uuid (a bounded number of them).
+  // parsed copies are cached by version uuid, up to kCacheBytes of canonical
+  // text (a few large versions must not pin gigabytes).
   absl::StatusOr<std::shared_ptr<const CompiledManifest>> StoredManifest(const ProjectRecord& p, const std::string& version);
   void Remember(const std::string& version, std::shared_ptr<const CompiledManifest> m);
 
+  static constexpr size_t kCacheBytes = 16 << 20;
   ProjectStore* store_;
+  const Clock* clock_;
   std::function<void()> on_change_;
   std::function<absl::StatusOr<int64_t>(const std::string&)> instance_counter_;
   absl::Mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const CompiledManifest>> parsed_ ABSL_GUARDED_BY(cache_mu_);
+  size_t parsed_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;
 };
 
 }  // namespace mariposa

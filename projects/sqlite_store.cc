@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "common/ids.h"
 #include "common/status_macros.h"
+#include "projects/limits.h"
 
 namespace mariposa {
 namespace {
@@ -596,10 +597,26 @@ absl::Status SqliteProjectStore::CheckCasLocked(const std::string& key, const st
       "; someone else changed it: read it again (`mariposa meta get ", key, "`) and retry with the new --cas"));
 }
 
+absl::Status SqliteProjectStore::CheckMetaRoomLocked(const std::string& project_uuid, const std::string& project_name,
+                                                     int64_t new_keys) {
+  if (new_keys <= 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(auto count, db_->Prepare("SELECT COUNT(*) FROM meta WHERE project_uuid = ?"));
+  count.Bind(1, project_uuid);
+  ASSIGN_OR_RETURN(bool row, count.Step());
+  int64_t have = row ? count.Int(0) : 0;
+  if (have + new_keys > Limits::kMaxStoredMeta) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "project ", project_name, " has ", have, " meta keys; ", new_keys, " more would pass the limit of ",
+        Limits::kMaxStoredMeta, " per project; delete unused keys (`mariposa meta delete KEY`) first"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<MetaRecord> SqliteProjectStore::WriteMetaLocked(const std::string& project_uuid,
                                                                const std::string& project_name, const std::string& key,
                                                                const std::string& value, bool secret,
                                                                const std::string& actor, const std::string& kind) {
+  RETURN_IF_ERROR(CheckText(absl::StrCat("value of meta key \"", key, "\""), value, Limits::kMaxValueBytes));
   ASSIGN_OR_RETURN(int64_t cas_id,
                    AppendEventLocked(actor, project_name, kind, key,
                                      absl::StrCat(key, "=", Redact(value, secret), secret ? " (secret)" : "")));
@@ -613,16 +630,6 @@ absl::StatusOr<MetaRecord> SqliteProjectStore::WriteMetaLocked(const std::string
 }
 
 
-namespace {
-absl::Status CheckMetaKey(const std::string& key) {
-  if (key.empty() || key.size() > 256 || key.find_first_of(" \t\n{}=") != std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "meta key \"", key, "\" must be 1-256 characters without spaces, '=' or braces (dots nest: db.password)"));
-  }
-  return absl::OkStatus();
-}
-}  // namespace
-
 absl::StatusOr<MetaRecord> SqliteProjectStore::UpdateMeta(const std::string& project_uuid, const std::string& key,
                                                           std::optional<int64_t> cas, const std::string& actor,
                                                           const std::string& kind, const MetaUpdate& update) {
@@ -632,6 +639,7 @@ absl::StatusOr<MetaRecord> SqliteProjectStore::UpdateMeta(const std::string& pro
   ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
   ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, key));
   RETURN_IF_ERROR(CheckCasLocked(key, cur, cas));
+  if (!cur) RETURN_IF_ERROR(CheckMetaRoomLocked(p.uuid, p.name, 1));
   ASSIGN_OR_RETURN(auto next, update(cur));
   // Once secret, a key stays secret until deleted: a plain overwrite must
   // not make the next reader think the value is safe to print.
@@ -677,17 +685,29 @@ absl::StatusOr<MetaRecord> SqliteProjectStore::IncrMeta(const std::string& proje
                             cur->secret ? "a secret" : absl::StrCat("\"", cur->value, "\""),
                             ", not a whole number; incr/decr work on integers only"));
                       }
-                      return std::make_pair(absl::StrCat(value + delta), false);
+                      int64_t sum;
+                      RETURN_IF_ERROR(CheckedAdd(value, delta, absl::StrCat("meta key \"", key, "\""), &sum));
+                      return std::make_pair(absl::StrCat(sum), false);
                     });
 }
 
 absl::StatusOr<int> SqliteProjectStore::ImportMeta(const std::string& project_uuid,
                                                    const std::map<std::string, std::string>& entries, bool secret,
                                                    const std::string& actor) {
+  if (entries.size() > static_cast<size_t>(Limits::kMaxStoredMeta)) {
+    return absl::InvalidArgumentError(absl::StrCat(entries.size(), " entries; a project holds at most ",
+                                                   Limits::kMaxStoredMeta, " meta keys"));
+  }
   for (const auto& kv : entries) RETURN_IF_ERROR(CheckMetaKey(kv.first));
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
   ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
+  int64_t new_keys = 0;
+  for (const auto& kv : entries) {
+    ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, kv.first));
+    if (!cur) ++new_keys;
+  }
+  RETURN_IF_ERROR(CheckMetaRoomLocked(p.uuid, p.name, new_keys));
   for (const auto& kv : entries) {
     ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, kv.first));
     RETURN_IF_ERROR(WriteMetaLocked(p.uuid, p.name, kv.first, kv.second, secret || (cur && cur->secret), actor,

@@ -93,6 +93,9 @@ class SqliteProjectStore : public ProjectStore {
   absl::StatusOr<MetaRecord> UpdateMeta(const std::string& project_uuid, const std::string& key,
                                         std::optional<int64_t> cas, const std::string& actor, const std::string& kind,
                                         const MetaUpdate& update) ABSL_LOCKS_EXCLUDED(mu_);
+  // RESOURCE_EXHAUSTED when `new_keys` more would pass Limits::kMaxStoredMeta.
+  absl::Status CheckMetaRoomLocked(const std::string& project_uuid, const std::string& project_name,
+                                   int64_t new_keys) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes the entry with a fresh cas_id taken from the event it logs.
   absl::StatusOr<MetaRecord> WriteMetaLocked(const std::string& project_uuid, const std::string& project_name,
                                              const std::string& key, const std::string& value, bool secret,

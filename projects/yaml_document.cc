@@ -3,7 +3,9 @@
 #include <yaml.h>
 
 #include "absl/status/status.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "projects/limits.h"
 
 namespace mariposa {
 
@@ -32,76 +34,204 @@ Value YamlNode::ToValue() const {
   return Value();
 }
 
+YamlLimits YamlLimits::Manifest() {
+  return YamlLimits{Limits::kMaxManifestBytes, Limits::kMaxDepth, Limits::kMaxNodes, Limits::kMaxValueBytes};
+}
+
 namespace {
 
 // Plain scalars that YAML reads as null.
-bool IsNullScalar(const yaml_node_t& n) {
-  if (n.data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
-  absl::string_view s(reinterpret_cast<const char*>(n.data.scalar.value), n.data.scalar.length);
+bool IsNullScalar(const yaml_event_t& e) {
+  if (e.data.scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
+  absl::string_view s(reinterpret_cast<const char*>(e.data.scalar.value), e.data.scalar.length);
   return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
 }
 
+YamlMark MarkOf(const yaml_mark_t& m) { return YamlMark{static_cast<int>(m.line), static_cast<int>(m.column)}; }
+
+// Owns a libyaml parser and its current event.
+class EventReader {
+ public:
+  explicit EventReader(absl::string_view text) {
+    ok_ = yaml_parser_initialize(&parser_);
+    if (ok_) yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+  }
+  ~EventReader() {
+    if (has_event_) yaml_event_delete(&event_);
+    if (ok_) yaml_parser_delete(&parser_);
+  }
+  bool initialized() const { return ok_; }
+  // Reads the next event; false on a syntax error (see Problem()).
+  bool Next() {
+    if (has_event_) yaml_event_delete(&event_);
+    has_event_ = yaml_parser_parse(&parser_, &event_) != 0;
+    return has_event_;
+  }
+  const yaml_event_t& event() const { return event_; }
+  std::string Problem(YamlMark* mark) const {
+    *mark = MarkOf(parser_.problem_mark);
+    std::string msg = parser_.problem ? parser_.problem : "syntax error";
+    if (parser_.context) msg = absl::StrCat(msg, " ", parser_.context);
+    return msg;
+  }
+
+ private:
+  yaml_parser_t parser_;
+  yaml_event_t event_;
+  bool ok_ = false;
+  bool has_event_ = false;
+};
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<YamlDocument>> YamlDocument::Parse(absl::string_view text, YamlMark* error_mark) {
-  yaml_parser_t parser;
-  yaml_document_t doc;
-  if (!yaml_parser_initialize(&parser)) return absl::ResourceExhaustedError("cannot initialize the YAML parser");
-  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()), text.size());
-  if (!yaml_parser_load(&parser, &doc)) {
-    YamlMark mark{static_cast<int>(parser.problem_mark.line), static_cast<int>(parser.problem_mark.column)};
-    std::string msg = parser.problem ? parser.problem : "syntax error";
-    if (parser.context) msg = absl::StrCat(msg, " ", parser.context);
-    if (error_mark) *error_mark = mark;
-    yaml_parser_delete(&parser);
-    return absl::InvalidArgumentError(msg);
+absl::StatusOr<std::unique_ptr<YamlDocument>> YamlDocument::Parse(absl::string_view text, YamlMark* error_mark,
+                                                                   const YamlLimits& limits,
+                                                                   const Cancellation* cancel) {
+  YamlMark unused;
+  if (error_mark == nullptr) error_mark = &unused;
+  // Syntax errors are INVALID_ARGUMENT; broken limits RESOURCE_EXHAUSTED
+  // (both located).
+  auto fail = [&](YamlMark at, std::string msg) {
+    *error_mark = at;
+    return absl::InvalidArgumentError(std::move(msg));
+  };
+  auto too_much = [&](YamlMark at, std::string msg) {
+    *error_mark = at;
+    return absl::ResourceExhaustedError(std::move(msg));
+  };
+  if (text.size() > limits.max_bytes) {
+    return too_much(YamlMark{}, absl::StrCat("the text is ", text.size(), " bytes, over the limit of ", limits.max_bytes,
+                                         " bytes; split the project or shorten its values"));
   }
+  EventReader reader(text);
+  if (!reader.initialized()) return absl::ResourceExhaustedError("cannot initialize the YAML parser");
   auto out = std::unique_ptr<YamlDocument>(new YamlDocument());
-  yaml_node_t* root = yaml_document_get_root_node(&doc);
-  if (root == nullptr) {
+  std::vector<YamlNode*> stack;              // open maps and sequences
+  std::vector<const YamlNode*> pending_key;  // per open map: its key awaiting a value
+  absl::flat_hash_map<std::string, YamlNode*> anchors;
+  int64_t expanded = 0;  // nodes of the document with aliases expanded
+  int64_t events = 0;
+
+  // Hangs a finished node (or an alias target) under the innermost open node.
+  auto attach = [&](const YamlNode* child) {
+    if (stack.empty()) {
+      out->root_ = child;
+      return;
+    }
+    YamlNode* parent = stack.back();
+    if (parent->kind_ == YamlNode::Kind::kSequence) {
+      parent->items_.push_back(child);
+    } else if (pending_key.back() == nullptr) {
+      pending_key.back() = child;
+    } else {
+      parent->pairs_.push_back(YamlPair{*pending_key.back(), *child});
+      pending_key.back() = nullptr;
+    }
+    parent->weight_ += child->weight_;
+  };
+  auto anchor = [&](const unsigned char* name, YamlNode* node) {
+    if (name != nullptr) anchors[reinterpret_cast<const char*>(name)] = node;
+  };
+  auto over_budget = [&](YamlMark at) {
+    return too_much(at, absl::StrCat("the document expands to more than ", limits.max_nodes,
+                                 " nodes (aliases count once per use); make it smaller or use fewer aliases"));
+  };
+
+  while (true) {
+    if (!reader.Next()) {
+      YamlMark at;
+      std::string msg = reader.Problem(&at);
+      return fail(at, msg);
+    }
+    const yaml_event_t& e = reader.event();
+    YamlMark at = MarkOf(e.start_mark);
+    if (cancel != nullptr && (++events & 4095) == 0) {
+      if (absl::Status s = cancel->Check(); !s.ok()) return s;
+    }
+    switch (e.type) {
+      case YAML_STREAM_START_EVENT:
+      case YAML_STREAM_END_EVENT:
+        if (e.type == YAML_STREAM_END_EVENT) goto done;
+        break;
+      case YAML_DOCUMENT_END_EVENT:
+        goto done;  // only the first document counts
+      case YAML_ALIAS_EVENT: {
+        std::string name(reinterpret_cast<const char*>(e.data.alias.anchor));
+        auto it = anchors.find(name);
+        if (it == anchors.end()) return fail(at, absl::StrCat("alias *", name, " names no anchor defined before it"));
+        const YamlNode* target = it->second;
+        if (target->open_) {
+          YamlMark am = target->mark_;
+          return fail(at, absl::StrCat("alias *", name, " is inside the node it names (anchor &", name, " at line ",
+                                       am.line + 1, ", column ", am.column + 1,
+                                       "): a recursive alias has no end; refer to something outside it"));
+        }
+        expanded += target->weight_;
+        if (expanded > limits.max_nodes) return over_budget(at);
+        attach(target);
+        break;
+      }
+      case YAML_SCALAR_EVENT: {
+        if (++expanded > limits.max_nodes) return over_budget(at);
+        absl::string_view v(reinterpret_cast<const char*>(e.data.scalar.value), e.data.scalar.length);
+        if (v.size() > limits.max_scalar_bytes) {
+          return too_much(at, absl::StrCat("a value of ", v.size(), " bytes is over the limit of ",
+                                       limits.max_scalar_bytes, " bytes"));
+        }
+        std::string why;
+        size_t bad = FindBadText(v, &why);
+        if (bad != absl::string_view::npos) {
+          return fail(at, absl::StrCat(why, " at byte ", bad, " of this value; only UTF-8 text with tabs and "
+                                       "newlines is accepted"));
+        }
+        out->nodes_.emplace_back();
+        YamlNode* y = &out->nodes_.back();
+        y->mark_ = at;
+        if (IsNullScalar(e)) {
+          y->kind_ = YamlNode::Kind::kNull;
+        } else {
+          y->kind_ = YamlNode::Kind::kScalar;
+          y->scalar_.assign(v.data(), v.size());
+        }
+        anchor(e.data.scalar.anchor, y);
+        attach(y);
+        break;
+      }
+      case YAML_SEQUENCE_START_EVENT:
+      case YAML_MAPPING_START_EVENT: {
+        if (static_cast<int>(stack.size()) >= limits.max_depth) {
+          return too_much(at, absl::StrCat("nested more than ", limits.max_depth, " levels deep"));
+        }
+        if (++expanded > limits.max_nodes) return over_budget(at);
+        out->nodes_.emplace_back();
+        YamlNode* y = &out->nodes_.back();
+        y->mark_ = at;
+        y->open_ = true;
+        bool seq = e.type == YAML_SEQUENCE_START_EVENT;
+        y->kind_ = seq ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap;
+        anchor(seq ? e.data.sequence_start.anchor : e.data.mapping_start.anchor, y);
+        stack.push_back(y);
+        pending_key.push_back(nullptr);
+        break;
+      }
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT: {
+        YamlNode* y = stack.back();
+        stack.pop_back();
+        pending_key.pop_back();
+        y->open_ = false;
+        attach(y);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+done:
+  if (out->root_ == nullptr) {
     out->nodes_.emplace_back();
     out->root_ = &out->nodes_.back();
-  } else {
-    // Convert by node index; an alias shares the node it points at.
-    size_t count = doc.nodes.top - doc.nodes.start;
-    std::vector<YamlNode*> made(count, nullptr);
-    for (size_t i = 0; i < count; ++i) {
-      out->nodes_.emplace_back();
-      made[i] = &out->nodes_.back();
-    }
-    for (size_t i = 0; i < count; ++i) {
-      const yaml_node_t& n = doc.nodes.start[i];
-      YamlNode* y = made[i];
-      y->mark_ = YamlMark{static_cast<int>(n.start_mark.line), static_cast<int>(n.start_mark.column)};
-      switch (n.type) {
-        case YAML_SCALAR_NODE:
-          if (IsNullScalar(n)) {
-            y->kind_ = YamlNode::Kind::kNull;
-          } else {
-            y->kind_ = YamlNode::Kind::kScalar;
-            y->scalar_.assign(reinterpret_cast<const char*>(n.data.scalar.value), n.data.scalar.length);
-          }
-          break;
-        case YAML_SEQUENCE_NODE:
-          y->kind_ = YamlNode::Kind::kSequence;
-          for (yaml_node_item_t* it = n.data.sequence.items.start; it < n.data.sequence.items.top; ++it) {
-            y->items_.push_back(made[*it - 1]);
-          }
-          break;
-        case YAML_MAPPING_NODE:
-          y->kind_ = YamlNode::Kind::kMap;
-          for (yaml_node_pair_t* p = n.data.mapping.pairs.start; p < n.data.mapping.pairs.top; ++p) {
-            y->pairs_.push_back(YamlPair{*made[p->key - 1], *made[p->value - 1]});
-          }
-          break;
-        default:
-          break;
-      }
-    }
-    out->root_ = made[root - doc.nodes.start];
   }
-  yaml_document_delete(&doc);
-  yaml_parser_delete(&parser);
   return out;
 }
 

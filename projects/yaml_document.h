@@ -1,5 +1,10 @@
 // A parsed YAML (or JSON) document with the position of every node, read with
-// libyaml (fast, C, no exceptions). Immutable after Parse; thread-compatible.
+// libyaml's event parser (fast, C, no exceptions) under hard bounds: input
+// size, nesting depth, and a budget of nodes counted with every alias
+// expanded. Aliases are resolved by reference (the node is shared, never
+// copied); an alias inside the node it names (a recursive alias) is an error
+// at its location. Every scalar passes the text rule of projects/limits.h.
+// Immutable after Parse; thread-compatible.
 #ifndef MARIPOSA_PROJECTS_YAML_DOCUMENT_H_
 #define MARIPOSA_PROJECTS_YAML_DOCUMENT_H_
 
@@ -10,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/cancel.h"
 #include "common/value.h"
 
 namespace mariposa {
@@ -47,8 +53,11 @@ class YamlNode {
   std::vector<YamlPair>::const_iterator end() const { return pairs_.end(); }
   // The value of a scalar key in a map, or null.
   const YamlNode* Find(absl::string_view key) const;
-  // The node as a document tree (scalars as strings, nulls as null).
+  // The node as a document tree (scalars as strings, nulls as null). Aliases
+  // are expanded; the parse budget bounds the result.
   Value ToValue() const;
+  // Nodes of this subtree with aliases expanded (itself included).
+  int64_t ExpandedSize() const { return weight_; }
 
  private:
   friend class YamlDocument;
@@ -57,13 +66,29 @@ class YamlNode {
   YamlMark mark_;
   std::vector<YamlPair> pairs_;
   std::vector<const YamlNode*> items_;
+  int64_t weight_ = 1;
+  bool open_ = false;  // while parsing: the node has not ended yet
+};
+
+// Bounds for one parse; the defaults are those of projects/limits.h.
+struct YamlLimits {
+  size_t max_bytes;
+  int max_depth;
+  int64_t max_nodes;
+  size_t max_scalar_bytes;
+  static YamlLimits Manifest();
 };
 
 class YamlDocument {
  public:
   // Parses the first document of `text`. INVALID_ARGUMENT on a syntax error,
-  // with `error_mark` set to where it was found.
-  static absl::StatusOr<std::unique_ptr<YamlDocument>> Parse(absl::string_view text, YamlMark* error_mark);
+  // text that breaks the text rule or an alias problem; RESOURCE_EXHAUSTED on
+  // a broken limit; both with `error_mark` set to where it was found. The
+  // status of `cancel` (checked every few thousand events) when the caller
+  // gave up.
+  static absl::StatusOr<std::unique_ptr<YamlDocument>> Parse(absl::string_view text, YamlMark* error_mark,
+                                                             const YamlLimits& limits = YamlLimits::Manifest(),
+                                                             const Cancellation* cancel = nullptr);
   // An empty document has a null root.
   const YamlNode& root() const { return *root_; }
 

@@ -360,7 +360,7 @@ void P8(int tcp_port, int flap_port, int endpoints, int rounds) {
                                     health::WriteHealthEvents(st, batch).IgnoreError();
                                   });
   health::HealthAgentsService agents(&coordinator, absl::Seconds(10));
-  ProjectsService projects(st);
+  ProjectsService projects(st, RealClock::Get());
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);

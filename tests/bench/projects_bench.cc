@@ -92,7 +92,7 @@ int Main() {
     std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
     return 1;
   }
-  ProjectsService projects(store->get());
+  ProjectsService projects(store->get(), RealClock::Get());
   AdminService admin(store->get(), dir, store_path, absl::Now());
   grpc::ServerBuilder builder;
   int port = 0;

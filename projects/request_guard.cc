@@ -1,0 +1,83 @@
+#include "projects/request_guard.h"
+
+#include <malloc.h>
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+
+#include "absl/strings/str_cat.h"
+#include "projects/limits.h"
+
+namespace mariposa {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+// Requests above this many bytes leave enough behind to be worth a trim.
+constexpr size_t kLargeRequestBytes = 256 << 10;
+
+size_t MaxBytesFor(const FieldDescriptor& f) {
+  if (f.name() == "value") return Limits::kMaxValueBytes;  // meta values, map entries
+  return Limits::kMaxTextBytes;
+}
+
+absl::Status CheckMessage(const Message& m, const std::string& prefix) {
+  const Reflection* r = m.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  r->ListFields(m, &fields);
+  for (const FieldDescriptor* f : fields) {
+    std::string name = prefix.empty() ? absl::StrCat(m.GetDescriptor()->name(), ".", f->name())
+                                      : absl::StrCat(prefix, ".", f->name());
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (f->is_repeated()) {
+        for (int i = 0; i < r->FieldSize(m, f); ++i) {
+          std::string at = absl::StrCat(name, "[", i, "]");
+          if (absl::Status s = CheckMessage(r->GetRepeatedMessage(m, f, i), at); !s.ok()) return s;
+        }
+      } else if (absl::Status s = CheckMessage(r->GetMessage(m, f), name); !s.ok()) {
+        return s;
+      }
+      continue;
+    }
+    if (f->cpp_type() != FieldDescriptor::CPPTYPE_STRING || f->name() == "manifest") continue;
+    std::string scratch;
+    if (f->is_repeated()) {
+      for (int i = 0; i < r->FieldSize(m, f); ++i) {
+        const std::string& v = r->GetRepeatedStringReference(m, f, i, &scratch);
+        if (absl::Status s = CheckText(absl::StrCat(name, "[", i, "]"), v, MaxBytesFor(*f)); !s.ok()) return s;
+      }
+    } else {
+      const std::string& v = r->GetStringReference(m, f, &scratch);
+      if (absl::Status s = CheckText(name, v, MaxBytesFor(*f)); !s.ok()) return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateRequestText(const Message& request) { return CheckMessage(request, ""); }
+
+RequestGuard::RequestGuard(const grpc::ServerContext* ctx, const Clock* clock, const Message& request)
+    : ctx_(ctx), clock_(clock), give_up_(clock->Now() + Limits::kMaxRequestWork),
+      large_(request.ByteSizeLong() > kLargeRequestBytes), status_(ValidateRequestText(request)) {}
+
+RequestGuard::~RequestGuard() {
+  if (large_) malloc_trim(0);
+}
+
+absl::Status RequestGuard::Check() const {
+  if (ctx_ != nullptr && ctx_->IsCancelled()) {
+    return absl::CancelledError("the client cancelled the request or its deadline passed; nothing was changed");
+  }
+  if (clock_->Now() > give_up_) {
+    return absl::DeadlineExceededError(absl::StrCat("the request took more than ",
+                                                    absl::FormatDuration(Limits::kMaxRequestWork),
+                                                    " of server work and was stopped; nothing was changed"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace mariposa

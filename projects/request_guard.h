@@ -1,0 +1,56 @@
+// The API edge's per-request guard: checks every text field of a request
+// against the text rule (projects/limits.h), answers "is the caller still
+// there?" for long work, caps the server work one request may take, and
+// gives memory back to the system after a large request. Heavy gRPC headers
+// stay here, out of the libraries.
+#ifndef MARIPOSA_PROJECTS_REQUEST_GUARD_H_
+#define MARIPOSA_PROJECTS_REQUEST_GUARD_H_
+
+#include <grpcpp/server_context.h>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/cancel.h"
+#include "common/clock.h"
+
+namespace google::protobuf {
+class Message;
+}
+
+namespace mariposa {
+
+// INVALID_ARGUMENT naming the field ("SetMetaRequest.value: a NUL byte at
+// byte 3 …") when a string or bytes field of `request` (nested messages and
+// map entries included) breaks the text rule or its length limit. A field
+// named `manifest` is left to the manifest parser, which reports line and
+// column.
+absl::Status ValidateRequestText(const google::protobuf::Message& request);
+
+// One per handler call, declared first so that it is destroyed last. Not
+// thread-safe except Check(), which any thread may call.
+class RequestGuard : public Cancellation {
+ public:
+  // Reads `clock` once for the start of the work; validates `request`.
+  RequestGuard(const grpc::ServerContext* ctx, const Clock* clock, const google::protobuf::Message& request);
+  // Trims the heap when the request was large (its parse trees are gone).
+  ~RequestGuard() override;
+  RequestGuard(const RequestGuard&) = delete;
+  RequestGuard& operator=(const RequestGuard&) = delete;
+
+  // The request's validation; handlers return it when not OK.
+  const absl::Status& status() const { return status_; }
+  // CANCELLED when the client cancelled or its deadline passed;
+  // DEADLINE_EXCEEDED when the work passed Limits::kMaxRequestWork.
+  absl::Status Check() const override;
+
+ private:
+  const grpc::ServerContext* ctx_;
+  const Clock* clock_;
+  absl::Time give_up_;
+  bool large_;
+  absl::Status status_;
+};
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_PROJECTS_REQUEST_GUARD_H_
