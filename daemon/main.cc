@@ -44,10 +44,11 @@
 #include "projects/limits.h"
 #include "projects/projects_service.h"
 #include "projects/sqlite_store.h"
+#include "projects/store_open.h"
 
 namespace {
 
-constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [--addr-file FILE]
+constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [--addr-file FILE] [--init]
                  [--triton URL --owner UUID --network UUID [--resync DURATION]
                   [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-agents]
                   [--health-loopback]
@@ -60,6 +61,9 @@ The Mariposa controller: gRPC API, SQLite store.
                     free port; unix:/path for a unix socket)
   --data-dir DIR    where the store lives (default /var/lib/mariposa); created
                     if missing; one mariposad per directory
+  --init            accept a missing or empty store in a data dir that held one
+                    (start over with no projects); without it such a store is
+                    refused, as is any store that fails verification
   --addr-file FILE  write the address actually bound (host:port) to FILE once
                     serving, and on a second line the /metrics address when
                     served; for scripts and tests
@@ -136,11 +140,15 @@ int main(int argc, char** argv) {
   std::string addr_file;
   std::string triton_url, owner, network, resync = "5s";
   std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
-  bool embedded_health = false, health_loopback = false, remote_agents = false;
+  bool embedded_health = false, health_loopback = false, remote_agents = false, init = false;
   std::string health_lease_text = "10s";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const std::string& flag, std::string* out) { return mariposa::FlagValue(argc, argv, &i, flag, out); };
+    if (a == "--init") {
+      init = true;
+      continue;
+    }
     if (a == "--embedded-health" || a == "--health-loopback" || a == "--health-agents") {
       (a == "--embedded-health" ? embedded_health : a == "--health-agents" ? remote_agents : health_loopback) = true;
       continue;
@@ -203,14 +211,15 @@ int main(int argc, char** argv) {
   mariposa::RealClock* clock = mariposa::RealClock::Get();
   absl::Time started = clock->Now();
   std::string store_path = data_dir + "/mariposa.db";
-  auto store = mariposa::SqliteProjectStore::Open(store_path, clock);
+  mariposa::StoreRefusal refusal;
+  auto store = mariposa::OpenStore(data_dir, init, clock, &refusal);
   if (!store.ok()) {
-    mariposa::LogError("cannot open store", {{"path", store_path}, {"error", store.status().ToString()}});
-    return 1;
-  }
-  if (auto s = (*store)->CheckIntegrity(); !s.ok()) {
-    mariposa::LogError("store failed its integrity check; restore a backup",
-                       {{"path", store_path}, {"error", s.ToString()}});
+    mariposa::LogError("store refused; not serving", {{"path", store_path},
+                                                      {"error", refusal.error},
+                                                      {"reason", refusal.reason},
+                                                      {"fix", refusal.fix},
+                                                      {"impact", refusal.impact}});
+    std::cerr << "mariposad: cannot start\n" << refusal.ToString() << "\n";
     return 1;
   }
 

@@ -229,6 +229,85 @@ absl::Status SqliteProjectStore::CheckIntegrity() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// type:name of every schema object (tables, indexes, triggers) of `db`.
+absl::StatusOr<std::set<std::string>> SchemaObjects(Database* db) {
+  ASSIGN_OR_RETURN(auto st, db->Prepare("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"));
+  std::set<std::string> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.insert(absl::StrCat(st.Text(0), " ", st.Text(1)));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status SqliteProjectStore::Verify() {
+  int version = SchemaVersion();
+  if (version != kSchemaVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("schema version is ", version, ", expected ", kSchemaVersion));
+  }
+  ASSIGN_OR_RETURN(auto fresh, Open(":memory:", clock_));
+  std::set<std::string> want, have;
+  {
+    absl::MutexLock l(&fresh->mu_);
+    ASSIGN_OR_RETURN(want, SchemaObjects(fresh->db_.get()));
+  }
+  {
+    absl::MutexLock l(&mu_);
+    ASSIGN_OR_RETURN(have, SchemaObjects(db_.get()));
+  }
+  std::vector<std::string> missing;
+  for (const auto& w : want) {
+    if (!have.count(w)) missing.push_back(w);
+  }
+  if (!missing.empty()) {
+    return absl::DataLossError(absl::StrCat("schema version ", version, " but missing ", absl::StrJoin(missing, ", ")));
+  }
+  RETURN_IF_ERROR(CheckIntegrity());
+  absl::MutexLock l(&mu_);
+  {
+    ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                  "SELECT p.name, v.number, v.hash, v.canonical FROM versions v "
+                                  "JOIN projects p ON p.uuid = v.project_uuid"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      if (Sha256Hex(st.Text(3)) != st.Text(2)) {
+        return absl::DataLossError(absl::StrCat("version ", st.Int(1), " of project ", ValidUtf8(st.Text(0)),
+                                                ": its canonical text no longer matches its sha256"));
+      }
+    }
+  }
+  // Text that later goes into replies: protobuf refuses invalid UTF-8.
+  static const char* const kText[] = {
+      "SELECT 'projects', name, name || description || COALESCE(current_version, '') FROM projects",
+      "SELECT 'versions', number, author || origin || message || warnings || manifest FROM versions",
+      "SELECT 'services', name, name || service_type || compute_type || brand || image || package || spec_hash || "
+      "spec_json || grp FROM services",
+      "SELECT 'deployment_groups', name, name || services FROM deployment_groups",
+      "SELECT 'meta', key, key || value FROM meta",
+      "SELECT 'tasks', uuid, kind || services || state || origin || error || reason || actor || params FROM tasks",
+  };
+  for (const char* sql : kText) {
+    ASSIGN_OR_RETURN(auto st, db_->Prepare(sql));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      std::string text = st.Text(2);
+      if (ValidUtf8(text) != text) {
+        return absl::DataLossError(
+            absl::StrCat("table ", st.Text(0), ", row ", ValidUtf8(st.Text(1)), ": text is not valid UTF-8"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> SqliteProjectStore::AppendEventLocked(const std::string& actor, const std::string& project,
                                                               const std::string& kind, const std::string& subject,
                                                               const std::string& detail) {

@@ -73,6 +73,12 @@ class SqliteProjectStore : public ProjectStore {
 
   // PRAGMA integrity_check; OK when the file is sound.
   absl::Status CheckIntegrity();
+  // Everything start-up checks before serving: the schema version, every
+  // table, index and trigger of the current schema (compared with a freshly
+  // migrated store), CheckIntegrity, every version's canonical text against
+  // its sha256, and valid UTF-8 in the goal-state tables. DATA_LOSS (or
+  // FAILED_PRECONDITION for a schema mismatch) saying what is wrong.
+  absl::Status Verify();
 
  private:
   SqliteProjectStore(std::unique_ptr<Database> db, const Clock* clock) : db_(std::move(db)), clock_(clock) {}

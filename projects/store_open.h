@@ -1,0 +1,43 @@
+// Opening the store at start-up: a store that is missing, empty, damaged or
+// incomplete is refused with an operator's explanation (RFD 40's Error /
+// Reason / Fix / Impact), never silently replaced by an empty one.
+#ifndef MARIPOSA_PROJECTS_STORE_OPEN_H_
+#define MARIPOSA_PROJECTS_STORE_OPEN_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "projects/sqlite_store.h"
+
+namespace mariposa {
+
+// Why start-up stopped, for a person.
+struct StoreRefusal {
+  std::string error;
+  std::string reason;
+  std::string fix;
+  std::string impact;
+  // The four lines, "Error: …\nReason: …\nFix: …\nImpact: …".
+  std::string ToString() const;
+};
+
+// The file a data dir gets once it holds a store; a data dir with it whose
+// store is missing or empty lost its store.
+constexpr char kStoreMarker[] = "store-initialized";
+
+// Opens DATA_DIR/mariposa.db, migrating and verifying it
+// (SqliteProjectStore::Verify), and writes the marker. Refuses (filling
+// `refusal`, returning its status) when:
+//  - the store is missing or empty in a data dir whose marker says it held
+//    one, or the file is empty (0 bytes: never left by Mariposa) — unless
+//    `init` (mariposad --init) says an empty store is wanted;
+//  - the store cannot be opened, has a newer schema, lacks a table, index or
+//    trigger, fails its integrity check, or holds damaged text.
+absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string& data_dir, bool init,
+                                                              const Clock* clock, StoreRefusal* refusal);
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_PROJECTS_STORE_OPEN_H_
