@@ -131,10 +131,13 @@ int LockDataDir(const std::string& dir, std::string* err) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Keep freed memory for reuse instead of returning large blocks to the OS:
-  // big manifests would otherwise pay first-touch page faults on every apply.
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  // Blocks of 1 MiB and more (request buffers, manifest texts) are mapped on
+  // their own and go back to the system when freed; up to 32 MiB of freed
+  // heap is kept for reuse, and requests above 64 KiB trim the rest when they
+  // end (projects/request_guard.h), so memory taken by a large request is
+  // returned.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_TRIM_THRESHOLD, 32 << 20);
   std::string listen = "127.0.0.1:7740";
   std::string data_dir = "/var/lib/mariposa";
   std::string addr_file;

@@ -16,7 +16,7 @@ using google::protobuf::Message;
 using google::protobuf::Reflection;
 
 // Requests above this many bytes leave enough behind to be worth a trim.
-constexpr size_t kLargeRequestBytes = 256 << 10;
+constexpr size_t kLargeRequestBytes = 64 << 10;
 
 size_t MaxBytesFor(const FieldDescriptor& f) {
   if (f.name() == "value") return Limits::kMaxValueBytes;  // meta values, map entries
