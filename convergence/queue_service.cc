@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "projects/request_guard.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -84,6 +85,7 @@ absl::StatusOr<std::vector<std::string>> QueueService::Scope(const ProjectRecord
 
 grpc::Status QueueService::ListTasks(grpc::ServerContext*, const v1::ListTasksRequest* req,
                                      v1::ListTasksResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   auto p = store_->GetProject(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto tasks = store_->ListTasks(p->uuid, req->finished_limit() > 0 ? req->finished_limit() : 20);
@@ -95,6 +97,7 @@ grpc::Status QueueService::ListTasks(grpc::ServerContext*, const v1::ListTasksRe
 }
 
 grpc::Status QueueService::GetTask(grpc::ServerContext*, const v1::GetTaskRequest* req, v1::GetTaskResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   auto t = store_->GetTask(req->task());
   if (!t.ok()) return ToGrpc(t.status());
   return ToGrpc(ToProto(*t, resp->mutable_task()));
@@ -102,12 +105,14 @@ grpc::Status QueueService::GetTask(grpc::ServerContext*, const v1::GetTaskReques
 
 grpc::Status QueueService::TerminateTask(grpc::ServerContext* ctx, const v1::TerminateTaskRequest* req,
                                          v1::TerminateTaskResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   auto t = queue_.Terminate(req->task(), AuthorOf(ctx), req->reason());
   if (!t.ok()) return ToGrpc(t.status());
   return ToGrpc(ToProto(*t, resp->mutable_task()));
 }
 
 grpc::Status QueueService::Freeze(grpc::ServerContext* ctx, const v1::FreezeRequest* req, v1::FreezeResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   static const std::set<std::string> kOnly = {"replace-unhealthy", "scale", "reprovision", "agent-rollout"};
   for (const auto& o : req->only()) {
     if (!kOnly.count(o)) {
@@ -134,6 +139,7 @@ grpc::Status QueueService::Freeze(grpc::ServerContext* ctx, const v1::FreezeRequ
 }
 
 grpc::Status QueueService::Thaw(grpc::ServerContext* ctx, const v1::ThawRequest* req, v1::ThawResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   auto p = store_->GetProject(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto scope = Scope(*p, {req->services().begin(), req->services().end()}, req->group());
@@ -156,6 +162,7 @@ grpc::Status QueueService::Thaw(grpc::ServerContext* ctx, const v1::ThawRequest*
 
 grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRequest* req,
                                    v1::AddTaskResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   if (req->kind() != "reprovision" && req->kind() != "start" && req->kind() != "stop") {
     return ToGrpc(absl::InvalidArgumentError(absl::StrCat(
         "task kind \"", req->kind(), "\" cannot be queued here; use reprovision, start or stop (scale with "

@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "projects/request_guard.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "convergence/observer.h"
@@ -14,6 +15,7 @@ namespace mariposa::convergence {
 
 grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequest* req,
                                     v1::GetStateResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   if (vmapi_ == nullptr) {
     return ToGrpc(absl::FailedPreconditionError(
         "mariposad runs without --triton: it keeps goal state only, there is no actual state to show"));
@@ -107,6 +109,7 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
 
 grpc::Status StateService::GetHealth(grpc::ServerContext*, const v1::GetHealthRequest* req,
                                      v1::GetHealthResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   if (reconciler_ == nullptr || reconciler_->health() == nullptr) {
     return ToGrpc(absl::FailedPreconditionError(
         "no health checks run here: start mariposad with --triton and --embedded-health or --health-agents"));

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "projects/request_guard.h"
 #include "absl/strings/str_cat.h"
 #include "projects/projects_service.h"
 
@@ -25,6 +26,7 @@ grpc::Status AdminService::Status(grpc::ServerContext*, const v1::StatusRequest*
 }
 
 grpc::Status AdminService::Backup(grpc::ServerContext*, const v1::BackupRequest* req, v1::BackupResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   if (req->path().empty() || req->path()[0] != '/') {
     return ToGrpc(absl::InvalidArgumentError("backup path must be an absolute path on the controller's machine"));
   }

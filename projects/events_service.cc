@@ -1,11 +1,13 @@
 #include "projects/events_service.h"
 
+#include "projects/request_guard.h"
 #include "projects/projects_service.h"
 
 namespace mariposa {
 
 grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
                                   grpc::ServerWriter<v1::Event>* writer) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   if (!req->project().empty()) {
     auto p = store_->GetProject(req->project());
     if (!p.ok()) return ToGrpc(p.status());

@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Counts test cases from Bazel's JUnit XML files and prints 'N passed, N failed'."""
+"""Counts test cases from Bazel's JUnit XML files under one or more testlogs
+folders (e.g. the plain and the sanitizer run) and prints 'N passed, N failed'."""
 import os
 import re
 import sys
 import xml.etree.ElementTree as ET
 
-root = sys.argv[1] if len(sys.argv) > 1 else "bazel-testlogs"
+roots = sys.argv[1:] or ["bazel-testlogs"]
 passed = failed = skipped = 0
-for dirpath, dirs, files in os.walk(os.path.realpath(root)):
+walked = set()
+for dirpath, dirs, files in (w for root in roots for w in os.walk(os.path.realpath(root))):
+    if dirpath in walked:  # the same folder named twice
+        continue
+    walked.add(dirpath)
     # --runs_per_test and sharding leave run_N_of_M / shard_N_of_M folders
     # behind; the target's own test.xml is the result of the last run.
     dirs[:] = [d for d in dirs if not re.match(r"(run|shard)_\d+_of_\d+$", d)]

@@ -9,5 +9,12 @@ bash scripts/install-deps.sh || exit 1
 bazel build //... || exit 1
 bazel test //... "$@"
 rc=$?
-python3 scripts/count_tests.py bazel-testlogs
-exit $rc
+plain_logs=$(realpath bazel-testlogs)
+# The parser, store, planner and service tests again under AddressSanitizer
+# and UndefinedBehaviorSanitizer, in their own output tree (bazel-testlogs
+# then points there); the count covers both runs.
+bazel test --config=asan //projects:all //convergence:planner_test "$@"
+asan_rc=$?
+python3 scripts/count_tests.py "$plain_logs" "$(realpath bazel-testlogs)"
+[ $rc -ne 0 ] && exit $rc
+exit $asan_rc
