@@ -138,10 +138,8 @@ class Parser {
     }
     auto doc = YamlDocument::Parse(text, &mark, limits, opts_.cancel);
     if (!doc.ok()) {
-      if (absl::IsResourceExhausted(doc.status())) {
+      if (absl::IsResourceExhausted(doc.status()) || absl::IsInvalidArgument(doc.status())) {
         Error(mark.line + 1, mark.column + 1, "", std::string(doc.status().message()));
-      } else if (absl::IsInvalidArgument(doc.status())) {
-        Error(mark.line + 1, mark.column + 1, "", absl::StrCat("not valid YAML or JSON: ", doc.status().message()));
       } else {
         result.interrupted = doc.status();
         return result;

@@ -359,3 +359,87 @@ services:
 
 }  // namespace
 }  // namespace mariposa
+
+namespace mariposa {
+namespace {
+
+// Hostile input at the parser: every case rejected with where and why.
+TEST(ManifestLimitsTest, HostileYamlRejectedWithLocation) {
+  struct Case {
+    std::string text;
+    std::string error;
+  } cases[] = {
+      {"project: x\nmeta: &m {x: *m}\n",
+       "t.yaml:2:14: alias *m is inside the node it names (anchor &m at line 2, column 7)"},
+      {"project: x\nvolumes: &v [a, *v]\n", "t.yaml:2:17: alias *v is inside the node it names"},
+      {"project: x\nmeta: {a: *nope}\n", "t.yaml:2:11: alias *nope names no anchor defined before it"},
+      {"project: x\nservices: " + std::string(65, '[') + std::string(65, ']') + "\n",
+       "t.yaml:2:74: nested more than 64 levels deep"},
+      {"project: x\ndescription: \"a\\0b\"\n", "t.yaml:2:14: a NUL byte at byte 1 of this value"},
+      {"project: x\nmeta:\n  k: \"\\e[1m\"\n", "t.yaml:3:6: control character 0x1b at byte 0"},
+      {"project: x\ndescription: " + std::string(70000, 'a') + "\n", "a value of 70000 bytes is over the limit of 65536"},
+      {"project: x\nservices:\n  w:\n    image: i\n    stop:\n      timeout: 9223372036854775807s\n",
+       "services.w.stop.timeout: \"9223372036854775807s\" is longer than the longest duration allowed, 720h"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_NE(Errors(c.text).find(c.error), std::string::npos) << Errors(c.text);
+  }
+}
+
+TEST(ManifestLimitsTest, AliasBombStopsAtTheNodeBudget) {
+  std::string s = "project: x\nvolumes:\n  a0: &a0 [l, l, l, l, l, l, l, l, l, l]\n";
+  for (int i = 1; i <= 9; ++i) {
+    s += "  a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) s += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    s += "]\n";
+  }
+  EXPECT_NE(Errors(s).find("expands to more than 250000 nodes"), std::string::npos) << Errors(s);
+  // Shared, small aliases stay fine.
+  MustParse("project: x\nservices:\n  a:\n    image: i\n    environment: &e {A: b}\n  b:\n    image: i\n"
+            "    environment: *e\n");
+}
+
+TEST(ManifestLimitsTest, ErrorsCappedButCounted) {
+  std::string s = "project: x\nservices:\n  w:\n    image: i\n";
+  for (int i = 0; i < 5000; ++i) s += "    bogus" + std::to_string(i) + ": 1\n";
+  ParseOptions o;
+  o.filename = "t.yaml";
+  ParseResult r = ParseManifest(s, o);
+  EXPECT_EQ(r.errors.size(), 100u);
+  EXPECT_EQ(r.total_errors, 5000);
+  absl::Status st = DiagnosticsToStatus(r.errors, r.total_errors);
+  EXPECT_LE(st.message().size(), 6u << 10);
+  EXPECT_NE(st.message().find(" of 5000 errors"), absl::string_view::npos) << st.message().substr(0, 200);
+  EXPECT_NE(st.message().find("more not shown"), absl::string_view::npos);
+}
+
+TEST(ManifestLimitsTest, CountsAndKeyLengths) {
+  std::string many = "project: x\nservices:\n";
+  for (int i = 0; i < 1001; ++i) many += "  s" + std::to_string(i) + ":\n    image: i\n";
+  EXPECT_NE(Errors(many).find("1001 services; a project may have at most 1000"), std::string::npos);
+  EXPECT_NE(Errors("project: x\nmeta:\n  ? " + std::string(300, 'k') + "\n  : v\n").find("must be 1-256 bytes"),
+            std::string::npos);
+  EXPECT_NE(Errors("project: x\nservices:\n  w:\n    image: i\n    tags:\n      ? " + std::string(300, 't') +
+                   "\n      : v\n")
+                .find("a key of 300 bytes is over the limit of 256 bytes"),
+            std::string::npos);
+}
+
+class CancelledForTest : public Cancellation {
+ public:
+  absl::Status Check() const override { return absl::CancelledError("client gone"); }
+};
+
+TEST(ManifestLimitsTest, CancellationStopsTheParse) {
+  std::string s = "project: x\nservices:\n";
+  for (int i = 0; i < 500; ++i) s += "  s" + std::to_string(i) + ":\n    image: i\n";
+  CancelledForTest cancelled;
+  ParseOptions o;
+  o.cancel = &cancelled;
+  ParseResult r = ParseManifest(s, o);
+  EXPECT_FALSE(r.manifest.has_value());
+  EXPECT_TRUE(absl::IsCancelled(r.interrupted)) << r.interrupted;
+}
+
+}  // namespace
+}  // namespace mariposa

@@ -141,7 +141,7 @@ absl::StatusOr<std::unique_ptr<YamlDocument>> YamlDocument::Parse(absl::string_v
     if (!reader.Next()) {
       YamlMark at;
       std::string msg = reader.Problem(&at);
-      return fail(at, msg);
+      return fail(at, absl::StrCat("not valid YAML or JSON: ", msg));
     }
     const yaml_event_t& e = reader.event();
     YamlMark at = MarkOf(e.start_mark);
