@@ -58,6 +58,20 @@ void ExpectRefused(const std::string& dir, const std::string& error_part, const 
   EXPECT_NE(store.status().message().find("Fix: "), absl::string_view::npos);
 }
 
+// Changes the closed store of `dir` behind Mariposa's back.
+void Tamper(const std::string& dir, const std::string& sql) {
+  auto db = Database::Open(dir + "/mariposa.db");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE((*db)->Exec(sql).ok()) << sql;
+}
+
+// The Reason line of the refusal (empty when the store opened).
+std::string RefusalReason(const std::string& dir) {
+  StoreRefusal r;
+  auto store = OpenStore(dir, false, &clock_for_test, &r);
+  return store.ok() ? "" : r.reason;
+}
+
 TEST(OpenStoreTest, FirstStartCreatesStoreAndMarker) {
   std::string dir = GoodDataDir("first");
   struct stat st;
@@ -98,57 +112,34 @@ TEST(OpenStoreTest, TruncatedStoreRefused) {
 
 TEST(OpenStoreTest, MissingTableRefusedNamingIt) {
   std::string dir = GoodDataDir("no-events");
-  {
-    auto db = Database::Open(dir + "/mariposa.db");
-    ASSERT_TRUE(db.ok());
-    ASSERT_TRUE((*db)->Exec("DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete; DROP TABLE events").ok());
-  }
+  Tamper(dir, "DROP TRIGGER events_no_update; DROP TRIGGER events_no_delete; DROP TABLE events");
   ExpectRefused(dir, "failed verification", "restore the newest backup");
-  StoreRefusal r;
-  ASSERT_FALSE(OpenStore(dir, false, &clock_for_test, &r).ok());
-  EXPECT_NE(r.reason.find("table events"), std::string::npos) << r.reason;
+  EXPECT_NE(RefusalReason(dir).find("table events"), std::string::npos) << RefusalReason(dir);
 }
 
 TEST(OpenStoreTest, MissingIndexRefused) {
   std::string dir = GoodDataDir("no-index");
-  {
-    auto db = Database::Open(dir + "/mariposa.db");
-    ASSERT_TRUE((*db)->Exec("DROP INDEX tasks_by_project").ok());
-  }
-  StoreRefusal r;
-  ASSERT_FALSE(OpenStore(dir, false, &clock_for_test, &r).ok());
-  EXPECT_NE(r.reason.find("index tasks_by_project"), std::string::npos) << r.reason;
+  Tamper(dir, "DROP INDEX tasks_by_project");
+  EXPECT_NE(RefusalReason(dir).find("index tasks_by_project"), std::string::npos) << RefusalReason(dir);
 }
 
 TEST(OpenStoreTest, NewerSchemaRefusedWithoutChange) {
   std::string dir = GoodDataDir("newer");
-  {
-    auto db = Database::Open(dir + "/mariposa.db");
-    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 99").ok());
-  }
+  Tamper(dir, "PRAGMA user_version = 99");
   ExpectRefused(dir, "cannot open store", "release that wrote this store");
 }
 
 TEST(OpenStoreTest, AlteredVersionTextRefused) {
   std::string dir = GoodDataDir("altered");
-  {
-    auto db = Database::Open(dir + "/mariposa.db");
-    ASSERT_TRUE((*db)->Exec("UPDATE versions SET canonical = canonical || 'x' WHERE number = 1").ok());
-  }
-  StoreRefusal r;
-  ASSERT_FALSE(OpenStore(dir, false, &clock_for_test, &r).ok());
-  EXPECT_NE(r.reason.find("no longer matches its sha256"), std::string::npos) << r.reason;
+  Tamper(dir, "UPDATE versions SET canonical = canonical || 'x' WHERE number = 1");
+  EXPECT_NE(RefusalReason(dir).find("no longer matches its sha256"), std::string::npos) << RefusalReason(dir);
 }
 
 // Byte flips anywhere in the file: each copy is either refused with its Fix
 // line, or opens and answers every read without an error.
 TEST(OpenStoreTest, ByteFlippedCopiesRefusedOrFullyReadable) {
   std::string dir = GoodDataDir("flip-src");
-  {
-    // Fold the WAL into the main file so that the flips hit the data.
-    auto db = Database::Open(dir + "/mariposa.db");
-    ASSERT_TRUE((*db)->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
-  }
+  Tamper(dir, "PRAGMA wal_checkpoint(TRUNCATE)");  // the flips should hit the data, not the WAL
   std::string good = ReadFile(dir + "/mariposa.db");
   std::mt19937 rng(9);
   int refused = 0, readable = 0;
