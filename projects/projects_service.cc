@@ -221,7 +221,7 @@ absl::StatusOr<std::shared_ptr<const CompiledManifest>> ProjectsService::StoredM
   if (!parsed.manifest) {
     return absl::DataLossError(absl::StrCat("stored version ", v.number, " no longer parses: ",
                                             DiagnosticsToStatus(parsed.errors, parsed.total_errors).message(),
-                                            "; the store is damaged: see docs/operations.md, \"Restore\""));
+                                            "; the store is damaged: restore a backup (docs/operations.md, \"Backup and restore\")"));
   }
   auto m = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest)));
   Remember(version, m);

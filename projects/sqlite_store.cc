@@ -781,14 +781,19 @@ absl::StatusOr<int> SqliteProjectStore::ImportMeta(const std::string& project_uu
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
   ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
+  // One read per key: whether it is new (the limit) and whether it is secret.
+  std::vector<std::optional<MetaRecord>> current;
+  current.reserve(entries.size());
   int64_t new_keys = 0;
   for (const auto& kv : entries) {
     ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, kv.first));
     if (!cur) ++new_keys;
+    current.push_back(std::move(cur));
   }
   RETURN_IF_ERROR(CheckMetaRoomLocked(p.uuid, p.name, new_keys));
+  size_t i = 0;
   for (const auto& kv : entries) {
-    ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, kv.first));
+    const std::optional<MetaRecord>& cur = current[i++];
     RETURN_IF_ERROR(WriteMetaLocked(p.uuid, p.name, kv.first, kv.second, secret || (cur && cur->secret), actor,
                                     "meta.import")
                         .status());
