@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/clock.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -238,8 +239,8 @@ std::string Env(const char* name, const std::string& def) {
 
 class Cli {
  public:
-  Cli(std::string addr, std::string project, std::string output)
-      : project_(std::move(project)), output_(std::move(output)) {
+  Cli(std::string addr, std::string project, std::string output, const Clock* clock)
+      : project_(std::move(project)), output_(std::move(output)), clock_(clock) {
     // Message limits set on purpose: requests up to what the server takes,
     // replies up to the largest it sends (projects/limits.h).
     grpc::ChannelArguments args;
@@ -261,7 +262,7 @@ class Cli {
     auto ctx = std::make_unique<grpc::ClientContext>();
     // The server stops any request after 30 s of work; a little more here so
     // that its own answer, which says what happened, arrives first.
-    if (deadline) ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(35));
+    if (deadline) ctx->set_deadline(absl::ToChronoTime(clock_->Now() + absl::Seconds(35)));
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
     ctx->AddMetadata("x-mariposa-author", absl::StrCat(Env("USER", "unknown"), "@", host));
@@ -309,6 +310,7 @@ class Cli {
   std::unique_ptr<Admin::Stub> admin_;
   std::unique_ptr<v1::Queue::Stub> queue_;
   std::unique_ptr<v1::State::Stub> state_;
+  const Clock* clock_;
   std::unique_ptr<v1::Events::Stub> events_;
 };
 
@@ -542,10 +544,11 @@ int Cli::Project(Args& a) {
   throw UsageError{"expected project create|list|get|delete"};
 }
 
-// Follows the project's state until every service runs its desired count
-// (0 when stopped) with nothing coming up or broken; prints what changes.
+// Follows the project's verdicts until every service is converged; stops
+// with an error as soon as one is paused or failed (waiting cannot fix
+// that), printing what changes.
 int Cli::WaitSettled(const std::string& project, absl::Duration timeout) {
-  absl::Time start = absl::Now();
+  absl::Time start = clock_->Now();
   std::string last;
   while (true) {
     v1::GetStateRequest req;
@@ -553,39 +556,36 @@ int Cli::WaitSettled(const std::string& project, absl::Duration timeout) {
     v1::GetStateResponse st;
     Check(state_->GetState(Ctx().get(), req, &st));
     std::vector<std::string> parts;
-    int64_t older = 0;
+    std::vector<std::string> stuck;
     for (const auto& s : st.services()) {
-      int64_t want = s.stopped() ? 0 : s.desired();
-      std::string part = s.agent() ? absl::StrCat(s.name(), " ", s.running(), "/", want, " servers updated")
-                                   : absl::StrCat(s.name(), " ", s.running(), "/", want, " running");
-      if (s.provisioning() > 0) absl::StrAppend(&part, ", ", s.provisioning(), " starting");
-      if (s.broken() > 0 && !s.stopped()) absl::StrAppend(&part, ", ", s.broken(), " broken");
-      parts.push_back(part);
-      older += s.updating();
-      if (!s.paused().empty()) {
-        std::cerr << "mariposa: " << s.name() << ": " << s.paused() << "\n";
-        return 1;
+      parts.push_back(absl::StrCat(s.name(), " ", s.verdict(), s.reason().empty() ? "" : ": " + s.reason()));
+      if (s.verdict() == "failed" || s.verdict() == "paused" ||
+          (s.verdict() == "degraded" && absl::StrContains(s.reason(), "no rollout is running"))) {
+        stuck.push_back(absl::StrCat(s.name(), " is ", s.verdict(), ": ", s.reason(),
+                                     s.fix().empty() ? "" : absl::StrCat("\n  fix: ", s.fix())));
       }
     }
     std::string line = absl::StrJoin(parts, "; ");
-    int secs = static_cast<int>(absl::ToInt64Seconds(absl::Now() - start));
+    int secs = static_cast<int>(absl::ToInt64Seconds(clock_->Now() - start));
     if (line != last) {
       std::cout << "[" << secs << "s] " << line << "\n";
       std::cout.flush();
       last = line;
     }
-    if (st.settled()) {
-      std::cout << "settled after " << secs << "s";
-      if (older > 0) std::cout << "; " << older << " instances run an older spec (`mariposa reprovision` replaces them)";
-      std::cout << "\n";
+    if (st.converged()) {
+      std::cout << "converged after " << secs << "s\n";
       return 0;
     }
-    if (absl::Now() - start > timeout) {
-      std::cerr << "mariposa: not settled after " << absl::FormatDuration(timeout)
+    if (!stuck.empty()) {
+      for (const auto& m : stuck) std::cerr << "mariposa: " << m << "\n";
+      return 1;
+    }
+    if (clock_->Now() - start > timeout) {
+      std::cerr << "mariposa: not converged after " << absl::FormatDuration(timeout)
                 << "; `mariposa status -v` and `mariposa queue list` show where it stands\n";
       return 1;
     }
-    absl::SleepFor(absl::Milliseconds(300));
+    clock_->SleepFor(absl::Milliseconds(300));
   }
 }
 
@@ -1158,14 +1158,26 @@ int Cli::StatusCmd(Args& a) {
     return 0;
   }
   std::cout << "project " << resp.project() << " at version " << resp.version() << ": "
-            << (resp.converged() ? "converged" : "converging") << "\n\n";
+            << (resp.converged() ? "converged" : !resp.actual_known() ? "unknown (actual state cannot be read)"
+                                                                      : "not converged")
+            << "\n\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : resp.services()) {
-    rows.push_back({s.name(), absl::StrCat(s.desired()), absl::StrCat(s.running()), absl::StrCat(s.provisioning()),
-                    absl::StrCat(s.broken()), absl::StrCat(s.healthy()), absl::StrCat(s.updating()),
-                    s.frozen() ? "yes" : "no"});
+    rows.push_back({s.name(), s.verdict(), absl::StrCat(s.desired()), absl::StrCat(s.ready()),
+                    absl::StrCat(s.running()), absl::StrCat(s.provisioning()),
+                    absl::StrCat(s.broken()), absl::StrCat(s.stopped_instances()), absl::StrCat(s.updating()),
+                    s.frozen() ? "yes" : "no", s.reason()});
   }
-  Table({"SERVICE", "DESIRED", "RUNNING", "PROVISIONING", "BROKEN", "HEALTHY", "UPDATING", "FROZEN"}, rows);
+  Table({"SERVICE", "VERDICT", "DESIRED", "READY", "RUNNING", "PROVISIONING", "BROKEN", "STOPPED", "OLD SPEC",
+         "FROZEN", "REASON"},
+        rows);
+  if (resp.leftover() > 0) {
+    std::cout << "\n" << resp.leftover() << " instances of services no longer in the manifest are being removed\n";
+  }
+  for (const auto& p : resp.problems()) {
+    std::cout << "\nError:  " << p.error() << "\nReason: " << p.reason() << "\nFix:    " << p.fix()
+              << "\nImpact: " << p.impact() << "\n";
+  }
   if (verbose) {
     std::vector<std::vector<std::string>> inst;
     for (const auto& s : resp.services()) {
@@ -1247,7 +1259,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   throw UsageError{absl::StrCat("unknown command \"", cmd, "\"")};
 }
 
-int Main(int argc, char** argv) {
+int Main(int argc, char** argv, const Clock* clock) {
   std::string addr = Env("MARIPOSA_ADDR", "127.0.0.1:7740");
   std::string project = Env("MARIPOSA_PROJECT", "");
   std::string output = "table";
@@ -1302,7 +1314,7 @@ int Main(int argc, char** argv) {
     std::vector<std::string> sub(rest.begin() + 1, rest.end());
     bool has_sub = cmd == "project" || cmd == "projects" || cmd == "version" || cmd == "meta" || cmd == "admin" ||
                    cmd == "queue";
-    Cli cli(addr, project, output);
+    Cli cli(addr, project, output, clock);
     if (has_sub) return cli.Run(cmd, Args(sub));
     return cli.Run(cmd, Args(rest));
   } catch (const UsageError& e) {
@@ -1319,4 +1331,4 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace mariposa
 
-int main(int argc, char** argv) { return mariposa::Main(argc, argv); }
+int main(int argc, char** argv) { return mariposa::Main(argc, argv, mariposa::RealClock::Get()); }

@@ -57,6 +57,15 @@ bool PlacementValueMatches(const std::string& pattern, const std::string& value)
 
 bool IsInstanceKey(const std::string& key) { return key == "service" || key == "instance" || key == "container"; }
 
+bool PlacementRuleMatches(const PlacementRuleText& r, const PlacementCandidate& c) {
+  if (r.key == "service") return !c.service.empty() && PlacementValueMatches(r.value, c.service);
+  if (r.key == "instance" || r.key == "container") {
+    return PlacementValueMatches(r.value, c.alias) || PlacementValueMatches(r.value, c.uuid);
+  }
+  auto t = c.tags.find(r.key);
+  return t != c.tags.end() && PlacementValueMatches(r.value, t->second);
+}
+
 std::optional<triton::Locality> LocalityFor(const std::vector<PlacementRuleText>& rules,
                                             const std::vector<PlacementCandidate>& candidates) {
   bool any_hard = false;
@@ -67,15 +76,7 @@ std::optional<triton::Locality> LocalityFor(const std::vector<PlacementRuleText>
   for (const auto& r : rules) {
     if (r.soft == any_hard) continue;  // with hard rules present, only they are sent
     for (const auto& c : candidates) {
-      bool match = false;
-      if (r.key == "service") {
-        match = !c.service.empty() && PlacementValueMatches(r.value, c.service);
-      } else if (r.key == "instance" || r.key == "container") {
-        match = PlacementValueMatches(r.value, c.alias) || PlacementValueMatches(r.value, c.uuid);
-      } else {
-        auto t = c.tags.find(r.key);
-        match = t != c.tags.end() && PlacementValueMatches(r.value, t->second);
-      }
+      bool match = PlacementRuleMatches(r, c);
       if (match) (r.equal ? near : far).insert(c.uuid);
     }
   }

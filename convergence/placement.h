@@ -45,6 +45,9 @@ struct PlacementCandidate {
   std::map<std::string, std::string> tags;  // for label rules
 };
 
+// Does the rule's key and value point at this VM (whatever its operator)?
+bool PlacementRuleMatches(const PlacementRuleText& rule, const PlacementCandidate& candidate);
+
 // The locality for a new instance, or nullopt when no rule points anywhere.
 std::optional<triton::Locality> LocalityFor(const std::vector<PlacementRuleText>& rules,
                                             const std::vector<PlacementCandidate>& candidates);

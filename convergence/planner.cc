@@ -11,14 +11,14 @@ namespace {
 // Instances that no longer serve and must be replaced: crashed, stopped
 // without being asked to, on a server that is not running, or unhealthy.
 // A running instance that fails its health checks is broken too.
-bool Broken(const InstanceState& i) {
+bool BrokenState(const InstanceState& i) {
   return i.state == "failed" || i.state == "stopped" || i.state == "unknown" ||
          (i.state == "running" && i.health == "unhealthy");
 }
 
 bool Live(const InstanceState& i) { return i.state == "provisioning" || i.state == "running"; }
 
-bool Ready(const InstanceState& i, absl::Time now, absl::Duration start_window) {
+bool ReadyState(const InstanceState& i, absl::Time now, absl::Duration start_window) {
   if (i.state != "running") return false;
   if (i.checked) return i.health == "healthy";  // checks defined: passing them is what counts
   if (i.health == "healthy") return true;
@@ -39,6 +39,11 @@ bool Older(const InstanceState* a, const InstanceState* b) {
 }
 
 }  // namespace
+
+bool InstanceReady(const InstanceState& i, absl::Time now, absl::Duration start_window) {
+  return ReadyState(i, now, start_window);
+}
+bool InstanceBroken(const InstanceState& i) { return BrokenState(i); }
 
 std::vector<const InstanceState*> VictimOrder(std::vector<const InstanceState*> live) {
   std::stable_sort(live.begin(), live.end(), [](const InstanceState* a, const InstanceState* b) {
@@ -133,7 +138,7 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
     std::vector<const InstanceState*> live, broken, to_start;
     for (const InstanceState* i : by_service[goal.name]) {
       if (starting && i->state == "stopped") to_start.push_back(i);
-      else if (Broken(*i)) broken.push_back(i);
+      else if (BrokenState(*i)) broken.push_back(i);
       else if (Live(*i)) live.push_back(i);
     }
     // Started instances count as live (they come back as they were).
@@ -193,7 +198,7 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
     int64_t new_in_flight = missing, ready_new = 0, ready_old = 0, kept_old = 0;
     for (const InstanceState* i : live) {
       bool current = i->spec_hash == goal.spec_hash;
-      bool ready = Ready(*i, now, goal.start_window);
+      bool ready = ReadyState(*i, now, goal.start_window);
       if (current) {
         if (ready) ready_new++;
         else new_in_flight++;

@@ -107,6 +107,12 @@ struct ServiceThrottle {
 std::vector<Action> Throttle(const std::vector<Action>& actions, const std::map<std::string, ServiceThrottle>& limits,
                              std::vector<Action>* held);
 
+// Ready: running and healthy, or running with health "unknown" and older
+// than the start window when the service has no checks.
+bool InstanceReady(const InstanceState& i, absl::Time now, absl::Duration start_window);
+// Broken: failed, stopped unasked, on a down server, or running unhealthy.
+bool InstanceBroken(const InstanceState& i);
+
 // Instances of a service in QUEUE.md's scale-down victim order: unhealthy
 // first, then not yet started, then oldest version, then oldest instance.
 std::vector<const InstanceState*> VictimOrder(std::vector<const InstanceState*> live);

@@ -1,17 +1,18 @@
-// The reconciler: one sync of a project — observe, plan, execute the step's
-// actions against VMAPI, wait for their jobs — and a loop that syncs every
-// project on a resync interval or when woken (level-triggered: a wake-up only
-// marks work to do). Thread-safe.
+// The reconciler: Gather -> Decide -> Execute for one project at a time.
 //
-// Creates carry a pre-chosen uuid and the ownership tags, deletes remove what
-// the planner chose; jobs run in a window bounded per project and globally
-// (JobSlots). Freezes hold automatic work in their scope; failing creates back
-// off exponentially and a service that fails restart.max_attempts times
-// within restart.window is paused (crash loop, with an event); replacements of
-// broken instances stay within the replacement budget. Reprovision tasks run
-// as rolling steps with their filters and canary, recording progress.
-// Not yet: automatic work as tasks (syncs act directly), health, placement
-// hints, agents, start/stop.
+// Gather reads everything one sync needs into an immutable Snapshot (goal
+// from the GoalCache, VMAPI instances, health, open tasks, freezes, jobs in
+// flight and those that ended, images, servers for agent services). Decide
+// (decide.h) is pure. Execute records the decision: task transitions and
+// automatic tasks, Triton requests sent in parallel within the job window
+// (placement counting the instances placed earlier in the same step), each
+// job recorded in the store when sent; a sync never waits for a job, later
+// syncs observe it and count it once.
+//
+// The loop is a per-project work queue (work_queue.h): a project is synced
+// by one worker at a time, requeued with backoff after an error, resynced
+// every `resync`, and woken alone by a change to it (apply, a task, a health
+// change). Thread-safe.
 #ifndef MARIPOSA_CONVERGENCE_RECONCILER_H_
 #define MARIPOSA_CONVERGENCE_RECONCILER_H_
 
@@ -21,13 +22,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "convergence/agents.h"
+#include "convergence/decide.h"
+#include "convergence/goal.h"
 #include "convergence/metrics.h"
 #include "convergence/throttles.h"
+#include "convergence/work_queue.h"
 #include "convergence/triton/clients.h"
 #include "health/coordinator.h"
 #include "projects/store.h"
@@ -39,10 +45,13 @@ struct ReconcilerOptions {
   std::string network_uuid;                       // network every instance joins
   absl::Duration job_timeout = absl::Minutes(5);  // per Triton job
   absl::Duration resync = absl::Seconds(5);
+  absl::Duration job_poll = absl::Milliseconds(250);  // a project with jobs in flight is looked at again after this
   int max_jobs = 64;               // Triton jobs in flight, all projects together
   int max_jobs_per_project = 32;   // Triton jobs in flight for one project
   int parallel_syncs = 4;          // projects synced at the same time by the loop
   int observe_parallel = 4;        // VMAPI listings per project read at the same time
+  int send_parallel = 8;           // Triton requests of one sync sent at the same time
+  std::string triton_url;          // named in problems ("VMAPI is unreachable at …")
   absl::Duration backoff_base = absl::Seconds(1);  // first wait after a failed create
   absl::Duration backoff_cap = absl::Minutes(2);
   absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period
@@ -61,10 +70,10 @@ struct ReconcilerOptions {
 struct SyncResult {
   int created = 0;
   int deleted = 0;
-  int changed = 0;    // instances started or stopped
-  int failed = 0;     // actions or jobs that failed
-  int held = 0;       // actions not taken: a freeze, backoff, crash loop or the budget holds them
-  bool converged = false;  // the plan had nothing to do
+  int changed = 0;    // instances started or stopped, agents installed
+  int failed = 0;     // requests refused, and jobs seen failing
+  int held = 0;       // actions not taken now (Decision::held)
+  bool converged = false;  // the verdict: every service converged
   absl::Duration observe;  // reading VMAPI
   absl::Duration total;    // the whole sync
 };
@@ -76,59 +85,59 @@ class Reconciler {
              ReconcilerOptions options);
   ~Reconciler();
 
-  // One observe-plan-execute pass for a project (waits for its jobs).
+  // One Gather -> Decide -> Execute pass for a project (never waits for a
+  // job). An error is a Gather or store failure.
   absl::StatusOr<SyncResult> SyncProject(const std::string& project);
 
-  // An agent service's rollout as of the last sync (nullopt before one).
-  std::optional<AgentPlan> AgentStatus(const std::string& project_uuid, const std::string& service) const;
+  // Gather and Decide without executing: what `status` shows. With
+  // `poll_jobs` false jobs in flight are not asked about.
+  struct View {
+    Snapshot snapshot;
+    Decision decision;
+  };
+  absl::StatusOr<View> Inspect(const std::string& project);
 
   const health::Coordinator* health() const { return options_.health; }
   // An instance's health from the monitor ("" when it has no checks).
   std::string HealthOf(const std::string& instance) const;
+  // Problems of the last sync of the project that Decide cannot see (a
+  // store write that failed), as Error / Reason / Fix / Impact.
+  std::vector<Problem> ExecuteProblems(const std::string& project_uuid) const;
 
-  // Why replacement of a service is paused ("" when it is not): a crash loop.
-  std::string PausedBecause(const std::string& project_uuid, const std::string& service) const;
-
-  // Starts the loop thread; Wake() asks for a sync of everything now.
+  // Starts the workers; Wake() queues every project, WakeProject one.
   void Start();
   void Wake();
+  void WakeProject(const std::string& project_uuid);
   void Stop();
 
  private:
-  struct Remembered {
-    std::string spec_hash;
-    ServiceHistory history;
-    absl::Time budget_event = absl::InfinitePast();  // last "budget exceeded" event
-    // Read by other threads (PausedBecause): guarded by history_mu_.
-    std::string pause_reason;  // of the last crash loop
-    bool paused = false;       // as of the last sync
-  };
-
-  void Loop();
-  absl::StatusOr<SyncResult> SyncProjectOnce(const std::string& project);
-  // Agent services: one rollout step per service (installs on up to
-  // `update.rolling` servers), as an automatic reprovision task.
-  void SyncAgents(const ProjectRecord& p, const std::vector<const ServiceRecord*>& agents,
-                  const std::vector<TaskRecord>& open, SyncResult* result);
-  // The manifest's meta defaults of the version in force (cached per version).
-  absl::StatusOr<std::map<std::string, std::string>> MetaDefaults(const ProjectRecord& p);
-  // What the executor remembers of a service; forgotten when its spec changes.
-  Remembered* Memory(const std::string& project_uuid, const std::string& service, const std::string& spec_hash);
+  absl::StatusOr<Snapshot> Gather(const std::string& project, bool poll_jobs, absl::Duration* observe);
+  SyncResult Execute(const Snapshot& s, Decision d);
+  void Worker();
+  void Resync();
+  // Remembered per API: since when it fails ("" error = fine).
+  void NoteApi(const std::string& api, const absl::Status& st);
+  std::vector<ApiProblem> ApiProblems() const;
+  absl::StatusOr<triton::Image> ResolveImage(const std::string& ref);
 
   ProjectStore* store_;
   triton::VmapiClient* vmapi_;
   triton::ImgapiClient* imgapi_;
   const Clock* clock_;
   ReconcilerOptions options_;
-  JobSlots slots_;
-  mutable absl::Mutex history_mu_;
-  std::map<std::string, std::unique_ptr<Remembered>> history_ ABSL_GUARDED_BY(history_mu_);
-  std::map<std::string, std::map<std::string, std::string>> meta_defaults_ ABSL_GUARDED_BY(history_mu_);
-  std::map<std::string, AgentPlan> agent_status_ ABSL_GUARDED_BY(history_mu_);  // project/service
-  absl::Mutex mu_;
-  bool dirty_ ABSL_GUARDED_BY(mu_) = true;
+  GoalCache goals_;
+  WorkQueue queue_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::map<std::string, ServiceMemory>> memory_ ABSL_GUARDED_BY(mu_);  // project -> service
+  std::map<std::string, int> in_flight_ ABSL_GUARDED_BY(mu_);  // project -> jobs in flight
+  std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs
+  std::map<std::string, std::pair<absl::Time, absl::StatusOr<triton::Image>>> images_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<Problem>> execute_problems_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<FinishedJob>> refused_ ABSL_GUARDED_BY(mu_);  // requests refused, for the next Decide
+  std::set<std::string> known_projects_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  std::vector<std::thread> workers_;
+  std::thread ticker_;
 };
 
 }  // namespace mariposa::convergence

@@ -77,6 +77,13 @@ TEST_F(ReconcilerTest, CreatesWithOwnershipThenConverges) {
     aliases.insert(vm.alias);
   }
   EXPECT_EQ(aliases, (std::set<std::string>{"p-web-1", "p-web-2", "p-web-3"}));
+  // The sync did not wait for the jobs: the next one looks at them, once.
+  vmapi_.ClearCalls();
+  r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->converged);  // running, not yet past the start window
+  EXPECT_EQ(vmapi_.calls().size(), 4u);  // ListVms and one GetJob per create
+  clock_.Advance(absl::Seconds(61));
   vmapi_.ClearCalls();
   r = reconciler_->SyncProject("p");
   ASSERT_TRUE(r.ok());
@@ -122,10 +129,12 @@ TEST_F(ReconcilerTest, FailuresAreCountedAndNamed) {
   auto r = reconciler_->SyncProject("p");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->created, 0);
-  EXPECT_EQ(r->failed, 1);
-  auto events = store_->ListEvents("p", 0, 100);
+  EXPECT_EQ(r->held, 1);  // nothing is sent for an image IMGAPI does not have
+  auto view = reconciler_->Inspect("p");
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->decision.verdicts.at("web").state, VerdictState::kFailed);
   bool named = false;
-  for (const auto& e : *events) named |= e.kind == "instance.create-failed" && e.detail.find("missing@9") != std::string::npos;
+  for (const auto& p : view->decision.problems) named |= p.kind == "image-missing" && p.error.find("missing@9") != std::string::npos;
   EXPECT_TRUE(named);
   Apply("project: p\nservices:\n  web: {image: web@1, count: 1}\n");
   vmapi_.FailNext("CreateVm", absl::UnavailableError("vmapi CreateVm: 503 ServiceUnavailable"));
@@ -157,8 +166,8 @@ TEST_F(ReconcilerTest, CrashLoopPausesReplacementUntilTheWindowPasses) {
     EXPECT_EQ(r->failed, 1) << k;
     clock_.Advance(absl::Seconds(10));  // beyond each backoff (1 s, 2 s, 4 s)
   }
+  auto r = reconciler_->SyncProject("p");  // counts the third failure
   EXPECT_TRUE(HasEvent(store_.get(), "service.crashlooping"));
-  auto r = reconciler_->SyncProject("p");
   EXPECT_EQ(r->created, 0);
   EXPECT_EQ(r->held, 1);
   clock_.Advance(absl::Minutes(5));
@@ -406,9 +415,10 @@ TEST_F(ReconcilerTest, AgentRolloutThroughCnapi) {
   auto s1 = r.SyncProject("p");
   ASSERT_TRUE(s1.ok()) << s1.status();
   EXPECT_EQ(s1->changed, 2);  // cn1, cn2
-  auto plan = r.AgentStatus(store_->GetProject("p")->uuid, "cn-agent");
-  ASSERT_TRUE(plan.has_value());
-  EXPECT_EQ(plan->selected, 4);
+  auto view = r.Inspect("p");
+  ASSERT_TRUE(view.ok());
+  ASSERT_TRUE(view->decision.agent_plans.count("cn-agent"));
+  EXPECT_EQ(view->decision.agent_plans.at("cn-agent").selected, 4);
   EXPECT_EQ(r.SyncProject("p")->changed, 1);  // cn3; cn4 is down
   EXPECT_EQ(r.SyncProject("p")->changed, 0);
   auto tasks = TasksOf(store_.get(), "reprovision");

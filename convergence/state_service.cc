@@ -16,93 +16,88 @@ namespace mariposa::convergence {
 grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequest* req,
                                     v1::GetStateResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
-  if (vmapi_ == nullptr) {
+  if (vmapi_ == nullptr || reconciler_ == nullptr) {
     return ToGrpc(absl::FailedPreconditionError(
         "mariposad runs without --triton: it keeps goal state only, there is no actual state to show"));
   }
-  auto p = store_->GetProject(req->project());
-  if (!p.ok()) return ToGrpc(p.status());
-  std::vector<ServiceRecord> services;
-  if (!p->current_version.empty()) {
-    auto s = store_->ListServices(p->current_version);
-    if (!s.ok()) return ToGrpc(s.status());
-    services = *s;
-  }
-  auto numbers = VersionNumbers(store_, p->uuid);
-  if (!numbers.ok()) return ToGrpc(numbers.status());
-  Observer observer(vmapi_);
-  auto instances = observer.ObserveProject(p->uuid, *numbers);
-  if (!instances.ok()) return ToGrpc(instances.status());
-  auto tasks = store_->ListTasks(p->uuid, 0);
-  if (!tasks.ok()) return ToGrpc(tasks.status());
-
-  resp->set_project(p->name);
-  resp->set_version(p->current_number);
-  bool converged = true, settled = true;
-  for (const ServiceRecord& s : services) {
-    v1::ServiceStatus* st = resp->add_services();
-    st->set_name(s.name);
-    st->set_desired(s.count);
-    st->set_stopped(p->stopped.count(s.name) > 0);
-    if (reconciler_ != nullptr) st->set_paused(reconciler_->PausedBecause(p->uuid, s.name));
-    if (s.compute_type == "agent") {
-      // One per selected server, from CNAPI as the last sync saw it.
-      st->set_agent(true);
-      auto a = reconciler_ != nullptr ? reconciler_->AgentStatus(p->uuid, s.name) : std::nullopt;
-      if (a.has_value()) {
-        st->set_desired(a->selected);
-        st->set_running(a->current);
-        st->set_updating(a->outdated);
+  auto view = reconciler_->Inspect(req->project());
+  if (!view.ok()) return ToGrpc(view.status());
+  const Snapshot& s = view->snapshot;
+  const Decision& d = view->decision;
+  resp->set_project(s.project.name);
+  resp->set_version(s.project.current_number);
+  resp->set_actual_known(s.actual_known);
+  resp->set_leftover(d.leftover);
+  bool settled = s.actual_known && d.leftover == 0;
+  if (s.goal) {
+    for (const auto& kv : s.goal->services) {
+      const ServiceGoalSpec& g = kv.second;
+      v1::ServiceStatus* st = resp->add_services();
+      st->set_name(kv.first);
+      st->set_desired(g.record.count);
+      st->set_agent(g.spec.compute_type == "agent");
+      auto v = d.verdicts.find(kv.first);
+      if (v != d.verdicts.end()) {
+        const ServiceVerdict& sv = v->second;
+        st->set_verdict(VerdictName(sv.state));
+        st->set_reason(sv.reason);
+        st->set_fix(sv.fix);
+        st->set_ready(sv.ready);
+        st->set_stopped(sv.stopped_by_user);
+        st->set_stopped_instances(sv.stopped);
+        st->set_unhealthy(sv.unhealthy);
+        if (sv.state == VerdictState::kPaused || sv.state == VerdictState::kFailed) st->set_paused(sv.reason);
+        if (sv.agent) {
+          st->set_desired(sv.desired);
+          st->set_running(sv.ready);
+          st->set_updating(sv.old_spec);
+        }
       }
-      bool done = a.has_value() && a->outdated == a->unreachable;
-      settled &= done;
-      converged &= done && a->unreachable == 0;
-      continue;
-    }
-    for (const TaskRecord& t : *tasks) st->set_frozen(st->frozen() || FreezeHolds(t, s.name, ""));
-    std::vector<const InstanceState*> mine;
-    for (const InstanceState& i : *instances) {
-      if (i.service == s.name) mine.push_back(&i);
-    }
-    std::sort(mine.begin(), mine.end(), [](const InstanceState* a, const InstanceState* b) { return a->alias < b->alias; });
-    for (const InstanceState* i : mine) {
-      bool current = i->spec_hash == s.spec_hash;
-      bool live = i->state == "running" || i->state == "provisioning";
-      if (i->state == "running") st->set_running(st->running() + 1);
-      else if (i->state == "provisioning") st->set_provisioning(st->provisioning() + 1);
-      else st->set_broken(st->broken() + 1);
-      if ((reconciler_ != nullptr ? reconciler_->HealthOf(i->uuid) : i->health) == "healthy") {
-        st->set_healthy(st->healthy() + 1);
+      for (const TaskRecord& t : s.tasks) st->set_frozen(st->frozen() || FreezeHolds(t, kv.first, ""));
+      if (st->agent()) {
+        auto a = d.agent_plans.find(kv.first);
+        settled &= a != d.agent_plans.end() && a->second.outdated == a->second.unreachable;
+        continue;
       }
-      if (live && !current) st->set_updating(st->updating() + 1);
-      v1::InstanceStatus* is = st->add_instances();
-      is->set_uuid(i->uuid);
-      is->set_alias(i->alias);
-      is->set_state(i->state);
-      std::string h = reconciler_ != nullptr ? reconciler_->HealthOf(i->uuid) : "";
-      is->set_health(h.empty() ? i->health : h);
-      is->set_current_spec(current);
-      is->set_version(i->version);
-      SetTimestamp(i->created, is->mutable_created_at());
-    }
-    if (st->stopped()) {
-      bool down = st->running() == 0 && st->provisioning() == 0;
-      converged &= down;
-      settled &= down;
-    } else {
-      bool counts = st->running() == s.count && st->provisioning() == 0 && st->broken() == 0;
-      settled &= counts;
-      converged &= counts && st->updating() == 0;
+      std::vector<const InstanceState*> mine;
+      for (const InstanceState& i : s.instances) {
+        if (i.service == kv.first) mine.push_back(&i);
+      }
+      std::sort(mine.begin(), mine.end(),
+                [](const InstanceState* a, const InstanceState* b) { return a->alias < b->alias; });
+      for (const InstanceState* i : mine) {
+        bool current = i->spec_hash == g.record.spec_hash;
+        bool live = i->state == "running" || i->state == "provisioning";
+        if (i->state == "running") st->set_running(st->running() + 1);
+        else if (i->state == "provisioning") st->set_provisioning(st->provisioning() + 1);
+        else if (!(st->stopped() && i->state == "stopped")) st->set_broken(st->broken() + 1);
+        if (i->health == "healthy") st->set_healthy(st->healthy() + 1);
+        if (live && !current) st->set_updating(st->updating() + 1);
+        v1::InstanceStatus* is = st->add_instances();
+        is->set_uuid(i->uuid);
+        is->set_alias(i->alias);
+        is->set_state(i->state);
+        is->set_health(i->health);
+        is->set_current_spec(current);
+        is->set_version(i->version);
+        SetTimestamp(i->created, is->mutable_created_at());
+      }
+      int64_t want = st->stopped() ? 0 : g.record.count;
+      settled &= st->running() == want && st->provisioning() == 0 && st->broken() == 0;
     }
   }
-  // Instances of services that left the manifest are not converged either.
-  for (const InstanceState& i : *instances) {
-    bool known = false;
-    for (const ServiceRecord& s : services) known |= s.name == i.service;
-    converged &= known;
-    settled &= known;
-  }
-  resp->set_converged(converged);
+  auto add_problem = [&](const Problem& p) {
+    v1::Problem* out = resp->add_problems();
+    out->set_kind(p.kind);
+    out->set_service(p.service);
+    out->set_error(p.error);
+    out->set_reason(p.reason);
+    out->set_fix(p.fix);
+    out->set_impact(p.impact);
+  };
+  for (const Problem& p : d.problems) add_problem(p);
+  for (const Problem& p : reconciler_->ExecuteProblems(s.project.uuid)) add_problem(p);
+  resp->set_converged(d.converged);
   resp->set_settled(settled);
   return grpc::Status::OK;
 }

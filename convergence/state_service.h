@@ -13,8 +13,9 @@ namespace mariposa::convergence {
 class StateService final : public v1::State::Service {
  public:
   // `vmapi` may be null (mariposad without --triton): GetState then says so.
-  // `reconciler` (may be null) tells which services are crash-looping.
-  StateService(ProjectStore* store, triton::VmapiClient* vmapi, const Reconciler* reconciler = nullptr)
+  // GetState is the reconciler's Gather and Decide without Execute: the
+  // verdicts and problems are the controller's own.
+  StateService(ProjectStore* store, triton::VmapiClient* vmapi, Reconciler* reconciler = nullptr)
       : store_(store), vmapi_(vmapi), reconciler_(reconciler) {}
   grpc::Status GetState(grpc::ServerContext*, const v1::GetStateRequest*, v1::GetStateResponse*) override;
   grpc::Status GetHealth(grpc::ServerContext*, const v1::GetHealthRequest*, v1::GetHealthResponse*) override;
@@ -22,7 +23,7 @@ class StateService final : public v1::State::Service {
  private:
   ProjectStore* store_;
   triton::VmapiClient* vmapi_;
-  const Reconciler* reconciler_;
+  Reconciler* reconciler_;
 };
 
 }  // namespace mariposa::convergence

@@ -7,12 +7,14 @@ namespace mariposa::convergence {
 
 bool ServiceHistory::Failure(const RestartPolicy& p, absl::Time now, double jitter) {
   failures_.push_back(now);
+  last_failure_ = now;
   while (!failures_.empty() && now - failures_.front() > p.window) failures_.pop_front();
   ++consecutive_;
   absl::Duration backoff = p.backoff_base * std::pow(2.0, std::min(consecutive_ - 1, 30));
   backoff = std::min(backoff, p.backoff_cap) * (0.5 + 0.5 * std::clamp(jitter, 0.0, 1.0));
   next_attempt_ = now + backoff;
-  if (!crashlooping_ && p.max_attempts > 0 && static_cast<int>(failures_.size()) >= p.max_attempts) {
+  if (!crashlooping_ && p.max_attempts > 0 &&
+      (static_cast<int>(failures_.size()) >= p.max_attempts || consecutive_ >= p.max_attempts)) {
     crashlooping_ = true;
     return true;
   }
@@ -20,7 +22,6 @@ bool ServiceHistory::Failure(const RestartPolicy& p, absl::Time now, double jitt
 }
 
 void ServiceHistory::Success() {
-  consecutive_ = 0;
   next_attempt_ = absl::InfinitePast();
 }
 
@@ -28,6 +29,7 @@ void ServiceHistory::Reset() {
   failures_.clear();
   consecutive_ = 0;
   crashlooping_ = false;
+  last_failure_ = absl::InfinitePast();
   next_attempt_ = absl::InfinitePast();
 }
 

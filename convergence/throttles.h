@@ -24,12 +24,20 @@ struct RestartPolicy {
 
 class ServiceHistory {
  public:
-  // A create that failed (API error, failed job) or an instance that died
-  // within its restart window. `jitter` in [0, 1] scales the backoff between
-  // 50 % and 100 %. True when this failure starts a crash loop.
+  // A create that failed (API error, failed job), an instance that died
+  // within its restart window, or one replaced because it failed its health
+  // checks. `jitter` in [0, 1] scales the backoff between 50 % and 100 %.
+  // True when this failure starts a crash loop: max_attempts failures within
+  // the window, or max_attempts in a row with no instance becoming ready in
+  // between (a check that never passes fails slower than any window).
   bool Failure(const RestartPolicy& p, absl::Time now, double jitter);
   // A create that succeeded: the backoff starts over.
   void Success();
+  // An instance created after the last failure became ready: the run of
+  // failures in a row ends.
+  void Recovered() { consecutive_ = 0; }
+  absl::Time last_failure() const { return failures_.empty() ? last_failure_ : failures_.back(); }
+  int consecutive() const { return consecutive_; }
   // Forget everything (the service's spec changed: a new version may fix it).
   void Reset();
 
@@ -51,6 +59,7 @@ class ServiceHistory {
   std::deque<absl::Time> failures_;
   std::deque<absl::Time> replaced_;
   int consecutive_ = 0;
+  absl::Time last_failure_ = absl::InfinitePast();
   bool crashlooping_ = false;
   absl::Time next_attempt_ = absl::InfinitePast();
 };

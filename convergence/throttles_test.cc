@@ -29,9 +29,12 @@ TEST(ServiceHistoryTest, BackoffDoublesUpToTheCapAndResetsOnSuccess) {
 TEST(ServiceHistoryTest, CrashLoopAfterMaxAttemptsWithinTheWindow) {
   RestartPolicy p{3, absl::Seconds(60), absl::Seconds(1), absl::Seconds(10)};
   ServiceHistory h;
-  // Failures spread wider than the window never make a crash loop.
+  // Failures spread wider than the window, with an instance becoming ready
+  // in between, never make a crash loop.
   EXPECT_FALSE(h.Failure(p, kT0, 1));
+  h.Recovered();
   EXPECT_FALSE(h.Failure(p, kT0 + absl::Seconds(50), 1));
+  h.Recovered();
   EXPECT_FALSE(h.Failure(p, kT0 + absl::Seconds(100), 1));
   EXPECT_FALSE(h.crashlooping());
   // The third within 60 s does; it is reported once.
@@ -44,7 +47,26 @@ TEST(ServiceHistoryTest, CrashLoopAfterMaxAttemptsWithinTheWindow) {
   EXPECT_FALSE(h.Paused(p, kT0 + absl::Seconds(171)));
   EXPECT_TRUE(h.EndPauseIfOver(p, kT0 + absl::Seconds(171)));
   EXPECT_FALSE(h.crashlooping());
+  h.Recovered();
   EXPECT_FALSE(h.Failure(p, kT0 + absl::Seconds(172), 1));  // counting starts over
+}
+
+TEST(ServiceHistoryTest, FailuresInARowMakeACrashLoopHoweverSlow) {
+  // A health check that never passes: each replacement fails after ~70 s,
+  // slower than the 60 s window, and nothing ever becomes ready.
+  RestartPolicy p{3, absl::Seconds(60), absl::Seconds(1), absl::Seconds(10)};
+  ServiceHistory h;
+  EXPECT_FALSE(h.Failure(p, kT0, 1));
+  EXPECT_FALSE(h.Failure(p, kT0 + absl::Seconds(70), 1));
+  EXPECT_TRUE(h.Failure(p, kT0 + absl::Seconds(140), 1));
+  EXPECT_TRUE(h.Paused(p, kT0 + absl::Seconds(150)));
+  // After the pause one attempt is allowed; failing again pauses again at once.
+  EXPECT_TRUE(h.EndPauseIfOver(p, kT0 + absl::Seconds(201)));
+  EXPECT_TRUE(h.Failure(p, kT0 + absl::Seconds(270), 1));
+  // An instance that becomes ready ends the run.
+  EXPECT_TRUE(h.EndPauseIfOver(p, kT0 + absl::Seconds(331)));
+  h.Recovered();
+  EXPECT_FALSE(h.Failure(p, kT0 + absl::Seconds(400), 1));
 }
 
 TEST(ServiceHistoryTest, ResetForgetsACrashLoop) {

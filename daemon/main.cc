@@ -14,6 +14,7 @@
 #include <atomic>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -258,7 +259,12 @@ int main(int argc, char** argv) {
           if (auto w = mariposa::health::WriteHealthEvents(st, changes); !w.ok()) {
             mariposa::LogError("cannot write health events", {{"error", w.ToString()}});
           }
-          if (auto* r = wake_target.load()) r->Wake();
+          // A health change wakes only the projects it belongs to.
+          if (auto* r = wake_target.load()) {
+            std::set<std::string> projects;
+            for (const auto& c : changes) projects.insert(c.group);
+            for (const std::string& p : projects) r->WakeProject(p);
+          }
         });
     health_agents = std::make_unique<mariposa::health::HealthAgentsService>(health.get(), health_lease);
     health_metrics.Watch(health.get());
@@ -274,6 +280,7 @@ int main(int argc, char** argv) {
     ropts.owner_uuid = owner;
     ropts.network_uuid = network;
     ropts.resync = resync_every;
+    ropts.triton_url = triton_url;
     ropts.max_jobs = max_jobs_n;
     ropts.max_jobs_per_project = max_jobs_project_n;
     ropts.metrics = &metrics;

@@ -140,6 +140,22 @@ const char* const kMigrations[] = {
       PRIMARY KEY (project_uuid, service)
     );
     )sql",
+    // 6: Triton jobs in flight (counted once when they end, across restarts).
+    R"sql(
+    CREATE TABLE jobs (
+      job_uuid TEXT PRIMARY KEY,
+      project_uuid TEXT NOT NULL REFERENCES projects(uuid) ON DELETE CASCADE,
+      api TEXT NOT NULL,
+      task_uuid TEXT NOT NULL DEFAULT '',
+      service TEXT NOT NULL DEFAULT '',
+      instance TEXT NOT NULL DEFAULT '',
+      alias TEXT NOT NULL DEFAULT '',
+      kind TEXT NOT NULL,
+      reason TEXT NOT NULL DEFAULT '',
+      sent_at INTEGER NOT NULL
+    );
+    CREATE INDEX jobs_by_project ON jobs(project_uuid);
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteProjectStore::kSchemaVersion,
               "one migration per schema version");
@@ -990,17 +1006,6 @@ absl::StatusOr<TaskRecord> SqliteProjectStore::AddTask(const TaskRecord& task, c
   if (t.kind == "freeze") ins.Bind(16, absl::ToUnixMicros(t.started_at));
   else ins.BindNull(16);
   RETURN_IF_ERROR(ins.Run());
-  // Start and stop change the services' run state with the task, atomically.
-  if (t.kind == "stop" || t.kind == "start") {
-    ASSIGN_OR_RETURN(auto run, db_->Prepare(t.kind == "stop"
-                                                ? "INSERT OR IGNORE INTO stopped_services (project_uuid, service) VALUES (?, ?)"
-                                                : "DELETE FROM stopped_services WHERE project_uuid = ? AND service = ?"));
-    for (const std::string& svc : t.services) {
-      run.Bind(1, p.uuid).Bind(2, svc);
-      RETURN_IF_ERROR(run.Run());
-      RETURN_IF_ERROR(run.Reset());
-    }
-  }
   RETURN_IF_ERROR(AppendEventLocked(t.actor, p.name, "task.add", t.uuid,
                                     absl::StrCat(t.kind, " (", t.origin, t.trigger.empty() ? "" : ", " + t.trigger, ") on ",
                                                  t.services.empty() ? "the project" : absl::StrJoin(t.services, ",")))
@@ -1052,6 +1057,19 @@ absl::StatusOr<TaskRecord> SqliteProjectStore::SetTaskState(const std::string& u
   RETURN_IF_ERROR(st.Run());
   ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(found[0].project_uuid));
   const TaskRecord& t = found[0];
+  // Start and stop change the services' run state when they begin to run,
+  // atomically with the state: a stop terminated while queued never stops
+  // anything.
+  if ((t.kind == "stop" || t.kind == "start") && t.state == "queued" && state == "active") {
+    ASSIGN_OR_RETURN(auto run, db_->Prepare(t.kind == "stop"
+                                                ? "INSERT OR IGNORE INTO stopped_services (project_uuid, service) VALUES (?, ?)"
+                                                : "DELETE FROM stopped_services WHERE project_uuid = ? AND service = ?"));
+    for (const std::string& svc : t.services) {
+      run.Bind(1, p.uuid).Bind(2, svc);
+      RETURN_IF_ERROR(run.Run());
+      RETURN_IF_ERROR(run.Reset());
+    }
+  }
   std::string detail = !error.empty() ? error
                                       : absl::StrCat(t.kind, " (", t.origin, t.trigger.empty() ? "" : ", " + t.trigger,
                                                      ") on ", t.services.empty() ? "the project" : absl::StrJoin(t.services, ","));
@@ -1063,6 +1081,10 @@ absl::StatusOr<TaskRecord> SqliteProjectStore::SetTaskState(const std::string& u
 
 absl::Status SqliteProjectStore::AddTaskProgress(const std::string& uuid, const TaskProgress& d) {
   absl::MutexLock l(&mu_);
+  return AddTaskProgressLocked(uuid, d);
+}
+
+absl::Status SqliteProjectStore::AddTaskProgressLocked(const std::string& uuid, const TaskProgress& d) {
   ASSIGN_OR_RETURN(auto st, db_->Prepare(
                                 "UPDATE tasks SET steps_done = steps_done + ?2, "
                                 "steps_planned = CASE WHEN ?3 >= 0 THEN ?3 ELSE steps_planned END, "
@@ -1083,6 +1105,62 @@ absl::Status SqliteProjectStore::MarkProjectDeleting(const std::string& name_or_
   RETURN_IF_ERROR(AppendEventLocked(actor, p.name, "project.delete-requested", p.uuid,
                                     "instances are removed, then the project")
                       .status());
+  return txn->Commit();
+}
+
+absl::Status SqliteProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
+  if (jobs.empty()) return absl::OkStatus();
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "INSERT OR REPLACE INTO jobs (job_uuid, project_uuid, api, task_uuid, service, instance, "
+                                "alias, kind, reason, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  for (const JobRecord& j : jobs) {
+    st.Bind(1, j.job_uuid).Bind(2, j.project_uuid).Bind(3, j.api).Bind(4, j.task_uuid).Bind(5, j.service);
+    st.Bind(6, j.instance).Bind(7, j.alias).Bind(8, j.kind).Bind(9, j.reason).Bind(10, absl::ToUnixMicros(j.sent_at));
+    RETURN_IF_ERROR(st.Run());
+    RETURN_IF_ERROR(st.Reset());
+  }
+  return txn->Commit();
+}
+
+absl::StatusOr<std::vector<JobRecord>> SqliteProjectStore::ListJobs(const std::string& project_uuid) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT job_uuid, project_uuid, api, task_uuid, service, instance, alias, kind, "
+                                         "reason, sent_at FROM jobs WHERE project_uuid = ? ORDER BY sent_at, job_uuid"));
+  st.Bind(1, project_uuid);
+  std::vector<JobRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    JobRecord j;
+    j.job_uuid = st.Text(0);
+    j.project_uuid = st.Text(1);
+    j.api = st.Text(2);
+    j.task_uuid = st.Text(3);
+    j.service = st.Text(4);
+    j.instance = st.Text(5);
+    j.alias = st.Text(6);
+    j.kind = st.Text(7);
+    j.reason = st.Text(8);
+    j.sent_at = absl::FromUnixMicros(st.Int(9));
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+absl::Status SqliteProjectStore::FinishJob(const std::string& job_uuid, const TaskProgress& d) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto get, db_->Prepare("SELECT task_uuid FROM jobs WHERE job_uuid = ?"));
+  get.Bind(1, job_uuid);
+  ASSIGN_OR_RETURN(bool found, get.Step());
+  if (!found) return absl::OkStatus();  // counted already
+  std::string task = get.Text(0);
+  ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM jobs WHERE job_uuid = ?"));
+  del.Bind(1, job_uuid);
+  RETURN_IF_ERROR(del.Run());
+  if (!task.empty()) RETURN_IF_ERROR(AddTaskProgressLocked(task, d));
   return txn->Commit();
 }
 

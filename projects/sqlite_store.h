@@ -18,7 +18,7 @@ namespace mariposa {
 class SqliteProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
-  static constexpr int kSchemaVersion = 5;
+  static constexpr int kSchemaVersion = 6;
 
   // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
   // FAILED_PRECONDITION when the file's schema is newer than this build.
@@ -66,6 +66,9 @@ class SqliteProjectStore : public ProjectStore {
   absl::Status AddTaskProgress(const std::string& uuid, const TaskProgress& delta) override;
   absl::Status MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor) override;
   absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() override;
+  absl::Status RecordJobs(const std::vector<JobRecord>& jobs) override;
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& project_uuid) override;
+  absl::Status FinishJob(const std::string& job_uuid, const TaskProgress& progress) override;
   absl::StatusOr<std::vector<TaskCount>> CountTasks() override;
   absl::StatusOr<TaskRecord> GetTask(const std::string& uuid) override;
   absl::StatusOr<TaskRecord> SetTaskState(const std::string& uuid, const std::string& state,
@@ -115,6 +118,7 @@ class SqliteProjectStore : public ProjectStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<TaskRecord>> QueryTasksLocked(const std::string& where, const std::string& arg)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AddTaskProgressLocked(const std::string& uuid, const TaskProgress& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t NowMicros() const { return absl::ToUnixMicros(clock_->Now()); }
 
   absl::Mutex mu_;

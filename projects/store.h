@@ -118,6 +118,22 @@ struct TaskProgress {
   int64_t created = 0, deleted = 0, replaced = 0, failed = 0;
 };
 
+// A Triton job Mariposa started and has not seen end yet (a VMAPI job, a
+// CNAPI task). Recorded when sent, removed when its end is counted, so a
+// restart neither forgets a job nor counts one twice.
+struct JobRecord {
+  std::string job_uuid;  // VMAPI job uuid or CNAPI task id; "create:<vm uuid>" for a create whose reply was lost
+  std::string project_uuid;
+  std::string api;       // vmapi | cnapi
+  std::string task_uuid;  // the task it works for ("" = none)
+  std::string service;
+  std::string instance;  // the VM (or, for agent installs, the server)
+  std::string alias;
+  std::string kind;      // create delete start stop install
+  std::string reason;    // the planner's reason (scale-up, replace-broken, reprovision, …)
+  absl::Time sent_at = absl::InfinitePast();
+};
+
 struct TaskCount {
   std::string kind, state;
   int64_t n = 0;
@@ -238,6 +254,13 @@ class ProjectStore {
   virtual absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() = 0;
   // Tasks of every project by kind and state.
   virtual absl::StatusOr<std::vector<TaskCount>> CountTasks() = 0;
+
+  // Jobs in flight (JobRecord). RecordJobs writes them in one transaction.
+  virtual absl::Status RecordJobs(const std::vector<JobRecord>& jobs) = 0;
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& project_uuid) = 0;
+  // Removes the job and adds `progress` to its task, if the task is still
+  // open, in one transaction. A job already removed is not counted again (OK).
+  virtual absl::Status FinishJob(const std::string& job_uuid, const TaskProgress& progress) = 0;
 };
 
 }  // namespace mariposa

@@ -1,0 +1,1021 @@
+#include "convergence/decide.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "convergence/queue.h"
+#include "projects/interpolate.h"
+
+namespace mariposa::convergence {
+namespace {
+
+bool Covers(const TaskRecord& t, const std::string& service) {
+  return t.services.empty() || std::find(t.services.begin(), t.services.end(), service) != t.services.end();
+}
+
+std::string Stamp(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
+
+RestartPolicy PolicyFor(const ServiceSpec& spec, const ControllerPolicy& c) {
+  RestartPolicy p;
+  p.max_attempts = spec.restart_max_attempts;
+  p.window = spec.restart_window;
+  p.backoff_base = c.backoff_base;
+  p.backoff_cap = c.backoff_cap;
+  return p;
+}
+
+ServiceGoal GoalFor(const ServiceGoalSpec& g) {
+  ServiceGoal out{g.record.name, g.record.count, g.record.spec_hash, std::max(1, g.spec.update_rolling),
+                  std::max(0, g.spec.update_max_surge)};
+  out.start_window = g.spec.start_window;
+  return out;
+}
+
+bool IsReplacement(const Action& a) { return a.reason == "replace-broken" || a.reason == "remove-broken"; }
+
+bool IsScaleWork(const Action& a) {
+  std::string k = WorkKind(a);
+  return k == "scale" || k == "replace-unhealthy";
+}
+
+// Does instance `i` match a reprovision task's filters? Each non-empty list
+// must contain one of the instance's names for that property.
+bool MatchesFilters(const TaskRecord& t, const InstanceState& i, const std::set<std::string>& image_uuids) {
+  auto in = [](const std::vector<std::string>& list, std::initializer_list<std::string> names) {
+    if (list.empty()) return true;
+    for (const std::string& want : list) {
+      for (const std::string& n : names) {
+        if (!n.empty() && want == n) return true;
+      }
+    }
+    return false;
+  };
+  return in(t.filter_versions, {absl::StrCat(i.version), absl::StrCat("v", i.version), i.version_uuid}) &&
+         (t.filter_images.empty() || image_uuids.count(i.image_uuid) > 0) &&
+         in(t.filter_servers, {i.server_uuid}) && in(t.filter_instances, {i.uuid, i.alias});
+}
+
+// What one Decide call works with besides the snapshot.
+class Decider {
+ public:
+  Decider(const Snapshot& s, absl::Time now) : s_(s), now_(now) {}
+  Decision Run();
+
+ private:
+  void Event(const std::string& kind, const std::string& subject, const std::string& detail) {
+    d_.events.push_back(EventRecord{0, now_, "mariposad", s_.project.name, kind, subject, detail});
+  }
+  void Change(const TaskRecord& t, const std::string& state, const std::string& note = "") {
+    d_.task_changes.push_back({t.uuid, state, note});
+  }
+  void Problem(const std::string& kind, const std::string& service, std::string error, std::string reason,
+               std::string fix, std::string impact) {
+    d_.problems.push_back({kind, service, std::move(error), std::move(reason), std::move(fix), std::move(impact)});
+  }
+  // A failure that counts toward the service's crash loop (and backoff).
+  void CrashFailure(const std::string& service, const std::string& why);
+  void FinishedJobs();
+  void Instances();
+  void Tasks();
+  void Plan();
+  void Hold();
+  void ScaleTasks();
+  void Names();
+  void Agents();
+  void Window();
+  void Verdicts();
+  const ServiceGoalSpec* GoalOf(const std::string& service) const {
+    if (!s_.goal) return nullptr;
+    auto it = s_.goal->services.find(service);
+    return it == s_.goal->services.end() ? nullptr : &it->second;
+  }
+  std::string FrozenBy(const std::string& service, const std::string& kind) const {
+    for (const TaskRecord& t : s_.tasks) {
+      if (!FreezeHolds(t, service, kind)) continue;
+      return absl::StrCat("frozen since ", Stamp(t.created_at), " by ", t.actor.empty() ? "?" : t.actor,
+                          t.reason.empty() ? "" : absl::StrCat(" (", t.reason, ")"));
+    }
+    return "";
+  }
+  bool Newer(const TaskRecord& t) const {
+    if (t.version_uuid.empty() || !s_.goal) return false;
+    auto it = s_.version_numbers.find(t.version_uuid);
+    return it != s_.version_numbers.end() && it->second > s_.goal->number;
+  }
+  std::string WaitingFor(const TaskRecord& t) const {
+    for (const std::string& w : t.wait_for) {
+      if (open_ids_.count(w)) return w;
+    }
+    return "";
+  }
+
+  const Snapshot& s_;
+  const absl::Time now_;
+  Decision d_;
+  std::vector<InstanceState> instances_;  // observed plus creates in flight not listed yet
+  std::map<std::string, std::vector<const InstanceState*>> of_;
+  std::map<std::string, const InstanceState*> by_uuid_;
+  std::map<std::string, const JobRecord*> job_on_;  // instance -> its job in flight
+  std::set<std::string> open_ids_;
+  std::set<std::string> stopped_;
+  std::set<std::string> starting_;
+  std::map<std::string, std::string> run_task_of_, reprovision_task_of_, scale_task_of_;
+  std::set<std::string> reprovision_;
+  std::map<std::string, std::set<std::string>> reprovision_only_;
+  std::map<std::string, int> rolling_;
+  std::set<std::string> rolled_back_;  // services whose rollout fails over to a rollback now
+  std::map<std::string, std::string> task_waits_;  // service -> why its task waits
+  std::vector<Action> planned_;
+  std::vector<Step> steps_;
+  std::map<std::string, std::string> hold_reason_;  // service -> first reason its work is held
+};
+
+void Decider::CrashFailure(const std::string& service, const std::string& why) {
+  const ServiceGoalSpec* g = GoalOf(service);
+  auto m = d_.memory.find(service);
+  if (g == nullptr || m == d_.memory.end()) return;
+  RestartPolicy p = PolicyFor(g->spec, s_.policy);
+  if (m->second.history.Failure(p, now_, s_.jitter)) {
+    m->second.pause_reason =
+        absl::StrCat(m->second.history.consecutive(), " failures in a row (restart.max_attempts ", p.max_attempts,
+                     ", window ", absl::FormatDuration(p.window), "); replacement paused. Last: ", why);
+    Event("service.crashlooping", service, m->second.pause_reason);
+  }
+}
+
+void Decider::FinishedJobs() {
+  for (const FinishedJob& f : s_.finished) {
+    const JobRecord& j = f.job;
+    TaskProgress prog;
+    auto m = d_.memory.find(j.service);
+    if (f.ok) {
+      if (j.kind == "create") {
+        prog.created = 1;
+        if (j.reason == "replace-broken") prog.replaced = 1;
+        if (m != d_.memory.end()) m->second.history.Success();
+      } else if (j.kind == "delete") {
+        prog.deleted = 1;
+        if (j.reason == "reprovision") prog.replaced = 1;
+      } else if (j.kind == "install") {
+        prog.created = 1;
+        if (m != d_.memory.end()) {
+          m->second.install_failures.erase(j.instance);
+          m->second.history.Success();
+        }
+        Event("agent.install", j.instance, j.alias);
+      }
+    } else {
+      prog.failed = 1;
+      if (j.kind == "create") {
+        Event("instance.create-failed", j.service, absl::StrCat(j.alias, ": ", f.error));
+        CrashFailure(j.service, absl::StrCat(j.alias, ": ", f.error));
+      } else if (j.kind == "install") {
+        Event("agent.install-failed", j.instance, absl::StrCat(j.alias, ": ", f.error));
+        if (m != d_.memory.end()) {
+          m->second.install_failures[j.instance] = f.error;
+          const ServiceGoalSpec* g = GoalOf(j.service);
+          if (g != nullptr) m->second.history.Failure(PolicyFor(g->spec, s_.policy), now_, s_.jitter);
+        }
+      } else {
+        Event(absl::StrCat("instance.", j.kind, "-failed"), j.instance, absl::StrCat(j.alias, ": ", f.error));
+      }
+    }
+    d_.job_progress.push_back({j.job_uuid, prog});
+  }
+}
+
+void Decider::Instances() {
+  instances_ = s_.instances;
+  std::set<std::string> seen;
+  for (const InstanceState& i : instances_) seen.insert(i.uuid);
+  for (const JobRecord& j : s_.in_flight) {
+    if (j.api != "vmapi") continue;
+    const ServiceGoalSpec* g = GoalOf(j.service);
+    if (j.kind == "create" && !seen.count(j.instance) && g != nullptr) {
+      // Sent, not listed yet (a slow VMAPI): it is on its way.
+      InstanceState i;
+      i.uuid = j.instance;
+      i.service = j.service;
+      i.alias = j.alias;
+      i.state = "provisioning";
+      i.health = "unknown";
+      i.spec_hash = g->record.spec_hash;
+      i.version = s_.goal->number;
+      i.version_uuid = s_.goal->version_uuid;
+      i.created = j.sent_at;
+      instances_.push_back(std::move(i));
+    }
+  }
+  for (const InstanceState& i : instances_) {
+    of_[i.service].push_back(&i);
+    by_uuid_[i.uuid] = &i;
+  }
+  for (const JobRecord& j : s_.in_flight) {
+    if (j.api == "vmapi") job_on_[j.instance] = &j;
+  }
+}
+
+void Decider::Tasks() {
+  for (const TaskRecord& t : s_.tasks) {
+    if (t.state == "queued" || t.state == "active" || t.state == "terminating") open_ids_.insert(t.uuid);
+  }
+  stopped_ = s_.project.stopped;
+  std::vector<std::string> all;
+  if (s_.goal) {
+    for (const auto& kv : s_.goal->services) {
+      if (kv.second.spec.compute_type != "agent") all.push_back(kv.first);
+    }
+  }
+  auto in_flight_for = [&](const std::string& task) {
+    for (const JobRecord& j : s_.in_flight) {
+      if (j.task_uuid == task) return true;
+    }
+    return false;
+  };
+  for (const TaskRecord& t : s_.tasks) {
+    if (t.kind == "freeze") continue;
+    std::vector<std::string> scope = t.services.empty() ? all : t.services;
+    if (t.state == "terminating") {
+      Change(t, "terminated");
+      continue;
+    }
+    if (t.auto_kind == "agent-rollout") continue;  // Agents() drives it
+    if (Newer(t)) {
+      for (const std::string& svc : scope) task_waits_[svc] = absl::StrCat("task ", t.uuid, " waits for its version");
+      continue;
+    }
+    if (std::string w = WaitingFor(t); !w.empty()) {
+      for (const std::string& svc : scope) {
+        task_waits_.emplace(svc, absl::StrCat(t.kind, " task ", t.uuid, " waits for task ", w));
+      }
+      continue;
+    }
+    if (t.kind == "stop" || t.kind == "start") {
+      if (t.state == "queued") {
+        Change(t, "active");
+        for (const std::string& svc : t.services) {
+          if (t.kind == "stop") stopped_.insert(svc);
+          else stopped_.erase(svc);
+        }
+      }
+      bool pending = false;
+      for (const std::string& svc : scope) {
+        if (t.kind == "start") starting_.insert(svc);
+        for (const InstanceState* i : of_[svc]) {
+          pending |= t.kind == "start" ? i->state == "stopped"
+                                       : (i->state == "running" || i->state == "provisioning");
+        }
+      }
+      if (!pending && !in_flight_for(t.uuid)) {
+        Change(t, "completed");
+        continue;
+      }
+      for (const std::string& svc : scope) run_task_of_[svc] = t.uuid;
+      continue;
+    }
+    if (t.kind != "reprovision") continue;  // scale: after the plan
+    // update.auto_rollback: a new-spec instance of this rollout that is
+    // unhealthy fails the rollout; the executor rolls the project back to
+    // the version before and queues a reprovision back to it.
+    if (s_.goal && s_.project.current_version == t.version_uuid) {
+      std::string bad_service, bad_instance;
+      for (const std::string& svc : scope) {
+        const ServiceGoalSpec* g = GoalOf(svc);
+        if (g == nullptr || !g->spec.update_auto_rollback) continue;
+        for (const InstanceState* i : of_[svc]) {
+          if (i->checked && i->state == "running" && i->spec_hash == g->record.spec_hash && i->health == "unhealthy") {
+            bad_service = svc;
+            bad_instance = i->alias;
+          }
+        }
+      }
+      std::string before;
+      for (const auto& v : s_.version_numbers) {
+        if (v.second == s_.goal->number - 1) before = v.first;
+      }
+      if (!bad_service.empty() && !before.empty()) {
+        d_.rollbacks.push_back({t.uuid, before, s_.project.current_version, t.services,
+                                absl::StrCat("auto_rollback: ", bad_instance, " of the new spec of ", bad_service,
+                                             " is unhealthy; rolled back to version ", s_.goal->number - 1)});
+        rolled_back_.insert(scope.begin(), scope.end());
+        continue;
+      }
+    }
+    static const std::set<std::string> kNone;
+    auto images = s_.filter_images.find(t.uuid);
+    const std::set<std::string>& image_uuids = images == s_.filter_images.end() ? kNone : images->second;
+    int64_t deleting = 0;  // this task's replacements in flight count toward its canary
+    for (const JobRecord& j : s_.in_flight) deleting += j.task_uuid == t.uuid && j.kind == "delete";
+    int64_t canary_left = t.canary > 0 ? std::max<int64_t>(0, t.canary - t.replaced - deleting) : -1;
+    bool filtered = t.canary > 0 || !t.filter_versions.empty() || !t.filter_images.empty() ||
+                    !t.filter_servers.empty() || !t.filter_instances.empty();
+    int64_t pending = 0;
+    std::vector<std::string> mine;
+    for (const std::string& svc : scope) {
+      const ServiceGoalSpec* g = GoalOf(svc);
+      if (g == nullptr || g->spec.compute_type == "agent") continue;
+      ServiceGoal goal = GoalFor(*g);
+      std::set<std::string> chosen;
+      for (const InstanceState* i : ReprovisionOrder(of_[svc], goal)) {
+        if (canary_left >= 0 && pending >= canary_left) break;
+        if (!MatchesFilters(t, *i, image_uuids) || job_on_.count(i->uuid)) continue;
+        chosen.insert(i->uuid);
+        ++pending;
+      }
+      // Instances of the new spec still coming up belong to the rollout too.
+      bool starting = false;
+      for (const InstanceState* i : of_[svc]) {
+        starting |= i->state == "provisioning" && i->spec_hash == goal.spec_hash;
+      }
+      if (chosen.empty() && !starting) continue;
+      reprovision_.insert(svc);
+      if (t.rolling > 0) rolling_[svc] = static_cast<int>(t.rolling);  // the task's --rolling
+      if (filtered) reprovision_only_[svc] = std::move(chosen);
+      reprovision_task_of_[svc] = t.uuid;
+      mine.push_back(svc);
+    }
+    if (pending == 0 && deleting == 0) {
+      Change(t, "completed");
+      if (t.canary > 0 && t.replaced >= t.canary) {
+        Event("reprovision.canary-done", t.uuid,
+              absl::StrCat(t.canary, " instances replaced; `mariposa reprovision` continues with the rest"));
+      }
+      for (const std::string& svc : mine) {
+        reprovision_.erase(svc);
+        reprovision_only_.erase(svc);
+        reprovision_task_of_.erase(svc);
+      }
+      continue;
+    }
+    if (t.state == "queued") Change(t, "active");
+  }
+}
+
+void Decider::Plan() {
+  PlanInput in;
+  if (s_.goal && !s_.project.deleting) {
+    for (const auto& kv : s_.goal->services) {
+      if (kv.second.spec.compute_type == "agent") continue;
+      ServiceGoal g = GoalFor(kv.second);
+      g.stopped = stopped_.count(kv.first) > 0;
+      auto r = rolling_.find(kv.first);
+      if (r != rolling_.end()) g.rolling = r->second;
+      in.services[kv.first] = g;
+    }
+  }
+  in.instances = instances_;
+  in.reprovision = reprovision_;
+  for (const std::string& svc : rolled_back_) in.reprovision.erase(svc);
+  in.reprovision_only = reprovision_only_;
+  in.starting = starting_;
+  for (const Action& a : mariposa::convergence::Plan(in, now_)) {
+    // An instance with a job in flight is being acted on already.
+    if (!a.instance.empty() && job_on_.count(a.instance)) continue;
+    planned_.push_back(a);
+  }
+}
+
+void Decider::Hold() {
+  // Crash-loop pauses end after their window; an instance created after the
+  // last failure that became ready ends a run of failures.
+  for (auto& kv : d_.memory) {
+    const ServiceGoalSpec* g = GoalOf(kv.first);
+    if (g == nullptr || g->spec.compute_type == "agent") continue;
+    ServiceHistory& h = kv.second.history;
+    if (h.EndPauseIfOver(PolicyFor(g->spec, s_.policy), now_)) {
+      Event("service.crashloop-ended", kv.first, "the restart window has passed; creating instances again");
+    }
+    for (const InstanceState* i : of_[kv.first]) {
+      if (i->spec_hash == g->record.spec_hash && i->created > h.last_failure() &&
+          InstanceReady(*i, now_, g->spec.start_window)) {
+        h.Recovered();
+        break;
+      }
+    }
+  }
+  // Placement: the VMs the services' rules may point at, and each hard
+  // "near" rule that points at none of them (it cannot hold yet).
+  std::vector<PlacementCandidate> candidates = s_.labelled_vms;
+  for (const InstanceState& i : instances_) {
+    if (i.state != "destroyed" && !i.server_uuid.empty()) candidates.push_back({i.uuid, i.alias, i.service, {}});
+  }
+  std::map<std::string, std::string> placement_hold;  // service -> why its creates wait
+  if (s_.goal) {
+    for (const auto& kv : s_.goal->services) {
+      InterpolationContext ctx;
+      ctx.meta = s_.meta;
+      ctx.project_name = s_.project.name;
+      ctx.project_uuid = s_.project.uuid;
+      ctx.project_version = absl::StrCat(s_.goal->number);
+      ctx.service_name = kv.first;
+      ctx.scale = kv.second.record.count;
+      ctx.package_name = kv.second.record.package;
+      ctx.leave_unknown = true;
+      for (const PlacementRule& r : kv.second.spec.placement) {
+        if (r.soft || !r.equal) continue;
+        PlacementRuleText rule{r.key, r.equal, r.soft, r.value};
+        auto value = Interpolate(r.value, ctx);
+        if (!value.ok()) {
+          placement_hold[kv.first] = absl::StrCat("placement rule ", r.ToString(), ": ", value.status().message());
+          break;
+        }
+        rule.value = *value;
+        bool any = false;
+        for (const PlacementCandidate& c : candidates) any = any || PlacementRuleMatches(rule, c);
+        if (!any) {
+          placement_hold[kv.first] = absl::StrCat("placement rule ", r.ToString(),
+                                                  " points at no placed VM yet; its creates wait for one");
+          break;
+        }
+      }
+    }
+  }
+  std::map<std::string, int64_t> budget;  // service -> replacements left now
+  std::map<std::string, int64_t> removes_left;
+  for (auto& kv : d_.memory) {
+    const ServiceGoalSpec* g = GoalOf(kv.first);
+    if (g == nullptr) continue;
+    budget[kv.first] = kv.second.history.ReplaceBudget(g->record.count, s_.policy.replace_interval, now_);
+    removes_left[kv.first] = budget[kv.first];
+  }
+  std::set<std::string> over_budget;
+  for (const Action& a : planned_) {
+    std::string why = FrozenBy(a.service, WorkKind(a));
+    const ServiceGoalSpec* g = GoalOf(a.service);
+    auto m = d_.memory.find(a.service);
+    bool create = a.kind == ActionKind::kCreate;
+    if (why.empty() && m != d_.memory.end() && g != nullptr) {
+      const ServiceHistory& h = m->second.history;
+      RestartPolicy p = PolicyFor(g->spec, s_.policy);
+      if (h.Paused(p, now_) && (create || a.reason == "remove-broken")) {
+        why = absl::StrCat("crash loop: ", m->second.pause_reason);
+      } else if (create && now_ < h.next_attempt()) {
+        why = absl::StrCat("backoff after a failed create, until ", Stamp(h.next_attempt()));
+      } else if (IsReplacement(a)) {
+        int64_t& left = create ? budget[a.service] : removes_left[a.service];
+        if (left <= 0) {
+          why = "replacement budget (max(1, 10 %) of count per interval) is spent";
+          over_budget.insert(a.service);
+        } else {
+          --left;
+        }
+      }
+    }
+    if (why.empty() && create) {
+      auto img = s_.image_errors.find(a.service);
+      if (img != s_.image_errors.end()) why = absl::StrCat("image: ", img->second);
+    }
+    if (why.empty() && create) {
+      auto pl = placement_hold.find(a.service);
+      if (pl != placement_hold.end()) why = pl->second;
+    }
+    if (why.empty()) {
+      auto w = task_waits_.find(a.service);
+      if (w != task_waits_.end() && (a.reason == "reprovision" || a.kind == ActionKind::kStart ||
+                                     a.kind == ActionKind::kStop)) {
+        why = w->second;
+      }
+    }
+    if (!why.empty()) {
+      d_.held.push_back({a, why});
+      hold_reason_.emplace(a.service, why);
+      continue;
+    }
+    std::string task;
+    auto find = [&](const std::map<std::string, std::string>& m2) {
+      auto it = m2.find(a.service);
+      return it == m2.end() ? std::string() : it->second;
+    };
+    if (a.reason == "reprovision") task = find(reprovision_task_of_);
+    else if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) task = find(run_task_of_);
+    steps_.push_back({a, task, ""});
+  }
+  for (const std::string& svc : over_budget) {
+    ServiceMemory& m = d_.memory[svc];
+    if (now_ - m.budget_event >= s_.policy.replace_interval) {
+      m.budget_event = now_;
+      const ServiceGoalSpec* g = GoalOf(svc);
+      Event("replacement.budget-exceeded", svc,
+            absl::StrCat("more broken instances than the replacement budget (max(1, 10%) of ", g ? g->record.count : 0,
+                         " per ", absl::FormatDuration(s_.policy.replace_interval),
+                         "); the rest wait — a correlated failure (CN or network outage) is likely"));
+    }
+  }
+}
+
+// Automatic work runs as `scale` tasks, one per service: added when work
+// appears (never in a frozen scope: admission refuses it), completed when
+// the plan has none left for the service. A user's scale task, or one
+// already open, is reused.
+void Decider::ScaleTasks() {
+  std::set<std::string> scale_pending;
+  for (const Action& a : planned_) {
+    if (IsScaleWork(a)) scale_pending.insert(a.service);
+  }
+  std::map<std::string, std::string> blocked;  // service -> why its scale task waits
+  std::vector<std::string> all;
+  if (s_.goal) {
+    for (const auto& kv : s_.goal->services) all.push_back(kv.first);
+  }
+  for (const TaskRecord& t : s_.tasks) {
+    if (t.kind != "scale" || t.state == "terminating" || Newer(t)) continue;
+    std::vector<std::string> scope = t.services.empty() ? all : t.services;
+    if (std::string w = WaitingFor(t); !w.empty()) {
+      for (const std::string& svc : scope) {
+        scale_task_of_[svc] = t.uuid;
+        blocked[svc] = absl::StrCat("scale task ", t.uuid, " waits for task ", w);
+      }
+      continue;
+    }
+    bool pending = false, jobs = false;
+    for (const std::string& svc : scope) pending |= scale_pending.count(svc) > 0;
+    for (const JobRecord& j : s_.in_flight) jobs |= j.task_uuid == t.uuid;
+    if (!pending && !jobs) {
+      Change(t, "completed");
+      continue;
+    }
+    if (t.state == "queued") Change(t, "active");
+    for (const std::string& svc : scope) scale_task_of_[svc] = t.uuid;
+  }
+  // New automatic tasks, admitted against the open ones (the store decides
+  // again in its transaction).
+  std::vector<TaskRecord> open = s_.tasks;
+  std::map<std::string, std::string> first_reason;
+  for (const Step& st : steps_) {
+    if (IsScaleWork(st.action) && !scale_task_of_.count(st.action.service)) {
+      first_reason.emplace(st.action.service, st.action.reason);
+    }
+  }
+  TaskAdmitter admit = QueueAdmitter();
+  for (const auto& kv : first_reason) {
+    TaskRecord t;
+    t.project_uuid = s_.project.uuid;
+    t.kind = "scale";
+    t.services = {kv.first};
+    t.origin = "auto";
+    t.version_uuid = s_.goal ? s_.goal->version_uuid : "";
+    t.actor = "mariposad";
+    bool replacing = kv.second == "replace-broken" || kv.second == "remove-broken";
+    t.auto_kind = replacing ? "replace-unhealthy" : "scale";
+    t.trigger = replacing ? "drift" : "apply";
+    if (replacing) {
+      for (const InstanceState* i : of_[kv.first]) {
+        if (i->state == "unknown") t.trigger = "server-down";
+        if (i->state == "running" && i->health == "unhealthy") t.trigger = "health";
+      }
+    }
+    std::vector<std::string> terminate;
+    absl::Status ok = admit(open, &t, &terminate);
+    if (!ok.ok()) {
+      blocked[kv.first] = absl::StrCat("queue: ", ok.message());
+      continue;
+    }
+    if (!t.wait_for.empty()) blocked[kv.first] = absl::StrCat("scale work waits for task ", t.wait_for.front());
+    scale_task_of_[kv.first] = absl::StrCat("new:", kv.first);
+    d_.new_tasks.push_back(t);
+    TaskRecord as_open = t;
+    as_open.uuid = scale_task_of_[kv.first];
+    as_open.state = "queued";
+    open.push_back(as_open);
+  }
+  std::vector<Step> kept;
+  for (Step& st : steps_) {
+    if (IsScaleWork(st.action)) {
+      auto b = blocked.find(st.action.service);
+      if (b != blocked.end()) {
+        d_.held.push_back({st.action, b->second});
+        hold_reason_.emplace(st.action.service, b->second);
+        continue;
+      }
+      st.task = scale_task_of_[st.action.service];
+    }
+    kept.push_back(std::move(st));
+  }
+  steps_ = std::move(kept);
+  // A crash loop keeps its task open with the reason shown.
+  std::set<std::string> ended;
+  for (const TaskChange& c : d_.task_changes) {
+    if (c.state != "active") ended.insert(c.task);
+  }
+  for (const TaskRecord& t : s_.tasks) {
+    if (t.kind != "scale" || t.state != "active" || ended.count(t.uuid)) continue;
+    std::string why;
+    for (const std::string& svc : t.services) {
+      auto m = d_.memory.find(svc);
+      const ServiceGoalSpec* g = GoalOf(svc);
+      if (m != d_.memory.end() && g != nullptr && m->second.history.Paused(PolicyFor(g->spec, s_.policy), now_)) {
+        why = absl::StrCat("paused: ", svc, " is crash-looping (restart.max_attempts reached)");
+      }
+    }
+    if (why != t.error) Change(t, "active", why);
+  }
+}
+
+// Ordinals: the lowest free one per service, from the aliases
+// <project>-<service>-<n> of the instances known (and those in flight).
+void Decider::Names() {
+  std::map<std::string, std::set<int>> used;
+  for (const InstanceState& i : instances_) {
+    std::string prefix = absl::StrCat(s_.project.name, "-", i.service, "-");
+    int n = 0;
+    if (i.alias.rfind(prefix, 0) == 0 && absl::SimpleAtoi(i.alias.substr(prefix.size()), &n)) used[i.service].insert(n);
+  }
+  for (Step& st : steps_) {
+    if (st.action.kind != ActionKind::kCreate) continue;
+    int ordinal = 1;
+    std::set<int>& u = used[st.action.service];
+    while (u.count(ordinal)) ++ordinal;
+    u.insert(ordinal);
+    st.alias = absl::StrCat(s_.project.name, "-", st.action.service, "-", ordinal);
+  }
+}
+
+void Decider::Agents() {
+  if (!s_.goal) return;
+  for (const auto& kv : s_.goal->services) {
+    const ServiceSpec& spec = kv.second.spec;
+    if (spec.compute_type != "agent") continue;
+    const std::string& svc = kv.first;
+    ServiceVerdict v;
+    v.agent = true;
+    ServiceMemory& m = d_.memory[svc];
+    auto img = s_.images.find(svc);
+    if (img == s_.images.end()) {
+      auto err = s_.image_errors.find(svc);
+      v.state = VerdictState::kFailed;
+      v.reason = absl::StrCat("image ", kv.second.record.image, " is not in IMGAPI");
+      v.fix = "import the image into IMGAPI, or apply a manifest naming one it has";
+      Problem("image-missing", svc, absl::StrCat("image ", kv.second.record.image, " of agent service ", svc, " not found"),
+              err != s_.image_errors.end() ? err->second : "IMGAPI did not return it", v.fix,
+              absl::StrCat("no server gets ", svc, "; servers keep the version they run"));
+      d_.verdicts[svc] = v;
+      continue;
+    }
+    if (!s_.servers_known) {
+      v.state = VerdictState::kUnknown;
+      v.reason = "CNAPI could not be read";
+      d_.verdicts[svc] = v;
+      continue;
+    }
+    const triton::Image& image = img->second;
+    if (m.install_image != image.uuid) {
+      m.install_image = image.uuid;
+      m.install_failures.clear();
+    }
+    AgentGoal goal;
+    goal.service = svc;
+    goal.name = image.name;
+    goal.version = image.version;
+    goal.image_uuid = image.uuid;
+    if (spec.servers) {
+      goal.select = spec.servers->select;
+      goal.servers = spec.servers->servers;
+      goal.exclude = spec.servers->exclude;
+    }
+    goal.rolling = std::max(1, spec.update_rolling);
+    std::set<std::string> installing;
+    std::string running_task;
+    for (const JobRecord& j : s_.in_flight) {
+      if (j.api == "cnapi" && j.service == svc) {
+        installing.insert(j.instance);
+        running_task = j.task_uuid;
+      }
+    }
+    AgentPlan plan = PlanAgents(goal, s_.servers);
+    // A step at a time: while installs run, no more start.
+    std::vector<std::string> install_on;
+    if (installing.empty()) install_on = plan.install_on;
+    d_.agent_plans[svc] = plan;
+    const TaskRecord* task = nullptr;
+    for (const TaskRecord& t : s_.tasks) {
+      if (t.kind == "reprovision" && Covers(t, svc) && (t.state == "queued" || t.state == "active") && !Newer(t) &&
+          WaitingFor(t).empty()) {
+        task = &t;
+      }
+    }
+    std::string frozen = FrozenBy(svc, "agent-rollout");
+    bool backoff = now_ < m.history.next_attempt();
+    v.desired = plan.selected;
+    v.ready = plan.current;
+    v.old_spec = plan.outdated;
+    if (plan.install_on.empty() && installing.empty()) {
+      if (task != nullptr) {
+        Change(*task, "completed",
+               plan.unreachable > 0
+                   ? absl::StrCat(plan.unreachable, " servers were not running and still run another version")
+                   : "");
+      }
+    } else if (!frozen.empty() || backoff) {
+      for (const std::string& server : install_on) {
+        d_.held.push_back({Action{ActionKind::kCreate, svc, server, "agent-rollout"},
+                           frozen.empty() ? "backoff after a failed install" : frozen});
+      }
+      hold_reason_.emplace(svc, frozen.empty() ? "backoff after a failed install" : frozen);
+    } else if (!install_on.empty()) {
+      std::string task_ref;
+      if (task != nullptr) {
+        task_ref = task->uuid;
+        if (task->state == "queued") Change(*task, "active");
+      } else {
+        TaskRecord t;
+        t.project_uuid = s_.project.uuid;
+        t.kind = "reprovision";
+        t.services = {svc};
+        t.origin = "auto";
+        t.trigger = "apply";
+        t.auto_kind = "agent-rollout";
+        t.version_uuid = s_.goal->version_uuid;
+        t.actor = "mariposad";
+        std::vector<std::string> terminate;
+        absl::Status ok = QueueAdmitter()(s_.tasks, &t, &terminate);
+        if (!ok.ok() || !t.wait_for.empty()) {
+          hold_reason_.emplace(svc, ok.ok() ? "agent rollout waits for another task" : std::string(ok.message()));
+          install_on.clear();
+        } else {
+          task_ref = absl::StrCat("new:", svc);
+          d_.new_tasks.push_back(t);
+        }
+      }
+      for (const std::string& server : install_on) {
+        d_.installs.push_back({svc, server, image.uuid, absl::StrCat(image.name, " ", image.version), task_ref});
+      }
+    }
+    // The verdict.
+    int failing = static_cast<int>(m.install_failures.size());
+    if (failing > 0) {
+      std::string first = m.install_failures.begin()->second;
+      v.state = plan.current == 0 ? VerdictState::kFailed : VerdictState::kDegraded;
+      v.reason = absl::StrCat("install failing on ", failing, " of ", plan.selected, " servers");
+      v.fix = absl::StrCat("see `mariposa events` (agent.install-failed); fix the cause (last: ", first,
+                           "), then `mariposa reprovision ", svc, "`");
+      Problem("agent-install-failing", svc,
+              absl::StrCat("installing ", image.name, " ", image.version, " fails on ", failing, " servers"), first,
+              v.fix,
+              absl::StrCat(plan.outdated, " of ", plan.selected, " servers run another version of ", image.name));
+    } else if (plan.outdated == 0) {
+      v.state = VerdictState::kConverged;
+      v.reason = absl::StrCat(plan.current, "/", plan.selected, " servers at ", image.version);
+    } else if (plan.outdated == plan.unreachable) {
+      v.state = VerdictState::kDegraded;
+      v.reason = absl::StrCat(plan.unreachable, " servers down still run another version");
+      v.fix = "they are updated when they come back";
+    } else if (!frozen.empty()) {
+      v.state = VerdictState::kPaused;
+      v.reason = frozen;
+      v.fix = absl::StrCat("`mariposa thaw ", svc, "`");
+    } else {
+      v.state = VerdictState::kProgressing;
+      v.reason = absl::StrCat("rolling out: ", plan.current, "/", plan.selected, " servers at ", image.version);
+    }
+    d_.verdicts[svc] = v;
+  }
+}
+
+// The job window: jobs in flight for this project and everywhere.
+void Decider::Window() {
+  int64_t free = std::min<int64_t>(s_.policy.max_jobs_per_project - static_cast<int64_t>(s_.in_flight.size()),
+                                   s_.global_jobs_free);
+  free = std::max<int64_t>(0, free);
+  int64_t n = static_cast<int64_t>(d_.installs.size());
+  std::vector<Step> kept;
+  for (Step& st : steps_) {
+    if (n < free) {
+      kept.push_back(std::move(st));
+      ++n;
+    } else {
+      d_.held.push_back({st.action, absl::StrCat("job window: ", s_.in_flight.size(), " jobs of this project in flight")});
+    }
+  }
+  steps_ = std::move(kept);
+}
+
+void Decider::Verdicts() {
+  // Counting: removals of broken instances that go ahead now count toward
+  // the crash loop when the instance failed its checks or died soon after
+  // it was created (a failed provision was counted when its job failed).
+  for (const Step& st : steps_) {
+    if (st.action.kind != ActionKind::kDelete || st.action.reason != "remove-broken") continue;
+    auto it = by_uuid_.find(st.action.instance);
+    const ServiceGoalSpec* g = GoalOf(st.action.service);
+    if (it == by_uuid_.end() || g == nullptr) continue;
+    const InstanceState& i = *it->second;
+    if (i.spec_hash != g->record.spec_hash) continue;
+    if (i.state == "running" && i.health == "unhealthy") {
+      CrashFailure(i.service, absl::StrCat(i.alias, " failed its health checks"));
+    } else if (i.state == "stopped" && now_ - i.created < g->spec.restart_window) {
+      CrashFailure(i.service, absl::StrCat(i.alias, " stopped soon after creation"));
+    }
+  }
+  std::set<std::string> active_scope;  // services with work in flight or a task acting
+  for (const JobRecord& j : s_.in_flight) active_scope.insert(j.service);
+  for (const Step& st : steps_) active_scope.insert(st.action.service);
+  for (const AgentInstall& a : d_.installs) active_scope.insert(a.service);
+  std::map<std::string, std::string> open_task;  // service -> a non-freeze task open in its scope
+  for (const TaskRecord& t : s_.tasks) {
+    if (t.kind == "freeze" || t.state == "terminating") continue;
+    bool ending = false;
+    for (const TaskChange& c : d_.task_changes) {
+      ending |= c.task == t.uuid && (c.state == "completed" || c.state == "failed" || c.state == "terminated");
+    }
+    if (ending) continue;
+    if (!s_.goal) continue;
+    for (const auto& kv : s_.goal->services) {
+      if (Covers(t, kv.first)) open_task.emplace(kv.first, absl::StrCat(t.kind, " task ", t.uuid));
+    }
+  }
+  for (const ApiProblem& a : s_.api_problems) {
+    Problem("triton-unreachable", "", absl::StrCat(a.api, " is unreachable at ", a.url),
+            absl::StrCat(a.error, " (since ", Stamp(a.since), ")"),
+            absl::StrCat("check that ", a.api, " is up (`svcs -xv` in its zone) and reachable from mariposad at ", a.url,
+                         "; mariposad retries on its own"),
+            absl::StrCat("project ", s_.project.name,
+                         ": no instance is created, replaced or removed, and its actual state is unknown until ", a.api,
+                         " answers"));
+  }
+  if (!s_.goal) return;
+  for (const auto& kv : s_.goal->services) {
+    const std::string& svc = kv.first;
+    const ServiceGoalSpec& g = kv.second;
+    if (g.spec.compute_type == "agent") continue;
+    ServiceVerdict v;
+    v.desired = g.record.count;
+    v.stopped_by_user = stopped_.count(svc) > 0;
+    if (!s_.actual_known) {
+      v.state = VerdictState::kUnknown;
+      v.reason = "VMAPI could not be read";
+      v.fix = "see the problems below";
+      d_.verdicts[svc] = v;
+      continue;
+    }
+    int64_t live = 0;
+    for (const InstanceState* i : of_[svc]) {
+      bool current = i->spec_hash == g.record.spec_hash;
+      if (i->state == "provisioning") {
+        ++v.provisioning;
+        ++live;
+        if (!current) ++v.old_spec;
+        continue;
+      }
+      if (v.stopped_by_user && i->state == "stopped") {
+        ++v.stopped;
+        continue;
+      }
+      if (InstanceBroken(*i)) {
+        ++v.broken;
+        if (i->state == "running") ++v.unhealthy;
+        continue;
+      }
+      if (i->state != "running") continue;
+      ++live;
+      if (!current) {
+        ++v.old_spec;
+        continue;
+      }
+      if (InstanceReady(*i, now_, g.spec.start_window)) ++v.ready;
+      else if (i->checked) ++v.checks_pending;
+    }
+    auto held = hold_reason_.find(svc);
+    auto task = open_task.find(svc);
+    const ServiceMemory& m = d_.memory[svc];
+    bool paused = m.history.Paused(PolicyFor(g.spec, s_.policy), now_);
+    bool acting = active_scope.count(svc) > 0;
+    auto image_error = s_.image_errors.find(svc);
+    if (v.stopped_by_user) {
+      bool down = v.provisioning == 0 && live == 0;
+      v.state = down && task == open_task.end() ? VerdictState::kConverged : VerdictState::kProgressing;
+      v.reason = down ? absl::StrCat("stopped (", v.stopped, " instances)") : "stopping";
+      if (down) v.fix = absl::StrCat("`mariposa start ", svc, "` runs it again");
+      d_.verdicts[svc] = v;
+      continue;
+    }
+    bool exact = v.ready == g.record.count && live == g.record.count && v.old_spec == 0 && v.broken == 0 &&
+                 v.provisioning == 0 && v.checks_pending == 0;
+    if (exact && task == open_task.end() && held == hold_reason_.end() && !acting) {
+      v.state = VerdictState::kConverged;
+      v.reason = absl::StrCat(v.ready, "/", g.record.count, " ready");
+    } else if (paused) {
+      v.state = VerdictState::kPaused;
+      v.reason = "crash loop: replacement paused";
+      v.fix = absl::StrCat("see `mariposa events` (service.crashlooping) for why instances fail; apply a fixed spec, "
+                           "or wait: one attempt is made after restart.window");
+      Problem("crash-loop", svc, absl::StrCat("service ", svc, " is crash-looping"), m.pause_reason, v.fix,
+              absl::StrCat(v.ready, " of ", g.record.count, " instances ready; no replacement is created until ",
+                           Stamp(m.history.last_failure() + g.spec.restart_window)));
+    } else if (image_error != s_.image_errors.end() && held != hold_reason_.end() &&
+               held->second.rfind("image:", 0) == 0) {
+      v.state = VerdictState::kFailed;
+      v.reason = absl::StrCat("image ", g.record.image, " not found");
+      v.fix = absl::StrCat("import ", g.record.image, " into IMGAPI, or apply a manifest naming an image it has");
+      Problem("image-missing", svc, absl::StrCat("image ", g.record.image, " of service ", svc, " is not in IMGAPI"),
+              image_error->second, v.fix,
+              absl::StrCat(g.record.count - live, " instances of ", svc, " cannot be created; ", live,
+                           " keep running"));
+    } else if (held != hold_reason_.end() && held->second.rfind("frozen", 0) == 0) {
+      v.state = VerdictState::kPaused;
+      v.reason = held->second;
+      v.fix = absl::StrCat("`mariposa thaw ", svc, "` lets the work go on");
+    } else if (held != hold_reason_.end() && held->second.rfind("placement", 0) == 0) {
+      v.state = VerdictState::kPaused;
+      v.reason = held->second;
+      v.fix = "create what the rule points at, or change the rule in the manifest";
+      Problem("placement", svc, absl::StrCat("creates of ", svc, " wait for their placement"), held->second, v.fix,
+              absl::StrCat(g.record.count - live, " instances of ", svc, " are not created"));
+    } else if (held != hold_reason_.end() && held->second.rfind("replacement budget", 0) == 0) {
+      v.state = VerdictState::kDegraded;
+      v.reason = absl::StrCat(v.broken, " broken; replacement budget spent");
+      v.fix = "more replacements are made each interval; many broken at once usually means a server or network "
+              "outage: check `sdc-server list`";
+      Problem("budget-exceeded", svc, absl::StrCat(v.broken, " broken instances of ", svc), held->second, v.fix,
+              absl::StrCat(v.ready, " of ", g.record.count, " ready"));
+    } else if (v.old_spec > 0 && !reprovision_task_of_.count(svc) && !acting && v.broken == 0 &&
+               v.provisioning == 0) {
+      v.state = VerdictState::kDegraded;
+      v.reason = absl::StrCat(v.old_spec, " of ", live, " instances run an older spec; no rollout is running");
+      v.fix = absl::StrCat("`mariposa reprovision ", svc, "` replaces them");
+      Problem("older-spec", svc, v.reason, "the rollout that would replace them ended (terminated or never queued)",
+              v.fix, absl::StrCat(v.old_spec, " instances of ", svc, " do not run what the manifest says"));
+    } else if (v.unhealthy > 0 && !acting) {
+      v.state = VerdictState::kDegraded;
+      v.reason = absl::StrCat(v.unhealthy, " unhealthy");
+      v.fix = "`mariposa health` shows the failing checks";
+    } else {
+      v.state = VerdictState::kProgressing;
+      std::vector<std::string> parts;
+      parts.push_back(absl::StrCat(v.ready, "/", g.record.count, " ready"));
+      if (v.provisioning > 0) parts.push_back(absl::StrCat(v.provisioning, " provisioning"));
+      if (v.checks_pending > 0) parts.push_back(absl::StrCat(v.checks_pending, " waiting for checks"));
+      if (v.old_spec > 0) parts.push_back(absl::StrCat(v.old_spec, " on an older spec"));
+      if (v.broken > 0) parts.push_back(absl::StrCat(v.broken, " broken"));
+      if (held != hold_reason_.end()) parts.push_back(held->second);
+      else if (task != open_task.end() && !acting) parts.push_back(task->second);
+      v.reason = absl::StrJoin(parts, ", ");
+    }
+    d_.verdicts[svc] = v;
+  }
+}
+
+Decision Decider::Run() {
+  if (s_.goal) {
+    for (const auto& kv : s_.goal->services) {
+      ServiceMemory m;
+      auto it = s_.memory.find(kv.first);
+      if (it != s_.memory.end() && it->second.spec_hash == kv.second.record.spec_hash) m = it->second;
+      m.spec_hash = kv.second.record.spec_hash;
+      d_.memory[kv.first] = std::move(m);
+    }
+  }
+  FinishedJobs();
+  Instances();
+  if (!s_.actual_known) {
+    Verdicts();
+    return std::move(d_);
+  }
+  if (s_.project.deleting && instances_.empty()) {
+    d_.delete_project = true;
+    d_.converged = true;
+    return std::move(d_);
+  }
+  Tasks();
+  Plan();
+  Hold();
+  ScaleTasks();
+  Names();
+  Agents();
+  Window();
+  Verdicts();
+  d_.steps = std::move(steps_);
+  for (const InstanceState& i : instances_) {
+    if (!s_.goal || !s_.goal->services.count(i.service) || s_.project.deleting) ++d_.leftover;
+  }
+  bool all = s_.actual_known && d_.leftover == 0;
+  for (const auto& kv : d_.verdicts) all = all && kv.second.state == VerdictState::kConverged;
+  d_.converged = all;
+  return std::move(d_);
+}
+
+}  // namespace
+
+const char* VerdictName(VerdictState v) {
+  switch (v) {
+    case VerdictState::kConverged: return "converged";
+    case VerdictState::kProgressing: return "progressing";
+    case VerdictState::kDegraded: return "degraded";
+    case VerdictState::kPaused: return "paused";
+    case VerdictState::kFailed: return "failed";
+    case VerdictState::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+std::string WorkKind(const Action& a) {
+  if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) return "";
+  if (a.reason == "replace-broken" || a.reason == "remove-broken") return "replace-unhealthy";
+  if (a.reason == "reprovision") return "reprovision";
+  return "scale";
+}
+
+Decision Decide(const Snapshot& s, absl::Time now) { return Decider(s, now).Run(); }
+
+}  // namespace mariposa::convergence

@@ -1,0 +1,181 @@
+// Decide: the convergence engine's one decision, a pure function of a
+// project's Snapshot (everything Gather read: goal, actual state, health,
+// tasks, freezes, jobs in flight, failure history) and `now`. It returns
+// what to do (steps with their task and instance name, task transitions,
+// automatic tasks to add, agent installs, events), what it holds and why,
+// the failure history to remember, and a verdict per service with Reason
+// and Fix, plus the project's problems stated as Error / Reason / Fix /
+// Impact. No I/O, no clock, no randomness of its own; thread-safe.
+//
+// The reconciler gathers, decides and executes; the State service gathers
+// and decides only, so `status`, `--wait`, metrics and the controller share
+// one definition of "converged" (docs/concepts.md, "Verdicts").
+#ifndef MARIPOSA_CONVERGENCE_DECIDE_H_
+#define MARIPOSA_CONVERGENCE_DECIDE_H_
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "convergence/agents.h"
+#include "convergence/goal.h"
+#include "convergence/placement.h"
+#include "convergence/planner.h"
+#include "convergence/throttles.h"
+#include "convergence/triton/clients.h"
+#include "projects/store.h"
+
+namespace mariposa::convergence {
+
+// What the controller remembers of a service between syncs (forgotten when
+// its spec changes: a new spec may fix what failed).
+struct ServiceMemory {
+  std::string spec_hash;
+  ServiceHistory history;                           // backoff, crash loop, replacement budget
+  absl::Time budget_event = absl::InfinitePast();   // last "budget exceeded" event
+  std::string pause_reason;                         // of the last crash loop
+  std::string install_image;                        // agents: the image the failures below are for
+  std::map<std::string, std::string> install_failures;  // agents: server -> last install error
+};
+
+// A Triton API that could not be read, since when.
+struct ApiProblem {
+  std::string api;  // VMAPI, CNAPI, IMGAPI
+  std::string url;
+  std::string error;
+  absl::Time since = absl::InfinitePast();
+};
+
+// A job that ended since the last sync.
+struct FinishedJob {
+  JobRecord job;
+  bool ok = false;
+  std::string error;
+};
+
+struct ControllerPolicy {
+  absl::Duration backoff_base = absl::Seconds(1);
+  absl::Duration backoff_cap = absl::Minutes(2);
+  absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period
+  absl::Duration job_timeout = absl::Minutes(5);       // a create whose reply was lost counts as failed after it
+  int max_jobs_per_project = 32;
+};
+
+struct Snapshot {
+  ProjectRecord project;
+  std::shared_ptr<const ProjectGoal> goal;         // null: no version yet, or the project is being deleted
+  std::map<std::string, int64_t> version_numbers;  // version uuid -> number
+  bool actual_known = true;                        // false: VMAPI could not be read (api_problems says why)
+  std::vector<InstanceState> instances;            // health filled in
+  std::vector<TaskRecord> tasks;                   // open tasks, oldest first
+  std::map<std::string, ServiceMemory> memory;     // by service
+  std::vector<JobRecord> in_flight;                // jobs still running
+  std::vector<FinishedJob> finished;               // jobs that ended since the last sync
+  std::map<std::string, triton::Image> images;     // service -> its image, resolved
+  std::map<std::string, std::string> image_errors;  // service -> why its image cannot be resolved
+  std::map<std::string, std::set<std::string>> filter_images;  // reprovision task -> image uuids of --image
+  std::map<std::string, std::string> meta;         // effective meta: store over the manifest's defaults
+  std::vector<PlacementCandidate> labelled_vms;    // the owner's VMs carrying tags that label rules name
+  bool servers_known = false;                      // CNAPI read (agent services only)
+  std::vector<triton::Server> servers;
+  std::vector<ApiProblem> api_problems;
+  double jitter = 0.5;  // in [0, 1], drawn by Gather (backoff spread)
+  int global_jobs_free = 1 << 30;  // jobs any project may still start (the daemon-wide limit)
+  ControllerPolicy policy;
+};
+
+// One thing to do now.
+struct Step {
+  Action action;
+  std::string task;   // the task it works for; "" = none; "new:<service>" = the automatic task in new_tasks
+  std::string alias;  // creates: <project>-<service>-<ordinal>, the lowest free ordinal
+};
+
+// Work the plan wants that is not done now, and why.
+struct Held {
+  Action action;
+  std::string why;  // frozen, crash loop, backoff, budget, image, placement, queue, job window
+};
+
+struct TaskChange {
+  std::string task;
+  std::string state;  // active completed failed terminated
+  std::string note;   // the task's error or note
+};
+
+// update.auto_rollback: the executor rolls the project back, fails `task`
+// with `why` and queues a reprovision of `services` back.
+struct Rollback {
+  std::string task;
+  std::string to_version;
+  std::string expected_current;
+  std::vector<std::string> services;
+  std::string why;
+};
+
+struct AgentInstall {
+  std::string service;
+  std::string server;
+  std::string image_uuid;
+  std::string label;  // name version
+  std::string task;   // as Step::task
+};
+
+enum class VerdictState { kConverged, kProgressing, kDegraded, kPaused, kFailed, kUnknown };
+const char* VerdictName(VerdictState v);
+
+struct ServiceVerdict {
+  VerdictState state = VerdictState::kUnknown;
+  std::string reason;  // short, for the status table
+  std::string fix;     // "" when nothing is for the user to do
+  int64_t desired = 0;
+  int64_t ready = 0;         // running the current spec and ready (healthy when checked)
+  int64_t old_spec = 0;      // live instances of an older spec
+  int64_t broken = 0;        // failed, on a down server, unhealthy, or stopped unasked
+  int64_t stopped = 0;       // stopped by a stop task
+  int64_t provisioning = 0;
+  int64_t unhealthy = 0;     // running, checks failing
+  int64_t checks_pending = 0;  // running, checks not passed yet (starting or unknown)
+  bool stopped_by_user = false;
+  bool agent = false;
+};
+
+// A problem as RFD 40's `imgapiadm status` states it.
+struct Problem {
+  std::string kind;     // triton-unreachable image-missing crash-loop budget-exceeded agent-install-failing
+                        // placement older-spec store
+  std::string service;  // "" for the project
+  std::string error, reason, fix, impact;
+};
+
+struct Decision {
+  std::vector<Step> steps;
+  std::vector<Held> held;
+  std::vector<TaskChange> task_changes;
+  std::vector<TaskRecord> new_tasks;  // automatic tasks to add (admission decides again, in the store)
+  std::vector<Rollback> rollbacks;
+  std::vector<AgentInstall> installs;
+  std::vector<std::pair<std::string, TaskProgress>> job_progress;  // finished job uuid -> its task's progress
+  std::vector<EventRecord> events;
+  std::map<std::string, ServiceMemory> memory;  // to remember (every goal service)
+  std::map<std::string, ServiceVerdict> verdicts;
+  std::map<std::string, AgentPlan> agent_plans;
+  std::vector<Problem> problems;
+  int64_t leftover = 0;        // instances of services that left the manifest
+  bool converged = false;      // every service converged, nothing left over, actual state known
+  bool delete_project = false;  // deleting, and every instance is gone
+};
+
+Decision Decide(const Snapshot& s, absl::Time now);
+
+// The kind of automatic work an action is, as freezes name them ("" for
+// start and stop, which any freeze of their scope holds).
+std::string WorkKind(const Action& a);
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_DECIDE_H_

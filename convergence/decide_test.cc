@@ -1,0 +1,250 @@
+// Decide as a table of situations: each test is one snapshot and the
+// decision it must produce. No I/O, no clock.
+#include "convergence/decide.h"
+
+#include "convergence/decide_testing.h"
+#include "gtest/gtest.h"
+
+namespace mariposa::convergence {
+namespace {
+
+using testing::GoalOf;
+using testing::Instance;
+using testing::kT0;
+using testing::SnapshotOf;
+using testing::Task;
+
+int Count(const Decision& d, ActionKind kind, const std::string& reason = "") {
+  int n = 0;
+  for (const Step& s : d.steps) n += s.action.kind == kind && (reason.empty() || s.action.reason == reason);
+  return n;
+}
+
+bool HasProblem(const Decision& d, const std::string& kind) {
+  for (const Problem& p : d.problems) {
+    if (p.kind == kind) return !p.error.empty() && !p.reason.empty() && !p.fix.empty() && !p.impact.empty();
+  }
+  return false;
+}
+
+TEST(DecideTest, ConvergedOnlyWhenCountInstancesRunTheCurrentSpec) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n"));
+  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
+  Decision d = Decide(s, kT0);
+  EXPECT_TRUE(d.converged);
+  EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kConverged);
+  EXPECT_TRUE(d.steps.empty());
+  // One still within its start window (no checks): progressing, not converged.
+  s.instances[1] = Instance(s, "web", 2, "running", absl::Seconds(5));
+  d = Decide(s, kT0);
+  EXPECT_FALSE(d.converged);
+  EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kProgressing);
+}
+
+TEST(DecideTest, ChecksUnknownOrFailingAreNotConverged) {
+  Snapshot s = SnapshotOf(GoalOf(
+      "project: p\nservices:\n  web:\n    image: web@1\n    count: 2\n    healthchecks:\n      h: {type: tcp, port: 80}\n"));
+  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
+  for (auto& i : s.instances) i.checked = true;  // health "unknown"
+  Decision d = Decide(s, kT0);
+  EXPECT_FALSE(d.converged);
+  EXPECT_NE(d.verdicts.at("web").state, VerdictState::kConverged);
+  s.instances[0].health = s.instances[1].health = "healthy";
+  EXPECT_TRUE(Decide(s, kT0).converged);
+  s.instances[1].health = "unhealthy";
+  d = Decide(s, kT0);
+  EXPECT_FALSE(d.converged);
+  EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 1);
+}
+
+TEST(DecideTest, StoppedServiceIsStoppedNotBroken) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n"));
+  s.project.stopped = {"web"};
+  s.instances = {Instance(s, "web", 1, "stopped"), Instance(s, "web", 2, "stopped")};
+  Decision d = Decide(s, kT0);
+  const ServiceVerdict& v = d.verdicts.at("web");
+  EXPECT_EQ(v.broken, 0);
+  EXPECT_EQ(v.stopped, 2);
+  EXPECT_EQ(v.state, VerdictState::kConverged);
+  EXPECT_TRUE(d.steps.empty());
+}
+
+TEST(DecideTest, VmapiOutageIsUnknownWithAProblem) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n"));
+  s.actual_known = false;
+  s.api_problems = {{"VMAPI", "http://127.0.0.1:1", "connection refused", kT0 - absl::Minutes(3)}};
+  Decision d = Decide(s, kT0);
+  EXPECT_FALSE(d.converged);
+  EXPECT_TRUE(d.steps.empty());
+  EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kUnknown);
+  ASSERT_TRUE(HasProblem(d, "triton-unreachable"));
+  EXPECT_NE(d.problems[0].error.find("VMAPI"), std::string::npos);
+  EXPECT_NE(d.problems[0].error.find("http://127.0.0.1:1"), std::string::npos);
+  EXPECT_NE(d.problems[0].reason.find("since"), std::string::npos);
+}
+
+TEST(DecideTest, MissingImageFailsTheServiceWithAProblem) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@9, count: 2}\n"));
+  s.images.clear();
+  s.image_errors["web"] = "IMGAPI has no image web@9";
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kCreate), 0);
+  EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kFailed);
+  EXPECT_TRUE(HasProblem(d, "image-missing"));
+}
+
+TEST(DecideTest, AgentInstallFailingEverywhereIsFailed) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  cn-agent:\n    image: cn-agent@2\n    type: agent\n"));
+  s.images["cn-agent"] = triton::Image{"img-2", "cn-agent", "2", "active"};
+  s.servers_known = true;
+  for (int k = 0; k < 2; ++k) {
+    triton::Server srv;
+    srv.uuid = absl::StrCat("s", k);
+    srv.hostname = absl::StrCat("cn", k);
+    srv.status = "running";
+    srv.agents = {{"cn-agent", "1", "img-1", ""}};
+    s.servers.push_back(srv);
+  }
+  JobRecord j;
+  j.job_uuid = "t1";
+  j.api = "cnapi";
+  j.service = "cn-agent";
+  j.instance = "s0";
+  j.kind = "install";
+  s.finished = {{j, false, "image not in IMGAPI"}};
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(d.verdicts.at("cn-agent").state, VerdictState::kFailed);
+  EXPECT_FALSE(d.converged);
+  EXPECT_TRUE(HasProblem(d, "agent-install-failing"));
+  EXPECT_TRUE(d.installs.empty());  // backoff after the failure
+}
+
+TEST(DecideTest, HealthReplacementsCountTowardTheCrashLoop) {
+  Snapshot s = SnapshotOf(GoalOf(
+      "project: p\nservices:\n  web:\n    image: web@1\n    count: 1\n    healthchecks:\n      h: {type: tcp, port: 80}\n"));
+  absl::Time now = kT0;
+  // The check never passes: each instance is replaced, ~70 s apart (slower
+  // than the 60 s window).
+  for (int round = 0; round < 3; ++round) {
+    s.instances = {Instance(s, "web", 1, "running", absl::Seconds(70))};
+    s.instances[0].created = now - absl::Seconds(70);
+    s.instances[0].checked = true;
+    s.instances[0].health = "unhealthy";
+    Decision d = Decide(s, now);
+    ASSERT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 1) << round;
+    s.memory = d.memory;
+    now += absl::Seconds(70);
+  }
+  s.instances.clear();
+  Decision d = Decide(s, now - absl::Seconds(60));
+  EXPECT_EQ(Count(d, ActionKind::kCreate), 0);
+  EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kPaused);
+  EXPECT_TRUE(HasProblem(d, "crash-loop"));
+}
+
+TEST(DecideTest, HardPlacementWaitsForItsTargetInsteadOfBeingBroken) {
+  Snapshot s = SnapshotOf(GoalOf(
+      "project: p\nservices:\n  app:\n    image: app@1\n    count: 2\n    placement: ['service==db']\n"
+      "  db: {image: db@1, count: 1}\n"));
+  Decision d = Decide(s, kT0);
+  int app = 0, db = 0;
+  for (const Step& st : d.steps) (st.action.service == "app" ? app : db) += st.action.kind == ActionKind::kCreate;
+  EXPECT_EQ(app, 0);
+  EXPECT_EQ(db, 1);
+  EXPECT_EQ(d.verdicts.at("app").state, VerdictState::kPaused);
+  EXPECT_NE(d.verdicts.at("app").reason.find("service==db"), std::string::npos);
+  // Once db is placed, app's creates go.
+  s.instances = {Instance(s, "db", 1, "provisioning")};
+  d = Decide(s, kT0);
+  app = 0;
+  for (const Step& st : d.steps) app += st.action.service == "app" && st.action.kind == ActionKind::kCreate;
+  EXPECT_EQ(app, 2);
+}
+
+TEST(DecideTest, TerminatedRolloutSaysHowManyAreOnAnOlderSpec) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@2, count: 6}\n", 2));
+  for (int k = 1; k <= 6; ++k) s.instances.push_back(Instance(s, "web", k));
+  for (int k = 3; k < 6; ++k) s.instances[k].spec_hash = "old";
+  Decision d = Decide(s, kT0);
+  const ServiceVerdict& v = d.verdicts.at("web");
+  EXPECT_EQ(v.state, VerdictState::kDegraded);
+  EXPECT_EQ(v.old_spec, 3);
+  EXPECT_NE(v.reason.find("3 of 6"), std::string::npos);
+  EXPECT_NE(v.fix.find("mariposa reprovision web"), std::string::npos);
+  EXPECT_TRUE(HasProblem(d, "older-spec"));
+}
+
+TEST(DecideTest, ATaskForANewerVersionWaitsForIt) {
+  // The snapshot's goal is version 1; a reprovision queued for version 2
+  // (added right after the apply) must not complete against version 1.
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n", 1));
+  s.version_numbers["v2"] = 2;
+  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
+  TaskRecord t = Task("r1", "reprovision", "queued");
+  t.version_uuid = "v2";
+  s.tasks = {t};
+  Decision d = Decide(s, kT0);
+  EXPECT_TRUE(d.task_changes.empty());
+}
+
+TEST(DecideTest, FreezeHoldsAutomaticWorkAndSaysWho) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n"));
+  TaskRecord f = Task("f1", "freeze", "active");
+  f.reason = "maintenance";
+  s.tasks = {f};
+  Decision d = Decide(s, kT0);
+  EXPECT_TRUE(d.steps.empty());
+  EXPECT_EQ(d.held.size(), 2u);
+  EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kPaused);
+  EXPECT_NE(d.verdicts.at("web").reason.find("alice"), std::string::npos);
+  EXPECT_TRUE(d.new_tasks.empty());
+}
+
+TEST(DecideTest, QueuedStopActivatesThenStopsUnderItsTask) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n"));
+  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
+  s.tasks = {Task("s1", "stop", "queued", {"web"})};
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(d.task_changes.size(), 1u);
+  EXPECT_EQ(d.task_changes[0].state, "active");
+  EXPECT_EQ(Count(d, ActionKind::kStop), 2);
+  for (const Step& st : d.steps) EXPECT_EQ(st.task, "s1");
+}
+
+TEST(DecideTest, ACreateInFlightIsNotSentTwiceAndNamesAreTheLowestFree) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 3}\n"));
+  s.instances = {Instance(s, "web", 2)};
+  JobRecord j;
+  j.job_uuid = "create:x";
+  j.api = "vmapi";
+  j.service = "web";
+  j.instance = "x";
+  j.alias = "p-web-1";
+  j.kind = "create";
+  j.sent_at = kT0;
+  s.in_flight = {j};  // VMAPI has not listed it yet
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(Count(d, ActionKind::kCreate), 1);
+  EXPECT_EQ(d.steps[0].alias, "p-web-3");
+}
+
+TEST(DecideTest, FinishedJobsAreCountedOnceEach) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 1}\n"));
+  s.instances = {Instance(s, "web", 1)};
+  JobRecord j;
+  j.job_uuid = "job-1";
+  j.task_uuid = "t1";
+  j.api = "vmapi";
+  j.service = "web";
+  j.kind = "delete";
+  j.reason = "reprovision";
+  s.finished = {{j, true, ""}};
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(d.job_progress.size(), 1u);
+  EXPECT_EQ(d.job_progress[0].first, "job-1");
+  EXPECT_EQ(d.job_progress[0].second.deleted, 1);
+  EXPECT_EQ(d.job_progress[0].second.replaced, 1);
+}
+
+}  // namespace
+}  // namespace mariposa::convergence

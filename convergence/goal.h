@@ -1,0 +1,53 @@
+// The goal convergence works toward: a project version decoded once into the
+// manifest compiler's typed structures (ServiceSpec, with every default
+// filled in by the compiler) plus the stored service rows (spec hash,
+// count). Convergence never re-parses spec JSON. Thread-safe.
+#ifndef MARIPOSA_CONVERGENCE_GOAL_H_
+#define MARIPOSA_CONVERGENCE_GOAL_H_
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "projects/manifest.h"
+#include "projects/store.h"
+
+namespace mariposa::convergence {
+
+struct ServiceGoalSpec {
+  ServiceRecord record;  // count, instance spec hash, image and package as stored
+  ServiceSpec spec;      // the typed spec
+};
+
+struct ProjectGoal {
+  std::string version_uuid;
+  int64_t number = 0;
+  std::map<std::string, std::string> meta_defaults;  // the manifest's meta
+  std::map<std::string, ServiceGoalSpec> services;   // by name
+};
+
+// Decodes versions on first use and keeps the most recent `capacity`.
+class GoalCache {
+ public:
+  explicit GoalCache(size_t capacity = 256) : capacity_(capacity) {}
+  // The goal of `version_uuid` of the project (DATA_LOSS when the stored
+  // canonical text does not parse: the store is damaged).
+  absl::StatusOr<std::shared_ptr<const ProjectGoal>> Get(ProjectStore* store, const std::string& project_uuid,
+                                                         const std::string& version_uuid);
+  int64_t decodes() const;  // versions decoded so far (each at most once while cached)
+
+ private:
+  size_t capacity_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<const ProjectGoal>> goals_ ABSL_GUARDED_BY(mu_);
+  std::list<std::string> order_ ABSL_GUARDED_BY(mu_);  // oldest first
+  int64_t decodes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_GOAL_H_
