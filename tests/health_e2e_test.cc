@@ -148,7 +148,10 @@ services:
   std::string events;
   EXPECT_TRUE(WaitFor([&] {
     events = M({"-j", "nn", "events", "--limit", "1000"}).out;
-    return events.find("http: unknown -> healthy") != std::string::npos &&
+    // The first check may run before tritonsim's listener for the new VM
+    // answers (unknown -> starting -> healthy): either path ends healthy.
+    return (events.find("http: unknown -> healthy") != std::string::npos ||
+            events.find("http: starting -> healthy") != std::string::npos) &&
            events.find("admin: starting -> unhealthy (the instance has no NIC on network backend)") != std::string::npos;
   }, 15)) << events;
 }
