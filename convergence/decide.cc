@@ -62,8 +62,15 @@ class Decider {
  public:
   Decider(const Snapshot& s, absl::Time now) : s_(s), now_(now) {}
   Decision Run();
+  // Only the finished jobs' accounting (CountFinished).
+  Decision RunFinished() {
+    Memory();
+    FinishedJobs();
+    return std::move(d_);
+  }
 
  private:
+  void Memory();
   void Event(const std::string& kind, const std::string& subject, const std::string& detail) {
     d_.events.push_back(EventRecord{0, now_, "mariposad", s_.project.name, kind, subject, detail});
   }
@@ -80,6 +87,7 @@ class Decider {
   void Instances();
   void Tasks();
   void Plan();
+  void StartsDone();
   void Hold();
   void ScaleTasks();
   void Names();
@@ -121,6 +129,7 @@ class Decider {
   std::set<std::string> open_ids_;
   std::set<std::string> stopped_;
   std::set<std::string> starting_;
+  std::vector<const TaskRecord*> start_tasks_;  // start tasks acting now
   std::map<std::string, std::string> run_task_of_, reprovision_task_of_, scale_task_of_;
   std::set<std::string> reprovision_;
   std::map<std::string, std::set<std::string>> reprovision_only_;
@@ -260,19 +269,23 @@ void Decider::Tasks() {
           else stopped_.erase(svc);
         }
       }
+      for (const std::string& svc : scope) run_task_of_[svc] = t.uuid;
+      if (t.kind == "start") {
+        // Done when the plan starts nothing more in its scope (StartsDone):
+        // a stopped instance the plan removes instead (the service has
+        // `count` running already) is not the start task's to wait for.
+        for (const std::string& svc : scope) starting_.insert(svc);
+        start_tasks_.push_back(&t);
+        continue;
+      }
       bool pending = false;
       for (const std::string& svc : scope) {
-        if (t.kind == "start") starting_.insert(svc);
-        for (const InstanceState* i : of_[svc]) {
-          pending |= t.kind == "start" ? i->state == "stopped"
-                                       : (i->state == "running" || i->state == "provisioning");
-        }
+        for (const InstanceState* i : of_[svc]) pending |= i->state == "running" || i->state == "provisioning";
       }
       if (!pending && !in_flight_for(t.uuid)) {
         Change(t, "completed");
-        continue;
+        for (const std::string& svc : scope) run_task_of_.erase(svc);
       }
-      for (const std::string& svc : scope) run_task_of_[svc] = t.uuid;
       continue;
     }
     if (t.kind != "reprovision") continue;  // scale: after the plan
@@ -308,7 +321,14 @@ void Decider::Tasks() {
     const std::set<std::string>& image_uuids = images == s_.filter_images.end() ? kNone : images->second;
     int64_t deleting = 0;  // this task's replacements in flight count toward its canary
     for (const JobRecord& j : s_.in_flight) deleting += j.task_uuid == t.uuid && j.kind == "delete";
-    int64_t canary_left = t.canary > 0 ? std::max<int64_t>(0, t.canary - t.replaced - deleting) : -1;
+    // Replacements that ended since the task was read: counted into it by
+    // this sync (FinishedJobs), not yet in t.replaced.
+    int64_t just_replaced = 0;
+    for (const FinishedJob& f : s_.finished) {
+      just_replaced += f.ok && f.job.task_uuid == t.uuid && f.job.kind == "delete" && f.job.reason == "reprovision";
+    }
+    int64_t canary_left =
+        t.canary > 0 ? std::max<int64_t>(0, t.canary - t.replaced - just_replaced - deleting) : -1;
     bool filtered = t.canary > 0 || !t.filter_versions.empty() || !t.filter_images.empty() ||
                     !t.filter_servers.empty() || !t.filter_instances.empty();
     int64_t pending = 0;
@@ -338,7 +358,7 @@ void Decider::Tasks() {
     }
     if (pending == 0 && deleting == 0) {
       Change(t, "completed");
-      if (t.canary > 0 && t.replaced >= t.canary) {
+      if (t.canary > 0 && t.replaced + just_replaced >= t.canary) {
         Event("reprovision.canary-done", t.uuid,
               absl::StrCat(t.canary, " instances replaced; `mariposa reprovision` continues with the rest"));
       }
@@ -370,10 +390,28 @@ void Decider::Plan() {
   for (const std::string& svc : rolled_back_) in.reprovision.erase(svc);
   in.reprovision_only = reprovision_only_;
   in.starting = starting_;
+  for (const JobRecord& j : s_.in_flight) {
+    if (j.api == "vmapi" && j.kind == "delete") in.deleting.insert(j.instance);
+  }
   for (const Action& a : mariposa::convergence::Plan(in, now_)) {
     // An instance with a job in flight is being acted on already.
     if (!a.instance.empty() && job_on_.count(a.instance)) continue;
     planned_.push_back(a);
+  }
+}
+
+void Decider::StartsDone() {
+  for (const TaskRecord* t : start_tasks_) {
+    bool pending = false;
+    for (const Action& a : planned_) {
+      pending |= a.kind == ActionKind::kStart && Covers(*t, a.service);
+    }
+    for (const JobRecord& j : s_.in_flight) pending |= j.task_uuid == t->uuid;
+    if (pending) continue;
+    Change(*t, "completed");
+    for (auto it = run_task_of_.begin(); it != run_task_of_.end();) {
+      it = it->second == t->uuid ? run_task_of_.erase(it) : std::next(it);
+    }
   }
 }
 
@@ -460,6 +498,7 @@ void Decider::Hold() {
           over_budget.insert(a.service);
         } else {
           --left;
+          if (create) m->second.history.Replaced(now_);  // spends the budget for later syncs too
         }
       }
     }
@@ -470,13 +509,6 @@ void Decider::Hold() {
     if (why.empty() && create) {
       auto pl = placement_hold.find(a.service);
       if (pl != placement_hold.end()) why = pl->second;
-    }
-    if (why.empty()) {
-      auto w = task_waits_.find(a.service);
-      if (w != task_waits_.end() && (a.reason == "reprovision" || a.kind == ActionKind::kStart ||
-                                     a.kind == ActionKind::kStop)) {
-        why = w->second;
-      }
     }
     if (!why.empty()) {
       d_.held.push_back({a, why});
@@ -492,6 +524,10 @@ void Decider::Hold() {
     else if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) task = find(run_task_of_);
     steps_.push_back({a, task, ""});
   }
+  // A task that waits (for its version, or for the task ahead of it) acts on
+  // nothing yet; the work of the tasks acting now goes on (holding it would
+  // keep the waiting task waiting forever). The wait is the reason shown.
+  for (const auto& kv : task_waits_) hold_reason_.emplace(kv.first, kv.second);
   for (const std::string& svc : over_budget) {
     ServiceMemory& m = d_.memory[svc];
     if (now_ - m.budget_event >= s_.policy.replace_interval) {
@@ -661,8 +697,10 @@ void Decider::Agents() {
     }
     const triton::Image& image = img->second;
     if (m.install_image != image.uuid) {
+      // A new image: failures of the old one say nothing about it. (The
+      // first sight of an image keeps failures counted in this Decide.)
+      if (!m.install_image.empty()) m.install_failures.clear();
       m.install_image = image.uuid;
-      m.install_failures.clear();
     }
     AgentGoal goal;
     goal.service = svc;
@@ -858,7 +896,10 @@ void Decider::Verdicts() {
         if (!current) ++v.old_spec;
         continue;
       }
-      if (v.stopped_by_user && i->state == "stopped") {
+      // A stopped service wants nothing running: a failed VM is as good as a
+      // stopped one (it is replaced on `start`). One on a server that does
+      // not answer (`unknown`) may still run: that is not stopped.
+      if (v.stopped_by_user && (i->state == "stopped" || i->state == "failed")) {
         ++v.stopped;
         continue;
       }
@@ -883,10 +924,16 @@ void Decider::Verdicts() {
     bool acting = active_scope.count(svc) > 0;
     auto image_error = s_.image_errors.find(svc);
     if (v.stopped_by_user) {
-      bool down = v.provisioning == 0 && live == 0;
+      bool down = v.provisioning == 0 && live == 0 && v.broken == 0;
       v.state = down && task == open_task.end() ? VerdictState::kConverged : VerdictState::kProgressing;
       v.reason = down ? absl::StrCat("stopped (", v.stopped, " instances)") : "stopping";
-      if (down) v.fix = absl::StrCat("`mariposa start ", svc, "` runs it again");
+      if (down) {
+        v.fix = absl::StrCat("`mariposa start ", svc, "` runs it again");
+      } else if (live == 0 && v.provisioning == 0 && !acting) {
+        v.state = VerdictState::kDegraded;
+        v.reason = absl::StrCat(v.broken, " instances on servers that do not answer: not known to be stopped");
+        v.fix = "they are stopped when their servers answer again; see `mariposa status -v`";
+      }
       d_.verdicts[svc] = v;
       continue;
     }
@@ -956,16 +1003,19 @@ void Decider::Verdicts() {
   }
 }
 
-Decision Decider::Run() {
-  if (s_.goal) {
-    for (const auto& kv : s_.goal->services) {
-      ServiceMemory m;
-      auto it = s_.memory.find(kv.first);
-      if (it != s_.memory.end() && it->second.spec_hash == kv.second.record.spec_hash) m = it->second;
-      m.spec_hash = kv.second.record.spec_hash;
-      d_.memory[kv.first] = std::move(m);
-    }
+void Decider::Memory() {
+  if (!s_.goal) return;
+  for (const auto& kv : s_.goal->services) {
+    ServiceMemory m;
+    auto it = s_.memory.find(kv.first);
+    if (it != s_.memory.end() && it->second.spec_hash == kv.second.record.spec_hash) m = it->second;
+    m.spec_hash = kv.second.record.spec_hash;
+    d_.memory[kv.first] = std::move(m);
   }
+}
+
+Decision Decider::Run() {
+  Memory();
   FinishedJobs();
   Instances();
   if (!s_.actual_known) {
@@ -979,6 +1029,7 @@ Decision Decider::Run() {
   }
   Tasks();
   Plan();
+  StartsDone();
   Hold();
   ScaleTasks();
   Names();
@@ -1017,5 +1068,7 @@ std::string WorkKind(const Action& a) {
 }
 
 Decision Decide(const Snapshot& s, absl::Time now) { return Decider(s, now).Run(); }
+
+Decision CountFinished(const Snapshot& s, absl::Time now) { return Decider(s, now).RunFinished(); }
 
 }  // namespace mariposa::convergence

@@ -172,6 +172,12 @@ struct Decision {
 
 Decision Decide(const Snapshot& s, absl::Time now);
 
+// Only the accounting of `s.finished` against `s.memory` (crash-loop
+// failures, backoff, install failures, events, per-job task progress): what
+// Execute applies at once to requests Triton refused in the same sync, so
+// they count exactly like a job that failed later.
+Decision CountFinished(const Snapshot& s, absl::Time now);
+
 // The kind of automatic work an action is, as freezes name them ("" for
 // start and stop, which any freeze of their scope holds).
 std::string WorkKind(const Action& a);

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -59,6 +60,20 @@ class World {
     }
     server_down_ = false;
     for (int t = 0; t < 200; ++t) {
+      // The operator follows the verdict's fix: an older spec with no
+      // rollout running takes `mariposa reprovision SERVICE`.
+      for (const auto& kv : last_.verdicts) {
+        if (kv.second.old_spec == 0 || kv.second.state != VerdictState::kDegraded) continue;
+        bool open = false;
+        for (const TaskRecord& o : tasks_) open |= Open(o) && o.kind == "reprovision";
+        if (open) continue;
+        TaskRecord r;
+        r.kind = "reprovision";
+        r.services = {kv.first};
+        r.version_uuid = goal_->version_uuid;
+        r.actor = "operator";
+        Add(r);
+      }
       if (std::string e = Tick(/*faults=*/false); !e.empty()) return e;
       if (last_.converged && OpenTasks() == 0 && jobs_.empty()) return "";
     }
@@ -69,7 +84,7 @@ class World {
     std::string why;
     for (const auto& kv : last_.verdicts) absl::StrAppend(&why, kv.first, ": ", VerdictName(kv.second.state), " ", kv.second.reason, "; ");
     return absl::StrCat("never settled: converged=", last_.converged, " open tasks [", absl::StrJoin(open, ", "),
-                        "] jobs ", jobs_.size(), " verdicts ", why);
+                        "] jobs ", jobs_.size(), " verdicts ", why, Dump(last_snapshot_, last_));
   }
 
  private:
@@ -234,16 +249,17 @@ class World {
   std::string Check(const Snapshot& s, const Decision& d) {
     std::map<std::string, const TaskRecord*> by_uuid;
     for (const TaskRecord& t : tasks_) by_uuid[t.uuid] = &t;
-    std::map<std::string, int64_t> live, creates, ready, reprovision_deletes;
+    std::map<std::string, int64_t> live, creates, ready_after, ready_deletes;
+    std::set<std::string> ready, deleting;  // ready instances; instances a reprovision deletes
     for (const InstanceState& i : s.instances) {
       if (i.state == "running" || i.state == "provisioning") live[i.service]++;
       const auto& g = goal_->services.find(i.service);
       if (g != goal_->services.end() && i.state == "running" && now_ - i.created >= g->second.spec.start_window) {
-        ready[i.service]++;
+        ready.insert(i.uuid);
       }
     }
     for (const JobRecord& j : s.in_flight) {
-      if (j.kind == "delete" && j.reason == "reprovision") reprovision_deletes[j.service]++;
+      if (j.kind == "delete" && j.reason == "reprovision") deleting.insert(j.instance);
     }
     for (const Step& st : d.steps) {
       // 1. no work for an ended task
@@ -262,8 +278,12 @@ class World {
       }
       if (st.action.kind == ActionKind::kCreate) creates[st.action.service]++;
       if (st.action.kind == ActionKind::kDelete && st.action.reason == "reprovision") {
-        reprovision_deletes[st.action.service]++;
+        deleting.insert(st.action.instance);
+        ready_deletes[st.action.service] += ready.count(st.action.instance);
       }
+    }
+    for (const InstanceState& i : s.instances) {
+      if (ready.count(i.uuid) && !deleting.count(i.uuid)) ready_after[i.service]++;
     }
     for (const auto& kv : goal_->services) {
       const ServiceSpec& spec = kv.second.spec;
@@ -275,19 +295,34 @@ class World {
       }
       // 5. rollout floor
       int64_t floor = spec.update_max_surge > 0 ? count : count - std::max(1, spec.update_rolling);
-      if (reprovision_deletes[kv.first] > 0 && ready[kv.first] - reprovision_deletes[kv.first] < floor) {
-        return absl::StrCat(kv.first, ": reprovision deletes take ready ", ready[kv.first], " below floor ", floor);
+      // (deleting an instance that is not ready takes nothing away)
+      if (ready_deletes[kv.first] > 0 && ready_after[kv.first] < floor) {
+        return absl::StrCat(kv.first, ": reprovision deletes ", ready_deletes[kv.first], " ready instances, leaving ",
+                            ready_after[kv.first], " below floor ", floor);
       }
     }
-    // 3. converged implies actual equals goal
+    // 3. converged implies actual equals goal (stopped as this decision
+    // leaves it: a stop task it starts counts)
+    std::set<std::string> stopped = stopped_;
+    for (const TaskChange& c : d.task_changes) {
+      for (const TaskRecord& t : tasks_) {
+        if (t.uuid != c.task || t.state != "queued" || c.state != "active") continue;
+        for (const std::string& svc : t.services) {
+          if (t.kind == "stop") stopped.insert(svc);
+          if (t.kind == "start") stopped.erase(svc);
+        }
+      }
+    }
     if (d.converged) {
       for (const auto& kv : goal_->services) {
-        int64_t want = stopped_.count(kv.first) ? 0 : kv.second.record.count;
+        int64_t want = stopped.count(kv.first) ? 0 : kv.second.record.count;
         int64_t at_spec = 0;
         for (const InstanceState& i : s.instances) {
           if (i.service != kv.first) continue;
           if (i.state == "running" && i.spec_hash == kv.second.record.spec_hash) ++at_spec;
-          else if (!(stopped_.count(kv.first) && i.state == "stopped")) return absl::StrCat("converged with ", i.alias, " ", i.state);
+          else if (!(stopped.count(kv.first) && (i.state == "stopped" || i.state == "failed"))) {
+            return absl::StrCat("converged with ", i.alias, " ", i.state, stopped.count(kv.first) ? " (service stopped)" : "");
+          }
         }
         if (at_spec != want) return absl::StrCat("converged with ", at_spec, " of ", want, " ", kv.first);
       }
@@ -359,11 +394,36 @@ class World {
     }
   }
 
+  // The world at a broken invariant, for MARIPOSA_PROPERTY_SEED replays.
+  std::string Dump(const Snapshot& s, const Decision& d) const {
+    if (std::getenv("MARIPOSA_PROPERTY_SEED") == nullptr) return "";
+    std::string out = absl::StrCat("\n  now +", absl::FormatDuration(now_ - kT0), " goal v", version_, "\n");
+    for (const auto& kv : goal_->services) {
+      absl::StrAppend(&out, "  service ", kv.first, " count ", kv.second.record.count, " spec ",
+                      kv.second.record.spec_hash.substr(0, 6), " rolling ", kv.second.spec.update_rolling, " surge ",
+                      kv.second.spec.update_max_surge, "\n");
+    }
+    for (const InstanceState& i : s.instances) {
+      absl::StrAppend(&out, "  vm ", i.alias, " ", i.uuid, " ", i.state, " spec ", i.spec_hash.substr(0, 6), " age ",
+                      absl::FormatDuration(now_ - i.created), "\n");
+    }
+    for (const JobRecord& j : s.in_flight) absl::StrAppend(&out, "  job ", j.kind, " ", j.instance, " ", j.reason, " task ", j.task_uuid, "\n");
+    for (const FinishedJob& f : s.finished) absl::StrAppend(&out, "  finished ", f.job.kind, " ", f.job.instance, " ok ", f.ok, "\n");
+    for (const TaskRecord& t : s.tasks) absl::StrAppend(&out, "  task ", t.uuid, " ", t.kind, " ", t.state, " [", absl::StrJoin(t.services, ","), "]\n");
+    for (const Step& st : d.steps) {
+      absl::StrAppend(&out, "  step ", st.action.kind == ActionKind::kCreate ? "create" : st.action.kind == ActionKind::kDelete ? "delete" : "run", " ",
+                      st.action.service, " ", st.action.instance, " ", st.action.reason, " task ", st.task, "\n");
+    }
+    for (const auto& kv : d.verdicts) absl::StrAppend(&out, "  verdict ", kv.first, " ", VerdictName(kv.second.state), " ", kv.second.reason, "\n");
+    return out;
+  }
+
   std::string Tick(bool faults) {
     faults_now_ = faults;
     Snapshot s = Observe(faults);
     last_ = Decide(s, now_);
-    if (std::string e = Check(s, last_); !e.empty()) return e;
+    last_snapshot_ = s;
+    if (std::string e = Check(s, last_); !e.empty()) return absl::StrCat(e, Dump(s, last_));
     Execute(last_);
     now_ += absl::Seconds(Pick(1, 10));
     return "";
@@ -385,6 +445,7 @@ class World {
   bool server_down_ = false, faults_now_ = false;
   int next_task_ = 0, next_job_ = 0, next_vm_ = 0;
   Decision last_;
+  Snapshot last_snapshot_;
 };
 
 TEST(DecidePropertyTest, InvariantsHoldOverRandomHistories) {

@@ -94,7 +94,7 @@ TEST(DecideTest, MissingImageFailsTheServiceWithAProblem) {
 }
 
 TEST(DecideTest, AgentInstallFailingEverywhereIsFailed) {
-  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  cn-agent:\n    image: cn-agent@2\n    type: agent\n"));
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  cn-agent:\n    image: cn-agent@2\n    compute_type: agent\n"));
   s.images["cn-agent"] = triton::Image{"img-2", "cn-agent", "2", "active"};
   s.servers_known = true;
   for (int k = 0; k < 2; ++k) {

@@ -2,6 +2,8 @@
 #ifndef MARIPOSA_CONVERGENCE_DECIDE_TESTING_H_
 #define MARIPOSA_CONVERGENCE_DECIDE_TESTING_H_
 
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -16,7 +18,12 @@ inline const absl::Time kT0 = absl::FromUnixSeconds(1800000000);
 // The goal of a manifest, as version `number` (uuid "v<number>").
 inline std::shared_ptr<const ProjectGoal> GoalOf(const std::string& text, int64_t number = 1) {
   ParseResult r = ParseManifest(text, ParseOptions{});
-  if (!r.manifest) return nullptr;
+  if (!r.manifest) {
+    std::string why;
+    for (const auto& e : r.errors) absl::StrAppend(&why, e.path, ": ", e.message, "\n");
+    std::fprintf(stderr, "GoalOf: manifest does not parse:\n%s", why.c_str());
+    std::abort();
+  }
   CompiledManifest c = Compile(*r.manifest);
   auto g = std::make_shared<ProjectGoal>();
   g->version_uuid = absl::StrCat("v", number);

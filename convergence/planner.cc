@@ -136,7 +136,12 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
     }
     bool starting = input.starting.count(goal.name) > 0;
     std::vector<const InstanceState*> live, broken, to_start;
+    int64_t going = 0;  // deletes in flight of instances that still run
     for (const InstanceState* i : by_service[goal.name]) {
+      if (input.deleting.count(i->uuid)) {
+        going += Live(*i);
+        continue;
+      }
       if (starting && i->state == "stopped") to_start.push_back(i);
       else if (BrokenState(*i)) broken.push_back(i);
       else if (Live(*i)) live.push_back(i);
@@ -183,7 +188,7 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
       live = kept;
       n = ceiling;
     }
-    int64_t missing = std::max<int64_t>(0, goal.count - n);
+    int64_t missing = std::max<int64_t>(0, std::min(goal.count - n, ceiling - n - going));
     int64_t replace = std::min<int64_t>(missing, static_cast<int64_t>(broken.size()));
     for (int64_t k = 0; k < missing; ++k) {
       actions.push_back({ActionKind::kCreate, goal.name, "", k < replace ? "replace-broken" : "scale-up"});
@@ -217,7 +222,7 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
     // Bounded as if the creates land before the deletes.
     int64_t still_needed = goal.count - kept_old - ready_new - new_in_flight;
     int64_t creates = std::min({static_cast<int64_t>(goal.rolling) - new_in_flight,
-                                goal.count + goal.max_surge - n, still_needed});
+                                goal.count + goal.max_surge - n - going, still_needed});
     for (int64_t k = 0; k < creates; ++k) actions.push_back({ActionKind::kCreate, goal.name, "", "reprovision"});
   }
   // An instance chosen for deletion is not started first.

@@ -64,6 +64,10 @@ struct PlanInput {
   // Services with an active start task: their stopped instances are started
   // (not replaced).
   std::set<std::string> starting;
+  // Instances with a delete already sent (a job in flight): going away. They
+  // get no other action, are neither live nor ready, but while they still
+  // run they count toward the count + max_surge ceiling of new creates.
+  std::set<std::string> deleting;
 };
 
 enum class ActionKind { kCreate, kDelete, kStop, kStart };

@@ -72,7 +72,7 @@ std::vector<health::Target> HealthTargets(const ServiceSpec& spec, const std::ve
   return out;
 }
 
-// A request refused outright (no job): what the next Decide counts.
+// A request refused outright (no job): counted at once (CountFinished).
 FinishedJob Refused(const JobRecord& j, const absl::Status& st) {
   return FinishedJob{j, false, std::string(st.message())};
 }
@@ -246,14 +246,6 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       s.in_flight.push_back(std::move(j));
     }
   }
-  {
-    absl::MutexLock l(&mu_);
-    auto it = refused_.find(uuid);
-    if (it != refused_.end() && poll_jobs) {
-      for (FinishedJob& f : it->second) s.finished.push_back(std::move(f));
-      refused_.erase(it);
-    }
-  }
 
   // Images, the filters' images, meta and the VMs label rules point at.
   std::set<std::string> label_keys;
@@ -420,6 +412,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     if (i.state != "destroyed") candidates.push_back({i.uuid, i.alias, i.service, {}});
   }
   std::set<std::string> this_step;  // uuids created in this step
+  std::vector<FinishedJob> refused;  // requests refused outright: counted below, like failed jobs
   for (const Step& st : d.steps) {
     bool dropped = false;
     JobRecord j;
@@ -508,8 +501,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     j.instance = req->uuid;
     j.alias = req->alias;
     if (!prepared.ok()) {
-      absl::MutexLock l(&mu_);
-      refused_[p.uuid].push_back(Refused(j, prepared));
+      refused.push_back(Refused(j, prepared));
       ++r.failed;
       continue;
     }
@@ -563,7 +555,6 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     for (auto& t : pool) t.join();
   }
   std::vector<JobRecord> sent;
-  std::vector<FinishedJob> refused;
   for (Request& q : requests) {
     JobRecord& j = q.job;
     if (q.result.ok()) {
@@ -592,11 +583,40 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     refused.push_back(Refused(j, st));
   }
   store_error("jobs in flight", store_->RecordJobs(sent));
+  // A step of a task: one sync that sent it work.
+  std::set<std::string> stepped;
+  for (const JobRecord& j : sent) {
+    if (!j.task_uuid.empty()) stepped.insert(j.task_uuid);
+  }
+  for (const std::string& t : stepped) {
+    TaskProgress step;
+    step.steps_done = 1;
+    store_error("a task's progress", store_->AddTaskProgress(t, step));
+  }
+  if (!refused.empty()) {
+    // Counted now, by the same accounting as a job that fails later, so the
+    // backoff and the crash loop start from this refusal.
+    Snapshot r_snap;
+    r_snap.project = p;
+    r_snap.goal = s.goal;
+    r_snap.policy = s.policy;
+    r_snap.jitter = s.jitter;
+    r_snap.memory = d.memory;
+    r_snap.finished = std::move(refused);
+    Decision counted = CountFinished(r_snap, clock_->Now());
+    d.memory = std::move(counted.memory);
+    for (EventRecord& e : counted.events) events.push_back(std::move(e));
+    for (size_t k = 0; k < r_snap.finished.size(); ++k) {
+      const JobRecord& j = r_snap.finished[k].job;
+      if (!j.task_uuid.empty()) {
+        store_error("a task's progress", store_->AddTaskProgress(j.task_uuid, counted.job_progress[k].second));
+      }
+    }
+  }
   {
     absl::MutexLock l(&mu_);
     in_flight_[p.uuid] = static_cast<int>(s.in_flight.size() + sent.size());
-    auto& later = refused_[p.uuid];
-    later.insert(later.end(), refused.begin(), refused.end());
+    memory_[p.uuid] = d.memory;
     execute_problems_[p.uuid] = problems;
   }
   flush_events();

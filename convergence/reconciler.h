@@ -133,7 +133,6 @@ class Reconciler {
   std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs
   std::map<std::string, std::pair<absl::Time, absl::StatusOr<triton::Image>>> images_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<Problem>> execute_problems_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::vector<FinishedJob>> refused_ ABSL_GUARDED_BY(mu_);  // requests refused, for the next Decide
   std::set<std::string> known_projects_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;

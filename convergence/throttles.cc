@@ -10,7 +10,8 @@ bool ServiceHistory::Failure(const RestartPolicy& p, absl::Time now, double jitt
   last_failure_ = now;
   while (!failures_.empty() && now - failures_.front() > p.window) failures_.pop_front();
   ++consecutive_;
-  absl::Duration backoff = p.backoff_base * std::pow(2.0, std::min(consecutive_ - 1, 30));
+  ++backoff_steps_;
+  absl::Duration backoff = p.backoff_base * std::pow(2.0, std::min(backoff_steps_ - 1, 30));
   backoff = std::min(backoff, p.backoff_cap) * (0.5 + 0.5 * std::clamp(jitter, 0.0, 1.0));
   next_attempt_ = now + backoff;
   if (!crashlooping_ && p.max_attempts > 0 &&
@@ -22,12 +23,14 @@ bool ServiceHistory::Failure(const RestartPolicy& p, absl::Time now, double jitt
 }
 
 void ServiceHistory::Success() {
+  backoff_steps_ = 0;
   next_attempt_ = absl::InfinitePast();
 }
 
 void ServiceHistory::Reset() {
   failures_.clear();
   consecutive_ = 0;
+  backoff_steps_ = 0;
   crashlooping_ = false;
   last_failure_ = absl::InfinitePast();
   next_attempt_ = absl::InfinitePast();

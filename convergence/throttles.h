@@ -58,7 +58,8 @@ class ServiceHistory {
  private:
   std::deque<absl::Time> failures_;
   std::deque<absl::Time> replaced_;
-  int consecutive_ = 0;
+  int consecutive_ = 0;     // failures with no instance becoming ready
+  int backoff_steps_ = 0;   // failures since the last successful create
   absl::Time last_failure_ = absl::InfinitePast();
   bool crashlooping_ = false;
   absl::Time next_attempt_ = absl::InfinitePast();
