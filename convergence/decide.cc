@@ -580,7 +580,8 @@ void Decider::ScaleTasks() {
   std::vector<TaskRecord> open = s_.tasks;
   std::map<std::string, std::string> first_reason;
   for (const Step& st : steps_) {
-    if (IsScaleWork(st.action) && !scale_task_of_.count(st.action.service)) {
+    if (IsScaleWork(st.action) && !scale_task_of_.count(st.action.service) &&
+        !reprovision_task_of_.count(st.action.service)) {
       first_reason.emplace(st.action.service, st.action.reason);
     }
   }
@@ -619,6 +620,15 @@ void Decider::ScaleTasks() {
   std::vector<Step> kept;
   for (Step& st : steps_) {
     if (IsScaleWork(st.action)) {
+      // A rollout acting on the service owns the creates that bring it back
+      // to `count` (its floor counts on them): they go ahead as its work
+      // even when a scale task is queued behind it.
+      auto rollout = reprovision_task_of_.find(st.action.service);
+      if (rollout != reprovision_task_of_.end()) {
+        st.task = rollout->second;
+        kept.push_back(std::move(st));
+        continue;
+      }
       auto b = blocked.find(st.action.service);
       if (b != blocked.end()) {
         d_.held.push_back({st.action, b->second});
