@@ -547,6 +547,12 @@ int Cli::Project(Args& a) {
 // Follows the project's verdicts until every service is converged; stops
 // with an error as soon as one is paused or failed (waiting cannot fix
 // that), printing what changes.
+// A problem as RFD 40's `imgapiadm status` states it.
+void PrintProblem(const v1::Problem& p, std::ostream& out) {
+  out << "\nError:  " << p.error() << "\nReason: " << p.reason() << "\nFix:    " << p.fix()
+      << "\nImpact: " << p.impact() << "\n";
+}
+
 int Cli::WaitSettled(const std::string& project, absl::Duration timeout) {
   absl::Time start = clock_->Now();
   std::string last;
@@ -578,6 +584,7 @@ int Cli::WaitSettled(const std::string& project, absl::Duration timeout) {
     }
     if (!stuck.empty()) {
       for (const auto& m : stuck) std::cerr << "mariposa: " << m << "\n";
+      for (const auto& p : st.problems()) PrintProblem(p, std::cerr);
       return 1;
     }
     if (clock_->Now() - start > timeout) {
@@ -1174,10 +1181,7 @@ int Cli::StatusCmd(Args& a) {
   if (resp.leftover() > 0) {
     std::cout << "\n" << resp.leftover() << " instances of services no longer in the manifest are being removed\n";
   }
-  for (const auto& p : resp.problems()) {
-    std::cout << "\nError:  " << p.error() << "\nReason: " << p.reason() << "\nFix:    " << p.fix()
-              << "\nImpact: " << p.impact() << "\n";
-  }
+  for (const auto& p : resp.problems()) PrintProblem(p, std::cout);
   if (verbose) {
     std::vector<std::vector<std::string>> inst;
     for (const auto& s : resp.services()) {

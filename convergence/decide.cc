@@ -602,6 +602,10 @@ void Decider::ScaleTasks() {
         if (i->state == "unknown") t.trigger = "server-down";
         if (i->state == "running" && i->health == "unhealthy") t.trigger = "health";
       }
+    } else if (s_.goal && s_.goal->origin == "scale") {  // `mariposa scale`: the user's own task
+      t.origin = "user";
+      t.trigger = "scale";
+      t.actor = s_.goal->author;
     }
     std::vector<std::string> terminate;
     absl::Status ok = admit(open, &t, &terminate);
@@ -924,8 +928,11 @@ void Decider::Verdicts() {
         ++v.old_spec;
         continue;
       }
-      if (InstanceReady(*i, now_, g.spec.start_window)) ++v.ready;
-      else if (i->checked) ++v.checks_pending;
+      // Ready for the verdict: healthy when it has checks, running when it
+      // has none. (The rollout floor also waits out start.window for
+      // instances without checks — InstanceReady — before it removes more.)
+      if (!i->checked || i->health == "healthy") ++v.ready;
+      else ++v.checks_pending;
     }
     auto held = hold_reason_.find(svc);
     auto task = open_task.find(svc);

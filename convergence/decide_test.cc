@@ -34,11 +34,21 @@ TEST(DecideTest, ConvergedOnlyWhenCountInstancesRunTheCurrentSpec) {
   EXPECT_TRUE(d.converged);
   EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kConverged);
   EXPECT_TRUE(d.steps.empty());
-  // One still within its start window (no checks): progressing, not converged.
+  // Without checks, running is ready (start.window is the grace before
+  // checks count): a 5 s old instance is converged.
   s.instances[1] = Instance(s, "web", 2, "running", absl::Seconds(5));
+  EXPECT_TRUE(Decide(s, kT0).converged);
+  // One still provisioning: progressing, not converged.
+  s.instances[1] = Instance(s, "web", 2, "provisioning", absl::Seconds(5));
   d = Decide(s, kT0);
   EXPECT_FALSE(d.converged);
   EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kProgressing);
+  // One of an older spec: degraded, not converged.
+  s.instances[1] = Instance(s, "web", 2);
+  s.instances[1].spec_hash = "older";
+  d = Decide(s, kT0);
+  EXPECT_FALSE(d.converged);
+  EXPECT_NE(d.verdicts.at("web").state, VerdictState::kConverged);
 }
 
 TEST(DecideTest, ChecksUnknownOrFailingAreNotConverged) {

@@ -24,6 +24,8 @@ absl::StatusOr<std::shared_ptr<const ProjectGoal>> GoalCache::Get(ProjectStore* 
   auto goal = std::make_shared<ProjectGoal>();
   goal->version_uuid = version_uuid;
   goal->number = v.number;
+  goal->origin = v.origin;
+  goal->author = v.author;
   goal->meta_defaults = parsed.manifest->meta;
   for (ServiceRecord& r : rows) {
     auto spec = parsed.manifest->services.find(r.name);

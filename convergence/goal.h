@@ -26,6 +26,8 @@ struct ServiceGoalSpec {
 struct ProjectGoal {
   std::string version_uuid;
   int64_t number = 0;
+  std::string origin;  // how the version was made: apply | rollback | scale
+  std::string author;
   std::map<std::string, std::string> meta_defaults;  // the manifest's meta
   std::map<std::string, ServiceGoalSpec> services;   // by name
 };

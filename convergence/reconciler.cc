@@ -397,7 +397,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
 
   // Requests: built in order (placement sees the creates before it), sent
   // in parallel; a create whose locality names a create of this step goes
-  // in a second wave, after that one reached VMAPI.
+  // in a later wave, after that one reached VMAPI.
   struct Request {
     JobRecord job;
     std::function<absl::StatusOr<triton::JobRef>()> call;
@@ -411,7 +411,8 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     by_uuid[i.uuid] = &i;
     if (i.state != "destroyed") candidates.push_back({i.uuid, i.alias, i.service, {}});
   }
-  std::set<std::string> this_step;  // uuids created in this step
+  std::map<std::string, int> this_step;  // uuids created in this step -> their wave
+  int waves = 1;
   std::vector<FinishedJob> refused;  // requests refused outright: counted below, like failed jobs
   for (const Step& st : d.steps) {
     bool dropped = false;
@@ -506,14 +507,21 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
       continue;
     }
     req->locality = LocalityFor(rules, candidates);
+    // VMAPI places a create against the VMs it knows: one whose locality
+    // names a create of this step is sent after that one was accepted (a
+    // wave later), so a hard rule between siblings holds.
     int wave = 0;
     if (req->locality) {
       for (const auto* list : {&req->locality->near, &req->locality->far}) {
-        for (const std::string& u : *list) wave = std::max(wave, this_step.count(u) ? 1 : 0);
+        for (const std::string& u : *list) {
+          auto w = this_step.find(u);
+          if (w != this_step.end()) wave = std::max(wave, w->second + 1);
+        }
       }
     }
     candidates.push_back({req->uuid, req->alias, g.record.name, req->tags});  // siblings of later creates
-    this_step.insert(req->uuid);
+    this_step[req->uuid] = wave;
+    waves = std::max(waves, wave + 1);
     requests.push_back({j, [this, req] { return vmapi_->CreateVm(*req); }, wave});
   }
   for (const AgentInstall& a : d.installs) {
@@ -539,7 +547,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
                           return ref;
                         }});
   }
-  for (int wave = 0; wave < 2; ++wave) {
+  for (int wave = 0; wave < waves; ++wave) {
     std::vector<Request*> batch;
     for (Request& q : requests) {
       if (q.wave == wave) batch.push_back(&q);
