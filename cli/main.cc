@@ -50,13 +50,13 @@ Projects
   project get [NAME]
   project delete NAME [--yes]
 Manifests and versions
-  apply -f FILE [--yes] [--force] [--previous VERSION] [-m MESSAGE] [--wait]
+  apply -f FILE [--yes] [--force] [--previous VERSION] [-m MESSAGE] [--wait] [--thaw]
   diff -f FILE
   versions
   version get [VERSION] [--manifest]
   version tag VERSION TAG
-  rollback VERSION [--yes] [--force]
-  scale SERVICE=N|+N|-N ... [--dry-run] [--wait]
+  rollback VERSION [--yes] [--force] [--thaw]
+  scale SERVICE=N|+N|-N ... [--dry-run] [--wait] [--thaw]
 Metadata
   meta list
   meta get KEY
@@ -109,21 +109,23 @@ const std::map<std::string, std::string>& CommandHelp() {
        "replaced) until `mariposa start`.\n"},
       {"apply",
        "usage: mariposa [-j PROJECT] apply -f FILE [--yes] [--force] [--previous VERSION] [-m MESSAGE]\n"
-       "                                [--wait [--timeout DURATION]]\n\n"
+       "                                [--wait [--timeout DURATION]] [--thaw]\n\n"
        "Validates FILE (YAML or JSON; - for stdin), shows what changes against the version in force,\n"
        "asks for confirmation (or --yes) and stores a new version. The version the diff was computed\n"
        "against is sent as --previous, so a concurrent change is refused instead of overwritten.\n"
        "--force skips that check. Applying an unchanged manifest is a no-op.\n"
-       "--wait follows the instances (needs mariposad --triton) until every service runs its count with\n"
-       "none starting or broken, printing progress; exits 1 if a service crash-loops or --timeout (10m) passes.\n"},
+       "--wait follows the instances (needs mariposad --triton) until every service is converged, printing\n"
+       "each service's verdict; exits 1 with the reason and fix when one is paused or failed, or --timeout (10m)\n"
+       "passes. A change to a service a freeze covers is refused unless --thaw, which ends that freeze.\n"},
       {"diff", "usage: mariposa [-j PROJECT] diff -f FILE\n\nShows what applying FILE would change; stores nothing.\n"},
       {"versions", "usage: mariposa -j PROJECT versions\n\nLists every version: number, uuid, time, author, tags.\n"},
       {"version",
        "usage: mariposa -j PROJECT version get [VERSION] [--manifest] | version tag VERSION TAG\n\n"
        "--manifest prints the manifest exactly as it was sent.\n"},
       {"rollback",
-       "usage: mariposa -j PROJECT rollback VERSION [--yes] [--force]\n\n"
-       "Creates a new version whose content equals VERSION's.\n"},
+       "usage: mariposa -j PROJECT rollback VERSION [--yes] [--force] [--thaw]\n\n"
+       "Creates a new version whose content equals VERSION's. Refused when a freeze covers a changed service,\n"
+       "unless --thaw (which ends those freezes).\n"},
       {"meta",
        "usage: mariposa -j PROJECT meta list | get KEY | set KEY VALUE [--secret] [--cas ID] | rm KEY [--cas ID]\n"
        "                              | incr KEY [N] [--cas ID] | decr KEY [N] [--cas ID] | import FILE [--secret]\n\n"
@@ -141,10 +143,10 @@ const std::map<std::string, std::string>& CommandHelp() {
        "refused unless given --thaw. --only replace-unhealthy,scale,reprovision,agent-rollout suspends just those\n"
        "kinds of automatic work.\n"},
       {"scale",
-       "usage: mariposa -j PROJECT scale SERVICE=N|SERVICE=+N|SERVICE=-N ... [--dry-run] [--wait [--timeout D]]\n\n"
+       "usage: mariposa -j PROJECT scale SERVICE=N|SERVICE=+N|SERVICE=-N ... [--dry-run] [--wait [--timeout D]] [--thaw]\n\n"
        "Stores a new version with the changed counts (its text is the canonical form of the manifest);\n"
        "with mariposad --triton the instances follow, as a scale task per service (`queue list`).\n"
-       "--wait follows them as `apply --wait` does.\n"},
+       "--wait follows them as `apply --wait` does. Refused in a frozen scope unless --thaw (which ends the freeze).\n"},
       {"health",
        "usage: mariposa -j PROJECT health\n"
        "       mariposa health --agent ADDR\n\n"
@@ -610,6 +612,7 @@ int Cli::Apply(Args& a, bool dry_run) {
   absl::Duration timeout = WaitTimeout(a.Value({"--timeout"}));
   bool yes = a.Flag({"--yes", "-y"});
   bool force = a.Flag({"--force"});
+  bool thaw = !dry_run && a.Flag({"--thaw"});
   auto previous = a.Value({"--previous"});
   auto message = a.Value({"-m", "--message"});
   a.Positional(1, 1, dry_run ? "diff -f FILE" : "apply -f FILE");
@@ -619,6 +622,7 @@ int Cli::Apply(Args& a, bool dry_run) {
   req.set_project(project_);
   req.set_manifest(text);
   req.set_filename(*file == "-" ? "<stdin>" : *file);
+  req.set_thaw(thaw);
   req.set_dry_run(true);
   v1::ApplyResponse plan;
   Check(projects_->Apply(Ctx().get(), req, &plan));
@@ -731,9 +735,11 @@ int Cli::Version(Args& a) {
 int Cli::Rollback(Args& a) {
   bool yes = a.Flag({"--yes", "-y"});
   bool force = a.Flag({"--force"});
+  bool thaw = a.Flag({"--thaw"});
   auto rest = a.Positional(2, 2, "rollback VERSION");
   v1::RollbackRequest req;
   req.set_project(NeedProject());
+  req.set_thaw(thaw);
   req.set_version(rest[1]);
   req.set_dry_run(true);
   v1::RollbackResponse plan;
@@ -1078,9 +1084,11 @@ int Cli::FreezeCmd(Args& a, bool thaw) {
 int Cli::ScaleCmd(Args& a) {
   bool dry_run = a.Flag({"--dry-run"});
   bool wait = a.Flag({"--wait"});
+  bool thaw = a.Flag({"--thaw"});
   absl::Duration timeout = WaitTimeout(a.Value({"--timeout"}));
   auto rest = a.Positional(2, 1000, "scale SERVICE=N ...");
   v1::ScaleRequest req;
+  req.set_thaw(thaw);
   req.set_project(NeedProject());
   for (size_t i = 1; i < rest.size(); ++i) req.add_changes(rest[i]);
   req.set_dry_run(dry_run);

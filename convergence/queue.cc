@@ -64,6 +64,22 @@ TaskAdmitter QueueAdmitter() {
   };
 }
 
+absl::StatusOr<std::vector<std::string>> FreezesInTheWay(const std::vector<TaskRecord>& open,
+                                                         const std::set<std::string>& services, bool thaw) {
+  if (services.empty()) return std::vector<std::string>{};
+  std::vector<TaskInfo> freezes;
+  for (const TaskRecord& t : open) {
+    if (t.kind == "freeze" && (t.state == "active" || t.state == "queued")) freezes.push_back(InfoOf(t, false));
+  }
+  TaskInfo command;
+  command.kind = TaskKind::kScale;  // a change of the goal, by a user
+  command.services = services;
+  command.thaw = thaw;
+  Admission a = Admit(freezes, command);
+  if (a.verdict == Verdict::kReject) return absl::FailedPreconditionError(a.message);
+  return a.terminate;
+}
+
 absl::StatusOr<TaskRecord> TaskQueue::Add(const TaskRecord& task) { return store_->AddTask(task, QueueAdmitter()); }
 
 absl::StatusOr<TaskRecord> TaskQueue::Terminate(const std::string& task_uuid, const std::string& actor,

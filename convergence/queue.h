@@ -8,6 +8,7 @@
 #define MARIPOSA_CONVERGENCE_QUEUE_H_
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -26,6 +27,14 @@ absl::StatusOr<std::map<std::string, int64_t>> VersionNumbers(ProjectStore* stor
 // The TaskAdmitter implementing admission.h's rules: FAILED_PRECONDITION
 // naming the blocking task, or the tasks to terminate and to wait for.
 TaskAdmitter QueueAdmitter();
+
+// QUEUE.md: a user command that changes the goal of `services` (apply,
+// scale, rollback) is refused with "frozen since … by …; thaw first" when a
+// freeze among `open` covers one of them, unless the user said --thaw; then
+// the freezes it ends are returned. Freezes with --only (which suspend only
+// kinds of automatic work) do not refuse user commands.
+absl::StatusOr<std::vector<std::string>> FreezesInTheWay(const std::vector<TaskRecord>& open,
+                                                         const std::set<std::string>& services, bool thaw);
 
 class TaskQueue {
  public:

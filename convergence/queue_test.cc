@@ -121,3 +121,47 @@ TEST_F(QueueTest, StateMachine) {
 
 }  // namespace
 }  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+TaskRecord FreezeOf(std::vector<std::string> services, std::vector<std::string> only = {}) {
+  TaskRecord f;
+  f.uuid = "freeze-1";
+  f.kind = "freeze";
+  f.state = "active";
+  f.services = std::move(services);
+  f.only = std::move(only);
+  f.actor = "alice";
+  f.reason = "incident 7";
+  f.created_at = absl::FromUnixSeconds(1800000000);
+  return f;
+}
+
+// QUEUE.md: a user's change in a frozen scope is refused (who, since when,
+// why, how to go on) unless --thaw, which names the freezes to end.
+TEST(FreezesInTheWayTest, RefusedUnlessThaw) {
+  std::vector<TaskRecord> open = {FreezeOf({"db"})};
+  auto r = FreezesInTheWay(open, {"db"}, false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(r.status()));
+  EXPECT_THAT(std::string(r.status().message()),
+              ::testing::HasSubstr("frozen since 2027-01-15T08:00:00Z by alice (incident 7) for services db; thaw first"));
+  r = FreezesInTheWay(open, {"db", "web"}, true);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, std::vector<std::string>{"freeze-1"});
+  // Outside the freeze's scope, or nothing changed: no freeze in the way.
+  EXPECT_TRUE(FreezesInTheWay(open, {"web"}, false)->empty());
+  EXPECT_TRUE(FreezesInTheWay(open, {}, false)->empty());
+  // A whole-project freeze covers every service.
+  EXPECT_FALSE(FreezesInTheWay({FreezeOf({})}, {"web"}, false).ok());
+  // A freeze with --only suspends automatic work only.
+  EXPECT_TRUE(FreezesInTheWay({FreezeOf({}, {"replace-unhealthy"})}, {"web"}, false)->empty());
+  // An ended freeze is no freeze.
+  TaskRecord ended = FreezeOf({});
+  ended.state = "terminated";
+  EXPECT_TRUE(FreezesInTheWay({ended}, {"web"}, false)->empty());
+}
+
+}  // namespace
+}  // namespace mariposa::convergence

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "convergence/queue.h"
 #include "projects/diff.h"
 #include "projects/limits.h"
 #include "projects/manifest.h"
@@ -101,6 +102,30 @@ struct ProjectsService::Outcome {
   std::vector<std::string> warnings;
 };
 
+namespace {
+
+// The services whose goal a new manifest changes: added, removed, or with
+// another instance spec or count.
+std::set<std::string> ChangedServices(const CompiledManifest* before, const CompiledManifest& after) {
+  std::set<std::string> out;
+  for (const auto& kv : after.manifest.services) {
+    if (before == nullptr) break;  // a new project: nothing can be frozen
+    auto old = before->manifest.services.find(kv.first);
+    if (old == before->manifest.services.end() || old->second.count != kv.second.count ||
+        before->instance_hash.at(kv.first) != after.instance_hash.at(kv.first)) {
+      out.insert(kv.first);
+    }
+  }
+  if (before != nullptr) {
+    for (const auto& kv : before->manifest.services) {
+      if (!after.manifest.services.count(kv.first)) out.insert(kv.first);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<ProjectRecord> ProjectsService::Project(const std::string& name) {
   RETURN_IF_ERROR(Required(name, "project (-j NAME)"));
   return store_->GetProject(name);
@@ -109,7 +134,7 @@ absl::StatusOr<ProjectRecord> ProjectsService::Project(const std::string& name) 
 absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
     const std::string& project, const std::string& text, const std::string& filename, const std::string& previous,
     bool force, bool dry_run, const std::string& origin, int64_t rolled_back_to, const std::string& message,
-    const std::string& author, const Cancellation* cancel, bool stored_text) {
+    const std::string& author, const Cancellation* cancel, bool stored_text, std::optional<bool> thaw) {
   ParseOptions opts;
   opts.filename = filename.empty() ? "manifest" : filename;
   opts.project_override = project;
@@ -164,6 +189,19 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
     if (!v.ok()) return Annotate(v.status(), "--previous");
     expected = v->uuid;
   }
+  // QUEUE.md: a user's change to services in a frozen scope is refused
+  // unless --thaw (`thaw` has a value for user commands only; the daemon's
+  // own auto_rollback acts for a rollout the freeze already ended).
+  std::vector<std::string> thaw_freezes;
+  if (thaw.has_value() && existing.ok()) {
+    ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_->ListTasks(existing->uuid, 0));
+    auto in_way = convergence::FreezesInTheWay(tasks, ChangedServices(before.get(), *compiled), *thaw);
+    if (!in_way.ok() && !dry_run) {
+      return absl::FailedPreconditionError(absl::StrCat(in_way.status().message(), "; nothing was changed"));
+    }
+    if (!in_way.ok()) out.warnings.push_back(absl::StrCat(in_way.status().message(), " (apply is refused until then)"));
+    else thaw_freezes = *in_way;
+  }
   // A dry run, or an unchanged manifest from a writer who is up to date,
   // writes nothing: answer from what was read.
   bool noop = out.diff.empty() && (force || expected == out.base_version);
@@ -201,6 +239,10 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   RETURN_IF_ERROR(cancel->Check());
   ASSIGN_OR_RETURN(out.commit, store_->CommitVersion(nv));
   if (out.commit.changed) {
+    for (const std::string& f : thaw_freezes) {
+      auto ended = store_->SetTaskState(f, "terminated", absl::StrCat("thawed by ", author, " (", origin, " --thaw)"));
+      if (!ended.ok() && !absl::IsFailedPrecondition(ended.status())) return ended.status();
+    }
     Remember(out.commit.version.uuid, compiled);
     if (on_change_) on_change_();
   }
@@ -243,7 +285,7 @@ grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyReq
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
   auto out = ApplyText(req->project(), req->manifest(), req->filename(), req->previous_version(), req->force(),
-                       req->dry_run(), "apply", 0, req->message(), AuthorOf(ctx), &guard);
+                       req->dry_run(), "apply", 0, req->message(), AuthorOf(ctx), &guard, false, req->thaw());
   if (!out.ok()) return ToGrpc(out.status());
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -266,7 +308,8 @@ grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::Rollb
   if (!target.ok()) return ToGrpc(target.status());
   auto out = ApplyText(p->name, target->manifest, absl::StrCat("version ", target->number), req->previous_version(),
                        req->force(), req->dry_run(), "rollback", target->number,
-                       absl::StrCat("rollback to version ", target->number), AuthorOf(ctx), &guard);
+                       absl::StrCat("rollback to version ", target->number), AuthorOf(ctx), &guard, false,
+                       req->thaw());
   if (!out.ok()) return ToGrpc(Annotate(out.status(), absl::StrCat("rolling back to version ", target->number)));
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -333,7 +376,7 @@ grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleReq
   auto out = ApplyText(p->name, CanonicalYaml(m), "scale", req->previous_version().empty() ? p->current_version
                                                                                           : req->previous_version(),
                        false, req->dry_run(), "scale", 0, absl::StrCat("scale ", absl::StrJoin(req->changes(), " ")),
-                       AuthorOf(ctx), &guard, /*stored_text=*/true);
+                       AuthorOf(ctx), &guard, /*stored_text=*/true, req->thaw());
   if (!out.ok()) return ToGrpc(Annotate(out.status(), "scaling"));
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());

@@ -72,7 +72,8 @@ class ProjectsService final : public v1::Projects::Service {
   absl::StatusOr<Outcome> ApplyText(const std::string& project, const std::string& text, const std::string& filename,
                                     const std::string& previous, bool force, bool dry_run, const std::string& origin,
                                     int64_t rolled_back_to, const std::string& message, const std::string& author,
-                                    const Cancellation* cancel, bool stored_text = false);
+                                    const Cancellation* cancel, bool stored_text = false,
+                                    std::optional<bool> thaw = std::nullopt);
   absl::StatusOr<ProjectRecord> Project(const std::string& name);
   // The parsed manifest of a stored version. Versions never change, so
   // parsed copies are cached by version uuid, up to kCacheBytes of canonical

@@ -161,9 +161,30 @@ TEST_F(ConvergenceTest, FreezeHoldsReplacementThawResumesIt) {
   // Several resyncs pass: the frozen service is left alone, the others are not frozen.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(Running(), (std::map<std::string, int>{{"nginx", 2}, {"wordpress", 3}}));
-  r = M({"-j", "jupiter", "thaw", "--service", "mysql"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
+  // status says why mysql waits, and who froze it.
+  r = M({"-j", "jupiter", "status"});
+  EXPECT_THAT(r.out, ::testing::HasSubstr("mysql      paused"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("frozen since"));
+  // QUEUE.md: user commands in a frozen scope are refused and change nothing.
+  r = M({"-j", "jupiter", "scale", "mysql=2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("project is frozen since"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("(db maintenance) for services mysql; thaw first"));
+  std::string v2 = manifest_;
+  v2.replace(v2.find("percona@5.7.1"), 13, "percona@5.7.2");
+  WriteFile(dir_ + "/v2.yaml", v2);
+  r = M({"apply", "-f", dir_ + "/v2.yaml", "--yes"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("thaw first"));
+  EXPECT_THAT(M({"-j", "jupiter", "status"}).out, ::testing::HasSubstr("project jupiter at version 1:"));
+  // A change to a service the freeze does not cover goes through.
+  ASSERT_EQ(M({"-j", "jupiter", "scale", "nginx=3"}).exit_code, 0);
+  EXPECT_TRUE(WaitFor({{"nginx", 3}, {"wordpress", 3}}));
+  // --thaw ends the freeze and applies: mysql is replaced and scaled.
+  r = M({"-j", "jupiter", "scale", "mysql=2", "--thaw", "--wait", "--timeout", "60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Running(), (std::map<std::string, int>{{"nginx", 3}, {"wordpress", 3}, {"mysql", 2}}));
+  EXPECT_THAT(M({"-j", "jupiter", "queue", "list", "--finished", "20"}).out, ::testing::HasSubstr("thawed by"));
 }
 
 TEST_F(ConvergenceTest, RollingReprovisionWithinSurge) {
