@@ -8,8 +8,13 @@
 #include <utility>
 
 #include "absl/strings/string_view.h"
+#include "common/clock.h"
 
 namespace mariposa {
+
+// The clock that stamps log lines ("ts"); main() sets it. Until then lines
+// carry no timestamp.
+void SetLogClock(const Clock* clock);
 
 using LogField = std::pair<absl::string_view, std::string>;
 

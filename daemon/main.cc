@@ -213,6 +213,7 @@ int main(int argc, char** argv) {
   }
 
   mariposa::RealClock* clock = mariposa::RealClock::Get();
+  mariposa::SetLogClock(clock);
   absl::Time started = clock->Now();
   std::string store_path = data_dir + "/mariposa.db";
   mariposa::StoreRefusal refusal;
@@ -266,16 +267,16 @@ int main(int argc, char** argv) {
             for (const std::string& p : projects) r->WakeProject(p);
           }
         });
-    health_agents = std::make_unique<mariposa::health::HealthAgentsService>(health.get(), health_lease);
+    health_agents = std::make_unique<mariposa::health::HealthAgentsService>(health.get(), health_lease, clock);
     health_metrics.Watch(health.get());
     metrics.AddCollectable(health_metrics.collectable());
   }
   if (!triton_url.empty()) {
     mariposa::triton::HttpOptions http;
     http.base_url = triton_url;
-    vmapi = std::make_unique<mariposa::triton::HttpVmapiClient>(http, hook, clock);
-    imgapi = std::make_unique<mariposa::triton::HttpImgapiClient>(http, hook, clock);
-    cnapi = std::make_unique<mariposa::triton::HttpCnapiClient>(http, hook, clock);
+    vmapi = std::make_unique<mariposa::triton::HttpVmapiClient>(http, clock, hook);
+    imgapi = std::make_unique<mariposa::triton::HttpImgapiClient>(http, clock, hook);
+    cnapi = std::make_unique<mariposa::triton::HttpCnapiClient>(http, clock, hook);
     mariposa::convergence::ReconcilerOptions ropts;
     ropts.owner_uuid = owner;
     ropts.network_uuid = network;
@@ -317,7 +318,7 @@ int main(int argc, char** argv) {
   builder.RegisterService(&admin);
   builder.RegisterService(&queue);
   builder.RegisterService(&state);
-  mariposa::EventsService events(store->get());
+  mariposa::EventsService events(store->get(), clock);
   builder.RegisterService(&events);
   if (health_agents) builder.RegisterService(health_agents.get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -344,6 +345,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<mariposa::health::Agent> embedded;
   if (embedded_health && health) {
     mariposa::health::Agent::Options o;
+    o.clock = clock;
     o.id = "embedded";
     o.coordinator = bound;
     o.heartbeat = std::min(absl::Seconds(2), health_lease / 3);

@@ -21,14 +21,11 @@ Agent::Agent(Options options, HealthMonitor::Hooks hooks) : options_(std::move(o
   lateness_ms_.reserve(kLatenessSamples);
   HealthMonitor::Hooks mine;
   mine.on_change = [this](const HealthChange& c) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      // Past the bound the oldest go: after a reconnect every current state
-      // is sent anyway.
-      if (outbox_.size() >= options_.max_outbox) outbox_.pop_front();
-      outbox_.push_back(c);
-    }
-    cv_.notify_all();
+    absl::MutexLock l(&mu_);  // releasing it wakes the writer
+    // Past the bound the oldest go: after a reconnect every current state
+    // is sent anyway.
+    if (outbox_.size() >= options_.max_outbox) outbox_.pop_front();
+    outbox_.push_back(c);
   };
   mine.on_result = [this](const std::string& type, bool pass, absl::Duration took) {
     checks_run_++;
@@ -37,7 +34,7 @@ Agent::Agent(Options options, HealthMonitor::Hooks hooks) : options_(std::move(o
   };
   mine.on_start = [this](absl::Duration late) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      absl::MutexLock l(&mu_);
       double ms = absl::ToDoubleMilliseconds(late);
       if (lateness_ms_.size() < kLatenessSamples) {
         lateness_ms_.push_back(ms);
@@ -48,7 +45,7 @@ Agent::Agent(Options options, HealthMonitor::Hooks hooks) : options_(std::move(o
     }
     if (hooks_.on_start) hooks_.on_start(late);
   };
-  monitor_ = std::make_unique<HealthMonitor>(std::move(mine));
+  monitor_ = std::make_unique<HealthMonitor>(std::move(mine), options_.clock);
 }
 
 Agent::~Agent() {
@@ -62,16 +59,15 @@ void Agent::Start() {
 
 void Agent::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);  // releasing it wakes every wait
     stop_ = true;
     if (ctx_ != nullptr) ctx_->TryCancel();
   }
-  cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
 double Agent::LatenessP99Ms() {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   if (lateness_ms_.empty()) return 0;
   std::vector<double> v = lateness_ms_;
   size_t k = std::min(v.size() - 1, v.size() * 99 / 100);
@@ -87,8 +83,9 @@ void Agent::Run() {
     if (stop_) break;
     // A session that got through resets the backoff; failures double it.
     backoff = sessions_ > before ? absl::Milliseconds(100) : std::min(backoff * 2, absl::Seconds(2));
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait_for(l, absl::ToChronoMilliseconds(backoff), [this] { return stop_.load(); });
+    absl::MutexLock l(&mu_);
+    auto stopped = [this] { return stop_.load(); };
+    options_.clock->AwaitUntil(&mu_, absl::Condition(&stopped), options_.clock->Now() + backoff);
   }
 }
 
@@ -129,11 +126,8 @@ void Agent::Apply(bool reset, std::map<std::string, std::map<std::string, Target
     }
   }
   if (!known.empty()) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      for (HealthChange& c : known) outbox_.push_back(std::move(c));
-    }
-    cv_.notify_all();
+    absl::MutexLock l(&mu_);
+    for (HealthChange& c : known) outbox_.push_back(std::move(c));
   }
 }
 
@@ -142,7 +136,7 @@ void Agent::Session() {
   auto stub = v1::HealthAgents::NewStub(channel);
   grpc::ClientContext ctx;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     if (stop_) return;
     ctx_ = &ctx;
   }
@@ -155,7 +149,7 @@ void Agent::Session() {
   {
     // What changed while disconnected is stale: the first assignment of this
     // session (a reset) makes Apply send the current state of every check.
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     outbox_.clear();
   }
   std::atomic<bool> done{false};
@@ -167,23 +161,24 @@ void Agent::Session() {
       while (!done && !stop_) {
         v1::AgentMessage m;
         {
-          std::unique_lock<std::mutex> l(mu_);
+          absl::MutexLock l(&mu_);
+          const Clock* clock = options_.clock;
           absl::Duration every = absl::Milliseconds(heartbeat_ms.load());
-          absl::Duration wait = std::max(last + every - absl::Now(), absl::ZeroDuration());
-          cv_.wait_for(l, absl::ToChronoMilliseconds(wait) + std::chrono::milliseconds(1),
-                       [&] { return done || stop_ || !outbox_.empty(); });
+          auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done || stop_ || !outbox_.empty(); };
+          clock->AwaitUntil(&mu_, absl::Condition(&ready), last + every);
           if (done || stop_) break;
           if (!outbox_.empty() && outbox_.size() < kChangesPerMessage && options_.flush > absl::ZeroDuration()) {
-            cv_.wait_for(l, absl::ToChronoMilliseconds(options_.flush), [&] { return done || stop_.load(); });
+            auto ended = [&] { return done || stop_.load(); };
+            clock->AwaitUntil(&mu_, absl::Condition(&ended), clock->Now() + options_.flush);
             if (done || stop_) break;
           }
           while (!outbox_.empty() && m.changes_size() < kChangesPerMessage) {
             ToProto(outbox_.front(), m.add_changes());
             outbox_.pop_front();
           }
-          if (m.changes_size() == 0 && absl::Now() < last + every) continue;
+          if (m.changes_size() == 0 && clock->Now() < last + every) continue;
         }
-        last = absl::Now();
+        last = options_.clock->Now();
         v1::AgentCountersMsg* c = m.mutable_counters();
         c->set_checks_run(checks_run_);
         c->set_checks_failed(checks_failed_);
@@ -225,12 +220,14 @@ void Agent::Session() {
       removes.clear();
     }
   }
-  done = true;
-  cv_.notify_all();
+  {
+    absl::MutexLock l(&mu_);  // releasing it wakes the writer
+    done = true;
+  }
   if (writer.joinable()) writer.join();
   grpc::Status st = stream->Finish();
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     ctx_ = nullptr;
   }
   if (connected_.exchange(false)) {

@@ -9,16 +9,16 @@
 #define MARIPOSA_HEALTH_AGENT_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "health/monitor.h"
 
 namespace grpc {
@@ -39,6 +39,7 @@ class Agent {
     // store transaction in mariposad).
     absl::Duration flush = absl::Milliseconds(100);
     size_t max_outbox = 100000;         // changes queued while connected (current states follow a reconnect anyway)
+    const Clock* clock = nullptr;       // heartbeats, backoff, checks' schedules (required)
   };
   // `hooks.on_result` and `hooks.on_start` (metrics) are called besides the
   // agent's own bookkeeping; `hooks.on_change` is the agent's and ignored.
@@ -70,8 +71,7 @@ class Agent {
   std::atomic<bool> connected_{false};
   std::atomic<int64_t> sessions_{0};
   std::atomic<int64_t> checks_run_{0}, checks_failed_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
+  absl::Mutex mu_;
   std::deque<HealthChange> outbox_;
   grpc::ClientContext* ctx_ = nullptr;
   std::vector<double> lateness_ms_;  // a ring of recent samples

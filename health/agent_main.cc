@@ -79,6 +79,8 @@ class ListChecksService final : public mariposa::v1::HealthAgent::Service {
 
 int main(int argc, char** argv) {
   mariposa::health::Agent::Options options;
+  options.clock = mariposa::RealClock::Get();
+  mariposa::SetLogClock(options.clock);
   std::string listen = "127.0.0.1:0", metrics_listen, addr_file, heartbeat = "2s";
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);

@@ -31,12 +31,14 @@ std::vector<v1::Assignment> Chunks(const Assignment& a, absl::Duration lease, si
   return out;
 }
 
-HealthAgentsService::HealthAgentsService(Coordinator* coordinator, absl::Duration lease)
-    : coordinator_(coordinator), lease_(lease) {
+HealthAgentsService::HealthAgentsService(Coordinator* coordinator, absl::Duration lease, const Clock* clock)
+    : coordinator_(coordinator), lease_(lease), clock_(clock) {
   reaper_ = std::thread([this] {
-    std::unique_lock<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
+    auto stopping = [this] { return stopping_.load(); };
     while (!stopping_) {
-      cv_.wait_for(l, absl::ToChronoMilliseconds(std::max(lease_ / 4, absl::Milliseconds(50))));
+      clock_->AwaitUntil(&mu_, absl::Condition(&stopping),
+                         clock_->Now() + std::max(lease_ / 4, absl::Milliseconds(50)));
       for (const std::string& id : coordinator_->ExpireAgents()) {
         LogInfo("health agent dropped: silent longer than its lease; its checks moved to the others",
                 {{"agent", id}, {"lease", absl::FormatDuration(lease_)}});
@@ -51,11 +53,8 @@ HealthAgentsService::~HealthAgentsService() {
 }
 
 void HealthAgentsService::Stop() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
+  absl::MutexLock l(&mu_);  // releasing it wakes the reaper
+  stopping_ = true;
 }
 
 grpc::Status HealthAgentsService::Connect(grpc::ServerContext* ctx,

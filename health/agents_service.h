@@ -6,11 +6,11 @@
 #define MARIPOSA_HEALTH_AGENTS_SERVICE_H_
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "health/coordinator.h"
 #include "mariposa/v1/health.grpc.pb.h"
 
@@ -23,7 +23,8 @@ std::vector<v1::Assignment> Chunks(const Assignment& a, absl::Duration lease, si
 class HealthAgentsService final : public v1::HealthAgents::Service {
  public:
   // `coordinator` must outlive this; `lease` is the coordinator's.
-  HealthAgentsService(Coordinator* coordinator, absl::Duration lease);
+  // The reaper looks for silent agents every lease/4, on `clock`.
+  HealthAgentsService(Coordinator* coordinator, absl::Duration lease, const Clock* clock);
   ~HealthAgentsService() override;  // stops the reaper
 
   // Ends every stream (before the server shuts down).
@@ -36,8 +37,8 @@ class HealthAgentsService final : public v1::HealthAgents::Service {
   Coordinator* coordinator_;
   absl::Duration lease_;
   std::atomic<bool> stopping_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
+  const Clock* clock_;
+  absl::Mutex mu_;
   std::thread reaper_;
 };
 

@@ -71,7 +71,7 @@ absl::Status ValidateCheck(const CheckSpec& s) {
 
 class CheckEngine::Loop {
  public:
-  Loop() {
+  explicit Loop(const Clock* clock) : clock_(clock) {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     multi_ = curl_multi_init();
@@ -150,7 +150,7 @@ class CheckEngine::Loop {
   }
 
   void Finish(const std::function<void(const CheckResult&)>& done, bool pass, std::string detail, absl::Time start) {
-    CheckResult r{pass, std::move(detail), absl::Now() - start};
+    CheckResult r{pass, std::move(detail), clock_->Now() - start};
     in_flight_--;
     done(r);
   }
@@ -159,7 +159,7 @@ class CheckEngine::Loop {
     auto c = std::make_unique<Http>();
     c->spec = std::move(in.spec);
     c->done = std::move(in.done);
-    c->start = absl::Now();
+    c->start = clock_->Now();
     CURL* e = nullptr;
     if (idle_.empty()) {
       e = curl_easy_init();
@@ -237,7 +237,7 @@ class CheckEngine::Loop {
     auto c = std::make_unique<Tcp>();
     c->spec = std::move(in.spec);
     c->done = std::move(in.done);
-    c->start = absl::Now();
+    c->start = clock_->Now();
     c->deadline = c->start + c->spec.timeout;
     if (!c->spec.expect.empty()) c->expect = Regex(c->spec.expect);  // compiled when Run validated it
     c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -316,7 +316,7 @@ class CheckEngine::Loop {
         batch.swap(incoming_);
       }
       if (stop_) {
-        for (auto& in : batch) Finish(in.done, false, "engine stopped", absl::Now());
+        for (auto& in : batch) Finish(in.done, false, "engine stopped", clock_->Now());
         break;
       }
       for (auto& in : batch) {
@@ -326,7 +326,7 @@ class CheckEngine::Loop {
         }
         if (st.ok() && !in.spec.expect.empty() && Regex(in.spec.expect) == nullptr) st = BadRegex("expect", in.spec.expect);
         if (!st.ok()) {
-          Finish(in.done, false, std::string(st.message()), absl::Now());
+          Finish(in.done, false, std::string(st.message()), clock_->Now());
         } else if (in.spec.type == "tcp") {
           StartTcp(std::move(in));
         } else {
@@ -335,7 +335,7 @@ class CheckEngine::Loop {
       }
       // Wait on curl's sockets and ours, at most until the next tcp deadline.
       std::vector<curl_waitfd> fds;
-      absl::Time now = absl::Now();
+      absl::Time now = clock_->Now();
       absl::Duration wait = absl::Milliseconds(100);
       for (const auto& c : tcp_) {
         short events = c->phase == Tcp::kReading ? CURL_WAIT_POLLIN : CURL_WAIT_POLLOUT;
@@ -358,7 +358,7 @@ class CheckEngine::Loop {
         http_.erase(self);
       }
       // Tcp progress and deadlines.
-      now = absl::Now();
+      now = clock_->Now();
       size_t k = 0;
       for (auto it = tcp_.begin(); it != tcp_.end(); ++k) {
         Tcp* c = it->get();
@@ -395,6 +395,7 @@ class CheckEngine::Loop {
   }
 
   static constexpr size_t kIdleHandles = 1024;
+  const Clock* clock_;  // check durations and tcp deadlines
   CURLM* multi_ = nullptr;
   std::atomic<bool> woken_{false};
   std::vector<CURL*> idle_;  // loop thread only
@@ -409,7 +410,7 @@ class CheckEngine::Loop {
   std::map<std::string, std::regex> regexes_;
 };
 
-CheckEngine::CheckEngine() : loop_(std::make_unique<Loop>()) {}
+CheckEngine::CheckEngine(const Clock* clock) : loop_(std::make_unique<Loop>(clock)) {}
 CheckEngine::~CheckEngine() = default;
 
 void CheckEngine::Submit(CheckSpec spec, std::function<void(const CheckResult&)> done) {

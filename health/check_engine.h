@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 
 namespace mariposa::health {
 
@@ -52,7 +53,10 @@ struct CheckResult {
 
 class CheckEngine {
  public:
-  CheckEngine();
+  // Durations and timeouts are measured on `clock`; the sockets themselves
+  // are polled for at most 100 ms at a time, so a simulated clock's advance
+  // is seen within that.
+  explicit CheckEngine(const Clock* clock);
   ~CheckEngine();  // stops the loop; checks in flight end with "engine stopped"
   CheckEngine(const CheckEngine&) = delete;
   CheckEngine& operator=(const CheckEngine&) = delete;

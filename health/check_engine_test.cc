@@ -122,7 +122,7 @@ CheckSpec HttpCheck(int port, absl::Duration timeout = absl::Seconds(2)) {
 }
 
 TEST(CheckEngineTest, HttpPassAndWrongStatusAndBody) {
-  CheckEngine engine;
+  CheckEngine engine(RealClock::Get());
   RawServer ok = Http(200, "all good");
   auto r = Check(engine, HttpCheck(ok.port()));
   EXPECT_TRUE(r.pass) << r.detail;
@@ -144,7 +144,7 @@ TEST(CheckEngineTest, HttpPassAndWrongStatusAndBody) {
 }
 
 TEST(CheckEngineTest, RefusedAndReset) {
-  CheckEngine engine;
+  CheckEngine engine(RealClock::Get());
   int port = 0;
   {
     RawServer gone([](int, const std::atomic<bool>&) {});
@@ -172,7 +172,7 @@ TEST(CheckEngineTest, RefusedAndReset) {
 }
 
 TEST(CheckEngineTest, BadTargetsCostTheirTimeoutAndABoundedBuffer) {
-  CheckEngine engine;
+  CheckEngine engine(RealClock::Get());
   RawServer hang([](int fd, const std::atomic<bool>& stop) {
     ReadRequest(fd);
     Idle(stop, absl::Seconds(30));  // accepts and never answers
@@ -236,7 +236,7 @@ TEST(CheckEngineTest, BadTargetsCostTheirTimeoutAndABoundedBuffer) {
 }
 
 TEST(CheckEngineTest, TcpSendExpect) {
-  CheckEngine engine;
+  CheckEngine engine(RealClock::Get());
   RawServer pong([](int fd, const std::atomic<bool>&) {
     char buf[64];
     ssize_t n = recv(fd, buf, sizeof(buf), 0);
@@ -266,7 +266,7 @@ TEST(CheckEngineTest, HttpsWithASelfSignedCertificate) {
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok", "text/plain"); });
   int port = server.bind_to_any_port("127.0.0.1");
   std::thread t([&] { server.listen_after_bind(); });
-  CheckEngine engine;
+  CheckEngine engine(RealClock::Get());
   CheckSpec s = HttpCheck(port);
   s.type = "https";
   auto r = Check(engine, s);
@@ -280,7 +280,7 @@ TEST(CheckEngineTest, HttpsWithASelfSignedCertificate) {
 }
 
 TEST(CheckEngineTest, ManyAtOnceOnOneThread) {
-  CheckEngine engine;
+  CheckEngine engine(RealClock::Get());
   RawServer ok = Http(200, "ok");
   RawServer hang([](int fd, const std::atomic<bool>& stop) {
     ReadRequest(fd);
@@ -319,7 +319,7 @@ TEST(CheckEngineTest, InvalidSpecsAreRefused) {
   s.address = "127.0.0.1";
   s.expect_body = "(";
   EXPECT_EQ(ValidateCheck(s).message(), "expect_body \"(\" is not a regular expression");
-  CheckEngine engine;
+  CheckEngine engine(RealClock::Get());
   auto r = Check(engine, s);
   EXPECT_FALSE(r.pass);
   EXPECT_NE(r.detail.find("expect_body"), std::string::npos);

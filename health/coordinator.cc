@@ -71,7 +71,7 @@ void Coordinator::DropLocked(const std::string& agent) {
 }
 
 void Coordinator::Assign(const std::string& group, std::vector<Target> targets) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::set<std::string> keep;
   std::set<std::string>& mine = by_group_[group];
   for (Target& t : targets) {
@@ -115,11 +115,10 @@ void Coordinator::Assign(const std::string& group, std::vector<Target> targets) 
     it = mine.erase(it);
   }
   if (mine.empty()) by_group_.erase(group);
-  cv_.notify_all();
 }
 
 std::optional<Health> Coordinator::InstanceHealth(const std::string& instance) const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::vector<Health> states;
   std::string prefix = instance + "/";
   for (auto it = checks_.lower_bound(prefix); it != checks_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
@@ -131,7 +130,7 @@ std::optional<Health> Coordinator::InstanceHealth(const std::string& instance) c
 }
 
 std::vector<Coordinator::CheckStatus> Coordinator::Checks(const std::string& group) const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::vector<CheckStatus> out;
   auto g = by_group_.find(group);
   if (g == by_group_.end()) return out;
@@ -146,7 +145,7 @@ std::vector<Coordinator::CheckStatus> Coordinator::Checks(const std::string& gro
 }
 
 uint64_t Coordinator::Connect(const AgentHello& hello) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   DropLocked(hello.id);  // a reconnect replaces the old session
   Agent& a = agents_[hello.id];
   a.hello = hello;
@@ -158,21 +157,19 @@ uint64_t Coordinator::Connect(const AgentHello& hello) {
   a.to_add.clear();
   a.to_remove.clear();
   a.removed_group.clear();
-  cv_.notify_all();
   return a.session;
 }
 
 void Coordinator::Disconnect(const std::string& agent, uint64_t session) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = agents_.find(agent);
   if (it == agents_.end() || it->second.session != session) return;
   DropLocked(agent);
   Reshard();
-  cv_.notify_all();
 }
 
 bool Coordinator::Touch(const std::string& agent, uint64_t session, const AgentCounters* counters) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = agents_.find(agent);
   if (it == agents_.end() || it->second.session != session) return false;
   it->second.last_seen = clock_->Now();
@@ -183,7 +180,7 @@ bool Coordinator::Touch(const std::string& agent, uint64_t session, const AgentC
 void Coordinator::Report(const std::string& agent, uint64_t session, const std::vector<HealthChange>& changes) {
   std::vector<HealthChange> emit;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     auto a = agents_.find(agent);
     if (a == agents_.end() || a->second.session != session) {
       ignored_ += static_cast<int64_t>(changes.size());
@@ -217,8 +214,14 @@ void Coordinator::Report(const std::string& agent, uint64_t session, const std::
 
 std::optional<Assignment> Coordinator::TakeAssignment(const std::string& agent, uint64_t session,
                                                       absl::Duration wait) {
-  std::unique_lock<std::mutex> l(mu_);
-  auto deadline = std::chrono::steady_clock::now() + absl::ToChronoMilliseconds(wait);
+  absl::MutexLock l(&mu_);
+  absl::Time deadline = clock_->Now() + wait;
+  // Something for this session: work, or the session ended.
+  auto news = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = agents_.find(agent);
+    if (it == agents_.end() || it->second.session != session) return true;
+    return it->second.reset || !it->second.to_add.empty() || !it->second.to_remove.empty();
+  };
   while (true) {
     auto it = agents_.find(agent);
     if (it == agents_.end() || it->second.session != session) return std::nullopt;
@@ -248,12 +251,12 @@ std::optional<Assignment> Coordinator::TakeAssignment(const std::string& agent, 
       a.removed_group.clear();
       return out;
     }
-    if (cv_.wait_until(l, deadline) == std::cv_status::timeout) return Assignment{};
+    if (!clock_->AwaitUntil(&mu_, absl::Condition(&news), deadline)) return Assignment{};
   }
 }
 
 std::vector<std::string> Coordinator::ExpireAgents() {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   absl::Time now = clock_->Now();
   std::vector<std::string> gone;
   for (const auto& kv : agents_) {
@@ -262,13 +265,12 @@ std::vector<std::string> Coordinator::ExpireAgents() {
   for (const std::string& id : gone) DropLocked(id);
   if (!gone.empty()) {
     Reshard();
-    cv_.notify_all();
   }
   return gone;
 }
 
 std::vector<Coordinator::AgentStatus> Coordinator::Agents() const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::map<std::string, int64_t> owned;
   for (const auto& kv : checks_) owned[kv.second.owner]++;
   std::vector<AgentStatus> out;
@@ -279,14 +281,14 @@ std::vector<Coordinator::AgentStatus> Coordinator::Agents() const {
 }
 
 int64_t Coordinator::unowned() const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   int64_t n = 0;
   for (const auto& kv : checks_) n += kv.second.owner.empty() ? 1 : 0;
   return n;
 }
 
 int64_t Coordinator::ignored_reports() const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   return ignored_;
 }
 

@@ -19,17 +19,16 @@
 #ifndef MARIPOSA_HEALTH_COORDINATOR_H_
 #define MARIPOSA_HEALTH_COORDINATOR_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "health/target.h"
 
@@ -131,8 +130,7 @@ class Coordinator {
   const Clock* clock_;
   absl::Duration lease_;
   OnChanges on_changes_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable absl::Mutex mu_;
   uint64_t next_session_ = 1;
   std::map<std::string, Check> checks_;  // instance/check -> check
   std::map<std::string, std::set<std::string>> by_group_;

@@ -6,24 +6,24 @@
 #include "absl/strings/str_cat.h"
 
 namespace mariposa::health {
-HealthMonitor::HealthMonitor(Hooks hooks) : hooks_(std::move(hooks)) {
+HealthMonitor::HealthMonitor(Hooks hooks, const Clock* clock)
+    : hooks_(std::move(hooks)), clock_(clock), engine_(clock) {
   thread_ = std::thread([this] { Loop(); });
 }
 
 HealthMonitor::~HealthMonitor() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
   thread_.join();
 }
 
 void HealthMonitor::Assign(const std::string& group, std::vector<Target> targets) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::set<std::string> keep;
-  absl::Time now = absl::Now();
+  absl::Time now = clock_->Now();
   for (Target& t : targets) {
     std::string key = TargetKey(t);
     keep.insert(key);
@@ -45,11 +45,11 @@ void HealthMonitor::Assign(const std::string& group, std::vector<Target> targets
       ++it;
     }
   }
-  cv_.notify_all();
+  woken_ = true;
 }
 
 std::optional<Health> HealthMonitor::InstanceHealth(const std::string& instance) const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::vector<Health> states;
   for (auto it = entries_.lower_bound(instance + "/"); it != entries_.end(); ++it) {
     if (it->first.compare(0, instance.size() + 1, instance + "/") != 0) break;
@@ -60,7 +60,7 @@ std::optional<Health> HealthMonitor::InstanceHealth(const std::string& instance)
 }
 
 std::vector<HealthMonitor::CheckStatus> HealthMonitor::Checks(const std::string& group) const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::vector<CheckStatus> out;
   for (const auto& kv : entries_) {
     const Entry& e = kv.second;
@@ -72,14 +72,14 @@ std::vector<HealthMonitor::CheckStatus> HealthMonitor::Checks(const std::string&
 }
 
 size_t HealthMonitor::targets() const {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   return entries_.size();
 }
 
 void HealthMonitor::Loop() {
-  std::unique_lock<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   while (!stop_) {
-    absl::Time now = absl::Now();
+    absl::Time now = clock_->Now();
     std::vector<std::pair<uint64_t, std::string>> no_address;  // fail without running
     while (!due_.empty() && due_.top().first <= now) {
       absl::Time due = due_.top().first;
@@ -97,17 +97,16 @@ void HealthMonitor::Loop() {
       engine_.Submit(e.target.spec, [this, generation](const CheckResult& r) { OnResult(generation, r); });
     }
     if (!no_address.empty()) {
-      l.unlock();
+      mu_.Unlock();
       for (auto& [generation, why] : no_address) OnResult(generation, CheckResult{false, std::move(why), absl::ZeroDuration()});
-      l.lock();
+      mu_.Lock();
       continue;
     }
-    if (due_.empty()) {
-      cv_.wait_for(l, std::chrono::milliseconds(200));
-    } else {
-      absl::Duration wait = std::min(due_.top().first - absl::Now(), absl::Milliseconds(200));
-      cv_.wait_for(l, absl::ToChronoMilliseconds(std::max(wait, absl::Milliseconds(1))));
-    }
+    // Until the next check is due, or the schedule changes.
+    absl::Time next = due_.empty() ? absl::InfiniteFuture() : due_.top().first;
+    woken_ = false;
+    auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || woken_; };
+    clock_->AwaitUntil(&mu_, absl::Condition(&wake), next);
   }
 }
 
@@ -116,16 +115,16 @@ void HealthMonitor::OnResult(uint64_t generation, const CheckResult& r) {
   std::optional<HealthChange> change;
   std::string type;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     auto it = live_.find(generation);
     if (it == live_.end()) return;  // unassigned meanwhile
     Entry& e = *it->second;
     e.running = false;
     e.last_detail = r.pass ? "" : r.detail;
-    e.last_run = absl::Now();
+    absl::Time now = clock_->Now();
+    e.last_run = now;
     e.runs++;
     type = e.target.spec.type;
-    absl::Time now = absl::Now();
     Transition t = e.state.Record(r.pass, now);
     if (t.changed || t.flapping) {
       change = HealthChange{e.group, e.target.instance, e.target.check, t.from, t.to, t.flapping, r.detail};
@@ -134,8 +133,8 @@ void HealthMonitor::OnResult(uint64_t generation, const CheckResult& r) {
     absl::Time next = e.state.NextDue(now);
     absl::Duration jitter = (next - now) * std::uniform_real_distribution<double>(-0.1, 0.1)(rng);
     due_.push({next + jitter, generation});
+    woken_ = true;
   }
-  cv_.notify_all();
   if (hooks_.on_result) hooks_.on_result(type, r.pass, r.took);
   if (change && hooks_.on_change) hooks_.on_change(*change);
 }

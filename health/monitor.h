@@ -7,11 +7,9 @@
 #ifndef MARIPOSA_HEALTH_MONITOR_H_
 #define MARIPOSA_HEALTH_MONITOR_H_
 
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <queue>
 #include <string>
@@ -19,7 +17,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "health/check_engine.h"
 #include "health/state_machine.h"
 #include "health/target.h"
@@ -35,8 +35,9 @@ class HealthMonitor {
     // How late a check started against its due time (for metrics).
     std::function<void(absl::Duration late)> on_start;
   };
-  // The hooks run on the monitor's threads and must be quick.
-  explicit HealthMonitor(Hooks hooks);
+  // The hooks run on the monitor's threads and must be quick. Schedules,
+  // check deadlines and "last run" times are measured on `clock`.
+  HealthMonitor(Hooks hooks, const Clock* clock);
   ~HealthMonitor();
 
   // Replaces the targets of `group`: new ones start within their first
@@ -76,16 +77,17 @@ class HealthMonitor {
   void OnResult(uint64_t generation, const CheckResult& r);
 
   Hooks hooks_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  uint64_t next_generation_ = 1;
-  std::map<std::string, Entry> entries_;  // instance/check -> entry
+  const Clock* clock_;
+  mutable absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool woken_ ABSL_GUARDED_BY(mu_) = false;  // the schedule changed: the loop looks again
+  uint64_t next_generation_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);  // instance/check -> entry
   // generation -> its entry (map nodes do not move), so that the schedule
   // and results carry a number rather than a key.
-  absl::flat_hash_map<uint64_t, Entry*> live_;
+  absl::flat_hash_map<uint64_t, Entry*> live_ ABSL_GUARDED_BY(mu_);
   using Due = std::pair<absl::Time, uint64_t>;  // (due, generation)
-  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
+  std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
   // Last, so it is destroyed first: its final callbacks still find the rest.
   CheckEngine engine_;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "gtest/gtest.h"
 
 namespace mariposa::health {
@@ -29,7 +30,7 @@ TEST(MonitorTest, FollowsTheTargetAndReportsOnlyChanges) {
   HealthMonitor monitor(HealthMonitor::Hooks{[&](const HealthChange& c) {
     std::lock_guard<std::mutex> l(mu);
     changes.push_back(c);
-  }});
+  }}, RealClock::Get());
   Target target;
   target.instance = "i-1";
   target.check = "http";
@@ -78,6 +79,57 @@ TEST(MonitorTest, FollowsTheTargetAndReportsOnlyChanges) {
   before = hits;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(hits.load(), before);
+  server.stop();
+  t.join();
+}
+
+// Schedules run on the injected clock: while it stands still no check runs
+// however long the test waits; each advance by the interval runs one.
+TEST(MonitorTest, RunsOnTheInjectedClock) {
+  httplib::Server server;
+  std::atomic<int> hits{0};
+  server.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
+    hits++;
+    res.status = 200;
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  SimulatedClock clock(absl::FromUnixSeconds(1800000000));
+  std::atomic<int> results{0};
+  HealthMonitor::Hooks hooks;
+  hooks.on_result = [&](const std::string&, bool, absl::Duration) { results++; };
+  HealthMonitor monitor(hooks, &clock);
+  Target target;
+  target.instance = "i-1";
+  target.check = "http";
+  target.spec.address = "127.0.0.1";
+  target.spec.port = port;
+  target.spec.path = "/healthz";
+  target.spec.timeout = absl::Seconds(5);
+  target.policy.interval = absl::Minutes(1);
+  target.policy.unhealthy_interval = absl::Minutes(1);
+  target.policy.retries = 1;
+  target.policy.successes = 1;
+  target.created = clock.Now();
+  monitor.Assign("p", {target});
+  // Waits (real time: the check's HTTP round trip) for n results; a short
+  // look when none is expected.
+  auto results_reach = [&](int n, int tries = 500) {
+    for (int i = 0; i < tries && results < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return results.load();
+  };
+  // The first run is spread within the first interval: nothing before time moves.
+  EXPECT_EQ(results_reach(1, 30), 0);
+  EXPECT_EQ(hits.load(), 0);
+  clock.Advance(absl::Minutes(1));
+  EXPECT_EQ(results_reach(1), 1);
+  EXPECT_EQ(monitor.InstanceHealth("i-1"), Health::kHealthy);
+  // The next is due an interval (±10 %) later: not after 50 s, by 70 s.
+  clock.Advance(absl::Seconds(50));
+  EXPECT_EQ(results_reach(2, 30), 1);
+  clock.Advance(absl::Seconds(20));
+  EXPECT_EQ(results_reach(2), 2);
+  EXPECT_EQ(hits.load(), 2);
   server.stop();
   t.join();
 }

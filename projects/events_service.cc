@@ -27,7 +27,7 @@ grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEvent
       if (!writer->Write(out)) return grpc::Status::OK;  // the client went away
       after = e.index;
     }
-    if (list->size() < 500) absl::SleepFor(poll_);
+    if (list->size() < 500) clock_->SleepFor(poll_);
   }
   return grpc::Status::OK;
 }

@@ -4,6 +4,7 @@
 #define MARIPOSA_PROJECTS_EVENTS_SERVICE_H_
 
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "projects/store.h"
 #include "mariposa/v1/events.grpc.pb.h"
 
@@ -12,14 +13,16 @@ namespace mariposa {
 class EventsService final : public v1::Events::Service {
  public:
   // `store` must outlive the service.
-  explicit EventsService(ProjectStore* store, absl::Duration poll = absl::Milliseconds(100))
-      : store_(store), poll_(poll) {}
+  // Watch polls the store every `poll` on `clock`.
+  EventsService(ProjectStore* store, const Clock* clock, absl::Duration poll = absl::Milliseconds(100))
+      : store_(store), clock_(clock), poll_(poll) {}
 
   grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
                      grpc::ServerWriter<v1::Event>* writer) override;
 
  private:
   ProjectStore* store_;
+  const Clock* clock_;
   absl::Duration poll_;
 };
 

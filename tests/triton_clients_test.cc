@@ -87,7 +87,7 @@ class ClientsTest : public ::testing::Test {
 Tritonsim* ClientsTest::sim_ = nullptr;
 
 TEST_F(ClientsTest, PagingAcross2500VmsByOffsetAndMarker) {
-  HttpVmapiClient vmapi(Options());
+  HttpVmapiClient vmapi(Options(), mariposa::RealClock::Get());
   std::set<std::string> created;
   for (int i = 0; i < 2500; ++i) {
     auto ref = vmapi.CreateVm(Req({{"bulk", "yes"}, {"parity", i % 2 ? "odd" : "even"}}));
@@ -118,7 +118,7 @@ TEST_F(ClientsTest, PagingAcross2500VmsByOffsetAndMarker) {
 }
 
 TEST_F(ClientsTest, CreateWaitActDeleteAndIdempotentCreate) {
-  HttpVmapiClient vmapi(Options());
+  HttpVmapiClient vmapi(Options(), mariposa::RealClock::Get());
   CreateVmRequest req = Req({{"mariposa.service", "web"}});
   req.uuid = "5f1c0c5e-0000-4000-8000-000000000001";
   req.alias = "jupiter-web-1";
@@ -164,7 +164,7 @@ TEST_F(ClientsTest, CreateWaitActDeleteAndIdempotentCreate) {
 
 TEST_F(ClientsTest, JobWaitHonoursSlowJobsAndDeadlines) {
   Control("/_sim/knobs", R"({"job_latency_ms": 300})");
-  HttpVmapiClient vmapi(Options());
+  HttpVmapiClient vmapi(Options(), mariposa::RealClock::Get());
   auto ref = vmapi.CreateVm(Req({{"slow", "yes"}}));
   ASSERT_TRUE(ref.ok());
   EXPECT_EQ(vmapi.GetVm(ref->vm_uuid)->state, "provisioning");
@@ -185,7 +185,7 @@ TEST_F(ClientsTest, JobWaitHonoursSlowJobsAndDeadlines) {
 }
 
 TEST_F(ClientsTest, RetriesOn503ButNeverOn409) {
-  HttpVmapiClient vmapi(Options(), Hook());
+  HttpVmapiClient vmapi(Options(), mariposa::RealClock::Get(), Hook());
   Control("/_sim/fail", R"({"op": "ListVms", "count": 2, "status": 503})");
   VmFilter f;
   f.tags = {{"none", "here"}};
@@ -219,7 +219,7 @@ TEST_F(ClientsTest, TimeoutOnAHangingCall) {
   HttpOptions o = Options();
   o.timeout = absl::Milliseconds(300);
   o.max_attempts = 1;
-  HttpVmapiClient vmapi(o);
+  HttpVmapiClient vmapi(o, mariposa::RealClock::Get());
   Control("/_sim/fail", R"({"op": "GetVm", "count": 1, "hang_ms": 3000})");
   absl::Time start = absl::Now();
   auto r = vmapi.GetVm("00000000-0000-4000-8000-000000000001");
@@ -234,12 +234,12 @@ TEST_F(ClientsTest, ConnectionErrorsAreUnavailable) {
   o.base_url = "http://127.0.0.1:1";
   o.max_attempts = 2;
   o.backoff_base = absl::Milliseconds(1);
-  HttpVmapiClient vmapi(o);
+  HttpVmapiClient vmapi(o, mariposa::RealClock::Get());
   EXPECT_EQ(vmapi.Ping().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(ClientsTest, CnapiServersAgentsTasks) {
-  HttpCnapiClient cnapi(Options());
+  HttpCnapiClient cnapi(Options(), mariposa::RealClock::Get());
   auto servers = cnapi.ListServers();
   ASSERT_TRUE(servers.ok()) << servers.status();
   ASSERT_EQ(servers->size(), 4u);
@@ -282,7 +282,7 @@ TEST_F(ClientsTest, CnapiServersAgentsTasks) {
 }
 
 TEST_F(ClientsTest, ImgapiFindImportCreate) {
-  HttpImgapiClient imgapi(Options());
+  HttpImgapiClient imgapi(Options(), mariposa::RealClock::Get());
   auto nginx = imgapi.FindImage("nginx", "1.4.0");
   ASSERT_TRUE(nginx.ok()) << nginx.status();
   EXPECT_EQ(nginx->uuid, kImage);
@@ -304,7 +304,7 @@ TEST_F(ClientsTest, ImgapiFindImportCreate) {
   EXPECT_EQ(imgapi.GetImage(kRemoteImage)->name, "redis");
   EXPECT_EQ(imgapi.ImportRemote(kRemoteImage, "x").status().code(), absl::StatusCode::kAlreadyExists);
 
-  HttpVmapiClient vmapi(Options());
+  HttpVmapiClient vmapi(Options(), mariposa::RealClock::Get());
   auto vm = vmapi.CreateVm(Req({{"golden", "yes"}}));
   ASSERT_TRUE(vm.ok());
   ASSERT_TRUE(vmapi.WaitJob(vm->job_uuid, absl::Seconds(10)).ok());

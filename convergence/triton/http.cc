@@ -78,8 +78,8 @@ std::string UrlEncode(absl::string_view s) {
   return out;
 }
 
-HttpClient::HttpClient(std::string api, HttpOptions options, MetricsHook hook)
-    : api_(std::move(api)), options_(std::move(options)), hook_(std::move(hook)) {
+HttpClient::HttpClient(std::string api, HttpOptions options, const Clock* clock, MetricsHook hook)
+    : api_(std::move(api)), options_(std::move(options)), clock_(clock), hook_(std::move(hook)) {
   static CurlInit init;
 }
 
@@ -139,14 +139,14 @@ absl::StatusOr<HttpResponse> HttpClient::CallAt(absl::string_view base_url, absl
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp.body);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, WriteHeader);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &resp.headers);
-    absl::Time start = absl::Now();
+    absl::Time start = clock_->Now();
     CURLcode rc = curl_easy_perform(h);
     long code = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     curl_slist_free_all(headers);
     ReturnHandle(h);
     resp.status = rc == CURLE_OK ? static_cast<int>(code) : 0;
-    if (hook_) hook_(RequestRecord{api_, std::string(op), resp.status, absl::Now() - start, attempt});
+    if (hook_) hook_(RequestRecord{api_, std::string(op), resp.status, clock_->Now() - start, attempt});
 
     bool retry = false;
     if (rc != CURLE_OK) {
@@ -186,7 +186,7 @@ absl::StatusOr<HttpResponse> HttpClient::CallAt(absl::string_view base_url, absl
     // Full jitter: sleep uniformly in [0, min(cap, base * 2^attempt)).
     absl::Duration ceiling = std::min(options_.backoff_cap, options_.backoff_base * (1 << std::min(attempt, 16)));
     int64_t us = absl::ToInt64Microseconds(ceiling);
-    std::this_thread::sleep_for(std::chrono::microseconds(us > 0 ? std::uniform_int_distribution<int64_t>(0, us)(rng) : 0));
+    clock_->SleepFor(absl::Microseconds(us > 0 ? std::uniform_int_distribution<int64_t>(0, us)(rng) : 0));
   }
   return last;
 }

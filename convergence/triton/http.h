@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 
 namespace mariposa::triton {
 
@@ -54,7 +55,8 @@ int HttpCode(const absl::Status& s);
 
 class HttpClient {
  public:
-  HttpClient(std::string api, HttpOptions options, MetricsHook hook = nullptr);
+  // Retry pauses and latencies are measured on `clock`.
+  HttpClient(std::string api, HttpOptions options, const Clock* clock, MetricsHook hook = nullptr);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -80,6 +82,7 @@ class HttpClient {
 
   std::string api_;
   HttpOptions options_;
+  const Clock* clock_;
   MetricsHook hook_;
   std::mutex mu_;
   std::vector<void*> idle_;  // CURL* easy handles, each keeping its connections

@@ -114,7 +114,7 @@ absl::StatusOr<T> Poll(const Clock* clock, absl::Duration timeout, absl::string_
     if (clock->Now() + pause > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(what, " did not finish within ", absl::FormatDuration(timeout)));
     }
-    std::this_thread::sleep_for(absl::ToChronoMicroseconds(pause));
+    clock->SleepFor(pause);
     pause = std::min(pause * 2, absl::Milliseconds(200));
   }
 }

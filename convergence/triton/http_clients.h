@@ -14,8 +14,9 @@ namespace mariposa::triton {
 class HttpVmapiClient : public VmapiClient {
  public:
   // `clock` (for job-wait deadlines) must outlive the client.
-  HttpVmapiClient(HttpOptions options, MetricsHook hook = nullptr, const Clock* clock = RealClock::Get())
-      : http_("vmapi", std::move(options), std::move(hook)), clock_(clock) {}
+  // Retry pauses, job polls and latencies are measured on `clock`.
+  HttpVmapiClient(HttpOptions options, const Clock* clock, MetricsHook hook = nullptr)
+      : http_("vmapi", std::move(options), clock, std::move(hook)), clock_(clock) {}
   absl::StatusOr<std::vector<Vm>> ListVms(const VmFilter& filter) override;
   absl::StatusOr<int64_t> CountVms(const VmFilter& filter) override;
   absl::StatusOr<Vm> GetVm(const std::string& uuid) override;
@@ -36,8 +37,9 @@ class HttpVmapiClient : public VmapiClient {
 
 class HttpCnapiClient : public CnapiClient {
  public:
-  HttpCnapiClient(HttpOptions options, MetricsHook hook = nullptr, const Clock* clock = RealClock::Get())
-      : http_("cnapi", std::move(options), std::move(hook)), clock_(clock) {}
+  // Retry pauses, job polls and latencies are measured on `clock`.
+  HttpCnapiClient(HttpOptions options, const Clock* clock, MetricsHook hook = nullptr)
+      : http_("cnapi", std::move(options), clock, std::move(hook)), clock_(clock) {}
   absl::StatusOr<std::vector<Server>> ListServers() override;
   absl::StatusOr<Server> GetServer(const std::string& uuid) override;
   absl::StatusOr<std::string> InstallAgent(const std::string& server_uuid, const std::string& image_uuid) override;
@@ -53,8 +55,9 @@ class HttpCnapiClient : public CnapiClient {
 
 class HttpImgapiClient : public ImgapiClient {
  public:
-  HttpImgapiClient(HttpOptions options, MetricsHook hook = nullptr, const Clock* clock = RealClock::Get())
-      : http_("imgapi", std::move(options), std::move(hook)), clock_(clock) {}
+  // Retry pauses, job polls and latencies are measured on `clock`.
+  HttpImgapiClient(HttpOptions options, const Clock* clock, MetricsHook hook = nullptr)
+      : http_("imgapi", std::move(options), clock, std::move(hook)), clock_(clock) {}
   absl::StatusOr<std::vector<Image>> ListImages(const ImageFilter& filter) override;
   absl::StatusOr<Image> GetImage(const std::string& uuid) override;
   absl::StatusOr<Image> FindImage(const std::string& name, const std::string& version) override;

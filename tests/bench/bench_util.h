@@ -66,7 +66,7 @@ inline double CreateAndPoll(const std::string& url, int n, int clients, int offs
     threads.emplace_back([&] {
       triton::HttpOptions o;
       o.base_url = url;
-      triton::HttpVmapiClient vmapi(o);
+      triton::HttpVmapiClient vmapi(o, mariposa::RealClock::Get());
       while (true) {
         int i = next++;
         if (i >= n) break;

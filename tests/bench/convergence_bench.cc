@@ -199,7 +199,7 @@ int Main(bool quick) {
   }
   triton::HttpOptions o;
   o.base_url = sim.addr;
-  triton::HttpVmapiClient vmapi(o);
+  triton::HttpVmapiClient vmapi(o, mariposa::RealClock::Get());
 
   // P2: baseline rounds around one end-to-end scale-up of 10,000.
   std::vector<double> base1, base8;

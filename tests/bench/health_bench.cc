@@ -289,7 +289,7 @@ void P7(int port, int endpoints, absl::Duration interval, int measure_s) {
     std::lock_guard<std::mutex> l(mu);
     late_ms.push_back(absl::ToDoubleMilliseconds(late));
   };
-  mariposa::health::HealthMonitor monitor(hooks);
+  mariposa::health::HealthMonitor monitor(hooks, mariposa::RealClock::Get());
   std::vector<mariposa::health::Target> targets;
   for (int i = 0; i < endpoints; ++i) {
     mariposa::health::Target t;
@@ -359,7 +359,7 @@ void P8(int tcp_port, int flap_port, int endpoints, int rounds) {
                                     changes += static_cast<int64_t>(batch.size());
                                     health::WriteHealthEvents(st, batch).IgnoreError();
                                   });
-  health::HealthAgentsService agents(&coordinator, absl::Seconds(10));
+  health::HealthAgentsService agents(&coordinator, absl::Seconds(10), RealClock::Get());
   ProjectsService projects(st, RealClock::Get());
   grpc::ServerBuilder builder;
   int port = 0;
@@ -387,6 +387,7 @@ void P8(int tcp_port, int flap_port, int endpoints, int rounds) {
   health::Agent::Options o;
   o.id = "p8";
   o.coordinator = addr;
+  o.clock = RealClock::Get();
   health::Agent agent(o, hooks);
   agent.Start();
   std::vector<health::Target> targets;
@@ -421,7 +422,7 @@ void P8(int tcp_port, int flap_port, int endpoints, int rounds) {
   // involved: agents and targets share these 2 cores here, unlike a real
   // data center); and the checks run by the agent reporting to mariposad.
   // The target compares the last two: what health costs mariposad.
-  health::HealthMonitor unreported(health::HealthMonitor::Hooks{});
+  health::HealthMonitor unreported(health::HealthMonitor::Hooks{}, RealClock::Get());
   std::vector<double> idle, loaded, on, check_rate, change_rate, txn_rate;
   for (int r = 0; r < rounds; ++r) {
     coordinator.Assign(group, {});
@@ -482,7 +483,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   {
-    mariposa::health::CheckEngine engine;
+    mariposa::health::CheckEngine engine(mariposa::RealClock::Get());
     for (bool http : {false, true}) {
       std::vector<Sample> base, subj;
       for (int r = 0; r < rounds; ++r) {

@@ -64,7 +64,7 @@ int Main() {
 
   HttpOptions o;
   o.base_url = url;
-  HttpVmapiClient vmapi(o);
+  HttpVmapiClient vmapi(o, mariposa::RealClock::Get());
   std::vector<double> by_tag, head, page;
   size_t got = 0;
   for (int i = 0; i < 50; ++i) {
@@ -79,7 +79,7 @@ int Main() {
     head.push_back(Secs(Clock::now() - t0) * 1e3);
     (void)n;
   }
-  HttpClient raw("vmapi", o);
+  HttpClient raw("vmapi", o, mariposa::RealClock::Get());
   std::vector<double> raw_tag;
   for (int i = 0; i < 50; ++i) {
     auto t0 = Clock::now();
