@@ -959,6 +959,16 @@ int Cli::AdminCmd(Args& a) {
               << "\nstore:    " << resp.store_path() << " (schema " << resp.schema_version() << ")\nprojects: "
               << resp.project_count() << "\nevents:   " << resp.last_event_index() << "\nstarted:  "
               << Time(resp.started_at()) << "\n";
+    if (resp.problems().empty()) {
+      std::cout << "problems: none\n";
+      return 0;
+    }
+    std::cout << "problems: " << resp.problems_size() << "\n";
+    for (const auto& p : resp.problems()) {
+      std::cout << "\n" << (p.project().empty() ? "Controller" : absl::StrCat("Project ", p.project()))
+                << (p.service().empty() ? "" : absl::StrCat(", service ", p.service())) << ":";
+      PrintProblem(p, std::cout);
+    }
     return 0;
   }
   if (rest[0] == "backup" && rest.size() == 2) {

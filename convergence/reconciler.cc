@@ -96,6 +96,19 @@ std::string Reconciler::HealthOf(const std::string& instance) const {
   return h ? health::HealthName(*h) : "";
 }
 
+std::map<std::string, std::vector<Problem>> Reconciler::LastProblems() const {
+  absl::MutexLock l(&mu_);
+  std::map<std::string, std::vector<Problem>> out;
+  std::set<std::string> apis;
+  for (const auto& kv : last_problems_) {
+    for (const Problem& pr : kv.second) {
+      if (pr.kind != "triton-unreachable") out[kv.first].push_back(pr);
+      else if (apis.insert(pr.error).second) out[""].push_back(pr);
+    }
+  }
+  return out;
+}
+
 std::vector<Problem> Reconciler::ExecuteProblems(const std::string& project_uuid) const {
   absl::MutexLock l(&mu_);
   auto it = execute_problems_.find(project_uuid);
@@ -343,6 +356,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     if (options_.metrics != nullptr) options_.metrics->ForgetProject(p.name);
     absl::MutexLock l(&mu_);
     memory_.erase(p.uuid);
+    last_problems_.erase(p.name);
     in_flight_.erase(p.uuid);
     return r;
   }
@@ -626,6 +640,9 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     in_flight_[p.uuid] = static_cast<int>(s.in_flight.size() + sent.size());
     memory_[p.uuid] = d.memory;
     execute_problems_[p.uuid] = problems;
+    std::vector<Problem>& all = last_problems_[p.name];
+    all = d.problems;
+    all.insert(all.end(), problems.begin(), problems.end());
   }
   flush_events();
 

@@ -103,6 +103,9 @@ class Reconciler {
   // Problems of the last sync of the project that Decide cannot see (a
   // store write that failed), as Error / Reason / Fix / Impact.
   std::vector<Problem> ExecuteProblems(const std::string& project_uuid) const;
+  // The problems of every project's last sync (`admin status`), by project
+  // name; a Triton API that is unreachable is listed once, under "".
+  std::map<std::string, std::vector<Problem>> LastProblems() const;
 
   // Starts the workers; Wake() queues every project, WakeProject one.
   void Start();
@@ -133,6 +136,7 @@ class Reconciler {
   std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs
   std::map<std::string, std::pair<absl::Time, absl::StatusOr<triton::Image>>> images_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<Problem>> execute_problems_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<Problem>> last_problems_ ABSL_GUARDED_BY(mu_);  // project name -> Decide's + Execute's
   std::set<std::string> known_projects_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;

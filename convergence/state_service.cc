@@ -13,6 +13,15 @@
 
 namespace mariposa::convergence {
 
+void ProblemToProto(const Problem& p, v1::Problem* out) {
+  out->set_kind(p.kind);
+  out->set_service(p.service);
+  out->set_error(p.error);
+  out->set_reason(p.reason);
+  out->set_fix(p.fix);
+  out->set_impact(p.impact);
+}
+
 grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequest* req,
                                     v1::GetStateResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
@@ -86,17 +95,8 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
       settled &= st->running() == want && st->provisioning() == 0 && st->broken() == 0;
     }
   }
-  auto add_problem = [&](const Problem& p) {
-    v1::Problem* out = resp->add_problems();
-    out->set_kind(p.kind);
-    out->set_service(p.service);
-    out->set_error(p.error);
-    out->set_reason(p.reason);
-    out->set_fix(p.fix);
-    out->set_impact(p.impact);
-  };
-  for (const Problem& p : d.problems) add_problem(p);
-  for (const Problem& p : reconciler_->ExecuteProblems(s.project.uuid)) add_problem(p);
+  for (const Problem& p : d.problems) ProblemToProto(p, resp->add_problems());
+  for (const Problem& p : reconciler_->ExecuteProblems(s.project.uuid)) ProblemToProto(p, resp->add_problems());
   resp->set_converged(d.converged);
   resp->set_settled(settled);
   return grpc::Status::OK;

@@ -10,6 +10,9 @@
 
 namespace mariposa::convergence {
 
+// A problem as the API carries it (State.GetState, Admin.Status).
+void ProblemToProto(const Problem& p, v1::Problem* out);
+
 class StateService final : public v1::State::Service {
  public:
   // `vmapi` may be null (mariposad without --triton): GetState then says so.

@@ -22,6 +22,7 @@ grpc::Status AdminService::Status(grpc::ServerContext*, const v1::StatusRequest*
   auto last = store_->LastEventIndex();
   if (!last.ok()) return ToGrpc(last.status());
   resp->set_last_event_index(*last);
+  if (problems_) problems_(resp);
   return grpc::Status::OK;
 }
 

@@ -2,6 +2,7 @@
 #ifndef MARIPOSA_DAEMON_ADMIN_SERVICE_H_
 #define MARIPOSA_DAEMON_ADMIN_SERVICE_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/time/time.h"
@@ -12,8 +13,13 @@ namespace mariposa {
 
 class AdminService final : public v1::Admin::Service {
  public:
+  // `problems` adds the controller's current problems to a status answer
+  // (empty when mariposad runs without Triton).
+  using ProblemSource = std::function<void(v1::StatusResponse*)>;
   AdminService(ProjectStore* store, std::string data_dir, std::string store_path, absl::Time started_at)
       : store_(store), data_dir_(std::move(data_dir)), store_path_(std::move(store_path)), started_at_(started_at) {}
+  // Before the server starts.
+  void set_problems(ProblemSource problems) { problems_ = std::move(problems); }
 
   grpc::Status Status(grpc::ServerContext*, const v1::StatusRequest*, v1::StatusResponse*) override;
   grpc::Status Backup(grpc::ServerContext*, const v1::BackupRequest*, v1::BackupResponse*) override;
@@ -24,6 +30,7 @@ class AdminService final : public v1::Admin::Service {
   std::string data_dir_;
   std::string store_path_;
   absl::Time started_at_;
+  ProblemSource problems_;
 };
 
 }  // namespace mariposa

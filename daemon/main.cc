@@ -296,6 +296,15 @@ int main(int argc, char** argv) {
                                                                     ropts);
     wake_target = reconciler.get();
     projects.set_on_change([r = reconciler.get()] { r->Wake(); });
+    admin.set_problems([r = reconciler.get()](mariposa::v1::StatusResponse* resp) {
+      for (const auto& [project, list] : r->LastProblems()) {
+        for (const auto& p : list) {
+          mariposa::v1::Problem* out = resp->add_problems();
+          mariposa::convergence::ProblemToProto(p, out);
+          out->set_project(project);
+        }
+      }
+    });
     projects.set_instance_counter([v = vmapi.get()](const std::string& project_uuid) -> absl::StatusOr<int64_t> {
       mariposa::triton::VmFilter f;
       f.tags = {{mariposa::convergence::kTagProject, project_uuid}};

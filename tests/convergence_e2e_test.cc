@@ -616,3 +616,67 @@ TEST_F(ConvergenceTest, RestartDoesNotDuplicate) {
 
 }  // namespace
 }  // namespace mariposa::testing
+
+namespace mariposa::testing {
+namespace {
+
+// Issue 10: `status` and `admin status` state each problem as Error / Reason /
+// Fix / Impact — a missing image, a crash loop and an unreachable VMAPI,
+// caused with `tritonsim ctl` as an operator would see them.
+TEST_F(ConvergenceTest, ProblemsAreStatedForAnOperator) {
+  auto ctl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv).exit_code;
+  };
+  // Runs the command until its output has `want` (up to ~15 s).
+  auto until = [&](std::vector<std::string> args, const std::string& want) {
+    RunResult r;
+    for (int i = 0; i < 150; ++i) {
+      r = M(args);
+      if (r.out.find(want) != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return r.out;
+  };
+
+  WriteFile(dir_ + "/lost.yaml", "project: lost\nservices:\n  web:\n    image: no-such-image@1\n");
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/lost.yaml", "--yes"}).exit_code, 0);
+  std::string out = until({"-j", "lost", "status"}, "Impact:");
+  EXPECT_THAT(out, ::testing::HasSubstr("web      failed"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Error:  image no-such-image@1 of service web is not in IMGAPI"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Fix:    import no-such-image@1 into IMGAPI"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Impact: 1 instances of web cannot be created"));
+
+  // Every create fails: after restart.max_attempts the service pauses.
+  ASSERT_EQ(ctl({"fail", "CreateVm", "1000", "500"}), 0);
+  WriteFile(dir_ + "/loop.yaml",
+            "project: loop\nservices:\n  web:\n    image: autopilotpattern/nginx@1.4.0\n"
+            "    restart: {max_attempts: 2, window: 10m}\n");
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/loop.yaml", "--yes"}).exit_code, 0);
+  out = until({"-j", "loop", "status"}, "crash-looping");
+  EXPECT_THAT(out, ::testing::HasSubstr("web      paused"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Error:  service web is crash-looping"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Reason: 2 failures in a row (restart.max_attempts 2"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Fix:    see `mariposa events` (service.crashlooping)"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Impact: 0 of 1 instances ready"));
+  out = until({"admin", "status"}, "crash-looping");
+  EXPECT_THAT(out, ::testing::HasSubstr("Project loop, service web:"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Error:  service web is crash-looping"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Project lost, service web:"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Error:  image no-such-image@1 of service web is not in IMGAPI"));
+
+  // VMAPI answers 503 to every list: the actual state is unknown, and said so.
+  ASSERT_EQ(ctl({"fail", "ListVms", "100000", "503"}), 0);
+  out = until({"-j", "loop", "status"}, "VMAPI is unreachable");
+  EXPECT_THAT(out, ::testing::HasSubstr("web      unknown"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Error:  VMAPI is unreachable at " + sim_->addr()));
+  EXPECT_THAT(out, ::testing::HasSubstr("(since "));
+  EXPECT_THAT(out, ::testing::HasSubstr("Fix:    check that VMAPI is up"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Impact: project loop: no instance is created, replaced or removed"));
+  out = until({"admin", "status"}, "VMAPI is unreachable");
+  EXPECT_THAT(out, ::testing::HasSubstr("Controller:\nError:  VMAPI is unreachable at " + sim_->addr()));
+}
+
+}  // namespace
+}  // namespace mariposa::testing
