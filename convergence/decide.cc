@@ -60,7 +60,7 @@ bool MatchesFilters(const TaskRecord& t, const InstanceState& i, const std::set<
 // What one Decide call works with besides the snapshot.
 class Decider {
  public:
-  Decider(const Snapshot& s, absl::Time now) : s_(s), now_(now) {}
+  Decider(const Snapshot& s, absl::Time now, PlanCache* cache = nullptr) : s_(s), now_(now), cache_(cache) {}
   Decision Run();
   // Only the finished jobs' accounting (CountFinished).
   Decision RunFinished() {
@@ -121,6 +121,7 @@ class Decider {
 
   const Snapshot& s_;
   const absl::Time now_;
+  PlanCache* cache_;
   Decision d_;
   std::vector<InstanceState> instances_;  // observed plus creates in flight not listed yet
   std::map<std::string, std::vector<const InstanceState*>> of_;
@@ -393,7 +394,36 @@ void Decider::Plan() {
   for (const JobRecord& j : s_.in_flight) {
     if (j.api == "vmapi" && j.kind == "delete") in.deleting.insert(j.instance);
   }
-  for (const Action& a : mariposa::convergence::Plan(in, now_)) {
+  std::vector<Action> actions;
+  if (cache_ == nullptr) {
+    actions = mariposa::convergence::Plan(in, now_);
+  } else {
+    // The same plan, reusing each unchanged service's actions (PlanCache).
+    std::map<std::string, PlanCache::ServiceInput> services;
+    for (const auto& kv : in.services) {
+      PlanCache::ServiceInput& si = services[kv.first];
+      si.goal = kv.second;
+      si.flags.reprovision = in.reprovision.count(kv.first) > 0;
+      auto only = in.reprovision_only.find(kv.first);
+      if (only != in.reprovision_only.end()) si.flags.only = &only->second;
+      si.flags.starting = in.starting.count(kv.first) > 0;
+      si.flags.deleting = &in.deleting;
+      auto of = of_.find(kv.first);
+      auto mine = std::make_shared<std::vector<InstanceState>>();
+      if (of != of_.end()) {
+        for (const InstanceState* i : of->second) {
+          if (i->state != "destroyed") mine->push_back(*i);
+        }
+      }
+      si.instances = std::move(mine);
+    }
+    std::vector<const InstanceState*> removed;
+    for (const InstanceState& i : instances_) {
+      if (i.state != "destroyed" && !in.services.count(i.service)) removed.push_back(&i);
+    }
+    actions = cache_->Plan(services, removed, now_);
+  }
+  for (const Action& a : actions) {
     // An instance with a job in flight is being acted on already.
     if (!a.instance.empty() && job_on_.count(a.instance)) continue;
     planned_.push_back(a);
@@ -1084,7 +1114,7 @@ std::string WorkKind(const Action& a) {
   return "scale";
 }
 
-Decision Decide(const Snapshot& s, absl::Time now) { return Decider(s, now).Run(); }
+Decision Decide(const Snapshot& s, absl::Time now, PlanCache* cache) { return Decider(s, now, cache).Run(); }
 
 Decision CountFinished(const Snapshot& s, absl::Time now) { return Decider(s, now).RunFinished(); }
 

@@ -170,7 +170,10 @@ struct Decision {
   bool delete_project = false;  // deleting, and every instance is gone
 };
 
-Decision Decide(const Snapshot& s, absl::Time now);
+// `cache` (optional, one per project) lets the plan reuse the actions of
+// services whose goal and instances did not change; the decision is the
+// same with or without it.
+Decision Decide(const Snapshot& s, absl::Time now, PlanCache* cache = nullptr);
 
 // Only the accounting of `s.finished` against `s.memory` (crash-loop
 // failures, backoff, install failures, events, per-job task progress): what

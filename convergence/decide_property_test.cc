@@ -11,6 +11,7 @@
 //   3. `converged` implies actual equals goal;
 //   4. creates never take a service above count + max_surge;
 //   5. a rollout's deletes never take ready instances below its floor;
+//   6. Decide with a PlanCache decides exactly what it decides without;
 // and at the end, after the faults stop and every freeze is thawed, every
 // task has ended and the project converged (liveness).
 //
@@ -394,6 +395,19 @@ class World {
     }
   }
 
+  static std::string SameSteps(const Decision& a, const Decision& b) {
+    auto text = [](const Decision& d) {
+      std::string out;
+      for (const Step& st : d.steps) {
+        absl::StrAppend(&out, static_cast<int>(st.action.kind), " ", st.action.service, " ", st.action.instance, " ",
+                        st.action.reason, " ", st.alias, " ", st.task, "; ");
+      }
+      absl::StrAppend(&out, "| held ", d.held.size());
+      return out;
+    };
+    return text(a) == text(b) ? "" : absl::StrCat("without: ", text(a), "\n  with: ", text(b));
+  }
+
   // The world at a broken invariant, for MARIPOSA_PROPERTY_SEED replays.
   std::string Dump(const Snapshot& s, const Decision& d) const {
     if (std::getenv("MARIPOSA_PROPERTY_SEED") == nullptr) return "";
@@ -423,6 +437,9 @@ class World {
     Snapshot s = Observe(faults);
     last_ = Decide(s, now_);
     last_snapshot_ = s;
+    // 6. the plan cache changes nothing: the same decision with it.
+    Decision cached = Decide(s, now_, &cache_);
+    if (std::string e = SameSteps(last_, cached); !e.empty()) return absl::StrCat("with the plan cache: ", e);
     if (std::string e = Check(s, last_); !e.empty()) return absl::StrCat(e, Dump(s, last_));
     Execute(last_);
     now_ += absl::Seconds(Pick(1, 10));
@@ -446,6 +463,7 @@ class World {
   int next_task_ = 0, next_job_ = 0, next_vm_ = 0;
   Decision last_;
   Snapshot last_snapshot_;
+  PlanCache cache_;
 };
 
 TEST(DecidePropertyTest, InvariantsHoldOverRandomHistories) {

@@ -1,6 +1,7 @@
 #include "convergence/planner.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
@@ -94,6 +95,136 @@ std::vector<Action> Throttle(const std::vector<Action>& actions, const std::map<
   return out;
 }
 
+namespace {
+
+const std::vector<const InstanceState*> kNoInstances;
+
+// One service's actions (Plan, for each service of the goal), appended.
+void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*>& of_service,
+                 const ServiceFlags& flags, absl::Time now, std::vector<Action>& actions) {
+  if (goal.stopped) {
+    // Stop what runs; leave everything else as it is.
+    std::vector<const InstanceState*> running;
+    for (const InstanceState* i : of_service) {
+      if (i->state == "running") running.push_back(i);
+    }
+    std::sort(running.begin(), running.end(), Older);
+    for (const InstanceState* i : running) actions.push_back({ActionKind::kStop, goal.name, i->uuid, "stop"});
+    return;
+  }
+  bool starting = flags.starting;
+  std::vector<const InstanceState*> live, broken, to_start;
+  int64_t going = 0;  // deletes in flight of instances that still run
+  for (const InstanceState* i : of_service) {
+    if (flags.deleting != nullptr && flags.deleting->count(i->uuid)) {
+      going += Live(*i);
+      return;
+    }
+    if (starting && i->state == "stopped") to_start.push_back(i);
+    else if (BrokenState(*i)) broken.push_back(i);
+    else if (Live(*i)) live.push_back(i);
+  }
+  // Started instances count as live (they come back as they were).
+  std::sort(to_start.begin(), to_start.end(), Older);
+  for (const InstanceState* i : to_start) {
+    actions.push_back({ActionKind::kStart, goal.name, i->uuid, "start"});
+    live.push_back(i);
+  }
+  std::sort(broken.begin(), broken.end(), Older);
+  for (const InstanceState* i : broken) actions.push_back({ActionKind::kDelete, goal.name, i->uuid, "remove-broken"});
+
+  // Old-spec instances this reprovision may replace (all of them unless
+  // filters or a canary limit it); the others are kept as they are.
+  auto eligible = [&](const InstanceState* i) {
+    return i->spec_hash != goal.spec_hash && (flags.only == nullptr || flags.only->count(i->uuid) > 0);
+  };
+  bool rolling_out = false;
+  if (flags.reprovision) {
+    for (const InstanceState* i : live) rolling_out |= eligible(i);
+  }
+  int64_t n = static_cast<int64_t>(live.size());
+  int64_t ceiling = goal.count + (rolling_out ? goal.max_surge : 0);
+  if (n > ceiling) {
+    // Too many: victims in QUEUE.md's order; during a rollout old-spec
+    // instances go first, they would be replaced anyway (scale 35 -> 20
+    // during a rollout finishes in 4 batches, not 7).
+    std::vector<const InstanceState*> order = VictimOrder(live);
+    if (rolling_out) {
+      std::stable_partition(order.begin(), order.end(),
+                            [&](const InstanceState* i) { return i->spec_hash != goal.spec_hash; });
+    }
+    std::set<const InstanceState*> gone(order.begin(), order.begin() + (n - ceiling));
+    for (int64_t k = 0; k < n - ceiling; ++k) {
+      actions.push_back({ActionKind::kDelete, goal.name, order[k]->uuid, "scale-down"});
+    }
+    std::vector<const InstanceState*> kept;
+    for (const InstanceState* i : live) {
+      if (!gone.count(i)) kept.push_back(i);
+    }
+    live = kept;
+    n = ceiling;
+  }
+  int64_t missing = std::max<int64_t>(0, std::min(goal.count - n, ceiling - n - going));
+  int64_t replace = std::min<int64_t>(missing, static_cast<int64_t>(broken.size()));
+  for (int64_t k = 0; k < missing; ++k) {
+    actions.push_back({ActionKind::kCreate, goal.name, "", k < replace ? "replace-broken" : "scale-up"});
+  }
+  n += missing;
+  if (!rolling_out) return;
+
+  // One rolling step. New instances: up to `rolling` in flight, live never
+  // above count + max_surge. Old ones: removed oldest first, only while
+  // `floor` ready instances remain.
+  std::vector<const InstanceState*> old_running;
+  int64_t new_in_flight = missing, ready_new = 0, ready_old = 0, kept_old = 0;
+  for (const InstanceState* i : live) {
+    bool current = i->spec_hash == goal.spec_hash;
+    bool ready = ReadyState(*i, now, goal.start_window);
+    if (current) {
+      if (ready) ready_new++;
+      else new_in_flight++;
+    } else {
+      if (i->state == "running" && eligible(i)) old_running.push_back(i);
+      if (!eligible(i)) kept_old++;
+      if (ready) ready_old++;
+    }
+  }
+  std::sort(old_running.begin(), old_running.end(), Older);
+  int64_t floor = goal.max_surge > 0 ? goal.count : goal.count - goal.rolling;
+  int64_t deletable = std::clamp<int64_t>(ready_new + ready_old - floor, 0, old_running.size());
+  for (int64_t k = 0; k < deletable; ++k) {
+    actions.push_back({ActionKind::kDelete, goal.name, old_running[k]->uuid, "reprovision"});
+  }
+  // Bounded as if the creates land before the deletes.
+  int64_t still_needed = goal.count - kept_old - ready_new - new_in_flight;
+  int64_t creates = std::min({static_cast<int64_t>(goal.rolling) - new_in_flight,
+                              goal.count + goal.max_surge - n - going, still_needed});
+  for (int64_t k = 0; k < creates; ++k) actions.push_back({ActionKind::kCreate, goal.name, "", "reprovision"});
+}
+
+// An instance chosen for deletion is not started first.
+void DropStartsOfDeleted(std::vector<Action>* actions, size_t from) {
+  std::set<std::string> deleted;
+  for (size_t k = from; k < actions->size(); ++k) {
+    if ((*actions)[k].kind == ActionKind::kDelete) deleted.insert((*actions)[k].instance);
+  }
+  actions->erase(std::remove_if(actions->begin() + static_cast<long>(from), actions->end(),
+                                [&](const Action& a) { return a.kind == ActionKind::kStart && deleted.count(a.instance); }),
+                 actions->end());
+}
+
+ServiceFlags FlagsOf(const PlanInput& input, const std::string& service) {
+  ServiceFlags f;
+  f.reprovision = input.reprovision.count(service) > 0;
+  auto only = input.reprovision_only.find(service);
+  if (only != input.reprovision_only.end()) f.only = &only->second;
+  f.starting = input.starting.count(service) > 0;
+  f.deleting = &input.deleting;
+  return f;
+}
+
+}  // namespace
+
 std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
   std::vector<Action> actions;
   // Instances by service (a hash map; runs of one service skip the lookup).
@@ -123,116 +254,105 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
     }
   }
   for (const auto& kv : input.services) {
-    const ServiceGoal& goal = kv.second;
-    if (goal.stopped) {
-      // Stop what runs; leave everything else as it is.
-      std::vector<const InstanceState*> running;
-      for (const InstanceState* i : by_service[goal.name]) {
-        if (i->state == "running") running.push_back(i);
-      }
-      std::sort(running.begin(), running.end(), Older);
-      for (const InstanceState* i : running) actions.push_back({ActionKind::kStop, goal.name, i->uuid, "stop"});
+    size_t from = actions.size();
+    auto of = by_service.find(kv.first);
+    PlanService(kv.second, of == by_service.end() ? kNoInstances : of->second, FlagsOf(input, kv.first), now, actions);
+    DropStartsOfDeleted(&actions, from);
+  }
+  return actions;
+}
+
+namespace {
+
+bool SameGoal(const ServiceGoal& a, const ServiceGoal& b) {
+  return a.name == b.name && a.count == b.count && a.spec_hash == b.spec_hash && a.rolling == b.rolling &&
+         a.max_surge == b.max_surge && a.start_window == b.start_window && a.stopped == b.stopped;
+}
+
+// The fields a plan reads.
+bool SameInstance(const InstanceState& a, const InstanceState& b) {
+  return a.uuid == b.uuid && a.state == b.state && a.health == b.health && a.checked == b.checked &&
+         a.spec_hash == b.spec_hash && a.version == b.version && a.created == b.created && a.service == b.service;
+}
+
+bool SameInstances(const std::shared_ptr<const std::vector<InstanceState>>& a,
+                   const std::shared_ptr<const std::vector<InstanceState>>& b) {
+  if (a == b) return true;
+  if (a == nullptr || b == nullptr || a->size() != b->size()) return false;
+  for (size_t k = 0; k < a->size(); ++k) {
+    if (!SameInstance((*a)[k], (*b)[k])) return false;
+  }
+  return true;
+}
+
+// Until when a service's plan holds by time alone: the first moment a
+// running instance without checks passes its start window (and so becomes
+// ready).
+absl::Time ValidUntil(const ServiceGoal& goal, const std::vector<InstanceState>& instances, absl::Time now) {
+  absl::Time until = absl::InfiniteFuture();
+  for (const InstanceState& i : instances) {
+    if (i.state != "running" || i.checked || i.health != "unknown") continue;
+    absl::Time ready_at = i.created + goal.start_window;
+    if (ready_at > now) until = std::min(until, ready_at);
+  }
+  return until;
+}
+
+}  // namespace
+
+std::vector<Action> PlanCache::Plan(const std::map<std::string, ServiceInput>& services,
+                                    const std::vector<const InstanceState*>& removed, absl::Time now) {
+  std::vector<Action> actions;
+  planned_ = reused_ = 0;
+  // Services that left the goal: every instance goes, by service name, oldest first.
+  std::map<std::string, std::vector<const InstanceState*>> gone;
+  for (const InstanceState* i : removed) gone[i->service].push_back(i);
+  for (auto& kv : gone) {
+    std::sort(kv.second.begin(), kv.second.end(), Older);
+    for (const InstanceState* i : kv.second) actions.push_back({ActionKind::kDelete, kv.first, i->uuid, "service-removed"});
+  }
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = services.count(it->first) ? std::next(it) : entries_.erase(it);
+  }
+  static const std::set<std::string> kNone;
+  for (const auto& kv : services) {
+    const ServiceInput& in = kv.second;
+    const std::set<std::string>& only = in.flags.only != nullptr ? *in.flags.only : kNone;
+    const std::set<std::string>& deleting = in.flags.deleting != nullptr ? *in.flags.deleting : kNone;
+    auto e = entries_.find(kv.first);
+    bool reuse = e != entries_.end() && now < e->second.valid_until && SameGoal(e->second.input.goal, in.goal) &&
+                 e->second.input.flags.reprovision == in.flags.reprovision &&
+                 e->second.input.flags.starting == in.flags.starting && e->second.has_only == (in.flags.only != nullptr) &&
+                 e->second.only == only && e->second.deleting == deleting &&
+                 SameInstances(e->second.input.instances, in.instances);
+    if (reuse) {
+      ++reused_;
+      actions.insert(actions.end(), e->second.actions.begin(), e->second.actions.end());
       continue;
     }
-    bool starting = input.starting.count(goal.name) > 0;
-    std::vector<const InstanceState*> live, broken, to_start;
-    int64_t going = 0;  // deletes in flight of instances that still run
-    for (const InstanceState* i : by_service[goal.name]) {
-      if (input.deleting.count(i->uuid)) {
-        going += Live(*i);
-        continue;
-      }
-      if (starting && i->state == "stopped") to_start.push_back(i);
-      else if (BrokenState(*i)) broken.push_back(i);
-      else if (Live(*i)) live.push_back(i);
+    ++planned_;
+    Entry fresh;
+    fresh.input = in;
+    fresh.only = only;
+    fresh.deleting = deleting;
+    static const std::vector<InstanceState> kEmpty;
+    const std::vector<InstanceState>& mine = in.instances != nullptr ? *in.instances : kEmpty;
+    std::vector<const InstanceState*> of_service;
+    of_service.reserve(mine.size());
+    for (const InstanceState& i : mine) {
+      if (i.state != "destroyed") of_service.push_back(&i);
     }
-    // Started instances count as live (they come back as they were).
-    std::sort(to_start.begin(), to_start.end(), Older);
-    for (const InstanceState* i : to_start) {
-      actions.push_back({ActionKind::kStart, goal.name, i->uuid, "start"});
-      live.push_back(i);
-    }
-    std::sort(broken.begin(), broken.end(), Older);
-    for (const InstanceState* i : broken) actions.push_back({ActionKind::kDelete, goal.name, i->uuid, "remove-broken"});
-
-    // Old-spec instances this reprovision may replace (all of them unless
-    // filters or a canary limit it); the others are kept as they are.
-    auto only = input.reprovision_only.find(goal.name);
-    auto eligible = [&](const InstanceState* i) {
-      return i->spec_hash != goal.spec_hash &&
-             (only == input.reprovision_only.end() || only->second.count(i->uuid) > 0);
-    };
-    bool rolling_out = false;
-    if (input.reprovision.count(goal.name)) {
-      for (const InstanceState* i : live) rolling_out |= eligible(i);
-    }
-    int64_t n = static_cast<int64_t>(live.size());
-    int64_t ceiling = goal.count + (rolling_out ? goal.max_surge : 0);
-    if (n > ceiling) {
-      // Too many: victims in QUEUE.md's order; during a rollout old-spec
-      // instances go first, they would be replaced anyway (scale 35 -> 20
-      // during a rollout finishes in 4 batches, not 7).
-      std::vector<const InstanceState*> order = VictimOrder(live);
-      if (rolling_out) {
-        std::stable_partition(order.begin(), order.end(),
-                              [&](const InstanceState* i) { return i->spec_hash != goal.spec_hash; });
-      }
-      std::set<const InstanceState*> gone(order.begin(), order.begin() + (n - ceiling));
-      for (int64_t k = 0; k < n - ceiling; ++k) {
-        actions.push_back({ActionKind::kDelete, goal.name, order[k]->uuid, "scale-down"});
-      }
-      std::vector<const InstanceState*> kept;
-      for (const InstanceState* i : live) {
-        if (!gone.count(i)) kept.push_back(i);
-      }
-      live = kept;
-      n = ceiling;
-    }
-    int64_t missing = std::max<int64_t>(0, std::min(goal.count - n, ceiling - n - going));
-    int64_t replace = std::min<int64_t>(missing, static_cast<int64_t>(broken.size()));
-    for (int64_t k = 0; k < missing; ++k) {
-      actions.push_back({ActionKind::kCreate, goal.name, "", k < replace ? "replace-broken" : "scale-up"});
-    }
-    n += missing;
-    if (!rolling_out) continue;
-
-    // One rolling step. New instances: up to `rolling` in flight, live never
-    // above count + max_surge. Old ones: removed oldest first, only while
-    // `floor` ready instances remain.
-    std::vector<const InstanceState*> old_running;
-    int64_t new_in_flight = missing, ready_new = 0, ready_old = 0, kept_old = 0;
-    for (const InstanceState* i : live) {
-      bool current = i->spec_hash == goal.spec_hash;
-      bool ready = ReadyState(*i, now, goal.start_window);
-      if (current) {
-        if (ready) ready_new++;
-        else new_in_flight++;
-      } else {
-        if (i->state == "running" && eligible(i)) old_running.push_back(i);
-        if (!eligible(i)) kept_old++;
-        if (ready) ready_old++;
-      }
-    }
-    std::sort(old_running.begin(), old_running.end(), Older);
-    int64_t floor = goal.max_surge > 0 ? goal.count : goal.count - goal.rolling;
-    int64_t deletable = std::clamp<int64_t>(ready_new + ready_old - floor, 0, old_running.size());
-    for (int64_t k = 0; k < deletable; ++k) {
-      actions.push_back({ActionKind::kDelete, goal.name, old_running[k]->uuid, "reprovision"});
-    }
-    // Bounded as if the creates land before the deletes.
-    int64_t still_needed = goal.count - kept_old - ready_new - new_in_flight;
-    int64_t creates = std::min({static_cast<int64_t>(goal.rolling) - new_in_flight,
-                                goal.count + goal.max_surge - n - going, still_needed});
-    for (int64_t k = 0; k < creates; ++k) actions.push_back({ActionKind::kCreate, goal.name, "", "reprovision"});
+    ServiceFlags flags = in.flags;
+    flags.only = in.flags.only != nullptr ? &fresh.only : nullptr;
+    flags.deleting = &fresh.deleting;
+    PlanService(in.goal, of_service, flags, now, fresh.actions);
+    DropStartsOfDeleted(&fresh.actions, 0);
+    fresh.valid_until = ValidUntil(in.goal, mine, now);
+    actions.insert(actions.end(), fresh.actions.begin(), fresh.actions.end());
+    fresh.has_only = in.flags.only != nullptr;
+    fresh.input.flags.only = fresh.input.flags.deleting = nullptr;  // kept as copies above
+    entries_[kv.first] = std::move(fresh);
   }
-  // An instance chosen for deletion is not started first.
-  std::set<std::string> deleted;
-  for (const Action& a : actions) {
-    if (a.kind == ActionKind::kDelete) deleted.insert(a.instance);
-  }
-  actions.erase(std::remove_if(actions.begin(), actions.end(),
-                               [&](const Action& a) { return a.kind == ActionKind::kStart && deleted.count(a.instance); }),
-                actions.end());
   return actions;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -91,6 +92,49 @@ struct Action {
 // counts as ready when it is running and healthy, or running with health
 // "unknown" and older than its service's start window (no checks defined).
 std::vector<Action> Plan(const PlanInput& input, absl::Time now);
+
+// What a service's plan depends on besides its goal and instances.
+struct ServiceFlags {
+  bool reprovision = false;                      // a rollout replaces its old-spec instances now
+  const std::set<std::string>* only = nullptr;   // the rollout is limited to these instances
+  bool starting = false;                         // a start task starts its stopped instances
+  const std::set<std::string>* deleting = nullptr;  // instances with a delete in flight
+};
+
+// Plan, service by service, keeping each service's actions: a service whose
+// goal, flags and instances equal the previous call's, and whose plan cannot
+// change by time alone (no running instance without checks crosses its start
+// window), gets its previous actions back without being planned
+// (PERFORMANCE.md P1: a plan after a one-service change). Gives exactly what
+// Plan gives. Not thread-safe; one per project.
+class PlanCache {
+ public:
+  struct ServiceInput {
+    ServiceGoal goal;
+    ServiceFlags flags;
+    // The service's instances (not destroyed). Unchanged when the same
+    // pointer comes back, or the same contents.
+    std::shared_ptr<const std::vector<InstanceState>> instances;
+  };
+  // `services` by name; `removed`: instances of services no longer in the
+  // goal (each gets a service-removed delete).
+  std::vector<Action> Plan(const std::map<std::string, ServiceInput>& services,
+                           const std::vector<const InstanceState*>& removed, absl::Time now);
+  // Services planned and reused by the last call.
+  int planned() const { return planned_; }
+  int reused() const { return reused_; }
+
+ private:
+  struct Entry {
+    ServiceInput input;
+    std::set<std::string> only, deleting;  // the flags' sets, kept (input.flags' pointers are cleared)
+    bool has_only = false;
+    absl::Time valid_until;
+    std::vector<Action> actions;
+  };
+  std::map<std::string, Entry> entries_;
+  int planned_ = 0, reused_ = 0;
+};
 
 // Reprovision candidates of a service in QUEUE.md's order: running instances
 // at another spec, oldest project version first, then oldest instance.

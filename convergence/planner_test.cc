@@ -335,5 +335,86 @@ TEST(PlannerTest, StartingStartsStoppedInstancesInsteadOfReplacingThem) {
   EXPECT_EQ(Describe(Plan(in, kNow)), (std::vector<std::string>{"start web b (start)", "delete web a (scale-down)"}));
 }
 
+// PlanCache gives exactly Plan's actions, reusing a service's only while its
+// goal, flags and instances are unchanged and no instance crosses its start
+// window.
+TEST(PlanCacheTest, SameAsPlanAndReusesUnchangedServices) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const char* kStates[] = {"running", "running", "running", "provisioning", "stopped", "failed", "unknown"};
+  const char* kHealth[] = {"unknown", "healthy", "unhealthy", "starting"};
+  PlanInput in;
+  for (int s = 0; s < 20; ++s) {
+    ServiceGoal g;
+    g.name = absl::StrCat("svc", s);
+    g.count = pick(0, 6);
+    g.spec_hash = "h1";
+    g.rolling = pick(1, 3);
+    g.max_surge = pick(0, 2);
+    g.start_window = absl::Seconds(30);
+    in.services[g.name] = g;
+    for (int k = 0; k < pick(0, 8); ++k) {
+      InstanceState i;
+      i.uuid = absl::StrCat(g.name, "-", k);
+      i.service = g.name;
+      i.state = kStates[pick(0, 6)];
+      i.health = kHealth[pick(0, 3)];
+      i.spec_hash = pick(0, 2) == 0 ? "h0" : "h1";
+      i.version = pick(1, 3);
+      i.created = kNow - absl::Seconds(pick(0, 60));
+      in.instances.push_back(i);
+    }
+  }
+  PlanCache cache;
+  absl::Time now = kNow;
+  for (int round = 0; round < 200; ++round) {
+    // A change to one service, or to none; time moves a little.
+    int what = pick(0, 5);
+    std::string svc = absl::StrCat("svc", pick(0, 19));
+    if (what == 0) in.services[svc].count = pick(0, 6);
+    if (what == 1) in.services[svc].spec_hash = pick(0, 1) ? "h1" : "h2";
+    if (what == 2) {
+      if (in.reprovision.count(svc)) in.reprovision.erase(svc);
+      else in.reprovision.insert(svc);
+    }
+    if (what == 3 && !in.instances.empty()) in.instances[pick(0, static_cast<int>(in.instances.size()) - 1)].state = kStates[pick(0, 6)];
+    now += absl::Seconds(pick(0, 3));
+    std::map<std::string, PlanCache::ServiceInput> services;
+    std::vector<const InstanceState*> removed;
+    for (const auto& kv : in.services) {
+      auto mine = std::make_shared<std::vector<InstanceState>>();
+      for (const InstanceState& i : in.instances) {
+        if (i.service == kv.first && i.state != "destroyed") mine->push_back(i);
+      }
+      PlanCache::ServiceInput& si = services[kv.first];
+      si.goal = kv.second;
+      si.flags.reprovision = in.reprovision.count(kv.first) > 0;
+      si.flags.deleting = &in.deleting;
+      si.instances = mine;
+    }
+    std::vector<Action> want = Plan(in, now);
+    std::vector<Action> got = cache.Plan(services, removed, now);
+    ASSERT_EQ(Describe(got), Describe(want)) << "round " << round;
+    EXPECT_EQ(cache.planned() + cache.reused(), 20);
+    if (round > 0 && what == 5) EXPECT_GE(cache.reused(), 1) << round;
+  }
+  // Nothing changed and no time passed: every service is reused.
+  std::map<std::string, PlanCache::ServiceInput> same;
+  for (const auto& kv : in.services) {
+    auto mine = std::make_shared<std::vector<InstanceState>>();
+    for (const InstanceState& i : in.instances) {
+      if (i.service == kv.first) mine->push_back(i);
+    }
+    same[kv.first] = {kv.second, {in.reprovision.count(kv.first) > 0, nullptr, false, &in.deleting}, mine};
+  }
+  cache.Plan(same, {}, now);
+  cache.Plan(same, {}, now);
+  EXPECT_EQ(cache.reused(), 20);
+  // One count change: that service alone is planned again.
+  same["svc3"].goal.count += 1;
+  cache.Plan(same, {}, now);
+  EXPECT_EQ(cache.planned(), 1);
+}
+
 }  // namespace
 }  // namespace mariposa::convergence

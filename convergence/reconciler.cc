@@ -317,7 +317,12 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   absl::Time start = clock_->Now();
   absl::Duration observe;
   ASSIGN_OR_RETURN(Snapshot s, Gather(name, /*poll_jobs=*/true, &observe));
-  Decision d = Decide(s, clock_->Now());
+  PlanCache* cache;  // one worker per project at a time uses it; map nodes do not move
+  {
+    absl::MutexLock l(&mu_);
+    cache = &plan_caches_[s.project.uuid];
+  }
+  Decision d = Decide(s, clock_->Now(), cache);
   SyncResult r = Execute(s, std::move(d));
   r.observe = observe;
   r.total = clock_->Now() - start;
@@ -357,6 +362,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     absl::MutexLock l(&mu_);
     memory_.erase(p.uuid);
     last_problems_.erase(p.name);
+    plan_caches_.erase(p.uuid);
     in_flight_.erase(p.uuid);
     return r;
   }

@@ -136,7 +136,8 @@ class Reconciler {
   std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs
   std::map<std::string, std::pair<absl::Time, absl::StatusOr<triton::Image>>> images_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<Problem>> execute_problems_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::vector<Problem>> last_problems_ ABSL_GUARDED_BY(mu_);  // project name -> Decide's + Execute's
+  std::map<std::string, std::vector<Problem>> last_problems_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, PlanCache> plan_caches_ ABSL_GUARDED_BY(mu_);  // project uuid -> its plan cache  // project name -> Decide's + Execute's
   std::set<std::string> known_projects_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
