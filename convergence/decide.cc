@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -123,9 +125,10 @@ class Decider {
   const absl::Time now_;
   PlanCache* cache_;
   Decision d_;
-  std::vector<InstanceState> instances_;  // observed plus creates in flight not listed yet
+  std::vector<InstanceState> synthetic_;        // creates in flight VMAPI does not list yet
+  std::vector<const InstanceState*> instances_;  // observed, then synthetic_
   std::map<std::string, std::vector<const InstanceState*>> of_;
-  std::map<std::string, const InstanceState*> by_uuid_;
+  absl::flat_hash_map<absl::string_view, const InstanceState*> by_uuid_;
   std::map<std::string, const JobRecord*> job_on_;  // instance -> its job in flight
   std::set<std::string> open_ids_;
   std::set<std::string> stopped_;
@@ -197,9 +200,9 @@ void Decider::FinishedJobs() {
 }
 
 void Decider::Instances() {
-  instances_ = s_.instances;
-  std::set<std::string> seen;
-  for (const InstanceState& i : instances_) seen.insert(i.uuid);
+  absl::flat_hash_set<absl::string_view> seen;
+  seen.reserve(s_.instances.size());
+  for (const InstanceState& i : s_.instances) seen.insert(i.uuid);
   for (const JobRecord& j : s_.in_flight) {
     if (j.api != "vmapi") continue;
     const ServiceGoalSpec* g = GoalOf(j.service);
@@ -215,12 +218,16 @@ void Decider::Instances() {
       i.version = s_.goal->number;
       i.version_uuid = s_.goal->version_uuid;
       i.created = j.sent_at;
-      instances_.push_back(std::move(i));
+      synthetic_.push_back(std::move(i));
     }
   }
-  for (const InstanceState& i : instances_) {
-    of_[i.service].push_back(&i);
-    by_uuid_[i.uuid] = &i;
+  instances_.reserve(s_.instances.size() + synthetic_.size());
+  for (const InstanceState& i : s_.instances) instances_.push_back(&i);
+  for (const InstanceState& i : synthetic_) instances_.push_back(&i);
+  by_uuid_.reserve(instances_.size());
+  for (const InstanceState* i : instances_) {
+    of_[i->service].push_back(i);
+    by_uuid_[i->uuid] = i;
   }
   for (const JobRecord& j : s_.in_flight) {
     if (j.api == "vmapi") job_on_[j.instance] = &j;
@@ -386,7 +393,10 @@ void Decider::Plan() {
       in.services[kv.first] = g;
     }
   }
-  in.instances = instances_;
+  if (cache_ == nullptr) {
+    in.instances.reserve(instances_.size());
+    for (const InstanceState* i : instances_) in.instances.push_back(*i);
+  }  // (the cache takes them grouped, below)
   in.reprovision = reprovision_;
   for (const std::string& svc : rolled_back_) in.reprovision.erase(svc);
   in.reprovision_only = reprovision_only_;
@@ -409,16 +419,12 @@ void Decider::Plan() {
       si.flags.starting = in.starting.count(kv.first) > 0;
       si.flags.deleting = &in.deleting;
       auto of = of_.find(kv.first);
-      auto mine = std::make_shared<std::vector<InstanceState>>();
-      if (of != of_.end()) {
-        for (const InstanceState* i : of->second) {
-          if (i->state != "destroyed") mine->push_back(*i);
-        }
-      }
-      si.instances = std::move(mine);
+      if (of != of_.end()) si.instances = of->second;
+      si.fingerprint = InstancesFingerprint(si.instances);
     }
     std::vector<const InstanceState*> removed;
-    for (const InstanceState& i : instances_) {
+    for (const InstanceState* ip : instances_) {
+    const InstanceState& i = *ip;
       if (i.state != "destroyed" && !in.services.count(i.service)) removed.push_back(&i);
     }
     actions = cache_->Plan(services, removed, now_);
@@ -465,9 +471,17 @@ void Decider::Hold() {
   }
   // Placement: the VMs the services' rules may point at, and each hard
   // "near" rule that points at none of them (it cannot hold yet).
-  std::vector<PlacementCandidate> candidates = s_.labelled_vms;
-  for (const InstanceState& i : instances_) {
-    if (i.state != "destroyed" && !i.server_uuid.empty()) candidates.push_back({i.uuid, i.alias, i.service, {}});
+  std::vector<PlacementCandidate> candidates;
+  bool rules = false;  // the candidates are gathered only when a service has placement rules
+  if (s_.goal) {
+    for (const auto& kv : s_.goal->services) rules |= !kv.second.spec.placement.empty();
+  }
+  if (rules) {
+    candidates = s_.labelled_vms;
+    for (const InstanceState* ip : instances_) {
+      const InstanceState& i = *ip;
+      if (i.state != "destroyed" && !i.server_uuid.empty()) candidates.push_back({i.uuid, i.alias, i.service, {}});
+    }
   }
   std::map<std::string, std::string> placement_hold;  // service -> why its creates wait
   if (s_.goal) {
@@ -697,14 +711,16 @@ void Decider::ScaleTasks() {
 // <project>-<service>-<n> of the instances known (and those in flight).
 void Decider::Names() {
   std::map<std::string, std::set<int>> used;
-  for (const InstanceState& i : instances_) {
+  for (const InstanceState* ip : instances_) {
+    const InstanceState& i = *ip;
     std::string prefix = absl::StrCat(s_.project.name, "-", i.service, "-");
     int n = 0;
     if (i.alias.rfind(prefix, 0) == 0 && absl::SimpleAtoi(i.alias.substr(prefix.size()), &n)) used[i.service].insert(n);
   }
+  std::map<std::string, int> from;  // service -> every ordinal below it is taken
   for (Step& st : steps_) {
     if (st.action.kind != ActionKind::kCreate) continue;
-    int ordinal = 1;
+    int& ordinal = from.emplace(st.action.service, 1).first->second;
     std::set<int>& u = used[st.action.service];
     while (u.count(ordinal)) ++ordinal;
     u.insert(ordinal);
@@ -1079,12 +1095,13 @@ Decision Decider::Run() {
   StartsDone();
   Hold();
   ScaleTasks();
-  Names();
   Agents();
   Window();
+  Names();  // the creates that go now
   Verdicts();
   d_.steps = std::move(steps_);
-  for (const InstanceState& i : instances_) {
+  for (const InstanceState* ip : instances_) {
+    const InstanceState& i = *ip;
     if (!s_.goal || !s_.goal->services.count(i.service) || s_.project.deleting) ++d_.leftover;
   }
   bool all = s_.actual_known && d_.leftover == 0;

@@ -15,6 +15,38 @@ absl::Time ParseTimestamp(const std::string& iso) {
   return absl::InfinitePast();
 }
 
+std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::string& project_uuid,
+                                              const std::map<std::string, int64_t>& version_numbers) {
+  if (vm.state == "destroyed") return std::nullopt;
+  auto tag = [&](const char* k) {
+    auto it = vm.tags.find(k);
+    return it == vm.tags.end() ? std::string() : it->second;
+  };
+  // A VM that claims the project but lacks the other ownership tags was
+  // not made by us (or was edited by hand): leave it alone.
+  if (tag(kTagProject) != project_uuid || tag(kTagService).empty()) return std::nullopt;
+  InstanceState i;
+  i.uuid = vm.uuid;
+  i.service = tag(kTagService);
+  i.alias = vm.alias;
+  i.state = vm.state;
+  i.health = "unknown";
+  i.spec_hash = tag(kTagSpec);
+  auto v = version_numbers.find(tag(kTagVersion));
+  i.version = v == version_numbers.end() ? 0 : v->second;
+  i.created = ParseTimestamp(vm.create_timestamp);
+  i.version_uuid = tag(kTagVersion);
+  i.image_uuid = vm.image_uuid;
+  i.server_uuid = vm.server_uuid;
+  for (const triton::Nic& n : vm.nics) {
+    if (i.ip.empty() || n.primary) {
+      i.ip = n.ip;
+      i.nic = n.interface;
+    }
+  }
+  return i;
+}
+
 absl::StatusOr<std::vector<InstanceState>> Observer::List(const triton::VmFilter& filter,
                                                           const std::string& project_uuid,
                                                           const std::map<std::string, int64_t>& version_numbers,
@@ -24,34 +56,7 @@ absl::StatusOr<std::vector<InstanceState>> Observer::List(const triton::VmFilter
   *listed = static_cast<int64_t>(vms->size());
   std::vector<InstanceState> out;
   for (const triton::Vm& vm : *vms) {
-    if (vm.state == "destroyed") continue;
-    auto tag = [&](const char* k) {
-      auto it = vm.tags.find(k);
-      return it == vm.tags.end() ? std::string() : it->second;
-    };
-    // A VM that claims the project but lacks the other ownership tags was
-    // not made by us (or was edited by hand): leave it alone.
-    if (tag(kTagProject) != project_uuid || tag(kTagService).empty()) continue;
-    InstanceState i;
-    i.uuid = vm.uuid;
-    i.service = tag(kTagService);
-    i.alias = vm.alias;
-    i.state = vm.state;
-    i.health = "unknown";
-    i.spec_hash = tag(kTagSpec);
-    auto v = version_numbers.find(tag(kTagVersion));
-    i.version = v == version_numbers.end() ? 0 : v->second;
-    i.created = ParseTimestamp(vm.create_timestamp);
-    i.version_uuid = tag(kTagVersion);
-    i.image_uuid = vm.image_uuid;
-    i.server_uuid = vm.server_uuid;
-    for (const triton::Nic& n : vm.nics) {
-      if (i.ip.empty() || n.primary) {
-        i.ip = n.ip;
-        i.nic = n.interface;
-      }
-    }
-    out.push_back(std::move(i));
+    if (auto i = FromVm(vm, project_uuid, version_numbers)) out.push_back(std::move(*i));
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #define MARIPOSA_CONVERGENCE_OBSERVER_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,11 @@ class Observer {
   absl::StatusOr<std::vector<InstanceState>> ObserveProject(const std::string& project_uuid,
                                                             const std::map<std::string, int64_t>& version_numbers,
                                                             const std::vector<std::string>& services, int parallel);
+
+ // One VM as an instance of the project, or nullopt when it is not one of
+  // the project's (ownership tags) or is destroyed.
+  static std::optional<InstanceState> FromVm(const triton::Vm& vm, const std::string& project_uuid,
+                                             const std::map<std::string, int64_t>& version_numbers);
 
  private:
   absl::StatusOr<std::vector<InstanceState>> List(const triton::VmFilter& filter, const std::string& project_uuid,

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 
 namespace mariposa::convergence {
@@ -270,27 +272,13 @@ bool SameGoal(const ServiceGoal& a, const ServiceGoal& b) {
 }
 
 // The fields a plan reads.
-bool SameInstance(const InstanceState& a, const InstanceState& b) {
-  return a.uuid == b.uuid && a.state == b.state && a.health == b.health && a.checked == b.checked &&
-         a.spec_hash == b.spec_hash && a.version == b.version && a.created == b.created && a.service == b.service;
-}
-
-bool SameInstances(const std::shared_ptr<const std::vector<InstanceState>>& a,
-                   const std::shared_ptr<const std::vector<InstanceState>>& b) {
-  if (a == b) return true;
-  if (a == nullptr || b == nullptr || a->size() != b->size()) return false;
-  for (size_t k = 0; k < a->size(); ++k) {
-    if (!SameInstance((*a)[k], (*b)[k])) return false;
-  }
-  return true;
-}
-
 // Until when a service's plan holds by time alone: the first moment a
 // running instance without checks passes its start window (and so becomes
 // ready).
-absl::Time ValidUntil(const ServiceGoal& goal, const std::vector<InstanceState>& instances, absl::Time now) {
+absl::Time ValidUntil(const ServiceGoal& goal, const std::vector<const InstanceState*>& instances, absl::Time now) {
   absl::Time until = absl::InfiniteFuture();
-  for (const InstanceState& i : instances) {
+  for (const InstanceState* ip : instances) {
+    const InstanceState& i = *ip;
     if (i.state != "running" || i.checked || i.health != "unknown") continue;
     absl::Time ready_at = i.created + goal.start_window;
     if (ready_at > now) until = std::min(until, ready_at);
@@ -299,6 +287,17 @@ absl::Time ValidUntil(const ServiceGoal& goal, const std::vector<InstanceState>&
 }
 
 }  // namespace
+
+uint64_t InstancesFingerprint(const std::vector<const InstanceState*>& instances) {
+  uint64_t h = 0;
+  for (const InstanceState* i : instances) {
+    h = absl::Hash<std::tuple<uint64_t, absl::string_view, absl::string_view, absl::string_view, bool,
+                              absl::string_view, int64_t, int64_t, absl::string_view>>{}(
+        std::make_tuple(h, i->uuid, i->state, i->health, i->checked, i->spec_hash, i->version,
+                        absl::ToUnixNanos(i->created), i->service));
+  }
+  return h;
+}
 
 std::vector<Action> PlanCache::Plan(const std::map<std::string, ServiceInput>& services,
                                     const std::vector<const InstanceState*>& removed, absl::Time now) {
@@ -320,11 +319,11 @@ std::vector<Action> PlanCache::Plan(const std::map<std::string, ServiceInput>& s
     const std::set<std::string>& only = in.flags.only != nullptr ? *in.flags.only : kNone;
     const std::set<std::string>& deleting = in.flags.deleting != nullptr ? *in.flags.deleting : kNone;
     auto e = entries_.find(kv.first);
-    bool reuse = e != entries_.end() && now < e->second.valid_until && SameGoal(e->second.input.goal, in.goal) &&
-                 e->second.input.flags.reprovision == in.flags.reprovision &&
-                 e->second.input.flags.starting == in.flags.starting && e->second.has_only == (in.flags.only != nullptr) &&
-                 e->second.only == only && e->second.deleting == deleting &&
-                 SameInstances(e->second.input.instances, in.instances);
+    bool reuse = e != entries_.end() && now < e->second.valid_until && SameGoal(e->second.goal, in.goal) &&
+                 e->second.reprovision == in.flags.reprovision && e->second.starting == in.flags.starting &&
+                 e->second.has_only == (in.flags.only != nullptr) && e->second.only == only &&
+                 e->second.deleting == deleting && e->second.fingerprint == in.fingerprint &&
+                 e->second.count == in.instances.size();
     if (reuse) {
       ++reused_;
       actions.insert(actions.end(), e->second.actions.begin(), e->second.actions.end());
@@ -332,25 +331,23 @@ std::vector<Action> PlanCache::Plan(const std::map<std::string, ServiceInput>& s
     }
     ++planned_;
     Entry fresh;
-    fresh.input = in;
+    fresh.goal = in.goal;
+    fresh.reprovision = in.flags.reprovision;
+    fresh.starting = in.flags.starting;
+    fresh.has_only = in.flags.only != nullptr;
     fresh.only = only;
     fresh.deleting = deleting;
-    static const std::vector<InstanceState> kEmpty;
-    const std::vector<InstanceState>& mine = in.instances != nullptr ? *in.instances : kEmpty;
+    fresh.fingerprint = in.fingerprint;
+    fresh.count = in.instances.size();
     std::vector<const InstanceState*> of_service;
-    of_service.reserve(mine.size());
-    for (const InstanceState& i : mine) {
-      if (i.state != "destroyed") of_service.push_back(&i);
+    of_service.reserve(in.instances.size());
+    for (const InstanceState* i : in.instances) {
+      if (i->state != "destroyed") of_service.push_back(i);
     }
-    ServiceFlags flags = in.flags;
-    flags.only = in.flags.only != nullptr ? &fresh.only : nullptr;
-    flags.deleting = &fresh.deleting;
-    PlanService(in.goal, of_service, flags, now, fresh.actions);
+    PlanService(in.goal, of_service, in.flags, now, fresh.actions);
     DropStartsOfDeleted(&fresh.actions, 0);
-    fresh.valid_until = ValidUntil(in.goal, mine, now);
+    fresh.valid_until = ValidUntil(in.goal, of_service, now);
     actions.insert(actions.end(), fresh.actions.begin(), fresh.actions.end());
-    fresh.has_only = in.flags.only != nullptr;
-    fresh.input.flags.only = fresh.input.flags.deleting = nullptr;  // kept as copies above
     entries_[kv.first] = std::move(fresh);
   }
   return actions;

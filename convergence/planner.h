@@ -105,16 +105,20 @@ struct ServiceFlags {
 // goal, flags and instances equal the previous call's, and whose plan cannot
 // change by time alone (no running instance without checks crosses its start
 // window), gets its previous actions back without being planned
-// (PERFORMANCE.md P1: a plan after a one-service change). Gives exactly what
-// Plan gives. Not thread-safe; one per project.
+// (PERFORMANCE.md P1: a plan after a one-service change). Instances are
+// compared by a 64-bit fingerprint (and their number), so it keeps no copy
+// of them; with that caveat it gives exactly what Plan gives. Not
+// thread-safe; one per project.
+// A 64-bit hash of the fields a plan reads from each instance, in order.
+uint64_t InstancesFingerprint(const std::vector<const InstanceState*>& instances);
+
 class PlanCache {
  public:
   struct ServiceInput {
     ServiceGoal goal;
     ServiceFlags flags;
-    // The service's instances (not destroyed). Unchanged when the same
-    // pointer comes back, or the same contents.
-    std::shared_ptr<const std::vector<InstanceState>> instances;
+    std::vector<const InstanceState*> instances;  // the service's (not destroyed), valid during Plan
+    uint64_t fingerprint = 0;  // InstancesFingerprint(instances): equal means unchanged
   };
   // `services` by name; `removed`: instances of services no longer in the
   // goal (each gets a service-removed delete).
@@ -126,9 +130,11 @@ class PlanCache {
 
  private:
   struct Entry {
-    ServiceInput input;
-    std::set<std::string> only, deleting;  // the flags' sets, kept (input.flags' pointers are cleared)
-    bool has_only = false;
+    ServiceGoal goal;
+    bool reprovision = false, starting = false, has_only = false;
+    std::set<std::string> only, deleting;  // the flags' sets, kept
+    uint64_t fingerprint = 0;
+    size_t count = 0;
     absl::Time valid_until;
     std::vector<Action> actions;
   };

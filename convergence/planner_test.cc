@@ -382,15 +382,14 @@ TEST(PlanCacheTest, SameAsPlanAndReusesUnchangedServices) {
     std::map<std::string, PlanCache::ServiceInput> services;
     std::vector<const InstanceState*> removed;
     for (const auto& kv : in.services) {
-      auto mine = std::make_shared<std::vector<InstanceState>>();
-      for (const InstanceState& i : in.instances) {
-        if (i.service == kv.first && i.state != "destroyed") mine->push_back(i);
-      }
       PlanCache::ServiceInput& si = services[kv.first];
+      for (const InstanceState& i : in.instances) {
+        if (i.service == kv.first) si.instances.push_back(&i);
+      }
       si.goal = kv.second;
       si.flags.reprovision = in.reprovision.count(kv.first) > 0;
       si.flags.deleting = &in.deleting;
-      si.instances = mine;
+      si.fingerprint = InstancesFingerprint(si.instances);
     }
     std::vector<Action> want = Plan(in, now);
     std::vector<Action> got = cache.Plan(services, removed, now);
@@ -401,11 +400,12 @@ TEST(PlanCacheTest, SameAsPlanAndReusesUnchangedServices) {
   // Nothing changed and no time passed: every service is reused.
   std::map<std::string, PlanCache::ServiceInput> same;
   for (const auto& kv : in.services) {
-    auto mine = std::make_shared<std::vector<InstanceState>>();
+    std::vector<const InstanceState*> mine;
     for (const InstanceState& i : in.instances) {
-      if (i.service == kv.first) mine->push_back(i);
+      if (i.service == kv.first) mine.push_back(&i);
     }
-    same[kv.first] = {kv.second, {in.reprovision.count(kv.first) > 0, nullptr, false, &in.deleting}, mine};
+    same[kv.first] = {kv.second, {in.reprovision.count(kv.first) > 0, nullptr, false, &in.deleting}, mine,
+                      InstancesFingerprint(mine)};
   }
   cache.Plan(same, {}, now);
   cache.Plan(same, {}, now);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -70,6 +71,20 @@ std::vector<health::Target> HealthTargets(const ServiceSpec& spec, const std::ve
     }
   }
   return out;
+}
+
+// Runs `tasks` on up to `parallel` threads (this one included); returns when
+// all are done.
+void RunParallel(std::vector<std::function<void()>>* tasks, int parallel) {
+  std::atomic<size_t> next{0};
+  auto run = [&] {
+    for (size_t k; (k = next++) < tasks->size();) (*tasks)[k]();
+  };
+  std::vector<std::thread> pool;
+  int threads = std::min<int>(std::max(1, parallel), static_cast<int>(tasks->size()));
+  for (int t = 1; t < threads; ++t) pool.emplace_back(run);
+  run();
+  for (auto& t : pool) t.join();
 }
 
 // A request refused outright (no job): counted at once (CountFinished).
@@ -199,21 +214,27 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     }
   }
   absl::Time observe_start = clock_->Now();
-  auto instances = Observer(vmapi_).ObserveProject(uuid, s.version_numbers, names, options_.observe_parallel);
-  if (observe != nullptr) *observe = clock_->Now() - observe_start;
-  NoteApi("VMAPI", instances.status());
-  if (instances.ok()) {
-    s.instances = std::move(*instances);
-  } else {
-    s.actual_known = false;
+  // A sync that follows jobs re-reads only the VMs whose jobs ended, from the
+  // project's last full listing, while that is younger than full_observe;
+  // every other sync lists the project's VMs.
+  absl::Time listed_at = now;
+  bool incremental = false;
+  if (poll_jobs) {
+    absl::MutexLock l(&mu_);
+    auto it = observed_.find(uuid);
+    if (it != observed_.end() && now - it->second.first < options_.full_observe) {
+      listed_at = it->second.first;
+      s.instances = *it->second.second;
+      incremental = true;
+    }
   }
-  if (options_.health != nullptr && s.goal) {
-    for (InstanceState& i : s.instances) {
-      auto g = s.goal->services.find(i.service);
-      if (g == s.goal->services.end() || g->second.spec.healthchecks.empty()) continue;
-      i.checked = true;
-      auto h = options_.health->InstanceHealth(i.uuid);
-      i.health = h ? health::HealthName(*h) : "unknown";
+  if (!incremental) {
+    auto instances = Observer(vmapi_).ObserveProject(uuid, s.version_numbers, names, options_.observe_parallel);
+    NoteApi("VMAPI", instances.status());
+    if (instances.ok()) {
+      s.instances = std::move(*instances);
+    } else {
+      s.actual_known = false;
     }
   }
 
@@ -222,6 +243,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListJobs(uuid));
   std::set<std::string> seen;
   for (const InstanceState& i : s.instances) seen.insert(i.uuid);
+  std::vector<JobRecord> polled;  // asked of VMAPI / CNAPI below
   for (JobRecord& j : jobs) {
     if (!poll_jobs || !s.actual_known) {
       s.in_flight.push_back(std::move(j));
@@ -238,25 +260,65 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       }
       continue;
     }
-    if (j.api == "cnapi" && options_.cnapi != nullptr) {
-      auto t = options_.cnapi->GetTask(j.job_uuid);
-      NoteApi("CNAPI", t.status());
-      if (t.ok() && t->done()) {
-        s.finished.push_back({j, t->status == "complete", t->error});
-      } else if (absl::IsNotFound(t.status())) {
-        s.finished.push_back({j, false, "CNAPI lost the task"});
-      } else {
-        s.in_flight.push_back(std::move(j));
+    polled.push_back(std::move(j));
+  }
+  // The jobs' states, asked in parallel (a sync's cost does not grow with
+  // one round trip per job in flight).
+  std::vector<FinishedJob> answers(polled.size());
+  std::vector<char> ended(polled.size(), 0);  // one writer per element
+  std::vector<std::function<void()>> asks;
+  for (size_t k = 0; k < polled.size(); ++k) {
+    asks.push_back([&, k] {
+      const JobRecord& j = polled[k];
+      if (j.api == "cnapi") {
+        if (options_.cnapi == nullptr) return;
+        auto t = options_.cnapi->GetTask(j.job_uuid);
+        NoteApi("CNAPI", t.status());
+        if (t.ok() && t->done()) answers[k] = {j, t->status == "complete", t->error};
+        else if (absl::IsNotFound(t.status())) answers[k] = {j, false, "CNAPI lost the task"};
+        else return;
+        ended[k] = 1;
+        return;
       }
-      continue;
-    }
-    auto job = vmapi_->GetJob(j.job_uuid);
-    if (job.ok() && job->done()) {
-      s.finished.push_back({j, job->execution == "succeeded", job->error});
-    } else if (absl::IsNotFound(job.status())) {
-      s.finished.push_back({j, false, "VMAPI lost the job"});
+      auto job = vmapi_->GetJob(j.job_uuid);
+      if (job.ok() && job->done()) answers[k] = {j, job->execution == "succeeded", job->error};
+      else if (absl::IsNotFound(job.status())) answers[k] = {j, false, "VMAPI lost the job"};
+      else return;
+      ended[k] = 1;
+    });
+  }
+  RunParallel(&asks, options_.send_parallel);
+  for (size_t k = 0; k < polled.size(); ++k) {
+    if (ended[k]) s.finished.push_back(std::move(answers[k]));
+    else s.in_flight.push_back(std::move(polled[k]));
+  }
+  if (incremental && !RefreshEnded(uuid, s.version_numbers, s.finished, &s.instances)) {
+    // A VM could not be read: list them all.
+    auto instances = Observer(vmapi_).ObserveProject(uuid, s.version_numbers, names, options_.observe_parallel);
+    NoteApi("VMAPI", instances.status());
+    if (instances.ok()) {
+      s.instances = std::move(*instances);
+      listed_at = now;
     } else {
-      s.in_flight.push_back(std::move(j));
+      s.actual_known = false;
+    }
+  }
+  if (observe != nullptr) *observe = clock_->Now() - observe_start;
+  bool reread = !incremental;  // the list differs from the one kept
+  for (const FinishedJob& f : s.finished) reread |= f.job.api == "vmapi" && !f.job.instance.empty();
+  if (poll_jobs && (reread || !s.actual_known)) {
+    auto kept = s.actual_known ? std::make_shared<const std::vector<InstanceState>>(s.instances) : nullptr;
+    absl::MutexLock l(&mu_);
+    if (kept) observed_[uuid] = {listed_at, std::move(kept)};
+    else observed_.erase(uuid);
+  }
+  if (options_.health != nullptr && s.goal) {
+    for (InstanceState& i : s.instances) {
+      auto g = s.goal->services.find(i.service);
+      if (g == s.goal->services.end() || g->second.spec.healthchecks.empty()) continue;
+      i.checked = true;
+      auto h = options_.health->InstanceHealth(i.uuid);
+      i.health = h ? health::HealthName(*h) : "unknown";
     }
   }
 
@@ -307,6 +369,48 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   return s;
 }
 
+bool Reconciler::RefreshEnded(const std::string& project_uuid, const std::map<std::string, int64_t>& version_numbers,
+                              const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances) {
+  std::vector<std::string> vms;
+  for (const FinishedJob& f : finished) {
+    if (f.job.api == "vmapi" && !f.job.instance.empty()) vms.push_back(f.job.instance);
+  }
+  if (vms.empty()) return true;
+  std::vector<absl::StatusOr<triton::Vm>> got(vms.size(), absl::UnknownError("not read"));
+  std::vector<std::function<void()>> reads;
+  for (size_t k = 0; k < vms.size(); ++k) reads.push_back([&, k] { got[k] = vmapi_->GetVm(vms[k]); });
+  RunParallel(&reads, options_.send_parallel);
+  std::map<std::string, std::optional<InstanceState>> now_is;  // uuid -> its state now (nullopt: gone)
+  for (size_t k = 0; k < vms.size(); ++k) {
+    if (got[k].ok()) {
+      now_is[vms[k]] = Observer::FromVm(*got[k], project_uuid, version_numbers);
+    } else if (absl::IsNotFound(got[k].status())) {
+      now_is[vms[k]] = std::nullopt;
+    } else {
+      NoteApi("VMAPI", got[k].status());
+      return false;
+    }
+  }
+  std::vector<InstanceState> out;
+  out.reserve(instances->size() + now_is.size());
+  for (InstanceState& i : *instances) {
+    auto it = now_is.find(i.uuid);
+    if (it == now_is.end()) {
+      out.push_back(std::move(i));
+    } else if (it->second) {
+      out.push_back(std::move(*it->second));
+      now_is.erase(it);
+    } else {
+      now_is.erase(it);
+    }
+  }
+  for (auto& kv : now_is) {
+    if (kv.second) out.push_back(std::move(*kv.second));  // a create the listing did not have yet
+  }
+  *instances = std::move(out);
+  return true;
+}
+
 absl::StatusOr<Reconciler::View> Reconciler::Inspect(const std::string& project) {
   ASSIGN_OR_RETURN(Snapshot s, Gather(project, /*poll_jobs=*/false, nullptr));
   Decision d = Decide(s, clock_->Now());
@@ -323,7 +427,9 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     cache = &plan_caches_[s.project.uuid];
   }
   Decision d = Decide(s, clock_->Now(), cache);
+  int finished = static_cast<int>(s.finished.size());
   SyncResult r = Execute(s, std::move(d));
+  r.finished = finished;
   r.observe = observe;
   r.total = clock_->Now() - start;
   return r;
@@ -363,6 +469,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     memory_.erase(p.uuid);
     last_problems_.erase(p.name);
     plan_caches_.erase(p.uuid);
+    observed_.erase(p.uuid);
     in_flight_.erase(p.uuid);
     return r;
   }
@@ -425,11 +532,20 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     absl::StatusOr<triton::JobRef> result = absl::UnknownError("not sent");
   };
   std::vector<Request> requests;
-  std::vector<PlacementCandidate> candidates = s.labelled_vms;
-  std::map<std::string, const InstanceState*> by_uuid;
+  // Placement candidates (only when a create has rules) and the instances
+  // the steps name.
+  bool rules = false;
+  absl::flat_hash_map<absl::string_view, const InstanceState*> by_uuid;
+  for (const Step& st : d.steps) {
+    if (st.action.kind != ActionKind::kCreate) by_uuid[st.action.instance] = nullptr;
+    else rules |= !s.goal->services.at(st.action.service).spec.placement.empty();
+  }
+  std::vector<PlacementCandidate> candidates;
+  if (rules) candidates = s.labelled_vms;
   for (const InstanceState& i : s.instances) {
-    by_uuid[i.uuid] = &i;
-    if (i.state != "destroyed") candidates.push_back({i.uuid, i.alias, i.service, {}});
+    auto named = by_uuid.find(i.uuid);
+    if (named != by_uuid.end()) named->second = &i;
+    if (rules && i.state != "destroyed") candidates.push_back({i.uuid, i.alias, i.service, {}});
   }
   std::map<std::string, int> this_step;  // uuids created in this step -> their wave
   int waves = 1;
@@ -450,7 +566,8 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     if (st.action.kind != ActionKind::kCreate) {
       j.instance = st.action.instance;
       auto inst = by_uuid.find(j.instance);
-      j.alias = inst != by_uuid.end() && !inst->second->alias.empty() ? inst->second->alias : j.service;
+      j.alias = inst != by_uuid.end() && inst->second != nullptr && !inst->second->alias.empty() ? inst->second->alias
+                                                                                               : j.service;
       std::string id = j.instance;
       if (st.action.kind == ActionKind::kDelete) {
         j.kind = "delete";
@@ -572,15 +689,9 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     for (Request& q : requests) {
       if (q.wave == wave) batch.push_back(&q);
     }
-    std::atomic<size_t> next{0};
-    auto send = [&] {
-      for (size_t k; (k = next++) < batch.size();) batch[k]->result = batch[k]->call();
-    };
-    std::vector<std::thread> pool;
-    int threads = std::min<int>(std::max(1, options_.send_parallel), static_cast<int>(batch.size()));
-    for (int t = 1; t < threads; ++t) pool.emplace_back(send);
-    send();
-    for (auto& t : pool) t.join();
+    std::vector<std::function<void()>> sends;
+    for (Request* q : batch) sends.push_back([q] { q->result = q->call(); });
+    RunParallel(&sends, options_.send_parallel);
   }
   std::vector<JobRecord> sent;
   for (Request& q : requests) {
@@ -728,6 +839,9 @@ void Reconciler::Wake() { Resync(); }
 
 void Reconciler::WakeProject(const std::string& project_uuid) { queue_.Add(project_uuid); }
 
+// The first look at jobs in flight after a sync that saw some end.
+constexpr absl::Duration kFirstPoll = absl::Milliseconds(1);
+
 void Reconciler::Worker() {
   std::string key;
   while (queue_.Get(&key)) {
@@ -747,15 +861,21 @@ void Reconciler::Worker() {
                            {"total_ms", absl::StrCat(absl::ToInt64Milliseconds(r->total))}});
       }
       int in_flight = 0;
+      absl::Duration poll = options_.job_poll;
       {
         absl::MutexLock l(&mu_);
         auto it = in_flight_.find(key);
         if (it != in_flight_.end()) in_flight = it->second;
+        // Jobs that keep ending (a fast VMAPI) are looked at again at once;
+        // while none ends the wait doubles up to job_poll.
+        absl::Duration& after = poll_after_[key];
+        after = r->finished > 0 ? kFirstPoll : std::min(std::max(after * 2, kFirstPoll), options_.job_poll);
+        poll = after;
       }
       // Jobs in flight are looked at again soon; work that went out may
       // have more steps behind it. Held and failed work waits for the
       // resync (or its backoff), so neither becomes a busy loop.
-      if (in_flight > 0) queue_.AddAfter(key, options_.job_poll);
+      if (in_flight > 0) queue_.AddAfter(key, poll);
       else if (r->failed == 0 && r->created + r->deleted + r->changed > 0) queue_.Add(key);
     }
     queue_.Done(key);

@@ -45,12 +45,15 @@ struct ReconcilerOptions {
   std::string network_uuid;                       // network every instance joins
   absl::Duration job_timeout = absl::Minutes(5);  // per Triton job
   absl::Duration resync = absl::Seconds(5);
+  // A project's VMs are all listed at least this often; in between, a sync
+  // that sees jobs end re-reads only their VMs (GetVm).
+  absl::Duration full_observe = absl::Seconds(1);
   absl::Duration job_poll = absl::Milliseconds(250);  // a project with jobs in flight is looked at again after this
   int max_jobs = 64;               // Triton jobs in flight, all projects together
   int max_jobs_per_project = 32;   // Triton jobs in flight for one project
   int parallel_syncs = 4;          // projects synced at the same time by the loop
   int observe_parallel = 4;        // VMAPI listings per project read at the same time
-  int send_parallel = 8;           // Triton requests of one sync sent at the same time
+  int send_parallel = 16;          // Triton requests of one sync sent at the same time
   std::string triton_url;          // named in problems ("VMAPI is unreachable at …")
   absl::Duration backoff_base = absl::Seconds(1);  // first wait after a failed create
   absl::Duration backoff_cap = absl::Minutes(2);
@@ -73,6 +76,7 @@ struct SyncResult {
   int changed = 0;    // instances started or stopped, agents installed
   int failed = 0;     // requests refused, and jobs seen failing
   int held = 0;       // actions not taken now (Decision::held)
+  int finished = 0;   // jobs seen ending (counted) by this sync
   bool converged = false;  // the verdict: every service converged
   absl::Duration observe;  // reading VMAPI
   absl::Duration total;    // the whole sync
@@ -121,6 +125,10 @@ class Reconciler {
   // Remembered per API: since when it fails ("" error = fine).
   void NoteApi(const std::string& api, const absl::Status& st);
   std::vector<ApiProblem> ApiProblems() const;
+  // Updates `instances` (the last listing) with the VMs of the jobs that
+  // ended; false when one could not be read.
+  bool RefreshEnded(const std::string& project_uuid, const std::map<std::string, int64_t>& version_numbers,
+                    const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances);
   absl::StatusOr<triton::Image> ResolveImage(const std::string& ref);
 
   ProjectStore* store_;
@@ -137,7 +145,14 @@ class Reconciler {
   std::map<std::string, std::pair<absl::Time, absl::StatusOr<triton::Image>>> images_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<Problem>> execute_problems_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::vector<Problem>> last_problems_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, PlanCache> plan_caches_ ABSL_GUARDED_BY(mu_);  // project uuid -> its plan cache  // project name -> Decide's + Execute's
+  std::map<std::string, PlanCache> plan_caches_ ABSL_GUARDED_BY(mu_);
+  // project -> how soon its jobs in flight are looked at again: short while
+  // they keep ending, doubling up to job_poll while none does.
+  std::map<std::string, absl::Duration> poll_after_ ABSL_GUARDED_BY(mu_);
+  // project -> its last full listing of VMs and when it was made (updated by
+  // the incremental reads since).
+  std::map<std::string, std::pair<absl::Time, std::shared_ptr<const std::vector<InstanceState>>>> observed_
+      ABSL_GUARDED_BY(mu_);  // project uuid -> its plan cache  // project name -> Decide's + Execute's
   std::set<std::string> known_projects_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;

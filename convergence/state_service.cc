@@ -37,7 +37,6 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
   resp->set_version(s.project.current_number);
   resp->set_actual_known(s.actual_known);
   resp->set_leftover(d.leftover);
-  bool settled = s.actual_known && d.leftover == 0;
   if (s.goal) {
     for (const auto& kv : s.goal->services) {
       const ServiceGoalSpec& g = kv.second;
@@ -63,11 +62,7 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
         }
       }
       for (const TaskRecord& t : s.tasks) st->set_frozen(st->frozen() || FreezeHolds(t, kv.first, ""));
-      if (st->agent()) {
-        auto a = d.agent_plans.find(kv.first);
-        settled &= a != d.agent_plans.end() && a->second.outdated == a->second.unreachable;
-        continue;
-      }
+      if (st->agent()) continue;
       std::vector<const InstanceState*> mine;
       for (const InstanceState& i : s.instances) {
         if (i.service == kv.first) mine.push_back(&i);
@@ -91,14 +86,11 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
         is->set_version(i->version);
         SetTimestamp(i->created, is->mutable_created_at());
       }
-      int64_t want = st->stopped() ? 0 : g.record.count;
-      settled &= st->running() == want && st->provisioning() == 0 && st->broken() == 0;
     }
   }
   for (const Problem& p : d.problems) ProblemToProto(p, resp->add_problems());
   for (const Problem& p : reconciler_->ExecuteProblems(s.project.uuid)) ProblemToProto(p, resp->add_problems());
   resp->set_converged(d.converged);
-  resp->set_settled(settled);
   return grpc::Status::OK;
 }
 

@@ -44,7 +44,10 @@ m -j jupiter scale wordpress=+2 --wait
 sed -e 's/wordpress@1.2.0/wordpress@1.3.0/' -e 's/count: 3/count: 5/' -e 's/window: 60s/window: 2s/' \
   deploy/examples/jupiter.yaml > "$WORK/jupiter-v2.yaml"
 m diff -f "$WORK/jupiter-v2.yaml"
-m apply -f "$WORK/jupiter-v2.yaml" --yes --wait
+m apply -f "$WORK/jupiter-v2.yaml" --yes
+converge 8
+echo "# the new image reaches running instances by a rollout: status says so (verdict, reason, problem)"
+m -j jupiter status
 echo "# a canary first: one wordpress instance onto 1.3.0, then the task completes"
 m -j jupiter reprovision --service wordpress --canary 1
 sleep 4

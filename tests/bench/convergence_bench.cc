@@ -117,24 +117,18 @@ void P1() {
          p / n, plan_actions, naive_actions);
   // A one-service change through the PlanCache (what each project's sync
   // uses): services whose goal and instances did not change reuse their
-  // actions. The instances stay grouped per service between the plans; the
-  // grouping and comparison Decide does on a fresh snapshot (O(instances))
-  // are not part of this figure — P2 and P10 measure whole syncs.
+  // actions. The instances stay grouped per service, with their
+  // fingerprints, between the plans; the grouping and fingerprinting Decide
+  // does on a fresh snapshot (O(instances)) are not part of this figure —
+  // P2 and P10 measure whole syncs.
   std::map<std::string, PlanCache::ServiceInput> grouped;
-  {
-    std::map<std::string, std::shared_ptr<std::vector<InstanceState>>> of;
-    for (const InstanceState& i : in.plan.instances) {
-      auto& v = of[i.service];
-      if (!v) v = std::make_shared<std::vector<InstanceState>>();
-      v->push_back(i);
-    }
-    for (const auto& kv : in.plan.services) {
-      PlanCache::ServiceInput& si = grouped[kv.first];
-      si.goal = kv.second;
-      si.flags.reprovision = in.plan.reprovision.count(kv.first) > 0;
-      si.flags.deleting = &in.plan.deleting;
-      si.instances = of[kv.first];
-    }
+  for (const InstanceState& i : in.plan.instances) grouped[i.service].instances.push_back(&i);
+  for (const auto& kv : in.plan.services) {
+    PlanCache::ServiceInput& si = grouped[kv.first];
+    si.goal = kv.second;
+    si.flags.reprovision = in.plan.reprovision.count(kv.first) > 0;
+    si.flags.deleting = &in.plan.deleting;
+    si.fingerprint = InstancesFingerprint(si.instances);
   }
   PlanCache cache;
   auto t0 = Clock::now();
