@@ -14,6 +14,24 @@
 namespace mariposa::health {
 namespace {
 
+// An http check of 127.0.0.1:port/healthz every `interval` (5 s timeout,
+// one failure or success changes the state).
+Target HttpTarget(int port, absl::Duration interval, absl::Time created) {
+  Target target;
+  target.instance = "i-1";
+  target.check = "http";
+  target.spec.address = "127.0.0.1";
+  target.spec.port = port;
+  target.spec.path = "/healthz";
+  target.spec.timeout = absl::Seconds(5);
+  target.policy.interval = interval;
+  target.policy.unhealthy_interval = interval;
+  target.policy.retries = 1;
+  target.policy.successes = 1;
+  target.created = created;
+  return target;
+}
+
 TEST(MonitorTest, FollowsTheTargetAndReportsOnlyChanges) {
   httplib::Server server;
   std::atomic<int> status{200};
@@ -31,19 +49,10 @@ TEST(MonitorTest, FollowsTheTargetAndReportsOnlyChanges) {
     std::lock_guard<std::mutex> l(mu);
     changes.push_back(c);
   }}, RealClock::Get());
-  Target target;
-  target.instance = "i-1";
-  target.check = "http";
-  target.spec.address = "127.0.0.1";
-  target.spec.port = port;
-  target.spec.path = "/healthz";
+  Target target = HttpTarget(port, absl::Milliseconds(50), absl::Now());
   target.spec.timeout = absl::Milliseconds(500);
-  target.policy.interval = absl::Milliseconds(50);
-  target.policy.unhealthy_interval = absl::Milliseconds(50);
   target.policy.retries = 2;
-  target.policy.successes = 1;
   target.policy.start_window = absl::Seconds(0);
-  target.created = absl::Now();
   EXPECT_FALSE(monitor.InstanceHealth("i-1").has_value());
   monitor.Assign("p", {target});
   auto wait_for = [&](Health h) {
@@ -99,18 +108,7 @@ TEST(MonitorTest, RunsOnTheInjectedClock) {
   HealthMonitor::Hooks hooks;
   hooks.on_result = [&](const std::string&, bool, absl::Duration) { results++; };
   HealthMonitor monitor(hooks, &clock);
-  Target target;
-  target.instance = "i-1";
-  target.check = "http";
-  target.spec.address = "127.0.0.1";
-  target.spec.port = port;
-  target.spec.path = "/healthz";
-  target.spec.timeout = absl::Seconds(5);
-  target.policy.interval = absl::Minutes(1);
-  target.policy.unhealthy_interval = absl::Minutes(1);
-  target.policy.retries = 1;
-  target.policy.successes = 1;
-  target.created = clock.Now();
+  Target target = HttpTarget(port, absl::Minutes(1), clock.Now());
   monitor.Assign("p", {target});
   // Waits (real time: the check's HTTP round trip) for n results; a short
   // look when none is expected.
