@@ -6,9 +6,9 @@ inputs and `now`, and tests drive time with SimulatedClock. Only the clock
 code itself and the bodies of main() may read the wall clock or wait on it.
 
 Scanned: the .cc/.h files of common/, convergence/, health/, projects/,
-daemon/ and cli/, without tests (*_test.cc, *_testing.h). Not scanned:
-tests/ (and its benchmarks) and deploy/tritonsim/, the Triton simulator,
-whose injected latencies and job durations are real time on purpose.
+daemon/, cli/ and deploy/tritonsim/ (the simulator's latencies and job
+durations run on its injected clock too), without tests (*_test.cc,
+*_testing.h) and tests/ (with its benchmarks).
 
 Usage: scripts/check_clock.py [--self-test] [ROOT]
 """
@@ -17,7 +17,7 @@ import re
 import sys
 import tempfile
 
-DIRS = ["common", "convergence", "health", "projects", "daemon", "cli"]
+DIRS = ["common", "convergence", "health", "projects", "daemon", "cli", os.path.join("deploy", "tritonsim")]
 ALLOWED_FILES = {os.path.join("common", "clock.h")}
 FORBIDDEN = [
     (re.compile(r"\babsl::Now\s*\("), "absl::Now()"),

@@ -10,7 +10,6 @@
 namespace tritonsim {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 std::string Iso(int64_t ms) {
   time_t secs = ms / 1000;
@@ -195,10 +194,9 @@ DataCenter::DataCenter(Options opts) : opts_(std::move(opts)), rng_(opts_.seed) 
 
 DataCenter::~DataCenter() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    absl::MutexLock l(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
   loop_.join();
 }
 
@@ -217,10 +215,7 @@ void DataCenter::IndexServersLocked() {
   for (const auto& kv : servers_) by_free_.insert({FreeRam(kv.second), kv.first});
 }
 
-int64_t DataCenter::NowMs() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t DataCenter::NowMs() const { return absl::ToUnixMillis(opts_.clock->Now()); }
 
 std::string DataCenter::NewUuidLocked() {
   uint64_t a = rng_(), b = rng_();
@@ -242,7 +237,7 @@ std::string DataCenter::NewMacLocked() {
 }
 
 std::string DataCenter::LoadSeed(const json& seed) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   if (!seed.is_object()) return "seed must be a JSON object with servers and/or images";
   if (seed.contains("servers")) {
     servers_.clear();
@@ -300,25 +295,28 @@ int64_t DataCenter::LatencyLocked() {
 
 void DataCenter::ScheduleLocked(int64_t delay_ms, std::function<void()> fire) {
   events_.push(Event{NowMs() + delay_ms, event_seq_++, std::move(fire)});
-  cv_.notify_all();
 }
 
 void DataCenter::Loop() {
-  std::unique_lock<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   while (!stop_) {
+    // Until the first event is due, or one is added, or stop.
+    size_t queued = events_.size();
+    int64_t first = events_.empty() ? -1 : events_.top().due_ms;
+    auto changed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stop_ || events_.size() != queued || (!events_.empty() && events_.top().due_ms != first);
+    };
     if (events_.empty()) {
-      cv_.wait(l);
+      opts_.clock->AwaitUntil(&mu_, absl::Condition(&changed), absl::InfiniteFuture());
       continue;
     }
-    int64_t wait = events_.top().due_ms - NowMs();
-    if (wait > 0) {
-      cv_.wait_for(l, std::chrono::milliseconds(wait));
+    if (events_.top().due_ms > NowMs()) {
+      opts_.clock->AwaitUntil(&mu_, absl::Condition(&changed), absl::FromUnixMillis(events_.top().due_ms));
       continue;
     }
     Event e = events_.top();
     events_.pop();
     e.fire();
-    cv_.notify_all();
   }
 }
 
@@ -408,7 +406,7 @@ json DataCenter::JobJson(const Job& j) const {
 }
 
 Reply DataCenter::GetJob(const std::string& uuid) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = jobs_.find(uuid);
   if (it == jobs_.end()) return Error(404, "ResourceNotFound", "Job not found");
   Reply r;
@@ -417,15 +415,15 @@ Reply DataCenter::GetJob(const std::string& uuid) {
 }
 
 Reply DataCenter::WaitJob(const std::string& uuid, const Params& q) {
-  std::unique_lock<std::mutex> l(mu_);
-  auto done = [&] {
+  int64_t timeout_s = 60;
+  if (const std::string* t = Get(q, "timeout")) ParseInt(*t, &timeout_s);
+  absl::MutexLock l(&mu_);
+  auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = jobs_.find(uuid);
     return it == jobs_.end() || it->second.execution == "succeeded" || it->second.execution == "failed" ||
            it->second.execution == "canceled";
   };
-  int64_t timeout_s = 60;
-  if (const std::string* t = Get(q, "timeout")) ParseInt(*t, &timeout_s);
-  cv_.wait_for(l, std::chrono::seconds(timeout_s), done);
+  opts_.clock->AwaitUntil(&mu_, absl::Condition(&done), opts_.clock->Now() + absl::Seconds(timeout_s));
   auto it = jobs_.find(uuid);
   if (it == jobs_.end()) return Error(404, "ResourceNotFound", "Job not found");
   Reply r;
@@ -436,7 +434,7 @@ Reply DataCenter::WaitJob(const std::string& uuid, const Params& q) {
 Reply DataCenter::ListJobs(const Params& q) {
   Reply r;
   if (!CheckParams(q, {"vm_uuid", "execution", "task", "limit", "offset"}, false, 409, &r)) return r;
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::vector<const Job*> out;
   for (const auto& kv : jobs_) {
     const Job& j = kv.second;
@@ -686,7 +684,7 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
   std::vector<std::string> fields;
   if (const std::string* v = Get(q, "fields")) fields = Split(*v, ',');
 
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   // Candidates: the smallest tag index set, else every VM.
   const std::set<std::string>* best = nullptr;
   std::set<std::string> any_value;
@@ -855,7 +853,7 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
 Reply DataCenter::GetVm(const std::string& uuid, const Params& q) {
   Reply r;
   if (!CheckParams(q, {"owner_uuid", "fields", "sync"}, false, 409, &r)) return r;
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = vms_.find(uuid);
   if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
   if (const std::string* o = Get(q, "owner_uuid"); o && it->second.owner_uuid != *o) {
@@ -942,7 +940,7 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
   }
   std::string uuid = body.value("uuid", "");
   if (!uuid.empty() && !IsUuid(uuid)) invalid("uuid", "Invalid UUID");
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   if (!image.empty()) {
     auto im = images_.find(image);
     if (im == images_.end() || im->second.state != "active") {
@@ -1042,7 +1040,7 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
   const std::string* action = Get(q, "action");
   if (!action) return Validation(409, "action", "Missing", "action is required");
   bool idempotent = Get(q, "idempotent") && *Get(q, "idempotent") == "true";
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = vms_.find(uuid);
   if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
   Vm& vm = it->second;
@@ -1115,7 +1113,7 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
 Reply DataCenter::DeleteVm(const std::string& uuid, const Params& q) {
   Reply r;
   if (!CheckParams(q, {"sync", "owner_uuid", "origin", "creator_uuid", "context"}, false, 409, &r)) return r;
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = vms_.find(uuid);
   if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
   std::string id = uuid;
@@ -1134,7 +1132,7 @@ Reply DataCenter::DeleteVm(const std::string& uuid, const Params& q) {
 
 Reply DataCenter::VmTags(const std::string& method, const std::string& uuid, const std::string& key,
                          const json& body) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = vms_.find(uuid);
   if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
   Vm& vm = it->second;
@@ -1269,7 +1267,7 @@ Reply DataCenter::ListServers(const Params& q) {
   };
   std::vector<std::string> fields;
   if (const std::string* v = Get(q, "fields")) fields = Split(*v, ',');
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   r.body = json::array();
   int64_t skipped = 0;
   for (const auto& kv : servers_) {
@@ -1298,7 +1296,7 @@ Reply DataCenter::ListServers(const Params& q) {
 Reply DataCenter::GetServer(const std::string& uuid, const Params& q) {
   Reply r;
   if (!CheckParams(q, {"extras"}, false, 409, &r)) return r;
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = servers_.find(uuid);
   if (it == servers_.end()) return Error(404, "ResourceNotFound", "Server " + uuid + " not found");
   r.body = ServerJson(it->second, {"all"});
@@ -1306,7 +1304,7 @@ Reply DataCenter::GetServer(const std::string& uuid, const Params& q) {
 }
 
 Reply DataCenter::UpdateServer(const std::string& uuid, const json& body) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = servers_.find(uuid);
   if (it == servers_.end()) return Error(404, "ResourceNotFound", "Server " + uuid + " not found");
   if (!body.is_object()) return Validation(409, "body", "Invalid", "body must be a JSON object");
@@ -1342,7 +1340,7 @@ json DataCenter::TaskJson(const Task& t) const {
 }
 
 Reply DataCenter::InstallAgent(const std::string& uuid, const json& body) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = servers_.find(uuid);
   if (it == servers_.end()) return Error(404, "ResourceNotFound", "Server " + uuid + " not found");
   if (it->second.status != "running") {
@@ -1394,7 +1392,7 @@ Reply DataCenter::InstallAgent(const std::string& uuid, const json& body) {
 }
 
 Reply DataCenter::UninstallAgents(const std::string& uuid, const json& body) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = servers_.find(uuid);
   if (it == servers_.end()) return Error(404, "ResourceNotFound", "Server " + uuid + " not found");
   if (it->second.status != "running") {
@@ -1425,7 +1423,7 @@ Reply DataCenter::UninstallAgents(const std::string& uuid, const json& body) {
 }
 
 Reply DataCenter::GetTask(const std::string& id) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end()) return Error(404, "ResourceNotFound", "Task " + id + " not found");
   Reply r;
@@ -1436,11 +1434,12 @@ Reply DataCenter::GetTask(const std::string& id) {
 Reply DataCenter::WaitTask(const std::string& id, const Params& q) {
   int64_t timeout_s = 60;
   if (const std::string* t = Get(q, "timeout")) ParseInt(*t, &timeout_s);
-  std::unique_lock<std::mutex> l(mu_);
-  cv_.wait_for(l, std::chrono::seconds(timeout_s), [&] {
+  absl::MutexLock l(&mu_);
+  auto ended = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = tasks_.find(id);
     return it == tasks_.end() || it->second.status != "active";
-  });
+  };
+  opts_.clock->AwaitUntil(&mu_, absl::Condition(&ended), opts_.clock->Now() + absl::Seconds(timeout_s));
   auto it = tasks_.find(id);
   if (it == tasks_.end()) return Error(404, "ResourceNotFound", "Task " + id + " not found");
   Reply r;
@@ -1487,7 +1486,7 @@ Reply DataCenter::ListImages(const Params& q) {
     if (!want->empty() && (*want)[0] == '~') return have.find(want->substr(1)) != std::string::npos;
     return *want == have;
   };
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::vector<const Image*> out;
   for (const auto& kv : images_) {
     const Image& i = kv.second;
@@ -1527,7 +1526,7 @@ Reply DataCenter::ListImages(const Params& q) {
 }
 
 Reply DataCenter::GetImage(const std::string& uuid) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = images_.find(uuid);
   if (it == images_.end() || it->second.state == "remote") return Error(404, "ResourceNotFound", "image " + uuid + " was not found");
   Reply r;
@@ -1543,7 +1542,7 @@ Reply DataCenter::ImageAction(const std::string& uuid, const Params& q, const js
   if (!action || *action != "import-remote") return Validation(422, "action", "Invalid", "unsupported action");
   const std::string* source = Get(q, "source");
   if (!source || source->empty()) return Validation(422, "source", "Missing", "source is required");
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = images_.find(uuid);
   if (it != images_.end() && it->second.state != "remote") {
     return Error(409, "ImageUuidAlreadyExists", "image " + uuid + " already exists");
@@ -1579,7 +1578,7 @@ Reply DataCenter::CreateImageFromVm(const Params& q, const json& body) {
   if (!body.is_object() || !body.contains("name") || !body.contains("version")) {
     return Validation(422, "name", "Missing", "name and version are required");
   }
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto vm = vms_.find(*vm_uuid);
   if (vm == vms_.end()) return Error(404, "ResourceNotFound", "VM " + *vm_uuid + " not found");
   if (EffectiveStateLocked(vm->second) != "stopped") {
@@ -1615,7 +1614,7 @@ Reply DataCenter::CreateImageFromVm(const Params& q, const json& body) {
 // ---------------------------------------------------------------- control
 
 Reply DataCenter::SetServerStatus(const std::string& uuid, const std::string& status) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = servers_.find(uuid);
   if (it == servers_.end()) {
     for (auto& kv : servers_) {
@@ -1631,7 +1630,7 @@ Reply DataCenter::SetServerStatus(const std::string& uuid, const std::string& st
 }
 
 Reply DataCenter::KillVm(const std::string& uuid, const std::string& to_state) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = vms_.find(uuid);
   if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
   Vm& v = it->second;
@@ -1648,7 +1647,7 @@ Reply DataCenter::KillVm(const std::string& uuid, const std::string& to_state) {
 }
 
 Reply DataCenter::SetVmHealth(const std::string& uuid, VmHealth h) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = vms_.find(uuid);
   if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
   it->second.health = h;
@@ -1658,13 +1657,13 @@ Reply DataCenter::SetVmHealth(const std::string& uuid, VmHealth h) {
 }
 
 VmHealth DataCenter::HealthOf(const std::string& vm_uuid) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   auto it = vms_.find(vm_uuid);
   return it == vms_.end() ? VmHealth::kRefuse : it->second.health;
 }
 
 Reply DataCenter::SetJobKnobs(const json& body) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   if (body.contains("job_latency_ms")) opts_.job_latency_ms = body["job_latency_ms"].get<double>();
   if (body.contains("job_jitter")) opts_.job_jitter = body["job_jitter"].get<double>();
   if (body.contains("job_failure_rate")) opts_.job_failure_rate = body["job_failure_rate"].get<double>();
@@ -1675,7 +1674,7 @@ Reply DataCenter::SetJobKnobs(const json& body) {
 }
 
 Reply DataCenter::Stats() {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::map<std::string, int64_t> states;
   for (const auto& kv : vms_) states[EffectiveStateLocked(kv.second)]++;
   Reply r;
@@ -1685,12 +1684,12 @@ Reply DataCenter::Stats() {
 }
 
 void DataCenter::FailNext(const std::string& op, int n, int status, int hang_ms) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   for (int i = 0; i < n; ++i) failures_[op].emplace_back(status, hang_ms);
 }
 
 bool DataCenter::TakeFailure(const std::string& op, Reply* reply, int* hang_ms) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   op_counts_[op]++;
   auto it = failures_.find(op);
   if (it == failures_.end() || it->second.empty()) return false;
@@ -1703,7 +1702,7 @@ bool DataCenter::TakeFailure(const std::string& op, Reply* reply, int* hang_ms) 
 }
 
 std::vector<DataCenter::Endpoint> DataCenter::RunningEndpoints() {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   std::vector<Endpoint> out;
   for (const auto& kv : vms_) {
     const Vm& v = kv.second;
@@ -1728,7 +1727,7 @@ std::vector<DataCenter::Endpoint> DataCenter::RunningEndpoints() {
 }
 
 void DataCenter::StartAddressesAtBlock(uint32_t block) {
-  std::lock_guard<std::mutex> l(mu_);
+  absl::MutexLock l(&mu_);
   next_ip_ = (block & 0xffff) << 8;
 }
 

@@ -8,11 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <queue>
 #include <random>
 #include <set>
@@ -20,6 +18,9 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 
 namespace tritonsim {
 
@@ -42,6 +43,9 @@ struct Options {
   uint64_t seed = 1;
   std::string datacenter = "sim-1";
   std::string base_url;            // for the workflow-api header
+  // Timestamps, job latencies, API delays and waits (required; main() gives
+  // the wall clock, tests may give a simulated one).
+  const mariposa::Clock* clock = nullptr;
 };
 
 // Health behaviour of a VM's listeners (for --listen-vms).
@@ -55,6 +59,7 @@ class DataCenter {
   void StartAddressesAtBlock(uint32_t block);
   explicit DataCenter(Options opts);
   ~DataCenter();
+  const mariposa::Clock* clock() const { return opts_.clock; }
 
   // Loads {"servers": [...], "images": [...]} (fields as the APIs show them).
   // Returns "" or an error message.
@@ -206,8 +211,7 @@ class DataCenter {
   void Loop();
 
   Options opts_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;         // events and job/task completion
+  mutable absl::Mutex mu_;  // releasing it wakes the waits on events and job/task completion
   std::mt19937_64 rng_;
   std::unordered_map<std::string, Vm> vms_;
   std::map<std::string, Server> servers_;

@@ -21,13 +21,13 @@ void Send(const Reply& r, httplib::Response* res) {
 httplib::Server::Handler Wrap(const std::string& op, DataCenter* dc, std::atomic<int>* latency, Handler h) {
   return [op, dc, latency, h](const httplib::Request& req, httplib::Response& res) {
     int delay = latency->load();
-    if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    if (delay > 0) dc->clock()->SleepFor(absl::Milliseconds(delay));
     Reply injected;
     int hang_ms = 0;
     if (dc->TakeFailure(op, &injected, &hang_ms)) {
       if (hang_ms > 0) {
         // A slow call: wait, then answer normally.
-        std::this_thread::sleep_for(std::chrono::milliseconds(hang_ms));
+        dc->clock()->SleepFor(absl::Milliseconds(hang_ms));
       } else {
         Send(injected, &res);
         return;

@@ -132,6 +132,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "ctl") return Ctl(std::vector<std::string>(args.begin() + 1, args.end()));
   tritonsim::Options opts;
+  opts.clock = mariposa::RealClock::Get();
   std::string listen = "127.0.0.1:8580", addr_file, seed_file;
   int api_latency = 0, threads = 64;
   bool listen_vms = false;

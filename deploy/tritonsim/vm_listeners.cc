@@ -25,10 +25,6 @@ namespace {
 constexpr size_t kMaxRequest = 16384;  // bytes read from a client before answering anyway
 constexpr int64_t kHangCloseMs = 120000;
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 int Listen(const std::string& ip, int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -73,7 +69,7 @@ void VmListeners::Loop() {
     close(fd);
   };
   while (!stop_) {
-    int64_t now = NowMs();
+    int64_t now = absl::ToUnixMillis(dc_->clock()->Now());
     if (now >= next_sync) {
       next_sync = now + 100;
       // Desired listeners: running VMs whose health is not "refuse".
@@ -129,7 +125,7 @@ void VmListeners::Loop() {
           ev.events = EPOLLIN | EPOLLRDHUP;
           ev.data.fd = c;
           epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev);
-          conns[c] = Conn{lv->second, "", NowMs(), false};
+          conns[c] = Conn{lv->second, "", absl::ToUnixMillis(dc_->clock()->Now()), false};
         }
         continue;
       }
