@@ -115,10 +115,12 @@ std::map<std::string, std::vector<Problem>> Reconciler::LastProblems() const {
   absl::MutexLock l(&mu_);
   std::map<std::string, std::vector<Problem>> out;
   std::set<std::string> apis;
-  for (const auto& kv : last_problems_) {
-    for (const Problem& pr : kv.second) {
-      if (pr.kind != "triton-unreachable") out[kv.first].push_back(pr);
-      else if (apis.insert(pr.error).second) out[""].push_back(pr);
+  for (const auto& kv : projects_) {
+    for (const auto* list : {&kv.second.decided, &kv.second.executed}) {
+      for (const Problem& pr : *list) {
+        if (pr.kind != "triton-unreachable") out[kv.second.name].push_back(pr);
+        else if (apis.insert(pr.error).second) out[""].push_back(pr);
+      }
     }
   }
   return out;
@@ -126,8 +128,8 @@ std::map<std::string, std::vector<Problem>> Reconciler::LastProblems() const {
 
 std::vector<Problem> Reconciler::ExecuteProblems(const std::string& project_uuid) const {
   absl::MutexLock l(&mu_);
-  auto it = execute_problems_.find(project_uuid);
-  return it == execute_problems_.end() ? std::vector<Problem>{} : it->second;
+  auto it = projects_.find(project_uuid);
+  return it == projects_.end() ? std::vector<Problem>{} : it->second.executed;
 }
 
 void Reconciler::NoteApi(const std::string& api, const absl::Status& st) {
@@ -197,10 +199,10 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   absl::Time now = clock_->Now();
   {
     absl::MutexLock l(&mu_);
-    auto it = memory_.find(uuid);
-    if (it != memory_.end()) s.memory = it->second;
+    auto it = projects_.find(uuid);
+    if (it != projects_.end()) s.memory = it->second.memory;
     int used = 0;
-    for (const auto& kv : in_flight_) used += kv.first == uuid ? 0 : kv.second;
+    for (const auto& kv : projects_) used += kv.first == uuid ? 0 : kv.second.in_flight;
     s.global_jobs_free = std::max(0, options_.max_jobs - used);
   }
 
@@ -221,10 +223,10 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   bool incremental = false;
   if (poll_jobs) {
     absl::MutexLock l(&mu_);
-    auto it = observed_.find(uuid);
-    if (it != observed_.end() && now - it->second.first < options_.full_observe) {
-      listed_at = it->second.first;
-      s.instances = *it->second.second;
+    auto it = projects_.find(uuid);
+    if (it != projects_.end() && it->second.listed && now - it->second.listed_at < options_.full_observe) {
+      listed_at = it->second.listed_at;
+      s.instances = *it->second.listed;
       incremental = true;
     }
   }
@@ -309,8 +311,9 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   if (poll_jobs && (reread || !s.actual_known)) {
     auto kept = s.actual_known ? std::make_shared<const std::vector<InstanceState>>(s.instances) : nullptr;
     absl::MutexLock l(&mu_);
-    if (kept) observed_[uuid] = {listed_at, std::move(kept)};
-    else observed_.erase(uuid);
+    ProjectState& ps = projects_[uuid];
+    ps.listed_at = listed_at;
+    ps.listed = std::move(kept);
   }
   if (options_.health != nullptr && s.goal) {
     for (InstanceState& i : s.instances) {
@@ -424,7 +427,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   PlanCache* cache;  // one worker per project at a time uses it; map nodes do not move
   {
     absl::MutexLock l(&mu_);
-    cache = &plan_caches_[s.project.uuid];
+    cache = &projects_[s.project.uuid].plan;
   }
   Decision d = Decide(s, clock_->Now(), cache);
   int finished = static_cast<int>(s.finished.size());
@@ -449,10 +452,6 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
                         "progress is not recorded; work may be repeated until the store accepts writes"});
   };
   for (const auto& jp : d.job_progress) store_error("a finished job", store_->FinishJob(jp.first, jp.second));
-  {
-    absl::MutexLock l(&mu_);
-    memory_[p.uuid] = d.memory;
-  }
   std::vector<EventRecord> events = std::move(d.events);
   auto event = [&](const std::string& kind, const std::string& subject, const std::string& detail) {
     events.push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, kind, subject, detail});
@@ -466,11 +465,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     store_error("the project's deletion", store_->DeleteProject(p.uuid, "mariposad"));
     if (options_.metrics != nullptr) options_.metrics->ForgetProject(p.name);
     absl::MutexLock l(&mu_);
-    memory_.erase(p.uuid);
-    last_problems_.erase(p.name);
-    plan_caches_.erase(p.uuid);
-    observed_.erase(p.uuid);
-    in_flight_.erase(p.uuid);
+    projects_.erase(p.uuid);
     return r;
   }
   for (const Rollback& rb : d.rollbacks) {
@@ -754,12 +749,12 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
   }
   {
     absl::MutexLock l(&mu_);
-    in_flight_[p.uuid] = static_cast<int>(s.in_flight.size() + sent.size());
-    memory_[p.uuid] = d.memory;
-    execute_problems_[p.uuid] = problems;
-    std::vector<Problem>& all = last_problems_[p.name];
-    all = d.problems;
-    all.insert(all.end(), problems.begin(), problems.end());
+    ProjectState& ps = projects_[p.uuid];
+    ps.name = p.name;
+    ps.in_flight = static_cast<int>(s.in_flight.size() + sent.size());
+    ps.memory = std::move(d.memory);
+    ps.decided = std::move(d.problems);
+    ps.executed = std::move(problems);
   }
   flush_events();
 
@@ -864,13 +859,15 @@ void Reconciler::Worker() {
       absl::Duration poll = options_.job_poll;
       {
         absl::MutexLock l(&mu_);
-        auto it = in_flight_.find(key);
-        if (it != in_flight_.end()) in_flight = it->second;
-        // Jobs that keep ending (a fast VMAPI) are looked at again at once;
-        // while none ends the wait doubles up to job_poll.
-        absl::Duration& after = poll_after_[key];
-        after = r->finished > 0 ? kFirstPoll : std::min(std::max(after * 2, kFirstPoll), options_.job_poll);
-        poll = after;
+        auto it = projects_.find(key);  // gone when the sync deleted the project
+        if (it != projects_.end()) {
+          in_flight = it->second.in_flight;
+          // Jobs that keep ending (a fast VMAPI) are looked at again at
+          // once; while none ends the wait doubles up to job_poll.
+          absl::Duration& after = it->second.poll_after;
+          after = r->finished > 0 ? kFirstPoll : std::min(std::max(after * 2, kFirstPoll), options_.job_poll);
+          poll = after;
+        }
       }
       // Jobs in flight are looked at again soon; work that went out may
       // have more steps behind it. Held and failed work waits for the

@@ -139,20 +139,22 @@ class Reconciler {
   GoalCache goals_;
   WorkQueue queue_;
   mutable absl::Mutex mu_;
-  std::map<std::string, std::map<std::string, ServiceMemory>> memory_ ABSL_GUARDED_BY(mu_);  // project -> service
-  std::map<std::string, int> in_flight_ ABSL_GUARDED_BY(mu_);  // project -> jobs in flight
+  // What is kept of a project (by uuid) between its syncs.
+  struct ProjectState {
+    std::string name;
+    std::map<std::string, ServiceMemory> memory;  // by service
+    int in_flight = 0;                            // jobs in flight after the last sync
+    std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's
+    PlanCache plan;                               // used by the one worker syncing the project
+    absl::Duration poll_after;                    // how soon its jobs in flight are looked at again
+    // The last full listing of its VMs and when it was made (updated by the
+    // incremental reads since); null until one is made.
+    absl::Time listed_at;
+    std::shared_ptr<const std::vector<InstanceState>> listed;
+  };
+  std::map<std::string, ProjectState> projects_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs
   std::map<std::string, std::pair<absl::Time, absl::StatusOr<triton::Image>>> images_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::vector<Problem>> execute_problems_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::vector<Problem>> last_problems_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, PlanCache> plan_caches_ ABSL_GUARDED_BY(mu_);
-  // project -> how soon its jobs in flight are looked at again: short while
-  // they keep ending, doubling up to job_poll while none does.
-  std::map<std::string, absl::Duration> poll_after_ ABSL_GUARDED_BY(mu_);
-  // project -> its last full listing of VMs and when it was made (updated by
-  // the incremental reads since).
-  std::map<std::string, std::pair<absl::Time, std::shared_ptr<const std::vector<InstanceState>>>> observed_
-      ABSL_GUARDED_BY(mu_);  // project uuid -> its plan cache  // project name -> Decide's + Execute's
   std::set<std::string> known_projects_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
