@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -565,10 +566,13 @@ int Cli::WaitSettled(const std::string& project, absl::Duration timeout) {
     Check(state_->GetState(Ctx().get(), req, &st));
     std::vector<std::string> parts;
     std::vector<std::string> stuck;
+    std::set<std::string> left_behind;  // services with instances on an older spec and no rollout
+    for (const auto& p : st.problems()) {
+      if (p.kind() == "older-spec") left_behind.insert(p.service());
+    }
     for (const auto& s : st.services()) {
       parts.push_back(absl::StrCat(s.name(), " ", s.verdict(), s.reason().empty() ? "" : ": " + s.reason()));
-      if (s.verdict() == "failed" || s.verdict() == "paused" ||
-          (s.verdict() == "degraded" && absl::StrContains(s.reason(), "no rollout is running"))) {
+      if (s.verdict() == "failed" || s.verdict() == "paused" || left_behind.count(s.name())) {
         stuck.push_back(absl::StrCat(s.name(), " is ", s.verdict(), ": ", s.reason(),
                                      s.fix().empty() ? "" : absl::StrCat("\n  fix: ", s.fix())));
       }

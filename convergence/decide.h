@@ -61,7 +61,6 @@ struct ControllerPolicy {
   absl::Duration backoff_base = absl::Seconds(1);
   absl::Duration backoff_cap = absl::Minutes(2);
   absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period
-  absl::Duration job_timeout = absl::Minutes(5);       // a create whose reply was lost counts as failed after it
   int max_jobs_per_project = 32;
 };
 

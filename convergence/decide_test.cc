@@ -9,6 +9,7 @@ namespace mariposa::convergence {
 namespace {
 
 using testing::GoalOf;
+using testing::JobOf;
 using testing::Instance;
 using testing::kT0;
 using testing::SnapshotOf;
@@ -115,12 +116,7 @@ TEST(DecideTest, AgentInstallFailingEverywhereIsFailed) {
     srv.agents = {{"cn-agent", "1", "img-1", ""}};
     s.servers.push_back(srv);
   }
-  JobRecord j;
-  j.job_uuid = "t1";
-  j.api = "cnapi";
-  j.service = "cn-agent";
-  j.instance = "s0";
-  j.kind = "install";
+  JobRecord j = JobOf("t1", "install", "cn-agent", "s0");
   s.finished = {{j, false, "image not in IMGAPI"}};
   Decision d = Decide(s, kT0);
   EXPECT_EQ(d.verdicts.at("cn-agent").state, VerdictState::kFailed);
@@ -224,14 +220,8 @@ TEST(DecideTest, QueuedStopActivatesThenStopsUnderItsTask) {
 TEST(DecideTest, ACreateInFlightIsNotSentTwiceAndNamesAreTheLowestFree) {
   Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 3}\n"));
   s.instances = {Instance(s, "web", 2)};
-  JobRecord j;
-  j.job_uuid = "create:x";
-  j.api = "vmapi";
-  j.service = "web";
-  j.instance = "x";
+  JobRecord j = JobOf("create:x", "create", "web", "x");
   j.alias = "p-web-1";
-  j.kind = "create";
-  j.sent_at = kT0;
   s.in_flight = {j};  // VMAPI has not listed it yet
   Decision d = Decide(s, kT0);
   ASSERT_EQ(Count(d, ActionKind::kCreate), 1);
@@ -241,12 +231,8 @@ TEST(DecideTest, ACreateInFlightIsNotSentTwiceAndNamesAreTheLowestFree) {
 TEST(DecideTest, FinishedJobsAreCountedOnceEach) {
   Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 1}\n"));
   s.instances = {Instance(s, "web", 1)};
-  JobRecord j;
-  j.job_uuid = "job-1";
+  JobRecord j = JobOf("job-1", "delete", "web");
   j.task_uuid = "t1";
-  j.api = "vmapi";
-  j.service = "web";
-  j.kind = "delete";
   j.reason = "reprovision";
   s.finished = {{j, true, ""}};
   Decision d = Decide(s, kT0);

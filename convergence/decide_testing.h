@@ -50,6 +50,20 @@ inline Snapshot SnapshotOf(std::shared_ptr<const ProjectGoal> goal) {
   return s;
 }
 
+// A job of `kind` (create delete start stop on VMAPI; install on CNAPI) for
+// `instance` of `service`.
+inline JobRecord JobOf(const std::string& job_uuid, const std::string& kind, const std::string& service,
+                       const std::string& instance = "") {
+  JobRecord j;
+  j.job_uuid = job_uuid;
+  j.api = kind == "install" ? "cnapi" : "vmapi";
+  j.kind = kind;
+  j.service = service;
+  j.instance = instance;
+  j.sent_at = kT0;
+  return j;
+}
+
 inline InstanceState Instance(const Snapshot& s, const std::string& service, int ordinal,
                               const std::string& state = "running", absl::Duration age = absl::Minutes(10)) {
   InstanceState i;

@@ -194,7 +194,6 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   s.policy.backoff_base = options_.backoff_base;
   s.policy.backoff_cap = options_.backoff_cap;
   s.policy.replace_interval = options_.replace_interval;
-  s.policy.job_timeout = options_.job_timeout;
   s.policy.max_jobs_per_project = std::max(1, options_.max_jobs_per_project);
   absl::Time now = clock_->Now();
   {
