@@ -1191,10 +1191,11 @@ int Cli::StatusCmd(Args& a) {
                                                                       : "not converged")
             << "\n\n";
   std::vector<std::vector<std::string>> rows;
+  // Counts of what runs are shown only when VMAPI could be read ("-": unknown).
+  auto seen = [&](int64_t n) { return resp.actual_known() ? absl::StrCat(n) : std::string("-"); };
   for (const auto& s : resp.services()) {
-    rows.push_back({s.name(), s.verdict(), absl::StrCat(s.desired()), absl::StrCat(s.ready()),
-                    absl::StrCat(s.running()), absl::StrCat(s.provisioning()),
-                    absl::StrCat(s.broken()), absl::StrCat(s.stopped_instances()), absl::StrCat(s.updating()),
+    rows.push_back({s.name(), s.verdict(), absl::StrCat(s.desired()), seen(s.ready()), seen(s.running()),
+                    seen(s.provisioning()), seen(s.broken()), seen(s.stopped_instances()), seen(s.updating()),
                     s.frozen() ? "yes" : "no", s.reason()});
   }
   Table({"SERVICE", "VERDICT", "DESIRED", "READY", "RUNNING", "PROVISIONING", "BROKEN", "STOPPED", "OLD SPEC",

@@ -670,6 +670,7 @@ TEST_F(ConvergenceTest, ProblemsAreStatedForAnOperator) {
   ASSERT_EQ(ctl({"fail", "ListVms", "100000", "503"}), 0);
   out = until({"-j", "loop", "status"}, "VMAPI is unreachable");
   EXPECT_THAT(out, ::testing::HasSubstr("web      unknown"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("web +unknown +1 +- +- +- +- +- +- +no"));  // nothing claimed
   EXPECT_THAT(out, ::testing::HasSubstr("Error:  VMAPI is unreachable at " + sim_->addr()));
   EXPECT_THAT(out, ::testing::HasSubstr("(since "));
   EXPECT_THAT(out, ::testing::HasSubstr("Fix:    check that VMAPI is up"));
