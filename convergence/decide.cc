@@ -718,8 +718,14 @@ void Decider::Names() {
     if (i.alias.rfind(prefix, 0) == 0 && absl::SimpleAtoi(i.alias.substr(prefix.size()), &n)) used[i.service].insert(n);
   }
   std::map<std::string, int> from;  // service -> every ordinal below it is taken
-  for (Step& st : steps_) {
-    if (st.action.kind != ActionKind::kCreate) continue;
+  std::vector<Step*> creates;       // those that go now, then the backlog
+  for (auto* list : {&steps_, &d_.backlog}) {
+    for (Step& st : *list) {
+      if (st.action.kind == ActionKind::kCreate) creates.push_back(&st);
+    }
+  }
+  for (Step* stp : creates) {
+    Step& st = *stp;
     int& ordinal = from.emplace(st.action.service, 1).first->second;
     std::set<int>& u = used[st.action.service];
     while (u.count(ordinal)) ++ordinal;
@@ -884,6 +890,7 @@ void Decider::Window() {
       ++n;
     } else {
       d_.held.push_back({st.action, absl::StrCat("job window: ", s_.in_flight.size(), " jobs of this project in flight")});
+      if (st.action.kind == ActionKind::kCreate) d_.backlog.push_back(std::move(st));
     }
   }
   steps_ = std::move(kept);
@@ -1097,7 +1104,7 @@ Decision Decider::Run() {
   ScaleTasks();
   Agents();
   Window();
-  Names();  // the creates that go now
+  Names();  // the creates that go now, then the backlog's
   Verdicts();
   d_.steps = std::move(steps_);
   for (const InstanceState* ip : instances_) {

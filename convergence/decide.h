@@ -154,6 +154,10 @@ struct Problem {
 struct Decision {
   std::vector<Step> steps;
   std::vector<Held> held;
+  // The creates among `held` that only the job window held, named, in
+  // order: the executor may send them as job slots free up, without
+  // deciding again, until anything about the project changes.
+  std::vector<Step> backlog;
   std::vector<TaskChange> task_changes;
   std::vector<TaskRecord> new_tasks;  // automatic tasks to add (admission decides again, in the store)
   std::vector<Rollback> rollbacks;

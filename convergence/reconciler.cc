@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -24,6 +28,35 @@ std::string BrandFor(const ServiceGoalSpec& g) {
   if (g.spec.compute_type == "docker") return "lx";
   if (g.spec.compute_type == "kvm") return "bhyve";
   return "joyent";
+}
+
+// Where a service's environment and command (interpolated) go, and its
+// disk and CPU: a Docker container as sdc-docker makes one (`docker: true`,
+// internal_metadata docker:env as a JSON list of K=V, docker:cmd as
+// ["/bin/sh", "-c", command], like a Dockerfile's shell-form CMD); any other
+// instance gets customer_metadata `mariposa:env` (a JSON object) and, when
+// there is a command, a `user-script` that exports the environment and runs
+// it (the guest runs user-script at every boot).
+void Runtime(const ServiceSpec& spec, const std::map<std::string, std::string>& environment, const std::string& command,
+             triton::CreateVmRequest* req) {
+  if (spec.disk_bytes) req->quota = std::max<int64_t>(1, (*spec.disk_bytes + (int64_t{1} << 30) - 1) >> 30);
+  if (spec.cpu) req->cpu_cap = std::max<int64_t>(1, std::llround(*spec.cpu * 100));
+  if (spec.compute_type == "docker") {
+    req->docker = true;
+    nlohmann::json env = nlohmann::json::array();
+    for (const auto& kv : environment) env.push_back(kv.first + "=" + kv.second);
+    req->internal_metadata["docker:env"] = env.dump();
+    if (!command.empty()) req->internal_metadata["docker:cmd"] = nlohmann::json({"/bin/sh", "-c", command}).dump();
+    return;
+  }
+  if (!environment.empty()) req->customer_metadata["mariposa:env"] = nlohmann::json(environment).dump();
+  if (command.empty()) return;
+  std::string script = "#!/bin/sh\n";
+  for (const auto& kv : environment) {
+    absl::StrAppend(&script, "export ", kv.first, "='", absl::StrReplaceAll(kv.second, {{"'", "'\\''"}}), "'\n");
+  }
+  absl::StrAppend(&script, command, "\n");
+  req->customer_metadata["user-script"] = script;
 }
 
 // MiB of resources.memory; 1024 when unset.
@@ -90,6 +123,16 @@ void RunParallel(std::vector<std::function<void()>>* tasks, int parallel) {
 // A request refused outright (no job): counted at once (CountFinished).
 FinishedJob Refused(const JobRecord& j, const absl::Status& st) {
   return FinishedJob{j, false, std::string(st.message())};
+}
+
+// A store write that failed, as a problem of the project's sync.
+void StoreError(const std::string& project, std::vector<Problem>* problems, const std::string& what,
+                const absl::Status& st) {
+  if (st.ok() || absl::IsFailedPrecondition(st)) return;
+  LogWarn("store write failed", {{"project", project}, {"what", what}, {"error", st.ToString()}});
+  problems->push_back({"store", "", absl::StrCat("cannot record ", what), st.ToString(),
+                       "check the data directory's disk (space, permissions) and the daemon log; mariposad retries",
+                       "progress is not recorded; work may be repeated until the store accepts writes"});
 }
 
 }  // namespace
@@ -242,6 +285,12 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   // Jobs: those that ended are handed to Decide once; a create whose reply
   // was lost waits until its VM shows up or the job timeout passes.
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListJobs(uuid));
+  std::map<std::string, FinishedJob> pumped;  // jobs the pump saw end, counted now
+  if (poll_jobs && s.actual_known) {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(uuid);
+    if (it != projects_.end()) pumped.swap(it->second.ended);
+  }
   std::set<std::string> seen;
   for (const InstanceState& i : s.instances) seen.insert(i.uuid);
   std::vector<JobRecord> polled;  // asked of VMAPI / CNAPI below
@@ -261,36 +310,15 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       }
       continue;
     }
+    if (auto e = pumped.find(j.job_uuid); e != pumped.end()) {
+      s.finished.push_back(std::move(e->second));  // the pump saw it end
+      continue;
+    }
     polled.push_back(std::move(j));
   }
-  // The jobs' states, asked in parallel (a sync's cost does not grow with
-  // one round trip per job in flight).
-  std::vector<FinishedJob> answers(polled.size());
-  std::vector<char> ended(polled.size(), 0);  // one writer per element
-  std::vector<std::function<void()>> asks;
+  std::vector<std::optional<FinishedJob>> answers = PollJobs(polled);
   for (size_t k = 0; k < polled.size(); ++k) {
-    asks.push_back([&, k] {
-      const JobRecord& j = polled[k];
-      if (j.api == "cnapi") {
-        if (options_.cnapi == nullptr) return;
-        auto t = options_.cnapi->GetTask(j.job_uuid);
-        NoteApi("CNAPI", t.status());
-        if (t.ok() && t->done()) answers[k] = {j, t->status == "complete", t->error};
-        else if (absl::IsNotFound(t.status())) answers[k] = {j, false, "CNAPI lost the task"};
-        else return;
-        ended[k] = 1;
-        return;
-      }
-      auto job = vmapi_->GetJob(j.job_uuid);
-      if (job.ok() && job->done()) answers[k] = {j, job->execution == "succeeded", job->error};
-      else if (absl::IsNotFound(job.status())) answers[k] = {j, false, "VMAPI lost the job"};
-      else return;
-      ended[k] = 1;
-    });
-  }
-  RunParallel(&asks, options_.send_parallel);
-  for (size_t k = 0; k < polled.size(); ++k) {
-    if (ended[k]) s.finished.push_back(std::move(answers[k]));
+    if (answers[k]) s.finished.push_back(std::move(*answers[k]));
     else s.in_flight.push_back(std::move(polled[k]));
   }
   if (incremental && !RefreshEnded(uuid, s.version_numbers, s.finished, &s.instances)) {
@@ -421,6 +449,9 @@ absl::StatusOr<Reconciler::View> Reconciler::Inspect(const std::string& project)
 
 absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   absl::Time start = clock_->Now();
+  // Read before anything else: a change after this point makes the
+  // backlog this sync leaves stale.
+  uint64_t changes = changes_.load();
   absl::Duration observe;
   ASSIGN_OR_RETURN(Snapshot s, Gather(name, /*poll_jobs=*/true, &observe));
   PlanCache* cache;  // one worker per project at a time uses it; map nodes do not move
@@ -430,27 +461,26 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   }
   Decision d = Decide(s, clock_->Now(), cache);
   int finished = static_cast<int>(s.finished.size());
-  SyncResult r = Execute(s, std::move(d));
+  SyncResult r = Execute(s, std::move(d), changes);
   r.finished = finished;
   r.observe = observe;
   r.total = clock_->Now() - start;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(s.project.uuid);
+    if (it != projects_.end()) it->second.sync_cost = r.total;
+  }
   return r;
 }
 
-SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
+SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) {
   SyncResult r;
   r.held = static_cast<int>(d.held.size());
   r.converged = d.converged;
   const ProjectRecord& p = s.project;
   std::vector<Problem> problems;
-  auto store_error = [&](const std::string& what, const absl::Status& st) {
-    if (st.ok() || absl::IsFailedPrecondition(st)) return;
-    LogWarn("store write failed", {{"project", p.name}, {"what", what}, {"error", st.ToString()}});
-    problems.push_back({"store", "", absl::StrCat("cannot record ", what), st.ToString(),
-                        "check the data directory's disk (space, permissions) and the daemon log; mariposad retries",
-                        "progress is not recorded; work may be repeated until the store accepts writes"});
-  };
-  for (const auto& jp : d.job_progress) store_error("a finished job", store_->FinishJob(jp.first, jp.second));
+  auto store_error = [&](const std::string& what, const absl::Status& st) { StoreError(p.name, &problems, what, st); };
+  store_error("finished jobs", store_->FinishJobs(d.job_progress));
   std::vector<EventRecord> events = std::move(d.events);
   auto event = [&](const std::string& kind, const std::string& subject, const std::string& detail) {
     events.push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, kind, subject, detail});
@@ -509,13 +539,212 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     store_->SetTaskState(added->uuid, "active", "").IgnoreError();
     new_task[ref] = added->uuid;
   }
-  auto task_of = [&](const std::string& ref, bool* dropped) {
-    if (!absl::StartsWith(ref, "new:")) return ref;
-    auto it = new_task.find(ref);
-    *dropped = it == new_task.end() || it->second.empty();
-    return *dropped ? std::string() : it->second;
+  // Steps of an automatic task the store did not add now are not sent.
+  auto resolve = [&](std::string* task) {
+    if (!absl::StartsWith(*task, "new:")) return true;
+    auto it = new_task.find(*task);
+    if (it == new_task.end() || it->second.empty()) return false;
+    *task = it->second;
+    return true;
   };
+  std::vector<Step> steps;
+  for (Step& st : d.steps) {
+    if (resolve(&st.task)) steps.push_back(std::move(st));
+    else ++r.held;
+  }
+  std::vector<AgentInstall> installs;
+  for (AgentInstall& a : d.installs) {
+    if (resolve(&a.task)) installs.push_back(std::move(a));
+  }
+  std::vector<JobRecord> sent = Send(s, steps, installs, &d.memory, &r, &events, &problems);
+  // The backlog the pump may send (PumpProject): creates without placement
+  // rules (those are placed against the instances of a fresh listing).
+  std::vector<Step> backlog;
+  if (r.failed == 0) {
+    for (Step& st : d.backlog) {
+      if (s.goal->services.at(st.action.service).spec.placement.empty() && resolve(&st.task)) {
+        backlog.push_back(std::move(st));
+      }
+    }
+  }
+  std::shared_ptr<const Snapshot> backlog_from;
+  if (!backlog.empty()) {
+    // What Send needs to build a create (no instances: the backlog has no
+    // placement rules).
+    auto from = std::make_shared<Snapshot>();
+    from->project = s.project;
+    from->goal = s.goal;
+    from->images = s.images;
+    from->meta = s.meta;
+    from->policy = s.policy;
+    from->jitter = s.jitter;
+    backlog_from = std::move(from);
+  }
+  {
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[p.uuid];
+    ps.name = p.name;
+    ps.in_flight = static_cast<int>(s.in_flight.size() + sent.size());
+    ps.memory = std::move(d.memory);
+    ps.decided = std::move(d.problems);
+    ps.executed = std::move(problems);
+    ps.synced_at = clock_->Now();
+    ps.backlog.assign(std::make_move_iterator(backlog.begin()), std::make_move_iterator(backlog.end()));
+    ps.backlog_from = std::move(backlog_from);
+    ps.backlog_changes = changes;
+  }
+  flush_events();
 
+  if (options_.health != nullptr && s.actual_known && s.goal) {
+    std::map<std::string, std::vector<const InstanceState*>> of;
+    for (const InstanceState& i : s.instances) of[i.service].push_back(&i);
+    std::vector<health::Target> targets;
+    for (const auto& kv : s.goal->services) {
+      auto more = HealthTargets(kv.second.spec, of[kv.first], options_.health_loopback, options_.network_uuid);
+      for (auto& t : more) targets.push_back(std::move(t));
+    }
+    options_.health->Assign(p.uuid, std::move(targets));
+  }
+  if (options_.metrics != nullptr && s.actual_known) {
+    std::vector<ServiceCounts> counts;
+    for (const auto& kv : d.verdicts) {
+      if (kv.second.agent) continue;
+      ServiceCounts c;
+      c.service = kv.first;
+      c.desired = kv.second.desired;
+      c.crashlooping = kv.second.state == VerdictState::kPaused && kv.second.reason.rfind("crash loop", 0) == 0;
+      for (const InstanceState& i : s.instances) {
+        if (i.service == kv.first) c.by_state[i.state]++;
+      }
+      counts.push_back(std::move(c));
+    }
+    options_.metrics->SetProject(p.name, std::move(counts));
+  }
+  return r;
+}
+
+std::vector<std::optional<FinishedJob>> Reconciler::PollJobs(const std::vector<JobRecord>& jobs) {
+  // Asked in parallel: a sync's cost does not grow with one round trip per
+  // job in flight.
+  std::vector<std::optional<FinishedJob>> answers(jobs.size());  // one writer per element
+  std::vector<std::function<void()>> asks;
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    asks.push_back([&, k] {
+      const JobRecord& j = jobs[k];
+      if (j.api == "cnapi") {
+        if (options_.cnapi == nullptr) return;
+        auto t = options_.cnapi->GetTask(j.job_uuid);
+        NoteApi("CNAPI", t.status());
+        if (t.ok() && t->done()) answers[k] = FinishedJob{j, t->status == "complete", t->error};
+        else if (absl::IsNotFound(t.status())) answers[k] = FinishedJob{j, false, "CNAPI lost the task"};
+        return;
+      }
+      auto job = vmapi_->GetJob(j.job_uuid);
+      if (job.ok() && job->done()) answers[k] = FinishedJob{j, job->execution == "succeeded", job->error};
+      else if (absl::IsNotFound(job.status())) answers[k] = FinishedJob{j, false, "VMAPI lost the job"};
+    });
+  }
+  RunParallel(&asks, options_.send_parallel);
+  return answers;
+}
+
+std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
+  absl::Time start = clock_->Now();
+  std::shared_ptr<const Snapshot> from;
+  std::set<std::string> known;  // jobs seen ending already
+  std::map<std::string, ServiceMemory> memory;
+  int others = 0;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(uuid);
+    if (it == projects_.end()) return std::nullopt;
+    ProjectState& ps = it->second;
+    if (ps.backlog.empty()) return std::nullopt;
+    // Syncs take at most about a tenth of the time while a backlog lasts:
+    // at 100,000 instances listing them all takes seconds.
+    absl::Duration pump_for = std::max(options_.full_observe, 10 * ps.sync_cost);
+    if (ps.backlog_changes != changes_.load() || start - ps.synced_at >= pump_for) {
+      ps.backlog.clear();
+      ps.backlog_from = nullptr;
+      return std::nullopt;
+    }
+    from = ps.backlog_from;
+    memory = ps.memory;
+    for (const auto& kv : ps.ended) known.insert(kv.first);
+    for (const auto& kv : projects_) others += kv.first == uuid ? 0 : kv.second.in_flight;
+  }
+  auto jobs = store_->ListJobs(uuid);
+  if (!jobs.ok()) return std::nullopt;
+  int running = 0;
+  std::vector<JobRecord> polled;
+  for (JobRecord& j : *jobs) {
+    if (known.count(j.job_uuid)) continue;
+    if (absl::StartsWith(j.job_uuid, "create:")) ++running;  // the next sync looks for its VM
+    else polled.push_back(std::move(j));
+  }
+  std::vector<std::optional<FinishedJob>> answers = PollJobs(polled);
+  SyncResult r;
+  bool failed = false;
+  std::vector<FinishedJob> ended;
+  for (auto& a : answers) {
+    if (!a) {
+      ++running;
+      continue;
+    }
+    failed |= !a->ok;
+    ended.push_back(std::move(*a));
+  }
+  r.finished = static_cast<int>(ended.size());
+  std::vector<Step> steps;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(uuid);
+    if (it == projects_.end()) return std::nullopt;
+    ProjectState& ps = it->second;
+    for (FinishedJob& f : ended) ps.ended[f.job.job_uuid] = std::move(f);
+    // A failed job is for Decide to count (backoff, crash loop) before
+    // anything more is sent; so is any change since the backlog was made.
+    if (failed || ps.backlog_changes != changes_.load()) {
+      ps.backlog.clear();
+      ps.backlog_from = nullptr;
+      return std::nullopt;
+    }
+    int64_t free = std::min<int64_t>(std::max(1, options_.max_jobs_per_project) - running,
+                                     options_.max_jobs - others - running);
+    while (free-- > 0 && !ps.backlog.empty()) {
+      steps.push_back(std::move(ps.backlog.front()));
+      ps.backlog.pop_front();
+    }
+    ps.in_flight = running;
+  }
+  std::vector<EventRecord> events;
+  std::vector<Problem> problems;
+  std::vector<JobRecord> sent;
+  if (!steps.empty()) sent = Send(*from, steps, {}, &memory, &r, &events, &problems);
+  StoreError(from->project.name, &problems, "events", store_->AppendEvents(events));
+  {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(uuid);
+    if (it != projects_.end()) {
+      ProjectState& ps = it->second;
+      ps.in_flight = running + static_cast<int>(sent.size());
+      for (Problem& pr : problems) ps.executed.push_back(std::move(pr));
+      if (r.failed > 0) {  // refused: counted into memory by Send; Decide goes on from there
+        ps.memory = std::move(memory);
+        ps.backlog.clear();
+        ps.backlog_from = nullptr;
+      }
+    }
+  }
+  r.total = clock_->Now() - start;
+  return r;
+}
+
+std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Step>& steps,
+                                        const std::vector<AgentInstall>& installs,
+                                        std::map<std::string, ServiceMemory>* memory, SyncResult* r,
+                                        std::vector<EventRecord>* events, std::vector<Problem>* problems) {
+  const ProjectRecord& p = s.project;
   // Requests: built in order (placement sees the creates before it), sent
   // in parallel; a create whose locality names a create of this step goes
   // in a later wave, after that one reached VMAPI.
@@ -530,7 +759,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
   // the steps name.
   bool rules = false;
   absl::flat_hash_map<absl::string_view, const InstanceState*> by_uuid;
-  for (const Step& st : d.steps) {
+  for (const Step& st : steps) {
     if (st.action.kind != ActionKind::kCreate) by_uuid[st.action.instance] = nullptr;
     else rules |= !s.goal->services.at(st.action.service).spec.placement.empty();
   }
@@ -544,16 +773,11 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
   std::map<std::string, int> this_step;  // uuids created in this step -> their wave
   int waves = 1;
   std::vector<FinishedJob> refused;  // requests refused outright: counted below, like failed jobs
-  for (const Step& st : d.steps) {
-    bool dropped = false;
+  for (const Step& st : steps) {
     JobRecord j;
     j.project_uuid = p.uuid;
     j.api = "vmapi";
-    j.task_uuid = task_of(st.task, &dropped);
-    if (dropped) {
-      ++r.held;
-      continue;
-    }
+    j.task_uuid = st.task;
     j.service = st.action.service;
     j.reason = st.action.reason;
     j.sent_at = clock_->Now();
@@ -569,8 +793,15 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
       } else {
         bool stop = st.action.kind == ActionKind::kStop;
         j.kind = stop ? "stop" : "start";
-        requests.push_back(
-            {j, [this, id, stop] { return vmapi_->Act(id, stop ? triton::VmAction::kStop : triton::VmAction::kStart); }});
+        absl::Duration timeout;  // stop.timeout of the service
+        if (stop && s.goal) {
+          auto g = s.goal->services.find(j.service);
+          if (g != s.goal->services.end()) timeout = g->second.spec.stop_timeout;
+        }
+        requests.push_back({j, [this, id, stop, timeout] {
+                              return stop ? vmapi_->Act(id, triton::VmAction::kStop, timeout)
+                                          : vmapi_->Act(id, triton::VmAction::kStart);
+                            }});
       }
       continue;
     }
@@ -611,7 +842,9 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     ctx.instance_uuid = req->uuid;
     ctx.leave_unknown = true;  // the server is not known before placement
     absl::Status prepared = absl::OkStatus();
-    for (auto* values : {&req->customer_metadata, &req->tags}) {
+    std::map<std::string, std::string> environment = g.spec.environment;
+    std::map<std::string, std::string> command = {{"", g.spec.command}};
+    for (auto* values : {&req->customer_metadata, &req->tags, &environment, &command}) {
       for (auto& kv : *values) {
         if (!prepared.ok() || kv.first.rfind("mariposa.", 0) == 0) continue;
         auto v = Interpolate(kv.second, ctx);
@@ -629,12 +862,13 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
       }
       rules.push_back({rule.key, rule.equal, rule.soft, *v});
     }
+    Runtime(g.spec, environment, command[""], req.get());
     j.kind = "create";
     j.instance = req->uuid;
     j.alias = req->alias;
     if (!prepared.ok()) {
       refused.push_back(Refused(j, prepared));
-      ++r.failed;
+      ++r->failed;
       continue;
     }
     req->locality = LocalityFor(rules, candidates);
@@ -655,14 +889,12 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     waves = std::max(waves, wave + 1);
     requests.push_back({j, [this, req] { return vmapi_->CreateVm(*req); }, wave});
   }
-  for (const AgentInstall& a : d.installs) {
+  for (const AgentInstall& a : installs) {
     if (options_.cnapi == nullptr) break;
-    bool dropped = false;
     JobRecord j;
     j.project_uuid = p.uuid;
     j.api = "cnapi";
-    j.task_uuid = task_of(a.task, &dropped);
-    if (dropped) continue;
+    j.task_uuid = a.task;
     j.service = a.service;
     j.instance = a.server;
     j.alias = a.label;
@@ -693,12 +925,12 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     if (q.result.ok()) {
       j.job_uuid = q.result->job_uuid;
       sent.push_back(j);
-      if (j.kind == "create") ++r.created;
-      else if (j.kind == "delete") ++r.deleted;
-      else ++r.changed;
-      event(j.kind == "install" ? "agent.install-started" : absl::StrCat("instance.", j.kind),
-            j.kind == "create" || j.kind == "install" ? j.instance : j.instance,
-            absl::StrCat(j.alias, " (", j.reason, ")"));
+      if (j.kind == "create") ++r->created;
+      else if (j.kind == "delete") ++r->deleted;
+      else ++r->changed;
+      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name,
+                                    j.kind == "install" ? "agent.install-started" : absl::StrCat("instance.", j.kind),
+                                    j.instance, absl::StrCat(j.alias, " (", j.reason, ")")});
       continue;
     }
     const absl::Status& st = q.result.status();
@@ -712,10 +944,10 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     }
     LogWarn("request failed", {{"project", p.name}, {"what", absl::StrCat(j.kind, " ", j.alias)},
                                {"error", st.ToString()}});
-    ++r.failed;
+    ++r->failed;
     refused.push_back(Refused(j, st));
   }
-  store_error("jobs in flight", store_->RecordJobs(sent));
+  StoreError(p.name, problems, "jobs in flight", store_->RecordJobs(sent));
   // A step of a task: one sync that sent it work.
   std::set<std::string> stepped;
   for (const JobRecord& j : sent) {
@@ -724,7 +956,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
   for (const std::string& t : stepped) {
     TaskProgress step;
     step.steps_done = 1;
-    store_error("a task's progress", store_->AddTaskProgress(t, step));
+    StoreError(p.name, problems, "a task's progress", store_->AddTaskProgress(t, step));
   }
   if (!refused.empty()) {
     // Counted now, by the same accounting as a job that fails later, so the
@@ -734,55 +966,19 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d) {
     r_snap.goal = s.goal;
     r_snap.policy = s.policy;
     r_snap.jitter = s.jitter;
-    r_snap.memory = d.memory;
+    r_snap.memory = *memory;
     r_snap.finished = std::move(refused);
     Decision counted = CountFinished(r_snap, clock_->Now());
-    d.memory = std::move(counted.memory);
-    for (EventRecord& e : counted.events) events.push_back(std::move(e));
+    *memory = std::move(counted.memory);
+    for (EventRecord& e : counted.events) events->push_back(std::move(e));
     for (size_t k = 0; k < r_snap.finished.size(); ++k) {
       const JobRecord& j = r_snap.finished[k].job;
       if (!j.task_uuid.empty()) {
-        store_error("a task's progress", store_->AddTaskProgress(j.task_uuid, counted.job_progress[k].second));
+        StoreError(p.name, problems, "a task's progress", store_->AddTaskProgress(j.task_uuid, counted.job_progress[k].second));
       }
     }
   }
-  {
-    absl::MutexLock l(&mu_);
-    ProjectState& ps = projects_[p.uuid];
-    ps.name = p.name;
-    ps.in_flight = static_cast<int>(s.in_flight.size() + sent.size());
-    ps.memory = std::move(d.memory);
-    ps.decided = std::move(d.problems);
-    ps.executed = std::move(problems);
-  }
-  flush_events();
-
-  if (options_.health != nullptr && s.actual_known && s.goal) {
-    std::map<std::string, std::vector<const InstanceState*>> of;
-    for (const InstanceState& i : s.instances) of[i.service].push_back(&i);
-    std::vector<health::Target> targets;
-    for (const auto& kv : s.goal->services) {
-      auto more = HealthTargets(kv.second.spec, of[kv.first], options_.health_loopback, options_.network_uuid);
-      for (auto& t : more) targets.push_back(std::move(t));
-    }
-    options_.health->Assign(p.uuid, std::move(targets));
-  }
-  if (options_.metrics != nullptr && s.actual_known) {
-    std::vector<ServiceCounts> counts;
-    for (const auto& kv : d.verdicts) {
-      if (kv.second.agent) continue;
-      ServiceCounts c;
-      c.service = kv.first;
-      c.desired = kv.second.desired;
-      c.crashlooping = kv.second.state == VerdictState::kPaused && kv.second.reason.rfind("crash loop", 0) == 0;
-      for (const InstanceState& i : s.instances) {
-        if (i.service == kv.first) c.by_state[i.state]++;
-      }
-      counts.push_back(std::move(c));
-    }
-    options_.metrics->SetProject(p.name, std::move(counts));
-  }
-  return r;
+  return sent;
 }
 
 void Reconciler::Start() {
@@ -829,9 +1025,15 @@ void Reconciler::Resync() {
   }
 }
 
-void Reconciler::Wake() { Resync(); }
+void Reconciler::Wake() {
+  ++changes_;
+  Resync();
+}
 
-void Reconciler::WakeProject(const std::string& project_uuid) { queue_.Add(project_uuid); }
+void Reconciler::WakeProject(const std::string& project_uuid) {
+  ++changes_;
+  queue_.Add(project_uuid);
+}
 
 // The first look at jobs in flight after a sync that saw some end.
 constexpr absl::Duration kFirstPoll = absl::Milliseconds(1);
@@ -839,7 +1041,11 @@ constexpr absl::Duration kFirstPoll = absl::Milliseconds(1);
 void Reconciler::Worker() {
   std::string key;
   while (queue_.Get(&key)) {
-    auto r = SyncProject(key);
+    // Backlog creates go out as job slots free up; the project is synced
+    // (decided again) when there are none, when it changed, when a job
+    // failed, and at least every full_observe.
+    std::optional<SyncResult> pumped = PumpProject(key);
+    absl::StatusOr<SyncResult> r = pumped ? *pumped : SyncProject(key);
     if (!r.ok()) {
       if (!absl::IsNotFound(r.status())) {
         LogWarn("sync failed", {{"project", key}, {"error", r.status().ToString()}});
@@ -847,7 +1053,7 @@ void Reconciler::Worker() {
       }
     } else {
       queue_.Forget(key);
-      if (r->created + r->deleted + r->changed + r->failed > 0) {
+      if (!pumped && r->created + r->deleted + r->changed + r->failed > 0) {
         LogInfo("synced", {{"project", key}, {"created", absl::StrCat(r->created)},
                            {"deleted", absl::StrCat(r->deleted)}, {"changed", absl::StrCat(r->changed)},
                            {"failed", absl::StrCat(r->failed)}, {"held", absl::StrCat(r->held)},

@@ -17,6 +17,7 @@
 #define MARIPOSA_CONVERGENCE_RECONCILER_H_
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -93,6 +94,15 @@ class Reconciler {
   // job). An error is a Gather or store failure.
   absl::StatusOr<SyncResult> SyncProject(const std::string& project);
 
+  // Sends creates the job window held at the project's last sync as job
+  // slots free up, without deciding again (the decision's backlog): asks
+  // the jobs in flight (those that ended are counted by the next sync) and
+  // sends as many as the window allows. Nothing (nullopt) when there is no
+  // backlog, anything changed since (Wake, WakeProject), a job failed, or
+  // the last sync is older than full_observe or ten times what it took
+  // (whichever is longer): then the project needs a sync.
+  std::optional<SyncResult> PumpProject(const std::string& project_uuid);
+
   // Gather and Decide without executing: what `status` shows. With
   // `poll_jobs` false jobs in flight are not asked about.
   struct View {
@@ -119,7 +129,16 @@ class Reconciler {
 
  private:
   absl::StatusOr<Snapshot> Gather(const std::string& project, bool poll_jobs, absl::Duration* observe);
-  SyncResult Execute(const Snapshot& s, Decision d);
+  // `changes` is changes_ when the sync began.
+  SyncResult Execute(const Snapshot& s, Decision d, uint64_t changes);
+  // Builds, sends (in dependency waves) and records the requests of
+  // `steps` and `installs` (tasks resolved); refusals are counted into
+  // `memory` at once. Returns the jobs sent.
+  std::vector<JobRecord> Send(const Snapshot& s, const std::vector<Step>& steps, const std::vector<AgentInstall>& installs,
+                              std::map<std::string, ServiceMemory>* memory, SyncResult* r,
+                              std::vector<EventRecord>* events, std::vector<Problem>* problems);
+  // The states of `jobs`: how each ended, or nullopt while it runs.
+  std::vector<std::optional<FinishedJob>> PollJobs(const std::vector<JobRecord>& jobs);
   void Worker();
   void Resync();
   // Remembered per API: since when it fails ("" error = fine).
@@ -151,12 +170,22 @@ class Reconciler {
     // incremental reads since); null until one is made.
     absl::Time listed_at;
     std::shared_ptr<const std::vector<InstanceState>> listed;
+    // The pump's: creates the last sync's job window held (tasks resolved),
+    // what they were decided on, changes_ then, when that sync ended, and
+    // the jobs the pump saw end (the next sync counts them).
+    std::deque<Step> backlog;
+    std::shared_ptr<const Snapshot> backlog_from;
+    uint64_t backlog_changes = 0;
+    absl::Time synced_at;
+    absl::Duration sync_cost;  // how long the last sync took
+    std::map<std::string, FinishedJob> ended;
   };
   std::map<std::string, ProjectState> projects_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs
   std::map<std::string, std::pair<absl::Time, absl::StatusOr<triton::Image>>> images_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> known_projects_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<uint64_t> changes_{0};  // bumped by every Wake and WakeProject
   std::vector<std::thread> workers_;
   std::thread ticker_;
 };

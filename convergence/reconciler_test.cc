@@ -478,5 +478,130 @@ TEST_F(ReconcilerTest, ReprovisionRollingOverride) {
   EXPECT_EQ(reconciler_->SyncProject("p")->created, 4);  // not update.rolling's 1
 }
 
+// The pump: creates the job window held go out as jobs end, without
+// deciding again, until anything changes; ended jobs are counted once, by
+// the next sync.
+TEST_F(ReconcilerTest, PumpSendsTheHeldCreatesAsJobsEnd) {
+  ReconcilerOptions o;
+  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
+  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
+  o.max_jobs_per_project = 2;
+  reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
+  vmapi_.set_auto_complete(false);
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 5}\n");
+  std::string uuid = store_->GetProject("p")->uuid;
+  auto r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->created, 2);
+  EXPECT_EQ(r->held, 3);
+  // No slot free: nothing goes out, but the pump is still on.
+  auto pumped = reconciler_->PumpProject(uuid);
+  ASSERT_TRUE(pumped.has_value());
+  EXPECT_EQ(pumped->created, 0);
+  // Both jobs end: two more creates, named after the first two, and no
+  // listing (no decision).
+  vmapi_.CompleteJobs();
+  vmapi_.ClearCalls();
+  pumped = reconciler_->PumpProject(uuid);
+  ASSERT_TRUE(pumped.has_value());
+  EXPECT_EQ(pumped->created, 2);
+  EXPECT_EQ(pumped->finished, 2);
+  std::vector<std::string> calls;
+  for (const std::string& c : vmapi_.calls()) calls.push_back(c.substr(0, c.find(' ')));
+  std::sort(calls.begin(), calls.end());
+  EXPECT_EQ(calls, (std::vector<std::string>{"CreateVm", "CreateVm", "GetJob", "GetJob"}));
+  std::set<std::string> aliases;
+  for (const auto& vm : vmapi_.AllVms()) aliases.insert(vm.alias);
+  EXPECT_EQ(aliases, (std::set<std::string>{"p-web-1", "p-web-2", "p-web-3", "p-web-4"}));
+  // Anything that changes (an apply, a task, a health change) ends the pump:
+  // the project is decided again.
+  reconciler_->WakeProject(uuid);
+  vmapi_.CompleteJobs();
+  EXPECT_FALSE(reconciler_->PumpProject(uuid).has_value());
+  r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->finished, 4);  // two seen by the pump, two now: each counted once
+  EXPECT_EQ(r->created, 1);
+  vmapi_.CompleteJobs();
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  aliases.clear();
+  for (const auto& vm : vmapi_.AllVms()) aliases.insert(vm.alias);
+  EXPECT_EQ(aliases, (std::set<std::string>{"p-web-1", "p-web-2", "p-web-3", "p-web-4", "p-web-5"}));
+  auto tasks = TasksOf(store_.get(), "scale");
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].created, 5);
+  EXPECT_EQ(tasks[0].state, "completed");
+}
+
+TEST_F(ReconcilerTest, PumpStopsAtAFailedJobAndWhenTheSyncIsOld) {
+  ReconcilerOptions o;
+  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
+  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
+  o.max_jobs_per_project = 1;
+  reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
+  vmapi_.set_auto_complete(false);
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 4}\n");
+  std::string uuid = store_->GetProject("p")->uuid;
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  // The first create fails: nothing more goes out until Decide counted it.
+  std::set<std::string> first;
+  for (const std::string& c : vmapi_.calls()) {
+    if (c.rfind("CreateVm ", 0) == 0) first.insert(c.substr(9));
+  }
+  ASSERT_EQ(first.size(), 1u);
+  vmapi_.CompleteJobs(first);
+  vmapi_.ClearCalls();
+  EXPECT_FALSE(reconciler_->PumpProject(uuid).has_value());
+  EXPECT_EQ(vmapi_.calls(), std::vector<std::string>{"GetJob " + vmapi_.calls()[0].substr(7)});
+  auto r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->finished, 1);
+  EXPECT_EQ(r->created, 0);  // backoff after the failure
+  auto view = reconciler_->Inspect("p");
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->snapshot.memory.at("web").history.consecutive(), 1);
+  // Past the backoff a sync creates again; the pump then runs until the
+  // sync is full_observe old.
+  clock_.Advance(absl::Seconds(3));
+  r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->created, 1);
+  vmapi_.CompleteJobs();
+  auto pumped = reconciler_->PumpProject(uuid);
+  ASSERT_TRUE(pumped.has_value());
+  EXPECT_EQ(pumped->created, 1);
+  vmapi_.CompleteJobs();
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_FALSE(reconciler_->PumpProject(uuid).has_value());
+}
+
+TEST_F(ReconcilerTest, EnvironmentCommandDiskAndCpuReachTheCreate) {
+  Apply("project: p\nmeta: {pw: s3cret}\nservices:\n"
+        "  app: {image: web@1, environment: {PW: \"{{ .meta.pw }}\", NAME: \"{{ .placement.instance.name }}\"}, "
+        "command: run --fast, resources: {disk: 20g, cpu: 1.5}}\n"
+        "  box: {compute_type: infrastructure, image: web@1, environment: {Q: \"it's\"}, command: /opt/start}\n"
+        "  plain: {compute_type: infrastructure, image: web@1}\n");
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  std::map<std::string, triton::Vm> by;
+  for (const auto& vm : vmapi_.AllVms()) by[vm.tags.at(kTagService)] = vm;
+  ASSERT_EQ(by.size(), 3u);
+  const triton::Vm& app = by["app"];
+  EXPECT_TRUE(app.docker);
+  EXPECT_EQ(app.brand, "lx");
+  EXPECT_EQ(app.quota, 20);
+  EXPECT_EQ(app.cpu_cap, 150);
+  EXPECT_EQ(app.internal_metadata.at("docker:env"), "[\"NAME=p-app-1\",\"PW=s3cret\"]");
+  EXPECT_EQ(app.internal_metadata.at("docker:cmd"), "[\"/bin/sh\",\"-c\",\"run --fast\"]");
+  const triton::Vm& box = by["box"];
+  EXPECT_FALSE(box.docker);
+  EXPECT_TRUE(box.internal_metadata.empty());
+  EXPECT_EQ(box.customer_metadata.at("mariposa:env"), "{\"Q\":\"it's\"}");
+  EXPECT_EQ(box.customer_metadata.at("user-script"), "#!/bin/sh\nexport Q='it'\\''s'\n/opt/start\n");
+  const triton::Vm& plain = by["plain"];
+  EXPECT_EQ(plain.customer_metadata.count("user-script"), 0u);
+  EXPECT_EQ(plain.customer_metadata.count("mariposa:env"), 0u);
+  EXPECT_EQ(plain.quota, 0);  // VMAPI's default
+}
+
 }  // namespace
 }  // namespace mariposa::convergence

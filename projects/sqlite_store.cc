@@ -1149,18 +1149,23 @@ absl::StatusOr<std::vector<JobRecord>> SqliteProjectStore::ListJobs(const std::s
   return out;
 }
 
-absl::Status SqliteProjectStore::FinishJob(const std::string& job_uuid, const TaskProgress& d) {
+absl::Status SqliteProjectStore::FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs) {
+  if (jobs.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
   ASSIGN_OR_RETURN(auto get, db_->Prepare("SELECT task_uuid FROM jobs WHERE job_uuid = ?"));
-  get.Bind(1, job_uuid);
-  ASSIGN_OR_RETURN(bool found, get.Step());
-  if (!found) return absl::OkStatus();  // counted already
-  std::string task = get.Text(0);
   ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM jobs WHERE job_uuid = ?"));
-  del.Bind(1, job_uuid);
-  RETURN_IF_ERROR(del.Run());
-  if (!task.empty()) RETURN_IF_ERROR(AddTaskProgressLocked(task, d));
+  for (const auto& [job_uuid, progress] : jobs) {
+    RETURN_IF_ERROR(get.Reset());
+    get.Bind(1, job_uuid);
+    ASSIGN_OR_RETURN(bool found, get.Step());
+    if (!found) continue;  // counted already
+    std::string task = get.Text(0);
+    RETURN_IF_ERROR(del.Reset());
+    del.Bind(1, job_uuid);
+    RETURN_IF_ERROR(del.Run());
+    if (!task.empty()) RETURN_IF_ERROR(AddTaskProgressLocked(task, progress));
+  }
   return txn->Commit();
 }
 

@@ -68,7 +68,7 @@ class SqliteProjectStore : public ProjectStore {
   absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() override;
   absl::Status RecordJobs(const std::vector<JobRecord>& jobs) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& project_uuid) override;
-  absl::Status FinishJob(const std::string& job_uuid, const TaskProgress& progress) override;
+  absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs) override;
   absl::StatusOr<std::vector<TaskCount>> CountTasks() override;
   absl::StatusOr<TaskRecord> GetTask(const std::string& uuid) override;
   absl::StatusOr<TaskRecord> SetTaskState(const std::string& uuid, const std::string& state,

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/sqlite.h"
 #include "gtest/gtest.h"
@@ -270,6 +271,42 @@ TEST_F(StoreTest, BackupIsAConsistentCopy) {
   auto copy = SqliteProjectStore::Open(path, &clock_);
   ASSERT_TRUE(copy.ok());
   EXPECT_EQ((*copy)->GetProject("jupiter")->current_version, r->version.uuid);
+}
+
+
+TEST_F(StoreTest, FinishJobsCountsEachJobOnceInOneTransaction) {
+  auto p = store_->CreateProject("jupiter", "", "alice");
+  ASSERT_TRUE(p.ok());
+  TaskRecord t;
+  t.project_uuid = p->uuid;
+  t.kind = "scale";
+  auto task = store_->AddTask(
+      t, [](const std::vector<TaskRecord>&, TaskRecord*, std::vector<std::string>*) { return absl::OkStatus(); });
+  ASSERT_TRUE(task.ok()) << task.status();
+  std::vector<JobRecord> jobs;
+  for (int k = 0; k < 3; ++k) {
+    JobRecord j;
+    j.job_uuid = absl::StrCat("job-", k);
+    j.project_uuid = p->uuid;
+    j.api = "vmapi";
+    j.task_uuid = k < 2 ? task->uuid : "";
+    j.kind = "create";
+    jobs.push_back(j);
+  }
+  ASSERT_TRUE(store_->RecordJobs(jobs).ok());
+  TaskProgress made;
+  made.created = 1;
+  std::vector<std::pair<std::string, TaskProgress>> ended = {{"job-0", made}, {"job-1", made}, {"job-2", made},
+                                                             {"no-such-job", made}};
+  ASSERT_TRUE(store_->FinishJobs(ended).ok());
+  auto left = store_->ListJobs(p->uuid);
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->empty());
+  EXPECT_EQ(store_->GetTask(task->uuid)->created, 2);  // job-2 has no task
+  // Counted already: a second report adds nothing.
+  ASSERT_TRUE(store_->FinishJobs(ended).ok());
+  EXPECT_EQ(store_->GetTask(task->uuid)->created, 2);
+  EXPECT_TRUE(store_->FinishJobs({}).ok());
 }
 
 }  // namespace

@@ -258,9 +258,10 @@ class ProjectStore {
   // Jobs in flight (JobRecord). RecordJobs writes them in one transaction.
   virtual absl::Status RecordJobs(const std::vector<JobRecord>& jobs) = 0;
   virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& project_uuid) = 0;
-  // Removes the job and adds `progress` to its task, if the task is still
-  // open, in one transaction. A job already removed is not counted again (OK).
-  virtual absl::Status FinishJob(const std::string& job_uuid, const TaskProgress& progress) = 0;
+  // Removes each job (job uuid, progress) and adds its progress to its
+  // task, if the task is still open, all in one transaction. A job already
+  // removed is not counted again (OK).
+  virtual absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs) = 0;
 };
 
 }  // namespace mariposa

@@ -679,5 +679,55 @@ TEST_F(ConvergenceTest, ProblemsAreStatedForAnOperator) {
   EXPECT_THAT(out, ::testing::HasSubstr("Controller:\nError:  VMAPI is unreachable at " + sim_->addr()));
 }
 
+// What the manifest says reaches VMAPI: Docker containers as sdc-docker makes
+// them (environment and command in internal_metadata), an infrastructure
+// container's disk, and stop.timeout on the stop jobs.
+TEST_F(ConvergenceTest, InstancesCarryTheManifestIntoVmapi) {
+  WriteFile(dir_ + "/v1.yaml", manifest_);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
+  httplib::Client c(sim_->addr());
+  auto vms = [&](const std::string& service) {
+    std::vector<json> out;
+    for (const auto& vm : json::parse(c.Get("/vms?state=active&tag.mariposa.service=" + service)->body)) {
+      out.push_back(json::parse(c.Get("/vms/" + vm["uuid"].get<std::string>())->body));  // GET each, as asked
+    }
+    return out;
+  };
+  auto wordpress = vms("wordpress");
+  ASSERT_EQ(wordpress.size(), 3u);
+  for (const json& vm : wordpress) {
+    EXPECT_EQ(vm["brand"], "lx");
+    EXPECT_EQ(vm["docker"], true);
+    const json& im = vm["internal_metadata"];
+    ASSERT_TRUE(im.contains("docker:env")) << vm.dump();
+    json env = json::parse(im["docker:env"].get<std::string>());
+    EXPECT_THAT(env, ::testing::Contains("DB_PASSWORD=change-me"));
+    EXPECT_THAT(env, ::testing::Contains("DB_USER=wp"));
+    EXPECT_THAT(env, ::testing::Contains("WORDPRESS_URL=https://jupiter.example.com"));
+    EXPECT_THAT(env, ::testing::Contains("WORDPRESS_THEME=twentyseventeen"));
+    EXPECT_EQ(json::parse(im["docker:cmd"].get<std::string>()),
+              json({"/bin/sh", "-c", "/bin/containerpilot wordpress"}));
+    EXPECT_EQ(vm["customer_metadata"]["com.example.tier"], "web");
+  }
+  auto mysql = vms("mysql");
+  ASSERT_EQ(mysql.size(), 1u);
+  EXPECT_EQ(mysql[0]["brand"], "lx");
+  EXPECT_EQ(mysql[0]["docker"], false);
+  EXPECT_EQ(mysql[0]["quota"], 100);  // resources.disk: 100g
+  auto nginx = vms("nginx");
+  ASSERT_EQ(nginx.size(), 2u);
+  EXPECT_EQ(nginx[0]["docker"], true);
+  EXPECT_EQ(nginx[0]["internal_metadata"]["docker:env"], "[]");
+  EXPECT_FALSE(nginx[0]["internal_metadata"].contains("docker:cmd"));  // the image's own
+
+  // stop.timeout (30s) reaches every stop job.
+  ASSERT_EQ(M({"-j", "jupiter", "stop", "--service", "wordpress"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"mysql", 1}})) << daemon_->log();
+  json stops = json::parse(c.Get("/jobs?task=stop")->body);
+  ASSERT_EQ(stops.size(), 3u);
+  for (const json& j : stops) EXPECT_EQ(j["params"]["timeout"], 30) << j.dump();
+}
+
 }  // namespace
 }  // namespace mariposa::testing

@@ -36,6 +36,10 @@ struct Vm {
   int64_t ram = 0;
   std::map<std::string, std::string> tags;  // non-string values as JSON text
   std::map<std::string, std::string> customer_metadata;
+  std::map<std::string, std::string> internal_metadata;  // non-string values as JSON text
+  bool docker = false;
+  int64_t quota = 0;    // GiB
+  int64_t cpu_cap = 0;  // percent of one CPU
   std::vector<Nic> nics;
   std::string create_timestamp;  // ISO 8601
   std::string last_modified;
@@ -72,6 +76,10 @@ struct CreateVmRequest {
   std::string server_uuid;  // optional
   std::map<std::string, std::string> tags;
   std::map<std::string, std::string> customer_metadata;
+  std::map<std::string, std::string> internal_metadata;  // docker:cmd, docker:env … (sdc-docker's keys)
+  bool docker = false;  // a Docker container (sdc-docker's `docker: true`)
+  int64_t quota = 0;    // GiB of disk; 0 = VMAPI's default
+  int64_t cpu_cap = 0;  // percent of one CPU; 0 = VMAPI's default
   std::optional<Locality> locality;
 };
 
@@ -105,7 +113,10 @@ class VmapiClient {
   // ALREADY_EXISTS when a VM with req.uuid exists (a retried create).
   virtual absl::StatusOr<JobRef> CreateVm(const CreateVmRequest& req) = 0;
   // Idempotent: starting a running VM or stopping a stopped one succeeds.
-  virtual absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action) = 0;
+  // `timeout` (stop only, > 0): how long the guest gets to shut down
+  // before it is halted (VMAPI's `timeout`, seconds).
+  virtual absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action,
+                                     absl::Duration timeout = absl::ZeroDuration()) = 0;
   virtual absl::StatusOr<JobRef> Reprovision(const std::string& uuid, const std::string& image_uuid) = 0;
   virtual absl::StatusOr<JobRef> DeleteVm(const std::string& uuid) = 0;
   // Merges `tags` into the VM's (or replaces them all).

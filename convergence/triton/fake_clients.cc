@@ -63,9 +63,17 @@ std::vector<Vm> FakeVmapiClient::AllVms() const {
   return out;
 }
 
-void FakeVmapiClient::CompleteJobs() {
+void FakeVmapiClient::CompleteJobs(const std::set<std::string>& fail_vms) {
   std::lock_guard<std::mutex> l(mu_);
-  for (auto& kv : jobs_) CompleteLocked(kv.first);
+  for (auto& kv : jobs_) {
+    if (kv.second.job.done()) continue;
+    if (fail_vms.count(kv.second.job.vm_uuid)) {
+      kv.second.job.execution = "failed";
+      kv.second.job.error = "injected failure";
+    } else {
+      CompleteLocked(kv.first);
+    }
+  }
 }
 
 void FakeVmapiClient::CompleteLocked(const std::string& job_uuid) {
@@ -146,6 +154,10 @@ absl::StatusOr<JobRef> FakeVmapiClient::CreateVm(const CreateVmRequest& req) {
   vm.ram = req.ram;
   vm.tags = req.tags;
   vm.customer_metadata = req.customer_metadata;
+  vm.internal_metadata = req.internal_metadata;
+  vm.docker = req.docker;
+  vm.quota = req.quota;
+  vm.cpu_cap = req.cpu_cap;
   vm.state = "provisioning";
   vm.create_timestamp = absl::StrFormat("2026-01-01T00:00:%02d.%03dZ", (seq_ / 1000) % 60, seq_ % 1000);
   if (!servers_.empty()) vm.server_uuid = servers_[next_server_++ % servers_.size()];
@@ -153,10 +165,12 @@ absl::StatusOr<JobRef> FakeVmapiClient::CreateVm(const CreateVmRequest& req) {
   return StartLocked("provision", uuid, [this, uuid] { vms_[uuid].state = "running"; });
 }
 
-absl::StatusOr<JobRef> FakeVmapiClient::Act(const std::string& uuid, VmAction action) {
+absl::StatusOr<JobRef> FakeVmapiClient::Act(const std::string& uuid, VmAction action, absl::Duration timeout) {
   static const char* kNames[] = {"start", "stop", "reboot", "kill"};
   std::lock_guard<std::mutex> l(mu_);
-  if (auto s = Enter("Act", absl::StrCat(kNames[static_cast<int>(action)], " ", uuid)); !s.ok()) return s;
+  std::string arg = absl::StrCat(kNames[static_cast<int>(action)], " ", uuid);
+  if (timeout > absl::ZeroDuration()) absl::StrAppend(&arg, " timeout=", absl::FormatDuration(timeout));
+  if (auto s = Enter("Act", arg); !s.ok()) return s;
   if (!vms_.count(uuid)) return absl::NotFoundError("vmapi VmAction: 404 ResourceNotFound");
   std::string to = action == VmAction::kStart || action == VmAction::kReboot ? "running" : "stopped";
   return StartLocked(kNames[static_cast<int>(action)], uuid, [this, uuid, to] { vms_[uuid].state = to; });

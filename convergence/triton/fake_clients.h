@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -38,8 +39,9 @@ class FakeVmapiClient : public VmapiClient, public FakeBase {
  public:
   // When false, jobs stay "running" until CompleteJobs().
   void set_auto_complete(bool v);
-  // Finishes every pending job (failing those whose VM is in `fail_vms`).
-  void CompleteJobs();
+  // Finishes every pending job; those whose VM is in `fail_vms` fail
+  // without their effect.
+  void CompleteJobs(const std::set<std::string>& fail_vms = {});
   // Adds or replaces a VM directly (state as given).
   void PutVm(const Vm& vm);
   std::vector<Vm> AllVms() const;
@@ -50,7 +52,8 @@ class FakeVmapiClient : public VmapiClient, public FakeBase {
   absl::StatusOr<int64_t> CountVms(const VmFilter& filter) override;
   absl::StatusOr<Vm> GetVm(const std::string& uuid) override;
   absl::StatusOr<JobRef> CreateVm(const CreateVmRequest& req) override;
-  absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action) override;
+  absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action,
+                             absl::Duration timeout = absl::ZeroDuration()) override;
   absl::StatusOr<JobRef> Reprovision(const std::string& uuid, const std::string& image_uuid) override;
   absl::StatusOr<JobRef> DeleteVm(const std::string& uuid) override;
   absl::StatusOr<JobRef> SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,

@@ -53,6 +53,10 @@ Vm ToVm(const json& j) {
   v.ram = j.value("ram", int64_t{0});
   v.tags = StrMap(j.value("tags", json::object()));
   v.customer_metadata = StrMap(j.value("customer_metadata", json::object()));
+  v.internal_metadata = StrMap(j.value("internal_metadata", json::object()));
+  v.docker = j.value("docker", false);
+  v.quota = j.value("quota", int64_t{0});
+  v.cpu_cap = j.value("cpu_cap", int64_t{0});
   for (const auto& n : j.value("nics", json::array())) {
     v.nics.push_back(Nic{Str(n, "ip"), Str(n, "mac"), Str(n, "network_uuid"), n.value("primary", false), Str(n, "interface")});
   }
@@ -178,6 +182,10 @@ absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
   if (!req.server_uuid.empty()) body["server_uuid"] = req.server_uuid;
   if (!req.tags.empty()) body["tags"] = req.tags;
   if (!req.customer_metadata.empty()) body["customer_metadata"] = req.customer_metadata;
+  if (!req.internal_metadata.empty()) body["internal_metadata"] = req.internal_metadata;
+  if (req.docker) body["docker"] = true;
+  if (req.quota > 0) body["quota"] = req.quota;
+  if (req.cpu_cap > 0) body["cpu_cap"] = req.cpu_cap;
   if (req.locality) {
     body["locality"] = {{"strict", req.locality->strict}, {"near", req.locality->near}, {"far", req.locality->far}};
   }
@@ -185,14 +193,15 @@ absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
   return ToJobRef(r, "CreateVm");
 }
 
-absl::StatusOr<JobRef> HttpVmapiClient::Act(const std::string& uuid, VmAction action) {
+absl::StatusOr<JobRef> HttpVmapiClient::Act(const std::string& uuid, VmAction action, absl::Duration timeout) {
   static const char* kNames[] = {"start", "stop", "reboot", "kill"};
   std::string name = kNames[static_cast<int>(action)];
-  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST",
-                                              absl::StrCat("/vms/", UrlEncode(uuid), "?action=", name,
-                                                           action == VmAction::kStart || action == VmAction::kStop
-                                                               ? "&idempotent=true"
-                                                               : "")));
+  std::string path = absl::StrCat("/vms/", UrlEncode(uuid), "?action=", name);
+  if (action == VmAction::kStart || action == VmAction::kStop) path += "&idempotent=true";
+  if (action == VmAction::kStop && timeout > absl::ZeroDuration()) {
+    absl::StrAppend(&path, "&timeout=", std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(timeout, absl::Seconds(1)))));
+  }
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", path));
   return ToJobRef(r, "VmAction");
 }
 

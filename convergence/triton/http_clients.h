@@ -21,7 +21,8 @@ class HttpVmapiClient : public VmapiClient {
   absl::StatusOr<int64_t> CountVms(const VmFilter& filter) override;
   absl::StatusOr<Vm> GetVm(const std::string& uuid) override;
   absl::StatusOr<JobRef> CreateVm(const CreateVmRequest& req) override;
-  absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action) override;
+  absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action,
+                             absl::Duration timeout = absl::ZeroDuration()) override;
   absl::StatusOr<JobRef> Reprovision(const std::string& uuid, const std::string& image_uuid) override;
   absl::StatusOr<JobRef> DeleteVm(const std::string& uuid) override;
   absl::StatusOr<JobRef> SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 
+#include "absl/strings/numbers.h"
+
 namespace tritonsim {
 namespace {
 
@@ -552,6 +554,8 @@ void DataCenter::WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) c
   *out += vm.customer_metadata.dump();
   Key("internal_metadata", out);
   *out += vm.internal_metadata.dump();
+  Key("docker", out);
+  *out += vm.docker ? "true" : "false";
   Key("nics", out);
   out->push_back('[');
   for (size_t i = 0; i < vm.nics.size(); ++i) {
@@ -982,6 +986,7 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
   if (body.contains("internal_metadata") && body["internal_metadata"].is_object()) {
     vm.internal_metadata = body["internal_metadata"];
   }
+  vm.docker = body.contains("docker") && body["docker"].is_boolean() && body["docker"].get<bool>();
   vm.autoboot = body.value("autoboot", true);
   vm.firewall_enabled = body.value("firewall_enabled", false);
   int idx = 0;
@@ -1063,7 +1068,16 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
   }
   if (*action == "stop" || *action == "kill") {
     if (state != "running" && !idempotent) return Error(409, "VmNotRunning", "VM is not running");
-    return StartJobLocked(*action + "-7.0.0", *action, uuid, body, set_state("stopped"));
+    json params = body.is_object() ? body : json::object();
+    // stop's `timeout`: seconds the guest gets to shut down (vmadm stop -t).
+    if (const std::string* t = Get(q, "timeout"); t && *action == "stop") {
+      int64_t seconds = 0;
+      if (!absl::SimpleAtoi(*t, &seconds) || seconds < 1) {
+        return Validation(409, "timeout", "Invalid", "timeout must be a positive number of seconds");
+      }
+      params["timeout"] = seconds;
+    }
+    return StartJobLocked(*action + "-7.0.0", *action, uuid, params, set_state("stopped"));
   }
   if (*action == "reboot") {
     if (state != "running") return Error(409, "VmNotRunning", "VM is not running");

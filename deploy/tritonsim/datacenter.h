@@ -131,7 +131,7 @@ class DataCenter {
     json tags = json::object(), customer_metadata = json::object(), internal_metadata = json::object();
     json disks;  // kvm/bhyve only
     std::vector<Nic> nics;
-    bool autoboot = true, firewall_enabled = false;
+    bool autoboot = true, firewall_enabled = false, docker = false;
     VmHealth health = VmHealth::kHealthy;
     // Bumped by Touch() on every change; the serialized form (all but the
     // state, which depends on the server) is cached per revision.
