@@ -56,7 +56,7 @@ Manifests and versions
   versions
   version get [VERSION] [--manifest]
   version tag VERSION TAG
-  rollback VERSION [--yes] [--force] [--thaw]
+  rollback VERSION [--yes] [--force] [--wait] [--thaw]
   scale SERVICE=N|+N|-N ... [--dry-run] [--wait] [--thaw]
 Metadata
   meta list
@@ -70,7 +70,7 @@ State
   status [-v]                          per service: desired, running, healthy, updating, frozen
   health [--agent ADDR]                every check of every instance, its state and agent; the agents
 Tasks and freezes
-  reprovision [--service s1,s2 | --group G] [filters] [--canary N] [--rolling N] [--thaw]
+  reprovision [--service s1,s2 | --group G] [filters] [--canary N] [--rolling N] [--wait] [--thaw]
                                           (rolls instances onto the current version)
   start [--service s1,s2 | --group G] [--thaw]   (starts stopped instances)
   stop [--service s1,s2 | --group G] [--thaw]    (stops instances until start)
@@ -114,7 +114,9 @@ const std::map<std::string, std::string>& CommandHelp() {
        "Validates FILE (YAML or JSON; - for stdin), shows what changes against the version in force,\n"
        "asks for confirmation (or --yes) and stores a new version. The version the diff was computed\n"
        "against is sent as --previous, so a concurrent change is refused instead of overwritten.\n"
-       "--force skips that check. Applying an unchanged manifest is a no-op.\n"
+       "--force skips that check. Applying an unchanged manifest is a no-op. Services whose instance spec\n"
+       "changes (image, resources, environment, command, …) are rolled out by a reprovision task, update.rolling\n"
+       "at a time, unless the service says update.on_change: manual.\n"
        "--wait follows the instances (needs mariposad --triton) until every service is converged, printing\n"
        "each service's verdict; exits 1 with the reason and fix when one is paused or failed, or --timeout (10m)\n"
        "passes. A change to a service a freeze covers is refused unless --thaw, which ends that freeze.\n"},
@@ -124,9 +126,10 @@ const std::map<std::string, std::string>& CommandHelp() {
        "usage: mariposa -j PROJECT version get [VERSION] [--manifest] | version tag VERSION TAG\n\n"
        "--manifest prints the manifest exactly as it was sent.\n"},
       {"rollback",
-       "usage: mariposa -j PROJECT rollback VERSION [--yes] [--force] [--thaw]\n\n"
+       "usage: mariposa -j PROJECT rollback VERSION [--yes] [--force] [--wait [--timeout DURATION]] [--thaw]\n\n"
        "Creates a new version whose content equals VERSION's. Refused when a freeze covers a changed service,\n"
-       "unless --thaw (which ends those freezes).\n"},
+       "unless --thaw (which ends those freezes). Services whose instance spec changes are rolled out by a\n"
+       "reprovision task (update.on_change: rollout, the default); --wait follows it as apply --wait does.\n"},
       {"meta",
        "usage: mariposa -j PROJECT meta list | get KEY | set KEY VALUE [--secret] [--cas ID] | rm KEY [--cas ID]\n"
        "                              | incr KEY [N] [--cas ID] | decr KEY [N] [--cas ID] | import FILE [--secret]\n\n"
@@ -163,14 +166,15 @@ const std::map<std::string, std::string>& CommandHelp() {
       {"reprovision",
        "usage: mariposa -j PROJECT reprovision [--service s1,s2 | --group G] [--version V,..] [--image I,..]\n"
        "                                     [--server UUID,..] [--instance I,..] [--canary N] [--rolling N]\n"
-       "                                     [--thaw]\n\n"
+       "                                     [--wait [--timeout DURATION]] [--thaw]\n\n"
        "Queues a reprovision task: instances at another spec are replaced by the current version's, `rolling`\n"
        "at a time, never more than `max_surge` above count; an old instance goes once its replacement is ready.\n"
        "Order: oldest project version first, then oldest instance. Filters limit the instances replaced (each\n"
        "given filter must match): --version (number or uuid of the version an instance was created for),\n"
        "--image (uuid or name[@version]), --server (server uuid), --instance (uuid or alias).\n"
        "--canary N stops after N replacements and completes the task (default: the manifest's update.canary;\n"
-       "0 = all); run reprovision again to continue. --rolling N replaces N at a time instead of update.rolling.\n"},
+       "0 = all); run reprovision again to continue. --rolling N replaces N at a time instead of update.rolling.\n"
+       "--wait follows the instances until every service is converged (as apply --wait).\n"},
       {"thaw", "usage: mariposa -j PROJECT thaw [--service s1,s2 | --group G]\n\nEnds the freezes that overlap the scope.\n"},
       {"admin", "usage: mariposa admin status | admin backup PATH\n"},
   };
@@ -602,6 +606,13 @@ int Cli::WaitSettled(const std::string& project, absl::Duration timeout) {
   }
 }
 
+// The rollout an apply or rollback queued (update.on_change: rollout).
+void PrintRollout(const std::string& task, const google::protobuf::RepeatedPtrField<std::string>& services) {
+  if (task.empty()) return;
+  std::cout << "rolling out " << absl::StrJoin(services, ", ") << ": queued reprovision task " << task
+            << " (update.on_change: rollout)\n";
+}
+
 absl::Duration WaitTimeout(const std::optional<std::string>& flag) {
   absl::Duration d = absl::Minutes(10);
   if (flag && (!absl::ParseDuration(*flag, &d) || d <= absl::ZeroDuration())) {
@@ -664,6 +675,7 @@ int Cli::Apply(Args& a, bool dry_run) {
     std::cout << (resp.project_created() ? "created project and " : "") << "applied version "
               << resp.version().number() << " (" << resp.version().uuid() << ")\n";
   }
+  PrintRollout(resp.rollout_task(), resp.rollout_services());
   if (wait) return WaitSettled(resp.version().project_uuid(), timeout);
   return 0;
 }
@@ -737,6 +749,8 @@ int Cli::Version(Args& a) {
 }
 
 int Cli::Rollback(Args& a) {
+  bool wait = a.Flag({"--wait"});
+  absl::Duration timeout = WaitTimeout(a.Value({"--timeout"}));
   bool yes = a.Flag({"--yes", "-y"});
   bool force = a.Flag({"--force"});
   bool thaw = a.Flag({"--thaw"});
@@ -768,6 +782,9 @@ int Cli::Rollback(Args& a) {
   }
   std::cout << "rolled back: version " << resp.version().number() << " (" << resp.version().uuid()
             << ") has the content of version " << resp.version().rolled_back_to() << "\n";
+  for (const auto& w : resp.warnings()) std::cerr << "warning: " << w << "\n";
+  PrintRollout(resp.rollout_task(), resp.rollout_services());
+  if (wait) return WaitSettled(resp.version().project_uuid(), timeout);
   return 0;
 }
 
@@ -1225,6 +1242,8 @@ int Cli::TaskCmd(const std::string& kind, Args& a) {
   auto services = a.Value({"--service", "--services"});
   auto group = a.Value({"--group"});
   bool thaw = a.Flag({"--thaw"});
+  bool wait = a.Flag({"--wait"});
+  absl::Duration timeout = WaitTimeout(a.Value({"--timeout"}));
   v1::AddTaskRequest req;
   if (kind == "reprovision") {
     auto list = [&](const char* flag, google::protobuf::RepeatedPtrField<std::string>* out) {
@@ -1263,6 +1282,7 @@ int Cli::TaskCmd(const std::string& kind, Args& a) {
   Check(queue_->AddTask(Ctx().get(), req, &resp));
   if (Structured()) Print(resp.task());
   else std::cout << "queued " << kind << " task " << resp.task().uuid() << "\n";
+  if (wait) return WaitSettled(req.project(), timeout);
   return 0;
 }
 

@@ -1049,9 +1049,13 @@ void Decider::Verdicts() {
     } else if (v.old_spec > 0 && !reprovision_task_of_.count(svc) && !acting && v.broken == 0 &&
                v.provisioning == 0) {
       v.state = VerdictState::kDegraded;
-      v.reason = absl::StrCat(v.old_spec, " of ", live, " instances run an older spec; no rollout is running");
-      v.fix = absl::StrCat("`mariposa reprovision ", svc, "` replaces them");
-      Problem("older-spec", svc, v.reason, "the rollout that would replace them ended (terminated or never queued)",
+      bool manual = g.spec.update_on_change == "manual";
+      v.reason = absl::StrCat(v.old_spec, " of ", live, " instances run an older spec; no rollout is running",
+                              manual ? " (update.on_change: manual)" : "");
+      v.fix = absl::StrCat("`mariposa -j ", s_.project.name, " reprovision --service ", svc, "` replaces them");
+      Problem("older-spec", svc, v.reason,
+              manual ? "the service rolls out only when asked (update.on_change: manual)"
+                     : "the rollout that would replace them ended (terminated, or not queued)",
               v.fix, absl::StrCat(v.old_spec, " instances of ", svc, " do not run what the manifest says"));
     } else if (v.unhealthy > 0 && !acting) {
       v.state = VerdictState::kDegraded;

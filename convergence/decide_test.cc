@@ -176,7 +176,7 @@ TEST(DecideTest, TerminatedRolloutSaysHowManyAreOnAnOlderSpec) {
   EXPECT_EQ(v.state, VerdictState::kDegraded);
   EXPECT_EQ(v.old_spec, 3);
   EXPECT_NE(v.reason.find("3 of 6"), std::string::npos);
-  EXPECT_NE(v.fix.find("mariposa reprovision web"), std::string::npos);
+  EXPECT_NE(v.fix.find("reprovision --service web"), std::string::npos);
   EXPECT_TRUE(HasProblem(d, "older-spec"));
 }
 

@@ -755,6 +755,9 @@ class Parser {
       uf["canary"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->update_canary, 0, 100000); };
       uf["max_surge"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->update_max_surge, 0, 10000); };
       uf["auto_rollback"] = [&](const YamlNode& x, const std::string& xp) { Bool(x, xp, &s->update_auto_rollback); };
+      uf["on_change"] = [&](const YamlNode& x, const std::string& xp) {
+        OneOf(x, xp, &s->update_on_change, {"rollout", "manual"});
+      };
       ParseMap(v, p, uf);
     };
     f["servers"] = [&](const YamlNode& v, const std::string& p) {
@@ -1008,6 +1011,7 @@ Value ServiceSpecValue(const ServiceSpec& s) {
   update.Append("auto_rollback", Value::Bool(s.update_auto_rollback))
       .Append("canary", Value::Int(s.update_canary))
       .Append("max_surge", Value::Int(s.update_max_surge))
+      .Append("on_change", Value::Str(s.update_on_change))
       .Append("rolling", Value::Int(s.update_rolling));
   all["update"] = std::move(update);
   if (s.servers) {

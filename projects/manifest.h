@@ -95,6 +95,7 @@ struct ServiceSpec {
   int update_canary = 0;
   int update_max_surge = 1;
   bool update_auto_rollback = false;
+  std::string update_on_change = "rollout";  // rollout | manual: what an apply changing the spec does
   std::optional<ServerSelector> servers;   // agents only
   std::map<std::string, Value> reserved;  // RFD 36 keys not run yet, stored as given
 };

@@ -100,6 +100,10 @@ struct ProjectsService::Outcome {
   std::string base_version;
   int64_t base_number = 0;
   std::vector<std::string> warnings;
+  // Services whose instance spec the new version changed, that roll out on
+  // change (update.on_change: rollout) and had instances to roll.
+  std::vector<std::string> rollout;
+  std::string project_uuid;
 };
 
 namespace {
@@ -244,6 +248,18 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
       if (!ended.ok() && !absl::IsFailedPrecondition(ended.status())) return ended.status();
     }
     Remember(out.commit.version.uuid, compiled);
+    out.project_uuid = out.commit.version.project_uuid;
+    if (before) {
+      for (const auto& kv : compiled->manifest.services) {
+        const ServiceSpec& s = kv.second;
+        auto was = before->instance_hash.find(kv.first);
+        auto old = before->manifest.services.find(kv.first);
+        if (was == before->instance_hash.end() || old == before->manifest.services.end()) continue;
+        if (was->second == compiled->instance_hash.at(kv.first) || s.update_on_change != "rollout") continue;
+        if (s.compute_type == "agent" || old->second.count == 0 || s.count == 0) continue;
+        out.rollout.push_back(kv.first);
+      }
+    }
     if (on_change_) on_change_();
   }
   return out;
@@ -281,6 +297,28 @@ void ProjectsService::Remember(const std::string& version, std::shared_ptr<const
   parsed_[version] = std::move(m);
 }
 
+std::string ProjectsService::QueueRollout(const Outcome& out, const std::string& trigger, const std::string& author,
+                                          std::vector<std::string>* warnings) {
+  if (out.rollout.empty()) return "";
+  TaskRecord t;
+  t.project_uuid = out.project_uuid;
+  t.kind = "reprovision";
+  t.services = out.rollout;
+  t.origin = "auto";
+  t.trigger = trigger;
+  t.auto_kind = "reprovision";
+  t.actor = author;
+  t.version_uuid = out.commit.version.uuid;
+  auto added = convergence::TaskQueue(store_).Add(t);
+  if (!added.ok()) {
+    warnings->push_back(absl::StrCat("the rollout of ", absl::StrJoin(out.rollout, ", "), " was not queued (",
+                                     added.status().message(), "); run `mariposa reprovision --service …` for them"));
+    return "";
+  }
+  if (on_change_) on_change_();
+  return added->uuid;
+}
+
 grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
@@ -292,6 +330,10 @@ grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyReq
   *resp->mutable_diff() = out->diff;
   resp->set_base_version(out->base_version);
   resp->set_base_version_number(out->base_number);
+  resp->set_rollout_task(QueueRollout(*out, "apply", AuthorOf(ctx), &out->warnings));
+  if (!resp->rollout_task().empty()) {
+    for (const auto& s : out->rollout) resp->add_rollout_services(s);
+  }
   for (const auto& w : out->warnings) resp->add_warnings(w);
   resp->set_project_created(out->commit.project_created);
   return grpc::Status::OK;
@@ -316,6 +358,12 @@ grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::Rollb
   *resp->mutable_diff() = out->diff;
   resp->set_base_version(out->base_version);
   resp->set_base_version_number(out->base_number);
+  std::vector<std::string> warnings;
+  resp->set_rollout_task(QueueRollout(*out, "rollback", AuthorOf(ctx), &warnings));
+  if (!resp->rollout_task().empty()) {
+    for (const auto& s : out->rollout) resp->add_rollout_services(s);
+  }
+  for (const auto& w : warnings) resp->add_warnings(w);
   return grpc::Status::OK;
 }
 

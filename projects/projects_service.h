@@ -75,6 +75,11 @@ class ProjectsService final : public v1::Projects::Service {
                                     const Cancellation* cancel, bool stored_text = false,
                                     std::optional<bool> thaw = std::nullopt);
   absl::StatusOr<ProjectRecord> Project(const std::string& name);
+  // Queues the reprovision task that rolls out the services an apply or
+  // rollback changed (update.on_change: rollout); its uuid, or "" (a
+  // refusal is added to `warnings`).
+  std::string QueueRollout(const Outcome& out, const std::string& trigger, const std::string& author,
+                           std::vector<std::string>* warnings);
   // The parsed manifest of a stored version. Versions never change, so
   // parsed copies are cached by version uuid, up to kCacheBytes of canonical
   // text (a few large versions must not pin gigabytes).

@@ -2,7 +2,7 @@
 # One command: install dependencies, build, start tritonsim (a simulated Triton
 # data center) and a local mariposad on SQLite against it, apply the example
 # project, and show it converging, scaling, a killed instance being replaced,
-# a diff, the versions, a rollback and a freeze.
+# a diff, a rollout on apply, the versions, a rollback that rolls back and a freeze.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -25,8 +25,11 @@ METRICS=$(sed -n 2p "$WORK/addr")
 m() { echo; echo "\$ mariposa $*"; "$BIN/cli/mariposa" "$@"; }
 vms() {
   echo; echo "# VMs in the data center (VMAPI):"
-  curl -s "$TRITON/vms?state=running&tag.mariposa.service=*&sort=alias.ASC&fields=alias,state,server_uuid" |
-    python3 -c 'import json,sys; [print("  %-24s %-8s on %s" % (v["alias"], v["state"], v["server_uuid"][:8])) for v in json.load(sys.stdin)]'
+  curl -s "$TRITON/images" > "$WORK/images.json"
+  curl -s "$TRITON/vms?state=running&tag.mariposa.service=*&sort=alias.ASC&fields=alias,state,server_uuid,image_uuid" |
+    python3 -c 'import json,sys
+im = {i["uuid"]: i["name"] + "@" + i["version"] for i in json.load(open(sys.argv[1]))}
+[print("  %-24s %-8s on %s  %s" % (v["alias"], v["state"], v["server_uuid"][:8], im.get(v["image_uuid"], v["image_uuid"]))) for v in json.load(sys.stdin)]' "$WORK/images.json"
 }
 converge() {  # waits until VMAPI runs the expected number of instances
   for _ in $(seq 60); do
@@ -41,24 +44,14 @@ m apply -f deploy/examples/jupiter.yaml --yes --wait
 vms
 m -j jupiter status
 m -j jupiter scale wordpress=+2 --wait
-sed -e 's/wordpress@1.2.0/wordpress@1.3.0/' -e 's/count: 3/count: 5/' -e 's/window: 60s/window: 2s/' \
-  deploy/examples/jupiter.yaml > "$WORK/jupiter-v2.yaml"
+sed -e 's/count: 3/count: 5/' -e 's/window: 60s/window: 2s/' deploy/examples/jupiter.yaml > "$WORK/jupiter-fast.yaml"
+echo "# a 2s start window (not part of the instance: nothing to roll out)"
+m apply -f "$WORK/jupiter-fast.yaml" --yes
+sed -e 's/wordpress@1.2.0/wordpress@1.3.0/' "$WORK/jupiter-fast.yaml" > "$WORK/jupiter-v2.yaml"
 m diff -f "$WORK/jupiter-v2.yaml"
-m apply -f "$WORK/jupiter-v2.yaml" --yes
-converge 8
-echo "# the new image reaches running instances by a rollout: status says so (verdict, reason, problem)"
-m -j jupiter status
-echo "# a canary first: one wordpress instance onto 1.3.0, then the task completes"
-m -j jupiter reprovision --service wordpress --canary 1
-sleep 4
-m -j jupiter status
-echo "# then the rest, 2 at a time, at most 1 above count, each new one given its 2s start window:"
-m -j jupiter reprovision --service wordpress --canary 0
-for _ in $(seq 120); do
-  old=$(curl -s "$TRITON/vms?state=active&tag.mariposa.service=wordpress&image_uuid=0b3f3c1e-5a61-4c2c-9a1a-000000000002" -o /dev/null -D - | tr -d '\r' | awk -F': ' 'tolower($1)=="x-joyent-resource-count"{print $2}')
-  [ "$old" = "0" ] && break
-  sleep 0.5
-done
+echo "# the new image rolls out on apply (update.on_change: rollout): 2 at a time, at most 1 above count,"
+echo "# each new instance given its 2s start window; --wait follows it to the end"
+m apply -f "$WORK/jupiter-v2.yaml" --yes --wait
 converge 8 && vms
 m -j jupiter queue list
 echo; echo "# killing jupiter-mysql-1 behind Mariposa's back:"
@@ -72,8 +65,9 @@ converge 8 && vms
 m -j jupiter meta set mysql.password 'correct horse' --secret
 m -j jupiter meta list
 m -j jupiter versions
-m -j jupiter rollback 1 --yes
-converge 6 && vms
+echo "# rolling back to version 3 rolls wordpress back onto 1.2.0"
+m -j jupiter rollback 3 --yes --wait
+converge 8 && vms
 m -j jupiter freeze --group frontend --reason "demo: incident drill"
 m -j jupiter queue list
 m -j jupiter thaw --group frontend

@@ -729,5 +729,70 @@ TEST_F(ConvergenceTest, InstancesCarryTheManifestIntoVmapi) {
   for (const json& j : stops) EXPECT_EQ(j["params"]["timeout"], 30) << j.dump();
 }
 
+// A changed spec rolls out on apply and on rollback (update.on_change:
+// rollout), and --wait follows it to the end; `manual` leaves it to the user.
+TEST_F(ConvergenceTest, ApplyAndRollbackRollOutAChangedSpec) {
+  std::string v1 = R"(project: shop
+services:
+  web:
+    image: autopilotpattern/wordpress@1.2.0
+    count: 3
+    start: {window: 1s}
+    update: {rolling: 1, max_surge: 1}
+  cache:
+    image: autopilotpattern/nginx@1.4.0
+    count: 1
+    environment: {MODE: a}
+    update: {on_change: manual}
+)";
+  WriteFile(dir_ + "/v1.yaml", v1);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0);
+  httplib::Client c(sim_->addr());
+  auto images = [&](const std::string& service) {
+    std::map<std::string, std::string> out;  // uuid -> image
+    for (const auto& vm : json::parse(c.Get("/vms?state=active&tag.mariposa.service=" + service)->body)) {
+      out[vm["uuid"].get<std::string>()] = vm["image_uuid"].get<std::string>();
+    }
+    return out;
+  };
+  const std::string k120 = "0b3f3c1e-5a61-4c2c-9a1a-000000000002", k130 = "0b3f3c1e-5a61-4c2c-9a1a-000000000003";
+  auto before = images("web");
+  ASSERT_EQ(before.size(), 3u);
+  auto cache_before = images("cache");
+
+  std::string v2 = absl::StrReplaceAll(v1, {{"wordpress@1.2.0", "wordpress@1.3.0"}});
+  WriteFile(dir_ + "/v2.yaml", v2);
+  auto r = M({"apply", "-f", dir_ + "/v2.yaml", "--yes", "--wait", "--timeout", "90s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
+  EXPECT_THAT(r.out, ::testing::HasSubstr("rolling out web: queued reprovision task"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("web converged: 3/3 ready"));
+  auto after = images("web");
+  ASSERT_EQ(after.size(), 3u);
+  for (const auto& kv : after) {
+    EXPECT_EQ(kv.second, k130);
+    EXPECT_EQ(before.count(kv.first), 0u) << "replaced, not kept";
+  }
+  std::string tasks = M({"-o", "json", "-j", "shop", "queue", "list"}).out;
+  EXPECT_THAT(tasks, ::testing::HasSubstr("\"trigger\": \"apply\""));
+  // cache says update.on_change: manual: a changed environment is not
+  // rolled out, and --wait says so at once instead of waiting.
+  WriteFile(dir_ + "/v3.yaml", absl::StrReplaceAll(v2, {{"MODE: a", "MODE: b"}}));
+  r = M({"apply", "-f", dir_ + "/v3.yaml", "--yes", "--wait", "--timeout", "60s"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("rolling out")));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("cache is degraded: 1 of 1 instances run an older spec; no rollout is running "
+                                          "(update.on_change: manual)"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("mariposa -j shop reprovision --service cache"));
+  EXPECT_EQ(images("cache"), cache_before);
+
+  // The rollback rolls web back to 1.2.0 (and cache's environment back:
+  // its instances run version 1's spec again).
+  r = M({"-j", "shop", "rollback", "1", "--yes", "--wait", "--timeout", "90s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
+  EXPECT_THAT(r.out, ::testing::HasSubstr("rolling out web: queued reprovision task"));
+  for (const auto& kv : images("web")) EXPECT_EQ(kv.second, k120);
+  EXPECT_EQ(images("web").size(), 3u);
+}
+
 }  // namespace
 }  // namespace mariposa::testing
