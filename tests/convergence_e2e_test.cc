@@ -142,11 +142,14 @@ TEST_F(ConvergenceTest, ApplyScaleAndReplace) {
   r = M({"events", "--all"});
   EXPECT_THAT(r.out, ::testing::HasSubstr("instance.create"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("instance.delete"));
-  // Deleting the project's services removes every instance.
-  WriteFile(dir_ + "/v3.yaml", "project: jupiter\nservices:\n  nginx: {image: autopilotpattern/nginx@1.4.0, count: 1}\n");
+  // Deleting the project's services removes every instance (nginx's changed
+  // spec rolls out: its replacement is ready after its start window).
+  WriteFile(dir_ + "/v3.yaml",
+            "project: jupiter\nservices:\n  nginx: {image: autopilotpattern/nginx@1.4.0, count: 1, start: {window: 300ms}}\n");
   r = M({"apply", "-f", dir_ + "/v3.yaml", "--yes"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(WaitFor({{"nginx", 1}}));
+  EXPECT_TRUE(WaitFor({{"nginx", 1}})) << M({"-j", "jupiter", "status", "-v"}).out << M({"-j", "jupiter", "queue", "list"}).out
+                                       << daemon_->log();
 }
 
 TEST_F(ConvergenceTest, FreezeHoldsReplacementThawResumesIt) {
@@ -194,14 +197,15 @@ services:
     image: autopilotpattern/wordpress@1.2.0
     count: 3
     start: {window: 300ms}
-    update: {rolling: 1, max_surge: 1}
+    update: {rolling: 1, max_surge: 1, on_change: manual}
 )";
   WriteFile(dir_ + "/v1.yaml", v1);
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
   ASSERT_TRUE(WaitFor({{"web", 3}}));
   WriteFile(dir_ + "/v2.yaml", absl::StrReplaceAll(v1, {{"@1.2.0", "@1.3.0"}}));
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v2.yaml", "--yes"}).exit_code, 0);
-  // A spec change alone does not touch running instances.
+  // With update.on_change: manual a spec change alone does not touch
+  // running instances.
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   httplib::Client c(sim_->addr());
   auto images = [&] {
