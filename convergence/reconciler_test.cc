@@ -20,9 +20,14 @@ class ReconcilerTest : public ::testing::Test {
     store_ = std::move(*SqliteProjectStore::Open(":memory:", &clock_));
     imgapi_.PutImage(triton::Image{"11111111-1111-4111-8111-111111111111", "web", "1", "active", "linux", "lx-dataset",
                                    "", "", "2026-01-01"});
+    Start(32);
+  }
+  // (Re)creates the reconciler with a job window of `max_jobs_per_project`.
+  void Start(int max_jobs_per_project) {
     ReconcilerOptions o;
     o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
     o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
+    o.max_jobs_per_project = max_jobs_per_project;
     reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
   }
   // Stores a version the way the Projects service does.
@@ -482,11 +487,7 @@ TEST_F(ReconcilerTest, ReprovisionRollingOverride) {
 // deciding again, until anything changes; ended jobs are counted once, by
 // the next sync.
 TEST_F(ReconcilerTest, PumpSendsTheHeldCreatesAsJobsEnd) {
-  ReconcilerOptions o;
-  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
-  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
-  o.max_jobs_per_project = 2;
-  reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
+  Start(2);
   vmapi_.set_auto_complete(false);
   Apply("project: p\nservices:\n  web: {image: web@1, count: 5}\n");
   std::string uuid = store_->GetProject("p")->uuid;
@@ -534,11 +535,7 @@ TEST_F(ReconcilerTest, PumpSendsTheHeldCreatesAsJobsEnd) {
 }
 
 TEST_F(ReconcilerTest, PumpStopsAtAFailedJobAndWhenTheSyncIsOld) {
-  ReconcilerOptions o;
-  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
-  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
-  o.max_jobs_per_project = 1;
-  reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
+  Start(1);
   vmapi_.set_auto_complete(false);
   Apply("project: p\nservices:\n  web: {image: web@1, count: 4}\n");
   std::string uuid = store_->GetProject("p")->uuid;
