@@ -108,6 +108,7 @@ grpc::Status QueueService::TerminateTask(grpc::ServerContext* ctx, const v1::Ter
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   auto t = queue_.Terminate(req->task(), AuthorOf(ctx), req->reason());
   if (!t.ok()) return ToGrpc(t.status());
+  if (on_change_) on_change_();  // the controller must stop acting for it now
   return ToGrpc(ToProto(*t, resp->mutable_task()));
 }
 
@@ -135,6 +136,7 @@ grpc::Status QueueService::Freeze(grpc::ServerContext* ctx, const v1::FreezeRequ
   t.only = {req->only().begin(), req->only().end()};
   auto added = queue_.Add(t);
   if (!added.ok()) return ToGrpc(added.status());
+  if (on_change_) on_change_();  // work in the scope stops now, not at the next resync
   return ToGrpc(ToProto(*added, resp->mutable_task()));
 }
 
@@ -157,6 +159,7 @@ grpc::Status QueueService::Thaw(grpc::ServerContext* ctx, const v1::ThawRequest*
                                                    scope->empty() ? "the project" : absl::StrJoin(*scope, ","),
                                                    " in project ", p->name)));
   }
+  if (on_change_) on_change_();
   return grpc::Status::OK;
 }
 

@@ -605,6 +605,7 @@ grpc::Status ProjectsService::SetMeta(grpc::ServerContext* ctx, const v1::SetMet
                            req->has_cas_id() ? std::optional<int64_t>(req->cas_id()) : std::nullopt, AuthorOf(ctx));
   if (!m.ok()) return ToGrpc(m.status());
   ToProto(*m, resp->mutable_entry());
+  if (on_change_) on_change_();  // instances created from now on get the new value
   return grpc::Status::OK;
 }
 
@@ -614,9 +615,11 @@ grpc::Status ProjectsService::DeleteMeta(grpc::ServerContext* ctx, const v1::Del
   if (!guard.status().ok()) return ToGrpc(guard.status());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
-  return ToGrpc(store_->DeleteMeta(p->uuid, req->key(),
-                                   req->has_cas_id() ? std::optional<int64_t>(req->cas_id()) : std::nullopt,
-                                   AuthorOf(ctx)));
+  absl::Status st = store_->DeleteMeta(p->uuid, req->key(),
+                                      req->has_cas_id() ? std::optional<int64_t>(req->cas_id()) : std::nullopt,
+                                      AuthorOf(ctx));
+  if (st.ok() && on_change_) on_change_();
+  return ToGrpc(st);
 }
 
 grpc::Status ProjectsService::IncrMeta(grpc::ServerContext* ctx, const v1::IncrMetaRequest* req,
@@ -629,6 +632,7 @@ grpc::Status ProjectsService::IncrMeta(grpc::ServerContext* ctx, const v1::IncrM
                             req->has_cas_id() ? std::optional<int64_t>(req->cas_id()) : std::nullopt, AuthorOf(ctx));
   if (!m.ok()) return ToGrpc(m.status());
   ToProto(*m, resp->mutable_entry());
+  if (on_change_) on_change_();
   return grpc::Status::OK;
 }
 
@@ -642,6 +646,7 @@ grpc::Status ProjectsService::ImportMeta(grpc::ServerContext* ctx, const v1::Imp
   auto n = store_->ImportMeta(p->uuid, entries, req->secret(), AuthorOf(ctx));
   if (!n.ok()) return ToGrpc(n.status());
   resp->set_imported(*n);
+  if (on_change_) on_change_();
   return grpc::Status::OK;
 }
 

@@ -798,5 +798,34 @@ services:
   EXPECT_EQ(images("web").size(), 3u);
 }
 
+// A freeze stops a large scale-up at once: the creates the job window held
+// (sent between syncs as jobs end) stop with it, not at the next resync.
+TEST_F(ConvergenceTest, FreezeStopsAScaleUpAtOnce) {
+  daemon_.reset();
+  sim_ = std::make_unique<Tritonsim>(std::vector<std::string>{
+      "--servers", "20", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "100"});
+  ASSERT_TRUE(sim_->Start()) << sim_->log();
+  daemon_ = std::make_unique<ServerProcess>(
+      std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data2", "--triton",
+                               sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
+                               "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "5s", "--max-jobs-per-project", "4"},
+      dir_ + "/data2");
+  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  WriteFile(dir_ + "/big.yaml", "project: fz\nservices:\n  web: {image: autopilotpattern/nginx@1.4.0, count: 400}\n");
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/big.yaml", "--yes"}).exit_code, 0);
+  httplib::Client c(sim_->addr());
+  auto active = [&] {
+    auto r = c.Get("/vms?state=active&tag.mariposa.service=web");
+    return r ? json::parse(r->body).size() : 0u;
+  };
+  for (int i = 0; i < 100 && active() < 12; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(M({"-j", "fz", "freeze", "--reason", "drill"}).exit_code, 0);
+  size_t at_freeze = active();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // At most the requests already on their way when the freeze landed.
+  EXPECT_LE(active(), at_freeze + 4) << daemon_->log();
+  EXPECT_LT(active(), 400u);
+}
+
 }  // namespace
 }  // namespace mariposa::testing
