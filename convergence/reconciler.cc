@@ -664,8 +664,7 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
     // at 100,000 instances listing them all takes seconds.
     absl::Duration pump_for = std::max(options_.full_observe, 10 * ps.sync_cost);
     if (ps.backlog_changes != changes_.load() || start - ps.synced_at >= pump_for) {
-      ps.backlog.clear();
-      ps.backlog_from = nullptr;
+      ps.DropBacklog();
       return std::nullopt;
     }
     from = ps.backlog_from;
@@ -705,8 +704,7 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
     // A failed job is for Decide to count (backoff, crash loop) before
     // anything more is sent; so is any change since the backlog was made.
     if (failed || ps.backlog_changes != changes_.load()) {
-      ps.backlog.clear();
-      ps.backlog_from = nullptr;
+      ps.DropBacklog();
       return std::nullopt;
     }
     int64_t free = std::min<int64_t>(std::max(1, options_.max_jobs_per_project) - running,
@@ -731,8 +729,7 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
       for (Problem& pr : problems) ps.executed.push_back(std::move(pr));
       if (r.failed > 0) {  // refused: counted into memory by Send; Decide goes on from there
         ps.memory = std::move(memory);
-        ps.backlog.clear();
-        ps.backlog_from = nullptr;
+        ps.DropBacklog();
       }
     }
   }
@@ -842,27 +839,27 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
     ctx.instance_uuid = req->uuid;
     ctx.leave_unknown = true;  // the server is not known before placement
     absl::Status prepared = absl::OkStatus();
+    auto fill = [&](std::string* value) {  // the first failure is kept; later values are left alone
+      if (!prepared.ok()) return;
+      auto v = Interpolate(*value, ctx);
+      if (v.ok()) *value = *v;
+      else prepared = v.status();
+    };
     std::map<std::string, std::string> environment = g.spec.environment;
-    std::map<std::string, std::string> command = {{"", g.spec.command}};
-    for (auto* values : {&req->customer_metadata, &req->tags, &environment, &command}) {
+    std::string command = g.spec.command;
+    for (auto* values : {&req->customer_metadata, &req->tags, &environment}) {
       for (auto& kv : *values) {
-        if (!prepared.ok() || kv.first.rfind("mariposa.", 0) == 0) continue;
-        auto v = Interpolate(kv.second, ctx);
-        if (v.ok()) kv.second = *v;
-        else prepared = v.status();
+        if (kv.first.rfind("mariposa.", 0) != 0) fill(&kv.second);
       }
     }
+    fill(&command);
     std::vector<PlacementRuleText> rules;
     for (const PlacementRule& rule : g.spec.placement) {
-      if (!prepared.ok()) break;
-      auto v = Interpolate(rule.value, ctx);
-      if (!v.ok()) {
-        prepared = v.status();
-        break;
-      }
-      rules.push_back({rule.key, rule.equal, rule.soft, *v});
+      std::string value = rule.value;
+      fill(&value);
+      rules.push_back({rule.key, rule.equal, rule.soft, value});
     }
-    Runtime(g.spec, environment, command[""], req.get());
+    Runtime(g.spec, environment, command, req.get());
     j.kind = "create";
     j.instance = req->uuid;
     j.alias = req->alias;

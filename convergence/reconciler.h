@@ -179,6 +179,10 @@ class Reconciler {
     absl::Time synced_at;
     absl::Duration sync_cost;  // how long the last sync took
     std::map<std::string, FinishedJob> ended;
+    void DropBacklog() {
+      backlog.clear();
+      backlog_from = nullptr;
+    }
   };
   std::map<std::string, ProjectState> projects_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs

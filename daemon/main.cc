@@ -375,7 +375,7 @@ int main(int argc, char** argv) {
     mariposa::LogInfo("shutting down", {{"signal", strsignal(sig)}});
     if (embedded) embedded->Stop();
     if (health_agents) health_agents->Stop();
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    server->Shutdown(absl::ToChronoTime(clock->Now() + absl::Seconds(10)));
   });
   server->Wait();
   signals.join();

@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   sigwait(&sigs, &sig);
   mariposa::LogInfo("shutting down", {{"signal", strsignal(sig)}});
   agent->Stop();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  server->Shutdown(absl::ToChronoTime(options.clock->Now() + absl::Seconds(5)));
   metrics.Watch(static_cast<const mariposa::health::Agent*>(nullptr));
   metrics.StopServing();
   return 0;

@@ -51,14 +51,7 @@ class HealthE2E : public ::testing::Test {
     if (!st.is_object() || !st.contains("services")) return -1;
     return std::stoi(st["services"][0].value("healthy", "0"));
   }
-  bool WaitFor(const std::function<bool()>& f, int seconds = 20) {
-    for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-         std::chrono::steady_clock::now() < end;) {
-      if (f()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
+  bool WaitFor(const std::function<bool()>& f, int seconds = 20) { return Eventually(f, absl::Seconds(seconds)); }
   bool WaitHealthy(const std::string& project, int n) {
     return WaitFor([&] { return Healthy(project) == n; }, 15);
   }

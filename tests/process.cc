@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/clock.h"
 #include "absl/strings/str_split.h"
 
 namespace mariposa::testing {
@@ -31,10 +32,20 @@ void WriteFile(const std::string& path, const std::string& text) {
 
 std::string TempDir(const std::string& name) {
   const char* base = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(base ? base : "/tmp") + "/" + name + "." + std::to_string(getpid()) + "." +
-                    std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  mkdir(dir.c_str(), 0700);
-  return dir;
+  std::string tmpl = std::string(base ? base : "/tmp") + "/" + name + ".XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) return "";
+  return tmpl;
+}
+
+void Pause(absl::Duration d) { RealClock::Get()->SleepFor(d); }
+
+bool Eventually(const std::function<bool()>& f, absl::Duration limit) {
+  absl::Time end = RealClock::Get()->Now() + limit;
+  while (RealClock::Get()->Now() < end) {
+    if (f()) return true;
+    Pause(absl::Milliseconds(100));
+  }
+  return f();
 }
 
 namespace {
@@ -113,7 +124,7 @@ bool ServerProcess::Start() {
       pid_ = -1;
       return false;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    Pause(absl::Milliseconds(20));
   }
   return false;
 }

@@ -5,9 +5,12 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "absl/time/time.h"
 
 namespace mariposa::testing {
 
@@ -16,6 +19,12 @@ struct RunResult {
   std::string out;
   std::string err;
 };
+
+// Test helpers wait for real processes, so they wait in real time, through
+// the one clock interface (common/clock.h).
+void Pause(absl::Duration d);
+// Calls `f` every 100 ms until it returns true (true) or `limit` passes (false).
+bool Eventually(const std::function<bool()>& f, absl::Duration limit);
 
 // Runs `argv` to completion with `input` on stdin.
 RunResult RunProcess(const std::vector<std::string>& argv, const std::string& input = "");
