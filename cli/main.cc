@@ -428,7 +428,9 @@ void Cli::PrintDiff(const v1::Diff& d, const std::string& project) {
         if (c.spec_changed()) {
           std::cout << "    " << Plural(c.instances_replaced(), "instance") << " will be replaced"
                     << (c.from_image() != c.to_image() ? absl::StrCat(" from image ", c.from_image()) : "")
-                    << " on the next reprovision\n";
+                    << (c.rolls_out() ? " by a rollout when applied (update.on_change: rollout)"
+                                      : " on the next `mariposa reprovision`")
+                    << "\n";
         }
         break;
       }

@@ -106,6 +106,8 @@ v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest&
     bool spec = bc.instance_hash.at(name) != after_c.instance_hash.at(name);
     c->set_spec_changed(spec);
     if (spec) c->set_instances_replaced(std::min(x.count, y.count));
+    c->set_rolls_out(spec && y.update_on_change == "rollout" && y.compute_type != "agent" && x.count > 0 &&
+                     y.count > 0);
     c->set_action(c->fields().empty() ? v1::ServiceChange::UNCHANGED : v1::ServiceChange::UPDATE);
   }
   AddChange("description", b.description, after.description, d.mutable_project_fields());

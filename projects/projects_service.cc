@@ -249,16 +249,8 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
     }
     Remember(out.commit.version.uuid, compiled);
     out.project_uuid = out.commit.version.project_uuid;
-    if (before) {
-      for (const auto& kv : compiled->manifest.services) {
-        const ServiceSpec& s = kv.second;
-        auto was = before->instance_hash.find(kv.first);
-        auto old = before->manifest.services.find(kv.first);
-        if (was == before->instance_hash.end() || old == before->manifest.services.end()) continue;
-        if (was->second == compiled->instance_hash.at(kv.first) || s.update_on_change != "rollout") continue;
-        if (s.compute_type == "agent" || old->second.count == 0 || s.count == 0) continue;
-        out.rollout.push_back(kv.first);
-      }
+    for (const auto& c : out.diff.services()) {
+      if (c.rolls_out()) out.rollout.push_back(c.service());
     }
     if (on_change_) on_change_();
   }

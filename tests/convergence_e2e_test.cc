@@ -766,6 +766,9 @@ services:
 
   std::string v2 = absl::StrReplaceAll(v1, {{"wordpress@1.2.0", "wordpress@1.3.0"}});
   WriteFile(dir_ + "/v2.yaml", v2);
+  EXPECT_THAT(M({"diff", "-f", dir_ + "/v2.yaml"}).out,
+              ::testing::HasSubstr("3 instances will be replaced from image autopilotpattern/wordpress@1.2.0 by a "
+                                   "rollout when applied (update.on_change: rollout)"));
   auto r = M({"apply", "-f", dir_ + "/v2.yaml", "--yes", "--wait", "--timeout", "90s"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
   EXPECT_THAT(r.out, ::testing::HasSubstr("rolling out web: queued reprovision task"));
@@ -781,6 +784,8 @@ services:
   // cache says update.on_change: manual: a changed environment is not
   // rolled out, and --wait says so at once instead of waiting.
   WriteFile(dir_ + "/v3.yaml", absl::StrReplaceAll(v2, {{"MODE: a", "MODE: b"}}));
+  EXPECT_THAT(M({"diff", "-f", dir_ + "/v3.yaml"}).out,
+              ::testing::HasSubstr("1 instance will be replaced on the next `mariposa reprovision`"));
   r = M({"apply", "-f", dir_ + "/v3.yaml", "--yes", "--wait", "--timeout", "60s"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("rolling out")));
