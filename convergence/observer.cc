@@ -55,6 +55,7 @@ absl::StatusOr<std::vector<InstanceState>> Observer::List(const triton::VmFilter
   if (!vms.ok()) return Annotate(vms.status(), "observing project " + project_uuid);
   *listed = static_cast<int64_t>(vms->size());
   std::vector<InstanceState> out;
+  out.reserve(vms->size());
   for (const triton::Vm& vm : *vms) {
     if (auto i = FromVm(vm, project_uuid, version_numbers)) out.push_back(std::move(*i));
   }
@@ -96,9 +97,11 @@ absl::StatusOr<std::vector<InstanceState>> Observer::ObserveProject(
   for (int64_t n : listed) seen += n;
   if (seen != *total) return ObserveProject(project_uuid, version_numbers);
   std::vector<InstanceState> out;
+  out.reserve(seen);
   for (auto& part : parts) {
     if (!part.ok()) return part.status();
     for (auto& i : *part) out.push_back(std::move(i));
+    *part = std::vector<InstanceState>();  // freed as it is moved, not at the end
   }
   return out;
 }

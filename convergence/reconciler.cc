@@ -220,7 +220,8 @@ absl::StatusOr<triton::Image> Reconciler::ResolveImage(const std::string& ref) {
   return found;
 }
 
-absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_jobs, absl::Duration* observe) {
+absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_jobs, absl::Duration* observe,
+                                             absl::Time* listed) {
   Snapshot s;
   ASSIGN_OR_RETURN(s.project, store_->GetProject(name));
   const std::string& uuid = s.project.uuid;
@@ -267,8 +268,12 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     absl::MutexLock l(&mu_);
     auto it = projects_.find(uuid);
     if (it != projects_.end() && it->second.listed && now - it->second.listed_at < options_.full_observe) {
+      // Taken, not copied (100,000 instances are ~60 MiB): the sync puts
+      // its list back when it ends (SyncProject); a sync that fails leaves
+      // none and the next one lists.
       listed_at = it->second.listed_at;
-      s.instances = *it->second.listed;
+      s.instances = std::move(*it->second.listed);
+      it->second.listed.reset();
       incremental = true;
     }
   }
@@ -333,23 +338,17 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     }
   }
   if (observe != nullptr) *observe = clock_->Now() - observe_start;
-  bool reread = !incremental;  // the list differs from the one kept
-  for (const FinishedJob& f : s.finished) reread |= f.job.api == "vmapi" && !f.job.instance.empty();
-  if (poll_jobs && (reread || !s.actual_known)) {
-    auto kept = s.actual_known ? std::make_shared<const std::vector<InstanceState>>(s.instances) : nullptr;
-    absl::MutexLock l(&mu_);
-    ProjectState& ps = projects_[uuid];
-    ps.listed_at = listed_at;
-    ps.listed = std::move(kept);
-  }
-  if (options_.health != nullptr && s.goal) {
-    for (InstanceState& i : s.instances) {
-      auto g = s.goal->services.find(i.service);
-      if (g == s.goal->services.end() || g->second.spec.healthchecks.empty()) continue;
-      i.checked = true;
-      auto h = options_.health->InstanceHealth(i.uuid);
-      i.health = h ? health::HealthName(*h) : "unknown";
-    }
+  if (listed != nullptr) *listed = s.actual_known ? listed_at : absl::InfinitePast();
+  // Health from the monitor (a kept list carries the last sync's).
+  auto checked = [&](const std::string& service) {
+    if (options_.health == nullptr || !s.goal) return false;
+    auto g = s.goal->services.find(service);
+    return g != s.goal->services.end() && !g->second.spec.healthchecks.empty();
+  };
+  for (InstanceState& i : s.instances) {
+    i.checked = checked(i.service);
+    auto h = i.checked ? options_.health->InstanceHealth(i.uuid) : std::nullopt;
+    i.health = h ? health::HealthName(*h) : "unknown";
   }
 
   // Images, the filters' images, meta and the VMs label rules point at.
@@ -442,7 +441,7 @@ bool Reconciler::RefreshEnded(const std::string& project_uuid, const std::map<st
 }
 
 absl::StatusOr<Reconciler::View> Reconciler::Inspect(const std::string& project) {
-  ASSIGN_OR_RETURN(Snapshot s, Gather(project, /*poll_jobs=*/false, nullptr));
+  ASSIGN_OR_RETURN(Snapshot s, Gather(project, /*poll_jobs=*/false, nullptr, nullptr));
   Decision d = Decide(s, clock_->Now());
   return View{std::move(s), std::move(d)};
 }
@@ -453,7 +452,8 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   // backlog this sync leaves stale.
   uint64_t changes = changes_.load();
   absl::Duration observe;
-  ASSIGN_OR_RETURN(Snapshot s, Gather(name, /*poll_jobs=*/true, &observe));
+  absl::Time listed_at;
+  ASSIGN_OR_RETURN(Snapshot s, Gather(name, /*poll_jobs=*/true, &observe, &listed_at));
   PlanCache* cache;  // one worker per project at a time uses it; map nodes do not move
   {
     absl::MutexLock l(&mu_);
@@ -468,7 +468,16 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(s.project.uuid);
-    if (it != projects_.end()) it->second.sync_cost = r.total;
+    if (it != projects_.end()) {
+      it->second.sync_cost = r.total;
+      // The list this sync decided on is the next one's starting point.
+      if (listed_at != absl::InfinitePast()) {
+        it->second.listed_at = listed_at;
+        it->second.listed = std::move(s.instances);
+      } else {
+        it->second.listed.reset();
+      }
+    }
   }
   return r;
 }

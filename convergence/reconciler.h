@@ -128,7 +128,10 @@ class Reconciler {
   void Stop();
 
  private:
-  absl::StatusOr<Snapshot> Gather(const std::string& project, bool poll_jobs, absl::Duration* observe);
+  // `listed`, when given, is set to when the snapshot's instances were
+  // listed (InfinitePast: VMAPI could not be read; keep nothing).
+  absl::StatusOr<Snapshot> Gather(const std::string& project, bool poll_jobs, absl::Duration* observe,
+                                  absl::Time* listed);
   // `changes` is changes_ when the sync began.
   SyncResult Execute(const Snapshot& s, Decision d, uint64_t changes);
   // Builds, sends (in dependency waves) and records the requests of
@@ -168,8 +171,9 @@ class Reconciler {
     absl::Duration poll_after;                    // how soon its jobs in flight are looked at again
     // The last full listing of its VMs and when it was made (updated by the
     // incremental reads since); null until one is made.
+    // Taken by the next sync (Gather) and put back when it ends.
     absl::Time listed_at;
-    std::shared_ptr<const std::vector<InstanceState>> listed;
+    std::optional<std::vector<InstanceState>> listed;
     // The pump's: creates the last sync's job window held (tasks resolved),
     // what they were decided on, changes_ then, when that sync ended, and
     // the jobs the pump saw end (the next sync counts them).
