@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "convergence/triton/vm_json.h"
 
 namespace mariposa::triton {
 namespace {
@@ -27,42 +28,6 @@ std::string Str(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return "";
   return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-std::map<std::string, std::string> StrMap(const json& j) {
-  std::map<std::string, std::string> out;
-  if (!j.is_object()) return out;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    out[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
-  }
-  return out;
-}
-
-Vm ToVm(const json& j) {
-  Vm v;
-  v.uuid = Str(j, "uuid");
-  v.alias = Str(j, "alias");
-  v.owner_uuid = Str(j, "owner_uuid");
-  v.brand = Str(j, "brand");
-  v.server_uuid = Str(j, "server_uuid");
-  v.state = Str(j, "state");
-  v.image_uuid = Str(j, "image_uuid");
-  if (v.image_uuid.empty() && j.contains("disks") && j["disks"].is_array() && !j["disks"].empty()) {
-    v.image_uuid = Str(j["disks"][0], "image_uuid");
-  }
-  v.ram = j.value("ram", int64_t{0});
-  v.tags = StrMap(j.value("tags", json::object()));
-  v.customer_metadata = StrMap(j.value("customer_metadata", json::object()));
-  v.internal_metadata = StrMap(j.value("internal_metadata", json::object()));
-  v.docker = j.value("docker", false);
-  v.quota = j.value("quota", int64_t{0});
-  v.cpu_cap = j.value("cpu_cap", int64_t{0});
-  for (const auto& n : j.value("nics", json::array())) {
-    v.nics.push_back(Nic{Str(n, "ip"), Str(n, "mac"), Str(n, "network_uuid"), n.value("primary", false), Str(n, "interface")});
-  }
-  v.create_timestamp = Str(j, "create_timestamp");
-  v.last_modified = Str(j, "last_modified");
-  return v;
 }
 
 Job ToJob(const json& j) {
@@ -142,10 +107,9 @@ absl::StatusOr<std::vector<Vm>> HttpVmapiClient::ListVms(const VmFilter& f) {
       absl::StrAppend(&q, "&offset=", out.size());
     }
     ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListVms", "GET", q));
-    ASSIGN_OR_RETURN(json page, ParseJson(r, "ListVms"));
-    if (!page.is_array()) return absl::DataLossError("ListVms: answer is not an array");
-    for (const auto& v : page) out.push_back(ToVm(v));
-    if (static_cast<int>(page.size()) < f.page_size) break;
+    auto n = ParseVmPage(r.body, &out);
+    if (!n.ok()) return absl::DataLossError(absl::StrCat("ListVms: ", n.status().message()));
+    if (static_cast<int>(*n) < f.page_size) break;
     marker = out.back().uuid;
   }
   return out;
@@ -164,8 +128,9 @@ absl::StatusOr<int64_t> HttpVmapiClient::CountVms(const VmFilter& f) {
 
 absl::StatusOr<Vm> HttpVmapiClient::GetVm(const std::string& uuid) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetVm", "GET", "/vms/" + UrlEncode(uuid)));
-  ASSIGN_OR_RETURN(json j, ParseJson(r, "GetVm"));
-  return ToVm(j);
+  auto vm = ParseVm(r.body);
+  if (!vm.ok()) return absl::DataLossError(absl::StrCat("GetVm: ", vm.status().message()));
+  return vm;
 }
 
 absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
