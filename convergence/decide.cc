@@ -32,6 +32,10 @@ ServiceGoal GoalFor(const ServiceGoalSpec& g) {
   ServiceGoal out{g.record.name, g.record.count, g.record.spec_hash, std::max(1, g.spec.update_rolling),
                   std::max(0, g.spec.update_max_surge)};
   out.start_window = g.spec.start_window;
+  const std::vector<std::string>& when = g.spec.restart_condition;
+  auto has = [&](const char* c) { return std::find(when.begin(), when.end(), c) != when.end(); };
+  out.restart_on_failure = has("on-failure") || has("always");
+  out.restart_on_cn = has("on-cn-restart") || has("always");
   return out;
 }
 
@@ -523,6 +527,10 @@ void Decider::Hold() {
     removes_left[kv.first] = budget[kv.first];
   }
   std::set<std::string> over_budget;
+  std::map<std::string, int64_t> starting;  // service -> VMAPI starts in flight and taken now
+  for (const JobRecord& j : s_.in_flight) {
+    if (j.kind == "start") ++starting[j.service];
+  }
   for (const Action& a : planned_) {
     std::string why = FrozenBy(a.service, WorkKind(a));
     const ServiceGoalSpec* g = GoalOf(a.service);
@@ -553,6 +561,14 @@ void Decider::Hold() {
     if (why.empty() && create) {
       auto pl = placement_hold.find(a.service);
       if (pl != placement_hold.end()) why = pl->second;
+    }
+    if (why.empty() && a.kind == ActionKind::kStart && g != nullptr) {
+      int64_t& n = starting[a.service];
+      if (n >= g->spec.start_parallelism) {
+        why = absl::StrCat("start.parallelism ", g->spec.start_parallelism, ": ", n, " starting");
+      } else {
+        ++n;
+      }
     }
     if (!why.empty()) {
       d_.held.push_back({a, why});
@@ -954,7 +970,8 @@ void Decider::Verdicts() {
       d_.verdicts[svc] = v;
       continue;
     }
-    int64_t live = 0;
+    int64_t live = 0, left_broken = 0;
+    ServiceGoal goal = GoalFor(g);
     for (const InstanceState* i : of_[svc]) {
       bool current = i->spec_hash == g.record.spec_hash;
       if (i->state == "provisioning") {
@@ -973,6 +990,7 @@ void Decider::Verdicts() {
       if (InstanceBroken(*i)) {
         ++v.broken;
         if (i->state == "running") ++v.unhealthy;
+        if (!Restarts(goal, *i)) ++left_broken;
         continue;
       }
       if (i->state != "running") continue;
@@ -1057,6 +1075,18 @@ void Decider::Verdicts() {
               manual ? "the service rolls out only when asked (update.on_change: manual)"
                      : "the rollout that would replace them ended (terminated, or not queued)",
               v.fix, absl::StrCat(v.old_spec, " instances of ", svc, " do not run what the manifest says"));
+    } else if (left_broken > 0 && !acting && v.provisioning == 0) {
+      v.state = VerdictState::kDegraded;
+      std::string when = absl::StrJoin(g.spec.restart_condition, ", ");
+      v.reason = absl::StrCat(left_broken, " broken ", left_broken == 1 ? "instance is" : "instances are",
+                              " not replaced (restart.condition: ", when, ")");
+      v.fix = absl::StrCat("`mariposa -j ", s_.project.name, " start --service ", svc,
+                           "` starts stopped ones; destroy a broken one to have it replaced, or add the condition "
+                           "to restart.condition");
+      Problem("not-restarted", svc, v.reason,
+              "restart.condition does not cover how they broke: on-failure covers failed, stopped and unhealthy "
+              "instances, on-cn-restart those on a server that does not answer",
+              v.fix, absl::StrCat(v.ready, " of ", g.record.count, " instances of ", svc, " ready"));
     } else if (v.unhealthy > 0 && !acting) {
       v.state = VerdictState::kDegraded;
       v.reason = absl::StrCat(v.unhealthy, " unhealthy");

@@ -242,5 +242,69 @@ TEST(DecideTest, FinishedJobsAreCountedOnceEach) {
   EXPECT_EQ(d.job_progress[0].second.replaced, 1);
 }
 
+// restart.condition decides which broken instances are replaced; the others
+// keep their place, nothing is created for them, and the verdict says why
+// and what to do.
+TEST(DecideTest, RestartConditionChoosesWhatIsReplaced) {
+  auto with = [](const std::string& cond) {
+    // count 20: the replacement budget (10 % of count) allows both at once.
+    Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web:\n    image: web@1\n    count: 20\n" +
+                                   (cond.empty() ? std::string() : "    restart: {condition: " + cond + "}\n")));
+    for (int k = 1; k <= 18; ++k) s.instances.push_back(Instance(s, "web", k));
+    s.instances.push_back(Instance(s, "web", 19, "stopped"));
+    s.instances.push_back(Instance(s, "web", 20, "unknown"));
+    return Decide(s, kT0);
+  };
+  // The default covers both: the stopped one and the one on a silent server.
+  Decision d = with("");
+  EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 2);
+  EXPECT_EQ(Count(d, ActionKind::kCreate, "replace-broken"), 2);
+  d = with("always");
+  EXPECT_EQ(Count(d, ActionKind::kCreate, "replace-broken"), 2);
+  // on-failure: the stopped one only; the other keeps its place.
+  d = with("[on-failure]");
+  EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 1);
+  EXPECT_EQ(Count(d, ActionKind::kCreate), 1);
+  d = with("[on-cn-restart]");
+  ASSERT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 1);
+  EXPECT_EQ(Count(d, ActionKind::kCreate), 1);
+  for (const Step& st : d.steps) {
+    if (st.action.kind == ActionKind::kDelete) EXPECT_EQ(st.action.instance, "web-uuid-20");
+  }
+  // never: nothing is replaced or created; degraded, with the reason and a fix.
+  d = with("never");
+  EXPECT_TRUE(d.steps.empty());
+  EXPECT_FALSE(d.converged);
+  const ServiceVerdict& v = d.verdicts.at("web");
+  EXPECT_EQ(v.state, VerdictState::kDegraded);
+  EXPECT_EQ(v.reason, "2 broken instances are not replaced (restart.condition: never)");
+  EXPECT_NE(v.fix.find("start --service web"), std::string::npos);
+  EXPECT_TRUE(HasProblem(d, "not-restarted"));
+  // A scale-down removes those left broken first.
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web:\n    image: web@1\n    count: 1\n"
+                                 "    restart: {condition: never}\n"));
+  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2, "stopped")};
+  d = Decide(s, kT0);
+  ASSERT_EQ(Count(d, ActionKind::kDelete, "scale-down"), 1);
+  EXPECT_EQ(d.steps[0].action.instance, "web-uuid-2");
+}
+
+// start.parallelism bounds the VMAPI starts of a service in flight at once.
+TEST(DecideTest, StartParallelismBoundsStartsInFlight) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web:\n    image: web@1\n    count: 4\n"
+                                 "    start: {parallelism: 2}\n"));
+  for (int k = 1; k <= 4; ++k) s.instances.push_back(Instance(s, "web", k, "stopped"));
+  s.tasks = {Task("t1", "start", "active", {"web"})};
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kStart), 2);
+  int held = 0;
+  for (const Held& h : d.held) held += h.action.kind == ActionKind::kStart && h.why == "start.parallelism 2: 2 starting";
+  EXPECT_EQ(held, 2);
+  // One start in flight leaves room for one more.
+  s.in_flight = {JobOf("job-1", "start", "web", "web-uuid-1")};
+  d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kStart), 1);
+}
+
 }  // namespace
 }  // namespace mariposa::convergence

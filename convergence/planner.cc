@@ -48,6 +48,11 @@ bool InstanceReady(const InstanceState& i, absl::Time now, absl::Duration start_
 }
 bool InstanceBroken(const InstanceState& i) { return BrokenState(i); }
 
+bool Restarts(const ServiceGoal& goal, const InstanceState& i) {
+  if (!BrokenState(i)) return false;
+  return i.state == "unknown" ? goal.restart_on_cn : goal.restart_on_failure;
+}
+
 std::vector<const InstanceState*> VictimOrder(std::vector<const InstanceState*> live) {
   std::stable_sort(live.begin(), live.end(), [](const InstanceState* a, const InstanceState* b) {
     if (Rank(*a) != Rank(*b)) return Rank(*a) < Rank(*b);
@@ -115,15 +120,15 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
     return;
   }
   bool starting = flags.starting;
-  std::vector<const InstanceState*> live, broken, to_start;
+  std::vector<const InstanceState*> live, broken, left, to_start;  // left: broken, not replaced
   int64_t going = 0;  // deletes in flight of instances that still run
   for (const InstanceState* i : of_service) {
     if (flags.deleting != nullptr && flags.deleting->count(i->uuid)) {
       going += Live(*i);
-      return;
+      continue;
     }
     if (starting && i->state == "stopped") to_start.push_back(i);
-    else if (BrokenState(*i)) broken.push_back(i);
+    else if (BrokenState(*i)) (Restarts(goal, *i) ? broken : left).push_back(i);
     else if (Live(*i)) live.push_back(i);
   }
   // Started instances count as live (they come back as they were).
@@ -144,26 +149,30 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
   if (flags.reprovision) {
     for (const InstanceState* i : live) rolling_out |= eligible(i);
   }
-  int64_t n = static_cast<int64_t>(live.size());
+  // Broken instances restart.condition leaves keep their place.
+  int64_t n = static_cast<int64_t>(live.size() + left.size());
   int64_t ceiling = goal.count + (rolling_out ? goal.max_surge : 0);
   if (n > ceiling) {
-    // Too many: victims in QUEUE.md's order; during a rollout old-spec
-    // instances go first, they would be replaced anyway (scale 35 -> 20
-    // during a rollout finishes in 4 batches, not 7).
+    // Too many: victims in QUEUE.md's order, those left broken first;
+    // during a rollout old-spec instances go next, they would be replaced
+    // anyway (scale 35 -> 20 during a rollout finishes in 4 batches, not 7).
     std::vector<const InstanceState*> order = VictimOrder(live);
     if (rolling_out) {
       std::stable_partition(order.begin(), order.end(),
                             [&](const InstanceState* i) { return i->spec_hash != goal.spec_hash; });
     }
+    std::sort(left.begin(), left.end(), Older);
+    order.insert(order.begin(), left.begin(), left.end());
     std::set<const InstanceState*> gone(order.begin(), order.begin() + (n - ceiling));
     for (int64_t k = 0; k < n - ceiling; ++k) {
       actions.push_back({ActionKind::kDelete, goal.name, order[k]->uuid, "scale-down"});
     }
-    std::vector<const InstanceState*> kept;
-    for (const InstanceState* i : live) {
-      if (!gone.count(i)) kept.push_back(i);
-    }
-    live = kept;
+    auto keep = [&](std::vector<const InstanceState*>* list) {
+      list->erase(std::remove_if(list->begin(), list->end(), [&](const InstanceState* i) { return gone.count(i) > 0; }),
+                  list->end());
+    };
+    keep(&live);
+    keep(&left);
     n = ceiling;
   }
   int64_t missing = std::max<int64_t>(0, std::min(goal.count - n, ceiling - n - going));
@@ -268,7 +277,8 @@ namespace {
 
 bool SameGoal(const ServiceGoal& a, const ServiceGoal& b) {
   return a.name == b.name && a.count == b.count && a.spec_hash == b.spec_hash && a.rolling == b.rolling &&
-         a.max_surge == b.max_surge && a.start_window == b.start_window && a.stopped == b.stopped;
+         a.max_surge == b.max_surge && a.start_window == b.start_window && a.stopped == b.stopped &&
+         a.restart_on_failure == b.restart_on_failure && a.restart_on_cn == b.restart_on_cn;
 }
 
 // The fields a plan reads.

@@ -52,7 +52,16 @@ struct ServiceGoal {
   // Stopped by a stop task: running instances are stopped, none is created
   // or replaced until a start task.
   bool stopped = false;
+  // restart.condition: which broken instances are replaced. on-failure:
+  // failed, stopped without being asked, or failing their checks;
+  // on-cn-restart: on a server that does not answer (state unknown). One
+  // left broken keeps its place in `count` (nothing is created for it).
+  bool restart_on_failure = true;
+  bool restart_on_cn = true;
 };
+
+// Is `i` broken in a way its service's restart.condition replaces?
+bool Restarts(const ServiceGoal& goal, const InstanceState& i);
 
 struct PlanInput {
   std::map<std::string, ServiceGoal> services;

@@ -418,3 +418,24 @@ TEST(PlanCacheTest, SameAsPlanAndReusesUnchangedServices) {
 
 }  // namespace
 }  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+// An instance whose delete is in flight is neither live nor broken: the rest
+// of the service is still planned around it (a refactoring once made one
+// such instance end the service's plan, so nothing else was created until
+// the delete finished).
+TEST(PlannerTest, AnInstanceBeingDeletedDoesNotStopTheRestOfTheService) {
+  auto in = Input(3, {I("going", "running", "healthy", 1, 100), I("ok", "running", "healthy", 1, 100)}, 1, 1);
+  in.deleting = {"going"};
+  // count 3, one live that stays, one going: the ceiling (count + 0) minus
+  // the live one minus the one still running while it goes leaves one create.
+  EXPECT_EQ(Describe(Plan(in, kNow)), (std::vector<std::string>{"create web (scale-up)"}));
+  in.instances.push_back(I("dead", "failed", "unknown", 1, 100));
+  EXPECT_EQ(Describe(Plan(in, kNow)),
+            (std::vector<std::string>{"delete web dead (remove-broken)", "create web (replace-broken)"}));
+}
+
+}  // namespace
+}  // namespace mariposa::convergence

@@ -86,7 +86,7 @@ struct ServiceSpec {
   std::map<std::string, HealthCheckSpec> healthchecks;
   int start_parallelism = 1;
   absl::Duration start_window = absl::Seconds(60);
-  std::vector<std::string> restart_condition = {"on-failure"};
+  std::vector<std::string> restart_condition = {"on-cn-restart", "on-failure"};
   int restart_max_attempts = 3;
   absl::Duration restart_window = absl::Seconds(60);
   absl::Duration stop_timeout = absl::Seconds(30);

@@ -834,3 +834,47 @@ TEST_F(ConvergenceTest, FreezeStopsAScaleUpAtOnce) {
 
 }  // namespace
 }  // namespace mariposa::testing
+
+namespace mariposa::testing {
+namespace {
+
+// restart.condition as an operator meets it: a killed instance of a service
+// with `never` stays stopped and is not replaced; status says why and how to
+// fix it; `mariposa start` brings it back. The same kill under the default
+// is replaced.
+TEST_F(ConvergenceTest, RestartConditionNeverLeavesAKilledInstance) {
+  WriteFile(dir_ + "/m.yaml",
+            "project: lc\nservices:\n"
+            "  keep:\n    image: autopilotpattern/wordpress@1.2.0\n    count: 2\n    start: {window: 1s}\n"
+            "    restart: {condition: never}\n"
+            "  heal:\n    image: autopilotpattern/wordpress@1.2.0\n    count: 1\n    start: {window: 1s}\n");
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/m.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"keep", 2}, {"heal", 1}}));
+  httplib::Client c(sim_->addr());
+  auto first = [&](const std::string& svc) {
+    return json::parse(c.Get("/vms?state=running&tag.mariposa.service=" + svc)->body)[0]["uuid"].get<std::string>();
+  };
+  std::string kept = first("keep"), healed = first("heal");
+  for (const std::string& vm : {kept, healed}) {
+    ASSERT_EQ(RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "kill-vm", vm}).exit_code, 0);
+  }
+  // heal is replaced (the default covers a stopped instance); keep is not.
+  ASSERT_TRUE(WaitFor({{"keep", 1}, {"heal", 1}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // several resyncs
+  EXPECT_EQ(Running(), (std::map<std::string, int>{{"keep", 1}, {"heal", 1}}));
+  auto vm = json::parse(c.Get("/vms/" + kept)->body);
+  EXPECT_EQ(vm["state"], "stopped");  // left as it is, not destroyed
+  EXPECT_EQ(json::parse(c.Get("/vms/" + healed)->body)["state"], "destroyed");
+  RunResult st = M({"-j", "lc", "status"});
+  EXPECT_THAT(st.out, ::testing::HasSubstr("degraded"));
+  EXPECT_THAT(st.out, ::testing::HasSubstr("1 broken instance is not replaced (restart.condition: never)"));
+  EXPECT_THAT(st.out, ::testing::HasSubstr("start --service keep"));
+  // The fix status names works.
+  RunResult r = M({"-j", "lc", "start", "--service", "keep", "--wait", "--timeout", "60s"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(WaitFor({{"keep", 2}, {"heal", 1}}));
+  EXPECT_EQ(json::parse(c.Get("/vms/" + kept)->body)["state"], "running");
+}
+
+}  // namespace
+}  // namespace mariposa::testing
