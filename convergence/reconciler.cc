@@ -672,7 +672,10 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
     // Syncs take at most about a tenth of the time while a backlog lasts:
     // at 100,000 instances listing them all takes seconds.
     absl::Duration pump_for = std::max(options_.full_observe, 10 * ps.sync_cost);
-    if (ps.backlog_changes != changes_.load() || start - ps.synced_at >= pump_for) {
+    // Jobs the pump saw end stay in the store until a sync counts them, and
+    // every round reads them again: past 16 windows' worth, sync.
+    size_t ended_max = 16 * static_cast<size_t>(std::max(1, options_.max_jobs_per_project));
+    if (ps.backlog_changes != changes_.load() || start - ps.synced_at >= pump_for || ps.ended.size() >= ended_max) {
       ps.DropBacklog();
       return std::nullopt;
     }

@@ -100,7 +100,8 @@ class Reconciler {
   // sends as many as the window allows. Nothing (nullopt) when there is no
   // backlog, anything changed since (Wake, WakeProject), a job failed, or
   // the last sync is older than full_observe or ten times what it took
-  // (whichever is longer): then the project needs a sync.
+  // (whichever is longer), or the jobs seen ending and not yet counted reach
+  // 16 job windows: then the project needs a sync.
   std::optional<SyncResult> PumpProject(const std::string& project_uuid);
 
   // Gather and Decide without executing: what `status` shows. With

@@ -25,6 +25,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "common/flags.h"
 #include "common/log.h"
@@ -136,11 +137,9 @@ int main(int argc, char** argv) {
   // their own and go back to the system when freed; up to 32 MiB of freed
   // heap is kept for reuse, and requests above 64 KiB trim the rest when they
   // end (projects/request_guard.h), so memory taken by a large request is
-  // returned. glibc otherwise gives threads their own arenas (up to eight
-  // per core) and each keeps the pages its peak used: with 20,000 instances
-  // that held 270 MiB resident for 60 MiB of live heap; two arenas hold
-  // 100 MiB (docs/development.md, Benchmarks).
-  mallopt(M_ARENA_MAX, 2);
+  // returned. Threads keep their own arenas (fewer arenas halved the
+  // create rate, P2); what the arenas hold free is given back once a second
+  // (below).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   mallopt(M_TRIM_THRESHOLD, 32 << 20);
   std::string listen = "127.0.0.1:7740";
@@ -373,6 +372,13 @@ int main(int argc, char** argv) {
                                 {"schema", absl::StrCat((*store)->SchemaVersion())},
                                 {"pid", absl::StrCat(getpid())}});
 
+  // glibc keeps the pages a thread's arena used at its peak: with 20,000
+  // instances that held 270 MiB resident for 60 MiB of live heap, and
+  // 500 MiB at 100,000 (P9). Trimming every second returns them.
+  absl::Notification stopping;
+  std::thread trimmer([&] {
+    while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(1))) malloc_trim(0);
+  });
   std::thread signals([&] {
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -383,6 +389,8 @@ int main(int argc, char** argv) {
   });
   server->Wait();
   signals.join();
+  stopping.Notify();
+  trimmer.join();
   if (reconciler) reconciler->Stop();
   health_metrics.Watch(static_cast<const mariposa::health::Agent*>(nullptr));
   embedded.reset();

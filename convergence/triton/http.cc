@@ -140,6 +140,9 @@ absl::StatusOr<HttpResponse> HttpClient::CallAt(absl::string_view base_url, absl
     std::string payload(body);
     struct curl_slist* headers = nullptr;
     headers = curl_slist_append(headers, "Accept: application/json");
+    // No "Expect: 100-continue" (libcurl adds it to bodies over 1 KiB and
+    // then waits up to a second for a server that may never answer it).
+    headers = curl_slist_append(headers, "Expect:");
     if (!payload.empty() || method == "POST" || method == "PUT") {
       headers = curl_slist_append(headers, "Content-Type: application/json");
       curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload.c_str());

@@ -5,8 +5,11 @@
 #include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -180,6 +183,15 @@ int main(int argc, char** argv) {
   server.set_keep_alive_max_count(100000);
   server.set_tcp_nodelay(true);  // no Nagle + delayed-ACK stalls between header and body writes
   server.set_keep_alive_timeout(30);
+  // httplib listens with a backlog of 5: a burst of new connections (a
+  // client opening 16 at once) overflows it, the kernel drops the SYNs and
+  // the client retries them a second later. Node's VMAPI listens with 511;
+  // the listening socket is taken here and its backlog raised after bind.
+  int listen_fd = -1;
+  server.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;  // the last one made is the one bound
+  });
   if (port == 0) {
     port = server.bind_to_any_port(host);
   } else if (!server.bind_to_port(host, port)) {
@@ -188,6 +200,9 @@ int main(int argc, char** argv) {
   if (port <= 0) {
     std::cerr << "tritonsim: cannot listen on " << listen << "\n";
     return 1;
+  }
+  if (listen_fd >= 0 && ::listen(listen_fd, 1024) != 0) {
+    std::cerr << "tritonsim: cannot raise the listen backlog: " << std::strerror(errno) << "\n";
   }
   std::string base = "http://" + host + ":" + std::to_string(port);
   opts.base_url = base;
