@@ -673,8 +673,11 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
     // at 100,000 instances listing them all takes seconds.
     absl::Duration pump_for = std::max(options_.full_observe, 10 * ps.sync_cost);
     // Jobs the pump saw end stay in the store until a sync counts them, and
-    // every round reads them again: past 16 windows' worth, sync.
-    size_t ended_max = 16 * static_cast<size_t>(std::max(1, options_.max_jobs_per_project));
+    // every round reads them again: past 16 windows' worth, sync — more
+    // when a sync costs more than a tenth of a second (at 100,000 instances
+    // it costs seconds, far more than re-reading the jobs).
+    double cost = std::max(1.0, absl::FDivDuration(ps.sync_cost, absl::Milliseconds(100)));
+    size_t ended_max = static_cast<size_t>(16 * std::max(1, options_.max_jobs_per_project) * cost);
     if (ps.backlog_changes != changes_.load() || start - ps.synced_at >= pump_for || ps.ended.size() >= ended_max) {
       ps.DropBacklog();
       return std::nullopt;

@@ -572,6 +572,30 @@ TEST_F(ReconcilerTest, PumpStopsAtAFailedJobAndWhenTheSyncIsOld) {
   EXPECT_FALSE(reconciler_->PumpProject(uuid).has_value());
 }
 
+// Jobs the pump saw end wait in the store for the next sync to count them;
+// every pump round reads them again, so past 16 job windows of them (with a
+// cheap sync) the project is synced instead.
+TEST_F(ReconcilerTest, PumpSyncsOnceSixteenWindowsOfEndedJobsWait) {
+  Start(1);
+  vmapi_.set_auto_complete(false);
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 40}\n");
+  std::string uuid = store_->GetProject("p")->uuid;
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  int pumped = 0;
+  while (pumped <= 40) {
+    vmapi_.CompleteJobs();
+    auto r = reconciler_->PumpProject(uuid);
+    if (!r) break;
+    ASSERT_EQ(r->created, 1);
+    ++pumped;
+  }
+  EXPECT_EQ(pumped, 16);
+  auto r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->finished, 17);  // each counted once, by this sync
+  EXPECT_EQ(r->created, 1);
+}
+
 TEST_F(ReconcilerTest, EnvironmentCommandDiskAndCpuReachTheCreate) {
   Apply("project: p\nmeta: {pw: s3cret}\nservices:\n"
         "  app: {image: web@1, environment: {PW: \"{{ .meta.pw }}\", NAME: \"{{ .placement.instance.name }}\"}, "
