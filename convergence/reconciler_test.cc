@@ -30,6 +30,16 @@ class ReconcilerTest : public ::testing::Test {
     o.max_jobs_per_project = max_jobs_per_project;
     reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
   }
+  // A window of one job, jobs that end only when told (CompleteJobs), and
+  // project p's scale-up of `count` web instances synced once; its uuid.
+  std::string HeldScaleUp(int count) {
+    Start(1);
+    vmapi_.set_auto_complete(false);
+    Apply(absl::StrCat("project: p\nservices:\n  web: {image: web@1, count: ", count, "}\n"));
+    std::string uuid = store_->GetProject("p")->uuid;
+    EXPECT_TRUE(reconciler_->SyncProject("p").ok());
+    return uuid;
+  }
   // Stores a version the way the Projects service does.
   void Apply(const std::string& text) {
     ParseResult r = ParseManifest(text, ParseOptions{});
@@ -535,11 +545,7 @@ TEST_F(ReconcilerTest, PumpSendsTheHeldCreatesAsJobsEnd) {
 }
 
 TEST_F(ReconcilerTest, PumpStopsAtAFailedJobAndWhenTheSyncIsOld) {
-  Start(1);
-  vmapi_.set_auto_complete(false);
-  Apply("project: p\nservices:\n  web: {image: web@1, count: 4}\n");
-  std::string uuid = store_->GetProject("p")->uuid;
-  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  std::string uuid = HeldScaleUp(4);
   // The first create fails: nothing more goes out until Decide counted it.
   std::set<std::string> first;
   for (const std::string& c : vmapi_.calls()) {
@@ -576,11 +582,7 @@ TEST_F(ReconcilerTest, PumpStopsAtAFailedJobAndWhenTheSyncIsOld) {
 // every pump round reads them again, so past 16 job windows of them (with a
 // cheap sync) the project is synced instead.
 TEST_F(ReconcilerTest, PumpSyncsOnceSixteenWindowsOfEndedJobsWait) {
-  Start(1);
-  vmapi_.set_auto_complete(false);
-  Apply("project: p\nservices:\n  web: {image: web@1, count: 40}\n");
-  std::string uuid = store_->GetProject("p")->uuid;
-  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  std::string uuid = HeldScaleUp(40);
   int pumped = 0;
   while (pumped <= 40) {
     vmapi_.CompleteJobs();

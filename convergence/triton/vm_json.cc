@@ -24,9 +24,18 @@ class VmSax {
 
   bool null() { return Scalar("null", nullptr); }
   bool boolean(bool b) { return Scalar(b ? "true" : "false", nullptr, b); }
-  bool number_integer(json::number_integer_t v) { return Number(json(v), v); }
-  bool number_unsigned(json::number_unsigned_t v) { return Number(json(v), static_cast<int64_t>(v)); }
-  bool number_float(json::number_float_t v, const std::string&) { return Number(json(v), static_cast<int64_t>(v)); }
+  bool number_integer(json::number_integer_t v) {
+    if (capture_) return capture_->number_integer(v) && Captured();
+    return Scalar(json(v).dump(), nullptr, std::nullopt, v);
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    if (capture_) return capture_->number_unsigned(v) && Captured();
+    return Scalar(json(v).dump(), nullptr, std::nullopt, static_cast<int64_t>(v));
+  }
+  bool number_float(json::number_float_t v, const std::string& text) {
+    if (capture_) return capture_->number_float(v, text) && Captured();
+    return Scalar(json(v).dump(), nullptr, std::nullopt, static_cast<int64_t>(v));
+  }
   bool string(std::string& s) {
     if (capture_) return capture_->string(s) && Captured();
     return Scalar(s, &s);
@@ -107,23 +116,11 @@ class VmSax {
     if (f == "internal_metadata") return &vm_->internal_metadata;
     return nullptr;
   }
-  bool Number(const json& j, int64_t v) {
-    if (capture_) {
-      json copy = j;
-      return Forward(std::move(copy)) && Captured();
-    }
-    return Scalar(j.dump(), nullptr, std::nullopt, v);
-  }
-  bool Forward(json v) {
-    if (v.is_number_integer()) return capture_->number_integer(v.get<json::number_integer_t>());
-    if (v.is_number_unsigned()) return capture_->number_unsigned(v.get<json::number_unsigned_t>());
-    return capture_->number_float(v.get<json::number_float_t>(), "");
-  }
   // A scalar value: `text` is how a map keeps it, `str` the string itself
   // (nullptr: not a string), `flag`/`num` a boolean's or number's value.
   bool Scalar(const std::string& text, std::string* str, std::optional<bool> flag = std::nullopt,
               std::optional<int64_t> num = std::nullopt) {
-    if (capture_) {
+    if (capture_) {  // numbers and strings are forwarded by their own events
       if (flag) return capture_->boolean(*flag) && Captured();
       return capture_->null() && Captured();
     }
