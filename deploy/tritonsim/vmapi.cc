@@ -1,0 +1,741 @@
+// VMAPI: /vms, actions, tags.
+#include "deploy/tritonsim/datacenter.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/numbers.h"
+#include "deploy/tritonsim/sim_util.h"
+
+namespace tritonsim {
+
+std::string DataCenter::EffectiveStateLocked(const Vm& vm) const {
+  if (vm.state == "running" || vm.state == "stopped") {
+    auto s = servers_.find(vm.server_uuid);
+    if (s != servers_.end() && s->second.status != "running") return "unknown";
+  }
+  return vm.state;
+}
+
+namespace {
+
+void AppendQuoted(const std::string& v, std::string* out) {
+  out->push_back('"');
+  for (unsigned char c : v) {
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          snprintf(buf, sizeof(buf), "\\u%04x", c);
+          *out += buf;
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+// Appends `"key":` then the value.
+void Key(const char* key, std::string* out, bool first = false) {
+  if (!first) out->push_back(',');
+  out->push_back('"');
+  *out += key;
+  *out += "\":";
+}
+
+void StrOrNull(const std::string& v, std::string* out) {
+  if (v.empty()) *out += "null";
+  else AppendQuoted(v, out);
+}
+
+}  // namespace
+
+// The one VM serializer: written straight to text (ListVms pages of 1,000
+// VMs are the hot path); VmJson parses it back for the rare callers that need
+// a tree.
+void DataCenter::WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) const {
+  bool hvm = vm.brand == "kvm" || vm.brand == "bhyve";
+  out->push_back('{');
+  Key("uuid", out, true);
+  AppendQuoted(vm.uuid, out);
+  Key("alias", out);
+  StrOrNull(vm.alias, out);
+  Key("owner_uuid", out);
+  AppendQuoted(vm.owner_uuid, out);
+  Key("billing_id", out);
+  StrOrNull(vm.billing_id, out);
+  Key("brand", out);
+  AppendQuoted(vm.brand, out);
+  Key("server_uuid", out);
+  StrOrNull(vm.server_uuid, out);
+  Key("state", out);
+  *state_at = out->size();  // the state is spliced in here on every write
+  Key("zone_state", out);
+  AppendQuoted(vm.zone_state, out);
+  if (hvm) {
+    Key("disks", out);
+    *out += vm.disks.is_null() ? "[]" : vm.disks.dump();
+  } else {
+    Key("image_uuid", out);
+    AppendQuoted(vm.image_uuid, out);
+  }
+  Key("ram", out);
+  *out += std::to_string(vm.ram);
+  Key("max_physical_memory", out);
+  *out += std::to_string(vm.max_physical_memory);
+  Key("quota", out);
+  *out += std::to_string(vm.quota);
+  Key("cpu_cap", out);
+  *out += std::to_string(vm.cpu_cap);
+  Key("create_timestamp", out);
+  AppendQuoted(Iso(vm.create_ms), out);
+  Key("last_modified", out);
+  AppendQuoted(Iso(vm.modified_ms), out);
+  Key("tags", out);
+  *out += vm.tags.dump();
+  Key("customer_metadata", out);
+  *out += vm.customer_metadata.dump();
+  Key("internal_metadata", out);
+  *out += vm.internal_metadata.dump();
+  Key("docker", out);
+  *out += vm.docker ? "true" : "false";
+  Key("nics", out);
+  out->push_back('[');
+  for (size_t i = 0; i < vm.nics.size(); ++i) {
+    const Nic& n = vm.nics[i];
+    if (i > 0) out->push_back(',');
+    out->push_back('{');
+    Key("interface", out, true);
+    AppendQuoted(n.interface, out);
+    Key("mac", out);
+    AppendQuoted(n.mac, out);
+    Key("vlan_id", out);
+    *out += std::to_string(n.vlan_id);
+    Key("nic_tag", out);
+    AppendQuoted(n.nic_tag, out);
+    Key("ip", out);
+    AppendQuoted(n.ip, out);
+    Key("netmask", out);
+    AppendQuoted(n.netmask, out);
+    Key("gateway", out);
+    AppendQuoted(n.gateway, out);
+    Key("primary", out);
+    *out += n.primary ? "true" : "false";
+    Key("network_uuid", out);
+    AppendQuoted(n.network_uuid, out);
+    out->push_back('}');
+  }
+  out->push_back(']');
+  Key("resolvers", out);
+  *out += "[\"8.8.8.8\"]";
+  Key("snapshots", out);
+  *out += "[]";
+  Key("autoboot", out);
+  *out += vm.autoboot ? "true" : "false";
+  Key("firewall_enabled", out);
+  *out += vm.firewall_enabled ? "true" : "false";
+  out->push_back('}');
+}
+
+void DataCenter::AppendVmJson(const Vm& vm, std::string* out) const {
+  if (vm.json_rev != vm.rev) {
+    vm.json_cache.clear();
+    WriteVmJson(vm, &vm.json_cache, &vm.json_state_at);
+    vm.json_rev = vm.rev;
+  }
+  out->append(vm.json_cache, 0, vm.json_state_at);
+  AppendQuoted(EffectiveStateLocked(vm), out);
+  out->append(vm.json_cache, vm.json_state_at, std::string::npos);
+}
+
+void DataCenter::Touch(Vm* vm) {
+  vm->modified_ms = NowMs();
+  ++vm->rev;
+}
+
+json DataCenter::VmJson(const Vm& vm) const {
+  std::string text;
+  AppendVmJson(vm, &text);
+  return json::parse(text);
+}
+
+void DataCenter::TagIndexAddLocked(const Vm& vm) {
+  for (auto it = vm.tags.begin(); it != vm.tags.end(); ++it) {
+    std::string v = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+    tag_index_[it.key()][v].insert(vm.uuid);
+  }
+}
+
+void DataCenter::TagIndexRemoveLocked(const Vm& vm) {
+  for (auto it = vm.tags.begin(); it != vm.tags.end(); ++it) {
+    std::string v = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+    auto k = tag_index_.find(it.key());
+    if (k == tag_index_.end()) continue;
+    auto vs = k->second.find(v);
+    if (vs != k->second.end()) {
+      vs->second.erase(vm.uuid);
+      if (vs->second.empty()) k->second.erase(vs);
+    }
+  }
+}
+
+Reply DataCenter::ListVms(const Params& q, bool head) {
+  Reply r;
+  static const std::set<std::string> kAllowed = {"alias", "billing_id", "brand", "image_uuid", "owner_uuid",
+                                                 "server_uuid", "uuid", "uuids", "ram", "state", "predicate",
+                                                 "fields", "limit", "offset", "marker", "sort", "create_timestamp"};
+  if (!CheckParams(q, kAllowed, true, 409, &r)) return r;
+  int64_t limit = 1000, offset = 0;
+  if (const std::string* v = Get(q, "limit")) {
+    if (!ParseInt(*v, &limit) || limit < 1 || limit > 1000) return Validation(409, "limit", "Invalid", "must be 1..1000");
+  }
+  if (const std::string* v = Get(q, "offset")) {
+    if (!ParseInt(*v, &offset) || offset < 0) return Validation(409, "offset", "Invalid", "must be >= 0");
+  }
+  json marker;
+  if (const std::string* v = Get(q, "marker")) {
+    if (Get(q, "offset")) return Validation(409, "marker", "ConflictingParameters", "offset and marker cannot be used together");
+    marker = json::parse(*v, nullptr, false);
+    if (!marker.is_object() || !marker.contains("uuid")) {
+      return Validation(409, "marker", "Invalid", "marker must be a JSON object with uuid and the sort fields");
+    }
+  }
+  std::string sort_field = "create_timestamp";
+  bool asc = false;
+  if (const std::string* v = Get(q, "sort")) {
+    std::string s = *v;
+    size_t dot = s.rfind('.');
+    if (dot != std::string::npos && (s.substr(dot + 1) == "ASC" || s.substr(dot + 1) == "DESC")) {
+      asc = s.substr(dot + 1) == "ASC";
+      s = s.substr(0, dot);
+    }
+    static const std::set<std::string> kSortable = {"uuid", "alias", "brand", "create_timestamp", "ram", "state",
+                                                    "owner_uuid", "server_uuid", "image_uuid", "billing_id"};
+    if (!kSortable.count(s)) return Validation(409, "sort", "Invalid", "cannot sort by " + s);
+    sort_field = s;
+  }
+  if (const std::string* v = Get(q, "state")) {
+    static const std::set<std::string> kStates = {"running", "stopped", "active", "destroyed", "provisioning",
+                                                  "failed", "incomplete", "unknown"};
+    if (!kStates.count(*v)) return Validation(409, "state", "Invalid", "unknown state " + *v);
+  }
+  json predicate;
+  if (const std::string* v = Get(q, "predicate")) {
+    predicate = json::parse(*v, nullptr, false);
+    if (predicate.is_discarded()) return Validation(409, "predicate", "Invalid", "predicate is not valid JSON");
+  }
+  std::set<std::string> uuids_filter;
+  if (const std::string* v = Get(q, "uuids")) {
+    for (const auto& u : Split(*v, ',')) uuids_filter.insert(u);
+  }
+  std::vector<std::string> fields;
+  if (const std::string* v = Get(q, "fields")) fields = Split(*v, ',');
+
+  absl::MutexLock l(&mu_);
+  // Candidates: the smallest tag index set, else every VM.
+  const std::set<std::string>* best = nullptr;
+  std::set<std::string> any_value;
+  bool tag_empty = false;
+  for (const auto& kv : q) {
+    if (kv.first.rfind("tag.", 0) != 0) continue;
+    auto k = tag_index_.find(kv.first.substr(4));
+    if (k == tag_index_.end()) {
+      tag_empty = true;
+      break;
+    }
+    if (kv.second == "*") {
+      if (best == nullptr) {
+        for (const auto& vs : k->second) any_value.insert(vs.second.begin(), vs.second.end());
+        best = &any_value;
+      }
+      continue;
+    }
+    auto vs = k->second.find(kv.second);
+    if (vs == k->second.end()) {
+      tag_empty = true;
+      break;
+    }
+    if (best == nullptr || vs->second.size() < best->size()) best = &vs->second;
+  }
+  // Filter and sort on the VM records; JSON is built only for a predicate
+  // and for the page that is returned.
+  struct Match {
+    const Vm* vm;
+    int64_t num;       // numeric sort key (create_timestamp, ram)
+    std::string str;   // string sort key (everything else)
+  };
+  bool numeric = sort_field == "create_timestamp" || sort_field == "ram";
+  std::vector<Match> matches;
+  auto consider = [&](const Vm& vm) {
+    std::string state = EffectiveStateLocked(vm);
+    if (const std::string* v = Get(q, "state")) {
+      if (*v == "active") {
+        if (state == "destroyed" || state == "failed") return;
+      } else if (state != *v) {
+        return;
+      }
+    }
+    if (const std::string* v = Get(q, "alias"); v && vm.alias.rfind(*v, 0) != 0) return;
+    if (const std::string* v = Get(q, "billing_id"); v && vm.billing_id != *v) return;
+    if (const std::string* v = Get(q, "brand"); v && vm.brand != *v) return;
+    if (const std::string* v = Get(q, "image_uuid"); v && vm.image_uuid != *v) return;
+    if (const std::string* v = Get(q, "owner_uuid"); v && vm.owner_uuid != *v) return;
+    if (const std::string* v = Get(q, "server_uuid"); v && vm.server_uuid != *v) return;
+    if (const std::string* v = Get(q, "uuid"); v && vm.uuid != *v) return;
+    if (const std::string* v = Get(q, "ram"); v && std::to_string(vm.ram) != *v) return;
+    if (!uuids_filter.empty() && !uuids_filter.count(vm.uuid)) return;
+    for (const auto& kv : q) {
+      if (kv.first.rfind("tag.", 0) != 0) continue;
+      auto t = vm.tags.find(kv.first.substr(4));
+      if (t == vm.tags.end()) return;
+      std::string tv = t->is_string() ? t->get<std::string>() : t->dump();
+      if (kv.second != "*" && tv != kv.second) return;
+    }
+    if (!predicate.is_null()) {
+      std::string err;
+      bool ok = EvalPredicate(predicate, VmJson(vm), &err);
+      if (!err.empty()) throw std::runtime_error(err);
+      if (!ok) return;
+    }
+    Match m{&vm, 0, ""};
+    if (sort_field == "create_timestamp") m.num = vm.create_ms;
+    else if (sort_field == "ram") m.num = vm.ram;
+    else if (sort_field == "uuid") m.str = vm.uuid;
+    else if (sort_field == "alias") m.str = vm.alias;
+    else if (sort_field == "brand") m.str = vm.brand;
+    else if (sort_field == "state") m.str = state;
+    else if (sort_field == "owner_uuid") m.str = vm.owner_uuid;
+    else if (sort_field == "server_uuid") m.str = vm.server_uuid;
+    else if (sort_field == "image_uuid") m.str = vm.image_uuid;
+    else if (sort_field == "billing_id") m.str = vm.billing_id;
+    matches.push_back(std::move(m));
+  };
+  try {
+    if (!tag_empty) {
+      if (best != nullptr) {
+        for (const auto& u : *best) {
+          auto it = vms_.find(u);
+          if (it != vms_.end()) consider(it->second);
+        }
+      } else {
+        for (const auto& kv : vms_) consider(kv.second);
+      }
+    }
+  } catch (const std::runtime_error& e) {
+    return Validation(409, "predicate", "Invalid", e.what());
+  }
+  // Requested order, then uuid DESC as the tie-breaker.
+  auto before = [&](const Match& a, const Match& b) {
+    int c = numeric ? (a.num < b.num ? -1 : a.num > b.num) : a.str.compare(b.str);
+    if (c == 0) return a.vm->uuid > b.vm->uuid;
+    return asc ? c < 0 : c > 0;
+  };
+  r.headers["x-joyent-resource-count"] = std::to_string(matches.size());
+  if (head) {
+    r.body = nullptr;
+    return r;
+  }
+  // Only the page is ordered: the rows after the marker (or the first
+  // offset + limit) are selected in linear time, then sorted, so paging
+  // through N matches costs O(N) per page rather than O(N log N).
+  size_t start = offset;
+  if (!marker.is_null()) {
+    // Exclusive: the rows after the marker in this order. A marker whose VM
+    // no longer matches falls where its sort fields would.
+    std::string mu = marker["uuid"].is_string() ? marker["uuid"].get<std::string>() : "";
+    Vm probe_vm;
+    probe_vm.uuid = mu;
+    std::optional<Match> probe;
+    for (const Match& m : matches) {
+      if (m.vm->uuid == mu) {
+        probe = m;
+        break;
+      }
+    }
+    if (!probe && marker.contains(sort_field)) {
+      Match m{&probe_vm, 0, ""};
+      const json& mv = marker[sort_field];
+      if (numeric) m.num = mv.is_number() ? mv.get<int64_t>() : ParseIsoMs(mv.is_string() ? mv.get<std::string>() : "");
+      else m.str = mv.is_string() ? mv.get<std::string>() : mv.dump();
+      probe = m;
+    }
+    if (probe) {
+      matches.erase(std::remove_if(matches.begin(), matches.end(), [&](const Match& m) { return !before(*probe, m); }),
+                    matches.end());
+    } else {
+      matches.clear();
+    }
+    start = 0;
+  }
+  size_t want = start + static_cast<size_t>(limit);
+  if (matches.size() > want) {
+    std::nth_element(matches.begin(), matches.begin() + want, matches.end(), before);
+    matches.resize(want);
+  }
+  std::sort(matches.begin(), matches.end(), before);
+  if (fields.empty()) {
+    // The hot path: the page written as text.
+    std::string text = "[";
+    for (size_t i = start, n = 0; i < matches.size() && static_cast<int64_t>(n) < limit; ++i, ++n) {
+      if (n > 0) text.push_back(',');
+      AppendVmJson(*matches[i].vm, &text);
+    }
+    text.push_back(']');
+    r.raw_body = std::move(text);
+    r.body = nullptr;
+    return r;
+  }
+  r.body = json::array();
+  for (size_t i = start; i < matches.size() && static_cast<int64_t>(r.body.size()) < limit; ++i) {
+    json j = VmJson(*matches[i].vm);
+    json f = json::object();
+    for (const auto& name : fields) {
+      if (j.contains(name)) f[name] = j[name];
+    }
+    r.body.push_back(std::move(f));
+  }
+  return r;
+}
+
+Reply DataCenter::GetVm(const std::string& uuid, const Params& q) {
+  Reply r;
+  if (!CheckParams(q, {"owner_uuid", "fields", "sync"}, false, 409, &r)) return r;
+  absl::MutexLock l(&mu_);
+  auto it = vms_.find(uuid);
+  if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
+  if (const std::string* o = Get(q, "owner_uuid"); o && it->second.owner_uuid != *o) {
+    return Error(404, "ResourceNotFound", "VM not found");
+  }
+  r.body = VmJson(it->second);
+  return r;
+}
+
+std::string DataCenter::PlaceLocked(int64_t ram, const json& locality, std::string* why) {
+  std::set<std::string> far, near;
+  bool strict = false;
+  auto vm_servers = [&](const json& list, std::set<std::string>* out) {
+    json l = list.is_string() ? json::array({list}) : list;
+    if (!l.is_array()) return;
+    for (const auto& u : l) {
+      if (!u.is_string()) continue;
+      auto it = vms_.find(u.get<std::string>());
+      if (it != vms_.end() && !it->second.server_uuid.empty()) out->insert(it->second.server_uuid);
+    }
+  };
+  if (locality.is_object()) {
+    strict = locality.value("strict", false);
+    if (locality.contains("far")) vm_servers(locality["far"], &far);
+    if (locality.contains("near")) vm_servers(locality["near"], &near);
+  }
+  // Servers from the most unreserved RAM down (spreads load like DAPI's
+  // default): the first eligible one with the best locality score wins.
+  std::string best;
+  int best_score = -1;
+  for (auto it = by_free_.rbegin(); it != by_free_.rend() && it->first >= ram; ++it) {
+    const Server& s = servers_.at(it->second);
+    if (s.status != "running" || !s.setup || s.reserved) continue;
+    bool is_far_ok = !far.count(s.uuid);
+    bool is_near = near.empty() || near.count(s.uuid);
+    if (strict && (!is_far_ok || !is_near)) continue;
+    int score = (is_far_ok ? 2 : 0) + (is_near ? 1 : 0);
+    if (score > best_score) {
+      best = s.uuid;
+      best_score = score;
+      if (score == 3) break;  // nothing can do better
+    }
+  }
+  if (best.empty()) {
+    *why = strict ? "No compute resources available that satisfy the strict locality hints"
+                  : "No compute resources available";
+  }
+  return best;
+}
+
+Reply DataCenter::CreateVm(const json& body, const Params& q) {
+  Reply r;
+  if (!CheckParams(q, {"sync", "origin", "creator_uuid", "context"}, false, 409, &r)) return r;
+  if (!body.is_object()) return Validation(409, "body", "Invalid", "body must be a JSON object");
+  json errors = json::array();
+  auto missing = [&](const std::string& f) { errors.push_back({{"field", f}, {"code", "Missing"}, {"message", "is missing"}}); };
+  auto invalid = [&](const std::string& f, const std::string& m) {
+    errors.push_back({{"field", f}, {"code", "Invalid"}, {"message", m}});
+  };
+  std::string owner = body.value("owner_uuid", "");
+  if (owner.empty()) missing("owner_uuid");
+  else if (!IsUuid(owner)) invalid("owner_uuid", "Invalid UUID");
+  std::string brand = body.value("brand", "");
+  static const std::set<std::string> kBrands = {"joyent", "joyent-minimal", "lx", "kvm", "bhyve", "builder"};
+  if (brand.empty()) missing("brand");
+  else if (!kBrands.count(brand)) invalid("brand", "Must be one of: joyent, joyent-minimal, lx, kvm, bhyve, builder");
+  if (!body.contains("networks") || !body["networks"].is_array() || body["networks"].empty()) missing("networks");
+  if (!body.contains("ram") && !body.contains("billing_id")) missing("ram");
+  bool hvm = brand == "kvm" || brand == "bhyve";
+  std::string image;
+  if (hvm) {
+    if (body.contains("disks") && body["disks"].is_array() && !body["disks"].empty()) {
+      image = body["disks"][0].value("image_uuid", "");
+    }
+    if (image.empty()) missing("disks.0.image_uuid");
+  } else {
+    image = body.value("image_uuid", "");
+    if (image.empty()) missing("image_uuid");
+  }
+  int64_t ram = 1024;
+  if (body.contains("ram")) {
+    if (!body["ram"].is_number_integer() || body["ram"].get<int64_t>() <= 0) invalid("ram", "Must be a positive integer");
+    else ram = body["ram"].get<int64_t>();
+  }
+  std::string uuid = body.value("uuid", "");
+  if (!uuid.empty() && !IsUuid(uuid)) invalid("uuid", "Invalid UUID");
+  absl::MutexLock l(&mu_);
+  if (!image.empty()) {
+    auto im = images_.find(image);
+    if (im == images_.end() || im->second.state != "active") {
+      invalid(hvm ? "disks.0.image_uuid" : "image_uuid", "Image does not exist or is not active");
+    }
+  }
+  if (!uuid.empty() && vms_.count(uuid)) {
+    errors.push_back({{"field", "uuid"}, {"code", "Duplicate"}, {"message", "Already exists"}});
+  }
+  std::string server = body.value("server_uuid", "");
+  if (!server.empty()) {
+    auto sv = servers_.find(server);
+    if (sv == servers_.end()) invalid("server_uuid", "Server does not exist");
+  }
+  if (!errors.empty()) {
+    Reply e = Error(409, "ValidationFailed", "Invalid VM parameters");
+    e.body["errors"] = errors;
+    return e;
+  }
+  Vm vm;
+  vm.uuid = uuid.empty() ? NewUuidLocked() : uuid;
+  vm.alias = body.value("alias", "");
+  vm.owner_uuid = owner;
+  vm.billing_id = body.value("billing_id", "");
+  vm.brand = brand;
+  vm.image_uuid = hvm ? "" : image;
+  if (hvm) vm.disks = body["disks"];
+  vm.ram = ram;
+  vm.max_physical_memory = ram;
+  vm.quota = body.value("quota", 10);
+  vm.cpu_cap = body.value("cpu_cap", 100);
+  vm.create_ms = vm.modified_ms = NowMs();
+  vm.state = "provisioning";
+  vm.zone_state = "installed";
+  if (body.contains("tags") && body["tags"].is_object()) vm.tags = body["tags"];
+  if (body.contains("customer_metadata") && body["customer_metadata"].is_object()) {
+    vm.customer_metadata = body["customer_metadata"];
+  }
+  if (body.contains("internal_metadata") && body["internal_metadata"].is_object()) {
+    vm.internal_metadata = body["internal_metadata"];
+  }
+  vm.docker = body.contains("docker") && body["docker"].is_boolean() && body["docker"].get<bool>();
+  vm.autoboot = body.value("autoboot", true);
+  vm.firewall_enabled = body.value("firewall_enabled", false);
+  int idx = 0;
+  for (const auto& n : body["networks"]) {
+    Nic nic;
+    nic.interface = "net" + std::to_string(idx);
+    nic.mac = NewMacLocked();
+    nic.nic_tag = "external";
+    // 10.a.b.c: a private address per VM; tritonsim's listeners answer on
+    // the matching loopback address 127.a.b.c.
+    uint32_t ip = ++next_ip_;
+    char buf[32];
+    snprintf(buf, sizeof(buf), "10.%u.%u.%u", (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
+    nic.ip = buf;
+    nic.netmask = "255.0.0.0";
+    nic.gateway = "10.0.0.1";
+    nic.primary = idx == 0;
+    nic.network_uuid = n.is_string() ? n.get<std::string>() : n.value("uuid", n.value("ipv4_uuid", ""));
+    vm.nics.push_back(nic);
+    ++idx;
+  }
+  std::string why;
+  std::string placed = server.empty() ? PlaceLocked(ram, body.value("locality", json()), &why) : server;
+  if (!placed.empty()) {
+    vm.server_uuid = placed;
+    AddUsedRamLocked(&servers_[placed], ram);
+    servers_[placed].vms.insert(vm.uuid);
+  }
+  std::string id = vm.uuid;
+  TagIndexAddLocked(vm);
+  vms_[id] = vm;
+  Reply out = StartJobLocked("provision-8.0.0", "provision", id, body, [this, id, why]() -> std::string {
+    Vm& v = vms_[id];
+    if (v.state != "provisioning") return "VM was deleted while provisioning";
+    if (v.server_uuid.empty()) {
+      v.state = "failed";
+      Touch(&v);
+      return why;
+    }
+    v.state = v.autoboot ? "running" : "stopped";
+    v.zone_state = v.autoboot ? "running" : "installed";
+    Touch(&v);
+    return "";
+  });
+  return out;
+}
+
+Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json& body) {
+  Reply r;
+  // Besides the action, VMAPI takes the caller's context (sdc-clients sends these).
+  if (!CheckParams(q, {"action", "idempotent", "sync", "image_uuid", "owner_uuid", "origin", "creator_uuid", "timeout",
+                       "context"},
+                   false, 409, &r)) {
+    return r;
+  }
+  const std::string* action = Get(q, "action");
+  if (!action) return Validation(409, "action", "Missing", "action is required");
+  bool idempotent = Get(q, "idempotent") && *Get(q, "idempotent") == "true";
+  absl::MutexLock l(&mu_);
+  auto it = vms_.find(uuid);
+  if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
+  Vm& vm = it->second;
+  std::string state = EffectiveStateLocked(vm);
+  if (state == "provisioning") return Error(409, "UnallocatedVM", "Cannot " + *action + " a VM that is still provisioning");
+  if (state == "destroyed") return Error(409, "VmNotRunning", "VM is destroyed");
+  std::string id = uuid;
+  auto set_state = [this, id](const std::string& s) {
+    return [this, id, s]() -> std::string {
+      Vm& v = vms_[id];
+      v.state = s;
+      v.zone_state = s == "running" ? "running" : "installed";
+      Touch(&v);
+      return "";
+    };
+  };
+  if (*action == "start") {
+    if (state == "running" && !idempotent) return Error(409, "VmNotStopped", "VM is already running");
+    return StartJobLocked("start-7.0.0", "start", uuid, body, set_state("running"));
+  }
+  if (*action == "stop" || *action == "kill") {
+    if (state != "running" && !idempotent) return Error(409, "VmNotRunning", "VM is not running");
+    json params = body.is_object() ? body : json::object();
+    // stop's `timeout`: seconds the guest gets to shut down (vmadm stop -t).
+    if (const std::string* t = Get(q, "timeout"); t && *action == "stop") {
+      int64_t seconds = 0;
+      if (!absl::SimpleAtoi(*t, &seconds) || seconds < 1) {
+        return Validation(409, "timeout", "Invalid", "timeout must be a positive number of seconds");
+      }
+      params["timeout"] = seconds;
+    }
+    return StartJobLocked(*action + "-7.0.0", *action, uuid, params, set_state("stopped"));
+  }
+  if (*action == "reboot") {
+    if (state != "running") return Error(409, "VmNotRunning", "VM is not running");
+    return StartJobLocked("reboot-7.0.0", "reboot", uuid, body, set_state("running"));
+  }
+  if (*action == "reprovision") {
+    std::string image = body.value("image_uuid", "");
+    if (image.empty()) return Validation(409, "image_uuid", "Missing", "is missing");
+    auto im = images_.find(image);
+    if (im == images_.end() || im->second.state != "active") {
+      return Validation(409, "image_uuid", "Invalid", "Image does not exist or is not active");
+    }
+    if (vm.brand == "kvm" || vm.brand == "bhyve") return Error(409, "BrandNotSupported", "Cannot reprovision a " + vm.brand + " VM");
+    return StartJobLocked("reprovision-7.0.0", "reprovision", uuid, body, [this, id, image]() -> std::string {
+      Vm& v = vms_[id];
+      v.image_uuid = image;
+      v.state = "running";
+      v.zone_state = "running";
+      Touch(&v);
+      return "";
+    });
+  }
+  if (*action == "update") {
+    json changes = body;
+    return StartJobLocked("update-7.0.0", "update", uuid, body, [this, id, changes]() -> std::string {
+      Vm& v = vms_[id];
+      if (changes.contains("ram") && changes["ram"].is_number_integer()) {
+        int64_t delta = changes["ram"].get<int64_t>() - v.ram;
+        v.ram = changes["ram"].get<int64_t>();
+        v.max_physical_memory = v.ram;
+        auto s = servers_.find(v.server_uuid);
+        if (s != servers_.end()) AddUsedRamLocked(&s->second, delta);
+      }
+      if (changes.contains("alias") && changes["alias"].is_string()) v.alias = changes["alias"];
+      if (changes.contains("quota") && changes["quota"].is_number()) v.quota = changes["quota"];
+      if (changes.contains("cpu_cap") && changes["cpu_cap"].is_number()) v.cpu_cap = changes["cpu_cap"];
+      if (changes.contains("customer_metadata") && changes["customer_metadata"].is_object()) {
+        v.customer_metadata.update(changes["customer_metadata"]);
+      }
+      Touch(&v);
+      return "";
+    });
+  }
+  return Validation(409, "action", "Invalid", "unknown action " + *action);
+}
+
+Reply DataCenter::DeleteVm(const std::string& uuid, const Params& q) {
+  Reply r;
+  if (!CheckParams(q, {"sync", "owner_uuid", "origin", "creator_uuid", "context"}, false, 409, &r)) return r;
+  absl::MutexLock l(&mu_);
+  auto it = vms_.find(uuid);
+  if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
+  std::string id = uuid;
+  return StartJobLocked("destroy-8.0.0", "destroy", uuid, json::object(), [this, id]() -> std::string {
+    Vm& v = vms_[id];
+    if (v.state == "destroyed") return "";
+    auto s = servers_.find(v.server_uuid);
+    if (s != servers_.end() && s->second.vms.erase(id)) AddUsedRamLocked(&s->second, -v.ram);
+    // Deleting a provisioning VM leaves it failed, as VMAPI does.
+    v.state = v.state == "provisioning" ? "failed" : "destroyed";
+    v.zone_state = v.state == "destroyed" ? "destroyed" : "installed";
+    Touch(&v);
+    return "";
+  });
+}
+
+Reply DataCenter::VmTags(const std::string& method, const std::string& uuid, const std::string& key,
+                         const json& body) {
+  absl::MutexLock l(&mu_);
+  auto it = vms_.find(uuid);
+  if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
+  Vm& vm = it->second;
+  if (method == "GET") {
+    Reply r;
+    if (key.empty()) {
+      r.body = vm.tags;
+    } else {
+      auto t = vm.tags.find(key);
+      if (t == vm.tags.end()) return Error(404, "ResourceNotFound", "Tag " + key + " not found");
+      r.body = *t;
+    }
+    return r;
+  }
+  if ((method == "POST" || method == "PUT") && !body.is_object()) {
+    return Validation(409, "tags", "Invalid", "body must be a JSON object of tags");
+  }
+  if (method == "DELETE" && !key.empty() && !vm.tags.contains(key)) {
+    return Error(404, "ResourceNotFound", "Tag " + key + " not found");
+  }
+  std::string id = uuid;
+  json change = body;
+  return StartJobLocked("update-7.0.0", "update", uuid, json::object(), [this, id, method, key, change]() -> std::string {
+    Vm& v = vms_[id];
+    TagIndexRemoveLocked(v);
+    if (method == "POST") v.tags.update(change);
+    else if (method == "PUT") v.tags = change;
+    else if (key.empty()) v.tags = json::object();
+    else v.tags.erase(key);
+    TagIndexAddLocked(v);
+    Touch(&v);
+    return "";
+  });
+}
+
+Reply DataCenter::Ping() {
+  Reply r;
+  r.body = {{"pingErrors", json::object()}, {"pid", static_cast<int>(getpid())}, {"status", "OK"},
+            {"healthy", true}, {"backend", "tritonsim"}};
+  return r;
+}
+
+}  // namespace tritonsim
