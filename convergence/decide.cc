@@ -559,6 +559,10 @@ void Decider::Hold() {
       if (img != s_.image_errors.end()) why = absl::StrCat("image: ", img->second);
     }
     if (why.empty() && create) {
+      auto spec = s_.spec_errors.find(a.service);
+      if (spec != s_.spec_errors.end()) why = spec->second;
+    }
+    if (why.empty() && create) {
       auto pl = placement_hold.find(a.service);
       if (pl != placement_hold.end()) why = pl->second;
     }
@@ -1011,6 +1015,7 @@ void Decider::Verdicts() {
     bool paused = m.history.Paused(PolicyFor(g.spec, s_.policy), now_);
     bool acting = active_scope.count(svc) > 0;
     auto image_error = s_.image_errors.find(svc);
+    auto spec_error = s_.spec_errors.find(svc);
     if (v.stopped_by_user) {
       bool down = v.provisioning == 0 && live == 0 && v.broken == 0;
       v.state = down && task == open_task.end() ? VerdictState::kConverged : VerdictState::kProgressing;
@@ -1047,6 +1052,15 @@ void Decider::Verdicts() {
               image_error->second, v.fix,
               absl::StrCat(g.record.count - live, " instances of ", svc, " cannot be created; ", live,
                            " keep running"));
+    } else if (spec_error != s_.spec_errors.end() && held != hold_reason_.end() && held->second == spec_error->second) {
+      // The package, networks or brand cannot be chosen (catalog.h).
+      std::string field = spec_error->second.substr(0, spec_error->second.find(':'));
+      v.state = VerdictState::kFailed;
+      v.reason = spec_error->second;
+      v.fix = absl::StrCat("apply a manifest whose ", field, " the data center has (`mariposa diff` checks it first)");
+      Problem(absl::StrCat(field, "-unavailable"), svc, absl::StrCat("service ", svc, ": ", spec_error->second),
+              spec_error->second, v.fix,
+              absl::StrCat(g.record.count - live, " instances of ", svc, " cannot be created; ", live, " keep running"));
     } else if (held != hold_reason_.end() && held->second.rfind("frozen", 0) == 0) {
       v.state = VerdictState::kPaused;
       v.reason = held->second;

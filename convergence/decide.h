@@ -22,6 +22,7 @@
 
 #include "absl/time/time.h"
 #include "convergence/agents.h"
+#include "convergence/catalog.h"
 #include "convergence/goal.h"
 #include "convergence/placement.h"
 #include "convergence/planner.h"
@@ -76,6 +77,15 @@ struct Snapshot {
   std::vector<FinishedJob> finished;               // jobs that ended since the last sync
   std::map<std::string, triton::Image> images;     // service -> its image, resolved
   std::map<std::string, std::string> image_errors;  // service -> why its image cannot be resolved
+  // What instances are made of (catalog.h), by service: package dimensions
+  // (absent without PAPI), network uuids (absent: the daemon's network),
+  // brand; spec_errors says why a service's cannot be chosen ("package: …",
+  // "networks: …", "compute_type: …"), which holds its creates.
+  std::map<std::string, Dimensions> dimensions;
+  std::map<std::string, std::vector<std::string>> networks;
+  std::map<std::string, std::string> brands;
+  std::map<std::string, std::string> spec_errors;
+  std::map<std::string, std::string> network_names;  // NAPI name -> uuid (for health checks' network)
   std::map<std::string, std::set<std::string>> filter_images;  // reprovision task -> image uuids of --image
   std::map<std::string, std::string> meta;         // effective meta: store over the manifest's defaults
   std::vector<PlacementCandidate> labelled_vms;    // the owner's VMs carrying tags that label rules name

@@ -43,6 +43,7 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
       i.ip = n.ip;
       i.nic = n.interface;
     }
+    if (vm.nics.size() > 1) i.nics.push_back({n.network_uuid, n.interface, n.ip});
   }
   return i;
 }

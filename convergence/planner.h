@@ -37,6 +37,10 @@ struct InstanceState {
   std::string server_uuid;
   std::string ip;        // primary NIC address
   std::string nic;       // primary NIC's interface (net0)
+  struct Nic {
+    std::string network_uuid, interface, ip;
+  };
+  std::vector<Nic> nics;  // every NIC, when it has more than one
   bool checked = false;  // its service has health checks: ready means healthy
 };
 

@@ -30,8 +30,7 @@ std::string BrandFor(const ServiceGoalSpec& g) {
   return "joyent";
 }
 
-// Where a service's environment and command (interpolated) go, and its
-// disk and CPU: a Docker container as sdc-docker makes one (`docker: true`,
+// Where a service's environment and command (interpolated) go: a Docker container as sdc-docker makes one (`docker: true`,
 // internal_metadata docker:env as a JSON list of K=V, docker:cmd as
 // ["/bin/sh", "-c", command], like a Dockerfile's shell-form CMD); any other
 // instance gets customer_metadata `mariposa:env` (a JSON object) and, when
@@ -39,8 +38,6 @@ std::string BrandFor(const ServiceGoalSpec& g) {
 // it (the guest runs user-script at every boot).
 void Runtime(const ServiceSpec& spec, const std::map<std::string, std::string>& environment, const std::string& command,
              triton::CreateVmRequest* req) {
-  if (spec.disk_bytes) req->quota = std::max<int64_t>(1, (*spec.disk_bytes + (int64_t{1} << 30) - 1) >> 30);
-  if (spec.cpu) req->cpu_cap = std::max<int64_t>(1, std::llround(*spec.cpu * 100));
   if (spec.compute_type == "docker") {
     req->docker = true;
     nlohmann::json env = nlohmann::json::array();
@@ -59,15 +56,37 @@ void Runtime(const ServiceSpec& spec, const std::map<std::string, std::string>& 
   req->customer_metadata["user-script"] = script;
 }
 
-// MiB of resources.memory; 1024 when unset.
-int64_t RamMiB(const ServiceSpec& spec) {
-  if (!spec.memory_bytes) return 1024;
-  return std::max<int64_t>(1, *spec.memory_bytes >> 20);
+// The dimensions of an instance when there is no PAPI: resources as given
+// (memory 1 GiB when unset), no billing_id.
+Dimensions RawDimensions(const ServiceSpec& spec) {
+  Dimensions d;
+  d.ram = spec.memory_bytes ? std::max<int64_t>(1, *spec.memory_bytes >> 20) : 1024;
+  if (spec.disk_bytes) d.quota = std::max<int64_t>(1, (*spec.disk_bytes + (int64_t{1} << 30) - 1) >> 30);
+  if (spec.cpu) d.cpu_cap = std::max<int64_t>(1, std::llround(*spec.cpu * 100));
+  return d;
+}
+
+// The loopback twin 127.b.c.d of a.b.c.d (tritonsim --listen-vms).
+std::string LoopbackTwin(const std::string& ip) {
+  size_t dot = ip.find('.');
+  return dot == std::string::npos ? ip : "127" + ip.substr(dot);
+}
+
+// The address of `i` on the NIC a check's `network` names (a network uuid,
+// a NAPI name resolved to `want_uuid`, or an interface); "" when it has none.
+std::string AddressOn(const InstanceState& i, const std::string& want, const std::string& want_uuid,
+                      const std::string& primary_network) {
+  if (want.empty() || want_uuid == primary_network || want == i.nic) return i.ip;
+  for (const InstanceState::Nic& n : i.nics) {
+    if (n.network_uuid == want_uuid || n.interface == want) return n.ip;
+  }
+  return "";
 }
 
 // The health check targets of a service's running instances.
 std::vector<health::Target> HealthTargets(const ServiceSpec& spec, const std::vector<const InstanceState*>& instances,
-                                          bool loopback, const std::string& primary_network) {
+                                          bool loopback, const std::string& primary_network,
+                                          const std::map<std::string, std::string>& network_names) {
   std::vector<health::Target> out;
   for (const auto& kv : spec.healthchecks) {
     const HealthCheckSpec& c = kv.second;
@@ -91,15 +110,16 @@ std::vector<health::Target> HealthTargets(const ServiceSpec& spec, const std::ve
     policy.retries = c.retries;
     policy.successes = c.successes;
     policy.start_window = spec.start_window;
-    // `network` names a NIC by network uuid or interface. Mariposa's
-    // instances have one NIC, on the primary network: any other name has no
-    // address, and the check fails saying so (health::HealthMonitor).
+    // `network` names a NIC by network name, uuid or interface; an instance
+    // without that NIC has no address, and the check fails saying so
+    // (health::HealthMonitor).
+    auto named = network_names.find(c.network);
+    const std::string& want_uuid = named != network_names.end() ? named->second : c.network;
     for (const InstanceState* i : instances) {
       if (i->state != "running" || i->ip.empty()) continue;
-      bool primary = c.network.empty() || c.network == primary_network || c.network == i->nic;
-      health::Target t{i->uuid, kv.first, cs, policy, i->created, primary ? primary_network : c.network};
-      t.spec.address = primary ? i->ip : "";
-      if (loopback && absl::StartsWith(t.spec.address, "10.")) t.spec.address = "127." + t.spec.address.substr(3);
+      health::Target t{i->uuid, kv.first, cs, policy, i->created, c.network.empty() ? primary_network : c.network};
+      t.spec.address = AddressOn(*i, c.network, want_uuid, primary_network);
+      if (loopback && !t.spec.address.empty()) t.spec.address = LoopbackTwin(t.spec.address);
       out.push_back(std::move(t));
     }
   }
@@ -218,6 +238,50 @@ absl::StatusOr<triton::Image> Reconciler::ResolveImage(const std::string& ref) {
   if (images_.size() > 4096) images_.clear();
   images_[ref] = {now, found};
   return found;
+}
+
+absl::StatusOr<std::shared_ptr<const Catalog>> Reconciler::CatalogNow() {
+  absl::Time now = clock_->Now();
+  {
+    absl::MutexLock l(&mu_);
+    if (now - catalog_at_ < (catalog_.ok() ? absl::Seconds(30) : absl::Seconds(5))) return catalog_;
+  }
+  auto read = [&]() -> absl::StatusOr<std::shared_ptr<const Catalog>> {
+    auto c = std::make_shared<Catalog>();
+    if (options_.papi != nullptr) {
+      auto packages = options_.papi->ListPackages();
+      NoteApi("PAPI", packages.status());
+      if (!packages.ok()) return packages.status();
+      c->packages = std::move(*packages);
+    }
+    if (options_.napi != nullptr) {
+      auto networks = options_.napi->ListNetworks();
+      NoteApi("NAPI", networks.status());
+      if (!networks.ok()) return networks.status();
+      c->networks = std::move(*networks);
+    }
+    return std::shared_ptr<const Catalog>(std::move(c));
+  };
+  auto got = read();
+  absl::MutexLock l(&mu_);
+  catalog_at_ = now;
+  catalog_ = got;
+  return got;
+}
+
+absl::StatusOr<std::vector<ManifestDiagnostic>> Reconciler::CheckManifest(const Manifest& m,
+                                                                          const std::string& filename) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const Catalog> read, CatalogNow());
+  Catalog catalog = *read;
+  catalog.images = [this](const std::string& ref) { return ResolveImage(ref); };
+  std::vector<ManifestDiagnostic> out;
+  for (ManifestDiagnostic& d : CheckCatalog(m, catalog, options_.owner_uuid, filename)) {
+    if (options_.papi == nullptr && absl::EndsWith(d.path, ".package")) continue;   // no PAPI to ask
+    if (options_.papi == nullptr && absl::EndsWith(d.path, ".resources")) continue;
+    if (options_.napi == nullptr && absl::EndsWith(d.path, ".networks")) continue;  // no NAPI to ask
+    out.push_back(std::move(d));
+  }
+  return out;
 }
 
 absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_jobs, absl::Duration* observe,
@@ -360,6 +424,47 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       else s.image_errors[kv.first] = std::string(image.status().message());
       for (const PlacementRule& r : kv.second.spec.placement) {
         if (!IsInstanceKey(r.key)) label_keys.insert(r.key);
+      }
+    }
+    // What each service's instances are made of (catalog.h).
+    auto catalog = CatalogNow();
+    for (const auto& kv : s.goal->services) {
+      const ServiceSpec& spec = kv.second.spec;
+      if (spec.compute_type == "agent") continue;
+      auto hold = [&](const std::string& field, const absl::Status& st) {
+        if (!s.spec_errors.count(kv.first)) s.spec_errors[kv.first] = absl::StrCat(field, ": ", st.message());
+      };
+      auto image = s.images.find(kv.first);
+      if (image != s.images.end()) {
+        auto brand = ChooseBrand(spec, image->second);
+        if (brand.ok()) s.brands[kv.first] = *brand;
+        else hold("compute_type", brand.status());
+      }
+      bool need_catalog = options_.papi != nullptr || (options_.napi != nullptr && !spec.networks.empty());
+      if (need_catalog && !catalog.ok()) {
+        hold("catalog", catalog.status());
+        continue;
+      }
+      if (options_.papi != nullptr) {
+        auto pkg = ChoosePackage(spec, (*catalog)->packages, options_.owner_uuid);
+        if (pkg.ok()) s.dimensions[kv.first] = DimensionsOf(spec, *pkg);
+        else hold(spec.package.empty() ? "resources" : "package", pkg.status());
+      }
+      if (!spec.networks.empty()) {
+        if (options_.napi == nullptr) {
+          s.networks[kv.first] = spec.networks;  // uuids, as given
+        } else {
+          auto nets = ChooseNetworks(spec.networks, (*catalog)->networks, options_.owner_uuid);
+          if (nets.ok()) s.networks[kv.first] = std::move(*nets);
+          else hold("networks", nets.status());
+        }
+      }
+      if (catalog.ok()) {
+        for (const auto& c : spec.healthchecks) {
+          for (const triton::Network& n : (*catalog)->networks) {
+            if (!c.second.network.empty() && n.name == c.second.network) s.network_names[n.name] = n.uuid;
+          }
+        }
       }
     }
     s.meta = s.goal->meta_defaults;
@@ -609,7 +714,10 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
     for (const InstanceState& i : s.instances) of[i.service].push_back(&i);
     std::vector<health::Target> targets;
     for (const auto& kv : s.goal->services) {
-      auto more = HealthTargets(kv.second.spec, of[kv.first], options_.health_loopback, options_.network_uuid);
+      auto nets = s.networks.find(kv.first);
+      const std::string& primary = nets != s.networks.end() && !nets->second.empty() ? nets->second[0]
+                                                                                       : options_.network_uuid;
+      auto more = HealthTargets(kv.second.spec, of[kv.first], options_.health_loopback, primary, s.network_names);
       for (auto& t : more) targets.push_back(std::move(t));
     }
     options_.health->Assign(p.uuid, std::move(targets));
@@ -824,11 +932,21 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
     req->uuid = NewUuid();  // chosen here: a retried create cannot make a second VM
     req->owner_uuid = options_.owner_uuid;
     req->alias = st.alias;
-    req->brand = BrandFor(g);
+    auto brand = s.brands.find(g.record.name);
+    req->brand = brand != s.brands.end() ? brand->second : BrandFor(g);
     req->image_uuid = image->second.uuid;
-    req->ram = RamMiB(g.spec);
-    req->networks = {options_.network_uuid};
-    req->billing_id = g.record.package;
+    auto found = s.dimensions.find(g.record.name);
+    const Dimensions dim = found != s.dimensions.end() ? found->second : RawDimensions(g.spec);
+    req->billing_id = dim.billing_id;
+    req->ram = dim.ram;
+    req->quota = dim.quota;
+    req->cpu_cap = dim.cpu_cap;
+    req->max_swap = dim.max_swap;
+    req->max_lwps = dim.max_lwps;
+    req->zfs_io_priority = dim.zfs_io_priority;
+    req->vcpus = dim.vcpus;
+    auto nets = s.networks.find(g.record.name);
+    req->networks = nets != s.networks.end() ? nets->second : std::vector<std::string>{options_.network_uuid};
     req->tags = g.spec.tags;
     req->tags[kTagProject] = p.uuid;
     req->tags[kTagService] = g.record.name;
@@ -848,8 +966,10 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
     ctx.project_version = absl::StrCat(p.current_number);
     ctx.service_name = g.record.name;
     ctx.scale = g.record.count;
-    ctx.package_name = g.record.package;
-    ctx.package_ram = req->ram;
+    ctx.package_name = dim.package_name.empty() ? g.record.package : dim.package_name;
+    ctx.package_ram = dim.ram;
+    if (dim.quota > 0) ctx.package_disk = dim.quota * 1024;
+    if (dim.cpu_cap > 0) ctx.package_cpu = dim.cpu_cap;
     ctx.instance_name = req->alias;
     ctx.instance_uuid = req->uuid;
     ctx.leave_unknown = true;  // the server is not known before placement

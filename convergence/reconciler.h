@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "convergence/agents.h"
+#include "convergence/catalog.h"
 #include "convergence/decide.h"
 #include "convergence/goal.h"
 #include "convergence/metrics.h"
@@ -61,6 +62,11 @@ struct ReconcilerOptions {
   absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period
   ControllerMetrics* metrics = nullptr;                // optional
   triton::CnapiClient* cnapi = nullptr;                // for agent services; optional
+  // Packages and networks (catalog.h); optional: without PAPI an instance
+  // gets resources.memory (1 GiB default), disk and cpu as given and no
+  // billing_id; without NAPI only network uuids can be named.
+  triton::PapiClient* papi = nullptr;
+  triton::NapiClient* napi = nullptr;
   health::Coordinator* health = nullptr;               // shards the services' health checks over agents; optional
   bool health_loopback = false;  // check 10.a.b.c at 127.a.b.c (tritonsim --listen-vms)
   // update.auto_rollback: rolls a project back to a version (uuid) if the
@@ -129,6 +135,12 @@ class Reconciler {
   void WakeProject(const std::string& project_uuid);
   void Stop();
 
+  // PAPI's packages and NAPI's networks, read at most every 30 s (5 s after
+  // a failure); what an API without a client gives is empty.
+  absl::StatusOr<std::shared_ptr<const Catalog>> CatalogNow();
+  // Apply's check (CheckCatalog) of a manifest against the catalog and
+  // IMGAPI; an error status when the catalog cannot be read.
+  absl::StatusOr<std::vector<ManifestDiagnostic>> CheckManifest(const Manifest& m, const std::string& filename);
  private:
   // `listed`, when given, is set to when the snapshot's instances were
   // listed (InfinitePast: VMAPI could not be read; keep nothing).
@@ -193,6 +205,8 @@ class Reconciler {
   std::map<std::string, ProjectState> projects_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs
   std::map<std::string, std::pair<absl::Time, absl::StatusOr<triton::Image>>> images_ ABSL_GUARDED_BY(mu_);
+  absl::Time catalog_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::StatusOr<std::shared_ptr<const Catalog>> catalog_ ABSL_GUARDED_BY(mu_) = absl::UnavailableError("not read");
   std::set<std::string> known_projects_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> changes_{0};  // bumped by every Wake and WakeProject

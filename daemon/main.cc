@@ -246,6 +246,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<mariposa::triton::HttpVmapiClient> vmapi;
   std::unique_ptr<mariposa::triton::HttpImgapiClient> imgapi;
   std::unique_ptr<mariposa::triton::HttpCnapiClient> cnapi;
+  std::unique_ptr<mariposa::triton::HttpPapiClient> papi;
+  std::unique_ptr<mariposa::triton::HttpNapiClient> napi;
   std::unique_ptr<mariposa::convergence::Reconciler> reconciler;
   // Health: the coordinator shards the services' checks over the agents that
   // connect (mariposa-health, or the embedded one) and turns their reports
@@ -280,6 +282,8 @@ int main(int argc, char** argv) {
     vmapi = std::make_unique<mariposa::triton::HttpVmapiClient>(http, clock, hook);
     imgapi = std::make_unique<mariposa::triton::HttpImgapiClient>(http, clock, hook);
     cnapi = std::make_unique<mariposa::triton::HttpCnapiClient>(http, clock, hook);
+    papi = std::make_unique<mariposa::triton::HttpPapiClient>(http, clock, hook);
+    napi = std::make_unique<mariposa::triton::HttpNapiClient>(http, clock, hook);
     mariposa::convergence::ReconcilerOptions ropts;
     ropts.owner_uuid = owner;
     ropts.network_uuid = network;
@@ -289,6 +293,8 @@ int main(int argc, char** argv) {
     ropts.max_jobs_per_project = max_jobs_project_n;
     ropts.metrics = &metrics;
     ropts.cnapi = cnapi.get();
+    ropts.papi = papi.get();
+    ropts.napi = napi.get();
     ropts.health = health.get();
     ropts.health_loopback = health_loopback;
     ropts.rollback = [&projects](const std::string& project, const std::string& to, const std::string& expected,
@@ -299,6 +305,9 @@ int main(int argc, char** argv) {
                                                                     ropts);
     wake_target = reconciler.get();
     projects.set_on_change([r = reconciler.get()] { r->Wake(); });
+    projects.set_catalog_check([r = reconciler.get()](const mariposa::Manifest& m, const std::string& filename) {
+      return r->CheckManifest(m, filename);
+    });
     admin.set_problems([r = reconciler.get()](mariposa::v1::StatusResponse* resp) {
       for (const auto& [project, list] : r->LastProblems()) {
         for (const auto& p : list) {

@@ -23,7 +23,8 @@
 namespace mariposa {
 
 std::string ManifestDiagnostic::ToString() const {
-  std::string loc = absl::StrCat(file, ":", line, ":", column, ": ");
+  // Checks against the data center have no line: the path locates them.
+  std::string loc = line > 0 ? absl::StrCat(file, ":", line, ":", column, ": ") : absl::StrCat(file, ": ");
   if (path.empty()) return loc + message;
   return absl::StrCat(loc, path, ": ", message);
 }
@@ -383,6 +384,25 @@ class Parser {
     }
   }
 
+  // networks: names or uuids of NAPI networks or pools, one NIC each, the
+  // first primary.
+  void Networks(const YamlNode& n, const std::string& path, std::vector<std::string>* out) {
+    StringList(n, path, out);
+    constexpr size_t kMaxNics = 8;
+    if (out->size() > kMaxNics) {
+      Error(n, path, absl::StrCat(out->size(), " networks; an instance has at most ", kMaxNics, " NICs"));
+    }
+    std::set<std::string> seen;
+    for (size_t i = 0; i < out->size(); ++i) {
+      const std::string& name = (*out)[i];
+      if (name.empty() || name.find_first_of(" \t") != std::string::npos) {
+        Error(n, absl::StrCat(path, "[", i, "]"), "must be a network or pool name or uuid, without spaces");
+      } else if (!seen.insert(name).second) {
+        Error(n, absl::StrCat(path, "[", i, "]"), absl::StrCat("network \"", name, "\" is listed twice (one NIC per network)"));
+      }
+    }
+  }
+
   // A list of strings; a single scalar counts as a one-item list.
   void StringList(const YamlNode& n, const std::string& path, std::vector<std::string>* out) {
     out->clear();
@@ -451,6 +471,7 @@ class Parser {
     };
     f["description"] = [&](const YamlNode& n, const std::string& p) { String(n, p, &m_.description); };
     f["meta"] = [&](const YamlNode& n, const std::string& p) { Meta(n, p, ""); };
+    f["networks"] = [&](const YamlNode& n, const std::string& p) { Networks(n, p, &m_.networks); };
     f["deployment_groups"] = [&](const YamlNode& n, const std::string& p) {
       groups_node = &n;
       groups_path = p;
@@ -487,6 +508,10 @@ class Parser {
       }
     };
     ParseMap(root, "", f, {}, &m_.reserved);
+    // The project's networks are the default of every service naming none.
+    for (auto& kv : m_.services) {
+      if (kv.second.networks.empty() && kv.second.compute_type != "agent") kv.second.networks = m_.networks;
+    }
 
     if (!opts_.project_override.empty()) {
       m_.project = opts_.project_override;
@@ -657,6 +682,7 @@ class Parser {
         s->placement.push_back(rule);
       }
     };
+    f["networks"] = [&](const YamlNode& v, const std::string& p) { Networks(v, p, &s->networks); };
     f["ports"] = [&](const YamlNode& v, const std::string& p) {
       if (!v.IsSequence()) {
         Error(v, p, absl::StrCat("must be a list of port numbers, not ", KindName(v)));
@@ -971,6 +997,7 @@ void InstanceFields(const ServiceSpec& s, std::map<std::string, Value>* all) {
     (*all)["ports"] = std::move(p);
   }
   if (!s.tags.empty()) (*all)["tags"] = StrMap(s.tags);
+  if (!s.networks.empty()) (*all)["networks"] = StrList(s.networks);
 }
 
 Value InstanceValue(const ServiceSpec& s) {
@@ -1062,6 +1089,7 @@ std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
   }
   if (!m.description.empty()) root["description"] = Value::Str(m.description);
   if (!m.meta.empty()) root["meta"] = StrMap(m.meta);
+  if (!m.networks.empty()) root["networks"] = StrList(m.networks);
   root["project"] = Value::Str(m.project);
   for (const auto& kv : m.reserved) root[kv.first] = kv.second;
   Value services = Value::Map();

@@ -84,6 +84,9 @@ struct ServiceSpec {
   std::map<std::string, std::string> mdata;
   std::string command;
   std::map<std::string, HealthCheckSpec> healthchecks;
+  // NAPI networks or pools by name or uuid, one NIC each, the first primary;
+  // the project's networks when none are given; empty: the daemon's --network.
+  std::vector<std::string> networks;
   int start_parallelism = 1;
   absl::Duration start_window = absl::Seconds(60);
   std::vector<std::string> restart_condition = {"on-cn-restart", "on-failure"};
@@ -113,6 +116,7 @@ struct Manifest {
   std::string description;
   std::map<std::string, std::string> meta;  // flattened: nested maps become dotted keys
   std::map<std::string, std::vector<std::string>> deployment_groups;
+  std::vector<std::string> networks;  // the default of services naming none
   std::map<std::string, ServiceSpec> services;
   std::map<std::string, Value> reserved;  // top-level RFD 36 keys not run yet
   std::vector<ManifestDiagnostic> warnings;

@@ -181,10 +181,24 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   }
   std::vector<ManifestDiagnostic> meta_errors = CheckMetaReferences(m, store_meta, opts.filename);
   if (!meta_errors.empty()) return DiagnosticsToStatus(meta_errors);
+  // What the data center must have (a stored text was checked when applied;
+  // the sync reports what has gone since).
+  std::vector<std::string> catalog_warnings;
+  if (catalog_check_ && !stored_text) {
+    auto catalog_errors = catalog_check_(m, opts.filename);
+    if (!catalog_errors.ok()) {
+      catalog_warnings.push_back(absl::StrCat(
+          "packages, networks and brands were not checked (", catalog_errors.status().message(),
+          "); the sync holds instances whose package or network does not exist"));
+    } else if (!catalog_errors->empty()) {
+      return DiagnosticsToStatus(*catalog_errors);
+    }
+  }
 
   RETURN_IF_ERROR(cancel->Check());
   out.diff = DiffManifests(before.get(), *compiled);
   for (const auto& w : m.warnings) out.warnings.push_back(w.ToString());
+  for (auto& w : catalog_warnings) out.warnings.push_back(std::move(w));
 
   // Resolve a --previous given as a number, tag or prefix to its uuid.
   std::string expected = previous;

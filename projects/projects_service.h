@@ -41,6 +41,12 @@ class ProjectsService final : public v1::Projects::Service {
   absl::StatusOr<int64_t> RollbackTo(const std::string& project, const std::string& to_version,
                                      const std::string& expected_current, const std::string& author,
                                      const std::string& message);
+  // Checks an applied manifest against the data center (packages, networks,
+  // brands): located errors refuse the apply; an error status (the catalog
+  // cannot be read) lets it through with a warning.
+  using CatalogCheck = std::function<absl::StatusOr<std::vector<ManifestDiagnostic>>(const Manifest&,
+                                                                                     const std::string& filename)>;
+  void set_catalog_check(CatalogCheck f) { catalog_check_ = std::move(f); }
   // How many instances a project (uuid) has in the data center; set when
   // mariposad converges against one, so that deletes do not orphan them.
   void set_instance_counter(std::function<absl::StatusOr<int64_t>(const std::string&)> f) {
@@ -91,6 +97,7 @@ class ProjectsService final : public v1::Projects::Service {
   const Clock* clock_;
   std::function<void()> on_change_;
   std::function<absl::StatusOr<int64_t>(const std::string&)> instance_counter_;
+  CatalogCheck catalog_check_;
   absl::Mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const CompiledManifest>> parsed_ ABSL_GUARDED_BY(cache_mu_);
   size_t parsed_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;

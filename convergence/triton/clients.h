@@ -80,6 +80,11 @@ struct CreateVmRequest {
   bool docker = false;  // a Docker container (sdc-docker's `docker: true`)
   int64_t quota = 0;    // GiB of disk; 0 = VMAPI's default
   int64_t cpu_cap = 0;  // percent of one CPU; 0 = VMAPI's default
+  // From the package (0 = VMAPI's default): MiB, count, priority, HVM cpus.
+  int64_t max_swap = 0;
+  int64_t max_lwps = 0;
+  int64_t zfs_io_priority = 0;
+  int64_t vcpus = 0;
   std::optional<Locality> locality;
 };
 
@@ -182,6 +187,7 @@ struct Image {
   std::string owner;
   std::string origin;
   std::string published_at;
+  std::string requirements_brand;  // requirements.brand: the brand it must run as, if any
 };
 
 struct ImageFilter {
@@ -205,6 +211,49 @@ class ImgapiClient {
   virtual absl::StatusOr<JobRef> CreateFromVm(const std::string& vm_uuid, const std::string& name,
                                               const std::string& version) = 0;
   virtual absl::StatusOr<Job> WaitJob(const JobRef& job, absl::Duration timeout) = 0;
+};
+
+// A PAPI package: the dimensions an instance is billed for (MiB, except
+// cpu_cap in percent of one CPU).
+struct Package {
+  std::string uuid;
+  std::string name;
+  std::string version;
+  bool active = true;
+  int64_t max_physical_memory = 0;
+  int64_t quota = 0;
+  int64_t max_swap = 0;
+  int64_t max_lwps = 0;
+  int64_t cpu_cap = 0;
+  int64_t vcpus = 0;
+  int64_t zfs_io_priority = 0;
+  std::vector<std::string> owner_uuids;  // empty: public
+};
+
+// PAPI.
+class PapiClient {
+ public:
+  virtual ~PapiClient() = default;
+  // Every package, active or not.
+  virtual absl::StatusOr<std::vector<Package>> ListPackages() = 0;
+};
+
+// A NAPI network or network pool.
+struct Network {
+  std::string uuid;
+  std::string name;
+  std::string subnet;  // networks only
+  bool fabric = false;
+  bool pool = false;
+  std::vector<std::string> owner_uuids;  // empty: anyone may provision on it
+};
+
+// NAPI.
+class NapiClient {
+ public:
+  virtual ~NapiClient() = default;
+  // Every network, then every network pool (pool = true).
+  virtual absl::StatusOr<std::vector<Network>> ListNetworks() = 0;
 };
 
 }  // namespace mariposa::triton

@@ -134,7 +134,14 @@ absl::StatusOr<Vm> HttpVmapiClient::GetVm(const std::string& uuid) {
 }
 
 absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
-  json body = {{"owner_uuid", req.owner_uuid}, {"brand", req.brand}, {"networks", req.networks}};
+  // One NIC per network, the first primary (VMAPI's network objects).
+  json networks = json::array();
+  for (size_t i = 0; i < req.networks.size(); ++i) {
+    json n = {{"uuid", req.networks[i]}};
+    if (i == 0) n["primary"] = true;
+    networks.push_back(n);
+  }
+  json body = {{"owner_uuid", req.owner_uuid}, {"brand", req.brand}, {"networks", networks}};
   if (!req.uuid.empty()) body["uuid"] = req.uuid;
   if (!req.alias.empty()) body["alias"] = req.alias;
   if (req.ram > 0) body["ram"] = req.ram;
@@ -151,6 +158,10 @@ absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
   if (req.docker) body["docker"] = true;
   if (req.quota > 0) body["quota"] = req.quota;
   if (req.cpu_cap > 0) body["cpu_cap"] = req.cpu_cap;
+  if (req.max_swap > 0) body["max_swap"] = req.max_swap;
+  if (req.max_lwps > 0) body["max_lwps"] = req.max_lwps;
+  if (req.zfs_io_priority > 0) body["zfs_io_priority"] = req.zfs_io_priority;
+  if (req.vcpus > 0) body["vcpus"] = req.vcpus;
   if (req.locality) {
     body["locality"] = {{"strict", req.locality->strict}, {"near", req.locality->near}, {"far", req.locality->far}};
   }
@@ -286,8 +297,26 @@ absl::StatusOr<Task> HttpCnapiClient::WaitTask(const std::string& id, absl::Dura
 
 namespace {
 Image ToImage(const json& j) {
-  return Image{Str(j, "uuid"), Str(j, "name"),  Str(j, "version"), Str(j, "state"),      Str(j, "os"),
-               Str(j, "type"), Str(j, "owner"), Str(j, "origin"),  Str(j, "published_at")};
+  Image i{Str(j, "uuid"), Str(j, "name"),  Str(j, "version"), Str(j, "state"),      Str(j, "os"),
+          Str(j, "type"), Str(j, "owner"), Str(j, "origin"),  Str(j, "published_at")};
+  auto req = j.find("requirements");
+  if (req != j.end() && req->is_object()) i.requirements_brand = Str(*req, "brand");
+  return i;
+}
+
+int64_t Int(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
+}
+
+std::vector<std::string> Strings(const json& j, const char* key) {
+  std::vector<std::string> out;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) return out;
+  for (const auto& v : *it) {
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  }
+  return out;
 }
 }  // namespace
 
@@ -361,6 +390,56 @@ absl::StatusOr<Job> HttpImgapiClient::WaitJob(const JobRef& ref, absl::Duration 
     ASSIGN_OR_RETURN(json j, ParseJson(r, "GetJob"));
     return ToJob(j);
   });
+}
+
+absl::StatusOr<std::vector<Package>> HttpPapiClient::ListPackages() {
+  std::vector<Package> out;
+  constexpr int kPage = 1000;
+  for (int offset = 0;; offset += kPage) {
+    ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListPackages", "GET", absl::StrCat("/packages?limit=", kPage,
+                                                                                     "&offset=", offset)));
+    ASSIGN_OR_RETURN(json page, ParseJson(r, "ListPackages"));
+    if (!page.is_array()) return absl::DataLossError("ListPackages: answer is not an array");
+    for (const auto& p : page) {
+      Package k;
+      k.uuid = Str(p, "uuid");
+      k.name = Str(p, "name");
+      k.version = Str(p, "version");
+      k.active = p.value("active", true);
+      k.max_physical_memory = Int(p, "max_physical_memory");
+      k.quota = Int(p, "quota");
+      k.max_swap = Int(p, "max_swap");
+      k.max_lwps = Int(p, "max_lwps");
+      k.cpu_cap = Int(p, "cpu_cap");
+      k.vcpus = Int(p, "vcpus");
+      k.zfs_io_priority = Int(p, "zfs_io_priority");
+      k.owner_uuids = Strings(p, "owner_uuids");
+      out.push_back(std::move(k));
+    }
+    if (static_cast<int>(page.size()) < kPage) break;
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Network>> HttpNapiClient::ListNetworks() {
+  std::vector<Network> out;
+  for (const char* what : {"ListNetworks", "ListNetworkPools"}) {
+    bool pools = std::string(what) == "ListNetworkPools";
+    ASSIGN_OR_RETURN(HttpResponse r, http_.Call(what, "GET", pools ? "/network_pools" : "/networks"));
+    ASSIGN_OR_RETURN(json list, ParseJson(r, what));
+    if (!list.is_array()) return absl::DataLossError(absl::StrCat(what, ": answer is not an array"));
+    for (const auto& n : list) {
+      Network k;
+      k.uuid = Str(n, "uuid");
+      k.name = Str(n, "name");
+      k.subnet = Str(n, "subnet");
+      k.fabric = n.value("fabric", false);
+      k.pool = pools;
+      k.owner_uuids = Strings(n, "owner_uuids");
+      out.push_back(std::move(k));
+    }
+  }
+  return out;
 }
 
 }  // namespace mariposa::triton

@@ -72,6 +72,26 @@ class HttpImgapiClient : public ImgapiClient {
   const Clock* clock_;
 };
 
+class HttpPapiClient : public PapiClient {
+ public:
+  HttpPapiClient(HttpOptions options, const Clock* clock, MetricsHook hook = nullptr)
+      : http_("papi", std::move(options), clock, std::move(hook)) {}
+  absl::StatusOr<std::vector<Package>> ListPackages() override;
+
+ private:
+  HttpClient http_;
+};
+
+class HttpNapiClient : public NapiClient {
+ public:
+  HttpNapiClient(HttpOptions options, const Clock* clock, MetricsHook hook = nullptr)
+      : http_("napi", std::move(options), clock, std::move(hook)) {}
+  absl::StatusOr<std::vector<Network>> ListNetworks() override;
+
+ private:
+  HttpClient http_;
+};
+
 }  // namespace mariposa::triton
 
 #endif  // MARIPOSA_CONVERGENCE_TRITON_HTTP_CLIENTS_H_

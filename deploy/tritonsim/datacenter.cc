@@ -29,6 +29,7 @@ DataCenter::DataCenter(Options opts) : opts_(std::move(opts)), rng_(opts_.seed) 
     servers_[s.uuid] = s;
   }
   IndexServersLocked();
+  DefaultPackagesAndNetworksLocked();
   loop_ = std::thread([this] { Loop(); });
 }
 
@@ -78,7 +79,7 @@ std::string DataCenter::NewMacLocked() {
 
 std::string DataCenter::LoadSeed(const json& seed) {
   absl::MutexLock l(&mu_);
-  if (!seed.is_object()) return "seed must be a JSON object with servers and/or images";
+  if (!seed.is_object()) return "seed must be a JSON object with servers, images, packages and/or networks";
   if (seed.contains("servers")) {
     servers_.clear();
     for (const auto& s : seed["servers"]) {
@@ -101,6 +102,11 @@ std::string DataCenter::LoadSeed(const json& seed) {
     }
   }
   IndexServersLocked();
+  if (seed.contains("packages")) {
+    std::string err = LoadPackagesLocked(seed["packages"]);
+    if (!err.empty()) return err;
+  }
+  if (std::string err = LoadNetworksLocked(seed); !err.empty()) return err;
   for (const char* key : {"images", "remote_images"}) {
     if (!seed.contains(key)) continue;
     for (const auto& i : seed[key]) {
@@ -220,7 +226,7 @@ std::vector<DataCenter::Endpoint> DataCenter::RunningEndpoints() {
   for (const auto& kv : vms_) {
     const Vm& v = kv.second;
     if (EffectiveStateLocked(v) != "running" || v.nics.empty()) continue;
-    Endpoint e{v.uuid, v.nics[0].ip, {}, v.health};
+    Endpoint e{v.uuid, "", {}, v.health};
     auto add_ports = [&](const json& j) {
       if (j.is_number_integer()) e.ports.push_back(j.get<int>());
       if (j.is_string()) {
@@ -234,14 +240,12 @@ std::vector<DataCenter::Endpoint> DataCenter::RunningEndpoints() {
     };
     if (v.tags.contains("ports")) add_ports(v.tags["ports"]);
     if (v.customer_metadata.contains("ports")) add_ports(v.customer_metadata["ports"]);
-    out.push_back(e);
+    for (const Nic& n : v.nics) {  // the same ports answer on every NIC
+      e.ip = n.ip;
+      out.push_back(e);
+    }
   }
   return out;
-}
-
-void DataCenter::StartAddressesAtBlock(uint32_t block) {
-  absl::MutexLock l(&mu_);
-  next_ip_ = (block & 0xffff) << 8;
 }
 
 }  // namespace tritonsim

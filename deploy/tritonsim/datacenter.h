@@ -53,15 +53,18 @@ enum class VmHealth { kHealthy, kUnhealthy, kRefuse, kHang };
 
 class DataCenter {
  public:
-  // Addresses are given out from 10.0.0.2 upwards; this starts them in the
-  // /24 block `block` (1..65535) instead, so that two tritonsims with
+  // Addresses are given out from each network's .2 upwards; this starts them
+  // in the /24 block `block` (1..65535) of every network large enough (the
+  // default external 10.0.0.0/8) instead, so that two tritonsims with
   // --listen-vms on one host do not answer for each other's VMs.
   void StartAddressesAtBlock(uint32_t block);
   explicit DataCenter(Options opts);
   ~DataCenter();
   const mariposa::Clock* clock() const { return opts_.clock; }
 
-  // Loads {"servers": [...], "images": [...]} (fields as the APIs show them).
+  // Loads {"servers": [...], "images": [...], "packages": [...], "networks":
+  // [...], "network_pools": [...]} (fields as the APIs show them); a list
+  // given replaces the defaults.
   // Returns "" or an error message.
   std::string LoadSeed(const json& seed);
 
@@ -92,6 +95,15 @@ class DataCenter {
   Reply ImageAction(const std::string& uuid, const Params& q, const json& body);
   Reply CreateImageFromVm(const Params& q, const json& body);
 
+  // PAPI (packages.cc): ?name=, ?active=, ?owner_uuids= filter.
+  Reply ListPackages(const Params& q);
+  Reply GetPackage(const std::string& uuid);
+
+  // NAPI (networks.cc): ?name=, ?fabric=, ?provisionable_by= filter.
+  Reply ListNetworks(const Params& q);
+  Reply GetNetwork(const std::string& uuid);
+  Reply ListNetworkPools(const Params& q);
+
   // Control (fault injection).
   Reply SetServerStatus(const std::string& uuid, const std::string& status);
   Reply KillVm(const std::string& uuid, const std::string& to_state);
@@ -119,6 +131,26 @@ class DataCenter {
   static Reply Error(int status, const std::string& code, const std::string& message);
 
  private:
+  struct Package {
+    std::string uuid, name, version = "1.0.0", group, description, os, brand;
+    int64_t max_physical_memory = 1024, quota = 10240, max_swap = 2048, max_lwps = 4000, cpu_cap = 100,
+            vcpus = 0, zfs_io_priority = 100, fss = 100;
+    bool active = true;
+    std::vector<std::string> owner_uuids;  // empty: anyone may use it
+  };
+  struct Network {
+    std::string uuid, name, nic_tag = "external", gateway;
+    uint32_t base = 0, prefix = 24;  // subnet
+    uint32_t next = 1;               // the last host index given out (.1 is the gateway)
+    int vlan_id = 0, mtu = 1500;
+    bool fabric = false;
+    std::vector<std::string> owner_uuids;  // empty: anyone may provision on it
+  };
+  struct NetworkPool {
+    std::string uuid, name, nic_tag = "external";
+    std::vector<std::string> networks;
+    std::vector<std::string> owner_uuids;
+  };
   struct Nic {
     std::string interface, mac, nic_tag, ip, netmask, gateway, network_uuid;
     int vlan_id = 0;
@@ -127,6 +159,7 @@ class DataCenter {
   struct Vm {
     std::string uuid, alias, owner_uuid, billing_id, brand, server_uuid, state, zone_state, image_uuid;
     int64_t ram = 0, max_physical_memory = 0, quota = 0, cpu_cap = 0;
+    int64_t max_swap = 0, max_lwps = 0, zfs_io_priority = 0, vcpus = 0, cpu_shares = 0;
     int64_t create_ms = 0, modified_ms = 0;
     json tags = json::object(), customer_metadata = json::object(), internal_metadata = json::object();
     json disks;  // kvm/bhyve only
@@ -194,6 +227,18 @@ class DataCenter {
   void Touch(Vm* vm);
   json ServerJson(const Server& s, const std::set<std::string>& extras) const;
   json ImageJson(const Image& i) const;
+  static json PackageJson(const Package& p);
+  static json NetworkJson(const Network& n);
+  // Seeds the packages and networks a data center has by default (the
+  // examples' g4-* packages; networks external, internal and a fabric).
+  void DefaultPackagesAndNetworksLocked();
+  std::string LoadPackagesLocked(const json& list);
+  std::string LoadNetworksLocked(const json& seed);
+  // A network named by uuid or name (or a pool's first network with room);
+  // null with `why`.
+  Network* FindNetworkLocked(const std::string& ref, const std::string& owner, std::string* why);
+  // The next address of `n` into `nic`; false when the subnet is full.
+  bool AllocateLocked(Network* n, Nic* nic);
   json JobJson(const Job& j) const;
   json ChainResults(const Job& j) const;
   json TaskJson(const Task& t) const;
@@ -217,13 +262,16 @@ class DataCenter {
   std::map<std::string, Server> servers_;
   std::set<std::pair<int64_t, std::string>> by_free_;  // (unreserved RAM, server uuid)
   std::map<std::string, Image> images_;
+  std::map<std::string, Package> packages_;
+  std::map<std::string, Network> networks_;
+  std::map<std::string, NetworkPool> pools_;
   std::unordered_map<std::string, Job> jobs_;
   std::unordered_map<std::string, Task> tasks_;
   // tag key -> value -> vm uuids
   std::unordered_map<std::string, std::unordered_map<std::string, std::set<std::string>>> tag_index_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t event_seq_ = 0;
-  uint32_t next_ip_ = 1;  // 10.0.0.1 is the gateway; the last address given out
+  uint32_t block_start_ = 0;  // StartAddressesAtBlock's first host index
   std::map<std::string, std::vector<std::pair<int, int>>> failures_;  // op -> [(status, hang_ms)]
   std::map<std::string, int64_t> op_counts_;
   bool stop_ = false;

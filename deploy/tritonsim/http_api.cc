@@ -126,6 +126,21 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
     return dc->ImageAction(r.matches[1], q, b);
   }));
 
+  // PAPI
+  s->Get("/packages", W("ListPackages", [dc](const httplib::Request&, const Params& q, const json&) { return dc->ListPackages(q); }));
+  s->Get("/packages/" + kId, W("GetPackage", [dc](const httplib::Request& r, const Params&, const json&) {
+    return dc->GetPackage(r.matches[1]);
+  }));
+
+  // NAPI
+  s->Get("/networks", W("ListNetworks", [dc](const httplib::Request&, const Params& q, const json&) { return dc->ListNetworks(q); }));
+  s->Get("/networks/" + kId, W("GetNetwork", [dc](const httplib::Request& r, const Params&, const json&) {
+    return dc->GetNetwork(r.matches[1]);
+  }));
+  s->Get("/network_pools", W("ListNetworkPools", [dc](const httplib::Request&, const Params& q, const json&) {
+    return dc->ListNetworkPools(q);
+  }));
+
   // Control API (tritonsim ctl).
   s->Post("/_sim/servers/([^/]+)/(down|up)", [dc](const httplib::Request& r, httplib::Response& res) {
     Send(dc->SetServerStatus(r.matches[1], r.matches[2] == "up" ? "running" : "unknown"), &res);

@@ -16,8 +16,9 @@
 namespace tritonsim {
 
 std::string LoopbackFor(const std::string& nic_ip) {
-  if (nic_ip.rfind("10.", 0) != 0) return "";
-  return "127." + nic_ip.substr(3);
+  size_t dot = nic_ip.find('.');
+  if (dot == std::string::npos || dot == 0) return "";
+  return "127" + nic_ip.substr(dot);
 }
 
 namespace {

@@ -15,7 +15,7 @@
 
 namespace tritonsim {
 
-// 10.a.b.c -> 127.a.b.c ("" for anything else).
+// A NIC address a.b.c.d -> its loopback twin 127.b.c.d ("" when unreadable).
 std::string LoopbackFor(const std::string& nic_ip);
 
 class VmListeners {

@@ -93,6 +93,18 @@ void DataCenter::WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) c
   *out += std::to_string(vm.quota);
   Key("cpu_cap", out);
   *out += std::to_string(vm.cpu_cap);
+  Key("max_swap", out);
+  *out += std::to_string(vm.max_swap);
+  Key("max_lwps", out);
+  *out += std::to_string(vm.max_lwps);
+  Key("zfs_io_priority", out);
+  *out += std::to_string(vm.zfs_io_priority);
+  Key("cpu_shares", out);
+  *out += std::to_string(vm.cpu_shares);
+  if (hvm) {
+    Key("vcpus", out);
+    *out += std::to_string(vm.vcpus);
+  }
   Key("create_timestamp", out);
   AppendQuoted(Iso(vm.create_ms), out);
   Key("last_modified", out);
@@ -508,6 +520,38 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
     auto sv = servers_.find(server);
     if (sv == servers_.end()) invalid("server_uuid", "Server does not exist");
   }
+  // billing_id: a PAPI package, whose values fill in what the body leaves out.
+  const Package* pkg = nullptr;
+  std::string billing = body.value("billing_id", "");
+  if (!billing.empty()) {
+    auto p = packages_.find(billing);
+    if (!IsUuid(billing)) invalid("billing_id", "Invalid UUID");
+    else if (p == packages_.end()) invalid("billing_id", "Package " + billing + " does not exist");
+    else if (!p->second.active) invalid("billing_id", "Package " + p->second.name + " is not active");
+    else pkg = &p->second;
+  }
+  if (pkg != nullptr && !body.contains("ram")) ram = pkg->max_physical_memory;
+  // networks: uuids or names of networks or pools, as strings or
+  // {"uuid"|"ipv4_uuid"|"name", "primary"}; each needs a free address.
+  std::vector<Network*> nets;
+  int primary = 0;
+  if (body.contains("networks") && body["networks"].is_array()) {
+    for (const auto& n : body["networks"]) {
+      std::string ref = n.is_string() ? n.get<std::string>()
+                        : n.is_object() ? n.value("uuid", n.value("ipv4_uuid", n.value("name", "")))
+                                        : "";
+      std::string why;
+      Network* net = ref.empty() ? nullptr : FindNetworkLocked(ref, owner, &why);
+      if (net == nullptr) {
+        invalid("networks", ref.empty() ? "each network needs a uuid or name" : why);
+        continue;
+      }
+      uint32_t size = (uint32_t{1} << (32 - net->prefix)) - 2;
+      if (net->next >= size) invalid("networks", "network " + net->name + " has no free addresses");
+      if (n.is_object() && n.value("primary", false)) primary = static_cast<int>(nets.size());
+      nets.push_back(net);
+    }
+  }
   if (!errors.empty()) {
     Reply e = Error(409, "ValidationFailed", "Invalid VM parameters");
     e.body["errors"] = errors;
@@ -523,8 +567,19 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
   if (hvm) vm.disks = body["disks"];
   vm.ram = ram;
   vm.max_physical_memory = ram;
-  vm.quota = body.value("quota", 10);
-  vm.cpu_cap = body.value("cpu_cap", 100);
+  // Unset values come from the package (quota: MiB there, GiB here), else
+  // VMAPI's defaults.
+  auto from = [&](const char* key, int64_t pkg_value, int64_t dflt) -> int64_t {
+    if (body.contains(key) && body[key].is_number_integer()) return body[key].get<int64_t>();
+    return pkg != nullptr ? pkg_value : dflt;
+  };
+  vm.quota = from("quota", pkg ? pkg->quota / 1024 : 0, 10);
+  vm.cpu_cap = from("cpu_cap", pkg ? pkg->cpu_cap : 0, 100);
+  vm.max_swap = from("max_swap", pkg ? pkg->max_swap : 0, 2 * ram);
+  vm.max_lwps = from("max_lwps", pkg ? pkg->max_lwps : 0, 2000);
+  vm.zfs_io_priority = from("zfs_io_priority", pkg ? pkg->zfs_io_priority : 0, 100);
+  vm.cpu_shares = from("cpu_shares", pkg ? pkg->fss : 0, 100);
+  vm.vcpus = hvm ? from("vcpus", pkg ? pkg->vcpus : 0, 1) : 0;
   vm.create_ms = vm.modified_ms = NowMs();
   vm.state = "provisioning";
   vm.zone_state = "installed";
@@ -538,24 +593,15 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
   vm.docker = body.contains("docker") && body["docker"].is_boolean() && body["docker"].get<bool>();
   vm.autoboot = body.value("autoboot", true);
   vm.firewall_enabled = body.value("firewall_enabled", false);
-  int idx = 0;
-  for (const auto& n : body["networks"]) {
+  for (size_t idx = 0; idx < nets.size(); ++idx) {
     Nic nic;
     nic.interface = "net" + std::to_string(idx);
     nic.mac = NewMacLocked();
-    nic.nic_tag = "external";
-    // 10.a.b.c: a private address per VM; tritonsim's listeners answer on
-    // the matching loopback address 127.a.b.c.
-    uint32_t ip = ++next_ip_;
-    char buf[32];
-    snprintf(buf, sizeof(buf), "10.%u.%u.%u", (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
-    nic.ip = buf;
-    nic.netmask = "255.0.0.0";
-    nic.gateway = "10.0.0.1";
-    nic.primary = idx == 0;
-    nic.network_uuid = n.is_string() ? n.get<std::string>() : n.value("uuid", n.value("ipv4_uuid", ""));
+    // Each NIC gets the next address of its network; tritonsim's listeners
+    // answer for a.b.c.d on the loopback twin 127.b.c.d.
+    AllocateLocked(nets[idx], &nic);
+    nic.primary = static_cast<int>(idx) == primary;
     vm.nics.push_back(nic);
-    ++idx;
   }
   std::string why;
   std::string placed = server.empty() ? PlaceLocked(ram, body.value("locality", json()), &why) : server;

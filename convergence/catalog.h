@@ -1,0 +1,77 @@
+// What an instance is made of, chosen from the data center's catalog: the
+// PAPI package (named, or the smallest that fits `resources`), the NAPI
+// networks (names or uuids of networks and pools) and the brand (from the
+// compute type and the image). Pure functions of their inputs, used by the
+// sync (to create instances) and by apply (to refuse a manifest naming
+// what the data center does not have).
+#ifndef MARIPOSA_CONVERGENCE_CATALOG_H_
+#define MARIPOSA_CONVERGENCE_CATALOG_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "convergence/triton/clients.h"
+#include "projects/manifest.h"
+
+namespace mariposa::convergence {
+
+// Up to `max` of `candidates` close to `want` (edit distance within a third
+// of its length, or one containing the other), nearest first.
+std::vector<std::string> CloseMatches(absl::string_view want, const std::vector<std::string>& candidates,
+                                      size_t max = 3);
+
+// The package of a service, for `owner`:
+// - `package:` names one by uuid or name (the newest version of that name
+//   the owner may use); it must be active;
+// - else the smallest active package (memory, then disk, then cpu) with at
+//   least resources.memory (default 1 GiB), resources.disk and
+//   resources.cpu, as sdc-docker picks one for `docker run -m`.
+// NOT_FOUND / FAILED_PRECONDITION say what is wrong and what exists.
+absl::StatusOr<triton::Package> ChoosePackage(const ServiceSpec& spec, const std::vector<triton::Package>& all,
+                                              const std::string& owner);
+
+// The instance dimensions VMAPI gets: the package's, with resources given
+// beside a named package taking precedence (billing_id stays the package).
+struct Dimensions {
+  std::string billing_id;
+  std::string package_name;
+  int64_t ram = 0;      // MiB
+  int64_t quota = 0;    // GiB
+  int64_t cpu_cap = 0;  // percent
+  int64_t max_swap = 0;
+  int64_t max_lwps = 0;
+  int64_t zfs_io_priority = 0;
+  int64_t vcpus = 0;  // hardware VMs only
+};
+Dimensions DimensionsOf(const ServiceSpec& spec, const triton::Package& package);
+
+// Each of `wanted` (network or pool, by uuid or name) as a uuid, in order.
+absl::StatusOr<std::vector<std::string>> ChooseNetworks(const std::vector<std::string>& wanted,
+                                                        const std::vector<triton::Network>& all,
+                                                        const std::string& owner);
+
+// The brand an instance of `spec` runs as with `image`:
+// docker -> lx (a Docker image); infrastructure -> joyent (zone-dataset) or
+// lx (lx-dataset); kvm -> bhyve, or kvm when asked (zvol). The image's
+// requirements.brand and a brand the manifest names must agree.
+// INVALID_ARGUMENT says what does not match and how to fix it. An image of
+// unknown type takes the compute type's default.
+absl::StatusOr<std::string> ChooseBrand(const ServiceSpec& spec, const triton::Image& image);
+
+// Located apply errors for a manifest's packages, networks and brands.
+// `images` resolves an image reference (a failure skips the brand check:
+// the sync reports missing images).
+struct Catalog {
+  std::vector<triton::Package> packages;
+  std::vector<triton::Network> networks;
+  std::function<absl::StatusOr<triton::Image>(const std::string&)> images;
+};
+std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& catalog, const std::string& owner,
+                                             const std::string& filename);
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_CATALOG_H_
