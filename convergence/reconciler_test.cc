@@ -18,8 +18,10 @@ class ReconcilerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = std::move(*SqliteProjectStore::Open(":memory:", &clock_));
-    imgapi_.PutImage(triton::Image{"11111111-1111-4111-8111-111111111111", "web", "1", "active", "linux", "lx-dataset",
+    imgapi_.PutImage(triton::Image{"11111111-1111-4111-8111-111111111111", "web", "1", "active", "linux", "docker",
                                    "", "", "2026-01-01"});
+    imgapi_.PutImage(triton::Image{"33333333-3333-4333-8333-333333333333", "base", "1", "active", "linux",
+                                   "lx-dataset", "", "", "2026-01-01"});
     Start(32);
   }
   // (Re)creates the reconciler with a job window of `max_jobs_per_project`.
@@ -602,8 +604,8 @@ TEST_F(ReconcilerTest, EnvironmentCommandDiskAndCpuReachTheCreate) {
   Apply("project: p\nmeta: {pw: s3cret}\nservices:\n"
         "  app: {image: web@1, environment: {PW: \"{{ .meta.pw }}\", NAME: \"{{ .placement.instance.name }}\"}, "
         "command: run --fast, resources: {disk: 20g, cpu: 1.5}}\n"
-        "  box: {compute_type: infrastructure, image: web@1, environment: {Q: \"it's\"}, command: /opt/start}\n"
-        "  plain: {compute_type: infrastructure, image: web@1}\n");
+        "  box: {compute_type: infrastructure, image: base@1, environment: {Q: \"it's\"}, command: /opt/start}\n"
+        "  plain: {compute_type: infrastructure, image: base@1}\n");
   ASSERT_TRUE(reconciler_->SyncProject("p").ok());
   std::map<std::string, triton::Vm> by;
   for (const auto& vm : vmapi_.AllVms()) by[vm.tags.at(kTagService)] = vm;
@@ -617,6 +619,7 @@ TEST_F(ReconcilerTest, EnvironmentCommandDiskAndCpuReachTheCreate) {
   EXPECT_EQ(app.internal_metadata.at("docker:cmd"), "[\"/bin/sh\",\"-c\",\"run --fast\"]");
   const triton::Vm& box = by["box"];
   EXPECT_FALSE(box.docker);
+  EXPECT_EQ(box.brand, "lx");  // an lx-dataset image
   EXPECT_TRUE(box.internal_metadata.empty());
   EXPECT_EQ(box.customer_metadata.at("mariposa:env"), "{\"Q\":\"it's\"}");
   EXPECT_EQ(box.customer_metadata.at("user-script"), "#!/bin/sh\nexport Q='it'\\''s'\n/opt/start\n");
@@ -624,6 +627,22 @@ TEST_F(ReconcilerTest, EnvironmentCommandDiskAndCpuReachTheCreate) {
   EXPECT_EQ(plain.customer_metadata.count("user-script"), 0u);
   EXPECT_EQ(plain.customer_metadata.count("mariposa:env"), 0u);
   EXPECT_EQ(plain.quota, 0);  // VMAPI's default
+}
+
+TEST_F(ReconcilerTest, AnImageTheComputeTypeCannotRunHoldsCreatesAndFailsTheService) {
+  // Applied before the image changed type (apply checks brands; a sync
+  // meets what changed since): nothing is created and the verdict says why.
+  Apply("project: p\nservices:\n  box: {compute_type: infrastructure, image: web@1, count: 2}\n");
+  auto r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->created, 0);
+  EXPECT_EQ(Running(), 0);
+  auto view = reconciler_->Inspect("p");
+  ASSERT_TRUE(view.ok()) << view.status();
+  const ServiceVerdict& v = view->decision.verdicts.at("box");
+  EXPECT_EQ(v.state, VerdictState::kFailed);
+  EXPECT_EQ(v.reason, "compute_type: compute_type infrastructure cannot run image web@1 (type docker): it is a Docker "
+                      "image; use compute_type: docker");
 }
 
 }  // namespace

@@ -253,9 +253,9 @@ TEST(ManifestTest, GoldenErrors) {
       {"bad project name", "project: Jupiter_1\n",
        "t.yaml:1:10: project: project name \"Jupiter_1\" is not a DNS label (lower-case letters, digits and '-', at most 63)\n"},
       {"unknown top key", "project: p\nservice: {}\n",
-       "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, meta, project, services\n"},
+       "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, meta, networks, project, services\n"},
       {"unknown service key", "project: p\nservices:\n  web:\n    image: x\n    imgae: y\n",
-       "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, command, compute_type, count, environment, healthchecks, image, labels, mdata, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"},
+       "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, command, compute_type, count, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"},
       {"duplicate key", "project: p\nproject: q\n", "t.yaml:2:1: project: duplicate key\n"},
       {"alias twice", "project: p\nservices:\n  web: {image: x, count: 1, scale: 2}\n",
        "t.yaml:3:29: services.web.scale: \"scale\" and \"count\" mean the same; keep one\n"},
@@ -335,7 +335,7 @@ services:
             "t.yaml:5:12: services.web.count: \"lots\" is not a whole number\n"
             "t.yaml:6:13: services.web.ports[0]: 0 is out of range 1..65535\n"
             "t.yaml:8:17: services.web.healthchecks.h.type: \"gopher\" is not one of: http, https, tcp\n"
-            "t.yaml:10:5: services.db.frobnicate: unknown key \"frobnicate\"; expected one of: affinity, command, compute_type, count, environment, healthchecks, image, labels, mdata, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"
+            "t.yaml:10:5: services.db.frobnicate: unknown key \"frobnicate\"; expected one of: affinity, command, compute_type, count, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"
             "t.yaml:10:5: services.db.image: missing: every service needs an image (name[@version], uuid or docker reference)\n");
 }
 

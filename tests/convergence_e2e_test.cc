@@ -481,6 +481,7 @@ TEST_F(ConvergenceTest, PlacementAndInterpolationAtCreate) {
 meta: {greeting: hello}
 services:
   db:
+    compute_type: lx
     image: percona@5.7.1
     count: 1
   web:
@@ -719,6 +720,31 @@ TEST_F(ConvergenceTest, InstancesCarryTheManifestIntoVmapi) {
   EXPECT_EQ(mysql[0]["brand"], "lx");
   EXPECT_EQ(mysql[0]["docker"], false);
   EXPECT_EQ(mysql[0]["quota"], 100);  // resources.disk: 100g
+  // Packages as PAPI has them: billing_id is the package's uuid and the
+  // package fills what resources do not say (quota in MiB there, GiB here).
+  auto package = [&](const std::string& name) {
+    json list = json::parse(c.Get("/packages?name=" + name)->body);
+    EXPECT_EQ(list.size(), 1u) << name;
+    return list.empty() ? json::object() : list[0];
+  };
+  json general = package("g4-general-4G");
+  EXPECT_EQ(mysql[0]["billing_id"], general["uuid"]);
+  EXPECT_EQ(mysql[0]["ram"], general["max_physical_memory"]);
+  EXPECT_EQ(mysql[0]["cpu_cap"], general["cpu_cap"]);
+  EXPECT_EQ(mysql[0]["max_swap"], general["max_swap"]);
+  EXPECT_EQ(mysql[0]["max_lwps"], general["max_lwps"]);
+  EXPECT_EQ(mysql[0]["zfs_io_priority"], general["zfs_io_priority"]);
+  json highcpu = package("g4-highcpu-1G");
+  for (const json& vm : wordpress) {
+    EXPECT_EQ(vm["billing_id"], highcpu["uuid"]);
+    EXPECT_EQ(vm["ram"], 1024);
+    EXPECT_EQ(vm["quota"], highcpu["quota"].get<int>() / 1024);
+    EXPECT_EQ(vm["cpu_cap"], highcpu["cpu_cap"]);
+    // The daemon's --network, one NIC, in its subnet.
+    ASSERT_EQ(vm["nics"].size(), 1u);
+    EXPECT_EQ(vm["nics"][0]["network_uuid"], "aaaaaaaa-0000-4000-8000-000000000001");
+    EXPECT_EQ(vm["nics"][0]["ip"].get<std::string>().rfind("10.", 0), 0u);
+  }
   auto nginx = vms("nginx");
   ASSERT_EQ(nginx.size(), 2u);
   EXPECT_EQ(nginx[0]["docker"], true);
@@ -731,6 +757,78 @@ TEST_F(ConvergenceTest, InstancesCarryTheManifestIntoVmapi) {
   json stops = json::parse(c.Get("/jobs?task=stop")->body);
   ASSERT_EQ(stops.size(), 3u);
   for (const json& j : stops) EXPECT_EQ(j["params"]["timeout"], 30) << j.dump();
+}
+
+// What a manifest asks of the data center is checked at apply (nothing is
+// stored when a package, network or image type is wrong, and the error names
+// what exists); what it gets reaches VMAPI: the smallest package that fits
+// `resources`, one NIC per network from its subnet (project default, the
+// first primary), and the brand of the compute type and image.
+TEST_F(ConvergenceTest, PackagesNetworksAndBrandsComeFromTheDataCenter) {
+  std::string good = R"(project: dc
+networks: [external]
+services:
+  api:
+    image: autopilotpattern/nginx@1.4.0
+    resources: {memory: 700m, cpu: 1.5}
+    networks: [my-fabric-network, public]
+  box:
+    compute_type: lx
+    image: percona@5.7.1
+    package: g4-highcpu-256M
+)";
+  struct Bad {
+    std::string from, to, error;
+  };
+  const Bad bads[] = {
+      {"package: g4-highcpu-256M", "package: g4-highcpu-256m",
+       "services.box.package: no package \"g4-highcpu-256m\" in PAPI; close matches: g4-highcpu-256M"},
+      {"[my-fabric-network, public]", "[my-fabric-netwrk, public]",
+       "services.api.networks: no network or network pool \"my-fabric-netwrk\" in NAPI; close matches: "
+       "my-fabric-network"},
+      {"compute_type: lx", "compute_type: docker",
+       "services.box.compute_type: compute_type docker cannot run image percona@5.7.1 (type lx-dataset)"},
+      {"{memory: 700m, cpu: 1.5}", "{memory: 64g}", "services.api.resources: no active package has memory >= 64 GiB"},
+  };
+  for (const Bad& b : bads) {
+    std::string text = good;
+    text.replace(text.find(b.from), b.from.size(), b.to);
+    WriteFile(dir_ + "/bad.yaml", text);
+    auto r = M({"apply", "-f", dir_ + "/bad.yaml", "--yes"});
+    EXPECT_EQ(r.exit_code, 1) << b.to;
+    EXPECT_THAT(r.err, ::testing::HasSubstr(b.error));
+    EXPECT_THAT(r.err, ::testing::HasSubstr("nothing was changed"));
+  }
+  EXPECT_EQ(M({"-j", "dc", "status"}).exit_code, 1);  // no project was made
+
+  WriteFile(dir_ + "/dc.yaml", good);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/dc.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0)
+      << daemon_->log();
+  httplib::Client c(sim_->addr());
+  auto one = [&](const std::string& service) {
+    json list = json::parse(c.Get("/vms?state=running&tag.mariposa.service=" + service)->body);
+    EXPECT_EQ(list.size(), 1u);
+    return list.empty() ? json::object() : json::parse(c.Get("/vms/" + list[0]["uuid"].get<std::string>())->body);
+  };
+  json api = one("api");
+  json pkg = json::parse(c.Get("/packages?name=g4-highcpu-2G")->body)[0];  // 1G has cpu 1: too small
+  EXPECT_EQ(api["billing_id"], pkg["uuid"]);
+  EXPECT_EQ(api["ram"], 2048);
+  EXPECT_EQ(api["cpu_cap"], 200);
+  EXPECT_EQ(api["brand"], "lx");
+  ASSERT_EQ(api["nics"].size(), 2u);
+  EXPECT_EQ(api["nics"][0]["network_uuid"], "aaaaaaaa-0000-4000-8000-000000000003");  // my-fabric-network
+  EXPECT_EQ(api["nics"][0]["primary"], true);
+  EXPECT_EQ(api["nics"][0]["ip"].get<std::string>().rfind("172.16.", 0), 0u);
+  EXPECT_EQ(api["nics"][0]["vlan_id"], 2);
+  EXPECT_EQ(api["nics"][1]["network_uuid"], "aaaaaaaa-0000-4000-8000-000000000001");  // the pool "public"'s
+  EXPECT_EQ(api["nics"][1]["primary"], false);
+  json box = one("box");
+  EXPECT_EQ(box["brand"], "lx");
+  EXPECT_EQ(box["docker"], false);
+  EXPECT_EQ(box["ram"], 256);
+  ASSERT_EQ(box["nics"].size(), 1u);  // the project's networks: external
+  EXPECT_EQ(box["nics"][0]["network_uuid"], "aaaaaaaa-0000-4000-8000-000000000001");
 }
 
 // A changed spec rolls out on apply and on rollback (update.on_change:

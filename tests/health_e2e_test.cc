@@ -156,5 +156,34 @@ services:
   }, 15)) << events;
 }
 
+// With `networks:`, an instance has one NIC per network (the first primary)
+// and a check names the one it runs on by network name or interface; each
+// answers on its own address (tritonsim's loopback twin 127.b.c.d).
+TEST_F(HealthTest, ChecksRunOnTheNicOfTheNetworkTheyName) {
+  WriteFile(dir_ + "/m.yaml", R"(project: multi
+services:
+  web:
+    image: autopilotpattern/nginx@1.4.0
+    count: 1
+    ports: [8080]
+    networks: [my-fabric-network, external]
+    start: {window: 1s}
+    healthchecks:
+      fabric: {type: tcp, port: 8080, network: my-fabric-network, interval: 200ms, timeout: 150ms, retries: 2}
+      public: {type: tcp, port: 8080, network: net1, interval: 200ms, timeout: 150ms, retries: 2}
+)");
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/m.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitHealthy("multi", 1));
+  json vms = Vms("running");
+  ASSERT_EQ(vms.size(), 1u);
+  ASSERT_EQ(vms[0]["nics"].size(), 2u);
+  std::string fabric_ip = vms[0]["nics"][0]["ip"], public_ip = vms[0]["nics"][1]["ip"];
+  EXPECT_EQ(fabric_ip.rfind("172.16.", 0), 0u) << fabric_ip;
+  EXPECT_EQ(public_ip.rfind("10.", 0), 0u) << public_ip;
+  std::string health = M({"-j", "multi", "health"}).out;
+  EXPECT_THAT(health, ::testing::HasSubstr("127" + fabric_ip.substr(fabric_ip.find('.')) + ":8080"));
+  EXPECT_THAT(health, ::testing::HasSubstr("127" + public_ip.substr(public_ip.find('.')) + ":8080"));
+}
+
 }  // namespace
 }  // namespace mariposa::testing
