@@ -1228,7 +1228,7 @@ int Cli::StatusCmd(Args& a) {
     std::vector<std::vector<std::string>> inst;
     for (const auto& s : resp.services()) {
       for (const auto& i : s.instances()) {
-        inst.push_back({s.name(), i.alias(), i.uuid(), i.state(), i.health(), i.current_spec() ? "current" : "old",
+        inst.push_back({s.name(), i.alias(), i.uuid(), i.state(), i.health(), i.current_spec() ? "current" : i.stale_meta() ? "stale meta" : "old",
                         absl::StrCat(i.version()), Time(i.created_at())});
       }
     }

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "convergence/meta_drift.h"
 #include "convergence/queue.h"
 #include "projects/interpolate.h"
 
@@ -977,7 +978,7 @@ void Decider::Verdicts() {
     int64_t live = 0, left_broken = 0;
     ServiceGoal goal = GoalFor(g);
     for (const InstanceState* i : of_[svc]) {
-      bool current = i->spec_hash == g.record.spec_hash;
+      bool current = !Outdated(*i, goal);
       if (i->state == "provisioning") {
         ++v.provisioning;
         ++live;
@@ -1001,6 +1002,7 @@ void Decider::Verdicts() {
       ++live;
       if (!current) {
         ++v.old_spec;
+        if (i->spec_hash == g.record.spec_hash) ++v.stale_meta;
         continue;
       }
       // Ready for the verdict: healthy when it has checks, running when it
@@ -1082,11 +1084,18 @@ void Decider::Verdicts() {
                v.provisioning == 0) {
       v.state = VerdictState::kDegraded;
       bool manual = g.spec.update_on_change == "manual";
-      v.reason = absl::StrCat(v.old_spec, " of ", live, " instances run an older spec; no rollout is running",
-                              manual ? " (update.on_change: manual)" : "");
+      if (v.stale_meta == v.old_spec) {  // only meta changed (meta_drift.h)
+        manual = g.spec.update_on_meta_change == "manual";
+        v.reason = absl::StrCat(v.stale_meta, " of ", live, " instances use meta values changed since they were created (",
+                                absl::StrJoin(MetaKeysOf(g.spec), ", "), "); no rollout is running",
+                                manual ? " (update.on_meta_change: manual)" : "");
+      } else {
+        v.reason = absl::StrCat(v.old_spec, " of ", live, " instances run an older spec; no rollout is running",
+                                manual ? " (update.on_change: manual)" : "");
+      }
       v.fix = absl::StrCat("`mariposa -j ", s_.project.name, " reprovision --service ", svc, "` replaces them");
-      Problem("older-spec", svc, v.reason,
-              manual ? "the service rolls out only when asked (update.on_change: manual)"
+      Problem(v.stale_meta == v.old_spec ? "stale-meta" : "older-spec", svc, v.reason,
+              manual ? "the service rolls out only when asked (update.on_change / on_meta_change: manual)"
                      : "the rollout that would replace them ended (terminated, or not queued)",
               v.fix, absl::StrCat(v.old_spec, " instances of ", svc, " do not run what the manifest says"));
     } else if (left_broken > 0 && !acting && v.provisioning == 0) {

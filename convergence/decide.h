@@ -88,6 +88,7 @@ struct Snapshot {
   std::map<std::string, std::string> network_names;  // NAPI name -> uuid (for health checks' network)
   std::map<std::string, std::set<std::string>> filter_images;  // reprovision task -> image uuids of --image
   std::map<std::string, std::string> meta;         // effective meta: store over the manifest's defaults
+  std::map<std::string, std::string> meta_hashes;  // service -> MetaHash of its instances' values now
   std::vector<PlacementCandidate> labelled_vms;    // the owner's VMs carrying tags that label rules name
   bool servers_known = false;                      // CNAPI read (agent services only)
   std::vector<triton::Server> servers;
@@ -143,7 +144,8 @@ struct ServiceVerdict {
   std::string fix;     // "" when nothing is for the user to do
   int64_t desired = 0;
   int64_t ready = 0;         // running the current spec and ready (healthy when checked)
-  int64_t old_spec = 0;      // live instances of an older spec
+  int64_t old_spec = 0;      // live instances of an older spec (stale meta included)
+  int64_t stale_meta = 0;    // of those, at the current spec but with meta values changed since
   int64_t broken = 0;        // failed, on a down server, unhealthy, or stopped unasked
   int64_t stopped = 0;       // stopped by a stop task
   int64_t provisioning = 0;

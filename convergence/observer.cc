@@ -5,6 +5,7 @@
 
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "convergence/meta_drift.h"
 
 namespace mariposa::convergence {
 
@@ -32,6 +33,7 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
   i.state = vm.state;
   i.health = "unknown";
   i.spec_hash = tag(kTagSpec);
+  i.meta_hash = tag(kTagMeta);
   auto v = version_numbers.find(tag(kTagVersion));
   i.version = v == version_numbers.end() ? 0 : v->second;
   i.created = ParseTimestamp(vm.create_timestamp);

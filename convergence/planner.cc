@@ -48,6 +48,8 @@ bool InstanceReady(const InstanceState& i, absl::Time now, absl::Duration start_
 }
 bool InstanceBroken(const InstanceState& i) { return BrokenState(i); }
 
+bool Outdated(const InstanceState& i, const ServiceGoal& goal) { return i.spec_hash != goal.spec_hash || i.stale_meta; }
+
 bool Restarts(const ServiceGoal& goal, const InstanceState& i) {
   if (!BrokenState(i)) return false;
   return i.state == "unknown" ? goal.restart_on_cn : goal.restart_on_failure;
@@ -65,7 +67,7 @@ std::vector<const InstanceState*> ReprovisionOrder(const std::vector<const Insta
                                                    const ServiceGoal& goal) {
   std::vector<const InstanceState*> out;
   for (const InstanceState* i : of_service) {
-    if (i->service == goal.name && i->state == "running" && i->spec_hash != goal.spec_hash) out.push_back(i);
+    if (i->service == goal.name && i->state == "running" && Outdated(*i, goal)) out.push_back(i);
   }
   std::sort(out.begin(), out.end(), Older);
   return out;
@@ -143,7 +145,7 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
   // Old-spec instances this reprovision may replace (all of them unless
   // filters or a canary limit it); the others are kept as they are.
   auto eligible = [&](const InstanceState* i) {
-    return i->spec_hash != goal.spec_hash && (flags.only == nullptr || flags.only->count(i->uuid) > 0);
+    return Outdated(*i, goal) && (flags.only == nullptr || flags.only->count(i->uuid) > 0);
   };
   bool rolling_out = false;
   if (flags.reprovision) {
@@ -159,7 +161,7 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
     std::vector<const InstanceState*> order = VictimOrder(live);
     if (rolling_out) {
       std::stable_partition(order.begin(), order.end(),
-                            [&](const InstanceState* i) { return i->spec_hash != goal.spec_hash; });
+                            [&](const InstanceState* i) { return Outdated(*i, goal); });
     }
     std::sort(left.begin(), left.end(), Older);
     order.insert(order.begin(), left.begin(), left.end());
@@ -189,7 +191,7 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
   std::vector<const InstanceState*> old_running;
   int64_t new_in_flight = missing, ready_new = 0, ready_old = 0, kept_old = 0;
   for (const InstanceState* i : live) {
-    bool current = i->spec_hash == goal.spec_hash;
+    bool current = !Outdated(*i, goal);
     bool ready = ReadyState(*i, now, goal.start_window);
     if (current) {
       if (ready) ready_new++;
@@ -302,8 +304,8 @@ uint64_t InstancesFingerprint(const std::vector<const InstanceState*>& instances
   uint64_t h = 0;
   for (const InstanceState* i : instances) {
     h = absl::Hash<std::tuple<uint64_t, absl::string_view, absl::string_view, absl::string_view, bool,
-                              absl::string_view, int64_t, int64_t, absl::string_view>>{}(
-        std::make_tuple(h, i->uuid, i->state, i->health, i->checked, i->spec_hash, i->version,
+                              absl::string_view, bool, int64_t, int64_t, absl::string_view>>{}(
+        std::make_tuple(h, i->uuid, i->state, i->health, i->checked, i->spec_hash, i->stale_meta, i->version,
                         absl::ToUnixNanos(i->created), i->service));
   }
   return h;

@@ -30,6 +30,10 @@ struct InstanceState {
   std::string state;   // provisioning running stopped failed destroyed unknown
   std::string health;  // unknown starting healthy unhealthy
   std::string spec_hash;
+  // Uses meta values that changed since it was created (meta_drift.h):
+  // outdated like an older spec.
+  bool stale_meta = false;
+  std::string meta_hash;  // its tag mariposa.meta
   int64_t version = 0;  // number of the project version it was created for
   absl::Time created;
   std::string version_uuid;
@@ -64,6 +68,9 @@ struct ServiceGoal {
   bool restart_on_cn = true;
 };
 
+// The instance does not run what the goal says: an older spec, or meta
+// values that changed since it was created.
+bool Outdated(const InstanceState& i, const ServiceGoal& goal);
 // Is `i` broken in a way its service's restart.condition replaces?
 bool Restarts(const ServiceGoal& goal, const InstanceState& i);
 

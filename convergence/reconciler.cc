@@ -14,6 +14,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "convergence/meta_drift.h"
 #include "convergence/observer.h"
 #include "convergence/placement.h"
 #include "convergence/queue.h"
@@ -470,6 +471,15 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     s.meta = s.goal->meta_defaults;
     ASSIGN_OR_RETURN(std::vector<MetaRecord> stored, store_->ListMeta(uuid));
     for (const MetaRecord& m : stored) s.meta[m.key] = m.value;
+    // Meta drift: an instance whose recorded hash differs is outdated.
+    for (const auto& kv : s.goal->services) {
+      std::string h = MetaHash(kv.second.spec, s.meta);
+      if (!h.empty()) s.meta_hashes[kv.first] = h;
+    }
+    for (InstanceState& i : s.instances) {
+      auto h = s.meta_hashes.find(i.service);
+      i.stale_meta = h != s.meta_hashes.end() && i.meta_hash != h->second;
+    }
   }
   for (const TaskRecord& t : s.tasks) {
     for (const std::string& want : t.filter_images) {
@@ -952,6 +962,7 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
     req->tags[kTagService] = g.record.name;
     req->tags[kTagVersion] = p.current_version;
     req->tags[kTagSpec] = g.record.spec_hash;
+    if (auto h = s.meta_hashes.find(g.record.name); h != s.meta_hashes.end()) req->tags[kTagMeta] = h->second;
     if (!g.spec.ports.empty()) {
       std::string ports;
       for (int port : g.spec.ports) absl::StrAppend(&ports, ports.empty() ? "" : ",", port);

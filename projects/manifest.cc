@@ -784,6 +784,9 @@ class Parser {
       uf["on_change"] = [&](const YamlNode& x, const std::string& xp) {
         OneOf(x, xp, &s->update_on_change, {"rollout", "manual"});
       };
+      uf["on_meta_change"] = [&](const YamlNode& x, const std::string& xp) {
+        OneOf(x, xp, &s->update_on_meta_change, {"rollout", "manual"});
+      };
       ParseMap(v, p, uf);
     };
     f["servers"] = [&](const YamlNode& v, const std::string& p) {
@@ -1038,8 +1041,11 @@ Value ServiceSpecValue(const ServiceSpec& s) {
   update.Append("auto_rollback", Value::Bool(s.update_auto_rollback))
       .Append("canary", Value::Int(s.update_canary))
       .Append("max_surge", Value::Int(s.update_max_surge))
-      .Append("on_change", Value::Str(s.update_on_change))
-      .Append("rolling", Value::Int(s.update_rolling));
+      .Append("on_change", Value::Str(s.update_on_change));
+  // Written only when not the default, so versions stored before it existed
+  // keep their canonical form.
+  if (s.update_on_meta_change != "manual") update.Append("on_meta_change", Value::Str(s.update_on_meta_change));
+  update.Append("rolling", Value::Int(s.update_rolling));
   all["update"] = std::move(update);
   if (s.servers) {
     Value sv = Value::Map();

@@ -99,6 +99,9 @@ struct ServiceSpec {
   int update_max_surge = 1;
   bool update_auto_rollback = false;
   std::string update_on_change = "rollout";  // rollout | manual: what an apply changing the spec does
+  // rollout | manual: what a change to a meta value the service's instances
+  // use does (manual: `status` names them; `reprovision` rolls them).
+  std::string update_on_meta_change = "manual";
   std::optional<ServerSelector> servers;   // agents only
   std::map<std::string, Value> reserved;  // RFD 36 keys not run yet, stored as given
 };

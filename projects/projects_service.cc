@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "common/log.h"
+#include "convergence/meta_drift.h"
 #include "convergence/queue.h"
 #include "projects/diff.h"
 #include "projects/limits.h"
@@ -305,19 +307,25 @@ void ProjectsService::Remember(const std::string& version, std::shared_ptr<const
 
 std::string ProjectsService::QueueRollout(const Outcome& out, const std::string& trigger, const std::string& author,
                                           std::vector<std::string>* warnings) {
-  if (out.rollout.empty()) return "";
+  return QueueReprovision(out.project_uuid, out.rollout, out.commit.version.uuid, trigger, author, warnings);
+}
+
+std::string ProjectsService::QueueReprovision(const std::string& project_uuid, const std::vector<std::string>& services,
+                                              const std::string& version_uuid, const std::string& trigger,
+                                              const std::string& author, std::vector<std::string>* warnings) {
+  if (services.empty()) return "";
   TaskRecord t;
-  t.project_uuid = out.project_uuid;
+  t.project_uuid = project_uuid;
   t.kind = "reprovision";
-  t.services = out.rollout;
+  t.services = services;
   t.origin = "auto";
   t.trigger = trigger;
   t.auto_kind = "reprovision";
   t.actor = author;
-  t.version_uuid = out.commit.version.uuid;
+  t.version_uuid = version_uuid;
   auto added = convergence::TaskQueue(store_).Add(t);
   if (!added.ok()) {
-    warnings->push_back(absl::StrCat("the rollout of ", absl::StrJoin(out.rollout, ", "), " was not queued (",
+    warnings->push_back(absl::StrCat("the rollout of ", absl::StrJoin(services, ", "), " was not queued (",
                                      added.status().message(), "); run `mariposa reprovision --service …` for them"));
     return "";
   }
@@ -601,6 +609,30 @@ grpc::Status ProjectsService::GetMeta(grpc::ServerContext* ctx, const v1::GetMet
   return ToGrpc(absl::NotFoundError(absl::StrCat("no meta key \"", req->key(), "\" in project ", req->project())));
 }
 
+void ProjectsService::MetaChanged(const ProjectRecord& p, const std::set<std::string>& keys, const std::string& author) {
+  if (p.current_version.empty()) return;
+  auto current = StoredManifest(p, p.current_version);
+  if (!current.ok()) {
+    LogWarn("meta changed; cannot read the version in force", {{"project", p.name}, {"error", current.status().ToString()}});
+    return;
+  }
+  // update.on_meta_change: rollout rolls the services using a changed key;
+  // the others' instances are named stale by `status`.
+  std::vector<std::string> rollout;
+  for (const auto& kv : (*current)->manifest.services) {
+    if (kv.second.update_on_meta_change != "rollout") continue;
+    for (const std::string& k : convergence::MetaKeysOf(kv.second)) {
+      if (keys.count(k)) {
+        rollout.push_back(kv.first);
+        break;
+      }
+    }
+  }
+  std::vector<std::string> warnings;
+  QueueReprovision(p.uuid, rollout, p.current_version, "meta", author, &warnings);
+  for (const auto& w : warnings) LogWarn("meta rollout", {{"project", p.name}, {"warning", w}});
+}
+
 grpc::Status ProjectsService::SetMeta(grpc::ServerContext* ctx, const v1::SetMetaRequest* req,
                                       v1::SetMetaResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
@@ -611,6 +643,7 @@ grpc::Status ProjectsService::SetMeta(grpc::ServerContext* ctx, const v1::SetMet
                            req->has_cas_id() ? std::optional<int64_t>(req->cas_id()) : std::nullopt, AuthorOf(ctx));
   if (!m.ok()) return ToGrpc(m.status());
   ToProto(*m, resp->mutable_entry());
+  MetaChanged(*p, {req->key()}, AuthorOf(ctx));
   if (on_change_) on_change_();  // instances created from now on get the new value
   return grpc::Status::OK;
 }
@@ -624,6 +657,7 @@ grpc::Status ProjectsService::DeleteMeta(grpc::ServerContext* ctx, const v1::Del
   absl::Status st = store_->DeleteMeta(p->uuid, req->key(),
                                       req->has_cas_id() ? std::optional<int64_t>(req->cas_id()) : std::nullopt,
                                       AuthorOf(ctx));
+  if (st.ok()) MetaChanged(*p, {req->key()}, AuthorOf(ctx));
   if (st.ok() && on_change_) on_change_();
   return ToGrpc(st);
 }
@@ -638,6 +672,7 @@ grpc::Status ProjectsService::IncrMeta(grpc::ServerContext* ctx, const v1::IncrM
                             req->has_cas_id() ? std::optional<int64_t>(req->cas_id()) : std::nullopt, AuthorOf(ctx));
   if (!m.ok()) return ToGrpc(m.status());
   ToProto(*m, resp->mutable_entry());
+  MetaChanged(*p, {req->key()}, AuthorOf(ctx));
   if (on_change_) on_change_();
   return grpc::Status::OK;
 }
@@ -652,6 +687,9 @@ grpc::Status ProjectsService::ImportMeta(grpc::ServerContext* ctx, const v1::Imp
   auto n = store_->ImportMeta(p->uuid, entries, req->secret(), AuthorOf(ctx));
   if (!n.ok()) return ToGrpc(n.status());
   resp->set_imported(*n);
+  std::set<std::string> keys;
+  for (const auto& kv : entries) keys.insert(kv.first);
+  MetaChanged(*p, keys, AuthorOf(ctx));
   if (on_change_) on_change_();
   return grpc::Status::OK;
 }

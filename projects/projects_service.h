@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "absl/synchronization/mutex.h"
 #include "common/cancel.h"
@@ -86,6 +87,12 @@ class ProjectsService final : public v1::Projects::Service {
   // refusal is added to `warnings`).
   std::string QueueRollout(const Outcome& out, const std::string& trigger, const std::string& author,
                            std::vector<std::string>* warnings);
+  std::string QueueReprovision(const std::string& project_uuid, const std::vector<std::string>& services,
+                               const std::string& version_uuid, const std::string& trigger, const std::string& author,
+                               std::vector<std::string>* warnings);
+  // After a meta change: queues the rollout of the services that use a
+  // changed key and say update.on_meta_change: rollout.
+  void MetaChanged(const ProjectRecord& p, const std::set<std::string>& keys, const std::string& author);
   // The parsed manifest of a stored version. Versions never change, so
   // parsed copies are cached by version uuid, up to kCacheBytes of canonical
   // text (a few large versions must not pin gigabytes).

@@ -831,6 +831,75 @@ services:
   EXPECT_EQ(box["nics"][0]["network_uuid"], "aaaaaaaa-0000-4000-8000-000000000001");
 }
 
+// Meta drift: instances record the meta values their templates used; after
+// `meta set` (a secret too) `status` names the stale ones and reprovision
+// rolls them; update.on_meta_change: rollout does it on its own.
+TEST_F(ConvergenceTest, ChangedMetaMarksInstancesStaleUntilRolled) {
+  WriteFile(dir_ + "/m.yaml", R"(project: drift
+meta: {greeting: hello, pw: old-secret}
+services:
+  app:
+    image: autopilotpattern/nginx@1.4.0
+    count: 2
+    start: {window: 1s}
+    environment: {PW: "{{ .meta.pw }}"}
+  auto:
+    image: autopilotpattern/nginx@1.4.0
+    count: 1
+    start: {window: 1s}
+    mdata: {greeting: "{{ .meta.greeting }}"}
+    update: {on_meta_change: rollout}
+  plain:
+    image: autopilotpattern/nginx@1.4.0
+    count: 1
+)");
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/m.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0)
+      << daemon_->log();
+  httplib::Client c(sim_->addr());
+  auto vms = [&](const std::string& service) {
+    return json::parse(c.Get("/vms?state=running&tag.mariposa.service=" + service)->body);
+  };
+  std::set<std::string> app_before;
+  for (const auto& vm : vms("app")) app_before.insert(vm["uuid"].get<std::string>());
+  ASSERT_EQ(app_before.size(), 2u);
+  std::string plain_before = vms("plain")[0]["uuid"];
+
+  ASSERT_EQ(M({"-j", "drift", "meta", "set", "pw", "new-secret", "--secret"}).exit_code, 0);
+  std::string status;
+  EXPECT_TRUE(Eventually([&] {
+    status = M({"-j", "drift", "status", "-v"}).out;
+    return status.find("2 of 2 instances use meta values changed since they were created (pw)") != std::string::npos;
+  }, absl::Seconds(20))) << status;
+  EXPECT_THAT(status, ::testing::HasSubstr("stale meta"));
+  EXPECT_THAT(status, ::testing::HasSubstr("reprovision --service app"));
+  // Nothing is replaced until asked (update.on_meta_change: manual).
+  std::set<std::string> still;
+  for (const auto& vm : vms("app")) still.insert(vm["uuid"].get<std::string>());
+  EXPECT_EQ(still, app_before);
+
+  auto r = M({"-j", "drift", "reprovision", "--service", "app", "--wait", "--timeout", "60s"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::set<std::string> after;
+  for (const auto& vm : vms("app")) {
+    after.insert(vm["uuid"].get<std::string>());
+    json env = json::parse(vm["internal_metadata"]["docker:env"].get<std::string>());
+    EXPECT_THAT(env, ::testing::Contains("PW=new-secret"));
+  }
+  EXPECT_EQ(after.size(), 2u);
+  for (const auto& u : after) EXPECT_EQ(app_before.count(u), 0u) << "instance " << u << " was not rolled";
+  EXPECT_EQ(vms("plain")[0]["uuid"], plain_before);  // uses no meta: untouched
+  EXPECT_THAT(M({"-j", "drift", "status"}).out, ::testing::Not(::testing::HasSubstr("stale")));
+
+  // on_meta_change: rollout rolls "auto" by itself.
+  std::string auto_before = vms("auto")[0]["uuid"];
+  ASSERT_EQ(M({"-j", "drift", "meta", "set", "greeting", "hi"}).exit_code, 0);
+  EXPECT_TRUE(Eventually([&] {
+    json list = vms("auto");
+    return list.size() == 1 && list[0]["uuid"] != auto_before && list[0]["customer_metadata"]["greeting"] == "hi";
+  }, absl::Seconds(30))) << M({"-j", "drift", "status"}).out;
+  EXPECT_THAT(M({"-j", "drift", "queue", "list", "--finished", "10"}).out, ::testing::HasSubstr("meta"));
+}
+
 // A changed spec rolls out on apply and on rollback (update.on_change:
 // rollout), and --wait follows it to the end; `manual` leaves it to the user.
 TEST_F(ConvergenceTest, ApplyAndRollbackRollOutAChangedSpec) {

@@ -1,0 +1,28 @@
+// Meta drift: instances keep the meta values they were created with. Each
+// records (tag mariposa.meta) a hash of the meta values its service's
+// templates use; an instance whose hash differs from the current values'
+// is stale. Pure functions; thread-safe.
+#ifndef MARIPOSA_CONVERGENCE_META_DRIFT_H_
+#define MARIPOSA_CONVERGENCE_META_DRIFT_H_
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "projects/manifest.h"
+
+namespace mariposa::convergence {
+
+inline constexpr char kTagMeta[] = "mariposa.meta";
+
+// The meta keys a service's instances use: `{{ .meta.KEY }}` in its
+// environment, mdata, tags and command.
+std::set<std::string> MetaKeysOf(const ServiceSpec& spec);
+
+// A hash of the values of MetaKeysOf(spec) in `meta` ("" when the service
+// uses none; a missing key hashes as missing).
+std::string MetaHash(const ServiceSpec& spec, const std::map<std::string, std::string>& meta);
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_META_DRIFT_H_
