@@ -1086,7 +1086,7 @@ void Decider::Verdicts() {
       bool manual = g.spec.update_on_change == "manual";
       if (v.stale_meta == v.old_spec) {  // only meta changed (meta_drift.h)
         manual = g.spec.update_on_meta_change == "manual";
-        v.reason = absl::StrCat(v.stale_meta, " of ", live, " instances use meta values changed since they were created (",
+        v.reason = absl::StrCat(v.stale_meta, " of ", live, " instances were created with older meta values (the service uses ",
                                 absl::StrJoin(MetaKeysOf(g.spec), ", "), "); no rollout is running",
                                 manual ? " (update.on_meta_change: manual)" : "");
       } else {

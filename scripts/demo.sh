@@ -40,8 +40,16 @@ converge() {  # waits until VMAPI runs the expected number of instances
   echo "did not converge to $1 instances" >&2; return 1
 }
 echo "tritonsim on $TRITON (8 servers), mariposad pid $DPID on $MARIPOSA_ADDR, data in $WORK"
+sed -e 's/g4-highcpu-1G/g4-highcpu-1g/' deploy/examples/jupiter.yaml > "$WORK/jupiter-typo.yaml"
+echo "# a package PAPI does not have is refused, naming the close matches; nothing is stored"
+m apply -f "$WORK/jupiter-typo.yaml" --yes || true
 m apply -f deploy/examples/jupiter.yaml --yes --wait
 vms
+echo; echo "# what the packages gave them (PAPI's values, billing_id = the package's uuid):"
+curl -s "$TRITON/vms?state=running&tag.mariposa.service=*&sort=alias.ASC" |
+  python3 -c 'import json,sys
+[print("  %-24s billing_id %s  ram %5d MiB  quota %3d GiB  cpu_cap %3d  %s" % (v["alias"], v["billing_id"][-4:], v["ram"], v["quota"], v["cpu_cap"], v["nics"][0]["ip"])) for v in json.load(sys.stdin)]'
+
 m -j jupiter status
 m -j jupiter scale wordpress=+2 --wait
 sed -e 's/count: 3/count: 5/' -e 's/window: 60s/window: 2s/' deploy/examples/jupiter.yaml > "$WORK/jupiter-fast.yaml"
@@ -64,6 +72,8 @@ m -j jupiter start --service nginx
 converge 8 && vms
 m -j jupiter meta set mysql.password 'correct horse' --secret
 m -j jupiter meta list
+echo "# wordpress's instances still hold the old password: status names them (SPEC \"stale meta\")"
+sleep 2; m -j jupiter status -v
 m -j jupiter versions
 echo "# rolling back to version 3 rolls wordpress back onto 1.2.0"
 m -j jupiter rollback 3 --yes --wait

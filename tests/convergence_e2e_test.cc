@@ -868,7 +868,7 @@ services:
   std::string status;
   EXPECT_TRUE(Eventually([&] {
     status = M({"-j", "drift", "status", "-v"}).out;
-    return status.find("2 of 2 instances use meta values changed since they were created (pw)") != std::string::npos;
+    return status.find("2 of 2 instances were created with older meta values (the service uses pw)") != std::string::npos;
   }, absl::Seconds(20))) << status;
   EXPECT_THAT(status, ::testing::HasSubstr("stale meta"));
   EXPECT_THAT(status, ::testing::HasSubstr("reprovision --service app"));
