@@ -115,6 +115,20 @@ TEST(PlannerTest, RollingStepWaitsForHealth) {
             (std::vector<std::string>{"delete web a (reprovision)"}));
 }
 
+// Stale meta makes an instance of the current spec outdated: a reprovision
+// replaces it like an older spec, and without one nothing happens to it.
+TEST(PlannerTest, StaleMetaIsReplacedByAReprovisionOnly) {
+  PlanInput in = Input(2, {I("a", "running", "healthy", 1, 100), I("b", "running", "healthy", 1, 90)});
+  in.instances[0].stale_meta = true;
+  EXPECT_TRUE(Plan(in, kNow).empty());
+  in.reprovision = {"web"};
+  EXPECT_EQ(Describe(Plan(in, kNow)), (std::vector<std::string>{"create web (reprovision)"}));
+  in.instances.push_back(I("n1", "running", "healthy", 1, 5));
+  EXPECT_EQ(Describe(Plan(in, kNow)), (std::vector<std::string>{"delete web a (reprovision)"}));
+  EXPECT_TRUE(Outdated(in.instances[0], in.services.at("web")));
+  EXPECT_FALSE(Outdated(in.instances[1], in.services.at("web")));
+}
+
 // Applies a step: creates land as provisioning at the goal spec, deletes remove.
 void Apply(const std::vector<Action>& actions, const PlanInput& in, std::vector<InstanceState>* inst, int* next,
            int64_t version) {
