@@ -700,6 +700,10 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
     from->goal = s.goal;
     from->images = s.images;
     from->meta = s.meta;
+    from->meta_hashes = s.meta_hashes;
+    from->dimensions = s.dimensions;
+    from->networks = s.networks;
+    from->brands = s.brands;
     from->policy = s.policy;
     from->jitter = s.jitter;
     backlog_from = std::move(from);

@@ -770,6 +770,7 @@ networks: [external]
 services:
   api:
     image: autopilotpattern/nginx@1.4.0
+    count: 40
     resources: {memory: 700m, cpu: 1.5}
     networks: [my-fabric-network, public]
   box:
@@ -810,7 +811,18 @@ services:
     EXPECT_EQ(list.size(), 1u);
     return list.empty() ? json::object() : json::parse(c.Get("/vms/" + list[0]["uuid"].get<std::string>())->body);
   };
-  json api = one("api");
+  // 40 creates are more than one job window (32): those sent from the
+  // backlog are made the same way.
+  json all_api = json::parse(c.Get("/vms?state=running&tag.mariposa.service=api")->body);
+  ASSERT_EQ(all_api.size(), 40u);
+  std::set<std::string> fabric_ips;
+  for (const json& vm : all_api) {
+    EXPECT_EQ(vm["ram"], 2048) << vm["alias"];
+    EXPECT_EQ(vm["nics"].size(), 2u) << vm["alias"];
+    if (!vm["nics"].empty()) fabric_ips.insert(vm["nics"][0]["ip"].get<std::string>());
+  }
+  EXPECT_EQ(fabric_ips.size(), 40u);  // one address each
+  json api = json::parse(c.Get("/vms/" + all_api[0]["uuid"].get<std::string>())->body);
   json pkg = json::parse(c.Get("/packages?name=g4-highcpu-2G")->body)[0];  // 1G has cpu 1: too small
   EXPECT_EQ(api["billing_id"], pkg["uuid"]);
   EXPECT_EQ(api["ram"], 2048);
