@@ -183,10 +183,11 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   }
   std::vector<ManifestDiagnostic> meta_errors = CheckMetaReferences(m, store_meta, opts.filename);
   if (!meta_errors.empty()) return DiagnosticsToStatus(meta_errors);
-  // What the data center must have (a stored text was checked when applied;
-  // the sync reports what has gone since).
+  // What the data center must have. Only applies are checked: a rollback or
+  // scale re-uses a text checked when it was applied (an auto_rollback must
+  // not be refused), and the sync reports what has gone since.
   std::vector<std::string> catalog_warnings;
-  if (catalog_check_ && !stored_text) {
+  if (catalog_check_ && origin == "apply") {
     auto catalog_errors = catalog_check_(m, opts.filename);
     if (!catalog_errors.ok()) {
       catalog_warnings.push_back(absl::StrCat(

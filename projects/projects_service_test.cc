@@ -1,0 +1,102 @@
+// The Projects service's check of an applied manifest against the data
+// center (set_catalog_check): refusals store nothing, an unreadable catalog
+// lets the apply through with a warning, and rollbacks are not checked.
+#include "projects/projects_service.h"
+
+#include <grpcpp/server_context.h>
+
+#include "common/clock.h"
+#include "gtest/gtest.h"
+#include "projects/sqlite_store.h"
+
+namespace mariposa {
+namespace {
+
+const char* kV1 = "project: p\nservices:\n  web: {image: nginx@1, package: small}\n";
+const char* kV2 = "project: p\nservices:\n  web: {image: nginx@1, package: retired}\n";
+
+class CatalogCheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = std::move(*SqliteProjectStore::Open(":memory:", &clock_));
+    service_ = std::make_unique<ProjectsService>(store_.get(), &clock_);
+    service_->set_catalog_check([this](const Manifest& m, const std::string& filename)
+                                    -> absl::StatusOr<std::vector<ManifestDiagnostic>> {
+      ++checks_;
+      if (!catalog_up_) return absl::UnavailableError("papi ListPackages: connection refused");
+      std::vector<ManifestDiagnostic> out;
+      for (const auto& kv : m.services) {
+        if (kv.second.package == "retired") {
+          out.push_back({filename, 0, 0, "services." + kv.first + ".package", "package \"retired\" is retired"});
+        }
+      }
+      return out;
+    });
+  }
+  grpc::Status Apply(const std::string& text, v1::ApplyResponse* resp) {
+    grpc::ServerContext ctx;
+    v1::ApplyRequest req;
+    req.set_manifest(text);
+    req.set_filename("m.yaml");
+    req.set_force(true);
+    return service_->Apply(&ctx, &req, resp);
+  }
+  int64_t Versions() {
+    auto p = store_->GetProject("p");
+    if (!p.ok()) return 0;
+    auto list = store_->ListVersions(p->uuid);
+    return list.ok() ? static_cast<int64_t>(list->size()) : -1;
+  }
+
+  SimulatedClock clock_;
+  std::unique_ptr<SqliteProjectStore> store_;
+  std::unique_ptr<ProjectsService> service_;
+  bool catalog_up_ = true;
+  int checks_ = 0;
+};
+
+TEST_F(CatalogCheckTest, RefusalsStoreNothingAndNameTheField) {
+  v1::ApplyResponse resp;
+  grpc::Status s = Apply(kV2, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message(),
+            "1 error in manifest, nothing was changed:\nm.yaml: services.web.package: package \"retired\" is retired");
+  EXPECT_EQ(Versions(), 0);
+  ASSERT_TRUE(Apply(kV1, &resp).ok());
+  EXPECT_EQ(Versions(), 1);
+}
+
+TEST_F(CatalogCheckTest, AnUnreadableCatalogLetsTheApplyThroughWithAWarning) {
+  catalog_up_ = false;
+  v1::ApplyResponse resp;
+  ASSERT_TRUE(Apply(kV2, &resp).ok());
+  EXPECT_EQ(Versions(), 1);
+  ASSERT_EQ(resp.warnings_size(), 1);
+  EXPECT_NE(resp.warnings(0).find("packages, networks and brands were not checked (papi ListPackages: connection "
+                                  "refused)"),
+            std::string::npos)
+      << resp.warnings(0);
+}
+
+TEST_F(CatalogCheckTest, RollbacksAreNotChecked) {
+  catalog_up_ = false;  // v1 names "retired", stored while the catalog was down
+  v1::ApplyResponse resp;
+  ASSERT_TRUE(Apply(kV2, &resp).ok());
+  catalog_up_ = true;
+  ASSERT_TRUE(Apply(kV1, &resp).ok());
+  EXPECT_EQ(Versions(), 2);
+  int before = checks_;
+  grpc::ServerContext ctx;
+  v1::RollbackRequest req;
+  req.set_project("p");
+  req.set_version("1");
+  req.set_force(true);
+  v1::RollbackResponse rresp;
+  grpc::Status s = service_->Rollback(&ctx, &req, &rresp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(Versions(), 3);
+  EXPECT_EQ(checks_, before);
+}
+
+}  // namespace
+}  // namespace mariposa
