@@ -231,7 +231,7 @@ absl::StatusOr<std::string> ChooseBrand(const ServiceSpec& spec, const triton::I
       return wrong("only zone-dataset and lx-dataset images run as infrastructure containers");
     }
     brand = t == "lx-dataset" ? "lx" : t == "zone-dataset" ? "joyent" : spec.brand.empty() ? "joyent" : spec.brand;
-    if (!spec.brand.empty() && spec.brand != brand && !(spec.brand == "joyent" && brand == "joyent")) {
+    if (!spec.brand.empty() && spec.brand != brand) {
       return absl::InvalidArgumentError(absl::StrCat("compute_type ", spec.brand == "lx" ? "lx" : "smartmachine",
                                                      " asks for brand ", spec.brand, " but image ", ref, " is ", t,
                                                      " (brand ", brand, "); use compute_type: infrastructure"));
@@ -261,10 +261,12 @@ std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& c
     const ServiceSpec& s = kv.second;
     if (s.compute_type == "agent") continue;
     std::string path = absl::StrCat("services.", kv.first);
-    auto pkg = ChoosePackage(s, catalog.packages, owner);
-    if (!pkg.ok()) error(absl::StrCat(path, s.package.empty() ? ".resources" : ".package"), pkg.status());
-    if (!s.networks.empty()) {
-      auto nets = ChooseNetworks(s.networks, catalog.networks, owner);
+    if (catalog.packages) {
+      auto pkg = ChoosePackage(s, *catalog.packages, owner);
+      if (!pkg.ok()) error(absl::StrCat(path, s.package.empty() ? ".resources" : ".package"), pkg.status());
+    }
+    if (catalog.networks && !s.networks.empty()) {
+      auto nets = ChooseNetworks(s.networks, *catalog.networks, owner);
       if (!nets.ok()) error(absl::StrCat(path, ".networks"), nets.status());
     }
     if (catalog.images) {

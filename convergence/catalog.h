@@ -8,6 +8,7 @@
 #define MARIPOSA_CONVERGENCE_CATALOG_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,12 +62,13 @@ absl::StatusOr<std::vector<std::string>> ChooseNetworks(const std::vector<std::s
 // unknown type takes the compute type's default.
 absl::StatusOr<std::string> ChooseBrand(const ServiceSpec& spec, const triton::Image& image);
 
-// Located apply errors for a manifest's packages, networks and brands.
-// `images` resolves an image reference (a failure skips the brand check:
-// the sync reports missing images).
+// Located apply errors for a manifest's packages, networks and brands. A
+// list absent (no PAPI, no NAPI) is not checked; `images` resolves an image
+// reference (a failure skips the brand check: the sync reports missing
+// images).
 struct Catalog {
-  std::vector<triton::Package> packages;
-  std::vector<triton::Network> networks;
+  std::optional<std::vector<triton::Package>> packages;
+  std::optional<std::vector<triton::Network>> networks;
   std::function<absl::StatusOr<triton::Image>(const std::string&)> images;
 };
 std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& catalog, const std::string& owner,

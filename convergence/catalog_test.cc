@@ -201,7 +201,7 @@ TEST(CatalogTest, CheckCatalogLocatesEveryProblem) {
   m.services["ok"] = ok;
   Catalog cat;
   cat.packages = Packages();
-  cat.networks = {{"n-ext", "external", "10.0.0.0/8", false, false, {}}};
+  cat.networks = std::vector<triton::Network>{{"n-ext", "external", "10.0.0.0/8", false, false, {}}};
   cat.images = [](const std::string& ref) -> absl::StatusOr<triton::Image> {
     triton::Image i;
     i.name = ref.substr(0, ref.find('@'));

@@ -1087,7 +1087,7 @@ void Decider::Verdicts() {
       if (v.stale_meta == v.old_spec) {  // only meta changed (meta_drift.h)
         manual = g.spec.update_on_meta_change == "manual";
         v.reason = absl::StrCat(v.stale_meta, " of ", live, " instances were created with older meta values (the service uses ",
-                                absl::StrJoin(MetaKeysOf(g.spec), ", "), "); no rollout is running",
+                                absl::StrJoin(g.meta_keys, ", "), "); no rollout is running",
                                 manual ? " (update.on_meta_change: manual)" : "");
       } else {
         v.reason = absl::StrCat(v.old_spec, " of ", live, " instances run an older spec; no rollout is running",

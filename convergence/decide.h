@@ -77,18 +77,20 @@ struct Snapshot {
   std::vector<FinishedJob> finished;               // jobs that ended since the last sync
   std::map<std::string, triton::Image> images;     // service -> its image, resolved
   std::map<std::string, std::string> image_errors;  // service -> why its image cannot be resolved
-  // What instances are made of (catalog.h), by service: package dimensions
-  // (absent without PAPI), network uuids (absent: the daemon's network),
-  // brand; spec_errors says why a service's cannot be chosen ("package: …",
+  // What each service's instances are made of (catalog.h, meta_drift.h);
+  // spec_errors says why a service's cannot be chosen ("package: …",
   // "networks: …", "compute_type: …"), which holds its creates.
-  std::map<std::string, Dimensions> dimensions;
-  std::map<std::string, std::vector<std::string>> networks;
-  std::map<std::string, std::string> brands;
+  struct Recipe {
+    std::optional<Dimensions> dimensions;  // absent without PAPI
+    std::vector<std::string> networks;     // uuids; empty: the daemon's network
+    std::string brand;                     // "": not chosen (image not resolved)
+    std::string meta_hash;                 // "": the service uses no meta
+  };
+  std::map<std::string, Recipe> recipes;
   std::map<std::string, std::string> spec_errors;
   std::map<std::string, std::string> network_names;  // NAPI name -> uuid (for health checks' network)
   std::map<std::string, std::set<std::string>> filter_images;  // reprovision task -> image uuids of --image
   std::map<std::string, std::string> meta;         // effective meta: store over the manifest's defaults
-  std::map<std::string, std::string> meta_hashes;  // service -> MetaHash of its instances' values now
   std::vector<PlacementCandidate> labelled_vms;    // the owner's VMs carrying tags that label rules name
   bool servers_known = false;                      // CNAPI read (agent services only)
   std::vector<triton::Server> servers;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "convergence/decide.h"
+#include "convergence/meta_drift.h"
 #include "projects/manifest.h"
 
 namespace mariposa::convergence::testing {
@@ -33,7 +34,7 @@ inline std::shared_ptr<const ProjectGoal> GoalOf(const std::string& text, int64_
     const ServiceSpec& s = kv.second;
     ServiceRecord rec{s.name, s.service_type, s.compute_type, s.brand, s.image, s.package, s.count,
                       c.instance_hash.at(s.name), c.spec_json.at(s.name), ""};
-    g->services[s.name] = ServiceGoalSpec{rec, s};
+    g->services[s.name] = ServiceGoalSpec{rec, s, MetaKeysOf(s)};
   }
   return g;
 }

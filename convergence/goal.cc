@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "convergence/meta_drift.h"
 
 namespace mariposa::convergence {
 
@@ -34,7 +35,7 @@ absl::StatusOr<std::shared_ptr<const ProjectGoal>> GoalCache::Get(ProjectStore* 
                                               " that its canonical text does not have"));
     }
     std::string name = r.name;
-    goal->services[name] = ServiceGoalSpec{std::move(r), spec->second};
+    goal->services[name] = ServiceGoalSpec{std::move(r), spec->second, MetaKeysOf(spec->second)};
   }
   absl::MutexLock l(&mu_);
   ++decodes_;

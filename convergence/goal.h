@@ -9,6 +9,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -21,6 +22,7 @@ namespace mariposa::convergence {
 struct ServiceGoalSpec {
   ServiceRecord record;  // count, instance spec hash, image and package as stored
   ServiceSpec spec;      // the typed spec
+  std::set<std::string> meta_keys;  // MetaKeysOf(spec), found once
 };
 
 struct ProjectGoal {

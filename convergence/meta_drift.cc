@@ -23,8 +23,7 @@ std::set<std::string> MetaKeysOf(const ServiceSpec& spec) {
   return keys;
 }
 
-std::string MetaHash(const ServiceSpec& spec, const std::map<std::string, std::string>& meta) {
-  std::set<std::string> keys = MetaKeysOf(spec);
+std::string MetaHash(const std::set<std::string>& keys, const std::map<std::string, std::string>& meta) {
   if (keys.empty()) return "";
   std::string text;
   for (const std::string& k : keys) {

@@ -19,9 +19,9 @@ inline constexpr char kTagMeta[] = "mariposa.meta";
 // environment, mdata, tags and command.
 std::set<std::string> MetaKeysOf(const ServiceSpec& spec);
 
-// A hash of the values of MetaKeysOf(spec) in `meta` ("" when the service
-// uses none; a missing key hashes as missing).
-std::string MetaHash(const ServiceSpec& spec, const std::map<std::string, std::string>& meta);
+// A hash of the values of `keys` (a service's MetaKeysOf) in `meta` (""
+// when there are none; a missing key hashes as missing).
+std::string MetaHash(const std::set<std::string>& keys, const std::map<std::string, std::string>& meta);
 
 }  // namespace mariposa::convergence
 

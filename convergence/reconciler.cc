@@ -253,7 +253,7 @@ absl::StatusOr<std::shared_ptr<const Catalog>> Reconciler::CatalogNow() {
       auto packages = options_.papi->ListPackages();
       NoteApi("PAPI", packages.status());
       if (!packages.ok()) return packages.status();
-      c->packages = std::move(*packages);
+      c->packages = std::move(*packages);  // absent without PAPI: not checked
     }
     if (options_.napi != nullptr) {
       auto networks = options_.napi->ListNetworks();
@@ -275,14 +275,7 @@ absl::StatusOr<std::vector<ManifestDiagnostic>> Reconciler::CheckManifest(const 
   ASSIGN_OR_RETURN(std::shared_ptr<const Catalog> read, CatalogNow());
   Catalog catalog = *read;
   catalog.images = [this](const std::string& ref) { return ResolveImage(ref); };
-  std::vector<ManifestDiagnostic> out;
-  for (ManifestDiagnostic& d : CheckCatalog(m, catalog, options_.owner_uuid, filename)) {
-    if (options_.papi == nullptr && absl::EndsWith(d.path, ".package")) continue;   // no PAPI to ask
-    if (options_.papi == nullptr && absl::EndsWith(d.path, ".resources")) continue;
-    if (options_.napi == nullptr && absl::EndsWith(d.path, ".networks")) continue;  // no NAPI to ask
-    out.push_back(std::move(d));
-  }
-  return out;
+  return CheckCatalog(m, catalog, options_.owner_uuid, filename);
 }
 
 absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_jobs, absl::Duration* observe,
@@ -427,18 +420,26 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
         if (!IsInstanceKey(r.key)) label_keys.insert(r.key);
       }
     }
-    // What each service's instances are made of (catalog.h).
+    s.meta = s.goal->meta_defaults;
+    ASSIGN_OR_RETURN(std::vector<MetaRecord> stored, store_->ListMeta(uuid));
+    for (const MetaRecord& m : stored) s.meta[m.key] = m.value;
+    // What each service's instances are made of (catalog.h, meta_drift.h).
     auto catalog = CatalogNow();
+    if (catalog.ok() && (*catalog)->networks) {
+      for (const triton::Network& n : *(*catalog)->networks) s.network_names[n.name] = n.uuid;
+    }
     for (const auto& kv : s.goal->services) {
       const ServiceSpec& spec = kv.second.spec;
       if (spec.compute_type == "agent") continue;
+      Snapshot::Recipe& r = s.recipes[kv.first];
+      r.meta_hash = MetaHash(kv.second.meta_keys, s.meta);
       auto hold = [&](const std::string& field, const absl::Status& st) {
         if (!s.spec_errors.count(kv.first)) s.spec_errors[kv.first] = absl::StrCat(field, ": ", st.message());
       };
       auto image = s.images.find(kv.first);
       if (image != s.images.end()) {
         auto brand = ChooseBrand(spec, image->second);
-        if (brand.ok()) s.brands[kv.first] = *brand;
+        if (brand.ok()) r.brand = *brand;
         else hold("compute_type", brand.status());
       }
       bool need_catalog = options_.papi != nullptr || (options_.napi != nullptr && !spec.networks.empty());
@@ -447,38 +448,24 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
         continue;
       }
       if (options_.papi != nullptr) {
-        auto pkg = ChoosePackage(spec, (*catalog)->packages, options_.owner_uuid);
-        if (pkg.ok()) s.dimensions[kv.first] = DimensionsOf(spec, *pkg);
+        auto pkg = ChoosePackage(spec, *(*catalog)->packages, options_.owner_uuid);
+        if (pkg.ok()) r.dimensions = DimensionsOf(spec, *pkg);
         else hold(spec.package.empty() ? "resources" : "package", pkg.status());
       }
       if (!spec.networks.empty()) {
         if (options_.napi == nullptr) {
-          s.networks[kv.first] = spec.networks;  // uuids, as given
+          r.networks = spec.networks;  // uuids, as given
         } else {
-          auto nets = ChooseNetworks(spec.networks, (*catalog)->networks, options_.owner_uuid);
-          if (nets.ok()) s.networks[kv.first] = std::move(*nets);
+          auto nets = ChooseNetworks(spec.networks, *(*catalog)->networks, options_.owner_uuid);
+          if (nets.ok()) r.networks = std::move(*nets);
           else hold("networks", nets.status());
         }
       }
-      if (catalog.ok()) {
-        for (const auto& c : spec.healthchecks) {
-          for (const triton::Network& n : (*catalog)->networks) {
-            if (!c.second.network.empty() && n.name == c.second.network) s.network_names[n.name] = n.uuid;
-          }
-        }
-      }
     }
-    s.meta = s.goal->meta_defaults;
-    ASSIGN_OR_RETURN(std::vector<MetaRecord> stored, store_->ListMeta(uuid));
-    for (const MetaRecord& m : stored) s.meta[m.key] = m.value;
     // Meta drift: an instance whose recorded hash differs is outdated.
-    for (const auto& kv : s.goal->services) {
-      std::string h = MetaHash(kv.second.spec, s.meta);
-      if (!h.empty()) s.meta_hashes[kv.first] = h;
-    }
     for (InstanceState& i : s.instances) {
-      auto h = s.meta_hashes.find(i.service);
-      i.stale_meta = h != s.meta_hashes.end() && i.meta_hash != h->second;
+      auto r = s.recipes.find(i.service);
+      i.stale_meta = r != s.recipes.end() && !r->second.meta_hash.empty() && i.meta_hash != r->second.meta_hash;
     }
   }
   for (const TaskRecord& t : s.tasks) {
@@ -700,10 +687,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
     from->goal = s.goal;
     from->images = s.images;
     from->meta = s.meta;
-    from->meta_hashes = s.meta_hashes;
-    from->dimensions = s.dimensions;
-    from->networks = s.networks;
-    from->brands = s.brands;
+    from->recipes = s.recipes;
     from->policy = s.policy;
     from->jitter = s.jitter;
     backlog_from = std::move(from);
@@ -728,9 +712,9 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
     for (const InstanceState& i : s.instances) of[i.service].push_back(&i);
     std::vector<health::Target> targets;
     for (const auto& kv : s.goal->services) {
-      auto nets = s.networks.find(kv.first);
-      const std::string& primary = nets != s.networks.end() && !nets->second.empty() ? nets->second[0]
-                                                                                       : options_.network_uuid;
+      auto r = s.recipes.find(kv.first);
+      const std::string& primary = r != s.recipes.end() && !r->second.networks.empty() ? r->second.networks[0]
+                                                                                         : options_.network_uuid;
       auto more = HealthTargets(kv.second.spec, of[kv.first], options_.health_loopback, primary, s.network_names);
       for (auto& t : more) targets.push_back(std::move(t));
     }
@@ -946,11 +930,12 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
     req->uuid = NewUuid();  // chosen here: a retried create cannot make a second VM
     req->owner_uuid = options_.owner_uuid;
     req->alias = st.alias;
-    auto brand = s.brands.find(g.record.name);
-    req->brand = brand != s.brands.end() ? brand->second : BrandFor(g);
+    static const Snapshot::Recipe kNone;
+    auto found = s.recipes.find(g.record.name);  // Gather makes one for every non-agent service
+    const Snapshot::Recipe& recipe = found != s.recipes.end() ? found->second : kNone;
+    req->brand = recipe.brand.empty() ? BrandFor(g) : recipe.brand;
     req->image_uuid = image->second.uuid;
-    auto found = s.dimensions.find(g.record.name);
-    const Dimensions dim = found != s.dimensions.end() ? found->second : RawDimensions(g.spec);
+    const Dimensions dim = recipe.dimensions ? *recipe.dimensions : RawDimensions(g.spec);
     req->billing_id = dim.billing_id;
     req->ram = dim.ram;
     req->quota = dim.quota;
@@ -959,14 +944,13 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
     req->max_lwps = dim.max_lwps;
     req->zfs_io_priority = dim.zfs_io_priority;
     req->vcpus = dim.vcpus;
-    auto nets = s.networks.find(g.record.name);
-    req->networks = nets != s.networks.end() ? nets->second : std::vector<std::string>{options_.network_uuid};
+    req->networks = recipe.networks.empty() ? std::vector<std::string>{options_.network_uuid} : recipe.networks;
     req->tags = g.spec.tags;
     req->tags[kTagProject] = p.uuid;
     req->tags[kTagService] = g.record.name;
     req->tags[kTagVersion] = p.current_version;
     req->tags[kTagSpec] = g.record.spec_hash;
-    if (auto h = s.meta_hashes.find(g.record.name); h != s.meta_hashes.end()) req->tags[kTagMeta] = h->second;
+    if (!recipe.meta_hash.empty()) req->tags[kTagMeta] = recipe.meta_hash;
     if (!g.spec.ports.empty()) {
       std::string ports;
       for (int port : g.spec.ports) absl::StrAppend(&ports, ports.empty() ? "" : ",", port);

@@ -145,6 +145,9 @@ class DataCenter {
     int vlan_id = 0, mtu = 1500;
     bool fabric = false;
     std::vector<std::string> owner_uuids;  // empty: anyone may provision on it
+    // Host addresses, the gateway included (prefix is 8..30).
+    uint32_t hosts() const { return (uint32_t{1} << (32 - prefix)) - 2; }
+    bool full() const { return next >= hosts(); }
   };
   struct NetworkPool {
     std::string uuid, name, nic_tag = "external";

@@ -33,7 +33,6 @@ bool Provisionable(const std::vector<std::string>& owners, const std::string& ow
 }  // namespace
 
 json DataCenter::NetworkJson(const Network& n) {
-  uint32_t size = n.prefix >= 31 ? 1 : (uint32_t{1} << (32 - n.prefix)) - 2;
   json j = {{"uuid", n.uuid},
             {"name", n.name},
             {"family", "ipv4"},
@@ -41,7 +40,7 @@ json DataCenter::NetworkJson(const Network& n) {
             {"netmask", Dotted(Mask(n.prefix))},
             {"gateway", n.gateway},
             {"provision_start_ip", Dotted(n.base + 2)},
-            {"provision_end_ip", Dotted(n.base + size)},
+            {"provision_end_ip", Dotted(n.base + n.hosts())},
             {"vlan_id", n.vlan_id},
             {"nic_tag", n.nic_tag},
             {"mtu", n.mtu},
@@ -165,8 +164,7 @@ DataCenter::Network* DataCenter::FindNetworkLocked(const std::string& ref, const
     }
     for (const std::string& n : kv.second.networks) {
       Network& net = networks_[n];
-      uint32_t size = (uint32_t{1} << (32 - net.prefix)) - 2;
-      if (Provisionable(net.owner_uuids, owner) && net.next < size) return &net;
+      if (Provisionable(net.owner_uuids, owner) && !net.full()) return &net;
     }
     *why = "network pool " + kv.second.name + " has no network with free addresses";
     return nullptr;
@@ -176,10 +174,9 @@ DataCenter::Network* DataCenter::FindNetworkLocked(const std::string& ref, const
 }
 
 bool DataCenter::AllocateLocked(Network* n, Nic* nic) {
-  uint32_t size = (uint32_t{1} << (32 - n->prefix)) - 2;  // hosts, the gateway included
   // A network large enough starts at the /24 block StartAddressesAtBlock chose.
-  if (n->next < block_start_ && block_start_ + 256 < size) n->next = block_start_;
-  if (n->next >= size) return false;
+  if (n->next < block_start_ && block_start_ + 256 < n->hosts()) n->next = block_start_;
+  if (n->full()) return false;
   uint32_t ip = n->base + ++n->next;
   nic->ip = Dotted(ip);
   nic->netmask = Dotted(Mask(n->prefix));

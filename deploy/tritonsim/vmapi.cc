@@ -546,8 +546,7 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
         invalid("networks", ref.empty() ? "each network needs a uuid or name" : why);
         continue;
       }
-      uint32_t size = (uint32_t{1} << (32 - net->prefix)) - 2;
-      if (net->next >= size) invalid("networks", "network " + net->name + " has no free addresses");
+      if (net->full()) invalid("networks", "network " + net->name + " has no free addresses");
       if (n.is_object() && n.value("primary", false)) primary = static_cast<int>(nets.size());
       nets.push_back(net);
     }
