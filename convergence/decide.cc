@@ -37,8 +37,13 @@ ServiceGoal GoalFor(const ServiceGoalSpec& g) {
   auto has = [&](const char* c) { return std::find(when.begin(), when.end(), c) != when.end(); };
   out.restart_on_failure = has("on-failure") || has("always");
   out.restart_on_cn = has("on-cn-restart") || has("always");
+  out.preserve = g.spec.preserve_stopped;
+  out.preserve_keep = std::max(1, g.spec.restart_max_attempts);
   return out;
 }
+
+// A job that takes an instance out of the service (Removes).
+bool RemovesKind(const std::string& job_kind) { return job_kind == "delete" || job_kind == "preserve"; }
 
 bool IsReplacement(const Action& a) { return a.reason == "replace-broken" || a.reason == "remove-broken"; }
 
@@ -173,7 +178,7 @@ void Decider::FinishedJobs() {
         prog.created = 1;
         if (j.reason == "replace-broken") prog.replaced = 1;
         if (m != d_.memory.end()) m->second.history.Success();
-      } else if (j.kind == "delete") {
+      } else if (RemovesKind(j.kind)) {
         prog.deleted = 1;
         if (j.reason == "reprovision") prog.replaced = 1;
       } else if (j.kind == "install") {
@@ -333,12 +338,12 @@ void Decider::Tasks() {
     auto images = s_.filter_images.find(t.uuid);
     const std::set<std::string>& image_uuids = images == s_.filter_images.end() ? kNone : images->second;
     int64_t deleting = 0;  // this task's replacements in flight count toward its canary
-    for (const JobRecord& j : s_.in_flight) deleting += j.task_uuid == t.uuid && j.kind == "delete";
+    for (const JobRecord& j : s_.in_flight) deleting += j.task_uuid == t.uuid && RemovesKind(j.kind);
     // Replacements that ended since the task was read: counted into it by
     // this sync (FinishedJobs), not yet in t.replaced.
     int64_t just_replaced = 0;
     for (const FinishedJob& f : s_.finished) {
-      just_replaced += f.ok && f.job.task_uuid == t.uuid && f.job.kind == "delete" && f.job.reason == "reprovision";
+      just_replaced += f.ok && f.job.task_uuid == t.uuid && RemovesKind(f.job.kind) && f.job.reason == "reprovision";
     }
     int64_t canary_left =
         t.canary > 0 ? std::max<int64_t>(0, t.canary - t.replaced - just_replaced - deleting) : -1;
@@ -407,7 +412,7 @@ void Decider::Plan() {
   in.reprovision_only = reprovision_only_;
   in.starting = starting_;
   for (const JobRecord& j : s_.in_flight) {
-    if (j.api == "vmapi" && j.kind == "delete") in.deleting.insert(j.instance);
+    if (j.api == "vmapi" && RemovesKind(j.kind)) in.deleting.insert(j.instance);
   }
   std::vector<Action> actions;
   if (cache_ == nullptr) {
@@ -922,7 +927,7 @@ void Decider::Verdicts() {
   // the crash loop when the instance failed its checks or died soon after
   // it was created (a failed provision was counted when its job failed).
   for (const Step& st : steps_) {
-    if (st.action.kind != ActionKind::kDelete || st.action.reason != "remove-broken") continue;
+    if (!Removes(st.action.kind) || st.action.reason != "remove-broken") continue;
     auto it = by_uuid_.find(st.action.instance);
     const ServiceGoalSpec* g = GoalOf(st.action.service);
     if (it == by_uuid_.end() || g == nullptr) continue;

@@ -30,7 +30,12 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
   i.uuid = vm.uuid;
   i.service = tag(kTagService);
   i.alias = vm.alias;
-  i.state = vm.state;
+  if (std::string preserved = tag(kTagPreserved); !preserved.empty()) {
+    i.state = "preserved";
+    i.preserved_at = ParseTimestamp(preserved.substr(0, preserved.find(' ')));
+  } else {
+    i.state = vm.state;
+  }
   i.health = "unknown";
   i.spec_hash = tag(kTagSpec);
   i.meta_hash = tag(kTagMeta);

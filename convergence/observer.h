@@ -23,6 +23,9 @@ inline constexpr char kTagProject[] = "mariposa.project";
 inline constexpr char kTagService[] = "mariposa.service";
 inline constexpr char kTagVersion[] = "mariposa.version";
 inline constexpr char kTagSpec[] = "mariposa.spec";
+// stop.preserve_stopped: "<RFC 3339 time> <reason>" on an instance taken out
+// of service and kept; it reads as state "preserved" and counts nowhere.
+inline constexpr char kTagPreserved[] = "mariposa.preserved";
 
 class Observer {
  public:

@@ -139,8 +139,22 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
     actions.push_back({ActionKind::kStart, goal.name, i->uuid, "start"});
     live.push_back(i);
   }
+  // stop.preserve_stopped: what leaves the service is kept stopped, not
+  // destroyed; the oldest preserved beyond preserve_keep are destroyed.
+  ActionKind remove_broken = goal.preserve == "never" ? ActionKind::kDelete : ActionKind::kPreserve;
+  ActionKind remove_live = goal.preserve == "always" ? ActionKind::kPreserve : ActionKind::kDelete;
+  std::vector<const InstanceState*> preserved;
+  for (const InstanceState* i : of_service) {
+    if (i->state == "preserved") preserved.push_back(i);
+  }
+  std::sort(preserved.begin(), preserved.end(), [](const InstanceState* a, const InstanceState* b) {
+    return a->preserved_at != b->preserved_at ? a->preserved_at < b->preserved_at : Older(a, b);
+  });
+  for (size_t k = 0; k + std::max(goal.preserve_keep, 0) < preserved.size(); ++k) {
+    actions.push_back({ActionKind::kDelete, goal.name, preserved[k]->uuid, "preserved-expired"});
+  }
   std::sort(broken.begin(), broken.end(), Older);
-  for (const InstanceState* i : broken) actions.push_back({ActionKind::kDelete, goal.name, i->uuid, "remove-broken"});
+  for (const InstanceState* i : broken) actions.push_back({remove_broken, goal.name, i->uuid, "remove-broken"});
 
   // Old-spec instances this reprovision may replace (all of them unless
   // filters or a canary limit it); the others are kept as they are.
@@ -167,7 +181,8 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
     order.insert(order.begin(), left.begin(), left.end());
     std::set<const InstanceState*> gone(order.begin(), order.begin() + (n - ceiling));
     for (int64_t k = 0; k < n - ceiling; ++k) {
-      actions.push_back({ActionKind::kDelete, goal.name, order[k]->uuid, "scale-down"});
+      bool was_broken = std::find(left.begin(), left.end(), order[k]) != left.end();
+      actions.push_back({was_broken ? remove_broken : remove_live, goal.name, order[k]->uuid, "scale-down"});
     }
     auto keep = [&](std::vector<const InstanceState*>* list) {
       list->erase(std::remove_if(list->begin(), list->end(), [&](const InstanceState* i) { return gone.count(i) > 0; }),
@@ -206,7 +221,7 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
   int64_t floor = goal.max_surge > 0 ? goal.count : goal.count - goal.rolling;
   int64_t deletable = std::clamp<int64_t>(ready_new + ready_old - floor, 0, old_running.size());
   for (int64_t k = 0; k < deletable; ++k) {
-    actions.push_back({ActionKind::kDelete, goal.name, old_running[k]->uuid, "reprovision"});
+    actions.push_back({remove_live, goal.name, old_running[k]->uuid, "reprovision"});
   }
   // Bounded as if the creates land before the deletes.
   int64_t still_needed = goal.count - kept_old - ready_new - new_in_flight;
@@ -215,11 +230,11 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
   for (int64_t k = 0; k < creates; ++k) actions.push_back({ActionKind::kCreate, goal.name, "", "reprovision"});
 }
 
-// An instance chosen for deletion is not started first.
+// An instance chosen for removal is not started first.
 void DropStartsOfDeleted(std::vector<Action>* actions, size_t from) {
   std::set<std::string> deleted;
   for (size_t k = from; k < actions->size(); ++k) {
-    if ((*actions)[k].kind == ActionKind::kDelete) deleted.insert((*actions)[k].instance);
+    if (Removes((*actions)[k].kind)) deleted.insert((*actions)[k].instance);
   }
   actions->erase(std::remove_if(actions->begin() + static_cast<long>(from), actions->end(),
                                 [&](const Action& a) { return a.kind == ActionKind::kStart && deleted.count(a.instance); }),
@@ -280,7 +295,8 @@ namespace {
 bool SameGoal(const ServiceGoal& a, const ServiceGoal& b) {
   return a.name == b.name && a.count == b.count && a.spec_hash == b.spec_hash && a.rolling == b.rolling &&
          a.max_surge == b.max_surge && a.start_window == b.start_window && a.stopped == b.stopped &&
-         a.restart_on_failure == b.restart_on_failure && a.restart_on_cn == b.restart_on_cn;
+         a.restart_on_failure == b.restart_on_failure && a.restart_on_cn == b.restart_on_cn &&
+         a.preserve == b.preserve && a.preserve_keep == b.preserve_keep;
 }
 
 // The fields a plan reads.

@@ -46,6 +46,7 @@ struct InstanceState {
   };
   std::vector<Nic> nics;  // every NIC, when it has more than one
   bool checked = false;  // its service has health checks: ready means healthy
+  absl::Time preserved_at = absl::InfinitePast();  // state "preserved": when (its mariposa.preserved tag)
 };
 
 struct ServiceGoal {
@@ -66,6 +67,13 @@ struct ServiceGoal {
   // left broken keeps its place in `count` (nothing is created for it).
   bool restart_on_failure = true;
   bool restart_on_cn = true;
+  // stop.preserve_stopped: instances taken out of service are stopped and
+  // kept (tagged mariposa.preserved, state "preserved", counted nowhere)
+  // instead of destroyed. on-failure: broken ones; always: also those a
+  // scale-down or a replace rollout removes. At most `preserve_keep` are
+  // kept per service (the oldest beyond that are destroyed).
+  std::string preserve = "never";  // never | on-failure | always
+  int preserve_keep = 3;
 };
 
 // The instance does not run what the goal says: an older spec, or meta
@@ -91,14 +99,19 @@ struct PlanInput {
   std::set<std::string> deleting;
 };
 
-enum class ActionKind { kCreate, kDelete, kStop, kStart };
+// kPreserve: take an instance out of service without destroying it (tag it
+// mariposa.preserved, stop it when it runs); it counts as a removal.
+enum class ActionKind { kCreate, kDelete, kStop, kStart, kPreserve };
+
+// Removes the instance from the service: a delete, or a preserve.
+inline bool Removes(ActionKind k) { return k == ActionKind::kDelete || k == ActionKind::kPreserve; }
 
 struct Action {
   ActionKind kind;
   std::string service;
   std::string instance;  // for deletes, stops and starts
   // scale-up, scale-down, replace-broken, remove-broken, reprovision,
-  // service-removed, stop, start
+  // service-removed, preserved-expired, stop, start
   std::string reason;
   bool operator==(const Action& o) const {
     return kind == o.kind && service == o.service && instance == o.instance && reason == o.reason;

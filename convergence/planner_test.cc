@@ -38,6 +38,7 @@ std::vector<std::string> Describe(const std::vector<Action>& actions) {
     const char* kind = a.kind == ActionKind::kCreate ? "create "
                        : a.kind == ActionKind::kDelete ? "delete "
                        : a.kind == ActionKind::kStop   ? "stop "
+                       : a.kind == ActionKind::kPreserve ? "preserve "
                                                        : "start ";
     out.push_back(absl::StrCat(kind, a.service,
                                a.instance.empty() ? "" : " " + a.instance, " (", a.reason, ")"));
@@ -94,6 +95,47 @@ TEST(PlannerTest, BrokenInstancesAreReplaced) {
             (std::vector<std::string>{"delete web cn-down (remove-broken)", "delete web crashed (remove-broken)",
                                       "delete web killed (remove-broken)", "create web (replace-broken)",
                                       "create web (replace-broken)"}));
+}
+
+TEST(PlannerTest, PreserveStoppedKeepsWhatLeavesTheService) {
+  auto with = [](const std::string& preserve, std::vector<InstanceState> instances, int64_t count = 2) {
+    PlanInput in = Input(count, std::move(instances));
+    in.services["web"].preserve = preserve;
+    in.services["web"].preserve_keep = 2;
+    return Describe(Plan(in, kNow));
+  };
+  std::vector<InstanceState> one_broken = {I("a", "running", "healthy", 1, 100), I("b", "stopped", "unknown", 1, 100)};
+  // never: destroyed; on-failure and always: kept, and replaced all the same.
+  EXPECT_EQ(with("never", one_broken),
+            (std::vector<std::string>{"delete web b (remove-broken)", "create web (replace-broken)"}));
+  for (const char* p : {"on-failure", "always"}) {
+    EXPECT_EQ(with(p, one_broken),
+              (std::vector<std::string>{"preserve web b (remove-broken)", "create web (replace-broken)"}))
+        << p;
+  }
+  // A scale-down keeps its victims only with `always`.
+  std::vector<InstanceState> three = {I("a", "running", "healthy", 1, 100), I("b", "running", "healthy", 1, 90),
+                                      I("c", "running", "healthy", 1, 80)};
+  EXPECT_EQ(with("on-failure", three), (std::vector<std::string>{"delete web a (scale-down)"}));
+  EXPECT_EQ(with("always", three), (std::vector<std::string>{"preserve web a (scale-down)"}));
+  // Preserved instances count nowhere; beyond preserve_keep the oldest go.
+  std::vector<InstanceState> kept = {I("p1", "preserved", "unknown", 1, 300), I("p2", "preserved", "unknown", 1, 200),
+                                     I("p3", "preserved", "unknown", 1, 100), I("a", "running", "healthy", 1, 100),
+                                     I("b", "running", "healthy", 1, 100)};
+  EXPECT_EQ(with("on-failure", kept), (std::vector<std::string>{"delete web p1 (preserved-expired)"}));
+  // The first preserved goes first, whatever the instances' age.
+  kept[0].preserved_at = kNow - absl::Seconds(10);
+  kept[1].preserved_at = kNow - absl::Seconds(30);
+  kept[2].preserved_at = kNow - absl::Seconds(20);
+  EXPECT_EQ(with("on-failure", kept), (std::vector<std::string>{"delete web p2 (preserved-expired)"}));
+  for (InstanceState& i : kept) i.preserved_at = absl::InfinitePast();
+  kept.pop_back();
+  EXPECT_EQ(with("on-failure", kept),
+            (std::vector<std::string>{"delete web p1 (preserved-expired)", "create web (scale-up)"}));
+  // A removed service takes its preserved instances with it.
+  PlanInput gone;
+  gone.instances = {I("p1", "preserved", "unknown", 1, 300)};
+  EXPECT_EQ(Describe(Plan(gone, kNow)), (std::vector<std::string>{"delete web p1 (service-removed)"}));
 }
 
 TEST(PlannerTest, RemovedServicesAreDeleted) {

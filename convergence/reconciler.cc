@@ -905,17 +905,28 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
       j.alias = inst != by_uuid.end() && inst->second != nullptr && !inst->second->alias.empty() ? inst->second->alias
                                                                                                : j.service;
       std::string id = j.instance;
+      absl::Duration timeout;  // stop.timeout of the service
+      if (s.goal) {
+        auto g = s.goal->services.find(j.service);
+        if (g != s.goal->services.end()) timeout = g->second.spec.stop_timeout;
+      }
       if (st.action.kind == ActionKind::kDelete) {
         j.kind = "delete";
         requests.push_back({j, [this, id] { return vmapi_->DeleteVm(id); }});
+      } else if (st.action.kind == ActionKind::kPreserve) {
+        // stop.preserve_stopped: tagged first (it stops counting at once),
+        // then stopped when it still runs; the job followed is the last one.
+        j.kind = "preserve";
+        bool running = inst != by_uuid.end() && inst->second != nullptr && inst->second->state == "running";
+        std::string mark = absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_->Now(), absl::UTCTimeZone()), " ", j.reason);
+        requests.push_back({j, [this, id, running, timeout, mark]() -> absl::StatusOr<triton::JobRef> {
+                              auto tagged = vmapi_->SetTags(id, {{kTagPreserved, mark}}, false);
+                              if (!tagged.ok() || !running) return tagged;
+                              return vmapi_->Act(id, triton::VmAction::kStop, timeout);
+                            }});
       } else {
         bool stop = st.action.kind == ActionKind::kStop;
         j.kind = stop ? "stop" : "start";
-        absl::Duration timeout;  // stop.timeout of the service
-        if (stop && s.goal) {
-          auto g = s.goal->services.find(j.service);
-          if (g != s.goal->services.end()) timeout = g->second.spec.stop_timeout;
-        }
         requests.push_back({j, [this, id, stop, timeout] {
                               return stop ? vmapi_->Act(id, triton::VmAction::kStop, timeout)
                                           : vmapi_->Act(id, triton::VmAction::kStart);
@@ -1057,7 +1068,7 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
       j.job_uuid = q.result->job_uuid;
       sent.push_back(j);
       if (j.kind == "create") ++r->created;
-      else if (j.kind == "delete") ++r->deleted;
+      else if (j.kind == "delete" || j.kind == "preserve") ++r->deleted;
       else ++r->changed;
       events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name,
                                     j.kind == "install" ? "agent.install-started" : absl::StrCat("instance.", j.kind),

@@ -74,7 +74,8 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
         bool live = i->state == "running" || i->state == "provisioning";
         if (i->state == "running") st->set_running(st->running() + 1);
         else if (i->state == "provisioning") st->set_provisioning(st->provisioning() + 1);
-        else if (!(st->stopped() && i->state == "stopped")) st->set_broken(st->broken() + 1);
+        // A preserved instance (stop.preserve_stopped) is kept for inspection and counted nowhere.
+        else if (i->state != "preserved" && !(st->stopped() && i->state == "stopped")) st->set_broken(st->broken() + 1);
         if (i->health == "healthy") st->set_healthy(st->healthy() + 1);
         if (live && !current) st->set_updating(st->updating() + 1);
         v1::InstanceStatus* is = st->add_instances();

@@ -1055,5 +1055,59 @@ TEST_F(ConvergenceTest, RestartConditionNeverLeavesAKilledInstance) {
   EXPECT_EQ(json::parse(c.Get("/vms/" + kept)->body)["state"], "running");
 }
 
+// stop.preserve_stopped as an operator meets it: a killed instance is
+// replaced but kept stopped (not destroyed) and tagged, shown as `preserved`
+// in `status -v` and counted nowhere; with `always` a scale-down keeps its
+// victims too; beyond restart.max_attempts preserved instances the oldest
+// are destroyed.
+TEST_F(ConvergenceTest, PreserveStoppedKeepsAKilledInstanceForInspection) {
+  WriteFile(dir_ + "/m.yaml",
+            "project: ps\nservices:\n"
+            "  db:\n    image: autopilotpattern/wordpress@1.2.0\n    count: 3\n    start: {window: 1s}\n"
+            "    restart: {max_attempts: 2, window: 1s}\n"
+            "    stop: {preserve_stopped: always}\n");
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/m.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"db", 3}}));
+  httplib::Client c(sim_->addr());
+  auto vms = [&](const std::string& state) {
+    std::vector<std::string> out;
+    for (const auto& vm : json::parse(c.Get("/vms?state=" + state + "&tag.mariposa.service=db")->body)) {
+      out.push_back(vm["uuid"].get<std::string>());
+    }
+    return out;
+  };
+  std::string killed = vms("running").at(0);
+  ASSERT_EQ(RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "kill-vm", killed}).exit_code, 0);
+  bool replaced = false;
+  for (int k = 0; k < 150 && !replaced; ++k) {
+    auto now = vms("running");
+    replaced = json::parse(c.Get("/vms/" + killed)->body)["tags"].contains("mariposa.preserved") && now.size() == 3;
+    if (!replaced) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(replaced) << M({"-j", "ps", "status", "-v"}).out << M({"-j", "ps", "events"}).out;
+  auto got = json::parse(c.Get("/vms/" + killed)->body);
+  EXPECT_EQ(got["state"], "stopped");
+  EXPECT_THAT(got["tags"]["mariposa.preserved"].get<std::string>(), ::testing::HasSubstr("remove-broken"));
+  RunResult st = M({"-j", "ps", "status", "-v"});
+  EXPECT_THAT(st.out, ::testing::HasSubstr("converged"));
+  EXPECT_THAT(st.out, ::testing::ContainsRegex("ps-db-[0-9] +[-0-9a-f]+ +preserved"));
+
+  // A scale-down keeps its two victims (always); three preserved is one
+  // over restart.max_attempts: the oldest (the killed one) is destroyed.
+  ASSERT_EQ(M({"-j", "ps", "scale", "db=1", "--wait", "--timeout", "60s"}).exit_code, 0);
+  bool settled = false;
+  for (int k = 0; k < 150 && !settled; ++k) {
+    settled = vms("running").size() == 1 && vms("stopped").size() == 2 &&
+              json::parse(c.Get("/vms/" + killed)->body)["state"] == "destroyed";
+    if (!settled) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(settled) << M({"-j", "ps", "status", "-v"}).out;
+  for (const std::string& vm : vms("stopped")) {
+    EXPECT_THAT(json::parse(c.Get("/vms/" + vm)->body)["tags"]["mariposa.preserved"].get<std::string>(),
+                ::testing::HasSubstr("scale-down"));
+  }
+  EXPECT_THAT(M({"-j", "ps", "status"}).out, ::testing::HasSubstr("converged"));
+}
+
 }  // namespace
 }  // namespace mariposa::testing
