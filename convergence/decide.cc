@@ -29,7 +29,8 @@ RestartPolicy PolicyFor(const ServiceSpec& spec, const ControllerPolicy& c) {
   return p;
 }
 
-ServiceGoal GoalFor(const ServiceGoalSpec& g) {
+// `images`: the services' resolved images (in-place services compare them).
+ServiceGoal GoalFor(const ServiceGoalSpec& g, const std::map<std::string, triton::Image>& images) {
   ServiceGoal out{g.record.name, g.record.count, g.record.spec_hash, std::max(1, g.spec.update_rolling),
                   std::max(0, g.spec.update_max_surge)};
   out.start_window = g.spec.start_window;
@@ -39,6 +40,15 @@ ServiceGoal GoalFor(const ServiceGoalSpec& g) {
   out.restart_on_cn = has("on-cn-restart") || has("always");
   out.preserve = g.spec.preserve_stopped;
   out.preserve_keep = std::max(1, g.spec.restart_max_attempts);
+  if (g.spec.update_strategy == "reprovision") {
+    out.in_place = true;
+    auto image = images.find(g.record.name);
+    if (image != images.end()) out.image_uuid = image->second.uuid;
+    // A service that keeps its state in delegate datasets never has one
+    // destroyed by a replacement: broken instances are kept, all of them.
+    if (out.preserve == "never") out.preserve = "on-failure";
+    out.preserve_keep = 1 << 30;
+  }
   return out;
 }
 
@@ -181,6 +191,9 @@ void Decider::FinishedJobs() {
       } else if (RemovesKind(j.kind)) {
         prog.deleted = 1;
         if (j.reason == "reprovision") prog.replaced = 1;
+      } else if (j.kind == "reprovision") {
+        prog.replaced = 1;
+        Event("instance.reprovisioned", j.instance, j.alias);
       } else if (j.kind == "install") {
         prog.created = 1;
         if (m != d_.memory.end()) {
@@ -338,23 +351,24 @@ void Decider::Tasks() {
     auto images = s_.filter_images.find(t.uuid);
     const std::set<std::string>& image_uuids = images == s_.filter_images.end() ? kNone : images->second;
     int64_t deleting = 0;  // this task's replacements in flight count toward its canary
-    for (const JobRecord& j : s_.in_flight) deleting += j.task_uuid == t.uuid && RemovesKind(j.kind);
+    for (const JobRecord& j : s_.in_flight) deleting += j.task_uuid == t.uuid && (RemovesKind(j.kind) || j.kind == "reprovision");
     // Replacements that ended since the task was read: counted into it by
     // this sync (FinishedJobs), not yet in t.replaced.
     int64_t just_replaced = 0;
     for (const FinishedJob& f : s_.finished) {
-      just_replaced += f.ok && f.job.task_uuid == t.uuid && RemovesKind(f.job.kind) && f.job.reason == "reprovision";
+      just_replaced += f.ok && f.job.task_uuid == t.uuid && f.job.reason == "reprovision" &&
+                       (RemovesKind(f.job.kind) || f.job.kind == "reprovision");
     }
     int64_t canary_left =
         t.canary > 0 ? std::max<int64_t>(0, t.canary - t.replaced - just_replaced - deleting) : -1;
     bool filtered = t.canary > 0 || !t.filter_versions.empty() || !t.filter_images.empty() ||
                     !t.filter_servers.empty() || !t.filter_instances.empty();
-    int64_t pending = 0;
+    int64_t pending = 0, coming_up = 0;  // coming_up: reprovisioned in place, not ready yet
     std::vector<std::string> mine;
     for (const std::string& svc : scope) {
       const ServiceGoalSpec* g = GoalOf(svc);
       if (g == nullptr || g->spec.compute_type == "agent") continue;
-      ServiceGoal goal = GoalFor(*g);
+      ServiceGoal goal = GoalFor(*g, s_.images);
       std::set<std::string> chosen;
       for (const InstanceState* i : ReprovisionOrder(of_[svc], goal)) {
         if (canary_left >= 0 && pending >= canary_left) break;
@@ -363,9 +377,15 @@ void Decider::Tasks() {
         ++pending;
       }
       // Instances of the new spec still coming up belong to the rollout too.
+      // In place, that is until they are ready again.
       bool starting = false;
       for (const InstanceState* i : of_[svc]) {
+        bool current = !Outdated(*i, goal);
         starting |= i->state == "provisioning" && i->spec_hash == goal.spec_hash;
+        if (goal.in_place && current && i->state == "running" && !InstanceReady(*i, now_, goal.start_window)) {
+          starting = true;
+          ++coming_up;
+        }
       }
       if (chosen.empty() && !starting) continue;
       reprovision_.insert(svc);
@@ -374,7 +394,7 @@ void Decider::Tasks() {
       reprovision_task_of_[svc] = t.uuid;
       mine.push_back(svc);
     }
-    if (pending == 0 && deleting == 0) {
+    if (pending == 0 && deleting == 0 && coming_up == 0) {
       Change(t, "completed");
       if (t.canary > 0 && t.replaced + just_replaced >= t.canary) {
         Event("reprovision.canary-done", t.uuid,
@@ -396,7 +416,7 @@ void Decider::Plan() {
   if (s_.goal && !s_.project.deleting) {
     for (const auto& kv : s_.goal->services) {
       if (kv.second.spec.compute_type == "agent") continue;
-      ServiceGoal g = GoalFor(kv.second);
+      ServiceGoal g = GoalFor(kv.second, s_.images);
       g.stopped = stopped_.count(kv.first) > 0;
       auto r = rolling_.find(kv.first);
       if (r != rolling_.end()) g.rolling = r->second;
@@ -413,6 +433,7 @@ void Decider::Plan() {
   in.starting = starting_;
   for (const JobRecord& j : s_.in_flight) {
     if (j.api == "vmapi" && RemovesKind(j.kind)) in.deleting.insert(j.instance);
+    if (j.api == "vmapi" && j.kind == "reprovision") in.reprovisioning.insert(j.instance);
   }
   std::vector<Action> actions;
   if (cache_ == nullptr) {
@@ -428,6 +449,7 @@ void Decider::Plan() {
       if (only != in.reprovision_only.end()) si.flags.only = &only->second;
       si.flags.starting = in.starting.count(kv.first) > 0;
       si.flags.deleting = &in.deleting;
+      si.flags.reprovisioning = &in.reprovisioning;
       auto of = of_.find(kv.first);
       if (of != of_.end()) si.instances = of->second;
       si.fingerprint = InstancesFingerprint(si.instances);
@@ -981,7 +1003,7 @@ void Decider::Verdicts() {
       continue;
     }
     int64_t live = 0, left_broken = 0;
-    ServiceGoal goal = GoalFor(g);
+    ServiceGoal goal = GoalFor(g, s_.images);
     for (const InstanceState* i : of_[svc]) {
       bool current = !Outdated(*i, goal);
       if (i->state == "provisioning") {

@@ -44,6 +44,7 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
   i.created = ParseTimestamp(vm.create_timestamp);
   i.version_uuid = tag(kTagVersion);
   i.image_uuid = vm.image_uuid;
+  i.delegate_dataset = !vm.datasets.empty();
   i.server_uuid = vm.server_uuid;
   for (const triton::Nic& n : vm.nics) {
     if (i.ip.empty() || n.primary) {

@@ -48,7 +48,10 @@ bool InstanceReady(const InstanceState& i, absl::Time now, absl::Duration start_
 }
 bool InstanceBroken(const InstanceState& i) { return BrokenState(i); }
 
-bool Outdated(const InstanceState& i, const ServiceGoal& goal) { return i.spec_hash != goal.spec_hash || i.stale_meta; }
+bool Outdated(const InstanceState& i, const ServiceGoal& goal) {
+  return i.spec_hash != goal.spec_hash || i.stale_meta ||
+         (!goal.image_uuid.empty() && !i.image_uuid.empty() && i.image_uuid != goal.image_uuid);
+}
 
 bool Restarts(const ServiceGoal& goal, const InstanceState& i) {
   if (!BrokenState(i)) return false;
@@ -108,6 +111,30 @@ namespace {
 
 const std::vector<const InstanceState*> kNoInstances;
 
+// One in-place rolling step (update.strategy reprovision): up to `rolling`
+// instances reprovisioning or coming back up at once, and only while
+// count - rolling instances stay ready. Oldest first.
+template <typename Eligible>
+void PlanInPlace(const ServiceGoal& goal, const std::vector<const InstanceState*>& live, const ServiceFlags& flags,
+                 const Eligible& eligible, absl::Time now, std::vector<Action>& actions) {
+  int64_t in_flight = 0, ready = 0;
+  std::vector<const InstanceState*> old;
+  for (const InstanceState* i : live) {
+    if (flags.reprovisioning != nullptr && flags.reprovisioning->count(i->uuid)) {
+      ++in_flight;
+      continue;
+    }
+    bool current = !Outdated(*i, goal);
+    if (ReadyState(*i, now, goal.start_window)) ++ready;
+    else if (current) ++in_flight;
+    if (!current && i->state == "running" && i->delegate_dataset && eligible(i)) old.push_back(i);
+  }
+  std::sort(old.begin(), old.end(), Older);
+  int64_t floor = goal.count - goal.rolling;
+  int64_t n = std::clamp<int64_t>(std::min<int64_t>(goal.rolling - in_flight, ready - floor), 0, old.size());
+  for (int64_t k = 0; k < n; ++k) actions.push_back({ActionKind::kReprovision, goal.name, old[k]->uuid, "reprovision"});
+}
+
 // One service's actions (Plan, for each service of the goal), appended.
 void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*>& of_service,
                  const ServiceFlags& flags, absl::Time now, std::vector<Action>& actions) {
@@ -161,9 +188,12 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
   auto eligible = [&](const InstanceState* i) {
     return Outdated(*i, goal) && (flags.only == nullptr || flags.only->count(i->uuid) > 0);
   };
-  bool rolling_out = false;
+  // update.strategy reprovision: those with a delegate dataset are rolled in
+  // place, after the others were replaced.
+  auto in_place = [&](const InstanceState* i) { return goal.in_place && i->delegate_dataset; };
+  bool rolling_out = false, in_place_out = false;
   if (flags.reprovision) {
-    for (const InstanceState* i : live) rolling_out |= eligible(i);
+    for (const InstanceState* i : live) (in_place(i) ? in_place_out : rolling_out) |= eligible(i);
   }
   // Broken instances restart.condition leaves keep their place.
   int64_t n = static_cast<int64_t>(live.size() + left.size());
@@ -198,7 +228,10 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
     actions.push_back({ActionKind::kCreate, goal.name, "", k < replace ? "replace-broken" : "scale-up"});
   }
   n += missing;
-  if (!rolling_out) return;
+  if (!rolling_out) {
+    if (in_place_out) PlanInPlace(goal, live, flags, eligible, now, actions);
+    return;
+  }
 
   // One rolling step. New instances: up to `rolling` in flight, live never
   // above count + max_surge. Old ones: removed oldest first, only while
@@ -212,8 +245,8 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
       if (ready) ready_new++;
       else new_in_flight++;
     } else {
-      if (i->state == "running" && eligible(i)) old_running.push_back(i);
-      if (!eligible(i)) kept_old++;
+      if (i->state == "running" && eligible(i) && !in_place(i)) old_running.push_back(i);
+      if (!eligible(i) || in_place(i)) kept_old++;
       if (ready) ready_old++;
     }
   }
@@ -248,6 +281,7 @@ ServiceFlags FlagsOf(const PlanInput& input, const std::string& service) {
   if (only != input.reprovision_only.end()) f.only = &only->second;
   f.starting = input.starting.count(service) > 0;
   f.deleting = &input.deleting;
+  f.reprovisioning = &input.reprovisioning;
   return f;
 }
 
@@ -296,7 +330,8 @@ bool SameGoal(const ServiceGoal& a, const ServiceGoal& b) {
   return a.name == b.name && a.count == b.count && a.spec_hash == b.spec_hash && a.rolling == b.rolling &&
          a.max_surge == b.max_surge && a.start_window == b.start_window && a.stopped == b.stopped &&
          a.restart_on_failure == b.restart_on_failure && a.restart_on_cn == b.restart_on_cn &&
-         a.preserve == b.preserve && a.preserve_keep == b.preserve_keep;
+         a.preserve == b.preserve && a.preserve_keep == b.preserve_keep && a.in_place == b.in_place &&
+         a.image_uuid == b.image_uuid;
 }
 
 // The fields a plan reads.
@@ -320,9 +355,9 @@ uint64_t InstancesFingerprint(const std::vector<const InstanceState*>& instances
   uint64_t h = 0;
   for (const InstanceState* i : instances) {
     h = absl::Hash<std::tuple<uint64_t, absl::string_view, absl::string_view, absl::string_view, bool,
-                              absl::string_view, bool, int64_t, int64_t, absl::string_view>>{}(
+                              absl::string_view, bool, int64_t, int64_t, absl::string_view, bool, absl::string_view>>{}(
         std::make_tuple(h, i->uuid, i->state, i->health, i->checked, i->spec_hash, i->stale_meta, i->version,
-                        absl::ToUnixNanos(i->created), i->service));
+                        absl::ToUnixNanos(i->created), i->service, i->delegate_dataset, i->image_uuid));
   }
   return h;
 }
@@ -346,11 +381,14 @@ std::vector<Action> PlanCache::Plan(const std::map<std::string, ServiceInput>& s
     const ServiceInput& in = kv.second;
     const std::set<std::string>& only = in.flags.only != nullptr ? *in.flags.only : kNone;
     const std::set<std::string>& deleting = in.flags.deleting != nullptr ? *in.flags.deleting : kNone;
+    const std::set<std::string>& reprovisioning =
+        in.flags.reprovisioning != nullptr ? *in.flags.reprovisioning : kNone;
     auto e = entries_.find(kv.first);
     bool reuse = e != entries_.end() && now < e->second.valid_until && SameGoal(e->second.goal, in.goal) &&
                  e->second.reprovision == in.flags.reprovision && e->second.starting == in.flags.starting &&
                  e->second.has_only == (in.flags.only != nullptr) && e->second.only == only &&
-                 e->second.deleting == deleting && e->second.fingerprint == in.fingerprint &&
+                 e->second.deleting == deleting && e->second.reprovisioning == reprovisioning &&
+                 e->second.fingerprint == in.fingerprint &&
                  e->second.count == in.instances.size();
     if (reuse) {
       ++reused_;
@@ -365,6 +403,7 @@ std::vector<Action> PlanCache::Plan(const std::map<std::string, ServiceInput>& s
     fresh.has_only = in.flags.only != nullptr;
     fresh.only = only;
     fresh.deleting = deleting;
+    fresh.reprovisioning = reprovisioning;
     fresh.fingerprint = in.fingerprint;
     fresh.count = in.instances.size();
     std::vector<const InstanceState*> of_service;

@@ -47,6 +47,7 @@ struct InstanceState {
   std::vector<Nic> nics;  // every NIC, when it has more than one
   bool checked = false;  // its service has health checks: ready means healthy
   absl::Time preserved_at = absl::InfinitePast();  // state "preserved": when (its mariposa.preserved tag)
+  bool delegate_dataset = false;  // has a delegated ZFS dataset (can be reprovisioned keeping its data)
 };
 
 struct ServiceGoal {
@@ -74,6 +75,13 @@ struct ServiceGoal {
   // kept per service (the oldest beyond that are destroyed).
   std::string preserve = "never";  // never | on-failure | always
   int preserve_keep = 3;
+  // update.strategy reprovision: outdated instances with a delegate dataset
+  // are reprovisioned in place (kReprovision), `rolling` at a time, while
+  // count - rolling stay ready; those without one are replaced first.
+  bool in_place = false;
+  // In place only: the image the service resolves to. An instance on
+  // another image is outdated (a reprovision that did not finish).
+  std::string image_uuid;
 };
 
 // The instance does not run what the goal says: an older spec, or meta
@@ -97,11 +105,14 @@ struct PlanInput {
   // get no other action, are neither live nor ready, but while they still
   // run they count toward the count + max_surge ceiling of new creates.
   std::set<std::string> deleting;
+  // Instances with a reprovision in flight: live, not ready, no other action.
+  std::set<std::string> reprovisioning;
 };
 
 // kPreserve: take an instance out of service without destroying it (tag it
 // mariposa.preserved, stop it when it runs); it counts as a removal.
-enum class ActionKind { kCreate, kDelete, kStop, kStart, kPreserve };
+// kReprovision: VMAPI reprovision in place (update.strategy: reprovision).
+enum class ActionKind { kCreate, kDelete, kStop, kStart, kPreserve, kReprovision };
 
 // Removes the instance from the service: a delete, or a preserve.
 inline bool Removes(ActionKind k) { return k == ActionKind::kDelete || k == ActionKind::kPreserve; }
@@ -132,6 +143,7 @@ struct ServiceFlags {
   const std::set<std::string>* only = nullptr;   // the rollout is limited to these instances
   bool starting = false;                         // a start task starts its stopped instances
   const std::set<std::string>* deleting = nullptr;  // instances with a delete in flight
+  const std::set<std::string>* reprovisioning = nullptr;  // instances with a reprovision in flight
 };
 
 // Plan, service by service, keeping each service's actions: a service whose
@@ -165,7 +177,7 @@ class PlanCache {
   struct Entry {
     ServiceGoal goal;
     bool reprovision = false, starting = false, has_only = false;
-    std::set<std::string> only, deleting;  // the flags' sets, kept
+    std::set<std::string> only, deleting, reprovisioning;  // the flags' sets, kept
     uint64_t fingerprint = 0;
     size_t count = 0;
     absl::Time valid_until;

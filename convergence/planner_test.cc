@@ -39,6 +39,7 @@ std::vector<std::string> Describe(const std::vector<Action>& actions) {
                        : a.kind == ActionKind::kDelete ? "delete "
                        : a.kind == ActionKind::kStop   ? "stop "
                        : a.kind == ActionKind::kPreserve ? "preserve "
+                       : a.kind == ActionKind::kReprovision ? "reprovision "
                                                        : "start ";
     out.push_back(absl::StrCat(kind, a.service,
                                a.instance.empty() ? "" : " " + a.instance, " (", a.reason, ")"));
@@ -136,6 +137,56 @@ TEST(PlannerTest, PreserveStoppedKeepsWhatLeavesTheService) {
   PlanInput gone;
   gone.instances = {I("p1", "preserved", "unknown", 1, 300)};
   EXPECT_EQ(Describe(Plan(gone, kNow)), (std::vector<std::string>{"delete web p1 (service-removed)"}));
+}
+
+TEST(PlannerTest, InPlaceRolloutReprovisionsWithinTheFloor) {
+  auto dataset = [](InstanceState i) {
+    i.delegate_dataset = true;
+    return i;
+  };
+  auto plan = [&](std::vector<InstanceState> instances, int rolling = 1, std::set<std::string> in_flight = {}) {
+    PlanInput in = Input(3, std::move(instances), rolling, /*surge=*/1, "s2");
+    in.services["web"].in_place = true;
+    in.reprovision = {"web"};
+    in.reprovisioning = std::move(in_flight);
+    return Describe(Plan(in, kNow));
+  };
+  std::vector<InstanceState> old = {dataset(I("a", "running", "healthy", 1, 300)),
+                                    dataset(I("b", "running", "healthy", 1, 200)),
+                                    dataset(I("c", "running", "healthy", 1, 100))};
+  // Oldest first, one at a time, nothing created (no surge in place).
+  EXPECT_EQ(plan(old), (std::vector<std::string>{"reprovision web a (reprovision)"}));
+  EXPECT_EQ(plan(old, 2), (std::vector<std::string>{"reprovision web a (reprovision)", "reprovision web b (reprovision)"}));
+  // One in flight: the step is full.
+  EXPECT_TRUE(plan(old, 1, {"a"}).empty());
+  // Back on the new spec but not healthy yet: still the step's.
+  std::vector<InstanceState> coming = old;
+  coming[0].spec_hash = "s2";
+  coming[0].health = "starting";
+  EXPECT_TRUE(plan(coming).empty());
+  coming[0].health = "healthy";
+  EXPECT_EQ(plan(coming), (std::vector<std::string>{"reprovision web b (reprovision)"}));
+  // An unhealthy instance lowers what may go at once (the floor holds).
+  std::vector<InstanceState> sick = old;
+  sick[2].health = "starting";
+  sick[2].spec_hash = "s1";
+  EXPECT_TRUE(plan(sick).empty());
+  // Without a delegate dataset an instance is replaced (create first), and
+  // the in-place ones wait for that.
+  std::vector<InstanceState> mixed = old;
+  mixed[1].delegate_dataset = false;
+  EXPECT_EQ(plan(mixed), (std::vector<std::string>{"create web (reprovision)"}));
+  // An instance on another image than the service's is outdated.
+  PlanInput in = Input(1, {dataset(I("x", "running", "healthy", 1, 100, "s1"))}, 1, 1, "s1");
+  in.services["web"].in_place = true;
+  in.services["web"].image_uuid = "new-image";
+  in.instances[0].image_uuid = "old-image";
+  in.reprovision = {"web"};
+  EXPECT_TRUE(Outdated(in.instances[0], in.services["web"]));
+  // count 1, rolling 1: the floor is 0, the only instance goes down for it.
+  EXPECT_EQ(Describe(Plan(in, kNow)), (std::vector<std::string>{"reprovision web x (reprovision)"}));
+  in.instances[0].image_uuid = "new-image";
+  EXPECT_TRUE(Plan(in, kNow).empty());
 }
 
 TEST(PlannerTest, RemovedServicesAreDeleted) {

@@ -858,6 +858,83 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   return r;
 }
 
+// What VMAPI is asked to make of one instance of `g` (a create, or the
+// update before an in-place reprovision): image, package, networks, tags,
+// metadata with {{ }} filled in, and the placement rules' values.
+absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpec& g, const std::string& alias,
+                                         const std::string& uuid, triton::CreateVmRequest* req,
+                                         std::vector<PlacementRuleText>* rules) const {
+  const ProjectRecord& p = s.project;
+  req->uuid = uuid;  // chosen by the caller: a retried create cannot make a second VM
+  req->owner_uuid = options_.owner_uuid;
+  req->alias = alias;
+  static const Snapshot::Recipe kNone;
+  auto found = s.recipes.find(g.record.name);  // Gather makes one for every non-agent service
+  const Snapshot::Recipe& recipe = found != s.recipes.end() ? found->second : kNone;
+  req->brand = recipe.brand.empty() ? BrandFor(g) : recipe.brand;
+  req->image_uuid = s.images.at(g.record.name).uuid;
+  req->delegate_dataset = g.spec.delegate_dataset;
+  const Dimensions dim = recipe.dimensions ? *recipe.dimensions : RawDimensions(g.spec);
+  req->billing_id = dim.billing_id;
+  req->ram = dim.ram;
+  req->quota = dim.quota;
+  req->cpu_cap = dim.cpu_cap;
+  req->max_swap = dim.max_swap;
+  req->max_lwps = dim.max_lwps;
+  req->zfs_io_priority = dim.zfs_io_priority;
+  req->vcpus = dim.vcpus;
+  req->networks = recipe.networks.empty() ? std::vector<std::string>{options_.network_uuid} : recipe.networks;
+  req->tags = g.spec.tags;
+  req->tags[kTagProject] = p.uuid;
+  req->tags[kTagService] = g.record.name;
+  req->tags[kTagVersion] = p.current_version;
+  req->tags[kTagSpec] = g.record.spec_hash;
+  if (!recipe.meta_hash.empty()) req->tags[kTagMeta] = recipe.meta_hash;
+  if (!g.spec.ports.empty()) {
+    std::string ports;
+    for (int port : g.spec.ports) absl::StrAppend(&ports, ports.empty() ? "" : ",", port);
+    req->tags["ports"] = ports;
+  }
+  req->customer_metadata = g.spec.mdata;
+  // {{ }} values are filled in now that the instance has a name and uuid.
+  InterpolationContext ctx;
+  ctx.meta = s.meta;
+  ctx.project_name = p.name;
+  ctx.project_uuid = p.uuid;
+  ctx.project_version = absl::StrCat(p.current_number);
+  ctx.service_name = g.record.name;
+  ctx.scale = g.record.count;
+  ctx.package_name = dim.package_name.empty() ? g.record.package : dim.package_name;
+  ctx.package_ram = dim.ram;
+  if (dim.quota > 0) ctx.package_disk = dim.quota * 1024;
+  if (dim.cpu_cap > 0) ctx.package_cpu = dim.cpu_cap;
+  ctx.instance_name = req->alias;
+  ctx.instance_uuid = req->uuid;
+  ctx.leave_unknown = true;  // the server is not known before placement
+  absl::Status prepared = absl::OkStatus();
+  auto fill = [&](std::string* value) {  // the first failure is kept; later values are left alone
+    if (!prepared.ok()) return;
+    auto v = Interpolate(*value, ctx);
+    if (v.ok()) *value = *v;
+    else prepared = v.status();
+  };
+  std::map<std::string, std::string> environment = g.spec.environment;
+  std::string command = g.spec.command;
+  for (auto* values : {&req->customer_metadata, &req->tags, &environment}) {
+    for (auto& kv : *values) {
+      if (kv.first.rfind("mariposa.", 0) != 0) fill(&kv.second);
+    }
+  }
+  fill(&command);
+  for (const PlacementRule& rule : g.spec.placement) {
+    std::string value = rule.value;
+    fill(&value);
+    rules->push_back({rule.key, rule.equal, rule.soft, value});
+  }
+  Runtime(g.spec, environment, command, req);
+  return prepared;
+}
+
 std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Step>& steps,
                                         const std::vector<AgentInstall>& installs,
                                         std::map<std::string, ServiceMemory>* memory, SyncResult* r,
@@ -913,6 +990,48 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
       if (st.action.kind == ActionKind::kDelete) {
         j.kind = "delete";
         requests.push_back({j, [this, id] { return vmapi_->DeleteVm(id); }});
+      } else if (st.action.kind == ActionKind::kReprovision) {
+        // In place (update.strategy reprovision): the new tags and metadata
+        // first, then VMAPI reprovision to the new image; an instance left on
+        // its old image by a failed reprovision reads as outdated (GoalFor).
+        j.kind = "reprovision";
+        const ServiceGoalSpec* g = s.goal ? &s.goal->services.at(j.service) : nullptr;
+        if (g == nullptr || !s.images.count(j.service)) continue;  // Decide held it
+        triton::CreateVmRequest want;
+        std::vector<PlacementRuleText> ignored;
+        absl::Status prepared = InstanceRequest(s, *g, j.alias, id, &want, &ignored);
+        if (!prepared.ok()) {
+          refused.push_back(Refused(j, prepared));
+          ++r->failed;
+          continue;
+        }
+        requests.push_back({j, [this, id, want]() -> absl::StatusOr<triton::JobRef> {
+                              auto vm = vmapi_->GetVm(id);
+                              if (!vm.ok()) return vm.status();
+                              triton::UpdateVmRequest u;
+                              u.customer_metadata = want.customer_metadata;
+                              u.internal_metadata = want.internal_metadata;
+                              for (const auto& kv : vm->customer_metadata) {
+                                if (!want.customer_metadata.count(kv.first)) u.remove_customer_metadata.push_back(kv.first);
+                              }
+                              for (const auto& kv : vm->internal_metadata) {
+                                if (!want.internal_metadata.count(kv.first) && kv.first.rfind("docker:", 0) == 0) {
+                                  u.remove_internal_metadata.push_back(kv.first);
+                                }
+                              }
+                              u.billing_id = want.billing_id;
+                              u.ram = want.ram;
+                              u.quota = want.quota;
+                              u.cpu_cap = want.cpu_cap;
+                              u.max_swap = want.max_swap;
+                              u.max_lwps = want.max_lwps;
+                              u.zfs_io_priority = want.zfs_io_priority;
+                              auto updated = vmapi_->Update(id, u);
+                              if (!updated.ok()) return updated.status();
+                              auto tagged = vmapi_->SetTags(id, want.tags, /*replace=*/true);
+                              if (!tagged.ok()) return tagged.status();
+                              return vmapi_->Reprovision(id, want.image_uuid);
+                            }});
       } else if (st.action.kind == ActionKind::kPreserve) {
         // stop.preserve_stopped: tagged first (it stops counting at once),
         // then stopped when it still runs; the job followed is the last one.
@@ -935,76 +1054,10 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
       continue;
     }
     const ServiceGoalSpec& g = s.goal->services.at(st.action.service);
-    auto image = s.images.find(g.record.name);
-    if (image == s.images.end()) continue;  // Decide held it
+    if (!s.images.count(g.record.name)) continue;  // Decide held it
     auto req = std::make_shared<triton::CreateVmRequest>();
-    req->uuid = NewUuid();  // chosen here: a retried create cannot make a second VM
-    req->owner_uuid = options_.owner_uuid;
-    req->alias = st.alias;
-    static const Snapshot::Recipe kNone;
-    auto found = s.recipes.find(g.record.name);  // Gather makes one for every non-agent service
-    const Snapshot::Recipe& recipe = found != s.recipes.end() ? found->second : kNone;
-    req->brand = recipe.brand.empty() ? BrandFor(g) : recipe.brand;
-    req->image_uuid = image->second.uuid;
-    const Dimensions dim = recipe.dimensions ? *recipe.dimensions : RawDimensions(g.spec);
-    req->billing_id = dim.billing_id;
-    req->ram = dim.ram;
-    req->quota = dim.quota;
-    req->cpu_cap = dim.cpu_cap;
-    req->max_swap = dim.max_swap;
-    req->max_lwps = dim.max_lwps;
-    req->zfs_io_priority = dim.zfs_io_priority;
-    req->vcpus = dim.vcpus;
-    req->networks = recipe.networks.empty() ? std::vector<std::string>{options_.network_uuid} : recipe.networks;
-    req->tags = g.spec.tags;
-    req->tags[kTagProject] = p.uuid;
-    req->tags[kTagService] = g.record.name;
-    req->tags[kTagVersion] = p.current_version;
-    req->tags[kTagSpec] = g.record.spec_hash;
-    if (!recipe.meta_hash.empty()) req->tags[kTagMeta] = recipe.meta_hash;
-    if (!g.spec.ports.empty()) {
-      std::string ports;
-      for (int port : g.spec.ports) absl::StrAppend(&ports, ports.empty() ? "" : ",", port);
-      req->tags["ports"] = ports;
-    }
-    req->customer_metadata = g.spec.mdata;
-    // {{ }} values are filled in now that the instance has a name and uuid.
-    InterpolationContext ctx;
-    ctx.meta = s.meta;
-    ctx.project_name = p.name;
-    ctx.project_uuid = p.uuid;
-    ctx.project_version = absl::StrCat(p.current_number);
-    ctx.service_name = g.record.name;
-    ctx.scale = g.record.count;
-    ctx.package_name = dim.package_name.empty() ? g.record.package : dim.package_name;
-    ctx.package_ram = dim.ram;
-    if (dim.quota > 0) ctx.package_disk = dim.quota * 1024;
-    if (dim.cpu_cap > 0) ctx.package_cpu = dim.cpu_cap;
-    ctx.instance_name = req->alias;
-    ctx.instance_uuid = req->uuid;
-    ctx.leave_unknown = true;  // the server is not known before placement
-    absl::Status prepared = absl::OkStatus();
-    auto fill = [&](std::string* value) {  // the first failure is kept; later values are left alone
-      if (!prepared.ok()) return;
-      auto v = Interpolate(*value, ctx);
-      if (v.ok()) *value = *v;
-      else prepared = v.status();
-    };
-    std::map<std::string, std::string> environment = g.spec.environment;
-    std::string command = g.spec.command;
-    for (auto* values : {&req->customer_metadata, &req->tags, &environment}) {
-      for (auto& kv : *values) {
-        if (kv.first.rfind("mariposa.", 0) != 0) fill(&kv.second);
-      }
-    }
-    fill(&command);
     std::vector<PlacementRuleText> rules;
-    for (const PlacementRule& rule : g.spec.placement) {
-      std::string value = rule.value;
-      fill(&value);
-      rules.push_back({rule.key, rule.equal, rule.soft, value});
-    }
-    Runtime(g.spec, environment, command, req.get());
+    absl::Status prepared = InstanceRequest(s, g, st.alias, NewUuid(), req.get(), &rules);
     j.kind = "create";
     j.instance = req->uuid;
     j.alias = req->alias;

@@ -151,6 +151,9 @@ class Reconciler {
   // Builds, sends (in dependency waves) and records the requests of
   // `steps` and `installs` (tasks resolved); refusals are counted into
   // `memory` at once. Returns the jobs sent.
+  absl::Status InstanceRequest(const Snapshot& s, const ServiceGoalSpec& g, const std::string& alias,
+                               const std::string& uuid, triton::CreateVmRequest* req,
+                               std::vector<PlacementRuleText>* rules) const;
   std::vector<JobRecord> Send(const Snapshot& s, const std::vector<Step>& steps, const std::vector<AgentInstall>& installs,
                               std::map<std::string, ServiceMemory>* memory, SyncResult* r,
                               std::vector<EventRecord>* events, std::vector<Problem>* problems);

@@ -575,6 +575,7 @@ class Parser {
 
   void ParseService(const YamlNode& n, const std::string& path, ServiceSpec* s) {
     bool has_count = false, has_image = false;
+    const YamlNode* strategy_node = nullptr;
     const YamlNode* count_node = nullptr;
     const YamlNode* servers_node = nullptr;
     Fields f;
@@ -787,8 +788,22 @@ class Parser {
       uf["on_meta_change"] = [&](const YamlNode& x, const std::string& xp) {
         OneOf(x, xp, &s->update_on_meta_change, {"rollout", "manual"});
       };
+      uf["strategy"] = [&](const YamlNode& x, const std::string& xp) {
+        strategy_node = &x;
+        OneOf(x, xp, &s->update_strategy, {"replace", "reprovision"});
+      };
+      uf["min_healthy_time"] = [&](const YamlNode& x, const std::string& xp) {
+        Duration(x, xp, &s->update_min_healthy_time, false);
+      };
+      uf["healthy_deadline"] = [&](const YamlNode& x, const std::string& xp) {
+        Duration(x, xp, &s->update_healthy_deadline, false);
+      };
+      uf["progress_deadline"] = [&](const YamlNode& x, const std::string& xp) {
+        Duration(x, xp, &s->update_progress_deadline, false);
+      };
       ParseMap(v, p, uf);
     };
+    f["delegate_dataset"] = [&](const YamlNode& v, const std::string& p) { Bool(v, p, &s->delegate_dataset); };
     f["servers"] = [&](const YamlNode& v, const std::string& p) {
       servers_node = &v;
       ServerSelector sel;
@@ -820,6 +835,23 @@ class Parser {
       if (!s->servers) s->servers = ServerSelector{};
     } else if (s->servers) {
       Error(*servers_node, Join(path, "servers"), "servers: is only for compute_type: agent; use placement: for other services");
+    }
+    if (strategy_node != nullptr && s->update_strategy == "reprovision") {
+      std::string sp = Join(path, "update.strategy");
+      if (s->compute_type == "agent") {
+        Error(*strategy_node, sp, "agents are updated by CNAPI installs; remove update.strategy");
+      } else if (s->compute_type == "kvm" || s->brand == "kvm" || s->brand == "bhyve") {
+        Error(*strategy_node, sp,
+              "VMAPI cannot reprovision a hardware VM (kvm, bhyve); use strategy: replace and keep state off the VM");
+      } else if (!s->delegate_dataset) {
+        Error(*strategy_node, sp,
+              "reprovision rewrites the instance's root; only a delegate dataset survives it. Add "
+              "`delegate_dataset: true` to the service (and keep the data under /zones/<uuid>/data), or use "
+              "strategy: replace");
+      }
+    }
+    if (s->delegate_dataset && (s->compute_type == "kvm" || s->brand == "kvm" || s->brand == "bhyve")) {
+      Error(n, Join(path, "delegate_dataset"), "a hardware VM (kvm, bhyve) cannot have a delegate dataset");
     }
     if (s->update_canary > 0 && s->compute_type != "agent" && s->update_canary > s->count && s->count > 0) {
       Warn(n, Join(path, "update.canary"), absl::StrCat("canary ", s->update_canary, " is larger than count ", s->count));
@@ -992,6 +1024,7 @@ void InstanceFields(const ServiceSpec& s, std::map<std::string, Value>* all) {
     (*all)["resources"] = std::move(r);
   }
   if (!s.command.empty()) (*all)["command"] = Value::Str(s.command);
+  if (s.delegate_dataset) (*all)["delegate_dataset"] = Value::Bool(true);
   if (!s.environment.empty()) (*all)["environment"] = StrMap(s.environment);
   if (!s.mdata.empty()) (*all)["mdata"] = StrMap(s.mdata);
   if (!s.ports.empty()) {
@@ -1037,15 +1070,20 @@ Value ServiceSpecValue(const ServiceSpec& s) {
   Value stop = Value::Map();
   stop.Append("preserve_stopped", Value::Str(s.preserve_stopped)).Append("timeout", Dur(s.stop_timeout));
   all["stop"] = std::move(stop);
-  Value update = Value::Map();
-  update.Append("auto_rollback", Value::Bool(s.update_auto_rollback))
-      .Append("canary", Value::Int(s.update_canary))
-      .Append("max_surge", Value::Int(s.update_max_surge))
-      .Append("on_change", Value::Str(s.update_on_change));
-  // Written only when not the default, so versions stored before it existed
-  // keep their canonical form.
-  if (s.update_on_meta_change != "manual") update.Append("on_meta_change", Value::Str(s.update_on_meta_change));
-  update.Append("rolling", Value::Int(s.update_rolling));
+  // Fields added later are written only when not the default, so versions
+  // stored before they existed keep their canonical form.
+  std::map<std::string, Value> u;  // sorted key order
+  u["auto_rollback"] = Value::Bool(s.update_auto_rollback);
+  u["canary"] = Value::Int(s.update_canary);
+  u["max_surge"] = Value::Int(s.update_max_surge);
+  u["on_change"] = Value::Str(s.update_on_change);
+  u["rolling"] = Value::Int(s.update_rolling);
+  if (s.update_on_meta_change != "manual") u["on_meta_change"] = Value::Str(s.update_on_meta_change);
+  if (s.update_strategy != "replace") u["strategy"] = Value::Str(s.update_strategy);
+  if (s.update_healthy_deadline > absl::ZeroDuration()) u["healthy_deadline"] = Dur(s.update_healthy_deadline);
+  if (s.update_min_healthy_time > absl::ZeroDuration()) u["min_healthy_time"] = Dur(s.update_min_healthy_time);
+  if (s.update_progress_deadline > absl::ZeroDuration()) u["progress_deadline"] = Dur(s.update_progress_deadline);
+  Value update = Value::FromMap(std::move(u));
   all["update"] = std::move(update);
   if (s.servers) {
     Value sv = Value::Map();

@@ -102,6 +102,20 @@ struct ServiceSpec {
   // rollout | manual: what a change to a meta value the service's instances
   // use does (manual: `status` names them; `reprovision` rolls them).
   std::string update_on_meta_change = "manual";
+  // replace: new instances are created and old ones removed (max_surge);
+  // reprovision: VMAPI reprovisions each instance in place (same uuid, NICs
+  // and delegate dataset, new image and metadata), `rolling` at a time.
+  std::string update_strategy = "replace";
+  // Nomad's update block. An instance of the new spec must stay healthy for
+  // min_healthy_time before it counts as ready; one not ready within
+  // healthy_deadline of its creation (or reprovision) is unhealthy; a rollout
+  // with no instance becoming ready for progress_deadline fails. 0 = none.
+  absl::Duration update_min_healthy_time = absl::ZeroDuration();
+  absl::Duration update_healthy_deadline = absl::ZeroDuration();
+  absl::Duration update_progress_deadline = absl::ZeroDuration();
+  // Each instance gets a ZFS dataset of its own (zones/<uuid>/data) that
+  // survives a reprovision (VMAPI's delegate_dataset).
+  bool delegate_dataset = false;
   std::optional<ServerSelector> servers;   // agents only
   std::map<std::string, Value> reserved;  // RFD 36 keys not run yet, stored as given
 };

@@ -255,7 +255,7 @@ TEST(ManifestTest, GoldenErrors) {
       {"unknown top key", "project: p\nservice: {}\n",
        "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, meta, networks, project, services\n"},
       {"unknown service key", "project: p\nservices:\n  web:\n    image: x\n    imgae: y\n",
-       "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, command, compute_type, count, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"},
+       "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"},
       {"duplicate key", "project: p\nproject: q\n", "t.yaml:2:1: project: duplicate key\n"},
       {"alias twice", "project: p\nservices:\n  web: {image: x, count: 1, scale: 2}\n",
        "t.yaml:3:29: services.web.scale: \"scale\" and \"count\" mean the same; keep one\n"},
@@ -335,7 +335,7 @@ services:
             "t.yaml:5:12: services.web.count: \"lots\" is not a whole number\n"
             "t.yaml:6:13: services.web.ports[0]: 0 is out of range 1..65535\n"
             "t.yaml:8:17: services.web.healthchecks.h.type: \"gopher\" is not one of: http, https, tcp\n"
-            "t.yaml:10:5: services.db.frobnicate: unknown key \"frobnicate\"; expected one of: affinity, command, compute_type, count, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"
+            "t.yaml:10:5: services.db.frobnicate: unknown key \"frobnicate\"; expected one of: affinity, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"
             "t.yaml:10:5: services.db.image: missing: every service needs an image (name[@version], uuid or docker reference)\n");
 }
 
@@ -442,4 +442,43 @@ TEST(ManifestLimitsTest, CancellationStopsTheParse) {
 }
 
 }  // namespace
+TEST(ManifestTest, ReprovisionStrategyNeedsADelegateDataset) {
+  auto parse = [](const std::string& body) {
+    ParseOptions o;
+    o.filename = "t.yaml";
+    return ParseManifest("project: p\nservices:\n  db:\n    image: i\n" + body, o);
+  };
+  auto r = parse("    update: {strategy: reprovision}\n");
+  ASSERT_FALSE(r.manifest);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].path, "services.db.update.strategy");
+  EXPECT_NE(r.errors[0].message.find("delegate_dataset: true"), std::string::npos) << r.errors[0].message;
+  r = parse("    compute_type: kvm\n    delegate_dataset: true\n    update: {strategy: reprovision}\n");
+  ASSERT_FALSE(r.manifest);
+  EXPECT_NE(r.errors[0].message.find("hardware VM"), std::string::npos);
+  r = parse("    delegate_dataset: true\n"
+            "    update: {strategy: reprovision, min_healthy_time: 10s, healthy_deadline: 5m, progress_deadline: 10m}\n");
+  ASSERT_TRUE(r.manifest) << (r.errors.empty() ? "" : r.errors[0].ToString());
+  const ServiceSpec& s = r.manifest->services.at("db");
+  EXPECT_EQ(s.update_strategy, "reprovision");
+  EXPECT_TRUE(s.delegate_dataset);
+  EXPECT_EQ(s.update_min_healthy_time, absl::Seconds(10));
+  EXPECT_EQ(s.update_healthy_deadline, absl::Minutes(5));
+  EXPECT_EQ(s.update_progress_deadline, absl::Minutes(10));
+  // The canonical form reads back the same; the dataset is part of the instance.
+  std::string canonical = CanonicalYaml(*r.manifest);
+  auto again = ParseManifest(canonical, ParseOptions{});
+  ASSERT_TRUE(again.manifest);
+  EXPECT_EQ(CanonicalYaml(*again.manifest), canonical);
+  EXPECT_NE(canonical.find("strategy: reprovision"), std::string::npos) << canonical;
+  ServiceSpec without = s;
+  without.delegate_dataset = false;
+  EXPECT_NE(InstanceSpecHash(s), InstanceSpecHash(without));
+  // Defaults are not written: older versions keep their canonical form.
+  auto plain = parse("");
+  ASSERT_TRUE(plain.manifest);
+  EXPECT_EQ(CanonicalYaml(*plain.manifest).find("strategy"), std::string::npos);
+  EXPECT_EQ(CanonicalYaml(*plain.manifest).find("deadline"), std::string::npos);
+}
+
 }  // namespace mariposa

@@ -1109,5 +1109,65 @@ TEST_F(ConvergenceTest, PreserveStoppedKeepsAKilledInstanceForInspection) {
   EXPECT_THAT(M({"-j", "ps", "status"}).out, ::testing::HasSubstr("converged"));
 }
 
+// update.strategy reprovision as an operator meets it: a new image and a new
+// environment reach the same VMs (uuid, NICs and delegate dataset kept, the
+// zone root rewritten), one at a time, and `apply --wait` ends when the last
+// is back and ready.
+TEST_F(ConvergenceTest, ReprovisionStrategyKeepsUuidNicsAndTheDelegateDataset) {
+  auto manifest = [](const std::string& version, const std::string& tier) {
+    return "project: st\nservices:\n"
+           "  db:\n    image: autopilotpattern/wordpress@" + version + "\n    count: 2\n    start: {window: 1s}\n"
+           "    delegate_dataset: true\n    environment: {TIER: " + tier + "}\n"
+           "    update: {strategy: reprovision}\n";
+  };
+  WriteFile(dir_ + "/m.yaml", manifest("1.2.0", "one"));
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/m.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"db", 2}}));
+  httplib::Client c(sim_->addr());
+  std::map<std::string, json> before;
+  for (const auto& vm : json::parse(c.Get("/vms?state=running&tag.mariposa.service=db")->body)) {
+    before[vm["uuid"]] = vm;
+    ASSERT_EQ(vm["datasets"].size(), 1u) << vm.dump();
+    std::string uuid = vm["uuid"];
+    auto ctl = [&](const std::string& path, const std::string& text) {
+      return RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "write-file", uuid, path, text});
+    };
+    ASSERT_EQ(ctl("/zones/" + uuid + "/data/db.sqlite", "rows of " + uuid).exit_code, 0);
+    ASSERT_EQ(ctl("/var/tmp/scratch", "gone after a reprovision").exit_code, 0);
+  }
+  ASSERT_EQ(before.size(), 2u);
+
+  WriteFile(dir_ + "/m.yaml", manifest("1.3.0", "two"));
+  RunResult r = M({"apply", "-f", dir_ + "/m.yaml", "--yes", "--wait", "--timeout", "90s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << M({"-j", "st", "status", "-v"}).out;
+  auto after = json::parse(c.Get("/vms?state=active&tag.mariposa.service=db")->body);
+  ASSERT_EQ(after.size(), 2u);
+  std::string new_image;
+  for (const auto& vm : after) {
+    std::string uuid = vm["uuid"];
+    ASSERT_TRUE(before.count(uuid)) << "a new VM was made: " << uuid;
+    const json& old = before[uuid];
+    EXPECT_EQ(vm["state"], "running");
+    EXPECT_NE(vm["image_uuid"], old["image_uuid"]);
+    if (new_image.empty()) new_image = vm["image_uuid"];
+    EXPECT_EQ(vm["image_uuid"], new_image);
+    EXPECT_EQ(vm["nics"][0]["ip"], old["nics"][0]["ip"]);
+    EXPECT_EQ(vm["nics"][0]["mac"], old["nics"][0]["mac"]);
+    EXPECT_EQ(vm["datasets"], old["datasets"]);
+    EXPECT_EQ(vm["internal_metadata"]["docker:env"], "[\"TIER=two\"]");
+    EXPECT_NE(vm["tags"]["mariposa.spec"], old["tags"]["mariposa.spec"]);
+    auto files = json::parse(c.Get("/_sim/vms/" + uuid + "/files")->body);
+    EXPECT_EQ(files["reprovisions"], 1);
+    EXPECT_EQ(files["files"]["/zones/" + uuid + "/data/db.sqlite"], "rows of " + uuid);
+    EXPECT_FALSE(files["files"].contains("/var/tmp/scratch"));
+  }
+  RunResult st = M({"-j", "st", "status"});
+  EXPECT_THAT(st.out, ::testing::HasSubstr("converged"));
+  // One at a time: never both reprovisioning (the events are in order).
+  RunResult ev = M({"-j", "st", "events"});
+  EXPECT_THAT(ev.out, ::testing::HasSubstr("instance.reprovision"));
+  EXPECT_THAT(ev.out, ::testing::Not(::testing::HasSubstr("instance.delete")));
+}
+
 }  // namespace
 }  // namespace mariposa::testing

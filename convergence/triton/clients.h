@@ -41,6 +41,7 @@ struct Vm {
   int64_t quota = 0;    // GiB
   int64_t cpu_cap = 0;  // percent of one CPU
   std::vector<Nic> nics;
+  std::vector<std::string> datasets;  // delegated ZFS datasets ("zones/<uuid>/data")
   std::string create_timestamp;  // ISO 8601
   std::string last_modified;
 };
@@ -85,7 +86,17 @@ struct CreateVmRequest {
   int64_t max_lwps = 0;
   int64_t zfs_io_priority = 0;
   int64_t vcpus = 0;
+  bool delegate_dataset = false;  // a ZFS dataset of its own, kept by a reprovision
   std::optional<Locality> locality;
+};
+
+// VMAPI's update action: what changes in place (vmadm update). Metadata
+// maps are merged; keys in the remove_* lists are deleted; 0 / "" = unchanged.
+struct UpdateVmRequest {
+  std::map<std::string, std::string> customer_metadata, internal_metadata;
+  std::vector<std::string> remove_customer_metadata, remove_internal_metadata;
+  std::string billing_id;
+  int64_t ram = 0, quota = 0, cpu_cap = 0, max_swap = 0, max_lwps = 0, zfs_io_priority = 0;
 };
 
 struct JobRef {
@@ -123,6 +134,7 @@ class VmapiClient {
   virtual absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action,
                                      absl::Duration timeout = absl::ZeroDuration()) = 0;
   virtual absl::StatusOr<JobRef> Reprovision(const std::string& uuid, const std::string& image_uuid) = 0;
+  virtual absl::StatusOr<JobRef> Update(const std::string& uuid, const UpdateVmRequest& req) = 0;
   virtual absl::StatusOr<JobRef> DeleteVm(const std::string& uuid) = 0;
   // Merges `tags` into the VM's (or replaces them all).
   virtual absl::StatusOr<JobRef> SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,

@@ -156,6 +156,7 @@ absl::StatusOr<JobRef> FakeVmapiClient::CreateVm(const CreateVmRequest& req) {
   vm.customer_metadata = req.customer_metadata;
   vm.internal_metadata = req.internal_metadata;
   vm.docker = req.docker;
+  if (req.delegate_dataset) vm.datasets = {"zones/" + vm.uuid + "/data"};
   vm.quota = req.quota;
   vm.cpu_cap = req.cpu_cap;
   vm.state = "provisioning";
@@ -181,6 +182,22 @@ absl::StatusOr<JobRef> FakeVmapiClient::Reprovision(const std::string& uuid, con
   if (auto s = Enter("Reprovision", uuid); !s.ok()) return s;
   if (!vms_.count(uuid)) return absl::NotFoundError("vmapi VmAction: 404 ResourceNotFound");
   return StartLocked("reprovision", uuid, [this, uuid, image_uuid] { vms_[uuid].image_uuid = image_uuid; });
+}
+
+absl::StatusOr<JobRef> FakeVmapiClient::Update(const std::string& uuid, const UpdateVmRequest& req) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (auto s = Enter("Update", uuid); !s.ok()) return s;
+  if (!vms_.count(uuid)) return absl::NotFoundError("vmapi VmAction: 404 ResourceNotFound");
+  return StartLocked("update", uuid, [this, uuid, req] {
+    Vm& vm = vms_[uuid];
+    for (const auto& kv : req.customer_metadata) vm.customer_metadata[kv.first] = kv.second;
+    for (const auto& kv : req.internal_metadata) vm.internal_metadata[kv.first] = kv.second;
+    for (const auto& k : req.remove_customer_metadata) vm.customer_metadata.erase(k);
+    for (const auto& k : req.remove_internal_metadata) vm.internal_metadata.erase(k);
+    if (req.ram > 0) vm.ram = req.ram;
+    if (req.quota > 0) vm.quota = req.quota;
+    if (req.cpu_cap > 0) vm.cpu_cap = req.cpu_cap;
+  });
 }
 
 absl::StatusOr<JobRef> FakeVmapiClient::DeleteVm(const std::string& uuid) {

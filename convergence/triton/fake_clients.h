@@ -55,6 +55,7 @@ class FakeVmapiClient : public VmapiClient, public FakeBase {
   absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action,
                              absl::Duration timeout = absl::ZeroDuration()) override;
   absl::StatusOr<JobRef> Reprovision(const std::string& uuid, const std::string& image_uuid) override;
+  absl::StatusOr<JobRef> Update(const std::string& uuid, const UpdateVmRequest& req) override;
   absl::StatusOr<JobRef> DeleteVm(const std::string& uuid) override;
   absl::StatusOr<JobRef> SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,
                                  bool replace) override;

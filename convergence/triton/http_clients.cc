@@ -162,6 +162,7 @@ absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
   if (req.max_lwps > 0) body["max_lwps"] = req.max_lwps;
   if (req.zfs_io_priority > 0) body["zfs_io_priority"] = req.zfs_io_priority;
   if (req.vcpus > 0) body["vcpus"] = req.vcpus;
+  if (req.delegate_dataset) body["delegate_dataset"] = true;
   if (req.locality) {
     body["locality"] = {{"strict", req.locality->strict}, {"near", req.locality->near}, {"far", req.locality->far}};
   }
@@ -185,6 +186,24 @@ absl::StatusOr<JobRef> HttpVmapiClient::Reprovision(const std::string& uuid, con
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", "/vms/" + UrlEncode(uuid) + "?action=reprovision",
                                               json({{"image_uuid", image_uuid}}).dump()));
   return ToJobRef(r, "Reprovision");
+}
+
+absl::StatusOr<JobRef> HttpVmapiClient::Update(const std::string& uuid, const UpdateVmRequest& req) {
+  json body = json::object();
+  if (!req.customer_metadata.empty()) body["customer_metadata"] = req.customer_metadata;
+  if (!req.internal_metadata.empty()) body["internal_metadata"] = req.internal_metadata;
+  if (!req.remove_customer_metadata.empty()) body["remove_customer_metadata"] = req.remove_customer_metadata;
+  if (!req.remove_internal_metadata.empty()) body["remove_internal_metadata"] = req.remove_internal_metadata;
+  if (!req.billing_id.empty()) body["billing_id"] = req.billing_id;
+  for (auto [key, value] : {std::make_pair("ram", req.ram), std::make_pair("quota", req.quota),
+                            std::make_pair("cpu_cap", req.cpu_cap), std::make_pair("max_swap", req.max_swap),
+                            std::make_pair("max_lwps", req.max_lwps),
+                            std::make_pair("zfs_io_priority", req.zfs_io_priority)}) {
+    if (value > 0) body[key] = value;
+  }
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", "/vms/" + UrlEncode(uuid) + "?action=update",
+                                              body.dump()));
+  return ToJobRef(r, "Update");
 }
 
 absl::StatusOr<JobRef> HttpVmapiClient::DeleteVm(const std::string& uuid) {

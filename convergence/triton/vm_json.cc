@@ -129,6 +129,7 @@ class VmSax {
     if (vm_ == nullptr) return true;
     if (Depth(3)) {
       if (map_ != nullptr) (*map_)[key_] = str != nullptr ? std::move(*str) : text;
+      else if (field_ == "datasets" && str != nullptr) vm_->datasets.push_back(std::move(*str));
       return true;
     }
     if (Depth(4)) {

@@ -165,6 +165,32 @@ Reply DataCenter::KillVm(const std::string& uuid, const std::string& to_state) {
   return r;
 }
 
+Reply DataCenter::WriteFile(const std::string& uuid, const std::string& path, const std::string& content) {
+  absl::MutexLock l(&mu_);
+  auto it = vms_.find(uuid);
+  if (it == vms_.end() || it->second.state == "destroyed") return Error(404, "ResourceNotFound", "VM not found");
+  Vm& v = it->second;
+  std::string data = "/zones/" + uuid + "/data/";
+  bool on_dataset = !v.datasets.empty() && path.rfind(data, 0) == 0;
+  (on_dataset ? v.dataset_files : v.root_files)[path] = content;
+  Reply r;
+  r.body = {{"uuid", uuid}, {"path", path}, {"on", on_dataset ? v.datasets[0] : "zone root"}};
+  return r;
+}
+
+Reply DataCenter::Files(const std::string& uuid) {
+  absl::MutexLock l(&mu_);
+  auto it = vms_.find(uuid);
+  if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
+  json files = json::object();
+  for (const auto* m : {&it->second.root_files, &it->second.dataset_files}) {
+    for (const auto& kv : *m) files[kv.first] = kv.second;
+  }
+  Reply r;
+  r.body = {{"uuid", uuid}, {"files", files}, {"reprovisions", it->second.reprovisions}};
+  return r;
+}
+
 Reply DataCenter::SetVmHealth(const std::string& uuid, VmHealth h) {
   absl::MutexLock l(&mu_);
   auto it = vms_.find(uuid);

@@ -108,6 +108,11 @@ class DataCenter {
   Reply SetServerStatus(const std::string& uuid, const std::string& status);
   Reply KillVm(const std::string& uuid, const std::string& to_state);
   Reply SetVmHealth(const std::string& uuid, VmHealth h);
+  // A file written inside the guest: under /zones/<uuid>/data/ it lands on
+  // the delegate dataset (kept by a reprovision), elsewhere on the root
+  // (rewritten by one). Files() lists both.
+  Reply WriteFile(const std::string& uuid, const std::string& path, const std::string& content);
+  Reply Files(const std::string& uuid);
   Reply SetJobKnobs(const json& body);
   Reply Stats();
 
@@ -167,6 +172,11 @@ class DataCenter {
     json tags = json::object(), customer_metadata = json::object(), internal_metadata = json::object();
     json disks;  // kvm/bhyve only
     std::vector<Nic> nics;
+    // delegate_dataset: "zones/<uuid>/data", with the files written there;
+    // root_files: what lives on the zone root (a reprovision replaces it).
+    std::vector<std::string> datasets;
+    std::map<std::string, std::string> dataset_files, root_files;
+    int reprovisions = 0;
     bool autoboot = true, firewall_enabled = false, docker = false;
     VmHealth health = VmHealth::kHealthy;
     // Bumped by Touch() on every change; the serialized form (all but the

@@ -157,6 +157,18 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
                                          : VmHealth::kHang;
             Send(dc->SetVmHealth(r.matches[1], v), &res);
           });
+  s->Post("/_sim/vms/" + kId + "/files", [dc](const httplib::Request& r, httplib::Response& res) {
+    json b = json::parse(r.body, nullptr, false);
+    if (!b.is_object() || !b.contains("path") || !b["path"].is_string() || !b.contains("content") ||
+        !b["content"].is_string()) {
+      Send(DataCenter::Error(400, "InvalidContent", "body: {\"path\": PATH, \"content\": TEXT}"), &res);
+      return;
+    }
+    Send(dc->WriteFile(r.matches[1], b["path"], b["content"]), &res);
+  });
+  s->Get("/_sim/vms/" + kId + "/files", [dc](const httplib::Request& r, httplib::Response& res) {
+    Send(dc->Files(r.matches[1]), &res);
+  });
   s->Post("/_sim/fail", [dc](const httplib::Request& r, httplib::Response& res) {
     json b = json::parse(r.body, nullptr, false);
     if (!b.is_object() || !b.contains("op") || !b["op"].is_string()) {

@@ -89,6 +89,16 @@ Reply DataCenter::StartJobLocked(const std::string& name, const std::string& tas
         }
       }
     }
+    if (fail && job.task == "reprovision") {
+      // A failed reprovision leaves the zone installed but not booted, on
+      // its old image (vmadm reprovision rolls back the root): stopped.
+      auto it = vms_.find(job.vm_uuid);
+      if (it != vms_.end() && it->second.state == "provisioning") {
+        it->second.state = "stopped";
+        it->second.zone_state = "installed";
+        Touch(&it->second);
+      }
+    }
     job.finished_ms = NowMs();
     job.execution = err.empty() ? "succeeded" : "failed";
     job.error = err;

@@ -51,6 +51,9 @@ ctl commands (URL from --addr or $TRITONSIM_URL):
   server-down SERVER | server-up SERVER      SERVER is a uuid or hostname
   kill-vm VM | destroy-vm VM                 the VM stops, or vanishes (destroyed)
   vm-health VM healthy|unhealthy|refuse|hang what its listeners answer
+  write-file VM PATH TEXT                    a file in the guest: under /zones/VM/data/ on its
+                                             delegate dataset (kept by reprovision), else on its root
+  files VM                                   the guest's files and how often it was reprovisioned
   fail OP N [STATUS]                         the next N calls of OP answer STATUS (503)
   slow OP N MS                               the next N calls of OP wait MS first
   knobs [--job-latency MS] [--job-jitter F] [--job-failure-rate F] [--api-latency MS]
@@ -85,6 +88,17 @@ int Ctl(std::vector<std::string> args) {
     path = "/_sim/vms/" + args[1] + (cmd == "kill-vm" ? "/kill" : "/destroy");
   } else if (cmd == "vm-health" && need(2)) {
     path = "/_sim/vms/" + args[1] + "/health/" + args[2];
+  } else if (cmd == "write-file" && need(3)) {
+    path = "/_sim/vms/" + args[1] + "/files";
+    body = {{"path", args[2]}, {"content", args[3]}};
+  } else if (cmd == "files" && need(1)) {
+    auto res = cli.Get("/_sim/vms/" + args[1] + "/files");
+    if (!res) {
+      std::cerr << "tritonsim ctl: cannot reach " << url << "\n";
+      return 1;
+    }
+    std::cout << res->body << "\n";
+    return res->status == 200 ? 0 : 1;
   } else if (cmd == "fail" && (need(2) || need(3))) {
     path = "/_sim/fail";
     body = {{"op", args[1]}, {"count", atoi(args[2].c_str())}, {"status", args.size() > 3 ? atoi(args[3].c_str()) : 503}};

@@ -117,6 +117,8 @@ void DataCenter::WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) c
   *out += vm.internal_metadata.dump();
   Key("docker", out);
   *out += vm.docker ? "true" : "false";
+  Key("datasets", out);
+  *out += json(vm.datasets).dump();
   Key("nics", out);
   out->push_back('[');
   for (size_t i = 0; i < vm.nics.size(); ++i) {
@@ -591,6 +593,10 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
   }
   vm.docker = body.contains("docker") && body["docker"].is_boolean() && body["docker"].get<bool>();
   vm.autoboot = body.value("autoboot", true);
+  if (body.contains("delegate_dataset") && body["delegate_dataset"].is_boolean() && body["delegate_dataset"].get<bool>()) {
+    if (hvm) return Validation(409, "delegate_dataset", "Invalid", "a " + brand + " VM cannot have a delegate dataset");
+    vm.datasets = {"zones/" + vm.uuid + "/data"};
+  }
   vm.firewall_enabled = body.value("firewall_enabled", false);
   for (size_t idx = 0; idx < nets.size(); ++idx) {
     Nic nic;
@@ -685,9 +691,18 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
       return Validation(409, "image_uuid", "Invalid", "Image does not exist or is not active");
     }
     if (vm.brand == "kvm" || vm.brand == "bhyve") return Error(409, "BrandNotSupported", "Cannot reprovision a " + vm.brand + " VM");
+    // The zone is halted and its root rewritten from the image while the
+    // job runs (VMAPI shows it provisioning); uuid, NICs and the delegate
+    // dataset stay; it boots from the new image.
+    vm.state = "provisioning";
+    vm.zone_state = "installed";
+    Touch(&vm);
     return StartJobLocked("reprovision-7.0.0", "reprovision", uuid, body, [this, id, image]() -> std::string {
       Vm& v = vms_[id];
+      if (v.state == "destroyed") return "VM was deleted while reprovisioning";
       v.image_uuid = image;
+      v.root_files.clear();
+      v.reprovisions++;
       v.state = "running";
       v.zone_state = "running";
       Touch(&v);
@@ -708,8 +723,23 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
       if (changes.contains("alias") && changes["alias"].is_string()) v.alias = changes["alias"];
       if (changes.contains("quota") && changes["quota"].is_number()) v.quota = changes["quota"];
       if (changes.contains("cpu_cap") && changes["cpu_cap"].is_number()) v.cpu_cap = changes["cpu_cap"];
-      if (changes.contains("customer_metadata") && changes["customer_metadata"].is_object()) {
-        v.customer_metadata.update(changes["customer_metadata"]);
+      for (const char* key : {"max_swap", "max_lwps", "zfs_io_priority"}) {
+        if (!changes.contains(key) || !changes[key].is_number_integer()) continue;
+        int64_t value = changes[key].get<int64_t>();
+        if (std::string(key) == "max_swap") v.max_swap = value;
+        else if (std::string(key) == "max_lwps") v.max_lwps = value;
+        else v.zfs_io_priority = value;
+      }
+      if (changes.contains("billing_id") && changes["billing_id"].is_string()) v.billing_id = changes["billing_id"];
+      // vmadm update: set_* merges, remove_* deletes keys.
+      for (auto [set, remove, target] : {std::make_tuple("customer_metadata", "remove_customer_metadata", &v.customer_metadata),
+                                         std::make_tuple("internal_metadata", "remove_internal_metadata", &v.internal_metadata)}) {
+        if (changes.contains(set) && changes[set].is_object()) target->update(changes[set]);
+        if (changes.contains(remove) && changes[remove].is_array()) {
+          for (const json& k : changes[remove]) {
+            if (k.is_string()) target->erase(k.get<std::string>());
+          }
+        }
       }
       Touch(&v);
       return "";
