@@ -77,6 +77,8 @@ Tasks and freezes
   queue list [--finished N]
   queue get TASK
   queue terminate TASK [--reason TEXT]   (ends it and freezes its scope)
+  pause TASK [--reason TEXT]             (holds a rollout between steps; it stays open)
+  resume TASK                            (continues a paused rollout)
   freeze [--service s1,s2 | --group G] [--reason TEXT] [--only kind,kind]
   thaw [--service s1,s2 | --group G]
 Log and controller
@@ -141,6 +143,12 @@ const std::map<std::string, std::string>& CommandHelp() {
       {"queue",
        "usage: mariposa -j PROJECT queue list [--finished N] | queue get TASK | queue terminate TASK [--reason TEXT]\n\n"
        "Terminating a task freezes its scope (services) until `mariposa thaw`.\n"},
+      {"pause",
+       "usage: mariposa pause TASK [--reason TEXT]\n\n"
+       "Holds a rollout (a reprovision task, as `queue list` shows it) between steps without ending it: no\n"
+       "further instance is replaced or reprovisioned for it; jobs in flight finish. Its progress_deadline does\n"
+       "not run while it is paused. `mariposa resume TASK` continues it; `queue terminate` ends it.\n"},
+      {"resume", "usage: mariposa resume TASK\n\nContinues a rollout `mariposa pause` held.\n"},
       {"freeze",
        "usage: mariposa -j PROJECT freeze [--service s1,s2 | --group G] [--reason TEXT] [--only kind,kind]\n\n"
        "Terminates the tasks in scope and blocks automatic work there until `mariposa thaw`; user commands are\n"
@@ -302,6 +310,7 @@ class Cli {
   int AdminCmd(Args& a);
   int QueueCmd(Args& a);
   int FreezeCmd(Args& a, bool thaw);
+  int PauseCmd(bool pause, Args& a);
   int TaskCmd(const std::string& kind, Args& a);
   int HealthCmd(Args& a);
   int WaitSettled(const std::string& project, absl::Duration timeout);
@@ -1081,6 +1090,38 @@ int Cli::QueueCmd(Args& a) {
   throw UsageError{"expected queue list|get|terminate"};
 }
 
+int Cli::PauseCmd(bool pause, Args& a) {
+  auto reason = pause ? a.Value({"--reason"}) : std::nullopt;
+  auto rest = a.Positional(2, 2, pause ? "pause TASK" : "resume TASK");
+  v1::Task task;
+  if (pause) {
+    v1::PauseTaskRequest req;
+    req.set_task(rest[1]);
+    req.set_reason(reason.value_or(""));
+    v1::PauseTaskResponse resp;
+    Check(queue_->PauseTask(Ctx().get(), req, &resp));
+    task = resp.task();
+  } else {
+    v1::ResumeTaskRequest req;
+    req.set_task(rest[1]);
+    v1::ResumeTaskResponse resp;
+    Check(queue_->ResumeTask(Ctx().get(), req, &resp));
+    task = resp.task();
+  }
+  if (Structured()) {
+    Print(task);
+    return 0;
+  }
+  if (pause) {
+    std::cout << "rollout " << task.uuid() << " is paused (" << task.paused()
+              << "): no further step starts; jobs in flight finish. `mariposa resume " << task.uuid()
+              << "` continues it\n";
+  } else {
+    std::cout << "rollout " << task.uuid() << " continues\n";
+  }
+  return 0;
+}
+
 int Cli::FreezeCmd(Args& a, bool thaw) {
   auto services = a.Value({"--service", "--services"});
   auto group = a.Value({"--group"});
@@ -1300,6 +1341,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "admin") return AdminCmd(args);
   if (cmd == "queue") return QueueCmd(args);
   if (cmd == "freeze") return FreezeCmd(args, false);
+  if (cmd == "pause" || cmd == "resume") return PauseCmd(cmd == "pause", args);
   if (cmd == "thaw") return FreezeCmd(args, true);
   if (cmd == "reprovision" || cmd == "start" || cmd == "stop") return TaskCmd(cmd, args);
   if (cmd == "health") return HealthCmd(args);

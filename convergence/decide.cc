@@ -34,6 +34,7 @@ ServiceGoal GoalFor(const ServiceGoalSpec& g, const std::map<std::string, triton
   ServiceGoal out{g.record.name, g.record.count, g.record.spec_hash, std::max(1, g.spec.update_rolling),
                   std::max(0, g.spec.update_max_surge)};
   out.start_window = g.spec.start_window;
+  out.min_healthy_time = g.spec.update_min_healthy_time;
   const std::vector<std::string>& when = g.spec.restart_condition;
   auto has = [&](const char* c) { return std::find(when.begin(), when.end(), c) != when.end(); };
   out.restart_on_failure = has("on-failure") || has("always");
@@ -106,6 +107,9 @@ class Decider {
   // A failure that counts toward the service's crash loop (and backoff).
   void CrashFailure(const std::string& service, const std::string& why);
   void FinishedJobs();
+  // A rollout past one of its services' deadlines (update.healthy_deadline,
+  // update.progress_deadline): why, or "".
+  std::string Overdue(const TaskRecord& t, const std::vector<std::string>& scope) const;
   void Instances();
   void Tasks();
   void Plan();
@@ -257,6 +261,54 @@ void Decider::Instances() {
   }
 }
 
+std::string Decider::Overdue(const TaskRecord& t, const std::vector<std::string>& scope) const {
+  if (t.state != "active" || t.started_at == absl::InfinitePast()) return "";
+  // The rollout's clock starts when it started or was last resumed.
+  absl::Time from = std::max(t.started_at, t.resumed_at);
+  absl::Time progress = from;  // the last time an instance of the new spec became ready
+  absl::Duration progress_deadline = absl::ZeroDuration();
+  bool pending = false;
+  for (const std::string& svc : scope) {
+    const ServiceGoalSpec* g = GoalOf(svc);
+    if (g == nullptr || g->spec.compute_type == "agent") continue;
+    ServiceGoal goal = GoalFor(*g, s_.images);
+    const absl::Duration healthy_deadline = g->spec.update_healthy_deadline;
+    if (g->spec.update_progress_deadline > absl::ZeroDuration()) {
+      progress_deadline = progress_deadline == absl::ZeroDuration()
+                              ? g->spec.update_progress_deadline
+                              : std::min(progress_deadline, g->spec.update_progress_deadline);
+    }
+    auto it = of_.find(svc);
+    if (it == of_.end()) continue;
+    for (const InstanceState* i : it->second) {
+      if (Outdated(*i, goal)) {
+        pending |= i->state == "running";
+        continue;
+      }
+      absl::Time ready_at = ReadySince(*i, goal.start_window);  // may be ahead (start.window)
+      if (ready_at <= now_) {
+        if (ready_at != absl::InfinitePast()) progress = std::max(progress, ready_at);
+        continue;
+      }
+      pending = true;
+      // An instance this rollout brought up that is not ready in time.
+      if (healthy_deadline <= absl::ZeroDuration() || i->state != "running") continue;
+      absl::Time up = i->up_since == absl::InfinitePast() ? i->created : i->up_since;
+      if (up < from || up == absl::InfiniteFuture()) continue;
+      if (now_ - up > healthy_deadline) {
+        return absl::StrCat("update.healthy_deadline ", absl::FormatDuration(healthy_deadline), ": ", i->alias,
+                            " of ", svc, " was not ready ", absl::FormatDuration(now_ - up), " after it came up (",
+                            i->checked ? absl::StrCat("health ", i->health) : "no checks", ")");
+      }
+    }
+  }
+  if (pending && progress_deadline > absl::ZeroDuration() && now_ - progress > progress_deadline) {
+    return absl::StrCat("update.progress_deadline ", absl::FormatDuration(progress_deadline),
+                        ": no instance of the new spec became ready since ", Stamp(progress));
+  }
+  return "";
+}
+
 void Decider::Tasks() {
   for (const TaskRecord& t : s_.tasks) {
     if (t.state == "queued" || t.state == "active" || t.state == "terminating") open_ids_.insert(t.uuid);
@@ -320,6 +372,15 @@ void Decider::Tasks() {
       continue;
     }
     if (t.kind != "reprovision") continue;  // scale: after the plan
+    if (!t.paused.empty()) {
+      // `mariposa pause`: no further step; what is in flight finishes.
+      for (const std::string& svc : scope) {
+        task_waits_[svc] = absl::StrCat("rollout ", t.uuid, " paused by ", t.paused, "; `mariposa resume ", t.uuid,
+                                        "` continues it");
+      }
+      continue;
+    }
+    std::string overdue = s_.project.current_version == t.version_uuid ? Overdue(t, scope) : "";
     // update.auto_rollback: a new-spec instance of this rollout that is
     // unhealthy fails the rollout; the executor rolls the project back to
     // the version before and queues a reprovision back to it.
@@ -346,6 +407,23 @@ void Decider::Tasks() {
         rolled_back_.insert(scope.begin(), scope.end());
         continue;
       }
+      bool auto_rollback = false;
+      for (const std::string& svc : scope) {
+        const ServiceGoalSpec* g = GoalOf(svc);
+        auto_rollback |= g != nullptr && g->spec.update_auto_rollback;
+      }
+      if (!overdue.empty() && auto_rollback && !before.empty()) {
+        d_.rollbacks.push_back({t.uuid, before, s_.project.current_version, t.services,
+                                absl::StrCat("auto_rollback: ", overdue, "; rolled back to version ", s_.goal->number - 1)});
+        rolled_back_.insert(scope.begin(), scope.end());
+        continue;
+      }
+    }
+    if (!overdue.empty()) {
+      // The rollout failed; what it replaced stays, the rest keeps its old spec.
+      Change(t, "failed", overdue);
+      Event("rollout.failed", t.uuid, overdue);
+      continue;
     }
     static const std::set<std::string> kNone;
     auto images = s_.filter_images.find(t.uuid);
@@ -1107,6 +1185,12 @@ void Decider::Verdicts() {
               "outage: check `sdc-server list`";
       Problem("budget-exceeded", svc, absl::StrCat(v.broken, " broken instances of ", svc), held->second, v.fix,
               absl::StrCat(v.ready, " of ", g.record.count, " ready"));
+    } else if (held != hold_reason_.end() && held->second.rfind("rollout ", 0) == 0 &&
+               held->second.find(" paused by ") != std::string::npos) {
+      v.state = VerdictState::kPaused;
+      v.reason = absl::StrCat(held->second.substr(0, held->second.find("; `mariposa resume")), " (", v.old_spec,
+                              " instances on an older spec)");
+      v.fix = held->second.substr(held->second.find("`mariposa resume"));
     } else if (v.old_spec > 0 && !reprovision_task_of_.count(svc) && !acting && v.broken == 0 &&
                v.provisioning == 0) {
       v.state = VerdictState::kDegraded;

@@ -306,5 +306,108 @@ TEST(DecideTest, StartParallelismBoundsStartsInFlight) {
   EXPECT_EQ(Count(d, ActionKind::kStart), 1);
 }
 
+// A rollout of version 2 over 3 instances of version 1, its task active
+// since kT0 - 10m; `spec` adds update fields.
+Snapshot Rollout(const std::string& update, TaskRecord* task) {
+  auto v1 = GoalOf("project: p\nservices:\n  web:\n    image: i\n    count: 3\n    start: {window: 10s}\n");
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web:\n    image: i2\n    count: 3\n    start: {window: 10s}\n"
+                                 "    update: {max_surge: 0, " + update + "}\n", 2));
+  Snapshot old = SnapshotOf(v1);
+  for (int k = 1; k <= 3; ++k) s.instances.push_back(Instance(old, "web", k));
+  *task = Task("t1", "reprovision", "active", {"web"});
+  task->version_uuid = "v2";
+  task->started_at = kT0 - absl::Minutes(10);
+  s.tasks = {*task};
+  return s;
+}
+
+TEST(DecideTest, APausedRolloutStartsNothingUntilResumed) {
+  TaskRecord t;
+  Snapshot s = Rollout("rolling: 1", &t);
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kDelete), 1);  // max_surge 0: one old goes first
+  s.tasks[0].paused = "alice at 2027-01-15T08:00:00Z: checking the canary";
+  d = Decide(s, kT0);
+  EXPECT_TRUE(d.steps.empty());
+  EXPECT_TRUE(d.task_changes.empty());  // still open, not ended
+  const ServiceVerdict& v = d.verdicts.at("web");
+  EXPECT_NE(v.state, VerdictState::kConverged);
+  EXPECT_NE(v.reason.find("paused by alice"), std::string::npos) << v.reason;
+  s.tasks[0].paused.clear();
+  EXPECT_EQ(Count(Decide(s, kT0), ActionKind::kDelete), 1);
+}
+
+TEST(DecideTest, RolloutDeadlinesFailTheRollout) {
+  TaskRecord t;
+  // One new instance came up 6 minutes ago and is not ready (checks failing).
+  Snapshot s = Rollout("healthy_deadline: 5m", &t);
+  InstanceState fresh = Instance(s, "web", 4, "running", absl::Minutes(6));
+  fresh.checked = true;
+  fresh.health = "starting";
+  fresh.up_since = kT0 - absl::Minutes(6);
+  s.instances.push_back(fresh);
+  s.instances.erase(s.instances.begin());
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(d.task_changes.size(), 1u);
+  EXPECT_EQ(d.task_changes[0].state, "failed");
+  EXPECT_NE(d.task_changes[0].note.find("update.healthy_deadline 5m: p-web-4 of web was not ready 6m"),
+            std::string::npos)
+      << d.task_changes[0].note;
+  EXPECT_TRUE(d.steps.empty());
+  // Within the deadline: the rollout goes on.
+  s.instances.back().up_since = kT0 - absl::Minutes(4);
+  d = Decide(s, kT0);
+  EXPECT_TRUE(d.task_changes.empty() || d.task_changes[0].state != "failed");
+  // Without checks: not ready until start.window (10s) has passed.
+  s.instances.back().checked = false;
+  s.instances.back().health = "unknown";
+  s.instances.back().up_since = kT0 - absl::Seconds(8);
+  d = Decide(s, kT0);
+  EXPECT_TRUE(d.task_changes.empty() || d.task_changes[0].state != "failed");
+  d = Decide(s, kT0 + absl::Minutes(5));  // ready since kT0 + 2s
+  for (const TaskChange& c : d.task_changes) EXPECT_NE(c.state, "failed") << c.note;
+  // An instance up before the rollout started is not the rollout's.
+  s.instances.back().up_since = kT0 - absl::Minutes(11);
+  d = Decide(s, kT0);
+  EXPECT_TRUE(d.task_changes.empty() || d.task_changes[0].state != "failed");
+
+  // progress_deadline: nothing became ready for 10 minutes.
+  s = Rollout("progress_deadline: 8m", &t);
+  d = Decide(s, kT0);
+  ASSERT_EQ(d.task_changes.size(), 1u);
+  EXPECT_EQ(d.task_changes[0].state, "failed");
+  EXPECT_NE(d.task_changes[0].note.find("update.progress_deadline 8m"), std::string::npos);
+  // An instance of the new spec ready 2 minutes ago is progress.
+  InstanceState ready = Instance(s, "web", 4, "running", absl::Minutes(3));
+  ready.up_since = kT0 - absl::Minutes(3);  // + start.window 10s
+  s.instances.push_back(ready);
+  d = Decide(s, kT0);
+  for (const TaskChange& c : d.task_changes) EXPECT_NE(c.state, "failed") << c.note;
+  // A resume restarts the clock.
+  s.instances.pop_back();
+  s.tasks[0].resumed_at = kT0 - absl::Minutes(1);
+  d = Decide(s, kT0);
+  for (const TaskChange& c : d.task_changes) EXPECT_NE(c.state, "failed") << c.note;
+  // auto_rollback turns a missed deadline into a rollback.
+  s = Rollout("progress_deadline: 8m, auto_rollback: true", &t);
+  d = Decide(s, kT0);
+  ASSERT_EQ(d.rollbacks.size(), 1u);
+  EXPECT_NE(d.rollbacks[0].why.find("progress_deadline"), std::string::npos);
+}
+
+TEST(DecideTest, MinHealthyTimeHoldsTheNextStep) {
+  TaskRecord t;
+  Snapshot s = Rollout("rolling: 1, min_healthy_time: 30s", &t);
+  s.instances.erase(s.instances.begin());
+  InstanceState fresh = Instance(s, "web", 4, "running", absl::Minutes(1));
+  fresh.checked = true;
+  fresh.health = "healthy";
+  fresh.healthy_since = kT0 - absl::Seconds(20);
+  s.instances.push_back(fresh);
+  // Healthy for 20 s of 30: not counted yet, so no old one may go.
+  EXPECT_EQ(Count(Decide(s, kT0), ActionKind::kDelete), 0);
+  EXPECT_EQ(Count(Decide(s, kT0 + absl::Seconds(11)), ActionKind::kDelete), 1);
+}
+
 }  // namespace
 }  // namespace mariposa::convergence

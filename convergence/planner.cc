@@ -21,11 +21,25 @@ bool BrokenState(const InstanceState& i) {
 
 bool Live(const InstanceState& i) { return i.state == "provisioning" || i.state == "running"; }
 
-bool ReadyState(const InstanceState& i, absl::Time now, absl::Duration start_window) {
-  if (i.state != "running") return false;
-  if (i.checked) return i.health == "healthy";  // checks defined: passing them is what counts
-  if (i.health == "healthy") return true;
-  return i.health == "unknown" && now - i.created >= start_window;
+absl::Time UpSince(const InstanceState& i) { return i.up_since == absl::InfinitePast() ? i.created : i.up_since; }
+
+// When the instance became ready: healthy since (checks defined: passing
+// them is what counts), else up for the start window.
+absl::Time ReadyAt(const InstanceState& i, absl::Duration start_window) {
+  if (i.state != "running") return absl::InfiniteFuture();
+  if (i.health == "healthy") return i.healthy_since;
+  if (i.checked || i.health != "unknown") return absl::InfiniteFuture();
+  return UpSince(i) + start_window;
+}
+
+bool ReadyState(const InstanceState& i, absl::Time now, absl::Duration start_window,
+                absl::Duration min_healthy = absl::ZeroDuration()) {
+  absl::Time at = ReadyAt(i, start_window);
+  return at != absl::InfiniteFuture() && (at == absl::InfinitePast() || now - at >= min_healthy);
+}
+
+bool ReadyState(const InstanceState& i, absl::Time now, const ServiceGoal& goal) {
+  return ReadyState(i, now, goal.start_window, goal.min_healthy_time);
 }
 
 int Rank(const InstanceState& i) {
@@ -43,9 +57,10 @@ bool Older(const InstanceState* a, const InstanceState* b) {
 
 }  // namespace
 
-bool InstanceReady(const InstanceState& i, absl::Time now, absl::Duration start_window) {
-  return ReadyState(i, now, start_window);
+bool InstanceReady(const InstanceState& i, absl::Time now, absl::Duration start_window, absl::Duration min_healthy) {
+  return ReadyState(i, now, start_window, min_healthy);
 }
+absl::Time ReadySince(const InstanceState& i, absl::Duration start_window) { return ReadyAt(i, start_window); }
 bool InstanceBroken(const InstanceState& i) { return BrokenState(i); }
 
 bool Outdated(const InstanceState& i, const ServiceGoal& goal) {
@@ -125,7 +140,7 @@ void PlanInPlace(const ServiceGoal& goal, const std::vector<const InstanceState*
       continue;
     }
     bool current = !Outdated(*i, goal);
-    if (ReadyState(*i, now, goal.start_window)) ++ready;
+    if (ReadyState(*i, now, goal)) ++ready;
     else if (current) ++in_flight;
     if (!current && i->state == "running" && i->delegate_dataset && eligible(i)) old.push_back(i);
   }
@@ -240,7 +255,7 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
   int64_t new_in_flight = missing, ready_new = 0, ready_old = 0, kept_old = 0;
   for (const InstanceState* i : live) {
     bool current = !Outdated(*i, goal);
-    bool ready = ReadyState(*i, now, goal.start_window);
+    bool ready = ReadyState(*i, now, goal);
     if (current) {
       if (ready) ready_new++;
       else new_in_flight++;
@@ -331,7 +346,7 @@ bool SameGoal(const ServiceGoal& a, const ServiceGoal& b) {
          a.max_surge == b.max_surge && a.start_window == b.start_window && a.stopped == b.stopped &&
          a.restart_on_failure == b.restart_on_failure && a.restart_on_cn == b.restart_on_cn &&
          a.preserve == b.preserve && a.preserve_keep == b.preserve_keep && a.in_place == b.in_place &&
-         a.image_uuid == b.image_uuid;
+         a.image_uuid == b.image_uuid && a.min_healthy_time == b.min_healthy_time;
 }
 
 // The fields a plan reads.
@@ -341,9 +356,9 @@ bool SameGoal(const ServiceGoal& a, const ServiceGoal& b) {
 absl::Time ValidUntil(const ServiceGoal& goal, const std::vector<const InstanceState*>& instances, absl::Time now) {
   absl::Time until = absl::InfiniteFuture();
   for (const InstanceState* ip : instances) {
-    const InstanceState& i = *ip;
-    if (i.state != "running" || i.checked || i.health != "unknown") continue;
-    absl::Time ready_at = i.created + goal.start_window;
+    absl::Time at = ReadyAt(*ip, goal.start_window);
+    if (at == absl::InfiniteFuture() || at == absl::InfinitePast()) continue;
+    absl::Time ready_at = at + goal.min_healthy_time;
     if (ready_at > now) until = std::min(until, ready_at);
   }
   return until;
@@ -355,9 +370,11 @@ uint64_t InstancesFingerprint(const std::vector<const InstanceState*>& instances
   uint64_t h = 0;
   for (const InstanceState* i : instances) {
     h = absl::Hash<std::tuple<uint64_t, absl::string_view, absl::string_view, absl::string_view, bool,
-                              absl::string_view, bool, int64_t, int64_t, absl::string_view, bool, absl::string_view>>{}(
+                              absl::string_view, bool, int64_t, int64_t, absl::string_view, bool, absl::string_view,
+                              int64_t, int64_t>>{}(
         std::make_tuple(h, i->uuid, i->state, i->health, i->checked, i->spec_hash, i->stale_meta, i->version,
-                        absl::ToUnixNanos(i->created), i->service, i->delegate_dataset, i->image_uuid));
+                        absl::ToUnixNanos(i->created), i->service, i->delegate_dataset, i->image_uuid,
+                        absl::ToUnixNanos(i->up_since), absl::ToUnixNanos(i->healthy_since)));
   }
   return h;
 }

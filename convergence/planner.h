@@ -48,6 +48,10 @@ struct InstanceState {
   bool checked = false;  // its service has health checks: ready means healthy
   absl::Time preserved_at = absl::InfinitePast();  // state "preserved": when (its mariposa.preserved tag)
   bool delegate_dataset = false;  // has a delegated ZFS dataset (can be reprovisioned keeping its data)
+  // Seen by the controller (Reconciler): running at this spec and image
+  // since, healthy since. InfinitePast: not tracked (created counts).
+  absl::Time up_since = absl::InfinitePast();
+  absl::Time healthy_since = absl::InfinitePast();
 };
 
 struct ServiceGoal {
@@ -59,6 +63,9 @@ struct ServiceGoal {
   // With no health checks, a running instance is ready once it has run this
   // long (the service's start.window).
   absl::Duration start_window = absl::Seconds(60);
+  // update.min_healthy_time: how long a rollout waits after an instance
+  // became ready before it counts it.
+  absl::Duration min_healthy_time = absl::ZeroDuration();
   // Stopped by a stop task: running instances are stopped, none is created
   // or replaced until a start task.
   bool stopped = false;
@@ -208,7 +215,11 @@ std::vector<Action> Throttle(const std::vector<Action>& actions, const std::map<
 
 // Ready: running and healthy, or running with health "unknown" and older
 // than the start window when the service has no checks.
-bool InstanceReady(const InstanceState& i, absl::Time now, absl::Duration start_window);
+// With `min_healthy`, it must have been so for that long (update.min_healthy_time).
+bool InstanceReady(const InstanceState& i, absl::Time now, absl::Duration start_window,
+                   absl::Duration min_healthy = absl::ZeroDuration());
+// When it became ready (InfiniteFuture: it is not), as InstanceReady sees it.
+absl::Time ReadySince(const InstanceState& i, absl::Duration start_window);
 // Broken: failed, stopped unasked, on a down server, or running unhealthy.
 bool InstanceBroken(const InstanceState& i);
 

@@ -54,6 +54,7 @@ absl::Status QueueService::ToProto(const TaskRecord& t, v1::Task* out) {
   for (const auto& v : t.filter_instances) out->add_filter_instances(v);
   out->set_canary(t.canary);
   out->set_rolling(t.rolling);
+  out->set_paused(t.paused);
   return absl::OkStatus();
 }
 
@@ -109,6 +110,24 @@ grpc::Status QueueService::TerminateTask(grpc::ServerContext* ctx, const v1::Ter
   auto t = queue_.Terminate(req->task(), AuthorOf(ctx), req->reason());
   if (!t.ok()) return ToGrpc(t.status());
   if (on_change_) on_change_();  // the controller must stop acting for it now
+  return ToGrpc(ToProto(*t, resp->mutable_task()));
+}
+
+grpc::Status QueueService::PauseTask(grpc::ServerContext* ctx, const v1::PauseTaskRequest* req,
+                                     v1::PauseTaskResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
+  auto t = store_->SetTaskPaused(req->task(), AuthorOf(ctx), req->reason(), true);
+  if (!t.ok()) return ToGrpc(t.status());
+  if (on_change_) on_change_();  // no further step is started from now
+  return ToGrpc(ToProto(*t, resp->mutable_task()));
+}
+
+grpc::Status QueueService::ResumeTask(grpc::ServerContext* ctx, const v1::ResumeTaskRequest* req,
+                                      v1::ResumeTaskResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
+  auto t = store_->SetTaskPaused(req->task(), AuthorOf(ctx), "", false);
+  if (!t.ok()) return ToGrpc(t.status());
+  if (on_change_) on_change_();
   return ToGrpc(ToProto(*t, resp->mutable_task()));
 }
 

@@ -18,6 +18,8 @@ class QueueService final : public v1::Queue::Service {
   grpc::Status ListTasks(grpc::ServerContext*, const v1::ListTasksRequest*, v1::ListTasksResponse*) override;
   grpc::Status GetTask(grpc::ServerContext*, const v1::GetTaskRequest*, v1::GetTaskResponse*) override;
   grpc::Status TerminateTask(grpc::ServerContext*, const v1::TerminateTaskRequest*, v1::TerminateTaskResponse*) override;
+  grpc::Status PauseTask(grpc::ServerContext*, const v1::PauseTaskRequest*, v1::PauseTaskResponse*) override;
+  grpc::Status ResumeTask(grpc::ServerContext*, const v1::ResumeTaskRequest*, v1::ResumeTaskResponse*) override;
   grpc::Status Freeze(grpc::ServerContext*, const v1::FreezeRequest*, v1::FreezeResponse*) override;
   grpc::Status Thaw(grpc::ServerContext*, const v1::ThawRequest*, v1::ThawResponse*) override;
   grpc::Status AddTask(grpc::ServerContext*, const v1::AddTaskRequest*, v1::AddTaskResponse*) override;

@@ -408,6 +408,33 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     auto h = i.checked ? options_.health->InstanceHealth(i.uuid) : std::nullopt;
     i.health = h ? health::HealthName(*h) : "unknown";
   }
+  if (s.actual_known) {
+    absl::MutexLock l(&mu_);
+    auto& tracked = projects_[uuid].tracked;
+    std::map<std::string, ProjectState::Tracked> seen_now;
+    for (InstanceState& i : s.instances) {
+      std::string key = absl::StrCat(i.spec_hash, "/", i.image_uuid);
+      bool running = i.state == "running", healthy = running && i.health == "healthy";
+      auto it = tracked.find(i.uuid);
+      ProjectState::Tracked t;
+      if (it == tracked.end()) {
+        t.key = key;
+        if (running) t.up_since = i.created;
+        if (healthy) t.healthy_since = i.created;
+      } else {
+        t = it->second;
+        if (t.key != key) t = ProjectState::Tracked{key};
+        if (!running) t.up_since = absl::InfiniteFuture();
+        else if (t.up_since == absl::InfiniteFuture()) t.up_since = now;
+        if (!healthy) t.healthy_since = absl::InfiniteFuture();
+        else if (t.healthy_since == absl::InfiniteFuture()) t.healthy_since = now;
+      }
+      if (running) i.up_since = t.up_since;
+      if (healthy) i.healthy_since = t.healthy_since;
+      seen_now[i.uuid] = std::move(t);
+    }
+    tracked = std::move(seen_now);
+  }
 
   // Images, the filters' images, meta and the VMs label rules point at.
   std::set<std::string> label_keys;

@@ -200,6 +200,14 @@ class Reconciler {
     absl::Time synced_at;
     absl::Duration sync_cost;  // how long the last sync took
     std::map<std::string, FinishedJob> ended;
+    // Per instance: since when it runs at its spec and image, and is healthy
+    // (update.min_healthy_time, the deadlines). Instances first seen so
+    // count from their creation.
+    struct Tracked {
+      std::string key;  // spec hash / image
+      absl::Time up_since = absl::InfiniteFuture(), healthy_since = absl::InfiniteFuture();
+    };
+    std::map<std::string, Tracked> tracked;
     void DropBacklog() {
       backlog.clear();
       backlog_from = nullptr;

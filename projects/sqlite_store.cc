@@ -906,6 +906,8 @@ std::string TaskParams(const TaskRecord& t) {
   list("instances", t.filter_instances);
   if (t.canary > 0) j["canary"] = t.canary;
   if (t.rolling > 0) j["rolling"] = t.rolling;
+  if (!t.paused.empty()) j["paused"] = t.paused;
+  if (t.resumed_at != absl::InfinitePast()) j["resumed_at"] = absl::ToUnixMicros(t.resumed_at);
   return j.dump();
 }
 
@@ -921,6 +923,10 @@ void ReadTaskParams(const std::string& text, TaskRecord* t) {
   list("instances", &t->filter_instances);
   t->canary = j.value("canary", int64_t{0});
   t->rolling = j.value("rolling", int64_t{0});
+  t->paused = j.value("paused", std::string());
+  if (j.contains("resumed_at") && j["resumed_at"].is_number_integer()) {
+    t->resumed_at = absl::FromUnixMicros(j["resumed_at"].get<int64_t>());
+  }
 }
 
 bool Finished(const std::string& state) { return state == "completed" || state == "failed" || state == "terminated"; }
@@ -1077,6 +1083,44 @@ absl::StatusOr<TaskRecord> SqliteProjectStore::SetTaskState(const std::string& u
   RETURN_IF_ERROR(txn->Commit());
   ASSIGN_OR_RETURN(std::vector<TaskRecord> after, QueryTasksLocked("uuid = ?1", uuid));
   return after[0];
+}
+
+absl::StatusOr<TaskRecord> SqliteProjectStore::SetTaskPaused(const std::string& uuid, const std::string& actor,
+                                                             const std::string& reason, bool paused) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> found, QueryTasksLocked("uuid = ?1", uuid));
+  if (found.empty()) return absl::NotFoundError(absl::StrCat("no task ", uuid, "; `mariposa queue list` shows them"));
+  TaskRecord t = found[0];
+  if (Finished(t.state) || t.state == "terminating") {
+    return absl::FailedPreconditionError(absl::StrCat("task ", uuid, " already ended (", t.state, ")"));
+  }
+  if (t.kind != "reprovision") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("task ", uuid, " is a ", t.kind, " task; only a rollout (reprovision) can be paused. "
+                     "`mariposa freeze` holds every kind of work"));
+  }
+  if (paused == !t.paused.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("task ", uuid, paused ? " is paused already (" + t.paused + ")"
+                                                                            : " is not paused"));
+  }
+  absl::Time now = FromMicros(NowMicros());
+  if (paused) {
+    t.paused = absl::StrCat(actor, " at ", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", now, absl::UTCTimeZone()),
+                            reason.empty() ? "" : ": " + reason);
+  } else {
+    t.paused.clear();
+    t.resumed_at = now;
+  }
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("UPDATE tasks SET params = ?2 WHERE uuid = ?1"));
+  st.Bind(1, uuid).Bind(2, TaskParams(t));
+  RETURN_IF_ERROR(st.Run());
+  ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(t.project_uuid));
+  RETURN_IF_ERROR(AppendEventLocked(actor, p.name, paused ? "task.paused" : "task.resumed", uuid,
+                                    paused ? t.paused : absl::StrCat("resumed by ", actor))
+                      .status());
+  RETURN_IF_ERROR(txn->Commit());
+  return t;
 }
 
 absl::Status SqliteProjectStore::AddTaskProgress(const std::string& uuid, const TaskProgress& d) {

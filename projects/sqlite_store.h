@@ -64,6 +64,8 @@ class SqliteProjectStore : public ProjectStore {
   absl::StatusOr<TaskRecord> AddTask(const TaskRecord& task, const TaskAdmitter& admit) override;
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(const std::string& project_uuid, int finished_limit) override;
   absl::Status AddTaskProgress(const std::string& uuid, const TaskProgress& delta) override;
+  absl::StatusOr<TaskRecord> SetTaskPaused(const std::string& uuid, const std::string& actor,
+                                           const std::string& reason, bool paused) override;
   absl::Status MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor) override;
   absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() override;
   absl::Status RecordJobs(const std::vector<JobRecord>& jobs) override;

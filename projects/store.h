@@ -109,6 +109,10 @@ struct TaskRecord {
   std::vector<std::string> filter_versions, filter_images, filter_servers, filter_instances;
   int64_t canary = 0;
   int64_t rolling = 0;  // reprovision: instances replaced at a time (0 = the services' update.rolling)
+  // Reprovision: held between steps by `mariposa pause` ("" = running):
+  // "<actor> at <time>[: reason]"; resumed_at: the last `mariposa resume`.
+  std::string paused;
+  absl::Time resumed_at = absl::InfinitePast();
 };
 
 // Counters a task's executor adds as it goes (steps_planned is set, not added,
@@ -250,6 +254,11 @@ class ProjectStore {
   // controller removes them, then calls DeleteProject).
   virtual absl::Status MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor) = 0;
   virtual absl::Status AddTaskProgress(const std::string& uuid, const TaskProgress& delta) = 0;
+  // Pauses an open reprovision task (`note` non-empty: who, when, why) or
+  // resumes it (`note` empty), with an event. FAILED_PRECONDITION for a
+  // task that ended, is not a rollout, or already is in that state.
+  virtual absl::StatusOr<TaskRecord> SetTaskPaused(const std::string& uuid, const std::string& actor,
+                                                   const std::string& reason, bool paused) = 0;
   // Every project's queued, active and terminating tasks, oldest first.
   virtual absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() = 0;
   // Tasks of every project by kind and state.

@@ -57,9 +57,9 @@ class ConvergenceTest : public ::testing::Test {
     size_t at = r.out.find("task ");
     return at == std::string::npos ? "" : r.out.substr(at + 5, 36);
   }
-  // `queue get -o json` once the task has completed (up to 10 s), else "".
+  // `queue get -o json` once the task has completed (up to 20 s), else "".
   std::string WaitCompleted(const std::string& task) {
-    for (int i = 0; i < 100; ++i) {
+    for (int i = 0; i < 200; ++i) {
       std::string out = M({"-o", "json", "queue", "get", task}).out;
       if (out.find("\"state\": \"completed\"") != std::string::npos) return out;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -1167,6 +1167,74 @@ TEST_F(ConvergenceTest, ReprovisionStrategyKeepsUuidNicsAndTheDelegateDataset) {
   RunResult ev = M({"-j", "st", "events"});
   EXPECT_THAT(ev.out, ::testing::HasSubstr("instance.reprovision"));
   EXPECT_THAT(ev.out, ::testing::Not(::testing::HasSubstr("instance.delete")));
+}
+
+// Rollout controls as an operator uses them: `mariposa pause TASK` holds a
+// rollout between steps without ending it (status says so), `resume`
+// finishes it; a rollout whose new instance is not ready within
+// update.healthy_deadline fails, naming it, and the rest keep their spec.
+TEST_F(ConvergenceTest, PauseResumeAndHealthyDeadline) {
+  auto manifest = [](const std::string& version, const std::string& window, const std::string& update) {
+    return "project: pr\nservices:\n  web:\n    image: autopilotpattern/wordpress@" + version +
+           "\n    count: 3\n    start: {window: " + window + "}\n    update: {rolling: 1, max_surge: 1" + update +
+           "}\n";
+  };
+  WriteFile(dir_ + "/m.yaml", manifest("1.2.0", "1s", ""));
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/m.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0);
+  httplib::Client c(sim_->addr());
+  auto on = [&](const std::string& image) {
+    int n = 0;
+    for (const auto& vm : json::parse(c.Get("/vms?state=active&tag.mariposa.service=web")->body)) {
+      n += vm["image_uuid"] == image;
+    }
+    return n;
+  };
+  const std::string k120 = "0b3f3c1e-5a61-4c2c-9a1a-000000000002", k130 = "0b3f3c1e-5a61-4c2c-9a1a-000000000003";
+  // Each step waits 2 s for the new instance to count as ready.
+  WriteFile(dir_ + "/m.yaml", manifest("1.3.0", "2s", ""));
+  RunResult r = M({"apply", "-f", dir_ + "/m.yaml", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string task = TaskOf(r);
+  ASSERT_EQ(task.size(), 36u) << r.out;
+  r = M({"pause", task, "--reason", "watching the first one"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("is paused"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  int old_left = on(k120);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // a paused rollout takes no further step
+  EXPECT_EQ(on(k120), old_left);
+  EXPECT_GE(old_left, 2);
+  RunResult st = M({"-j", "pr", "status"});
+  EXPECT_THAT(st.out, ::testing::HasSubstr("paused"));
+  EXPECT_THAT(st.out, ::testing::HasSubstr("watching the first one"));
+  EXPECT_THAT(M({"-j", "pr", "queue", "get", task}).out, ::testing::HasSubstr("active"));
+  EXPECT_EQ(M({"pause", task}).exit_code, 1);  // already paused: said so
+  r = M({"resume", task});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(WaitCompleted(task).empty()) << M({"-j", "pr", "status", "-v"}).out;
+  EXPECT_EQ(on(k130), 3);
+  EXPECT_EQ(on(k120), 0);
+  RunResult ev = M({"-j", "pr", "events"});
+  EXPECT_THAT(ev.out, ::testing::HasSubstr("task.paused"));
+  EXPECT_THAT(ev.out, ::testing::HasSubstr("task.resumed"));
+
+  // healthy_deadline 1s while an instance needs start.window 30s to be ready.
+  WriteFile(dir_ + "/m.yaml", manifest("1.2.0", "30s", ", healthy_deadline: 1s"));
+  r = M({"apply", "-f", dir_ + "/m.yaml", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  task = TaskOf(r);
+  std::string got;
+  for (int k = 0; k < 100; ++k) {
+    got = M({"-o", "json", "queue", "get", task}).out;
+    if (got.find("\"state\": \"failed\"") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(got, ::testing::HasSubstr("\"state\": \"failed\""));
+  EXPECT_THAT(got, ::testing::HasSubstr("update.healthy_deadline 1s: pr-web-"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_EQ(on(k130), 2);  // no further step: the other two keep their spec
+  st = M({"-j", "pr", "status"});
+  EXPECT_THAT(st.out, ::testing::HasSubstr("older spec"));
 }
 
 }  // namespace
