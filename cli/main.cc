@@ -315,6 +315,7 @@ class Cli {
   int HealthCmd(Args& a);
   int WaitSettled(const std::string& project, absl::Duration timeout);
   int StatusCmd(Args& a);
+  void PrintStaleMeta(const std::string& project);
   int ScaleCmd(Args& a);
   void PrintTask(const v1::Task& t);
 
@@ -659,13 +660,19 @@ int Cli::Apply(Args& a, bool dry_run) {
     Print(plan);
     return 0;
   }
+  // What runs besides the manifest: instances whose meta values changed.
+  const std::string& existing = plan.version().project_uuid();
   if (plan.diff().empty()) {
     std::cout << "no changes: the manifest matches version " << plan.base_version_number() << " ("
               << plan.base_version() << ")\n";
+    if (dry_run && !existing.empty()) PrintStaleMeta(existing);
     return 0;
   }
   PrintDiff(plan.diff(), name);
-  if (dry_run) return 0;
+  if (dry_run) {
+    if (!existing.empty()) PrintStaleMeta(existing);
+    return 0;
+  }
   if (!Confirm("Apply these changes?", yes)) {
     std::cout << "not applied\n";
     return 1;
@@ -865,6 +872,7 @@ int Cli::Meta(Args& a) {
     v1::SetMetaResponse resp;
     Check(projects_->SetMeta(Ctx().get(), req, &resp));
     entry_line(resp.entry());
+    PrintStaleMeta(req.project());
     return 0;
   }
   if (sub == "rm") {
@@ -876,6 +884,7 @@ int Cli::Meta(Args& a) {
     v1::DeleteMetaResponse resp;
     Check(projects_->DeleteMeta(Ctx().get(), req, &resp));
     std::cout << "removed " << rest[1] << "\n";
+    PrintStaleMeta(req.project());
     return 0;
   }
   if (sub == "incr" || sub == "decr") {
@@ -890,6 +899,7 @@ int Cli::Meta(Args& a) {
     v1::IncrMetaResponse resp;
     Check(projects_->IncrMeta(Ctx().get(), req, &resp));
     entry_line(resp.entry());
+    PrintStaleMeta(req.project());
     return 0;
   }
   if (sub == "import") {
@@ -923,6 +933,7 @@ int Cli::Meta(Args& a) {
     v1::ImportMetaResponse resp;
     Check(projects_->ImportMeta(Ctx().get(), req, &resp));
     std::cout << "imported " << resp.imported() << " keys\n";
+    PrintStaleMeta(req.project());
     return 0;
   }
   throw UsageError{"expected meta list|get|set|rm|incr|decr|import"};
@@ -1233,6 +1244,27 @@ int Cli::HealthCmd(Args& a) {
   }
   Table({"AGENT", "NETWORKS", "CHECKS", "RUN", "FAILED", "LATE P99 MS", "LAST SEEN"}, rows);
   return 0;
+}
+
+// Instances whose meta values changed since they were created (meta
+// drift), by service; nothing when there are none or the state cannot be
+// read (a daemon without --triton).
+void Cli::PrintStaleMeta(const std::string& project) {
+  v1::GetStateRequest req;
+  req.set_project(project);
+  v1::GetStateResponse resp;
+  if (!state_->GetState(Ctx().get(), req, &resp).ok()) return;
+  for (const auto& s : resp.services()) {
+    std::vector<std::string> stale;
+    for (const auto& i : s.instances()) {
+      if (i.stale_meta()) stale.push_back(i.alias());
+    }
+    if (stale.empty()) continue;
+    std::cout << stale.size() << (stale.size() == 1 ? " instance" : " instances") << " of " << s.name()
+              << " use older meta values: " << absl::StrJoin(stale, ", ") << "\n  `mariposa -j " << resp.project()
+              << " reprovision --service " << s.name()
+              << "` rolls them (update.on_meta_change: rollout does it on every change)\n";
+  }
 }
 
 int Cli::StatusCmd(Args& a) {

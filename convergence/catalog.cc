@@ -251,6 +251,41 @@ absl::StatusOr<std::string> ChooseBrand(const ServiceSpec& spec, const triton::I
   return brand;
 }
 
+namespace {
+
+// A health check's `network` must name a NIC the instances get: an
+// interface net0 … net<N-1>, or one of the service's networks (by the name
+// or uuid written there, or — with NAPI's list — another spelling of it).
+std::string CheckNetworkProblem(const ServiceSpec& s, const std::string& want,
+                                const std::vector<triton::Network>* all) {
+  if (want.empty()) return "";
+  size_t nics = std::max<size_t>(1, s.networks.size());
+  int index = 0;
+  if (want.rfind("net", 0) == 0 && absl::SimpleAtoi(want.substr(3), &index) && index >= 0) {
+    if (static_cast<size_t>(index) < nics) return "";
+    return absl::StrCat("the instances have ", nics, nics == 1 ? " NIC (net0)" : " NICs (net0 … net", nics - 1,
+                        nics == 1 ? "" : ")", "; there is no ", want);
+  }
+  if (s.networks.empty()) {
+    return absl::StrCat("the service names no networks (its instances get the daemon's --network, net0); give "
+                        "`networks:` or use network: net0, not \"", want, "\"");
+  }
+  auto uuid_of = [&](const std::string& name) -> std::string {
+    if (all == nullptr) return name;
+    for (const triton::Network& n : *all) {
+      if (n.uuid == name || n.name == name) return n.uuid;
+    }
+    return name;
+  };
+  for (const std::string& n : s.networks) {
+    if (n == want || uuid_of(n) == uuid_of(want)) return "";
+  }
+  return absl::StrCat("\"", want, "\" is not one of the service's networks (", absl::StrJoin(s.networks, ", "),
+                      "); name one of them, or an interface net0 … net", nics - 1);
+}
+
+}  // namespace
+
 std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& catalog, const std::string& owner,
                                              const std::string& filename) {
   std::vector<ManifestDiagnostic> out;
@@ -268,6 +303,10 @@ std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& c
     if (catalog.networks && !s.networks.empty()) {
       auto nets = ChooseNetworks(s.networks, *catalog.networks, owner);
       if (!nets.ok()) error(absl::StrCat(path, ".networks"), nets.status());
+    }
+    for (const auto& check : s.healthchecks) {
+      std::string why = CheckNetworkProblem(s, check.second.network, catalog.networks ? &*catalog.networks : nullptr);
+      if (!why.empty()) out.push_back({filename, 0, 0, absl::StrCat(path, ".healthchecks.", check.first, ".network"), why});
     }
     if (catalog.images) {
       auto image = catalog.images(s.image);

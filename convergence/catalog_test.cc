@@ -216,5 +216,44 @@ TEST(CatalogTest, CheckCatalogLocatesEveryProblem) {
   EXPECT_NE(errors[2].message.find("use compute_type: infrastructure"), std::string::npos) << errors[2].message;
 }
 
+TEST(CatalogTest, HealthCheckNetworksMustBeTheServices) {
+  Catalog cat;
+  cat.networks = std::vector<triton::Network>{{"n-ext", "external", "10.0.0.0/8", false, false, {}},
+                                              {"n-int", "internal", "192.168.0.0/16", false, false, {}},
+                                              {"n-adm", "admin", "172.16.0.0/16", false, false, {}}};
+  auto errors_for = [&](std::vector<std::string> networks, const std::string& check_network) {
+    Manifest m;
+    ServiceSpec web = Spec("");
+    web.networks = std::move(networks);
+    HealthCheckSpec hc;
+    hc.name = "h";
+    hc.type = "tcp";
+    hc.port = 80;
+    hc.network = check_network;
+    web.healthchecks["h"] = hc;
+    m.services["web"] = web;
+    std::vector<std::string> out;
+    for (const auto& d : CheckCatalog(m, cat, kOwner, "m.yaml")) {
+      if (d.path == "services.web.healthchecks.h.network") out.push_back(d.message);
+    }
+    return out;
+  };
+  EXPECT_TRUE(errors_for({"external", "internal"}, "").empty());
+  EXPECT_TRUE(errors_for({"external", "internal"}, "internal").empty());
+  EXPECT_TRUE(errors_for({"external", "internal"}, "n-int").empty());  // the uuid of a name given
+  EXPECT_TRUE(errors_for({"external", "n-int"}, "internal").empty());  // the name of a uuid given
+  EXPECT_TRUE(errors_for({"external", "internal"}, "net1").empty());
+  EXPECT_TRUE(errors_for({}, "net0").empty());
+  auto e = errors_for({"external", "internal"}, "admin");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("\"admin\" is not one of the service's networks (external, internal)"), std::string::npos) << e[0];
+  e = errors_for({"external", "internal"}, "net2");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("2 NICs (net0 … net1); there is no net2"), std::string::npos) << e[0];
+  e = errors_for({}, "internal");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("names no networks"), std::string::npos) << e[0];
+}
+
 }  // namespace
 }  // namespace mariposa::convergence

@@ -876,7 +876,15 @@ services:
   ASSERT_EQ(app_before.size(), 2u);
   std::string plain_before = vms("plain")[0]["uuid"];
 
-  ASSERT_EQ(M({"-j", "drift", "meta", "set", "pw", "new-secret", "--secret"}).exit_code, 0);
+  RunResult set = M({"-j", "drift", "meta", "set", "pw", "new-secret", "--secret"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  // The reply names the instances the change left stale, and so does diff.
+  EXPECT_THAT(set.out, ::testing::ContainsRegex("2 instances of app use older meta values: drift-app-[0-9], drift-app-[0-9]"));
+  EXPECT_THAT(set.out, ::testing::HasSubstr("reprovision --service app"));
+  EXPECT_THAT(set.out, ::testing::Not(::testing::HasSubstr("of plain")));
+  RunResult diff = M({"diff", "-f", dir_ + "/m.yaml"});
+  EXPECT_THAT(diff.out, ::testing::HasSubstr("no changes"));
+  EXPECT_THAT(diff.out, ::testing::HasSubstr("2 instances of app use older meta values"));
   std::string status;
   EXPECT_TRUE(Eventually([&] {
     status = M({"-j", "drift", "status", "-v"}).out;
