@@ -436,7 +436,9 @@ void Cli::PrintDiff(const v1::Diff& d, const std::string& project) {
           else std::cout << "    ~ " << f.path() << ": " << f.from() << " -> " << f.to() << "\n";
         }
         if (c.spec_changed()) {
-          std::cout << "    " << Plural(c.instances_replaced(), "instance") << " will be replaced"
+          std::cout << "    " << Plural(c.instances_replaced(), "instance")
+                    << (c.in_place() ? " will be reprovisioned in place (same uuid, NICs and delegate dataset)"
+                                     : " will be replaced")
                     << (c.from_image() != c.to_image() ? absl::StrCat(" from image ", c.from_image()) : "")
                     << (c.rolls_out() ? " by a rollout when applied (update.on_change: rollout)"
                                       : " on the next `mariposa reprovision`")

@@ -108,6 +108,7 @@ v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest&
     if (spec) c->set_instances_replaced(std::min(x.count, y.count));
     c->set_rolls_out(spec && y.update_on_change == "rollout" && y.compute_type != "agent" && x.count > 0 &&
                      y.count > 0);
+    c->set_in_place(spec && y.update_strategy == "reprovision" && x.delegate_dataset);
     c->set_action(c->fields().empty() ? v1::ServiceChange::UNCHANGED : v1::ServiceChange::UPDATE);
   }
   AddChange("description", b.description, after.description, d.mutable_project_fields());

@@ -2,7 +2,8 @@
 # One command: install dependencies, build, start tritonsim (a simulated Triton
 # data center) and a local mariposad on SQLite against it, apply the example
 # project, and show it converging, scaling, a killed instance being replaced,
-# a diff, a rollout on apply, the versions, a rollback that rolls back and a freeze.
+# a diff, a rollout on apply, the versions, a rollback that rolls back, a
+# stateful service updated in place (reprovision with a delegate dataset) and a freeze.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -78,6 +79,38 @@ m -j jupiter versions
 echo "# rolling back to version 3 rolls wordpress back onto 1.2.0"
 m -j jupiter rollback 3 --yes --wait
 converge 8 && vms
+echo; echo "# a stateful service updated in place (update.strategy: reprovision): VMAPI reprovisions each"
+echo "# instance onto the new image one at a time; uuid, IP and the delegate dataset stay, the root is rewritten"
+cat > "$WORK/vault.yaml" <<'YAML'
+project: vault
+services:
+  db:
+    image: percona@5.7.1
+    compute_type: infrastructure
+    count: 2
+    start: {window: 2s}
+    delegate_dataset: true
+    update: {strategy: reprovision, rolling: 1}
+YAML
+m apply -f "$WORK/vault.yaml" --yes --wait
+dbs() {
+  curl -s "$TRITON/vms?state=active&tag.mariposa.service=db&sort=alias.ASC" | python3 -c 'import json,sys
+[print(v["uuid"], v["alias"], v["nics"][0]["ip"], v["image_uuid"][-4:], ",".join(v["datasets"])) for v in json.load(sys.stdin)]'
+}
+dbs | while read -r uuid alias ip image ds; do
+  "$BIN/deploy/tritonsim/tritonsim" ctl --addr "$TRITON" write-file "$uuid" "/zones/$uuid/data/mysql/ibdata1" "rows of $alias" >/dev/null
+  "$BIN/deploy/tritonsim/tritonsim" ctl --addr "$TRITON" write-file "$uuid" /var/tmp/scratch "scratch of $alias" >/dev/null
+  echo "  $alias  uuid $uuid  ip $ip  image …$image  dataset $ds  (wrote mysql/ibdata1 on the dataset, /var/tmp/scratch on the root)"
+done
+sed -e 's/percona@5.7.1/percona@5.7.2/' "$WORK/vault.yaml" > "$WORK/vault-v2.yaml"
+m diff -f "$WORK/vault-v2.yaml"
+m apply -f "$WORK/vault-v2.yaml" --yes --wait
+echo; echo "# after the update: the same VMs on the new image; the dataset's file is there, the root's is gone"
+dbs | while read -r uuid alias ip image ds; do
+  echo "  $alias  uuid $uuid  ip $ip  image …$image  files: $("$BIN/deploy/tritonsim/tritonsim" ctl --addr "$TRITON" files "$uuid" |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print(sorted(d["files"]), "reprovisioned", d["reprovisions"], "time")')"
+done
+m -j vault events --limit 12
 m -j jupiter freeze --group frontend --reason "demo: incident drill"
 m -j jupiter queue list
 m -j jupiter thaw --group frontend

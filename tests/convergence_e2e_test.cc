@@ -1146,6 +1146,9 @@ TEST_F(ConvergenceTest, ReprovisionStrategyKeepsUuidNicsAndTheDelegateDataset) {
   ASSERT_EQ(before.size(), 2u);
 
   WriteFile(dir_ + "/m.yaml", manifest("1.3.0", "two"));
+  EXPECT_THAT(M({"diff", "-f", dir_ + "/m.yaml"}).out,
+              ::testing::HasSubstr("2 instances will be reprovisioned in place (same uuid, NICs and delegate dataset) "
+                                   "from image autopilotpattern/wordpress@1.2.0 by a rollout when applied"));
   RunResult r = M({"apply", "-f", dir_ + "/m.yaml", "--yes", "--wait", "--timeout", "90s"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err << M({"-j", "st", "status", "-v"}).out;
   auto after = json::parse(c.Get("/vms?state=active&tag.mariposa.service=db")->body);
