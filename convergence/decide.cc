@@ -291,10 +291,17 @@ std::string Decider::Overdue(const TaskRecord& t, const std::vector<std::string>
         continue;
       }
       pending = true;
-      // An instance this rollout brought up that is not ready in time.
-      if (healthy_deadline <= absl::ZeroDuration() || i->state != "running") continue;
+      if (i->state != "running") continue;
       absl::Time up = i->up_since == absl::InfinitePast() ? i->created : i->up_since;
-      if (up < from || up == absl::InfiniteFuture()) continue;
+      if (up < from || up == absl::InfiniteFuture()) continue;  // not this rollout's
+      // In place, an instance reprovisioned onto the new image that fails its
+      // checks stops the rollout: the next ones would get the same image.
+      if (goal.in_place && i->checked && i->health == "unhealthy") {
+        return absl::StrCat(i->alias, " of ", svc, " fails its health checks since it was reprovisioned onto ",
+                            g->record.image, "; no more instances are reprovisioned onto it");
+      }
+      // An instance this rollout brought up that is not ready in time.
+      if (healthy_deadline <= absl::ZeroDuration()) continue;
       if (now_ - up > healthy_deadline) {
         return absl::StrCat("update.healthy_deadline ", absl::FormatDuration(healthy_deadline), ": ", i->alias,
                             " of ", svc, " was not ready ", absl::FormatDuration(now_ - up), " after it came up (",

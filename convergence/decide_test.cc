@@ -409,5 +409,39 @@ TEST(DecideTest, MinHealthyTimeHoldsTheNextStep) {
   EXPECT_EQ(Count(Decide(s, kT0 + absl::Seconds(11)), ActionKind::kDelete), 1);
 }
 
+TEST(DecideTest, AnInPlaceRolloutStopsAtTheFirstInstanceTheNewImageBreaks) {
+  auto goal = GoalOf("project: p\nservices:\n  db:\n    image: i2\n    count: 3\n    delegate_dataset: true\n"
+                     "    update: {strategy: reprovision}\n"
+                     "    healthchecks: {sql: {type: tcp, port: 3306}}\n", 2);
+  Snapshot s = SnapshotOf(goal);
+  for (int k = 1; k <= 3; ++k) {
+    InstanceState i = Instance(s, "db", k);
+    i.delegate_dataset = true;
+    i.checked = true;
+    i.health = "healthy";
+    i.image_uuid = k == 1 ? "img-db" : "old-image";
+    if (k != 1) i.spec_hash = "old";
+    s.instances.push_back(i);
+  }
+  TaskRecord t = Task("t1", "reprovision", "active", {"db"});
+  t.version_uuid = "v2";
+  t.started_at = kT0 - absl::Minutes(2);
+  s.tasks = {t};
+  s.instances[0].up_since = kT0 - absl::Minutes(1);  // reprovisioned by this rollout
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kReprovision), 1);  // healthy: the next one goes
+  s.instances[0].health = "unhealthy";
+  d = Decide(s, kT0);
+  ASSERT_EQ(d.task_changes.size(), 1u);
+  EXPECT_EQ(d.task_changes[0].state, "failed");
+  EXPECT_NE(d.task_changes[0].note.find("p-db-1 of db fails its health checks since it was reprovisioned"),
+            std::string::npos)
+      << d.task_changes[0].note;
+  EXPECT_EQ(Count(d, ActionKind::kReprovision), 0);
+  // The broken one is kept (its dataset), not destroyed; a new one takes its place.
+  EXPECT_EQ(Count(d, ActionKind::kDelete), 0);
+  EXPECT_EQ(Count(d, ActionKind::kPreserve), 1);
+}
+
 }  // namespace
 }  // namespace mariposa::convergence
