@@ -127,6 +127,32 @@ std::vector<health::Target> HealthTargets(const ServiceSpec& spec, const std::ve
   return out;
 }
 
+// The VMAPI update that brings `current` to what `want` would create, before
+// an in-place reprovision: metadata replaced (keys no longer wanted
+// removed; of internal_metadata only sdc-docker's docker:* keys, which are
+// Mariposa's), the package's values set.
+triton::UpdateVmRequest InPlaceUpdate(const triton::CreateVmRequest& want, const triton::Vm& current) {
+  triton::UpdateVmRequest u;
+  u.customer_metadata = want.customer_metadata;
+  u.internal_metadata = want.internal_metadata;
+  for (const auto& kv : current.customer_metadata) {
+    if (!want.customer_metadata.count(kv.first)) u.remove_customer_metadata.push_back(kv.first);
+  }
+  for (const auto& kv : current.internal_metadata) {
+    if (!want.internal_metadata.count(kv.first) && kv.first.rfind("docker:", 0) == 0) {
+      u.remove_internal_metadata.push_back(kv.first);
+    }
+  }
+  u.billing_id = want.billing_id;
+  u.ram = want.ram;
+  u.quota = want.quota;
+  u.cpu_cap = want.cpu_cap;
+  u.max_swap = want.max_swap;
+  u.max_lwps = want.max_lwps;
+  u.zfs_io_priority = want.zfs_io_priority;
+  return u;
+}
+
 // Runs `tasks` on up to `parallel` threads (this one included); returns when
 // all are done.
 void RunParallel(std::vector<std::function<void()>>* tasks, int parallel) {
@@ -1035,24 +1061,7 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
         requests.push_back({j, [this, id, want]() -> absl::StatusOr<triton::JobRef> {
                               auto vm = vmapi_->GetVm(id);
                               if (!vm.ok()) return vm.status();
-                              triton::UpdateVmRequest u;
-                              u.customer_metadata = want.customer_metadata;
-                              u.internal_metadata = want.internal_metadata;
-                              for (const auto& kv : vm->customer_metadata) {
-                                if (!want.customer_metadata.count(kv.first)) u.remove_customer_metadata.push_back(kv.first);
-                              }
-                              for (const auto& kv : vm->internal_metadata) {
-                                if (!want.internal_metadata.count(kv.first) && kv.first.rfind("docker:", 0) == 0) {
-                                  u.remove_internal_metadata.push_back(kv.first);
-                                }
-                              }
-                              u.billing_id = want.billing_id;
-                              u.ram = want.ram;
-                              u.quota = want.quota;
-                              u.cpu_cap = want.cpu_cap;
-                              u.max_swap = want.max_swap;
-                              u.max_lwps = want.max_lwps;
-                              u.zfs_io_priority = want.zfs_io_priority;
+                              triton::UpdateVmRequest u = InPlaceUpdate(want, *vm);
                               auto updated = vmapi_->Update(id, u);
                               if (!updated.ok()) return updated.status();
                               auto tagged = vmapi_->SetTags(id, want.tags, /*replace=*/true);

@@ -1246,6 +1246,19 @@ TEST_F(ConvergenceTest, PauseResumeAndHealthyDeadline) {
   EXPECT_EQ(on(k130), 2);  // no further step: the other two keep their spec
   st = M({"-j", "pr", "status"});
   EXPECT_THAT(st.out, ::testing::HasSubstr("older spec"));
+
+  // progress_deadline 1s: no new instance becomes ready within it.
+  WriteFile(dir_ + "/m.yaml", manifest("1.3.0", "30s", ", progress_deadline: 1s"));
+  r = M({"apply", "-f", dir_ + "/m.yaml", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  task = TaskOf(r);
+  ASSERT_EQ(task.size(), 36u) << r.out;
+  for (int k = 0; k < 100; ++k) {
+    got = M({"-o", "json", "queue", "get", task}).out;
+    if (got.find("\"state\": \"failed\"") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_THAT(got, ::testing::HasSubstr("update.progress_deadline 1s: no instance of the new spec became ready since"));
 }
 
 }  // namespace
