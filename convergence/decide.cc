@@ -55,6 +55,8 @@ ServiceGoal GoalFor(const ServiceGoalSpec& g, const std::map<std::string, triton
 
 // A job that takes an instance out of the service (Removes).
 bool RemovesKind(const std::string& job_kind) { return job_kind == "delete" || job_kind == "preserve"; }
+// A job a rollout's step counts: an old instance removed or reprovisioned.
+bool RollsKind(const std::string& job_kind) { return RemovesKind(job_kind) || job_kind == "reprovision"; }
 
 bool IsReplacement(const Action& a) { return a.reason == "replace-broken" || a.reason == "remove-broken"; }
 
@@ -164,6 +166,7 @@ class Decider {
   std::map<std::string, int> rolling_;
   std::set<std::string> rolled_back_;  // services whose rollout fails over to a rollback now
   std::map<std::string, std::string> task_waits_;  // service -> why its task waits
+  std::map<std::string, const TaskRecord*> paused_;  // service -> its rollout `mariposa pause` holds
   std::vector<Action> planned_;
   std::vector<Step> steps_;
   std::map<std::string, std::string> hold_reason_;  // service -> first reason its work is held
@@ -384,6 +387,7 @@ void Decider::Tasks() {
       for (const std::string& svc : scope) {
         task_waits_[svc] = absl::StrCat("rollout ", t.uuid, " paused by ", t.paused, "; `mariposa resume ", t.uuid,
                                         "` continues it");
+        paused_[svc] = &t;
       }
       continue;
     }
@@ -436,13 +440,13 @@ void Decider::Tasks() {
     auto images = s_.filter_images.find(t.uuid);
     const std::set<std::string>& image_uuids = images == s_.filter_images.end() ? kNone : images->second;
     int64_t deleting = 0;  // this task's replacements in flight count toward its canary
-    for (const JobRecord& j : s_.in_flight) deleting += j.task_uuid == t.uuid && (RemovesKind(j.kind) || j.kind == "reprovision");
+    for (const JobRecord& j : s_.in_flight) deleting += j.task_uuid == t.uuid && RollsKind(j.kind);
     // Replacements that ended since the task was read: counted into it by
     // this sync (FinishedJobs), not yet in t.replaced.
     int64_t just_replaced = 0;
     for (const FinishedJob& f : s_.finished) {
       just_replaced += f.ok && f.job.task_uuid == t.uuid && f.job.reason == "reprovision" &&
-                       (RemovesKind(f.job.kind) || f.job.kind == "reprovision");
+                       RollsKind(f.job.kind);
     }
     int64_t canary_left =
         t.canary > 0 ? std::max<int64_t>(0, t.canary - t.replaced - just_replaced - deleting) : -1;
@@ -1192,12 +1196,13 @@ void Decider::Verdicts() {
               "outage: check `sdc-server list`";
       Problem("budget-exceeded", svc, absl::StrCat(v.broken, " broken instances of ", svc), held->second, v.fix,
               absl::StrCat(v.ready, " of ", g.record.count, " ready"));
-    } else if (held != hold_reason_.end() && held->second.rfind("rollout ", 0) == 0 &&
-               held->second.find(" paused by ") != std::string::npos) {
+    } else if (auto p = paused_.find(svc);
+               p != paused_.end() && held != hold_reason_.end() && held->second == task_waits_.at(svc)) {
+      const TaskRecord& t = *p->second;
       v.state = VerdictState::kPaused;
-      v.reason = absl::StrCat(held->second.substr(0, held->second.find("; `mariposa resume")), " (", v.old_spec,
+      v.reason = absl::StrCat("rollout ", t.uuid, " paused by ", t.paused, " (", v.old_spec,
                               " instances on an older spec)");
-      v.fix = held->second.substr(held->second.find("`mariposa resume"));
+      v.fix = absl::StrCat("`mariposa resume ", t.uuid, "` continues it");
     } else if (v.old_spec > 0 && !reprovision_task_of_.count(svc) && !acting && v.broken == 0 &&
                v.provisioning == 0) {
       v.state = VerdictState::kDegraded;

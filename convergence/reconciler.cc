@@ -435,31 +435,33 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     i.health = h ? health::HealthName(*h) : "unknown";
   }
   if (s.actual_known) {
+    // Since when each instance runs at its spec and image, and is healthy
+    // (first seen: since its creation); kept across syncs, in place.
     absl::MutexLock l(&mu_);
-    auto& tracked = projects_[uuid].tracked;
-    std::map<std::string, ProjectState::Tracked> seen_now;
+    ProjectState& ps = projects_[uuid];
+    uint64_t round = ++ps.track_round;
     for (InstanceState& i : s.instances) {
-      std::string key = absl::StrCat(i.spec_hash, "/", i.image_uuid);
       bool running = i.state == "running", healthy = running && i.health == "healthy";
-      auto it = tracked.find(i.uuid);
-      ProjectState::Tracked t;
-      if (it == tracked.end()) {
-        t.key = key;
-        if (running) t.up_since = i.created;
-        if (healthy) t.healthy_since = i.created;
-      } else {
-        t = it->second;
-        if (t.key != key) t = ProjectState::Tracked{key};
-        if (!running) t.up_since = absl::InfiniteFuture();
-        else if (t.up_since == absl::InfiniteFuture()) t.up_since = now;
-        if (!healthy) t.healthy_since = absl::InfiniteFuture();
-        else if (t.healthy_since == absl::InfiniteFuture()) t.healthy_since = now;
+      auto [it, fresh] = ps.tracked.try_emplace(i.uuid);
+      ProjectState::Tracked& t = it->second;
+      if (fresh || t.spec_hash != i.spec_hash || t.image_uuid != i.image_uuid) {
+        absl::Time from = fresh ? i.created : now;  // a new spec or image starts again
+        t = ProjectState::Tracked{i.spec_hash, i.image_uuid};
+        if (running) t.up_since = from;
+        if (healthy) t.healthy_since = from;
       }
+      if (!running) t.up_since = absl::InfiniteFuture();
+      else if (t.up_since == absl::InfiniteFuture()) t.up_since = now;
+      if (!healthy) t.healthy_since = absl::InfiniteFuture();
+      else if (t.healthy_since == absl::InfiniteFuture()) t.healthy_since = now;
+      t.seen = round;
       if (running) i.up_since = t.up_since;
       if (healthy) i.healthy_since = t.healthy_since;
-      seen_now[i.uuid] = std::move(t);
     }
-    tracked = std::move(seen_now);
+    for (auto it = ps.tracked.begin(); it != ps.tracked.end();) {
+      if (it->second.seen != round) ps.tracked.erase(it++);
+      else ++it;
+    }
   }
 
   // Images, the filters' images, meta and the VMs label rules point at.

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "convergence/agents.h"
@@ -204,10 +205,12 @@ class Reconciler {
     // (update.min_healthy_time, the deadlines). Instances first seen so
     // count from their creation.
     struct Tracked {
-      std::string key;  // spec hash / image
+      std::string spec_hash, image_uuid;  // what it ran when the times below started
       absl::Time up_since = absl::InfiniteFuture(), healthy_since = absl::InfiniteFuture();
+      uint64_t seen = 0;  // the sync that saw it last (those not seen are dropped)
     };
-    std::map<std::string, Tracked> tracked;
+    absl::flat_hash_map<std::string, Tracked> tracked;
+    uint64_t track_round = 0;
     void DropBacklog() {
       backlog.clear();
       backlog_from = nullptr;

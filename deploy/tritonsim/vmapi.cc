@@ -723,12 +723,9 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
       if (changes.contains("alias") && changes["alias"].is_string()) v.alias = changes["alias"];
       if (changes.contains("quota") && changes["quota"].is_number()) v.quota = changes["quota"];
       if (changes.contains("cpu_cap") && changes["cpu_cap"].is_number()) v.cpu_cap = changes["cpu_cap"];
-      for (const char* key : {"max_swap", "max_lwps", "zfs_io_priority"}) {
-        if (!changes.contains(key) || !changes[key].is_number_integer()) continue;
-        int64_t value = changes[key].get<int64_t>();
-        if (std::string(key) == "max_swap") v.max_swap = value;
-        else if (std::string(key) == "max_lwps") v.max_lwps = value;
-        else v.zfs_io_priority = value;
+      for (auto [key, field] : {std::pair<const char*, int64_t*>{"max_swap", &v.max_swap},
+                                {"max_lwps", &v.max_lwps}, {"zfs_io_priority", &v.zfs_io_priority}}) {
+        if (changes.contains(key) && changes[key].is_number_integer()) *field = changes[key].get<int64_t>();
       }
       if (changes.contains("billing_id") && changes["billing_id"].is_string()) v.billing_id = changes["billing_id"];
       // vmadm update: set_* merges, remove_* deletes keys.
