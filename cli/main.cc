@@ -26,11 +26,13 @@
 #include "common/clock.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "mariposa/v1/events.grpc.pb.h"
 #include "mariposa/v1/health.grpc.pb.h"
+#include "mariposa/v1/images.grpc.pb.h"
 #include "mariposa/v1/admin.grpc.pb.h"
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "mariposa/v1/queue.grpc.pb.h"
@@ -81,6 +83,14 @@ Tasks and freezes
   resume TASK                            (continues a paused rollout)
   freeze [--service s1,s2 | --group G] [--reason TEXT] [--only kind,kind]
   thaw [--service s1,s2 | --group G]
+Images (IMGAPI and the image source)
+  image list [NAME] [--source]           images in IMGAPI, or in the source's channel
+  image get IMAGE                        one image (uuid or name@version)
+  image avail [SERVICE ...] [--all]      newer versions of the services' images in the source
+  image changes NAME FROM TO             the change log from one version to another
+  image import IMAGE                     import from the source into IMGAPI (waits)
+  image create --from INSTANCE --name N --version V [--prepare FILE]
+                                         an image of a prototype instance (waits)
 Log and controller
   events [--after INDEX] [--limit N] [--all] [-f]
   admin status
@@ -143,6 +153,17 @@ const std::map<std::string, std::string>& CommandHelp() {
       {"queue",
        "usage: mariposa -j PROJECT queue list [--finished N] | queue get TASK | queue terminate TASK [--reason TEXT]\n\n"
        "Terminating a task freezes its scope (services) until `mariposa thaw`.\n"},
+      {"image",
+       "usage: mariposa image list [NAME] [--source] | get IMAGE | avail [SERVICE ...] [--all] |\n"
+       "                      changes NAME FROM TO | import IMAGE |\n"
+       "                      create --from INSTANCE --name NAME --version VERSION [--prepare FILE]\n\n"
+       "IMAGE is a uuid or name@version. The image source is mariposad's --image-source (an IMGAPI such as\n"
+       "updates.tritondatacenter.com) and its --image-channel. avail: for each service (of -j PROJECT, or of\n"
+       "every project) the newest version in the source, or every newer one with --all, like `sdcadm avail`.\n"
+       "A manifest may name an image that is only in the source: the task that needs it imports it first.\n"
+       "create: IMGAPI create-from-vm of the prototype INSTANCE (its uuid): it is stopped and snapshotted,\n"
+       "booted with the prepare-image script (and --prepare FILE, the operator's own) running before any of\n"
+       "its services, imaged, rolled back, and started again if it was running. Prints the job's steps.\n"},
       {"pause",
        "usage: mariposa pause TASK [--reason TEXT]\n\n"
        "Holds a rollout (a reprovision task, as `queue list` shows it) between steps without ending it: no\n"
@@ -267,6 +288,7 @@ class Cli {
     queue_ = v1::Queue::NewStub(channel_);
     state_ = v1::State::NewStub(channel_);
     events_ = v1::Events::NewStub(channel_);
+    images_ = v1::Images::NewStub(channel_);
     addr_ = addr;
   }
 
@@ -311,6 +333,7 @@ class Cli {
   int QueueCmd(Args& a);
   int FreezeCmd(Args& a, bool thaw);
   int PauseCmd(bool pause, Args& a);
+  int ImageCmd(Args& a);
   int TaskCmd(const std::string& kind, Args& a);
   int HealthCmd(Args& a);
   int WaitSettled(const std::string& project, absl::Duration timeout);
@@ -329,6 +352,7 @@ class Cli {
   std::unique_ptr<v1::State::Stub> state_;
   const Clock* clock_;
   std::unique_ptr<v1::Events::Stub> events_;
+  std::unique_ptr<v1::Images::Stub> images_;
 };
 
 std::string Time(const google::protobuf::Timestamp& t) {
@@ -1103,6 +1127,183 @@ int Cli::QueueCmd(Args& a) {
   throw UsageError{"expected queue list|get|terminate"};
 }
 
+namespace {
+
+std::string ImageLabel(const v1::Image& i) { return absl::StrCat(i.name(), "@", i.version()); }
+
+std::string Human(int64_t bytes) {
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes) / 1024;
+  int u = 0;
+  while (v >= 1024 && u < 3) {
+    v /= 1024;
+    ++u;
+  }
+  return absl::StrCat(static_cast<int64_t>(v + 0.5), " ", units[u]);
+}
+
+}  // namespace
+
+int Cli::ImageCmd(Args& a) {
+  bool source = a.Flag({"--source"});
+  bool all = a.Flag({"--all"});
+  auto from = a.Value({"--from"});
+  auto name = a.Value({"--name"});
+  auto version = a.Value({"--version"});
+  auto prepare = a.Value({"--prepare"});
+  std::vector<std::string> rest = a.Positional(1, 1000, "image list|get|avail|changes|import|create");
+  const std::string& sub = rest[0];
+  auto count = [&](size_t min, size_t max, const char* what) {
+    if (rest.size() < min || rest.size() > max) throw UsageError{absl::StrCat("expected ", what)};
+  };
+  auto table = [](const google::protobuf::RepeatedPtrField<v1::Image>& images) {
+    std::vector<std::vector<std::string>> rows;
+    for (const v1::Image& i : images) {
+      rows.push_back({i.uuid(), i.name(), i.version(), i.type(), i.state(), Human(i.size()), i.published_at(),
+                      absl::StrJoin(i.channels(), ",")});
+    }
+    Table({"UUID", "NAME", "VERSION", "TYPE", "STATE", "SIZE", "PUBLISHED", "CHANNELS"}, rows);
+  };
+  if (sub == "list") {
+    count(1, 2, "image list [NAME] [--source]");
+    v1::ListImagesRequest req;
+    if (rest.size() > 1) req.set_name(rest[1]);
+    req.set_source(source);
+    v1::ListImagesResponse resp;
+    Check(images_->List(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    if (source) std::cout << "image source " << resp.source() << " (channel " << resp.channel() << ")\n";
+    table(resp.images());
+    return 0;
+  }
+  if (sub == "get") {
+    count(2, 2, "image get IMAGE");
+    v1::GetImageRequest req;
+    req.set_image(rest[1]);
+    v1::GetImageResponse resp;
+    Check(images_->Get(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp.image());
+      return 0;
+    }
+    const v1::Image& i = resp.image();
+    std::cout << ImageLabel(i) << " " << i.uuid() << "\n  where:     "
+              << (i.where() == "source" ? "only in the image source (imported when a service needs it)" : "IMGAPI")
+              << "\n  type:      " << i.type() << " (os " << i.os() << ")\n  size:      " << Human(i.size())
+              << "\n  published: " << i.published_at() << "\n";
+    if (!i.origin().empty()) std::cout << "  origin:    " << i.origin() << "\n";
+    if (i.channels_size() > 0) std::cout << "  channels:  " << absl::StrJoin(i.channels(), ", ") << "\n";
+    if (!i.changes().empty()) std::cout << "  changes:\n    " << absl::StrReplaceAll(i.changes(), {{"\n", "\n    "}}) << "\n";
+    return 0;
+  }
+  if (sub == "avail") {
+
+    v1::AvailRequest req;
+    req.set_project(project_);
+    for (size_t k = 1; k < rest.size(); ++k) req.add_services(rest[k]);
+    req.set_all(all);
+    v1::AvailResponse resp;
+    Check(images_->Avail(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::vector<std::vector<std::string>> rows;
+    int errors = 0;
+    for (const v1::AvailService& s : resp.services()) {
+      std::string current = s.error().empty() ? ImageLabel(s.current()) : s.current().name() + " (?)";
+      if (!s.error().empty()) {
+        ++errors;
+        std::cerr << "mariposa: " << s.project() << "/" << s.service() << ": " << s.error() << "\n";
+      }
+      if (s.newer_size() == 0) {
+        rows.push_back({s.project(), s.service(), current, s.error().empty() ? "up to date" : "unknown", "", ""});
+      }
+      for (const v1::Image& n : s.newer()) {
+        rows.push_back({s.project(), s.service(), current, n.version(), n.uuid(), Human(n.size())});
+      }
+    }
+    std::cout << "image source " << resp.source() << " (channel " << resp.channel() << ")\n";
+    Table({"PROJECT", "SERVICE", "CURRENT", "AVAILABLE", "UUID", "SIZE"}, rows);
+    return errors > 0 ? 1 : 0;
+  }
+  if (sub == "changes") {
+    count(3, 4, "image changes NAME FROM TO (or NAME@FROM NAME@TO)");
+    v1::ChangesRequest req;
+    if (rest.size() == 4) {
+      req.set_name(rest[1]);
+      req.set_from(rest[2]);
+      req.set_to(rest[3]);
+    } else {
+      size_t at1 = rest[1].rfind('@'), at2 = rest[2].rfind('@');
+      if (at1 == std::string::npos) throw UsageError{"expected image changes NAME FROM TO (or NAME@FROM NAME@TO)"};
+      req.set_name(rest[1].substr(0, at1));
+      req.set_from(rest[1].substr(at1 + 1));
+      req.set_to(at2 == std::string::npos ? rest[2] : rest[2].substr(at2 + 1));
+    }
+    v1::ChangesResponse resp;
+    Check(images_->Changes(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::cout << req.name() << " " << req.from() << " -> " << req.to() << ": " << resp.images_size()
+              << (resp.images_size() == 1 ? " version\n" : " versions\n");
+    for (const v1::Image& i : resp.images()) {
+      std::cout << "\n" << i.version() << " (" << i.uuid() << ", published " << i.published_at() << ")\n";
+      std::cout << (i.changes().empty() ? "  (no change log)" : "  " + absl::StrReplaceAll(i.changes(), {{"\n", "\n  "}}))
+                << "\n";
+    }
+    return 0;
+  }
+  if (sub == "import") {
+    count(2, 2, "image import IMAGE");
+    v1::ImportImageRequest req;
+    req.set_image(rest[1]);
+    v1::ImportImageResponse resp;
+    Check(images_->Import(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    if (resp.already()) std::cout << ImageLabel(resp.image()) << " (" << resp.image().uuid() << ") is in IMGAPI already\n";
+    else std::cout << "imported " << ImageLabel(resp.image()) << " (" << resp.image().uuid() << ", "
+                   << Human(resp.image().size()) << ") into IMGAPI; job " << resp.job_uuid() << "\n";
+    return 0;
+  }
+  if (sub == "create") {
+    count(1, 1, "image create --from INSTANCE --name NAME --version VERSION [--prepare FILE]");
+    if (!from || !name || !version) throw UsageError{"image create needs --from INSTANCE, --name and --version"};
+    v1::CreateImageRequest req;
+    req.set_instance(*from);
+    req.set_name(*name);
+    req.set_version(*version);
+    if (prepare) {
+      std::ifstream f(*prepare, std::ios::binary);
+      if (!f) throw Error{absl::StrCat("cannot read the prepare script ", *prepare)};
+      std::stringstream text;
+      text << f.rdbuf();
+      req.set_prepare_script(text.str());
+    }
+    v1::CreateImageResponse resp;
+    Check(images_->Create(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::cout << "created " << ImageLabel(resp.image()) << " (" << resp.image().uuid() << ") from " << *from
+              << "; job " << resp.job_uuid() << ":\n";
+    for (const std::string& step : resp.steps()) std::cout << "  " << step << "\n";
+    std::cout << "use it in a manifest as image: " << ImageLabel(resp.image()) << "\n";
+    return 0;
+  }
+  throw UsageError{absl::StrCat("unknown image subcommand \"", sub, "\": list, get, avail, changes, import or create")};
+}
+
 int Cli::PauseCmd(bool pause, Args& a) {
   auto reason = pause ? a.Value({"--reason"}) : std::nullopt;
   auto rest = a.Positional(2, 2, pause ? "pause TASK" : "resume TASK");
@@ -1376,6 +1577,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "queue") return QueueCmd(args);
   if (cmd == "freeze") return FreezeCmd(args, false);
   if (cmd == "pause" || cmd == "resume") return PauseCmd(cmd == "pause", args);
+  if (cmd == "image" || cmd == "images") return ImageCmd(args);
   if (cmd == "thaw") return FreezeCmd(args, true);
   if (cmd == "reprovision" || cmd == "start" || cmd == "stop") return TaskCmd(cmd, args);
   if (cmd == "health") return HealthCmd(args);
@@ -1438,7 +1640,7 @@ int Main(int argc, char** argv, const Clock* clock) {
     // version, meta and admin; Args sees it as rest[0].
     std::vector<std::string> sub(rest.begin() + 1, rest.end());
     bool has_sub = cmd == "project" || cmd == "projects" || cmd == "version" || cmd == "meta" || cmd == "admin" ||
-                   cmd == "queue";
+                   cmd == "queue" || cmd == "image" || cmd == "images";
     Cli cli(addr, project, output, clock);
     if (has_sub) return cli.Run(cmd, Args(sub));
     return cli.Run(cmd, Args(rest));

@@ -294,8 +294,13 @@ std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& c
   };
   for (const auto& kv : m.services) {
     const ServiceSpec& s = kv.second;
-    if (s.compute_type == "agent") continue;
     std::string path = absl::StrCat("services.", kv.first);
+    if (s.compute_type == "agent") {
+      if (!catalog.images) continue;
+      auto image = catalog.images(s.image);
+      if (!image.ok() && absl::IsNotFound(image.status())) error(absl::StrCat(path, ".image"), image.status());
+      continue;
+    }
     if (catalog.packages) {
       auto pkg = ChoosePackage(s, *catalog.packages, owner);
       if (!pkg.ok()) error(absl::StrCat(path, s.package.empty() ? ".resources" : ".package"), pkg.status());
@@ -309,10 +314,14 @@ std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& c
       if (!why.empty()) out.push_back({filename, 0, 0, absl::StrCat(path, ".healthchecks.", check.first, ".network"), why});
     }
     if (catalog.images) {
+      // A missing image is refused, naming the versions that exist; IMGAPI
+      // or the source unreadable: not checked (the sync reports it).
       auto image = catalog.images(s.image);
       if (image.ok()) {
         auto brand = ChooseBrand(s, *image);
         if (!brand.ok()) error(absl::StrCat(path, ".compute_type"), brand.status());
+      } else if (absl::IsNotFound(image.status())) {
+        error(absl::StrCat(path, ".image"), image.status());
       }
     }
   }

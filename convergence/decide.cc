@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "convergence/images.h"
 #include "convergence/meta_drift.h"
 #include "convergence/queue.h"
 #include "projects/interpolate.h"
@@ -119,6 +120,8 @@ class Decider {
   void Hold();
   void ScaleTasks();
   void Names();
+  void Imports();
+  bool ImportVerdict(const std::string& svc, ServiceVerdict* v);
   void Agents();
   void Window();
   void Verdicts();
@@ -201,6 +204,13 @@ void Decider::FinishedJobs() {
       } else if (j.kind == "reprovision") {
         prog.replaced = 1;
         Event("instance.reprovisioned", j.instance, j.alias);
+      } else if (j.kind == "import") {
+        Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
+        for (auto& kv : d_.memory) {
+          kv.second.import_error.clear();
+          kv.second.import_failures = 0;
+          kv.second.import_retry = absl::InfinitePast();
+        }
       } else if (j.kind == "install") {
         prog.created = 1;
         if (m != d_.memory.end()) {
@@ -214,6 +224,17 @@ void Decider::FinishedJobs() {
       if (j.kind == "create") {
         Event("instance.create-failed", j.service, absl::StrCat(j.alias, ": ", f.error));
         CrashFailure(j.service, absl::StrCat(j.alias, ": ", f.error));
+      } else if (j.kind == "import") {
+        Event("image.import-failed", j.instance, absl::StrCat(j.alias, " (", j.reason, "): ", f.error));
+        // Every service waiting for the image waits for the next attempt.
+        for (const auto& kv : s_.imports) {
+          if (kv.second.uuid != j.instance) continue;
+          ServiceMemory& mem = d_.memory[kv.first];
+          mem.import_error = f.error;
+          ++mem.import_failures;
+          absl::Duration wait = s_.policy.backoff_base * (1 << std::min(mem.import_failures - 1, 16));
+          mem.import_retry = now_ + std::min(wait, s_.policy.backoff_cap);
+        }
       } else if (j.kind == "install") {
         Event("agent.install-failed", j.instance, absl::StrCat(j.alias, ": ", f.error));
         if (m != d_.memory.end()) {
@@ -675,6 +696,14 @@ void Decider::Hold() {
       auto img = s_.image_errors.find(a.service);
       if (img != s_.image_errors.end()) why = absl::StrCat("image: ", img->second);
     }
+    if (why.empty() && a.kind != ActionKind::kStart && a.kind != ActionKind::kStop) {
+      // Nothing is created, replaced or reprovisioned before the image is here.
+      auto imp = s_.imports.find(a.service);
+      if (imp != s_.imports.end()) {
+        why = absl::StrCat("image: ", imp->second.name, "@", imp->second.version, " is imported from ",
+                           imp->second.source, " first");
+      }
+    }
     if (why.empty() && create) {
       auto spec = s_.spec_errors.find(a.service);
       if (spec != s_.spec_errors.end()) why = spec->second;
@@ -871,6 +900,57 @@ void Decider::Names() {
   }
 }
 
+// Images only in the source: one import per image at a time, for the open
+// task that needs it; a failed import is tried again after a backoff.
+void Decider::Imports() {
+  std::set<std::string> going;
+  for (const JobRecord& j : s_.in_flight) {
+    if (j.api == "imgapi") going.insert(j.instance);
+  }
+  for (const auto& kv : s_.imports) {
+    const std::string& svc = kv.first;
+    const triton::Image& im = kv.second;
+    if (!going.insert(im.uuid).second) continue;  // in flight, or asked for by another service
+    const ServiceMemory& m = d_.memory[svc];
+    if (now_ < m.import_retry) {
+      going.erase(im.uuid);
+      continue;
+    }
+    std::string task;
+    for (const TaskRecord& t : s_.tasks) {
+      if (Covers(t, svc) && (t.state == "queued" || t.state == "active") && WaitingFor(t).empty()) {
+        task = t.uuid;
+        break;
+      }
+    }
+    d_.imports.push_back({im.uuid, absl::StrCat(im.name, "@", im.version), im.source, im.size, svc, task});
+  }
+}
+
+// The verdict of a service waiting for its image's import; false when it
+// does not wait for one.
+bool Decider::ImportVerdict(const std::string& svc, ServiceVerdict* v) {
+  auto imp = s_.imports.find(svc);
+  if (imp == s_.imports.end()) return false;
+  const triton::Image& im = imp->second;
+  const ServiceMemory& m = d_.memory[svc];
+  std::string label = absl::StrCat(im.name, "@", im.version);
+  if (!m.import_error.empty()) {
+    v->state = VerdictState::kFailed;
+    v->reason = absl::StrCat("importing image ", label, " failed");
+    v->fix = absl::StrCat("check the image source ", im.source, " (`mariposa image avail ", svc,
+                          "`); it is tried again at ", Stamp(m.import_retry),
+                          ", or apply a manifest naming an image IMGAPI has");
+    Problem("image-import-failing", svc, absl::StrCat("importing image ", label, " from ", im.source, " fails"),
+            m.import_error, v->fix, absl::StrCat("nothing of ", svc, " is created or updated until it is imported"));
+  } else {
+    v->state = VerdictState::kProgressing;
+    v->reason = absl::StrCat("importing image ", label, " (", HumanBytes(im.size), ") from ", im.source);
+  }
+  d_.verdicts[svc] = *v;
+  return true;
+}
+
 void Decider::Agents() {
   if (!s_.goal) return;
   for (const auto& kv : s_.goal->services) {
@@ -879,6 +959,7 @@ void Decider::Agents() {
     const std::string& svc = kv.first;
     ServiceVerdict v;
     v.agent = true;
+    if (ImportVerdict(svc, &v)) continue;
     ServiceMemory& m = d_.memory[svc];
     auto img = s_.images.find(svc);
     if (img == s_.images.end()) {
@@ -1148,6 +1229,7 @@ void Decider::Verdicts() {
       d_.verdicts[svc] = v;
       continue;
     }
+    if (ImportVerdict(svc, &v)) continue;
     bool exact = v.ready == g.record.count && live == g.record.count && v.old_spec == 0 && v.broken == 0 &&
                  v.provisioning == 0 && v.checks_pending == 0;
     if (exact && task == open_task.end() && held == hold_reason_.end() && !acting) {
@@ -1282,6 +1364,7 @@ Decision Decider::Run() {
   StartsDone();
   Hold();
   ScaleTasks();
+  Imports();
   Agents();
   Window();
   Names();  // the creates that go now, then the backlog's

@@ -41,6 +41,11 @@ struct ServiceMemory {
   std::string pause_reason;                         // of the last crash loop
   std::string install_image;                        // agents: the image the failures below are for
   std::map<std::string, std::string> install_failures;  // agents: server -> last install error
+  // Importing the service's image from the source: the last failure and
+  // when to try again.
+  std::string import_error;
+  int import_failures = 0;
+  absl::Time import_retry = absl::InfinitePast();
 };
 
 // A Triton API that could not be read, since when.
@@ -77,6 +82,9 @@ struct Snapshot {
   std::vector<FinishedJob> finished;               // jobs that ended since the last sync
   std::map<std::string, triton::Image> images;     // service -> its image, resolved
   std::map<std::string, std::string> image_errors;  // service -> why its image cannot be resolved
+  // service -> its image, found only in the image source (Image::source):
+  // imported before anything of the service is created or installed.
+  std::map<std::string, triton::Image> imports;
   // What each service's instances are made of (catalog.h, meta_drift.h);
   // spec_errors says why a service's cannot be chosen ("package: …",
   // "networks: …", "compute_type: …"), which holds its creates.
@@ -137,6 +145,16 @@ struct AgentInstall {
   std::string task;   // as Step::task
 };
 
+// An image to import into IMGAPI from its source (AdminImportRemoteImage).
+struct ImageImport {
+  std::string image_uuid;
+  std::string label;  // name@version
+  std::string source;
+  int64_t size = 0;
+  std::string service;  // the first service waiting for it
+  std::string task;     // as Step::task
+};
+
 enum class VerdictState { kConverged, kProgressing, kDegraded, kPaused, kFailed, kUnknown };
 const char* VerdictName(VerdictState v);
 
@@ -159,7 +177,7 @@ struct ServiceVerdict {
 
 // A problem as RFD 40's `imgapiadm status` states it.
 struct Problem {
-  std::string kind;     // triton-unreachable image-missing crash-loop budget-exceeded agent-install-failing
+  std::string kind;     // triton-unreachable image-missing image-import-failing crash-loop budget-exceeded agent-install-failing
                         // placement older-spec store
   std::string service;  // "" for the project
   std::string error, reason, fix, impact;
@@ -176,6 +194,7 @@ struct Decision {
   std::vector<TaskRecord> new_tasks;  // automatic tasks to add (admission decides again, in the store)
   std::vector<Rollback> rollbacks;
   std::vector<AgentInstall> installs;
+  std::vector<ImageImport> imports;
   std::vector<std::pair<std::string, TaskProgress>> job_progress;  // finished job uuid -> its task's progress
   std::vector<EventRecord> events;
   std::map<std::string, ServiceMemory> memory;  // to remember (every goal service)

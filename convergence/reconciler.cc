@@ -1,5 +1,7 @@
 #include "convergence/reconciler.h"
 
+#include "convergence/images.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -10,10 +12,12 @@
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "convergence/images.h"
 #include "convergence/meta_drift.h"
 #include "convergence/observer.h"
 #include "convergence/placement.h"
@@ -244,6 +248,80 @@ std::vector<ApiProblem> Reconciler::ApiProblems() const {
   return out;
 }
 
+absl::StatusOr<triton::Image> Reconciler::LookUpImage(const std::string& ref) {
+  bool by_uuid = IsUuid(ref);
+  size_t at = ref.rfind('@');
+  std::string name = by_uuid ? "" : ref.substr(0, at);
+  std::string version = by_uuid || at == std::string::npos ? "" : ref.substr(at + 1);
+  absl::StatusOr<triton::Image> found = by_uuid ? imgapi_->GetImage(ref) : imgapi_->FindImage(name, version);
+  NoteApi("IMGAPI", found.status());
+  if (found.ok() || !absl::IsNotFound(found.status())) return found;
+  triton::ImgapiClient* source = options_.image_source;
+  const std::string where =
+      source == nullptr
+          ? " (no image source is configured: mariposad --image-source URL)"
+          : absl::StrCat(" or in the image source ", options_.image_source_url,
+                         options_.image_channel.empty() ? "" : absl::StrCat(" (channel ", options_.image_channel, ")"));
+  if (source != nullptr) {
+    absl::StatusOr<triton::Image> remote;
+    if (by_uuid) {
+      remote = source->GetImage(ref);
+    } else {
+      triton::ImageFilter f;
+      f.name = name;
+      f.version = version;
+      f.channel = options_.image_channel;
+      auto list = source->ListImages(f);
+      if (!list.ok()) {
+        remote = list.status();
+      } else if (list->empty()) {
+        remote = absl::NotFoundError("not in the source");
+      } else {
+        remote = *std::max_element(list->begin(), list->end(), [](const triton::Image& a, const triton::Image& b) {
+          int c = CompareVersions(a.version, b.version);
+          return c != 0 ? c < 0 : a.published_at < b.published_at;
+        });
+      }
+    }
+    if (remote.ok()) {
+      remote->source = options_.image_source_url;
+      return remote;
+    }
+    if (!absl::IsNotFound(remote.status())) {
+      return absl::UnavailableError(absl::StrCat("image ", ref, " is not in IMGAPI, and the image source ",
+                                                 options_.image_source_url, " could not be read: ",
+                                                 remote.status().message()));
+    }
+  }
+  if (by_uuid) return absl::NotFoundError(absl::StrCat("image ", ref, " is not in IMGAPI", where));
+  // Name the versions that exist, nearest first.
+  std::vector<std::string> versions;
+  triton::ImageFilter f;
+  f.name = name;
+  auto local = imgapi_->ListImages(f);
+  if (local.ok()) {
+    for (const triton::Image& i : *local) versions.push_back(i.version);
+  }
+  if (source != nullptr) {
+    f.channel = options_.image_channel;
+    auto remote = source->ListImages(f);
+    if (remote.ok()) {
+      for (const triton::Image& i : *remote) versions.push_back(i.version);
+    }
+  }
+  std::vector<std::string> near = NearestVersions(version, versions);
+  return absl::NotFoundError(absl::StrCat(
+      "image ", ref, " is not in IMGAPI", where,
+      near.empty() ? absl::StrCat("; no image is named ", name)
+                   : absl::StrCat("; nearest versions: ", absl::StrJoin(near, ", "), " (write e.g. ", name, "@",
+                                  near[0], ")")));
+}
+
+void Reconciler::ForgetImages() {
+  absl::MutexLock l(&mu_);
+  images_.clear();
+}
+
 absl::StatusOr<triton::Image> Reconciler::ResolveImage(const std::string& ref) {
   absl::Time now = clock_->Now();
   {
@@ -253,14 +331,7 @@ absl::StatusOr<triton::Image> Reconciler::ResolveImage(const std::string& ref) {
       return it->second.second;
     }
   }
-  absl::StatusOr<triton::Image> found;
-  if (IsUuid(ref)) {
-    found = imgapi_->GetImage(ref);
-  } else {
-    size_t at = ref.rfind('@');
-    found = imgapi_->FindImage(ref.substr(0, at), at == std::string::npos ? "" : ref.substr(at + 1));
-  }
-  NoteApi("IMGAPI", found.status());
+  absl::StatusOr<triton::Image> found = LookUpImage(ref);
   absl::MutexLock l(&mu_);
   if (images_.size() > 4096) images_.clear();
   images_[ref] = {now, found};
@@ -465,12 +536,16 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   }
 
   // Images, the filters' images, meta and the VMs label rules point at.
+  for (const FinishedJob& f : s.finished) {
+    if (f.job.api == "imgapi") ForgetImages();
+  }
   std::set<std::string> label_keys;
   if (s.goal) {
     for (const auto& kv : s.goal->services) {
       auto image = ResolveImage(kv.second.record.image);
-      if (image.ok()) s.images[kv.first] = *image;
-      else s.image_errors[kv.first] = std::string(image.status().message());
+      if (!image.ok()) s.image_errors[kv.first] = std::string(image.status().message());
+      else if (!image->source.empty()) s.imports[kv.first] = *image;
+      else s.images[kv.first] = *image;
       for (const PlacementRule& r : kv.second.spec.placement) {
         if (!IsInstanceKey(r.key)) label_keys.insert(r.key);
       }
@@ -722,7 +797,11 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   for (AgentInstall& a : d.installs) {
     if (resolve(&a.task)) installs.push_back(std::move(a));
   }
-  std::vector<JobRecord> sent = Send(s, steps, installs, &d.memory, &r, &events, &problems);
+  std::vector<ImageImport> imports;
+  for (ImageImport& i : d.imports) {
+    if (resolve(&i.task)) imports.push_back(std::move(i));
+  }
+  std::vector<JobRecord> sent = Send(s, steps, installs, imports, &d.memory, &r, &events, &problems);
   // The backlog the pump may send (PumpProject): creates without placement
   // rules (those are placed against the instances of a fresh listing).
   std::vector<Step> backlog;
@@ -807,6 +886,14 @@ std::vector<std::optional<FinishedJob>> Reconciler::PollJobs(const std::vector<J
         NoteApi("CNAPI", t.status());
         if (t.ok() && t->done()) answers[k] = FinishedJob{j, t->status == "complete", t->error};
         else if (absl::IsNotFound(t.status())) answers[k] = FinishedJob{j, false, "CNAPI lost the task"};
+        return;
+      }
+      if (j.api == "imgapi") {
+        triton::JobRef ref;
+        ref.job_uuid = j.job_uuid;
+        auto job = imgapi_->WaitJob(ref, absl::ZeroDuration());  // asks once
+        if (job.ok() && job->done()) answers[k] = FinishedJob{j, job->execution == "succeeded", job->error};
+        else if (absl::IsNotFound(job.status())) answers[k] = FinishedJob{j, false, "the workflow API lost the job"};
         return;
       }
       auto job = vmapi_->GetJob(j.job_uuid);
@@ -894,7 +981,7 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   std::vector<EventRecord> events;
   std::vector<Problem> problems;
   std::vector<JobRecord> sent;
-  if (!steps.empty()) sent = Send(*from, steps, {}, &memory, &r, &events, &problems);
+  if (!steps.empty()) sent = Send(*from, steps, {}, {}, &memory, &r, &events, &problems);
   StoreError(from->project.name, &problems, "events", store_->AppendEvents(events));
   {
     absl::MutexLock l(&mu_);
@@ -992,6 +1079,7 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
 
 std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Step>& steps,
                                         const std::vector<AgentInstall>& installs,
+                                        const std::vector<ImageImport>& imports,
                                         std::map<std::string, ServiceMemory>* memory, SyncResult* r,
                                         std::vector<EventRecord>* events, std::vector<Problem>* problems) {
   const ProjectRecord& p = s.project;
@@ -1143,6 +1231,21 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
                           return ref;
                         }});
   }
+  for (const ImageImport& im : imports) {
+    JobRecord j;
+    j.project_uuid = p.uuid;
+    j.api = "imgapi";
+    j.task_uuid = im.task;
+    j.service = im.service;
+    j.instance = im.image_uuid;
+    j.alias = im.label;
+    j.kind = "import";
+    j.reason = absl::StrCat(HumanBytes(im.size), " from ", im.source);
+    j.sent_at = clock_->Now();
+    triton::ImgapiClient* imgapi = imgapi_;
+    std::string uuid = im.image_uuid, source = im.source;
+    requests.push_back({j, [imgapi, uuid, source]() { return imgapi->ImportRemote(uuid, source); }});
+  }
   for (int wave = 0; wave < waves; ++wave) {
     std::vector<Request*> batch;
     for (Request& q : requests) {
@@ -1162,13 +1265,19 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
       else if (j.kind == "delete" || j.kind == "preserve") ++r->deleted;
       else ++r->changed;
       events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name,
-                                    j.kind == "install" ? "agent.install-started" : absl::StrCat("instance.", j.kind),
+                                    j.kind == "install"  ? "agent.install-started"
+                                    : j.kind == "import" ? "image.import-started"
+                                                         : absl::StrCat("instance.", j.kind),
                                     j.instance, absl::StrCat(j.alias, " (", j.reason, ")")});
       continue;
     }
     const absl::Status& st = q.result.status();
-    NoteApi(j.api == "cnapi" ? "CNAPI" : "VMAPI", st);
+    NoteApi(j.api == "cnapi" ? "CNAPI" : j.api == "imgapi" ? "IMGAPI" : "VMAPI", st);
     if (j.kind == "delete" && absl::IsNotFound(st)) continue;  // gone already
+    if (j.kind == "import" && absl::IsAlreadyExists(st)) {     // imported already (by hand, or a lost reply)
+      ForgetImages();
+      continue;
+    }
     if (j.kind == "create" && absl::IsDeadlineExceeded(st)) {
       // The reply was lost; the VM may still come: wait for it (Gather).
       j.job_uuid = absl::StrCat("create:", j.instance);

@@ -63,6 +63,11 @@ struct ReconcilerOptions {
   absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period
   ControllerMetrics* metrics = nullptr;                // optional
   triton::CnapiClient* cnapi = nullptr;                // for agent services; optional
+  // The image source (an IMGAPI such as updates.tritondatacenter.com) that
+  // images missing from this IMGAPI are imported from; optional.
+  triton::ImgapiClient* image_source = nullptr;
+  std::string image_source_url;    // what IMGAPI's import-remote is given
+  std::string image_channel;       // the source's channel ("" = every channel)
   // Packages and networks (catalog.h); optional: without PAPI an instance
   // gets resources.memory (1 GiB default), disk and cpu as given and no
   // billing_id; without NAPI only network uuids can be named.
@@ -142,6 +147,13 @@ class Reconciler {
   // Apply's check (CheckCatalog) of a manifest against the catalog and
   // IMGAPI; an error status when the catalog cannot be read.
   absl::StatusOr<std::vector<ManifestDiagnostic>> CheckManifest(const Manifest& m, const std::string& filename);
+  // An image reference (uuid or name@version), cached briefly.
+  absl::StatusOr<triton::Image> ResolveImage(const std::string& ref);
+  // Uncached: IMGAPI, then the image source (the result's `source` set);
+  // NOT_FOUND names the nearest versions that exist in either.
+  absl::StatusOr<triton::Image> LookUpImage(const std::string& ref);
+  // Drops the resolved images (an import ended: the next sync finds it in IMGAPI).
+  void ForgetImages();
  private:
   // `listed`, when given, is set to when the snapshot's instances were
   // listed (InfinitePast: VMAPI could not be read; keep nothing).
@@ -150,13 +162,13 @@ class Reconciler {
   // `changes` is changes_ when the sync began.
   SyncResult Execute(const Snapshot& s, Decision d, uint64_t changes);
   // Builds, sends (in dependency waves) and records the requests of
-  // `steps` and `installs` (tasks resolved); refusals are counted into
+  // `steps`, `installs` and `imports` (tasks resolved); refusals are counted into
   // `memory` at once. Returns the jobs sent.
   absl::Status InstanceRequest(const Snapshot& s, const ServiceGoalSpec& g, const std::string& alias,
                                const std::string& uuid, triton::CreateVmRequest* req,
                                std::vector<PlacementRuleText>* rules) const;
   std::vector<JobRecord> Send(const Snapshot& s, const std::vector<Step>& steps, const std::vector<AgentInstall>& installs,
-                              std::map<std::string, ServiceMemory>* memory, SyncResult* r,
+                              const std::vector<ImageImport>& imports, std::map<std::string, ServiceMemory>* memory, SyncResult* r,
                               std::vector<EventRecord>* events, std::vector<Problem>* problems);
   // The states of `jobs`: how each ended, or nullopt while it runs.
   std::vector<std::optional<FinishedJob>> PollJobs(const std::vector<JobRecord>& jobs);
@@ -169,7 +181,6 @@ class Reconciler {
   // ended; false when one could not be read.
   bool RefreshEnded(const std::string& project_uuid, const std::map<std::string, int64_t>& version_numbers,
                     const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances);
-  absl::StatusOr<triton::Image> ResolveImage(const std::string& ref);
 
   ProjectStore* store_;
   triton::VmapiClient* vmapi_;

@@ -38,6 +38,7 @@
 #include "health/events.h"
 #include "health/metrics.h"
 #include "projects/events_service.h"
+#include "convergence/images_service.h"
 #include "convergence/queue_service.h"
 #include "convergence/reconciler.h"
 #include "convergence/state_service.h"
@@ -54,7 +55,7 @@ constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [
                  [--triton URL --owner UUID --network UUID [--resync DURATION]
                   [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-agents]
                   [--health-loopback]
-                  [--health-lease DURATION]]
+                  [--health-lease DURATION] [--image-source URL [--image-channel NAME]]]
                  [--metrics-listen HOST:PORT]
 
 The Mariposa controller: gRPC API, SQLite store.
@@ -75,6 +76,13 @@ The Mariposa controller: gRPC API, SQLite store.
   --owner UUID      owner of the instances Mariposa creates (with --triton)
   --network UUID    network every instance joins (with --triton)
   --resync DURATION how often every project is re-checked (default 5s)
+  --image-source URL
+                    an IMGAPI to import images from when the data center's
+                    IMGAPI lacks one a manifest names (like sdcadm's
+                    updates.tritondatacenter.com; tritonsim serves one at
+                    <its URL>/updates); without it such images are refused
+  --image-channel NAME
+                    the source's channel (default release; "" = every channel)
   --max-jobs N      Triton jobs in flight, all projects together (default 64)
   --max-jobs-per-project N
                     Triton jobs in flight for one project (default 32)
@@ -148,6 +156,7 @@ int main(int argc, char** argv) {
   std::string triton_url, owner, network, resync = "5s";
   std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
   bool embedded_health = false, health_loopback = false, remote_agents = false, init = false;
+  std::string image_source_url, image_channel = "release";
   std::string health_lease_text = "10s";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -168,7 +177,8 @@ int main(int argc, char** argv) {
         value("--triton", &triton_url) || value("--owner", &owner) || value("--network", &network) ||
         value("--resync", &resync) || value("--max-jobs", &max_jobs) ||
         value("--max-jobs-per-project", &max_jobs_project) || value("--metrics-listen", &metrics_listen) ||
-        value("--health-lease", &health_lease_text)) {
+        value("--health-lease", &health_lease_text) || value("--image-source", &image_source_url) ||
+        value("--image-channel", &image_channel)) {
       continue;
     }
     return Usage(absl::StrCat("unknown argument \"", a, "\""));
@@ -192,6 +202,7 @@ int main(int argc, char** argv) {
   if (!absl::SimpleAtoi(max_jobs_project, &max_jobs_project_n) || max_jobs_project_n < 1) {
     return Usage(absl::StrCat("--max-jobs-per-project \"", max_jobs_project, "\" must be a number of at least 1"));
   }
+  if (!image_source_url.empty() && triton_url.empty()) return Usage("--image-source needs --triton");
   if (!triton_url.empty() && (!mariposa::IsUuid(owner) || !mariposa::IsUuid(network))) {
     return Usage("--triton needs --owner UUID and --network UUID");
   }
@@ -244,7 +255,8 @@ int main(int argc, char** argv) {
   }
   auto hook = [&metrics](const mariposa::triton::RequestRecord& r) { metrics.TritonRequest(r); };
   std::unique_ptr<mariposa::triton::HttpVmapiClient> vmapi;
-  std::unique_ptr<mariposa::triton::HttpImgapiClient> imgapi;
+  std::unique_ptr<mariposa::triton::HttpImgapiClient> imgapi, image_source;
+  std::unique_ptr<mariposa::convergence::ImagesService> images;
   std::unique_ptr<mariposa::triton::HttpCnapiClient> cnapi;
   std::unique_ptr<mariposa::triton::HttpPapiClient> papi;
   std::unique_ptr<mariposa::triton::HttpNapiClient> napi;
@@ -293,6 +305,14 @@ int main(int argc, char** argv) {
     ropts.max_jobs_per_project = max_jobs_project_n;
     ropts.metrics = &metrics;
     ropts.cnapi = cnapi.get();
+    if (!image_source_url.empty()) {
+      mariposa::triton::HttpOptions src = http;
+      src.base_url = image_source_url;
+      image_source = std::make_unique<mariposa::triton::HttpImgapiClient>(src, clock, hook);
+      ropts.image_source = image_source.get();
+      ropts.image_source_url = image_source_url;
+      ropts.image_channel = image_channel;
+    }
     ropts.papi = papi.get();
     ropts.napi = napi.get();
     ropts.health = health.get();
@@ -324,6 +344,17 @@ int main(int argc, char** argv) {
       return v->CountVms(f);
     });
     queue.set_on_change([r = reconciler.get()] { r->Wake(); });
+    mariposa::convergence::ImagesServiceOptions iopts;
+    iopts.imgapi = imgapi.get();
+    iopts.source = image_source.get();
+    iopts.source_url = image_source_url;
+    iopts.channel = image_channel;
+    iopts.resolve = [r = reconciler.get()](const std::string& ref) { return r->LookUpImage(ref); };
+    iopts.on_change = [r = reconciler.get()] {
+      r->ForgetImages();
+      r->Wake();
+    };
+    images = std::make_unique<mariposa::convergence::ImagesService>(store->get(), iopts);
   }
   mariposa::convergence::StateService state(store->get(), vmapi.get(), reconciler.get());
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -338,6 +369,8 @@ int main(int argc, char** argv) {
   builder.RegisterService(&projects);
   builder.RegisterService(&admin);
   builder.RegisterService(&queue);
+  if (images == nullptr) images = std::make_unique<mariposa::convergence::ImagesService>(store->get(), mariposa::convergence::ImagesServiceOptions{});
+  builder.RegisterService(images.get());
   builder.RegisterService(&state);
   mariposa::EventsService events(store->get(), clock);
   builder.RegisterService(&events);

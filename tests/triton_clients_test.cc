@@ -308,11 +308,20 @@ TEST_F(ClientsTest, ImgapiFindImportCreate) {
   auto vm = vmapi.CreateVm(Req({{"golden", "yes"}}));
   ASSERT_TRUE(vm.ok());
   ASSERT_TRUE(vmapi.WaitJob(vm->job_uuid, absl::Seconds(10)).ok());
-  EXPECT_EQ(imgapi.CreateFromVm(vm->vm_uuid, "golden", "1").status().code(), absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(vmapi.WaitJob(vmapi.Act(vm->vm_uuid, VmAction::kStop)->job_uuid, absl::Seconds(10)).ok());
-  auto created = imgapi.CreateFromVm(vm->vm_uuid, "golden", "1");
+  // RFD 109: from a running prototype, stopped, snapshotted, booted with the
+  // operator script before its services, imaged, rolled back and started.
+  auto created = imgapi.CreateFromVm(vm->vm_uuid, "golden", "1", "rm -f /etc/motd");
   ASSERT_TRUE(created.ok()) << created.status();
-  ASSERT_TRUE(imgapi.WaitJob(*created, absl::Seconds(10)).ok());
+  auto job_done = imgapi.WaitJob(*created, absl::Seconds(10));
+  ASSERT_TRUE(job_done.ok());
+  std::vector<std::string> names;
+  for (const std::string& step : job_done->steps) names.push_back(step.substr(0, step.find(':')));
+  EXPECT_EQ(names, (std::vector<std::string>{"stop", "snapshot", "boot", "operator-script", "services", "create-image",
+                                             "rollback", "start", "create-from-vm-1.0.0.final"}));
+  EXPECT_NE(job_done->steps[3].find("the operator's script (15 bytes) before the instance's services"),
+            std::string::npos)
+      << job_done->steps[3];
+  EXPECT_EQ(vmapi.GetVm(vm->vm_uuid)->state, "running");
   auto img = imgapi.GetImage(created->image_uuid);
   ASSERT_TRUE(img.ok());
   EXPECT_EQ(img->state, "active");

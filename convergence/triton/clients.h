@@ -113,6 +113,7 @@ struct Job {
   std::string execution;  // queued running succeeded failed canceled …
   std::string vm_uuid;
   std::string error;      // of a failed job, from chain_results
+  std::vector<std::string> steps;  // chain_results in order: "name: result"
   bool done() const { return execution == "succeeded" || execution == "failed" || execution == "canceled"; }
 };
 
@@ -200,6 +201,12 @@ struct Image {
   std::string origin;
   std::string published_at;
   std::string requirements_brand;  // requirements.brand: the brand it must run as, if any
+  int64_t size = 0;                 // bytes of its first file (what an import downloads)
+  std::vector<std::string> channels;  // a source's image: the channels it is in
+  std::string changes;                // a source's image: its change log, if it has one
+  // Set by the resolver, not IMGAPI: "" = in this data center's IMGAPI;
+  // else the source (URL) it must be imported from before it can be used.
+  std::string source;
 };
 
 struct ImageFilter {
@@ -208,6 +215,7 @@ struct ImageFilter {
   std::string state;    // default active; "all"
   std::string os;
   std::string type;
+  std::string channel;  // a source's channel ("" = every channel)
   int page_size = 1000;
 };
 
@@ -220,8 +228,10 @@ class ImgapiClient {
   // Resolves name@version to the newest active image of that name and version.
   virtual absl::StatusOr<Image> FindImage(const std::string& name, const std::string& version) = 0;
   virtual absl::StatusOr<JobRef> ImportRemote(const std::string& uuid, const std::string& source) = 0;
+  // `prepare_script` (optional): the operator's own script, run with the
+  // prepare-image script early in the prototype's boot (RFD 109).
   virtual absl::StatusOr<JobRef> CreateFromVm(const std::string& vm_uuid, const std::string& name,
-                                              const std::string& version) = 0;
+                                              const std::string& version, const std::string& prepare_script) = 0;
   virtual absl::StatusOr<Job> WaitJob(const JobRef& job, absl::Duration timeout) = 0;
 };
 

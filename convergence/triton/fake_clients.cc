@@ -387,7 +387,7 @@ absl::StatusOr<JobRef> FakeImgapiClient::ImportRemote(const std::string& uuid, c
 }
 
 absl::StatusOr<JobRef> FakeImgapiClient::CreateFromVm(const std::string& vm_uuid, const std::string& name,
-                                                      const std::string& version) {
+                                                      const std::string& version, const std::string&) {
   std::lock_guard<std::mutex> l(mu_);
   if (auto s = Enter("CreateFromVm", vm_uuid); !s.ok()) return s;
   Image i;
@@ -396,7 +396,11 @@ absl::StatusOr<JobRef> FakeImgapiClient::CreateFromVm(const std::string& vm_uuid
   i.version = version;
   i.state = "active";
   images_[i.uuid] = i;
-  Job j{FakeUuid("job", ++seq_), "create-from-vm", "create-from-vm", "succeeded", vm_uuid, ""};
+  Job j;
+  j.uuid = FakeUuid("job", ++seq_);
+  j.name = j.task = "create-from-vm";
+  j.execution = "succeeded";
+  j.vm_uuid = vm_uuid;
   jobs_[j.uuid] = j;
   return JobRef{vm_uuid, j.uuid, i.uuid, ""};
 }

@@ -39,6 +39,8 @@ Job ToJob(const json& j) {
   out.task = Str(params, "task");
   out.vm_uuid = Str(params, "vm_uuid");
   for (const auto& r : j.value("chain_results", json::array())) {
+    std::string result = r.contains("result") && r["result"].is_string() ? r["result"].get<std::string>() : "";
+    out.steps.push_back(absl::StrCat(Str(r, "name"), result.empty() ? "" : ": ", result));
     if (r.contains("error") && r["error"].is_object()) out.error = Str(r["error"], "message");
     else if (r.contains("error") && r["error"].is_string() && !r["error"].get<std::string>().empty()) {
       out.error = r["error"].get<std::string>();
@@ -315,13 +317,6 @@ absl::StatusOr<Task> HttpCnapiClient::WaitTask(const std::string& id, absl::Dura
 // ---------------------------------------------------------------- IMGAPI
 
 namespace {
-Image ToImage(const json& j) {
-  Image i{Str(j, "uuid"), Str(j, "name"),  Str(j, "version"), Str(j, "state"),      Str(j, "os"),
-          Str(j, "type"), Str(j, "owner"), Str(j, "origin"),  Str(j, "published_at")};
-  auto req = j.find("requirements");
-  if (req != j.end() && req->is_object()) i.requirements_brand = Str(*req, "brand");
-  return i;
-}
 
 int64_t Int(const json& j, const char* key) {
   auto it = j.find(key);
@@ -337,6 +332,20 @@ std::vector<std::string> Strings(const json& j, const char* key) {
   }
   return out;
 }
+
+Image ToImage(const json& j) {
+  Image i{Str(j, "uuid"), Str(j, "name"),  Str(j, "version"), Str(j, "state"),      Str(j, "os"),
+          Str(j, "type"), Str(j, "owner"), Str(j, "origin"),  Str(j, "published_at")};
+  auto req = j.find("requirements");
+  if (req != j.end() && req->is_object()) i.requirements_brand = Str(*req, "brand");
+  auto files = j.find("files");
+  if (files != j.end() && files->is_array() && !files->empty() && (*files)[0].is_object()) {
+    i.size = Int((*files)[0], "size");
+  }
+  i.channels = Strings(j, "channels");
+  i.changes = Str(j, "changes");
+  return i;
+}
 }  // namespace
 
 absl::StatusOr<std::vector<Image>> HttpImgapiClient::ListImages(const ImageFilter& f) {
@@ -346,6 +355,7 @@ absl::StatusOr<std::vector<Image>> HttpImgapiClient::ListImages(const ImageFilte
   if (!f.state.empty()) q.push_back("state=" + UrlEncode(f.state));
   if (!f.os.empty()) q.push_back("os=" + UrlEncode(f.os));
   if (!f.type.empty()) q.push_back("type=" + UrlEncode(f.type));
+  if (!f.channel.empty()) q.push_back("channel=" + UrlEncode(f.channel));
   if (f.page_size < 1 || f.page_size > 1000) return absl::InvalidArgumentError("page_size must be 1..1000");
   std::string base = absl::StrJoin(q, "&");
   std::vector<Image> out;
@@ -395,10 +405,12 @@ absl::StatusOr<JobRef> HttpImgapiClient::ImportRemote(const std::string& uuid, c
 }
 
 absl::StatusOr<JobRef> HttpImgapiClient::CreateFromVm(const std::string& vm_uuid, const std::string& name,
-                                                      const std::string& version) {
+                                                      const std::string& version, const std::string& prepare_script) {
+  json body = {{"name", name}, {"version", version}};
+  if (!prepare_script.empty()) body["prepare_script"] = prepare_script;
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("CreateImage", "POST",
                                               "/images?action=create-from-vm&vm_uuid=" + UrlEncode(vm_uuid),
-                                              json({{"name", name}, {"version", version}}).dump()));
+                                              body.dump()));
   return ToJobRef(r, "CreateFromVm");
 }
 

@@ -65,7 +65,7 @@ class HttpImgapiClient : public ImgapiClient {
   absl::StatusOr<Image> FindImage(const std::string& name, const std::string& version) override;
   absl::StatusOr<JobRef> ImportRemote(const std::string& uuid, const std::string& source) override;
   absl::StatusOr<JobRef> CreateFromVm(const std::string& vm_uuid, const std::string& name,
-                                      const std::string& version) override;
+                                      const std::string& version, const std::string& prepare_script) override;
   absl::StatusOr<Job> WaitJob(const JobRef& job, absl::Duration timeout) override;
 
  private:

@@ -118,12 +118,24 @@ std::string DataCenter::LoadSeed(const json& seed) {
       im.type = i.value("type", "zone-dataset");
       im.owner = i.value("owner", "00000000-0000-0000-0000-000000000000");
       im.tags = i.value("tags", json::object());
-      im.published_ms = NowMs();
+      // Seed order is publication order (ListImages sorts by it).
+      im.published_ms = NowMs() + static_cast<int64_t>(images_.size());
       if (im.name.empty() || !IsUuid(im.uuid)) return "every image needs a uuid and a name";
-      // Remote images are what import-remote can fetch; they are not local yet.
-      if (std::string(key) == "remote_images") {
-        im.state = "remote";
+      // Remote images are what import-remote can fetch: they are in the
+      // "updates" source, not local yet. A local image with "source": true
+      // is in the source too.
+      bool remote = std::string(key) == "remote_images";
+      if (remote) im.state = "remote";
+      im.in_source = remote || i.value("source", false);
+      if (i.contains("channels") && i["channels"].is_array()) {
+        for (const auto& c : i["channels"]) {
+          if (c.is_string()) im.channels.push_back(c.get<std::string>());
+        }
+      } else {
+        im.channels = {"release"};
       }
+      im.changes = i.value("changes", "");
+      if (i.contains("size") && i["size"].is_number_integer()) im.size = i["size"].get<int64_t>();
       images_[im.uuid] = im;
     }
   }

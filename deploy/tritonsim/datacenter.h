@@ -90,8 +90,11 @@ class DataCenter {
   Reply WaitTask(const std::string& id, const Params& q);
 
   // IMGAPI
-  Reply ListImages(const Params& q);
-  Reply GetImage(const std::string& uuid);
+  // `source`: the "updates" source's view (every image in it, with
+  // `channels` and `changes`) instead of this IMGAPI's.
+  Reply ListImages(const Params& q, bool source = false);
+  Reply GetImage(const std::string& uuid, bool source = false);
+  Reply ListChannels();
   Reply ImageAction(const std::string& uuid, const Params& q, const json& body);
   Reply CreateImageFromVm(const Params& q, const json& body);
 
@@ -203,6 +206,14 @@ class DataCenter {
     std::string uuid, owner, name, version, state = "active", type = "zone-dataset", os = "smartos", origin;
     bool disabled = false, is_public = true;
     int64_t published_ms = 0;
+    // In the "updates" source (served at /updates/images): its channels,
+    // change log and size.
+    bool in_source = false;
+    std::vector<std::string> channels;
+    std::string changes;
+    int64_t size = 104857600;
+    // Created from a VM: the prototype's root files (what instances of it start with).
+    std::map<std::string, std::string> root_files;
     json tags = json::object(), requirements = json::object(), files = json::array();
   };
   struct Job {
@@ -239,7 +250,7 @@ class DataCenter {
   // Records a change to `vm` (last_modified, cache revision).
   void Touch(Vm* vm);
   json ServerJson(const Server& s, const std::set<std::string>& extras) const;
-  json ImageJson(const Image& i) const;
+  json ImageJson(const Image& i, bool source = false) const;
   static json PackageJson(const Package& p);
   static json NetworkJson(const Network& n);
   // Seeds the packages and networks a data center has by default (the

@@ -122,6 +122,17 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
     return dc->CreateImageFromVm(q, b);
   }));
   s->Get("/images/" + kId, W("GetImage", [dc](const httplib::Request& r, const Params&, const json&) { return dc->GetImage(r.matches[1]); }));
+  // The "updates" source (an IMGAPI of its own, like updates.tritondatacenter.com):
+  // what import-remote fetches, with channels and change logs.
+  s->Get("/updates/images", W("SourceListImages", [dc](const httplib::Request&, const Params& q, const json&) {
+    return dc->ListImages(q, true);
+  }));
+  s->Get("/updates/images/" + kId, W("SourceGetImage", [dc](const httplib::Request& r, const Params&, const json&) {
+    return dc->GetImage(r.matches[1], true);
+  }));
+  s->Get("/updates/channels", W("SourceListChannels", [dc](const httplib::Request&, const Params&, const json&) {
+    return dc->ListChannels();
+  }));
   s->Post("/images/" + kId, W("ImageAction", [dc](const httplib::Request& r, const Params& q, const json& b) {
     return dc->ImageAction(r.matches[1], q, b);
   }));

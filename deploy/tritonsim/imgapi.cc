@@ -2,15 +2,17 @@
 #include "deploy/tritonsim/datacenter.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "deploy/tritonsim/sim_util.h"
 
 namespace tritonsim {
 
-json DataCenter::ImageJson(const Image& i) const {
-  return {{"v", 2},
+json DataCenter::ImageJson(const Image& i, bool source) const {
+  json out = {{"v", 2},
           {"uuid", i.uuid},
           {"owner", i.owner},
           {"name", i.name},
@@ -23,16 +25,35 @@ json DataCenter::ImageJson(const Image& i) const {
           {"os", i.os},
           {"origin", i.origin.empty() ? json() : json(i.origin)},
           {"files", i.files.empty() ? json::array({{{"sha1", "0000000000000000000000000000000000000000"},
-                                                    {"size", 104857600},
+                                                    {"size", i.size},
                                                     {"compression", "gzip"}}})
                                     : i.files},
           {"requirements", i.requirements},
           {"tags", i.tags}};
+  if (source) {
+    // The source's view: every image in it is active there.
+    out["state"] = "active";
+    out["channels"] = i.channels;
+    if (!i.changes.empty()) out["changes"] = i.changes;
+  }
+  return out;
 }
 
-Reply DataCenter::ListImages(const Params& q) {
+Reply DataCenter::ListChannels() {
+  absl::MutexLock l(&mu_);
+  std::set<std::string> names;
+  for (const auto& kv : images_) {
+    if (kv.second.in_source) names.insert(kv.second.channels.begin(), kv.second.channels.end());
+  }
   Reply r;
-  if (!CheckParams(q, {"name", "version", "state", "type", "os", "owner", "public", "limit", "marker", "account"},
+  r.body = json::array();
+  for (const std::string& n : names) r.body.push_back({{"name", n}, {"default", n == "release"}});
+  return r;
+}
+
+Reply DataCenter::ListImages(const Params& q, bool source) {
+  Reply r;
+  if (!CheckParams(q, {"name", "version", "state", "type", "os", "owner", "public", "limit", "marker", "account", "channel"},
                    true, 422, &r)) {
     return r;
   }
@@ -50,8 +71,14 @@ Reply DataCenter::ListImages(const Params& q) {
   std::vector<const Image*> out;
   for (const auto& kv : images_) {
     const Image& i = kv.second;
-    if (i.state == "remote") continue;
-    if (state != "all" && i.state != state) continue;
+    if (source) {
+      if (!i.in_source) continue;
+      const std::string* ch = Get(q, "channel");
+      if (ch && std::find(i.channels.begin(), i.channels.end(), *ch) == i.channels.end()) continue;
+    } else {
+      if (i.state == "remote") continue;
+      if (state != "all" && i.state != state) continue;
+    }
     if (!match(Get(q, "name"), i.name) || !match(Get(q, "version"), i.version) || !match(Get(q, "type"), i.type) ||
         !match(Get(q, "os"), i.os) || !match(Get(q, "owner"), i.owner)) {
       continue;
@@ -80,17 +107,18 @@ Reply DataCenter::ListImages(const Params& q) {
   }
   r.body = json::array();
   for (size_t i = start; i < out.size() && static_cast<int64_t>(r.body.size()) < limit; ++i) {
-    r.body.push_back(ImageJson(*out[i]));
+    r.body.push_back(ImageJson(*out[i], source));
   }
   return r;
 }
 
-Reply DataCenter::GetImage(const std::string& uuid) {
+Reply DataCenter::GetImage(const std::string& uuid, bool source) {
   absl::MutexLock l(&mu_);
   auto it = images_.find(uuid);
-  if (it == images_.end() || it->second.state == "remote") return Error(404, "ResourceNotFound", "image " + uuid + " was not found");
+  bool here = it != images_.end() && (source ? it->second.in_source : it->second.state != "remote");
+  if (!here) return Error(404, "ResourceNotFound", "image " + uuid + " was not found");
   Reply r;
-  r.body = ImageJson(it->second);
+  r.body = ImageJson(it->second, source);
   return r;
 }
 
@@ -130,19 +158,31 @@ Reply DataCenter::ImageAction(const std::string& uuid, const Params& q, const js
   return out;
 }
 
+// IMGAPI create-from-vm as `imgadm create` runs it, with RFD 109's
+// operator script early in boot. The job's steps record, in order: the
+// prototype stopped and snapshotted, booted with the prepare-image script
+// (and the operator's own) running before any of its services, the image
+// made from its root, the snapshot rolled back and the prototype started
+// again if it was running. The prototype keeps its state in VMAPI meanwhile.
 Reply DataCenter::CreateImageFromVm(const Params& q, const json& body) {
   Reply r;
   if (!CheckParams(q, {"action", "vm_uuid", "incremental", "account", "max_origin_depth"}, false, 422, &r)) return r;
   const std::string* vm_uuid = Get(q, "vm_uuid");
   if (!vm_uuid) return Validation(422, "vm_uuid", "Missing", "vm_uuid is required");
-  if (!body.is_object() || !body.contains("name") || !body.contains("version")) {
+  if (!body.is_object() || !body.contains("name") || !body.contains("version") || !body["name"].is_string() ||
+      !body["version"].is_string()) {
     return Validation(422, "name", "Missing", "name and version are required");
   }
+  std::string operator_script = body.value("prepare_script", "");
   absl::MutexLock l(&mu_);
   auto vm = vms_.find(*vm_uuid);
   if (vm == vms_.end()) return Error(404, "ResourceNotFound", "VM " + *vm_uuid + " not found");
-  if (EffectiveStateLocked(vm->second) != "stopped") {
-    return Error(409, "VmNotStopped", "VM " + *vm_uuid + " must be stopped to create an image from it");
+  std::string state = EffectiveStateLocked(vm->second);
+  if (state != "stopped" && state != "running") {
+    return Error(409, "VmNotReady", "VM " + *vm_uuid + " is " + state + "; an image is made from a running or stopped VM");
+  }
+  if (vm->second.image_uuid.empty()) {
+    return Error(422, "NotImageable", "VM " + *vm_uuid + " is a hardware VM; images are made from zones here");
   }
   Image im;
   im.uuid = NewUuidLocked();
@@ -160,13 +200,45 @@ Reply DataCenter::CreateImageFromVm(const Params& q, const json& body) {
   images_[id] = im;
   // The prepare-image script is chosen by the origin image's os.
   std::string script = "prepare-image/" + im.os + "-prepare-image";
-  Reply out = StartJobLocked("create-from-vm-1.0.0", "create-from-vm", *vm_uuid,
-                             {{"image_uuid", id}, {"prepare_image_script", script}}, [this, id, script]() -> std::string {
-                               images_[id].state = "active";
-                               return "";
-                             });
-  // Record the prepare-image step first in the job's chain.
-  jobs_[out.body["job_uuid"].get<std::string>()].steps.emplace_back("prepare-image", "ran " + script);
+  bool was_running = state == "running";
+  std::string vm_id = *vm_uuid;
+  auto job_id = std::make_shared<std::string>();
+  Reply out = StartJobLocked(
+      "create-from-vm-1.0.0", "create-from-vm", vm_id, {{"image_uuid", id}, {"prepare_image_script", script}},
+      [this, id, vm_id, script, operator_script, was_running, job_id]() -> std::string {
+        auto& steps = jobs_[*job_id].steps;
+        auto v = vms_.find(vm_id);
+        if (v == vms_.end() || v->second.state == "destroyed") {
+          images_.erase(id);
+          return "the prototype VM " + vm_id + " was deleted";
+        }
+        std::string snap = "zones/" + vm_id + "@imgadm-create-pre-prepare";
+        steps.emplace_back("stop", was_running ? "prototype stopped" : "prototype was stopped");
+        steps.emplace_back("snapshot", snap);
+        steps.emplace_back("boot", "booted with sdc:operator-script set");
+        steps.emplace_back("operator-script",
+                           "ran " + script +
+                               (operator_script.empty() ? std::string()
+                                                        : " and the operator's script (" +
+                                                              std::to_string(operator_script.size()) + " bytes)") +
+                               " before the instance's services, then shut it down");
+        steps.emplace_back("services", "none of the instance's services started");
+        // The image is the prepared root: host keys and logs removed.
+        std::map<std::string, std::string> files;
+        for (const auto& f : v->second.root_files) {
+          if (f.first.rfind("/etc/ssh/ssh_host_", 0) == 0 || f.first.rfind("/var/log/", 0) == 0) continue;
+          files.insert(f);
+        }
+        Image& img = images_[id];
+        img.root_files = files;
+        img.state = "active";
+        steps.emplace_back("create-image", "image " + id + " from the root (" + std::to_string(files.size()) + " files)");
+        steps.emplace_back("rollback", snap);
+        steps.emplace_back(was_running ? "start" : "leave-stopped",
+                           was_running ? "prototype running again, as before" : "prototype left stopped, as before");
+        return "";
+      });
+  *job_id = out.body["job_uuid"].get<std::string>();
   out.body["image_uuid"] = id;
   return out;
 }

@@ -565,6 +565,10 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
   vm.billing_id = body.value("billing_id", "");
   vm.brand = brand;
   vm.image_uuid = hvm ? "" : image;
+  if (!hvm) {
+    auto im = images_.find(image);
+    if (im != images_.end()) vm.root_files = im->second.root_files;  // an image made from a prototype
+  }
   if (hvm) vm.disks = body["disks"];
   vm.ram = ram;
   vm.max_physical_memory = ram;
@@ -701,7 +705,8 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
       Vm& v = vms_[id];
       if (v.state == "destroyed") return "VM was deleted while reprovisioning";
       v.image_uuid = image;
-      v.root_files.clear();
+      auto im = images_.find(image);
+      v.root_files = im != images_.end() ? im->second.root_files : std::map<std::string, std::string>{};
       v.reprovisions++;
       v.state = "running";
       v.zone_state = "running";
