@@ -37,6 +37,7 @@
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "mariposa/v1/queue.grpc.pb.h"
 #include "mariposa/v1/state.grpc.pb.h"
+#include "cli/plan_text.h"
 #include "projects/limits.h"
 
 namespace mariposa {
@@ -431,13 +432,17 @@ bool Cli::Confirm(const std::string& question, bool yes) {
   return answer == "y" || answer == "Y" || answer == "yes";
 }
 
-std::string Plural(int64_t n, const std::string& word) { return absl::StrCat(n, " ", word, n == 1 ? "" : "s"); }
+using cli::Plural;
 
 void Cli::PrintDiff(const v1::Diff& d, const std::string& project) {
   (void)project;
   for (const auto& c : d.services()) {
     switch (c.action()) {
       case v1::ServiceChange::CREATE:
+        if (c.has_image_plan()) {
+          std::cout << cli::ImagePlanText(c);
+          break;
+        }
         std::cout << "create service \"" << c.service() << "\": " << Plural(c.to_count(), "instance") << " of "
                   << c.to_image() << "\n";
         break;
@@ -452,18 +457,24 @@ void Cli::PrintDiff(const v1::Diff& d, const std::string& project) {
                     << (delta > 0 ? "+" : "") << delta << ")\n";
         }
         if (only_count) break;
-        std::cout << "update \"" << c.service() << "\" (" << Plural(c.to_count(), "instance") << "):\n";
+        // With an image plan its header names the service; agents have no
+        // count and are updated by their rollout.
+        bool agent = c.has_image_plan() && c.image_plan().agent();
+        if (c.has_image_plan()) std::cout << cli::ImagePlanText(c);
+        else std::cout << "update \"" << c.service() << "\" (" << Plural(c.to_count(), "instance") << "):\n";
         for (const auto& f : c.fields()) {
           if (f.path() == "count") continue;
           if (f.from().empty()) std::cout << "    + " << f.path() << ": " << f.to() << "\n";
           else if (f.to().empty()) std::cout << "    - " << f.path() << ": " << f.from() << "\n";
           else std::cout << "    ~ " << f.path() << ": " << f.from() << " -> " << f.to() << "\n";
         }
-        if (c.spec_changed()) {
+        if (c.spec_changed() && !agent) {
           std::cout << "    " << Plural(c.instances_replaced(), "instance")
                     << (c.in_place() ? " will be reprovisioned in place (same uuid, NICs and delegate dataset)"
                                      : " will be replaced")
-                    << (c.from_image() != c.to_image() ? absl::StrCat(" from image ", c.from_image()) : "")
+                    << (c.from_image() != c.to_image() && !c.has_image_plan()
+                            ? absl::StrCat(" from image ", c.from_image())
+                            : "")
                     << (c.rolls_out() ? " by a rollout when applied (update.on_change: rollout)"
                                       : " on the next `mariposa reprovision`")
                     << "\n";
@@ -474,6 +485,7 @@ void Cli::PrintDiff(const v1::Diff& d, const std::string& project) {
         break;
     }
   }
+  std::cout << cli::DownloadsText(d);
   for (const auto& f : d.project_fields()) {
     if (f.from().empty()) std::cout << "+ " << f.path() << ": " << f.to() << "\n";
     else if (f.to().empty()) std::cout << "- " << f.path() << ": " << f.from() << "\n";
@@ -676,6 +688,7 @@ int Cli::Apply(Args& a, bool dry_run) {
   req.set_manifest(text);
   req.set_filename(*file == "-" ? "<stdin>" : *file);
   req.set_thaw(thaw);
+  req.set_allow_downgrade(force);
   req.set_dry_run(true);
   v1::ApplyResponse plan;
   Check(projects_->Apply(Ctx().get(), req, &plan));
@@ -1131,17 +1144,6 @@ namespace {
 
 std::string ImageLabel(const v1::Image& i) { return absl::StrCat(i.name(), "@", i.version()); }
 
-std::string Human(int64_t bytes) {
-  if (bytes < 1024) return absl::StrCat(bytes, " B");
-  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes) / 1024;
-  int u = 0;
-  while (v >= 1024 && u < 3) {
-    v /= 1024;
-    ++u;
-  }
-  return absl::StrCat(static_cast<int64_t>(v + 0.5), " ", units[u]);
-}
 
 }  // namespace
 
@@ -1160,7 +1162,7 @@ int Cli::ImageCmd(Args& a) {
   auto table = [](const google::protobuf::RepeatedPtrField<v1::Image>& images) {
     std::vector<std::vector<std::string>> rows;
     for (const v1::Image& i : images) {
-      rows.push_back({i.uuid(), i.name(), i.version(), i.type(), i.state(), Human(i.size()), i.published_at(),
+      rows.push_back({i.uuid(), i.name(), i.version(), i.type(), i.state(), cli::HumanBytes(i.size()), i.published_at(),
                       absl::StrJoin(i.channels(), ",")});
     }
     Table({"UUID", "NAME", "VERSION", "TYPE", "STATE", "SIZE", "PUBLISHED", "CHANNELS"}, rows);
@@ -1193,7 +1195,7 @@ int Cli::ImageCmd(Args& a) {
     const v1::Image& i = resp.image();
     std::cout << ImageLabel(i) << " " << i.uuid() << "\n  where:     "
               << (i.where() == "source" ? "only in the image source (imported when a service needs it)" : "IMGAPI")
-              << "\n  type:      " << i.type() << " (os " << i.os() << ")\n  size:      " << Human(i.size())
+              << "\n  type:      " << i.type() << " (os " << i.os() << ")\n  size:      " << cli::HumanBytes(i.size())
               << "\n  published: " << i.published_at() << "\n";
     if (!i.origin().empty()) std::cout << "  origin:    " << i.origin() << "\n";
     if (i.channels_size() > 0) std::cout << "  channels:  " << absl::StrJoin(i.channels(), ", ") << "\n";
@@ -1224,7 +1226,7 @@ int Cli::ImageCmd(Args& a) {
         rows.push_back({s.project(), s.service(), current, s.error().empty() ? "up to date" : "unknown", "", ""});
       }
       for (const v1::Image& n : s.newer()) {
-        rows.push_back({s.project(), s.service(), current, n.version(), n.uuid(), Human(n.size())});
+        rows.push_back({s.project(), s.service(), current, n.version(), n.uuid(), cli::HumanBytes(n.size())});
       }
     }
     std::cout << "image source " << resp.source() << " (channel " << resp.channel() << ")\n";
@@ -1272,7 +1274,7 @@ int Cli::ImageCmd(Args& a) {
     }
     if (resp.already()) std::cout << ImageLabel(resp.image()) << " (" << resp.image().uuid() << ") is in IMGAPI already\n";
     else std::cout << "imported " << ImageLabel(resp.image()) << " (" << resp.image().uuid() << ", "
-                   << Human(resp.image().size()) << ") into IMGAPI; job " << resp.job_uuid() << "\n";
+                   << cli::HumanBytes(resp.image().size()) << ") into IMGAPI; job " << resp.job_uuid() << "\n";
     return 0;
   }
   if (sub == "create") {

@@ -14,20 +14,48 @@ bool Named(const std::vector<std::string>& list, const triton::Server& s) {
 
 }  // namespace
 
-AgentPlan PlanAgents(const AgentGoal& goal, const std::vector<triton::Server>& servers) {
-  AgentPlan plan;
-  std::vector<const triton::Server*> todo;
+AgentGoal AgentGoalFor(const std::string& service, const ServiceSpec& spec, const triton::Image& image) {
+  AgentGoal goal;
+  goal.service = service;
+  goal.name = image.name;
+  goal.version = image.version;
+  goal.image_uuid = image.uuid;
+  if (spec.servers) {
+    goal.select = spec.servers->select;
+    goal.servers = spec.servers->servers;
+    goal.exclude = spec.servers->exclude;
+  }
+  goal.rolling = std::max(1, spec.update_rolling);
+  return goal;
+}
+
+std::vector<const triton::Server*> SelectServers(const AgentGoal& goal, const std::vector<triton::Server>& servers) {
+  std::vector<const triton::Server*> out;
   for (const triton::Server& s : servers) {
     if (!s.setup) continue;
     bool selected = goal.select == "all" || (goal.select == "headnode" && s.headnode) ||
                     (goal.select == "list" && Named(goal.servers, s));
-    if (!selected || Named(goal.exclude, s)) continue;
+    if (selected && !Named(goal.exclude, s)) out.push_back(&s);
+  }
+  return out;
+}
+
+const triton::Agent* AgentOn(const AgentGoal& goal, const triton::Server& s) {
+  const triton::Agent* found = nullptr;
+  for (const triton::Agent& a : s.agents) {
+    if (a.name == goal.name) found = &a;
+  }
+  return found;
+}
+
+AgentPlan PlanAgents(const AgentGoal& goal, const std::vector<triton::Server>& servers) {
+  AgentPlan plan;
+  std::vector<const triton::Server*> todo;
+  for (const triton::Server* sp : SelectServers(goal, servers)) {
+    const triton::Server& s = *sp;
     plan.selected++;
-    bool current = false;
-    for (const triton::Agent& a : s.agents) {
-      if (a.name != goal.name) continue;
-      current = a.image_uuid.empty() ? a.version == goal.version : a.image_uuid == goal.image_uuid;
-    }
+    const triton::Agent* a = AgentOn(goal, s);
+    bool current = a != nullptr && (a->image_uuid.empty() ? a->version == goal.version : a->image_uuid == goal.image_uuid);
     if (current) {
       plan.current++;
       continue;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "convergence/triton/clients.h"
+#include "projects/manifest.h"
 
 namespace mariposa::convergence {
 
@@ -29,6 +30,15 @@ struct AgentPlan {
   int outdated = 0;                     // running another version, or none
   int unreachable = 0;                  // outdated on a server that is not running
 };
+
+// The goal of agent service `service` with `image`.
+AgentGoal AgentGoalFor(const std::string& service, const ServiceSpec& spec, const triton::Image& image);
+
+// The set-up servers `goal` selects and does not exclude, in their order.
+std::vector<const triton::Server*> SelectServers(const AgentGoal& goal, const std::vector<triton::Server>& servers);
+
+// The goal's agent on `s`, or null when it is not installed there.
+const triton::Agent* AgentOn(const AgentGoal& goal, const triton::Server& s);
 
 // Selects the servers and picks the next `rolling` outdated, reachable ones
 // (by hostname). An agent is current when its image uuid is the goal's, or,

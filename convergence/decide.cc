@@ -986,17 +986,7 @@ void Decider::Agents() {
       if (!m.install_image.empty()) m.install_failures.clear();
       m.install_image = image.uuid;
     }
-    AgentGoal goal;
-    goal.service = svc;
-    goal.name = image.name;
-    goal.version = image.version;
-    goal.image_uuid = image.uuid;
-    if (spec.servers) {
-      goal.select = spec.servers->select;
-      goal.servers = spec.servers->servers;
-      goal.exclude = spec.servers->exclude;
-    }
-    goal.rolling = std::max(1, spec.update_rolling);
+    AgentGoal goal = AgentGoalFor(svc, spec, image);
     std::set<std::string> installing;
     std::string running_task;
     for (const JobRecord& j : s_.in_flight) {

@@ -317,6 +317,87 @@ absl::StatusOr<triton::Image> Reconciler::LookUpImage(const std::string& ref) {
                                   near[0], ")")));
 }
 
+absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const std::string& project_uuid,
+                                                                        const Manifest& m,
+                                                                        const std::set<std::string>& services) {
+  std::map<std::string, ImagePlan> out;
+  std::optional<std::vector<triton::Server>> servers;
+  std::optional<std::vector<triton::Vm>> vms;
+  // The version of each image an instance runs, by uuid (asked once).
+  std::map<std::string, std::string> labels, versions;
+  auto version_of = [&](const std::string& uuid) {
+    if (!labels.count(uuid)) {
+      auto im = ResolveImage(uuid);
+      labels[uuid] = im.ok() ? absl::StrCat(im->name, "@", im->version) : "";
+      versions[uuid] = im.ok() ? im->version : "";
+    }
+  };
+  for (const std::string& name : services) {
+    auto it = m.services.find(name);
+    if (it == m.services.end()) continue;
+    const ServiceSpec& spec = it->second;
+    auto image = ResolveImage(spec.image);
+    if (!image.ok()) continue;
+    ImagePlan plan;
+    plan.image_uuid = image->uuid;
+    plan.label = absl::StrCat(image->name, "@", image->version);
+    if (!image->source.empty()) {
+      plan.download_bytes = std::max<int64_t>(1, image->size);
+      plan.source = image->source;
+    }
+    std::map<std::string, ImagePlanStep> from;  // by image uuid or label
+    auto count = [&](const std::string& uuid, const std::string& label, const std::string& version) {
+      plan.instances++;
+      if (!uuid.empty() ? uuid == image->uuid : version == image->version) {
+        plan.already++;
+        return;
+      }
+      ImagePlanStep& st = from[uuid.empty() ? label : uuid];
+      st.image_uuid = uuid;
+      st.label = label;
+      st.count++;
+      st.downgrade = !version.empty() && CompareVersions(image->version, version) < 0;
+    };
+    if (spec.compute_type == "agent") {
+      plan.agent = true;
+      if (options_.cnapi == nullptr) continue;
+      if (!servers) {
+        auto got = options_.cnapi->ListServers();
+        NoteApi("CNAPI", got.status());
+        if (!got.ok()) return got.status();
+        servers = std::move(*got);
+      }
+      AgentGoal goal = AgentGoalFor(name, spec, *image);
+      for (const triton::Server* s : SelectServers(goal, *servers)) {
+        const triton::Agent* a = AgentOn(goal, *s);
+        if (a == nullptr) count("", "not installed", "");
+        else count(a->image_uuid, absl::StrCat(a->name, "@", a->version), a->version);
+      }
+    } else if (!project_uuid.empty()) {
+      if (!vms) {
+        triton::VmFilter f;
+        f.tags = {{kTagProject, project_uuid}};
+        f.state = "active";
+        auto got = vmapi_->ListVms(f);
+        NoteApi("VMAPI", got.status());
+        if (!got.ok()) return got.status();
+        vms = std::move(*got);
+      }
+      for (const triton::Vm& v : *vms) {
+        auto svc = v.tags.find(kTagService);
+        if (svc == v.tags.end() || svc->second != name || v.tags.count(kTagPreserved)) continue;
+        version_of(v.image_uuid);
+        count(v.image_uuid, labels[v.image_uuid], versions[v.image_uuid]);
+      }
+    }
+    for (auto& kv : from) plan.from.push_back(std::move(kv.second));
+    std::stable_sort(plan.from.begin(), plan.from.end(),
+                     [](const ImagePlanStep& a, const ImagePlanStep& b) { return a.count > b.count; });
+    out[name] = std::move(plan);
+  }
+  return out;
+}
+
 void Reconciler::ForgetImages() {
   absl::MutexLock l(&mu_);
   images_.clear();

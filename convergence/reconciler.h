@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "convergence/agents.h"
+#include "projects/image_plan.h"
 #include "convergence/catalog.h"
 #include "convergence/decide.h"
 #include "convergence/goal.h"
@@ -154,6 +155,12 @@ class Reconciler {
   absl::StatusOr<triton::Image> LookUpImage(const std::string& ref);
   // Drops the resolved images (an import ended: the next sync finds it in IMGAPI).
   void ForgetImages();
+  // sdcadm's plan for `services` of manifest `m` (project uuid "" = a new
+  // project): for each, its target image and which of its instances
+  // (servers, for agents) move from which image. Services whose image
+  // cannot be resolved are left out (apply's check reports them).
+  absl::StatusOr<std::map<std::string, ImagePlan>> PlanImages(const std::string& project_uuid, const Manifest& m,
+                                                              const std::set<std::string>& services);
  private:
   // `listed`, when given, is set to when the snapshot's instances were
   // listed (InfinitePast: VMAPI could not be read; keep nothing).

@@ -328,6 +328,10 @@ int main(int argc, char** argv) {
     projects.set_catalog_check([r = reconciler.get()](const mariposa::Manifest& m, const std::string& filename) {
       return r->CheckManifest(m, filename);
     });
+    projects.set_image_planner([r = reconciler.get()](const std::string& project_uuid, const mariposa::Manifest& m,
+                                                       const std::set<std::string>& services) {
+      return r->PlanImages(project_uuid, m, services);
+    });
     admin.set_problems([r = reconciler.get()](mariposa::v1::StatusResponse* resp) {
       for (const auto& [project, list] : r->LastProblems()) {
         for (const auto& p : list) {

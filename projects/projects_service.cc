@@ -132,6 +132,64 @@ std::set<std::string> ChangedServices(const CompiledManifest* before, const Comp
 
 }  // namespace
 
+absl::Status ProjectsService::PlanImages(const std::string& project_uuid, const Manifest& m, bool allow_downgrade,
+                                         bool dry_run, Outcome* out) {
+  std::set<std::string> wanted;
+  for (const v1::ServiceChange& c : out->diff.services()) {
+    if (c.action() == v1::ServiceChange::CREATE ||
+        (c.action() == v1::ServiceChange::UPDATE && c.from_image() != c.to_image())) {
+      wanted.insert(c.service());
+    }
+  }
+  if (wanted.empty()) return absl::OkStatus();
+  auto plans = image_planner_(project_uuid, m, wanted);
+  if (!plans.ok()) {
+    out->warnings.push_back(absl::StrCat("the image plan could not be made (", plans.status().message(),
+                                         "); downgrades were not checked"));
+    return absl::OkStatus();
+  }
+  std::vector<std::string> downgrades;
+  for (v1::ServiceChange& c : *out->diff.mutable_services()) {
+    auto it = plans->find(c.service());
+    if (it == plans->end()) continue;
+    const ImagePlan& p = it->second;
+    v1::ImagePlan* pp = c.mutable_image_plan();
+    pp->set_image_uuid(p.image_uuid);
+    pp->set_label(p.label);
+    pp->set_agent(p.agent);
+    pp->set_instances(p.instances);
+    pp->set_already(p.already);
+    pp->set_download_bytes(p.download_bytes);
+    pp->set_source(p.source);
+    int64_t down = 0;
+    std::string newest;
+    for (const ImagePlanStep& st : p.from) {
+      v1::ImagePlanStep* sp = pp->add_from();
+      sp->set_image_uuid(st.image_uuid);
+      sp->set_label(st.label);
+      sp->set_count(st.count);
+      sp->set_downgrade(st.downgrade);
+      if (st.downgrade) {
+        down += st.count;
+        newest = st.label;
+      }
+    }
+    if (down == 0) continue;
+    pp->set_forced(allow_downgrade);
+    downgrades.push_back(absl::StrCat("\"", c.service(), "\": ", down, p.agent ? (down == 1 ? " server" : " servers")
+                                                                             : (down == 1 ? " instance" : " instances"),
+                                      " run a newer version (", newest, ") than ", p.label));
+  }
+  if (downgrades.empty() || allow_downgrade) return absl::OkStatus();
+  std::string why = absl::StrCat("this is a downgrade: ", absl::StrJoin(downgrades, "; "));
+  if (dry_run) {
+    out->warnings.push_back(absl::StrCat(why, " (apply refuses it without --force)"));
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      why, "; nothing was changed. Name a newer image (`mariposa image avail`), or pass --force to downgrade"));
+}
+
 absl::StatusOr<ProjectRecord> ProjectsService::Project(const std::string& name) {
   RETURN_IF_ERROR(Required(name, "project (-j NAME)"));
   return store_->GetProject(name);
@@ -140,7 +198,8 @@ absl::StatusOr<ProjectRecord> ProjectsService::Project(const std::string& name) 
 absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
     const std::string& project, const std::string& text, const std::string& filename, const std::string& previous,
     bool force, bool dry_run, const std::string& origin, int64_t rolled_back_to, const std::string& message,
-    const std::string& author, const Cancellation* cancel, bool stored_text, std::optional<bool> thaw) {
+    const std::string& author, const Cancellation* cancel, bool stored_text, std::optional<bool> thaw,
+    bool allow_downgrade) {
   ParseOptions opts;
   opts.filename = filename.empty() ? "manifest" : filename;
   opts.project_override = project;
@@ -200,6 +259,8 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
 
   RETURN_IF_ERROR(cancel->Check());
   out.diff = DiffManifests(before.get(), *compiled);
+  if (image_planner_ && origin == "apply") RETURN_IF_ERROR(PlanImages(existing.ok() ? existing->uuid : "", m,
+                                                                      allow_downgrade, dry_run, &out));
   for (const auto& w : m.warnings) out.warnings.push_back(w.ToString());
   for (auto& w : catalog_warnings) out.warnings.push_back(std::move(w));
 
@@ -338,7 +399,8 @@ grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyReq
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
   auto out = ApplyText(req->project(), req->manifest(), req->filename(), req->previous_version(), req->force(),
-                       req->dry_run(), "apply", 0, req->message(), AuthorOf(ctx), &guard, false, req->thaw());
+                       req->dry_run(), "apply", 0, req->message(), AuthorOf(ctx), &guard, false, req->thaw(),
+                       req->allow_downgrade());
   if (!out.ok()) return ToGrpc(out.status());
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());

@@ -12,6 +12,7 @@
 #include "common/cancel.h"
 #include "common/clock.h"
 #include "mariposa/v1/projects.grpc.pb.h"
+#include "projects/image_plan.h"
 #include "projects/manifest.h"
 #include "projects/store.h"
 
@@ -48,6 +49,11 @@ class ProjectsService final : public v1::Projects::Service {
   using CatalogCheck = std::function<absl::StatusOr<std::vector<ManifestDiagnostic>>(const Manifest&,
                                                                                      const std::string& filename)>;
   void set_catalog_check(CatalogCheck f) { catalog_check_ = std::move(f); }
+  // sdcadm's plan of the services whose image an apply changes (project
+  // uuid "" = a new project); set when mariposad converges against Triton.
+  using ImagePlanner = std::function<absl::StatusOr<std::map<std::string, ImagePlan>>(
+      const std::string& project_uuid, const Manifest&, const std::set<std::string>& services)>;
+  void set_image_planner(ImagePlanner f) { image_planner_ = std::move(f); }
   // How many instances a project (uuid) has in the data center; set when
   // mariposad converges against one, so that deletes do not orphan them.
   void set_instance_counter(std::function<absl::StatusOr<int64_t>(const std::string&)> f) {
@@ -80,8 +86,13 @@ class ProjectsService final : public v1::Projects::Service {
                                     const std::string& previous, bool force, bool dry_run, const std::string& origin,
                                     int64_t rolled_back_to, const std::string& message, const std::string& author,
                                     const Cancellation* cancel, bool stored_text = false,
-                                    std::optional<bool> thaw = std::nullopt);
+                                    std::optional<bool> thaw = std::nullopt, bool allow_downgrade = true);
   absl::StatusOr<ProjectRecord> Project(const std::string& name);
+  // Fills the image plans of `out->diff` for the services whose image
+  // changes; a downgrade without `allow_downgrade` is refused (a warning
+  // on a dry run). The planner failing leaves the plans out, with a warning.
+  absl::Status PlanImages(const std::string& project_uuid, const Manifest& m, bool allow_downgrade, bool dry_run,
+                          Outcome* out);
   // Queues the reprovision task that rolls out the services an apply or
   // rollback changed (update.on_change: rollout); its uuid, or "" (a
   // refusal is added to `warnings`).
@@ -105,6 +116,7 @@ class ProjectsService final : public v1::Projects::Service {
   std::function<void()> on_change_;
   std::function<absl::StatusOr<int64_t>(const std::string&)> instance_counter_;
   CatalogCheck catalog_check_;
+  ImagePlanner image_planner_;
   absl::Mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const CompiledManifest>> parsed_ ABSL_GUARDED_BY(cache_mu_);
   size_t parsed_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;

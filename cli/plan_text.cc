@@ -1,0 +1,79 @@
+#include "cli/plan_text.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "convergence/images.h"
+
+namespace mariposa::cli {
+
+std::string Plural(int64_t n, const std::string& what) {
+  return absl::StrCat(n, " ", what, n == 1 ? "" : "s");
+}
+
+std::string ImageRef(const std::string& uuid, const std::string& label) {
+  if (uuid.empty()) return label;
+  return absl::StrCat(uuid.substr(0, 8), label.empty() ? "" : absl::StrCat(" (", label, ")"));
+}
+
+std::string HumanBytes(int64_t bytes) { return convergence::HumanBytes(bytes); }
+
+
+std::string ImagePlanText(const v1::ServiceChange& c) {
+  if (!c.has_image_plan()) return "";
+  const v1::ImagePlan& p = c.image_plan();
+  const std::string target = ImageRef(p.image_uuid(), p.label());
+  std::string out;
+  if (c.action() == v1::ServiceChange::CREATE) {
+    absl::StrAppend(&out, "create \"", c.service(), "\" service (",
+                    p.agent() ? Plural(p.instances(), "instance") : Plural(c.to_count(), "instance"), ") of image ",
+                    target, ":\n");
+    if (!p.agent()) {
+      absl::StrAppend(&out, "    ", Plural(c.to_count(), "instance"), " will be created\n");
+      return out;
+    }
+  } else {
+    absl::StrAppend(&out, "update \"", c.service(), "\" service (", Plural(p.instances(), "instance"),
+                    ") to image ", target, ":\n");
+  }
+  for (const v1::ImagePlanStep& st : p.from()) {
+    std::string from = ImageRef(st.image_uuid(), st.label());
+    if (st.label() == "not installed" && st.image_uuid().empty()) {
+      absl::StrAppend(&out, "    ", Plural(st.count(), "instance"), " will be installed (none there now)\n");
+    } else if (st.downgrade() && p.forced()) {
+      absl::StrAppend(&out, "    ", Plural(st.count(), "instance"), " forced downgrade from image ", from, "\n");
+    } else if (st.downgrade()) {
+      absl::StrAppend(&out, "    ", Plural(st.count(), "instance"), " would be downgraded from image ", from,
+                      ": refused without --force\n");
+    } else {
+      absl::StrAppend(&out, "    ", Plural(st.count(), "instance"), " will be updated from image ", from, "\n");
+    }
+  }
+  if (p.already() > 0) {
+    absl::StrAppend(&out, "    ", Plural(p.already(), "instance"), " already at image ",
+                    p.image_uuid().substr(0, 8), "\n");
+  }
+  if (p.instances() == 0 && c.action() != v1::ServiceChange::CREATE) {
+    absl::StrAppend(&out, "    no instances now\n");
+  }
+  return out;
+}
+
+std::string DownloadsText(const v1::Diff& d) {
+  std::map<std::string, const v1::ImagePlan*> images;  // by uuid: each once
+  for (const v1::ServiceChange& c : d.services()) {
+    if (c.has_image_plan() && c.image_plan().download_bytes() > 0) images[c.image_plan().image_uuid()] = &c.image_plan();
+  }
+  if (images.empty()) return "";
+  int64_t total = 0;
+  for (const auto& kv : images) total += kv.second->download_bytes();
+  std::string out = absl::StrCat("download ", Plural(static_cast<int64_t>(images.size()), "image"), " (",
+                                 HumanBytes(total), "):\n");
+  for (const auto& kv : images) {
+    absl::StrAppend(&out, "    image ", ImageRef(kv.first, kv.second->label()), " (",
+                    HumanBytes(kv.second->download_bytes()), ") from ", kv.second->source(), "\n");
+  }
+  return out;
+}
+
+}  // namespace mariposa::cli
