@@ -20,6 +20,7 @@
 #include <grpcpp/grpcpp.h>
 #include <yaml-cpp/yaml.h>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -92,6 +93,8 @@ Images (IMGAPI and the image source)
   image import IMAGE                     import from the source into IMGAPI (waits)
   image create --from INSTANCE --name N --version V [--prepare FILE]
                                          an image of a prototype instance (waits)
+Triton core (agents)
+  core check                             CNAPI's server.agents against the goal; exit 1 on drift
 Log and controller
   events [--after INDEX] [--limit N] [--all] [-f]
   admin status
@@ -165,6 +168,13 @@ const std::map<std::string, std::string>& CommandHelp() {
        "create: IMGAPI create-from-vm of the prototype INSTANCE (its uuid): it is stopped and snapshotted,\n"
        "booted with the prepare-image script (and --prepare FILE, the operator's own) running before any of\n"
        "its services, imaged, rolled back, and started again if it was running. Prints the job's steps.\n"},
+      {"core",
+       "usage: mariposa -j PROJECT core check\n\n"
+       "Compares every server's agents as CNAPI reports them with the project's agent services\n"
+       "(compute_type: agent) and prints each drift: missing (not installed), wrong version (another\n"
+       "version, failed or skipped installs, a server that is down), installed by hand (on a server that\n"
+       "servers.select does not cover). Servers in servers.exclude are left alone. Exit 0 when there is no\n"
+       "drift, 1 when there is.\n"},
       {"pause",
        "usage: mariposa pause TASK [--reason TEXT]\n\n"
        "Holds a rollout (a reprovision task, as `queue list` shows it) between steps without ending it: no\n"
@@ -335,6 +345,7 @@ class Cli {
   int FreezeCmd(Args& a, bool thaw);
   int PauseCmd(bool pause, Args& a);
   int ImageCmd(Args& a);
+  int CoreCmd(Args& a);
   int TaskCmd(const std::string& kind, Args& a);
   int HealthCmd(Args& a);
   int WaitSettled(const std::string& project, absl::Duration timeout);
@@ -1510,10 +1521,91 @@ int Cli::StatusCmd(Args& a) {
                         absl::StrCat(i.version()), Time(i.created_at())});
       }
     }
-    std::cout << "\n";
-    Table({"SERVICE", "ALIAS", "UUID", "STATE", "HEALTH", "SPEC", "VERSION", "CREATED"}, inst);
+    bool any_instances = !inst.empty();
+    std::vector<std::vector<std::string>> servers;
+    for (const auto& s : resp.services()) {
+      for (const auto& sv : s.servers()) {
+        servers.push_back({s.name(), sv.hostname(), sv.server(), sv.version().empty() ? "-" : sv.version(),
+                           sv.image_uuid().empty() ? "-" : sv.image_uuid().substr(0, 8), sv.state(), sv.error()});
+      }
+    }
+    if (any_instances || servers.empty()) {
+      std::cout << "\n";
+      Table({"SERVICE", "ALIAS", "UUID", "STATE", "HEALTH", "SPEC", "VERSION", "CREATED"}, inst);
+    }
+    if (!servers.empty()) {
+      std::cout << "\n";
+      Table({"SERVICE", "HOSTNAME", "SERVER", "AGENT VERSION", "IMAGE", "STATE", "LAST ERROR"}, servers);
+    }
   }
   return 0;
+}
+
+// `core check`: CNAPI's server.agents against the goal of the project's
+// agent services; every drift on a line; exit 1 when there is one.
+int Cli::CoreCmd(Args& a) {
+  auto rest = a.Positional(1, 1, "core check");
+  if (rest[0] != "check") throw UsageError{absl::StrCat("unknown core subcommand \"", rest[0], "\": check")};
+  v1::GetStateRequest req;
+  req.set_project(NeedProject());
+  v1::GetStateResponse resp;
+  Check(state_->GetState(Ctx().get(), req, &resp));
+  struct Drift {
+    std::string service, hostname, server, kind, detail;
+  };
+  std::vector<Drift> drifts;
+  int agents = 0, servers = 0;
+  for (const auto& s : resp.services()) {
+    if (!s.agent()) continue;
+    ++agents;
+    std::string want = s.reason();
+    for (const auto& sv : s.servers()) {
+      ++servers;
+      const std::string& st = sv.state();
+      if (st == "excluded") {
+        continue;  // left alone on purpose
+      } else if (st == "not-selected") {
+        if (!sv.version().empty()) {
+          drifts.push_back({s.name(), sv.hostname(), sv.server(), "installed by hand",
+                            absl::StrCat(sv.version(), " runs on a server servers.select does not cover")});
+        }
+      } else if (st != "current" && st != "installing") {
+        drifts.push_back({s.name(), sv.hostname(), sv.server(), sv.version().empty() ? "missing" : "wrong version",
+                          absl::StrCat(sv.version().empty() ? "not installed" : sv.version(), " (", st,
+                                       sv.error().empty() ? "" : ": " + sv.error(), ")")});
+      }
+    }
+  }
+  if (Structured()) {
+    std::cout << (output_ == "json" ? "[" : "");
+    for (size_t i = 0; i < drifts.size(); ++i) {
+      const Drift& d = drifts[i];
+      if (output_ == "json") {
+        std::cout << (i ? ",\n " : "") << "{\"service\": \"" << d.service << "\", \"hostname\": \"" << d.hostname
+                  << "\", \"server\": \"" << d.server << "\", \"drift\": \"" << d.kind << "\", \"detail\": \""
+                  << absl::CEscape(d.detail) << "\"}";
+      } else {
+        std::cout << "- service: " << d.service << "\n  hostname: " << d.hostname << "\n  server: " << d.server
+                  << "\n  drift: " << d.kind << "\n  detail: \"" << absl::CEscape(d.detail) << "\"\n";
+      }
+    }
+    std::cout << (output_ == "json" ? "]\n" : drifts.empty() ? "[]\n" : "");
+    return drifts.empty() ? 0 : 1;
+  }
+  if (agents == 0) {
+    std::cout << "project " << resp.project() << " has no agent services (compute_type: agent)\n";
+    return 0;
+  }
+  if (drifts.empty()) {
+    std::cout << "no drift: " << agents << " agent services on " << servers << " server entries match the goal\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const Drift& d : drifts) rows.push_back({d.service, d.hostname, d.server, d.kind, d.detail});
+  Table({"SERVICE", "HOSTNAME", "SERVER", "DRIFT", "DETAIL"}, rows);
+  std::cout << "\n" << drifts.size() << " drifts; `mariposa reprovision --service SERVICE` installs the goal's "
+            << "version again; an agent installed by hand is removed with CNAPI's uninstall-agents\n";
+  return 1;
 }
 
 // reprovision, start and stop: a task on a scope; reprovision also takes
@@ -1580,6 +1672,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "freeze") return FreezeCmd(args, false);
   if (cmd == "pause" || cmd == "resume") return PauseCmd(cmd == "pause", args);
   if (cmd == "image" || cmd == "images") return ImageCmd(args);
+  if (cmd == "core") return CoreCmd(args);
   if (cmd == "thaw") return FreezeCmd(args, true);
   if (cmd == "reprovision" || cmd == "start" || cmd == "stop") return TaskCmd(cmd, args);
   if (cmd == "health") return HealthCmd(args);
@@ -1642,7 +1735,7 @@ int Main(int argc, char** argv, const Clock* clock) {
     // version, meta and admin; Args sees it as rest[0].
     std::vector<std::string> sub(rest.begin() + 1, rest.end());
     bool has_sub = cmd == "project" || cmd == "projects" || cmd == "version" || cmd == "meta" || cmd == "admin" ||
-                   cmd == "queue" || cmd == "image" || cmd == "images";
+                   cmd == "queue" || cmd == "image" || cmd == "images" || cmd == "core";
     Cli cli(addr, project, output, clock);
     if (has_sub) return cli.Run(cmd, Args(sub));
     return cli.Run(cmd, Args(rest));

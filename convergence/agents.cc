@@ -40,6 +40,8 @@ std::vector<const triton::Server*> SelectServers(const AgentGoal& goal, const st
   return out;
 }
 
+bool ExcludedBy(const AgentGoal& goal, const triton::Server& s) { return Named(goal.exclude, s); }
+
 const triton::Agent* AgentOn(const AgentGoal& goal, const triton::Server& s) {
   const triton::Agent* found = nullptr;
   for (const triton::Agent& a : s.agents) {
@@ -61,6 +63,10 @@ AgentPlan PlanAgents(const AgentGoal& goal, const std::vector<triton::Server>& s
       continue;
     }
     plan.outdated++;
+    if (goal.skip.count(s.uuid)) {
+      plan.skipped++;
+      continue;
+    }
     if (s.status != "running") {
       plan.unreachable++;
       continue;

@@ -4,6 +4,7 @@
 #ifndef MARIPOSA_CONVERGENCE_AGENTS_H_
 #define MARIPOSA_CONVERGENCE_AGENTS_H_
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct AgentGoal {
   std::vector<std::string> servers;    // select == list: uuids or hostnames
   std::vector<std::string> exclude;    // "headnode", uuids or hostnames
   int rolling = 1;                     // servers updated at a time
+  std::set<std::string> skip;          // server uuids not tried again (too many failed installs)
 };
 
 struct AgentPlan {
@@ -29,6 +31,7 @@ struct AgentPlan {
   int current = 0;                      // of them, running the goal's image
   int outdated = 0;                     // running another version, or none
   int unreachable = 0;                  // outdated on a server that is not running
+  int skipped = 0;                      // outdated on a server in goal.skip
 };
 
 // The goal of agent service `service` with `image`.
@@ -36,6 +39,9 @@ AgentGoal AgentGoalFor(const std::string& service, const ServiceSpec& spec, cons
 
 // The set-up servers `goal` selects and does not exclude, in their order.
 std::vector<const triton::Server*> SelectServers(const AgentGoal& goal, const std::vector<triton::Server>& servers);
+
+// `s` is in goal.exclude (by uuid, hostname or "headnode").
+bool ExcludedBy(const AgentGoal& goal, const triton::Server& s);
 
 // The goal's agent on `s`, or null when it is not installed there.
 const triton::Agent* AgentOn(const AgentGoal& goal, const triton::Server& s);

@@ -121,6 +121,7 @@ class Decider {
   void ScaleTasks();
   void Names();
   void Imports();
+  void Uninstalls();
   bool ImportVerdict(const std::string& svc, ServiceVerdict* v);
   void Agents();
   void Window();
@@ -211,13 +212,33 @@ void Decider::FinishedJobs() {
           kv.second.import_failures = 0;
           kv.second.import_retry = absl::InfinitePast();
         }
+      } else if (j.kind == "uninstall") {
+        prog.deleted = 1;
+        Event("agent.uninstalled", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
       } else if (j.kind == "install") {
         prog.created = 1;
+        Event("agent.install", j.instance, j.alias);
         if (m != d_.memory.end()) {
           m->second.install_failures.erase(j.instance);
-          m->second.history.Success();
+          m->second.install_attempts.erase(j.instance);
+          // The slow-server warning: much longer than the median of the last ones.
+          absl::Duration took = now_ - j.sent_at;
+          std::vector<absl::Duration>& times = m->second.install_times;
+          if (times.size() >= 5) {
+            std::vector<absl::Duration> sorted = times;
+            std::sort(sorted.begin(), sorted.end());
+            absl::Duration median = sorted[sorted.size() / 2];
+            if (took > 3 * median && took - median > absl::Seconds(5)) {
+              Event("agent.install-slow", j.instance,
+                    absl::StrCat(j.alias, " took ", absl::FormatDuration(absl::Trunc(took, absl::Seconds(1))),
+                                 ", over 3 times the median of the last ", times.size(), " installs (",
+                                 absl::FormatDuration(absl::Trunc(median, absl::Milliseconds(100))),
+                                 "); check the server"));
+            }
+          }
+          times.push_back(took);
+          if (times.size() > 50) times.erase(times.begin());
         }
-        Event("agent.install", j.instance, j.alias);
       }
     } else {
       prog.failed = 1;
@@ -235,12 +256,16 @@ void Decider::FinishedJobs() {
           absl::Duration wait = s_.policy.backoff_base * (1 << std::min(mem.import_failures - 1, 16));
           mem.import_retry = now_ + std::min(wait, s_.policy.backoff_cap);
         }
+      } else if (j.kind == "uninstall") {
+        Event("agent.uninstall-failed", j.instance, absl::StrCat(j.alias, ": ", f.error));
       } else if (j.kind == "install") {
         Event("agent.install-failed", j.instance, absl::StrCat(j.alias, ": ", f.error));
         if (m != d_.memory.end()) {
           m->second.install_failures[j.instance] = f.error;
-          const ServiceGoalSpec* g = GoalOf(j.service);
-          if (g != nullptr) m->second.history.Failure(PolicyFor(g->spec, s_.policy), now_, s_.jitter);
+          int n = ++m->second.install_attempts[j.instance];
+          // Backoff per round of failures: base * 2^(attempts - 1), capped.
+          absl::Duration wait = std::min(s_.policy.backoff_base * (1 << std::min(n - 1, 16)), s_.policy.backoff_cap);
+          m->second.install_retry = std::max(m->second.install_retry, now_ + wait);
         }
       } else {
         Event(absl::StrCat("instance.", j.kind, "-failed"), j.instance, absl::StrCat(j.alias, ": ", f.error));
@@ -900,6 +925,40 @@ void Decider::Names() {
   }
 }
 
+// Agents of services that left the manifest: uninstalled from every server
+// that runs them, `rolling` at a time; counted as leftover until done.
+void Decider::Uninstalls() {
+  for (const auto& kv : s_.removed_agents) {
+    const std::string& svc = kv.first;
+    if (!s_.servers_known) {
+      ++d_.leftover;  // not known to be gone
+      continue;
+    }
+    bool going = false;
+    for (const JobRecord& j : s_.in_flight) going |= j.api == "cnapi" && j.kind == "uninstall" && j.service == svc;
+    std::vector<const triton::Server*> todo;
+    for (const triton::Server& sv : s_.servers) {
+      bool has = false;
+      for (const triton::Agent& a : sv.agents) has |= a.name == kv.second.name;
+      if (!has) continue;
+      ++d_.leftover;
+      if (sv.status == "running") todo.push_back(&sv);
+    }
+    std::string frozen = FrozenBy(svc, "agent-rollout");
+    if (going || todo.empty()) continue;
+    std::sort(todo.begin(), todo.end(), [](const triton::Server* a, const triton::Server* b) {
+      return a->hostname != b->hostname ? a->hostname < b->hostname : a->uuid < b->uuid;
+    });
+    for (size_t i = 0; i < todo.size() && static_cast<int>(i) < std::max(1, kv.second.rolling); ++i) {
+      if (!frozen.empty()) {
+        d_.held.push_back({Action{ActionKind::kDelete, svc, todo[i]->uuid, "service-removed"}, frozen});
+        continue;
+      }
+      d_.uninstalls.push_back({svc, todo[i]->uuid, kv.second.name});
+    }
+  }
+}
+
 // Images only in the source: one import per image at a time, for the open
 // task that needs it; a failed import is tried again after a backoff.
 void Decider::Imports() {
@@ -983,10 +1042,26 @@ void Decider::Agents() {
     if (m.install_image != image.uuid) {
       // A new image: failures of the old one say nothing about it. (The
       // first sight of an image keeps failures counted in this Decide.)
-      if (!m.install_image.empty()) m.install_failures.clear();
+      if (!m.install_image.empty()) {
+        m.install_failures.clear();
+        m.install_attempts.clear();
+      }
       m.install_image = image.uuid;
     }
+    // A user's reprovision tries skipped servers again.
+    for (const TaskRecord& t : s_.tasks) {
+      if (t.kind == "reprovision" && t.origin != "auto" && t.state == "queued" && Covers(t, svc) && !Newer(t) &&
+          WaitingFor(t).empty()) {
+        m.install_attempts.clear();
+        m.install_failures.clear();
+      }
+    }
     AgentGoal goal = AgentGoalFor(svc, spec, image);
+    const int max_attempts = std::max(1, PolicyFor(spec, s_.policy).max_attempts);
+    std::vector<std::string> skipped_names;
+    for (const auto& kv2 : m.install_attempts) {
+      if (kv2.second >= max_attempts) goal.skip.insert(kv2.first);
+    }
     std::set<std::string> installing;
     std::string running_task;
     for (const JobRecord& j : s_.in_flight) {
@@ -996,6 +1071,41 @@ void Decider::Agents() {
       }
     }
     AgentPlan plan = PlanAgents(goal, s_.servers);
+    // Every set-up server as status -v and `core check` show it.
+    {
+      std::set<const triton::Server*> selected;
+      for (const triton::Server* sp : SelectServers(goal, s_.servers)) selected.insert(sp);
+      std::vector<AgentServer>& rows = d_.agent_servers[svc];
+      for (const triton::Server& sv : s_.servers) {
+        if (!sv.setup) continue;
+        AgentServer row;
+        row.server = sv.uuid;
+        row.hostname = sv.hostname;
+        const triton::Agent* a = AgentOn(goal, sv);
+        if (a != nullptr) {
+          row.version = a->version;
+          row.image_uuid = a->image_uuid;
+        }
+        bool current = a != nullptr && (a->image_uuid.empty() ? a->version == goal.version : a->image_uuid == goal.image_uuid);
+        auto failure = m.install_failures.find(sv.uuid);
+        if (!selected.count(&sv)) row.state = ExcludedBy(goal, sv) ? "excluded" : "not-selected";
+        else if (current) row.state = "current";
+        else if (installing.count(sv.uuid)) row.state = "installing";
+        else if (goal.skip.count(sv.uuid)) row.state = "skipped";
+        else if (sv.status != "running") row.state = "unreachable";
+        else if (failure != m.install_failures.end()) row.state = "failed";
+        else row.state = "outdated";
+        if (failure != m.install_failures.end() && (row.state == "skipped" || row.state == "failed")) {
+          row.error = failure->second;
+        }
+        if (row.state == "skipped") skipped_names.push_back(sv.hostname);
+        rows.push_back(std::move(row));
+      }
+      std::sort(skipped_names.begin(), skipped_names.end());
+      std::sort(rows.begin(), rows.end(), [](const AgentServer& a, const AgentServer& b) {
+        return a.hostname != b.hostname ? a.hostname < b.hostname : a.server < b.server;
+      });
+    }
     // A step at a time: while installs run, no more start.
     std::vector<std::string> install_on;
     if (installing.empty()) install_on = plan.install_on;
@@ -1008,12 +1118,18 @@ void Decider::Agents() {
       }
     }
     std::string frozen = FrozenBy(svc, "agent-rollout");
-    bool backoff = now_ < m.history.next_attempt();
+    bool backoff = now_ < m.install_retry;
     v.desired = plan.selected;
     v.ready = plan.current;
     v.old_spec = plan.outdated;
     if (plan.install_on.empty() && installing.empty()) {
-      if (task != nullptr) {
+      if (task != nullptr && plan.skipped > 0) {
+        // Not a success: name what was not done.
+        Change(*task, "failed",
+               absl::StrCat(plan.skipped, " servers skipped after ", max_attempts, " failed installs each (",
+                            absl::StrJoin(skipped_names, ", "), "); last error: ",
+                            m.install_failures.empty() ? "unknown" : m.install_failures.begin()->second));
+      } else if (task != nullptr) {
         Change(*task, "completed",
                plan.unreachable > 0
                    ? absl::StrCat(plan.unreachable, " servers were not running and still run another version")
@@ -1056,12 +1172,25 @@ void Decider::Agents() {
     }
     // The verdict.
     int failing = static_cast<int>(m.install_failures.size());
-    if (failing > 0) {
+    if (plan.skipped > 0 && plan.install_on.empty() && installing.empty()) {
+      std::string last = m.install_failures.empty() ? "unknown" : m.install_failures.begin()->second;
+      v.state = plan.current == 0 ? VerdictState::kFailed : VerdictState::kDegraded;
+      v.reason = absl::StrCat(plan.skipped, " servers skipped after ", max_attempts, " failed installs: ",
+                              absl::StrJoin(skipped_names, ", "));
+      v.fix = absl::StrCat("fix the cause (last: ", last, "), then `mariposa reprovision --service ", svc,
+                           "` tries them again");
+      Problem("agent-install-failing", svc,
+              absl::StrCat("installing ", image.name, " ", image.version, " failed ", max_attempts,
+                           " times on each of ", plan.skipped, " servers; they are skipped"),
+              last, v.fix,
+              absl::StrCat(plan.outdated, " of ", plan.selected, " servers run another version of ", image.name));
+    } else if (failing > 0) {
       std::string first = m.install_failures.begin()->second;
       v.state = plan.current == 0 ? VerdictState::kFailed : VerdictState::kDegraded;
-      v.reason = absl::StrCat("install failing on ", failing, " of ", plan.selected, " servers");
+      v.reason = absl::StrCat("install failing on ", failing, " of ", plan.selected, " servers (retried with backoff; ",
+                              max_attempts, " failures skip a server)");
       v.fix = absl::StrCat("see `mariposa events` (agent.install-failed); fix the cause (last: ", first,
-                           "), then `mariposa reprovision ", svc, "`");
+                           "), then `mariposa reprovision --service ", svc, "`");
       Problem("agent-install-failing", svc,
               absl::StrCat("installing ", image.name, " ", image.version, " fails on ", failing, " servers"), first,
               v.fix,
@@ -1090,7 +1219,7 @@ void Decider::Window() {
   int64_t free = std::min<int64_t>(s_.policy.max_jobs_per_project - static_cast<int64_t>(s_.in_flight.size()),
                                    s_.global_jobs_free);
   free = std::max<int64_t>(0, free);
-  int64_t n = static_cast<int64_t>(d_.installs.size());
+  int64_t n = static_cast<int64_t>(d_.installs.size() + d_.uninstalls.size() + d_.imports.size());
   std::vector<Step> kept;
   for (Step& st : steps_) {
     if (n < free) {
@@ -1356,6 +1485,7 @@ Decision Decider::Run() {
   ScaleTasks();
   Imports();
   Agents();
+  Uninstalls();
   Window();
   Names();  // the creates that go now, then the backlog's
   Verdicts();

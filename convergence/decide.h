@@ -41,6 +41,9 @@ struct ServiceMemory {
   std::string pause_reason;                         // of the last crash loop
   std::string install_image;                        // agents: the image the failures below are for
   std::map<std::string, std::string> install_failures;  // agents: server -> last install error
+  std::map<std::string, int> install_attempts;          // agents: server -> failed installs in a row
+  std::vector<absl::Duration> install_times;            // agents: the last successful installs' durations
+  absl::Time install_retry = absl::InfinitePast();      // agents: no install before (backoff)
   // Importing the service's image from the source: the last failure and
   // when to try again.
   std::string import_error;
@@ -101,6 +104,14 @@ struct Snapshot {
   std::map<std::string, std::string> meta;         // effective meta: store over the manifest's defaults
   std::vector<PlacementCandidate> labelled_vms;    // the owner's VMs carrying tags that label rules name
   bool servers_known = false;                      // CNAPI read (agent services only)
+  // Agent services the version before the current one had and it does not
+  // (or, when the project is being deleted, every agent service): service
+  // -> the agent's name and update.rolling. They are uninstalled.
+  struct RemovedAgent {
+    std::string name;
+    int rolling = 1;
+  };
+  std::map<std::string, RemovedAgent> removed_agents;
   std::vector<triton::Server> servers;
   std::vector<ApiProblem> api_problems;
   double jitter = 0.5;  // in [0, 1], drawn by Gather (backoff spread)
@@ -135,6 +146,22 @@ struct Rollback {
   std::string expected_current;
   std::vector<std::string> services;
   std::string why;
+};
+
+// An agent service's view of one server (status -v, core check).
+struct AgentServer {
+  std::string server, hostname;
+  std::string version, image_uuid;  // of the agent there; "" = not installed
+  // current outdated installing failed skipped unreachable excluded
+  std::string state;
+  std::string error;  // failed, skipped: the last install error
+};
+
+// An agent to remove from a server (its service left the manifest).
+struct AgentUninstall {
+  std::string service;  // the removed service
+  std::string server;
+  std::string name;     // the agent's name
 };
 
 struct AgentInstall {
@@ -194,12 +221,14 @@ struct Decision {
   std::vector<TaskRecord> new_tasks;  // automatic tasks to add (admission decides again, in the store)
   std::vector<Rollback> rollbacks;
   std::vector<AgentInstall> installs;
+  std::vector<AgentUninstall> uninstalls;
   std::vector<ImageImport> imports;
   std::vector<std::pair<std::string, TaskProgress>> job_progress;  // finished job uuid -> its task's progress
   std::vector<EventRecord> events;
   std::map<std::string, ServiceMemory> memory;  // to remember (every goal service)
   std::map<std::string, ServiceVerdict> verdicts;
   std::map<std::string, AgentPlan> agent_plans;
+  std::map<std::string, std::vector<AgentServer>> agent_servers;  // by service: every set-up server
   std::vector<Problem> problems;
   int64_t leftover = 0;        // instances of services that left the manifest
   bool converged = false;      // every service converged, nothing left over, actual state known

@@ -194,6 +194,12 @@ grpc::Status ImagesService::Import(grpc::ServerContext*, const v1::ImportImageRe
   }
   auto job = o_.imgapi->ImportRemote(image->uuid, image->source);
   if (!job.ok() && absl::IsAlreadyExists(job.status())) {
+    auto there = o_.imgapi->GetImage(image->uuid);
+    if (!there.ok() || there->state != "active") {
+      return ToGrpc(absl::FailedPreconditionError(absl::StrCat(
+          "IMGAPI holds ", image->name, "@", image->version, " (", image->uuid, ") in state ",
+          there.ok() ? there->state : std::string(there.status().message()), "; delete it there, then import again")));
+    }
     resp->set_already(true);
   } else if (!job.ok()) {
     return ToGrpc(job.status());

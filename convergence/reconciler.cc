@@ -324,12 +324,13 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
   std::optional<std::vector<triton::Server>> servers;
   std::optional<std::vector<triton::Vm>> vms;
   // The version of each image an instance runs, by uuid (asked once).
-  std::map<std::string, std::string> labels, versions;
+  std::map<std::string, std::string> labels, versions, names;
   auto version_of = [&](const std::string& uuid) {
     if (!labels.count(uuid)) {
       auto im = ResolveImage(uuid);
       labels[uuid] = im.ok() ? absl::StrCat(im->name, "@", im->version) : "";
       versions[uuid] = im.ok() ? im->version : "";
+      names[uuid] = im.ok() ? im->name : "";
     }
   };
   for (const std::string& name : services) {
@@ -346,7 +347,10 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
       plan.source = image->source;
     }
     std::map<std::string, ImagePlanStep> from;  // by image uuid or label
-    auto count = [&](const std::string& uuid, const std::string& label, const std::string& version) {
+    // `version` of an image named `name`: only another version of the same
+    // image can be a downgrade (a new image of another name is a change).
+    auto count = [&](const std::string& uuid, const std::string& label, const std::string& name,
+                     const std::string& version) {
       plan.instances++;
       if (!uuid.empty() ? uuid == image->uuid : version == image->version) {
         plan.already++;
@@ -356,7 +360,7 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
       st.image_uuid = uuid;
       st.label = label;
       st.count++;
-      st.downgrade = !version.empty() && CompareVersions(image->version, version) < 0;
+      st.downgrade = name == image->name && !version.empty() && CompareVersions(image->version, version) < 0;
     };
     if (spec.compute_type == "agent") {
       plan.agent = true;
@@ -370,8 +374,8 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
       AgentGoal goal = AgentGoalFor(name, spec, *image);
       for (const triton::Server* s : SelectServers(goal, *servers)) {
         const triton::Agent* a = AgentOn(goal, *s);
-        if (a == nullptr) count("", "not installed", "");
-        else count(a->image_uuid, absl::StrCat(a->name, "@", a->version), a->version);
+        if (a == nullptr) count("", "not installed", "", "");
+        else count(a->image_uuid, absl::StrCat(a->name, "@", a->version), a->name, a->version);
       }
     } else if (!project_uuid.empty()) {
       if (!vms) {
@@ -387,7 +391,7 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
         auto svc = v.tags.find(kTagService);
         if (svc == v.tags.end() || svc->second != name || v.tags.count(kTagPreserved)) continue;
         version_of(v.image_uuid);
-        count(v.image_uuid, labels[v.image_uuid], versions[v.image_uuid]);
+        count(v.image_uuid, labels[v.image_uuid], names[v.image_uuid], versions[v.image_uuid]);
       }
     }
     for (auto& kv : from) plan.from.push_back(std::move(kv.second));
@@ -697,7 +701,36 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       if (!vm.server_uuid.empty()) s.labelled_vms.push_back({vm.uuid, vm.alias, "", vm.tags});
     }
   }
-  if (agents && options_.cnapi != nullptr) {
+  // Agent services the previous version had and this one does not.
+  if (s.goal && s.project.current_number > 1) {
+    auto prev = store_->GetVersion(uuid, absl::StrCat(s.project.current_number - 1), false);
+    auto old = prev.ok() ? store_->ListServices(prev->uuid) : absl::StatusOr<std::vector<ServiceRecord>>(prev.status());
+    if (old.ok()) {
+      std::set<std::string> kept;  // agent names the goal still runs
+      for (const auto& kv : s.goal->services) {
+        if (kv.second.spec.compute_type == "agent") kept.insert(kv.second.record.image.substr(0, kv.second.record.image.rfind('@')));
+      }
+      for (const ServiceRecord& r : *old) {
+        if (r.compute_type != "agent" || s.goal->services.count(r.name)) continue;
+        std::string name = r.image.substr(0, r.image.rfind('@'));
+        if (IsUuid(r.image)) {
+          auto im = ResolveImage(r.image);
+          if (!im.ok()) continue;
+          name = im->name;
+        }
+        if (kept.count(name)) continue;
+        Snapshot::RemovedAgent ra;
+        ra.name = name;
+        auto spec = nlohmann::json::parse(r.spec_json, nullptr, false);
+        if (spec.is_object() && spec.contains("update") && spec["update"].is_object() &&
+            spec["update"].value("rolling", 1) > 0) {
+          ra.rolling = spec["update"].value("rolling", 1);
+        }
+        s.removed_agents[r.name] = ra;
+      }
+    }
+  }
+  if ((agents || !s.removed_agents.empty()) && options_.cnapi != nullptr) {
     auto servers = options_.cnapi->ListServers();
     NoteApi("CNAPI", servers.status());
     if (servers.ok()) {
@@ -882,7 +915,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   for (ImageImport& i : d.imports) {
     if (resolve(&i.task)) imports.push_back(std::move(i));
   }
-  std::vector<JobRecord> sent = Send(s, steps, installs, imports, &d.memory, &r, &events, &problems);
+  std::vector<JobRecord> sent = Send(s, steps, installs, imports, d.uninstalls, &d.memory, &r, &events, &problems);
   // The backlog the pump may send (PumpProject): creates without placement
   // rules (those are placed against the instances of a fresh listing).
   std::vector<Step> backlog;
@@ -1062,7 +1095,7 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   std::vector<EventRecord> events;
   std::vector<Problem> problems;
   std::vector<JobRecord> sent;
-  if (!steps.empty()) sent = Send(*from, steps, {}, {}, &memory, &r, &events, &problems);
+  if (!steps.empty()) sent = Send(*from, steps, {}, {}, {}, &memory, &r, &events, &problems);
   StoreError(from->project.name, &problems, "events", store_->AppendEvents(events));
   {
     absl::MutexLock l(&mu_);
@@ -1161,6 +1194,7 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
 std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Step>& steps,
                                         const std::vector<AgentInstall>& installs,
                                         const std::vector<ImageImport>& imports,
+                                        const std::vector<AgentUninstall>& uninstalls,
                                         std::map<std::string, ServiceMemory>* memory, SyncResult* r,
                                         std::vector<EventRecord>* events, std::vector<Problem>* problems) {
   const ProjectRecord& p = s.project;
@@ -1312,6 +1346,26 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
                           return ref;
                         }});
   }
+  for (const AgentUninstall& u : uninstalls) {
+    if (options_.cnapi == nullptr) break;
+    JobRecord j;
+    j.project_uuid = p.uuid;
+    j.api = "cnapi";
+    j.service = u.service;
+    j.instance = u.server;
+    j.alias = u.name;
+    j.kind = "uninstall";
+    j.reason = "service removed";
+    j.sent_at = clock_->Now();
+    triton::CnapiClient* cnapi = options_.cnapi;
+    std::string server = u.server, name = u.name;
+    requests.push_back({j, [cnapi, server, name]() -> absl::StatusOr<triton::JobRef> {
+                          ASSIGN_OR_RETURN(std::string id, cnapi->UninstallAgents(server, {name}));
+                          triton::JobRef ref;
+                          ref.job_uuid = id;
+                          return ref;
+                        }});
+  }
   for (const ImageImport& im : imports) {
     JobRecord j;
     j.project_uuid = p.uuid;
@@ -1346,8 +1400,9 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
       else if (j.kind == "delete" || j.kind == "preserve") ++r->deleted;
       else ++r->changed;
       events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name,
-                                    j.kind == "install"  ? "agent.install-started"
-                                    : j.kind == "import" ? "image.import-started"
+                                    j.kind == "install"    ? "agent.install-started"
+                                    : j.kind == "uninstall" ? "agent.uninstall-started"
+                                    : j.kind == "import"    ? "image.import-started"
                                                          : absl::StrCat("instance.", j.kind),
                                     j.instance, absl::StrCat(j.alias, " (", j.reason, ")")});
       continue;
@@ -1355,8 +1410,18 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
     const absl::Status& st = q.result.status();
     NoteApi(j.api == "cnapi" ? "CNAPI" : j.api == "imgapi" ? "IMGAPI" : "VMAPI", st);
     if (j.kind == "delete" && absl::IsNotFound(st)) continue;  // gone already
-    if (j.kind == "import" && absl::IsAlreadyExists(st)) {     // imported already (by hand, or a lost reply)
-      ForgetImages();
+    if (j.kind == "import" && absl::IsAlreadyExists(st)) {
+      // Imported already (by hand, or a lost reply) — if IMGAPI has it active.
+      auto there = imgapi_->GetImage(j.instance);
+      if (there.ok() && there->state == "active") {
+        ForgetImages();
+        continue;
+      }
+      ++r->failed;
+      refused.push_back(Refused(j, absl::FailedPreconditionError(absl::StrCat(
+                                       "IMGAPI holds image ", j.alias, " (", j.instance, ") in state ",
+                                       there.ok() ? there->state : std::string(there.status().message()),
+                                       "; delete it there and the import is tried again"))));
       continue;
     }
     if (j.kind == "create" && absl::IsDeadlineExceeded(st)) {

@@ -175,7 +175,8 @@ class Reconciler {
                                const std::string& uuid, triton::CreateVmRequest* req,
                                std::vector<PlacementRuleText>* rules) const;
   std::vector<JobRecord> Send(const Snapshot& s, const std::vector<Step>& steps, const std::vector<AgentInstall>& installs,
-                              const std::vector<ImageImport>& imports, std::map<std::string, ServiceMemory>* memory, SyncResult* r,
+                              const std::vector<ImageImport>& imports,
+                              const std::vector<AgentUninstall>& uninstalls, std::map<std::string, ServiceMemory>* memory, SyncResult* r,
                               std::vector<EventRecord>* events, std::vector<Problem>* problems);
   // The states of `jobs`: how each ended, or nullopt while it runs.
   std::vector<std::optional<FinishedJob>> PollJobs(const std::vector<JobRecord>& jobs);

@@ -62,6 +62,18 @@ grpc::Status StateService::GetState(grpc::ServerContext*, const v1::GetStateRequ
         }
       }
       for (const TaskRecord& t : s.tasks) st->set_frozen(st->frozen() || FreezeHolds(t, kv.first, ""));
+      auto rows = d.agent_servers.find(kv.first);
+      if (rows != d.agent_servers.end()) {
+        for (const AgentServer& a : rows->second) {
+          v1::AgentServer* out = st->add_servers();
+          out->set_server(a.server);
+          out->set_hostname(a.hostname);
+          out->set_version(a.version);
+          out->set_image_uuid(a.image_uuid);
+          out->set_state(a.state);
+          out->set_error(a.error);
+        }
+      }
       if (st->agent()) continue;
       std::vector<const InstanceState*> mine;
       for (const InstanceState& i : s.instances) {

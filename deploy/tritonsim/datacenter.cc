@@ -25,7 +25,12 @@ DataCenter::DataCenter(Options opts) : opts_(std::move(opts)), rng_(opts_.seed) 
     s.headnode = i == 0;
     s.ram = opts_.server_ram_mb;
     s.boot_ms = NowMs();
-    s.agents = {{"cn-agent", "2.13.0", "", NewUuidLocked()}, {"vm-agent", "1.8.0", "", NewUuidLocked()}};
+    // The agents of /opt/smartdc/agents, and gz-tools and dockerlogger,
+    // which live outside it (RFD 82 point 5) and are reported alike here.
+    s.agents = {{"cn-agent", "2.13.0", "", NewUuidLocked()},
+                {"vm-agent", "1.8.0", "", NewUuidLocked()},
+                {"gz-tools", "3.0.0", "", NewUuidLocked()},
+                {"dockerlogger", "1.0.0", "", NewUuidLocked()}};
     servers_[s.uuid] = s;
   }
   IndexServersLocked();
@@ -157,6 +162,30 @@ Reply DataCenter::SetServerStatus(const std::string& uuid, const std::string& st
   if (status == "running") it->second.boot_ms = NowMs();
   Reply r;
   r.body = {{"uuid", it->second.uuid}, {"status", status}};
+  return r;
+}
+
+Reply DataCenter::DeleteServer(const std::string& id) {
+  absl::MutexLock l(&mu_);
+  auto it = servers_.find(id);
+  if (it == servers_.end()) {
+    for (auto& kv : servers_) {
+      if (kv.second.hostname == id) it = servers_.find(kv.first);
+    }
+  }
+  if (it == servers_.end()) return Error(404, "ResourceNotFound", "Server " + id + " not found");
+  for (const std::string& vm : it->second.vms) {
+    auto v = vms_.find(vm);
+    if (v != vms_.end()) {
+      v->second.state = "destroyed";
+      Touch(&v->second);
+    }
+  }
+  std::string uuid = it->second.uuid;
+  servers_.erase(it);
+  IndexServersLocked();
+  Reply r;
+  r.body = {{"uuid", uuid}, {"deleted", true}};
   return r;
 }
 

@@ -109,6 +109,8 @@ class DataCenter {
 
   // Control (fault injection).
   Reply SetServerStatus(const std::string& uuid, const std::string& status);
+  // The server leaves CNAPI (decommissioned); its VMs are destroyed.
+  Reply DeleteServer(const std::string& uuid_or_hostname);
   Reply KillVm(const std::string& uuid, const std::string& to_state);
   Reply SetVmHealth(const std::string& uuid, VmHealth h);
   // A file written inside the guest: under /zones/<uuid>/data/ it lands on

@@ -156,6 +156,9 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   s->Post("/_sim/servers/([^/]+)/(down|up)", [dc](const httplib::Request& r, httplib::Response& res) {
     Send(dc->SetServerStatus(r.matches[1], r.matches[2] == "up" ? "running" : "unknown"), &res);
   });
+  s->Post("/_sim/servers/([^/]+)/delete", [dc](const httplib::Request& r, httplib::Response& res) {
+    Send(dc->DeleteServer(r.matches[1]), &res);
+  });
   s->Post("/_sim/vms/" + kId + "/(kill|destroy)", [dc](const httplib::Request& r, httplib::Response& res) {
     Send(dc->KillVm(r.matches[1], r.matches[2] == "kill" ? "stopped" : "destroyed"), &res);
   });

@@ -89,6 +89,11 @@ Reply DataCenter::StartJobLocked(const std::string& name, const std::string& tas
         }
       }
     }
+    if (fail && job.task == "import-remote-image") {
+      // A failed import leaves nothing behind: the image is only in the source again.
+      auto im = images_.find(job.params.value("image_uuid", ""));
+      if (im != images_.end() && im->second.state == "unactivated") im->second.state = "remote";
+    }
     if (fail && job.task == "reprovision") {
       // A failed reprovision leaves the zone installed but not booted, on
       // its old image (vmadm reprovision rolls back the root): stopped.

@@ -49,6 +49,7 @@ Serves VMAPI, CNAPI and IMGAPI on one loopback HTTP port.
 
 ctl commands (URL from --addr or $TRITONSIM_URL):
   server-down SERVER | server-up SERVER      SERVER is a uuid or hostname
+  server-delete SERVER                       the server leaves CNAPI (its VMs are destroyed)
   kill-vm VM | destroy-vm VM                 the VM stops, or vanishes (destroyed)
   vm-health VM healthy|unhealthy|refuse|hang what its listeners answer
   write-file VM PATH TEXT                    a file in the guest: under /zones/VM/data/ on its
@@ -84,6 +85,8 @@ int Ctl(std::vector<std::string> args) {
   auto need = [&](size_t n) { return args.size() == n + 1; };
   if ((cmd == "server-down" || cmd == "server-up") && need(1)) {
     path = "/_sim/servers/" + args[1] + (cmd == "server-up" ? "/up" : "/down");
+  } else if (cmd == "server-delete" && need(1)) {
+    path = "/_sim/servers/" + args[1] + "/delete";
   } else if ((cmd == "kill-vm" || cmd == "destroy-vm") && need(1)) {
     path = "/_sim/vms/" + args[1] + (cmd == "kill-vm" ? "/kill" : "/destroy");
   } else if (cmd == "vm-health" && need(2)) {
