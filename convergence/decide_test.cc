@@ -125,6 +125,125 @@ TEST(DecideTest, AgentInstallFailingEverywhereIsFailed) {
   EXPECT_TRUE(d.installs.empty());  // backoff after the failure
 }
 
+// Servers of one agent service, each running `version` of cn-agent.
+std::vector<triton::Server> AgentServers(int n, const std::string& name, const std::string& image_uuid) {
+  std::vector<triton::Server> out;
+  for (int k = 0; k < n; ++k) {
+    triton::Server srv;
+    srv.uuid = absl::StrCat("s", k);
+    srv.hostname = absl::StrCat("cn", k);
+    srv.status = "running";
+    srv.agents = {{name, "1", image_uuid, ""}};
+    out.push_back(srv);
+  }
+  return out;
+}
+
+TEST(DecideTest, AnImageOnlyInTheSourceIsImportedOnceBeforeAnyCreate) {
+  Snapshot s = SnapshotOf(GoalOf(
+      "project: p\nservices:\n  a:\n    image: wp@2\n    count: 2\n  b:\n    image: wp@2\n    count: 1\n"));
+  for (const char* svc : {"a", "b"}) {
+    s.images.erase(svc);
+    triton::Image im{"img-wp2", "wp", "2", "active"};
+    im.size = 72351744;
+    im.source = "https://updates";
+    s.imports[svc] = im;
+  }
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kCreate), 0);
+  ASSERT_EQ(d.imports.size(), 1u);  // one job for the image both services need
+  EXPECT_EQ(d.imports[0].image_uuid, "img-wp2");
+  EXPECT_EQ(d.verdicts.at("a").state, VerdictState::kProgressing);
+  EXPECT_EQ(d.verdicts.at("a").reason, "importing image wp@2 (69 MiB) from https://updates");
+  // In flight: not asked again. Failed: the verdict says so, retried after a backoff.
+  JobRecord j = JobOf("j1", "import", "a", "img-wp2");
+  j.api = "imgapi";
+  s.in_flight = {j};
+  EXPECT_TRUE(Decide(s, kT0).imports.empty());
+  s.in_flight.clear();
+  s.finished = {{j, false, "source unreachable"}};
+  d = Decide(s, kT0);
+  EXPECT_EQ(d.verdicts.at("b").state, VerdictState::kFailed);
+  EXPECT_TRUE(HasProblem(d, "image-import-failing"));
+  EXPECT_TRUE(d.imports.empty());
+  s.finished.clear();
+  s.memory = d.memory;
+  EXPECT_TRUE(Decide(s, kT0 + absl::Milliseconds(500)).imports.empty());
+  EXPECT_EQ(Decide(s, kT0 + absl::Seconds(2)).imports.size(), 1u);
+}
+
+TEST(DecideTest, AServerIsSkippedAfterMaxAttemptsFailedInstallsAndTheRolloutFails) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  cn-agent:\n    image: cn-agent@2\n"
+                                 "    compute_type: agent\n    restart: {max_attempts: 2}\n"));
+  s.images["cn-agent"] = triton::Image{"img-2", "cn-agent", "2", "active"};
+  s.servers_known = true;
+  s.servers = AgentServers(2, "cn-agent", "img-1");
+  s.servers[1].agents[0].image_uuid = "img-2";  // cn1 is current
+  TaskRecord t;
+  t.uuid = "t-roll";
+  t.kind = "reprovision";
+  t.services = {"cn-agent"};
+  t.state = "active";
+  t.origin = "auto";
+  t.version_uuid = s.goal->version_uuid;
+  s.tasks = {t};
+  absl::Time now = kT0;
+  for (int round = 0; round < 2; ++round) {
+    JobRecord j = JobOf(absl::StrCat("j", round), "install", "cn-agent", "s0");
+    s.finished = {{j, false, "disk full"}};
+    Decision d = Decide(s, now);
+    s.memory = d.memory;
+    s.finished.clear();
+    now += absl::Minutes(5);
+  }
+  Decision d = Decide(s, now);
+  EXPECT_TRUE(d.installs.empty());
+  EXPECT_EQ(d.verdicts.at("cn-agent").state, VerdictState::kDegraded);
+  EXPECT_EQ(d.verdicts.at("cn-agent").reason, "1 servers skipped after 2 failed installs: cn0");
+  bool failed = false;
+  for (const TaskChange& c : d.task_changes) {
+    failed |= c.task == "t-roll" && c.state == "failed" && c.note.find("cn0") != std::string::npos;
+  }
+  EXPECT_TRUE(failed);
+  const std::vector<AgentServer>& rows = d.agent_servers.at("cn-agent");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].state, "skipped");
+  EXPECT_EQ(rows[0].error, "disk full");
+  EXPECT_EQ(rows[1].state, "current");
+  // A user's reprovision tries it again.
+  TaskRecord user = t;
+  user.uuid = "t-user";
+  user.origin = "user";
+  user.state = "queued";
+  s.tasks = {user};
+  d = Decide(s, now);
+  ASSERT_EQ(d.installs.size(), 1u);
+  EXPECT_EQ(d.installs[0].server, "s0");
+}
+
+TEST(DecideTest, ARemovedAgentServiceIsUninstalledRollingAndCountsAsLeftover) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web:\n    image: web@1\n    count: 0\n"));
+  s.servers_known = true;
+  s.servers = AgentServers(3, "vm-agent", "img-1");
+  s.servers[2].status = "unknown";  // down: waits
+  s.removed_agents["vm-agent"] = {"vm-agent", 1};
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(d.uninstalls.size(), 1u);
+  EXPECT_EQ(d.uninstalls[0].server, "s0");
+  EXPECT_EQ(d.uninstalls[0].name, "vm-agent");
+  EXPECT_EQ(d.leftover, 3);
+  EXPECT_FALSE(d.converged);
+  JobRecord j = JobOf("u1", "uninstall", "vm-agent", "s0");
+  j.api = "cnapi";
+  s.in_flight = {j};
+  EXPECT_TRUE(Decide(s, kT0).uninstalls.empty());  // a step at a time
+  s.in_flight.clear();
+  for (auto& srv : s.servers) srv.agents.clear();
+  d = Decide(s, kT0);
+  EXPECT_EQ(d.leftover, 0);
+  EXPECT_TRUE(d.converged);
+}
+
 TEST(DecideTest, HealthReplacementsCountTowardTheCrashLoop) {
   Snapshot s = SnapshotOf(GoalOf(
       "project: p\nservices:\n  web:\n    image: web@1\n    count: 1\n    healthchecks:\n      h: {type: tcp, port: 80}\n"));

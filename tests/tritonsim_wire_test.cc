@@ -356,14 +356,23 @@ TEST_F(WireTest, Images) {
   json c = NewVm();
   WaitJob(c["job_uuid"]);
   std::string vm = c["vm_uuid"];
-  r = Post("/images?action=create-from-vm&vm_uuid=" + vm, {{"name", "golden"}, {"version", "1"}});
-  EXPECT_EQ(r->status, 409);  // must be stopped
+  // A stopped prototype is imaged and left stopped (RFD 109's steps; the
+  // running case is in triton_clients_test).
   WaitJob(Body(Post("/vms/" + vm + "?action=stop"))["job_uuid"]);
   r = Post("/images?action=create-from-vm&vm_uuid=" + vm, {{"name", "golden"}, {"version", "1"}});
   ASSERT_EQ(r->status, 202) << r->body;
   json job = WaitJob(Body(r)["job_uuid"]);
-  EXPECT_EQ(job["chain_results"][0]["name"], "prepare-image");
-  EXPECT_THAT(job["chain_results"][0]["result"].get<std::string>(), ::testing::HasSubstr("linux-prepare-image"));
+  EXPECT_EQ(job["chain_results"][0]["name"], "stop");
+  EXPECT_EQ(job["chain_results"][3]["name"], "operator-script");
+  EXPECT_THAT(job["chain_results"][3]["result"].get<std::string>(), ::testing::HasSubstr("linux-prepare-image"));
+  EXPECT_EQ(job["chain_results"][7]["name"], "leave-stopped");
+  EXPECT_EQ(Body(Get("/vms/" + vm))["state"], "stopped");
+  // The source lists what import-remote fetches, with channels.
+  json source = Body(Get("/updates/images"));
+  ASSERT_EQ(source.size(), 1u);
+  EXPECT_EQ(source[0]["uuid"], kRemoteImage);
+  EXPECT_EQ(source[0]["channels"], json::array({"release"}));
+  EXPECT_EQ(Body(Get("/updates/images?channel=dev")).size(), 0u);
   json img = Body(Get("/images/" + Body(r)["image_uuid"].get<std::string>()));
   EXPECT_EQ(img["origin"], kImage);
   EXPECT_EQ(img["os"], "linux");
