@@ -1325,61 +1325,44 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
     waves = std::max(waves, wave + 1);
     requests.push_back({j, [this, req] { return vmapi_->CreateVm(*req); }, wave});
   }
-  for (const AgentInstall& a : installs) {
-    if (options_.cnapi == nullptr) break;
+  // The non-VM jobs: CNAPI agent installs and uninstalls, IMGAPI imports.
+  auto record = [&](const char* api, const char* kind, const std::string& service, const std::string& instance,
+                    const std::string& alias, std::string reason, const std::string& task) {
     JobRecord j;
     j.project_uuid = p.uuid;
-    j.api = "cnapi";
-    j.task_uuid = a.task;
-    j.service = a.service;
-    j.instance = a.server;
-    j.alias = a.label;
-    j.kind = "install";
-    j.reason = "agent-rollout";
+    j.api = api;
+    j.task_uuid = task;
+    j.service = service;
+    j.instance = instance;
+    j.alias = alias;
+    j.kind = kind;
+    j.reason = std::move(reason);
     j.sent_at = clock_->Now();
-    triton::CnapiClient* cnapi = options_.cnapi;
+    return j;
+  };
+  auto task_ref = [](absl::StatusOr<std::string> id) -> absl::StatusOr<triton::JobRef> {
+    if (!id.ok()) return id.status();
+    triton::JobRef ref;
+    ref.job_uuid = *id;
+    return ref;
+  };
+  triton::CnapiClient* cnapi = options_.cnapi;
+  for (const AgentInstall& a : cnapi != nullptr ? installs : std::vector<AgentInstall>{}) {
     std::string server = a.server, image = a.image_uuid;
-    requests.push_back({j, [cnapi, server, image]() -> absl::StatusOr<triton::JobRef> {
-                          ASSIGN_OR_RETURN(std::string id, cnapi->InstallAgent(server, image));
-                          triton::JobRef ref;
-                          ref.job_uuid = id;
-                          return ref;
-                        }});
+    requests.push_back({record("cnapi", "install", a.service, a.server, a.label, "agent-rollout", a.task),
+                        [=] { return task_ref(cnapi->InstallAgent(server, image)); }});
   }
-  for (const AgentUninstall& u : uninstalls) {
-    if (options_.cnapi == nullptr) break;
-    JobRecord j;
-    j.project_uuid = p.uuid;
-    j.api = "cnapi";
-    j.service = u.service;
-    j.instance = u.server;
-    j.alias = u.name;
-    j.kind = "uninstall";
-    j.reason = "service removed";
-    j.sent_at = clock_->Now();
-    triton::CnapiClient* cnapi = options_.cnapi;
+  for (const AgentUninstall& u : cnapi != nullptr ? uninstalls : std::vector<AgentUninstall>{}) {
     std::string server = u.server, name = u.name;
-    requests.push_back({j, [cnapi, server, name]() -> absl::StatusOr<triton::JobRef> {
-                          ASSIGN_OR_RETURN(std::string id, cnapi->UninstallAgents(server, {name}));
-                          triton::JobRef ref;
-                          ref.job_uuid = id;
-                          return ref;
-                        }});
+    requests.push_back({record("cnapi", "uninstall", u.service, u.server, u.name, "service removed", ""),
+                        [=] { return task_ref(cnapi->UninstallAgents(server, {name})); }});
   }
   for (const ImageImport& im : imports) {
-    JobRecord j;
-    j.project_uuid = p.uuid;
-    j.api = "imgapi";
-    j.task_uuid = im.task;
-    j.service = im.service;
-    j.instance = im.image_uuid;
-    j.alias = im.label;
-    j.kind = "import";
-    j.reason = absl::StrCat(HumanBytes(im.size), " from ", im.source);
-    j.sent_at = clock_->Now();
     triton::ImgapiClient* imgapi = imgapi_;
     std::string uuid = im.image_uuid, source = im.source;
-    requests.push_back({j, [imgapi, uuid, source]() { return imgapi->ImportRemote(uuid, source); }});
+    requests.push_back({record("imgapi", "import", im.service, im.image_uuid, im.label,
+                               absl::StrCat(HumanBytes(im.size), " from ", im.source), im.task),
+                        [=] { return imgapi->ImportRemote(uuid, source); }});
   }
   for (int wave = 0; wave < waves; ++wave) {
     std::vector<Request*> batch;
