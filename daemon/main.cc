@@ -76,6 +76,10 @@ The Mariposa controller: gRPC API, SQLite store.
   --owner UUID      owner of the instances Mariposa creates (with --triton)
   --network UUID    network every instance joins (with --triton)
   --resync DURATION how often every project is re-checked (default 5s)
+  --backoff-cap DURATION
+                    the longest wait after failed creates, installs or imports
+                    before the next attempt (default 2m; the wait starts at 1s
+                    and doubles)
   --image-source URL
                     an IMGAPI to import images from when the data center's
                     IMGAPI lacks one a manifest names (like sdcadm's
@@ -156,7 +160,7 @@ int main(int argc, char** argv) {
   std::string triton_url, owner, network, resync = "5s";
   std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
   bool embedded_health = false, health_loopback = false, remote_agents = false, init = false;
-  std::string image_source_url, image_channel = "release";
+  std::string image_source_url, image_channel = "release", backoff_cap_text = "2m";
   std::string health_lease_text = "10s";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -177,7 +181,7 @@ int main(int argc, char** argv) {
         value("--triton", &triton_url) || value("--owner", &owner) || value("--network", &network) ||
         value("--resync", &resync) || value("--max-jobs", &max_jobs) ||
         value("--max-jobs-per-project", &max_jobs_project) || value("--metrics-listen", &metrics_listen) ||
-        value("--health-lease", &health_lease_text) || value("--image-source", &image_source_url) ||
+        value("--health-lease", &health_lease_text) || value("--image-source", &image_source_url) || value("--backoff-cap", &backoff_cap_text) ||
         value("--image-channel", &image_channel)) {
       continue;
     }
@@ -203,6 +207,10 @@ int main(int argc, char** argv) {
     return Usage(absl::StrCat("--max-jobs-per-project \"", max_jobs_project, "\" must be a number of at least 1"));
   }
   if (!image_source_url.empty() && triton_url.empty()) return Usage("--image-source needs --triton");
+  absl::Duration backoff_cap;
+  if (!absl::ParseDuration(backoff_cap_text, &backoff_cap) || backoff_cap < absl::Seconds(1)) {
+    return Usage(absl::StrCat("--backoff-cap \"", backoff_cap_text, "\" is not a duration of at least 1s (e.g. 2m)"));
+  }
   if (!triton_url.empty() && (!mariposa::IsUuid(owner) || !mariposa::IsUuid(network))) {
     return Usage("--triton needs --owner UUID and --network UUID");
   }
@@ -305,6 +313,7 @@ int main(int argc, char** argv) {
     ropts.max_jobs_per_project = max_jobs_project_n;
     ropts.metrics = &metrics;
     ropts.cnapi = cnapi.get();
+    ropts.backoff_cap = backoff_cap;
     if (!image_source_url.empty()) {
       mariposa::triton::HttpOptions src = http;
       src.base_url = image_source_url;

@@ -30,7 +30,7 @@ class ConvergenceTest : public ::testing::Test {
         std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data", "--triton",
                                  sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
                                  "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms",
-                                 "--metrics-listen", "127.0.0.1:0"},
+                                 "--metrics-listen", "127.0.0.1:0", "--backoff-cap", "8s"},
         dir_ + "/data");
     ASSERT_TRUE(daemon_->Start()) << daemon_->log();
     manifest_ = ReadFile("deploy/examples/jupiter.yaml");
@@ -352,7 +352,9 @@ services:
   bool done = false;
   int peak = 0;
   std::string out;
-  for (int i = 0; i < 600 && !done; ++i) {
+  // Half the jobs fail: a streak of failures backs creates off (up to
+  // --backoff-cap 8s each), so allow two minutes.
+  for (int i = 0; i < 1200 && !done; ++i) {
     json vms = json::parse(c.Get("/vms?state=active&tag.mariposa.service=web")->body);
     int fresh = 0, live = 0, failed = 0;
     for (const auto& vm : vms) {
