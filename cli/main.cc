@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 #include <yaml-cpp/yaml.h>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -330,6 +330,7 @@ class Cli {
   }
   bool Structured() const { return output_ == "json" || output_ == "yaml"; }
   void Print(const google::protobuf::Message& m);
+  void PrintJson(const std::string& json);  // as -o asks: JSON text, or YAML
   bool Confirm(const std::string& question, bool yes);
   void PrintDiff(const v1::Diff& d, const std::string& project);
 
@@ -422,6 +423,10 @@ void Cli::Print(const google::protobuf::Message& m) {
   o.preserve_proto_field_names = true;
   o.always_print_primitive_fields = true;
   (void)google::protobuf::util::MessageToJsonString(m, &json, o);
+  PrintJson(json);
+}
+
+void Cli::PrintJson(const std::string& json) {
   if (output_ == "json") {
     std::cout << json;
     return;
@@ -1577,19 +1582,22 @@ int Cli::CoreCmd(Args& a) {
     }
   }
   if (Structured()) {
-    std::cout << (output_ == "json" ? "[" : "");
-    for (size_t i = 0; i < drifts.size(); ++i) {
-      const Drift& d = drifts[i];
-      if (output_ == "json") {
-        std::cout << (i ? ",\n " : "") << "{\"service\": \"" << d.service << "\", \"hostname\": \"" << d.hostname
-                  << "\", \"server\": \"" << d.server << "\", \"drift\": \"" << d.kind << "\", \"detail\": \""
-                  << absl::CEscape(d.detail) << "\"}";
-      } else {
-        std::cout << "- service: " << d.service << "\n  hostname: " << d.hostname << "\n  server: " << d.server
-                  << "\n  drift: " << d.kind << "\n  detail: \"" << absl::CEscape(d.detail) << "\"\n";
-      }
+    google::protobuf::ListValue list;
+    for (const Drift& d : drifts) {
+      auto& fields = *list.add_values()->mutable_struct_value()->mutable_fields();
+      fields["service"].set_string_value(d.service);
+      fields["hostname"].set_string_value(d.hostname);
+      fields["server"].set_string_value(d.server);
+      fields["drift"].set_string_value(d.kind);
+      fields["detail"].set_string_value(d.detail);
     }
-    std::cout << (output_ == "json" ? "]\n" : drifts.empty() ? "[]\n" : "");
+    // Struct values print as plain JSON (Print's always-print option would
+    // add each Value's empty fields).
+    google::protobuf::util::JsonPrintOptions o;
+    o.add_whitespace = true;
+    std::string json;
+    (void)google::protobuf::util::MessageToJsonString(list, &json, o);
+    PrintJson(json);
     return drifts.empty() ? 0 : 1;
   }
   if (agents == 0) {

@@ -50,15 +50,17 @@ const triton::Agent* AgentOn(const AgentGoal& goal, const triton::Server& s) {
   return found;
 }
 
+bool AgentCurrent(const AgentGoal& goal, const triton::Agent* a) {
+  return a != nullptr && (a->image_uuid.empty() ? a->version == goal.version : a->image_uuid == goal.image_uuid);
+}
+
 AgentPlan PlanAgents(const AgentGoal& goal, const std::vector<triton::Server>& servers) {
   AgentPlan plan;
   std::vector<const triton::Server*> todo;
   for (const triton::Server* sp : SelectServers(goal, servers)) {
     const triton::Server& s = *sp;
     plan.selected++;
-    const triton::Agent* a = AgentOn(goal, s);
-    bool current = a != nullptr && (a->image_uuid.empty() ? a->version == goal.version : a->image_uuid == goal.image_uuid);
-    if (current) {
+    if (AgentCurrent(goal, AgentOn(goal, s))) {
       plan.current++;
       continue;
     }

@@ -46,6 +46,10 @@ bool ExcludedBy(const AgentGoal& goal, const triton::Server& s);
 // The goal's agent on `s`, or null when it is not installed there.
 const triton::Agent* AgentOn(const AgentGoal& goal, const triton::Server& s);
 
+// `a` (the goal's agent on a server, or null) runs the goal's image, or,
+// when it reports no image uuid, the goal's version.
+bool AgentCurrent(const AgentGoal& goal, const triton::Agent* a);
+
 // Selects the servers and picks the next `rolling` outdated, reachable ones
 // (by hostname). An agent is current when its image uuid is the goal's, or,
 // when the server does not report an image uuid, its version is.

@@ -15,6 +15,12 @@
 namespace mariposa::convergence {
 namespace {
 
+// The wait after the n-th failure in a row of an install or an import:
+// backoff_base * 2^(n - 1), capped at backoff_cap.
+absl::Duration RetryWait(const ControllerPolicy& p, int n) {
+  return std::min(p.backoff_base * (1 << std::min(std::max(n, 1) - 1, 16)), p.backoff_cap);
+}
+
 bool Covers(const TaskRecord& t, const std::string& service) {
   return t.services.empty() || std::find(t.services.begin(), t.services.end(), service) != t.services.end();
 }
@@ -253,8 +259,7 @@ void Decider::FinishedJobs() {
           ServiceMemory& mem = d_.memory[kv.first];
           mem.import_error = f.error;
           ++mem.import_failures;
-          absl::Duration wait = s_.policy.backoff_base * (1 << std::min(mem.import_failures - 1, 16));
-          mem.import_retry = now_ + std::min(wait, s_.policy.backoff_cap);
+          mem.import_retry = now_ + RetryWait(s_.policy, mem.import_failures);
         }
       } else if (j.kind == "uninstall") {
         Event("agent.uninstall-failed", j.instance, absl::StrCat(j.alias, ": ", f.error));
@@ -263,9 +268,7 @@ void Decider::FinishedJobs() {
         if (m != d_.memory.end()) {
           m->second.install_failures[j.instance] = f.error;
           int n = ++m->second.install_attempts[j.instance];
-          // Backoff per round of failures: base * 2^(attempts - 1), capped.
-          absl::Duration wait = std::min(s_.policy.backoff_base * (1 << std::min(n - 1, 16)), s_.policy.backoff_cap);
-          m->second.install_retry = std::max(m->second.install_retry, now_ + wait);
+          m->second.install_retry = std::max(m->second.install_retry, now_ + RetryWait(s_.policy, n));
         }
       } else {
         Event(absl::StrCat("instance.", j.kind, "-failed"), j.instance, absl::StrCat(j.alias, ": ", f.error));
@@ -1086,7 +1089,7 @@ void Decider::Agents() {
           row.version = a->version;
           row.image_uuid = a->image_uuid;
         }
-        bool current = a != nullptr && (a->image_uuid.empty() ? a->version == goal.version : a->image_uuid == goal.image_uuid);
+        bool current = AgentCurrent(goal, a);
         auto failure = m.install_failures.find(sv.uuid);
         if (!selected.count(&sv)) row.state = ExcludedBy(goal, sv) ? "excluded" : "not-selected";
         else if (current) row.state = "current";

@@ -59,6 +59,11 @@ int CompareVersions(absl::string_view a, absl::string_view b) {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+bool OlderImage(const triton::Image& a, const triton::Image& b) {
+  int c = CompareVersions(a.version, b.version);
+  return c != 0 ? c < 0 : a.published_at < b.published_at;
+}
+
 std::vector<std::string> NearestVersions(absl::string_view want, std::vector<std::string> versions, size_t max) {
   std::sort(versions.begin(), versions.end(),
             [](const std::string& a, const std::string& b) { return CompareVersions(a, b) < 0; });
@@ -81,10 +86,7 @@ std::vector<triton::Image> NewerImages(const std::string& current, const std::ve
   for (const triton::Image& i : candidates) {
     if (CompareVersions(i.version, current) > 0 && seen.insert(i.uuid).second) out.push_back(i);
   }
-  std::sort(out.begin(), out.end(), [](const triton::Image& a, const triton::Image& b) {
-    int c = CompareVersions(a.version, b.version);
-    return c != 0 ? c > 0 : a.published_at > b.published_at;
-  });
+  std::sort(out.begin(), out.end(), [](const triton::Image& a, const triton::Image& b) { return OlderImage(b, a); });
   if (!all && out.size() > 1) out.resize(1);
   return out;
 }
@@ -95,10 +97,7 @@ std::vector<triton::Image> ImagesBetween(const std::string& from, const std::str
   for (const triton::Image& i : candidates) {
     if (CompareVersions(i.version, from) > 0 && CompareVersions(i.version, to) <= 0) out.push_back(i);
   }
-  std::sort(out.begin(), out.end(), [](const triton::Image& a, const triton::Image& b) {
-    int c = CompareVersions(a.version, b.version);
-    return c != 0 ? c < 0 : a.published_at < b.published_at;
-  });
+  std::sort(out.begin(), out.end(), OlderImage);
   return out;
 }
 

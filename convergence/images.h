@@ -18,6 +18,9 @@ namespace mariposa::convergence {
 // is older than its release ("1.2.0"); a leading "v" is ignored.
 int CompareVersions(absl::string_view a, absl::string_view b);
 
+// The order of images of one name: by version, then by publication.
+bool OlderImage(const triton::Image& a, const triton::Image& b);
+
 // Up to `max` of `versions` nearest to `want`: the closest older and newer
 // ones, alternately, nearest first; each once.
 std::vector<std::string> NearestVersions(absl::string_view want, std::vector<std::string> versions, size_t max = 3);

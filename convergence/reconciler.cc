@@ -277,10 +277,7 @@ absl::StatusOr<triton::Image> Reconciler::LookUpImage(const std::string& ref) {
       } else if (list->empty()) {
         remote = absl::NotFoundError("not in the source");
       } else {
-        remote = *std::max_element(list->begin(), list->end(), [](const triton::Image& a, const triton::Image& b) {
-          int c = CompareVersions(a.version, b.version);
-          return c != 0 ? c < 0 : a.published_at < b.published_at;
-        });
+        remote = *std::max_element(list->begin(), list->end(), OlderImage);
       }
     }
     if (remote.ok()) {
@@ -398,6 +395,37 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
     std::stable_sort(plan.from.begin(), plan.from.end(),
                      [](const ImagePlanStep& a, const ImagePlanStep& b) { return a.count > b.count; });
     out[name] = std::move(plan);
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> Reconciler::RemovedAgents(const Snapshot& s) {
+  std::map<std::string, Snapshot::RemovedAgent> out;
+  ASSIGN_OR_RETURN(VersionRecord prev,
+                   store_->GetVersion(s.project.uuid, absl::StrCat(s.project.current_number - 1), false));
+  ASSIGN_OR_RETURN(std::vector<ServiceRecord> old, store_->ListServices(prev.uuid));
+  auto name_of = [](const std::string& ref) { return ref.substr(0, ref.rfind('@')); };
+  std::set<std::string> kept;  // agent names the goal still runs
+  for (const auto& kv : s.goal->services) {
+    if (kv.second.spec.compute_type == "agent") kept.insert(name_of(kv.second.record.image));
+  }
+  for (const ServiceRecord& r : old) {
+    if (r.compute_type != "agent" || s.goal->services.count(r.name)) continue;
+    std::string name = name_of(r.image);
+    if (IsUuid(r.image)) {
+      auto im = ResolveImage(r.image);
+      if (!im.ok()) continue;
+      name = im->name;
+    }
+    if (kept.count(name)) continue;
+    Snapshot::RemovedAgent ra;
+    ra.name = name;
+    auto spec = nlohmann::json::parse(r.spec_json, nullptr, false);
+    if (spec.is_object() && spec.contains("update") && spec["update"].is_object() &&
+        spec["update"].value("rolling", 1) > 0) {
+      ra.rolling = spec["update"].value("rolling", 1);
+    }
+    out[r.name] = ra;
   }
   return out;
 }
@@ -703,30 +731,23 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   }
   // Agent services the previous version had and this one does not.
   if (s.goal && s.project.current_number > 1) {
-    auto prev = store_->GetVersion(uuid, absl::StrCat(s.project.current_number - 1), false);
-    auto old = prev.ok() ? store_->ListServices(prev->uuid) : absl::StatusOr<std::vector<ServiceRecord>>(prev.status());
-    if (old.ok()) {
-      std::set<std::string> kept;  // agent names the goal still runs
-      for (const auto& kv : s.goal->services) {
-        if (kv.second.spec.compute_type == "agent") kept.insert(kv.second.record.image.substr(0, kv.second.record.image.rfind('@')));
+    bool known = false;
+    {
+      absl::MutexLock l(&mu_);
+      auto it = projects_.find(uuid);
+      if (it != projects_.end() && it->second.removed_for == s.project.current_version) {
+        s.removed_agents = it->second.removed;
+        known = true;
       }
-      for (const ServiceRecord& r : *old) {
-        if (r.compute_type != "agent" || s.goal->services.count(r.name)) continue;
-        std::string name = r.image.substr(0, r.image.rfind('@'));
-        if (IsUuid(r.image)) {
-          auto im = ResolveImage(r.image);
-          if (!im.ok()) continue;
-          name = im->name;
-        }
-        if (kept.count(name)) continue;
-        Snapshot::RemovedAgent ra;
-        ra.name = name;
-        auto spec = nlohmann::json::parse(r.spec_json, nullptr, false);
-        if (spec.is_object() && spec.contains("update") && spec["update"].is_object() &&
-            spec["update"].value("rolling", 1) > 0) {
-          ra.rolling = spec["update"].value("rolling", 1);
-        }
-        s.removed_agents[r.name] = ra;
+    }
+    auto read = known ? std::nullopt : std::optional(RemovedAgents(s));
+    if (read && read->ok()) {  // a store error is read again next sync
+      s.removed_agents = std::move(**read);
+      absl::MutexLock l(&mu_);
+      auto it = projects_.find(uuid);
+      if (it != projects_.end()) {
+        it->second.removed_for = s.project.current_version;
+        it->second.removed = s.removed_agents;
       }
     }
   }

@@ -153,6 +153,9 @@ class Reconciler {
   // Uncached: IMGAPI, then the image source (the result's `source` set);
   // NOT_FOUND names the nearest versions that exist in either.
   absl::StatusOr<triton::Image> LookUpImage(const std::string& ref);
+  // The agent services the version before `s.goal` had and it does not
+  // (Snapshot::removed_agents); reads the store.
+  absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> RemovedAgents(const Snapshot& s);
   // Drops the resolved images (an import ended: the next sync finds it in IMGAPI).
   void ForgetImages();
   // sdcadm's plan for `services` of manifest `m` (project uuid "" = a new
@@ -230,6 +233,10 @@ class Reconciler {
     };
     absl::flat_hash_map<std::string, Tracked> tracked;
     uint64_t track_round = 0;
+    // Snapshot::removed_agents of the version in force (versions are
+    // immutable: read from the store once per version).
+    std::string removed_for;
+    std::map<std::string, Snapshot::RemovedAgent> removed;
     void DropBacklog() {
       backlog.clear();
       backlog_from = nullptr;

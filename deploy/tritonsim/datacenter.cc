@@ -149,14 +149,18 @@ std::string DataCenter::LoadSeed(const json& seed) {
 
 // ---------------------------------------------------------------- control
 
+std::map<std::string, DataCenter::Server>::iterator DataCenter::FindServerLocked(const std::string& id) {
+  auto it = servers_.find(id);
+  if (it != servers_.end()) return it;
+  for (auto s = servers_.begin(); s != servers_.end(); ++s) {
+    if (s->second.hostname == id) return s;
+  }
+  return servers_.end();
+}
+
 Reply DataCenter::SetServerStatus(const std::string& uuid, const std::string& status) {
   absl::MutexLock l(&mu_);
-  auto it = servers_.find(uuid);
-  if (it == servers_.end()) {
-    for (auto& kv : servers_) {
-      if (kv.second.hostname == uuid) it = servers_.find(kv.first);
-    }
-  }
+  auto it = FindServerLocked(uuid);
   if (it == servers_.end()) return Error(404, "ResourceNotFound", "Server " + uuid + " not found");
   it->second.status = status;
   if (status == "running") it->second.boot_ms = NowMs();
@@ -167,12 +171,7 @@ Reply DataCenter::SetServerStatus(const std::string& uuid, const std::string& st
 
 Reply DataCenter::DeleteServer(const std::string& id) {
   absl::MutexLock l(&mu_);
-  auto it = servers_.find(id);
-  if (it == servers_.end()) {
-    for (auto& kv : servers_) {
-      if (kv.second.hostname == id) it = servers_.find(kv.first);
-    }
-  }
+  auto it = FindServerLocked(id);
   if (it == servers_.end()) return Error(404, "ResourceNotFound", "Server " + id + " not found");
   for (const std::string& vm : it->second.vms) {
     auto v = vms_.find(vm);

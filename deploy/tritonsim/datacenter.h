@@ -243,6 +243,8 @@ class DataCenter {
   static int64_t FreeRam(const Server& s);
   // Every change of a server's used RAM goes through here (keeps by_free_).
   void AddUsedRamLocked(Server* s, int64_t delta);
+  // By uuid or hostname; servers_.end() when there is none.
+  std::map<std::string, Server>::iterator FindServerLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void IndexServersLocked();
   std::string NewUuidLocked();
   std::string NewMacLocked();
