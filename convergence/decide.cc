@@ -345,7 +345,9 @@ std::string Decider::Overdue(const TaskRecord& t, const std::vector<std::string>
       pending = true;
       if (i->state != "running") continue;
       absl::Time up = i->up_since == absl::InfinitePast() ? i->created : i->up_since;
-      if (up < from || up == absl::InfiniteFuture()) continue;  // not this rollout's
+      // Not this rollout's. VMAPI's timestamps have milliseconds: an
+      // instance created in the millisecond the rollout started is its.
+      if (up < absl::FromUnixMillis(absl::ToUnixMillis(from)) || up == absl::InfiniteFuture()) continue;
       // In place, an instance reprovisioned onto the new image that fails its
       // checks stops the rollout: the next ones would get the same image.
       if (goal.in_place && i->checked && i->health == "unhealthy") {

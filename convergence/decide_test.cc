@@ -485,6 +485,16 @@ TEST(DecideTest, RolloutDeadlinesFailTheRollout) {
   EXPECT_TRUE(d.task_changes.empty() || d.task_changes[0].state != "failed");
   d = Decide(s, kT0 + absl::Minutes(5));  // ready since kT0 + 2s
   for (const TaskChange& c : d.task_changes) EXPECT_NE(c.state, "failed") << c.note;
+  // One created in the millisecond the rollout started is the rollout's
+  // (VMAPI's create_timestamp has milliseconds, the task's start more).
+  s.tasks[0].started_at = kT0 - absl::Minutes(6) + absl::Microseconds(400);
+  s.instances.back().checked = true;
+  s.instances.back().health = "starting";
+  s.instances.back().up_since = kT0 - absl::Minutes(6);
+  d = Decide(s, kT0);
+  ASSERT_FALSE(d.task_changes.empty());
+  EXPECT_EQ(d.task_changes[0].state, "failed");
+  s.tasks[0].started_at = kT0 - absl::Minutes(10);
   // An instance up before the rollout started is not the rollout's.
   s.instances.back().up_since = kT0 - absl::Minutes(11);
   d = Decide(s, kT0);
