@@ -28,10 +28,12 @@ std::string ImagePlanText(const v1::ServiceChange& c) {
     absl::StrAppend(&out, "create \"", c.service(), "\" service (",
                     p.agent() ? Plural(p.instances(), "instance") : Plural(c.to_count(), "instance"), ") of image ",
                     target, ":\n");
-    if (!p.agent()) {
-      absl::StrAppend(&out, "    ", Plural(c.to_count(), "instance"), " will be created\n");
-      return out;
+    // Instances that exist before the service does (core zones, adopted)
+    // are listed like an update's; the rest are created.
+    if (!p.agent() && c.to_count() > p.instances()) {
+      absl::StrAppend(&out, "    ", Plural(c.to_count() - p.instances(), "instance"), " will be created\n");
     }
+    if (!p.agent() && p.instances() == 0) return out;
   } else {
     absl::StrAppend(&out, "update \"", c.service(), "\" service (", Plural(p.instances(), "instance"),
                     ") to image ", target, ":\n");

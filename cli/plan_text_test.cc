@@ -83,6 +83,18 @@ v1::Diff Plans() {
   p->set_label("autopilotpattern/wordpress@1.4.0");
   p->set_download_bytes(209715200);
   p->set_source("https://updates.tritondatacenter.com");
+  // A new core service: two of its three zones exist (adopted), one of them
+  // on an older image; the third is created.
+  v1::ServiceChange* moray = d.add_services();
+  moray->set_service("moray");
+  moray->set_action(v1::ServiceChange::CREATE);
+  moray->set_to_count(3);
+  p = moray->mutable_image_plan();
+  p->set_image_uuid("a1c0e201-4d5e-4f60-8a7b-000000000301");
+  p->set_label("moray@2026.11.15");
+  p->set_instances(2);
+  p->set_already(1);
+  Step(p, "b2c0e202-4d5e-4f60-8a7b-000000000302", "moray@2026.10.1", 1);
   return d;
 }
 

@@ -286,15 +286,27 @@ std::string CheckNetworkProblem(const ServiceSpec& s, const std::string& want,
 
 }  // namespace
 
-std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& catalog, const std::string& owner,
-                                             const std::string& filename) {
+const char kNoAdminOwner[] =
+    "core zones belong to Triton's admin account, which mariposad was not given; start it with --admin-owner "
+    "UUID (the headnode's ufds_admin_uuid: `sdc-sapi /applications?name=sdc | json -Ha metadata.ufds_admin_uuid`)";
+
+const std::string& OwnerFor(const ServiceSpec& s, const std::string& owner, const std::string& admin_owner) {
+  return s.compute_type == "core" && !admin_owner.empty() ? admin_owner : owner;
+}
+
+std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& catalog, const std::string& tenant,
+                                             const std::string& admin_owner, const std::string& filename) {
   std::vector<ManifestDiagnostic> out;
   auto error = [&](const std::string& path, const absl::Status& st) {
     out.push_back({filename, 0, 0, path, std::string(st.message())});
   };
   for (const auto& kv : m.services) {
     const ServiceSpec& s = kv.second;
+    const std::string& owner = OwnerFor(s, tenant, admin_owner);
     std::string path = absl::StrCat("services.", kv.first);
+    if (s.compute_type == "core" && admin_owner.empty()) {
+      error(absl::StrCat(path, ".compute_type"), absl::FailedPreconditionError(kNoAdminOwner));
+    }
     if (s.compute_type == "agent") {
       if (!catalog.images) continue;
       auto image = catalog.images(s.image);

@@ -71,8 +71,16 @@ struct Catalog {
   std::optional<std::vector<triton::Network>> networks;
   std::function<absl::StatusOr<triton::Image>(const std::string&)> images;
 };
+// The account a service's instances belong to: core zones (compute_type:
+// core) are the admin account's, everything else the project's owner's.
+const std::string& OwnerFor(const ServiceSpec& s, const std::string& owner, const std::string& admin_owner);
+
+// Why a core service cannot run without mariposad --admin-owner.
+extern const char kNoAdminOwner[];
+
+// `admin_owner`: the account core services are checked for (OwnerFor).
 std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& catalog, const std::string& owner,
-                                             const std::string& filename);
+                                             const std::string& admin_owner, const std::string& filename);
 
 }  // namespace mariposa::convergence
 

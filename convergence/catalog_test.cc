@@ -190,6 +190,24 @@ TEST(CatalogTest, BrandFollowsComputeTypeAndImage) {
   }
 }
 
+// Core services are checked for the admin account, and need one.
+TEST(CatalogTest, CoreServicesBelongToTheAdminAccount) {
+  Manifest m;
+  ServiceSpec core = Spec("g4-highcpu-1G");
+  core.compute_type = "core";
+  core.image = "imgapi@1";
+  m.services["imgapi"] = core;
+  Catalog cat;
+  cat.packages = Packages();
+  auto errors = CheckCatalog(m, cat, kOwner, "", "m.yaml");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].path, "services.imgapi.compute_type");
+  EXPECT_NE(errors[0].message.find("--admin-owner"), std::string::npos) << errors[0].message;
+  EXPECT_TRUE(CheckCatalog(m, cat, kOwner, "admin-uuid", "m.yaml").empty());
+  EXPECT_EQ(OwnerFor(core, kOwner, "admin-uuid"), "admin-uuid");
+  EXPECT_EQ(OwnerFor(Spec("x"), kOwner, "admin-uuid"), kOwner);
+}
+
 TEST(CatalogTest, CheckCatalogLocatesEveryProblem) {
   Manifest m;
   ServiceSpec web = Spec("g4-highcpu-1g");
@@ -208,7 +226,7 @@ TEST(CatalogTest, CheckCatalogLocatesEveryProblem) {
     i.type = ref == "percona@5.7.1" ? "lx-dataset" : "docker";
     return i;
   };
-  auto errors = CheckCatalog(m, cat, kOwner, "m.yaml");
+  auto errors = CheckCatalog(m, cat, kOwner, "", "m.yaml");
   ASSERT_EQ(errors.size(), 3u);
   EXPECT_EQ(errors[0].path, "services.web.package");
   EXPECT_EQ(errors[1].path, "services.web.networks");
@@ -233,7 +251,7 @@ TEST(CatalogTest, HealthCheckNetworksMustBeTheServices) {
     web.healthchecks["h"] = hc;
     m.services["web"] = web;
     std::vector<std::string> out;
-    for (const auto& d : CheckCatalog(m, cat, kOwner, "m.yaml")) {
+    for (const auto& d : CheckCatalog(m, cat, kOwner, "", "m.yaml")) {
       if (d.path == "services.web.healthchecks.h.network") out.push_back(d.message);
     }
     return out;

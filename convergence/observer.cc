@@ -56,6 +56,19 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
   return i;
 }
 
+std::map<std::string, std::string> AdoptionTags(const triton::Vm& vm, const std::string& project_uuid,
+                                                const std::string& service, const std::string& version_uuid,
+                                                const std::string& spec_hash, const std::string& goal_image_uuid) {
+  if (vm.state == "destroyed" || vm.tags.count(kTagProject)) return {};
+  auto role = vm.tags.find(kTagCoreRole);
+  if (role == vm.tags.end() || role->second != service) return {};
+  bool current = !goal_image_uuid.empty() && vm.image_uuid == goal_image_uuid;
+  return {{kTagProject, project_uuid},
+          {kTagService, service},
+          {kTagVersion, version_uuid},
+          {kTagSpec, current ? spec_hash : "adopted"}};
+}
+
 absl::StatusOr<std::vector<InstanceState>> Observer::List(const triton::VmFilter& filter,
                                                           const std::string& project_uuid,
                                                           const std::map<std::string, int64_t>& version_numbers,

@@ -26,6 +26,9 @@ inline constexpr char kTagSpec[] = "mariposa.spec";
 // stop.preserve_stopped: "<RFC 3339 time> <reason>" on an instance taken out
 // of service and kept; it reads as state "preserved" and counts nowhere.
 inline constexpr char kTagPreserved[] = "mariposa.preserved";
+// Triton's own tags of a core zone (imgapi0 ...): its role and type.
+inline constexpr char kTagCoreRole[] = "smartdc_role";
+inline constexpr char kTagCoreType[] = "smartdc_type";
 
 class Observer {
  public:
@@ -59,6 +62,15 @@ class Observer {
 
   triton::VmapiClient* vmapi_;
 };
+
+// A core zone (compute_type: core) found by its role: the tags that make it
+// an instance of `service` of the project, added to the ones it has; empty
+// when it is destroyed or already claimed by a project. It counts as current
+// (spec tag = `spec_hash`) when it runs `goal_image_uuid`, since sdcadm
+// compares images only; otherwise it reads as outdated and is reprovisioned.
+std::map<std::string, std::string> AdoptionTags(const triton::Vm& vm, const std::string& project_uuid,
+                                                const std::string& service, const std::string& version_uuid,
+                                                const std::string& spec_hash, const std::string& goal_image_uuid);
 
 // "2026-11-22T12:00:00.123Z" -> absl::Time; InfinitePast when unreadable.
 absl::Time ParseTimestamp(const std::string& iso);

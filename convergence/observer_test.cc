@@ -91,5 +91,42 @@ TEST(ObserverTest, ParallelPerServiceFallsBackWhenCountsDisagree) {
   EXPECT_EQ(lists, 4);  // the same three, then the full listing
 }
 
+// A core zone is adopted by its role alone, once; it counts as current
+// only when it runs the goal's image.
+TEST(ObserverTest, AdoptionTagsOfCoreZones) {
+  triton::Vm vm = V("z1", "running", {{"smartdc_role", "moray"}, {"smartdc_type", "core"}});
+  vm.image_uuid = "img-new";
+  struct Case {
+    const char* name;
+    std::map<std::string, std::string> tags;
+    std::string state, image, service;
+    std::string want_spec;  // "" = not adopted
+  } cases[] = {
+      {"runs the goal image", vm.tags, "running", "img-new", "moray", "spec-2"},
+      {"an older image", vm.tags, "running", "img-old", "moray", "adopted"},
+      {"stopped zones too", vm.tags, "stopped", "img-new", "moray", "spec-2"},
+      {"another role", vm.tags, "running", "img-new", "imgapi", ""},
+      {"no role", {{"smartdc_type", "core"}}, "running", "img-new", "moray", ""},
+      {"destroyed", vm.tags, "destroyed", "img-new", "moray", ""},
+      {"claimed by a project", {{"smartdc_role", "moray"}, {kTagProject, "other"}}, "running", "img-new", "moray", ""},
+  };
+  for (const Case& c : cases) {
+    triton::Vm v = vm;
+    v.tags = c.tags;
+    v.state = c.state;
+    v.image_uuid = c.image;
+    auto tags = AdoptionTags(v, "p1", c.service, "ver-2", "spec-2", "img-new");
+    if (c.want_spec.empty()) {
+      EXPECT_TRUE(tags.empty()) << c.name;
+      continue;
+    }
+    EXPECT_EQ(tags[kTagProject], "p1") << c.name;
+    EXPECT_EQ(tags[kTagService], c.service) << c.name;
+    EXPECT_EQ(tags[kTagVersion], "ver-2") << c.name;
+    EXPECT_EQ(tags[kTagSpec], c.want_spec) << c.name;
+    EXPECT_FALSE(tags.count(kTagCoreRole)) << c.name << ": the zone's own tags are kept, not rewritten";
+  }
+}
+
 }  // namespace
 }  // namespace mariposa::convergence

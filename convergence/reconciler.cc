@@ -32,6 +32,7 @@ std::string BrandFor(const ServiceGoalSpec& g) {
   if (!g.record.brand.empty()) return g.record.brand;
   if (g.spec.compute_type == "docker") return "lx";
   if (g.spec.compute_type == "kvm") return "bhyve";
+  if (g.spec.compute_type == "core") return "joyent-minimal";
   return "joyent";
 }
 
@@ -374,6 +375,21 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
         if (a == nullptr) count("", "not installed", "", "");
         else count(a->image_uuid, absl::StrCat(a->name, "@", a->version), a->name, a->version);
       }
+    } else if (spec.compute_type == "core" && !options_.admin_owner_uuid.empty()) {
+      // Its zones, adopted or not yet (found by role, as AdoptCoreZones).
+      triton::VmFilter f;
+      f.owner_uuid = options_.admin_owner_uuid;
+      f.tags = {{kTagCoreRole, name}};
+      f.state = "active";
+      auto got = vmapi_->ListVms(f);
+      NoteApi("VMAPI", got.status());
+      if (!got.ok()) return got.status();
+      for (const triton::Vm& v : *got) {
+        auto claimed = v.tags.find(kTagProject);
+        if (claimed != v.tags.end() && claimed->second != project_uuid) continue;
+        version_of(v.image_uuid);
+        count(v.image_uuid, labels[v.image_uuid], names[v.image_uuid], versions[v.image_uuid]);
+      }
     } else if (!project_uuid.empty()) {
       if (!vms) {
         triton::VmFilter f;
@@ -485,7 +501,54 @@ absl::StatusOr<std::vector<ManifestDiagnostic>> Reconciler::CheckManifest(const 
   ASSIGN_OR_RETURN(std::shared_ptr<const Catalog> read, CatalogNow());
   Catalog catalog = *read;
   catalog.images = [this](const std::string& ref) { return ResolveImage(ref); };
-  return CheckCatalog(m, catalog, options_.owner_uuid, filename);
+  return CheckCatalog(m, catalog, options_.owner_uuid, options_.admin_owner_uuid, filename);
+}
+
+void Reconciler::AdoptCoreZones(Snapshot* s) {
+  if (!s->goal || !s->actual_known || options_.admin_owner_uuid.empty()) return;
+  std::set<std::string> seen;
+  for (const InstanceState& i : s->instances) seen.insert(i.uuid);
+  std::vector<EventRecord> events;
+  for (const auto& kv : s->goal->services) {
+    if (kv.second.spec.compute_type != "core") continue;
+    triton::VmFilter f;
+    f.owner_uuid = options_.admin_owner_uuid;
+    f.state = "active";
+    f.tags = {{kTagCoreRole, kv.first}};
+    auto vms = vmapi_->ListVms(f);
+    NoteApi("VMAPI", vms.status());
+    if (!vms.ok()) {  // a zone not seen could be created twice: decide nothing
+      s->actual_known = false;
+      return;
+    }
+    auto image = ResolveImage(kv.second.record.image);
+    std::string goal_image = image.ok() && image->source.empty() ? image->uuid : "";
+    for (triton::Vm vm : *vms) {
+      auto tags = AdoptionTags(vm, s->project.uuid, kv.first, s->project.current_version, kv.second.record.spec_hash,
+                               goal_image);
+      if (tags.empty() || seen.count(vm.uuid)) continue;
+      // Counted now even when tagging fails (it is tried again next sync),
+      // so that nothing is created beside it.
+      auto tagged = vmapi_->SetTags(vm.uuid, tags, /*replace=*/false);
+      NoteApi("VMAPI", tagged.status());
+      bool current = tags[kTagSpec] == kv.second.record.spec_hash;
+      for (const auto& t : tags) vm.tags[t.first] = t.second;
+      if (auto i = Observer::FromVm(vm, s->project.uuid, s->version_numbers)) s->instances.push_back(std::move(*i));
+      if (!tagged.ok()) continue;
+      {
+        absl::MutexLock l(&mu_);  // a sync before the tags land adopts it again, silently
+        if (!projects_[s->project.uuid].adopted.insert(vm.uuid).second) continue;
+      }
+      events.push_back(EventRecord{
+          0, clock_->Now(), "mariposad", s->project.name, "instance.adopted", vm.uuid,
+          absl::StrCat(vm.alias.empty() ? vm.uuid : vm.alias, " (", kTagCoreRole, "=", kv.first, ", image ",
+                       ShortUuid(vm.image_uuid), ") is now an instance of ", kv.first,
+                       current ? "; it runs the goal image" : "; it will be reprovisioned onto the goal image")});
+    }
+  }
+  if (!events.empty()) {
+    if (auto st = store_->AppendEvents(events); !st.ok()) LogWarn("cannot record adoptions", {{"error", st.ToString()}});
+  }
 }
 
 absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_jobs, absl::Duration* observe,
@@ -605,6 +668,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       s.actual_known = false;
     }
   }
+  AdoptCoreZones(&s);
   if (observe != nullptr) *observe = clock_->Now() - observe_start;
   if (listed != nullptr) *listed = s.actual_known ? listed_at : absl::InfinitePast();
   // Health from the monitor (a kept list carries the last sync's).
@@ -679,6 +743,9 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       auto hold = [&](const std::string& field, const absl::Status& st) {
         if (!s.spec_errors.count(kv.first)) s.spec_errors[kv.first] = absl::StrCat(field, ": ", st.message());
       };
+      if (spec.compute_type == "core" && options_.admin_owner_uuid.empty()) {
+        hold("compute_type", absl::FailedPreconditionError(kNoAdminOwner));
+      }
       auto image = s.images.find(kv.first);
       if (image != s.images.end()) {
         auto brand = ChooseBrand(spec, image->second);
@@ -691,7 +758,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
         continue;
       }
       if (options_.papi != nullptr) {
-        auto pkg = ChoosePackage(spec, *(*catalog)->packages, options_.owner_uuid);
+        auto pkg = ChoosePackage(spec, *(*catalog)->packages, Owner(spec));
         if (pkg.ok()) r.dimensions = DimensionsOf(spec, *pkg);
         else hold(spec.package.empty() ? "resources" : "package", pkg.status());
       }
@@ -699,7 +766,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
         if (options_.napi == nullptr) {
           r.networks = spec.networks;  // uuids, as given
         } else {
-          auto nets = ChooseNetworks(spec.networks, *(*catalog)->networks, options_.owner_uuid);
+          auto nets = ChooseNetworks(spec.networks, *(*catalog)->networks, Owner(spec));
           if (nets.ok()) r.networks = std::move(*nets);
           else hold("networks", nets.status());
         }
@@ -1143,7 +1210,7 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
                                          std::vector<PlacementRuleText>* rules) const {
   const ProjectRecord& p = s.project;
   req->uuid = uuid;  // chosen by the caller: a retried create cannot make a second VM
-  req->owner_uuid = options_.owner_uuid;
+  req->owner_uuid = Owner(g.spec);
   req->alias = alias;
   static const Snapshot::Recipe kNone;
   auto found = s.recipes.find(g.record.name);  // Gather makes one for every non-agent service
@@ -1167,6 +1234,10 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
   req->tags[kTagVersion] = p.current_version;
   req->tags[kTagSpec] = g.record.spec_hash;
   if (!recipe.meta_hash.empty()) req->tags[kTagMeta] = recipe.meta_hash;
+  if (g.spec.compute_type == "core") {  // what sdcadm and Triton's tools find core zones by
+    req->tags[kTagCoreRole] = g.record.name;
+    req->tags[kTagCoreType] = "core";
+  }
   if (!g.spec.ports.empty()) {
     std::string ports;
     for (int port : g.spec.ports) absl::StrAppend(&ports, ports.empty() ? "" : ",", port);

@@ -46,6 +46,9 @@ namespace mariposa::convergence {
 
 struct ReconcilerOptions {
   std::string owner_uuid;                         // owner of the VMs Mariposa creates
+  // Triton's admin account (ufds_admin_uuid): owns the core zones
+  // (compute_type: core), which are found by their tag smartdc_role.
+  std::string admin_owner_uuid;
   std::string network_uuid;                       // network every instance joins
   absl::Duration job_timeout = absl::Minutes(5);  // per Triton job
   absl::Duration resync = absl::Seconds(5);
@@ -185,6 +188,12 @@ class Reconciler {
   std::vector<std::optional<FinishedJob>> PollJobs(const std::vector<JobRecord>& jobs);
   void Worker();
   void Resync();
+  // Takes the core zones of the goal's core services that no project
+  // claims yet (AdoptionTags) into `s`'s instances.
+  void AdoptCoreZones(Snapshot* s);
+  const std::string& Owner(const ServiceSpec& spec) const {
+    return OwnerFor(spec, options_.owner_uuid, options_.admin_owner_uuid);
+  }
   // Remembered per API: since when it fails ("" error = fine).
   void NoteApi(const std::string& api, const absl::Status& st);
   std::vector<ApiProblem> ApiProblems() const;
@@ -203,6 +212,7 @@ class Reconciler {
   mutable absl::Mutex mu_;
   // What is kept of a project (by uuid) between its syncs.
   struct ProjectState {
+    std::set<std::string> adopted;  // core zones whose adoption was announced
     std::string name;
     std::map<std::string, ServiceMemory> memory;  // by service
     int in_flight = 0;                            // jobs in flight after the last sync

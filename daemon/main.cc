@@ -52,7 +52,7 @@
 namespace {
 
 constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [--addr-file FILE] [--init]
-                 [--triton URL --owner UUID --network UUID [--resync DURATION]
+                 [--triton URL --owner UUID --network UUID [--admin-owner UUID] [--resync DURATION]
                   [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-agents]
                   [--health-loopback]
                   [--health-lease DURATION] [--image-source URL [--image-channel NAME]]]
@@ -74,6 +74,10 @@ The Mariposa controller: gRPC API, SQLite store.
                     base URL, as tritonsim serves them); without it mariposad
                     stores goal state only
   --owner UUID      owner of the instances Mariposa creates (with --triton)
+  --admin-owner UUID
+                    Triton's admin account (ufds_admin_uuid), owner of the core
+                    zones (compute_type: core); without it core services are
+                    refused
   --network UUID    network every instance joins (with --triton)
   --resync DURATION how often every project is re-checked (default 5s)
   --backoff-cap DURATION
@@ -157,7 +161,7 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:7740";
   std::string data_dir = "/var/lib/mariposa";
   std::string addr_file;
-  std::string triton_url, owner, network, resync = "5s";
+  std::string triton_url, owner, admin_owner, network, resync = "5s";
   std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
   bool embedded_health = false, health_loopback = false, remote_agents = false, init = false;
   std::string image_source_url, image_channel = "release", backoff_cap_text = "2m";
@@ -179,6 +183,7 @@ int main(int argc, char** argv) {
     }
     if (value("--listen", &listen) || value("--data-dir", &data_dir) || value("--addr-file", &addr_file) ||
         value("--triton", &triton_url) || value("--owner", &owner) || value("--network", &network) ||
+        value("--admin-owner", &admin_owner) ||
         value("--resync", &resync) || value("--max-jobs", &max_jobs) ||
         value("--max-jobs-per-project", &max_jobs_project) || value("--metrics-listen", &metrics_listen) ||
         value("--health-lease", &health_lease_text) || value("--image-source", &image_source_url) || value("--backoff-cap", &backoff_cap_text) ||
@@ -213,6 +218,9 @@ int main(int argc, char** argv) {
   }
   if (!triton_url.empty() && (!mariposa::IsUuid(owner) || !mariposa::IsUuid(network))) {
     return Usage("--triton needs --owner UUID and --network UUID");
+  }
+  if (!admin_owner.empty() && !mariposa::IsUuid(admin_owner)) {
+    return Usage(absl::StrCat("--admin-owner \"", admin_owner, "\" is not a uuid"));
   }
 
   // Signals are taken by one thread with sigwait; block them everywhere first.
@@ -306,6 +314,7 @@ int main(int argc, char** argv) {
     napi = std::make_unique<mariposa::triton::HttpNapiClient>(http, clock, hook);
     mariposa::convergence::ReconcilerOptions ropts;
     ropts.owner_uuid = owner;
+    ropts.admin_owner_uuid = admin_owner;
     ropts.network_uuid = network;
     ropts.resync = resync_every;
     ropts.triton_url = triton_url;

@@ -578,6 +578,8 @@ class Parser {
     const YamlNode* strategy_node = nullptr;
     const YamlNode* count_node = nullptr;
     const YamlNode* servers_node = nullptr;
+    const YamlNode* delegate_node = nullptr;
+    bool restart_given = false;
     Fields f;
     f["service_type"] = [&](const YamlNode& v, const std::string& p) {
       std::string t;
@@ -598,10 +600,10 @@ class Parser {
           {"lx", {"infrastructure", "lx"}},   {"smartmachine", {"infrastructure", "joyent"}},
           {"kvm", {"kvm", "kvm"}},            {"bhyve", {"kvm", "bhyve"}},
           {"vm", {"kvm", ""}},                {"hvm", {"kvm", ""}},
-          {"agent", {"agent", ""}}};
+          {"agent", {"agent", ""}},           {"core", {"core", ""}}};
       auto ty = kTypes.find(t);
       if (ty == kTypes.end()) {
-        Error(v, p, absl::StrCat("\"", t, "\" is not one of: docker, infrastructure (lx, smartmachine), kvm (bhyve, vm, hvm), agent"));
+        Error(v, p, absl::StrCat("\"", t, "\" is not one of: docker, infrastructure (lx, smartmachine), kvm (bhyve, vm, hvm), agent, core"));
         return;
       }
       s->compute_type = ty->second.first;
@@ -763,6 +765,7 @@ class Parser {
         }
         std::sort(good.begin(), good.end());
         s->restart_condition = good;
+        restart_given = true;
       };
       rf["max_attempts"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->restart_max_attempts, 0, 1000); };
       rf["window"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->restart_window); };
@@ -803,7 +806,10 @@ class Parser {
       };
       ParseMap(v, p, uf);
     };
-    f["delegate_dataset"] = [&](const YamlNode& v, const std::string& p) { Bool(v, p, &s->delegate_dataset); };
+    f["delegate_dataset"] = [&](const YamlNode& v, const std::string& p) {
+      delegate_node = &v;
+      Bool(v, p, &s->delegate_dataset);
+    };
     f["servers"] = [&](const YamlNode& v, const std::string& p) {
       servers_node = &v;
       ServerSelector sel;
@@ -835,6 +841,24 @@ class Parser {
       if (!s->servers) s->servers = ServerSelector{};
     } else if (s->servers) {
       Error(*servers_node, Join(path, "servers"), "servers: is only for compute_type: agent; use placement: for other services");
+    }
+    if (s->compute_type == "core") {
+      // A core zone (imgapi0, vmapi0 ...) keeps its state on its delegate
+      // dataset and is updated in place, as sdcadm updates it.
+      if (delegate_node == nullptr) s->delegate_dataset = true;
+      // A broken core zone is reported, not replaced (sdcadm never does).
+      if (!restart_given) s->restart_condition = {"never"};
+      if (strategy_node == nullptr) {
+        s->update_strategy = "reprovision";
+      } else if (s->update_strategy != "reprovision") {
+        Error(*strategy_node, Join(path, "update.strategy"),
+              "core zones are updated in place (VMAPI reprovision, their delegate dataset kept), as sdcadm does; "
+              "use strategy: reprovision or leave it out");
+      }
+      if (delegate_node != nullptr && !s->delegate_dataset) {
+        Error(*delegate_node, Join(path, "delegate_dataset"),
+              "a core zone keeps its data on its delegate dataset; remove `delegate_dataset: false`");
+      }
     }
     if (strategy_node != nullptr && s->update_strategy == "reprovision") {
       std::string sp = Join(path, "update.strategy");

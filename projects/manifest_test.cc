@@ -270,7 +270,7 @@ TEST(ManifestTest, GoldenErrors) {
       {"not a bool", "project: p\nservices:\n  web: {image: x, update: {auto_rollback: maybe}}\n",
        "t.yaml:3:43: services.web.update.auto_rollback: \"maybe\" is not true or false\n"},
       {"enum", "project: p\nservices:\n  web: {image: x, compute_type: vmware}\n",
-       "t.yaml:3:33: services.web.compute_type: \"vmware\" is not one of: docker, infrastructure (lx, smartmachine), kvm (bhyve, vm, hvm), agent\n"},
+       "t.yaml:3:33: services.web.compute_type: \"vmware\" is not one of: docker, infrastructure (lx, smartmachine), kvm (bhyve, vm, hvm), agent, core\n"},
       {"not supported yet", "project: p\nservices:\n  job: {image: x, service_type: scheduled}\n",
        "t.yaml:3:33: services.job.service_type: service_type \"scheduled\" is not supported yet; only \"continuous\" services run\n"},
       {"missing image", "project: p\nservices:\n  web: {count: 1}\n",
@@ -481,4 +481,44 @@ TEST(ManifestTest, ReprovisionStrategyNeedsADelegateDataset) {
   EXPECT_EQ(CanonicalYaml(*plain.manifest).find("deadline"), std::string::npos);
 }
 
+}  // namespace mariposa
+
+namespace mariposa {
+namespace {
+
+// compute_type: core: updated in place with its dataset kept, one at a time,
+// a broken zone reported and not replaced; other strategies are refused.
+TEST(ManifestTest, CoreZonesDefaultToReprovisionKeepingTheirDataset) {
+  auto parse = [](const std::string& body) {
+    ParseOptions o;
+    o.filename = "t.yaml";
+    return ParseManifest("project: p\nservices:\n  imgapi:\n    compute_type: core\n    image: imgapi@1\n" + body, o);
+  };
+  auto r = parse("");
+  ASSERT_TRUE(r.manifest) << (r.errors.empty() ? "" : r.errors[0].ToString());
+  const ServiceSpec& s = r.manifest->services.at("imgapi");
+  EXPECT_EQ(s.compute_type, "core");
+  EXPECT_EQ(s.update_strategy, "reprovision");
+  EXPECT_TRUE(s.delegate_dataset);
+  EXPECT_EQ(s.update_rolling, 1);
+  EXPECT_EQ(s.count, 1);
+  EXPECT_EQ(s.restart_condition, std::vector<std::string>{"never"});
+  // The canonical form says so and reads back the same.
+  auto again = ParseManifest(CanonicalYaml(*r.manifest), ParseOptions{});
+  ASSERT_TRUE(again.manifest);
+  EXPECT_EQ(CanonicalYaml(*again.manifest), CanonicalYaml(*r.manifest));
+  // An explicit restart condition is kept.
+  r = parse("    restart: {condition: on-failure}\n");
+  ASSERT_TRUE(r.manifest);
+  EXPECT_EQ(r.manifest->services.at("imgapi").restart_condition, std::vector<std::string>{"on-failure"});
+  r = parse("    update: {strategy: replace}\n");
+  ASSERT_FALSE(r.manifest);
+  EXPECT_EQ(r.errors[0].path, "services.imgapi.update.strategy");
+  EXPECT_NE(r.errors[0].message.find("core zones are updated in place"), std::string::npos) << r.errors[0].message;
+  r = parse("    delegate_dataset: false\n");
+  ASSERT_FALSE(r.manifest);
+  EXPECT_EQ(r.errors[0].path, "services.imgapi.delegate_dataset");
+}
+
+}  // namespace
 }  // namespace mariposa

@@ -190,6 +190,16 @@ absl::Status ProjectsService::PlanImages(const std::string& project_uuid, const 
       why, "; nothing was changed. Name a newer image (`mariposa image avail`), or pass --force to downgrade"));
 }
 
+std::vector<std::string> DroppedCoreServices(const Manifest& before, const Manifest& after) {
+  std::vector<std::string> out;
+  for (const auto& kv : before.services) {
+    if (kv.second.compute_type != "core") continue;
+    auto now = after.services.find(kv.first);
+    if (now == after.services.end() || now->second.compute_type != "core") out.push_back(kv.first);
+  }
+  return out;
+}
+
 absl::StatusOr<ProjectRecord> ProjectsService::Project(const std::string& name) {
   RETURN_IF_ERROR(Required(name, "project (-j NAME)"));
   return store_->GetProject(name);
@@ -259,6 +269,21 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
 
   RETURN_IF_ERROR(cancel->Check());
   out.diff = DiffManifests(before.get(), *compiled);
+  if (before) {
+    std::vector<std::string> dropped = DroppedCoreServices(before->manifest, m);
+    if (!dropped.empty()) {
+      std::string why = absl::StrCat("core service", dropped.size() == 1 ? " " : "s ", absl::StrJoin(dropped, ", "),
+                                     " would leave the project and ", dropped.size() == 1 ? "its" : "their",
+                                     " zones be destroyed");
+      if (dry_run && !allow_downgrade) {
+        out.warnings.push_back(absl::StrCat(why, " (apply refuses it without --force)"));
+      } else if (!allow_downgrade) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            why, "; nothing was changed. Keep ", dropped.size() == 1 ? "it" : "them",
+            " in the manifest (with compute_type: core), or pass --force to destroy the zones"));
+      }
+    }
+  }
   if (image_planner_ && origin == "apply") RETURN_IF_ERROR(PlanImages(existing.ok() ? existing->uuid : "", m,
                                                                       allow_downgrade, dry_run, &out));
   for (const auto& w : m.warnings) out.warnings.push_back(w.ToString());
@@ -563,6 +588,18 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
     auto n = instance_counter_(p->uuid);
     if (!n.ok()) return ToGrpc(Annotate(n.status(), "counting the project's instances"));
     if (*n > 0) {
+      if (!p->current_version.empty()) {
+        // Core zones are never destroyed by a project's deletion.
+        auto stored = StoredManifest(*p, p->current_version);
+        if (!stored.ok()) return ToGrpc(stored.status());
+        std::vector<std::string> core = DroppedCoreServices((*stored)->manifest, Manifest{});
+        if (!core.empty()) {
+          return ToGrpc(absl::FailedPreconditionError(absl::StrCat(
+              "project ", p->name, " manages Triton core zones (", absl::StrJoin(core, ", "),
+              "); deleting it would destroy them, so it is refused. To really destroy them, apply a manifest "
+              "without them (`mariposa apply --force`) first, then delete the project")));
+        }
+      }
       if (!req->force()) {
         return ToGrpc(absl::FailedPreconditionError(absl::StrCat(
             "project ", p->name, " has ", *n, " instances; `mariposa project delete ", p->name,

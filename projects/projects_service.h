@@ -122,6 +122,10 @@ class ProjectsService final : public v1::Projects::Service {
   size_t parsed_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;
 };
 
+// The core services (compute_type: core) of `before` that `after` lacks or
+// makes something else: applying it would destroy their zones.
+std::vector<std::string> DroppedCoreServices(const Manifest& before, const Manifest& after);
+
 }  // namespace mariposa
 
 #endif  // MARIPOSA_PROJECTS_PROJECTS_SERVICE_H_

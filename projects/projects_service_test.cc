@@ -55,6 +55,41 @@ class CatalogCheckTest : public ::testing::Test {
   int checks_ = 0;
 };
 
+// A core service leaving the manifest would destroy its zones: refused
+// (nothing stored) unless --force; a dry run warns.
+TEST_F(CatalogCheckTest, DroppingACoreServiceIsRefusedWithoutForce) {
+  v1::ApplyResponse resp;
+  const std::string both =
+      "project: p\nservices:\n  imgapi: {image: imgapi@1, compute_type: core}\n  web: {image: nginx}\n";
+  const std::string web_only = "project: p\nservices:\n  web: {image: nginx}\n";
+  const std::string as_zone = "project: p\nservices:\n  imgapi: {image: imgapi@1}\n  web: {image: nginx}\n";
+  ASSERT_TRUE(Apply(both, &resp).ok());
+  for (const std::string& text : {web_only, as_zone}) {
+    grpc::Status st = Apply(text, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(st.error_message().find("core service imgapi would leave the project"), std::string::npos)
+        << st.error_message();
+    EXPECT_NE(st.error_message().find("--force"), std::string::npos);
+    EXPECT_EQ(Versions(), 1);
+  }
+  grpc::ServerContext ctx;
+  v1::ApplyRequest req;
+  req.set_manifest(web_only);
+  req.set_dry_run(true);
+  ASSERT_TRUE(service_->Apply(&ctx, &req, &resp).ok());
+  bool warned = false;
+  for (const auto& w : resp.warnings()) warned |= w.find("core service imgapi would leave") != std::string::npos;
+  EXPECT_TRUE(warned);
+  grpc::ServerContext ctx2;
+  req.set_dry_run(false);
+  req.set_force(true);
+  req.set_allow_downgrade(true);  // the CLI's --force
+  ASSERT_TRUE(service_->Apply(&ctx2, &req, &resp).ok());
+  EXPECT_EQ(Versions(), 2);
+  EXPECT_EQ(DroppedCoreServices(ParseManifest(both, {}).manifest.value(), ParseManifest(web_only, {}).manifest.value()),
+            std::vector<std::string>{"imgapi"});
+}
+
 TEST_F(CatalogCheckTest, RefusalsStoreNothingAndNameTheField) {
   v1::ApplyResponse resp;
   grpc::Status s = Apply(kV2, &resp);

@@ -16,7 +16,7 @@ SPID=$!
 for _ in $(seq 100); do [ -s "$WORK/tritonsim.addr" ] && break; sleep 0.1; done
 TRITON=$(cat "$WORK/tritonsim.addr")
 "$BIN/daemon/mariposad" --listen 127.0.0.1:0 --data-dir "$WORK/data" --addr-file "$WORK/addr" --triton "$TRITON" \
-  --owner 930896af-bf8c-48d4-885c-6573a94b1853 --network aaaaaaaa-0000-4000-8000-000000000001 --resync 1s --image-source "$TRITON/updates" \
+  --owner 930896af-bf8c-48d4-885c-6573a94b1853 --network aaaaaaaa-0000-4000-8000-000000000001 --resync 1s --image-source "$TRITON/updates" --admin-owner a5a0b0c3-1d2e-4f60-8a7b-9c0d1e2f3a4b \
   --metrics-listen 127.0.0.1:0 2>"$WORK/mariposad.log" &
 DPID=$!
 trap 'kill "$DPID" "$SPID" 2>/dev/null; wait "$DPID" "$SPID" 2>/dev/null || true' EXIT

@@ -511,8 +511,10 @@ services:
     EXPECT_EQ(vm["customer_metadata"]["welcome"], "hello from " + vm["alias"].get<std::string>());
     EXPECT_EQ(vm["tags"]["project-name"], "spread");
   }
-  // The soft rule spreads web over the 4 servers that are not db's.
-  EXPECT_EQ(servers.size(), 4u);
+  // Only the hard rule is sent with it; tritonsim then places by free RAM
+  // (DAPI's default) over the 4 servers that are not db's, the headnode (its
+  // core zones make it the fullest) last: at least 3 of them.
+  EXPECT_GE(servers.size(), 3u);
 
   // Five servers and a hard "one per server" rule for 6 instances: five are
   // placed, the sixth fails with the reason, and the service crash-loops.

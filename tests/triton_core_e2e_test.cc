@@ -35,18 +35,22 @@ services:
     restart: {max_attempts: 2}
 )";
 
+// The seed's admin account, owner of its core zones (imgapi0, moray0 …).
+constexpr char kAdmin[] = "a5a0b0c3-1d2e-4f60-8a7b-9c0d1e2f3a4b";
+
 class TritonCoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = TempDir("core");
     sim_ = std::make_unique<Tritonsim>(std::vector<std::string>{
-        "--servers", "20", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "20"});
+        "--servers", "20", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "20", "--listen-vms"});
     ASSERT_TRUE(sim_->Start()) << sim_->log();
     daemon_ = std::make_unique<ServerProcess>(
         std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data", "--triton",
                                  sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
                                  "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms", "--image-source",
-                                 sim_->addr() + "/updates"},
+                                 sim_->addr() + "/updates", "--admin-owner", kAdmin, "--embedded-health",
+                                 "--health-loopback"},
         dir_ + "/data");
     ASSERT_TRUE(daemon_->Start()) << daemon_->log();
   }
@@ -81,6 +85,16 @@ class TritonCoreTest : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     ADD_FAILURE() << "status never said \"" << text << "\":\n" << out << daemon_->log();
+    return out;
+  }
+
+  // The zones of a core role in VMAPI: alias -> image uuid.
+  std::map<std::string, std::string> CoreZones(const std::string& role) {
+    httplib::Client c(sim_->addr());
+    std::map<std::string, std::string> out;
+    auto r = c.Get(("/vms?state=active&owner_uuid=" + std::string(kAdmin) + "&tag.smartdc_role=" + role).c_str());
+    if (!r) return out;
+    for (const auto& v : json::parse(r->body)) out[v["alias"].get<std::string>()] = v["image_uuid"].get<std::string>();
     return out;
   }
 
@@ -238,6 +252,127 @@ services:
     json files = json::parse(c.Get("/_sim/vms/" + vm["uuid"].get<std::string>() + "/files")->body);
     EXPECT_EQ(files["files"]["/etc/wordpress/theme"], "golden") << files.dump();
   }
+}
+
+// Core zones as sdcadm updates them: the headnode's moray0..2 and imgapi0
+// (admin-owned, tagged smartdc_role) are adopted, none created beside them;
+// a new moray image is rolled out by reprovision, one zone at a time, each
+// gated on its health checks, the delegate dataset kept; imgapi's new image
+// is imported from the source first. Removing a core service or deleting the
+// project is refused.
+constexpr char kCoreZones[] = R"(project: tcore
+services:
+  imgapi:
+    compute_type: core
+    image: imgapi@2026.10.1
+    package: g4-highcpu-1G
+    start: {window: 1s}
+  moray:
+    compute_type: core
+    image: moray@2026.10.1
+    package: g4-highcpu-1G
+    count: 3
+    ports: [2020]
+    update: {min_healthy_time: 2s}
+    healthchecks:
+      ping: {type: http, port: 2020, path: /ping, interval: 200ms, timeout: 150ms, retries: 2}
+)";
+
+TEST_F(TritonCoreTest, CoreZonesAreAdoptedAndReprovisionedOneAtATimeGatedOnHealth) {
+  const std::string kOld = "f6c0e206-4d5e-4f60-8a7b-000000000206", kNew = "07c0e207-4d5e-4f60-8a7b-000000000207";
+  const std::string moray0 = "d0c0e000-0000-4000-8000-000000000010";
+  std::map<std::string, std::string> before = CoreZones("moray");
+  ASSERT_EQ(before.size(), 3u);
+  WriteFile(dir_ + "/m.yaml", kCoreZones);
+  auto plan = M({"diff", "-f", dir_ + "/m.yaml"});
+  EXPECT_THAT(plan.out, HasSubstr("create \"moray\" service (3 instances) of image f6c0e206 (moray@2026.10.1):\n"
+                                  "    3 instances already at image f6c0e206"))
+      << plan.out << plan.err;
+  auto r = Apply(kCoreZones, {"--wait", "--timeout", "60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
+  EXPECT_EQ(CoreZones("moray"), before) << "no zone created or changed";
+  EXPECT_EQ(CoreZones("imgapi").size(), 1u);
+  std::string events = M({"-j", "tcore", "events", "--all"}).out;
+  const std::string adopted = "moray0 (smartdc_role=moray, image f6c0e206) is now an instance of moray; it runs the goal image";
+  ASSERT_THAT(events, HasSubstr(adopted));
+  EXPECT_EQ(events.find(adopted), events.rfind(adopted)) << "announced once:\n" << events;
+  ASSERT_EQ(Ctl({"write-file", moray0, "/zones/" + moray0 + "/data/moray.db", "rows"}).exit_code, 0);
+  ASSERT_EQ(Ctl({"write-file", moray0, "/etc/old-root", "x"}).exit_code, 0);
+
+  // moray@2026.11.15: planned in sdcadm's shape, then reprovisioned.
+  std::string v2 = kCoreZones;
+  v2.replace(v2.find("moray@2026.10.1"), 15, "moray@2026.11.15");
+  r = Apply(v2);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("update \"moray\" service (3 instances) to image 07c0e207 (moray@2026.11.15):\n"
+                               "    3 instances will be updated from image f6c0e206 (moray@2026.10.1)"));
+  // The first zone on the new image is made unhealthy at once: the rollout
+  // stops there, naming it (the others keep the old image); once it is
+  // healthy again, `reprovision --service` finishes the update.
+  std::string first;
+  for (int i = 0; i < 300 && first.empty(); ++i) {
+    for (const auto& kv : CoreZones("moray")) {
+      if (kv.second == kNew) first = kv.first;
+    }
+    if (first.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(first.empty()) << "no zone was reprovisioned\n" << daemon_->log();
+  httplib::Client c(sim_->addr());
+  std::string first_uuid =
+      json::parse(c.Get(("/vms?alias=" + first + "&tag.smartdc_role=moray").c_str())->body)[0]["uuid"];
+  ASSERT_EQ(Ctl({"vm-health", first_uuid, "unhealthy"}).exit_code, 0);
+  auto wait_status = [&](const std::string& text) {
+    std::string out;
+    for (int i = 0; i < 600; ++i) {
+      out = M({"-j", "tcore", "status"}).out;
+      if (out.find(text) != std::string::npos) return out;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "status never said \"" << text << "\":\n" << out << daemon_->log();
+    return out;
+  };
+  wait_status("1 broken instance is not replaced (restart.condition: never)");
+  EXPECT_THAT(M({"-j", "tcore", "events", "--all"}).out,
+              HasSubstr(first + " of moray fails its health checks since it was reprovisioned onto moray@2026.11.15"));
+  int on_new = 0;
+  for (const auto& kv : CoreZones("moray")) on_new += kv.second == kNew;
+  EXPECT_EQ(on_new, 1) << "a second zone was reprovisioned while " << first << " was unhealthy";
+  ASSERT_EQ(Ctl({"vm-health", first_uuid, "healthy"}).exit_code, 0);
+  r = M({"-j", "tcore", "reprovision", "--service", "moray", "--wait", "--timeout", "60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
+  wait_status("tcore at version 2: converged");
+  for (const auto& kv : CoreZones("moray")) EXPECT_EQ(kv.second, kNew) << kv.first;
+  EXPECT_EQ(CoreZones("moray").size(), 3u);
+  std::string files = Ctl({"files", moray0}).out;
+  EXPECT_THAT(files, HasSubstr("moray.db\":\"rows\"")) << "the delegate dataset was kept";
+  EXPECT_THAT(files, ::testing::Not(HasSubstr("old-root"))) << "the root was rewritten";
+  EXPECT_THAT(files, HasSubstr("\"reprovisions\":1"));
+  // Still the admin's, still tagged as a core zone.
+  json vm = json::parse(c.Get(("/vms/" + moray0).c_str())->body);
+  EXPECT_EQ(vm["owner_uuid"], kAdmin);
+  EXPECT_EQ(vm["tags"]["smartdc_role"], "moray");
+  EXPECT_EQ(vm["tags"]["smartdc_type"], "core");
+
+  // imgapi's new image is only in the source: imported inside the task.
+  std::string v3 = v2;
+  v3.replace(v3.find("imgapi@2026.10.1"), 16, "imgapi@2026.11.15");
+  r = Apply(v3, {"--wait", "--timeout", "60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
+  EXPECT_THAT(r.out, HasSubstr("download 1 image"));
+  EXPECT_EQ(CoreZones("imgapi")["imgapi0"], "d4c0e204-4d5e-4f60-8a7b-000000000204");
+  EXPECT_THAT(M({"-j", "tcore", "events", "--all"}).out, HasSubstr("image.imported"));
+
+  // Core zones are never destroyed by leaving the manifest or the project.
+  std::string no_imgapi = v3.substr(0, v3.find("  moray:")).substr(0, v3.find("  imgapi:")) +
+                          v3.substr(v3.find("  moray:"));
+  r = Apply(no_imgapi);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("core service imgapi would leave the project"));
+  r = M({"project", "delete", "tcore", "--force", "--yes"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("manages Triton core zones (imgapi, moray)"));
+  EXPECT_EQ(CoreZones("imgapi").size(), 1u);
+  EXPECT_EQ(CoreZones("moray").size(), 3u);
 }
 
 }  // namespace

@@ -144,6 +144,63 @@ std::string DataCenter::LoadSeed(const json& seed) {
       images_[im.uuid] = im;
     }
   }
+  if (seed.contains("vms")) return LoadVmsLocked(seed["vms"]);
+  return "";
+}
+
+// VMs that exist before anyone calls VMAPI: the headnode's core zones
+// (imgapi0, vmapi0 …, owned by the admin account, tagged smartdc_role and
+// smartdc_type) as a freshly set-up Triton has them. Running at once.
+std::string DataCenter::LoadVmsLocked(const json& list) {
+  if (!list.is_array()) return "vms must be a list";
+  for (const auto& v : list) {
+    if (!v.is_object()) return "every vm must be an object";
+    Vm vm;
+    vm.uuid = v.value("uuid", NewUuidLocked());
+    vm.alias = v.value("alias", "");
+    vm.owner_uuid = v.value("owner_uuid", "");
+    vm.brand = v.value("brand", std::string("joyent-minimal"));
+    vm.image_uuid = v.value("image_uuid", "");
+    if (!IsUuid(vm.uuid) || !IsUuid(vm.owner_uuid)) return "vm " + vm.alias + ": uuid and owner_uuid must be uuids";
+    auto im = images_.find(vm.image_uuid);
+    if (im == images_.end() || im->second.state != "active") {
+      return "vm " + vm.alias + ": image_uuid " + vm.image_uuid + " is not an active image of the seed";
+    }
+    vm.root_files = im->second.root_files;
+    auto server = FindServerLocked(v.value("server", std::string("headnode")));
+    if (server == servers_.end()) return "vm " + vm.alias + ": no server " + v.value("server", std::string("headnode"));
+    vm.server_uuid = server->first;
+    vm.ram = vm.max_physical_memory = v.value("ram", int64_t{1024});
+    vm.quota = v.value("quota", int64_t{25});
+    vm.cpu_cap = 100;
+    vm.max_swap = 2 * vm.ram;
+    vm.max_lwps = 2000;
+    vm.zfs_io_priority = vm.cpu_shares = 100;
+    if (v.contains("tags") && v["tags"].is_object()) vm.tags = v["tags"];
+    if (v.value("delegate_dataset", false)) vm.datasets = {"zones/" + vm.uuid + "/data"};
+    for (const auto& n : v.value("networks", json::array())) {
+      std::string want = n.is_string() ? n.get<std::string>() : "";
+      auto net = networks_.find(want);
+      for (auto it = networks_.begin(); net == networks_.end() && it != networks_.end(); ++it) {
+        if (it->second.name == want) net = it;
+      }
+      if (net == networks_.end()) return "vm " + vm.alias + ": no network " + want;
+      Nic nic;
+      nic.interface = "net" + std::to_string(vm.nics.size());
+      nic.mac = NewMacLocked();
+      AllocateLocked(&net->second, &nic);
+      nic.primary = vm.nics.empty();
+      vm.nics.push_back(nic);
+    }
+    // Set up with the data center: a day old (past every start window).
+    vm.create_ms = vm.modified_ms = NowMs() - v.value("age_s", int64_t{86400}) * 1000;
+    vm.state = "running";
+    vm.zone_state = "running";
+    AddUsedRamLocked(&server->second, vm.ram);
+    server->second.vms.insert(vm.uuid);
+    TagIndexAddLocked(vm);
+    vms_[vm.uuid] = vm;
+  }
   return "";
 }
 

@@ -261,6 +261,7 @@ class DataCenter {
   // examples' g4-* packages; networks external, internal and a fabric).
   void DefaultPackagesAndNetworksLocked();
   std::string LoadPackagesLocked(const json& list);
+  std::string LoadVmsLocked(const json& list);
   std::string LoadNetworksLocked(const json& seed);
   // A network named by uuid or name (or a pool's first network with room);
   // null with `why`.
