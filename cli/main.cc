@@ -721,6 +721,26 @@ int Cli::Apply(Args& a, bool dry_run) {
     std::cout << "no changes: the manifest matches version " << plan.base_version_number() << " ("
               << plan.base_version() << ")\n";
     if (dry_run && !existing.empty()) PrintStaleMeta(existing);
+    if (!force || plan.base_version().empty()) return 0;
+    // sdcadm's forced same-image update: every instance reprovisioned or
+    // replaced, every agent reinstalled, at the image it runs.
+    std::cout << "--force: every service's current image will be installed again (instances replaced or "
+                 "reprovisioned, agents reinstalled on every selected server), at each service's update.rolling\n";
+    if (dry_run) return 0;
+    if (!Confirm("Reinstall every service?", yes)) {
+      std::cout << "not applied\n";
+      return 1;
+    }
+    v1::AddTaskRequest task;
+    task.set_project(plan.version().project_uuid().empty() ? project_ : plan.version().project_uuid());
+    if (task.project().empty()) task.set_project(NeedProject());
+    task.set_kind("reprovision");
+    task.set_thaw(thaw);
+    v1::AddTaskResponse added;
+    Check(queue_->AddTask(Ctx().get(), task, &added));
+    if (Structured()) Print(added.task());
+    else std::cout << "queued reprovision task " << added.task().uuid() << " (forced reinstall)\n";
+    if (wait) return WaitSettled(task.project(), timeout);
     return 0;
   }
   PrintDiff(plan.diff(), name);

@@ -60,11 +60,14 @@ AgentPlan PlanAgents(const AgentGoal& goal, const std::vector<triton::Server>& s
   for (const triton::Server* sp : SelectServers(goal, servers)) {
     const triton::Server& s = *sp;
     plan.selected++;
+    bool again = goal.reinstall.count(s.uuid) > 0;
     if (AgentCurrent(goal, AgentOn(goal, s))) {
       plan.current++;
-      continue;
+      if (!again) continue;
+      plan.reinstall++;
+    } else {
+      plan.outdated++;
     }
-    plan.outdated++;
     if (goal.skip.count(s.uuid)) {
       plan.skipped++;
       continue;

@@ -23,10 +23,13 @@ struct AgentGoal {
   std::vector<std::string> exclude;    // "headnode", uuids or hostnames
   int rolling = 1;                     // servers updated at a time
   std::set<std::string> skip;          // server uuids not tried again (too many failed installs)
+  // Server uuids installed again although current (a forced reinstall).
+  std::set<std::string> reinstall;
 };
 
 struct AgentPlan {
   std::vector<std::string> install_on;  // server uuids for this step (at most `rolling`)
+  int reinstall = 0;                    // current servers still to be installed again (goal.reinstall)
   int selected = 0;                     // servers the service covers
   int current = 0;                      // of them, running the goal's image
   int outdated = 0;                     // running another version, or none

@@ -172,6 +172,10 @@ class Decider {
   std::vector<const TaskRecord*> start_tasks_;  // start tasks acting now
   std::map<std::string, std::string> run_task_of_, reprovision_task_of_, scale_task_of_;
   std::set<std::string> reprovision_;
+  // Tasks some service still works on; an agent service's end of a task
+  // (task uuid -> state, note) applies only when none does.
+  std::set<std::string> busy_tasks_;
+  std::map<std::string, std::pair<std::string, std::string>> agent_task_ends_;
   std::map<std::string, std::set<std::string>> reprovision_only_;
   std::map<std::string, int> rolling_;
   std::set<std::string> rolled_back_;  // services whose rollout fails over to a rollback now
@@ -225,6 +229,7 @@ void Decider::FinishedJobs() {
         prog.created = 1;
         Event("agent.install", j.instance, j.alias);
         if (m != d_.memory.end()) {
+          if (!j.task_uuid.empty()) m->second.reinstalled[j.task_uuid].insert(j.instance);
           m->second.install_failures.erase(j.instance);
           m->second.install_attempts.erase(j.instance);
           // The slow-server warning: much longer than the median of the last ones.
@@ -534,8 +539,13 @@ void Decider::Tasks() {
       reprovision_task_of_[svc] = t.uuid;
       mine.push_back(svc);
     }
+    bool agents = false;  // Agents() ends a task that covers agent services too
+    for (const auto& kv : s_.goal ? s_.goal->services : std::map<std::string, ServiceGoalSpec>{}) {
+      agents |= kv.second.spec.compute_type == "agent" && Covers(t, kv.first);
+    }
     if (pending == 0 && deleting == 0 && coming_up == 0) {
-      Change(t, "completed");
+      if (!agents) Change(t, "completed");
+      else if (t.state == "queued") Change(t, "active");
       if (t.canary > 0 && t.replaced + just_replaced >= t.canary) {
         Event("reprovision.canary-done", t.uuid,
               absl::StrCat(t.canary, " instances replaced; `mariposa reprovision` continues with the rest"));
@@ -547,6 +557,7 @@ void Decider::Tasks() {
       }
       continue;
     }
+    busy_tasks_.insert(t.uuid);
     if (t.state == "queued") Change(t, "active");
   }
 }
@@ -1062,6 +1073,28 @@ void Decider::Agents() {
       }
     }
     AgentGoal goal = AgentGoalFor(svc, spec, image);
+    // A user's reprovision reinstalls the current image on every selected
+    // server it has not reinstalled yet (sdcadm's forced same-image update).
+    for (auto it = m.reinstalled.begin(); it != m.reinstalled.end();) {
+      bool open = false;
+      for (const TaskRecord& t : s_.tasks) open |= t.uuid == it->first;
+      if (open) ++it;
+      else it = m.reinstalled.erase(it);
+    }
+    for (const TaskRecord& t : s_.tasks) {
+      if (t.kind != "reprovision" || t.origin == "auto" || !Covers(t, svc) || Newer(t) || !WaitingFor(t).empty() ||
+          (t.state != "queued" && t.state != "active")) {
+        continue;
+      }
+      const std::set<std::string>& done = m.reinstalled[t.uuid];
+      for (const triton::Server* sv : SelectServers(goal, s_.servers)) {
+        bool named = t.filter_servers.empty() ||
+                     std::find(t.filter_servers.begin(), t.filter_servers.end(), sv->uuid) != t.filter_servers.end() ||
+                     std::find(t.filter_servers.begin(), t.filter_servers.end(), sv->hostname) != t.filter_servers.end();
+        if (named && !done.count(sv->uuid)) goal.reinstall.insert(sv->uuid);
+      }
+      break;  // one at a time
+    }
     const int max_attempts = std::max(1, PolicyFor(spec, s_.policy).max_attempts);
     std::vector<std::string> skipped_names;
     for (const auto& kv2 : m.install_attempts) {
@@ -1124,21 +1157,25 @@ void Decider::Agents() {
     }
     std::string frozen = FrozenBy(svc, "agent-rollout");
     bool backoff = now_ < m.install_retry;
+    if (task != nullptr && !(plan.install_on.empty() && installing.empty())) busy_tasks_.insert(task->uuid);
     v.desired = plan.selected;
     v.ready = plan.current;
     v.old_spec = plan.outdated;
     if (plan.install_on.empty() && installing.empty()) {
+      auto end = [&](const std::string& state, const std::string& note) {
+        auto& e = agent_task_ends_[task->uuid];
+        if (e.first != "failed") e.first = state;  // one service failing fails the task
+        if (!note.empty()) e.second = e.second.empty() ? note : absl::StrCat(e.second, "; ", note);
+      };
       if (task != nullptr && plan.skipped > 0) {
         // Not a success: name what was not done.
-        Change(*task, "failed",
-               absl::StrCat(plan.skipped, " servers skipped after ", max_attempts, " failed installs each (",
-                            absl::StrJoin(skipped_names, ", "), "); last error: ",
-                            m.install_failures.empty() ? "unknown" : m.install_failures.begin()->second));
+        end("failed", absl::StrCat(svc, ": ", plan.skipped, " servers skipped after ", max_attempts,
+                                   " failed installs each (", absl::StrJoin(skipped_names, ", "), "); last error: ",
+                                   m.install_failures.empty() ? "unknown" : m.install_failures.begin()->second));
       } else if (task != nullptr) {
-        Change(*task, "completed",
-               plan.unreachable > 0
-                   ? absl::StrCat(plan.unreachable, " servers were not running and still run another version")
-                   : "");
+        end("completed", plan.unreachable > 0 ? absl::StrCat(svc, ": ", plan.unreachable,
+                                                             " servers were not running and still run another version")
+                                              : "");
       }
     } else if (!frozen.empty() || backoff) {
       for (const std::string& server : install_on) {
@@ -1200,6 +1237,10 @@ void Decider::Agents() {
               absl::StrCat("installing ", image.name, " ", image.version, " fails on ", failing, " servers"), first,
               v.fix,
               absl::StrCat(plan.outdated, " of ", plan.selected, " servers run another version of ", image.name));
+    } else if (plan.outdated == 0 && (plan.reinstall > 0 || !installing.empty())) {
+      v.state = VerdictState::kProgressing;
+      v.reason = absl::StrCat("reinstalling ", image.version, " (forced): ", plan.reinstall,
+                              plan.reinstall == 1 ? " server" : " servers", " to go");
     } else if (plan.outdated == 0) {
       v.state = VerdictState::kConverged;
       v.reason = absl::StrCat(plan.current, "/", plan.selected, " servers at ", image.version);
@@ -1216,6 +1257,12 @@ void Decider::Agents() {
       v.reason = absl::StrCat("rolling out: ", plan.current, "/", plan.selected, " servers at ", image.version);
     }
     d_.verdicts[svc] = v;
+  }
+  for (const auto& kv : agent_task_ends_) {
+    if (busy_tasks_.count(kv.first)) continue;
+    for (const TaskRecord& t : s_.tasks) {
+      if (t.uuid == kv.first) Change(t, kv.second.first, kv.second.second);
+    }
   }
 }
 

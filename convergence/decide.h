@@ -44,6 +44,9 @@ struct ServiceMemory {
   std::map<std::string, int> install_attempts;          // agents: server -> failed installs in a row
   std::vector<absl::Duration> install_times;            // agents: the last successful installs' durations
   absl::Time install_retry = absl::InfinitePast();      // agents: no install before (backoff)
+  // agents: the servers a user's reprovision task (forced reinstall of the
+  // current image) has reinstalled, by task uuid; kept while the task is open.
+  std::map<std::string, std::set<std::string>> reinstalled;
   // Importing the service's image from the source: the last failure and
   // when to try again.
   std::string import_error;

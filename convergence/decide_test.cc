@@ -221,6 +221,55 @@ TEST(DecideTest, AServerIsSkippedAfterMaxAttemptsFailedInstallsAndTheRolloutFail
   EXPECT_EQ(d.installs[0].server, "s0");
 }
 
+// sdcadm's forced same-image update: a user's reprovision reinstalls the
+// current image on every selected server, `rolling` at a time, each once;
+// then the task completes. An automatic task never does.
+TEST(DecideTest, AUsersReprovisionReinstallsTheCurrentAgentOnEveryServerOnce) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  cn-agent:\n    image: cn-agent@2\n"
+                                 "    compute_type: agent\n    update: {rolling: 2}\n"));
+  s.images["cn-agent"] = triton::Image{"img-2", "cn-agent", "2", "active"};
+  s.servers_known = true;
+  s.servers = AgentServers(3, "cn-agent", "img-2");  // all current
+  TaskRecord t;
+  t.uuid = "t-auto";
+  t.kind = "reprovision";
+  t.services = {"cn-agent"};
+  t.state = "queued";
+  t.origin = "auto";
+  t.version_uuid = s.goal->version_uuid;
+  s.tasks = {t};
+  Decision d = Decide(s, kT0);
+  EXPECT_TRUE(d.installs.empty()) << "an automatic task does not reinstall";
+  t.uuid = "t-user";
+  t.origin = "user";
+  s.tasks = {t};
+  std::set<std::string> installed;
+  absl::Time now = kT0;
+  for (int round = 0; round < 2; ++round) {
+    d = Decide(s, now);
+    EXPECT_EQ(d.verdicts.at("cn-agent").state, VerdictState::kProgressing) << round;
+    EXPECT_NE(d.verdicts.at("cn-agent").reason.find("reinstalling 2 (forced)"), std::string::npos);
+    ASSERT_EQ(d.installs.size(), round == 0 ? 2u : 1u) << round;
+    s.memory = d.memory;
+    s.finished.clear();
+    for (const AgentInstall& in : d.installs) {
+      EXPECT_TRUE(installed.insert(in.server).second) << in.server << " reinstalled twice";
+      JobRecord j = JobOf("j-" + in.server, "install", "cn-agent", in.server);
+      j.task_uuid = "t-user";
+      s.finished.push_back({j, true, ""});
+    }
+    s.tasks[0].state = "active";
+    now += absl::Seconds(10);
+  }
+  d = Decide(s, now);
+  EXPECT_TRUE(d.installs.empty());
+  EXPECT_EQ(installed.size(), 3u);
+  bool completed = false;
+  for (const TaskChange& c : d.task_changes) completed |= c.task == "t-user" && c.state == "completed";
+  EXPECT_TRUE(completed);
+  EXPECT_EQ(d.verdicts.at("cn-agent").state, VerdictState::kConverged);
+}
+
 TEST(DecideTest, ARemovedAgentServiceIsUninstalledRollingAndCountsAsLeftover) {
   Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web:\n    image: web@1\n    count: 0\n"));
   s.servers_known = true;

@@ -211,6 +211,28 @@ TEST_F(TritonCoreTest, RemovedAgentIsUninstalledAndADeletedServerDropsOut) {
   EXPECT_THAT(status, ::testing::Not(HasSubstr("Error:")));
 }
 
+// sdcadm's forced same-image update: `apply --force` of an unchanged
+// manifest reinstalls every agent on every selected server once.
+TEST_F(TritonCoreTest, ForcedNoOpUpdateReinstallsEveryAgent) {
+  ASSERT_EQ(Apply(kCore, {"--wait", "--timeout", "60s"}).exit_code, 0);
+  auto installs = [&] {
+    std::string events = M({"-j", "core", "events", "--limit", "100000"}).out;
+    int n = 0;
+    for (size_t at = 0; (at = events.find("agent.install ", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  int first = installs();
+  auto r = Apply(kCore);
+  EXPECT_THAT(r.out, HasSubstr("no changes"));
+  EXPECT_EQ(installs(), first) << "a plain no-op changes nothing";
+  r = Apply(kCore, {"--force", "--wait", "--timeout", "60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << daemon_->log();
+  EXPECT_THAT(r.out, HasSubstr("queued reprovision task"));
+  EXPECT_THAT(r.out, HasSubstr("reinstalling"));
+  // cn-agent on 19 servers (headnode excluded) and vm-agent on 20.
+  EXPECT_EQ(installs() - first, 39) << r.out;
+}
+
 // RFD 109: an image created from a prototype instance (its steps in order:
 // stopped, snapshotted, the operator script before its services, imaged,
 // rolled back, running again), then used by a manifest and rolled out.
