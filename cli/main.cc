@@ -38,6 +38,7 @@
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "mariposa/v1/queue.grpc.pb.h"
 #include "mariposa/v1/state.grpc.pb.h"
+#include "cli/history.h"
 #include "cli/plan_text.h"
 #include "projects/limits.h"
 
@@ -58,6 +59,7 @@ Manifests and versions
   apply -f FILE [--yes] [--force] [--previous VERSION] [-m MESSAGE] [--wait] [--thaw]
   diff -f FILE
   versions
+  history [--limit N]          versions and tasks in one timeline: when, who, what, result
   version get [VERSION] [--manifest]
   version tag VERSION TAG
   rollback VERSION [--yes] [--force] [--wait] [--thaw]
@@ -331,12 +333,16 @@ class Cli {
   bool Structured() const { return output_ == "json" || output_ == "yaml"; }
   void Print(const google::protobuf::Message& m);
   void PrintJson(const std::string& json);  // as -o asks: JSON text, or YAML
+  // Rows of named text fields, printed as a JSON or YAML list (-o json|yaml).
+  using Record = std::vector<std::pair<std::string, std::string>>;
+  void PrintRecords(const std::vector<Record>& records);
   bool Confirm(const std::string& question, bool yes);
   void PrintDiff(const v1::Diff& d, const std::string& project);
 
   int Project(Args& a);
   int Apply(Args& a, bool dry_run);
   int Versions(Args& a);
+  int HistoryCmd(Args& a);
   int Version(Args& a);
   int Rollback(Args& a);
   int Meta(Args& a);
@@ -423,6 +429,21 @@ void Cli::Print(const google::protobuf::Message& m) {
   o.preserve_proto_field_names = true;
   o.always_print_primitive_fields = true;
   (void)google::protobuf::util::MessageToJsonString(m, &json, o);
+  PrintJson(json);
+}
+
+void Cli::PrintRecords(const std::vector<Record>& records) {
+  google::protobuf::ListValue list;
+  for (const Record& r : records) {
+    auto& fields = *list.add_values()->mutable_struct_value()->mutable_fields();
+    for (const auto& kv : r) fields[kv.first].set_string_value(kv.second);
+  }
+  // Struct values print as plain JSON (Print's always-print option would
+  // add each Value's empty fields).
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(list, &json, o);
   PrintJson(json);
 }
 
@@ -770,6 +791,38 @@ int Cli::Apply(Args& a, bool dry_run) {
   }
   PrintRollout(resp.rollout_task(), resp.rollout_services());
   if (wait) return WaitSettled(resp.version().project_uuid(), timeout);
+  return 0;
+}
+
+int Cli::HistoryCmd(Args& a) {
+  auto limit = a.Value({"--limit", "-n"});
+  a.Positional(1, 1, "history");
+  int64_t n = 50;
+  if (limit && (!absl::SimpleAtoi(*limit, &n) || n < 1)) throw UsageError{"--limit needs a number of at least 1"};
+  v1::ListVersionsRequest vreq;
+  vreq.set_project(NeedProject());
+  v1::ListVersionsResponse versions;
+  Check(projects_->ListVersions(Ctx().get(), vreq, &versions));
+  v1::ListTasksRequest treq;
+  treq.set_project(vreq.project());
+  treq.set_finished_limit(100000);
+  v1::ListTasksResponse tasks;
+  Check(queue_->ListTasks(Ctx().get(), treq, &tasks));
+  std::vector<mariposa::cli::HistoryRow> rows =
+      mariposa::cli::History({versions.versions().begin(), versions.versions().end()}, {tasks.tasks().begin(), tasks.tasks().end()},
+              &Time);
+  size_t earlier = rows.size() > static_cast<size_t>(n) ? rows.size() - n : 0;
+  rows.erase(rows.begin(), rows.begin() + earlier);  // the newest n
+  if (Structured()) {
+    std::vector<Record> records;
+    for (const mariposa::cli::HistoryRow& r : rows) records.push_back({{"when", r.when}, {"who", r.who}, {"what", r.what}, {"result", r.result}});
+    PrintRecords(records);
+    return 0;
+  }
+  if (earlier > 0) std::cout << "(" << earlier << " earlier entries; --limit " << rows.size() + earlier << " shows all)\n";
+  std::vector<std::vector<std::string>> table;
+  for (const mariposa::cli::HistoryRow& r : rows) table.push_back({r.when, r.who, r.what, r.result});
+  Table({"WHEN", "WHO", "WHAT", "RESULT"}, table);
   return 0;
 }
 
@@ -1602,22 +1655,15 @@ int Cli::CoreCmd(Args& a) {
     }
   }
   if (Structured()) {
-    google::protobuf::ListValue list;
+    std::vector<Record> records;
     for (const Drift& d : drifts) {
-      auto& fields = *list.add_values()->mutable_struct_value()->mutable_fields();
-      fields["service"].set_string_value(d.service);
-      fields["hostname"].set_string_value(d.hostname);
-      fields["server"].set_string_value(d.server);
-      fields["drift"].set_string_value(d.kind);
-      fields["detail"].set_string_value(d.detail);
+      records.push_back({{"service", d.service},
+                         {"hostname", d.hostname},
+                         {"server", d.server},
+                         {"drift", d.kind},
+                         {"detail", d.detail}});
     }
-    // Struct values print as plain JSON (Print's always-print option would
-    // add each Value's empty fields).
-    google::protobuf::util::JsonPrintOptions o;
-    o.add_whitespace = true;
-    std::string json;
-    (void)google::protobuf::util::MessageToJsonString(list, &json, o);
-    PrintJson(json);
+    PrintRecords(records);
     return drifts.empty() ? 0 : 1;
   }
   if (agents == 0) {
@@ -1691,6 +1737,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "apply") return Apply(args, false);
   if (cmd == "diff") return Apply(args, true);
   if (cmd == "versions") return Versions(args);
+  if (cmd == "history") return HistoryCmd(args);
   if (cmd == "version") return Version(args);
   if (cmd == "rollback") return Rollback(args);
   if (cmd == "meta") return Meta(args);

@@ -231,6 +231,14 @@ TEST_F(TritonCoreTest, ForcedNoOpUpdateReinstallsEveryAgent) {
   EXPECT_THAT(r.out, HasSubstr("reinstalling"));
   // cn-agent on 19 servers (headnode excluded) and vm-agent on 20.
   EXPECT_EQ(installs() - first, 39) << r.out;
+  // The timeline: the version, its rollouts, the forced reinstall.
+  std::string history = M({"-j", "core", "history"}).out;
+  EXPECT_THAT(history, HasSubstr("version 1: apply (2 services"));
+  EXPECT_THAT(history, HasSubstr("reprovision cn-agent (apply) for version 1"));
+  EXPECT_THAT(history, HasSubstr("completed +19"));
+  EXPECT_THAT(history, HasSubstr("reprovision the project (reprovision) for version 1"));
+  EXPECT_THAT(history, HasSubstr("completed +39"));
+  EXPECT_LT(history.find("version 1: apply"), history.find("completed +39"));
 }
 
 // RFD 109: an image created from a prototype instance (its steps in order:

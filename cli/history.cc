@@ -1,0 +1,81 @@
+#include "cli/history.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace mariposa::cli {
+namespace {
+
+int64_t Nanos(const google::protobuf::Timestamp& t) {
+  return static_cast<int64_t>(t.seconds()) * 1000000000 + t.nanos();
+}
+
+std::string Scope(const v1::Task& t) { return t.services().empty() ? "the project" : absl::StrJoin(t.services(), ","); }
+
+}  // namespace
+
+std::vector<HistoryRow> History(const std::vector<v1::Version>& versions, const std::vector<v1::Task>& tasks,
+                                std::string (*format_time)(const google::protobuf::Timestamp&)) {
+  std::map<std::string, int64_t> number_of;  // version uuid -> number
+  int64_t current = 0;
+  for (const v1::Version& v : versions) {
+    number_of[v.uuid()] = v.number();
+    current = std::max(current, v.number());
+  }
+  struct Keyed {
+    HistoryRow row;
+    int order;  // versions before tasks at the same instant
+    int64_t seq;
+  };
+  std::vector<Keyed> out;
+  for (const v1::Version& v : versions) {
+    HistoryRow r;
+    r.at_nanos = Nanos(v.created_at());
+    r.when = format_time(v.created_at());
+    r.who = v.author();
+    r.what = v.origin() == "rollback" ? absl::StrCat("version ", v.number(), ": rollback to version ", v.rolled_back_to())
+                                      : absl::StrCat("version ", v.number(), ": ", v.origin().empty() ? "apply" : v.origin());
+    absl::StrAppend(&r.what, " (", v.service_count(), v.service_count() == 1 ? " service" : " services", ", ",
+                    v.hash().substr(0, 12), ")");
+    if (!v.message().empty()) absl::StrAppend(&r.what, " \"", v.message(), "\"");
+    if (!v.tags().empty()) absl::StrAppend(&r.what, " [", absl::StrJoin(v.tags(), ","), "]");
+    r.result = v.number() == current ? "current" : absl::StrCat("replaced by version ", v.number() + 1);
+    out.push_back({std::move(r), 0, v.number()});
+  }
+  int64_t seq = 0;
+  for (const v1::Task& t : tasks) {
+    HistoryRow r;
+    r.at_nanos = Nanos(t.created_at());
+    r.when = format_time(t.created_at());
+    r.who = t.origin() == "auto" ? absl::StrCat(t.actor().empty() ? "mariposad" : t.actor(), " (auto)") : t.actor();
+    r.what = absl::StrCat(t.kind(), " ", Scope(t));
+    if (!t.trigger().empty()) absl::StrAppend(&r.what, " (", t.trigger(), ")");
+    auto v = number_of.find(t.version());
+    if (v != number_of.end()) absl::StrAppend(&r.what, " for version ", v->second);
+    r.result = t.state();
+    if (t.kind() != "freeze") {
+      std::vector<std::string> counts;
+      if (t.created() > 0) counts.push_back(absl::StrCat("+", t.created()));
+      if (t.deleted() > 0) counts.push_back(absl::StrCat("-", t.deleted()));
+      if (t.replaced() > 0) counts.push_back(absl::StrCat(t.replaced(), " replaced"));
+      if (t.failed() > 0) counts.push_back(absl::StrCat(t.failed(), " failed"));
+      if (!counts.empty()) absl::StrAppend(&r.result, " ", absl::StrJoin(counts, " "));
+    }
+    const std::string& why = !t.error().empty() ? t.error() : t.reason();
+    if (!why.empty()) absl::StrAppend(&r.result, ": ", why);
+    out.push_back({std::move(r), 1, seq++});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Keyed& a, const Keyed& b) {
+    if (a.row.at_nanos != b.row.at_nanos) return a.row.at_nanos < b.row.at_nanos;
+    return a.order != b.order ? a.order < b.order : a.seq < b.seq;
+  });
+  std::vector<HistoryRow> rows;
+  rows.reserve(out.size());
+  for (Keyed& k : out) rows.push_back(std::move(k.row));
+  return rows;
+}
+
+}  // namespace mariposa::cli

@@ -1,0 +1,30 @@
+// `mariposa history`: one timeline of a project's versions and the tasks
+// that acted on it — when, who, what and the result. Pure: built from the
+// ListVersions and ListTasks answers.
+#ifndef MARIPOSA_CLI_HISTORY_H_
+#define MARIPOSA_CLI_HISTORY_H_
+
+#include <string>
+#include <vector>
+
+#include "proto/mariposa/v1/projects.pb.h"
+#include "proto/mariposa/v1/queue.pb.h"
+
+namespace mariposa::cli {
+
+struct HistoryRow {
+  int64_t at_nanos = 0;  // sort key
+  std::string when;      // filled by the caller's time format
+  std::string who;
+  std::string what;
+  std::string result;
+};
+
+// Oldest first; a version comes before the tasks it started. `format_time`
+// formats a timestamp for `when`.
+std::vector<HistoryRow> History(const std::vector<v1::Version>& versions, const std::vector<v1::Task>& tasks,
+                                std::string (*format_time)(const google::protobuf::Timestamp&));
+
+}  // namespace mariposa::cli
+
+#endif  // MARIPOSA_CLI_HISTORY_H_
