@@ -175,6 +175,7 @@ class Decider {
   // Tasks some service still works on; an agent service's end of a task
   // (task uuid -> state, note) applies only when none does.
   std::set<std::string> busy_tasks_;
+  bool uninstalled_ = false;  // Uninstalls() ran (early, for a deleted project)
   std::map<std::string, std::pair<std::string, std::string>> agent_task_ends_;
   std::map<std::string, std::set<std::string>> reprovision_only_;
   std::map<std::string, int> rolling_;
@@ -953,7 +954,13 @@ void Decider::Uninstalls() {
     bool going = false;
     for (const JobRecord& j : s_.in_flight) going |= j.api == "cnapi" && j.kind == "uninstall" && j.service == svc;
     std::vector<const triton::Server*> todo;
-    for (const triton::Server& sv : s_.servers) {
+    AgentGoal selection;
+    selection.name = kv.second.name;
+    selection.select = kv.second.select;
+    selection.servers = kv.second.servers;
+    selection.exclude = kv.second.exclude;
+    for (const triton::Server* sp : SelectServers(selection, s_.servers)) {
+      const triton::Server& sv = *sp;
       bool has = false;
       for (const triton::Agent& a : sv.agents) has |= a.name == kv.second.name;
       if (!has) continue;
@@ -1525,10 +1532,16 @@ Decision Decider::Run() {
     Verdicts();
     return std::move(d_);
   }
-  if (s_.project.deleting && instances_.empty()) {
-    d_.delete_project = true;
-    d_.converged = true;
-    return std::move(d_);
+  if (s_.project.deleting) {
+    // Its agents are uninstalled as well (rolling); the project goes when
+    // nothing of it is left.
+    Uninstalls();
+    uninstalled_ = true;
+    if (instances_.empty() && d_.leftover == 0 && d_.uninstalls.empty()) {
+      d_.delete_project = true;
+      d_.converged = true;
+      return std::move(d_);
+    }
   }
   Tasks();
   Plan();
@@ -1537,7 +1550,7 @@ Decision Decider::Run() {
   ScaleTasks();
   Imports();
   Agents();
-  Uninstalls();
+  if (!uninstalled_) Uninstalls();
   Window();
   Names();  // the creates that go now, then the backlog's
   Verdicts();

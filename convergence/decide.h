@@ -113,6 +113,10 @@ struct Snapshot {
   struct RemovedAgent {
     std::string name;
     int rolling = 1;
+    // Its servers: selection as agents.h's AgentGoal; only these are
+    // uninstalled (an excluded server's copy is not the service's).
+    std::string select = "all";
+    std::vector<std::string> servers, exclude;
   };
   std::map<std::string, RemovedAgent> removed_agents;
   std::vector<triton::Server> servers;

@@ -293,6 +293,39 @@ TEST(DecideTest, ARemovedAgentServiceIsUninstalledRollingAndCountsAsLeftover) {
   EXPECT_TRUE(d.converged);
 }
 
+// Only the servers the removed service selected are uninstalled: a copy on a
+// server it excluded is not the service's.
+TEST(DecideTest, ARemovedAgentIsUninstalledOnlyFromTheServersItSelected) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web:\n    image: web@1\n    count: 0\n"));
+  s.servers_known = true;
+  s.servers = AgentServers(2, "cn-agent", "img-1");
+  Snapshot::RemovedAgent ra{"cn-agent", 5};
+  ra.exclude = {"cn0"};
+  s.removed_agents["cn-agent"] = ra;
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(d.uninstalls.size(), 1u);
+  EXPECT_EQ(d.uninstalls[0].server, "s1");
+  EXPECT_EQ(d.leftover, 1);
+}
+
+// A project deleted with agent services: they are uninstalled first; the
+// project goes once nothing of it is left.
+TEST(DecideTest, ADeletedProjectUninstallsItsAgentsBeforeItGoes) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web:\n    image: web@1\n    count: 0\n"));
+  s.goal = nullptr;
+  s.project.deleting = true;
+  s.servers_known = true;
+  s.servers = AgentServers(2, "vm-agent", "img-1");
+  s.removed_agents["vm-agent"] = {"vm-agent", 2};
+  Decision d = Decide(s, kT0);
+  EXPECT_FALSE(d.delete_project);
+  EXPECT_EQ(d.uninstalls.size(), 2u);
+  for (auto& srv : s.servers) srv.agents.clear();
+  d = Decide(s, kT0);
+  EXPECT_TRUE(d.delete_project);
+  EXPECT_TRUE(d.uninstalls.empty());
+}
+
 TEST(DecideTest, HealthReplacementsCountTowardTheCrashLoop) {
   Snapshot s = SnapshotOf(GoalOf(
       "project: p\nservices:\n  web:\n    image: web@1\n    count: 1\n    healthchecks:\n      h: {type: tcp, port: 80}\n"));

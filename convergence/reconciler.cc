@@ -417,31 +417,55 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
 
 absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> Reconciler::RemovedAgents(const Snapshot& s) {
   std::map<std::string, Snapshot::RemovedAgent> out;
-  ASSIGN_OR_RETURN(VersionRecord prev,
-                   store_->GetVersion(s.project.uuid, absl::StrCat(s.project.current_number - 1), false));
-  ASSIGN_OR_RETURN(std::vector<ServiceRecord> old, store_->ListServices(prev.uuid));
   auto name_of = [](const std::string& ref) { return ref.substr(0, ref.rfind('@')); };
-  std::set<std::string> kept;  // agent names the goal still runs
-  for (const auto& kv : s.goal->services) {
-    if (kv.second.spec.compute_type == "agent") kept.insert(name_of(kv.second.record.image));
+  std::set<std::string> kept;  // agent names the goal still runs (none while the project is deleted)
+  if (s.goal) {
+    for (const auto& kv : s.goal->services) {
+      if (kv.second.spec.compute_type == "agent") kept.insert(name_of(kv.second.record.image));
+    }
   }
-  for (const ServiceRecord& r : old) {
-    if (r.compute_type != "agent" || s.goal->services.count(r.name)) continue;
-    std::string name = name_of(r.image);
-    if (IsUuid(r.image)) {
-      auto im = ResolveImage(r.image);
-      if (!im.ok()) continue;
-      name = im->name;
+  // Every agent service an earlier version had (the current one too while
+  // the project is deleted), as the newest of them defined it: a removal is
+  // finished even after later versions.
+  std::set<std::string> seen;
+  for (int64_t n = s.project.current_number - (s.goal ? 1 : 0); n >= 1; --n) {
+    ASSIGN_OR_RETURN(VersionRecord prev, store_->GetVersion(s.project.uuid, absl::StrCat(n), false));
+    ASSIGN_OR_RETURN(std::vector<ServiceRecord> old, store_->ListServices(prev.uuid));
+    for (const ServiceRecord& r : old) {
+      if (r.compute_type != "agent" || (s.goal && s.goal->services.count(r.name)) || !seen.insert(r.name).second) {
+        continue;
+      }
+      std::string name = name_of(r.image);
+      if (IsUuid(r.image)) {
+        auto im = ResolveImage(r.image);
+        if (!im.ok()) continue;
+        name = im->name;
+      }
+      if (kept.count(name)) continue;
+      Snapshot::RemovedAgent ra;
+      ra.name = name;
+      auto spec = nlohmann::json::parse(r.spec_json, nullptr, false);
+      if (spec.is_object() && spec.contains("update") && spec["update"].is_object() &&
+          spec["update"].value("rolling", 1) > 0) {
+        ra.rolling = spec["update"].value("rolling", 1);
+      }
+      if (spec.is_object() && spec.contains("servers") && spec["servers"].is_object()) {
+        const auto& sv = spec["servers"];
+        auto strings = [](const nlohmann::json& list, std::vector<std::string>* into) {
+          if (!list.is_array()) return;
+          for (const auto& x : list) {
+            if (x.is_string()) into->push_back(x.get<std::string>());
+          }
+        };
+        if (sv.contains("select") && sv["select"].is_string()) ra.select = sv["select"].get<std::string>();
+        if (sv.contains("select") && sv["select"].is_array()) {
+          ra.select = "list";
+          strings(sv["select"], &ra.servers);
+        }
+        if (sv.contains("exclude")) strings(sv["exclude"], &ra.exclude);
+      }
+      out[r.name] = ra;
     }
-    if (kept.count(name)) continue;
-    Snapshot::RemovedAgent ra;
-    ra.name = name;
-    auto spec = nlohmann::json::parse(r.spec_json, nullptr, false);
-    if (spec.is_object() && spec.contains("update") && spec["update"].is_object() &&
-        spec["update"].value("rolling", 1) > 0) {
-      ra.rolling = spec["update"].value("rolling", 1);
-    }
-    out[r.name] = ra;
   }
   return out;
 }
@@ -797,12 +821,13 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     }
   }
   // Agent services the previous version had and this one does not.
-  if (s.goal && s.project.current_number > 1) {
+  if ((s.goal && s.project.current_number > 1) || (s.project.deleting && s.project.current_number >= 1)) {
+    const std::string removed_key = absl::StrCat(s.project.current_version, s.project.deleting ? " deleting" : "");
     bool known = false;
     {
       absl::MutexLock l(&mu_);
       auto it = projects_.find(uuid);
-      if (it != projects_.end() && it->second.removed_for == s.project.current_version) {
+      if (it != projects_.end() && it->second.removed_for == removed_key) {
         s.removed_agents = it->second.removed;
         known = true;
       }
@@ -813,7 +838,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       absl::MutexLock l(&mu_);
       auto it = projects_.find(uuid);
       if (it != projects_.end()) {
-        it->second.removed_for = s.project.current_version;
+        it->second.removed_for = removed_key;
         it->second.removed = s.removed_agents;
       }
     }

@@ -584,10 +584,18 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
   if (!p.ok()) return ToGrpc(p.status());
   if (instance_counter_) {
     // With a data center attached, the instances go first: deleting only the
-    // goal state would orphan them.
+    // goal state would orphan them. Its agents are uninstalled as well.
     auto n = instance_counter_(p->uuid);
     if (!n.ok()) return ToGrpc(Annotate(n.status(), "counting the project's instances"));
-    if (*n > 0) {
+    std::vector<std::string> agents;
+    if (!p->current_version.empty()) {
+      auto stored = StoredManifest(*p, p->current_version);
+      if (!stored.ok()) return ToGrpc(stored.status());
+      for (const auto& kv : (*stored)->manifest.services) {
+        if (kv.second.compute_type == "agent") agents.push_back(kv.first);
+      }
+    }
+    if (*n > 0 || !agents.empty()) {
       if (!p->current_version.empty()) {
         // Core zones are never destroyed by a project's deletion.
         auto stored = StoredManifest(*p, p->current_version);
@@ -601,9 +609,14 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
         }
       }
       if (!req->force()) {
+        std::string what = *n > 0 ? absl::StrCat(*n, " instances") : "";
+        if (!agents.empty()) {
+          absl::StrAppend(&what, what.empty() ? "" : " and ", "agent services (", absl::StrJoin(agents, ", "),
+                          ") installed on its servers");
+        }
         return ToGrpc(absl::FailedPreconditionError(absl::StrCat(
-            "project ", p->name, " has ", *n, " instances; `mariposa project delete ", p->name,
-            " --force` removes them and then the project")));
+            "project ", p->name, " has ", what, "; `mariposa project delete ", p->name,
+            " --force` removes them (agents are uninstalled) and then the project")));
       }
       auto marked = store_->MarkProjectDeleting(p->uuid, AuthorOf(ctx));
       if (!marked.ok()) return ToGrpc(marked);

@@ -209,6 +209,21 @@ TEST_F(TritonCoreTest, RemovedAgentIsUninstalledAndADeletedServerDropsOut) {
   std::string status = StatusWith("18/18 servers at 2.14.1");
   EXPECT_THAT(status, HasSubstr("converged"));
   EXPECT_THAT(status, ::testing::Not(HasSubstr("Error:")));
+  // Deleting the project uninstalls its agents from the servers it managed
+  // (the headnode, excluded, keeps its own cn-agent), then it goes.
+  r = M({"project", "delete", "core", "--yes"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("agent services (cn-agent) installed on its servers"));
+  ASSERT_EQ(M({"project", "delete", "core", "--force", "--yes"}).exit_code, 0);
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    gone = M({"project", "get", "core"}).exit_code != 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(gone) << daemon_->log();
+  for (const auto& kv : Agents()) {
+    EXPECT_EQ(kv.second.count("cn-agent"), kv.first == "headnode" ? 1u : 0u) << kv.first;
+  }
 }
 
 // sdcadm's forced same-image update: `apply --force` of an unchanged
