@@ -42,10 +42,7 @@ int Main(int latency_ms) {
     fprintf(stderr, "tritonsim did not start\n");
     return 1;
   }
-  Child d = StartServer({"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir + "/data", "--addr-file",
-                         dir + "/d.addr", "--triton", sim.addr, "--owner", "930896af-bf8c-48d4-885c-6573a94b1853",
-                         "--network", "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "1s"},
-                        dir + "/d.addr", dir + "/mariposad.log");
+  Child d = StartServer(MariposadArgv(dir, sim.addr), dir + "/d.addr", dir + "/mariposad.log");
   if (d.pid < 0) {
     fprintf(stderr, "mariposad did not start\n");
     StopChild(&sim);

@@ -124,6 +124,14 @@ inline Child StartServer(const std::vector<std::string>& argv, const std::string
   return c;
 }
 
+// mariposad on a data dir under `dir` against tritonsim at `triton`, with
+// the demo's owner and network, writing its address to dir/d.addr.
+inline std::vector<std::string> MariposadArgv(const std::string& dir, const std::string& triton) {
+  return {"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir + "/data", "--addr-file", dir + "/d.addr",
+          "--triton", triton, "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
+          "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "1s"};
+}
+
 inline void StopChild(Child* c, int sig = SIGTERM) {
   if (c->pid <= 0) return;
   kill(c->pid, sig);

@@ -211,11 +211,8 @@ int Main(bool quick, bool memory_only) {
     fprintf(stderr, "tritonsim did not start\n");
     return 1;
   }
-  std::vector<std::string> daemon_argv = {"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir + "/data",
-                                          "--addr-file", dir + "/d.addr", "--triton", sim.addr, "--owner",
-                                          "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
-                                          "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "1s", "--max-jobs", "64",
-                                          "--max-jobs-per-project", "64"};
+  std::vector<std::string> daemon_argv = MariposadArgv(dir, sim.addr);
+  for (const char* a : {"--max-jobs", "64", "--max-jobs-per-project", "64"}) daemon_argv.push_back(a);
   Child d = StartServer(daemon_argv, dir + "/d.addr", dir + "/mariposad.log");
   if (d.pid < 0) {
     fprintf(stderr, "mariposad did not start\n");
