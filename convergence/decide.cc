@@ -1244,7 +1244,7 @@ void Decider::Agents() {
               absl::StrCat("installing ", image.name, " ", image.version, " fails on ", failing, " servers"), first,
               v.fix,
               absl::StrCat(plan.outdated, " of ", plan.selected, " servers run another version of ", image.name));
-    } else if (plan.outdated == 0 && (plan.reinstall > 0 || !installing.empty())) {
+    } else if (plan.outdated == 0 && plan.reinstall > 0) {  // servers in flight are not done yet
       v.state = VerdictState::kProgressing;
       v.reason = absl::StrCat("reinstalling ", image.version, " (forced): ", plan.reinstall,
                               plan.reinstall == 1 ? " server" : " servers", " to go");
