@@ -381,10 +381,10 @@ void Decider::Tasks() {
     if (t.state == "queued" || t.state == "active" || t.state == "terminating") open_ids_.insert(t.uuid);
   }
   stopped_ = s_.project.stopped;
-  std::vector<std::string> all;
+  std::vector<std::string> all, agent_services;
   if (s_.goal) {
     for (const auto& kv : s_.goal->services) {
-      if (kv.second.spec.compute_type != "agent") all.push_back(kv.first);
+      (kv.second.spec.compute_type != "agent" ? all : agent_services).push_back(kv.first);
     }
   }
   auto in_flight_for = [&](const std::string& task) {
@@ -541,9 +541,7 @@ void Decider::Tasks() {
       mine.push_back(svc);
     }
     bool agents = false;  // Agents() ends a task that covers agent services too
-    for (const auto& kv : s_.goal ? s_.goal->services : std::map<std::string, ServiceGoalSpec>{}) {
-      agents |= kv.second.spec.compute_type == "agent" && Covers(t, kv.first);
-    }
+    for (const std::string& a : agent_services) agents |= Covers(t, a);
     if (pending == 0 && deleting == 0 && coming_up == 0) {
       if (!agents) Change(t, "completed");
       else if (t.state == "queued") Change(t, "active");

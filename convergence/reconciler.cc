@@ -321,6 +321,7 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
   std::map<std::string, ImagePlan> out;
   std::optional<std::vector<triton::Server>> servers;
   std::optional<std::vector<triton::Vm>> vms;
+  std::optional<std::map<std::string, std::vector<triton::Vm>>> zones;  // core zones by role
   // The version of each image an instance runs, by uuid (asked once).
   std::map<std::string, std::string> labels, versions, names;
   auto version_of = [&](const std::string& uuid) {
@@ -377,14 +378,12 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
       }
     } else if (spec.compute_type == "core" && !options_.admin_owner_uuid.empty()) {
       // Its zones, adopted or not yet (found by role, as AdoptCoreZones).
-      triton::VmFilter f;
-      f.owner_uuid = options_.admin_owner_uuid;
-      f.tags = {{kTagCoreRole, name}};
-      f.state = "active";
-      auto got = vmapi_->ListVms(f);
-      NoteApi("VMAPI", got.status());
-      if (!got.ok()) return got.status();
-      for (const triton::Vm& v : *got) {
+      if (!zones) {
+        auto got = CoreZones();
+        if (!got.ok()) return got.status();
+        zones = std::move(*got);
+      }
+      for (const triton::Vm& v : (*zones)[name]) {
         auto claimed = v.tags.find(kTagProject);
         if (claimed != v.tags.end() && claimed->second != project_uuid) continue;
         version_of(v.image_uuid);
@@ -528,26 +527,41 @@ absl::StatusOr<std::vector<ManifestDiagnostic>> Reconciler::CheckManifest(const 
   return CheckCatalog(m, catalog, options_.owner_uuid, options_.admin_owner_uuid, filename);
 }
 
+absl::StatusOr<std::map<std::string, std::vector<triton::Vm>>> Reconciler::CoreZones() {
+  triton::VmFilter f;
+  f.owner_uuid = options_.admin_owner_uuid;
+  f.state = "active";
+  f.tags = {{kTagCoreRole, "*"}};
+  auto vms = vmapi_->ListVms(f);
+  NoteApi("VMAPI", vms.status());
+  if (!vms.ok()) return vms.status();
+  std::map<std::string, std::vector<triton::Vm>> by_role;
+  for (triton::Vm& vm : *vms) {
+    std::string role = vm.tags.at(kTagCoreRole);
+    by_role[role].push_back(std::move(vm));
+  }
+  return by_role;
+}
+
 void Reconciler::AdoptCoreZones(Snapshot* s) {
   if (!s->goal || !s->actual_known || options_.admin_owner_uuid.empty()) return;
   std::set<std::string> seen;
   for (const InstanceState& i : s->instances) seen.insert(i.uuid);
   std::vector<EventRecord> events;
+  std::optional<std::map<std::string, std::vector<triton::Vm>>> zones;  // listed once, if there is a core service
   for (const auto& kv : s->goal->services) {
     if (kv.second.spec.compute_type != "core") continue;
-    triton::VmFilter f;
-    f.owner_uuid = options_.admin_owner_uuid;
-    f.state = "active";
-    f.tags = {{kTagCoreRole, kv.first}};
-    auto vms = vmapi_->ListVms(f);
-    NoteApi("VMAPI", vms.status());
-    if (!vms.ok()) {  // a zone not seen could be created twice: decide nothing
-      s->actual_known = false;
-      return;
+    if (!zones) {
+      auto listed = CoreZones();
+      if (!listed.ok()) {  // a zone not seen could be created twice: decide nothing
+        s->actual_known = false;
+        return;
+      }
+      zones = std::move(*listed);
     }
     auto image = ResolveImage(kv.second.record.image);
     std::string goal_image = image.ok() && image->source.empty() ? image->uuid : "";
-    for (triton::Vm vm : *vms) {
+    for (triton::Vm vm : (*zones)[kv.first]) {
       auto tags = AdoptionTags(vm, s->project.uuid, kv.first, s->project.current_version, kv.second.record.spec_hash,
                                goal_image);
       if (tags.empty() || seen.count(vm.uuid)) continue;

@@ -188,6 +188,8 @@ class Reconciler {
   std::vector<std::optional<FinishedJob>> PollJobs(const std::vector<JobRecord>& jobs);
   void Worker();
   void Resync();
+  // The admin account's core zones (tagged smartdc_role), by role.
+  absl::StatusOr<std::map<std::string, std::vector<triton::Vm>>> CoreZones();
   // Takes the core zones of the goal's core services that no project
   // claims yet (AdoptionTags) into `s`'s instances.
   void AdoptCoreZones(Snapshot* s);

@@ -587,26 +587,21 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
     // goal state would orphan them. Its agents are uninstalled as well.
     auto n = instance_counter_(p->uuid);
     if (!n.ok()) return ToGrpc(Annotate(n.status(), "counting the project's instances"));
-    std::vector<std::string> agents;
+    std::vector<std::string> agents, core;
     if (!p->current_version.empty()) {
       auto stored = StoredManifest(*p, p->current_version);
       if (!stored.ok()) return ToGrpc(stored.status());
       for (const auto& kv : (*stored)->manifest.services) {
         if (kv.second.compute_type == "agent") agents.push_back(kv.first);
+        if (kv.second.compute_type == "core") core.push_back(kv.first);
       }
     }
     if (*n > 0 || !agents.empty()) {
-      if (!p->current_version.empty()) {
-        // Core zones are never destroyed by a project's deletion.
-        auto stored = StoredManifest(*p, p->current_version);
-        if (!stored.ok()) return ToGrpc(stored.status());
-        std::vector<std::string> core = DroppedCoreServices((*stored)->manifest, Manifest{});
-        if (!core.empty()) {
-          return ToGrpc(absl::FailedPreconditionError(absl::StrCat(
-              "project ", p->name, " manages Triton core zones (", absl::StrJoin(core, ", "),
-              "); deleting it would destroy them, so it is refused. To really destroy them, apply a manifest "
-              "without them (`mariposa apply --force`) first, then delete the project")));
-        }
+      if (!core.empty()) {  // core zones are never destroyed by a project's deletion
+        return ToGrpc(absl::FailedPreconditionError(absl::StrCat(
+            "project ", p->name, " manages Triton core zones (", absl::StrJoin(core, ", "),
+            "); deleting it would destroy them, so it is refused. To really destroy them, apply a manifest "
+            "without them (`mariposa apply --force`) first, then delete the project")));
       }
       if (!req->force()) {
         std::string what = *n > 0 ? absl::StrCat(*n, " instances") : "";
