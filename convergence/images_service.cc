@@ -60,9 +60,10 @@ absl::StatusOr<std::vector<triton::Image>> ImagesService::SourceImages(const std
   return got;
 }
 
-grpc::Status ImagesService::List(grpc::ServerContext*, const v1::ListImagesRequest* req,
+grpc::Status ImagesService::List(grpc::ServerContext* ctx, const v1::ListImagesRequest* req,
                                  v1::ListImagesResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
+  MARIPOSA_AUTHORIZE(ctx, "");
   if (absl::Status ready = Ready(req->source()); !ready.ok()) return ToGrpc(ready);
   resp->set_source(o_.source_url);
   resp->set_channel(o_.channel);
@@ -79,8 +80,9 @@ grpc::Status ImagesService::List(grpc::ServerContext*, const v1::ListImagesReque
   return grpc::Status::OK;
 }
 
-grpc::Status ImagesService::Get(grpc::ServerContext*, const v1::GetImageRequest* req, v1::GetImageResponse* resp) {
+grpc::Status ImagesService::Get(grpc::ServerContext* ctx, const v1::GetImageRequest* req, v1::GetImageResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
+  MARIPOSA_AUTHORIZE(ctx, "");
   if (absl::Status ready = Ready(false); !ready.ok()) return ToGrpc(ready);
   if (req->image().empty()) return ToGrpc(absl::InvalidArgumentError("name an image: a uuid or name@version"));
   auto image = o_.resolve(req->image());
@@ -89,8 +91,9 @@ grpc::Status ImagesService::Get(grpc::ServerContext*, const v1::GetImageRequest*
   return grpc::Status::OK;
 }
 
-grpc::Status ImagesService::Avail(grpc::ServerContext*, const v1::AvailRequest* req, v1::AvailResponse* resp) {
+grpc::Status ImagesService::Avail(grpc::ServerContext* ctx, const v1::AvailRequest* req, v1::AvailResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   if (absl::Status ready = Ready(true); !ready.ok()) return ToGrpc(ready);
   resp->set_source(o_.source_url);
   resp->set_channel(o_.channel);
@@ -98,7 +101,9 @@ grpc::Status ImagesService::Avail(grpc::ServerContext*, const v1::AvailRequest* 
   if (req->project().empty()) {
     auto all = store_->ListProjects();
     if (!all.ok()) return ToGrpc(all.status());
-    projects = std::move(*all);
+    for (ProjectRecord& p : *all) {
+      if (CanSee(ctx, p.name)) projects.push_back(std::move(p));
+    }
   } else {
     auto p = store_->GetProject(req->project());
     if (!p.ok()) return ToGrpc(p.status());
@@ -141,8 +146,9 @@ grpc::Status ImagesService::Avail(grpc::ServerContext*, const v1::AvailRequest* 
   return grpc::Status::OK;
 }
 
-grpc::Status ImagesService::Changes(grpc::ServerContext*, const v1::ChangesRequest* req, v1::ChangesResponse* resp) {
+grpc::Status ImagesService::Changes(grpc::ServerContext* ctx, const v1::ChangesRequest* req, v1::ChangesResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
+  MARIPOSA_AUTHORIZE(ctx, "");
   if (absl::Status ready = Ready(true); !ready.ok()) return ToGrpc(ready);
   if (req->name().empty() || req->from().empty() || req->to().empty()) {
     return ToGrpc(absl::InvalidArgumentError("give an image name and two versions: changes NAME FROM TO"));
@@ -181,9 +187,10 @@ grpc::Status ImagesService::Changes(grpc::ServerContext*, const v1::ChangesReque
   return grpc::Status::OK;
 }
 
-grpc::Status ImagesService::Import(grpc::ServerContext*, const v1::ImportImageRequest* req,
+grpc::Status ImagesService::Import(grpc::ServerContext* ctx, const v1::ImportImageRequest* req,
                                    v1::ImportImageResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
+  MARIPOSA_AUTHORIZE(ctx, "");
   if (absl::Status ready = Ready(true); !ready.ok()) return ToGrpc(ready);
   auto image = o_.resolve(req->image());
   if (!image.ok()) return ToGrpc(image.status());
@@ -218,9 +225,10 @@ grpc::Status ImagesService::Import(grpc::ServerContext*, const v1::ImportImageRe
   return grpc::Status::OK;
 }
 
-grpc::Status ImagesService::Create(grpc::ServerContext*, const v1::CreateImageRequest* req,
+grpc::Status ImagesService::Create(grpc::ServerContext* ctx, const v1::CreateImageRequest* req,
                                    v1::CreateImageResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
+  MARIPOSA_AUTHORIZE(ctx, "");
   if (absl::Status ready = Ready(false); !ready.ok()) return ToGrpc(ready);
   if (!IsUuid(req->instance())) {
     return ToGrpc(absl::InvalidArgumentError(absl::StrCat(

@@ -1,6 +1,12 @@
 #include "daemon/admin_service.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 #include "projects/request_guard.h"
 #include "absl/strings/str_cat.h"
@@ -8,7 +14,8 @@
 
 namespace mariposa {
 
-grpc::Status AdminService::Status(grpc::ServerContext*, const v1::StatusRequest*, v1::StatusResponse* resp) {
+grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequest*, v1::StatusResponse* resp) {
+  MARIPOSA_AUTHORIZE(ctx, "");
   resp->set_mode("active");
   resp->set_version(MARIPOSA_VERSION);
   resp->set_pid(getpid());
@@ -22,26 +29,73 @@ grpc::Status AdminService::Status(grpc::ServerContext*, const v1::StatusRequest*
   auto last = store_->LastEventIndex();
   if (!last.ok()) return ToGrpc(last.status());
   resp->set_last_event_index(*last);
+  for (const auto& l : listeners_) resp->add_listeners(l);
+  resp->set_backup_dir(backup_dir_);
+  resp->set_secrets_key(secrets_key_);
+  for (const auto& p : standing_) *resp->add_problems() = p;
   if (problems_) problems_(resp);
+  // Only the projects the caller may see.
+  auto* problems = resp->mutable_problems();
+  for (int i = problems->size() - 1; i >= 0; --i) {
+    const std::string& project = problems->Get(i).project();
+    if (!project.empty() && !CanSee(ctx, project)) problems->DeleteSubrange(i, 1);
+  }
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::Backup(grpc::ServerContext*, const v1::BackupRequest* req, v1::BackupResponse* resp) {
+grpc::Status AdminService::Backup(grpc::ServerContext* ctx, const v1::BackupRequest* req, v1::BackupResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
-  if (req->path().empty() || req->path()[0] != '/') {
-    return ToGrpc(absl::InvalidArgumentError("backup path must be an absolute path on the controller's machine"));
+  MARIPOSA_AUTHORIZE(ctx, "");
+  if (backup_dir_.empty()) {
+    return ToGrpc(absl::FailedPreconditionError("backups are off: start mariposad with --backup-dir DIR"));
   }
-  if (access(req->path().c_str(), F_OK) == 0) {
-    return ToGrpc(absl::AlreadyExistsError(absl::StrCat(req->path(), " exists; choose a new file")));
+  // Only a new file directly in the backup directory: a name, or an
+  // absolute path whose directory is the backup directory.
+  std::string name = req->path();
+  if (!name.empty() && name[0] == '/') {
+    size_t slash = name.rfind('/');
+    char* dir = realpath(name.substr(0, slash == 0 ? 1 : slash).c_str(), nullptr);
+    char* want = realpath(backup_dir_.c_str(), nullptr);
+    bool inside = dir != nullptr && want != nullptr && std::string(dir) == std::string(want);
+    free(dir);
+    free(want);
+    if (!inside) {
+      return ToGrpc(absl::PermissionDeniedError(absl::StrCat(
+          "mariposad writes backups only into its backup directory ", backup_dir_,
+          "; give a file name (`mariposa admin backup NAME`), then copy the file from there")));
+    }
+    name = name.substr(slash + 1);
   }
-  auto bytes = store_->Backup(req->path());
-  if (!bytes.ok()) return ToGrpc(bytes.status());
-  resp->set_path(req->path());
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos || name[0] == '.') {
+    return ToGrpc(absl::InvalidArgumentError(absl::StrCat(
+        "backup name \"", name, "\" must be a plain file name (no /, not starting with .), written into ",
+        backup_dir_)));
+  }
+  if (mkdir(backup_dir_.c_str(), 0700) != 0 && errno != EEXIST) {
+    return ToGrpc(absl::InternalError(absl::StrCat("cannot create backup directory ", backup_dir_, ": ",
+                                                   std::strerror(errno))));
+  }
+  chmod(backup_dir_.c_str(), 0700);
+  std::string path = absl::StrCat(backup_dir_, "/", name);
+  // Created 0600 and empty before SQLite opens it: never readable by others.
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) return ToGrpc(absl::AlreadyExistsError(absl::StrCat(path, " exists; choose a new name")));
+    return ToGrpc(absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno))));
+  }
+  close(fd);
+  auto bytes = store_->Backup(path);
+  if (!bytes.ok()) {
+    unlink(path.c_str());
+    return ToGrpc(bytes.status());
+  }
+  resp->set_path(path);
   resp->set_bytes(*bytes);
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::Ping(grpc::ServerContext*, const v1::PingRequest* req, v1::PingResponse* resp) {
+grpc::Status AdminService::Ping(grpc::ServerContext* ctx, const v1::PingRequest* req, v1::PingResponse* resp) {
+  MARIPOSA_AUTHORIZE(ctx, "");
   resp->set_payload(req->payload());
   return grpc::Status::OK;
 }

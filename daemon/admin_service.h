@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "mariposa/v1/admin.grpc.pb.h"
@@ -20,6 +21,15 @@ class AdminService final : public v1::Admin::Service {
       : store_(store), data_dir_(std::move(data_dir)), store_path_(std::move(store_path)), started_at_(started_at) {}
   // Before the server starts.
   void set_problems(ProblemSource problems) { problems_ = std::move(problems); }
+  // The directory backups are written to (created 0700 if missing).
+  void set_backup_dir(std::string dir) { backup_dir_ = std::move(dir); }
+  // Facts for `admin status`: listeners, the secrets key; and problems of
+  // the controller's own set-up (an insecure listener), shown every time.
+  void set_facts(std::vector<std::string> listeners, std::string secrets_key, std::vector<v1::Problem> standing) {
+    listeners_ = std::move(listeners);
+    secrets_key_ = std::move(secrets_key);
+    standing_ = std::move(standing);
+  }
 
   grpc::Status Status(grpc::ServerContext*, const v1::StatusRequest*, v1::StatusResponse*) override;
   grpc::Status Backup(grpc::ServerContext*, const v1::BackupRequest*, v1::BackupResponse*) override;
@@ -31,6 +41,10 @@ class AdminService final : public v1::Admin::Service {
   std::string store_path_;
   absl::Time started_at_;
   ProblemSource problems_;
+  std::string backup_dir_;
+  std::vector<std::string> listeners_;
+  std::string secrets_key_;
+  std::vector<v1::Problem> standing_;
 };
 
 }  // namespace mariposa

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -24,6 +25,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
@@ -43,6 +45,11 @@
 #include "convergence/reconciler.h"
 #include "convergence/state_service.h"
 #include "convergence/triton/http_clients.h"
+#include "auth/auth_service.h"
+#include "auth/authorizer.h"
+#include "auth/client.h"
+#include "auth/listener.h"
+#include "auth/sealer.h"
 #include "daemon/admin_service.h"
 #include "projects/limits.h"
 #include "projects/projects_service.h"
@@ -51,7 +58,9 @@
 
 namespace {
 
-constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [--addr-file FILE] [--init]
+constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--socket PATH] [--data-dir DIR] [--addr-file FILE] [--init]
+                 [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--insecure-listen]
+                 [--secrets-key FILE] [--backup-dir DIR] [--max-health-agents N]
                  [--triton URL --owner UUID --network UUID [--admin-owner UUID] [--resync DURATION]
                   [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-agents]
                   [--health-loopback]
@@ -61,7 +70,29 @@ constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--data-dir DIR] [
 The Mariposa controller: gRPC API, SQLite store.
 
   --listen ADDR     address to serve on (default 127.0.0.1:7740; port 0 picks a
-                    free port; unix:/path for a unix socket)
+                    free port; unix:/path for a unix socket). Callers on
+                    loopback are identified by the uid owning their socket.
+                    Another address needs TLS (--tls-cert) or --insecure-listen
+  --socket PATH     also serve on this Unix socket, callers identified by
+                    SO_PEERCRED: root and mariposad's own user are admin
+                    (default DATA_DIR/mariposad.sock; "none": no socket)
+  --tls-cert FILE, --tls-key FILE
+                    serve --listen with TLS (PEM server certificate and key)
+  --tls-client-ca FILE
+                    verify client certificates against this CA (PEM); a
+                    verified certificate is the caller "cert:CN". Callers
+                    without one present a token (`mariposa admin token`)
+  --insecure-listen allow --listen on a non-loopback address without TLS:
+                    tokens cross the network in clear; said at start and in
+                    `mariposa admin status`
+  --secrets-key FILE
+                    the AES-256 key sealing secret meta values (default
+                    DATA_DIR/secrets.key, created 0600 if missing; keep it
+                    apart from backups)
+  --backup-dir DIR  where `mariposa admin backup NAME` writes (default
+                    DATA_DIR/backups, 0700; files 0600)
+  --max-health-agents N
+                    health agents connected at once (default 256)
   --data-dir DIR    where the store lives (default /var/lib/mariposa); created
                     if missing; one mariposad per directory
   --init            accept a missing or empty store in a data dir that held one
@@ -164,13 +195,16 @@ int main(int argc, char** argv) {
   std::string triton_url, owner, admin_owner, network, resync = "5s";
   std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
   bool embedded_health = false, health_loopback = false, remote_agents = false, init = false;
+  bool insecure_listen = false;
+  std::string socket_path = "default", tls_cert, tls_key, tls_client_ca, secrets_key, backup_dir;
+  std::string max_agents_text = "256";
   std::string image_source_url, image_channel = "release", backoff_cap_text = "2m";
   std::string health_lease_text = "10s";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](const std::string& flag, std::string* out) { return mariposa::FlagValue(argc, argv, &i, flag, out); };
-    if (a == "--init") {
-      init = true;
+    if (a == "--init" || a == "--insecure-listen") {
+      (a == "--init" ? init : insecure_listen) = true;
       continue;
     }
     if (a == "--embedded-health" || a == "--health-loopback" || a == "--health-agents") {
@@ -187,7 +221,10 @@ int main(int argc, char** argv) {
         value("--resync", &resync) || value("--max-jobs", &max_jobs) ||
         value("--max-jobs-per-project", &max_jobs_project) || value("--metrics-listen", &metrics_listen) ||
         value("--health-lease", &health_lease_text) || value("--image-source", &image_source_url) || value("--backoff-cap", &backoff_cap_text) ||
-        value("--image-channel", &image_channel)) {
+        value("--image-channel", &image_channel) || value("--socket", &socket_path) ||
+        value("--tls-cert", &tls_cert) || value("--tls-key", &tls_key) || value("--tls-client-ca", &tls_client_ca) ||
+        value("--secrets-key", &secrets_key) || value("--backup-dir", &backup_dir) ||
+        value("--max-health-agents", &max_agents_text)) {
       continue;
     }
     return Usage(absl::StrCat("unknown argument \"", a, "\""));
@@ -219,6 +256,23 @@ int main(int argc, char** argv) {
   if (!triton_url.empty() && (!mariposa::IsUuid(owner) || !mariposa::IsUuid(network))) {
     return Usage("--triton needs --owner UUID and --network UUID");
   }
+  int max_agents = 0;
+  if (!absl::SimpleAtoi(max_agents_text, &max_agents) || max_agents < 1) {
+    return Usage(absl::StrCat("--max-health-agents \"", max_agents_text, "\" must be a number of at least 1"));
+  }
+  if (tls_cert.empty() != tls_key.empty()) return Usage("--tls-cert and --tls-key go together");
+  if (!tls_client_ca.empty() && tls_cert.empty()) return Usage("--tls-client-ca needs --tls-cert and --tls-key");
+  bool tls = !tls_cert.empty();
+  if (tls && absl::StartsWith(listen, "unix:")) return Usage("TLS is for TCP: --listen must be HOST:PORT with --tls-cert");
+  if (!tls && !mariposa::auth::IsLocalAddress(listen) && !insecure_listen) {
+    return Usage(absl::StrCat(
+        "--listen ", listen, " is not a loopback address and there is no TLS: anyone on the network could read "
+        "tokens and secrets in transit. Give --tls-cert and --tls-key (docs/security.md), listen on 127.0.0.1, "
+        "or accept the risk with --insecure-listen"));
+  }
+  if (embedded_health && socket_path == "none" && (tls || !mariposa::auth::IsLocalAddress(listen))) {
+    return Usage("--embedded-health connects to mariposad over a local listener: keep --socket or listen on loopback");
+  }
   if (!admin_owner.empty() && !mariposa::IsUuid(admin_owner)) {
     return Usage(absl::StrCat("--admin-owner \"", admin_owner, "\" is not a uuid"));
   }
@@ -230,10 +284,22 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGINT);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
+  // Everything mariposad creates is its own alone: the store and its WAL,
+  // the secrets key, backups, the lock.
+  umask(077);
   if (mkdir(data_dir.c_str(), 0700) != 0 && errno != EEXIST) {
     mariposa::LogError("cannot create data dir", {{"data_dir", data_dir}, {"error", std::strerror(errno)}});
     return 1;
   }
+  // A data dir from before: tighten what others could read.
+  chmod(data_dir.c_str(), 0700);
+  for (const char* f : {"/mariposa.db", "/mariposa.db-wal", "/mariposa.db-shm", "/mariposad.lock"}) {
+    chmod((data_dir + f).c_str(), 0600);
+  }
+  if (secrets_key.empty()) secrets_key = data_dir + "/secrets.key";
+  if (backup_dir.empty()) backup_dir = data_dir + "/backups";
+  bool default_socket = socket_path == "default";
+  if (default_socket) socket_path = data_dir + "/mariposad.sock";
   std::string lock_err;
   int lock_fd = LockDataDir(data_dir, &lock_err);
   if (lock_fd < 0) {
@@ -258,8 +324,36 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // Secrets: sealed with the key file; anything plain or under an older key
+  // (an interrupted rotation) is sealed with the current key now.
+  auto sealer = mariposa::auth::Sealer::Open(secrets_key);
+  if (!sealer.ok()) {
+    mariposa::LogError("cannot load the secrets key; not serving", {{"path", secrets_key},
+                                                                  {"error", sealer.status().ToString()}});
+    std::cerr << "mariposad: " << sealer.status().message() << "\n";
+    return 1;
+  }
+  (*store)->SetSecretCodec(sealer->get());
+  if (auto n = mariposa::auth::ResealAndFinish(store->get(), sealer->get()); !n.ok()) {
+    mariposa::LogError("cannot seal the store's secrets; not serving", {{"error", n.status().ToString()}});
+    std::cerr << "mariposad: " << n.status().message() << "\n";
+    return 1;
+  } else if (*n > 0) {
+    mariposa::LogInfo("secrets sealed with the current key", {{"count", absl::StrCat(*n)},
+                                                              {"key", (*sealer)->current_key_id()}});
+  }
+  mariposa::auth::Authorizer::Options aopts;
+  aopts.store = store->get();
+  aopts.clock = clock;
+  aopts.daemon_uid = geteuid();
+  if (embedded_health) aopts.internal_token = mariposa::auth::NewTokenSecret();
+  mariposa::auth::Authorizer authorizer(aopts);
+  mariposa::SetAccess(&authorizer);
+  mariposa::auth::AuthService auth_service(store->get(), &authorizer, sealer->get(), clock);
+
   mariposa::ProjectsService projects(store->get(), clock);
   mariposa::AdminService admin(store->get(), data_dir, store_path, started);
+  admin.set_backup_dir(backup_dir);
   mariposa::convergence::QueueService queue(store->get());
   mariposa::convergence::ControllerMetrics metrics(store->get());
   if (!metrics_listen.empty()) {
@@ -300,7 +394,8 @@ int main(int argc, char** argv) {
             for (const std::string& p : projects) r->WakeProject(p);
           }
         });
-    health_agents = std::make_unique<mariposa::health::HealthAgentsService>(health.get(), health_lease, clock);
+    health_agents =
+        std::make_unique<mariposa::health::HealthAgentsService>(health.get(), health_lease, clock, max_agents);
     health_metrics.Watch(health.get());
     metrics.AddCollectable(health_metrics.collectable());
   }
@@ -382,7 +477,73 @@ int main(int argc, char** argv) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  // Local addresses are accepted by mariposad itself (to learn the caller's
+  // uid) and handed to gRPC; TLS and --insecure-listen ones by gRPC.
+  std::vector<std::unique_ptr<mariposa::auth::LocalListener>> locals;
+  std::vector<std::string> listeners;
+  std::vector<mariposa::v1::Problem> standing;
+  std::string bound;
+  if (!tls && mariposa::auth::IsLocalAddress(listen)) {
+    auto l = mariposa::auth::LocalListener::Bind(listen);
+    if (!l.ok()) {
+      mariposa::LogError("cannot listen", {{"listen", listen}, {"error", l.status().ToString()}});
+      std::cerr << "mariposad: " << l.status().message() << "\n";
+      return 1;
+    }
+    bound = (*l)->address();
+    listeners.push_back(absl::StrCat(bound, absl::StartsWith(bound, "unix:") ? " (peer credentials)"
+                                                                              : " (loopback: the caller's uid, or a token)"));
+    locals.push_back(*std::move(l));
+  } else if (tls) {
+    grpc::SslServerCredentialsOptions so(tls_client_ca.empty()
+                                             ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                             : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+    auto cert = mariposa::auth::ReadSmallFile(tls_cert, "TLS certificate");
+    auto key = mariposa::auth::ReadSmallFile(tls_key, "TLS key");
+    if (!cert.ok() || !key.ok()) {
+      std::cerr << "mariposad: " << (cert.ok() ? key.status() : cert.status()).message() << "\n";
+      return 1;
+    }
+    so.pem_key_cert_pairs.push_back({*key, *cert});
+    if (!tls_client_ca.empty()) {
+      auto ca = mariposa::auth::ReadSmallFile(tls_client_ca, "client CA");
+      if (!ca.ok()) {
+        std::cerr << "mariposad: " << ca.status().message() << "\n";
+        return 1;
+      }
+      so.pem_root_certs = *ca;
+    }
+    builder.AddListeningPort(listen, grpc::SslServerCredentials(so), &port);
+  } else {
+    builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+    mariposa::LogError("listening without TLS on a non-loopback address (--insecure-listen): tokens and secrets "
+                       "cross the network in clear", {{"listen", listen}});
+    mariposa::v1::Problem p;
+    p.set_kind("insecure-listen");
+    p.set_error(absl::StrCat("mariposad listens on ", listen, " without TLS (--insecure-listen)"));
+    p.set_reason("tokens, manifests and secrets cross the network in clear; anyone on the path can read them");
+    p.set_fix("restart with --tls-cert and --tls-key (docs/security.md), or listen on 127.0.0.1");
+    p.set_impact("callers there have no identity but a token; whoever reads a token acts with its role");
+    standing.push_back(p);
+  }
+  if (socket_path != "none") {
+    auto l = mariposa::auth::LocalListener::Bind("unix:" + socket_path);
+    if (!l.ok()) {
+      if (!default_socket) {
+        mariposa::LogError("cannot listen", {{"socket", socket_path}, {"error", l.status().ToString()}});
+        std::cerr << "mariposad: " << l.status().message() << "\n";
+        return 1;
+      }
+      mariposa::LogInfo("no Unix socket: the default path cannot be used; give --socket PATH",
+                        {{"socket", socket_path}, {"error", l.status().ToString()}});
+    } else {
+      listeners.push_back(absl::StrCat((*l)->address(), " (peer credentials)"));
+      locals.push_back(*std::move(l));
+    }
+  }
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(authorizer.NewInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Requests: a manifest at its limit with room for the other fields; a
   // larger one is refused by gRPC before it is buffered whole. Replies: the
   // largest the limits allow (docs/manifest.md, "Limits").
@@ -394,6 +555,7 @@ int main(int argc, char** argv) {
   if (images == nullptr) images = std::make_unique<mariposa::convergence::ImagesService>(store->get(), mariposa::convergence::ImagesServiceOptions{});
   builder.RegisterService(images.get());
   builder.RegisterService(&state);
+  builder.RegisterService(&auth_service);
   mariposa::EventsService events(store->get(), clock);
   builder.RegisterService(&events);
   if (health_agents) builder.RegisterService(health_agents.get());
@@ -402,10 +564,14 @@ int main(int argc, char** argv) {
     mariposa::LogError("cannot listen", {{"listen", listen}});
     return 1;
   }
-  std::string bound = listen;
-  if (!absl::StartsWith(listen, "unix:")) {
+  if (bound.empty()) {
     bound = absl::StrCat(listen.substr(0, listen.rfind(':')), ":", port);
+    listeners.insert(listeners.begin(), absl::StrCat(bound, tls ? (tls_client_ca.empty() ? " (TLS: tokens)"
+                                                                                         : " (TLS: client certificates or tokens)")
+                                                                : " (no TLS: tokens only, in clear)"));
   }
+  for (auto& l : locals) l->Start(server.get(), &authorizer, clock);
+  admin.set_facts(listeners, absl::StrCat(secrets_key, " (key ", (*sealer)->current_key_id(), ")"), standing);
   if (!addr_file.empty()) {
     std::string tmp = addr_file + ".tmp";
     {
@@ -423,13 +589,17 @@ int main(int argc, char** argv) {
     mariposa::health::Agent::Options o;
     o.clock = clock;
     o.id = "embedded";
-    o.coordinator = bound;
+    // The embedded agent dials this process like any agent, with a token
+    // only this process knows (health-agent role, agent id "embedded").
+    o.coordinator = locals.empty() ? bound : locals.back()->address();
+    o.credentials.token = aopts.internal_token;
     o.heartbeat = std::min(absl::Seconds(2), health_lease / 3);
     embedded = std::make_unique<mariposa::health::Agent>(o, health_metrics.Hooks());
     health_metrics.Watch(embedded.get());
     embedded->Start();
   }
   mariposa::LogInfo("serving", {{"addr", bound},
+                                {"listeners", absl::StrJoin(listeners, "; ")},
                                 {"triton", triton_url.empty() ? "none (goal state only)" : triton_url},
                                 {"data_dir", data_dir},
                                 {"metrics", metrics_listen.empty() ? "off" : absl::StrCat(metrics.port())},
@@ -447,6 +617,7 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&sigs, &sig);
     mariposa::LogInfo("shutting down", {{"signal", strsignal(sig)}});
+    for (auto& l : locals) l->Stop();
     if (embedded) embedded->Stop();
     if (health_agents) health_agents->Stop();
     server->Shutdown(absl::ToChronoTime(clock->Now() + absl::Seconds(10)));

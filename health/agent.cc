@@ -132,9 +132,14 @@ void Agent::Apply(bool reset, std::map<std::string, std::map<std::string, Target
 }
 
 void Agent::Session() {
-  auto channel = grpc::CreateChannel(options_.coordinator, grpc::InsecureChannelCredentials());
-  auto stub = v1::HealthAgents::NewStub(channel);
+  auto channel = auth::Dial(options_.coordinator, options_.credentials);
+  if (!channel.ok()) {
+    LogError("health agent cannot dial mariposad", {{"error", channel.status().ToString()}});
+    return;
+  }
+  auto stub = v1::HealthAgents::NewStub(*channel);
   grpc::ClientContext ctx;
+  auth::AddCallCredentials(options_.credentials, &ctx);
   {
     absl::MutexLock l(&mu_);
     if (stop_) return;

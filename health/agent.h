@@ -18,6 +18,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "auth/client.h"
 #include "common/clock.h"
 #include "health/monitor.h"
 
@@ -32,6 +33,7 @@ class Agent {
   struct Options {
     std::string id;                     // stable: the same id gets its checks back
     std::string coordinator;            // mariposad's gRPC address
+    auth::ClientCredentials credentials;  // TLS and the token to present (health-agent role)
     std::vector<std::string> networks;  // reachable networks; empty = all
     std::string grpc_addr, metrics_addr;  // advertised to mariposad
     absl::Duration heartbeat = absl::Seconds(2);  // at most lease/3 once the lease is known

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "health/agent.h"
@@ -26,6 +28,7 @@ namespace {
 
 constexpr char kUsage[] = R"(usage: mariposa-health --mariposad ADDR [--id ID] [--network NET[,NET…]]...
                        [--listen ADDR] [--metrics-listen ADDR] [--addr-file FILE] [--heartbeat DUR]
+                       [--token-file FILE] [--ca FILE [--cert FILE --key FILE]]
 
 Runs the health checks mariposad assigns to this agent.
 
@@ -39,6 +42,17 @@ Runs the health checks mariposad assigns to this agent.
                        a second line) once serving
   --heartbeat DUR      counters/heartbeat period (default 2s; at most a third of
                        mariposad's lease)
+  --token-file FILE    the agent's token (role health-agent, named after --id:
+                       `mariposa admin token create --name ID --role health-agent`);
+                       $MARIPOSA_TOKEN is read when this is not given. Never on
+                       the command line, where `ps` shows it
+  --ca FILE            mariposad's CA (PEM): connect with TLS
+  --cert FILE, --key FILE
+                       a client certificate (CN = the agent's id) instead of a token
+
+mariposad refuses an agent without a credential with the health-agent role, and
+an agent whose --id is not its credential's name. On mariposad's own Unix socket
+an agent run by root or mariposad's user needs neither.
 
 Stops gracefully on SIGTERM or SIGINT.
 )";
@@ -81,7 +95,7 @@ int main(int argc, char** argv) {
   mariposa::health::Agent::Options options;
   options.clock = mariposa::RealClock::Get();
   mariposa::SetLogClock(options.clock);
-  std::string listen = "127.0.0.1:0", metrics_listen, addr_file, heartbeat = "2s";
+  std::string listen = "127.0.0.1:0", metrics_listen, addr_file, heartbeat = "2s", token_file;
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   options.id = host;
@@ -99,12 +113,24 @@ int main(int argc, char** argv) {
     }
     if (value("--mariposad", &options.coordinator) || value("--id", &options.id) || value("--listen", &listen) ||
         value("--metrics-listen", &metrics_listen) || value("--addr-file", &addr_file) ||
-        value("--heartbeat", &heartbeat)) {
+        value("--heartbeat", &heartbeat) || value("--ca", &options.credentials.ca_file) ||
+        value("--cert", &options.credentials.cert_file) || value("--key", &options.credentials.key_file) ||
+        value("--token-file", &token_file)) {
       continue;
     }
     return Usage(absl::StrCat("unknown or incomplete argument \"", a, "\""));
   }
   if (options.coordinator.empty()) return Usage("--mariposad ADDR is required (mariposad's gRPC address)");
+  if (!token_file.empty()) {
+    auto t = mariposa::auth::ReadSmallFile(token_file, "token file");
+    if (!t.ok()) return Usage(std::string(t.status().message()));
+    options.credentials.token = std::string(absl::StripAsciiWhitespace(*t));
+  } else if (const char* t = std::getenv("MARIPOSA_TOKEN"); t != nullptr) {
+    options.credentials.token = t;
+  }
+  if (auto ch = mariposa::auth::Dial(options.coordinator, options.credentials); !ch.ok()) {
+    return Usage(std::string(ch.status().message()));
+  }
   if (options.id.empty()) return Usage("--id is empty and the host has no name; give --id");
   if (!absl::ParseDuration(heartbeat, &options.heartbeat) || options.heartbeat <= absl::ZeroDuration()) {
     return Usage(absl::StrCat("--heartbeat \"", heartbeat, "\" is not a positive duration (e.g. 2s)"));

@@ -4,6 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "health/wire.h"
+#include "projects/access.h"
 
 namespace mariposa::health {
 
@@ -31,8 +32,9 @@ std::vector<v1::Assignment> Chunks(const Assignment& a, absl::Duration lease, si
   return out;
 }
 
-HealthAgentsService::HealthAgentsService(Coordinator* coordinator, absl::Duration lease, const Clock* clock)
-    : coordinator_(coordinator), lease_(lease), clock_(clock) {
+HealthAgentsService::HealthAgentsService(Coordinator* coordinator, absl::Duration lease, const Clock* clock,
+                                         int max_agents)
+    : coordinator_(coordinator), lease_(lease), clock_(clock), max_agents_(max_agents) {
   reaper_ = std::thread([this] {
     absl::MutexLock l(&mu_);
     auto stopping = [this] { return stopping_.load(); };
@@ -59,11 +61,36 @@ void HealthAgentsService::Stop() {
 
 grpc::Status HealthAgentsService::Connect(grpc::ServerContext* ctx,
                                           grpc::ServerReaderWriter<v1::Assignment, v1::AgentMessage>* stream) {
+  MARIPOSA_AUTHORIZE(ctx, "");
   v1::AgentMessage first;
   if (!stream->Read(&first)) return grpc::Status::OK;
   if (first.hello().agent_id().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "the first message of HealthAgents.Connect must be a hello with a non-empty agent_id");
+  }
+  // An agent id is bound to its credential: token or certificate "X" may
+  // only be agent X (mariposad's own embedded agent is "embedded").
+  std::string caller = CallerName(ctx);
+  std::string bound = caller == "mariposad" ? "embedded"
+                      : caller.find(':') != std::string::npos ? caller.substr(caller.find(':') + 1)
+                                                             : "";
+  if (!bound.empty() && first.hello().agent_id() != bound) {
+    LogInfo("health agent refused: its id is not its credential's", {{"agent", first.hello().agent_id()},
+                                                                      {"credential", caller}, {"peer", ctx->peer()}});
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat(caller, " may only connect as agent \"", bound, "\", not \"",
+                                     first.hello().agent_id(), "\"; start the agent with --id ", bound,
+                                     " or give it a credential named after its id"));
+  }
+  // Bounded: each agent holds two threads of mariposad.
+  struct Slot {
+    std::atomic<int>* n;
+    ~Slot() { --*n; }
+  } slot{&streams_};
+  if (++streams_ > max_agents_) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("mariposad already serves ", max_agents_,
+                                     " health agents (--max-health-agents); stop one or raise the limit"));
   }
   AgentHello hello;
   hello.id = first.hello().agent_id();

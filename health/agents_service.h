@@ -24,7 +24,9 @@ class HealthAgentsService final : public v1::HealthAgents::Service {
  public:
   // `coordinator` must outlive this; `lease` is the coordinator's.
   // The reaper looks for silent agents every lease/4, on `clock`.
-  HealthAgentsService(Coordinator* coordinator, absl::Duration lease, const Clock* clock);
+  // At most `max_agents` agents are connected at once; more are refused
+  // (RESOURCE_EXHAUSTED).
+  HealthAgentsService(Coordinator* coordinator, absl::Duration lease, const Clock* clock, int max_agents = 256);
   ~HealthAgentsService() override;  // stops the reaper
 
   // Ends every stream (before the server shuts down).
@@ -37,7 +39,9 @@ class HealthAgentsService final : public v1::HealthAgents::Service {
   Coordinator* coordinator_;
   absl::Duration lease_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> streams_{0};
   const Clock* clock_;
+  int max_agents_;
   absl::Mutex mu_;
   std::thread reaper_;
 };

@@ -8,6 +8,7 @@ namespace mariposa {
 grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
                                   grpc::ServerWriter<v1::Event>* writer) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   if (!req->project().empty()) {
     auto p = store_->GetProject(req->project());
     if (!p.ok()) return ToGrpc(p.status());
@@ -22,10 +23,11 @@ grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEvent
     auto list = store_->ListEvents(req->project(), after, 500);
     if (!list.ok()) return ToGrpc(list.status());
     for (const EventRecord& e : *list) {
+      after = e.index;
+      if (!CanSee(ctx, e.project)) continue;
       v1::Event out;
       EventToProto(e, &out);
       if (!writer->Write(out)) return grpc::Status::OK;  // the client went away
-      after = e.index;
     }
     if (list->size() < 500) clock_->SleepFor(poll_);
   }

@@ -89,12 +89,17 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
-std::string AuthorOf(const grpc::ServerContext* ctx) {
-  auto md = ctx->client_metadata();
-  auto it = md.find("x-mariposa-author");
-  if (it != md.end() && !it->second.empty()) return std::string(it->second.data(), it->second.size());
-  return ctx->peer();
+namespace {
+// The caller may change this manifest's project; Triton core services
+// (compute_type core or agent) need the admin role ("#core" rules).
+absl::Status AdmitManifest(grpc::ServerContext* ctx, const Manifest& m) {
+  bool core = false;
+  for (const auto& kv : m.services) core = core || kv.second.compute_type == "core" || kv.second.compute_type == "agent";
+  grpc::Status st = Authorize(ctx, m.project, core ? "core" : "");
+  if (st.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
 }
+}  // namespace
 
 struct ProjectsService::Outcome {
   CommitResult commit;
@@ -209,7 +214,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
     const std::string& project, const std::string& text, const std::string& filename, const std::string& previous,
     bool force, bool dry_run, const std::string& origin, int64_t rolled_back_to, const std::string& message,
     const std::string& author, const Cancellation* cancel, bool stored_text, std::optional<bool> thaw,
-    bool allow_downgrade) {
+    bool allow_downgrade, const std::function<absl::Status(const Manifest&)>& admit) {
   ParseOptions opts;
   opts.filename = filename.empty() ? "manifest" : filename;
   opts.project_override = project;
@@ -221,6 +226,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   RETURN_IF_ERROR(cancel->Check());
   auto compiled = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest)));
   const Manifest& m = compiled->manifest;
+  if (admit) RETURN_IF_ERROR(admit(m));
   if (compiled->canonical.size() > Limits::kMaxCanonicalBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the manifest's canonical form (defaults written out) is ", compiled->canonical.size(),
@@ -423,9 +429,10 @@ std::string ProjectsService::QueueReprovision(const std::string& project_uuid, c
 grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto out = ApplyText(req->project(), req->manifest(), req->filename(), req->previous_version(), req->force(),
                        req->dry_run(), "apply", 0, req->message(), AuthorOf(ctx), &guard, false, req->thaw(),
-                       req->allow_downgrade());
+                       req->allow_downgrade(), [ctx](const Manifest& m) { return AdmitManifest(ctx, m); });
   if (!out.ok()) return ToGrpc(out.status());
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -445,6 +452,7 @@ grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::Rollb
                                        v1::RollbackResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   if (req->version().empty()) return ToGrpc(absl::InvalidArgumentError("the version to roll back to is required"));
@@ -453,7 +461,7 @@ grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::Rollb
   auto out = ApplyText(p->name, target->manifest, absl::StrCat("version ", target->number), req->previous_version(),
                        req->force(), req->dry_run(), "rollback", target->number,
                        absl::StrCat("rollback to version ", target->number), AuthorOf(ctx), &guard, false,
-                       req->thaw());
+                       req->thaw(), true, [ctx](const Manifest& m) { return AdmitManifest(ctx, m); });
   if (!out.ok()) return ToGrpc(Annotate(out.status(), absl::StrCat("rolling back to version ", target->number)));
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -484,6 +492,7 @@ absl::StatusOr<int64_t> ProjectsService::RollbackTo(const std::string& project, 
 grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleRequest* req, v1::ScaleResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   if (p->current_version.empty()) {
@@ -526,7 +535,8 @@ grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleReq
   auto out = ApplyText(p->name, CanonicalYaml(m), "scale", req->previous_version().empty() ? p->current_version
                                                                                           : req->previous_version(),
                        false, req->dry_run(), "scale", 0, absl::StrCat("scale ", absl::StrJoin(req->changes(), " ")),
-                       AuthorOf(ctx), &guard, /*stored_text=*/true, req->thaw());
+                       AuthorOf(ctx), &guard, /*stored_text=*/true, req->thaw(), true,
+                       [ctx](const Manifest& m) { return AdmitManifest(ctx, m); });
   if (!out.ok()) return ToGrpc(Annotate(out.status(), "scaling"));
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -538,17 +548,21 @@ grpc::Status ProjectsService::CreateProject(grpc::ServerContext* ctx, const v1::
                                             v1::CreateProjectResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->name());
   auto p = store_->CreateProject(req->name(), req->description(), AuthorOf(ctx));
   if (!p.ok()) return ToGrpc(p.status());
   ToProto(*p, resp->mutable_project());
   return grpc::Status::OK;
 }
 
-grpc::Status ProjectsService::ListProjects(grpc::ServerContext*, const v1::ListProjectsRequest*,
+grpc::Status ProjectsService::ListProjects(grpc::ServerContext* ctx, const v1::ListProjectsRequest*,
                                            v1::ListProjectsResponse* resp) {
+  MARIPOSA_AUTHORIZE(ctx, "");
   auto list = store_->ListProjects();
   if (!list.ok()) return ToGrpc(list.status());
-  for (const auto& p : *list) ToProto(p, resp->add_projects());
+  for (const auto& p : *list) {
+    if (CanSee(ctx, p.name)) ToProto(p, resp->add_projects());
+  }
   return grpc::Status::OK;
 }
 
@@ -556,6 +570,7 @@ grpc::Status ProjectsService::GetProject(grpc::ServerContext* ctx, const v1::Get
                                          v1::GetProjectResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   ToProto(*p, resp->mutable_project());
@@ -578,6 +593,7 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
                                             v1::DeleteProjectResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto s = Required(req->project(), "project");
   if (!s.ok()) return ToGrpc(s);
   auto p = store_->GetProject(req->project());
@@ -627,6 +643,7 @@ grpc::Status ProjectsService::ListVersions(grpc::ServerContext* ctx, const v1::L
                                            v1::ListVersionsResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto list = store_->ListVersions(p->uuid);
@@ -639,6 +656,7 @@ grpc::Status ProjectsService::GetVersion(grpc::ServerContext* ctx, const v1::Get
                                          v1::GetVersionResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto v = store_->GetVersion(p->uuid, req->version().empty() ? "current" : req->version(), req->include_manifest());
@@ -661,6 +679,7 @@ grpc::Status ProjectsService::TagVersion(grpc::ServerContext* ctx, const v1::Tag
                                          v1::TagVersionResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto v = store_->TagVersion(p->uuid, req->version(), req->tag(), AuthorOf(ctx));
@@ -673,6 +692,7 @@ grpc::Status ProjectsService::ListMeta(grpc::ServerContext* ctx, const v1::ListM
                                        v1::ListMetaResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto list = store_->ListMeta(p->uuid);
@@ -703,6 +723,7 @@ grpc::Status ProjectsService::GetMeta(grpc::ServerContext* ctx, const v1::GetMet
                                       v1::GetMetaResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   v1::ListMetaRequest lreq;
   lreq.set_project(req->project());
   v1::ListMetaResponse all;
@@ -745,6 +766,7 @@ grpc::Status ProjectsService::SetMeta(grpc::ServerContext* ctx, const v1::SetMet
                                       v1::SetMetaResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto m = store_->SetMeta(p->uuid, req->key(), req->value(), req->secret(),
@@ -760,6 +782,7 @@ grpc::Status ProjectsService::DeleteMeta(grpc::ServerContext* ctx, const v1::Del
                                          v1::DeleteMetaResponse*) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   absl::Status st = store_->DeleteMeta(p->uuid, req->key(),
@@ -774,6 +797,7 @@ grpc::Status ProjectsService::IncrMeta(grpc::ServerContext* ctx, const v1::IncrM
                                        v1::IncrMetaResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   auto m = store_->IncrMeta(p->uuid, req->key(), req->delta(),
@@ -789,6 +813,7 @@ grpc::Status ProjectsService::ImportMeta(grpc::ServerContext* ctx, const v1::Imp
                                          v1::ImportMetaResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   std::map<std::string, std::string> entries(req->entries().begin(), req->entries().end());
@@ -806,10 +831,13 @@ grpc::Status ProjectsService::ListEvents(grpc::ServerContext* ctx, const v1::Lis
                                          v1::ListEventsResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
+  MARIPOSA_AUTHORIZE(ctx, req->project());
   int limit = req->limit() <= 0 ? 100 : std::min(req->limit(), 1000);
   auto list = store_->ListEvents(req->project(), req->after_index(), limit);
   if (!list.ok()) return ToGrpc(list.status());
-  for (const auto& e : *list) EventToProto(e, resp->add_events());
+  for (const auto& e : *list) {
+    if (CanSee(ctx, e.project)) EventToProto(e, resp->add_events());
+  }
   return grpc::Status::OK;
 }
 

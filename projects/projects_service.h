@@ -12,6 +12,7 @@
 #include "common/cancel.h"
 #include "common/clock.h"
 #include "mariposa/v1/projects.grpc.pb.h"
+#include "projects/access.h"
 #include "projects/image_plan.h"
 #include "projects/manifest.h"
 #include "projects/store.h"
@@ -24,8 +25,6 @@ grpc::Status ToGrpc(const absl::Status& s);
 // Sets `ts` from `t`; leaves it unset for InfinitePast (never happened).
 void SetTimestamp(absl::Time t, google::protobuf::Timestamp* ts);
 
-// The request's author: "x-mariposa-author" metadata, else the peer address.
-std::string AuthorOf(const grpc::ServerContext* ctx);
 // An event of the store as the API shows it.
 void EventToProto(const EventRecord& e, v1::Event* out);
 
@@ -86,7 +85,8 @@ class ProjectsService final : public v1::Projects::Service {
                                     const std::string& previous, bool force, bool dry_run, const std::string& origin,
                                     int64_t rolled_back_to, const std::string& message, const std::string& author,
                                     const Cancellation* cancel, bool stored_text = false,
-                                    std::optional<bool> thaw = std::nullopt, bool allow_downgrade = true);
+                                    std::optional<bool> thaw = std::nullopt, bool allow_downgrade = true,
+                                    const std::function<absl::Status(const Manifest&)>& admit = nullptr);
   absl::StatusOr<ProjectRecord> Project(const std::string& name);
   // Fills the image plans of `out->diff` for the services whose image
   // changes; a downgrade without `allow_downgrade` is refused (a warning

@@ -4,9 +4,11 @@
 #include <sqlite3.h>
 
 #include <set>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -156,6 +158,30 @@ const char* const kMigrations[] = {
     );
     CREATE INDEX jobs_by_project ON jobs(project_uuid);
     )sql",
+    // 7: API tokens (hashes only), grants, the Triton account of a project.
+    R"sql(
+    CREATE TABLE tokens (
+      id TEXT PRIMARY KEY,
+      name TEXT NOT NULL,
+      hash TEXT NOT NULL UNIQUE,
+      role TEXT NOT NULL,
+      project TEXT NOT NULL DEFAULT '',
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL DEFAULT 0,
+      created_by TEXT NOT NULL,
+      revoked_at INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE UNIQUE INDEX tokens_live_name ON tokens(name) WHERE revoked_at = 0;
+    CREATE TABLE grants (
+      subject TEXT NOT NULL,
+      project TEXT NOT NULL DEFAULT '',
+      role TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      created_by TEXT NOT NULL,
+      PRIMARY KEY (subject, project)
+    );
+    ALTER TABLE projects ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteProjectStore::kSchemaVersion,
               "one migration per schema version");
@@ -224,6 +250,199 @@ absl::Status SqliteProjectStore::Migrate(int target) {
     RETURN_IF_ERROR(txn->Commit());
   }
   return absl::OkStatus();
+}
+
+void SqliteProjectStore::SetSecretCodec(const SecretCodec* codec) {
+  absl::MutexLock l(&mu_);
+  codec_ = codec;
+}
+
+absl::StatusOr<int> SqliteProjectStore::ResealSecrets() {
+  absl::MutexLock l(&mu_);
+  if (codec_ == nullptr) return absl::FailedPreconditionError("no key to seal secrets with");
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  std::vector<std::tuple<std::string, std::string, std::string>> rows;  // project, key, stored value
+  {
+    ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT project_uuid, key, value FROM meta WHERE secret = 1"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      rows.emplace_back(st.Text(0), st.Text(1), st.Text(2));
+    }
+  }
+  int changed = 0;
+  for (const auto& [project, key, stored] : rows) {
+    if (codec_->SealedWithCurrentKey(stored)) continue;
+    std::string place = absl::StrCat(project, "/", key);
+    std::string plain = stored;  // a store from before sealing holds plain text
+    if (absl::StartsWith(stored, "sealed:")) {
+      auto opened = codec_->Unseal(stored, place);
+      if (!opened.ok()) return Annotate(opened.status(), absl::StrCat("meta key \"", key, "\""));
+      plain = *std::move(opened);
+    }
+    ASSIGN_OR_RETURN(auto up, db_->Prepare("UPDATE meta SET value = ? WHERE project_uuid = ? AND key = ?"));
+    up.Bind(1, codec_->Seal(plain, place)).Bind(2, project).Bind(3, key);
+    RETURN_IF_ERROR(up.Run());
+    ++changed;
+  }
+  RETURN_IF_ERROR(txn->Commit());
+  return changed;
+}
+
+namespace {
+constexpr const char* kTokenCols = "id, name, hash, role, project, created_at, expires_at, created_by, revoked_at";
+TokenRecord ReadToken(const Statement& st) {
+  TokenRecord t;
+  t.id = st.Text(0);
+  t.name = st.Text(1);
+  t.hash = st.Text(2);
+  t.role = st.Text(3);
+  t.project = st.Text(4);
+  t.created_at = FromMicros(st.Int(5));
+  t.expires_at = st.Int(6) == 0 ? absl::InfiniteFuture() : FromMicros(st.Int(6));
+  t.created_by = st.Text(7);
+  t.revoked_at = st.Int(8) == 0 ? absl::InfiniteFuture() : FromMicros(st.Int(8));
+  return t;
+}
+std::string TokenScope(const std::string& role, const std::string& project) {
+  return absl::StrCat(role, " on ", project.empty() ? "every project" : absl::StrCat("project ", project));
+}
+}  // namespace
+
+absl::StatusOr<TokenRecord> SqliteProjectStore::CreateToken(const TokenRecord& t) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto dup, db_->Prepare("SELECT COUNT(*) FROM tokens WHERE name = ? AND revoked_at = 0"));
+  dup.Bind(1, t.name);
+  ASSIGN_OR_RETURN(bool row, dup.Step());
+  if (row && dup.Int(0) > 0) {
+    return absl::AlreadyExistsError(absl::StrCat("a live token is named \"", t.name,
+                                                 "\"; revoke it first (`mariposa admin token revoke ", t.name,
+                                                 "`) or choose another name"));
+  }
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("INSERT INTO tokens (", kTokenCols,
+                                                      ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)")));
+  int64_t now = NowMicros();
+  st.Bind(1, t.id).Bind(2, t.name).Bind(3, t.hash).Bind(4, t.role).Bind(5, t.project).Bind(6, now)
+      .Bind(7, t.expires_at == absl::InfiniteFuture() ? int64_t{0} : absl::ToUnixMicros(t.expires_at))
+      .Bind(8, t.created_by);
+  RETURN_IF_ERROR(st.Run());
+  RETURN_IF_ERROR(AppendEventLocked(t.created_by, t.project, "auth.token.create", t.name,
+                                    absl::StrCat("token ", t.name, " (", t.id, "): ", TokenScope(t.role, t.project),
+                                                 t.expires_at == absl::InfiniteFuture()
+                                                     ? ", never expires"
+                                                     : absl::StrCat(", expires ", absl::FormatTime(t.expires_at))))
+                      .status());
+  RETURN_IF_ERROR(txn->Commit());
+  TokenRecord out = t;
+  out.created_at = FromMicros(now);
+  return out;
+}
+
+absl::StatusOr<std::vector<TokenRecord>> SqliteProjectStore::ListTokens() {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("SELECT ", kTokenCols, " FROM tokens ORDER BY created_at")));
+  std::vector<TokenRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(ReadToken(st));
+  }
+  return out;
+}
+
+absl::StatusOr<TokenRecord> SqliteProjectStore::FindTokenByHash(const std::string& hash) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("SELECT ", kTokenCols, " FROM tokens WHERE hash = ?")));
+  st.Bind(1, hash);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return absl::NotFoundError("no such token");
+  return ReadToken(st);
+}
+
+absl::StatusOr<TokenRecord> SqliteProjectStore::RevokeToken(const std::string& id_or_name, const std::string& actor) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("SELECT ", kTokenCols,
+                                                      " FROM tokens WHERE (id = ?1 OR name = ?1) AND revoked_at = 0")));
+  st.Bind(1, id_or_name);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("no live token \"", id_or_name,
+                                            "\"; `mariposa admin token list` shows the tokens"));
+  }
+  TokenRecord t = ReadToken(st);
+  int64_t now = NowMicros();
+  ASSIGN_OR_RETURN(auto up, db_->Prepare("UPDATE tokens SET revoked_at = ? WHERE id = ?"));
+  up.Bind(1, now).Bind(2, t.id);
+  RETURN_IF_ERROR(up.Run());
+  RETURN_IF_ERROR(AppendEventLocked(actor, t.project, "auth.token.revoke", t.name,
+                                    absl::StrCat("token ", t.name, " (", t.id, ") revoked")).status());
+  RETURN_IF_ERROR(txn->Commit());
+  t.revoked_at = FromMicros(now);
+  return t;
+}
+
+absl::StatusOr<GrantRecord> SqliteProjectStore::SetGrant(const GrantRecord& g) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT OR REPLACE INTO grants (subject, project, role, created_at, created_by) "
+                                         "VALUES (?, ?, ?, ?, ?)"));
+  int64_t now = NowMicros();
+  st.Bind(1, g.subject).Bind(2, g.project).Bind(3, g.role).Bind(4, now).Bind(5, g.created_by);
+  RETURN_IF_ERROR(st.Run());
+  RETURN_IF_ERROR(AppendEventLocked(g.created_by, g.project, "auth.grant", g.subject,
+                                    absl::StrCat(g.subject, " is ", TokenScope(g.role, g.project))).status());
+  RETURN_IF_ERROR(txn->Commit());
+  GrantRecord out = g;
+  out.created_at = FromMicros(now);
+  return out;
+}
+
+absl::StatusOr<std::vector<GrantRecord>> SqliteProjectStore::ListGrants() {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "SELECT subject, project, role, created_at, created_by FROM grants ORDER BY subject, project"));
+  std::vector<GrantRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back(GrantRecord{st.Text(0), st.Text(2), st.Text(1), FromMicros(st.Int(3)), st.Text(4)});
+  }
+  return out;
+}
+
+absl::Status SqliteProjectStore::DeleteGrant(const std::string& subject, const std::string& project,
+                                             const std::string& actor) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("DELETE FROM grants WHERE subject = ? AND project = ?"));
+  st.Bind(1, subject).Bind(2, project);
+  RETURN_IF_ERROR(st.Run());
+  if (sqlite3_changes(db_->raw()) == 0) {
+    return absl::NotFoundError(absl::StrCat(subject, " has no grant on ",
+                                            project.empty() ? "every project" : absl::StrCat("project ", project),
+                                            "; `mariposa admin grants` lists them"));
+  }
+  RETURN_IF_ERROR(AppendEventLocked(actor, project, "auth.ungrant", subject,
+                                    absl::StrCat(subject, " loses its grant on ",
+                                                 project.empty() ? "every project" : absl::StrCat("project ", project)))
+                      .status());
+  return txn->Commit();
+}
+
+absl::Status SqliteProjectStore::SetProjectOwner(const std::string& project_uuid, const std::string& owner,
+                                                 const std::string& actor) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(project_uuid));
+  if (p.owner == owner) return absl::OkStatus();
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("UPDATE projects SET owner = ? WHERE uuid = ?"));
+  st.Bind(1, owner).Bind(2, p.uuid);
+  RETURN_IF_ERROR(st.Run());
+  RETURN_IF_ERROR(AppendEventLocked(actor, p.name, "project.owner", p.name,
+                                    absl::StrCat("instances belong to account ", owner)).status());
+  return txn->Commit();
 }
 
 int SqliteProjectStore::SchemaVersion() {
@@ -341,7 +560,7 @@ absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProjectLocked(const std::st
                                 "COALESCE(v.number, 0), "
                                 "(SELECT COUNT(*) FROM services s WHERE s.version_uuid = p.current_version), "
                                 "p.deleting, (SELECT group_concat(service, ',') FROM stopped_services x "
-                                "WHERE x.project_uuid = p.uuid) "
+                                "WHERE x.project_uuid = p.uuid), p.owner "
                                 "FROM projects p LEFT JOIN versions v ON v.uuid = p.current_version "
                                 "WHERE p.name = ?1 OR p.uuid = ?1"));
   st.Bind(1, name_or_uuid);
@@ -360,6 +579,7 @@ absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProjectLocked(const std::st
   p.service_count = static_cast<int>(st.Int(6));
   p.deleting = st.Int(7) != 0;
   for (absl::string_view svc : absl::StrSplit(st.Text(8), ',', absl::SkipEmpty())) p.stopped.insert(std::string(svc));
+  p.owner = st.Text(9);
   return p;
 }
 
@@ -659,7 +879,18 @@ absl::StatusOr<std::optional<MetaRecord>> SqliteProjectStore::FindMetaLocked(con
   st.Bind(1, project_uuid).Bind(2, key);
   ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return std::optional<MetaRecord>();
-  return std::optional<MetaRecord>(MetaRecord{st.Text(0), st.Text(1), st.Int(2) != 0, st.Int(3), FromMicros(st.Int(4))});
+  ASSIGN_OR_RETURN(MetaRecord m, ReadMetaRow(st, project_uuid));
+  return std::optional<MetaRecord>(std::move(m));
+}
+
+absl::StatusOr<MetaRecord> SqliteProjectStore::ReadMetaRow(const Statement& st, const std::string& project_uuid) {
+  MetaRecord m{st.Text(0), st.Text(1), st.Int(2) != 0, st.Int(3), FromMicros(st.Int(4))};
+  if (m.secret && codec_ != nullptr) {
+    auto plain = codec_->Unseal(m.value, absl::StrCat(project_uuid, "/", m.key));
+    if (!plain.ok()) return Annotate(plain.status(), absl::StrCat("meta key \"", m.key, "\""));
+    m.value = *std::move(plain);
+  }
+  return m;
 }
 
 absl::StatusOr<std::vector<MetaRecord>> SqliteProjectStore::ListMeta(const std::string& project_uuid) {
@@ -670,7 +901,8 @@ absl::StatusOr<std::vector<MetaRecord>> SqliteProjectStore::ListMeta(const std::
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
-    out.push_back(MetaRecord{st.Text(0), st.Text(1), st.Int(2) != 0, st.Int(3), FromMicros(st.Int(4))});
+    ASSIGN_OR_RETURN(MetaRecord m, ReadMetaRow(st, project_uuid));
+    out.push_back(std::move(m));
   }
   return out;
 }
@@ -719,7 +951,9 @@ absl::StatusOr<MetaRecord> SqliteProjectStore::WriteMetaLocked(const std::string
                                 "INSERT OR REPLACE INTO meta (project_uuid, key, value, secret, cas_id, updated_at) "
                                 "VALUES (?, ?, ?, ?, ?, ?)"));
   int64_t now = NowMicros();
-  st.Bind(1, project_uuid).Bind(2, key).Bind(3, value).Bind(4, secret).Bind(5, cas_id).Bind(6, now);
+  // A secret is sealed before it reaches the file (docs/security.md).
+  std::string stored = secret && codec_ != nullptr ? codec_->Seal(value, absl::StrCat(project_uuid, "/", key)) : value;
+  st.Bind(1, project_uuid).Bind(2, key).Bind(3, stored).Bind(4, secret).Bind(5, cas_id).Bind(6, now);
   RETURN_IF_ERROR(st.Run());
   return MetaRecord{key, value, secret, cas_id, FromMicros(now)};
 }

@@ -18,7 +18,7 @@ namespace mariposa {
 class SqliteProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
-  static constexpr int kSchemaVersion = 6;
+  static constexpr int kSchemaVersion = 7;
 
   // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
   // FAILED_PRECONDITION when the file's schema is newer than this build.
@@ -60,6 +60,17 @@ class SqliteProjectStore : public ProjectStore {
                                       const std::string& subject, const std::string& detail) override;
   absl::StatusOr<int64_t> Backup(const std::string& path) override;
   int SchemaVersion() override;
+  void SetSecretCodec(const SecretCodec* codec) override;
+  absl::StatusOr<int> ResealSecrets() override;
+  absl::StatusOr<TokenRecord> CreateToken(const TokenRecord& t) override;
+  absl::StatusOr<std::vector<TokenRecord>> ListTokens() override;
+  absl::StatusOr<TokenRecord> FindTokenByHash(const std::string& hash) override;
+  absl::StatusOr<TokenRecord> RevokeToken(const std::string& id_or_name, const std::string& actor) override;
+  absl::StatusOr<GrantRecord> SetGrant(const GrantRecord& g) override;
+  absl::StatusOr<std::vector<GrantRecord>> ListGrants() override;
+  absl::Status DeleteGrant(const std::string& subject, const std::string& project, const std::string& actor) override;
+  absl::Status SetProjectOwner(const std::string& project_uuid, const std::string& owner,
+                               const std::string& actor) override;
 
   absl::StatusOr<TaskRecord> AddTask(const TaskRecord& task, const TaskAdmitter& admit) override;
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(const std::string& project_uuid, int finished_limit) override;
@@ -116,6 +127,9 @@ class SqliteProjectStore : public ProjectStore {
   absl::StatusOr<int64_t> AppendEventLocked(const std::string& actor, const std::string& project,
                                             const std::string& kind, const std::string& subject,
                                             const std::string& detail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A meta row's value as the API sees it: secrets opened with the codec.
+  absl::StatusOr<MetaRecord> ReadMetaRow(const Statement& st, const std::string& project_uuid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<std::string>> TagsLocked(const std::string& version_uuid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<TaskRecord>> QueryTasksLocked(const std::string& where, const std::string& arg)
@@ -126,6 +140,7 @@ class SqliteProjectStore : public ProjectStore {
   absl::Mutex mu_;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
   const Clock* clock_;
+  const SecretCodec* codec_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace mariposa

@@ -13,9 +13,44 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace mariposa {
+
+// Seals secret meta values at rest (auth/sealer.h). `place` binds a sealed
+// value to its row ("PROJECT_UUID/KEY").
+class SecretCodec {
+ public:
+  virtual ~SecretCodec() = default;
+  virtual std::string Seal(absl::string_view plain, absl::string_view place) const = 0;
+  virtual absl::StatusOr<std::string> Unseal(absl::string_view sealed, absl::string_view place) const = 0;
+  virtual bool SealedWithCurrentKey(absl::string_view value) const = 0;
+};
+
+// An API token: only the sha256 of its secret is kept.
+struct TokenRecord {
+  std::string id;
+  std::string name;
+  std::string hash;
+  std::string role;
+  std::string project;  // "" = every project
+  absl::Time created_at;
+  absl::Time expires_at = absl::InfiniteFuture();
+  std::string created_by;
+  absl::Time revoked_at = absl::InfiniteFuture();  // InfiniteFuture: live
+  bool revoked() const { return revoked_at != absl::InfiniteFuture(); }
+};
+
+// A role for a local Unix user ("user:NAME") or a TLS client certificate
+// ("cert:CN"), on one project or ("") every project.
+struct GrantRecord {
+  std::string subject;
+  std::string role;
+  std::string project;
+  absl::Time created_at;
+  std::string created_by;
+};
 
 struct ProjectRecord {
   std::string uuid;
@@ -27,6 +62,7 @@ struct ProjectRecord {
   int service_count = 0;
   bool deleting = false;  // delete requested with --force: instances are being removed first
   std::set<std::string> stopped;  // services a stop task has stopped (until a start task)
+  std::string owner;  // Triton account (owner uuid) of its instances; "" = mariposad's --owner
 };
 
 struct VersionRecord {
@@ -233,6 +269,28 @@ class ProjectStore {
   virtual absl::StatusOr<int64_t> AppendEvent(const std::string& actor, const std::string& project,
                                               const std::string& kind, const std::string& subject,
                                               const std::string& detail) = 0;
+
+  // Secrets: with a codec set, secret meta values are sealed when written
+  // and opened when read. ResealSecrets seals every secret that is plain or
+  // under another key with the codec's current key, in one transaction, and
+  // returns how many it changed.
+  virtual void SetSecretCodec(const SecretCodec* codec) = 0;
+  virtual absl::StatusOr<int> ResealSecrets() = 0;
+
+  // Tokens and grants (auth). Names of live tokens are unique.
+  virtual absl::StatusOr<TokenRecord> CreateToken(const TokenRecord& t) = 0;
+  virtual absl::StatusOr<std::vector<TokenRecord>> ListTokens() = 0;
+  // NOT_FOUND when no token has this hash.
+  virtual absl::StatusOr<TokenRecord> FindTokenByHash(const std::string& hash) = 0;
+  // By id or name (a live one); NOT_FOUND when there is none.
+  virtual absl::StatusOr<TokenRecord> RevokeToken(const std::string& id_or_name, const std::string& actor) = 0;
+  virtual absl::StatusOr<GrantRecord> SetGrant(const GrantRecord& g) = 0;
+  virtual absl::StatusOr<std::vector<GrantRecord>> ListGrants() = 0;
+  virtual absl::Status DeleteGrant(const std::string& subject, const std::string& project,
+                                   const std::string& actor) = 0;
+  // Sets the Triton account a project's instances belong to.
+  virtual absl::Status SetProjectOwner(const std::string& project_uuid, const std::string& owner,
+                                       const std::string& actor) = 0;
 
   // A consistent online copy of the whole store at `path`; returns its size.
   virtual absl::StatusOr<int64_t> Backup(const std::string& path) = 0;

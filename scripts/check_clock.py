@@ -5,7 +5,7 @@ Time is injected (common/clock.h): decisions are pure functions of their
 inputs and `now`, and tests drive time with SimulatedClock. Only the clock
 code itself and the bodies of main() may read the wall clock or wait on it.
 
-Scanned: the .cc/.h files of common/, convergence/, health/, projects/,
+Scanned: the .cc/.h files of auth/, common/, convergence/, health/, projects/,
 daemon/, cli/ and deploy/tritonsim/ (the simulator's latencies and job
 durations run on its injected clock too), without tests (*_test.cc,
 *_testing.h) and tests/ (with its benchmarks).
@@ -17,7 +17,7 @@ import re
 import sys
 import tempfile
 
-DIRS = ["common", "convergence", "health", "projects", "daemon", "cli", os.path.join("deploy", "tritonsim")]
+DIRS = ["auth", "common", "convergence", "health", "projects", "daemon", "cli", os.path.join("deploy", "tritonsim")]
 ALLOWED_FILES = {os.path.join("common", "clock.h")}
 FORBIDDEN = [
     (re.compile(r"\babsl::Now\s*\("), "absl::Now()"),

@@ -1,0 +1,293 @@
+#include "auth/authorizer.h"
+
+#include <pwd.h>
+
+#include <algorithm>
+#include <optional>
+
+#include <grpcpp/security/auth_context.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "auth/sealer.h"
+#include "common/ids.h"
+#include "common/log.h"
+
+namespace mariposa::auth {
+namespace {
+
+std::string UserName(int64_t uid) {
+  struct passwd pw, *found = nullptr;
+  char buf[4096];
+  if (getpwuid_r(static_cast<uid_t>(uid), &pw, buf, sizeof(buf), &found) == 0 && found != nullptr) {
+    return found->pw_name;
+  }
+  return absl::StrCat("uid", uid);
+}
+
+bool ConstantTimeEqual(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+class Interceptor : public grpc::experimental::Interceptor {
+ public:
+  Interceptor(Authorizer* a, grpc::experimental::ServerRpcInfo* info) : a_(a), ctx_(info->server_context()) {
+    a_->BeginCall(ctx_, info->method());
+  }
+  ~Interceptor() override { a_->EndCall(ctx_); }
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override { methods->Proceed(); }
+
+ private:
+  Authorizer* a_;
+  const grpc::ServerContextBase* ctx_;
+};
+
+class Factory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit Factory(Authorizer* a) : a_(a) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
+    return new Interceptor(a_, info);
+  }
+
+ private:
+  Authorizer* a_;
+};
+
+}  // namespace
+
+std::string Identity::Author() const { return peer.empty() ? name : absl::StrCat(name, " (", peer, ")"); }
+
+std::string NewTokenSecret() { return absl::StrCat("mpt_", RandomHex(20)); }
+
+Authorizer::Authorizer(Options o) : o_(std::move(o)) {}
+
+void Authorizer::AddConnection(int fd, LocalPeer peer) {
+  absl::MutexLock l(&mu_);
+  connections_[fd] = std::move(peer);
+}
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> Authorizer::NewInterceptorFactory() {
+  return std::make_unique<Factory>(this);
+}
+
+void Authorizer::BeginCall(const grpc::ServerContextBase* ctx, const char* method) {
+  absl::MutexLock l(&mu_);
+  calls_[ctx] = Call{ShortMethod(method ? method : ""), false, {}};
+}
+
+void Authorizer::EndCall(const grpc::ServerContextBase* ctx) {
+  absl::MutexLock l(&mu_);
+  calls_.erase(ctx);
+}
+
+std::vector<Grant> Authorizer::GrantsOf(const std::string& subject) {
+  std::vector<Grant> out;
+  auto grants = o_.store->ListGrants();
+  if (!grants.ok()) {
+    LogError("cannot read grants; the caller gets none", {{"subject", subject}, {"error", grants.status().ToString()}});
+    return out;
+  }
+  for (const GrantRecord& g : *grants) {
+    if (g.subject != subject) continue;
+    if (auto r = ParseRole(g.role)) out.push_back(Grant{*r, g.project});
+  }
+  return out;
+}
+
+Identity Authorizer::Resolve(const grpc::ServerContext* ctx) {
+  Identity who;
+  who.name = "anonymous";
+  who.method = "none";
+  std::string peer = ctx->peer();
+  who.peer = peer;
+  who.transport = "insecure tcp";
+  // The connection: a local listener's (fd:N) or gRPC's own (TLS, or TCP
+  // with --insecure-listen).
+  std::optional<LocalPeer> local;
+  if (absl::StartsWith(peer, "fd:")) {
+    int fd = -1;
+    if (absl::SimpleAtoi(peer.substr(3), &fd)) {
+      absl::MutexLock l(&mu_);
+      auto it = connections_.find(fd);
+      if (it != connections_.end()) local = it->second;
+    }
+  }
+  std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
+  bool tls = auth != nullptr && !auth->FindPropertyValues("transport_security_type").empty() &&
+             std::string(auth->FindPropertyValues("transport_security_type").front().data(),
+                         auth->FindPropertyValues("transport_security_type").front().size()) == "ssl";
+  if (local) {
+    who.transport = local->transport;
+    who.peer = local->pid >= 0 ? absl::StrCat(local->transport, " pid ", local->pid, " uid ", local->uid)
+                               : absl::StrCat(local->address, " uid ", local->uid);
+  } else if (tls) {
+    who.transport = "tls";
+  }
+  // 1. A bearer token wins: it is what the caller chose to present.
+  const auto& md = ctx->client_metadata();
+  auto bearer = md.find("authorization");
+  if (bearer != md.end()) {
+    std::string value(bearer->second.data(), bearer->second.size());
+    if (!absl::StartsWithIgnoreCase(value, "bearer ")) {
+      who.refused = "the authorization header is not \"Bearer TOKEN\"";
+      return who;
+    }
+    std::string secret = value.substr(7);
+    if (!o_.internal_token.empty() && ConstantTimeEqual(secret, o_.internal_token)) {
+      who.name = "mariposad";
+      who.method = "token";
+      who.grants = {Grant{Role::kHealthAgent, ""}};
+      return who;
+    }
+    auto t = o_.store->FindTokenByHash(Sha256Hex(secret));
+    if (!t.ok()) {
+      who.refused = "the token is not known (never issued, or mistyped)";
+      return who;
+    }
+    who.name = absl::StrCat("token:", t->name);
+    who.method = "token";
+    if (t->revoked()) {
+      who.refused = absl::StrCat("token ", t->name, " was revoked at ", absl::FormatTime(t->revoked_at));
+      return who;
+    }
+    if (t->expires_at <= o_.clock->Now()) {
+      who.refused = absl::StrCat("token ", t->name, " expired at ", absl::FormatTime(t->expires_at));
+      return who;
+    }
+    if (auto r = ParseRole(t->role)) who.grants = {Grant{*r, t->project}};
+    return who;
+  }
+  // 2. A verified client certificate.
+  if (tls && auth->IsPeerAuthenticated()) {
+    auto cn = auth->FindPropertyValues("x509_common_name");
+    if (!cn.empty()) {
+      who.name = absl::StrCat("cert:", std::string(cn.front().data(), cn.front().size()));
+      who.method = "certificate";
+      who.grants = GrantsOf(who.name);
+      return who;
+    }
+  }
+  // 3. A local user.
+  if (local && local->uid >= 0) {
+    who.method = local->transport == "unix socket" ? "unix" : "loopback";
+    if (local->uid == 0 || local->uid == o_.daemon_uid) {
+      who.name = UserName(local->uid);
+      who.grants = {Grant{Role::kAdmin, ""}};
+    } else {
+      who.name = absl::StrCat("user:", UserName(local->uid));
+      who.grants = GrantsOf(who.name);
+    }
+  }
+  return who;
+}
+
+Identity Authorizer::Identify(const grpc::ServerContext* ctx) {
+  {
+    absl::MutexLock l(&mu_);
+    auto it = calls_.find(ctx);
+    if (it != calls_.end() && it->second.identified) return it->second.who;
+  }
+  Identity who = Resolve(ctx);
+  absl::MutexLock l(&mu_);
+  auto it = calls_.find(ctx);
+  if (it != calls_.end()) {
+    it->second.who = who;
+    it->second.identified = true;
+  }
+  return who;
+}
+
+std::string Authorizer::ProjectName(const std::string& ref) {
+  if (ref.empty() || !IsUuid(ref)) return ref;
+  auto p = o_.store->GetProject(ref);
+  return p.ok() ? p->name : ref;
+}
+
+bool Authorizer::Allows(const Identity& who, const std::string& method, const std::string& project, std::string* why) {
+  const MethodRule* rule = RuleFor(method);
+  if (rule == nullptr) {
+    *why = absl::StrCat(method, " is not in the permission table; nobody may call it");
+    return false;
+  }
+  if (Allowed(who.grants, *rule, project)) return true;
+  std::string scope = rule->global ? "every project" : project.empty() ? "some project" : absl::StrCat("project ", project);
+  if (rule->permission == Permission::kHealthAgent) {
+    *why = absl::StrCat(who.name, " may not connect as a health agent: that needs a token or certificate with the "
+                                  "health-agent role (`mariposa admin token create --name AGENT_ID --role health-agent`)");
+    return false;
+  }
+  *why = absl::StrCat(who.name, " may not call ", method, ": it needs the ", std::string(PermissionName(rule->permission)),
+                      " role on ", scope, who.grants.empty() ? " and has no role" : "",
+                      "; an admin grants it with `mariposa admin grant ",
+                      who.method == "token" ? "(a new token)" : who.name, " ", std::string(PermissionName(rule->permission)),
+                      rule->global || project.empty() ? "" : absl::StrCat(" -j ", project), "`");
+  return false;
+}
+
+grpc::Status Authorizer::Authorize(grpc::ServerContext* ctx, const std::string& project_ref,
+                                   const std::string& variant) {
+  std::string method;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = calls_.find(ctx);
+    if (it != calls_.end()) method = it->second.method;
+  }
+  if (method.empty()) return grpc::Status(grpc::StatusCode::INTERNAL, "call not registered with the authorizer");
+  if (!variant.empty()) method = absl::StrCat(method, "#", variant);
+  Identity who = Identify(ctx);
+  // A call whose client is gone is not acted on: its connection's fd may
+  // already serve someone else.
+  if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+  std::string project = ProjectName(project_ref);
+  if (!who.refused.empty()) {
+    RecordDenied(who, method, project, who.refused);
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        absl::StrCat(who.refused, "; ask an admin for a token (`mariposa admin token create`)"));
+  }
+  std::string why;
+  if (Allows(who, method, project, &why)) return grpc::Status::OK;
+  RecordDenied(who, method, project, why);
+  if (who.grants.empty() && who.method == "none") {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        absl::StrCat("no credential: this ", who.transport,
+                                     " connection is anonymous; present a token (--token or MARIPOSA_TOKEN) or a "
+                                     "client certificate, or use mariposad's Unix socket"));
+  }
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, why);
+}
+
+void Authorizer::RecordDenied(const Identity& who, const std::string& method, const std::string& project,
+                              const std::string& why) {
+  std::string key = absl::StrCat(who.name, "|", who.peer, "|", method);
+  int suppressed = 0;
+  {
+    absl::MutexLock l(&mu_);
+    absl::Time now = o_.clock->Now();
+    auto& [last, count] = denied_[key];
+    if (now - last < absl::Minutes(1)) {
+      ++count;
+      return;
+    }
+    suppressed = count;
+    last = now;
+    count = 0;
+    if (denied_.size() > 10000) denied_.clear();
+  }
+  std::string detail = why;
+  if (suppressed > 0) absl::StrAppend(&detail, " (and ", suppressed, " more refusals of this call in the last minute)");
+  LogInfo("call refused", {{"who", who.name}, {"peer", who.peer}, {"method", method}, {"reason", why}});
+  auto st = o_.store->AppendEvent(who.Author(), project, "auth.denied", method, detail);
+  if (!st.ok()) LogError("cannot record a refused call", {{"error", st.status().ToString()}});
+}
+
+std::string Authorizer::Author(const grpc::ServerContext* ctx) { return Identify(ctx).Author(); }
+
+bool Authorizer::CanSee(const grpc::ServerContext* ctx, const std::string& project_name) {
+  return auth::CanSee(Identify(ctx).grants, project_name);
+}
+
+}  // namespace mariposa::auth

@@ -1,0 +1,120 @@
+// Authentication and authorization at the API edge (docs/security.md).
+//
+// Who is calling, in this order:
+//   1. a bearer token ("authorization: Bearer mpt_…" metadata): the token's
+//      name, role and project; an unknown, revoked or expired token is
+//      refused (UNAUTHENTICATED), never downgraded to another identity;
+//   2. a verified TLS client certificate: "cert:CN", with the grants of
+//      that subject;
+//   3. a local connection (Unix socket: SO_PEERCRED; loopback TCP: the uid
+//      owning the client's socket): root and mariposad's own user are admin
+//      on every project, other users "user:NAME" have their grants;
+//   4. otherwise anonymous, with no grants.
+// What they may do: auth/rbac.h's table, by the method gRPC routed the call
+// to (recorded by this class's interceptor). Every refusal is an event
+// (auth.denied) naming the identity, the peer and the method.
+#ifndef MARIPOSA_AUTH_AUTHORIZER_H_
+#define MARIPOSA_AUTH_AUTHORIZER_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/server_interceptor.h>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "auth/rbac.h"
+#include "common/clock.h"
+#include "projects/access.h"
+#include "projects/store.h"
+
+namespace mariposa::auth {
+
+struct Identity {
+  std::string name;       // "root", "user:alice", "token:ci", "cert:agent-1", "anonymous"
+  std::string method;     // unix | loopback | token | certificate | none
+  std::string peer;       // where the call came from
+  std::string transport;  // unix socket | loopback tcp | tls | insecure tcp
+  std::vector<Grant> grants;
+  std::string refused;    // why the credential presented was refused ("" = none was, or it is good)
+  // How events name the caller: "token:ci (127.0.0.1:41234)".
+  std::string Author() const;
+};
+
+// The other end of a connection a local listener accepted.
+struct LocalPeer {
+  int64_t uid = -1;  // -1: unknown
+  int64_t pid = -1;
+  std::string transport;  // "unix socket" | "loopback tcp"
+  std::string address;    // the client's address
+};
+
+// Tokens: "mpt_" + 40 hex digits. Only Sha256Hex(token) is stored.
+std::string NewTokenSecret();
+
+class Authorizer : public Access {
+ public:
+  struct Options {
+    ProjectStore* store = nullptr;
+    const Clock* clock = nullptr;
+    int64_t daemon_uid = 0;
+    // A token that only this process knows (the embedded health agent's):
+    // identity "mariposad", role health-agent. Empty: none.
+    std::string internal_token;
+  };
+  explicit Authorizer(Options o);
+
+  // Called by a listener for each connection before gRPC reads from it.
+  void AddConnection(int fd, LocalPeer peer);
+  // For ServerBuilder::experimental().SetInterceptorCreators.
+  std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> NewInterceptorFactory();
+
+  // The caller of the call `ctx` is serving (computed once per call).
+  Identity Identify(const grpc::ServerContext* ctx);
+  // OK, or UNAUTHENTICATED (a bad credential) / PERMISSION_DENIED (the
+  // identity lacks the role) with a message that says what would allow it;
+  // refusals are written to the event log. `project` is a project name or
+  // uuid, "" for a call about no single project. `variant` selects a rule
+  // like "Queue/AddTask#start".
+  grpc::Status Authorize(grpc::ServerContext* ctx, const std::string& project, const std::string& variant) override;
+  // As Authorize, for an explicit method (CanI): no event, no call needed.
+  bool Allows(const Identity& who, const std::string& method, const std::string& project, std::string* why);
+  // The author recorded for the call's changes.
+  std::string Author(const grpc::ServerContext* ctx) override;
+  std::string CallerName(const grpc::ServerContext* ctx) override { return Identify(ctx).name; }
+  // Whether the caller may see `project_name` (list filters).
+  bool CanSee(const grpc::ServerContext* ctx, const std::string& project_name) override;
+
+  // Used by the interceptor.
+  void BeginCall(const grpc::ServerContextBase* ctx, const char* method);
+  void EndCall(const grpc::ServerContextBase* ctx);
+
+ private:
+  struct Call {
+    std::string method;  // "Projects/Apply"
+    bool identified = false;
+    Identity who;
+  };
+  Identity Resolve(const grpc::ServerContext* ctx);
+  std::vector<Grant> GrantsOf(const std::string& subject);
+  std::string ProjectName(const std::string& ref);
+  void RecordDenied(const Identity& who, const std::string& method, const std::string& project,
+                    const std::string& why);
+
+  Options o_;
+  absl::Mutex mu_;
+  std::map<int, LocalPeer> connections_ ABSL_GUARDED_BY(mu_);
+  std::map<const grpc::ServerContextBase*, Call> calls_ ABSL_GUARDED_BY(mu_);
+  // One auth.denied event per identity and method per minute; the rest are
+  // counted into the next one.
+  std::map<std::string, std::pair<absl::Time, int>> denied_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace mariposa::auth
+
+#endif  // MARIPOSA_AUTH_AUTHORIZER_H_

@@ -1,0 +1,50 @@
+// Who may call what: the hook every gRPC handler goes through. mariposad
+// installs its auth::Authorizer once, before serving (docs/security.md).
+// Without one — services driven in-process by unit tests — every call is
+// allowed and authored by its peer address.
+#ifndef MARIPOSA_PROJECTS_ACCESS_H_
+#define MARIPOSA_PROJECTS_ACCESS_H_
+
+#include <string>
+
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/status.h>
+
+namespace mariposa {
+
+class Access {
+ public:
+  virtual ~Access() = default;
+  // OK, or UNAUTHENTICATED / PERMISSION_DENIED for the method gRPC routed
+  // `ctx` to (and `variant`, e.g. "start" for Queue/AddTask#start) on
+  // `project` (name or uuid; "" for a call about no single project).
+  virtual grpc::Status Authorize(grpc::ServerContext* ctx, const std::string& project,
+                                 const std::string& variant) = 0;
+  // The authenticated caller and peer, as events record them.
+  virtual std::string Author(const grpc::ServerContext* ctx) = 0;
+  // Whether the caller may see `project_name` (what list calls return).
+  virtual bool CanSee(const grpc::ServerContext* ctx, const std::string& project_name) = 0;
+  // The authenticated caller alone: "root", "token:ci", "cert:agent-1".
+  virtual std::string CallerName(const grpc::ServerContext* ctx) = 0;
+};
+
+// Installs `a` for the life of the process (nullptr: none).
+void SetAccess(Access* a);
+
+grpc::Status Authorize(grpc::ServerContext* ctx, const std::string& project, const std::string& variant = "");
+// The request's author: the authenticated identity and its peer.
+std::string AuthorOf(const grpc::ServerContext* ctx);
+bool CanSee(const grpc::ServerContext* ctx, const std::string& project_name);
+// "" without an installed Access.
+std::string CallerName(const grpc::ServerContext* ctx);
+
+}  // namespace mariposa
+
+// Returns the refusal from the enclosing handler.
+#define MARIPOSA_AUTHORIZE(ctx, ...)                                                  \
+  do {                                                                               \
+    if (::grpc::Status denied_ = ::mariposa::Authorize(ctx, __VA_ARGS__); !denied_.ok()) \
+      return denied_;                                                                \
+  } while (0)
+
+#endif  // MARIPOSA_PROJECTS_ACCESS_H_
