@@ -220,11 +220,15 @@ bool Authorizer::Allows(const Identity& who, const std::string& method, const st
                                   "health-agent role (`mariposa admin token create --name AGENT_ID --role health-agent`)");
     return false;
   }
-  *why = absl::StrCat(who.name, " may not call ", method, ": it needs the ", std::string(PermissionName(rule->permission)),
-                      " role on ", scope, who.grants.empty() ? " and has no role" : "",
-                      "; an admin grants it with `mariposa admin grant ",
-                      who.method == "token" ? "(a new token)" : who.name, " ", std::string(PermissionName(rule->permission)),
-                      rule->global || project.empty() ? "" : absl::StrCat(" -j ", project), "`");
+  std::string role(PermissionName(rule->permission));
+  std::string on = rule->global || project.empty() ? "--all-projects" : absl::StrCat("-j ", project);
+  *why = absl::StrCat(who.name, " may not call ", method, ": it needs the ", role, " role on ", scope,
+                      who.grants.empty() ? " and has no role" : "",
+                      who.method == "token"
+                          ? absl::StrCat("; a token's role is fixed: ask an admin for another (`mariposa admin token "
+                                         "create --name NAME --role ", role, " ", on, "`)")
+                          : absl::StrCat("; an admin grants it with `mariposa admin grant ", who.name, " ", role,
+                                         rule->global || project.empty() ? "" : absl::StrCat(" -j ", project), "`"));
   return false;
 }
 

@@ -1,5 +1,6 @@
 // mariposa: the command-line client, a thin gRPC client of mariposad.
 // Exit codes: 0 ok, 1 error, 2 usage.
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,9 +36,12 @@
 #include "mariposa/v1/health.grpc.pb.h"
 #include "mariposa/v1/images.grpc.pb.h"
 #include "mariposa/v1/admin.grpc.pb.h"
+#include "mariposa/v1/auth.grpc.pb.h"
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "mariposa/v1/queue.grpc.pb.h"
 #include "mariposa/v1/state.grpc.pb.h"
+#include "auth/client.h"
+#include "cli/config.h"
 #include "cli/history.h"
 #include "cli/plan_text.h"
 #include "projects/limits.h"
@@ -67,7 +71,8 @@ Manifests and versions
 Metadata
   meta list
   meta get KEY
-  meta set KEY VALUE [--secret] [--cas ID]
+  meta set KEY VALUE [--cas ID]
+  meta set KEY [-] --secret [--cas ID]  (prompts, or reads stdin with -; never from argv)
   meta rm KEY [--cas ID]
   meta incr KEY [N] [--cas ID]
   meta decr KEY [N] [--cas ID]
@@ -100,11 +105,28 @@ Triton core (agents)
 Log and controller
   events [--after INDEX] [--limit N] [--all] [-f]
   admin status
-  admin backup PATH
+  admin backup NAME                    written by mariposad into its --backup-dir, 0600
+Access (docs/security.md)
+  auth whoami                          who mariposad says you are, and your roles
+  auth can-i ACTION [-j PROJECT]       whether you may (apply, freeze, …); exit 0 yes, 1 no
+  auth permissions                     the least role every RPC needs
+  admin token create --name N --role R (-j PROJECT | --all-projects) [--expires 30d]
+  admin token list | admin token revoke ID|NAME
+  admin grant SUBJECT ROLE [-j PROJECT]   SUBJECT: user:NAME (local user) or cert:CN
+  admin grants | admin ungrant SUBJECT [-j PROJECT]
+  admin rotate-key                     seals every secret again with a new key
+  config get-contexts | current-context | use-context NAME | delete-context NAME
+  config set-context NAME [--addr A] [-j P] [--ca F] [--cert F --key F] [--token-file F]
 
 Global options
   -j, --project NAME   the project (default: $MARIPOSA_PROJECT, or the manifest's project:)
-  --addr ADDR          mariposad address (default: $MARIPOSA_ADDR or 127.0.0.1:7740)
+  --addr ADDR          mariposad address (default: $MARIPOSA_ADDR, the context's, or 127.0.0.1:7740;
+                       unix:PATH for its Unix socket)
+  --context NAME       settings from this context of the config file ($MARIPOSA_CONFIG,
+                       ~/.config/mariposa/config.yaml); default its current-context
+  --ca FILE            TLS: verify mariposad against this CA ($MARIPOSA_CA)
+  --cert FILE --key FILE  TLS client certificate ($MARIPOSA_CERT, $MARIPOSA_KEY)
+  --token-file FILE    bearer token ($MARIPOSA_TOKEN_FILE, or the token in $MARIPOSA_TOKEN)
   -o, --output FORMAT  table (default), json or yaml
   -h, --help           help; `mariposa COMMAND --help` for one command
 
@@ -149,10 +171,13 @@ const std::map<std::string, std::string>& CommandHelp() {
        "unless --thaw (which ends those freezes). Services whose instance spec changes are rolled out by a\n"
        "reprovision task (update.on_change: rollout, the default); --wait follows it as apply --wait does.\n"},
       {"meta",
-       "usage: mariposa -j PROJECT meta list | get KEY | set KEY VALUE [--secret] [--cas ID] | rm KEY [--cas ID]\n"
+       "usage: mariposa -j PROJECT meta list | get KEY | set KEY VALUE [--cas ID] | set KEY [-] --secret [--cas ID]\n"
+       "                              | rm KEY [--cas ID]\n"
        "                              | incr KEY [N] [--cas ID] | decr KEY [N] [--cas ID] | import FILE [--secret]\n\n"
        "--cas ID writes only if the key is still at cas id ID (0: only if it does not exist).\n"
-       "Secret values are never printed; they are shown as <secret>.\n"},
+       "Secret values are never printed; they are shown as <secret>. A secret is never read from the command line:\n"
+       "set KEY --secret prompts for it (no echo), set KEY - --secret reads it from stdin. mariposad seals it\n"
+       "(AES-256-GCM) before it reaches the store; it leaves mariposad only inside VMAPI create requests.\n"},
       {"events", "usage: mariposa [-j PROJECT] events [--after INDEX] [--limit N] [--all] [-f]\n\n"
                  "Lists events of the project (--all: every project) after INDEX. -f follows: prints new events as\n"
                  "they happen (from INDEX with --after, else from now on) until interrupted.\n"},
@@ -218,7 +243,25 @@ const std::map<std::string, std::string>& CommandHelp() {
        "0 = all); run reprovision again to continue. --rolling N replaces N at a time instead of update.rolling.\n"
        "--wait follows the instances until every service is converged (as apply --wait).\n"},
       {"thaw", "usage: mariposa -j PROJECT thaw [--service s1,s2 | --group G]\n\nEnds the freezes that overlap the scope.\n"},
-      {"admin", "usage: mariposa admin status | admin backup PATH\n"},
+      {"admin",
+       "usage: mariposa admin status | backup NAME | token create|list|revoke | grant SUBJECT ROLE [-j P] |\n"
+       "                     grants | ungrant SUBJECT [-j P] | rotate-key\n\n"
+       "backup NAME: mariposad writes a consistent copy of the store into its --backup-dir (0700), the file 0600;\n"
+       "secrets in it stay sealed (the key file is not in it).\n"
+       "token create --name N --role viewer|deployer|operator|admin|health-agent (-j PROJECT | --all-projects)\n"
+       "  [--expires 30d]: prints the token once (stdout); mariposad keeps only its sha256.\n"
+       "grant: a role for a local user (user:NAME, on the Unix socket or loopback) or a TLS client\n"
+       "  certificate (cert:CN), on -j PROJECT or on every project.\n"
+       "rotate-key: a new secrets key; every secret is sealed again; the old key is kept as a .retired file.\n"},
+      {"auth",
+       "usage: mariposa auth whoami | auth can-i ACTION [-j PROJECT] | auth permissions\n\n"
+       "ACTION is a verb (apply, scale, freeze, thaw, start, stop, delete, backup, token, …) or an RPC\n"
+       "(Projects/Apply). can-i exits 0 when allowed, 1 when not, with the reason.\n"},
+      {"config",
+       "usage: mariposa config get-contexts | current-context | use-context NAME | delete-context NAME\n"
+       "       mariposa config set-context NAME [--addr A] [-j P] [--ca F] [--cert F --key F] [--token-file F]\n\n"
+       "Contexts are named connection settings in $MARIPOSA_CONFIG (default ~/.config/mariposa/config.yaml,\n"
+       "0600). Each setting: flag, then environment, then the context, then the default.\n"},
   };
   return *h;
 }
@@ -264,6 +307,13 @@ class Args {
     return false;
   }
   // Positional arguments; unknown flags are usage errors.
+  // The first positional argument, "" if none.
+  std::string Peek() const {
+    for (const auto& s : a_) {
+      if (s.empty() || s[0] != '-') return s;
+    }
+    return "";
+  }
   std::vector<std::string> Positional(size_t min, size_t max, const std::string& what) {
     for (const auto& s : a_) {
       if (s.size() > 1 && s[0] == '-' && !absl::SimpleAtoi(s, &dummy_)) throw UsageError{absl::StrCat("unknown option ", s)};
@@ -286,16 +336,114 @@ std::string Env(const char* name, const std::string& def) {
   return v && *v ? v : def;
 }
 
+// A value from stdin: asked for without echo on a terminal, else all of
+// stdin with one trailing newline dropped.
+std::string ReadValue(const std::string& prompt) {
+  std::string v;
+  if (isatty(STDIN_FILENO)) {
+    std::cerr << prompt << std::flush;
+    termios old{};
+    bool restore = tcgetattr(STDIN_FILENO, &old) == 0;
+    if (restore) {
+      termios quiet = old;
+      quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+      tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
+    }
+    std::getline(std::cin, v);
+    if (restore) tcsetattr(STDIN_FILENO, TCSANOW, &old);
+    std::cerr << "\n";
+    return v;
+  }
+  std::stringstream s;
+  s << std::cin.rdbuf();
+  v = s.str();
+  if (!v.empty() && v.back() == '\n') v.pop_back();
+  return v;
+}
+
+std::map<std::string, std::string> Environment() {
+  std::map<std::string, std::string> env;
+  for (const char* name : {"HOME", "MARIPOSA_ADDR", "MARIPOSA_PROJECT", "MARIPOSA_CA", "MARIPOSA_CERT", "MARIPOSA_KEY",
+                           "MARIPOSA_TOKEN", "MARIPOSA_TOKEN_FILE", "MARIPOSA_CONTEXT", "MARIPOSA_CONFIG"}) {
+    if (const char* v = std::getenv(name); v != nullptr && *v) env[name] = v;
+  }
+  return env;
+}
+
+void Table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+
+// `mariposa config …`: contexts in the config file; no daemon involved.
+int ConfigCmd(const std::vector<std::string>& args, const cli::Settings& flags, const std::string& output) {
+  auto env = Environment();
+  std::string path = cli::ConfigPath(env);
+  auto cfg = cli::LoadConfig(path);
+  if (!cfg.ok()) throw Error{std::string(cfg.status().message())};
+  std::string sub = args.empty() ? "" : args[0];
+  if (sub == "get-contexts" && args.size() == 1) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [name, s] : cfg->contexts) {
+      rows.push_back({name == cfg->current ? "*" : "", name, s.addr, s.project,
+                      !s.cert.empty() ? "certificate" : (!s.token.empty() || !s.token_file.empty()) ? "token" : "local",
+                      s.ca.empty() ? "no" : "yes"});
+    }
+    (void)output;
+    Table({"CURRENT", "NAME", "ADDR", "PROJECT", "AUTH", "TLS"}, rows);
+    return 0;
+  }
+  if (sub == "current-context" && args.size() == 1) {
+    if (cfg->current.empty()) throw Error{absl::StrCat("no current context in ", path)};
+    std::cout << cfg->current << "\n";
+    return 0;
+  }
+  if (sub == "use-context" && args.size() == 2) {
+    if (!cfg->contexts.count(args[1])) {
+      throw Error{absl::StrCat("no context \"", args[1], "\" in ", path, "; `mariposa config set-context ", args[1],
+                               " --addr …` makes one")};
+    }
+    cfg->current = args[1];
+    if (auto st = cli::SaveConfig(path, *cfg); !st.ok()) throw Error{std::string(st.message())};
+    std::cout << "now using context " << args[1] << "\n";
+    return 0;
+  }
+  if (sub == "set-context" && args.size() == 2) {
+    if (!flags.token.empty()) {
+      throw UsageError{"a token is not taken from the command line; use --token-file FILE"};
+    }
+    cli::Settings& s = cfg->contexts[args[1]];
+    for (auto [from, to] : {std::pair{&flags.addr, &s.addr}, {&flags.project, &s.project}, {&flags.ca, &s.ca},
+                            {&flags.cert, &s.cert}, {&flags.key, &s.key}, {&flags.token_file, &s.token_file}}) {
+      if (!from->empty()) *to = *from;
+    }
+    if (cfg->current.empty()) cfg->current = args[1];
+    if (auto st = cli::SaveConfig(path, *cfg); !st.ok()) throw Error{std::string(st.message())};
+    std::cout << "context " << args[1] << " saved in " << path << (cfg->current == args[1] ? " (current)" : "") << "\n";
+    return 0;
+  }
+  if (sub == "delete-context" && args.size() == 2) {
+    if (cfg->contexts.erase(args[1]) == 0) throw Error{absl::StrCat("no context \"", args[1], "\" in ", path)};
+    if (cfg->current == args[1]) cfg->current.clear();
+    if (auto st = cli::SaveConfig(path, *cfg); !st.ok()) throw Error{std::string(st.message())};
+    std::cout << "context " << args[1] << " deleted\n";
+    return 0;
+  }
+  throw UsageError{"expected config get-contexts | current-context | use-context NAME | "
+                   "set-context NAME [--addr A] [-j P] [--ca F] [--cert F --key F] [--token-file F] | delete-context NAME"};
+}
+
 class Cli {
  public:
-  Cli(std::string addr, std::string project, std::string output, const Clock* clock)
-      : project_(std::move(project)), output_(std::move(output)), clock_(clock) {
+  Cli(std::string addr, std::string project, std::string output, const Clock* clock,
+      auth::ClientCredentials creds = {})
+      : project_(std::move(project)), output_(std::move(output)), clock_(clock), creds_(std::move(creds)) {
     // Message limits set on purpose: requests up to what the server takes,
     // replies up to the largest it sends (projects/limits.h).
     grpc::ChannelArguments args;
     args.SetMaxSendMessageSize(mariposa::Limits::kMaxRequestBytes);
     args.SetMaxReceiveMessageSize(mariposa::Limits::kMaxGrpcMessageBytes);
-    channel_ = grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args);
+    auto channel = auth::Dial(addr, creds_, args);
+    if (!channel.ok()) throw UsageError{std::string(channel.status().message())};
+    channel_ = *channel;
+    auth_ = v1::Auth::NewStub(channel_);
     projects_ = Projects::NewStub(channel_);
     admin_ = Admin::NewStub(channel_);
     queue_ = v1::Queue::NewStub(channel_);
@@ -313,16 +461,17 @@ class Cli {
     // The server stops any request after 30 s of work; a little more here so
     // that its own answer, which says what happened, arrives first.
     if (deadline) ctx->set_deadline(absl::ToChronoTime(clock_->Now() + absl::Seconds(35)));
-    char host[256] = "localhost";
-    gethostname(host, sizeof(host) - 1);
-    ctx->AddMetadata("x-mariposa-author", absl::StrCat(Env("USER", "unknown"), "@", host));
+    // Who we are is what mariposad authenticates (peer uid, certificate or
+    // token), never a name we send.
+    auth::AddCallCredentials(creds_, ctx.get());
     return ctx;
   }
   void Check(const grpc::Status& s) {
     if (s.ok()) return;
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
       throw Error{absl::StrCat("cannot reach mariposad at ", addr_, " (", s.error_message(),
-                               "); is it running? set --addr or MARIPOSA_ADDR")};
+                               "); is it running? set --addr or MARIPOSA_ADDR",
+                               creds_.ca_file.empty() ? "" : " (and is it serving TLS with a certificate --ca signed?)")};
     }
     throw Error{s.error_message()};
   }
@@ -348,6 +497,8 @@ class Cli {
   int Meta(Args& a);
   int Events(Args& a);
   int AdminCmd(Args& a);
+  int TokenCmd(Args& a);
+  int AuthCmd(Args& a);
   int QueueCmd(Args& a);
   int FreezeCmd(Args& a, bool thaw);
   int PauseCmd(bool pause, Args& a);
@@ -372,6 +523,8 @@ class Cli {
   const Clock* clock_;
   std::unique_ptr<v1::Events::Stub> events_;
   std::unique_ptr<v1::Images::Stub> images_;
+  auth::ClientCredentials creds_;
+  std::unique_ptr<v1::Auth::Stub> auth_;
 };
 
 std::string Time(const google::protobuf::Timestamp& t) {
@@ -990,11 +1143,19 @@ int Cli::Meta(Args& a) {
     return 0;
   }
   if (sub == "set") {
-    if (rest.size() != 3) throw UsageError{"expected meta set KEY VALUE"};
+    // A secret never goes on the command line, where `ps` and shell history
+    // show it: it comes from a prompt or from stdin ("-").
+    if (secret && rest.size() == 3 && rest[2] != "-") {
+      throw UsageError{"a secret value is not taken from the command line (ps and shell history show it): "
+                       "`mariposa meta set KEY --secret` prompts for it; `… meta set KEY - --secret` reads stdin"};
+    }
+    if (rest.size() != 3 && !(secret && rest.size() == 2)) throw UsageError{"expected meta set KEY VALUE"};
+    std::string value = rest.size() == 3 ? rest[2] : "-";
+    if (value == "-") value = ReadValue(absl::StrCat("value of ", rest[1], " (not shown): "));
     v1::SetMetaRequest req;
     req.set_project(NeedProject());
     req.set_key(rest[1]);
-    req.set_value(rest[2]);
+    req.set_value(value);
     req.set_secret(secret);
     if (cas) req.set_cas_id(*cas);
     v1::SetMetaResponse resp;
@@ -1117,8 +1278,173 @@ int Cli::Events(Args& a) {
   return 0;
 }
 
+// "30d", "12h", "90m", "1h30m" as seconds; UsageError otherwise.
+int64_t ParseExpiry(const std::string& text) {
+  absl::Duration d;
+  int64_t days = 0;
+  if (!text.empty() && text.back() == 'd' && absl::SimpleAtoi(text.substr(0, text.size() - 1), &days) && days > 0) {
+    return days * 86400;
+  }
+  if (!absl::ParseDuration(text, &d) || d < absl::Minutes(1)) {
+    throw UsageError{absl::StrCat("--expires \"", text, "\" is not a duration of at least a minute (30d, 12h, 90m)")};
+  }
+  return absl::ToInt64Seconds(d);
+}
+
+std::string Scope(const std::string& project) { return project.empty() ? "every project" : "project " + project; }
+
+int Cli::TokenCmd(Args& a) {
+  auto name = a.Value({"--name"});
+  auto role = a.Value({"--role"});
+  auto expires = a.Value({"--expires"});
+  bool all = a.Flag({"--all-projects"});
+  auto rest = a.Positional(2, 3, "admin token create|list|revoke");
+  const std::string& sub = rest[1];
+  if (sub == "create") {
+    if (!name || !role) throw UsageError{"admin token create needs --name NAME and --role ROLE"};
+    if (all == !project_.empty()) {
+      throw UsageError{"say which projects the token covers: -j PROJECT, or --all-projects"};
+    }
+    v1::CreateTokenRequest req;
+    req.set_name(*name);
+    req.set_role(*role);
+    req.set_project(all ? "" : project_);
+    if (expires) req.set_expires_in_seconds(ParseExpiry(*expires));
+    v1::CreateTokenResponse resp;
+    Check(auth_->CreateToken(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::cerr << "token " << resp.token().name() << " (" << resp.token().id() << "): " << resp.token().role() << " on "
+              << Scope(resp.token().project()) << ", "
+              << (resp.token().has_expires_at() ? "expires " + Time(resp.token().expires_at()) : "never expires")
+              << "\nIt is shown this once; mariposad keeps only its hash. Give it to the client as\n"
+                 "MARIPOSA_TOKEN, a --token-file, or a context's token-file (`mariposa config set-context`).\n";
+    std::cout << resp.secret() << "\n";
+    return 0;
+  }
+  if (sub == "list") {
+    v1::ListTokensResponse resp;
+    Check(auth_->ListTokens(Ctx().get(), {}, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& t : resp.tokens()) {
+      rows.push_back({t.id(), t.name(), t.role(), t.project().empty() ? "*" : t.project(), Time(t.created_at()),
+                      t.has_expires_at() ? Time(t.expires_at()) : "never", t.revoked() ? "revoked" : "live",
+                      t.created_by()});
+    }
+    Table({"ID", "NAME", "ROLE", "PROJECT", "CREATED", "EXPIRES", "STATE", "CREATED BY"}, rows);
+    return 0;
+  }
+  if (sub == "revoke" && rest.size() == 3) {
+    v1::RevokeTokenRequest req;
+    req.set_token(rest[2]);
+    v1::RevokeTokenResponse resp;
+    Check(auth_->RevokeToken(Ctx().get(), req, &resp));
+    std::cout << "revoked token " << resp.token().name() << " (" << resp.token().id() << "); calls with it are refused from now on\n";
+    return 0;
+  }
+  throw UsageError{"expected admin token create --name N --role R (-j PROJECT | --all-projects) [--expires 30d] | "
+                   "admin token list | admin token revoke ID|NAME"};
+}
+
+int Cli::AuthCmd(Args& a) {
+  auto rest = a.Positional(1, 2, "auth whoami | auth can-i ACTION | auth permissions");
+  if (rest[0] == "whoami") {
+    v1::WhoAmIResponse resp;
+    Check(auth_->WhoAmI(Ctx().get(), {}, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::cout << "name:      " << resp.name() << "\nmethod:    " << resp.method() << "\ntransport: " << resp.transport()
+              << "\npeer:      " << resp.peer() << "\nroles:     ";
+    if (resp.grants().empty()) std::cout << "none";
+    for (int i = 0; i < resp.grants_size(); ++i) {
+      std::cout << (i ? ", " : "") << resp.grants(i).role() << " on " << Scope(resp.grants(i).project());
+    }
+    std::cout << "\n";
+    return 0;
+  }
+  if (rest[0] == "can-i" && rest.size() == 2) {
+    v1::CanIRequest req;
+    req.set_action(rest[1]);
+    req.set_project(project_);
+    v1::CanIResponse resp;
+    Check(auth_->CanI(Ctx().get(), req, &resp));
+    if (Structured()) {
+      Print(resp);
+    } else {
+      std::cout << (resp.allowed() ? "yes" : "no") << " (" << resp.method() << " needs " << resp.permission()
+                << (project_.empty() ? "" : " on project " + project_) << ")";
+      if (!resp.allowed()) std::cout << ": " << resp.reason();
+      std::cout << "\n";
+    }
+    return resp.allowed() ? 0 : 1;
+  }
+  if (rest[0] == "permissions") {
+    v1::PermissionsResponse resp;
+    Check(auth_->Permissions(Ctx().get(), {}, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& r : resp.rules()) rows.push_back({r.method(), r.permission(), r.global() ? "every project" : "per project"});
+    Table({"RPC", "LEAST ROLE", "GRANT NEEDED ON"}, rows);
+    return 0;
+  }
+  throw UsageError{"expected auth whoami | auth can-i ACTION [-j PROJECT] | auth permissions"};
+}
+
 int Cli::AdminCmd(Args& a) {
-  auto rest = a.Positional(1, 2, "admin status | admin backup PATH");
+  if (a.Peek() == "token") return TokenCmd(a);
+  auto rest = a.Positional(1, 3, "admin status | backup NAME | token … | grant | grants | ungrant | rotate-key");
+  if (rest[0] == "grant" && rest.size() == 3) {
+    v1::SetGrantRequest req;
+    req.mutable_grant()->set_subject(rest[1]);
+    req.mutable_grant()->set_role(rest[2]);
+    req.mutable_grant()->set_project(project_);
+    v1::SetGrantResponse resp;
+    Check(auth_->SetGrant(Ctx().get(), req, &resp));
+    std::cout << resp.grant().subject() << " is " << resp.grant().role() << " on " << Scope(resp.grant().project()) << "\n";
+    return 0;
+  }
+  if (rest[0] == "ungrant" && rest.size() == 2) {
+    v1::DeleteGrantRequest req;
+    req.set_subject(rest[1]);
+    req.set_project(project_);
+    v1::DeleteGrantResponse resp;
+    Check(auth_->DeleteGrant(Ctx().get(), req, &resp));
+    std::cout << rest[1] << " no longer has a grant on " << Scope(project_) << "\n";
+    return 0;
+  }
+  if (rest[0] == "grants") {
+    v1::ListGrantsResponse resp;
+    Check(auth_->ListGrants(Ctx().get(), {}, &resp));
+    if (Structured()) {
+      Print(resp);
+      return 0;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& g : resp.grants()) {
+      rows.push_back({g.subject(), g.role(), g.project().empty() ? "*" : g.project(), Time(g.created_at()), g.created_by()});
+    }
+    Table({"SUBJECT", "ROLE", "PROJECT", "CREATED", "CREATED BY"}, rows);
+    return 0;
+  }
+  if (rest[0] == "rotate-key") {
+    v1::RotateKeyResponse resp;
+    Check(auth_->RotateKey(Ctx().get(), {}, &resp));
+    std::cout << "secrets key rotated: " << resp.old_key_id() << " -> " << resp.key_id() << "; " << resp.secrets()
+              << " secrets sealed again. The old key is kept as a .retired file beside the key file for\n"
+                 "backups taken before now; delete it once those backups are gone.\n";
+    return 0;
+  }
   if (rest[0] == "status") {
     v1::StatusResponse resp;
     Check(admin_->Status(Ctx().get(), {}, &resp));
@@ -1130,6 +1456,9 @@ int Cli::AdminCmd(Args& a) {
               << "\nstore:    " << resp.store_path() << " (schema " << resp.schema_version() << ")\nprojects: "
               << resp.project_count() << "\nevents:   " << resp.last_event_index() << "\nstarted:  "
               << Time(resp.started_at()) << "\n";
+    for (const auto& l : resp.listeners()) std::cout << "listen:   " << l << "\n";
+    if (!resp.secrets_key().empty()) std::cout << "secrets:  " << resp.secrets_key() << "\n";
+    if (!resp.backup_dir().empty()) std::cout << "backups:  " << resp.backup_dir() << "\n";
     if (resp.problems().empty()) {
       std::cout << "problems: none\n";
       return 0;
@@ -1143,6 +1472,7 @@ int Cli::AdminCmd(Args& a) {
     return 0;
   }
   if (rest[0] == "backup" && rest.size() == 2) {
+    // mariposad writes it, into its --backup-dir only.
     v1::BackupRequest req;
     req.set_path(rest[1]);
     v1::BackupResponse resp;
@@ -1150,7 +1480,8 @@ int Cli::AdminCmd(Args& a) {
     std::cout << "backed up " << resp.bytes() << " bytes to " << resp.path() << "\n";
     return 0;
   }
-  throw UsageError{"expected admin status | admin backup PATH"};
+  throw UsageError{"expected admin status | admin backup NAME | admin token create|list|revoke | "
+                   "admin grant SUBJECT ROLE [-j P] | admin grants | admin ungrant SUBJECT [-j P] | admin rotate-key"};
 }
 
 void Cli::PrintTask(const v1::Task& t) {
@@ -1743,6 +2074,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "meta") return Meta(args);
   if (cmd == "events") return Events(args);
   if (cmd == "admin") return AdminCmd(args);
+  if (cmd == "auth") return AuthCmd(args);
   if (cmd == "queue") return QueueCmd(args);
   if (cmd == "freeze") return FreezeCmd(args, false);
   if (cmd == "pause" || cmd == "resume") return PauseCmd(cmd == "pause", args);
@@ -1757,8 +2089,8 @@ int Cli::Run(const std::string& cmd, Args args) {
 }
 
 int Main(int argc, char** argv, const Clock* clock) {
-  std::string addr = Env("MARIPOSA_ADDR", "127.0.0.1:7740");
-  std::string project = Env("MARIPOSA_PROJECT", "");
+  cli::Settings flags;
+  std::string context;
   std::string output = "table";
   std::vector<std::string> rest;
   bool help = false;
@@ -1781,7 +2113,15 @@ int Main(int argc, char** argv, const Clock* clock) {
         }
         return false;
       };
-      if (take({"-j", "--project"}, &project) || take({"--addr"}, &addr) || take({"-o", "--output"}, &output)) continue;
+      if (take({"-j", "--project"}, &flags.project) || take({"--addr"}, &flags.addr) ||
+          take({"-o", "--output"}, &output) || take({"--context"}, &context) || take({"--ca"}, &flags.ca) ||
+          take({"--cert"}, &flags.cert) || take({"--key"}, &flags.key) || take({"--token-file"}, &flags.token_file)) {
+        continue;
+      }
+      if (a == "--token" || absl::StartsWith(a, "--token=")) {
+        throw UsageError{"a token is not taken from the command line (ps and shell history show it): use "
+                         "--token-file FILE, $MARIPOSA_TOKEN, or a context's token-file"};
+      }
       if (a == "-h" || a == "--help") {
         help = true;
         continue;
@@ -1805,13 +2145,25 @@ int Main(int argc, char** argv, const Clock* clock) {
       std::cout << kUsage;
       return 0;
     }
+    if (cmd == "config") return ConfigCmd(rest, flags, output);
+    auto env = Environment();
+    auto cfg = cli::LoadConfig(cli::ConfigPath(env));
+    if (!cfg.ok()) throw Error{std::string(cfg.status().message())};
+    auto settings = cli::Resolve(flags, context, env, *cfg);
+    if (!settings.ok()) throw Error{std::string(settings.status().message())};
+    auth::ClientCredentials creds{settings->ca, settings->cert, settings->key, settings->token, ""};
+    if (!settings->token_file.empty()) {
+      auto t = auth::ReadSmallFile(settings->token_file, "token file");
+      if (!t.ok()) throw Error{std::string(t.status().message())};
+      creds.token = std::string(absl::StripAsciiWhitespace(*t));
+    }
     rest.insert(rest.begin(), cmd);
     // The first positional after the command is its subcommand for project,
     // version, meta and admin; Args sees it as rest[0].
     std::vector<std::string> sub(rest.begin() + 1, rest.end());
     bool has_sub = cmd == "project" || cmd == "projects" || cmd == "version" || cmd == "meta" || cmd == "admin" ||
-                   cmd == "queue" || cmd == "image" || cmd == "images" || cmd == "core";
-    Cli cli(addr, project, output, clock);
+                   cmd == "queue" || cmd == "image" || cmd == "images" || cmd == "core" || cmd == "auth";
+    Cli cli(settings->addr, settings->project, output, clock, creds);
     if (has_sub) return cli.Run(cmd, Args(sub));
     return cli.Run(cmd, Args(rest));
   } catch (const UsageError& e) {
