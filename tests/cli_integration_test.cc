@@ -132,7 +132,11 @@ TEST_F(CliTest, BadManifestIsRejectedWholeWithLocations) {
 
 TEST_F(CliTest, MetaWithCasAndSecretsNeverPrinted) {
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  // Never from argv (ps shows it); from stdin with "-".
   auto r = M({"-j", "jupiter", "meta", "set", "mysql.password", "hunter2-sekrit", "--secret"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("not taken from the command line"));
+  r = M({"-j", "jupiter", "meta", "set", "mysql.password", "-", "--secret"}, "hunter2-sekrit\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (auto args : std::vector<std::vector<std::string>>{
            {"-j", "jupiter", "meta", "list"},
@@ -244,14 +248,30 @@ TEST_F(CliTest, SecondDaemonRefusesAndShutdownIsGraceful) {
   EXPECT_THAT(second.log(), HasSubstr("is in use by mariposad pid " + std::to_string(daemon_->pid())));
   auto r = M({"admin", "status"});
   EXPECT_THAT(r.out, HasSubstr("mode:     active"));
+  // Backups go only into the daemon's backup directory, 0600.
   r = M({"admin", "backup", dir_ + "/backup.db"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("only into its backup directory"));
+  r = M({"admin", "backup", "../escape.db"});
+  EXPECT_EQ(r.exit_code, 1);
+  r = M({"admin", "backup", "backup.db"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  struct stat st;
+  ASSERT_EQ(stat((dir_ + "/data/backups/backup.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+  ASSERT_EQ(stat((dir_ + "/data/backups").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700);
+  ASSERT_EQ(stat((dir_ + "/data/mariposa.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+  ASSERT_EQ(stat((dir_ + "/data").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700);
   EXPECT_EQ(daemon_->Stop(), 0);
   EXPECT_THAT(daemon_->log(), HasSubstr("\"msg\":\"stopped\""));
   // The backup is a working store.
   Daemon restored(dir_ + "/restored");
   ASSERT_EQ(mkdir((dir_ + "/restored").c_str(), 0700), 0);
-  ASSERT_EQ(link((dir_ + "/backup.db").c_str(), (dir_ + "/restored/mariposa.db").c_str()), 0);
+  ASSERT_EQ(link((dir_ + "/data/backups/backup.db").c_str(), (dir_ + "/restored/mariposa.db").c_str()), 0);
+  ASSERT_EQ(link((dir_ + "/data/secrets.key").c_str(), (dir_ + "/restored/secrets.key").c_str()), 0);
   ASSERT_TRUE(restored.Start()) << restored.log();
   EXPECT_EQ(restored.Stop(), 0);
 }

@@ -51,7 +51,9 @@ class ConvergenceTest : public ::testing::Test {
     }
     return false;
   }
-  RunResult M(const std::vector<std::string>& args) { return Cli(daemon_->addr(), args); }
+  RunResult M(const std::vector<std::string>& args, const std::string& input = "") {
+    return Cli(daemon_->addr(), args, input);
+  }
   // The uuid in "queued <kind> task <uuid>".
   static std::string TaskOf(const RunResult& r) {
     size_t at = r.out.find("task ");
@@ -885,7 +887,7 @@ services:
   ASSERT_EQ(app_before.size(), 2u);
   std::string plain_before = vms("plain")[0]["uuid"];
 
-  RunResult set = M({"-j", "drift", "meta", "set", "pw", "new-secret", "--secret"});
+  RunResult set = M({"-j", "drift", "meta", "set", "pw", "-", "--secret"}, "new-secret\n");
   ASSERT_EQ(set.exit_code, 0) << set.err;
   // The reply names the instances the change left stale, and so does diff.
   EXPECT_THAT(set.out, ::testing::ContainsRegex("2 instances of app use older meta values: drift-app-[0-9], drift-app-[0-9]"));
