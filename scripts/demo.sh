@@ -71,11 +71,20 @@ m -j jupiter stop --service nginx
 sleep 3; m -j jupiter status
 m -j jupiter start --service nginx
 converge 8 && vms
-m -j jupiter meta set mysql.password 'correct horse' --secret
+echo "# a secret comes from stdin or a prompt, never argv; mariposad seals it (AES-256-GCM) before storing it"
+printf 'correct horse' | m -j jupiter meta set mysql.password - --secret
 m -j jupiter meta list
 echo "# wordpress's instances still hold the old password: status names them (SPEC \"stale meta\")"
 sleep 2; m -j jupiter status -v
 m -j jupiter versions
+echo; echo "# who am I? root on loopback is admin with no set-up; a CI token is a deployer of jupiter only"
+m auth whoami
+echo; echo "\$ mariposa -j jupiter admin token create --name demo-ci --role deployer --expires 1d > ci.token"
+"$BIN/cli/mariposa" -j jupiter admin token create --name demo-ci --role deployer --expires 1d > "$WORK/ci.token"
+m --token-file "$WORK/ci.token" -j jupiter auth can-i apply
+m --token-file "$WORK/ci.token" -j jupiter auth can-i freeze || true
+m --token-file "$WORK/ci.token" -j jupiter meta set demo.note "set by CI"
+m -j jupiter events --limit 1000 | grep -E "token:demo-ci|auth\." | tail -3
 echo "# rolling back to version 3 rolls wordpress back onto 1.2.0"
 m -j jupiter rollback 3 --yes --wait
 converge 8 && vms
