@@ -238,6 +238,12 @@ void Agent::Session() {
   if (connected_.exchange(false)) {
     LogInfo("health agent lost mariposad; checking on and reconnecting",
             {{"agent", options_.id}, {"error", st.error_message()}});
+  } else if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+             st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+             st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+    // Refused: say why (a missing or wrong credential, another's id, too
+    // many agents); it retries with backoff, in case an admin fixes it.
+    LogError("mariposad refused this health agent", {{"agent", options_.id}, {"error", st.error_message()}});
   }
 }
 
