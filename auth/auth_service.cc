@@ -28,7 +28,8 @@ void ToProto(const GrantRecord& g, v1::Grant* out) {
   out->set_created_by(g.created_by);
 }
 
-absl::Status CheckRoleAndProject(const std::string& role, const std::string& project, ProjectStore* store) {
+// A grant may name a project before it exists (its first deployer creates it).
+absl::Status CheckRoleAndProject(const std::string& role, const std::string& project) {
   if (!ParseRole(role)) {
     return absl::InvalidArgumentError(absl::StrCat("role \"", role,
                                                    "\" is not one of viewer, deployer, operator, admin, health-agent"));
@@ -36,7 +37,6 @@ absl::Status CheckRoleAndProject(const std::string& role, const std::string& pro
   if (!project.empty() && !IsDnsLabel(project)) {
     return absl::InvalidArgumentError(absl::StrCat("project \"", project, "\" is not a project name"));
   }
-  (void)store;  // a grant may name a project before it exists (its first deployer creates it)
   return absl::OkStatus();
 }
 
@@ -102,7 +102,7 @@ grpc::Status AuthService::CreateToken(grpc::ServerContext* ctx, const v1::Create
     return ToGrpc(absl::InvalidArgumentError(absl::StrCat(
         "token name \"", req->name(), "\" must be a DNS label (a-z, 0-9, -); a health agent's is its --id")));
   }
-  if (auto st = CheckRoleAndProject(req->role(), req->project(), store_); !st.ok()) return ToGrpc(st);
+  if (auto st = CheckRoleAndProject(req->role(), req->project()); !st.ok()) return ToGrpc(st);
   if (req->expires_in_seconds() < 0) return ToGrpc(absl::InvalidArgumentError("--expires must be positive"));
   TokenRecord t;
   t.id = RandomHex(6);
@@ -150,7 +150,7 @@ grpc::Status AuthService::SetGrant(grpc::ServerContext* ctx, const v1::SetGrantR
         "tokens carry their own role")));
   }
   if (g.subject().size() < 6) return ToGrpc(absl::InvalidArgumentError("the subject's name is empty"));
-  if (auto st = CheckRoleAndProject(g.role(), g.project(), store_); !st.ok()) return ToGrpc(st);
+  if (auto st = CheckRoleAndProject(g.role(), g.project()); !st.ok()) return ToGrpc(st);
   GrantRecord r{g.subject(), g.role(), g.project(), absl::InfinitePast(), AuthorOf(ctx)};
   auto made = store_->SetGrant(r);
   if (!made.ok()) return ToGrpc(made.status());

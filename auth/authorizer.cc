@@ -117,9 +117,11 @@ Identity Authorizer::Resolve(const grpc::ServerContext* ctx) {
     }
   }
   std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
-  bool tls = auth != nullptr && !auth->FindPropertyValues("transport_security_type").empty() &&
-             std::string(auth->FindPropertyValues("transport_security_type").front().data(),
-                         auth->FindPropertyValues("transport_security_type").front().size()) == "ssl";
+  bool tls = false;
+  if (auth != nullptr) {
+    auto type = auth->FindPropertyValues("transport_security_type");
+    tls = !type.empty() && type.front() == "ssl";
+  }
   if (local) {
     who.transport = local->transport;
     who.peer = local->pid >= 0 ? absl::StrCat(local->transport, " pid ", local->pid, " uid ", local->uid)

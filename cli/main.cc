@@ -373,7 +373,7 @@ std::map<std::string, std::string> Environment() {
 void Table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 
 // `mariposa config …`: contexts in the config file; no daemon involved.
-int ConfigCmd(const std::vector<std::string>& args, const cli::Settings& flags, const std::string& output) {
+int ConfigCmd(const std::vector<std::string>& args, const cli::Settings& flags) {
   auto env = Environment();
   std::string path = cli::ConfigPath(env);
   auto cfg = cli::LoadConfig(path);
@@ -386,7 +386,6 @@ int ConfigCmd(const std::vector<std::string>& args, const cli::Settings& flags, 
                       !s.cert.empty() ? "certificate" : (!s.token.empty() || !s.token_file.empty()) ? "token" : "local",
                       s.ca.empty() ? "no" : "yes"});
     }
-    (void)output;
     Table({"CURRENT", "NAME", "ADDR", "PROJECT", "AUTH", "TLS"}, rows);
     return 0;
   }
@@ -2145,7 +2144,7 @@ int Main(int argc, char** argv, const Clock* clock) {
       std::cout << kUsage;
       return 0;
     }
-    if (cmd == "config") return ConfigCmd(rest, flags, output);
+    if (cmd == "config") return ConfigCmd(rest, flags);
     auto env = Environment();
     auto cfg = cli::LoadConfig(cli::ConfigPath(env));
     if (!cfg.ok()) throw Error{std::string(cfg.status().message())};

@@ -431,20 +431,6 @@ absl::Status SqliteProjectStore::DeleteGrant(const std::string& subject, const s
   return txn->Commit();
 }
 
-absl::Status SqliteProjectStore::SetProjectOwner(const std::string& project_uuid, const std::string& owner,
-                                                 const std::string& actor) {
-  absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
-  ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(project_uuid));
-  if (p.owner == owner) return absl::OkStatus();
-  ASSIGN_OR_RETURN(auto st, db_->Prepare("UPDATE projects SET owner = ? WHERE uuid = ?"));
-  st.Bind(1, owner).Bind(2, p.uuid);
-  RETURN_IF_ERROR(st.Run());
-  RETURN_IF_ERROR(AppendEventLocked(actor, p.name, "project.owner", p.name,
-                                    absl::StrCat("instances belong to account ", owner)).status());
-  return txn->Commit();
-}
-
 int SqliteProjectStore::SchemaVersion() {
   absl::MutexLock l(&mu_);
   auto st = db_->Prepare("PRAGMA user_version");
@@ -560,7 +546,7 @@ absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProjectLocked(const std::st
                                 "COALESCE(v.number, 0), "
                                 "(SELECT COUNT(*) FROM services s WHERE s.version_uuid = p.current_version), "
                                 "p.deleting, (SELECT group_concat(service, ',') FROM stopped_services x "
-                                "WHERE x.project_uuid = p.uuid), p.owner "
+                                "WHERE x.project_uuid = p.uuid) "
                                 "FROM projects p LEFT JOIN versions v ON v.uuid = p.current_version "
                                 "WHERE p.name = ?1 OR p.uuid = ?1"));
   st.Bind(1, name_or_uuid);
@@ -579,7 +565,6 @@ absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProjectLocked(const std::st
   p.service_count = static_cast<int>(st.Int(6));
   p.deleting = st.Int(7) != 0;
   for (absl::string_view svc : absl::StrSplit(st.Text(8), ',', absl::SkipEmpty())) p.stopped.insert(std::string(svc));
-  p.owner = st.Text(9);
   return p;
 }
 

@@ -69,8 +69,6 @@ class SqliteProjectStore : public ProjectStore {
   absl::StatusOr<GrantRecord> SetGrant(const GrantRecord& g) override;
   absl::StatusOr<std::vector<GrantRecord>> ListGrants() override;
   absl::Status DeleteGrant(const std::string& subject, const std::string& project, const std::string& actor) override;
-  absl::Status SetProjectOwner(const std::string& project_uuid, const std::string& owner,
-                               const std::string& actor) override;
 
   absl::StatusOr<TaskRecord> AddTask(const TaskRecord& task, const TaskAdmitter& admit) override;
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(const std::string& project_uuid, int finished_limit) override;

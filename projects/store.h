@@ -62,7 +62,6 @@ struct ProjectRecord {
   int service_count = 0;
   bool deleting = false;  // delete requested with --force: instances are being removed first
   std::set<std::string> stopped;  // services a stop task has stopped (until a start task)
-  std::string owner;  // Triton account (owner uuid) of its instances; "" = mariposad's --owner
 };
 
 struct VersionRecord {
@@ -288,9 +287,6 @@ class ProjectStore {
   virtual absl::StatusOr<std::vector<GrantRecord>> ListGrants() = 0;
   virtual absl::Status DeleteGrant(const std::string& subject, const std::string& project,
                                    const std::string& actor) = 0;
-  // Sets the Triton account a project's instances belong to.
-  virtual absl::Status SetProjectOwner(const std::string& project_uuid, const std::string& owner,
-                                       const std::string& actor) = 0;
 
   // A consistent online copy of the whole store at `path`; returns its size.
   virtual absl::StatusOr<int64_t> Backup(const std::string& path) = 0;
