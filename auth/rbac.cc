@@ -76,13 +76,17 @@ const std::vector<MethodRule>& MethodRules() {
       {"Projects/Apply", P::kDeploy, false},
       // A manifest with Triton core services (compute_type core or agent).
       {"Projects/Apply#core", P::kAdmin, false},
+      // Dry runs (diff, --dry-run) only read: the plan of a change.
+      {"Projects/Apply#dry-run", P::kRead, false},
       {"Projects/ListVersions", P::kRead, false},
       {"Projects/GetVersion", P::kRead, false},
       {"Projects/TagVersion", P::kDeploy, false},
       {"Projects/Rollback", P::kDeploy, false},
       {"Projects/Rollback#core", P::kAdmin, false},
+      {"Projects/Rollback#dry-run", P::kRead, false},
       {"Projects/Scale", P::kDeploy, false},
       {"Projects/Scale#core", P::kAdmin, false},
+      {"Projects/Scale#dry-run", P::kRead, false},
       {"Projects/ListMeta", P::kRead, false},
       {"Projects/GetMeta", P::kRead, false},
       {"Projects/SetMeta", P::kDeploy, false},
@@ -159,7 +163,7 @@ bool CanSee(const std::vector<Grant>& grants, std::string_view project) {
 
 std::optional<std::string> MethodForVerb(std::string_view verb) {
   static const std::pair<const char*, const char*> kVerbs[] = {
-      {"apply", "Projects/Apply"},         {"diff", "Projects/Apply"},
+      {"apply", "Projects/Apply"},         {"diff", "Projects/Apply#dry-run"},
       {"rollback", "Projects/Rollback"},   {"scale", "Projects/Scale"},
       {"create", "Projects/CreateProject"}, {"delete", "Projects/DeleteProject"},
       {"get", "Projects/GetProject"},      {"list", "Projects/ListProjects"},

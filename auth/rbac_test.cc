@@ -62,6 +62,9 @@ TEST(Rbac, ProjectGrantsCoverTheirProjectOnly) {
   // No grants: only what anyone may do.
   EXPECT_FALSE(Allowed({}, *RuleFor("Projects/GetProject"), "jupiter"));
   EXPECT_TRUE(Allowed({}, *RuleFor("Auth/WhoAmI"), ""));
+  // A plan is a read.
+  EXPECT_TRUE(Allowed({{Role::kViewer, "jupiter"}}, *RuleFor("Projects/Apply#dry-run"), "jupiter"));
+  EXPECT_FALSE(Allowed({{Role::kViewer, "jupiter"}}, *RuleFor("Projects/Apply"), "jupiter"));
 }
 
 TEST(Rbac, DeployerChangesButDoesNotOperate) {

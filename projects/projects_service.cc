@@ -90,12 +90,13 @@ grpc::Status ToGrpc(const absl::Status& s) {
 }
 
 namespace {
-// The caller may change this manifest's project; Triton core services
-// (compute_type core or agent) need the admin role ("#core" rules).
-absl::Status AdmitManifest(grpc::ServerContext* ctx, const Manifest& m) {
+// The caller may change this manifest's project (or, for a dry run, read
+// its plan); changing Triton core services (compute_type core or agent)
+// needs the admin role ("#core" rules).
+absl::Status AdmitManifest(grpc::ServerContext* ctx, const Manifest& m, bool dry_run) {
   bool core = false;
   for (const auto& kv : m.services) core = core || kv.second.compute_type == "core" || kv.second.compute_type == "agent";
-  grpc::Status st = Authorize(ctx, m.project, core ? "core" : "");
+  grpc::Status st = Authorize(ctx, m.project, dry_run ? "dry-run" : core ? "core" : "");
   if (st.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
 }
@@ -429,10 +430,10 @@ std::string ProjectsService::QueueReprovision(const std::string& project_uuid, c
 grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
-  MARIPOSA_AUTHORIZE(ctx, req->project());
+  MARIPOSA_AUTHORIZE(ctx, req->project(), req->dry_run() ? "dry-run" : "");
   auto out = ApplyText(req->project(), req->manifest(), req->filename(), req->previous_version(), req->force(),
                        req->dry_run(), "apply", 0, req->message(), AuthorOf(ctx), &guard, false, req->thaw(),
-                       req->allow_downgrade(), [ctx](const Manifest& m) { return AdmitManifest(ctx, m); });
+                       req->allow_downgrade(), [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); });
   if (!out.ok()) return ToGrpc(out.status());
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -452,7 +453,7 @@ grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::Rollb
                                        v1::RollbackResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
-  MARIPOSA_AUTHORIZE(ctx, req->project());
+  MARIPOSA_AUTHORIZE(ctx, req->project(), req->dry_run() ? "dry-run" : "");
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   if (req->version().empty()) return ToGrpc(absl::InvalidArgumentError("the version to roll back to is required"));
@@ -461,7 +462,7 @@ grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::Rollb
   auto out = ApplyText(p->name, target->manifest, absl::StrCat("version ", target->number), req->previous_version(),
                        req->force(), req->dry_run(), "rollback", target->number,
                        absl::StrCat("rollback to version ", target->number), AuthorOf(ctx), &guard, false,
-                       req->thaw(), true, [ctx](const Manifest& m) { return AdmitManifest(ctx, m); });
+                       req->thaw(), true, [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); });
   if (!out.ok()) return ToGrpc(Annotate(out.status(), absl::StrCat("rolling back to version ", target->number)));
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -492,7 +493,7 @@ absl::StatusOr<int64_t> ProjectsService::RollbackTo(const std::string& project, 
 grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleRequest* req, v1::ScaleResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
-  MARIPOSA_AUTHORIZE(ctx, req->project());
+  MARIPOSA_AUTHORIZE(ctx, req->project(), req->dry_run() ? "dry-run" : "");
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   if (p->current_version.empty()) {
@@ -536,7 +537,7 @@ grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleReq
                                                                                           : req->previous_version(),
                        false, req->dry_run(), "scale", 0, absl::StrCat("scale ", absl::StrJoin(req->changes(), " ")),
                        AuthorOf(ctx), &guard, /*stored_text=*/true, req->thaw(), true,
-                       [ctx](const Manifest& m) { return AdmitManifest(ctx, m); });
+                       [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); });
   if (!out.ok()) return ToGrpc(Annotate(out.status(), "scaling"));
   resp->set_changed(out->commit.changed);
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());

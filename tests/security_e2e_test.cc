@@ -48,11 +48,11 @@ const std::map<std::string, std::string>& ExpectedLeastRole() {
   static const auto* m = new std::map<std::string, std::string>{
       {"Projects/CreateProject", "deployer"}, {"Projects/ListProjects", "viewer"},
       {"Projects/GetProject", "viewer"},      {"Projects/DeleteProject", "operator"},
-      {"Projects/Apply", "deployer"},         {"Projects/Apply#core", "admin"},
+      {"Projects/Apply", "deployer"},         {"Projects/Apply#core", "admin"}, {"Projects/Apply#dry-run", "viewer"},
       {"Projects/ListVersions", "viewer"},    {"Projects/GetVersion", "viewer"},
       {"Projects/TagVersion", "deployer"},    {"Projects/Rollback", "deployer"},
-      {"Projects/Rollback#core", "admin"},    {"Projects/Scale", "deployer"},
-      {"Projects/Scale#core", "admin"},       {"Projects/ListMeta", "viewer"},
+      {"Projects/Rollback#core", "admin"}, {"Projects/Rollback#dry-run", "viewer"},    {"Projects/Scale", "deployer"},
+      {"Projects/Scale#core", "admin"}, {"Projects/Scale#dry-run", "viewer"},       {"Projects/ListMeta", "viewer"},
       {"Projects/GetMeta", "viewer"},         {"Projects/SetMeta", "deployer"},
       {"Projects/DeleteMeta", "deployer"},    {"Projects/IncrMeta", "deployer"},
       {"Projects/ImportMeta", "deployer"},    {"Projects/ListEvents", "viewer"},
@@ -189,22 +189,23 @@ std::string RequestFor(const std::string& rule) {
     r.set_project("nosuch");
     r.set_kind(rule == "Queue/AddTask" ? "reprovision" : rule.substr(rule.find('#') + 1));
     r.SerializeToString(&out);
-  } else if (rule == "Projects/Apply#core") {
+  } else if (rule == "Projects/Apply#core" || rule == "Projects/Apply#dry-run") {
+    // The project's own manifest again: a no-op for whoever may apply it.
     v1::ApplyRequest r;
     r.set_manifest(kCoreManifest);
-    r.set_dry_run(true);
+    r.set_dry_run(rule == "Projects/Apply#dry-run");
     r.SerializeToString(&out);
-  } else if (rule == "Projects/Rollback#core") {
+  } else if (rule == "Projects/Rollback#core" || rule == "Projects/Rollback#dry-run") {
     v1::RollbackRequest r;
     r.set_project("corep");
     r.set_version("1");
-    r.set_dry_run(true);
+    r.set_dry_run(rule == "Projects/Rollback#dry-run");
     r.SerializeToString(&out);
-  } else if (rule == "Projects/Scale#core") {
+  } else if (rule == "Projects/Scale#core" || rule == "Projects/Scale#dry-run") {
     v1::ScaleRequest r;
     r.set_project("corep");
-    r.add_changes("web=2");
-    r.set_dry_run(true);
+    r.add_changes("web=1");
+    r.set_dry_run(rule == "Projects/Scale#dry-run");
     r.SerializeToString(&out);
   }
   return out;
@@ -348,6 +349,17 @@ TEST_F(SecurityTest, TokensAreScopedAuditedRevokedAndExpire) {
   EXPECT_EQ(r_.exit_code, 1);
   EXPECT_THAT(r_.out, HasSubstr("no (Queue/Freeze needs operator"));
   EXPECT_EQ(M({"--token-file", ci, "-j", "jupiter", "auth", "can-i", "apply"}).exit_code, 0);
+  // A viewer reads plans (diff is a dry run) but changes nothing.
+  std::string ro = TokenFile("ro", Token("ro", "viewer", "jupiter"));
+  r_ = M({"--token-file", ro, "diff", "-f", "deploy/examples/jupiter.yaml"});
+  EXPECT_EQ(r_.exit_code, 0) << r_.err;
+  EXPECT_EQ(M({"--token-file", ro, "-j", "jupiter", "auth", "can-i", "diff"}).exit_code, 0);
+  std::string bigger = Slurp("deploy/examples/jupiter.yaml");
+  bigger.replace(bigger.find("count: 2"), 8, "count: 4");
+  WriteFile(dir_ + "/bigger.yaml", bigger);
+  r_ = M({"--token-file", ro, "apply", "-f", dir_ + "/bigger.yaml", "--yes"});
+  EXPECT_EQ(r_.exit_code, 1);
+  EXPECT_THAT(r_.err, HasSubstr("needs the deployer role"));
   // Audit: the author is the token and its peer, whatever the client says.
   r_ = M({"-j", "jupiter", "events", "--limit", "1000"});
   EXPECT_THAT(r_.out, ::testing::ContainsRegex("meta.set +token:ci \\(127\\.0\\.0\\.1:[0-9]+ uid 0\\)"));
