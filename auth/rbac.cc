@@ -70,6 +70,8 @@ const std::vector<MethodRule>& MethodRules() {
   static const auto* rules = new std::vector<MethodRule>{
       // Projects, versions, metadata.
       {"Projects/CreateProject", P::kDeploy, false},
+      // A project for another Triton account (--owner).
+      {"Projects/CreateProject#owner", P::kAdmin, false},
       {"Projects/ListProjects", P::kRead, false},
       {"Projects/GetProject", P::kRead, false},
       {"Projects/DeleteProject", P::kOperate, false},

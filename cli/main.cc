@@ -55,7 +55,7 @@ using v1::Projects;
 constexpr char kUsage[] = R"(usage: mariposa [-j PROJECT] [--addr ADDR] [-o table|json|yaml] COMMAND ...
 
 Projects
-  project create NAME [--description TEXT]
+  project create NAME [--description TEXT] [--owner ACCOUNT_UUID]
   project list
   project get [NAME]
   project delete NAME [--yes]
@@ -137,7 +137,7 @@ Exit codes: 0 ok, 1 error, 2 usage.
 const std::map<std::string, std::string>& CommandHelp() {
   static const auto* h = new std::map<std::string, std::string>{
       {"project",
-       "usage: mariposa project create NAME [--description TEXT] | list | get [NAME] | delete NAME [--yes] [--force]\n\n"
+       "usage: mariposa project create NAME [--description TEXT] [--owner ACCOUNT_UUID] | list | get [NAME] | delete NAME [--yes] [--force]\n\n"
        "delete: with mariposad converging a data center, a project that still has instances is refused;\n"
        "--force removes its instances first and deletes the project once they are gone.\n"},
       {"start",
@@ -706,6 +706,7 @@ std::string ReadInput(const std::string& path) {
 
 int Cli::Project(Args& a) {
   auto desc = a.Value({"--description", "-d"});
+  auto owner = a.Value({"--owner"});
   bool yes = a.Flag({"--yes", "-y"});
   bool force = a.Flag({"--force"});
   auto rest = a.Positional(1, 3, "project create|list|get|delete");
@@ -715,10 +716,16 @@ int Cli::Project(Args& a) {
     v1::CreateProjectRequest req;
     req.set_name(rest[1]);
     req.set_description(desc.value_or(""));
+    req.set_owner_uuid(owner.value_or(""));
     v1::CreateProjectResponse resp;
     Check(projects_->CreateProject(Ctx().get(), req, &resp));
-    if (Structured()) Print(resp);
-    else std::cout << "created project " << resp.project().name() << " (" << resp.project().uuid() << ")\n";
+    if (Structured()) {
+      Print(resp);
+    } else {
+      std::cout << "created project " << resp.project().name() << " (" << resp.project().uuid() << ")";
+      if (!resp.project().owner_uuid().empty()) std::cout << " for account " << resp.project().owner_uuid();
+      std::cout << "\n";
+    }
     return 0;
   }
   if (sub == "list") {
@@ -732,9 +739,10 @@ int Cli::Project(Args& a) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& p : resp.projects()) {
       rows.push_back({p.name(), p.current_version_number() ? absl::StrCat(p.current_version_number()) : "-",
-                      absl::StrCat(p.service_count()), Time(p.created_at()), p.description()});
+                      absl::StrCat(p.service_count()), p.owner_uuid().empty() ? "-" : p.owner_uuid(),
+                      Time(p.created_at()), p.description()});
     }
-    Table({"NAME", "VERSION", "SERVICES", "CREATED", "DESCRIPTION"}, rows);
+    Table({"NAME", "VERSION", "SERVICES", "ACCOUNT", "CREATED", "DESCRIPTION"}, rows);
     return 0;
   }
   if (sub == "get") {
@@ -749,6 +757,7 @@ int Cli::Project(Args& a) {
     }
     const auto& p = resp.project();
     std::cout << "project:     " << p.name() << "\nuuid:        " << p.uuid() << "\ndescription: " << p.description()
+              << "\naccount:     " << (p.owner_uuid().empty() ? "mariposad's --owner" : p.owner_uuid())
               << "\ncreated:     " << Time(p.created_at()) << "\nversion:     "
               << (p.current_version_number() ? absl::StrCat(p.current_version_number(), " (", p.current_version(), ")") : "none")
               << "\n";

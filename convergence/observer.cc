@@ -30,6 +30,7 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
   i.uuid = vm.uuid;
   i.service = tag(kTagService);
   i.alias = vm.alias;
+  i.owner_uuid = vm.owner_uuid;
   if (std::string preserved = tag(kTagPreserved); !preserved.empty()) {
     i.state = "preserved";
     i.preserved_at = ParseTimestamp(preserved.substr(0, preserved.find(' ')));
@@ -84,40 +85,63 @@ absl::StatusOr<std::vector<InstanceState>> Observer::List(const triton::VmFilter
   return out;
 }
 
+std::vector<triton::VmFilter> Observer::Scoped(const triton::VmFilter& filter) const {
+  std::vector<triton::VmFilter> out;
+  for (const std::string& owner : owners_) {
+    out.push_back(filter);
+    out.back().owner_uuid = owner;
+  }
+  if (out.empty()) out.push_back(filter);
+  return out;
+}
+
 absl::StatusOr<std::vector<InstanceState>> Observer::ObserveProject(
     const std::string& project_uuid, const std::map<std::string, int64_t>& version_numbers) {
   triton::VmFilter filter;
   filter.tags = {{kTagProject, project_uuid}};
-  int64_t listed = 0;
-  return List(filter, project_uuid, version_numbers, &listed);
+  std::vector<InstanceState> out;
+  for (const triton::VmFilter& f : Scoped(filter)) {
+    int64_t listed = 0;
+    ASSIGN_OR_RETURN(std::vector<InstanceState> part, List(f, project_uuid, version_numbers, &listed));
+    if (out.empty()) out = std::move(part);
+    else out.insert(out.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<InstanceState>> Observer::ObserveProject(
     const std::string& project_uuid, const std::map<std::string, int64_t>& version_numbers,
     const std::vector<std::string>& services, int parallel) {
   if (services.size() < 2 || parallel <= 1) return ObserveProject(project_uuid, version_numbers);
-  std::vector<absl::StatusOr<std::vector<InstanceState>>> parts(services.size(), std::vector<InstanceState>());
-  std::vector<int64_t> listed(services.size(), 0);
+  // One listing per service and owner.
+  std::vector<triton::VmFilter> filters;
+  for (const std::string& service : services) {
+    triton::VmFilter f;
+    f.tags = {{kTagProject, project_uuid}, {kTagService, service}};
+    for (triton::VmFilter& scoped : Scoped(f)) filters.push_back(std::move(scoped));
+  }
+  std::vector<absl::StatusOr<std::vector<InstanceState>>> parts(filters.size(), std::vector<InstanceState>());
+  std::vector<int64_t> listed(filters.size(), 0);
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t k; (k = next++) < services.size();) {
-      triton::VmFilter f;
-      f.tags = {{kTagProject, project_uuid}, {kTagService, services[k]}};
-      parts[k] = List(f, project_uuid, version_numbers, &listed[k]);
-    }
+    for (size_t k; (k = next++) < filters.size();) parts[k] = List(filters[k], project_uuid, version_numbers, &listed[k]);
   };
   std::vector<std::thread> threads;
-  for (int t = 1; t < std::min<int>(parallel, services.size()); ++t) threads.emplace_back(worker);
+  for (int t = 1; t < std::min<int>(parallel, filters.size()); ++t) threads.emplace_back(worker);
   worker();
   for (auto& t : threads) t.join();
   // Every VM of the project, in any state, must have been seen.
   triton::VmFilter all;
   all.tags = {{kTagProject, project_uuid}};
-  auto total = vmapi_->CountVms(all);
-  if (!total.ok()) return Annotate(total.status(), "observing project " + project_uuid);
+  int64_t total = 0;
+  for (const triton::VmFilter& f : Scoped(all)) {
+    auto n = vmapi_->CountVms(f);
+    if (!n.ok()) return Annotate(n.status(), "observing project " + project_uuid);
+    total += *n;
+  }
   int64_t seen = 0;
   for (int64_t n : listed) seen += n;
-  if (seen != *total) return ObserveProject(project_uuid, version_numbers);
+  if (seen != total) return ObserveProject(project_uuid, version_numbers);
   std::vector<InstanceState> out;
   out.reserve(seen);
   for (auto& part : parts) {

@@ -32,8 +32,13 @@ inline constexpr char kTagCoreType[] = "smartdc_type";
 
 class Observer {
  public:
-  // `vmapi` must outlive the observer.
-  explicit Observer(triton::VmapiClient* vmapi) : vmapi_(vmapi) {}
+  // `vmapi` must outlive the observer. `owners`: the Triton accounts whose
+  // VMs may be the project's (its account, and Triton's admin account for
+  // core zones); every listing names one (VMAPI's owner_uuid), so a VM of
+  // another account that carries the project's tags is never seen. Empty:
+  // listings name no owner.
+  explicit Observer(triton::VmapiClient* vmapi, std::vector<std::string> owners = {})
+      : vmapi_(vmapi), owners_(std::move(owners)) {}
 
   // The project's instances (destroyed ones excluded). `version_numbers`
   // maps project version uuids to their numbers; an unknown uuid reads as 0
@@ -43,8 +48,8 @@ class Observer {
                                                             const std::map<std::string, int64_t>& version_numbers);
 
   // The same, read service by service on up to `parallel` threads (VMAPI
-  // pages are parsed concurrently), then checked against a count of all the
-  // project's VMs: if VMs of other services exist (a service left the
+  // pages are parsed concurrently; each owner's apart), then checked against
+  // a count of all the project's VMs: if VMs of other services exist (a service left the
   // manifest) or the counts disagree, everything is read in one listing.
   absl::StatusOr<std::vector<InstanceState>> ObserveProject(const std::string& project_uuid,
                                                             const std::map<std::string, int64_t>& version_numbers,
@@ -60,7 +65,11 @@ class Observer {
                                                   const std::map<std::string, int64_t>& version_numbers,
                                                   int64_t* listed);
 
+  // One filter per owner (one with none when there are no owners).
+  std::vector<triton::VmFilter> Scoped(const triton::VmFilter& filter) const;
+
   triton::VmapiClient* vmapi_;
+  std::vector<std::string> owners_;
 };
 
 // A core zone (compute_type: core) found by its role: the tags that make it

@@ -91,6 +91,39 @@ TEST(ObserverTest, ParallelPerServiceFallsBackWhenCountsDisagree) {
   EXPECT_EQ(lists, 4);  // the same three, then the full listing
 }
 
+// Listings name the project's accounts: a VM of another account that
+// carries the project's tags is not the project's, in either way of reading;
+// VMs of every account given (the tenant and the admin's core zones) are.
+TEST(ObserverTest, OnlyTheProjectsAccounts) {
+  triton::FakeVmapiClient vmapi;
+  auto owned = [](std::string uuid, std::string owner, std::string service) {
+    triton::Vm v = V(uuid, "running", {{kTagProject, "p1"}, {kTagService, service}});
+    v.owner_uuid = std::move(owner);
+    return v;
+  };
+  vmapi.PutVm(owned("w1", "tenant", "web"));
+  vmapi.PutVm(owned("d1", "tenant", "db"));
+  vmapi.PutVm(owned("z1", "admin", "imgapi"));
+  vmapi.PutVm(owned("evil", "mallory", "web"));
+  for (int parallel : {1, 4}) {
+    auto got = Observer(&vmapi, {"tenant"}).ObserveProject("p1", {}, {"web", "db"}, parallel);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(Uuids(*got), (std::vector<std::string>{"d1", "w1"})) << parallel;
+    got = Observer(&vmapi, {"tenant", "admin"}).ObserveProject("p1", {}, {"web", "db", "imgapi"}, parallel);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(Uuids(*got), (std::vector<std::string>{"d1", "w1", "z1"})) << parallel;
+    for (const InstanceState& i : *got) EXPECT_EQ(i.owner_uuid, i.uuid == "z1" ? "admin" : "tenant");
+  }
+  // Without accounts (no --owner), every VM with the tags.
+  auto all = Observer(&vmapi).ObserveProject("p1", {});
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(Uuids(*all), (std::vector<std::string>{"d1", "evil", "w1", "z1"}));
+  // Per-VM calls that name an account do not reach another's VM.
+  EXPECT_EQ(vmapi.GetVm({"w1", "mallory"}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(vmapi.DeleteVm({"w1", "mallory"}).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(vmapi.GetVm({"w1", "tenant"}).ok());
+}
+
 // A core zone is adopted by its role alone, once; it counts as current
 // only when it runs the goal's image.
 TEST(ObserverTest, AdoptionTagsOfCoreZones) {

@@ -27,6 +27,7 @@ struct InstanceState {
   std::string uuid;
   std::string service;
   std::string alias;   // <project>-<service>-<ordinal>
+  std::string owner_uuid;  // its Triton account (VMAPI's owner_uuid)
   std::string state;   // provisioning running stopped failed destroyed unknown
   std::string health;  // unknown starting healthy unhealthy
   std::string spec_hash;

@@ -391,8 +391,10 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
       }
     } else if (!project_uuid.empty()) {
       if (!vms) {
+        ASSIGN_OR_RETURN(ProjectRecord project, store_->GetProject(project_uuid));
         triton::VmFilter f;
         f.tags = {{kTagProject, project_uuid}};
+        f.owner_uuid = TenantOf(project);
         f.state = "active";
         auto got = vmapi_->ListVms(f);
         NoteApi("VMAPI", got.status());
@@ -520,11 +522,41 @@ absl::StatusOr<std::shared_ptr<const Catalog>> Reconciler::CatalogNow() {
 }
 
 absl::StatusOr<std::vector<ManifestDiagnostic>> Reconciler::CheckManifest(const Manifest& m,
-                                                                          const std::string& filename) {
+                                                                          const std::string& filename,
+                                                                          const std::string& owner) {
   ASSIGN_OR_RETURN(std::shared_ptr<const Catalog> read, CatalogNow());
   Catalog catalog = *read;
   catalog.images = [this](const std::string& ref) { return ResolveImage(ref); };
-  return CheckCatalog(m, catalog, options_.owner_uuid, options_.admin_owner_uuid, filename);
+  return CheckCatalog(m, catalog, owner.empty() ? options_.owner_uuid : owner, options_.admin_owner_uuid, filename);
+}
+
+const std::string& Reconciler::TenantOf(const ProjectRecord& p) const {
+  return p.owner.empty() ? options_.owner_uuid : p.owner;
+}
+
+absl::StatusOr<int64_t> Reconciler::CountInstances(const std::string& project_uuid) {
+  ASSIGN_OR_RETURN(ProjectRecord p, store_->GetProject(project_uuid));
+  int64_t total = 0;
+  for (const std::string& owner : OwnersOf(p)) {
+    triton::VmFilter f;
+    f.tags = {{kTagProject, p.uuid}};
+    f.owner_uuid = owner;
+    f.state = "active";
+    ASSIGN_OR_RETURN(int64_t n, vmapi_->CountVms(f));
+    total += n;
+  }
+  return total;
+}
+
+std::vector<std::string> Reconciler::OwnersOf(const ProjectRecord& p) const {
+  std::vector<std::string> out;
+  if (!TenantOf(p).empty()) out.push_back(TenantOf(p));
+  // Core zones are the admin account's; only Triton's operators make VMs
+  // there, so its VMs tagged for the project are the project's.
+  if (!options_.admin_owner_uuid.empty() && options_.admin_owner_uuid != TenantOf(p)) {
+    out.push_back(options_.admin_owner_uuid);
+  }
+  return out;
 }
 
 absl::StatusOr<std::map<std::string, std::vector<triton::Vm>>> Reconciler::CoreZones() {
@@ -567,7 +599,7 @@ void Reconciler::AdoptCoreZones(Snapshot* s) {
       if (tags.empty() || seen.count(vm.uuid)) continue;
       // Counted now even when tagging fails (it is tried again next sync),
       // so that nothing is created beside it.
-      auto tagged = vmapi_->SetTags(vm.uuid, tags, /*replace=*/false);
+      auto tagged = vmapi_->SetTags({vm.uuid, options_.admin_owner_uuid}, tags, /*replace=*/false);
       NoteApi("VMAPI", tagged.status());
       bool current = tags[kTagSpec] == kv.second.record.spec_hash;
       for (const auto& t : tags) vm.tags[t.first] = t.second;
@@ -647,7 +679,8 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     }
   }
   if (!incremental) {
-    auto instances = Observer(vmapi_).ObserveProject(uuid, s.version_numbers, names, options_.observe_parallel);
+    auto instances = Observer(vmapi_, OwnersOf(s.project))
+                         .ObserveProject(uuid, s.version_numbers, names, options_.observe_parallel);
     NoteApi("VMAPI", instances.status());
     if (instances.ok()) {
       s.instances = std::move(*instances);
@@ -695,9 +728,10 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     if (answers[k]) s.finished.push_back(std::move(*answers[k]));
     else s.in_flight.push_back(std::move(polled[k]));
   }
-  if (incremental && !RefreshEnded(uuid, s.version_numbers, s.finished, &s.instances)) {
+  if (incremental && !RefreshEnded(s.project, s.version_numbers, s.finished, &s.instances)) {
     // A VM could not be read: list them all.
-    auto instances = Observer(vmapi_).ObserveProject(uuid, s.version_numbers, names, options_.observe_parallel);
+    auto instances = Observer(vmapi_, OwnersOf(s.project))
+                         .ObserveProject(uuid, s.version_numbers, names, options_.observe_parallel);
     NoteApi("VMAPI", instances.status());
     if (instances.ok()) {
       s.instances = std::move(*instances);
@@ -796,7 +830,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
         continue;
       }
       if (options_.papi != nullptr) {
-        auto pkg = ChoosePackage(spec, *(*catalog)->packages, Owner(spec));
+        auto pkg = ChoosePackage(spec, *(*catalog)->packages, Owner(s.project, spec));
         if (pkg.ok()) r.dimensions = DimensionsOf(spec, *pkg);
         else hold(spec.package.empty() ? "resources" : "package", pkg.status());
       }
@@ -804,7 +838,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
         if (options_.napi == nullptr) {
           r.networks = spec.networks;  // uuids, as given
         } else {
-          auto nets = ChooseNetworks(spec.networks, *(*catalog)->networks, Owner(spec));
+          auto nets = ChooseNetworks(spec.networks, *(*catalog)->networks, Owner(s.project, spec));
           if (nets.ok()) r.networks = std::move(*nets);
           else hold("networks", nets.status());
         }
@@ -824,7 +858,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   }
   for (const std::string& key : label_keys) {
     triton::VmFilter f;
-    f.owner_uuid = options_.owner_uuid;
+    f.owner_uuid = TenantOf(s.project);  // placement by labels looks at the project's account only
     f.state = "active";
     f.tags = {{key, "*"}};
     auto vms = vmapi_->ListVms(f);
@@ -871,8 +905,10 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   return s;
 }
 
-bool Reconciler::RefreshEnded(const std::string& project_uuid, const std::map<std::string, int64_t>& version_numbers,
+bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,
                               const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances) {
+  const std::string& project_uuid = project.uuid;
+  const std::vector<std::string> owners = OwnersOf(project);
   std::vector<std::string> vms;
   for (const FinishedJob& f : finished) {
     if (f.job.api == "vmapi" && !f.job.instance.empty()) vms.push_back(f.job.instance);
@@ -884,7 +920,10 @@ bool Reconciler::RefreshEnded(const std::string& project_uuid, const std::map<st
   RunParallel(&reads, options_.send_parallel);
   std::map<std::string, std::optional<InstanceState>> now_is;  // uuid -> its state now (nullopt: gone)
   for (size_t k = 0; k < vms.size(); ++k) {
-    if (got[k].ok()) {
+    if (got[k].ok() && !owners.empty() &&
+        std::find(owners.begin(), owners.end(), got[k]->owner_uuid) == owners.end()) {
+      now_is[vms[k]] = std::nullopt;  // another account's VM is never the project's
+    } else if (got[k].ok()) {
       now_is[vms[k]] = Observer::FromVm(*got[k], project_uuid, version_numbers);
     } else if (absl::IsNotFound(got[k].status())) {
       now_is[vms[k]] = std::nullopt;
@@ -1249,7 +1288,7 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
                                          std::vector<PlacementRuleText>* rules) const {
   const ProjectRecord& p = s.project;
   req->uuid = uuid;  // chosen by the caller: a retried create cannot make a second VM
-  req->owner_uuid = Owner(g.spec);
+  req->owner_uuid = Owner(p, g.spec);
   req->alias = alias;
   static const Snapshot::Recipe kNone;
   auto found = s.recipes.find(g.record.name);  // Gather makes one for every non-agent service
@@ -1370,12 +1409,19 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
       auto inst = by_uuid.find(j.instance);
       j.alias = inst != by_uuid.end() && inst->second != nullptr && !inst->second->alias.empty() ? inst->second->alias
                                                                                                : j.service;
-      std::string id = j.instance;
       absl::Duration timeout;  // stop.timeout of the service
+      std::string owner = TenantOf(s.project);  // every call names the account the VM must belong to
       if (s.goal) {
         auto g = s.goal->services.find(j.service);
-        if (g != s.goal->services.end()) timeout = g->second.spec.stop_timeout;
+        if (g != s.goal->services.end()) {
+          timeout = g->second.spec.stop_timeout;
+          owner = Owner(s.project, g->second.spec);
+        }
       }
+      if (inst != by_uuid.end() && inst->second != nullptr && !inst->second->owner_uuid.empty()) {
+        owner = inst->second->owner_uuid;  // as listed (under one of the project's accounts)
+      }
+      const triton::VmRef id(j.instance, owner);
       if (st.action.kind == ActionKind::kDelete) {
         j.kind = "delete";
         requests.push_back({j, [this, id] { return vmapi_->DeleteVm(id); }});
@@ -1388,7 +1434,7 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
         if (g == nullptr || !s.images.count(j.service)) continue;  // Decide held it
         triton::CreateVmRequest want;
         std::vector<PlacementRuleText> ignored;
-        absl::Status prepared = InstanceRequest(s, *g, j.alias, id, &want, &ignored);
+        absl::Status prepared = InstanceRequest(s, *g, j.alias, id.uuid, &want, &ignored);
         if (!prepared.ok()) {
           refused.push_back(Refused(j, prepared));
           ++r->failed;

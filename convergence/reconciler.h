@@ -150,7 +150,17 @@ class Reconciler {
   absl::StatusOr<std::shared_ptr<const Catalog>> CatalogNow();
   // Apply's check (CheckCatalog) of a manifest against the catalog and
   // IMGAPI; an error status when the catalog cannot be read.
-  absl::StatusOr<std::vector<ManifestDiagnostic>> CheckManifest(const Manifest& m, const std::string& filename);
+  // `owner`: the project's account ("" = --owner).
+  absl::StatusOr<std::vector<ManifestDiagnostic>> CheckManifest(const Manifest& m, const std::string& filename,
+                                                                const std::string& owner);
+  // The Triton account of `p`'s instances: the one recorded for it, else
+  // --owner (ReconcilerOptions::owner_uuid).
+  const std::string& TenantOf(const ProjectRecord& p) const;
+  // Every account whose VMs may be `p`'s instances: its own, and the admin
+  // account (core zones) when there is one. Listings are scoped to these.
+  std::vector<std::string> OwnersOf(const ProjectRecord& p) const;
+  // How many active VMs the project (uuid) has under its accounts.
+  absl::StatusOr<int64_t> CountInstances(const std::string& project_uuid);
   // An image reference (uuid or name@version), cached briefly.
   absl::StatusOr<triton::Image> ResolveImage(const std::string& ref);
   // Uncached: IMGAPI, then the image source (the result's `source` set);
@@ -193,15 +203,15 @@ class Reconciler {
   // Takes the core zones of the goal's core services that no project
   // claims yet (AdoptionTags) into `s`'s instances.
   void AdoptCoreZones(Snapshot* s);
-  const std::string& Owner(const ServiceSpec& spec) const {
-    return OwnerFor(spec, options_.owner_uuid, options_.admin_owner_uuid);
+  const std::string& Owner(const ProjectRecord& p, const ServiceSpec& spec) const {
+    return OwnerFor(spec, TenantOf(p), options_.admin_owner_uuid);
   }
   // Remembered per API: since when it fails ("" error = fine).
   void NoteApi(const std::string& api, const absl::Status& st);
   std::vector<ApiProblem> ApiProblems() const;
   // Updates `instances` (the last listing) with the VMs of the jobs that
   // ended; false when one could not be read.
-  bool RefreshEnded(const std::string& project_uuid, const std::map<std::string, int64_t>& version_numbers,
+  bool RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,
                     const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances);
 
   ProjectStore* store_;

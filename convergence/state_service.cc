@@ -123,7 +123,7 @@ grpc::Status StateService::GetHealth(grpc::ServerContext* ctx, const v1::GetHeal
   if (vmapi_ != nullptr) {
     auto numbers = VersionNumbers(store_, p->uuid);
     if (!numbers.ok()) return ToGrpc(numbers.status());
-    auto instances = Observer(vmapi_).ObserveProject(p->uuid, *numbers);
+    auto instances = Observer(vmapi_, reconciler_->OwnersOf(*p)).ObserveProject(p->uuid, *numbers);
     if (!instances.ok()) return ToGrpc(instances.status());
     for (const InstanceState& i : *instances) names[i.uuid] = {i.alias, i.service};
   }

@@ -438,9 +438,24 @@ int main(int argc, char** argv) {
                                                                     ropts);
     wake_target = reconciler.get();
     projects.set_on_change([r = reconciler.get()] { r->Wake(); });
-    projects.set_catalog_check([r = reconciler.get()](const mariposa::Manifest& m, const std::string& filename) {
-      return r->CheckManifest(m, filename);
+    projects.set_catalog_check([r = reconciler.get()](const mariposa::Manifest& m, const std::string& filename,
+                                                       const std::string& owner) {
+      return r->CheckManifest(m, filename, owner);
     });
+    // Projects made before accounts were recorded are --owner's: recorded
+    // now, so that a later --owner does not take them to another account.
+    projects.set_default_owner(owner);
+    auto claimed = (*store)->ClaimUnownedProjects(owner);
+    if (!claimed.ok()) {
+      mariposa::LogError("cannot record --owner as the account of older projects; not serving",
+                         {{"error", claimed.status().ToString()}});
+      std::cerr << "mariposad: " << claimed.status().message() << "\n";
+      return 1;
+    }
+    if (*claimed > 0) {
+      mariposa::LogInfo("projects without an account recorded as --owner's",
+                        {{"count", absl::StrCat(*claimed)}, {"owner", owner}});
+    }
     projects.set_image_planner([r = reconciler.get()](const std::string& project_uuid, const mariposa::Manifest& m,
                                                        const std::set<std::string>& services) {
       return r->PlanImages(project_uuid, m, services);
@@ -454,11 +469,8 @@ int main(int argc, char** argv) {
         }
       }
     });
-    projects.set_instance_counter([v = vmapi.get()](const std::string& project_uuid) -> absl::StatusOr<int64_t> {
-      mariposa::triton::VmFilter f;
-      f.tags = {{mariposa::convergence::kTagProject, project_uuid}};
-      f.state = "active";
-      return v->CountVms(f);
+    projects.set_instance_counter([r = reconciler.get()](const std::string& project_uuid) {
+      return r->CountInstances(project_uuid);
     });
     queue.set_on_change([r = reconciler.get()] { r->Wake(); });
     mariposa::convergence::ImagesServiceOptions iopts;

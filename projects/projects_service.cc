@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "common/ids.h"
 #include "common/log.h"
 #include "convergence/meta_drift.h"
 #include "convergence/queue.h"
@@ -28,6 +30,7 @@ void ToProto(const ProjectRecord& p, v1::Project* out) {
   out->set_service_count(p.service_count);
   out->set_deleting(p.deleting);
   for (const std::string& svc : p.stopped) out->add_stopped(svc);
+  out->set_owner_uuid(p.owner);
 }
 
 void ToProto(const VersionRecord& v, v1::Version* out) {
@@ -264,7 +267,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   // not be refused), and the sync reports what has gone since.
   std::vector<std::string> catalog_warnings;
   if (catalog_check_ && origin == "apply") {
-    auto catalog_errors = catalog_check_(m, opts.filename);
+    auto catalog_errors = catalog_check_(m, opts.filename, existing.ok() ? existing->owner : default_owner_);
     if (!catalog_errors.ok()) {
       catalog_warnings.push_back(absl::StrCat(
           "packages, networks and brands were not checked (", catalog_errors.status().message(),
@@ -327,6 +330,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   NewVersion nv;
   nv.project_name = m.project;
   nv.create_project = true;
+  nv.owner = default_owner_;
   nv.expected_current = expected;
   nv.force = force;
   nv.hash = compiled->hash;
@@ -549,8 +553,20 @@ grpc::Status ProjectsService::CreateProject(grpc::ServerContext* ctx, const v1::
                                             v1::CreateProjectResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
-  MARIPOSA_AUTHORIZE(ctx, req->name());
-  auto p = store_->CreateProject(req->name(), req->description(), AuthorOf(ctx));
+  std::string owner = req->owner_uuid();
+  if (owner.empty()) {
+    MARIPOSA_AUTHORIZE(ctx, req->name());
+    owner = default_owner_;
+  } else {
+    // Another account's instances: only an admin may say whose.
+    MARIPOSA_AUTHORIZE(ctx, req->name(), "owner");
+    if (!IsUuid(owner)) {
+      return ToGrpc(absl::InvalidArgumentError(absl::StrCat(
+          "owner \"", absl::CHexEscape(owner), "\" is not a uuid; give the Triton account's uuid "
+          "(`sdc-useradm get LOGIN` shows it); nothing was created")));
+    }
+  }
+  auto p = store_->CreateProject(req->name(), req->description(), AuthorOf(ctx), owner);
   if (!p.ok()) return ToGrpc(p.status());
   ToProto(*p, resp->mutable_project());
   return grpc::Status::OK;

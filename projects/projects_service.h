@@ -45,9 +45,13 @@ class ProjectsService final : public v1::Projects::Service {
   // Checks an applied manifest against the data center (packages, networks,
   // brands): located errors refuse the apply; an error status (the catalog
   // cannot be read) lets it through with a warning.
-  using CatalogCheck = std::function<absl::StatusOr<std::vector<ManifestDiagnostic>>(const Manifest&,
-                                                                                     const std::string& filename)>;
+  // `owner`: the project's account ("" = mariposad's --owner).
+  using CatalogCheck = std::function<absl::StatusOr<std::vector<ManifestDiagnostic>>(
+      const Manifest&, const std::string& filename, const std::string& owner)>;
   void set_catalog_check(CatalogCheck f) { catalog_check_ = std::move(f); }
+  // The account recorded for a project that is created without one named
+  // (mariposad's --owner; "" without Triton).
+  void set_default_owner(std::string owner) { default_owner_ = std::move(owner); }
   // sdcadm's plan of the services whose image an apply changes (project
   // uuid "" = a new project); set when mariposad converges against Triton.
   using ImagePlanner = std::function<absl::StatusOr<std::map<std::string, ImagePlan>>(
@@ -116,6 +120,7 @@ class ProjectsService final : public v1::Projects::Service {
   std::function<void()> on_change_;
   std::function<absl::StatusOr<int64_t>(const std::string&)> instance_counter_;
   CatalogCheck catalog_check_;
+  std::string default_owner_;
   ImagePlanner image_planner_;
   absl::Mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const CompiledManifest>> parsed_ ABSL_GUARDED_BY(cache_mu_);

@@ -20,9 +20,10 @@ class CatalogCheckTest : public ::testing::Test {
   void SetUp() override {
     store_ = std::move(*SqliteProjectStore::Open(":memory:", &clock_));
     service_ = std::make_unique<ProjectsService>(store_.get(), &clock_);
-    service_->set_catalog_check([this](const Manifest& m, const std::string& filename)
+    service_->set_catalog_check([this](const Manifest& m, const std::string& filename, const std::string& owner)
                                     -> absl::StatusOr<std::vector<ManifestDiagnostic>> {
       ++checks_;
+      checked_owner_ = owner;
       if (!catalog_up_) return absl::UnavailableError("papi ListPackages: connection refused");
       std::vector<ManifestDiagnostic> out;
       for (const auto& kv : m.services) {
@@ -53,7 +54,36 @@ class CatalogCheckTest : public ::testing::Test {
   std::unique_ptr<ProjectsService> service_;
   bool catalog_up_ = true;
   int checks_ = 0;
+  std::string checked_owner_;
 };
+
+// A project belongs to one Triton account: the one it was created for, else
+// mariposad's --owner; the catalog (packages, networks) is checked for it.
+TEST_F(CatalogCheckTest, AProjectsAccountIsRecordedAndItsCatalogChecked) {
+  const std::string kDefault = "930896af-bf8c-48d4-885c-6573a94b1853";
+  const std::string kOther = "11111111-2222-4333-8444-555555555555";
+  service_->set_default_owner(kDefault);
+  v1::ApplyResponse resp;
+  ASSERT_TRUE(Apply(kV1, &resp).ok());
+  EXPECT_EQ(checked_owner_, kDefault);
+  EXPECT_EQ(store_->GetProject("p")->owner, kDefault);
+
+  grpc::ServerContext ctx;
+  v1::CreateProjectRequest req;
+  v1::CreateProjectResponse created;
+  req.set_name("q");
+  req.set_owner_uuid("bob");
+  grpc::Status st = service_->CreateProject(&ctx, &req, &created);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(st.error_message().find("\"bob\" is not a uuid"), std::string::npos) << st.error_message();
+  EXPECT_FALSE(store_->GetProject("q").ok());
+  req.set_owner_uuid(kOther);
+  ASSERT_TRUE(service_->CreateProject(&ctx, &req, &created).ok());
+  EXPECT_EQ(created.project().owner_uuid(), kOther);
+  ASSERT_TRUE(Apply("project: q\nservices:\n  web: {image: nginx@1, package: small}\n", &resp).ok());
+  EXPECT_EQ(checked_owner_, kOther);
+  EXPECT_EQ(store_->GetProject("q")->owner, kOther);
+}
 
 // A core service leaving the manifest would destroy its zones: refused
 // (nothing stored) unless --force; a dry run warns.

@@ -546,7 +546,7 @@ absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProjectLocked(const std::st
                                 "COALESCE(v.number, 0), "
                                 "(SELECT COUNT(*) FROM services s WHERE s.version_uuid = p.current_version), "
                                 "p.deleting, (SELECT group_concat(service, ',') FROM stopped_services x "
-                                "WHERE x.project_uuid = p.uuid) "
+                                "WHERE x.project_uuid = p.uuid), p.owner "
                                 "FROM projects p LEFT JOIN versions v ON v.uuid = p.current_version "
                                 "WHERE p.name = ?1 OR p.uuid = ?1"));
   st.Bind(1, name_or_uuid);
@@ -565,12 +565,50 @@ absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProjectLocked(const std::st
   p.service_count = static_cast<int>(st.Int(6));
   p.deleting = st.Int(7) != 0;
   for (absl::string_view svc : absl::StrSplit(st.Text(8), ',', absl::SkipEmpty())) p.stopped.insert(std::string(svc));
+  p.owner = st.Text(9);
   return p;
+}
+
+absl::StatusOr<std::string> SqliteProjectStore::InsertProjectLocked(const std::string& name,
+                                                                   const std::string& description,
+                                                                   const std::string& owner, const std::string& actor) {
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "INSERT INTO projects (uuid, name, description, created_at, owner) VALUES (?, ?, ?, ?, ?)"));
+  std::string uuid = NewUuid();
+  st.Bind(1, uuid).Bind(2, name).Bind(3, description).Bind(4, NowMicros()).Bind(5, owner);
+  RETURN_IF_ERROR(st.Run());
+  std::string detail = owner.empty() ? description : absl::StrCat(description, description.empty() ? "" : "; ",
+                                                                  "account ", owner);
+  RETURN_IF_ERROR(AppendEventLocked(actor, name, "project.create", uuid, detail).status());
+  return uuid;
+}
+
+absl::StatusOr<int> SqliteProjectStore::ClaimUnownedProjects(const std::string& owner) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT uuid, name FROM projects WHERE owner = '' ORDER BY name"));
+  std::vector<std::pair<std::string, std::string>> unowned;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    unowned.emplace_back(st.Text(0), st.Text(1));
+  }
+  for (const auto& [uuid, name] : unowned) {
+    ASSIGN_OR_RETURN(auto up, db_->Prepare("UPDATE projects SET owner = ? WHERE uuid = ?"));
+    up.Bind(1, owner).Bind(2, uuid);
+    RETURN_IF_ERROR(up.Run());
+    RETURN_IF_ERROR(AppendEventLocked("mariposad", name, "project.owner", uuid,
+                                      absl::StrCat("account ", owner, " (mariposad's --owner) recorded as its owner"))
+                        .status());
+  }
+  RETURN_IF_ERROR(txn->Commit());
+  return static_cast<int>(unowned.size());
 }
 
 absl::StatusOr<ProjectRecord> SqliteProjectStore::CreateProject(const std::string& name,
                                                                 const std::string& description,
-                                                                const std::string& actor) {
+                                                                const std::string& actor,
+                                                                const std::string& owner) {
   if (!IsDnsLabel(name)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "project name \"", name, "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
@@ -578,11 +616,7 @@ absl::StatusOr<ProjectRecord> SqliteProjectStore::CreateProject(const std::strin
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
   if (GetProjectLocked(name).ok()) return absl::AlreadyExistsError(absl::StrCat("project \"", name, "\" exists already"));
-  ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO projects (uuid, name, description, created_at) VALUES (?, ?, ?, ?)"));
-  std::string uuid = NewUuid();
-  st.Bind(1, uuid).Bind(2, name).Bind(3, description).Bind(4, NowMicros());
-  RETURN_IF_ERROR(st.Run());
-  RETURN_IF_ERROR(AppendEventLocked(actor, name, "project.create", uuid, description).status());
+  ASSIGN_OR_RETURN(std::string uuid, InsertProjectLocked(name, description, owner, actor));
   RETURN_IF_ERROR(txn->Commit());
   return GetProjectLocked(uuid);
 }
@@ -632,11 +666,7 @@ absl::StatusOr<CommitResult> SqliteProjectStore::CommitVersion(const NewVersion&
   if (!project.ok()) {
     if (!absl::IsNotFound(project.status()) || !v.create_project) return project.status();
     if (!IsDnsLabel(v.project_name)) return absl::InvalidArgumentError("project name is not a DNS label");
-    ASSIGN_OR_RETURN(auto ins, db_->Prepare("INSERT INTO projects (uuid, name, description, created_at) VALUES (?, ?, ?, ?)"));
-    std::string uuid = NewUuid();
-    ins.Bind(1, uuid).Bind(2, v.project_name).Bind(3, v.description).Bind(4, NowMicros());
-    RETURN_IF_ERROR(ins.Run());
-    RETURN_IF_ERROR(AppendEventLocked(v.author, v.project_name, "project.create", uuid, v.description).status());
+    ASSIGN_OR_RETURN(std::string uuid, InsertProjectLocked(v.project_name, v.description, v.owner, v.author));
     result.project_created = true;
     project = GetProjectLocked(uuid);
     if (!project.ok()) return project.status();

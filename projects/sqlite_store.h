@@ -28,8 +28,10 @@ class SqliteProjectStore : public ProjectStore {
   static absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenAtVersionForTest(const std::string& path,
                                                                                   const Clock* clock, int version);
 
+  using ProjectStore::CreateProject;
   absl::StatusOr<ProjectRecord> CreateProject(const std::string& name, const std::string& description,
-                                              const std::string& actor) override;
+                                              const std::string& actor, const std::string& owner) override;
+  absl::StatusOr<int> ClaimUnownedProjects(const std::string& owner) override;
   absl::StatusOr<std::vector<ProjectRecord>> ListProjects() override;
   absl::StatusOr<ProjectRecord> GetProject(const std::string& name_or_uuid) override;
   absl::Status DeleteProject(const std::string& name_or_uuid, const std::string& actor) override;
@@ -99,6 +101,10 @@ class SqliteProjectStore : public ProjectStore {
   absl::Status Migrate(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::StatusOr<ProjectRecord> GetProjectLocked(const std::string& name_or_uuid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Inserts a project row and its project.create event; its uuid.
+  absl::StatusOr<std::string> InsertProjectLocked(const std::string& name, const std::string& description,
+                                                  const std::string& owner, const std::string& actor)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<VersionRecord> GetVersionLocked(const std::string& project_uuid, const std::string& ref,
                                                  bool include_text) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::optional<MetaRecord>> FindMetaLocked(const std::string& project_uuid, const std::string& key)

@@ -73,6 +73,33 @@ TEST_F(StoreTest, ProjectCrud) {
   EXPECT_EQ((*ev)[1].actor, "alice");
 }
 
+// A project's account is recorded at creation (by create or by the first
+// apply); projects without one are claimed once, with an event each.
+TEST_F(StoreTest, ProjectAccounts) {
+  ASSERT_TRUE(store_->CreateProject("old", "", "alice").ok());
+  auto bob = store_->CreateProject("mars", "", "alice", "b0b0b0b0-1111-4222-8333-444444444444");
+  ASSERT_TRUE(bob.ok());
+  EXPECT_EQ(bob->owner, "b0b0b0b0-1111-4222-8333-444444444444");
+  NewVersion v;
+  v.project_name = "venus";
+  v.create_project = true;
+  v.owner = "930896af-bf8c-48d4-885c-6573a94b1853";
+  v.hash = "h";
+  v.manifest = v.canonical = "project: venus\n";
+  v.author = "alice";
+  ASSERT_TRUE(store_->CommitVersion(v).ok());
+  EXPECT_EQ(store_->GetProject("venus")->owner, "930896af-bf8c-48d4-885c-6573a94b1853");
+  EXPECT_EQ(store_->GetProject("old")->owner, "");
+  EXPECT_EQ(*store_->ClaimUnownedProjects("930896af-bf8c-48d4-885c-6573a94b1853"), 1);
+  EXPECT_EQ(store_->GetProject("old")->owner, "930896af-bf8c-48d4-885c-6573a94b1853");
+  EXPECT_EQ(store_->GetProject("mars")->owner, "b0b0b0b0-1111-4222-8333-444444444444");
+  EXPECT_EQ(*store_->ClaimUnownedProjects("11111111-1111-4111-8111-111111111111"), 0);  // once
+  auto ev = store_->ListEvents("old", 0, 100);
+  ASSERT_TRUE(ev.ok());
+  ASSERT_EQ(ev->size(), 2u);
+  EXPECT_EQ((*ev)[1].kind, "project.owner");
+}
+
 TEST_F(StoreTest, VersionsCommitNoopStaleAndRefs) {
   auto r1 = store_->CommitVersion(Version("jupiter", "h1", ""));
   ASSERT_TRUE(r1.ok()) << r1.status();

@@ -62,6 +62,10 @@ struct ProjectRecord {
   int service_count = 0;
   bool deleting = false;  // delete requested with --force: instances are being removed first
   std::set<std::string> stopped;  // services a stop task has stopped (until a start task)
+  // The Triton account (uuid) the project's instances belong to; fixed at
+  // creation. "" only for a project made before accounts were recorded and
+  // not yet claimed (ClaimUnownedProjects): mariposad's --owner.
+  std::string owner;
 };
 
 struct VersionRecord {
@@ -200,6 +204,7 @@ struct NewVersion {
   std::string message;
   std::vector<std::string> warnings;
   std::string description;
+  std::string owner;                  // the account of a project this creates
   std::vector<ServiceRecord> services;
   std::vector<GroupRecord> groups;
 };
@@ -218,8 +223,16 @@ class ProjectStore {
  public:
   virtual ~ProjectStore() = default;
 
+  // `owner`: the Triton account of its instances ("" = not recorded).
   virtual absl::StatusOr<ProjectRecord> CreateProject(const std::string& name, const std::string& description,
-                                                      const std::string& actor) = 0;
+                                                      const std::string& actor, const std::string& owner) = 0;
+  absl::StatusOr<ProjectRecord> CreateProject(const std::string& name, const std::string& description,
+                                              const std::string& actor) {
+    return CreateProject(name, description, actor, "");
+  }
+  // Records `owner` as the account of every project that has none (made
+  // before accounts were recorded); how many there were.
+  virtual absl::StatusOr<int> ClaimUnownedProjects(const std::string& owner) = 0;
   virtual absl::StatusOr<std::vector<ProjectRecord>> ListProjects() = 0;
   // By name or uuid.
   virtual absl::StatusOr<ProjectRecord> GetProject(const std::string& name_or_uuid) = 0;

@@ -1275,5 +1275,93 @@ TEST_F(ConvergenceTest, PauseResumeAndHealthyDeadline) {
   EXPECT_THAT(got, ::testing::HasSubstr("update.progress_deadline 1s: no instance of the new spec became ready since"));
 }
 
+// Two projects in two Triton accounts: each one's instances are created for
+// its account, its listings are scoped to it (a VM of a third account that
+// carries its tags is neither counted nor touched), and its catalog check
+// uses its account (a network another account owns is refused).
+TEST_F(ConvergenceTest, ProjectsInTwoAccounts) {
+  const std::string kDefault = "930896af-bf8c-48d4-885c-6573a94b1853";
+  const std::string kBob = "b0b0b0b0-1111-4222-8333-444444444444";
+  const std::string kMallory = "3a1103e0-5555-4666-8777-888888888888";
+  auto r = M({"project", "create", "mars", "--owner", "bob"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("\"bob\" is not a uuid"));
+  r = M({"project", "create", "mars", "--owner", kBob});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("for account " + kBob));
+  const std::string mars = "project: mars\nservices:\n  web:\n    image: autopilotpattern/nginx@1.4.0\n"
+                           "    package: g4-highcpu-512M\n    count: 2\n";
+  WriteFile(dir_ + "/mars.yaml", mars);
+  WriteFile(dir_ + "/jupiter.yaml", manifest_);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/mars.yaml", "--yes"}).exit_code, 0);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/jupiter.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}, {"web", 2}})) << daemon_->log();
+  EXPECT_THAT(M({"project", "get", "mars"}).out, ::testing::HasSubstr("account:     " + kBob));
+  EXPECT_THAT(M({"project", "get", "jupiter"}).out, ::testing::HasSubstr("account:     " + kDefault));
+
+  httplib::Client c(sim_->addr());
+  auto uuid_of = [&](const std::string& project) {
+    json p = json::parse(M({"-o", "json", "project", "get", project}).out);
+    return p["project"]["uuid"].get<std::string>();
+  };
+  const std::string mars_uuid = uuid_of("mars");
+  const std::string jupiter_uuid = uuid_of("jupiter");
+  auto owners = [&](const std::string& project_uuid) {
+    std::map<std::string, int> out;
+    for (const auto& vm : json::parse(c.Get("/vms?state=active&tag.mariposa.project=" + project_uuid)->body)) {
+      out[vm["owner_uuid"].get<std::string>()]++;
+    }
+    return out;
+  };
+  EXPECT_EQ(owners(mars_uuid), (std::map<std::string, int>{{kBob, 2}}));
+  EXPECT_EQ(owners(jupiter_uuid), (std::map<std::string, int>{{kDefault, 6}}));
+
+  // A third account makes a VM that claims to be mars's web instance.
+  json body = {{"owner_uuid", kMallory},
+               {"brand", "joyent"},
+               {"image_uuid", json::parse(c.Get("/vms?tag.mariposa.project=" + mars_uuid)->body)[0]["image_uuid"]},
+               {"alias", "mars-web-9"},
+               {"ram", 512},
+               {"networks", json::array({{{"uuid", "aaaaaaaa-0000-4000-8000-000000000001"}}})},
+               {"tags", {{"mariposa.project", mars_uuid}, {"mariposa.service", "web"},
+                         {"mariposa.version", "x"}, {"mariposa.spec", "x"}}}};
+  auto made = c.Post("/vms", body.dump(), "application/json");
+  ASSERT_TRUE(made && made->status == 202) << (made ? made->body : "no reply");
+  std::string impostor = json::parse(made->body)["vm_uuid"].get<std::string>();
+  // Before accounts were scoped, mars saw 3 web instances and destroyed one.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(owners(mars_uuid), (std::map<std::string, int>{{kBob, 2}, {kMallory, 1}}));
+  EXPECT_EQ(json::parse(c.Get("/vms/" + impostor)->body)["state"], "running");
+  r = M({"-o", "json", "status", "-j", "mars"});
+  EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr(impostor)));
+  // VMAPI calls name the account: bob's VMs are not found as mallory's.
+  std::string bobs = json::parse(c.Get("/vms?tag.mariposa.project=" + mars_uuid + "&owner_uuid=" + kBob)->body)[0]["uuid"];
+  EXPECT_EQ(c.Get("/vms/" + bobs + "?owner_uuid=" + kMallory)->status, 404);
+
+  // The catalog is checked for the project's account: my-fabric-network is
+  // the default account's only.
+  WriteFile(dir_ + "/mars2.yaml", mars + "    networks: [my-fabric-network]\n");
+  r = M({"apply", "-f", dir_ + "/mars2.yaml", "--yes"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, ::testing::HasSubstr("my-fabric-network"));
+  // The same network is fine for a project of the default account.
+  WriteFile(dir_ + "/venus.yaml", "project: venus\nservices:\n  web:\n    image: autopilotpattern/nginx@1.4.0\n"
+                                  "    package: g4-highcpu-512M\n    networks: [my-fabric-network]\n");
+  r = M({"apply", "-f", dir_ + "/venus.yaml", "--yes"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+
+  // Deleting mars removes bob's instances and leaves the impostor alone.
+  r = M({"project", "delete", "mars", "--yes", "--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("removing 2 instances"));
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = owners(mars_uuid) == std::map<std::string, int>{{kMallory, 1}};
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone) << json(owners(mars_uuid)).dump();
+  EXPECT_EQ(owners(jupiter_uuid), (std::map<std::string, int>{{kDefault, 6}}));
+}
+
 }  // namespace
 }  // namespace mariposa::testing

@@ -46,7 +46,7 @@ std::string Slurp(const std::string& path) {
 // daemon's table (auth/rbac.cc) must say the same.
 const std::map<std::string, std::string>& ExpectedLeastRole() {
   static const auto* m = new std::map<std::string, std::string>{
-      {"Projects/CreateProject", "deployer"}, {"Projects/ListProjects", "viewer"},
+      {"Projects/CreateProject", "deployer"}, {"Projects/CreateProject#owner", "admin"}, {"Projects/ListProjects", "viewer"},
       {"Projects/GetProject", "viewer"},      {"Projects/DeleteProject", "operator"},
       {"Projects/Apply", "deployer"},         {"Projects/Apply#core", "admin"}, {"Projects/Apply#dry-run", "viewer"},
       {"Projects/ListVersions", "viewer"},    {"Projects/GetVersion", "viewer"},
@@ -188,6 +188,11 @@ std::string RequestFor(const std::string& rule) {
     v1::AddTaskRequest r;
     r.set_project("nosuch");
     r.set_kind(rule == "Queue/AddTask" ? "reprovision" : rule.substr(rule.find('#') + 1));
+    r.SerializeToString(&out);
+  } else if (rule == "Projects/CreateProject#owner") {
+    v1::CreateProjectRequest r;  // an owner that is not a uuid: refused after the role check
+    r.set_name("other-account");
+    r.set_owner_uuid("not-a-uuid");
     r.SerializeToString(&out);
   } else if (rule == "Projects/Apply#core" || rule == "Projects/Apply#dry-run") {
     // The project's own manifest again: a no-op for whoever may apply it.

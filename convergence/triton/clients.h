@@ -119,6 +119,17 @@ struct Job {
 
 enum class VmAction { kStart, kStop, kReboot, kKill };
 
+// A VM named in a call: its uuid and, when known, the account it must
+// belong to. VMAPI answers 404 for a VM of another account (owner_uuid),
+// so a project acts only on its own account's VMs.
+struct VmRef {
+  VmRef(std::string id) : uuid(std::move(id)) {}  // NOLINT: a bare uuid names no account
+  VmRef(const char* id) : uuid(id) {}             // NOLINT
+  VmRef(std::string id, std::string owner) : uuid(std::move(id)), owner_uuid(std::move(owner)) {}
+  std::string uuid;
+  std::string owner_uuid;  // "" = any account
+};
+
 // VMAPI. ListVms pages until exhausted.
 class VmapiClient {
  public:
@@ -126,19 +137,19 @@ class VmapiClient {
   virtual absl::StatusOr<std::vector<Vm>> ListVms(const VmFilter& filter) = 0;
   // x-joyent-resource-count of a HEAD /vms.
   virtual absl::StatusOr<int64_t> CountVms(const VmFilter& filter) = 0;
-  virtual absl::StatusOr<Vm> GetVm(const std::string& uuid) = 0;
+  virtual absl::StatusOr<Vm> GetVm(const VmRef& vm) = 0;
   // ALREADY_EXISTS when a VM with req.uuid exists (a retried create).
   virtual absl::StatusOr<JobRef> CreateVm(const CreateVmRequest& req) = 0;
   // Idempotent: starting a running VM or stopping a stopped one succeeds.
   // `timeout` (stop only, > 0): how long the guest gets to shut down
   // before it is halted (VMAPI's `timeout`, seconds).
-  virtual absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action,
+  virtual absl::StatusOr<JobRef> Act(const VmRef& vm, VmAction action,
                                      absl::Duration timeout = absl::ZeroDuration()) = 0;
-  virtual absl::StatusOr<JobRef> Reprovision(const std::string& uuid, const std::string& image_uuid) = 0;
-  virtual absl::StatusOr<JobRef> Update(const std::string& uuid, const UpdateVmRequest& req) = 0;
-  virtual absl::StatusOr<JobRef> DeleteVm(const std::string& uuid) = 0;
+  virtual absl::StatusOr<JobRef> Reprovision(const VmRef& vm, const std::string& image_uuid) = 0;
+  virtual absl::StatusOr<JobRef> Update(const VmRef& vm, const UpdateVmRequest& req) = 0;
+  virtual absl::StatusOr<JobRef> DeleteVm(const VmRef& vm) = 0;
   // Merges `tags` into the VM's (or replaces them all).
-  virtual absl::StatusOr<JobRef> SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,
+  virtual absl::StatusOr<JobRef> SetTags(const VmRef& vm, const std::map<std::string, std::string>& tags,
                                          bool replace) = 0;
   virtual absl::StatusOr<Job> GetJob(const std::string& uuid) = 0;
   // Polls until the job ends or `timeout` passes (DEADLINE_EXCEEDED).

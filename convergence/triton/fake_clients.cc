@@ -132,12 +132,17 @@ absl::StatusOr<int64_t> FakeVmapiClient::CountVms(const VmFilter& f) {
   return static_cast<int64_t>(all->size());
 }
 
-absl::StatusOr<Vm> FakeVmapiClient::GetVm(const std::string& uuid) {
+bool FakeVmapiClient::HasLocked(const VmRef& vm) const {
+  auto it = vms_.find(vm.uuid);
+  return it != vms_.end() && (vm.owner_uuid.empty() || it->second.owner_uuid == vm.owner_uuid);
+}
+
+absl::StatusOr<Vm> FakeVmapiClient::GetVm(const VmRef& vm) {
+  const std::string& uuid = vm.uuid;
   std::lock_guard<std::mutex> l(mu_);
   if (auto s = Enter("GetVm", uuid); !s.ok()) return s;
-  auto it = vms_.find(uuid);
-  if (it == vms_.end()) return absl::NotFoundError(absl::StrCat("vmapi GetVm: 404 ResourceNotFound: VM ", uuid));
-  return it->second;
+  if (!HasLocked(vm)) return absl::NotFoundError(absl::StrCat("vmapi GetVm: 404 ResourceNotFound: VM ", uuid));
+  return vms_.at(uuid);
 }
 
 absl::StatusOr<JobRef> FakeVmapiClient::CreateVm(const CreateVmRequest& req) {
@@ -166,28 +171,31 @@ absl::StatusOr<JobRef> FakeVmapiClient::CreateVm(const CreateVmRequest& req) {
   return StartLocked("provision", uuid, [this, uuid] { vms_[uuid].state = "running"; });
 }
 
-absl::StatusOr<JobRef> FakeVmapiClient::Act(const std::string& uuid, VmAction action, absl::Duration timeout) {
+absl::StatusOr<JobRef> FakeVmapiClient::Act(const VmRef& vm, VmAction action, absl::Duration timeout) {
+  const std::string& uuid = vm.uuid;
   static const char* kNames[] = {"start", "stop", "reboot", "kill"};
   std::lock_guard<std::mutex> l(mu_);
   std::string arg = absl::StrCat(kNames[static_cast<int>(action)], " ", uuid);
   if (timeout > absl::ZeroDuration()) absl::StrAppend(&arg, " timeout=", absl::FormatDuration(timeout));
   if (auto s = Enter("Act", arg); !s.ok()) return s;
-  if (!vms_.count(uuid)) return absl::NotFoundError("vmapi VmAction: 404 ResourceNotFound");
+  if (!HasLocked(vm)) return absl::NotFoundError("vmapi VmAction: 404 ResourceNotFound");
   std::string to = action == VmAction::kStart || action == VmAction::kReboot ? "running" : "stopped";
   return StartLocked(kNames[static_cast<int>(action)], uuid, [this, uuid, to] { vms_[uuid].state = to; });
 }
 
-absl::StatusOr<JobRef> FakeVmapiClient::Reprovision(const std::string& uuid, const std::string& image_uuid) {
+absl::StatusOr<JobRef> FakeVmapiClient::Reprovision(const VmRef& vm, const std::string& image_uuid) {
+  const std::string& uuid = vm.uuid;
   std::lock_guard<std::mutex> l(mu_);
   if (auto s = Enter("Reprovision", uuid); !s.ok()) return s;
-  if (!vms_.count(uuid)) return absl::NotFoundError("vmapi VmAction: 404 ResourceNotFound");
+  if (!HasLocked(vm)) return absl::NotFoundError("vmapi VmAction: 404 ResourceNotFound");
   return StartLocked("reprovision", uuid, [this, uuid, image_uuid] { vms_[uuid].image_uuid = image_uuid; });
 }
 
-absl::StatusOr<JobRef> FakeVmapiClient::Update(const std::string& uuid, const UpdateVmRequest& req) {
+absl::StatusOr<JobRef> FakeVmapiClient::Update(const VmRef& vm, const UpdateVmRequest& req) {
+  const std::string& uuid = vm.uuid;
   std::lock_guard<std::mutex> l(mu_);
   if (auto s = Enter("Update", uuid); !s.ok()) return s;
-  if (!vms_.count(uuid)) return absl::NotFoundError("vmapi VmAction: 404 ResourceNotFound");
+  if (!HasLocked(vm)) return absl::NotFoundError("vmapi VmAction: 404 ResourceNotFound");
   return StartLocked("update", uuid, [this, uuid, req] {
     Vm& vm = vms_[uuid];
     for (const auto& kv : req.customer_metadata) vm.customer_metadata[kv.first] = kv.second;
@@ -200,18 +208,20 @@ absl::StatusOr<JobRef> FakeVmapiClient::Update(const std::string& uuid, const Up
   });
 }
 
-absl::StatusOr<JobRef> FakeVmapiClient::DeleteVm(const std::string& uuid) {
+absl::StatusOr<JobRef> FakeVmapiClient::DeleteVm(const VmRef& vm) {
+  const std::string& uuid = vm.uuid;
   std::lock_guard<std::mutex> l(mu_);
   if (auto s = Enter("DeleteVm", uuid); !s.ok()) return s;
-  if (!vms_.count(uuid)) return absl::NotFoundError("vmapi DeleteVm: 404 ResourceNotFound");
+  if (!HasLocked(vm)) return absl::NotFoundError("vmapi DeleteVm: 404 ResourceNotFound");
   return StartLocked("destroy", uuid, [this, uuid] { vms_[uuid].state = "destroyed"; });
 }
 
-absl::StatusOr<JobRef> FakeVmapiClient::SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,
+absl::StatusOr<JobRef> FakeVmapiClient::SetTags(const VmRef& vm, const std::map<std::string, std::string>& tags,
                                                 bool replace) {
+  const std::string& uuid = vm.uuid;
   std::lock_guard<std::mutex> l(mu_);
   if (auto s = Enter("SetTags", uuid); !s.ok()) return s;
-  if (!vms_.count(uuid)) return absl::NotFoundError("vmapi VmTags: 404 ResourceNotFound");
+  if (!HasLocked(vm)) return absl::NotFoundError("vmapi VmTags: 404 ResourceNotFound");
   return StartLocked("update", uuid, [this, uuid, tags, replace] {
     if (replace) vms_[uuid].tags.clear();
     for (const auto& kv : tags) vms_[uuid].tags[kv.first] = kv.second;

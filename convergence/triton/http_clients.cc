@@ -128,11 +128,26 @@ absl::StatusOr<int64_t> HttpVmapiClient::CountVms(const VmFilter& f) {
   return n;
 }
 
-absl::StatusOr<Vm> HttpVmapiClient::GetVm(const std::string& uuid) {
-  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetVm", "GET", "/vms/" + UrlEncode(uuid)));
-  auto vm = ParseVm(r.body);
-  if (!vm.ok()) return absl::DataLossError(absl::StrCat("GetVm: ", vm.status().message()));
-  return vm;
+namespace {
+
+// /vms/UUID[SUFFIX]?QUERY&owner_uuid=…: VMAPI answers 404 for a VM of
+// another account than the one named.
+std::string VmPath(const VmRef& vm, const std::string& query = "", const std::string& suffix = "") {
+  std::string path = absl::StrCat("/vms/", UrlEncode(vm.uuid), suffix);
+  std::vector<std::string> q;
+  if (!query.empty()) q.push_back(query);
+  if (!vm.owner_uuid.empty()) q.push_back("owner_uuid=" + UrlEncode(vm.owner_uuid));
+  if (!q.empty()) absl::StrAppend(&path, "?", absl::StrJoin(q, "&"));
+  return path;
+}
+
+}  // namespace
+
+absl::StatusOr<Vm> HttpVmapiClient::GetVm(const VmRef& vm) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetVm", "GET", VmPath(vm)));
+  auto parsed = ParseVm(r.body);
+  if (!parsed.ok()) return absl::DataLossError(absl::StrCat("GetVm: ", parsed.status().message()));
+  return parsed;
 }
 
 absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
@@ -172,10 +187,10 @@ absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
   return ToJobRef(r, "CreateVm");
 }
 
-absl::StatusOr<JobRef> HttpVmapiClient::Act(const std::string& uuid, VmAction action, absl::Duration timeout) {
+absl::StatusOr<JobRef> HttpVmapiClient::Act(const VmRef& vm, VmAction action, absl::Duration timeout) {
   static const char* kNames[] = {"start", "stop", "reboot", "kill"};
   std::string name = kNames[static_cast<int>(action)];
-  std::string path = absl::StrCat("/vms/", UrlEncode(uuid), "?action=", name);
+  std::string path = VmPath(vm, absl::StrCat("action=", name));
   if (action == VmAction::kStart || action == VmAction::kStop) path += "&idempotent=true";
   if (action == VmAction::kStop && timeout > absl::ZeroDuration()) {
     absl::StrAppend(&path, "&timeout=", std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(timeout, absl::Seconds(1)))));
@@ -184,13 +199,13 @@ absl::StatusOr<JobRef> HttpVmapiClient::Act(const std::string& uuid, VmAction ac
   return ToJobRef(r, "VmAction");
 }
 
-absl::StatusOr<JobRef> HttpVmapiClient::Reprovision(const std::string& uuid, const std::string& image_uuid) {
-  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", "/vms/" + UrlEncode(uuid) + "?action=reprovision",
+absl::StatusOr<JobRef> HttpVmapiClient::Reprovision(const VmRef& vm, const std::string& image_uuid) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", VmPath(vm, "action=reprovision"),
                                               json({{"image_uuid", image_uuid}}).dump()));
   return ToJobRef(r, "Reprovision");
 }
 
-absl::StatusOr<JobRef> HttpVmapiClient::Update(const std::string& uuid, const UpdateVmRequest& req) {
+absl::StatusOr<JobRef> HttpVmapiClient::Update(const VmRef& vm, const UpdateVmRequest& req) {
   json body = json::object();
   if (!req.customer_metadata.empty()) body["customer_metadata"] = req.customer_metadata;
   if (!req.internal_metadata.empty()) body["internal_metadata"] = req.internal_metadata;
@@ -203,19 +218,19 @@ absl::StatusOr<JobRef> HttpVmapiClient::Update(const std::string& uuid, const Up
                             std::make_pair("zfs_io_priority", req.zfs_io_priority)}) {
     if (value > 0) body[key] = value;
   }
-  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", "/vms/" + UrlEncode(uuid) + "?action=update",
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", VmPath(vm, "action=update"),
                                               body.dump()));
   return ToJobRef(r, "Update");
 }
 
-absl::StatusOr<JobRef> HttpVmapiClient::DeleteVm(const std::string& uuid) {
-  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("DeleteVm", "DELETE", "/vms/" + UrlEncode(uuid)));
+absl::StatusOr<JobRef> HttpVmapiClient::DeleteVm(const VmRef& vm) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("DeleteVm", "DELETE", VmPath(vm)));
   return ToJobRef(r, "DeleteVm");
 }
 
-absl::StatusOr<JobRef> HttpVmapiClient::SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,
+absl::StatusOr<JobRef> HttpVmapiClient::SetTags(const VmRef& vm, const std::map<std::string, std::string>& tags,
                                                 bool replace) {
-  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmTags", replace ? "PUT" : "POST", "/vms/" + UrlEncode(uuid) + "/tags",
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmTags", replace ? "PUT" : "POST", VmPath(vm, "", "/tags"),
                                               json(tags).dump()));
   return ToJobRef(r, "SetTags");
 }

@@ -19,14 +19,14 @@ class HttpVmapiClient : public VmapiClient {
       : http_("vmapi", std::move(options), clock, std::move(hook)), clock_(clock) {}
   absl::StatusOr<std::vector<Vm>> ListVms(const VmFilter& filter) override;
   absl::StatusOr<int64_t> CountVms(const VmFilter& filter) override;
-  absl::StatusOr<Vm> GetVm(const std::string& uuid) override;
+  absl::StatusOr<Vm> GetVm(const VmRef& vm) override;
   absl::StatusOr<JobRef> CreateVm(const CreateVmRequest& req) override;
-  absl::StatusOr<JobRef> Act(const std::string& uuid, VmAction action,
+  absl::StatusOr<JobRef> Act(const VmRef& vm, VmAction action,
                              absl::Duration timeout = absl::ZeroDuration()) override;
-  absl::StatusOr<JobRef> Reprovision(const std::string& uuid, const std::string& image_uuid) override;
-  absl::StatusOr<JobRef> Update(const std::string& uuid, const UpdateVmRequest& req) override;
-  absl::StatusOr<JobRef> DeleteVm(const std::string& uuid) override;
-  absl::StatusOr<JobRef> SetTags(const std::string& uuid, const std::map<std::string, std::string>& tags,
+  absl::StatusOr<JobRef> Reprovision(const VmRef& vm, const std::string& image_uuid) override;
+  absl::StatusOr<JobRef> Update(const VmRef& vm, const UpdateVmRequest& req) override;
+  absl::StatusOr<JobRef> DeleteVm(const VmRef& vm) override;
+  absl::StatusOr<JobRef> SetTags(const VmRef& vm, const std::map<std::string, std::string>& tags,
                                  bool replace) override;
   absl::StatusOr<Job> GetJob(const std::string& uuid) override;
   absl::StatusOr<Job> WaitJob(const std::string& uuid, absl::Duration timeout) override;

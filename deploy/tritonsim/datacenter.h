@@ -74,7 +74,8 @@ class DataCenter {
   Reply CreateVm(const json& body, const Params& q);
   Reply VmAction(const std::string& uuid, const Params& q, const json& body);
   Reply DeleteVm(const std::string& uuid, const Params& q);
-  Reply VmTags(const std::string& method, const std::string& uuid, const std::string& key, const json& body);
+  Reply VmTags(const std::string& method, const std::string& uuid, const std::string& key, const Params& q,
+               const json& body);
   Reply GetJob(const std::string& uuid);
   Reply WaitJob(const std::string& uuid, const Params& q);
   Reply ListJobs(const Params& q);
@@ -245,6 +246,9 @@ class DataCenter {
   void AddUsedRamLocked(Server* s, int64_t delta);
   // By uuid or hostname; servers_.end() when there is none.
   std::map<std::string, Server>::iterator FindServerLocked(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // VMAPI's loading of /vms/UUID, honouring ?owner_uuid= (vms_.end(): not found).
+  std::unordered_map<std::string, Vm>::iterator FindVmLocked(const std::string& uuid, const Params& q)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void IndexServersLocked();
   std::string NewUuidLocked();
   std::string NewMacLocked();

@@ -79,8 +79,8 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
     return dc->DeleteVm(r.matches[1], q);
   }));
   for (const std::string& path : {"/vms/" + kId + "/tags", "/vms/" + kId + "/tags/([^/]+)"}) {
-    auto tags = W("VmTags", [dc](const httplib::Request& r, const Params&, const json& b) {
-      return dc->VmTags(r.method, r.matches[1], r.matches.size() > 2 ? std::string(r.matches[2]) : "", b);
+    auto tags = W("VmTags", [dc](const httplib::Request& r, const Params& q, const json& b) {
+      return dc->VmTags(r.method, r.matches[1], r.matches.size() > 2 ? std::string(r.matches[2]) : "", q, b);
     });
     s->Get(path, tags);
     s->Post(path, tags);

@@ -417,15 +417,21 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
   return r;
 }
 
+// VMAPI's loading of /vms/UUID: with ?owner_uuid=, a VM of another account
+// is not found.
+std::unordered_map<std::string, DataCenter::Vm>::iterator DataCenter::FindVmLocked(const std::string& uuid, const Params& q) {
+  auto it = vms_.find(uuid);
+  if (it == vms_.end()) return it;
+  if (const std::string* o = Get(q, "owner_uuid"); o && it->second.owner_uuid != *o) return vms_.end();
+  return it;
+}
+
 Reply DataCenter::GetVm(const std::string& uuid, const Params& q) {
   Reply r;
   if (!CheckParams(q, {"owner_uuid", "fields", "sync"}, false, 409, &r)) return r;
   absl::MutexLock l(&mu_);
-  auto it = vms_.find(uuid);
+  auto it = FindVmLocked(uuid, q);
   if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
-  if (const std::string* o = Get(q, "owner_uuid"); o && it->second.owner_uuid != *o) {
-    return Error(404, "ResourceNotFound", "VM not found");
-  }
   r.body = VmJson(it->second);
   return r;
 }
@@ -650,7 +656,7 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
   if (!action) return Validation(409, "action", "Missing", "action is required");
   bool idempotent = Get(q, "idempotent") && *Get(q, "idempotent") == "true";
   absl::MutexLock l(&mu_);
-  auto it = vms_.find(uuid);
+  auto it = FindVmLocked(uuid, q);
   if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
   Vm& vm = it->second;
   std::string state = EffectiveStateLocked(vm);
@@ -754,7 +760,7 @@ Reply DataCenter::DeleteVm(const std::string& uuid, const Params& q) {
   Reply r;
   if (!CheckParams(q, {"sync", "owner_uuid", "origin", "creator_uuid", "context"}, false, 409, &r)) return r;
   absl::MutexLock l(&mu_);
-  auto it = vms_.find(uuid);
+  auto it = FindVmLocked(uuid, q);
   if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
   std::string id = uuid;
   return StartJobLocked("destroy-8.0.0", "destroy", uuid, json::object(), [this, id]() -> std::string {
@@ -771,13 +777,14 @@ Reply DataCenter::DeleteVm(const std::string& uuid, const Params& q) {
 }
 
 Reply DataCenter::VmTags(const std::string& method, const std::string& uuid, const std::string& key,
-                         const json& body) {
+                         const Params& q, const json& body) {
+  Reply r;
+  if (!CheckParams(q, {"owner_uuid", "sync", "origin", "creator_uuid", "context"}, false, 409, &r)) return r;
   absl::MutexLock l(&mu_);
-  auto it = vms_.find(uuid);
+  auto it = FindVmLocked(uuid, q);
   if (it == vms_.end()) return Error(404, "ResourceNotFound", "VM not found");
   Vm& vm = it->second;
   if (method == "GET") {
-    Reply r;
     if (key.empty()) {
       r.body = vm.tags;
     } else {
