@@ -45,6 +45,8 @@ class ControllerMetrics::Collector : public prometheus::Collectable {
     auto tasks = GaugeFamily("mariposa_tasks", "Tasks by kind and state (every project).");
     auto frozen = GaugeFamily("mariposa_frozen", "Active freezes by project and scope (1 each).");
     auto depth = GaugeFamily("mariposa_workqueue_depth", "Tasks queued or active, and projects waiting for a sync.");
+    auto frozen_since = GaugeFamily("mariposa_frozen_since_seconds",
+                                    "When each active freeze began (unix seconds), by project and scope.");
     int64_t open_tasks = 0;
     if (store_ != nullptr) {
       if (auto counts = store_->CountTasks(); counts.ok()) {
@@ -56,6 +58,7 @@ class ControllerMetrics::Collector : public prometheus::Collectable {
         std::map<std::string, std::string> names;
         for (const ProjectRecord& p : *projects) names[p.uuid] = p.name;
         std::map<std::pair<std::string, std::string>, int> scopes;
+        std::map<std::pair<std::string, std::string>, absl::Time> since;
         for (const TaskRecord& t : *open) {
           if (t.kind != "freeze") {
             if (t.state != "terminating") ++open_tasks;
@@ -63,22 +66,44 @@ class ControllerMetrics::Collector : public prometheus::Collectable {
           }
           if (t.state != "active" && t.state != "queued") continue;
           std::string scope = t.services.empty() ? "project" : absl::StrJoin(t.services, ",");
-          scopes[{names[t.project_uuid], scope}] = 1;
+          auto key = std::make_pair(names[t.project_uuid], scope);
+          scopes[key] = 1;
+          absl::Time at = t.started_at != absl::InfinitePast() ? t.started_at : t.created_at;
+          if (!since.count(key) || at < since[key]) since[key] = at;
         }
         for (const auto& kv : scopes) AddGauge(&frozen, {{"project", kv.first.first}, {"scope", kv.first.second}}, 1);
+        for (const auto& kv : since) {
+          AddGauge(&frozen_since, {{"project", kv.first.first}, {"scope", kv.first.second}},
+                   absl::ToDoubleSeconds(kv.second - absl::UnixEpoch()));
+        }
       }
     }
     auto desired = GaugeFamily("mariposa_service_desired_instances", "Instances each service should have.");
     auto actual = GaugeFamily("mariposa_service_instances", "Instances each service has, by VM state (last sync).");
     auto crash = GaugeFamily("mariposa_service_crashlooping",
                              "1 while replacement of a service is paused after restart.max_attempts failures.");
+    auto ready = GaugeFamily("mariposa_service_ready_instances",
+                             "Instances of each service running its current spec and ready (healthy when checked).");
+    auto unhealthy = GaugeFamily("mariposa_service_unhealthy_instances",
+                                 "Instances of each service running with failing health checks.");
+    auto verdict = GaugeFamily("mariposa_service_verdict",
+                               "1 for each service's verdict of the last sync, 0 for the other verdicts.");
     {
       absl::MutexLock l(&mu_);
       for (const auto& p : projects_) {
         for (const ServiceCounts& s : p.second) {
           AddGauge(&desired, {{"project", p.first}, {"service", s.service}}, s.desired);
-          for (const auto& st : s.by_state) {
+          // The usual states are always there (0 when none): a service with
+          // no running instance still has a series to alert on.
+          std::map<std::string, int64_t> states = {{"provisioning", 0}, {"running", 0}, {"stopped", 0}, {"failed", 0}};
+          for (const auto& st : s.by_state) states[st.first] = st.second;
+          for (const auto& st : states) {
             AddGauge(&actual, {{"project", p.first}, {"service", s.service}, {"state", st.first}}, st.second);
+          }
+          AddGauge(&ready, {{"project", p.first}, {"service", s.service}}, s.ready);
+          AddGauge(&unhealthy, {{"project", p.first}, {"service", s.service}}, s.unhealthy);
+          for (const char* v : {"converged", "progressing", "degraded", "paused", "failed", "unknown"}) {
+            AddGauge(&verdict, {{"project", p.first}, {"service", s.service}, {"verdict", v}}, s.verdict == v ? 1 : 0);
           }
           AddGauge(&crash, {{"project", p.first}, {"service", s.service}}, s.crashlooping ? 1 : 0);
         }
@@ -87,7 +112,10 @@ class ControllerMetrics::Collector : public prometheus::Collectable {
     }
     auto leader = GaugeFamily("mariposa_leader", "1 when this mariposad is the active controller of its store.");
     AddGauge(&leader, {}, 1);
-    for (auto* f : {&tasks, &frozen, &depth, &desired, &actual, &crash, &leader}) out.push_back(std::move(*f));
+    for (auto* f : {&tasks, &frozen, &frozen_since, &depth, &desired, &actual, &ready, &unhealthy, &verdict, &crash,
+                    &leader}) {
+      out.push_back(std::move(*f));
+    }
     return out;
   }
 
@@ -117,6 +145,9 @@ struct ControllerMetrics::Families {
   prometheus::Family<prometheus::Counter>* replacements;
   prometheus::Family<prometheus::Counter>* deferred;
   prometheus::Family<prometheus::Histogram>* task_duration;
+  prometheus::Family<prometheus::Counter>* grpc_started;
+  prometheus::Family<prometheus::Counter>* grpc_handled;
+  prometheus::Family<prometheus::Histogram>* grpc_seconds;
 };
 
 ControllerMetrics::ControllerMetrics(ProjectStore* store)
@@ -143,6 +174,33 @@ ControllerMetrics::ControllerMetrics(ProjectStore* store)
                                   .Name("mariposa_task_duration_seconds")
                                   .Help("Time from a task's creation to its end, by kind and final state.")
                                   .Register(*registry_);
+  families_->grpc_started = &prometheus::BuildCounter()
+                                 .Name("grpc_server_started_total")
+                                 .Help("Total number of RPCs started on the server.")
+                                 .Register(*registry_);
+  families_->grpc_handled = &prometheus::BuildCounter()
+                                 .Name("grpc_server_handled_total")
+                                 .Help("Total number of RPCs completed on the server, regardless of success or failure.")
+                                 .Register(*registry_);
+  families_->grpc_seconds = &prometheus::BuildHistogram()
+                                 .Name("grpc_server_handling_seconds")
+                                 .Help("Response latency (seconds) of gRPC that had been application-level handled by the server.")
+                                 .Register(*registry_);
+}
+
+void ControllerMetrics::GrpcStarted(const std::string& service, const std::string& method, const std::string& type) {
+  families_->grpc_started->Add({{"grpc_service", service}, {"grpc_method", method}, {"grpc_type", type}}).Increment();
+}
+
+void ControllerMetrics::GrpcHandled(const std::string& service, const std::string& method, const std::string& type,
+                                    const std::string& code, absl::Duration took) {
+  families_->grpc_handled
+      ->Add({{"grpc_service", service}, {"grpc_method", method}, {"grpc_type", type}, {"grpc_code", code}})
+      .Increment();
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                                   0.5,   1,    2.5,   5,    10};
+  families_->grpc_seconds->Add({{"grpc_service", service}, {"grpc_method", method}, {"grpc_type", type}}, kBuckets)
+      .Observe(absl::ToDoubleSeconds(took));
 }
 
 ControllerMetrics::~ControllerMetrics() = default;

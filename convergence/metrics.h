@@ -30,6 +30,9 @@ struct ServiceCounts {
   std::string service;
   int64_t desired = 0;
   std::map<std::string, int64_t> by_state;  // provisioning running stopped failed …
+  int64_t ready = 0;                         // running the current spec and ready (healthy when checked)
+  int64_t unhealthy = 0;                     // running, checks failing
+  std::string verdict;                       // converged progressing degraded paused failed unknown
   bool crashlooping = false;
 };
 
@@ -56,6 +59,12 @@ class ControllerMetrics {
   void SetProject(const std::string& project, std::vector<ServiceCounts> services);
   void ForgetProject(const std::string& project);
   void SetWorkqueueDepth(int64_t n);
+  // gRPC server calls (go-grpc-prometheus names): `service` is the full
+  // proto service name, `type` unary|client_stream|server_stream|bidi_stream,
+  // `code` the status code's name (OK, PermissionDenied, …).
+  void GrpcStarted(const std::string& service, const std::string& method, const std::string& type);
+  void GrpcHandled(const std::string& service, const std::string& method, const std::string& type,
+                   const std::string& code, absl::Duration took);
   // Served and rendered next to the controller's own (health metrics).
   void AddCollectable(std::shared_ptr<prometheus::Collectable> c);
 

@@ -1142,6 +1142,9 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
       c.service = kv.first;
       c.desired = kv.second.desired;
       c.crashlooping = kv.second.state == VerdictState::kPaused && kv.second.reason.rfind("crash loop", 0) == 0;
+      c.ready = kv.second.ready;
+      c.unhealthy = kv.second.unhealthy;
+      c.verdict = VerdictName(kv.second.state);
       for (const InstanceState& i : s.instances) {
         if (i.service == kv.first) c.by_state[i.state]++;
       }

@@ -1,5 +1,7 @@
 #include "daemon/admin_service.h"
 
+#include "common/process_metrics.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,7 +19,7 @@ namespace mariposa {
 grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequest*, v1::StatusResponse* resp) {
   MARIPOSA_AUTHORIZE(ctx, "");
   resp->set_mode("active");
-  resp->set_version(MARIPOSA_VERSION);
+  resp->set_version(kMariposaVersion);
   resp->set_pid(getpid());
   resp->set_data_dir(data_dir_);
   resp->set_store_path(store_path_);

@@ -21,6 +21,7 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -31,6 +32,8 @@
 #include "common/clock.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/process_metrics.h"
+#include "daemon/grpc_metrics.h"
 #include "common/ids.h"
 #include "convergence/metrics.h"
 #include "convergence/observer.h"
@@ -356,6 +359,8 @@ int main(int argc, char** argv) {
   admin.set_backup_dir(backup_dir);
   mariposa::convergence::QueueService queue(store->get());
   mariposa::convergence::ControllerMetrics metrics(store->get());
+  metrics.AddCollectable(mariposa::ProcessCollector());
+  metrics.AddCollectable(mariposa::BuildInfoCollector("mariposad", {{"grpc", grpc::Version()}}));
   if (!metrics_listen.empty()) {
     if (auto st = metrics.Serve(metrics_listen); !st.ok()) {
       mariposa::LogError("cannot serve metrics", {{"listen", metrics_listen}, {"error", st.ToString()}});
@@ -487,6 +492,9 @@ int main(int argc, char** argv) {
   }
   mariposa::convergence::StateService state(store->get(), vmapi.get(), reconciler.get());
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // grpc.health.v1.Health: SERVING while mariposad serves (load balancers,
+  // grpc_health_probe, systemd watchdogs); like reflection it answers anyone.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
   // Local addresses are accepted by mariposad itself (to learn the caller's
@@ -555,6 +563,7 @@ int main(int argc, char** argv) {
   }
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(authorizer.NewInterceptorFactory());
+  interceptors.push_back(mariposa::NewGrpcMetricsInterceptorFactory(&metrics, clock));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Requests: a manifest at its limit with room for the other fields; a
   // larger one is refused by gRPC before it is buffered whole. Replies: the

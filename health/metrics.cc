@@ -10,6 +10,7 @@
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
+#include "common/process_metrics.h"
 #include "health/agent.h"
 #include "health/coordinator.h"
 
@@ -118,6 +119,9 @@ absl::Status HealthMetrics::Serve(const std::string& listen) {
     return absl::UnavailableError(absl::StrCat("cannot serve /metrics on ", listen, ": ", e.what()));
   }
   exposer_->RegisterCollectable(impl_);
+  // Served alone (mariposa-health): the process and build metrics too.
+  process_ = {ProcessCollector(), BuildInfoCollector("mariposa-health")};
+  for (const auto& c : process_) exposer_->RegisterCollectable(c);
   return absl::OkStatus();
 }
 

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "health/monitor.h"
@@ -45,6 +46,7 @@ class HealthMetrics {
  private:
   class Impl;
   std::shared_ptr<Impl> impl_;
+  std::vector<std::shared_ptr<prometheus::Collectable>> process_;  // process_* and build info, when served alone
   std::unique_ptr<prometheus::Exposer> exposer_;
 };
 

@@ -3,7 +3,7 @@
 set -euo pipefail
 PKGS=(bazel-bootstrap g++ pkg-config libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
       libabsl-dev libyaml-dev libyaml-cpp-dev prometheus-cpp-dev libsqlite3-dev libssl-dev googletest libgtest-dev libgmock-dev
-      libcurl4-openssl-dev libcpp-httplib-dev nlohmann-json3-dev python3 openssl)
+      libcurl4-openssl-dev libcpp-httplib-dev nlohmann-json3-dev python3 openssl prometheus)
 # Node.js runs the sdc-clients conformance test (the machine image usually has it).
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs npm)
 missing=()
@@ -18,4 +18,12 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
+# Debian's prometheus package would start a server on *:9090 at install; the
+# tests run their own on loopback, so services are not started meanwhile.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 755 "$policy"
+  trap '$SUDO rm -f "$policy"' EXIT
+fi
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
