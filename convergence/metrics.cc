@@ -256,6 +256,13 @@ void ControllerMetrics::TaskEnded(const std::string& kind, const std::string& st
 }
 
 void ControllerMetrics::SetProject(const std::string& project, std::vector<ServiceCounts> services) {
+  // Deferral counters start at 0 for every service, so that the first
+  // deferral is an increase Prometheus sees (rate() of a new series is 0).
+  for (const ServiceCounts& c : services) {
+    for (const char* why : {"budget", "crashloop"}) {
+      families_->deferred->Add({{"project", project}, {"service", c.service}, {"why", why}});
+    }
+  }
   collector_->SetProject(project, std::move(services));
 }
 

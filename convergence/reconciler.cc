@@ -994,6 +994,27 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   return r;
 }
 
+void Reconciler::RecordReplacements(const Snapshot& s, const Decision& d, const std::vector<EventRecord>& events) {
+  std::map<std::string, const InstanceState*> by_uuid;
+  for (const InstanceState& i : s.instances) by_uuid[i.uuid] = &i;
+  for (const Step& st : d.steps) {
+    if (st.action.reason != "remove-broken") continue;  // one per broken instance replaced
+    auto it = by_uuid.find(st.action.instance);
+    std::string why = "broken";
+    if (it != by_uuid.end()) {
+      const InstanceState& i = *it->second;
+      why = i.health == "unhealthy" ? "unhealthy" : i.state == "running" ? "server-down" : i.state;
+    }
+    options_.metrics->Replacement(why);
+  }
+  // Each time a service hits its budget or a crash loop (the events say it
+  // once per episode, not once per sync).
+  for (const EventRecord& e : events) {
+    if (e.kind == "replacement.budget-exceeded") options_.metrics->ReplacementDeferred(s.project.name, e.subject, "budget");
+    if (e.kind == "service.crashlooping") options_.metrics->ReplacementDeferred(s.project.name, e.subject, "crashloop");
+  }
+}
+
 SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) {
   SyncResult r;
   r.held = static_cast<int>(d.held.size());
@@ -1003,6 +1024,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   auto store_error = [&](const std::string& what, const absl::Status& st) { StoreError(p.name, &problems, what, st); };
   store_error("finished jobs", store_->FinishJobs(d.job_progress));
   std::vector<EventRecord> events = std::move(d.events);
+  if (options_.metrics != nullptr) RecordReplacements(s, d, events);
   auto event = [&](const std::string& kind, const std::string& subject, const std::string& detail) {
     events.push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, kind, subject, detail});
   };

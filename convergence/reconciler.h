@@ -194,6 +194,9 @@ class Reconciler {
                               const std::vector<ImageImport>& imports,
                               const std::vector<AgentUninstall>& uninstalls, std::map<std::string, ServiceMemory>* memory, SyncResult* r,
                               std::vector<EventRecord>* events, std::vector<Problem>* problems);
+  // Counts the broken instances `d` replaces (by why: failed, stopped,
+  // unhealthy, server-down) and the budget and crash-loop episodes in `events`.
+  void RecordReplacements(const Snapshot& s, const Decision& d, const std::vector<EventRecord>& events);
   // The states of `jobs`: how each ended, or nullopt while it runs.
   std::vector<std::optional<FinishedJob>> PollJobs(const std::vector<JobRecord>& jobs);
   void Worker();

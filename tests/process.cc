@@ -1,8 +1,11 @@
 #include "tests/process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,6 +95,42 @@ RunResult Cli(const std::string& addr, const std::vector<std::string>& args, con
 ServerProcess::ServerProcess(std::vector<std::string> argv, std::string state_path)
     : argv_(std::move(argv)), state_path_(std::move(state_path)) {}
 
+ServerProcess::ServerProcess(std::vector<std::string> argv, std::string state_path, std::string addr)
+    : argv_(std::move(argv)), state_path_(std::move(state_path)), addr_(std::move(addr)), fixed_addr_(true) {}
+
+namespace {
+
+bool Accepts(const std::string& addr) {
+  size_t colon = addr.rfind(':');
+  if (colon == std::string::npos) return false;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(addr.substr(colon + 1))));
+  if (inet_pton(AF_INET, addr.substr(0, colon).c_str(), &sa.sin_addr) != 1) return false;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = 0;
+  socklen_t len = sizeof(sa);
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
+    port = ntohs(sa.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
 ServerProcess::~ServerProcess() {
   if (pid_ > 0) Kill();
 }
@@ -101,17 +140,21 @@ bool ServerProcess::Start() {
   std::string log_path = state_path_ + ".log";
   unlink(addr_file.c_str());
   std::vector<std::string> argv = argv_;
-  argv.push_back("--addr-file");
-  argv.push_back(addr_file);
+  if (!fixed_addr_) {
+    argv.push_back("--addr-file");
+    argv.push_back(addr_file);
+  }
   pid_ = fork();
   if (pid_ == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test, even if it crashes
     int e = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fixed_addr_) dup2(e, 1);
     dup2(e, 2);
     Exec(argv);
   }
   for (int i = 0; i < 300; ++i) {
-    std::string a = ReadFile(addr_file);
+    if (fixed_addr_ && Accepts(addr_)) return true;
+    std::string a = fixed_addr_ ? "" : ReadFile(addr_file);
     if (!a.empty() && a.back() == '\n') {
       // First line: the address; more lines: other endpoints (e.g. /metrics).
       std::vector<std::string> lines = absl::StrSplit(a.substr(0, a.size() - 1), '\n');

@@ -35,6 +35,9 @@ class ServerProcess {
  public:
   // `argv` without --addr-file; `state_path` names the log and address files.
   ServerProcess(std::vector<std::string> argv, std::string state_path);
+  // A server told its address in `argv` (no --addr-file): Start waits until
+  // `addr` (host:port) accepts connections; its stdout and stderr are logged.
+  ServerProcess(std::vector<std::string> argv, std::string state_path, std::string addr);
   ~ServerProcess();
   // Starts the process and waits (up to 6 s) until it serves.
   bool Start();
@@ -53,8 +56,12 @@ class ServerProcess {
   std::string state_path_;
   std::string addr_;
   std::vector<std::string> extra_;
+  bool fixed_addr_ = false;
   pid_t pid_ = -1;
 };
+
+// A loopback TCP port free now (bound to port 0, then released).
+int FreeLoopbackPort();
 
 // bazel's daemon/mariposad on `data_dir`; `listen` defaults to 127.0.0.1:0.
 class Daemon : public ServerProcess {

@@ -206,6 +206,22 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
     Send(out, &res);
   });
   s->Get("/_sim/stats", [dc](const httplib::Request&, httplib::Response& res) { Send(dc->Stats(), &res); });
+  // The same counts for Prometheus (a scrape target in tests and demos).
+  s->Get("/metrics", [dc](const httplib::Request&, httplib::Response& res) {
+    json st = dc->Stats().body;
+    std::string out =
+        "# HELP tritonsim_vms VMs by state.\n# TYPE tritonsim_vms gauge\n";
+    for (const auto& [state, n] : st["vm_states"].items()) {
+      out += "tritonsim_vms{state=\"" + state + "\"} " + std::to_string(n.get<int64_t>()) + "\n";
+    }
+    out += "# HELP tritonsim_servers Compute nodes.\n# TYPE tritonsim_servers gauge\ntritonsim_servers " +
+           std::to_string(st["servers"].get<int64_t>()) + "\n";
+    out += "# HELP tritonsim_requests_total API requests by operation.\n# TYPE tritonsim_requests_total counter\n";
+    for (const auto& [op, n] : st["calls"].items()) {
+      out += "tritonsim_requests_total{op=\"" + op + "\"} " + std::to_string(n.get<int64_t>()) + "\n";
+    }
+    res.set_content(out, "text/plain; version=0.0.4");
+  });
 }
 
 }  // namespace tritonsim
