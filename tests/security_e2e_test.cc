@@ -219,7 +219,7 @@ std::string RequestFor(const std::string& rule) {
 // Calls `method` ("/mariposa.v1.Projects/Apply") with raw request bytes;
 // works for unary and streaming methods alike.
 grpc::Status Call(grpc::GenericStub* stub, const std::string& method, const std::string& request,
-                  const std::string& token) {
+                  const std::string& token, std::string* answer = nullptr) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(method.find("Watch") != std::string::npos ||
                                                                                      method.find("Connect") != std::string::npos
@@ -244,6 +244,12 @@ grpc::Status Call(grpc::GenericStub* stub, const std::string& method, const std:
   do {
     call->Read(&reply, reinterpret_cast<void*>(4));
     cq.Next(&tag, &ok);
+    if (ok && answer != nullptr) {
+      std::vector<grpc::Slice> slices;
+      (void)reply.Dump(&slices);
+      answer->clear();
+      for (const grpc::Slice& sl : slices) answer->append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+    }
   } while (ok);
   grpc::Status status;
   call->Finish(&status, reinterpret_cast<void*>(3));
@@ -502,6 +508,18 @@ TEST_F(SecurityTest, TlsClientCertificatesWrongCaAndNonLoopbackListen) {
   ServerProcess open(DaemonArgv({"--listen", "0.0.0.0:0", "--socket", "none"}), dir_ + "/other");
   EXPECT_FALSE(open.Start());
   EXPECT_THAT(open.log(), HasSubstr("is not a loopback address and there is no TLS"));
+}
+
+// grpc.health.v1.Health/Check answers SERVING to anyone, as reflection
+// does: it says nothing but that mariposad serves.
+TEST_F(SecurityTest, GrpcHealthServiceAnswersServing) {
+  StartPlain();
+  auto channel = grpc::CreateChannel(daemon_->addr(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  std::string answer;
+  grpc::Status s = Call(&stub, "/grpc.health.v1.Health/Check", "", "", &answer);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(answer, std::string("\x08\x01", 2));  // HealthCheckResponse{status: SERVING}
 }
 
 TEST_F(SecurityTest, InsecureListenIsSaidInStatus) {
