@@ -44,6 +44,7 @@
 #include "cli/config.h"
 #include "cli/history.h"
 #include "cli/plan_text.h"
+#include "cli/suggest.h"
 #include "projects/limits.h"
 
 namespace mariposa {
@@ -103,7 +104,8 @@ Images (IMGAPI and the image source)
 Triton core (agents)
   core check                             CNAPI's server.agents against the goal; exit 1 on drift
 Log and controller
-  events [--after INDEX] [--limit N] [--all] [-f]
+  events [-n N] [--after INDEX] [--all] [-A] [-f]   newest N (100) of the project (-A: every project);
+                                         --all every one; -f follows, reconnecting across restarts
   admin status
   admin backup NAME                    written by mariposad into its --backup-dir, 0600
 Access (docs/security.md)
@@ -134,6 +136,11 @@ VERSION is a version number, a tag, 4+ characters of a version uuid, or "current
 Exit codes: 0 ok, 1 error, 2 usage.
 )";
 
+const std::map<std::string, std::set<std::string>>& Commands() {
+  static const auto* tree = new std::map<std::string, std::set<std::string>>(cli::CommandTree(kUsage));
+  return *tree;
+}
+
 const std::map<std::string, std::string>& CommandHelp() {
   static const auto* h = new std::map<std::string, std::string>{
       {"project",
@@ -160,7 +167,8 @@ const std::map<std::string, std::string>& CommandHelp() {
        "--wait follows the instances (needs mariposad --triton) until every service is converged, printing\n"
        "each service's verdict; exits 1 with the reason and fix when one is paused or failed, or --timeout (10m)\n"
        "passes. A change to a service a freeze covers is refused unless --thaw, which ends that freeze.\n"},
-      {"diff", "usage: mariposa [-j PROJECT] diff -f FILE\n\nShows what applying FILE would change; stores nothing.\n"},
+      {"diff", "usage: mariposa [-j PROJECT] diff -f FILE\n\nShows what applying FILE would change; stores nothing.\n"
+               "Exits 0 when nothing would change, 1 when something would, 2 on an error (as diff(1)).\n"},
       {"versions", "usage: mariposa -j PROJECT versions\n\nLists every version: number, uuid, time, author, tags.\n"},
       {"version",
        "usage: mariposa -j PROJECT version get [VERSION] [--manifest] | version tag VERSION TAG\n\n"
@@ -178,9 +186,12 @@ const std::map<std::string, std::string>& CommandHelp() {
        "Secret values are never printed; they are shown as <secret>. A secret is never read from the command line:\n"
        "set KEY --secret prompts for it (no echo), set KEY - --secret reads it from stdin. mariposad seals it\n"
        "(AES-256-GCM) before it reaches the store; it leaves mariposad only inside VMAPI create requests.\n"},
-      {"events", "usage: mariposa [-j PROJECT] events [--after INDEX] [--limit N] [--all] [-f]\n\n"
-                 "Lists events of the project (--all: every project) after INDEX. -f follows: prints new events as\n"
-                 "they happen (from INDEX with --after, else from now on) until interrupted.\n"},
+      {"events", "usage: mariposa [-j PROJECT] events [-n N] [--after INDEX] [--all] [-A] [-f]\n\n"
+                 "Lists the newest N (--limit, default 100) events of the project, oldest first, and says how many\n"
+                 "earlier ones there are. --after INDEX lists from that index on (a page of N); --all lists every\n"
+                 "one. Without -j (or with -A, --all-projects) every project's. -f follows: prints new events as\n"
+                 "they happen (from INDEX with --after, else from now on) until interrupted, reconnecting when\n"
+                 "mariposad restarts and resuming after the last event printed.\n"},
       {"queue",
        "usage: mariposa -j PROJECT queue list [--finished N] | queue get TASK | queue terminate TASK [--reason TEXT]\n\n"
        "Terminating a task freezes its scope (services) until `mariposa thaw`.\n"},
@@ -270,6 +281,23 @@ struct UsageError {
   std::string msg;
 };
 
+// Every command the usage text lists, with their subcommands.
+const std::map<std::string, std::set<std::string>>& Commands();
+
+// "unknown command "stauts"; did you mean "status"?"
+std::string UnknownCommand(const std::string& cmd) {
+  std::set<std::string> names = {"help", "completion"};
+  for (const auto& kv : Commands()) names.insert(kv.first);
+  std::string near = cli::DidYouMean(cmd, names);
+  return absl::StrCat("unknown command \"", cmd, "\"", near.empty() ? "" : absl::StrCat("; did you mean \"", near, "\"?"));
+}
+
+// "-jjupiter" for "-j jupiter": a one-letter option with its value attached.
+bool AttachedShort(absl::string_view name, absl::string_view arg) {
+  return name.size() == 2 && name[0] == '-' && name[1] != '-' && arg.size() > 2 && absl::StartsWith(arg, name) &&
+         arg[2] != '=';
+}
+
 // Command-line arguments after the global options, with flag helpers.
 class Args {
  public:
@@ -286,8 +314,8 @@ class Args {
           return v;
         }
         std::string prefix = absl::StrCat(n, "=");
-        if (absl::StartsWith(a_[i], prefix)) {
-          std::string v = a_[i].substr(prefix.size());
+        if (absl::StartsWith(a_[i], prefix) || AttachedShort(n, a_[i])) {
+          std::string v = a_[i].substr(AttachedShort(n, a_[i]) ? 2 : prefix.size());
           a_.erase(a_.begin() + i);
           return v;
         }
@@ -434,12 +462,20 @@ class Cli {
   Cli(std::string addr, std::string project, std::string output, const Clock* clock,
       auth::ClientCredentials creds = {})
       : project_(std::move(project)), output_(std::move(output)), clock_(clock), creds_(std::move(creds)) {
+    addr_ = addr;
+    Connect();
+  }
+
+  // A new channel and stubs: a channel whose server went away keeps failing
+  // for its reconnect backoff, so `events -f` starts afresh after a restart.
+  void Connect() {
     // Message limits set on purpose: requests up to what the server takes,
     // replies up to the largest it sends (projects/limits.h).
     grpc::ChannelArguments args;
     args.SetMaxSendMessageSize(mariposa::Limits::kMaxRequestBytes);
     args.SetMaxReceiveMessageSize(mariposa::Limits::kMaxGrpcMessageBytes);
-    auto channel = auth::Dial(addr, creds_, args);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // not shared with an earlier channel
+    auto channel = auth::Dial(addr_, creds_, args);
     if (!channel.ok()) throw UsageError{std::string(channel.status().message())};
     channel_ = *channel;
     auth_ = v1::Auth::NewStub(channel_);
@@ -449,7 +485,6 @@ class Cli {
     state_ = v1::State::NewStub(channel_);
     events_ = v1::Events::NewStub(channel_);
     images_ = v1::Images::NewStub(channel_);
-    addr_ = addr;
   }
 
   int Run(const std::string& cmd, Args args);
@@ -495,6 +530,7 @@ class Cli {
   int Rollback(Args& a);
   int Meta(Args& a);
   int Events(Args& a);
+  int FollowEvents(const std::string& project, int64_t after, bool tail);
   int AdminCmd(Args& a);
   int TokenCmd(Args& a);
   int AuthCmd(Args& a);
@@ -895,8 +931,9 @@ int Cli::Apply(Args& a, bool dry_run) {
   for (const auto& w : plan.warnings()) std::cerr << "warning: " << w << "\n";
   if (dry_run && Structured()) {
     Print(plan);
-    return 0;
+    return plan.changed() ? 1 : 0;  // diff: 0 no changes, 1 changes, 2 trouble
   }
+  if (!Structured()) std::cout << cli::PlanHeader(plan.project(), addr_);
   // What runs besides the manifest: instances whose meta values changed.
   const std::string& existing = plan.version().project_uuid();
   if (plan.diff().empty()) {
@@ -908,7 +945,7 @@ int Cli::Apply(Args& a, bool dry_run) {
     // replaced, every agent reinstalled, at the image it runs.
     std::cout << "--force: every service's current image will be installed again (instances replaced or "
                  "reprovisioned, agents reinstalled on every selected server), at each service's update.rolling\n";
-    if (dry_run) return 0;
+    if (dry_run) return 1;
     if (!Confirm("Reinstall every service?", yes)) {
       std::cout << "not applied\n";
       return 1;
@@ -926,9 +963,10 @@ int Cli::Apply(Args& a, bool dry_run) {
     return 0;
   }
   PrintDiff(plan.diff(), name);
+  std::cout << cli::PlanSummary(plan.diff());
   if (dry_run) {
     if (!existing.empty()) PrintStaleMeta(existing);
-    return 0;
+    return 1;  // changes (0 when none, 2 on trouble)
   }
   if (!Confirm("Apply these changes?", yes)) {
     std::cout << "not applied\n";
@@ -1238,17 +1276,80 @@ int Cli::Meta(Args& a) {
 
 int Cli::Events(Args& a) {
   auto after = a.Value({"--after"});
-  auto limit = a.Value({"--limit"});
+  auto limit = a.Value({"--limit", "-n"});
   bool all = a.Flag({"--all"});
+  bool all_projects = a.Flag({"--all-projects", "-A"});
   bool follow = a.Flag({"-f", "--follow"});
   a.Positional(1, 1, "events");
-  if (follow) {
+  const std::string project = all_projects ? "" : project_;
+  int64_t n = 0;
+  if (after && !absl::SimpleAtoi(*after, &n)) throw UsageError{"--after needs an event index"};
+  auto line = [](const v1::Event& e) {
+    return std::vector<std::string>{absl::StrCat(e.index()), Time(e.time()), e.project(), e.kind(), e.actor(),
+                                    e.subject().empty() ? e.detail() : absl::StrCat(e.subject(), ": ", e.detail())};
+  };
+  if (follow) return FollowEvents(project, n, !after.has_value());
+  int lim = 100;
+  if (limit && (!absl::SimpleAtoi(*limit, &lim) || lim < 1)) throw UsageError{"--limit needs a positive number"};
+  // Default: the newest --limit; --after: from that index on (oldest first);
+  // --all: everything, read a page at a time.
+  v1::ListEventsRequest req;
+  req.set_project(project);
+  req.set_after_index(n);
+  req.set_limit(all ? 1000 : lim);
+  req.set_newest(!all && !after);
+  std::vector<v1::Event> events;
+  v1::ListEventsResponse resp;
+  while (true) {
+    resp.Clear();
+    Check(projects_->ListEvents(Ctx().get(), req, &resp));
+    for (const auto& e : resp.events()) events.push_back(e);
+    if (!all || resp.events().empty() || resp.later() == 0) break;
+    req.set_after_index(resp.events().rbegin()->index());
+  }
+  if (Structured()) {
+    v1::ListEventsResponse out;
+    for (auto& e : events) *out.add_events() = std::move(e);
+    out.set_earlier(all ? 0 : resp.earlier());
+    out.set_later(resp.later());
+    Print(out);
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : events) rows.push_back(line(e));
+  Table({"INDEX", "TIME", "PROJECT", "KIND", "ACTOR", "DETAIL"}, rows);
+  if (!all && resp.earlier() > 0) {
+    std::cerr << "(" << resp.earlier() << " earlier event" << (resp.earlier() == 1 ? "" : "s")
+              << " not shown: --all shows every one, --after INDEX pages from an index)\n";
+  }
+  if (!all && resp.later() > 0 && !events.empty()) {
+    std::cerr << "(" << resp.later() << " later event" << (resp.later() == 1 ? "" : "s") << ": --after "
+              << events.back().index() << " for the next page)\n";
+  }
+  return 0;
+}
+
+// events -f: prints events as they are written; when mariposad goes away
+// (a restart) it reconnects and resumes after the last index it printed.
+int Cli::FollowEvents(const std::string& project, int64_t after, bool tail) {
+  if (tail) {
+    // From now on: the newest event's index, so that a reconnect resumes
+    // there and not from the beginning.
+    v1::ListEventsRequest last;
+    last.set_project(project);
+    last.set_limit(1);
+    last.set_newest(true);
+    v1::ListEventsResponse got;
+    Check(projects_->ListEvents(Ctx().get(), last, &got));
+    if (!got.events().empty()) after = got.events(0).index();
+    tail = false;
+  }
+  absl::Duration backoff = absl::Milliseconds(200);
+  while (true) {
     v1::WatchEventsRequest req;
-    req.set_project(all ? "" : project_);
-    int64_t n = 0;
-    if (after && !absl::SimpleAtoi(*after, &n)) throw UsageError{"--after needs an event index"};
-    req.set_after_index(n);
-    req.set_tail(!after.has_value());
+    req.set_project(project);
+    req.set_after_index(after);
+    req.set_tail(tail);
     auto ctx = Ctx(/*deadline=*/false);
     auto reader = events_->Watch(ctx.get(), req);
     v1::Event e;
@@ -1257,33 +1358,22 @@ int Cli::Events(Args& a) {
         Print(e);
       } else {
         std::cout << e.index() << "  " << Time(e.time()) << "  " << e.project() << "  " << e.kind() << "  " << e.actor()
-                  << "  " << e.detail() << "\n";
+                  << "  " << (e.subject().empty() ? "" : e.subject() + ": ") << e.detail() << "\n";
       }
       std::cout.flush();
+      after = e.index();
+      tail = false;
+      backoff = absl::Milliseconds(200);
     }
-    Check(reader->Finish());
-    return 0;
+    grpc::Status st = reader->Finish();
+    if (st.ok()) return 0;
+    if (st.error_code() != grpc::StatusCode::UNAVAILABLE) Check(st);
+    std::cerr << "mariposa: lost mariposad at " << addr_ << " (" << st.error_message() << "); reconnecting, resuming after event "
+              << after << "\n";
+    clock_->SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(5));
+    Connect();
   }
-  v1::ListEventsRequest req;
-  req.set_project(all ? "" : project_);
-  int64_t n = 0;
-  if (after && !absl::SimpleAtoi(*after, &n)) throw UsageError{"--after needs an event index"};
-  req.set_after_index(n);
-  int lim = 100;
-  if (limit && !absl::SimpleAtoi(*limit, &lim)) throw UsageError{"--limit needs a number"};
-  req.set_limit(lim);
-  v1::ListEventsResponse resp;
-  Check(projects_->ListEvents(Ctx().get(), req, &resp));
-  if (Structured()) {
-    Print(resp);
-    return 0;
-  }
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& e : resp.events()) {
-    rows.push_back({absl::StrCat(e.index()), Time(e.time()), e.project(), e.kind(), e.actor(), e.detail()});
-  }
-  Table({"INDEX", "TIME", "PROJECT", "KIND", "ACTOR", "DETAIL"}, rows);
-  return 0;
 }
 
 // "30d", "12h", "90m", "1h30m" as seconds; UsageError otherwise.
@@ -2093,7 +2183,7 @@ int Cli::Run(const std::string& cmd, Args args) {
   if (cmd == "health") return HealthCmd(args);
   if (cmd == "status") return StatusCmd(args);
   if (cmd == "scale") return ScaleCmd(args);
-  throw UsageError{absl::StrCat("unknown command \"", cmd, "\"")};
+  throw UsageError{UnknownCommand(cmd)};
 }
 
 int Main(int argc, char** argv, const Clock* clock) {
@@ -2116,6 +2206,10 @@ int Main(int argc, char** argv, const Clock* clock) {
           std::string prefix = absl::StrCat(n, "=");
           if (absl::StartsWith(a, prefix)) {
             *out = a.substr(prefix.size());
+            return true;
+          }
+          if (AttachedShort(n, a)) {
+            *out = a.substr(2);
             return true;
           }
         }
@@ -2153,6 +2247,16 @@ int Main(int argc, char** argv, const Clock* clock) {
       std::cout << kUsage;
       return 0;
     }
+    if (cmd == "completion") {
+      std::string shell = rest.size() == 1 ? rest[0] : "";
+      std::string script = cli::CompletionScript(shell, Commands());
+      if (script.empty()) throw UsageError{"expected completion bash|zsh"};
+      std::cout << script;
+      return 0;
+    }
+    if (!cmd.empty() && !Commands().count(cmd) && cmd != "projects" && cmd != "images") {
+      throw UsageError{UnknownCommand(cmd)};  // before any connection
+    }
     if (cmd == "config") return ConfigCmd(rest, flags);
     auto env = Environment();
     auto cfg = cli::LoadConfig(cli::ConfigPath(env));
@@ -2171,6 +2275,18 @@ int Main(int argc, char** argv, const Clock* clock) {
     std::vector<std::string> sub(rest.begin() + 1, rest.end());
     bool has_sub = cmd == "project" || cmd == "projects" || cmd == "version" || cmd == "meta" || cmd == "admin" ||
                    cmd == "queue" || cmd == "image" || cmd == "images" || cmd == "core" || cmd == "auth";
+    if (has_sub) {
+      // The subcommand is the first word that is not an option.
+      auto word = std::find_if(sub.begin(), sub.end(), [](const std::string& w) { return !w.empty() && w[0] != '-'; });
+      const std::string base = cmd == "projects" ? "project" : cmd == "images" ? "image" : cmd;
+      const std::set<std::string>& subs = Commands().at(base);
+      if (word != sub.end() && !subs.count(*word)) {
+        std::string near = cli::DidYouMean(*word, subs);
+        throw UsageError{absl::StrCat("unknown subcommand \"", *word, "\" of ", base,
+                                      near.empty() ? absl::StrCat(" (", absl::StrJoin(subs, ", "), ")")
+                                                   : absl::StrCat("; did you mean \"", near, "\"?"))};
+      }
+    }
     Cli cli(settings->addr, settings->project, output, clock, creds);
     if (has_sub) return cli.Run(cmd, Args(sub));
     return cli.Run(cmd, Args(rest));
@@ -2181,7 +2297,7 @@ int Main(int argc, char** argv, const Clock* clock) {
     return 2;
   } catch (const Error& e) {
     std::cerr << "mariposa: " << e.msg << "\n";
-    return 1;
+    return cmd == "diff" ? 2 : 1;  // diff's 1 means "changes" (docs/cli.md)
   }
 }
 

@@ -78,4 +78,33 @@ std::string DownloadsText(const v1::Diff& d) {
   return out;
 }
 
+std::string PlanHeader(const std::string& project, const std::string& daemon) {
+  return absl::StrCat("plan for project \"", project, "\" on mariposad ", daemon, ":\n");
+}
+
+std::string PlanSummary(const v1::Diff& d) {
+  int64_t create = 0, replace = 0, in_place = 0, remove = 0;
+  for (const auto& c : d.services()) {
+    if (c.has_image_plan() && c.image_plan().agent()) continue;
+    switch (c.action()) {
+      case v1::ServiceChange::CREATE:
+        create += c.to_count();
+        break;
+      case v1::ServiceChange::DELETE:
+        remove += c.from_count();
+        break;
+      case v1::ServiceChange::UPDATE:
+        if (c.to_count() > c.from_count()) create += c.to_count() - c.from_count();
+        else remove += c.from_count() - c.to_count();
+        if (c.spec_changed()) (c.in_place() ? in_place : replace) += c.instances_replaced();
+        break;
+      default:
+        break;
+    }
+  }
+  std::string out = absl::StrCat(create, " to create, ", replace, " to replace, ", remove, " to delete");
+  if (in_place > 0) absl::StrAppend(&out, ", ", in_place, " to reprovision in place");
+  return out + "\n";
+}
+
 }  // namespace mariposa::cli

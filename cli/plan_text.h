@@ -26,6 +26,16 @@ std::string ImagePlanText(const v1::ServiceChange& c);
 // "download 1 image (69 MiB):" and one line per image; "" when none.
 std::string DownloadsText(const v1::Diff& d);
 
+// The first line of a plan: which project, on which mariposad.
+//   plan for project "jupiter" on mariposad 127.0.0.1:7740:
+std::string PlanHeader(const std::string& project, const std::string& daemon);
+
+// The last line of a plan, counted in instances from the manifests:
+//   3 to create, 2 to replace, 0 to delete
+// (", 1 to reprovision in place" when update.strategy reprovision would).
+// Agents are counted by their rollout, not here.
+std::string PlanSummary(const v1::Diff& d);
+
 // "69 MiB" (binary units, rounded).
 std::string HumanBytes(int64_t bytes);
 

@@ -131,4 +131,39 @@ TEST(PlanText, AnImageSharedByTwoServicesIsDownloadedOnce) {
 }
 
 }  // namespace
+TEST(PlanText, SummaryCountsInstances) {
+  v1::Diff d;
+  auto* web = d.add_services();  // 2 -> 3 and a new image: 1 created, 2 replaced
+  web->set_service("web");
+  web->set_action(v1::ServiceChange::UPDATE);
+  web->set_from_count(2);
+  web->set_to_count(3);
+  web->set_spec_changed(true);
+  web->set_instances_replaced(2);
+  auto* db = d.add_services();  // reprovisioned in place
+  db->set_service("db");
+  db->set_action(v1::ServiceChange::UPDATE);
+  db->set_from_count(1);
+  db->set_to_count(1);
+  db->set_spec_changed(true);
+  db->set_in_place(true);
+  db->set_instances_replaced(1);
+  auto* cache = d.add_services();
+  cache->set_service("cache");
+  cache->set_action(v1::ServiceChange::CREATE);
+  cache->set_to_count(2);
+  auto* old = d.add_services();
+  old->set_service("old");
+  old->set_action(v1::ServiceChange::DELETE);
+  old->set_from_count(4);
+  auto* agent = d.add_services();  // counted by its rollout
+  agent->set_service("vm-agent");
+  agent->set_action(v1::ServiceChange::CREATE);
+  agent->set_to_count(300);
+  agent->mutable_image_plan()->set_agent(true);
+  EXPECT_EQ(PlanSummary(d), "3 to create, 2 to replace, 4 to delete, 1 to reprovision in place\n");
+  EXPECT_EQ(PlanSummary(v1::Diff()), "0 to create, 0 to replace, 0 to delete\n");
+  EXPECT_EQ(PlanHeader("jupiter", "127.0.0.1:7740"), "plan for project \"jupiter\" on mariposad 127.0.0.1:7740:\n");
+}
+
 }  // namespace mariposa::cli

@@ -86,8 +86,9 @@ absl::StatusOr<std::vector<std::string>> QueueService::Scope(const ProjectRecord
 
 // The project of a task, for authorization ("" when there is no such task:
 // the refusal then needs a grant on every project, and NOT_FOUND follows).
-std::string QueueService::TaskProject(const std::string& task) {
+std::string QueueService::TaskProject(const std::string& task, std::string* uuid) {
   auto t = store_->GetTask(task);
+  *uuid = t.ok() ? t->uuid : task;  // a prefix resolved; else as given (NOT_FOUND follows)
   return t.ok() ? t->project_uuid : "";
 }
 
@@ -116,8 +117,9 @@ grpc::Status QueueService::GetTask(grpc::ServerContext* ctx, const v1::GetTaskRe
 grpc::Status QueueService::TerminateTask(grpc::ServerContext* ctx, const v1::TerminateTaskRequest* req,
                                          v1::TerminateTaskResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
-  MARIPOSA_AUTHORIZE(ctx, TaskProject(req->task()));
-  auto t = queue_.Terminate(req->task(), AuthorOf(ctx), req->reason());
+  std::string id;
+  MARIPOSA_AUTHORIZE(ctx, TaskProject(req->task(), &id));
+  auto t = queue_.Terminate(id, AuthorOf(ctx), req->reason());
   if (!t.ok()) return ToGrpc(t.status());
   if (on_change_) on_change_();  // the controller must stop acting for it now
   return ToGrpc(ToProto(*t, resp->mutable_task()));
@@ -126,8 +128,9 @@ grpc::Status QueueService::TerminateTask(grpc::ServerContext* ctx, const v1::Ter
 grpc::Status QueueService::PauseTask(grpc::ServerContext* ctx, const v1::PauseTaskRequest* req,
                                      v1::PauseTaskResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
-  MARIPOSA_AUTHORIZE(ctx, TaskProject(req->task()));
-  auto t = store_->SetTaskPaused(req->task(), AuthorOf(ctx), req->reason(), true);
+  std::string id;
+  MARIPOSA_AUTHORIZE(ctx, TaskProject(req->task(), &id));
+  auto t = store_->SetTaskPaused(id, AuthorOf(ctx), req->reason(), true);
   if (!t.ok()) return ToGrpc(t.status());
   if (on_change_) on_change_();  // no further step is started from now
   return ToGrpc(ToProto(*t, resp->mutable_task()));
@@ -136,8 +139,9 @@ grpc::Status QueueService::PauseTask(grpc::ServerContext* ctx, const v1::PauseTa
 grpc::Status QueueService::ResumeTask(grpc::ServerContext* ctx, const v1::ResumeTaskRequest* req,
                                       v1::ResumeTaskResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
-  MARIPOSA_AUTHORIZE(ctx, TaskProject(req->task()));
-  auto t = store_->SetTaskPaused(req->task(), AuthorOf(ctx), "", false);
+  std::string id;
+  MARIPOSA_AUTHORIZE(ctx, TaskProject(req->task(), &id));
+  auto t = store_->SetTaskPaused(id, AuthorOf(ctx), "", false);
   if (!t.ok()) return ToGrpc(t.status());
   if (on_change_) on_change_();
   return ToGrpc(ToProto(*t, resp->mutable_task()));

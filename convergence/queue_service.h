@@ -27,7 +27,8 @@ class QueueService final : public v1::Queue::Service {
   void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
 
  private:
-  std::string TaskProject(const std::string& task);
+  // `uuid`: the task's uuid (a unique prefix resolved), or `task` as given.
+  std::string TaskProject(const std::string& task, std::string* uuid);
   // The services named by `services` or `group` (empty = whole project),
   // checked against the project's current version.
   absl::StatusOr<std::vector<std::string>> Scope(const ProjectRecord& p, const std::vector<std::string>& services,

@@ -124,6 +124,7 @@ std::vector<health::Target> HealthTargets(const ServiceSpec& spec, const std::ve
     for (const InstanceState* i : instances) {
       if (i->state != "running" || i->ip.empty()) continue;
       health::Target t{i->uuid, kv.first, cs, policy, i->created, c.network.empty() ? primary_network : c.network};
+      t.alias = i->alias;
       t.spec.address = AddressOn(*i, c.network, want_uuid, primary_network);
       if (loopback && !t.spec.address.empty()) t.spec.address = LoopbackTwin(t.spec.address);
       out.push_back(std::move(t));

@@ -639,6 +639,7 @@ int main(int argc, char** argv) {
     sigwait(&sigs, &sig);
     mariposa::LogInfo("shutting down", {{"signal", strsignal(sig)}});
     for (auto& l : locals) l->Stop();
+    events.Stop();  // open `events -f` streams end now, not at the shutdown deadline
     if (embedded) embedded->Stop();
     if (health_agents) health_agents->Stop();
     server->Shutdown(absl::ToChronoTime(clock->Now() + absl::Seconds(10)));

@@ -204,9 +204,9 @@ void Coordinator::Report(const std::string& agent, uint64_t session, const std::
       if (before != ch.to) {
         c.state = ch.to;
         c.since = now;
-        emit.push_back({c.group, ch.instance, ch.check, before, ch.to, false, ch.detail});
+        emit.push_back({c.group, ch.instance, ch.check, before, ch.to, false, ch.detail, c.target.alias});
       }
-      if (ch.flapping) emit.push_back({c.group, ch.instance, ch.check, ch.to, ch.to, true, ch.detail});
+      if (ch.flapping) emit.push_back({c.group, ch.instance, ch.check, ch.to, ch.to, true, ch.detail, c.target.alias});
     }
   }
   if (on_changes_ && !emit.empty()) on_changes_(emit);

@@ -21,8 +21,10 @@ absl::Status WriteHealthEvents(ProjectStore* store, const std::vector<HealthChan
     e.project = name->second;
     e.kind = c.flapping ? "instance.flapping" : "instance.health";
     e.subject = c.instance;
-    e.detail = c.flapping ? absl::StrCat(c.check, ": flapping (", HealthName(c.to), ")")
-                          : absl::StrCat(c.check, ": ", HealthName(c.from), " -> ", HealthName(c.to),
+    // "jupiter-web-1 http: healthy -> unhealthy (…)": the instance by name.
+    const std::string who = c.alias.empty() ? "" : c.alias + " ";
+    e.detail = c.flapping ? absl::StrCat(who, c.check, ": flapping (", HealthName(c.to), ")")
+                          : absl::StrCat(who, c.check, ": ", HealthName(c.from), " -> ", HealthName(c.to),
                                          c.detail.empty() ? "" : " (" + c.detail + ")");
     events.push_back(std::move(e));
   }

@@ -20,6 +20,7 @@ struct Target {
   absl::Time created;    // the instance's creation (its start window runs from there)
   std::string network;   // the network the address is on (agents with --network take only theirs);
                          // spec.address "" = the instance has no NIC there: the check fails
+  std::string alias;     // the instance's alias, named in events (mariposad only; not sent to agents)
 };
 
 // instance/check: one check of one instance.
@@ -39,6 +40,7 @@ struct HealthChange {
   Health to = Health::kUnknown;
   bool flapping = false;
   std::string detail;    // the failing result's reason
+  std::string alias;     // the instance's alias ("" when not known)
 };
 
 }  // namespace mariposa::health

@@ -1,5 +1,6 @@
 #include "projects/events_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "projects/request_guard.h"
 #include "projects/projects_service.h"
 
@@ -20,6 +21,10 @@ grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEvent
     after = *last;
   }
   while (!ctx->IsCancelled()) {
+    if (stopping_.load()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          absl::StrCat("mariposad is stopping; resume after event ", after, " when it is back"));
+    }
     auto list = store_->ListEvents(req->project(), after, 500);
     if (!list.ok()) return ToGrpc(list.status());
     for (const EventRecord& e : *list) {

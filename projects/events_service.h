@@ -3,6 +3,8 @@
 #ifndef MARIPOSA_PROJECTS_EVENTS_SERVICE_H_
 #define MARIPOSA_PROJECTS_EVENTS_SERVICE_H_
 
+#include <atomic>
+
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "projects/store.h"
@@ -20,10 +22,15 @@ class EventsService final : public v1::Events::Service {
   grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
                      grpc::ServerWriter<v1::Event>* writer) override;
 
+  // Ends every watch within one poll with UNAVAILABLE (clients reconnect
+  // and resume), so that a graceful stop does not wait for them.
+  void Stop() { stopping_.store(true); }
+
  private:
   ProjectStore* store_;
   const Clock* clock_;
   absl::Duration poll_;
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace mariposa

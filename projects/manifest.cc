@@ -513,7 +513,13 @@ class Parser {
       if (kv.second.networks.empty() && kv.second.compute_type != "agent") kv.second.networks = m_.networks;
     }
 
-    if (!opts_.project_override.empty()) {
+    if (!opts_.project_override.empty() && project_node != nullptr && m_.project != opts_.project_override) {
+      // An exported MARIPOSA_PROJECT must not retarget a manifest written
+      // for another project (and plan to delete that project's services).
+      Error(*project_node, "project",
+            absl::StrCat("the manifest is for project \"", m_.project, "\" but -j (or $MARIPOSA_PROJECT) names \"",
+                         opts_.project_override, "\"; fix `project:` or drop -j / unset MARIPOSA_PROJECT"));
+    } else if (!opts_.project_override.empty()) {
       m_.project = opts_.project_override;
       if (!IsDnsLabel(m_.project)) {
         Error(1, 1, "project", absl::StrCat("project name \"", m_.project, "\" (from -j) is not a DNS label"));

@@ -170,8 +170,19 @@ TEST(ManifestTest, InstanceSpecHashOnlyCoversInstanceFields) {
 TEST(ManifestTest, ProjectOverride) {
   Manifest m = MustParse("services:\n  web: {image: x}\n", "mars");
   EXPECT_EQ(m.project, "mars");
-  Manifest o = MustParse("project: jupiter\nservices:\n  web: {image: x}\n", "mars");
-  EXPECT_EQ(o.project, "mars");
+  Manifest same = MustParse("project: mars\nservices:\n  web: {image: x}\n", "mars");
+  EXPECT_EQ(same.project, "mars");
+  // A manifest written for another project is not retargeted by -j or an
+  // exported MARIPOSA_PROJECT: an error naming both.
+  ParseOptions o;
+  o.filename = "t.yaml";
+  o.project_override = "mars";
+  ParseResult r = ParseManifest("project: jupiter\nservices:\n  web: {image: x}\n", o);
+  EXPECT_FALSE(r.manifest.has_value());
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].ToString(),
+            "t.yaml:1:10: project: the manifest is for project \"jupiter\" but -j (or $MARIPOSA_PROJECT) names "
+            "\"mars\"; fix `project:` or drop -j / unset MARIPOSA_PROJECT");
 }
 
 TEST(ManifestTest, ReservedKeysAreStoredWithWarnings) {

@@ -1,6 +1,7 @@
 #include "projects/projects_service.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "absl/strings/escaping.h"
@@ -115,6 +116,7 @@ struct ProjectsService::Outcome {
   // change (update.on_change: rollout) and had instances to roll.
   std::vector<std::string> rollout;
   std::string project_uuid;
+  std::string project;  // the name the manifest targets
 };
 
 namespace {
@@ -239,6 +241,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   RETURN_IF_ERROR(cancel->Check());
 
   Outcome out;
+  out.project = m.project;
   std::map<std::string, std::string> store_meta;
   std::shared_ptr<const CompiledManifest> before;
   std::optional<VersionRecord> current;
@@ -439,7 +442,7 @@ grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyReq
                        req->dry_run(), "apply", 0, req->message(), AuthorOf(ctx), &guard, false, req->thaw(),
                        req->allow_downgrade(), [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); });
   if (!out.ok()) return ToGrpc(out.status());
-  resp->set_changed(out->commit.changed);
+  resp->set_changed(req->dry_run() ? !out->diff.empty() : out->commit.changed);  // a plan: would it change
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
   *resp->mutable_diff() = out->diff;
   resp->set_base_version(out->base_version);
@@ -450,6 +453,7 @@ grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyReq
   }
   for (const auto& w : out->warnings) resp->add_warnings(w);
   resp->set_project_created(out->commit.project_created);
+  resp->set_project(out->project);
   return grpc::Status::OK;
 }
 
@@ -468,7 +472,7 @@ grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::Rollb
                        absl::StrCat("rollback to version ", target->number), AuthorOf(ctx), &guard, false,
                        req->thaw(), true, [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); });
   if (!out.ok()) return ToGrpc(Annotate(out.status(), absl::StrCat("rolling back to version ", target->number)));
-  resp->set_changed(out->commit.changed);
+  resp->set_changed(req->dry_run() ? !out->diff.empty() : out->commit.changed);  // a plan: would it change
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
   *resp->mutable_diff() = out->diff;
   resp->set_base_version(out->base_version);
@@ -543,7 +547,7 @@ grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleReq
                        AuthorOf(ctx), &guard, /*stored_text=*/true, req->thaw(), true,
                        [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); });
   if (!out.ok()) return ToGrpc(Annotate(out.status(), "scaling"));
-  resp->set_changed(out->commit.changed);
+  resp->set_changed(req->dry_run() ? !out->diff.empty() : out->commit.changed);  // a plan: would it change
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
   *resp->mutable_diff() = out->diff;
   return grpc::Status::OK;
@@ -850,10 +854,20 @@ grpc::Status ProjectsService::ListEvents(grpc::ServerContext* ctx, const v1::Lis
   if (!guard.status().ok()) return ToGrpc(guard.status());
   MARIPOSA_AUTHORIZE(ctx, req->project());
   int limit = req->limit() <= 0 ? 100 : std::min(req->limit(), 1000);
-  auto list = store_->ListEvents(req->project(), req->after_index(), limit);
+  auto list = req->newest() ? store_->ListNewestEvents(req->project(), req->after_index(), limit)
+                            : store_->ListEvents(req->project(), req->after_index(), limit);
   if (!list.ok()) return ToGrpc(list.status());
   for (const auto& e : *list) {
     if (CanSee(ctx, e.project)) EventToProto(e, resp->add_events());
+  }
+  // What else there is, so that a reader knows it saw a window.
+  if (!list->empty()) {
+    auto earlier = store_->CountEvents(req->project(), req->after_index(), list->front().index);
+    auto later = store_->CountEvents(req->project(), list->back().index, std::numeric_limits<int64_t>::max());
+    if (!earlier.ok()) return ToGrpc(earlier.status());
+    if (!later.ok()) return ToGrpc(later.status());
+    resp->set_earlier(*earlier);
+    resp->set_later(*later);
   }
   return grpc::Status::OK;
 }

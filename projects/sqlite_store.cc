@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -1070,9 +1071,24 @@ absl::StatusOr<int> SqliteProjectStore::ImportMeta(const std::string& project_uu
 absl::StatusOr<std::vector<EventRecord>> SqliteProjectStore::ListEvents(const std::string& project,
                                                                         int64_t after_index, int limit) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+  return QueryEventsLocked("ASC", project, after_index, limit);
+}
+
+absl::StatusOr<std::vector<EventRecord>> SqliteProjectStore::ListNewestEvents(const std::string& project,
+                                                                              int64_t after_index, int limit) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(std::vector<EventRecord> out, QueryEventsLocked("DESC", project, after_index, limit));
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+absl::StatusOr<std::vector<EventRecord>> SqliteProjectStore::QueryEventsLocked(const char* order,
+                                                                               const std::string& project,
+                                                                               int64_t after_index, int limit) {
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat(
                                 "SELECT idx, time, actor, project, kind, subject, detail FROM events "
-                                "WHERE idx > ?1 AND (?2 = '' OR project = ?2) ORDER BY idx LIMIT ?3"));
+                                "WHERE idx > ?1 AND (?2 = '' OR project = ?2) ORDER BY idx ",
+                                order, " LIMIT ?3")));
   st.Bind(1, after_index).Bind(2, project).Bind(3, limit);
   std::vector<EventRecord> out;
   while (true) {
@@ -1081,6 +1097,16 @@ absl::StatusOr<std::vector<EventRecord>> SqliteProjectStore::ListEvents(const st
     out.push_back(EventRecord{st.Int(0), FromMicros(st.Int(1)), st.Text(2), st.Text(3), st.Text(4), st.Text(5), st.Text(6)});
   }
   return out;
+}
+
+absl::StatusOr<int64_t> SqliteProjectStore::CountEvents(const std::string& project, int64_t after_index,
+                                                        int64_t before_index) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT COUNT(*) FROM events WHERE idx > ?1 AND idx < ?3 "
+                                         "AND (?2 = '' OR project = ?2)"));
+  st.Bind(1, after_index).Bind(2, project).Bind(3, before_index);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? st.Int(0) : 0;
 }
 
 absl::StatusOr<int64_t> SqliteProjectStore::AppendEvent(const std::string& actor, const std::string& project,
@@ -1287,6 +1313,18 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteProjectStore::ListTasks(const std:
 absl::StatusOr<TaskRecord> SqliteProjectStore::GetTask(const std::string& uuid) {
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(std::vector<TaskRecord> t, QueryTasksLocked("uuid = ?1", uuid));
+  // A unique prefix of at least 4 characters names a task too (as git).
+  if (t.empty() && uuid.size() >= 4 && uuid.size() < 36 &&
+      uuid.find_first_not_of("0123456789abcdef-") == std::string::npos) {
+    ASSIGN_OR_RETURN(t, QueryTasksLocked("substr(uuid, 1, length(?1)) = ?1 ORDER BY uuid LIMIT 4", uuid));
+    if (t.size() > 1) {
+      std::vector<std::string> ids;
+      for (const TaskRecord& r : t) ids.push_back(r.uuid);
+      return absl::InvalidArgumentError(absl::StrCat("task prefix ", uuid, " names ", t.size() > 3 ? "more than 3" : absl::StrCat(t.size()),
+                                                     " tasks (", absl::StrJoin(ids.begin(), ids.begin() + std::min<size_t>(ids.size(), 3), ", "),
+                                                     "); give more characters"));
+    }
+  }
   if (t.empty()) return absl::NotFoundError(absl::StrCat("no task ", uuid, "; `mariposa queue list` shows them"));
   return t[0];
 }

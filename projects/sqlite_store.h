@@ -56,6 +56,9 @@ class SqliteProjectStore : public ProjectStore {
                                  bool secret, const std::string& actor) override;
   absl::StatusOr<std::vector<EventRecord>> ListEvents(const std::string& project, int64_t after_index,
                                                       int limit) override;
+  absl::StatusOr<std::vector<EventRecord>> ListNewestEvents(const std::string& project, int64_t after_index,
+                                                            int limit) override;
+  absl::StatusOr<int64_t> CountEvents(const std::string& project, int64_t after_index, int64_t before_index) override;
   absl::StatusOr<int64_t> LastEventIndex() override;
   absl::Status AppendEvents(const std::vector<EventRecord>& events) override;
   absl::StatusOr<int64_t> AppendEvent(const std::string& actor, const std::string& project, const std::string& kind,
@@ -101,6 +104,10 @@ class SqliteProjectStore : public ProjectStore {
   absl::Status Migrate(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::StatusOr<ProjectRecord> GetProjectLocked(const std::string& name_or_uuid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Events after `after_index` in index `order` ("ASC"/"DESC"), at most `limit`.
+  absl::StatusOr<std::vector<EventRecord>> QueryEventsLocked(const char* order, const std::string& project,
+                                                             int64_t after_index, int limit)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Inserts a project row and its project.create event; its uuid.
   absl::StatusOr<std::string> InsertProjectLocked(const std::string& name, const std::string& description,
                                                   const std::string& owner, const std::string& actor)

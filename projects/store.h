@@ -274,6 +274,12 @@ class ProjectStore {
   // Events after `after_index`, oldest first; `project` empty for all.
   virtual absl::StatusOr<std::vector<EventRecord>> ListEvents(const std::string& project, int64_t after_index,
                                                               int limit) = 0;
+  // The newest `limit` events after `after_index` (oldest first).
+  virtual absl::StatusOr<std::vector<EventRecord>> ListNewestEvents(const std::string& project, int64_t after_index,
+                                                                    int limit) = 0;
+  // How many events of `project` ("" = all) have an index in (after, before).
+  virtual absl::StatusOr<int64_t> CountEvents(const std::string& project, int64_t after_index,
+                                              int64_t before_index) = 0;
   virtual absl::StatusOr<int64_t> LastEventIndex() = 0;
   // Appends a controller event (instance.create, …); returns its index.
   // Appends controller events in one transaction (one fsync for many).

@@ -57,7 +57,7 @@ sed -e 's/count: 3/count: 5/' -e 's/window: 60s/window: 2s/' deploy/examples/jup
 echo "# a 2s start window (not part of the instance: nothing to roll out)"
 m apply -f "$WORK/jupiter-fast.yaml" --yes
 sed -e 's/wordpress@1.2.0/wordpress@1.3.0/' "$WORK/jupiter-fast.yaml" > "$WORK/jupiter-v2.yaml"
-m diff -f "$WORK/jupiter-v2.yaml"
+m diff -f "$WORK/jupiter-v2.yaml" || test $? -eq 1  # 1: there are changes
 echo "# the new image rolls out on apply (update.on_change: rollout): 2 at a time, at most 1 above count,"
 echo "# each new instance given its 2s start window; --wait follows it to the end"
 m apply -f "$WORK/jupiter-v2.yaml" --yes --wait
@@ -112,7 +112,7 @@ dbs | while read -r uuid alias ip image ds; do
   echo "  $alias  uuid $uuid  ip $ip  image …$image  dataset $ds  (wrote mysql/ibdata1 on the dataset, /var/tmp/scratch on the root)"
 done
 sed -e 's/percona@5.7.1/percona@5.7.2/' "$WORK/vault.yaml" > "$WORK/vault-v2.yaml"
-m diff -f "$WORK/vault-v2.yaml"
+m diff -f "$WORK/vault-v2.yaml" || test $? -eq 1
 m apply -f "$WORK/vault-v2.yaml" --yes --wait
 echo; echo "# after the update: the same VMs on the new image; the dataset's file is there, the root's is gone"
 dbs | while read -r uuid alias ip image ds; do

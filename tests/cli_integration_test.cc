@@ -9,6 +9,7 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "common/clock.h"
 #include "tests/process.h"
 
 namespace mariposa::testing {
@@ -73,8 +74,25 @@ TEST_F(CliTest, ApplyDiffVersionsRollback) {
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("no changes"));
 
+  r = M({"diff", "-f", dir_ + "/v1.yaml"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // nothing would change
   r = M({"diff", "-f", dir_ + "/v2.yaml"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 1) << r.err;  // something would (as diff(1); terraform's -detailed-exitcode says 2)
+  EXPECT_THAT(r.out, HasSubstr("plan for project \"jupiter\" on mariposad " + daemon_->addr() + ":\n"));
+  EXPECT_THAT(r.out, HasSubstr("0 to create, 3 to replace, 0 to delete\n"));
+  EXPECT_EQ(M({"-o", "json", "diff", "-f", dir_ + "/v1.yaml"}).exit_code, 0);
+  RunResult json_plan = M({"-o", "json", "diff", "-f", dir_ + "/v2.yaml"});
+  EXPECT_EQ(json_plan.exit_code, 1);
+  EXPECT_THAT(json_plan.out, HasSubstr("\"changed\": true"));
+  EXPECT_EQ(M({"diff", "-f", dir_ + "/nosuch.yaml"}).exit_code, 2);  // trouble
+  // A manifest for jupiter is not retargeted by -j (or MARIPOSA_PROJECT).
+  r = M({"-j", "saturn", "diff", "-f", dir_ + "/v2.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("the manifest is for project \"jupiter\" but -j (or $MARIPOSA_PROJECT) names \"saturn\""));
+  r = M({"-j", "saturn", "apply", "-f", dir_ + "/v2.yaml", "--yes"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(M({"project", "get", "saturn"}).exit_code, 1);
+  r = M({"diff", "-f", dir_ + "/v2.yaml"});
   EXPECT_THAT(r.out, HasSubstr("update \"wordpress\" (3 instances)"));
   EXPECT_THAT(r.out, HasSubstr("~ image: autopilotpattern/wordpress@1.2.0 -> autopilotpattern/wordpress@1.3.0"));
   EXPECT_THAT(r.out, HasSubstr("3 instances will be replaced"));
@@ -308,6 +326,71 @@ TEST_F(CliTest, EventsFollowStreamsNewEvents) {
   auto r = M({"-j", "nope", "events", "-f"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, ::testing::HasSubstr("nope"));
+}
+
+// The habits of kubectl and nomad: newest events first with a hint of the
+// rest, -jNAME, task id prefixes, "did you mean", shell completion, and an
+// `events -f` that survives a restart of mariposad.
+TEST_F(CliTest, OperatorHabits) {
+  ASSERT_EQ(M({"project", "create", "pluto"}).exit_code, 0);
+  for (const char* k : {"a", "b", "c", "d", "e"}) ASSERT_EQ(M({"-jpluto", "meta", "set", k, "1"}).exit_code, 0);
+  auto r = M({"-jpluto", "events", "-n", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, Not(HasSubstr("project.create")));  // the newest 3: meta c, d, e
+  EXPECT_THAT(r.out, HasSubstr(" e"));
+  EXPECT_THAT(r.err, HasSubstr("(3 earlier events not shown: --all shows every one"));
+  r = M({"-jpluto", "events", "--all"});
+  EXPECT_THAT(r.out, HasSubstr("project.create"));
+  EXPECT_EQ(r.err, "");
+  r = M({"-o", "json", "-jpluto", "events", "--after", "0", "-n", "2"});
+  EXPECT_THAT(r.out, HasSubstr("\"later\": \"4\""));
+
+  // A task by a unique prefix of its uuid.
+  r = M({"-jpluto", "project", "get"});
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  r = M({"-j", "jupiter", "freeze", "--reason", "prefix"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string task = r.out.substr(r.out.find("task ") + 5, 36);
+  r = M({"-jjupiter", "queue", "get", task.substr(0, 8)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(task));
+  EXPECT_EQ(M({"-jjupiter", "queue", "get", task.substr(0, 3)}).exit_code, 1);  // too short to be a prefix
+
+  // Did you mean.
+  r = M({"stauts"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown command \"stauts\"; did you mean \"status\"?"));
+  r = M({"project", "lst"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("unknown subcommand \"lst\" of project; did you mean \"list\"?"));
+
+  // Completion scripts that the shell accepts.
+  r = M({"completion", "bash"});
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("complete -o default -F _mariposa mariposa"));
+  EXPECT_THAT(r.out, HasSubstr("project) subs=\"create delete get list\" ;;"));
+  EXPECT_EQ(RunProcess({"/bin/bash", "-n"}, r.out).exit_code, 0);
+  EXPECT_EQ(M({"completion", "fish"}).exit_code, 2);
+
+  // events -f across a restart: it reconnects and prints what happened
+  // meanwhile, each event once; the stop does not wait for it.
+  RunResult follow;
+  std::thread watcher([&] {
+    follow = RunProcess({"/usr/bin/timeout", "8", "cli/mariposa", "--addr", daemon_->addr(), "-jpluto", "events", "-f"});
+  });
+  Pause(absl::Milliseconds(700));
+  absl::Time stop_at = RealClock::Get()->Now();
+  ASSERT_EQ(daemon_->Stop(), 0);
+  absl::Duration stop_took = RealClock::Get()->Now() - stop_at;
+  EXPECT_LT(stop_took, absl::Seconds(2)) << "graceful stop with a watcher took " << stop_took;
+  std::string addr = daemon_->addr();
+  daemon_ = std::make_unique<Daemon>(dir_ + "/data", addr);  // the same address
+  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  ASSERT_EQ(M({"-jpluto", "meta", "set", "after-restart", "1"}).exit_code, 0);
+  watcher.join();
+  EXPECT_EQ(follow.exit_code, 124) << follow.err;
+  EXPECT_THAT(follow.err, HasSubstr("reconnecting, resuming after event"));
+  EXPECT_THAT(follow.out, HasSubstr("after-restart")) << follow.err;
 }
 
 }  // namespace
