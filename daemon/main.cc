@@ -14,6 +14,7 @@
 #include <atomic>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -30,6 +31,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
+#include "common/config_file.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/process_metrics.h"
@@ -61,7 +63,7 @@
 
 namespace {
 
-constexpr char kUsage[] = R"(usage: mariposad [--listen ADDR] [--socket PATH] [--data-dir DIR] [--addr-file FILE] [--init]
+constexpr char kUsage[] = R"(usage: mariposad [--config FILE] [--listen ADDR] [--socket PATH] [--data-dir DIR] [--addr-file FILE] [--init]
                  [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--insecure-listen]
                  [--secrets-key FILE] [--backup-dir DIR] [--max-health-agents N]
                  [--triton URL --owner UUID --network UUID [--admin-owner UUID] [--resync DURATION]
@@ -107,7 +109,11 @@ The Mariposa controller: gRPC API, SQLite store.
   --triton URL      converge projects against this Triton (VMAPI and IMGAPI at one
                     base URL, as tritonsim serves them); without it mariposad
                     stores goal state only
-  --owner UUID      owner of the instances Mariposa creates (with --triton)
+  --config FILE     flags from a YAML file, one `flag: value` per line without the
+                    leading -- (`listen: 127.0.0.1:7740`, `embedded-health: true`);
+                    flags on the command line win (deploy/systemd/mariposad.yaml)
+  --owner UUID      the Triton account of projects created without one (with
+                    --triton); `project create --owner` names another
   --admin-owner UUID
                     Triton's admin account (ufds_admin_uuid), owner of the core
                     zones (compute_type: core); without it core services are
@@ -203,34 +209,43 @@ int main(int argc, char** argv) {
   std::string max_agents_text = "256";
   std::string image_source_url, image_channel = "release", backoff_cap_text = "2m";
   std::string health_lease_text = "10s";
+  // Every flag, by name: the command line and the --config file say the same.
+  const std::map<std::string, bool*> switches = {
+      {"init", &init}, {"insecure-listen", &insecure_listen}, {"embedded-health", &embedded_health},
+      {"health-loopback", &health_loopback}, {"health-agents", &remote_agents}};
+  const std::map<std::string, std::string*> valued = {
+      {"listen", &listen}, {"data-dir", &data_dir}, {"addr-file", &addr_file}, {"triton", &triton_url},
+      {"owner", &owner}, {"network", &network}, {"admin-owner", &admin_owner}, {"resync", &resync},
+      {"max-jobs", &max_jobs}, {"max-jobs-per-project", &max_jobs_project}, {"metrics-listen", &metrics_listen},
+      {"health-lease", &health_lease_text}, {"image-source", &image_source_url}, {"backoff-cap", &backoff_cap_text},
+      {"image-channel", &image_channel}, {"socket", &socket_path}, {"tls-cert", &tls_cert}, {"tls-key", &tls_key},
+      {"tls-client-ca", &tls_client_ca}, {"secrets-key", &secrets_key}, {"backup-dir", &backup_dir},
+      {"max-health-agents", &max_agents_text}};
+  std::set<std::string> switch_names, valued_names;
+  for (const auto& kv : switches) switch_names.insert(kv.first);
+  for (const auto& kv : valued) valued_names.insert(kv.first);
+  int from_file = 0;
+  auto expanded = mariposa::ExpandConfigFlag(argc, argv, switch_names, valued_names, &from_file);
+  if (!expanded.ok()) return Usage(std::string(expanded.status().message()));
+  std::vector<char*> args;
+  for (std::string& a : *expanded) args.push_back(a.data());
+  argc = static_cast<int>(args.size());
+  argv = args.data();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto value = [&](const std::string& flag, std::string* out) { return mariposa::FlagValue(argc, argv, &i, flag, out); };
-    if (a == "--init" || a == "--insecure-listen") {
-      (a == "--init" ? init : insecure_listen) = true;
-      continue;
-    }
-    if (a == "--embedded-health" || a == "--health-loopback" || a == "--health-agents") {
-      (a == "--embedded-health" ? embedded_health : a == "--health-agents" ? remote_agents : health_loopback) = true;
-      continue;
-    }
     if (a == "--help" || a == "-h") {
       std::cout << kUsage;
       return 0;
     }
-    if (value("--listen", &listen) || value("--data-dir", &data_dir) || value("--addr-file", &addr_file) ||
-        value("--triton", &triton_url) || value("--owner", &owner) || value("--network", &network) ||
-        value("--admin-owner", &admin_owner) ||
-        value("--resync", &resync) || value("--max-jobs", &max_jobs) ||
-        value("--max-jobs-per-project", &max_jobs_project) || value("--metrics-listen", &metrics_listen) ||
-        value("--health-lease", &health_lease_text) || value("--image-source", &image_source_url) || value("--backoff-cap", &backoff_cap_text) ||
-        value("--image-channel", &image_channel) || value("--socket", &socket_path) ||
-        value("--tls-cert", &tls_cert) || value("--tls-key", &tls_key) || value("--tls-client-ca", &tls_client_ca) ||
-        value("--secrets-key", &secrets_key) || value("--backup-dir", &backup_dir) ||
-        value("--max-health-agents", &max_agents_text)) {
+    std::string name = a.rfind("--", 0) == 0 ? a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2) : "";
+    if (auto sw = switches.find(name); sw != switches.end() && a.find('=') == std::string::npos) {
+      *sw->second = true;
       continue;
     }
-    return Usage(absl::StrCat("unknown argument \"", a, "\""));
+    if (auto v = valued.find(name); v != valued.end() && mariposa::FlagValue(argc, argv, &i, a.substr(0, 2 + name.size()), v->second)) {
+      continue;
+    }
+    return Usage(absl::StrCat("unknown argument \"", a, "\"", i <= from_file ? " (from --config)" : ""));
   }
 
   absl::Duration resync_every;

@@ -393,5 +393,20 @@ TEST_F(CliTest, OperatorHabits) {
   EXPECT_THAT(follow.out, HasSubstr("after-restart")) << follow.err;
 }
 
+// mariposad --config: the shipped example is accepted (every key a flag), a
+// flag on the command line wins, and a bad key is refused naming the file.
+TEST_F(CliTest, ConfigFile) {
+  ServerProcess sample({"daemon/mariposad", "--config", "deploy/systemd/mariposad.yaml", "--listen", "127.0.0.1:0",
+                        "--data-dir", dir_ + "/sample", "--socket", "none", "--metrics-listen", "127.0.0.1:0"},
+                       dir_ + "/sample");
+  ASSERT_TRUE(sample.Start()) << sample.log();
+  EXPECT_EQ(sample.extra_addrs().size(), 1u);  // metrics-listen from the file, overridden to port 0
+  EXPECT_EQ(sample.Stop(), 0);
+  WriteFile(dir_ + "/bad.yaml", "listen: 127.0.0.1:0\nlisten-on: 1\n");
+  RunResult r = RunProcess({"daemon/mariposad", "--config", dir_ + "/bad.yaml", "--data-dir", dir_ + "/bad"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("bad.yaml:2: unknown setting \"listen-on\""));
+}
+
 }  // namespace
 }  // namespace mariposa::testing
