@@ -1285,8 +1285,7 @@ int Cli::Events(Args& a) {
   int64_t n = 0;
   if (after && !absl::SimpleAtoi(*after, &n)) throw UsageError{"--after needs an event index"};
   auto line = [](const v1::Event& e) {
-    return std::vector<std::string>{absl::StrCat(e.index()), Time(e.time()), e.project(), e.kind(), e.actor(),
-                                    e.subject().empty() ? e.detail() : absl::StrCat(e.subject(), ": ", e.detail())};
+    return std::vector<std::string>{absl::StrCat(e.index()), Time(e.time()), e.project(), e.kind(), e.actor(), e.detail()};
   };
   if (follow) return FollowEvents(project, n, !after.has_value());
   int lim = 100;
@@ -1358,7 +1357,7 @@ int Cli::FollowEvents(const std::string& project, int64_t after, bool tail) {
         Print(e);
       } else {
         std::cout << e.index() << "  " << Time(e.time()) << "  " << e.project() << "  " << e.kind() << "  " << e.actor()
-                  << "  " << (e.subject().empty() ? "" : e.subject() + ": ") << e.detail() << "\n";
+                  << "  " << e.detail() << "\n";
       }
       std::cout.flush();
       after = e.index();

@@ -42,5 +42,13 @@ TEST_F(EventsTest, ChangesAndFlappingReadAsEvents) {
   EXPECT_EQ(flap.detail, "http: flapping (unhealthy)");
 }
 
+// An event names the instance by its alias when the check's target had one.
+TEST_F(EventsTest, EventsNameTheInstance) {
+  HealthChange c{uuid_, "i-2", "http", Health::kHealthy, Health::kUnhealthy, false, "status 503", "shop-web-2"};
+  ASSERT_TRUE(WriteHealthEvents(store_.get(), {c}).ok());
+  EXPECT_EQ(Events().back().detail, "shop-web-2 http: healthy -> unhealthy (status 503)");
+  EXPECT_EQ(Events().back().subject, "i-2");
+}
+
 }  // namespace
 }  // namespace mariposa::health

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/health_fixture.h"
 #include "tests/process.h"
@@ -142,6 +143,9 @@ TEST_F(PrometheusE2E, DashboardQueriesAndTheServiceDownAlert) {
   }
   ASSERT_TRUE(WaitFor([&] { return !Firing("MariposaServiceDown").empty(); }, 30))
       << Query("mariposa_service_ready_instances").dump();
+  // Health events name the instance.
+  EXPECT_THAT(M({"-j", "jupiter", "events", "--all"}).out,
+              ::testing::ContainsRegex("jupiter-web-[0-9] http: healthy -> unhealthy"));
   json labels = Firing("MariposaServiceDown")[0];
   EXPECT_EQ(labels["project"], "jupiter");
   EXPECT_EQ(labels["service"], "web");
