@@ -318,7 +318,7 @@ services:
     package: g4-highcpu-1G
     count: 3
     ports: [2020]
-    update: {min_healthy_time: 6s}  # the test marks the first new zone unhealthy within this
+    update: {min_healthy_time: 2s}
     healthchecks:
       ping: {type: http, port: 2020, path: /ping, interval: 200ms, timeout: 150ms, retries: 2}
 )";
