@@ -125,6 +125,8 @@ m -j jupiter queue list
 m -j jupiter thaw --group frontend
 m events --all --limit 1000
 echo; echo "# Prometheus metrics (http://$METRICS/metrics), the controller's families:"
-curl -s "http://$METRICS/metrics" | grep -E '^mariposa_(service_|tasks|frozen|workqueue|replacements)' | head -30
+curl -s "http://$METRICS/metrics" > "$WORK/metrics.txt"
+grep -E '^mariposa_(service_desired|service_ready|service_instances\{.*state="running"|tasks|frozen|workqueue|replacements|build_info)' \
+  "$WORK/metrics.txt" | sed -n '1,30p'
 echo
 echo "Demo done. Health checks run with mariposad --embedded-health or mariposa-health agents (docs/health.md); what is not built yet: docs/status.md."
