@@ -996,18 +996,19 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
 }
 
 void Reconciler::RecordReplacements(const Snapshot& s, const Decision& d, const std::vector<EventRecord>& events) {
-  std::map<std::string, const InstanceState*> by_uuid;
-  for (const InstanceState& i : s.instances) by_uuid[i.uuid] = &i;
+  // One per broken instance replaced; the instances are scanned only when
+  // there is one (a sync usually has none, and a project may have 100,000).
+  std::map<std::string, std::string> why;  // instance -> why it is broken
   for (const Step& st : d.steps) {
-    if (st.action.reason != "remove-broken") continue;  // one per broken instance replaced
-    auto it = by_uuid.find(st.action.instance);
-    std::string why = "broken";
-    if (it != by_uuid.end()) {
-      const InstanceState& i = *it->second;
-      why = i.health == "unhealthy" ? "unhealthy" : i.state == "running" ? "server-down" : i.state;
-    }
-    options_.metrics->Replacement(why);
+    if (st.action.reason == "remove-broken") why.emplace(st.action.instance, "broken");
   }
+  if (!why.empty()) {
+    for (const InstanceState& i : s.instances) {
+      auto it = why.find(i.uuid);
+      if (it != why.end()) it->second = i.health == "unhealthy" ? "unhealthy" : i.state == "running" ? "server-down" : i.state;
+    }
+  }
+  for (const auto& kv : why) options_.metrics->Replacement(kv.second);
   // Each time a service hits its budget or a crash loop (the events say it
   // once per episode, not once per sync).
   for (const EventRecord& e : events) {
