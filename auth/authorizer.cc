@@ -255,7 +255,10 @@ grpc::Status Authorizer::Authorize(grpc::ServerContext* ctx, const std::string& 
                         absl::StrCat(who.refused, "; ask an admin for a token (`mariposa admin token create`)"));
   }
   std::string why;
-  if (Allows(who, method, project, &why)) return grpc::Status::OK;
+  if (Allows(who, method, project, &why)) {
+    const MethodRule* rule = o_.gate ? RuleFor(method) : nullptr;
+    return rule != nullptr ? o_.gate(*rule) : grpc::Status::OK;
+  }
   RecordDenied(who, method, project, why);
   if (who.grants.empty() && who.method == "none") {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,

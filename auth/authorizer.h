@@ -20,6 +20,7 @@
 
 #include <map>
 #include <memory>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,9 @@ class Authorizer : public Access {
     // A token that only this process knows (the embedded health agent's):
     // identity "mariposad", role health-agent. Empty: none.
     std::string internal_token;
+    // Asked after the caller is allowed: OK, or why the controller takes no
+    // call of this kind now (UNAVAILABLE while readonly, for writes).
+    std::function<grpc::Status(const MethodRule&)> gate;
   };
   explicit Authorizer(Options o);
 

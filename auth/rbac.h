@@ -38,6 +38,9 @@ struct MethodRule {
   // Global: not about one project (backups, tokens, imports); only a grant
   // on every project satisfies it.
   bool global;
+  // Changes the store or the data center; refused while mariposad is
+  // readonly (docs/operations.md, "The controller's states").
+  bool writes;
 };
 
 // Every RPC mariposad serves, with its variants. A method missing here is

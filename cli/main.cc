@@ -44,6 +44,7 @@
 #include "cli/config.h"
 #include "cli/history.h"
 #include "cli/plan_text.h"
+#include "projects/restore.h"
 #include "cli/suggest.h"
 #include "projects/limits.h"
 
@@ -107,7 +108,9 @@ Log and controller
   events [-n N] [--after INDEX] [--all] [-A] [-f]   newest N (100) of the project (-A: every project);
                                          --all every one; -f follows, reconnecting across restarts
   admin status
+  admin state | admin state set readonly --reason R | admin state set active
   admin backup NAME                    written by mariposad into its --backup-dir, 0600
+  admin restore BACKUP [--data-dir DIR]   into a stopped mariposad's data dir
 Access (docs/security.md)
   auth whoami                          who mariposad says you are, and your roles
   auth can-i ACTION [-j PROJECT]       whether you may (apply, freeze, …); exit 0 yes, 1 no
@@ -255,8 +258,14 @@ const std::map<std::string, std::string>& CommandHelp() {
        "--wait follows the instances until every service is converged (as apply --wait).\n"},
       {"thaw", "usage: mariposa -j PROJECT thaw [--service s1,s2 | --group G]\n\nEnds the freezes that overlap the scope.\n"},
       {"admin",
-       "usage: mariposa admin status | backup NAME | token create|list|revoke | grant SUBJECT ROLE [-j P] |\n"
+       "usage: mariposa admin status | state [set active|readonly [--reason R]] | backup NAME |\n"
+       "                     restore BACKUP [--data-dir DIR] | token create|list|revoke | grant SUBJECT ROLE [-j P] |\n"
        "                     grants | ungrant SUBJECT [-j P] | rotate-key\n\n"
+       "state: active or readonly (reads work; every change is refused, UNAVAILABLE with the reason; syncs and\n"
+       "  replacements pause); kept across restarts. A --standby mariposad answers status as standby, one that\n"
+       "  failed to start with --on-init-failure serve as initfail.\n"
+       "restore BACKUP: run where mariposad's data dir is, with mariposad stopped (refused while it runs).\n"
+       "  The backup is verified, then the current store is moved aside as mariposa.db.before-restore-STAMP.\n"
        "backup NAME: mariposad writes a consistent copy of the store into its --backup-dir (0700), the file 0600;\n"
        "secrets in it stay sealed (the key file is not in it).\n"
        "token create --name N --role viewer|deployer|operator|admin|health-agent (-j PROJECT | --all-projects)\n"
@@ -502,7 +511,10 @@ class Cli {
   }
   void Check(const grpc::Status& s) {
     if (s.ok()) return;
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    // mariposad's own refusals in a state that takes no such call (readonly,
+    // standby, initfail) say so themselves; any other UNAVAILABLE is gRPC's.
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE && !absl::StartsWith(s.error_message(), "mariposad ") &&
+        !absl::StartsWith(s.error_message(), "this mariposad ")) {
       throw Error{absl::StrCat("cannot reach mariposad at ", addr_, " (", s.error_message(),
                                "); is it running? set --addr or MARIPOSA_ADDR",
                                creds_.ca_file.empty() ? "" : " (and is it serving TLS with a certificate --ca signed?)")};
@@ -1500,7 +1512,50 @@ int Cli::AuthCmd(Args& a) {
 
 int Cli::AdminCmd(Args& a) {
   if (a.Peek() == "token") return TokenCmd(a);
-  auto rest = a.Positional(1, 3, "admin status | backup NAME | token … | grant | grants | ungrant | rotate-key");
+  std::optional<std::string> reason = a.Value({"--reason"});
+  std::optional<std::string> data_dir = a.Value({"--data-dir"});
+  auto rest = a.Positional(1, 3, "admin status | state | backup NAME | restore BACKUP | token … | grant | grants | "
+                                 "ungrant | rotate-key");
+  if (rest[0] == "restore" && rest.size() == 2) {
+    // Local: the store is a file of a stopped mariposad, not an RPC.
+    std::string dir = data_dir.value_or("/var/lib/mariposa");
+    auto r = RestoreStore(rest[1], dir, clock_);
+    if (!r.ok()) throw Error{absl::StrCat("restore refused (nothing was changed): ", r.status().message())};
+    if (Structured()) {
+      std::cout << "{\"store\":\"" << r->store << "\",\"moved_aside\":\"" << r->moved_aside
+                << "\",\"schema\":" << r->schema << ",\"projects\":" << r->projects
+                << ",\"last_event\":" << r->last_event << "}\n";
+      return 0;
+    }
+    std::cout << "restored " << rest[1] << " to " << r->store << ": schema " << r->schema << ", " << r->projects
+              << " projects, events up to " << r->last_event << "\n";
+    if (!r->moved_aside.empty()) std::cout << "the store it replaced is kept as " << r->moved_aside << "\n";
+    std::cout << "start mariposad now; it converges the data center to the restored goal state.\n";
+    return 0;
+  }
+  if (rest[0] == "state" && rest.size() == 1) {
+    v1::StatusResponse resp;
+    Check(admin_->Status(Ctx().get(), {}, &resp));
+    std::cout << resp.mode();
+    if (resp.mode() == "readonly") {
+      std::cout << " since " << Time(resp.state_since()) << " by " << resp.state_by() << ": " << resp.state_reason();
+    }
+    if (resp.mode() == "standby") std::cout << " (the active one is pid " << resp.active_pid() << ")";
+    std::cout << "\n";
+    return 0;
+  }
+  if (rest[0] == "state" && rest.size() == 3 && rest[1] == "set") {
+    v1::SetStateRequest req;
+    req.set_mode(rest[2]);
+    req.set_reason(reason.value_or(""));
+    v1::SetStateResponse resp;
+    Check(admin_->SetState(Ctx().get(), req, &resp));
+    std::cout << "mariposad is " << resp.mode() << " (was " << resp.previous() << ")\n";
+    if (resp.mode() == "readonly") {
+      std::cout << "reads work; changes are refused and syncs pause until `mariposa admin state set active`\n";
+    }
+    return 0;
+  }
   if (rest[0] == "grant" && rest.size() == 3) {
     v1::SetGrantRequest req;
     req.mutable_grant()->set_subject(rest[1]);
@@ -1549,13 +1604,37 @@ int Cli::AdminCmd(Args& a) {
       Print(resp);
       return 0;
     }
-    std::cout << "mode:     " << resp.mode() << "\nversion:  " << resp.version() << "\npid:      " << resp.pid()
-              << "\nstore:    " << resp.store_path() << " (schema " << resp.schema_version() << ")\nprojects: "
-              << resp.project_count() << "\nevents:   " << resp.last_event_index() << "\nstarted:  "
-              << Time(resp.started_at()) << "\n";
+    std::cout << "mode:     " << resp.mode() << "\nversion:  " << resp.version() << "\npid:      " << resp.pid() << "\n";
+    if (resp.mode() == "active" || resp.mode() == "readonly") {  // the others have no store open
+      std::cout << "store:    " << resp.store_path() << " (schema " << resp.schema_version() << ")\nprojects: "
+                << resp.project_count() << "\nevents:   " << resp.last_event_index() << "\n";
+    } else {
+      std::cout << "data dir: " << resp.data_dir() << " (no store open)\n";
+    }
+    std::cout << "started:  " << Time(resp.started_at()) << "\n";
+    if (resp.mode() == "readonly") {
+      std::cout << "readonly: " << resp.state_reason() << " (since " << Time(resp.state_since()) << ", by "
+                << resp.state_by() << ")\n";
+    }
+    if (resp.mode() == "standby") {
+      std::cout << "active:   pid " << resp.active_pid() << " holds the data dir"
+                << (resp.active_listeners().empty() ? "" : absl::StrCat(", at ", absl::StrJoin(resp.active_listeners(), ", ")))
+                << "\n";
+    }
     for (const auto& l : resp.listeners()) std::cout << "listen:   " << l << "\n";
     if (!resp.secrets_key().empty()) std::cout << "secrets:  " << resp.secrets_key() << "\n";
     if (!resp.backup_dir().empty()) std::cout << "backups:  " << resp.backup_dir() << "\n";
+    if (resp.has_backups()) {
+      const v1::BackupSchedule& b = resp.backups();
+      if (b.interval_seconds() == 0) {
+        std::cout << "schedule: none (--backup-interval 0)\n";
+      } else {
+        std::cout << "schedule: every " << absl::FormatDuration(absl::Seconds(b.interval_seconds())) << ", keep "
+                  << b.keep() << "; last "
+                  << (b.has_last_success() ? absl::StrCat(Time(b.last_success()), " ", b.last_path()) : "none yet")
+                  << (b.has_next() ? absl::StrCat("; next ", Time(b.next())) : "") << "\n";
+      }
+    }
     if (resp.problems().empty()) {
       std::cout << "problems: none\n";
       return 0;
@@ -1577,7 +1656,8 @@ int Cli::AdminCmd(Args& a) {
     std::cout << "backed up " << resp.bytes() << " bytes to " << resp.path() << "\n";
     return 0;
   }
-  throw UsageError{"expected admin status | admin backup NAME | admin token create|list|revoke | "
+  throw UsageError{"expected admin status | admin state [set active|readonly --reason R] | admin backup NAME | "
+                   "admin restore BACKUP [--data-dir DIR] | admin token create|list|revoke | "
                    "admin grant SUBJECT ROLE [-j P] | admin grants | admin ungrant SUBJECT [-j P] | admin rotate-key"};
 }
 

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -104,7 +105,32 @@ class BuildInfo : public prometheus::Collectable {
   std::vector<prometheus::ClientMetric::Label> labels_;
 };
 
+class Samples : public prometheus::Collectable {
+ public:
+  explicit Samples(std::function<std::vector<Sample>()> read) : read_(std::move(read)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> out;
+    for (Sample& s : read_()) {
+      using T = prometheus::MetricType;
+      std::vector<prometheus::ClientMetric::Label> labels;
+      for (auto& [k, v] : s.labels) labels.push_back({k, v});
+      prometheus::MetricFamily one = One(s.name, s.help, s.counter ? T::Counter : T::Gauge, s.value, labels);
+      auto same = std::find_if(out.begin(), out.end(), [&](const auto& f) { return f.name == s.name; });
+      if (same == out.end()) out.push_back(std::move(one));
+      else same->metric.push_back(std::move(one.metric[0]));
+    }
+    return out;
+  }
+
+ private:
+  std::function<std::vector<Sample>()> read_;
+};
+
 }  // namespace
+
+std::shared_ptr<prometheus::Collectable> SampleCollector(std::function<std::vector<Sample>()> read) {
+  return std::make_shared<Samples>(std::move(read));
+}
 
 std::shared_ptr<prometheus::Collectable> ProcessCollector() { return std::make_shared<Process>(); }
 

@@ -5,9 +5,11 @@
 #ifndef MARIPOSA_COMMON_PROCESS_METRICS_H_
 #define MARIPOSA_COMMON_PROCESS_METRICS_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace prometheus {
 class Collectable;
@@ -27,6 +29,18 @@ std::shared_ptr<prometheus::Collectable> ProcessCollector();
 // added to binary and version.
 std::shared_ptr<prometheus::Collectable> BuildInfoCollector(const std::string& binary,
                                                             std::map<std::string, std::string> labels = {});
+
+// One sample of a metric read at scrape time. Samples with the same name
+// form one family (its help and counter-ness taken from the first).
+struct Sample {
+  std::string name;
+  std::string help;
+  double value = 0;
+  std::map<std::string, std::string> labels;
+  bool counter = false;
+};
+// Serves what `read` returns at each scrape.
+std::shared_ptr<prometheus::Collectable> SampleCollector(std::function<std::vector<Sample>()> read);
 
 }  // namespace mariposa
 

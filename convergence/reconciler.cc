@@ -1713,9 +1713,18 @@ void Reconciler::WakeProject(const std::string& project_uuid) {
 // The first look at jobs in flight after a sync that saw some end.
 constexpr absl::Duration kFirstPoll = absl::Milliseconds(1);
 
+void Reconciler::SetPaused(bool paused) {
+  bool was = paused_.exchange(paused);
+  if (was && !paused) Resync();
+}
+
 void Reconciler::Worker() {
   std::string key;
   while (queue_.Get(&key)) {
+    if (paused_) {  // readonly: dropped here, queued again by SetPaused(false)
+      queue_.Done(key);
+      continue;
+    }
     // Backlog creates go out as job slots free up; the project is synced
     // (decided again) when there are none, when it changed, when a job
     // failed, and at least every full_observe.

@@ -144,6 +144,9 @@ class Reconciler {
   void Wake();
   void WakeProject(const std::string& project_uuid);
   void Stop();
+  // Paused (mariposad readonly): the workers neither sync nor follow jobs;
+  // projects queue up and are synced when it is lifted.
+  void SetPaused(bool paused);
 
   // PAPI's packages and NAPI's networks, read at most every 30 s (5 s after
   // a failure); what an API without a client gives is empty.
@@ -274,6 +277,7 @@ class Reconciler {
   absl::StatusOr<std::shared_ptr<const Catalog>> catalog_ ABSL_GUARDED_BY(mu_) = absl::UnavailableError("not read");
   std::set<std::string> known_projects_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> paused_{false};
   std::atomic<uint64_t> changes_{0};  // bumped by every Wake and WakeProject
   std::vector<std::thread> workers_;
   std::thread ticker_;

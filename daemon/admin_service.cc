@@ -18,7 +18,20 @@ namespace mariposa {
 
 grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequest*, v1::StatusResponse* resp) {
   MARIPOSA_AUTHORIZE(ctx, "");
-  resp->set_mode("active");
+  ControllerMode mode = controller_ ? controller_->Get() : ControllerMode{};
+  resp->set_mode(mode.mode);
+  if (mode.mode == "readonly") {
+    resp->set_state_reason(mode.reason);
+    resp->mutable_state_since()->set_seconds(absl::ToUnixSeconds(mode.since));
+    resp->set_state_by(mode.by);
+    v1::Problem* p = resp->add_problems();
+    p->set_kind("readonly");
+    p->set_error(absl::StrCat("mariposad is readonly: ", mode.reason));
+    p->set_reason(absl::StrCat("set by ", mode.by, " at ",
+                               absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", mode.since, absl::UTCTimeZone())));
+    p->set_fix("when the work that needed it is done: mariposa admin state set active");
+    p->set_impact("reads work; every change is refused (UNAVAILABLE) and nothing is converged or replaced");
+  }
   resp->set_version(kMariposaVersion);
   resp->set_pid(getpid());
   resp->set_data_dir(data_dir_);
@@ -35,6 +48,29 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
   resp->set_backup_dir(backup_dir_);
   resp->set_secrets_key(secrets_key_);
   for (const auto& p : standing_) *resp->add_problems() = p;
+  if (backups_ != nullptr) {
+    BackupScheduler::Report r = backups_->Get();
+    v1::BackupSchedule* b = resp->mutable_backups();
+    b->set_interval_seconds(absl::ToInt64Seconds(r.interval));
+    b->set_keep(r.keep);
+    if (r.last_success) b->mutable_last_success()->set_seconds(absl::ToUnixSeconds(*r.last_success));
+    b->set_last_path(r.last_path);
+    if (r.last_failure) b->mutable_last_failure()->set_seconds(absl::ToUnixSeconds(*r.last_failure));
+    b->set_last_error(r.last_error);
+    if (r.next) b->mutable_next()->set_seconds(absl::ToUnixSeconds(*r.next));
+    b->set_successes(r.successes);
+    b->set_failures(r.failures);
+    if (r.last_failure && (!r.last_success || *r.last_failure > *r.last_success)) {
+      v1::Problem* p = resp->add_problems();
+      p->set_kind("backup-failing");
+      p->set_error(absl::StrCat("the scheduled backup into ", backup_dir_, " failed: ", r.last_error));
+      p->set_reason(r.last_success ? absl::StrCat("the newest good one is ", r.last_path)
+                                   : "no scheduled backup has been written yet");
+      p->set_fix(absl::StrCat("free space in ", backup_dir_,
+                              " or fix its permissions (owner mariposad, 0700); it is retried every minute"));
+      p->set_impact("the store is not backed up: a lost disk loses the changes since the newest backup");
+    }
+  }
   if (problems_) problems_(resp);
   // Only the projects the caller may see.
   auto* problems = resp->mutable_problems();
@@ -68,37 +104,28 @@ grpc::Status AdminService::Backup(grpc::ServerContext* ctx, const v1::BackupRequ
     }
     name = name.substr(slash + 1);
   }
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos || name[0] == '.') {
-    return ToGrpc(absl::InvalidArgumentError(absl::StrCat(
-        "backup name \"", name, "\" must be a plain file name (no /, not starting with .), written into ",
-        backup_dir_)));
-  }
-  if (mkdir(backup_dir_.c_str(), 0700) != 0 && errno != EEXIST) {
-    return ToGrpc(absl::InternalError(absl::StrCat("cannot create backup directory ", backup_dir_, ": ",
-                                                   std::strerror(errno))));
-  }
-  chmod(backup_dir_.c_str(), 0700);
-  std::string path = absl::StrCat(backup_dir_, "/", name);
-  // Created 0600 and empty before SQLite opens it: never readable by others.
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    if (errno == EEXIST) return ToGrpc(absl::AlreadyExistsError(absl::StrCat(path, " exists; choose a new name")));
-    return ToGrpc(absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno))));
-  }
-  close(fd);
-  auto bytes = store_->Backup(path);
-  if (!bytes.ok()) {
-    unlink(path.c_str());
-    return ToGrpc(bytes.status());
-  }
-  resp->set_path(path);
-  resp->set_bytes(*bytes);
+  auto file = WriteBackup(store_, backup_dir_, name);
+  if (!file.ok()) return ToGrpc(file.status());
+  resp->set_path(file->path);
+  resp->set_bytes(file->bytes);
   return grpc::Status::OK;
 }
 
 grpc::Status AdminService::Ping(grpc::ServerContext* ctx, const v1::PingRequest* req, v1::PingResponse* resp) {
   MARIPOSA_AUTHORIZE(ctx, "");
   resp->set_payload(req->payload());
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::SetState(grpc::ServerContext* ctx, const v1::SetStateRequest* req,
+                                    v1::SetStateResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
+  MARIPOSA_AUTHORIZE(ctx, "");
+  if (controller_ == nullptr) return ToGrpc(absl::FailedPreconditionError("this mariposad has no controller state"));
+  std::string previous = controller_->Get().mode;
+  if (absl::Status s = controller_->Set(req->mode(), req->reason(), AuthorOf(ctx)); !s.ok()) return ToGrpc(s);
+  resp->set_mode(controller_->Get().mode);
+  resp->set_previous(previous);
   return grpc::Status::OK;
 }
 

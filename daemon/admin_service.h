@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "daemon/backups.h"
+#include "daemon/controller_state.h"
 #include "mariposa/v1/admin.grpc.pb.h"
 #include "projects/store.h"
 
@@ -23,6 +25,10 @@ class AdminService final : public v1::Admin::Service {
   void set_problems(ProblemSource problems) { problems_ = std::move(problems); }
   // The directory backups are written to (created 0700 if missing).
   void set_backup_dir(std::string dir) { backup_dir_ = std::move(dir); }
+  // Scheduled backups, reported by status (may be unset).
+  void set_backups(const BackupScheduler* b) { backups_ = b; }
+  // The controller's state (active | readonly); unset: always active.
+  void set_controller(ControllerState* c) { controller_ = c; }
   // Facts for `admin status`: listeners, the secrets key; and problems of
   // the controller's own set-up (an insecure listener), shown every time.
   void set_facts(std::vector<std::string> listeners, std::string secrets_key, std::vector<v1::Problem> standing) {
@@ -34,6 +40,7 @@ class AdminService final : public v1::Admin::Service {
   grpc::Status Status(grpc::ServerContext*, const v1::StatusRequest*, v1::StatusResponse*) override;
   grpc::Status Backup(grpc::ServerContext*, const v1::BackupRequest*, v1::BackupResponse*) override;
   grpc::Status Ping(grpc::ServerContext*, const v1::PingRequest*, v1::PingResponse*) override;
+  grpc::Status SetState(grpc::ServerContext*, const v1::SetStateRequest*, v1::SetStateResponse*) override;
 
  private:
   ProjectStore* store_;
@@ -42,6 +49,8 @@ class AdminService final : public v1::Admin::Service {
   absl::Time started_at_;
   ProblemSource problems_;
   std::string backup_dir_;
+  const BackupScheduler* backups_ = nullptr;
+  ControllerState* controller_ = nullptr;
   std::vector<std::string> listeners_;
   std::string secrets_key_;
   std::vector<v1::Problem> standing_;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -56,6 +57,10 @@
 #include "auth/listener.h"
 #include "auth/sealer.h"
 #include "daemon/admin_service.h"
+#include "daemon/backups.h"
+#include "daemon/controller_state.h"
+#include "daemon/limited_server.h"
+#include "mariposa/v1/admin.pb.h"
 #include "projects/limits.h"
 #include "projects/projects_service.h"
 #include "projects/sqlite_store.h"
@@ -65,7 +70,8 @@ namespace {
 
 constexpr char kUsage[] = R"(usage: mariposad [--config FILE] [--listen ADDR] [--socket PATH] [--data-dir DIR] [--addr-file FILE] [--init]
                  [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--insecure-listen]
-                 [--secrets-key FILE] [--backup-dir DIR] [--max-health-agents N]
+                 [--secrets-key FILE] [--backup-dir DIR] [--backup-interval DURATION] [--backup-keep N]
+                 [--standby [--standby-listen ADDR]] [--on-init-failure exit|serve] [--max-health-agents N]
                  [--triton URL --owner UUID --network UUID [--admin-owner UUID] [--resync DURATION]
                   [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-agents]
                   [--health-loopback]
@@ -94,8 +100,26 @@ The Mariposa controller: gRPC API, SQLite store.
                     the AES-256 key sealing secret meta values (default
                     DATA_DIR/secrets.key, created 0600 if missing; keep it
                     apart from backups)
-  --backup-dir DIR  where `mariposa admin backup NAME` writes (default
-                    DATA_DIR/backups, 0700; files 0600)
+  --backup-dir DIR  where backups are written: `mariposa admin backup NAME`
+                    and the scheduled ones (default DATA_DIR/backups, 0700;
+                    files 0600)
+  --backup-interval DURATION
+                    write a scheduled backup mariposa-YYYYMMDDTHHMMSSZ.db this
+                    often, the first at start when the newest is older
+                    (default 1h; 0 = none)
+  --backup-keep N   scheduled backups kept, the newest (default 24); others
+                    in the directory are never deleted
+  --standby         when another mariposad holds the data dir, wait for it
+                    instead of exiting, and take over (with these flags) when
+                    it stops or dies. Waiting, it answers `admin status` and
+                    ping on --standby-listen and DATA_DIR/mariposad-standby.sock;
+                    every other call is UNAVAILABLE naming the active one
+  --standby-listen ADDR
+                    where a waiting standby answers (loopback; port 0 picks one)
+  --on-init-failure exit|serve
+                    when the store or the secrets key cannot be opened: exit 1
+                    (default), or stay up in state initfail answering
+                    `admin status` with the error, its reason, fix and impact
   --max-health-agents N
                     health agents connected at once (default 256)
   --data-dir DIR    where the store lives (default /var/lib/mariposa); created
@@ -161,8 +185,52 @@ int Usage(const std::string& err) {
 
 // Takes an exclusive lock on DIR/mariposad.lock and records our pid in it.
 // Returns the fd (kept open for the life of the process) or -1 with a message.
+// A standby that took the lock passes it on to its new image in
+// MARIPOSAD_LOCK_FD (daemon/main.cc's RunStandby).
+constexpr char kLockFdEnv[] = "MARIPOSAD_LOCK_FD";
+
+// Rewrites the lock file: our pid, then what we serve (for a standby's
+// `admin status` and refusals).
+bool WriteLockFile(int fd, const std::vector<std::string>& listeners) {
+  std::string text = absl::StrCat(getpid(), "\n");
+  for (const std::string& l : listeners) absl::StrAppend(&text, l, "\n");
+  return ftruncate(fd, 0) == 0 && pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size());
+}
+
+// The holder named by the lock file: pid, then listeners.
+std::vector<std::string> ReadLockFile(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+int InheritedLock(const std::string& path) {
+  const char* env = getenv(kLockFdEnv);
+  if (env == nullptr) return -1;
+  int fd = atoi(env);
+  unsetenv(kLockFdEnv);
+  struct stat a, b;
+  if (fd <= 2 || fstat(fd, &a) != 0 || stat(path.c_str(), &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev ||
+      flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    return -1;
+  }
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return fd;
+}
+
 int LockDataDir(const std::string& dir, std::string* err) {
   std::string path = dir + "/mariposad.lock";
+  if (int fd = InheritedLock(path); fd >= 0) {
+    if (!WriteLockFile(fd, {})) {
+      *err = absl::StrCat("cannot write lock file ", path, ": ", std::strerror(errno));
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
     *err = absl::StrCat("cannot open lock file ", path, ": ", std::strerror(errno));
@@ -177,8 +245,7 @@ int LockDataDir(const std::string& dir, std::string* err) {
     close(fd);
     return -1;
   }
-  std::string pid = absl::StrCat(getpid(), "\n");
-  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+  if (!WriteLockFile(fd, {})) {
     *err = absl::StrCat("cannot write lock file ", path, ": ", std::strerror(errno));
     close(fd);
     return -1;
@@ -186,9 +253,134 @@ int LockDataDir(const std::string& dir, std::string* err) {
   return fd;
 }
 
+// Waits signals in `sigs` on a thread of its own and calls `f` with the first.
+std::thread OnSignal(sigset_t sigs, std::function<void(int)> f) {
+  return std::thread([sigs, f = std::move(f)] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    f(sig);
+  });
+}
+
+// A Unix socket for a limited server, unless its path is too long for one
+// (then the TCP address alone serves; said in the log).
+void AddSocket(std::vector<std::string>* at, const std::string& path) {
+  if (path.empty()) return;
+  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    mariposa::LogInfo("no Unix socket: the path is too long; the TCP address serves", {{"socket", path}});
+    return;
+  }
+  at->push_back("unix:" + path);
+}
+
+std::string WhatTheLockSays(const std::vector<std::string>& holder) {
+  if (holder.empty()) return "an unknown process";
+  std::vector<std::string> rest(holder.begin() + 1, holder.end());
+  return absl::StrCat("pid ", holder[0], rest.empty() ? " (not serving yet)" : absl::StrCat(" at ", absl::StrJoin(rest, ", ")));
+}
+
+// A mariposad serving only `admin status` and ping (standby, initfail) on
+// `addresses` until a signal in `sigs` (returns) or `done` is notified.
+struct Limited {
+  std::unique_ptr<mariposa::LimitedServer> server;
+  std::string error;
+};
+Limited StartLimited(const std::vector<std::string>& addresses, mariposa::LimitedState state,
+                     const std::string& addr_file) {
+  Limited out;
+  auto server = mariposa::LimitedServer::Start(addresses, std::move(state));
+  if (!server.ok()) {
+    out.error = std::string(server.status().message());
+    return out;
+  }
+  out.server = *std::move(server);
+  if (!addr_file.empty() && !out.server->addresses().empty()) {
+    std::string tmp = addr_file + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << out.server->addresses()[0] << "\n";
+    }
+    std::rename(tmp.c_str(), addr_file.c_str());
+  }
+  return out;
+}
+
+// --standby: waits for the data dir's lock, answering as a standby; once it
+// has it, becomes the active mariposad by executing itself again with the
+// same arguments (same pid, the lock handed over in MARIPOSAD_LOCK_FD), so
+// that the active starts exactly as any other. Returns only to exit.
+int RunStandby(const std::string& data_dir, const std::vector<std::string>& addresses, const std::string& addr_file,
+               const sigset_t& sigs, char** original_argv, absl::Time started) {
+  std::string path = data_dir + "/mariposad.lock";
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    std::cerr << "mariposad: cannot open lock file " << path << ": " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  mariposa::LimitedState st;
+  st.mode = "standby";
+  st.data_dir = data_dir;
+  st.started_at = started;
+  st.describe = [path](mariposa::v1::StatusResponse* resp) {
+    std::vector<std::string> holder = ReadLockFile(path);
+    int64_t pid = 0;
+    if (!holder.empty() && absl::SimpleAtoi(holder[0], &pid)) resp->set_active_pid(pid);
+    for (size_t i = 1; i < holder.size(); ++i) resp->add_active_listeners(holder[i]);
+  };
+  std::string me = absl::StrCat(getpid());
+  st.unavailable = [path, data_dir, me] {
+    return absl::StrCat("this mariposad (pid ", me, ") is the standby for ", data_dir, "; the active one is ",
+                        WhatTheLockSays(ReadLockFile(path)),
+                        ": send calls there. This one takes over, on the same addresses, when it stops");
+  };
+  Limited limited = StartLimited(addresses, std::move(st), addr_file);
+  if (limited.server == nullptr) {
+    std::cerr << "mariposad: standby cannot listen: " << limited.error << "\n";
+    return 1;
+  }
+  mariposa::LogInfo("standby: another mariposad holds the data dir; waiting for its lock",
+                    {{"data_dir", data_dir},
+                     {"active", WhatTheLockSays(ReadLockFile(path))},
+                     {"listeners", absl::StrJoin(limited.server->addresses(), ", ")},
+                     {"pid", me}});
+  absl::Mutex mu;
+  int signal = 0;
+  bool locked = false;
+  std::thread waiter([&] {
+    bool ok = flock(fd, LOCK_EX) == 0;
+    absl::MutexLock l(&mu);
+    locked = ok;
+    if (!ok) signal = -1;
+  });
+  std::thread signals = OnSignal(sigs, [&](int sig) {
+    absl::MutexLock l(&mu);
+    signal = sig;
+  });
+  {
+    absl::MutexLock l(&mu);
+    auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return signal != 0 || locked; };
+    mu.Await(absl::Condition(&woken));
+  }
+  limited.server->Shutdown();
+  if (!locked) {
+    mariposa::LogInfo("standby stopped", {{"signal", signal > 0 ? strsignal(signal) : "lock wait failed"}});
+    // The other threads wait on the lock and on signals: exit without them.
+    std::fflush(nullptr);
+    _exit(signal > 0 ? 0 : 1);
+  }
+  mariposa::LogInfo("standby: the data dir is free; taking over", {{"data_dir", data_dir}, {"pid", me}});
+  fcntl(fd, F_SETFD, 0);
+  setenv(kLockFdEnv, absl::StrCat(fd).c_str(), 1);
+  execv("/proc/self/exe", original_argv);
+  mariposa::LogError("cannot take over: exec failed", {{"error", std::strerror(errno)}});
+  std::fflush(nullptr);
+  _exit(1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  char** original_argv = argv;
   // Blocks of 1 MiB and more (request buffers, manifest texts) are mapped on
   // their own and go back to the system when freed; up to 32 MiB of freed
   // heap is kept for reuse, and requests above 64 KiB trim the rest when they
@@ -204,7 +396,8 @@ int main(int argc, char** argv) {
   std::string triton_url, owner, admin_owner, network, resync = "5s";
   std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
   bool embedded_health = false, health_loopback = false, remote_agents = false, init = false;
-  bool insecure_listen = false;
+  bool insecure_listen = false, standby = false;
+  std::string standby_listen, on_init_failure = "exit", backup_interval_text = "1h", backup_keep_text = "24";
   std::string socket_path = "default", tls_cert, tls_key, tls_client_ca, secrets_key, backup_dir;
   std::string max_agents_text = "256";
   std::string image_source_url, image_channel = "release", backoff_cap_text = "2m";
@@ -212,7 +405,7 @@ int main(int argc, char** argv) {
   // Every flag, by name: the command line and the --config file say the same.
   const std::map<std::string, bool*> switches = {
       {"init", &init}, {"insecure-listen", &insecure_listen}, {"embedded-health", &embedded_health},
-      {"health-loopback", &health_loopback}, {"health-agents", &remote_agents}};
+      {"health-loopback", &health_loopback}, {"health-agents", &remote_agents}, {"standby", &standby}};
   const std::map<std::string, std::string*> valued = {
       {"listen", &listen}, {"data-dir", &data_dir}, {"addr-file", &addr_file}, {"triton", &triton_url},
       {"owner", &owner}, {"network", &network}, {"admin-owner", &admin_owner}, {"resync", &resync},
@@ -220,7 +413,9 @@ int main(int argc, char** argv) {
       {"health-lease", &health_lease_text}, {"image-source", &image_source_url}, {"backoff-cap", &backoff_cap_text},
       {"image-channel", &image_channel}, {"socket", &socket_path}, {"tls-cert", &tls_cert}, {"tls-key", &tls_key},
       {"tls-client-ca", &tls_client_ca}, {"secrets-key", &secrets_key}, {"backup-dir", &backup_dir},
-      {"max-health-agents", &max_agents_text}};
+      {"max-health-agents", &max_agents_text}, {"standby-listen", &standby_listen},
+      {"on-init-failure", &on_init_failure}, {"backup-interval", &backup_interval_text},
+      {"backup-keep", &backup_keep_text}};
   std::set<std::string> switch_names, valued_names;
   for (const auto& kv : switches) switch_names.insert(kv.first);
   for (const auto& kv : valued) valued_names.insert(kv.first);
@@ -291,6 +486,23 @@ int main(int argc, char** argv) {
   if (embedded_health && socket_path == "none" && (tls || !mariposa::auth::IsLocalAddress(listen))) {
     return Usage("--embedded-health connects to mariposad over a local listener: keep --socket or listen on loopback");
   }
+  absl::Duration backup_interval;
+  if (!absl::ParseDuration(backup_interval_text, &backup_interval) || backup_interval < absl::ZeroDuration() ||
+      (backup_interval > absl::ZeroDuration() && backup_interval < absl::Seconds(1))) {
+    return Usage(absl::StrCat("--backup-interval \"", backup_interval_text,
+                              "\" is not a duration of at least 1s, or 0 for none (e.g. 1h)"));
+  }
+  int backup_keep = 0;
+  if (!absl::SimpleAtoi(backup_keep_text, &backup_keep) || backup_keep < 1) {
+    return Usage(absl::StrCat("--backup-keep \"", backup_keep_text, "\" must be a number of at least 1"));
+  }
+  if (on_init_failure != "exit" && on_init_failure != "serve") {
+    return Usage(absl::StrCat("--on-init-failure \"", on_init_failure, "\" must be exit or serve"));
+  }
+  if (!standby_listen.empty() && !standby) return Usage("--standby-listen needs --standby");
+  if (!standby_listen.empty() && !mariposa::auth::IsLocalAddress(standby_listen)) {
+    return Usage(absl::StrCat("--standby-listen ", standby_listen, " must be a loopback address or unix:PATH"));
+  }
   if (!admin_owner.empty() && !mariposa::IsUuid(admin_owner)) {
     return Usage(absl::StrCat("--admin-owner \"", admin_owner, "\" is not a uuid"));
   }
@@ -318,17 +530,70 @@ int main(int argc, char** argv) {
   if (backup_dir.empty()) backup_dir = data_dir + "/backups";
   bool default_socket = socket_path == "default";
   if (default_socket) socket_path = data_dir + "/mariposad.sock";
+  mariposa::RealClock* clock = mariposa::RealClock::Get();
+  mariposa::SetLogClock(clock);
+  absl::Time started = clock->Now();
   std::string lock_err;
   int lock_fd = LockDataDir(data_dir, &lock_err);
+  if (lock_fd < 0 && standby) {
+    std::vector<std::string> at;
+    if (!standby_listen.empty()) at.push_back(standby_listen);
+    AddSocket(&at, socket_path == "none" ? "" : data_dir + "/mariposad-standby.sock");
+    return RunStandby(data_dir, at, addr_file, sigs, original_argv, started);
+  }
   if (lock_fd < 0) {
     mariposa::LogError(lock_err, {{"data_dir", data_dir}});
     std::cerr << "mariposad: " << lock_err << "\n";
     return 1;
   }
-
-  mariposa::RealClock* clock = mariposa::RealClock::Get();
-  mariposa::SetLogClock(clock);
-  absl::Time started = clock->Now();
+  // A failure to start: exit 1, or (--on-init-failure serve) stay up in
+  // state initfail, answering `admin status` with it on --listen and the
+  // socket until stopped.
+  auto init_failed = [&](const std::string& error, const std::string& reason, const std::string& fix,
+                         const std::string& impact) {
+    std::cerr << "mariposad: cannot start\nError: " << error << "\nReason: " << reason << "\nFix: " << fix
+              << "\nImpact: " << impact << "\n";
+    if (on_init_failure != "serve") return 1;
+    mariposa::v1::Problem problem;
+    problem.set_kind("initfail");
+    problem.set_error(error);
+    problem.set_reason(reason);
+    problem.set_fix(fix);
+    problem.set_impact(impact);
+    mariposa::LimitedState st;
+    st.mode = "initfail";
+    st.data_dir = data_dir;
+    st.started_at = started;
+    st.describe = [problem, secrets_key, backup_dir](mariposa::v1::StatusResponse* resp) {
+      *resp->add_problems() = problem;
+      resp->set_secrets_key(secrets_key);
+      resp->set_backup_dir(backup_dir);
+    };
+    st.unavailable = [error, fix] {
+      return absl::StrCat("mariposad failed to start (initfail): ", error, ". Fix: ", fix,
+                          " (`mariposa admin status` says more)");
+    };
+    std::vector<std::string> at;
+    if (!tls) at.push_back(listen);
+    if (socket_path != "none") {
+      unlink(socket_path.c_str());  // a stale socket: the lock is ours
+      AddSocket(&at, socket_path);
+    }
+    Limited limited = StartLimited(at, std::move(st), addr_file);
+    if (limited.server == nullptr) {
+      std::cerr << "mariposad: cannot listen in initfail either: " << limited.error << "\n";
+      return 1;
+    }
+    mariposa::LogError("initfail: not serving but `admin status`", {{"error", error},
+                                                                   {"listeners", absl::StrJoin(limited.server->addresses(), ", ")}});
+    WriteLockFile(lock_fd, limited.server->addresses());
+    absl::Notification stop;
+    std::thread signals = OnSignal(sigs, [&](int) { stop.Notify(); });
+    stop.WaitForNotification();
+    signals.join();
+    limited.server->Shutdown();
+    return 1;
+  };
   std::string store_path = data_dir + "/mariposa.db";
   mariposa::StoreRefusal refusal;
   auto store = mariposa::OpenStore(data_dir, init, clock, &refusal);
@@ -338,8 +603,7 @@ int main(int argc, char** argv) {
                                                       {"reason", refusal.reason},
                                                       {"fix", refusal.fix},
                                                       {"impact", refusal.impact}});
-    std::cerr << "mariposad: cannot start\n" << refusal.ToString() << "\n";
-    return 1;
+    return init_failed(refusal.error, refusal.reason, refusal.fix, refusal.impact);
   }
 
   // Secrets: sealed with the key file; anything plain or under an older key
@@ -348,20 +612,33 @@ int main(int argc, char** argv) {
   if (!sealer.ok()) {
     mariposa::LogError("cannot load the secrets key; not serving", {{"path", secrets_key},
                                                                   {"error", sealer.status().ToString()}});
-    std::cerr << "mariposad: " << sealer.status().message() << "\n";
-    return 1;
+    return init_failed(absl::StrCat("cannot load the secrets key ", secrets_key), std::string(sealer.status().message()),
+                       "restore the key file that sealed this store's secrets (0600, owned by mariposad), or "
+                       "point --secrets-key at it",
+                       "mariposad does not serve: secret meta values cannot be opened, so nothing is read, "
+                       "changed or converged; running instances are not touched");
   }
   (*store)->SetSecretCodec(sealer->get());
   if (auto n = mariposa::auth::ResealAndFinish(store->get(), sealer->get()); !n.ok()) {
     mariposa::LogError("cannot seal the store's secrets; not serving", {{"error", n.status().ToString()}});
-    std::cerr << "mariposad: " << n.status().message() << "\n";
-    return 1;
+    return init_failed("cannot seal the store's secrets with the current key", std::string(n.status().message()),
+                       "check the key file and the store (`mariposa admin status` of a running copy, "
+                       "docs/operations.md); restore a backup taken with this key",
+                       "mariposad does not serve until the secrets are sealed");
   } else if (*n > 0) {
     mariposa::LogInfo("secrets sealed with the current key", {{"count", absl::StrCat(*n)},
                                                               {"key", (*sealer)->current_key_id()}});
   }
+  // active or readonly (set by an operator, kept in the store).
+  mariposa::ControllerState controller(store->get(), clock);
+  if (absl::Status s = controller.Load(); !s.ok()) {
+    return init_failed("cannot read the controller's state from the store", std::string(s.message()),
+                       "restore a backup (docs/operations.md, \"Backup and restore\")",
+                       "mariposad does not serve");
+  }
   mariposa::auth::Authorizer::Options aopts;
   aopts.store = store->get();
+  aopts.gate = [&controller](const mariposa::auth::MethodRule& rule) { return controller.Gate(rule); };
   aopts.clock = clock;
   aopts.daemon_uid = geteuid();
   if (embedded_health) aopts.internal_token = mariposa::auth::NewTokenSecret();
@@ -372,10 +649,22 @@ int main(int argc, char** argv) {
   mariposa::ProjectsService projects(store->get(), clock);
   mariposa::AdminService admin(store->get(), data_dir, store_path, started);
   admin.set_backup_dir(backup_dir);
+  admin.set_controller(&controller);
+  mariposa::BackupScheduler backups(store->get(), clock, {backup_dir, backup_interval, backup_keep});
+  admin.set_backups(&backups);
   mariposa::convergence::QueueService queue(store->get());
   mariposa::convergence::ControllerMetrics metrics(store->get());
   metrics.AddCollectable(mariposa::ProcessCollector());
   metrics.AddCollectable(mariposa::BuildInfoCollector("mariposad", {{"grpc", grpc::Version()}}));
+  metrics.AddCollectable(mariposa::SampleCollector([&backups, &controller] {
+    std::vector<mariposa::Sample> out = backups.Metrics();
+    std::string mode = controller.Get().mode;
+    for (const char* m : {"active", "readonly"}) {
+      out.push_back({"mariposa_controller_state", "1 for the state mariposad is in (active, readonly).",
+                     mode == m ? 1.0 : 0.0, {{"state", m}}});
+    }
+    return out;
+  }));
   if (!metrics_listen.empty()) {
     if (auto st = metrics.Serve(metrics_listen); !st.ok()) {
       mariposa::LogError("cannot serve metrics", {{"listen", metrics_listen}, {"error", st.ToString()}});
@@ -469,8 +758,9 @@ int main(int argc, char** argv) {
     if (!claimed.ok()) {
       mariposa::LogError("cannot record --owner as the account of older projects; not serving",
                          {{"error", claimed.status().ToString()}});
-      std::cerr << "mariposad: " << claimed.status().message() << "\n";
-      return 1;
+      return init_failed("cannot record --owner as the account of older projects",
+                         std::string(claimed.status().message()), "check the store's disk (space, permissions)",
+                         "mariposad does not serve");
     }
     if (*claimed > 0) {
       mariposa::LogInfo("projects without an account recorded as --owner's",
@@ -619,7 +909,19 @@ int main(int argc, char** argv) {
     }
     std::rename(tmp.c_str(), addr_file.c_str());
   }
-  if (reconciler) reconciler->Start();
+  if (reconciler) {
+    reconciler->SetPaused(controller.Get().mode == "readonly");
+    controller.set_on_change([r = reconciler.get()](const mariposa::ControllerMode& m) {
+      r->SetPaused(m.mode == "readonly");
+    });
+    reconciler->Start();
+  }
+  backups.Start();
+  {
+    std::vector<std::string> serving;
+    for (const std::string& l : listeners) serving.push_back(l.substr(0, l.find(' ')));
+    WriteLockFile(lock_fd, serving);
+  }
   std::unique_ptr<mariposa::health::Agent> embedded;
   if (embedded_health && health) {
     mariposa::health::Agent::Options o;
@@ -649,9 +951,7 @@ int main(int argc, char** argv) {
   std::thread trimmer([&] {
     while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(1))) malloc_trim(0);
   });
-  std::thread signals([&] {
-    int sig = 0;
-    sigwait(&sigs, &sig);
+  std::thread signals = OnSignal(sigs, [&](int sig) {
     mariposa::LogInfo("shutting down", {{"signal", strsignal(sig)}});
     for (auto& l : locals) l->Stop();
     events.Stop();  // open `events -f` streams end now, not at the shutdown deadline
@@ -664,6 +964,7 @@ int main(int argc, char** argv) {
   stopping.Notify();
   trimmer.join();
   if (reconciler) reconciler->Stop();
+  backups.Stop();
   health_metrics.Watch(static_cast<const mariposa::health::Agent*>(nullptr));
   embedded.reset();
   metrics.StopServing();

@@ -183,6 +183,15 @@ const char* const kMigrations[] = {
     );
     ALTER TABLE projects ADD COLUMN owner TEXT NOT NULL DEFAULT '';
     )sql",
+    // 8: the controller's own settings (readonly state).
+    R"sql(
+    CREATE TABLE settings (
+      key TEXT PRIMARY KEY,
+      value TEXT NOT NULL,
+      updated_at INTEGER NOT NULL,
+      updated_by TEXT NOT NULL
+    );
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteProjectStore::kSchemaVersion,
               "one migration per schema version");
@@ -429,6 +438,29 @@ absl::Status SqliteProjectStore::DeleteGrant(const std::string& subject, const s
                                     absl::StrCat(subject, " loses its grant on ",
                                                  project.empty() ? "every project" : absl::StrCat("project ", project)))
                       .status());
+  return txn->Commit();
+}
+
+absl::StatusOr<std::string> SqliteProjectStore::GetSetting(const std::string& key) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT value FROM settings WHERE key = ?"));
+  st.Bind(1, key);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? st.Text(0) : std::string();
+}
+
+absl::Status SqliteProjectStore::SetSetting(const std::string& key, const std::string& value,
+                                            const std::string& actor, const std::string& kind,
+                                            const std::string& detail) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "INSERT INTO settings (key, value, updated_at, updated_by) VALUES (?, ?, ?, ?) "
+                                "ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
+                                "updated_at = excluded.updated_at, updated_by = excluded.updated_by"));
+  st.Bind(1, key).Bind(2, value).Bind(3, NowMicros()).Bind(4, actor);
+  RETURN_IF_ERROR(st.Run());
+  RETURN_IF_ERROR(AppendEventLocked(actor, "", kind, key, detail).status());
   return txn->Commit();
 }
 

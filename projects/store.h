@@ -307,6 +307,13 @@ class ProjectStore {
   virtual absl::Status DeleteGrant(const std::string& subject, const std::string& project,
                                    const std::string& actor) = 0;
 
+  // The controller's own settings that outlive a restart (its readonly
+  // state): "" when unset. SetSetting writes `value` and the event
+  // (kind, subject = key, detail) in one transaction.
+  virtual absl::StatusOr<std::string> GetSetting(const std::string& key) = 0;
+  virtual absl::Status SetSetting(const std::string& key, const std::string& value, const std::string& actor,
+                                  const std::string& kind, const std::string& detail) = 0;
+
   // A consistent online copy of the whole store at `path`; returns its size.
   virtual absl::StatusOr<int64_t> Backup(const std::string& path) = 0;
   virtual int SchemaVersion() = 0;

@@ -1,0 +1,153 @@
+#include "projects/restore.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/sqlite.h"
+#include "common/status_macros.h"
+#include "projects/sqlite_store.h"
+#include "projects/store_open.h"
+
+namespace mariposa {
+namespace {
+
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+bool Exists(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0;
+}
+
+// The backup's schema version, read without changing it.
+absl::StatusOr<int> SchemaOf(const std::string& path) {
+  ASSIGN_OR_RETURN(auto db, Database::Open(path));
+  ASSIGN_OR_RETURN(auto st, db->Prepare("PRAGMA user_version"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? static_cast<int>(st.Int(0)) : 0;
+}
+
+absl::Status CopyFile(const std::string& from, const std::string& to) {
+  int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Errno(absl::StrCat("cannot read backup ", from));
+  int out = open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (out < 0) {
+    close(in);
+    return Errno(absl::StrCat("cannot write ", to));
+  }
+  char buf[1 << 16];
+  absl::Status s;
+  for (;;) {
+    ssize_t n = read(in, buf, sizeof(buf));
+    if (n == 0) break;
+    if (n < 0 || write(out, buf, n) != n) {
+      s = Errno(absl::StrCat("cannot copy ", from, " to ", to));
+      break;
+    }
+  }
+  if (s.ok() && fsync(out) != 0) s = Errno(absl::StrCat("cannot sync ", to));
+  close(in);
+  close(out);
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std::string& data_dir, const Clock* clock) {
+  if (!Exists(backup)) return absl::NotFoundError(absl::StrCat("backup ", backup, " does not exist"));
+  if (!Exists(data_dir)) {
+    return absl::NotFoundError(absl::StrCat("data dir ", data_dir, " does not exist; give mariposad's --data-dir"));
+  }
+  std::string lock_path = data_dir + "/mariposad.lock";
+  int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0) return Errno(absl::StrCat("cannot open ", lock_path));
+  if (flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    std::ifstream in(lock_path);
+    std::string pid;
+    std::getline(in, pid);
+    close(lock);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "mariposad pid ", pid.empty() ? "?" : pid, " is running on ", data_dir,
+        ": a running store is never replaced. Stop it first (systemctl stop mariposad, and any --standby), then "
+        "restore; the standby would take over the moment the active stops"));
+  }
+  // From here the lock is ours: no mariposad starts on the data dir.
+  struct Unlock {
+    int fd;
+    ~Unlock() { close(fd); }
+  } unlock{lock};
+
+  std::string store = data_dir + "/mariposa.db";
+  std::string copy = data_dir + "/mariposa.db.restoring";
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) unlink((copy + suffix).c_str());
+  RETURN_IF_ERROR(CopyFile(backup, copy));
+  auto cleanup = [&] {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) unlink((copy + suffix).c_str());
+  };
+  RestoreResult r;
+  r.store = store;
+  {
+    auto schema = SchemaOf(copy);
+    if (!schema.ok()) {
+      cleanup();
+      return absl::InvalidArgumentError(absl::StrCat(backup, " is not a readable SQLite store: ",
+                                                     schema.status().message()));
+    }
+    r.schema = *schema;
+    if (r.schema == 0) {
+      cleanup();
+      return absl::InvalidArgumentError(absl::StrCat(backup, " is not a Mariposa store (no schema version)"));
+    }
+    absl::Status verified;
+    {
+      // Closed at the end of this scope: SQLite folds its WAL into the copy.
+      auto opened = SqliteProjectStore::Open(copy, clock);
+      verified = opened.ok() ? (*opened)->Verify() : opened.status();
+      if (verified.ok()) {
+        auto projects = (*opened)->ListProjects();
+        auto last = (*opened)->LastEventIndex();
+        if (projects.ok()) r.projects = static_cast<int>(projects->size());
+        if (last.ok()) r.last_event = *last;
+      }
+    }
+    if (!verified.ok()) {
+      cleanup();
+      return absl::InvalidArgumentError(absl::StrCat(backup, " failed verification; nothing was changed: ",
+                                                     verified.message()));
+    }
+  }
+  if (Exists(store)) {
+    r.moved_aside = absl::StrCat(store, ".before-restore-",
+                                 absl::FormatTime("%Y%m%dT%H%M%SZ", clock->Now(), absl::UTCTimeZone()));
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::string from = store + suffix;
+      if (Exists(from) && rename(from.c_str(), (r.moved_aside + suffix).c_str()) != 0) {
+        cleanup();
+        return Errno(absl::StrCat("cannot move ", from, " aside"));
+      }
+    }
+  }
+  if (rename(copy.c_str(), store.c_str()) != 0) return Errno(absl::StrCat("cannot put the backup in place at ", store));
+  cleanup();
+  int dir = open(data_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    fsync(dir);
+    close(dir);
+  }
+  // The data dir holds a store now: mariposad must not start on an empty one.
+  std::string marker = data_dir + "/" + kStoreMarker;
+  if (!Exists(marker)) std::ofstream(marker) << "This data dir holds a Mariposa store (mariposa.db).\n";
+  return r;
+}
+
+}  // namespace mariposa

@@ -1,0 +1,32 @@
+// `mariposa admin restore BACKUP`: puts a backup in place of a stopped
+// mariposad's store. docs/operations.md, "Backup and restore".
+#ifndef MARIPOSA_PROJECTS_RESTORE_H_
+#define MARIPOSA_PROJECTS_RESTORE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+
+namespace mariposa {
+
+struct RestoreResult {
+  std::string store;        // DATA_DIR/mariposa.db
+  std::string moved_aside;  // where the store it replaced went ("" if none)
+  int schema = 0;           // of the backup, before any migration
+  int projects = 0;
+  int64_t last_event = 0;
+};
+
+// Refuses (FAILED_PRECONDITION) while a mariposad holds DATA_DIR's lock,
+// naming it, and holds the lock itself meanwhile. Copies `backup` next to
+// the store, opens the copy as mariposad would (a newer schema is refused,
+// an older one migrated) and verifies it (integrity check, every version's
+// text, every reference); only then moves the current store (with its WAL)
+// aside as mariposa.db.before-restore-STAMP and puts the copy in its place.
+// Nothing in DATA_DIR changes when any check fails.
+absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std::string& data_dir, const Clock* clock);
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_PROJECTS_RESTORE_H_

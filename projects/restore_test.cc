@@ -1,0 +1,116 @@
+#include "projects/restore.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "projects/sqlite_store.h"
+
+namespace mariposa {
+namespace {
+
+class RestoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/restore_" + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    system(("rm -rf " + dir_ + " && mkdir -p " + dir_ + "/data").c_str());
+    data_ = dir_ + "/data";
+  }
+  // A store with `names` as projects, at DATA/mariposa.db; a backup of it
+  // at `backup` when given.
+  void MakeStore(const std::string& path, const std::vector<std::string>& names, const std::string& backup = "") {
+    auto store = SqliteProjectStore::Open(path, &clock_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (const auto& n : names) ASSERT_TRUE((*store)->CreateProject(n, "", "test").ok());
+    if (!backup.empty()) ASSERT_TRUE((*store)->Backup(backup).ok());
+  }
+  std::vector<std::string> Projects(const std::string& path) {
+    auto store = SqliteProjectStore::Open(path, &clock_);
+    std::vector<std::string> out;
+    for (const auto& p : *(*store)->ListProjects()) out.push_back(p.name);
+    return out;
+  }
+  SimulatedClock clock_;
+  std::string dir_, data_;
+};
+
+TEST_F(RestoreTest, PutsTheBackupInPlaceAndKeepsTheOldStore) {
+  MakeStore(dir_ + "/src.db", {"mars", "venus"}, dir_ + "/backup.db");
+  MakeStore(data_ + "/mariposa.db", {"jupiter"});
+  auto r = RestoreStore(dir_ + "/backup.db", data_, &clock_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->projects, 2);
+  EXPECT_EQ(Projects(data_ + "/mariposa.db"), (std::vector<std::string>{"mars", "venus"}));
+  ASSERT_FALSE(r->moved_aside.empty());
+  EXPECT_EQ(Projects(r->moved_aside), std::vector<std::string>{"jupiter"});
+  struct stat st;
+  ASSERT_EQ(stat((data_ + "/mariposa.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+  EXPECT_NE(stat((data_ + "/mariposa.db.restoring").c_str(), &st), 0) << "no copy left behind";
+}
+
+TEST_F(RestoreTest, RefusesWhileMariposadHoldsTheDataDir) {
+  MakeStore(dir_ + "/src.db", {"mars"}, dir_ + "/backup.db");
+  MakeStore(data_ + "/mariposa.db", {"jupiter"});
+  int fd = open((data_ + "/mariposad.lock").c_str(), O_RDWR | O_CREAT, 0600);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  ASSERT_EQ(write(fd, "4242\n", 5), 5);
+  // flock locks belong to the open file: a second open in this process
+  // conflicts as another process's would.
+  auto r = RestoreStore(dir_ + "/backup.db", data_, &clock_);
+  close(fd);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(r.status()));
+  EXPECT_NE(r.status().message().find("4242"), std::string::npos) << r.status();
+  EXPECT_EQ(Projects(data_ + "/mariposa.db"), std::vector<std::string>{"jupiter"}) << "unchanged";
+}
+
+TEST_F(RestoreTest, RefusesACorruptOrForeignFileAndChangesNothing) {
+  MakeStore(data_ + "/mariposa.db", {"jupiter"});
+  std::ofstream(dir_ + "/garbage.db") << "this is not SQLite at all, just text that is long enough to look like a file";
+  auto r = RestoreStore(dir_ + "/garbage.db", data_, &clock_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  // A SQLite file that is not a Mariposa store.
+  {
+    auto db = Database::Open(dir_ + "/other.db");
+    ASSERT_TRUE((*db)->Exec("CREATE TABLE t (x)").ok());
+  }
+  r = RestoreStore(dir_ + "/other.db", data_, &clock_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not a Mariposa store"), std::string::npos) << r.status();
+  // A backup damaged in the middle (a page overwritten).
+  MakeStore(dir_ + "/src.db", {"mars"}, dir_ + "/damaged.db");
+  {
+    int fd = open((dir_ + "/damaged.db").c_str(), O_WRONLY);
+    std::string junk(4096, '\x5a');
+    ASSERT_EQ(pwrite(fd, junk.data(), junk.size(), 4096 * 2), 4096);
+    close(fd);
+  }
+  r = RestoreStore(dir_ + "/damaged.db", data_, &clock_);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(Projects(data_ + "/mariposa.db"), std::vector<std::string>{"jupiter"}) << "unchanged";
+  struct stat st;
+  EXPECT_NE(stat((data_ + "/mariposa.db.restoring").c_str(), &st), 0);
+  EXPECT_FALSE(RestoreStore(dir_ + "/missing.db", data_, &clock_).ok());
+}
+
+TEST_F(RestoreTest, RefusesANewerSchema) {
+  MakeStore(dir_ + "/src.db", {"mars"}, dir_ + "/newer.db");
+  {
+    auto db = Database::Open(dir_ + "/newer.db");
+    ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 999").ok());
+  }
+  MakeStore(data_ + "/mariposa.db", {"jupiter"});
+  auto r = RestoreStore(dir_ + "/newer.db", data_, &clock_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("newer mariposad"), std::string::npos) << r.status();
+}
+
+}  // namespace
+}  // namespace mariposa
