@@ -105,6 +105,7 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
   }
   for (const Problem& p : d.problems) ProblemToProto(p, resp->add_problems());
   for (const Problem& p : reconciler_->ExecuteProblems(s.project.uuid)) ProblemToProto(p, resp->add_problems());
+  if (controller_problems_) controller_problems_(resp);
   resp->set_converged(d.converged);
   return grpc::Status::OK;
 }

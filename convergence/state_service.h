@@ -5,6 +5,8 @@
 
 #include "convergence/reconciler.h"
 #include "convergence/triton/clients.h"
+#include <functional>
+
 #include "mariposa/v1/state.grpc.pb.h"
 #include "projects/store.h"
 
@@ -21,12 +23,16 @@ class StateService final : public v1::State::Service {
   StateService(ProjectStore* store, triton::VmapiClient* vmapi, Reconciler* reconciler = nullptr)
       : store_(store), vmapi_(vmapi), reconciler_(reconciler) {}
   grpc::Status GetState(grpc::ServerContext*, const v1::GetStateRequest*, v1::GetStateResponse*) override;
+  // Problems of the controller itself added to every project's state (it is
+  // readonly: nothing converges). Before the server starts.
+  void set_controller_problems(std::function<void(v1::GetStateResponse*)> f) { controller_problems_ = std::move(f); }
   grpc::Status GetHealth(grpc::ServerContext*, const v1::GetHealthRequest*, v1::GetHealthResponse*) override;
 
  private:
   ProjectStore* store_;
   triton::VmapiClient* vmapi_;
   Reconciler* reconciler_;
+  std::function<void(v1::GetStateResponse*)> controller_problems_;
 };
 
 }  // namespace mariposa::convergence

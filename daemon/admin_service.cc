@@ -24,13 +24,7 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
     resp->set_state_reason(mode.reason);
     resp->mutable_state_since()->set_seconds(absl::ToUnixSeconds(mode.since));
     resp->set_state_by(mode.by);
-    v1::Problem* p = resp->add_problems();
-    p->set_kind("readonly");
-    p->set_error(absl::StrCat("mariposad is readonly: ", mode.reason));
-    p->set_reason(absl::StrCat("set by ", mode.by, " at ",
-                               absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", mode.since, absl::UTCTimeZone())));
-    p->set_fix("when the work that needed it is done: mariposa admin state set active");
-    p->set_impact("reads work; every change is refused (UNAVAILABLE) and nothing is converged or replaced");
+    ModeProblem(mode, resp->add_problems());
   }
   resp->set_version(kMariposaVersion);
   resp->set_pid(getpid());

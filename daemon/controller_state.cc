@@ -35,6 +35,17 @@ absl::StatusOr<ControllerMode> DecodeMode(const std::string& text) {
   return m;
 }
 
+bool ModeProblem(const ControllerMode& m, v1::Problem* p) {
+  if (m.mode != "readonly") return false;
+  p->set_kind("readonly");
+  p->set_error(absl::StrCat("mariposad is readonly: ", m.reason));
+  p->set_reason(absl::StrCat("set by ", m.by, " at ",
+                             absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", m.since, absl::UTCTimeZone())));
+  p->set_fix("when the work that needed it is done: mariposa admin state set active");
+  p->set_impact("reads work; every change is refused (UNAVAILABLE) and nothing is converged or replaced");
+  return true;
+}
+
 grpc::Status GateCall(const ControllerMode& m, const auth::MethodRule& rule) {
   if (m.mode != "readonly" || !rule.writes) return grpc::Status::OK;
   return grpc::Status(

@@ -20,6 +20,7 @@
 #include "absl/time/time.h"
 #include "auth/rbac.h"
 #include "common/clock.h"
+#include "mariposa/v1/state.pb.h"
 #include "projects/store.h"
 
 namespace mariposa {
@@ -34,6 +35,9 @@ struct ControllerMode {
 // The setting's stored form and back (JSON); pure, for tests.
 std::string EncodeMode(const ControllerMode& m);
 absl::StatusOr<ControllerMode> DecodeMode(const std::string& text);
+// The problem `m` is for an operator (Error / Reason / Fix / Impact);
+// false when it is none (active).
+bool ModeProblem(const ControllerMode& m, v1::Problem* out);
 // The refusal of a call that writes while `m` is readonly; OK otherwise.
 grpc::Status GateCall(const ControllerMode& m, const auth::MethodRule& rule);
 

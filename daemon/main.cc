@@ -796,6 +796,10 @@ int main(int argc, char** argv) {
     images = std::make_unique<mariposa::convergence::ImagesService>(store->get(), iopts);
   }
   mariposa::convergence::StateService state(store->get(), vmapi.get(), reconciler.get());
+  state.set_controller_problems([&controller](mariposa::v1::GetStateResponse* resp) {
+    mariposa::v1::Problem p;
+    if (mariposa::ModeProblem(controller.Get(), &p)) *resp->add_problems() = std::move(p);
+  });
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   // grpc.health.v1.Health: SERVING while mariposad serves (load balancers,
   // grpc_health_probe, systemd watchdogs); like reflection it answers anyone.

@@ -125,7 +125,10 @@ TEST_F(ControllerTest, ReadonlyRefusesChangesAndPausesConvergence) {
   EXPECT_EQ(scale.exit_code, 1);
   EXPECT_NE(scale.err.find("readonly"), std::string::npos) << scale.err;
   EXPECT_NE(scale.err.find("moving the disk"), std::string::npos) << scale.err;
-  EXPECT_EQ(Cli(d.addr(), {"-j", "jupiter", "status"}).exit_code, 0) << "reads work";
+  RunResult status = Cli(d.addr(), {"-j", "jupiter", "status"});
+  EXPECT_EQ(status.exit_code, 0) << "reads work";
+  EXPECT_NE((status.out + status.err).find("mariposad is readonly: moving the disk"), std::string::npos)
+      << "status says why nothing converges: " << status.out;
   EXPECT_EQ(Cli(d.addr(), {"-j", "jupiter", "diff", "-f", manifest_}).exit_code, 0) << "dry runs are reads";
   // A killed instance stays killed while readonly.
   httplib::Client c(sim_->addr());
