@@ -82,6 +82,9 @@ Global options
   --cert FILE --key FILE  TLS client certificate ($MARIPOSA_CERT, $MARIPOSA_KEY)
   --token-file FILE    bearer token ($MARIPOSA_TOKEN_FILE, or the token in $MARIPOSA_TOKEN)
   -o, --output FORMAT  table (default), json or yaml
+  --request-timeout D  give up on each call to mariposad after D (default 35s; mariposad
+                       stops any request after 30s of work). `--timeout` is --wait's
+  --no-color           no color (also when $NO_COLOR is set, or stdout is not a terminal)
   -h, --help           help; `mariposa COMMAND --help` for one command
 
 VERSION is a version number, a tag, 4+ characters of a version uuid, or "current".
@@ -358,7 +361,7 @@ void Table(const std::vector<std::string>& header, const std::vector<std::vector
   auto line = [&](const std::vector<std::string>& r) {
     std::string out;
     for (size_t i = 0; i < r.size(); ++i) {
-      out += r[i];
+      out += &r == &header ? r[i] : cli::Paint(r[i], cli::ToneOf(r[i]));
       if (i + 1 < r.size()) out += std::string(w[i] - r[i].size() + 2, ' ');
     }
     std::cout << out << "\n";
@@ -444,40 +447,41 @@ using cli::Plural;
 
 void Cli::PrintDiff(const v1::Diff& d, const std::string& project) {
   (void)project;
+  std::ostringstream out;
   for (const auto& c : d.services()) {
     switch (c.action()) {
       case v1::ServiceChange::CREATE:
         if (c.has_image_plan()) {
-          std::cout << cli::ImagePlanText(c);
+          out << cli::ImagePlanText(c);
           break;
         }
-        std::cout << "create service \"" << c.service() << "\": " << Plural(c.to_count(), "instance") << " of "
+        out << "create service \"" << c.service() << "\": " << Plural(c.to_count(), "instance") << " of "
                   << c.to_image() << "\n";
         break;
       case v1::ServiceChange::DELETE:
-        std::cout << "delete service \"" << c.service() << "\" (" << Plural(c.from_count(), "instance") << ")\n";
+        out << "delete service \"" << c.service() << "\" (" << Plural(c.from_count(), "instance") << ")\n";
         break;
       case v1::ServiceChange::UPDATE: {
         bool only_count = c.fields_size() == 1 && c.fields(0).path() == "count";
         if (c.from_count() != c.to_count()) {
           int64_t delta = c.to_count() - c.from_count();
-          std::cout << "scale \"" << c.service() << "\" " << c.from_count() << " -> " << c.to_count() << " ("
+          out << "scale \"" << c.service() << "\" " << c.from_count() << " -> " << c.to_count() << " ("
                     << (delta > 0 ? "+" : "") << delta << ")\n";
         }
         if (only_count) break;
         // With an image plan its header names the service; agents have no
         // count and are updated by their rollout.
         bool agent = c.has_image_plan() && c.image_plan().agent();
-        if (c.has_image_plan()) std::cout << cli::ImagePlanText(c);
-        else std::cout << "update \"" << c.service() << "\" (" << Plural(c.to_count(), "instance") << "):\n";
+        if (c.has_image_plan()) out << cli::ImagePlanText(c);
+        else out << "update \"" << c.service() << "\" (" << Plural(c.to_count(), "instance") << "):\n";
         for (const auto& f : c.fields()) {
           if (f.path() == "count") continue;
-          if (f.from().empty()) std::cout << "    + " << f.path() << ": " << f.to() << "\n";
-          else if (f.to().empty()) std::cout << "    - " << f.path() << ": " << f.from() << "\n";
-          else std::cout << "    ~ " << f.path() << ": " << f.from() << " -> " << f.to() << "\n";
+          if (f.from().empty()) out << "    + " << f.path() << ": " << f.to() << "\n";
+          else if (f.to().empty()) out << "    - " << f.path() << ": " << f.from() << "\n";
+          else out << "    ~ " << f.path() << ": " << f.from() << " -> " << f.to() << "\n";
         }
         if (c.spec_changed() && !agent) {
-          std::cout << "    " << Plural(c.instances_replaced(), "instance")
+          out << "    " << Plural(c.instances_replaced(), "instance")
                     << (c.in_place() ? " will be reprovisioned in place (same uuid, NICs and delegate dataset)"
                                      : " will be replaced")
                     << (c.from_image() != c.to_image() && !c.has_image_plan()
@@ -493,12 +497,17 @@ void Cli::PrintDiff(const v1::Diff& d, const std::string& project) {
         break;
     }
   }
-  std::cout << cli::DownloadsText(d);
+  out << cli::DownloadsText(d);
   for (const auto& f : d.project_fields()) {
-    if (f.from().empty()) std::cout << "+ " << f.path() << ": " << f.to() << "\n";
-    else if (f.to().empty()) std::cout << "- " << f.path() << ": " << f.from() << "\n";
-    else std::cout << "~ " << f.path() << ": " << f.from() << " -> " << f.to() << "\n";
+    if (f.from().empty()) out << "+ " << f.path() << ": " << f.to() << "\n";
+    else if (f.to().empty()) out << "- " << f.path() << ": " << f.from() << "\n";
+    else out << "~ " << f.path() << ": " << f.from() << " -> " << f.to() << "\n";
   }
+  // Painted line by line on a terminal: + green, - red, ~ yellow.
+  std::string text = out.str();
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  if (text.empty()) return;
+  for (absl::string_view l : absl::StrSplit(text, '\n')) std::cout << cli::PaintPlanLine(std::string(l)) << "\n";
 }
 
 // Reads a manifest, at most one byte past the limit: a larger file is
@@ -601,6 +610,8 @@ int Main(int argc, char** argv, const Clock* clock) {
   cli::Settings flags;
   std::string context;
   std::string output = "table";
+  std::string request_timeout;
+  bool no_color = false;
   std::vector<std::string> rest;
   bool help = false;
   std::string cmd;
@@ -628,7 +639,12 @@ int Main(int argc, char** argv, const Clock* clock) {
       };
       if (take({"-j", "--project"}, &flags.project) || take({"--addr"}, &flags.addr) ||
           take({"-o", "--output"}, &output) || take({"--context"}, &context) || take({"--ca"}, &flags.ca) ||
-          take({"--cert"}, &flags.cert) || take({"--key"}, &flags.key) || take({"--token-file"}, &flags.token_file)) {
+          take({"--cert"}, &flags.cert) || take({"--key"}, &flags.key) || take({"--token-file"}, &flags.token_file) ||
+          take({"--request-timeout"}, &request_timeout)) {
+        continue;
+      }
+      if (a == "--no-color") {
+        no_color = true;
         continue;
       }
       if (a == "--token" || absl::StartsWith(a, "--token=")) {
@@ -649,6 +665,12 @@ int Main(int argc, char** argv, const Clock* clock) {
       auto it = CommandHelp().find(cmd);
       std::cout << (it != CommandHelp().end() ? it->second : kUsage);
       return 0;
+    }
+    cli::SetColor(cli::ColorWanted(no_color, std::getenv("NO_COLOR"), isatty(STDOUT_FILENO)));
+    absl::Duration timeout = absl::Seconds(35);
+    if (!request_timeout.empty() &&
+        (!absl::ParseDuration(request_timeout, &timeout) || timeout <= absl::ZeroDuration())) {
+      throw UsageError{absl::StrCat("--request-timeout \"", request_timeout, "\" is not a positive duration (e.g. 10s)")};
     }
     if (cmd.empty()) throw UsageError{"no command given"};
     if (output != "table" && output != "json" && output != "yaml") {
@@ -699,6 +721,7 @@ int Main(int argc, char** argv, const Clock* clock) {
       }
     }
     Cli cli(settings->addr, settings->project, output, clock, creds);
+    cli.set_request_timeout(timeout);
     if (has_sub) return cli.Run(cmd, Args(sub));
     return cli.Run(cmd, Args(rest));
   } catch (const UsageError& e) {

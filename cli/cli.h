@@ -51,6 +51,7 @@
 #include "cli/history.h"
 #include "cli/plan_text.h"
 #include "projects/restore.h"
+#include "cli/style.h"
 #include "cli/suggest.h"
 #include "projects/limits.h"
 
@@ -166,7 +167,7 @@ class Cli {
     auto ctx = std::make_unique<grpc::ClientContext>();
     // The server stops any request after 30 s of work; a little more here so
     // that its own answer, which says what happened, arrives first.
-    if (deadline) ctx->set_deadline(absl::ToChronoTime(clock_->Now() + absl::Seconds(35)));
+    if (deadline) ctx->set_deadline(absl::ToChronoTime(clock_->Now() + request_timeout_));
     // Who we are is what mariposad authenticates (peer uid, certificate or
     // token), never a name we send.
     auth::AddCallCredentials(creds_, ctx.get());
@@ -235,6 +236,11 @@ class Cli {
   std::unique_ptr<v1::Images::Stub> images_;
   auth::ClientCredentials creds_;
   std::unique_ptr<v1::Auth::Stub> auth_;
+  // --request-timeout: the deadline of each call (watches have none).
+  absl::Duration request_timeout_ = absl::Seconds(35);
+
+ public:
+  void set_request_timeout(absl::Duration d) { request_timeout_ = d; }
 };
 
 
