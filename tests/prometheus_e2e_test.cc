@@ -143,9 +143,12 @@ TEST_F(PrometheusE2E, DashboardQueriesAndTheServiceDownAlert) {
   }
   ASSERT_TRUE(WaitFor([&] { return !Firing("MariposaServiceDown").empty(); }, 30))
       << Query("mariposa_service_ready_instances").dump();
-  // Health events name the instance.
-  EXPECT_THAT(M({"-j", "jupiter", "events", "--all"}).out,
-              ::testing::ContainsRegex("jupiter-web-[0-9] http: healthy -> unhealthy"));
+  // Health events name the instance (the check that fails may come after
+  // the alert: waited for, not raced).
+  EXPECT_TRUE(WaitFor([&] {
+    return std::regex_search(M({"-j", "jupiter", "events", "--all"}).out,
+                             std::regex("jupiter-web-[0-9] http: healthy -> unhealthy"));
+  }, 20)) << M({"-j", "jupiter", "events", "--all"}).out;
   json labels = Firing("MariposaServiceDown")[0];
   EXPECT_EQ(labels["project"], "jupiter");
   EXPECT_EQ(labels["service"], "web");
