@@ -32,7 +32,8 @@ class RestoreTest : public ::testing::Test {
   std::vector<std::string> Projects(const std::string& path) {
     auto store = SqliteProjectStore::Open(path, &clock_);
     std::vector<std::string> out;
-    for (const auto& p : *(*store)->ListProjects()) out.push_back(p.name);
+    auto projects = (*store)->ListProjects();
+    for (const auto& p : *projects) out.push_back(p.name);
     return out;
   }
   SimulatedClock clock_;

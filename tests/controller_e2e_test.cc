@@ -43,14 +43,7 @@ class ControllerTest : public ::testing::Test {
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
-  std::map<std::string, int> Running() {
-    httplib::Client c(sim_->addr());
-    auto r = c.Get("/vms?state=running&tag.mariposa.service=*");
-    std::map<std::string, int> out;
-    if (!r || r->status != 200) return out;
-    for (const auto& vm : json::parse(r->body)) out[vm["tags"]["mariposa.service"].get<std::string>()]++;
-    return out;
-  }
+  std::map<std::string, int> Running() { return RunningPerService(sim_->addr()); }
   // Every VM tagged for a project that is not destroyed.
   int Existing() {
     httplib::Client c(sim_->addr());

@@ -36,14 +36,7 @@ class ConvergenceTest : public ::testing::Test {
     manifest_ = ReadFile("deploy/examples/jupiter.yaml");
   }
   // Active VMs per service, from VMAPI.
-  std::map<std::string, int> Running() {
-    httplib::Client c(sim_->addr());
-    auto r = c.Get("/vms?state=running&tag.mariposa.service=*");
-    std::map<std::string, int> out;
-    if (!r || r->status != 200) return out;
-    for (const auto& vm : json::parse(r->body)) out[vm["tags"]["mariposa.service"].get<std::string>()]++;
-    return out;
-  }
+  std::map<std::string, int> Running() { return RunningPerService(sim_->addr()); }
   bool WaitFor(const std::map<std::string, int>& want) {
     for (int i = 0; i < 150; ++i) {
       if (Running() == want) return true;

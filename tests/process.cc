@@ -16,6 +16,9 @@
 #include <sstream>
 #include <thread>
 
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
 #include "common/clock.h"
 #include "absl/strings/str_split.h"
 
@@ -198,5 +201,14 @@ Tritonsim::Tritonsim(std::vector<std::string> args)
             return argv;
           }(),
           TempDir("tritonsim") + "/sim") {}
+
+std::map<std::string, int> RunningPerService(const std::string& sim_addr) {
+  httplib::Client c(sim_addr);
+  auto r = c.Get("/vms?state=running&tag.mariposa.service=*");
+  std::map<std::string, int> out;
+  if (!r || r->status != 200) return out;
+  for (const auto& vm : nlohmann::json::parse(r->body)) out[vm["tags"]["mariposa.service"].get<std::string>()]++;
+  return out;
+}
 
 }  // namespace mariposa::testing

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,6 +83,10 @@ inline std::unique_ptr<Tritonsim> ListeningTritonsim() {
   return std::make_unique<Tritonsim>(std::vector<std::string>{
       "--servers", "5", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "20", "--listen-vms"});
 }
+
+// Running VMs of every Mariposa service in tritonsim at `sim_addr`, by
+// service name (VMAPI's view; empty when it cannot be read).
+std::map<std::string, int> RunningPerService(const std::string& sim_addr);
 
 // Runs bazel's cli/mariposa with --addr.
 RunResult Cli(const std::string& addr, const std::vector<std::string>& args, const std::string& input = "");
