@@ -13,8 +13,9 @@ namespace {
 
 // Where an operator finds the procedure.
 constexpr char kRestore[] =
-    "stop here and restore the newest backup: move DATA_DIR/mariposa.db* away, copy the backup to "
-    "DATA_DIR/mariposa.db, start mariposad again (docs/operations.md, \"Backup and restore\")";
+    "stop mariposad and restore the newest backup: `mariposa admin restore DATA_DIR/backups/mariposa-…db "
+    "--data-dir DATA_DIR` (it verifies the backup and keeps this store aside), then start mariposad again "
+    "(docs/operations.md, \"Backup and restore\")";
 constexpr char kImpact[] =
     "mariposad does not serve: projects, versions, meta and tasks cannot be read or changed, and nothing in the "
     "data center is converged until the store is restored; running instances are not touched";
