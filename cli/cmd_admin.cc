@@ -123,9 +123,11 @@ int Cli::AdminCmd(Args& a) {
     auto r = RestoreStore(rest[1], dir, clock_);
     if (!r.ok()) throw Error{absl::StrCat("restore refused (nothing was changed): ", r.status().message())};
     if (Structured()) {
-      std::cout << "{\"store\":\"" << r->store << "\",\"moved_aside\":\"" << r->moved_aside
-                << "\",\"schema\":" << r->schema << ",\"projects\":" << r->projects
-                << ",\"last_event\":" << r->last_event << "}\n";
+      PrintRecords({{{"store", r->store},
+                     {"moved_aside", r->moved_aside},
+                     {"schema", absl::StrCat(r->schema)},
+                     {"projects", absl::StrCat(r->projects)},
+                     {"last_event", absl::StrCat(r->last_event)}}});
       return 0;
     }
     std::cout << "restored " << rest[1] << " to " << r->store << ": schema " << r->schema << ", " << r->projects

@@ -279,6 +279,18 @@ std::string WhatTheLockSays(const std::vector<std::string>& holder) {
   return absl::StrCat("pid ", holder[0], rest.empty() ? " (not serving yet)" : absl::StrCat(" at ", absl::StrJoin(rest, ", ")));
 }
 
+// --addr-file: the addresses, one per line, written whole (tmp + rename) so
+// that a reader never sees half of it.
+void WriteAddrFile(const std::string& path, const std::vector<std::string>& lines) {
+  if (path.empty()) return;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    for (const std::string& l : lines) f << l << "\n";
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
 // A mariposad serving only `admin status` and ping (standby, initfail) on
 // `addresses` until a signal in `sigs` (returns) or `done` is notified.
 struct Limited {
@@ -294,14 +306,7 @@ Limited StartLimited(const std::vector<std::string>& addresses, mariposa::Limite
     return out;
   }
   out.server = *std::move(server);
-  if (!addr_file.empty() && !out.server->addresses().empty()) {
-    std::string tmp = addr_file + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << out.server->addresses()[0] << "\n";
-    }
-    std::rename(tmp.c_str(), addr_file.c_str());
-  }
+  if (!out.server->addresses().empty()) WriteAddrFile(addr_file, {out.server->addresses()[0]});
   return out;
 }
 
@@ -902,16 +907,12 @@ int main(int argc, char** argv) {
   }
   for (auto& l : locals) l->Start(server.get(), &authorizer, clock);
   admin.set_facts(listeners, absl::StrCat(secrets_key, " (key ", (*sealer)->current_key_id(), ")"), standing);
-  if (!addr_file.empty()) {
-    std::string tmp = addr_file + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << bound << "\n";
-      if (!metrics_listen.empty()) {
-        f << metrics_listen.substr(0, metrics_listen.rfind(':')) << ":" << metrics.port() << "\n";
-      }
+  {
+    std::vector<std::string> addrs = {bound};
+    if (!metrics_listen.empty()) {
+      addrs.push_back(absl::StrCat(metrics_listen.substr(0, metrics_listen.rfind(':')), ":", metrics.port()));
     }
-    std::rename(tmp.c_str(), addr_file.c_str());
+    WriteAddrFile(addr_file, addrs);
   }
   if (reconciler) {
     reconciler->SetPaused(controller.Get().mode == "readonly");
