@@ -89,11 +89,11 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
 
   std::string store = data_dir + "/mariposa.db";
   std::string copy = data_dir + "/mariposa.db.restoring";
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) unlink((copy + suffix).c_str());
-  RETURN_IF_ERROR(CopyFile(backup, copy));
   auto cleanup = [&] {
     for (const char* suffix : {"", "-wal", "-shm", "-journal"}) unlink((copy + suffix).c_str());
   };
+  cleanup();  // a copy left by an interrupted restore
+  RETURN_IF_ERROR(CopyFile(backup, copy));
   RestoreResult r;
   r.store = store;
   {
@@ -129,6 +129,11 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
   if (Exists(store)) {
     r.moved_aside = absl::StrCat(store, ".before-restore-",
                                  absl::FormatTime("%Y%m%dT%H%M%SZ", clock->Now(), absl::UTCTimeZone()));
+    // Two restores within a second never overwrite the store kept by the first.
+    for (int n = 2; Exists(r.moved_aside); ++n) {
+      r.moved_aside = absl::StrCat(store, ".before-restore-",
+                                   absl::FormatTime("%Y%m%dT%H%M%SZ", clock->Now(), absl::UTCTimeZone()), ".", n);
+    }
     for (const char* suffix : {"", "-wal", "-shm"}) {
       std::string from = store + suffix;
       if (Exists(from) && rename(from.c_str(), (r.moved_aside + suffix).c_str()) != 0) {

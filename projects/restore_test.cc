@@ -53,6 +53,12 @@ TEST_F(RestoreTest, PutsTheBackupInPlaceAndKeepsTheOldStore) {
   ASSERT_EQ(stat((data_ + "/mariposa.db").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600);
   EXPECT_NE(stat((data_ + "/mariposa.db.restoring").c_str(), &st), 0) << "no copy left behind";
+  // Again at the same instant: the store kept the first time is not replaced.
+  auto again = RestoreStore(dir_ + "/backup.db", data_, &clock_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_NE(again->moved_aside, r->moved_aside);
+  EXPECT_EQ(Projects(r->moved_aside), std::vector<std::string>{"jupiter"});
+  EXPECT_EQ(Projects(again->moved_aside), (std::vector<std::string>{"mars", "venus"}));
 }
 
 TEST_F(RestoreTest, RefusesWhileMariposadHoldsTheDataDir) {
