@@ -1,0 +1,182 @@
+// mariposa admin status|state|backup|restore|rotate-key: the controller.
+#include "cli/command.h"
+#include "projects/restore.h"
+
+namespace mariposa::cmd {
+namespace {
+
+const std::string kGroup = "Log and controller";
+
+Result Status(Context& c, const Parsed&) {
+  v1::StatusResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().admin->Status(c.d().Ctx().get(), {}, &resp)));
+  if (c.Structured()) {
+    c.Print(resp);
+    return 0;
+  }
+  std::ostream& out = c.out();
+  out << "mode:     " << resp.mode() << "\nversion:  " << resp.version() << "\npid:      " << resp.pid() << "\n";
+  if (resp.mode() == "active" || resp.mode() == "readonly") {  // the others have no store open
+    out << "store:    " << resp.store_path() << " (schema " << resp.schema_version() << ")\nprojects: "
+        << resp.project_count() << "\nevents:   " << resp.last_event_index() << "\n";
+  } else {
+    out << "data dir: " << resp.data_dir() << " (no store open)\n";
+  }
+  out << "started:  " << Time(resp.started_at()) << "\n";
+  if (resp.mode() == "readonly") {
+    out << "readonly: " << resp.state_reason() << " (since " << Time(resp.state_since()) << ", by " << resp.state_by()
+        << ")\n";
+  }
+  if (resp.mode() == "standby") {
+    out << "active:   pid " << resp.active_pid() << " holds the data dir"
+        << (resp.active_listeners().empty() ? "" : absl::StrCat(", at ", absl::StrJoin(resp.active_listeners(), ", ")))
+        << "\n";
+  }
+  for (const auto& l : resp.listeners()) out << "listen:   " << l << "\n";
+  if (!resp.secrets_key().empty()) out << "secrets:  " << resp.secrets_key() << "\n";
+  if (!resp.backup_dir().empty()) out << "backups:  " << resp.backup_dir() << "\n";
+  if (resp.has_backups()) {
+    const v1::BackupSchedule& b = resp.backups();
+    if (b.interval_seconds() == 0) {
+      out << "schedule: none (--backup-interval 0)\n";
+    } else {
+      out << "schedule: every " << absl::FormatDuration(absl::Seconds(b.interval_seconds())) << ", keep " << b.keep()
+          << "; last " << (b.has_last_success() ? absl::StrCat(Time(b.last_success()), " ", b.last_path()) : "none yet")
+          << (b.has_next() ? absl::StrCat("; next ", Time(b.next())) : "") << "\n";
+    }
+  }
+  if (resp.problems().empty()) {
+    out << "problems: none\n";
+    return 0;
+  }
+  out << "problems: " << resp.problems_size() << "\n";
+  for (const auto& p : resp.problems()) {
+    out << "\n" << (p.project().empty() ? "Controller" : absl::StrCat("Project ", p.project()))
+        << (p.service().empty() ? "" : absl::StrCat(", service ", p.service())) << ":";
+    PrintProblem(p, out);
+  }
+  return 0;
+}
+
+Result State(Context& c, const Parsed&) {
+  v1::StatusResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().admin->Status(c.d().Ctx().get(), {}, &resp)));
+  if (c.Structured()) {
+    c.PrintRecords({{{"mode", resp.mode()},
+                     {"reason", resp.state_reason()},
+                     {"by", resp.state_by()},
+                     {"since", resp.has_state_since() ? Time(resp.state_since()) : ""}}});
+    return 0;
+  }
+  c.out() << resp.mode();
+  if (resp.mode() == "readonly") {
+    c.out() << " since " << Time(resp.state_since()) << " by " << resp.state_by() << ": " << resp.state_reason();
+  }
+  if (resp.mode() == "standby") c.out() << " (the active one is pid " << resp.active_pid() << ")";
+  c.out() << "\n";
+  return 0;
+}
+
+Result SetState(Context& c, const Parsed& p) {
+  v1::SetStateRequest req;
+  req.set_mode(p.args()[0]);
+  req.set_reason(p.Value("--reason").value_or(""));
+  v1::SetStateResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().admin->SetState(c.d().Ctx().get(), req, &resp)));
+  c.out() << "mariposad is " << resp.mode() << " (was " << resp.previous() << ")\n";
+  if (resp.mode() == "readonly") {
+    c.out() << "reads work; changes are refused and syncs pause until `mariposa admin state set active`\n";
+  }
+  return 0;
+}
+
+Result Backup(Context& c, const Parsed& p) {
+  // mariposad writes it, into its --backup-dir only.
+  v1::BackupRequest req;
+  req.set_path(p.args()[0]);
+  v1::BackupResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().admin->Backup(c.d().Ctx().get(), req, &resp)));
+  c.out() << "backed up " << resp.bytes() << " bytes to " << resp.path() << "\n";
+  return 0;
+}
+
+// Local: the store is a file of a stopped mariposad, not an RPC.
+Result Restore(Context& c, const Parsed& p) {
+  const std::string& backup = p.args()[0];
+  auto r = RestoreStore(backup, p.Value("--data-dir").value_or("/var/lib/mariposa"), c.clock);
+  if (!r.ok()) return Err(absl::StrCat("restore refused (nothing was changed): ", r.status().message()));
+  if (c.Structured()) {
+    c.PrintRecords({{{"store", r->store},
+                     {"moved_aside", r->moved_aside},
+                     {"schema", absl::StrCat(r->schema)},
+                     {"projects", absl::StrCat(r->projects)},
+                     {"last_event", absl::StrCat(r->last_event)}}});
+    return 0;
+  }
+  c.out() << "restored " << backup << " to " << r->store << ": schema " << r->schema << ", " << r->projects
+          << " projects, events up to " << r->last_event << "\n";
+  if (!r->moved_aside.empty()) c.out() << "the store it replaced is kept as " << r->moved_aside << "\n";
+  c.out() << "start mariposad now; it converges the data center to the restored goal state.\n";
+  return 0;
+}
+
+Result RotateKey(Context& c, const Parsed&) {
+  v1::RotateKeyResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().auth->RotateKey(c.d().Ctx().get(), {}, &resp)));
+  c.out() << "secrets key rotated: " << resp.old_key_id() << " -> " << resp.key_id() << "; " << resp.secrets()
+          << " secrets sealed again. The old key is kept as a .retired file beside the key file for\n"
+             "backups taken before now; delete it once those backups are gone.\n";
+  return 0;
+}
+
+}  // namespace
+
+void AddAdmin(cli::Registry& r) {
+  r.Add({.path = "admin status",
+         .summary = "the controller: mode, store, listeners, backups, every problem",
+         .help = "Every problem the controller knows is printed as Error / Reason / Fix / Impact. A --standby\n"
+                 "mariposad answers as standby (naming the active one), one that failed to start with\n"
+                 "--on-init-failure serve as initfail.",
+         .group = kGroup,
+         .run = Status});
+  r.Add({.path = "admin state", .summary = "active, readonly (why, by whom, since when), standby or initfail",
+         .group = kGroup, .run = State});
+  r.Add({.path = "admin state set",
+         .args = "active|readonly",
+         .summary = "readonly: reads work, every change is refused, syncs pause",
+         .help = "readonly: every change is refused (UNAVAILABLE, with the reason), syncs and replacements pause;\n"
+                 "reads, diff and backups work. Kept across restarts. `admin state set active` ends it.",
+         .group = kGroup,
+         .flags = {{{"--reason"}, "TEXT", "why (required for readonly): shown to everyone refused"}},
+         .min_args = 1,
+         .max_args = 1,
+         .run = SetState});
+  r.Add({.path = "admin backup",
+         .args = "NAME",
+         .summary = "a consistent copy of the store, written by mariposad into its --backup-dir (0600)",
+         .help = "Secrets in it stay sealed (the key file is not in it). Scheduled backups: mariposad\n"
+                 "--backup-interval and --backup-keep (docs/operations.md).",
+         .group = kGroup,
+         .min_args = 1,
+         .max_args = 1,
+         .run = Backup});
+  r.Add({.path = "admin restore",
+         .args = "BACKUP",
+         .summary = "put a backup in place of a stopped mariposad's store",
+         .help = "Run where mariposad's data dir is, with mariposad stopped (refused while it runs). The backup is\n"
+                 "copied, opened and verified; only then is the current store moved aside as\n"
+                 "mariposa.db.before-restore-STAMP and the copy put in its place.",
+         .group = kGroup,
+         .flags = {{{"--data-dir"}, "DIR", "mariposad's --data-dir (/var/lib/mariposa)"}},
+         .min_args = 1,
+         .max_args = 1,
+         .daemon = false,
+         .run = Restore});
+  r.Add({.path = "admin rotate-key",
+         .summary = "seal every secret again with a new key",
+         .help = "The old key is kept as a .retired file beside the key file.",
+         .group = "Access (docs/security.md)",
+         .run = RotateKey});
+}
+
+}  // namespace mariposa::cmd

@@ -1,0 +1,266 @@
+// Helpers several commands share, and the Context's input.
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "cli/command.h"
+#include "cli/plan_text.h"
+#include "cli/style.h"
+#include "projects/limits.h"
+
+namespace mariposa::cmd {
+
+absl::StatusOr<bool> Context::Confirm(const std::string& question, bool yes) {
+  if (yes) return true;
+  if (!in_tty_) return Err("not applying without confirmation: standard input is not a terminal; pass --yes");
+  out() << question << " [y/N] " << std::flush;
+  std::string answer;
+  std::getline(in_, answer);
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+std::string Context::ReadValue(const std::string& prompt) {
+  std::string v;
+  if (in_tty_) {
+    err_ << prompt << std::flush;
+    termios old{};
+    bool restore = tcgetattr(STDIN_FILENO, &old) == 0;
+    if (restore) {
+      termios quiet = old;
+      quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+      tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
+    }
+    std::getline(in_, v);
+    if (restore) tcsetattr(STDIN_FILENO, TCSANOW, &old);
+    err_ << "\n";
+    return v;
+  }
+  std::stringstream s;
+  s << in_.rdbuf();
+  v = s.str();
+  if (!v.empty() && v.back() == '\n') v.pop_back();
+  return v;
+}
+
+// Reads at most one byte past the limit: a larger file is refused here with
+// the limit named, before anything is sent.
+absl::StatusOr<std::string> Context::ReadInput(const std::string& path) {
+  std::string text;
+  std::istream* in = &in_;
+  std::ifstream f;
+  if (path != "-") {
+    f.open(path, std::ios::binary);
+    if (!f) return Err(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+    in = &f;
+  }
+  constexpr size_t kLimit = mariposa::Limits::kMaxManifestBytes;
+  text.resize(kLimit + 1);
+  in->read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in->gcount()));
+  if (text.size() > kLimit) {
+    return Err(absl::StrCat(path == "-" ? "standard input" : path, " is larger than ", kLimit,
+                            " bytes, the limit for one manifest; split the project (docs/manifest.md, \"Limits\")"));
+  }
+  return text;
+}
+
+std::string Time(const google::protobuf::Timestamp& t) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(t.seconds()), absl::LocalTimeZone());
+}
+
+std::string Scope(const std::string& project) { return project.empty() ? "every project" : "project " + project; }
+
+std::vector<std::string> SplitList(const std::optional<std::string>& v) {
+  if (!v) return {};
+  return absl::StrSplit(*v, ',', absl::SkipEmpty());
+}
+
+std::vector<Flag> WaitFlags() {
+  return {{{"--wait"}, "", "follow the instances until every service is converged (needs mariposad --triton)"},
+          {{"--thaw"}, "", "end a freeze that covers a changed service (else the change is refused)"}};
+}
+
+// A problem as RFD 40's `imgapiadm status` states it.
+void PrintProblem(const v1::Problem& p, std::ostream& out) {
+  out << "\nError:  " << p.error() << "\nReason: " << p.reason() << "\nFix:    " << p.fix() << "\nImpact: " << p.impact()
+      << "\n";
+}
+
+// The rollout an apply or rollback queued (update.on_change: rollout).
+void PrintRollout(Context& c, const std::string& task, const google::protobuf::RepeatedPtrField<std::string>& services) {
+  if (task.empty()) return;
+  c.out() << "rolling out " << absl::StrJoin(services, ", ") << ": queued reprovision task " << task
+          << " (update.on_change: rollout)\n";
+}
+
+using cli::Plural;
+
+void PrintDiff(Context& c, const v1::Diff& d) {
+  std::ostringstream out;
+  for (const auto& s : d.services()) {
+    switch (s.action()) {
+      case v1::ServiceChange::CREATE:
+        if (s.has_image_plan()) {
+          out << cli::ImagePlanText(s);
+          break;
+        }
+        out << "create service \"" << s.service() << "\": " << Plural(s.to_count(), "instance") << " of "
+            << s.to_image() << "\n";
+        break;
+      case v1::ServiceChange::DELETE:
+        out << "delete service \"" << s.service() << "\" (" << Plural(s.from_count(), "instance") << ")\n";
+        break;
+      case v1::ServiceChange::UPDATE: {
+        bool only_count = s.fields_size() == 1 && s.fields(0).path() == "count";
+        if (s.from_count() != s.to_count()) {
+          int64_t delta = s.to_count() - s.from_count();
+          out << "scale \"" << s.service() << "\" " << s.from_count() << " -> " << s.to_count() << " ("
+              << (delta > 0 ? "+" : "") << delta << ")\n";
+        }
+        if (only_count) break;
+        // With an image plan its header names the service; agents have no
+        // count and are updated by their rollout.
+        bool agent = s.has_image_plan() && s.image_plan().agent();
+        if (s.has_image_plan()) out << cli::ImagePlanText(s);
+        else out << "update \"" << s.service() << "\" (" << Plural(s.to_count(), "instance") << "):\n";
+        for (const auto& f : s.fields()) {
+          if (f.path() == "count") continue;
+          if (f.from().empty()) out << "    + " << f.path() << ": " << f.to() << "\n";
+          else if (f.to().empty()) out << "    - " << f.path() << ": " << f.from() << "\n";
+          else out << "    ~ " << f.path() << ": " << f.from() << " -> " << f.to() << "\n";
+        }
+        if (s.spec_changed() && !agent) {
+          out << "    " << Plural(s.instances_replaced(), "instance")
+              << (s.in_place() ? " will be reprovisioned in place (same uuid, NICs and delegate dataset)"
+                               : " will be replaced")
+              << (s.from_image() != s.to_image() && !s.has_image_plan() ? absl::StrCat(" from image ", s.from_image())
+                                                                        : "")
+              << (s.rolls_out() ? " by a rollout when applied (update.on_change: rollout)"
+                                : " on the next `mariposa reprovision`")
+              << "\n";
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  out << cli::DownloadsText(d);
+  for (const auto& f : d.project_fields()) {
+    if (f.from().empty()) out << "+ " << f.path() << ": " << f.to() << "\n";
+    else if (f.to().empty()) out << "- " << f.path() << ": " << f.from() << "\n";
+    else out << "~ " << f.path() << ": " << f.from() << " -> " << f.to() << "\n";
+  }
+  // Painted line by line on a terminal: + green, - red, ~ yellow.
+  std::string text = out.str();
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  if (text.empty()) return;
+  for (absl::string_view l : absl::StrSplit(text, '\n')) c.out() << cli::PaintPlanLine(std::string(l)) << "\n";
+}
+
+// Instances whose meta values changed since they were created (meta
+// drift), by service; nothing when there are none or the state cannot be
+// read (a daemon without --triton).
+void PrintStaleMeta(Context& c, const std::string& project) {
+  v1::GetStateRequest req;
+  req.set_project(project);
+  v1::GetStateResponse resp;
+  if (!c.d().state->GetState(c.d().Ctx().get(), req, &resp).ok()) return;
+  for (const auto& s : resp.services()) {
+    std::vector<std::string> stale;
+    for (const auto& i : s.instances()) {
+      if (i.stale_meta()) stale.push_back(i.alias());
+    }
+    if (stale.empty()) continue;
+    c.out() << stale.size() << (stale.size() == 1 ? " instance" : " instances") << " of " << s.name()
+            << " use older meta values: " << absl::StrJoin(stale, ", ") << "\n  `mariposa -j " << resp.project()
+            << " reprovision --service " << s.name()
+            << "` rolls them (update.on_meta_change: rollout does it on every change)\n";
+  }
+}
+
+void PrintTask(Context& c, const v1::Task& t) {
+  std::ostream& out = c.out();
+  out << "task:     " << t.uuid() << "\nkind:     " << t.kind() << "\nscope:    "
+      << (t.services().empty() ? "whole project" : absl::StrJoin(t.services(), ",")) << "\nstate:    " << t.state()
+      << "\norigin:   " << t.origin() << (t.trigger().empty() ? "" : " (" + t.trigger() + ")")
+      << "\ncreated:  " << Time(t.created_at()) << "\n";
+  if (!t.actor().empty()) out << "by:       " << t.actor() << "\n";
+  if (!t.reason().empty()) out << "reason:   " << t.reason() << "\n";
+  if (!t.only().empty()) out << "only:     " << absl::StrJoin(t.only(), ",") << "\n";
+  if (!t.wait_for().empty()) out << "waits for: " << absl::StrJoin(t.wait_for(), ",") << "\n";
+  auto filter = [&](const char* name, const google::protobuf::RepeatedPtrField<std::string>& v) {
+    if (!v.empty()) out << name << absl::StrJoin(v, ",") << "\n";
+  };
+  filter("versions: ", t.filter_versions());
+  filter("images:   ", t.filter_images());
+  filter("servers:  ", t.filter_servers());
+  filter("instances: ", t.filter_instances());
+  if (t.canary() > 0) out << "canary:   " << t.canary() << "\n";
+  if (t.rolling() > 0) out << "rolling:  " << t.rolling() << "\n";
+  if (t.steps_planned() > 0 || t.steps_done() > 0) {
+    out << "progress: step " << t.steps_done() << "/" << std::max(t.steps_done(), t.steps_planned()) << "; created "
+        << t.created() << ", deleted " << t.deleted() << ", replaced " << t.replaced() << ", failed " << t.failed()
+        << "\n";
+  }
+  if (!t.error().empty()) out << "error:    " << t.error() << "\n";
+}
+
+Result WaitSettled(Context& c, const std::string& project) {
+  absl::Time start = c.clock->Now();
+  absl::Duration timeout =
+      c.d().deadlines().command > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(10);
+  auto gave_up = [&]() {
+    c.err() << "mariposa: not converged after " << absl::FormatDuration(timeout)
+            << " (--timeout); `mariposa status -v` and `mariposa queue list` show where it stands\n";
+    return 1;
+  };
+  std::string last;
+  while (true) {
+    v1::GetStateRequest req;
+    req.set_project(project);
+    v1::GetStateResponse st;
+    grpc::Status got = c.d().state->GetState(c.d().Ctx().get(), req, &st);
+    if (!got.ok() && c.d().CommandTimedOut()) return gave_up();
+    RETURN_IF_ERROR(c.d().Check(got));
+    std::vector<std::string> parts;
+    std::vector<std::string> stuck;
+    std::set<std::string> left_behind;  // services with instances on an older spec and no rollout
+    for (const auto& p : st.problems()) {
+      if (p.kind() == "older-spec") left_behind.insert(p.service());
+    }
+    for (const auto& s : st.services()) {
+      parts.push_back(absl::StrCat(s.name(), " ", s.verdict(), s.reason().empty() ? "" : ": " + s.reason()));
+      if (s.verdict() == "failed" || s.verdict() == "paused" || left_behind.count(s.name())) {
+        stuck.push_back(absl::StrCat(s.name(), " is ", s.verdict(), ": ", s.reason(),
+                                     s.fix().empty() ? "" : absl::StrCat("\n  fix: ", s.fix())));
+      }
+    }
+    std::string line = absl::StrJoin(parts, "; ");
+    absl::Duration waited = c.clock->Now() - start;
+    int secs = static_cast<int>(absl::ToInt64Seconds(waited));
+    if (line != last) {
+      c.out() << "[" << secs << "s] " << line << "\n";
+      c.out().flush();
+      last = line;
+    }
+    if (st.converged()) {
+      c.out() << "converged after " << secs << "s\n";
+      return 0;
+    }
+    if (!stuck.empty()) {
+      for (const auto& m : stuck) c.err() << "mariposa: " << m << "\n";
+      for (const auto& p : st.problems()) PrintProblem(p, c.err());
+      return 1;
+    }
+    if (waited >= timeout) return gave_up();
+    c.clock->SleepFor(std::min(absl::Milliseconds(300), timeout - waited));
+  }
+}
+
+}  // namespace mariposa::cmd

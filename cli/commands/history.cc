@@ -1,0 +1,44 @@
+// mariposa history: versions and tasks in one timeline.
+#include "cli/command.h"
+#include "cli/history.h"
+
+namespace mariposa::cmd {
+namespace {
+
+Result History(Context& c, const Parsed& p) {
+  ASSIGN_OR_RETURN(int64_t n, p.Int("--limit", 50, 1));
+  v1::ListVersionsRequest vreq;
+  vreq.set_project(c.project());
+  v1::ListVersionsResponse versions;
+  RETURN_IF_ERROR(c.d().Check(c.d().projects->ListVersions(c.d().Ctx().get(), vreq, &versions)));
+  v1::ListTasksRequest treq;
+  treq.set_project(vreq.project());
+  treq.set_finished_limit(100000);
+  v1::ListTasksResponse tasks;
+  RETURN_IF_ERROR(c.d().Check(c.d().queue->ListTasks(c.d().Ctx().get(), treq, &tasks)));
+  std::vector<cli::HistoryRow> rows = cli::History({versions.versions().begin(), versions.versions().end()},
+                                                   {tasks.tasks().begin(), tasks.tasks().end()}, &Time);
+  size_t earlier = rows.size() > static_cast<size_t>(n) ? rows.size() - n : 0;
+  rows.erase(rows.begin(), rows.begin() + earlier);  // the newest n
+  if (c.Structured()) {
+    std::vector<Record> records;
+    for (const cli::HistoryRow& r : rows) records.push_back({{"when", r.when}, {"who", r.who}, {"what", r.what}, {"result", r.result}});
+    c.PrintRecords(records);
+    return 0;
+  }
+  if (earlier > 0) c.out() << "(" << earlier << " earlier entries; --limit " << rows.size() + earlier << " shows all)\n";
+  Rows table;
+  for (const cli::HistoryRow& r : rows) table.push_back({r.when, r.who, r.what, r.result});
+  c.Table({"WHEN", "WHO", "WHAT", "RESULT"}, table);
+  return 0;
+}
+
+}  // namespace
+
+void AddHistory(cli::Registry& r) {
+  r.Add({.path = "history", .summary = "versions and tasks in one timeline: when, who, what, result",
+         .group = "Manifests and versions", .flags = {{{"-n", "--limit"}, "N", "the newest N entries (50)"}},
+         .project = ProjectUse::kRequired, .run = History});
+}
+
+}  // namespace mariposa::cmd

@@ -1,0 +1,49 @@
+// mariposa scale SERVICE=N|+N|-N ...
+#include "cli/command.h"
+
+namespace mariposa::cmd {
+namespace {
+
+Result Scale(Context& c, const Parsed& p) {
+  bool dry_run = p.Has("--dry-run");
+  v1::ScaleRequest req;
+  req.set_thaw(p.Has("--thaw"));
+  req.set_project(c.project());
+  for (const std::string& change : p.args()) req.add_changes(change);
+  req.set_dry_run(dry_run);
+  v1::ScaleResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().projects->Scale(c.d().Ctx().get(), req, &resp)));
+  if (c.Structured()) {
+    c.Print(resp);
+    return 0;
+  }
+  if (resp.diff().empty()) {
+    c.out() << "no changes\n";
+    return 0;
+  }
+  PrintDiff(c, resp.diff());
+  if (!dry_run) c.out() << "applied version " << resp.version().number() << " (" << resp.version().uuid() << ")\n";
+  if (p.Has("--wait") && !dry_run) return WaitSettled(c, c.project());
+  return 0;
+}
+
+}  // namespace
+
+void AddScale(cli::Registry& r) {
+  std::vector<Flag> flags = {{{"--dry-run"}, "", "show the change; store nothing"}};
+  for (Flag& f : WaitFlags()) flags.push_back(f);
+  r.Add({.path = "scale",
+         .args = "SERVICE=N|SERVICE=+N|SERVICE=-N ...",
+         .summary = "change instance counts (a new version)",
+         .help = "Stores a new version with the changed counts (its text is the canonical form of the manifest);\n"
+                 "with mariposad --triton the instances follow, as a scale task per service (`queue list`).\n"
+                 "Refused in a frozen scope unless --thaw (which ends the freeze).",
+         .group = "Manifests and versions",
+         .flags = flags,
+         .min_args = 1,
+         .max_args = -1,
+         .project = ProjectUse::kRequired,
+         .run = Scale});
+}
+
+}  // namespace mariposa::cmd

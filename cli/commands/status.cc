@@ -1,0 +1,76 @@
+// mariposa status: goal versus actual, per service.
+#include "cli/command.h"
+
+namespace mariposa::cmd {
+namespace {
+
+Result Status(Context& c, const Parsed& p) {
+  v1::GetStateRequest req;
+  req.set_project(c.project());
+  v1::GetStateResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().state->GetState(c.d().Ctx().get(), req, &resp)));
+  if (c.Structured()) {
+    c.Print(resp);
+    return 0;
+  }
+  std::ostream& out = c.out();
+  out << "project " << resp.project() << " at version " << resp.version() << ": "
+      << (resp.converged() ? "converged" : !resp.actual_known() ? "unknown (actual state cannot be read)" : "not converged")
+      << "\n\n";
+  Rows rows;
+  // Counts of what runs are shown only when VMAPI could be read ("-": unknown).
+  auto seen = [&](int64_t n) { return resp.actual_known() ? absl::StrCat(n) : std::string("-"); };
+  for (const auto& s : resp.services()) {
+    rows.push_back({s.name(), s.verdict(), absl::StrCat(s.desired()), seen(s.ready()), seen(s.running()),
+                    seen(s.provisioning()), seen(s.broken()), seen(s.stopped_instances()), seen(s.updating()),
+                    s.frozen() ? "yes" : "no", s.reason()});
+  }
+  c.Table({"SERVICE", "VERDICT", "DESIRED", "READY", "RUNNING", "PROVISIONING", "BROKEN", "STOPPED", "OLD SPEC",
+           "FROZEN", "REASON"},
+          rows);
+  if (resp.leftover() > 0) {
+    out << "\n" << resp.leftover() << " instances of services no longer in the manifest are being removed\n";
+  }
+  for (const auto& pr : resp.problems()) PrintProblem(pr, out);
+  if (!p.Has("--verbose")) return 0;
+  Rows inst;
+  for (const auto& s : resp.services()) {
+    for (const auto& i : s.instances()) {
+      inst.push_back({s.name(), i.alias(), i.uuid(), i.state(), i.health(),
+                      i.current_spec() ? "current" : i.stale_meta() ? "stale meta" : "old", absl::StrCat(i.version()),
+                      Time(i.created_at())});
+    }
+  }
+  Rows servers;
+  for (const auto& s : resp.services()) {
+    for (const auto& sv : s.servers()) {
+      servers.push_back({s.name(), sv.hostname(), sv.server(), sv.version().empty() ? "-" : sv.version(),
+                         sv.image_uuid().empty() ? "-" : sv.image_uuid().substr(0, 8), sv.state(), sv.error()});
+    }
+  }
+  if (!inst.empty() || servers.empty()) {
+    out << "\n";
+    c.Table({"SERVICE", "ALIAS", "UUID", "STATE", "HEALTH", "SPEC", "VERSION", "CREATED"}, inst);
+  }
+  if (!servers.empty()) {
+    out << "\n";
+    c.Table({"SERVICE", "HOSTNAME", "SERVER", "AGENT VERSION", "IMAGE", "STATE", "LAST ERROR"}, servers);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddStatus(cli::Registry& r) {
+  r.Add({.path = "status",
+         .summary = "per service: verdict, desired, running, healthy, updating, frozen; problems",
+         .help = "Goal versus actual (needs mariposad --triton): per service its verdict and desired, ready,\n"
+                 "running, provisioning, broken, stopped and old-spec counts, frozen; then every problem as\n"
+                 "Error / Reason / Fix / Impact. -v lists every instance (and agent servers).",
+         .group = "State",
+         .flags = {{{"-v", "--verbose"}, "", "every instance too"}},
+         .project = ProjectUse::kRequired,
+         .run = Status});
+}
+
+}  // namespace mariposa::cmd

@@ -1,0 +1,88 @@
+// mariposa reprovision, start, stop: a task on a scope (one code path; the
+// kind is the only difference, and reprovision takes filters and a canary).
+#include "cli/command.h"
+
+namespace mariposa::cmd {
+namespace {
+
+Result AddTask(Context& c, const Parsed& p, const std::string& kind) {
+  v1::AddTaskRequest req;
+  for (const auto& [flag, field] : std::vector<std::pair<std::string, google::protobuf::RepeatedPtrField<std::string>*>>{
+           {"--version", req.mutable_versions()},
+           {"--image", req.mutable_images()},
+           {"--server", req.mutable_servers()},
+           {"--instance", req.mutable_instances()},
+           {"--service", req.mutable_services()}}) {
+    for (const std::string& v : SplitList(p.Value(flag))) field->Add(std::string(v));
+  }
+  if (kind == "reprovision") {
+    ASSIGN_OR_RETURN(int64_t canary, p.Int("--canary", 0, 0));
+    ASSIGN_OR_RETURN(int64_t rolling, p.Int("--rolling", 0, 1));
+    req.set_canary(canary);
+    req.set_rolling(rolling);
+  }
+  req.set_project(c.project());
+  req.set_kind(kind);
+  req.set_group(p.Value("--group").value_or(""));
+  req.set_thaw(p.Has("--thaw"));
+  v1::AddTaskResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().queue->AddTask(c.d().Ctx().get(), req, &resp)));
+  if (c.Structured()) c.Print(resp.task());
+  else c.out() << "queued " << kind << " task " << resp.task().uuid() << "\n";
+  if (p.Has("--wait")) return WaitSettled(c, req.project());
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Flag> ScopeFlags() {
+  return {{{"--service", "--services"}, "s1,s2", "these services (default: the whole project)"},
+          {{"--group"}, "G", "the services of deployment group G"}};
+}
+
+void AddTasks(cli::Registry& r) {
+  const std::string g = "Tasks and freezes";
+  std::vector<Flag> reprovision = ScopeFlags();
+  for (Flag f : std::vector<Flag>{
+           {{"--version"}, "V,..", "only instances created for these versions (number or uuid)"},
+           {{"--image"}, "I,..", "only instances of these images (uuid or name[@version])"},
+           {{"--server"}, "UUID,..", "only instances on these servers"},
+           {{"--instance"}, "I,..", "only these instances (uuid or alias)"},
+           {{"--canary"}, "N", "stop after N replacements (default: the manifest's update.canary; 0 = all)"},
+           {{"--rolling"}, "N", "replace N at a time instead of update.rolling"}}) {
+    reprovision.push_back(f);
+  }
+  for (Flag& f : WaitFlags()) reprovision.push_back(f);
+  r.Add({.path = "reprovision",
+         .summary = "roll instances onto the current version",
+         .help = "Queues a reprovision task: instances at another spec are replaced by the current version's,\n"
+                 "`rolling` at a time, never more than `max_surge` above count; an old instance goes once its\n"
+                 "replacement is ready. Order: oldest project version first, then oldest instance. Filters limit\n"
+                 "the instances replaced (each given filter must match). --canary N stops after N replacements and\n"
+                 "completes the task; run reprovision again to continue. --wait follows the instances until every\n"
+                 "service is converged (as apply --wait).",
+         .group = g,
+         .flags = reprovision,
+         .project = ProjectUse::kRequired,
+         .run = [](Context& c, const Parsed& p) { return AddTask(c, p, "reprovision"); }});
+  std::vector<Flag> scope = ScopeFlags();
+  for (Flag& f : WaitFlags()) scope.push_back(f);
+  r.Add({.path = "start",
+         .summary = "start stopped instances",
+         .help = "Queues a start task: stopped instances of the scope are started (not replaced) and the services\n"
+                 "run again as the manifest says.",
+         .group = g,
+         .flags = scope,
+         .project = ProjectUse::kRequired,
+         .run = [](Context& c, const Parsed& p) { return AddTask(c, p, "start"); }});
+  r.Add({.path = "stop",
+         .summary = "stop instances until start",
+         .help = "Queues a stop task: running instances of the scope are stopped and stay stopped (none is created\n"
+                 "or replaced) until `mariposa start`.",
+         .group = g,
+         .flags = scope,
+         .project = ProjectUse::kRequired,
+         .run = [](Context& c, const Parsed& p) { return AddTask(c, p, "stop"); }});
+}
+
+}  // namespace mariposa::cmd
