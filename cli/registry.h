@@ -25,13 +25,18 @@ class Context;  // cli/command.h
 
 namespace mariposa::cli {
 
-// One option: its names ("-n", "--limit"; the last is the canonical one),
+// One option: its names ("-n", "--limit"; the first long one is canonical),
 // its value's placeholder ("N"; empty for a switch) and one line of help.
 struct Flag {
   std::vector<std::string> names;
   std::string value;
   std::string help;
-  const std::string& name() const { return names.back(); }
+  const std::string& name() const {
+    for (const std::string& n : names) {
+      if (n.size() > 2 && n[0] == '-' && n[1] == '-') return n;
+    }
+    return names.front();
+  }
 };
 
 // An option parsed: switches given, values given (the last one wins) and

@@ -10,7 +10,12 @@ Result Agent(Context& c, const std::string& addr) {
   auto stub = v1::HealthAgent::NewStub(grpc::CreateChannel(addr, grpc::InsecureChannelCredentials()));
   v1::ListChecksRequest req;
   v1::ListChecksResponse resp;
-  RETURN_IF_ERROR(c.d().Check(stub->ListChecks(c.d().Ctx().get(), req, &resp)));
+  grpc::Status st = stub->ListChecks(c.d().Ctx().get(), req, &resp);
+  if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return Err(absl::StrCat("cannot reach the health agent at ", addr, " (", st.error_message(),
+                            "); is mariposa-health running there? --agent takes its --listen address"));
+  }
+  RETURN_IF_ERROR(c.d().Check(st));
   if (c.Structured()) {
     c.Print(resp);
     return 0;
