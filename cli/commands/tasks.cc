@@ -15,10 +15,14 @@ Result AddTask(Context& c, const Parsed& p, const std::string& kind) {
            {"--service", req.mutable_services()}}) {
     for (const std::string& v : SplitList(p.Value(flag))) field->Add(std::string(v));
   }
-  if (kind == "reprovision") {
+  // Set only when given: an unset canary is the manifest's update.canary,
+  // an explicit 0 is "all".
+  if (p.Has("--canary")) {
     ASSIGN_OR_RETURN(int64_t canary, p.Int("--canary", 0, 0));
-    ASSIGN_OR_RETURN(int64_t rolling, p.Int("--rolling", 0, 1));
     req.set_canary(canary);
+  }
+  if (p.Has("--rolling")) {
+    ASSIGN_OR_RETURN(int64_t rolling, p.Int("--rolling", 0, 1));
     req.set_rolling(rolling);
   }
   req.set_project(c.project());
