@@ -70,6 +70,18 @@ cli::Registry Build() {
 
 std::string Overview() { return Commands().Overview(kIntro, kFooter); }
 
+// "admin token" for the words "admin token crate": the deepest group of
+// commands the words name; "" when the first word is none.
+std::string DeepestNode(const std::vector<std::string>& words) {
+  std::string node;
+  for (const std::string& w : words) {
+    std::string next = node.empty() ? w : absl::StrCat(node, " ", w);
+    if (!Commands().IsNode(next)) break;
+    node = next;
+  }
+  return node;
+}
+
 // The help the words ask for: a command's, a node's ("meta"), or the
 // overview.
 absl::StatusOr<std::string> HelpFor(const std::vector<std::string>& words) {
@@ -82,13 +94,7 @@ absl::StatusOr<std::string> HelpFor(const std::vector<std::string>& words) {
     if (r.IsNode((*cmd)->path)) help += "\n" + r.NodeHelp((*cmd)->path);
     return help;
   }
-  // A node: as deep as the words go.
-  std::string node;
-  for (const std::string& w : words) {
-    std::string next = node.empty() ? w : absl::StrCat(node, " ", w);
-    if (!r.IsNode(next)) break;
-    node = next;
-  }
+  std::string node = DeepestNode(words);
   if (node.empty()) return cmd.status();
   return r.NodeHelp(node);
 }
@@ -119,9 +125,10 @@ const cli::Registry& Commands() {
 int Run(const std::vector<std::string>& args, const Io& io) {
   std::ostream& err = *io.err;
   const cli::Registry& reg = Commands();
-  auto usage_error = [&](const std::string& msg, const cli::Command* cmd) {
+  auto usage_error = [&](const std::string& msg, const cli::Command* cmd, const std::string& node = "") {
     err << "mariposa: " << msg << "\n";
     if (cmd != nullptr) err << reg.Usage(*cmd) << "`mariposa " << cmd->path << " --help` for more\n";
+    else if (!node.empty()) err << "`mariposa " << node << " --help` lists its commands\n";
     else err << "`mariposa --help` for usage\n";
     return 2;
   };
@@ -148,7 +155,7 @@ int Run(const std::vector<std::string>& args, const Io& io) {
   if (words.empty()) return usage_error("no command given", nullptr);
   size_t used = 0;
   auto found = reg.Find(words, &used);
-  if (!found.ok()) return usage_error(std::string(found.status().message()), nullptr);
+  if (!found.ok()) return usage_error(std::string(found.status().message()), nullptr, DeepestNode(words));
   const cli::Command& cmd = **found;
   // The command's own arguments: what is left once its path's words go.
   std::vector<std::string> argv;

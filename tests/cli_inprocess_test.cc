@@ -101,7 +101,7 @@ TEST_F(CliInProcess, EveryCommand) {
       {{"-j", "jupiter", "meta", "get"}, 2, "usage: mariposa -j PROJECT meta get KEY"},
       {{"-j", "jupiter", "versions", "extra"}, 2, "too many arguments for versions: \"extra\" (it takes none)"},
       {{"meta", "list"}, 2, "no project: pass -j PROJECT"},
-      {{"meta", "--help"}, 0, "meta set KEY VALUE"},
+      {{"meta", "--help"}, 0, "meta set KEY [VALUE|-]"},
       {{"help", "events"}, 0, "-f, --follow"},
       {{"stauts"}, 2, "did you mean \"status\""},
       {{"--request-timeout", "nope", "project", "list"}, 2, "--request-timeout"},

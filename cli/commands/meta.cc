@@ -54,7 +54,9 @@ Result Set(Context& c, const Parsed& p) {
     return Usage("a secret value is not taken from the command line (ps and shell history show it): "
                  "`mariposa meta set KEY --secret` prompts for it; `… meta set KEY - --secret` reads stdin");
   }
-  if (a.size() != 2 && !secret) return Usage("expected meta set KEY VALUE");
+  if (a.size() != 2 && !secret) {
+    return Usage("expected meta set KEY VALUE (or KEY --secret, which prompts for the value, or KEY - to read stdin)");
+  }
   ASSIGN_OR_RETURN(auto cas, Cas(p));
   std::string value = a.size() == 2 ? a[1] : "-";
   if (value == "-") value = c.ReadValue(absl::StrCat("value of ", a[0], " (not shown): "));
@@ -159,7 +161,7 @@ void AddMeta(cli::Registry& r) {
   r.Add({.path = "meta get", .args = "KEY", .summary = "one value (a secret shows as <secret>)", .group = g,
          .min_args = 1, .max_args = 1, .project = req, .run = Get});
   r.Add({.path = "meta set",
-         .args = "KEY VALUE | KEY [-] --secret",
+         .args = "KEY [VALUE|-]",
          .summary = "set a value; a secret is prompted for, or read from stdin with -",
          .help = "A secret is never read from the command line (ps and shell history show it): `meta set KEY\n"
                  "--secret` prompts for it without echo, `meta set KEY - --secret` reads stdin. mariposad seals it\n"
