@@ -64,6 +64,13 @@ class Context {
   std::ostream& err() { return err_; }
   bool Structured() const { return output_.Structured(); }
   void Print(const google::protobuf::Message& m) { output_.Print(m); }
+  // With -o json|yaml: prints the reply as it is and says so (the command is
+  // done); with tables, false.
+  bool PrintIfStructured(const google::protobuf::Message& m) {
+    if (!Structured()) return false;
+    Print(m);
+    return true;
+  }
   void PrintRecords(const std::vector<Record>& r) { output_.PrintRecords(r); }
   void Table(const std::vector<std::string>& header, const Rows& rows) { output_.Table(header, rows); }
 

@@ -10,10 +10,7 @@ const std::string kGroup = "Log and controller";
 Result Status(Context& c, const Parsed&) {
   v1::StatusResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().admin->Status(c.d().Ctx().get(), {}, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   std::ostream& out = c.out();
   out << "mode:     " << resp.mode() << "\nversion:  " << resp.version() << "\npid:      " << resp.pid() << "\n";
   if (resp.mode() == "active" || resp.mode() == "readonly") {  // the others have no store open

@@ -73,10 +73,7 @@ Result RunApply(Context& c, const Parsed& p, bool dry_run) {
   req.set_message(p.Value("--message").value_or(""));
   v1::ApplyResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->Apply(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   if (!resp.changed()) {
     c.out() << "no changes: version " << resp.version().number() << " is current\n";
   } else {

@@ -7,10 +7,7 @@ namespace {
 Result WhoAmI(Context& c, const Parsed&) {
   v1::WhoAmIResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().auth->WhoAmI(c.d().Ctx().get(), {}, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   std::ostream& out = c.out();
   out << "name:      " << resp.name() << "\nmethod:    " << resp.method() << "\ntransport: " << resp.transport()
       << "\npeer:      " << resp.peer() << "\nroles:     ";
@@ -42,10 +39,7 @@ Result CanI(Context& c, const Parsed& p) {
 Result Permissions(Context& c, const Parsed&) {
   v1::PermissionsResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().auth->Permissions(c.d().Ctx().get(), {}, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   Rows rows;
   for (const auto& r : resp.rules()) rows.push_back({r.method(), r.permission(), r.global() ? "every project" : "per project"});
   c.Table({"RPC", "LEAST ROLE", "GRANT NEEDED ON"}, rows);

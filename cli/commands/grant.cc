@@ -28,10 +28,7 @@ Result Ungrant(Context& c, const Parsed& p) {
 Result Grants(Context& c, const Parsed&) {
   v1::ListGrantsResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().auth->ListGrants(c.d().Ctx().get(), {}, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   Rows rows;
   for (const auto& g : resp.grants()) {
     rows.push_back({g.subject(), g.role(), g.project().empty() ? "*" : g.project(), Time(g.created_at()), g.created_by()});

@@ -16,10 +16,7 @@ Result Agent(Context& c, const std::string& addr) {
                             "); is mariposa-health running there? --agent takes its --listen address"));
   }
   RETURN_IF_ERROR(c.d().Check(st));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   c.out() << "agent " << resp.agent_id() << ": " << resp.checks_size() << " checks\n";
   Rows rows;
   for (const auto& k : resp.checks()) {
@@ -38,10 +35,7 @@ Result Health(Context& c, const Parsed& p) {
   req.set_project(c.project());
   v1::GetHealthResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().state->GetHealth(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   Rows rows;
   for (const auto& k : resp.checks()) {
     rows.push_back({k.alias().empty() ? k.instance() : k.alias(), k.check(), k.type(), k.target(), k.state(),

@@ -25,10 +25,7 @@ Result ListImages(Context& c, const Parsed& p) {
   req.set_source(p.Has("--source"));
   v1::ListImagesResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().images->List(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   if (req.source()) c.out() << "image source " << resp.source() << " (channel " << resp.channel() << ")\n";
   ImageTable(c, resp.images());
   return 0;
@@ -39,10 +36,7 @@ Result GetImage(Context& c, const Parsed& p) {
   req.set_image(p.args()[0]);
   v1::GetImageResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().images->Get(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp.image());
-    return 0;
-  }
+  if (c.PrintIfStructured(resp.image())) return 0;
   const v1::Image& i = resp.image();
   std::ostream& out = c.out();
   out << Label(i) << " " << i.uuid() << "\n  where:     "
@@ -62,10 +56,7 @@ Result Avail(Context& c, const Parsed& p) {
   req.set_all(p.Has("--all"));
   v1::AvailResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().images->Avail(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   Rows rows;
   int errors = 0;
   for (const v1::AvailService& s : resp.services()) {
@@ -102,10 +93,7 @@ Result Changes(Context& c, const Parsed& p) {
   }
   v1::ChangesResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().images->Changes(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   c.out() << req.name() << " " << req.from() << " -> " << req.to() << ": " << resp.images_size()
           << (resp.images_size() == 1 ? " version\n" : " versions\n");
   for (const v1::Image& i : resp.images()) {
@@ -121,10 +109,7 @@ Result Import(Context& c, const Parsed& p) {
   req.set_image(p.args()[0]);
   v1::ImportImageResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().images->Import(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   if (resp.already()) {
     c.out() << Label(resp.image()) << " (" << resp.image().uuid() << ") is in IMGAPI already\n";
   } else {
@@ -152,10 +137,7 @@ Result Create(Context& c, const Parsed& p) {
   }
   v1::CreateImageResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().images->Create(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   c.out() << "created " << Label(resp.image()) << " (" << resp.image().uuid() << ") from " << *from << "; job "
           << resp.job_uuid() << ":\n";
   for (const std::string& step : resp.steps()) c.out() << "  " << step << "\n";

@@ -22,10 +22,7 @@ Result List(Context& c, const Parsed&) {
   req.set_project(c.project());
   v1::ListMetaResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->ListMeta(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   Rows rows;
   for (const auto& e : resp.entries()) {
     rows.push_back({e.key(), e.value(), e.source(), e.cas_id() ? absl::StrCat(e.cas_id()) : "-", e.secret() ? "yes" : "no"});

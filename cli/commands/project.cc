@@ -11,10 +11,7 @@ Result Create(Context& c, const Parsed& p) {
   req.set_owner_uuid(p.Value("--owner").value_or(""));
   v1::CreateProjectResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->CreateProject(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   c.out() << "created project " << resp.project().name() << " (" << resp.project().uuid() << ")";
   if (!resp.project().owner_uuid().empty()) c.out() << " for account " << resp.project().owner_uuid();
   c.out() << "\n";
@@ -24,10 +21,7 @@ Result Create(Context& c, const Parsed& p) {
 Result ListProjects(Context& c, const Parsed&) {
   v1::ListProjectsResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->ListProjects(c.d().Ctx().get(), {}, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   Rows rows;
   for (const auto& p : resp.projects()) {
     rows.push_back({p.name(), p.current_version_number() ? absl::StrCat(p.current_version_number()) : "-",
@@ -44,10 +38,7 @@ Result Get(Context& c, const Parsed& a) {
   if (req.project().empty()) return Usage("no project: give NAME, pass -j PROJECT or set MARIPOSA_PROJECT");
   v1::GetProjectResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->GetProject(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   const auto& p = resp.project();
   std::ostream& out = c.out();
   out << "project:     " << p.name() << "\nuuid:        " << p.uuid() << "\ndescription: " << p.description()

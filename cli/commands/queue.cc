@@ -11,10 +11,7 @@ Result ListTasks(Context& c, const Parsed& p) {
   req.set_finished_limit(static_cast<int32_t>(finished));
   v1::ListTasksResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().queue->ListTasks(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   Rows rows;
   for (const auto& t : resp.tasks()) {
     std::string progress = t.kind() == "freeze" ? "-" : absl::StrCat("+", t.created(), " -", t.deleted());

@@ -28,10 +28,7 @@ Result Rollback(Context& c, const Parsed& p) {
   req.set_force(p.Has("--force"));
   v1::RollbackResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->Rollback(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   c.out() << "rolled back: version " << resp.version().number() << " (" << resp.version().uuid()
           << ") has the content of version " << resp.version().rolled_back_to() << "\n";
   for (const auto& w : resp.warnings()) c.err() << "warning: " << w << "\n";

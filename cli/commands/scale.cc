@@ -13,10 +13,7 @@ Result Scale(Context& c, const Parsed& p) {
   req.set_dry_run(dry_run);
   v1::ScaleResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->Scale(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   if (resp.diff().empty()) {
     c.out() << "no changes\n";
     return 0;

@@ -9,10 +9,7 @@ Result Status(Context& c, const Parsed& p) {
   req.set_project(c.project());
   v1::GetStateResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().state->GetState(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   std::ostream& out = c.out();
   out << "project " << resp.project() << " at version " << resp.version() << ": "
       << (resp.converged() ? "converged" : !resp.actual_known() ? "unknown (actual state cannot be read)" : "not converged")

@@ -71,22 +71,21 @@ void AddTasks(cli::Registry& r) {
          .run = [](Context& c, const Parsed& p) { return AddTask(c, p, "reprovision"); }});
   std::vector<Flag> scope = ScopeFlags();
   for (Flag& f : WaitFlags()) scope.push_back(f);
-  r.Add({.path = "start",
-         .summary = "start stopped instances",
-         .help = "Queues a start task: stopped instances of the scope are started (not replaced) and the services\n"
-                 "run again as the manifest says.",
-         .group = g,
-         .flags = scope,
-         .project = ProjectUse::kRequired,
-         .run = [](Context& c, const Parsed& p) { return AddTask(c, p, "start"); }});
-  r.Add({.path = "stop",
-         .summary = "stop instances until start",
-         .help = "Queues a stop task: running instances of the scope are stopped and stay stopped (none is created\n"
-                 "or replaced) until `mariposa start`.",
-         .group = g,
-         .flags = scope,
-         .project = ProjectUse::kRequired,
-         .run = [](Context& c, const Parsed& p) { return AddTask(c, p, "stop"); }});
+  for (const auto& [kind, summary, help] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"start", "start stopped instances",
+            "Queues a start task: stopped instances of the scope are started (not replaced) and the services\n"
+            "run again as the manifest says."},
+           {"stop", "stop instances until start",
+            "Queues a stop task: running instances of the scope are stopped and stay stopped (none is created\n"
+            "or replaced) until `mariposa start`."}}) {
+    r.Add({.path = kind,
+           .summary = summary,
+           .help = help,
+           .group = g,
+           .flags = scope,
+           .project = ProjectUse::kRequired,
+           .run = [kind = kind](Context& c, const Parsed& p) { return AddTask(c, p, kind); }});
+  }
 }
 
 }  // namespace mariposa::cmd

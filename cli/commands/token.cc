@@ -33,10 +33,7 @@ Result Create(Context& c, const Parsed& p) {
   }
   v1::CreateTokenResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().auth->CreateToken(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   c.err() << "token " << resp.token().name() << " (" << resp.token().id() << "): " << resp.token().role() << " on "
           << Scope(resp.token().project()) << ", "
           << (resp.token().has_expires_at() ? "expires " + Time(resp.token().expires_at()) : "never expires")
@@ -49,10 +46,7 @@ Result Create(Context& c, const Parsed& p) {
 Result ListTokens(Context& c, const Parsed&) {
   v1::ListTokensResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().auth->ListTokens(c.d().Ctx().get(), {}, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   Rows rows;
   for (const auto& t : resp.tokens()) {
     rows.push_back({t.id(), t.name(), t.role(), t.project().empty() ? "*" : t.project(), Time(t.created_at()),

@@ -16,10 +16,7 @@ Result Get(Context& c, const Parsed& p) {
     c.out() << resp.version().manifest();  // byte for byte
     return 0;
   }
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   const auto& v = resp.version();
   std::ostream& out = c.out();
   out << "version: " << v.number() << "\nuuid:    " << v.uuid() << "\ncreated: " << Time(v.created_at())

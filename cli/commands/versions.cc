@@ -9,10 +9,7 @@ Result Versions(Context& c, const Parsed&) {
   req.set_project(c.project());
   v1::ListVersionsResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->ListVersions(c.d().Ctx().get(), req, &resp)));
-  if (c.Structured()) {
-    c.Print(resp);
-    return 0;
-  }
+  if (c.PrintIfStructured(resp)) return 0;
   Rows rows;
   for (const auto& v : resp.versions()) {
     std::string origin = v.origin() == "rollback" ? absl::StrCat("rollback to ", v.rolled_back_to()) : v.origin();
