@@ -49,7 +49,7 @@ absl::Status Client::Check(const grpc::Status& s) const {
     }
     return absl::DeadlineExceededError(absl::StrCat(
         "mariposad at ", addr_, " did not answer within ", absl::FormatDuration(deadlines_.request),
-        " (--request-timeout); what was asked may still happen: `mariposa events` and `mariposa status` show it"));
+        " (--request-timeout); a change it was asked for may still happen: `mariposa events` shows what did"));
   }
   // mariposad's own refusals in a state that takes no such call (readonly,
   // standby, initfail) say so themselves; any other UNAVAILABLE is gRPC's.

@@ -297,6 +297,11 @@ class FakeQueueAndState : public v1::Queue::Service, public v1::State::Service {
     resp->set_actual_known(true);
     auto* s = resp->add_services();
     s->set_name("web");
+    if (req->project() == "slow") {
+      s->set_verdict("progressing");
+      s->set_reason("1/3 ready");
+      return grpc::Status::OK;
+    }
     s->set_verdict("failed");
     s->set_reason("3 of 3 replacements failed: image not found");
     s->set_fix("mariposa -j p image import IMAGE");
@@ -355,6 +360,13 @@ TEST_F(CliAgainstFakes, FollowEndsWhenTimeoutPasses) {
   EXPECT_NE(r.out.find("8  "), std::string::npos) << r.out;  // after the newest (7)
   EXPECT_NE(r.out.find("number 9"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("number 7"), std::string::npos) << r.out;
+}
+
+TEST_F(CliAgainstFakes, WaitEndsAtTimeoutNamingIt) {
+  Ran r = Run({"-j", "slow", "reprovision", "--wait", "--timeout", "1s"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("[0s] web progressing: 1/3 ready"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("not converged after 1s (--timeout)"), std::string::npos) << r.err;
 }
 
 TEST_F(CliAgainstFakes, WaitStopsAtAFailedServiceWithItsFix) {

@@ -213,10 +213,10 @@ void PrintTask(Context& c, const v1::Task& t) {
 
 Result WaitSettled(Context& c, const std::string& project) {
   absl::Time start = c.clock->Now();
-  absl::Duration timeout =
-      c.d().deadlines().command > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(10);
+  absl::Duration asked = c.d().deadlines().command;
+  absl::Duration timeout = asked > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(10);
   auto gave_up = [&]() {
-    c.err() << "mariposa: not converged after " << absl::FormatDuration(timeout)
+    c.err() << "mariposa: not converged after " << absl::FormatDuration(asked > absl::ZeroDuration() ? asked : timeout)
             << " (--timeout); `mariposa status -v` and `mariposa queue list` show where it stands\n";
     return 1;
   };
