@@ -37,6 +37,34 @@ absl::StatusOr<int> SchemaOf(const std::string& path) {
   return row ? static_cast<int>(st.Int(0)) : 0;
 }
 
+// Every secret meta value of the copy opens with the key mariposad will
+// use: sealed again with its current key, as mariposad does at start (the
+// copy is not in place yet, so a refusal changes nothing).
+absl::Status OpenSecrets(const std::string& copy, ProjectStore* store, const RestoreSecrets& secrets, int* count) {
+  {
+    ASSIGN_OR_RETURN(auto db, Database::Open(copy));
+    ASSIGN_OR_RETURN(auto st, db->Prepare("SELECT count(*) FROM meta WHERE secret = 1"));
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    *count = row ? static_cast<int>(st.Int(0)) : 0;
+  }
+  if (*count == 0) return absl::OkStatus();
+  if (secrets.codec == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "it holds ", *count, " secret meta values and there is no secrets key at ", secrets.key_path,
+        ": mariposad could not open them. Put the key file that sealed them there (0600, with any .retired keys "
+        "beside it), or name it with --secrets-key"));
+  }
+  store->SetSecretCodec(secrets.codec);
+  auto resealed = store->ResealSecrets();
+  if (!resealed.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "its secret meta values do not open with the secrets key ", secrets.key_path, " (", resealed.status().message(),
+        "). Restore with the key file that sealed them (--secrets-key FILE; a rotated-out key is kept as "
+        "KEYFILE.KEYID.retired)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CopyFile(const std::string& from, const std::string& to) {
   int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
   if (in < 0) return Errno(absl::StrCat("cannot read backup ", from));
@@ -63,7 +91,8 @@ absl::Status CopyFile(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std::string& data_dir, const Clock* clock) {
+absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std::string& data_dir,
+                                           const RestoreSecrets& secrets, const Clock* clock) {
   if (!Exists(backup)) return absl::NotFoundError(absl::StrCat("backup ", backup, " does not exist"));
   if (!Exists(data_dir)) {
     return absl::NotFoundError(absl::StrCat("data dir ", data_dir, " does not exist; give mariposad's --data-dir"));
@@ -113,6 +142,7 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
       // Closed at the end of this scope: SQLite folds its WAL into the copy.
       auto opened = SqliteProjectStore::Open(copy, clock);
       verified = opened.ok() ? (*opened)->Verify() : opened.status();
+      if (verified.ok()) verified = OpenSecrets(copy, opened->get(), secrets, &r.secrets);
       if (verified.ok()) {
         auto projects = (*opened)->ListProjects();
         auto last = (*opened)->LastEventIndex();
@@ -122,7 +152,7 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
     }
     if (!verified.ok()) {
       cleanup();
-      return absl::InvalidArgumentError(absl::StrCat(backup, " failed verification; nothing was changed: ",
+      return absl::InvalidArgumentError(absl::StrCat(backup, " failed verification: ",
                                                      verified.message()));
     }
   }

@@ -9,10 +9,34 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "projects/sqlite_store.h"
 
 namespace mariposa {
 namespace {
+
+// "sealed:v1:KEY:PLAIN": opens only what one of its keys sealed.
+class TestCodec : public SecretCodec {
+ public:
+  explicit TestCodec(std::vector<std::string> keys) : keys_(std::move(keys)) {}
+  std::string Seal(absl::string_view plain, absl::string_view) const override {
+    return absl::StrCat("sealed:v1:", keys_[0], ":", plain);
+  }
+  absl::StatusOr<std::string> Unseal(absl::string_view sealed, absl::string_view) const override {
+    for (const std::string& k : keys_) {
+      std::string prefix = absl::StrCat("sealed:v1:", k, ":");
+      if (absl::StartsWith(sealed, prefix)) return std::string(sealed.substr(prefix.size()));
+    }
+    return absl::PermissionDeniedError("sealed with a key this key file does not have");
+  }
+  bool SealedWithCurrentKey(absl::string_view value) const override {
+    return absl::StartsWith(value, absl::StrCat("sealed:v1:", keys_[0], ":"));
+  }
+
+ private:
+  std::vector<std::string> keys_;
+};
 
 class RestoreTest : public ::testing::Test {
  protected:
@@ -43,7 +67,7 @@ class RestoreTest : public ::testing::Test {
 TEST_F(RestoreTest, PutsTheBackupInPlaceAndKeepsTheOldStore) {
   MakeStore(dir_ + "/src.db", {"mars", "venus"}, dir_ + "/backup.db");
   MakeStore(data_ + "/mariposa.db", {"jupiter"});
-  auto r = RestoreStore(dir_ + "/backup.db", data_, &clock_);
+  auto r = RestoreStore(dir_ + "/backup.db", data_, {}, &clock_);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->projects, 2);
   EXPECT_EQ(Projects(data_ + "/mariposa.db"), (std::vector<std::string>{"mars", "venus"}));
@@ -54,7 +78,7 @@ TEST_F(RestoreTest, PutsTheBackupInPlaceAndKeepsTheOldStore) {
   EXPECT_EQ(st.st_mode & 0777, 0600);
   EXPECT_NE(stat((data_ + "/mariposa.db.restoring").c_str(), &st), 0) << "no copy left behind";
   // Again at the same instant: the store kept the first time is not replaced.
-  auto again = RestoreStore(dir_ + "/backup.db", data_, &clock_);
+  auto again = RestoreStore(dir_ + "/backup.db", data_, {}, &clock_);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_NE(again->moved_aside, r->moved_aside);
   EXPECT_EQ(Projects(r->moved_aside), std::vector<std::string>{"jupiter"});
@@ -69,7 +93,7 @@ TEST_F(RestoreTest, RefusesWhileMariposadHoldsTheDataDir) {
   ASSERT_EQ(write(fd, "4242\n", 5), 5);
   // flock locks belong to the open file: a second open in this process
   // conflicts as another process's would.
-  auto r = RestoreStore(dir_ + "/backup.db", data_, &clock_);
+  auto r = RestoreStore(dir_ + "/backup.db", data_, {}, &clock_);
   close(fd);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(r.status()));
@@ -80,7 +104,7 @@ TEST_F(RestoreTest, RefusesWhileMariposadHoldsTheDataDir) {
 TEST_F(RestoreTest, RefusesACorruptOrForeignFileAndChangesNothing) {
   MakeStore(data_ + "/mariposa.db", {"jupiter"});
   std::ofstream(dir_ + "/garbage.db") << "this is not SQLite at all, just text that is long enough to look like a file";
-  auto r = RestoreStore(dir_ + "/garbage.db", data_, &clock_);
+  auto r = RestoreStore(dir_ + "/garbage.db", data_, {}, &clock_);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
   // A SQLite file that is not a Mariposa store.
@@ -88,7 +112,7 @@ TEST_F(RestoreTest, RefusesACorruptOrForeignFileAndChangesNothing) {
     auto db = Database::Open(dir_ + "/other.db");
     ASSERT_TRUE((*db)->Exec("CREATE TABLE t (x)").ok());
   }
-  r = RestoreStore(dir_ + "/other.db", data_, &clock_);
+  r = RestoreStore(dir_ + "/other.db", data_, {}, &clock_);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("not a Mariposa store"), std::string::npos) << r.status();
   // A backup damaged in the middle (a page overwritten).
@@ -99,12 +123,12 @@ TEST_F(RestoreTest, RefusesACorruptOrForeignFileAndChangesNothing) {
     ASSERT_EQ(pwrite(fd, junk.data(), junk.size(), 4096 * 2), 4096);
     close(fd);
   }
-  r = RestoreStore(dir_ + "/damaged.db", data_, &clock_);
+  r = RestoreStore(dir_ + "/damaged.db", data_, {}, &clock_);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(Projects(data_ + "/mariposa.db"), std::vector<std::string>{"jupiter"}) << "unchanged";
   struct stat st;
   EXPECT_NE(stat((data_ + "/mariposa.db.restoring").c_str(), &st), 0);
-  EXPECT_FALSE(RestoreStore(dir_ + "/missing.db", data_, &clock_).ok());
+  EXPECT_FALSE(RestoreStore(dir_ + "/missing.db", data_, {}, &clock_).ok());
 }
 
 TEST_F(RestoreTest, RefusesANewerSchema) {
@@ -114,9 +138,41 @@ TEST_F(RestoreTest, RefusesANewerSchema) {
     ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 999").ok());
   }
   MakeStore(data_ + "/mariposa.db", {"jupiter"});
-  auto r = RestoreStore(dir_ + "/newer.db", data_, &clock_);
+  auto r = RestoreStore(dir_ + "/newer.db", data_, {}, &clock_);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("newer mariposad"), std::string::npos) << r.status();
+}
+
+// The secrets in a backup open with the key mariposad will use, or the
+// restore is refused and nothing changes.
+TEST_F(RestoreTest, SecretsMustOpenWithTheKey) {
+  TestCodec key_a({"aaaa"});
+  {
+    auto store = SqliteProjectStore::Open(dir_ + "/src.db", &clock_);
+    ASSERT_TRUE(store.ok());
+    (*store)->SetSecretCodec(&key_a);
+    auto p = (*store)->CreateProject("mars", "", "test");
+    ASSERT_TRUE(p.ok());
+    ASSERT_TRUE((*store)->SetMeta(p->uuid, "password", "hunter2", true, std::nullopt, "test").ok());
+    ASSERT_TRUE((*store)->Backup(dir_ + "/backup.db").ok());
+  }
+  MakeStore(data_ + "/mariposa.db", {"jupiter"});
+  TestCodec key_b({"bbbb"});
+  auto r = RestoreStore(dir_ + "/backup.db", data_, {&key_b, "/keys/b"}, &clock_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("do not open with the secrets key /keys/b"), std::string::npos) << r.status();
+  r = RestoreStore(dir_ + "/backup.db", data_, {nullptr, "/keys/none"}, &clock_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("holds 1 secret meta values and there is no secrets key at /keys/none"),
+            std::string::npos)
+      << r.status();
+  EXPECT_EQ(Projects(data_ + "/mariposa.db"), std::vector<std::string>{"jupiter"}) << "unchanged";
+  // A rotated key: the new one seals, the retired one still opens.
+  TestCodec rotated({"cccc", "aaaa"});
+  r = RestoreStore(dir_ + "/backup.db", data_, {&rotated, "/keys/c"}, &clock_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->secrets, 1);
+  EXPECT_EQ(Projects(data_ + "/mariposa.db"), std::vector<std::string>{"mars"});
 }
 
 }  // namespace

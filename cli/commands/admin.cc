@@ -1,5 +1,8 @@
 // mariposa admin status|state|backup|restore|rotate-key: the controller.
 #include "cli/command.h"
+#include <sys/stat.h>
+
+#include "auth/sealer.h"
 #include "projects/restore.h"
 
 namespace mariposa::cmd {
@@ -100,18 +103,33 @@ Result Backup(Context& c, const Parsed& p) {
 // Local: the store is a file of a stopped mariposad, not an RPC.
 Result Restore(Context& c, const Parsed& p) {
   const std::string& backup = p.args()[0];
-  auto r = RestoreStore(backup, p.Value("--data-dir").value_or("/var/lib/mariposa"), c.clock);
+  const std::string data_dir = p.Value("--data-dir").value_or("/var/lib/mariposa");
+  // The key mariposad will open the secrets with; never created here.
+  RestoreSecrets secrets{nullptr, p.Value("--secrets-key").value_or(data_dir + "/secrets.key")};
+  std::unique_ptr<auth::Sealer> sealer;
+  if (struct stat st; stat(secrets.key_path.c_str(), &st) == 0) {
+    auto opened = auth::Sealer::Open(secrets.key_path);
+    if (!opened.ok()) {
+      return Err(absl::StrCat("restore refused (nothing was changed): cannot load the secrets key ", secrets.key_path,
+                              ": ", opened.status().message()));
+    }
+    sealer = *std::move(opened);
+    secrets.codec = sealer.get();
+  }
+  auto r = RestoreStore(backup, data_dir, secrets, c.clock);
   if (!r.ok()) return Err(absl::StrCat("restore refused (nothing was changed): ", r.status().message()));
   if (c.Structured()) {
     c.PrintRecords({{{"store", r->store},
                      {"moved_aside", r->moved_aside},
                      {"schema", absl::StrCat(r->schema)},
                      {"projects", absl::StrCat(r->projects)},
-                     {"last_event", absl::StrCat(r->last_event)}}});
+                     {"last_event", absl::StrCat(r->last_event)},
+                     {"secrets", absl::StrCat(r->secrets)}}});
     return 0;
   }
   c.out() << "restored " << backup << " to " << r->store << ": schema " << r->schema << ", " << r->projects
-          << " projects, events up to " << r->last_event << "\n";
+          << " projects, events up to " << r->last_event << ", " << r->secrets << " secrets (they open with "
+          << secrets.key_path << ")\n";
   if (!r->moved_aside.empty()) c.out() << "the store it replaced is kept as " << r->moved_aside << "\n";
   c.out() << "start mariposad now; it converges the data center to the restored goal state.\n";
   return 0;
@@ -162,9 +180,12 @@ void AddAdmin(cli::Registry& r) {
          .summary = "put a backup in place of a stopped mariposad's store",
          .help = "Run where mariposad's data dir is, with mariposad stopped (refused while it runs). The backup is\n"
                  "copied, opened and verified; only then is the current store moved aside as\n"
-                 "mariposa.db.before-restore-STAMP and the copy put in its place.",
+                 "mariposa.db.before-restore-STAMP and the copy put in its place. Every secret meta value of the\n"
+                 "backup must open with the secrets key mariposad will use (a key rotated out since is kept as\n"
+                 "KEYFILE.KEYID.retired and still opens them); without a key file a backup with secrets is refused.",
          .group = kGroup,
-         .flags = {{{"--data-dir"}, "DIR", "mariposad's --data-dir (/var/lib/mariposa)"}},
+         .flags = {{{"--data-dir"}, "DIR", "mariposad's --data-dir (/var/lib/mariposa)"},
+                   {{"--secrets-key"}, "FILE", "mariposad's --secrets-key (DIR/secrets.key): every secret must open with it"}},
          .min_args = 1,
          .max_args = 1,
          .daemon = false,
