@@ -221,6 +221,20 @@ TEST_F(CliInProcess, EveryCommand) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("use it in a manifest as image: inproc-golden@1.0.0"), std::string::npos) << r.out;
 
+  // A restore elsewhere: the backup's secret must open with the key given.
+  r = Run({"-j", "jupiter", "meta", "set", "pw", "-", "--secret"}, "s3cret\n");
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(Run({"admin", "backup", "with-secret.db"}).code, 0);
+  const std::string elsewhere = *dir_ + "/elsewhere";
+  ASSERT_EQ(system(("mkdir -p " + elsewhere).c_str()), 0);
+  r = Run({"admin", "restore", *dir_ + "/backups/with-secret.db", "--data-dir", elsewhere});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("there is no secrets key at " + elsewhere + "/secrets.key"), std::string::npos) << r.err;
+  r = Run({"admin", "restore", *dir_ + "/backups/with-secret.db", "--data-dir", elsewhere, "--secrets-key",
+           *dir_ + "/data/secrets.key"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 secrets (they open with " + *dir_ + "/data/secrets.key)"), std::string::npos) << r.out;
+
   // Every registered command ran at least once above.
   for (const cli::Command& c : cmd::Commands().commands()) {
     EXPECT_TRUE(covered.count(c.path)) << "no in-process test runs `mariposa " << c.path << "`";
