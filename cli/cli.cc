@@ -246,9 +246,7 @@ int Main(int argc, char** argv, const Clock* clock) {
                            "MARIPOSA_TOKEN", "MARIPOSA_TOKEN_FILE", "MARIPOSA_CONTEXT", "MARIPOSA_CONFIG", "NO_COLOR"}) {
     if (const char* v = std::getenv(name); v != nullptr && *v) io.env[name] = v;
   }
-  io.dial = [](const std::string& addr, const auth::ClientCredentials& creds, const grpc::ChannelArguments& args) {
-    return auth::Dial(addr, creds, args);
-  };
+  io.dial = cli::DefaultDialer();
   return Run(std::vector<std::string>(argv + 1, argv + argc), io);
 }
 

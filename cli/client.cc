@@ -6,6 +6,12 @@
 
 namespace mariposa::cli {
 
+Dialer DefaultDialer() {
+  return [](const std::string& addr, const auth::ClientCredentials& creds, const grpc::ChannelArguments& args) {
+    return auth::Dial(addr, creds, args);
+  };
+}
+
 absl::Status Client::Connect() {
   // Message limits set on purpose: requests up to what the server takes,
   // replies up to the largest it sends (projects/limits.h).

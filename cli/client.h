@@ -31,6 +31,9 @@ namespace mariposa::cli {
 using Dialer = std::function<absl::StatusOr<std::shared_ptr<grpc::Channel>>(
     const std::string& addr, const auth::ClientCredentials& creds, const grpc::ChannelArguments& args)>;
 
+// auth::Dial: TCP, TLS or a Unix socket, as the address and credentials say.
+Dialer DefaultDialer();
+
 struct Deadlines {
   absl::Duration request = absl::Seconds(35);  // --request-timeout
   absl::Duration command;                      // --timeout; zero: none

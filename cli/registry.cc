@@ -39,6 +39,14 @@ std::string FlagLines(const std::vector<Flag>& flags) {
   return out;
 }
 
+// "  meta set KEY [VALUE|-]     set a value": a command in a list (the
+// overview, a group's help); a long synopsis puts the summary on its own line.
+std::string SummaryLine(const Command& c) {
+  std::string left = absl::StrCat("  ", c.path, c.args.empty() ? "" : " " + c.args);
+  return absl::StrCat(left, left.size() <= 38 ? std::string(40 - left.size(), ' ') : "\n" + std::string(40, ' '),
+                      c.summary, "\n");
+}
+
 // Words joined into lines of at most `width`, continuation lines indented.
 std::string Wrap(const std::vector<std::string>& words, size_t width, size_t indent) {
   std::string out, line;
@@ -225,9 +233,7 @@ std::string Registry::NodeHelp(const std::string& path) const {
   std::string out = absl::StrCat("usage: mariposa ", path, " COMMAND ...\n\n");
   for (const Command& c : commands_) {
     if (!absl::StartsWith(c.path, path + " ")) continue;
-    std::string left = absl::StrCat("  ", c.path, c.args.empty() ? "" : " " + c.args);
-    absl::StrAppend(&out, left, left.size() <= 38 ? std::string(40 - left.size(), ' ') : "\n" + std::string(40, ' '),
-                    c.summary, "\n");
+    absl::StrAppend(&out, SummaryLine(c));
   }
   absl::StrAppend(&out, "\n`mariposa ", path, " COMMAND --help` for one of them.\n");
   return out;
@@ -243,9 +249,7 @@ std::string Registry::Overview(const std::string& intro, const std::string& foot
     absl::StrAppend(&out, g, "\n");
     for (const Command& c : commands_) {
       if (c.group != g) continue;
-      std::string left = absl::StrCat("  ", c.path, c.args.empty() ? "" : " " + c.args);
-      absl::StrAppend(&out, left, left.size() <= 38 ? std::string(40 - left.size(), ' ') : "\n" + std::string(40, ' '),
-                      c.summary, "\n");
+      absl::StrAppend(&out, SummaryLine(c));
     }
   }
   absl::StrAppend(&out, "\nGlobal options\n", FlagLines(globals_), "\n", footer);
@@ -268,6 +272,15 @@ std::string Registry::Completion(const std::string& shell) const {
     global_names.insert(global_names.end(), f.names.begin(), f.names.end());
     if (!f.value.empty()) global_values.insert(global_values.end(), f.names.begin(), f.names.end());
   }
+  // Options whose value is a path complete file names.
+  std::set<std::string> paths;
+  auto add_paths = [&paths](const std::vector<Flag>& flags) {
+    for (const Flag& f : flags) {
+      if (f.value == "FILE" || f.value == "DIR") paths.insert(f.names.begin(), f.names.end());
+    }
+  };
+  add_paths(globals_);
+  for (const Command& c : commands_) add_paths(c.flags);
   for (const auto& [alias, word] : aliases_) aliases.push_back(absl::StrCat("[ \"$w\" = ", alias, " ] && w=", word));
   return absl::StrCat(
       "# mariposa ", shell, " completion: source <(mariposa completion ", shell, ")\n",
@@ -281,8 +294,8 @@ std::string Registry::Completion(const std::string& shell) const {
       "  case \"$prev\" in\n"
       "    -j|--project)\n"
       "      COMPREPLY=( $(compgen -W \"$(mariposa -o json project list 2>/dev/null | sed -n 's/.*\"name\": \"\\([^\"]*\\)\".*/\\1/p')\" -- \"$cur\") )\n"
-      "      return ;;\n"
-      "    -f|--file|--ca|--cert|--key|--token-file|--prepare|--data-dir) COMPREPLY=( $(compgen -f -- \"$cur\") ); return ;;\n"
+      "      return ;;\n",
+      paths.empty() ? "" : absl::StrCat("    ", absl::StrJoin(paths, "|"), ") COMPREPLY=( $(compgen -f -- \"$cur\") ); return ;;\n"),
       "    -o|--output) COMPREPLY=( $(compgen -W \"table json yaml\" -- \"$cur\") ); return ;;\n"
       "  esac\n"
       "  path=\"\"\n"

@@ -34,12 +34,6 @@ Ran RunCli(const std::vector<std::string>& args, const std::map<std::string, std
   return {code, out.str(), err.str()};
 }
 
-cli::Dialer RealDialer() {
-  return [](const std::string& addr, const auth::ClientCredentials& creds, const grpc::ChannelArguments& args) {
-    return auth::Dial(addr, creds, args);
-  };
-}
-
 // The command path (as the registry names it) an invocation runs.
 std::string PathOf(const std::vector<std::string>& args) {
   std::vector<std::string> rest;
@@ -75,7 +69,7 @@ class CliInProcess : public ::testing::Test {
   // `mariposa --addr ADDR args...`, in this process.
   static Ran Run(std::vector<std::string> args, const std::string& stdin_text = "") {
     args.insert(args.begin(), {"--addr", daemon_->addr()});
-    return RunCli(args, {{"MARIPOSA_CONFIG", *dir_ + "/config.yaml"}}, RealDialer(), stdin_text);
+    return RunCli(args, {{"MARIPOSA_CONFIG", *dir_ + "/config.yaml"}}, cli::DefaultDialer(), stdin_text);
   }
   static std::string* dir_;
   static Tritonsim* sim_;
