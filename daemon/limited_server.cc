@@ -67,26 +67,29 @@ class LimitedServer::Generic final : public grpc::CallbackGenericService {
   const AdminImpl* admin_;
 };
 
-absl::StatusOr<std::unique_ptr<LimitedServer>> LimitedServer::Start(const std::vector<std::string>& addresses,
+absl::StatusOr<std::unique_ptr<LimitedServer>> LimitedServer::Start(const std::vector<LimitedListener>& listeners,
                                                                     LimitedState state) {
   std::unique_ptr<LimitedServer> s(new LimitedServer());
   s->admin_ = std::make_unique<AdminImpl>(std::move(state));
   s->generic_ = std::make_unique<Generic>(s->admin_.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder b;
-  std::vector<int> ports(addresses.size(), 0);
-  for (size_t i = 0; i < addresses.size(); ++i) {
-    b.AddListeningPort(addresses[i], grpc::InsecureServerCredentials(), &ports[i]);
+  std::vector<int> ports(listeners.size(), 0);
+  for (size_t i = 0; i < listeners.size(); ++i) {
+    const LimitedListener& l = listeners[i];
+    b.AddListeningPort(l.address, l.credentials != nullptr ? l.credentials : grpc::InsecureServerCredentials(),
+                       &ports[i]);
   }
   b.RegisterService(s->admin_.get());
   b.RegisterCallbackGenericService(s->generic_.get());
   s->server_ = b.BuildAndStart();
   if (s->server_ == nullptr) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", addresses.empty() ? "nothing" : addresses[0]));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listeners.empty() ? "nothing" : listeners[0].address));
   }
   s->server_->GetHealthCheckService()->SetServingStatus(false);
-  for (size_t i = 0; i < addresses.size(); ++i) {
-    const std::string& a = addresses[i];
+  for (size_t i = 0; i < listeners.size(); ++i) {
+    const std::string& a = listeners[i].address;
     if (a.rfind("unix:", 0) == 0) {
       s->addresses_.push_back(a);
     } else {

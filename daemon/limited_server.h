@@ -21,6 +21,7 @@
 namespace grpc {
 class Server;
 class CallbackGenericService;
+class ServerCredentials;
 }  // namespace grpc
 
 namespace mariposa {
@@ -40,11 +41,19 @@ struct LimitedState {
   std::function<std::string()> unavailable;
 };
 
+// One address to answer on (gRPC form: "127.0.0.1:7741", "unix:/path")
+// and its credentials: TLS for a --listen with --tls-cert, none (insecure)
+// when null.
+struct LimitedListener {
+  std::string address;
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+};
+
 class LimitedServer {
  public:
-  // Listens on each of `addresses` (gRPC form: "127.0.0.1:7741",
-  // "unix:/path"); returns the bound addresses with ports resolved.
-  static absl::StatusOr<std::unique_ptr<LimitedServer>> Start(const std::vector<std::string>& addresses,
+  // Listens on each of `listeners`; addresses() are the bound addresses
+  // with ports resolved, in the same order.
+  static absl::StatusOr<std::unique_ptr<LimitedServer>> Start(const std::vector<LimitedListener>& listeners,
                                                               LimitedState state);
   ~LimitedServer();
   const std::vector<std::string>& addresses() const { return addresses_; }

@@ -264,13 +264,43 @@ std::thread OnSignal(sigset_t sigs, std::function<void(int)> f) {
 
 // A Unix socket for a limited server, unless its path is too long for one
 // (then the TCP address alone serves; said in the log).
-void AddSocket(std::vector<std::string>* at, const std::string& path) {
+void AddSocket(std::vector<mariposa::LimitedListener>* at, const std::string& path) {
   if (path.empty()) return;
   if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
     mariposa::LogInfo("no Unix socket: the path is too long; the TCP address serves", {{"socket", path}});
     return;
   }
-  at->push_back("unix:" + path);
+  at->push_back({"unix:" + path, nullptr});
+}
+
+// --tls-cert, --tls-key and --tls-client-ca read into gRPC's credentials;
+// the error names the file that cannot be read.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerTls(const std::string& cert_path,
+                                                                   const std::string& key_path,
+                                                                   const std::string& client_ca_path) {
+  grpc::SslServerCredentialsOptions so(client_ca_path.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                                              : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  // Read, and at least PEM of the right kind: gRPC itself only says it
+  // cannot listen.
+  auto pem = [](const std::string& path, const std::string& what, const std::string& kind,
+                std::string* out) -> absl::Status {
+    auto text = mariposa::auth::ReadSmallFile(path, what);
+    if (!text.ok()) return text.status();
+    if (!absl::StrContains(*text, "-----BEGIN ") || !absl::StrContains(*text, kind + "-----")) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " ", path, " is not PEM (no \"-----BEGIN …", kind,
+                                                     "-----\" block)"));
+    }
+    *out = *std::move(text);
+    return absl::OkStatus();
+  };
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  if (absl::Status s = pem(cert_path, "TLS certificate", "CERTIFICATE", &pair.cert_chain); !s.ok()) return s;
+  if (absl::Status s = pem(key_path, "TLS key", "PRIVATE KEY", &pair.private_key); !s.ok()) return s;
+  so.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!client_ca_path.empty()) {
+    if (absl::Status s = pem(client_ca_path, "client CA", "CERTIFICATE", &so.pem_root_certs); !s.ok()) return s;
+  }
+  return grpc::SslServerCredentials(so);
 }
 
 std::string WhatTheLockSays(const std::vector<std::string>& holder) {
@@ -297,7 +327,7 @@ struct Limited {
   std::unique_ptr<mariposa::LimitedServer> server;
   std::string error;
 };
-Limited StartLimited(const std::vector<std::string>& addresses, mariposa::LimitedState state,
+Limited StartLimited(const std::vector<mariposa::LimitedListener>& addresses, mariposa::LimitedState state,
                      const std::string& addr_file) {
   Limited out;
   auto server = mariposa::LimitedServer::Start(addresses, std::move(state));
@@ -314,7 +344,8 @@ Limited StartLimited(const std::vector<std::string>& addresses, mariposa::Limite
 // has it, becomes the active mariposad by executing itself again with the
 // same arguments (same pid, the lock handed over in MARIPOSAD_LOCK_FD), so
 // that the active starts exactly as any other. Returns only to exit.
-int RunStandby(const std::string& data_dir, const std::vector<std::string>& addresses, const std::string& addr_file,
+int RunStandby(const std::string& data_dir, const std::vector<mariposa::LimitedListener>& addresses,
+               const std::string& addr_file,
                const sigset_t& sigs, char** original_argv, absl::Time started) {
   std::string path = data_dir + "/mariposad.lock";
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -541,8 +572,8 @@ int main(int argc, char** argv) {
   std::string lock_err;
   int lock_fd = LockDataDir(data_dir, &lock_err);
   if (lock_fd < 0 && standby) {
-    std::vector<std::string> at;
-    if (!standby_listen.empty()) at.push_back(standby_listen);
+    std::vector<mariposa::LimitedListener> at;
+    if (!standby_listen.empty()) at.push_back({standby_listen, nullptr});
     AddSocket(&at, socket_path == "none" ? "" : data_dir + "/mariposad-standby.sock");
     return RunStandby(data_dir, at, addr_file, sigs, original_argv, started);
   }
@@ -551,6 +582,8 @@ int main(int argc, char** argv) {
     std::cerr << "mariposad: " << lock_err << "\n";
     return 1;
   }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> tls_credentials = nullptr;
+  if (tls) tls_credentials = ServerTls(tls_cert, tls_key, tls_client_ca);
   // A failure to start: exit 1, or (--on-init-failure serve) stay up in
   // state initfail, answering `admin status` with it on --listen and the
   // socket until stopped.
@@ -578,8 +611,10 @@ int main(int argc, char** argv) {
       return absl::StrCat("mariposad failed to start (initfail): ", error, ". Fix: ", fix,
                           " (`mariposa admin status` says more)");
     };
-    std::vector<std::string> at;
-    if (!tls) at.push_back(listen);
+    // --listen with its TLS, or not at all when the TLS files are what
+    // failed (never in clear instead).
+    std::vector<mariposa::LimitedListener> at;
+    if (!tls || tls_credentials.ok()) at.push_back({listen, tls ? *tls_credentials : nullptr});
     if (socket_path != "none") {
       unlink(socket_path.c_str());  // a stale socket: the lock is ours
       AddSocket(&at, socket_path);
@@ -599,6 +634,14 @@ int main(int argc, char** argv) {
     limited.server->Shutdown();
     return 1;
   };
+  if (!tls_credentials.ok()) {
+    mariposa::LogError("cannot read the TLS files; not serving", {{"error", tls_credentials.status().ToString()}});
+    return init_failed(absl::StrCat("cannot serve TLS on ", listen), std::string(tls_credentials.status().message()),
+                       "make --tls-cert, --tls-key (and --tls-client-ca) readable by mariposad (docs/security.md), "
+                       "or point them at the right files, then restart",
+                       "mariposad does not serve on --listen; nothing is read, changed or converged; running "
+                       "instances are not touched");
+  }
   std::string store_path = data_dir + "/mariposa.db";
   mariposa::StoreRefusal refusal;
   auto store = mariposa::OpenStore(data_dir, init, clock, &refusal);
@@ -829,25 +872,7 @@ int main(int argc, char** argv) {
                                                                               : " (loopback: the caller's uid, or a token)"));
     locals.push_back(*std::move(l));
   } else if (tls) {
-    grpc::SslServerCredentialsOptions so(tls_client_ca.empty()
-                                             ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                                             : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
-    auto cert = mariposa::auth::ReadSmallFile(tls_cert, "TLS certificate");
-    auto key = mariposa::auth::ReadSmallFile(tls_key, "TLS key");
-    if (!cert.ok() || !key.ok()) {
-      std::cerr << "mariposad: " << (cert.ok() ? key.status() : cert.status()).message() << "\n";
-      return 1;
-    }
-    so.pem_key_cert_pairs.push_back({*key, *cert});
-    if (!tls_client_ca.empty()) {
-      auto ca = mariposa::auth::ReadSmallFile(tls_client_ca, "client CA");
-      if (!ca.ok()) {
-        std::cerr << "mariposad: " << ca.status().message() << "\n";
-        return 1;
-      }
-      so.pem_root_certs = *ca;
-    }
-    builder.AddListeningPort(listen, grpc::SslServerCredentials(so), &port);
+    builder.AddListeningPort(listen, *tls_credentials, &port);
   } else {
     builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
     mariposa::LogError("listening without TLS on a non-loopback address (--insecure-listen): tokens and secrets "

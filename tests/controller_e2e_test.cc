@@ -3,6 +3,9 @@
 // active, readonly, initfail, scheduled backups and restore. Real
 // mariposad, tritonsim and CLI on loopback.
 #include <dirent.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -228,6 +231,56 @@ TEST_F(ControllerTest, InitfailStatesWhyItDoesNotServe) {
   RunResult plain = RunProcess(DaemonArgs("127.0.0.1:0"));
   EXPECT_EQ(plain.exit_code, 1);
   EXPECT_NE(plain.err.find("Fix:"), std::string::npos) << plain.err;
+}
+
+// With TLS on --listen, initfail answers there over TLS (never in clear);
+// when the TLS files are what cannot be read, it is initfail itself and
+// answers on the Unix socket only.
+TEST_F(ControllerTest, InitfailAnswersOverTls) {
+  ASSERT_EQ(MakeCa(dir_, "ca"), "");
+  ASSERT_EQ(MakeCert(dir_, "ca", "server"), "");
+  {
+    ServerProcess d(DaemonArgs("127.0.0.1:0"), dir_ + "/first");
+    ASSERT_TRUE(d.Start()) << d.log();
+    ASSERT_EQ(d.Stop(), 0);
+  }
+  WriteFile(dir_ + "/data/mariposa.db", "");
+  for (const char* f : {"/data/mariposa.db-wal", "/data/mariposa.db-shm"}) unlink((dir_ + f).c_str());
+  char tmpl[] = "/tmp/mpcXXXXXX";
+  std::string sock_dir = mkdtemp(tmpl);
+  std::string sock = "unix:" + sock_dir + "/s";
+  std::vector<std::string> tls = {"--tls-cert", dir_ + "/server.pem", "--tls-key", dir_ + "/server.key",
+                                  "--socket", sock_dir + "/s", "--on-init-failure", "serve"};
+  {
+    ServerProcess d(DaemonArgs("127.0.0.1:0", tls), dir_ + "/d");
+    ASSERT_TRUE(d.Start()) << d.log();
+    RunResult st = Cli(d.addr(), {"--ca", dir_ + "/ca.pem", "-o", "json", "admin", "status"});
+    ASSERT_EQ(st.exit_code, 0) << st.err;
+    EXPECT_EQ(json::parse(st.out).value("mode", ""), "initfail") << st.out;
+    RunResult clear = Cli(d.addr(), {"--request-timeout", "2s", "admin", "status"});
+    EXPECT_EQ(clear.exit_code, 1) << "no answer in clear on a TLS --listen: " << clear.out;
+    EXPECT_EQ(Status(sock).value("mode", ""), "initfail");
+    EXPECT_EQ(d.Stop(), 1);
+  }
+  // The key cannot be read: initfail says which file, on the socket.
+  tls[3] = dir_ + "/missing.key";
+  ServerProcess d(DaemonArgs("127.0.0.1:0", tls), dir_ + "/d2");
+  ASSERT_TRUE(d.Start()) << d.log();
+  EXPECT_EQ(d.addr(), sock) << "the TLS --listen is not served without its key";
+  json st = Status(sock);
+  EXPECT_EQ(st.value("mode", ""), "initfail") << st.dump();
+  ASSERT_GE(st["problems"].size(), 1u) << st.dump();
+  EXPECT_NE(st["problems"][0].value("reason", "").find("missing.key"), std::string::npos) << st.dump();
+  EXPECT_NE(st["problems"][0].value("error", "").find("cannot serve TLS"), std::string::npos) << st.dump();
+  EXPECT_EQ(d.Stop(), 1);
+  // A file that is not PEM is named too (gRPC alone says "cannot listen").
+  WriteFile(dir_ + "/garbage.pem", "not a certificate\n");
+  RunResult garbage = RunProcess(DaemonArgs("127.0.0.1:0", {"--tls-cert", dir_ + "/garbage.pem", "--tls-key",
+                                                            dir_ + "/server.key"}));
+  EXPECT_EQ(garbage.exit_code, 1);
+  EXPECT_NE(garbage.err.find("garbage.pem is not PEM"), std::string::npos) << garbage.err;
+  unlink((sock_dir + "/s").c_str());
+  rmdir(sock_dir.c_str());
 }
 
 }  // namespace

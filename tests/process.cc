@@ -36,6 +36,31 @@ void WriteFile(const std::string& path, const std::string& text) {
   f << text;
 }
 
+namespace {
+std::string Openssl(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/openssl"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunResult r = RunProcess(argv);
+  return r.exit_code == 0 ? "" : "openssl failed: " + r.err;
+}
+}  // namespace
+
+std::string MakeCa(const std::string& dir, const std::string& ca) {
+  return Openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                  dir + "/" + ca + ".key", "-out", dir + "/" + ca + ".pem", "-days", "2", "-subj", "/CN=" + ca});
+}
+
+std::string MakeCert(const std::string& dir, const std::string& ca, const std::string& name) {
+  std::string base = dir + "/" + name;
+  std::string err = Openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                             base + ".key", "-out", base + ".csr", "-subj", "/CN=" + name});
+  if (!err.empty()) return err;
+  WriteFile(base + ".ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
+  return Openssl({"x509", "-req", "-in", base + ".csr", "-CA", dir + "/" + ca + ".pem", "-CAkey",
+                  dir + "/" + ca + ".key", "-CAcreateserial", "-out", base + ".pem", "-days", "2", "-extfile",
+                  base + ".ext"});
+}
+
 std::string TempDir(const std::string& name) {
   const char* base = std::getenv("TEST_TMPDIR");
   std::string tmpl = std::string(base ? base : "/tmp") + "/" + name + ".XXXXXX";

@@ -96,6 +96,12 @@ std::string TempDir(const std::string& name);
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& text);
 
+// With the openssl command, in `dir`: a CA `ca` (ca.pem, ca.key), and a
+// certificate `name` (CN, SANs 127.0.0.1 and localhost) signed by it
+// (name.pem, name.key). Empty on success, else openssl's stderr.
+std::string MakeCa(const std::string& dir, const std::string& ca);
+std::string MakeCert(const std::string& dir, const std::string& ca, const std::string& name);
+
 }  // namespace mariposa::testing
 
 #endif  // MARIPOSA_TESTS_PROCESS_H_

@@ -137,33 +137,14 @@ class SecurityTest : public ::testing::Test {
     WriteFile(path, token + "\n");
     return path;
   }
-  void Openssl(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {"/usr/bin/openssl"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    RunResult r = RunProcess(argv);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  }
-  // CA `ca`, and a certificate `name` (CN) signed by it, with SANs.
-  void MakeCa(const std::string& ca) {
-    Openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
-             dir_ + "/" + ca + ".key", "-out", dir_ + "/" + ca + ".pem", "-days", "2", "-subj", "/CN=" + ca});
-  }
-  void MakeCert(const std::string& ca, const std::string& name) {
-    std::string base = dir_ + "/" + name;
-    Openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", base + ".key",
-             "-out", base + ".csr", "-subj", "/CN=" + name});
-    WriteFile(base + ".ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
-    Openssl({"x509", "-req", "-in", base + ".csr", "-CA", dir_ + "/" + ca + ".pem", "-CAkey", dir_ + "/" + ca + ".key",
-             "-CAcreateserial", "-out", base + ".pem", "-days", "2", "-extfile", base + ".ext"});
-  }
   // The daemon on TLS (client certificates verified against "ca"), with its
   // Unix socket at a short path for the local admin.
   void StartTls() {
-    MakeCa("ca");
-    MakeCert("ca", "server");
-    MakeCert("ca", "alice");
-    MakeCa("evil");
-    MakeCert("evil", "mallory");
+    ASSERT_EQ(MakeCa(dir_, "ca"), "");
+    ASSERT_EQ(MakeCert(dir_, "ca", "server"), "");
+    ASSERT_EQ(MakeCert(dir_, "ca", "alice"), "");
+    ASSERT_EQ(MakeCa(dir_, "evil"), "");
+    ASSERT_EQ(MakeCert(dir_, "evil", "mallory"), "");
     char tmpl[] = "/tmp/mpsXXXXXX";
     sock_dir_ = mkdtemp(tmpl);
     daemon_ = std::make_unique<ServerProcess>(
