@@ -387,6 +387,13 @@ TEST_F(WireTest, ControlApiAndCtl) {
   EXPECT_EQ(second->status, 500);
   EXPECT_EQ(Body(second)["code"], "InternalError");
   EXPECT_EQ(Get("/ping")->status, 200);
+  // A long outage, ended by `fail OP 0`: the later call replaces it.
+  r = RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "fail", "Ping", "100000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Get("/ping")->status, 503);
+  r = RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "fail", "Ping", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Get("/ping")->status, 200);
   r = RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "stats"});
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, ::testing::HasSubstr("\"servers\": 3"));

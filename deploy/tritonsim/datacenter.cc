@@ -327,18 +327,18 @@ Reply DataCenter::Stats() {
 
 void DataCenter::FailNext(const std::string& op, int n, int status, int hang_ms) {
   absl::MutexLock l(&mu_);
-  for (int i = 0; i < n; ++i) failures_[op].emplace_back(status, hang_ms);
+  failures_[op] = {std::max(n, 0), status, hang_ms};
 }
 
 bool DataCenter::TakeFailure(const std::string& op, Reply* reply, int* hang_ms) {
   absl::MutexLock l(&mu_);
   op_counts_[op]++;
   auto it = failures_.find(op);
-  if (it == failures_.end() || it->second.empty()) return false;
-  auto f = it->second.front();
-  it->second.erase(it->second.begin());
-  *hang_ms = f.second;
-  *reply = Error(f.first ? f.first : 503, f.first == 500 ? "InternalError" : "ServiceUnavailable",
+  if (it == failures_.end() || it->second.remaining == 0) return false;
+  const Failure& f = it->second;
+  --it->second.remaining;
+  *hang_ms = f.hang_ms;
+  *reply = Error(f.status ? f.status : 503, f.status == 500 ? "InternalError" : "ServiceUnavailable",
                  "injected failure of " + op);
   return true;
 }

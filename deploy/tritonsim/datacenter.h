@@ -123,7 +123,8 @@ class DataCenter {
   Reply Stats();
 
   // Fails the next `n` calls of `op` (e.g. "CreateVm") with `status`
-  // (500/503), or hangs them for `hang_ms` when status is 0.
+  // (500/503), or hangs them for `hang_ms` when status is 0. Replaces what
+  // was asked for `op` before: n = 0 ends an injected outage.
   void FailNext(const std::string& op, int n, int status, int hang_ms);
   // Consumes one injected failure for `op`, if any. Returns false when the
   // call should proceed.
@@ -305,7 +306,12 @@ class DataCenter {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   uint64_t event_seq_ = 0;
   uint32_t block_start_ = 0;  // StartAddressesAtBlock's first host index
-  std::map<std::string, std::vector<std::pair<int, int>>> failures_;  // op -> [(status, hang_ms)]
+  struct Failure {
+    int remaining = 0;
+    int status = 503;
+    int hang_ms = 0;
+  };
+  std::map<std::string, Failure> failures_;  // by op
   std::map<std::string, int64_t> op_counts_;
   bool stop_ = false;
   std::thread loop_;

@@ -55,7 +55,8 @@ ctl commands (URL from --addr or $TRITONSIM_URL):
   write-file VM PATH TEXT                    a file in the guest: under /zones/VM/data/ on its
                                              delegate dataset (kept by reprovision), else on its root
   files VM                                   the guest's files and how often it was reprovisioned
-  fail OP N [STATUS]                         the next N calls of OP answer STATUS (503)
+  fail OP N [STATUS]                         the next N calls of OP answer STATUS (503);
+                                             replaces an earlier `fail OP`: N = 0 ends it
   slow OP N MS                               the next N calls of OP wait MS first
   knobs [--job-latency MS] [--job-jitter F] [--job-failure-rate F] [--api-latency MS]
   stats
