@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "convergence/images.h"
+#include "convergence/memory_codec.h"
 #include "convergence/meta_drift.h"
 #include "convergence/observer.h"
 #include "convergence/placement.h"
@@ -622,6 +623,52 @@ void Reconciler::AdoptCoreZones(Snapshot* s) {
   }
 }
 
+void Reconciler::RecallMemory(const ProjectRecord& p) {
+  {
+    absl::MutexLock l(&mu_);
+    if (projects_[p.uuid].memory_recalled) return;
+  }
+  std::map<std::string, ServiceMemory> kept;
+  std::string body;
+  auto text = store_->GetControllerMemory(p.uuid);
+  if (text.ok() && !text->empty()) {
+    auto decoded = DecodeMemory(*text);
+    if (decoded.ok()) {
+      kept = *std::move(decoded);
+      body = *text;
+    } else {
+      text = decoded.status();
+    }
+  }
+  if (!text.ok()) {
+    // Advisory: without it, backoffs and crash loops start counting again.
+    LogWarn("the project's kept memory cannot be read; it starts with none",
+            {{"project", p.name}, {"error", text.status().ToString()}});
+  } else if (!kept.empty()) {
+    LogInfo("kept memory recalled", {{"project", p.name}, {"services", absl::StrCat(kept.size())}});
+  }
+  absl::MutexLock l(&mu_);
+  ProjectState& ps = projects_[p.uuid];
+  if (ps.memory_recalled) return;
+  ps.memory_recalled = true;
+  ps.memory = std::move(kept);
+  ps.memory_kept = std::move(body);
+}
+
+void Reconciler::KeepMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory,
+                            std::vector<Problem>* problems) {
+  std::string body = EncodeMemory(memory);
+  {
+    absl::MutexLock l(&mu_);
+    if (projects_[p.uuid].memory_kept == body) return;
+  }
+  absl::Status st = store_->PutControllerMemory(p.uuid, body);
+  StoreError(p.name, problems, "the project's memory of failures (backoff, crash loops)", st);
+  if (!st.ok()) return;
+  absl::MutexLock l(&mu_);
+  projects_[p.uuid].memory_kept = std::move(body);
+}
+
 absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_jobs, absl::Duration* observe,
                                              absl::Time* listed) {
   Snapshot s;
@@ -642,6 +689,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   s.policy.replace_interval = options_.replace_interval;
   s.policy.max_jobs_per_project = std::max(1, options_.max_jobs_per_project);
   absl::Time now = clock_->Now();
+  RecallMemory(s.project);
   {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(uuid);
@@ -1130,6 +1178,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
     from->jitter = s.jitter;
     backlog_from = std::move(from);
   }
+  KeepMemory(p, d.memory, &problems);
   {
     absl::MutexLock l(&mu_);
     ProjectState& ps = projects_[p.uuid];
@@ -1290,6 +1339,7 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   std::vector<JobRecord> sent;
   if (!steps.empty()) sent = Send(*from, steps, {}, {}, {}, &memory, &r, &events, &problems);
   StoreError(from->project.name, &problems, "events", store_->AppendEvents(events));
+  if (r.failed > 0) KeepMemory(from->project, memory, &problems);
   {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(uuid);

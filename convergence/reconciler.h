@@ -217,6 +217,12 @@ class Reconciler {
   std::vector<ApiProblem> ApiProblems() const;
   // Updates `instances` (the last listing) with the VMs of the jobs that
   // ended; false when one could not be read.
+  // The kept memory (memory_codec.h) of project `p`: recalled from the
+  // store once, before its first sync; kept when it changes (a failed write
+  // is one of `problems`, and tried again at the next change).
+  void RecallMemory(const ProjectRecord& p);
+  void KeepMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory,
+                  std::vector<Problem>* problems);
   bool RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,
                     const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances);
 
@@ -233,6 +239,11 @@ class Reconciler {
     std::set<std::string> adopted;  // core zones whose adoption was announced
     std::string name;
     std::map<std::string, ServiceMemory> memory;  // by service
+    // `memory` is read from the store at the project's first sync after
+    // mariposad starts, and written back when it changes (memory_kept:
+    // what the store holds).
+    bool memory_recalled = false;
+    std::string memory_kept;
     int in_flight = 0;                            // jobs in flight after the last sync
     std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's
     PlanCache plan;                               // used by the one worker syncing the project

@@ -6,51 +6,51 @@
 namespace mariposa::convergence {
 
 bool ServiceHistory::Failure(const RestartPolicy& p, absl::Time now, double jitter) {
-  failures_.push_back(now);
-  last_failure_ = now;
-  while (!failures_.empty() && now - failures_.front() > p.window) failures_.pop_front();
-  ++consecutive_;
-  ++backoff_steps_;
-  absl::Duration backoff = p.backoff_base * std::pow(2.0, std::min(backoff_steps_ - 1, 30));
+  s_.failures.push_back(now);
+  s_.last_failure = now;
+  while (!s_.failures.empty() && now - s_.failures.front() > p.window) s_.failures.pop_front();
+  ++s_.consecutive;
+  ++s_.backoff_steps;
+  absl::Duration backoff = p.backoff_base * std::pow(2.0, std::min(s_.backoff_steps - 1, 30));
   backoff = std::min(backoff, p.backoff_cap) * (0.5 + 0.5 * std::clamp(jitter, 0.0, 1.0));
-  next_attempt_ = now + backoff;
-  if (!crashlooping_ && p.max_attempts > 0 &&
-      (static_cast<int>(failures_.size()) >= p.max_attempts || consecutive_ >= p.max_attempts)) {
-    crashlooping_ = true;
+  s_.next_attempt = now + backoff;
+  if (!s_.crashlooping && p.max_attempts > 0 &&
+      (static_cast<int>(s_.failures.size()) >= p.max_attempts || s_.consecutive >= p.max_attempts)) {
+    s_.crashlooping = true;
     return true;
   }
   return false;
 }
 
 void ServiceHistory::Success() {
-  backoff_steps_ = 0;
-  next_attempt_ = absl::InfinitePast();
+  s_.backoff_steps = 0;
+  s_.next_attempt = absl::InfinitePast();
 }
 
 void ServiceHistory::Reset() {
-  failures_.clear();
-  consecutive_ = 0;
-  backoff_steps_ = 0;
-  crashlooping_ = false;
-  last_failure_ = absl::InfinitePast();
-  next_attempt_ = absl::InfinitePast();
+  s_.failures.clear();
+  s_.consecutive = 0;
+  s_.backoff_steps = 0;
+  s_.crashlooping = false;
+  s_.last_failure = absl::InfinitePast();
+  s_.next_attempt = absl::InfinitePast();
 }
 
 bool ServiceHistory::Paused(const RestartPolicy& p, absl::Time now) const {
-  return crashlooping_ && !failures_.empty() && now - failures_.back() < p.window;
+  return s_.crashlooping && !s_.failures.empty() && now - s_.failures.back() < p.window;
 }
 
 bool ServiceHistory::EndPauseIfOver(const RestartPolicy& p, absl::Time now) {
-  if (!crashlooping_ || Paused(p, now)) return false;
-  crashlooping_ = false;
-  failures_.clear();
+  if (!s_.crashlooping || Paused(p, now)) return false;
+  s_.crashlooping = false;
+  s_.failures.clear();
   return true;
 }
 
 int64_t ServiceHistory::ReplaceBudget(int64_t count, absl::Duration interval, absl::Time now) {
-  while (!replaced_.empty() && now - replaced_.front() >= interval) replaced_.pop_front();
+  while (!s_.replaced.empty() && now - s_.replaced.front() >= interval) s_.replaced.pop_front();
   int64_t budget = std::max<int64_t>(1, count / 10);
-  return std::max<int64_t>(0, budget - static_cast<int64_t>(replaced_.size()));
+  return std::max<int64_t>(0, budget - static_cast<int64_t>(s_.replaced.size()));
 }
 
 bool JobSlots::TryAcquire() {

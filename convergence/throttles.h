@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -24,6 +25,21 @@ struct RestartPolicy {
 
 class ServiceHistory {
  public:
+  // All it remembers, as kept in the store between runs of mariposad
+  // (convergence/memory_codec.h).
+  struct State {
+    std::deque<absl::Time> failures;
+    std::deque<absl::Time> replaced;
+    int consecutive = 0;     // failures with no instance becoming ready
+    int backoff_steps = 0;   // failures since the last successful create
+    absl::Time last_failure = absl::InfinitePast();
+    bool crashlooping = false;
+    absl::Time next_attempt = absl::InfinitePast();
+  };
+  ServiceHistory() = default;
+  explicit ServiceHistory(State s) : s_(std::move(s)) {}
+  const State& state() const { return s_; }
+
   // A create that failed (API error, failed job), an instance that died
   // within its restart window, or one replaced because it failed its health
   // checks. `jitter` in [0, 1] scales the backoff between 50 % and 100 %.
@@ -35,34 +51,28 @@ class ServiceHistory {
   void Success();
   // An instance created after the last failure became ready: the run of
   // failures in a row ends.
-  void Recovered() { consecutive_ = 0; }
-  absl::Time last_failure() const { return failures_.empty() ? last_failure_ : failures_.back(); }
-  int consecutive() const { return consecutive_; }
+  void Recovered() { s_.consecutive = 0; }
+  absl::Time last_failure() const { return s_.failures.empty() ? s_.last_failure : s_.failures.back(); }
+  int consecutive() const { return s_.consecutive; }
   // Forget everything (the service's spec changed: a new version may fix it).
   void Reset();
 
   // Creates must wait until this time (backoff after the last failure).
-  absl::Time next_attempt() const { return next_attempt_; }
+  absl::Time next_attempt() const { return s_.next_attempt; }
   // Crash-looping: replacement paused until the window since the last
   // failure has passed; then one attempt is allowed again.
   bool Paused(const RestartPolicy& p, absl::Time now) const;
-  bool crashlooping() const { return crashlooping_; }
+  bool crashlooping() const { return s_.crashlooping; }
   // Ends a crash loop whose pause is over; true if one ended.
   bool EndPauseIfOver(const RestartPolicy& p, absl::Time now);
 
   // Replacement budget: replacements for health reasons allowed now when
   // the service has `count` instances (max(1, 10 %) per `interval`).
   int64_t ReplaceBudget(int64_t count, absl::Duration interval, absl::Time now);
-  void Replaced(absl::Time now) { replaced_.push_back(now); }
+  void Replaced(absl::Time now) { s_.replaced.push_back(now); }
 
  private:
-  std::deque<absl::Time> failures_;
-  std::deque<absl::Time> replaced_;
-  int consecutive_ = 0;     // failures with no instance becoming ready
-  int backoff_steps_ = 0;   // failures since the last successful create
-  absl::Time last_failure_ = absl::InfinitePast();
-  bool crashlooping_ = false;
-  absl::Time next_attempt_ = absl::InfinitePast();
+  State s_;
 };
 
 // A counting semaphore for Triton jobs in flight across all syncs (the

@@ -192,6 +192,15 @@ const char* const kMigrations[] = {
       updated_by TEXT NOT NULL
     );
     )sql",
+    // 9: what the convergence engine remembers of a project between syncs
+    // (backoff, crash loops, agent installs), kept across restarts.
+    R"sql(
+    CREATE TABLE controller_memory (
+      project_uuid TEXT PRIMARY KEY REFERENCES projects(uuid) ON DELETE CASCADE,
+      body TEXT NOT NULL,
+      updated_at INTEGER NOT NULL
+    );
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteProjectStore::kSchemaVersion,
               "one migration per schema version");
@@ -439,6 +448,26 @@ absl::Status SqliteProjectStore::DeleteGrant(const std::string& subject, const s
                                                  project.empty() ? "every project" : absl::StrCat("project ", project)))
                       .status());
   return txn->Commit();
+}
+
+absl::StatusOr<std::string> SqliteProjectStore::GetControllerMemory(const std::string& project_uuid) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT body FROM controller_memory WHERE project_uuid = ?"));
+  st.Bind(1, project_uuid);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? st.Text(0) : std::string();
+}
+
+absl::Status SqliteProjectStore::PutControllerMemory(const std::string& project_uuid, const std::string& body) {
+  absl::MutexLock l(&mu_);
+  // A project deleted meanwhile has nothing to remember (no row to refer to).
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "INSERT INTO controller_memory (project_uuid, body, updated_at) "
+                                "SELECT uuid, ?, ? FROM projects WHERE uuid = ? "
+                                "ON CONFLICT (project_uuid) DO UPDATE SET body = excluded.body, "
+                                "updated_at = excluded.updated_at"));
+  st.Bind(1, body).Bind(2, NowMicros()).Bind(3, project_uuid);
+  return st.Run();
 }
 
 absl::StatusOr<std::string> SqliteProjectStore::GetSetting(const std::string& key) {

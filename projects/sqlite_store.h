@@ -18,7 +18,7 @@ namespace mariposa {
 class SqliteProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
-  static constexpr int kSchemaVersion = 8;
+  static constexpr int kSchemaVersion = 9;
 
   // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
   // FAILED_PRECONDITION when the file's schema is newer than this build.
@@ -63,6 +63,8 @@ class SqliteProjectStore : public ProjectStore {
   absl::Status AppendEvents(const std::vector<EventRecord>& events) override;
   absl::StatusOr<int64_t> AppendEvent(const std::string& actor, const std::string& project, const std::string& kind,
                                       const std::string& subject, const std::string& detail) override;
+  absl::StatusOr<std::string> GetControllerMemory(const std::string& project_uuid) override;
+  absl::Status PutControllerMemory(const std::string& project_uuid, const std::string& body) override;
   absl::StatusOr<std::string> GetSetting(const std::string& key) override;
   absl::Status SetSetting(const std::string& key, const std::string& value, const std::string& actor,
                           const std::string& kind, const std::string& detail) override;

@@ -244,6 +244,23 @@ TEST_F(StoreTest, EventsAreAppendOnly) {
   EXPECT_FALSE((*db)->Exec("UPDATE events SET actor = 'mallory'").ok());
 }
 
+// The convergence engine's kept memory: one body per project, replaced by
+// each put, nothing for a project that does not exist, gone with its project.
+TEST_F(StoreTest, ControllerMemoryIsKeptPerProject) {
+  auto p = store_->CreateProject("jupiter", "", "alice");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*store_->GetControllerMemory(p->uuid), "");
+  ASSERT_TRUE(store_->PutControllerMemory(p->uuid, "one").ok());
+  ASSERT_TRUE(store_->PutControllerMemory(p->uuid, "two").ok());
+  EXPECT_EQ(*store_->GetControllerMemory(p->uuid), "two");
+  std::string other = "33333333-3333-4333-8333-333333333333";
+  ASSERT_TRUE(store_->PutControllerMemory(other, "orphan").ok());
+  EXPECT_EQ(*store_->GetControllerMemory(other), "");
+  ASSERT_TRUE(store_->DeleteProject("jupiter", "alice").ok());
+  EXPECT_EQ(*store_->GetControllerMemory(p->uuid), "");
+  EXPECT_TRUE(store_->CheckIntegrity().ok());
+}
+
 TEST_F(StoreTest, MigratesFromEmptyAndFromPreviousSchema) {
   std::string path = ::testing::TempDir() + "/migrate.db";
   unlink(path.c_str());

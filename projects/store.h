@@ -307,6 +307,13 @@ class ProjectStore {
   virtual absl::Status DeleteGrant(const std::string& subject, const std::string& project,
                                    const std::string& actor) = 0;
 
+  // What the convergence engine remembers of a project between syncs
+  // (convergence/memory_codec.h; opaque here), so that a restart goes on
+  // from it: "" when nothing is kept. Put replaces it; a project that no
+  // longer exists keeps nothing, and deleting a project deletes it.
+  virtual absl::StatusOr<std::string> GetControllerMemory(const std::string& project_uuid) = 0;
+  virtual absl::Status PutControllerMemory(const std::string& project_uuid, const std::string& body) = 0;
+
   // The controller's own settings that outlive a restart (its readonly
   // state): "" when unset. SetSetting writes `value` and the event
   // (kind, subject = key, detail) in one transaction.

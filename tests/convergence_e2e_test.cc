@@ -619,6 +619,37 @@ TEST_F(ConvergenceTest, RestartDoesNotDuplicate) {
   EXPECT_EQ(Running(), (std::map<std::string, int>{{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
 }
 
+// What the controller remembers of failures outlives it: a crash-looping
+// service is still paused after kill -9 and a restart, and no create is
+// tried again before its window has passed.
+TEST_F(ConvergenceTest, CrashLoopSurvivesARestart) {
+  auto creates = [&] {
+    httplib::Client c(sim_->addr());
+    auto r = c.Get("/_sim/stats");
+    return r && r->status == 200 ? json::parse(r->body)["calls"].value("CreateVm", 0) : -1;
+  };
+  auto status = [&] { return M({"-j", "loop", "status"}).out; };
+  ASSERT_EQ(RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "fail", "CreateVm", "1000", "500"})
+                .exit_code,
+            0);
+  WriteFile(dir_ + "/loop.yaml",
+            "project: loop\nservices:\n  web:\n    image: autopilotpattern/nginx@1.4.0\n"
+            "    restart: {max_attempts: 2, window: 10m}\n");
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/loop.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return status().find("crash-looping") != std::string::npos; }, absl::Seconds(15)))
+      << status();
+  int before = creates();
+  ASSERT_GE(before, 2);
+  daemon_->Kill();
+  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // several resyncs
+  std::string out = status();
+  EXPECT_THAT(out, ::testing::HasSubstr("web      paused")) << out;
+  EXPECT_THAT(out, ::testing::HasSubstr("Error:  service web is crash-looping")) << out;
+  EXPECT_EQ(creates(), before) << "a restart tried creates again inside the crash loop's window";
+  EXPECT_THAT(daemon_->log(), ::testing::HasSubstr("kept memory recalled"));
+}
+
 }  // namespace
 }  // namespace mariposa::testing
 

@@ -1,0 +1,29 @@
+// What the controller remembers of a project's services between syncs
+// (decide.h's ServiceMemory: backoff, crash loops, the replacement budget,
+// agent install failures and a reinstall task's progress, image import
+// failures), as text kept in the store, so that a restart of mariposad or
+// a standby's takeover goes on from it instead of starting over: a
+// crash-looping service stays paused, a backoff keeps its length, a forced
+// agent reinstall does not reinstall the servers it already did.
+//
+// JSON, versioned ("v": 1). Decoding refuses text of another version or
+// shape (the caller then starts with no memory, and says so).
+#ifndef MARIPOSA_CONVERGENCE_MEMORY_CODEC_H_
+#define MARIPOSA_CONVERGENCE_MEMORY_CODEC_H_
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "convergence/decide.h"
+
+namespace mariposa::convergence {
+
+// By service. Deterministic: the same memory encodes to the same text (the
+// reconciler writes only when it changes).
+std::string EncodeMemory(const std::map<std::string, ServiceMemory>& memory);
+absl::StatusOr<std::map<std::string, ServiceMemory>> DecodeMemory(const std::string& text);
+
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_MEMORY_CODEC_H_
