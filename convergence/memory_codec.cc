@@ -48,9 +48,10 @@ ServiceHistory FromHistory(const json& j) {
   return ServiceHistory(std::move(s));
 }
 
+// install_times is not kept: a statistic of the last installs (slow
+// servers), it refills after a restart, and keeping it would write the
+// store at every install of a rollout.
 json Service(const ServiceMemory& m) {
-  json times = json::array();
-  for (absl::Duration d : m.install_times) times.push_back(absl::ToInt64Microseconds(d));
   json reinstalled = json::object();
   for (const auto& [task, servers] : m.reinstalled) reinstalled[task] = servers;
   return {{"spec_hash", m.spec_hash},
@@ -60,7 +61,6 @@ json Service(const ServiceMemory& m) {
           {"install_image", m.install_image},
           {"install_failures", m.install_failures},
           {"install_attempts", m.install_attempts},
-          {"install_times_us", times},
           {"install_retry", T(m.install_retry)},
           {"reinstalled", reinstalled},
           {"import_error", m.import_error},
@@ -76,7 +76,6 @@ ServiceMemory FromService(const json& j) {
   m.install_image = j.at("install_image").get<std::string>();
   m.install_failures = j.at("install_failures").get<std::map<std::string, std::string>>();
   m.install_attempts = j.at("install_attempts").get<std::map<std::string, int>>();
-  for (const json& d : j.at("install_times_us")) m.install_times.push_back(absl::Microseconds(d.get<int64_t>()));
   m.install_retry = FromT(j.at("install_retry"));
   for (const auto& [task, servers] : j.at("reinstalled").items()) {
     m.reinstalled[task] = servers.get<std::set<std::string>>();

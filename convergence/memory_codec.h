@@ -1,7 +1,8 @@
 // What the controller remembers of a project's services between syncs
 // (decide.h's ServiceMemory: backoff, crash loops, the replacement budget,
 // agent install failures and a reinstall task's progress, image import
-// failures), as text kept in the store, so that a restart of mariposad or
+// failures; not the last installs' durations, which refill), as text kept
+// in the store, so that a restart of mariposad or
 // a standby's takeover goes on from it instead of starting over: a
 // crash-looping service stays paused, a backoff keeps its length, a forced
 // agent reinstall does not reinstall the servers it already did.

@@ -51,7 +51,7 @@ TEST(MemoryCodec, RoundTripsEveryField) {
   EXPECT_EQ(agent.install_image, "img-1");
   EXPECT_EQ(agent.install_failures.at("cn1"), "task failed");
   EXPECT_EQ(agent.install_attempts.at("cn1"), 2);
-  EXPECT_EQ(agent.install_times, (std::vector<absl::Duration>{absl::Milliseconds(1500), absl::Seconds(3)}));
+  EXPECT_TRUE(agent.install_times.empty()) << "not kept: it refills";
   EXPECT_EQ(agent.install_retry, At(5));
   EXPECT_EQ(agent.reinstalled.at("task-1"), (std::set<std::string>{"cn2", "cn3"}));
   EXPECT_EQ(agent.import_error, "IMGAPI 503");

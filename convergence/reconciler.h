@@ -215,14 +215,14 @@ class Reconciler {
   // Remembered per API: since when it fails ("" error = fine).
   void NoteApi(const std::string& api, const absl::Status& st);
   std::vector<ApiProblem> ApiProblems() const;
-  // Updates `instances` (the last listing) with the VMs of the jobs that
-  // ended; false when one could not be read.
   // The kept memory (memory_codec.h) of project `p`: recalled from the
   // store once, before its first sync; kept when it changes (a failed write
-  // is one of `problems`, and tried again at the next change).
+  // is one of `problems`, and tried again at the next sync).
   void RecallMemory(const ProjectRecord& p);
   void KeepMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory,
                   std::vector<Problem>* problems);
+  // Updates `instances` (the last listing) with the VMs of the jobs that
+  // ended; false when one could not be read.
   bool RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,
                     const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances);
 
