@@ -118,6 +118,8 @@ Result WaitSettled(Context& c, const std::string& project);
 std::vector<std::string> SplitList(const std::optional<std::string>& v);
 // The options of --wait (and --timeout's mention in its help).
 std::vector<Flag> WaitFlags();
+// The options of each part, in order: JoinFlags({ScopeFlags(), {...}, WaitFlags()}).
+std::vector<Flag> JoinFlags(const std::vector<std::vector<Flag>>& parts);
 // --service s1,s2 and --group G (cli/commands/tasks.cc).
 std::vector<Flag> ScopeFlags();
 // apply and diff share their code (cli/commands/apply.cc).

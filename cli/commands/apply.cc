@@ -86,13 +86,13 @@ Result RunApply(Context& c, const Parsed& p, bool dry_run) {
 }
 
 void AddApply(cli::Registry& r) {
-  std::vector<Flag> flags = {
-      {{"-f", "--file"}, "FILE", "the manifest, YAML or JSON (- for stdin)"},
-      {{"-y", "--yes"}, "", "do not ask"},
-      {{"--force"}, "", "skip the --previous check and allow image downgrades; unchanged: reinstall every service"},
-      {{"--previous"}, "VERSION", "refuse unless VERSION is still current (default: the one the plan was made against)"},
-      {{"-m", "--message"}, "MESSAGE", "why, kept with the version"}};
-  for (Flag& f : WaitFlags()) flags.push_back(f);
+  std::vector<Flag> flags = JoinFlags(
+      {{{{"-f", "--file"}, "FILE", "the manifest, YAML or JSON (- for stdin)"},
+        {{"-y", "--yes"}, "", "do not ask"},
+        {{"--force"}, "", "skip the --previous check and allow image downgrades; unchanged: reinstall every service"},
+        {{"--previous"}, "VERSION", "refuse unless VERSION is still current (default: the one the plan was made against)"},
+        {{"-m", "--message"}, "MESSAGE", "why, kept with the version"}},
+       WaitFlags()});
   r.Add({.path = "apply",
          .summary = "store a manifest as a new version after showing the plan",
          .help = "Validates FILE, shows what changes against the version in force (the project and the mariposad\n"

@@ -85,6 +85,12 @@ std::vector<Flag> WaitFlags() {
           {{"--thaw"}, "", "end a freeze that covers a changed service (else the change is refused)"}};
 }
 
+std::vector<Flag> JoinFlags(const std::vector<std::vector<Flag>>& parts) {
+  std::vector<Flag> out;
+  for (const std::vector<Flag>& part : parts) out.insert(out.end(), part.begin(), part.end());
+  return out;
+}
+
 // A problem as RFD 40's `imgapiadm status` states it.
 void PrintProblem(const v1::Problem& p, std::ostream& out) {
   out << "\nError:  " << p.error() << "\nReason: " << p.reason() << "\nFix:    " << p.fix() << "\nImpact: " << p.impact()

@@ -40,9 +40,10 @@ Result Rollback(Context& c, const Parsed& p) {
 }  // namespace
 
 void AddRollback(cli::Registry& r) {
-  std::vector<Flag> flags = {{{"-y", "--yes"}, "", "do not ask"},
-                             {{"--force"}, "", "skip the check that the current version is still the one planned against"}};
-  for (Flag& f : WaitFlags()) flags.push_back(f);
+  std::vector<Flag> flags = JoinFlags(
+      {{{{"-y", "--yes"}, "", "do not ask"},
+        {{"--force"}, "", "skip the check that the current version is still the one planned against"}},
+       WaitFlags()});
   r.Add({.path = "rollback",
          .args = "VERSION",
          .summary = "a new version with the content of VERSION",

@@ -27,8 +27,7 @@ Result Scale(Context& c, const Parsed& p) {
 }  // namespace
 
 void AddScale(cli::Registry& r) {
-  std::vector<Flag> flags = {{{"--dry-run"}, "", "show the change; store nothing"}};
-  for (Flag& f : WaitFlags()) flags.push_back(f);
+  std::vector<Flag> flags = JoinFlags({{{{"--dry-run"}, "", "show the change; store nothing"}}, WaitFlags()});
   r.Add({.path = "scale",
          .args = "SERVICE=N|SERVICE=+N|SERVICE=-N ...",
          .summary = "change instance counts (a new version)",

@@ -46,17 +46,15 @@ std::vector<Flag> ScopeFlags() {
 
 void AddTasks(cli::Registry& r) {
   const std::string g = "Tasks and freezes";
-  std::vector<Flag> reprovision = ScopeFlags();
-  for (Flag f : std::vector<Flag>{
-           {{"--version"}, "V,..", "only instances created for these versions (number or uuid)"},
-           {{"--image"}, "I,..", "only instances of these images (uuid or name[@version])"},
-           {{"--server"}, "UUID,..", "only instances on these servers"},
-           {{"--instance"}, "I,..", "only these instances (uuid or alias)"},
-           {{"--canary"}, "N", "stop after N replacements (default: the manifest's update.canary; 0 = all)"},
-           {{"--rolling"}, "N", "replace N at a time instead of update.rolling"}}) {
-    reprovision.push_back(f);
-  }
-  for (Flag& f : WaitFlags()) reprovision.push_back(f);
+  std::vector<Flag> reprovision = JoinFlags(
+      {ScopeFlags(),
+       {{{"--version"}, "V,..", "only instances created for these versions (number or uuid)"},
+        {{"--image"}, "I,..", "only instances of these images (uuid or name[@version])"},
+        {{"--server"}, "UUID,..", "only instances on these servers"},
+        {{"--instance"}, "I,..", "only these instances (uuid or alias)"},
+        {{"--canary"}, "N", "stop after N replacements (default: the manifest's update.canary; 0 = all)"},
+        {{"--rolling"}, "N", "replace N at a time instead of update.rolling"}},
+       WaitFlags()});
   r.Add({.path = "reprovision",
          .summary = "roll instances onto the current version",
          .help = "Queues a reprovision task: instances at another spec are replaced by the current version's,\n"
@@ -69,8 +67,7 @@ void AddTasks(cli::Registry& r) {
          .flags = reprovision,
          .project = ProjectUse::kRequired,
          .run = [](Context& c, const Parsed& p) { return AddTask(c, p, "reprovision"); }});
-  std::vector<Flag> scope = ScopeFlags();
-  for (Flag& f : WaitFlags()) scope.push_back(f);
+  std::vector<Flag> scope = JoinFlags({ScopeFlags(), WaitFlags()});
   for (const auto& [kind, summary, help] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"start", "start stopped instances",
             "Queues a start task: stopped instances of the scope are started (not replaced) and the services\n"
