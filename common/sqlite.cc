@@ -51,6 +51,16 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   return std::unique_ptr<Database>(new Database(db, path));
 }
 
+Database::Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {
+  sqlite3_commit_hook(
+      db_,
+      [](void* self) {
+        ++static_cast<Database*>(self)->commits_seen_;
+        return 0;
+      },
+      this);
+}
+
 Database::~Database() {
   for (auto& kv : cache_) sqlite3_finalize(kv.second.stmt);
   sqlite3_close(db_);
@@ -97,8 +107,14 @@ Transaction::~Transaction() {
 }
 
 absl::Status Transaction::Commit() {
+  if (db_->before_commit_) {
+    absl::Status s = db_->before_commit_();
+    if (!s.ok()) return s;  // the destructor rolls back
+  }
   absl::Status s = db_->Exec("COMMIT");
-  if (s.ok()) done_ = true;
+  if (!s.ok()) return s;
+  done_ = true;
+  if (db_->after_commit_) db_->after_commit_();
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -87,8 +88,20 @@ class Database {
   sqlite3* raw() { return db_; }
   const std::string& path() const { return path_; }
 
+  // Run by every Transaction::Commit: `before` inside the transaction, just
+  // before COMMIT (its error rolls the transaction back), `after` once the
+  // COMMIT succeeded. The store uses them to count its commits.
+  void SetCommitHooks(std::function<absl::Status()> before, std::function<void()> after) {
+    before_commit_ = std::move(before);
+    after_commit_ = std::move(after);
+  }
+  // Every commit SQLite made on this connection, Transaction or not (its
+  // commit hook); tests compare it with the commits the store counted.
+  int64_t commits_seen() const { return commits_seen_; }
+
  private:
-  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  friend class Transaction;
+  Database(sqlite3* db, std::string path);
   struct Cached {
     sqlite3_stmt* stmt = nullptr;
     bool in_use = false;
@@ -96,6 +109,9 @@ class Database {
   sqlite3* db_;
   std::string path_;
   std::map<std::string, Cached, std::less<>> cache_;
+  std::function<absl::Status()> before_commit_;
+  std::function<void()> after_commit_;
+  int64_t commits_seen_ = 0;
 };
 
 // BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless Commit()ed.

@@ -644,7 +644,7 @@ int main(int argc, char** argv) {
   }
   std::string store_path = data_dir + "/mariposa.db";
   mariposa::StoreRefusal refusal;
-  auto store = mariposa::OpenStore(data_dir, init, clock, &refusal);
+  auto store = mariposa::OpenStore(data_dir, init, clock, &refusal, backup_dir);
   if (!store.ok()) {
     mariposa::LogError("store refused; not serving", {{"path", store_path},
                                                       {"error", refusal.error},

@@ -156,6 +156,17 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
                                                      verified.message()));
     }
   }
+  // The high-water mark belongs to the store being replaced: the restored one
+  // is older on purpose. Moved first, so a failure changes nothing else.
+  std::string mark = data_dir + "/" + kHighWaterFile;
+  if (Exists(mark)) {
+    std::string aside = absl::StrCat(mark, ".before-restore-",
+                                     absl::FormatTime("%Y%m%dT%H%M%SZ", clock->Now(), absl::UTCTimeZone()));
+    if (rename(mark.c_str(), aside.c_str()) != 0) {
+      cleanup();
+      return Errno(absl::StrCat("cannot move ", mark, " aside"));
+    }
+  }
   if (Exists(store)) {
     r.moved_aside = absl::StrCat(store, ".before-restore-",
                                  absl::FormatTime("%Y%m%dT%H%M%SZ", clock->Now(), absl::UTCTimeZone()));

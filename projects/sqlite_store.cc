@@ -3,7 +3,12 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <set>
 #include <tuple>
 
@@ -15,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/ids.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "projects/limits.h"
 
@@ -201,6 +207,15 @@ const char* const kMigrations[] = {
       updated_at INTEGER NOT NULL
     );
     )sql",
+    // 10: the count of committed transactions, for the high-water mark
+    // (projects/high_water.h).
+    R"sql(
+    CREATE TABLE store_stamp (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      commits INTEGER NOT NULL
+    );
+    INSERT INTO store_stamp (id, commits) VALUES (1, 0);
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteProjectStore::kSchemaVersion,
               "one migration per schema version");
@@ -249,8 +264,67 @@ absl::StatusOr<std::unique_ptr<SqliteProjectStore>> SqliteProjectStore::OpenAtVe
   {
     absl::MutexLock l(&store->mu_);
     RETURN_IF_ERROR(Annotate(store->Migrate(version), absl::StrCat("migrating store ", path)));
+    if (version >= 10) {
+      SqliteProjectStore* self = store.get();
+      store->db_->SetCommitHooks([self] { return self->StampLocked(); }, [self] { self->WriteMarkLocked(); });
+    }
   }
   return store;
+}
+
+SqliteProjectStore::~SqliteProjectStore() {
+  if (mark_fd_ >= 0) close(mark_fd_);
+}
+
+absl::StatusOr<HighWater> SqliteProjectStore::ReadHighWaterLocked() {
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT (SELECT commits FROM store_stamp WHERE id = 1), "
+                                         "(SELECT COALESCE(MAX(idx), 0) FROM events)"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row || st.IsNull(0)) return absl::DataLossError("the store's commit count (table store_stamp) is missing");
+  return HighWater{st.Int(0), st.Int(1)};
+}
+
+absl::Status SqliteProjectStore::StampLocked() {
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("UPDATE store_stamp SET commits = commits + 1 WHERE id = 1 "
+                                         "RETURNING commits, (SELECT COALESCE(MAX(idx), 0) FROM events)"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return absl::DataLossError("the store's commit count (table store_stamp) is missing");
+  pending_stamp_ = HighWater{st.Int(0), st.Int(1)};
+  return st.Run();
+}
+
+void SqliteProjectStore::WriteMarkLocked() {
+  if (mark_fd_ < 0) return;
+  // No fsync: the store's own commit is durable already; the mark only has to
+  // outlive the process (kill -9), and a mark older than the store refuses
+  // nothing.
+  std::string line = FormatHighWater(pending_stamp_);
+  if (pwrite(mark_fd_, line.data(), line.size(), 0) != static_cast<ssize_t>(line.size()) && !mark_failed_) {
+    mark_failed_ = true;
+    LogError("cannot write the store's high-water mark; start-up cannot check this store against it",
+             {{"path", mark_path_}, {"error", std::strerror(errno)}});
+  }
+}
+
+absl::StatusOr<HighWater> SqliteProjectStore::CurrentHighWater() {
+  absl::MutexLock l(&mu_);
+  return ReadHighWaterLocked();
+}
+
+absl::Status SqliteProjectStore::KeepHighWaterMark(const std::string& path) {
+  absl::MutexLock l(&mu_);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  if (mark_fd_ >= 0) close(mark_fd_);
+  mark_fd_ = fd;
+  mark_path_ = path;
+  ASSIGN_OR_RETURN(pending_stamp_, ReadHighWaterLocked());
+  std::string line = FormatHighWater(pending_stamp_);
+  if (pwrite(fd, line.data(), line.size(), 0) != static_cast<ssize_t>(line.size()) || ftruncate(fd, line.size()) != 0 ||
+      fsync(fd) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SqliteProjectStore::Migrate(int target) {
@@ -466,8 +540,10 @@ absl::Status SqliteProjectStore::PutControllerMemory(const std::string& project_
                                 "SELECT uuid, ?, ? FROM projects WHERE uuid = ? "
                                 "ON CONFLICT (project_uuid) DO UPDATE SET body = excluded.body, "
                                 "updated_at = excluded.updated_at"));
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
   st.Bind(1, body).Bind(2, NowMicros()).Bind(3, project_uuid);
-  return st.Run();
+  RETURN_IF_ERROR(st.Run());
+  return txn->Commit();
 }
 
 absl::StatusOr<std::string> SqliteProjectStore::GetSetting(const std::string& key) {
@@ -1174,7 +1250,10 @@ absl::StatusOr<int64_t> SqliteProjectStore::AppendEvent(const std::string& actor
                                                         const std::string& kind, const std::string& subject,
                                                         const std::string& detail) {
   absl::MutexLock l(&mu_);
-  return AppendEventLocked(actor, project, kind, subject, detail);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(int64_t index, AppendEventLocked(actor, project, kind, subject, detail));
+  RETURN_IF_ERROR(txn->Commit());
+  return index;
 }
 
 absl::Status SqliteProjectStore::AppendEvents(const std::vector<EventRecord>& events) {
@@ -1473,7 +1552,9 @@ absl::StatusOr<TaskRecord> SqliteProjectStore::SetTaskPaused(const std::string& 
 
 absl::Status SqliteProjectStore::AddTaskProgress(const std::string& uuid, const TaskProgress& d) {
   absl::MutexLock l(&mu_);
-  return AddTaskProgressLocked(uuid, d);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  RETURN_IF_ERROR(AddTaskProgressLocked(uuid, d));
+  return txn->Commit();
 }
 
 absl::Status SqliteProjectStore::AddTaskProgressLocked(const std::string& uuid, const TaskProgress& d) {

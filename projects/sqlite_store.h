@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/sqlite.h"
+#include "projects/high_water.h"
 #include "projects/store.h"
 
 namespace mariposa {
@@ -18,7 +19,7 @@ namespace mariposa {
 class SqliteProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
-  static constexpr int kSchemaVersion = 9;
+  static constexpr int kSchemaVersion = 10;
 
   // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
   // FAILED_PRECONDITION when the file's schema is newer than this build.
@@ -27,6 +28,17 @@ class SqliteProjectStore : public ProjectStore {
   // Like Open, but migrates only up to `version`; to test migrations.
   static absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenAtVersionForTest(const std::string& path,
                                                                                   const Clock* clock, int version);
+
+  ~SqliteProjectStore() override;
+
+  // The store's own count of committed transactions and its newest event.
+  absl::StatusOr<HighWater> CurrentHighWater();
+  // From now on, writes the high-water mark to `path` after every commit
+  // (and once now, synced). projects/high_water.h.
+  absl::Status KeepHighWaterMark(const std::string& path);
+  // Every commit SQLite made on this store's connection; equal to
+  // CurrentHighWater().commits' growth when every write is counted.
+  int64_t CommitsSeenForTest() { return db_->commits_seen(); }
 
   using ProjectStore::CreateProject;
   absl::StatusOr<ProjectRecord> CreateProject(const std::string& name, const std::string& description,
@@ -107,6 +119,10 @@ class SqliteProjectStore : public ProjectStore {
  private:
   SqliteProjectStore(std::unique_ptr<Database> db, const Clock* clock) : db_(std::move(db)), clock_(clock) {}
   absl::Status Migrate(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<HighWater> ReadHighWaterLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The commit hooks (run inside Transaction::Commit, under mu_).
+  absl::Status StampLocked();
+  void WriteMarkLocked();
 
   absl::StatusOr<ProjectRecord> GetProjectLocked(const std::string& name_or_uuid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Events after `after_index` in index `order` ("ASC"/"DESC"), at most `limit`.
@@ -154,6 +170,12 @@ class SqliteProjectStore : public ProjectStore {
   int64_t NowMicros() const { return absl::ToUnixMicros(clock_->Now()); }
 
   absl::Mutex mu_;
+  // The high-water mark: the stamp of the newest commit (set inside it,
+  // written out after it) and the file it is written to (-1: none).
+  HighWater pending_stamp_;
+  int mark_fd_ = -1;
+  std::string mark_path_;
+  bool mark_failed_ = false;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
   const Clock* clock_;
   const SecretCodec* codec_ ABSL_GUARDED_BY(mu_) = nullptr;

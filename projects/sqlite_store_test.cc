@@ -18,7 +18,20 @@ class StoreTest : public ::testing::Test {
     auto s = SqliteProjectStore::Open(":memory:", &clock_);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
+    seen_at_start_ = store_->CommitsSeenForTest();
+    counted_at_start_ = store_->CurrentHighWater()->commits;
   }
+  // Every commit a test made was counted for the high-water mark: a write
+  // outside a counted transaction would let a lost WAL go unnoticed.
+  void TearDown() override {
+    if (store_ == nullptr) return;
+    auto hw = store_->CurrentHighWater();
+    ASSERT_TRUE(hw.ok()) << hw.status();
+    EXPECT_EQ(hw->commits - counted_at_start_, store_->CommitsSeenForTest() - seen_at_start_)
+        << "a commit was not counted in store_stamp";
+    EXPECT_EQ(hw->last_event, *store_->LastEventIndex());
+  }
+  int64_t seen_at_start_ = 0, counted_at_start_ = 0;
 
   NewVersion Version(const std::string& project, const std::string& hash, const std::string& expected,
                      int count = 1) {

@@ -1,12 +1,19 @@
 #include "projects/store_open.h"
 
+#include <dirent.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/log.h"
+#include "common/sqlite_wal.h"
 
 namespace mariposa {
 namespace {
@@ -27,6 +34,77 @@ bool Exists(const std::string& path, off_t* size) {
   return true;
 }
 
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream b;
+  b << in.rdbuf();
+  return b.str();
+}
+
+// The newest backup in `dir` (by modification time) and what it holds,
+// read without changing it (immutable: no lock, no journal).
+struct NewestBackup {
+  std::string path;
+  absl::Time taken;
+  int64_t last_event = -1;  // -1: unreadable
+};
+std::optional<NewestBackup> FindNewestBackup(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return std::nullopt;
+  std::optional<NewestBackup> best;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (!absl::EndsWith(name, ".db")) continue;
+    std::string path = dir + "/" + name;
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    absl::Time t = absl::TimeFromTimespec(st.st_mtim);
+    if (!best || t > best->taken) best = NewestBackup{path, t};
+  }
+  closedir(d);
+  if (!best) return best;
+  sqlite3* db = nullptr;
+  std::string uri = absl::StrCat("file:", best->path, "?immutable=1");
+  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT COALESCE(MAX(idx), 0) FROM events", -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      best->last_event = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return best;
+}
+
+// The Fix of a store that would come up older than it was: keep the files,
+// restore the newest backup, and what that loses.
+std::string OlderStoreFix(const std::string& data_dir, const std::string& backup_dir,
+                          const std::optional<HighWater>& mark) {
+  std::string keep = absl::StrCat("mariposad changed nothing: keep the damaged files for analysis (cp -a ", data_dir,
+                                  " ", data_dir, ".damaged) and ");
+  std::optional<NewestBackup> b = backup_dir.empty() ? std::nullopt : FindNewestBackup(backup_dir);
+  if (!b) {
+    return absl::StrCat(keep, "restore a backup: ", kRestore, ". No backup was found in ",
+                        backup_dir.empty() ? "the backup dir" : backup_dir,
+                        "; without one, this store can only be started over (--init, losing every project)");
+  }
+  std::string loses;
+  if (b->last_event >= 0 && mark && mark->last_event > b->last_event) {
+    loses = absl::StrCat("; the restore loses what happened after ", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", b->taken,
+                                                                                      absl::UTCTimeZone()),
+                         ": events ", b->last_event + 1, "..", mark->last_event, " (", mark->last_event - b->last_event,
+                         " events) and the versions, meta and tasks they record");
+  } else {
+    loses = absl::StrCat("; the restore loses every change after ",
+                         absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", b->taken, absl::UTCTimeZone()));
+  }
+  return absl::StrCat(keep, "restore the newest backup, ", b->path, ": `mariposa admin restore ", b->path,
+                      " --data-dir ", data_dir, "` with mariposad stopped, then start it", loses,
+                      " (docs/operations.md, \"Backup and restore\")");
+}
+
 absl::Status Refuse(StoreRefusal* out, StoreRefusal r) {
   *out = std::move(r);
   return absl::FailedPreconditionError(out->ToString());
@@ -39,8 +117,10 @@ std::string StoreRefusal::ToString() const {
 }
 
 absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string& data_dir, bool init,
-                                                              const Clock* clock, StoreRefusal* refusal) {
+                                                              const Clock* clock, StoreRefusal* refusal,
+                                                              const std::string& backup_dir) {
   std::string path = data_dir + "/mariposa.db";
+  std::string mark_path = data_dir + "/" + kHighWaterFile;
   std::string marker = data_dir + "/" + kStoreMarker;
   off_t size = 0;
   bool exists = Exists(path, &size);
@@ -57,6 +137,28 @@ absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string&
                                         absl::StrCat(kImpact, ". Starting empty would also make every instance "
                                                               "tagged by Mariposa belong to no project")});
   }
+  std::optional<HighWater> mark;
+  if (std::optional<std::string> text = ReadFile(mark_path); text && !init) {
+    mark = ParseHighWater(*text);
+    if (!mark) {
+      LogError("the store's high-water mark is unreadable; this start cannot check the store against it",
+               {{"path", mark_path}});
+    }
+  }
+  // Before SQLite recovers the write-ahead log: its recovery would drop every
+  // commit after a damaged frame without a word.
+  if (exists) {
+    if (std::optional<std::string> wal = ReadFile(path + "-wal")) {
+      WalReport w = CheckWal(*wal);
+      if (!w.ok) {
+        return Refuse(refusal,
+                      StoreRefusal{absl::StrCat("the write-ahead log of store ", path, " is damaged"),
+                                   absl::StrCat(w.damage, ". Starting would serve an older store as if it were "
+                                                          "whole: acknowledged writes would be gone with no error"),
+                                   OlderStoreFix(data_dir, backup_dir, mark), kImpact});
+      }
+    }
+  }
   auto store = SqliteProjectStore::Open(path, clock);
   if (!store.ok()) {
     bool newer = absl::IsFailedPrecondition(store.status());
@@ -69,6 +171,26 @@ absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string&
   if (absl::Status s = (*store)->Verify(); !s.ok()) {
     return Refuse(refusal, StoreRefusal{absl::StrCat("store ", path, " failed verification"),
                                         std::string(s.message()), kRestore, kImpact});
+  }
+  if (mark) {
+    auto now = (*store)->CurrentHighWater();
+    if (!now.ok()) {
+      return Refuse(refusal, StoreRefusal{absl::StrCat("cannot read the commit count of store ", path),
+                                          std::string(now.status().message()), kRestore, kImpact});
+    }
+    if (std::string loss = HighWaterLoss(*mark, *now); !loss.empty()) {
+      return Refuse(refusal,
+                    StoreRefusal{absl::StrCat("store ", path, " is older than the store mariposad last wrote"),
+                                 absl::StrCat(loss, ", by its high-water mark ", mark_path,
+                                              " (written after every commit). The write-ahead log was lost or "
+                                              "damaged, or an older copy of mariposa.db was put in place"),
+                                 OlderStoreFix(data_dir, backup_dir, mark), kImpact});
+    }
+  }
+  if (absl::Status s = (*store)->KeepHighWaterMark(mark_path); !s.ok()) {
+    return Refuse(refusal, StoreRefusal{absl::StrCat("cannot write the store's high-water mark ", mark_path),
+                                        std::string(s.message()), "check the data dir's permissions and free space",
+                                        kImpact});
   }
   if (!held_one) {
     std::ofstream f(marker);

@@ -33,10 +33,19 @@ constexpr char kStoreMarker[] = "store-initialized";
 //  - the store is missing or empty in a data dir whose marker says it held
 //    one, or the file is empty (0 bytes: never left by Mariposa) — unless
 //    `init` (mariposad --init) says an empty store is wanted;
+//  - its write-ahead log is damaged so that SQLite's recovery would drop
+//    committed transactions (common/sqlite_wal.h), checked before SQLite
+//    opens anything, so the damaged files stay as they are;
 //  - the store cannot be opened, has a newer schema, lacks a table, index or
-//    trigger, fails its integrity check, or holds damaged text.
+//    trigger, fails its integrity check, or holds damaged text;
+//  - it holds fewer commits or events than its high-water mark
+//    (DATA_DIR/store-high-water, projects/high_water.h) says it had — unless
+//    `init`.
+// Then it keeps the mark after every commit. A refusal's Fix names the
+// newest backup in `backup_dir` and what restoring it loses.
 absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string& data_dir, bool init,
-                                                              const Clock* clock, StoreRefusal* refusal);
+                                                              const Clock* clock, StoreRefusal* refusal,
+                                                              const std::string& backup_dir = "");
 
 }  // namespace mariposa
 

@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/sqlite.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/process.h"
 
@@ -171,6 +172,104 @@ TEST(OpenStoreTest, ByteFlippedCopiesRefusedOrFullyReadable) {
   }
   std::cout << refused << " refused, " << readable << " readable\n";
   EXPECT_GT(refused, 0);
+}
+
+// What kill -9 of a busy mariposad leaves: a copy of the data dir taken
+// while the store is open and has written `writes` meta keys since the last
+// checkpoint, with the newest backup taken before the first of them.
+struct Killed {
+  std::string dir, backups;
+  int64_t last_event = 0;
+};
+Killed KilledWhileBusy(const std::string& name, int writes) {
+  Killed k;
+  std::string src = GoodDataDir(name + "-src");
+  k.backups = TempDir(name + "-backups");
+  StoreRefusal r;
+  auto store = OpenStore(src, false, &clock_for_test, &r, k.backups);
+  EXPECT_TRUE(store.ok()) << r.ToString();
+  EXPECT_TRUE((*store)->Backup(k.backups + "/mariposa-20260101T000000Z.db").ok());
+  std::string uuid = (*store)->GetProject("jupiter")->uuid;
+  for (int i = 0; i < writes; ++i) {
+    EXPECT_TRUE((*store)->SetMeta(uuid, "key" + std::to_string(i), std::string(500, 'v'), false, std::nullopt, "t").ok());
+  }
+  k.last_event = *(*store)->LastEventIndex();
+  k.dir = TempDir(name);
+  for (const char* f : {"/mariposa.db", "/mariposa.db-wal", "/store-high-water"}) {
+    WriteFile(k.dir + f, ReadFile(src + f));
+  }
+  WriteFile(k.dir + "/" + kStoreMarker, "x");
+  return k;  // the source store closes here; the copy never saw a clean close
+}
+
+TEST(OpenStoreTest, KilledStoreWithIntactLogStartsWithEverything) {
+  Killed k = KilledWhileBusy("killed-intact", 60);
+  StoreRefusal r;
+  auto store = OpenStore(k.dir, false, &clock_for_test, &r, k.backups);
+  ASSERT_TRUE(store.ok()) << r.ToString();
+  EXPECT_EQ(*(*store)->LastEventIndex(), k.last_event);
+  EXPECT_EQ((*store)->ListMeta((*store)->GetProject("jupiter")->uuid)->size(), 61u);
+}
+
+// Issue 31: one flipped byte in the WAL used to start a store with fewer
+// meta keys and events than were acknowledged, silently.
+TEST(OpenStoreTest, DamagedWalRefusedBeforeSqliteTouchesIt) {
+  Killed k = KilledWhileBusy("killed-flip", 60);
+  std::string wal = ReadFile(k.dir + "/mariposa.db-wal");
+  ASSERT_GT(wal.size(), 100000u);
+  wal[wal.size() / 3] ^= 0x04;
+  WriteFile(k.dir + "/mariposa.db-wal", wal);
+  std::string db = ReadFile(k.dir + "/mariposa.db");
+  StoreRefusal r;
+  auto store = OpenStore(k.dir, false, &clock_for_test, &r, k.backups);
+  ASSERT_FALSE(store.ok()) << "started on a store whose WAL drops committed transactions";
+  EXPECT_NE(r.error.find("write-ahead log"), std::string::npos) << r.ToString();
+  EXPECT_NE(r.reason.find("fails its checksum"), std::string::npos) << r.ToString();
+  EXPECT_NE(r.reason.find("committed transactions"), std::string::npos) << r.ToString();
+  // The Fix keeps the files, names the newest backup and what it loses.
+  EXPECT_NE(r.fix.find("cp -a"), std::string::npos) << r.fix;
+  EXPECT_NE(r.fix.find(k.backups + "/mariposa-20260101T000000Z.db"), std::string::npos) << r.fix;
+  EXPECT_NE(r.fix.find(absl::StrCat("..", k.last_event)), std::string::npos) << r.fix;
+  EXPECT_NE(r.impact.find("does not serve"), std::string::npos);
+  // Nothing was changed: the damaged files are as they were.
+  EXPECT_EQ(ReadFile(k.dir + "/mariposa.db-wal"), wal);
+  EXPECT_EQ(ReadFile(k.dir + "/mariposa.db"), db);
+  // Refused again on the next try, not "repaired" by the first.
+  EXPECT_FALSE(OpenStore(k.dir, false, &clock_for_test, &r, k.backups).ok());
+}
+
+// A WAL lost entirely (deleted, or an older mariposa.db copied in place):
+// SQLite sees a consistent older store; the high-water mark does not.
+TEST(OpenStoreTest, StoreBelowItsHighWaterMarkRefused) {
+  Killed k = KilledWhileBusy("killed-nowal", 60);
+  unlink((k.dir + "/mariposa.db-wal").c_str());
+  StoreRefusal r;
+  auto store = OpenStore(k.dir, false, &clock_for_test, &r, k.backups);
+  ASSERT_FALSE(store.ok()) << "started below the high-water mark";
+  EXPECT_NE(r.error.find("older than the store mariposad last wrote"), std::string::npos) << r.ToString();
+  EXPECT_NE(r.reason.find("committed transactions"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find(absl::StrCat("..", k.last_event)), std::string::npos) << r.reason;
+  EXPECT_NE(r.fix.find("mariposa-20260101T000000Z.db"), std::string::npos) << r.fix;
+  // --init starts over on purpose, mark and all.
+  EXPECT_TRUE(OpenStore(k.dir, /*init=*/true, &clock_for_test, &r, k.backups).ok()) << r.ToString();
+}
+
+TEST(OpenStoreTest, NoBackupSaysSo) {
+  Killed k = KilledWhileBusy("killed-nobackup", 5);
+  unlink((k.dir + "/mariposa.db-wal").c_str());
+  StoreRefusal r;
+  std::string empty = TempDir("killed-nobackup-none");
+  ASSERT_FALSE(OpenStore(k.dir, false, &clock_for_test, &r, empty).ok());
+  EXPECT_NE(r.fix.find("No backup was found in " + empty), std::string::npos) << r.fix;
+}
+
+TEST(OpenStoreTest, UnreadableHighWaterMarkIsRewrittenNotFatal) {
+  Killed k = KilledWhileBusy("killed-badmark", 5);
+  WriteFile(k.dir + "/store-high-water", "garbage");
+  StoreRefusal r;
+  auto store = OpenStore(k.dir, false, &clock_for_test, &r, k.backups);
+  ASSERT_TRUE(store.ok()) << r.ToString();
+  EXPECT_TRUE(ParseHighWater(ReadFile(k.dir + "/store-high-water")).has_value());
 }
 
 }  // namespace
