@@ -1378,11 +1378,12 @@ void Decider::Verdicts() {
         if (i->spec_hash == g.record.spec_hash) ++v.stale_meta;
         continue;
       }
-      // Ready for the verdict: healthy when it has checks, running when it
-      // has none. (The rollout floor also waits out start.window for
-      // instances without checks — InstanceReady — before it removes more.)
-      if (!i->checked || i->health == "healthy") ++v.ready;
-      else ++v.checks_pending;
+      // Ready: the one definition the rollouts use too (InstanceReady):
+      // healthy when it has checks, else running for start.window; and so
+      // for update.min_healthy_time.
+      if (InstanceReady(*i, now_, goal.start_window, goal.min_healthy_time)) ++v.ready;
+      else if (i->checked) ++v.checks_pending;
+      else ++v.starting;
     }
     auto held = hold_reason_.find(svc);
     auto task = open_task.find(svc);
@@ -1407,7 +1408,7 @@ void Decider::Verdicts() {
     }
     if (ImportVerdict(svc, &v)) continue;
     bool exact = v.ready == g.record.count && live == g.record.count && v.old_spec == 0 && v.broken == 0 &&
-                 v.provisioning == 0 && v.checks_pending == 0;
+                 v.provisioning == 0 && v.checks_pending == 0 && v.starting == 0;
     if (exact && task == open_task.end() && held == hold_reason_.end() && !acting) {
       v.state = VerdictState::kConverged;
       v.reason = absl::StrCat(v.ready, "/", g.record.count, " ready");
@@ -1501,6 +1502,10 @@ void Decider::Verdicts() {
       parts.push_back(absl::StrCat(v.ready, "/", g.record.count, " ready"));
       if (v.provisioning > 0) parts.push_back(absl::StrCat(v.provisioning, " provisioning"));
       if (v.checks_pending > 0) parts.push_back(absl::StrCat(v.checks_pending, " waiting for checks"));
+      if (v.starting > 0) {
+        parts.push_back(absl::StrCat(v.starting, " starting (ready after ", absl::FormatDuration(goal.start_window),
+                                     " up, start.window)"));
+      }
       if (v.old_spec > 0) parts.push_back(absl::StrCat(v.old_spec, " on an older spec"));
       if (v.broken > 0) parts.push_back(absl::StrCat(v.broken, " broken"));
       if (held != hold_reason_.end()) parts.push_back(held->second);

@@ -197,7 +197,8 @@ struct ServiceVerdict {
   std::string reason;  // short, for the status table
   std::string fix;     // "" when nothing is for the user to do
   int64_t desired = 0;
-  int64_t ready = 0;         // running the current spec and ready (healthy when checked)
+  int64_t ready = 0;         // running the current spec and ready (InstanceReady: healthy when checked,
+                             // else up for start.window; and update.min_healthy_time)
   int64_t old_spec = 0;      // live instances of an older spec (stale meta included)
   int64_t stale_meta = 0;    // of those, at the current spec but with meta values changed since
   int64_t broken = 0;        // failed, on a down server, unhealthy, or stopped unasked
@@ -205,6 +206,7 @@ struct ServiceVerdict {
   int64_t provisioning = 0;
   int64_t unhealthy = 0;     // running, checks failing
   int64_t checks_pending = 0;  // running, checks not passed yet (starting or unknown)
+  int64_t starting = 0;        // running, no checks, not up for start.window yet
   bool stopped_by_user = false;
   bool agent = false;
 };

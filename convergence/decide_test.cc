@@ -35,9 +35,19 @@ TEST(DecideTest, ConvergedOnlyWhenCountInstancesRunTheCurrentSpec) {
   EXPECT_TRUE(d.converged);
   EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kConverged);
   EXPECT_TRUE(d.steps.empty());
-  // Without checks, running is ready (start.window is the grace before
-  // checks count): a 5 s old instance is converged.
+  // Without checks, ready means running for start.window (default 60s),
+  // as for rollouts: a 5 s old instance is starting, not converged
+  // (issue 31: `apply --wait` said converged 0.3 s after creation).
   s.instances[1] = Instance(s, "web", 2, "running", absl::Seconds(5));
+  d = Decide(s, kT0);
+  EXPECT_FALSE(d.converged);
+  EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kProgressing);
+  EXPECT_EQ(d.verdicts.at("web").ready, 1);
+  EXPECT_EQ(d.verdicts.at("web").starting, 1);
+  EXPECT_EQ(d.verdicts.at("web").reason, "1/2 ready, 1 starting (ready after 1m up, start.window)");
+  EXPECT_TRUE(d.steps.empty()) << "a starting instance is not replaced";
+  // At start.window it is ready, and the service converged.
+  s.instances[1] = Instance(s, "web", 2, "running", absl::Seconds(60));
   EXPECT_TRUE(Decide(s, kT0).converged);
   // One still provisioning: progressing, not converged.
   s.instances[1] = Instance(s, "web", 2, "provisioning", absl::Seconds(5));
@@ -50,6 +60,21 @@ TEST(DecideTest, ConvergedOnlyWhenCountInstancesRunTheCurrentSpec) {
   d = Decide(s, kT0);
   EXPECT_FALSE(d.converged);
   EXPECT_NE(d.verdicts.at("web").state, VerdictState::kConverged);
+}
+
+// One definition of ready: the verdict counts an instance ready exactly
+// when the rollout does (InstanceReady), for every age around the window.
+TEST(DecideTest, VerdictReadyIsTheRolloutsReady) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 3, start: {window: 30s}}\n"));
+  for (int age : {0, 1, 29, 30, 31, 300}) {
+    s.instances = {Instance(s, "web", 1, "running", absl::Seconds(age)), Instance(s, "web", 2),
+                   Instance(s, "web", 3)};
+    Decision d = Decide(s, kT0);
+    bool ready = InstanceReady(s.instances[0], kT0, absl::Seconds(30));
+    EXPECT_EQ(ready, age >= 30) << age;
+    EXPECT_EQ(d.verdicts.at("web").ready, ready ? 3 : 2) << age;
+    EXPECT_EQ(d.converged, ready) << age;
+  }
 }
 
 TEST(DecideTest, ChecksUnknownOrFailingAreNotConverged) {
