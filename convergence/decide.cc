@@ -1478,7 +1478,10 @@ void Decider::Verdicts() {
       v.fix = absl::StrCat("`mariposa -j ", s_.project.name, " reprovision --service ", svc, "` replaces them");
       Problem(v.stale_meta == v.old_spec ? "stale-meta" : "older-spec", svc, v.reason,
               manual ? "the service rolls out only when asked (update.on_change / on_meta_change: manual)"
-                     : "the rollout that would replace them ended (terminated, or not queued)",
+              : g.spec.update_canary > 0
+                  ? absl::StrCat("the rollout stopped after its canary (update.canary: ", g.spec.update_canary,
+                                 " replacements) to let you check them, or was terminated")
+                  : "the rollout that would replace them ended (terminated, or not queued)",
               v.fix, absl::StrCat(v.old_spec, " instances of ", svc, " do not run what the manifest says"));
     } else if (left_broken > 0 && !acting && v.provisioning == 0) {
       v.state = VerdictState::kDegraded;

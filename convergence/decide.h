@@ -82,6 +82,10 @@ struct Snapshot {
   std::map<std::string, int64_t> version_numbers;  // version uuid -> number
   bool actual_known = true;                        // false: VMAPI could not be read (api_problems says why)
   std::vector<InstanceState> instances;            // health filled in
+  // The goals of the versions that instances at another spec than the
+  // goal's were created from, by version uuid: their health checks are the
+  // ones they run until replaced (HealthSpecFor).
+  std::map<std::string, std::shared_ptr<const ProjectGoal>> instance_goals;
   std::vector<TaskRecord> tasks;                   // open tasks, oldest first
   std::map<std::string, ServiceMemory> memory;     // by service
   std::vector<JobRecord> in_flight;                // jobs still running

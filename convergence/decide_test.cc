@@ -3,6 +3,7 @@
 #include "convergence/decide.h"
 
 #include "convergence/decide_testing.h"
+#include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 
 namespace mariposa::convergence {
@@ -677,6 +678,49 @@ TEST(DecideTest, AnInPlaceRolloutStopsAtTheFirstInstanceTheNewImageBreaks) {
   // The broken one is kept (its dataset), not destroyed; a new one takes its place.
   EXPECT_EQ(Count(d, ActionKind::kDelete), 0);
   EXPECT_EQ(Count(d, ActionKind::kPreserve), 1);
+}
+
+}  // namespace
+}  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+// Issue 31: a changed check used to run at once against the running
+// instances. Each instance keeps its own version's checks until replaced,
+// and a changed check makes it outdated, so it rolls out.
+TEST(HealthSpecForTest, InstancesKeepTheChecksOfTheirVersion) {
+  const char* kText =
+      "project: p\nservices:\n  web:\n    image: web@1\n    count: 2\n    healthchecks:\n"
+      "      h: {type: tcp, port: PORT}\n";
+  auto v1 = GoalOf(absl::StrReplaceAll(kText, {{"PORT", "80"}}), 1);
+  auto v2 = GoalOf(absl::StrReplaceAll(kText, {{"PORT", "8080"}}), 2);
+  std::map<std::string, std::shared_ptr<const ProjectGoal>> older = {{"v1", v1}};
+  const ServiceSpec* old_spec = HealthSpecFor(*v2, older, "web", "v1");
+  const ServiceSpec* new_spec = HealthSpecFor(*v2, older, "web", "v2");
+  ASSERT_NE(old_spec, nullptr);
+  ASSERT_NE(new_spec, nullptr);
+  EXPECT_EQ(old_spec->healthchecks.at("h").port, 80);
+  EXPECT_EQ(new_spec->healthchecks.at("h").port, 8080);
+  EXPECT_FALSE(SameChecks(old_spec->healthchecks, new_spec->healthchecks));
+  EXPECT_TRUE(SameChecks(old_spec->healthchecks, v1->services.at("web").spec.healthchecks));
+  // Its version unknown (deleted, unreadable): the goal's checks.
+  EXPECT_EQ(HealthSpecFor(*v2, {}, "web", "v0")->healthchecks.at("h").port, 8080);
+  EXPECT_EQ(HealthSpecFor(*v2, {{"v0", nullptr}}, "web", "v0")->healthchecks.at("h").port, 8080);
+  // A service the goal no longer has: none.
+  EXPECT_EQ(HealthSpecFor(*v2, older, "gone", "v1"), nullptr);
+}
+
+// An instance with stale checks is outdated: a rollout replaces it, and the
+// service is not converged meanwhile.
+TEST(HealthSpecForTest, StaleChecksAreOutdated) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n"));
+  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
+  ASSERT_TRUE(Decide(s, kT0).converged);
+  s.instances[1].stale_checks = true;
+  Decision d = Decide(s, kT0);
+  EXPECT_FALSE(d.converged);
+  EXPECT_EQ(d.verdicts.at("web").old_spec, 1);
 }
 
 }  // namespace

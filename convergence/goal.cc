@@ -6,6 +6,17 @@
 
 namespace mariposa::convergence {
 
+const ServiceSpec* HealthSpecFor(const ProjectGoal& goal,
+                                 const std::map<std::string, std::shared_ptr<const ProjectGoal>>& older,
+                                 const std::string& service, const std::string& version_uuid) {
+  auto g = goal.services.find(service);
+  if (g == goal.services.end()) return nullptr;
+  auto v = older.find(version_uuid);
+  if (v == older.end() || v->second == nullptr) return &g->second.spec;
+  auto then = v->second->services.find(service);
+  return then == v->second->services.end() ? &g->second.spec : &then->second.spec;
+}
+
 absl::StatusOr<std::shared_ptr<const ProjectGoal>> GoalCache::Get(ProjectStore* store, const std::string& project_uuid,
                                                                   const std::string& version_uuid) {
   {

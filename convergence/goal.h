@@ -34,6 +34,17 @@ struct ProjectGoal {
   std::map<std::string, ServiceGoalSpec> services;   // by name
 };
 
+// The spec whose health checks (and start.window) an instance of `service`
+// runs: that of the version it was created from (`version_uuid`, found in
+// `older` by uuid), else the goal's. Checks belong to the spec version, as
+// Kubernetes probes belong to the pod template: a changed check applies to
+// the instances that roll out with it (stale_checks), not at once to the
+// running ones. Null when the goal has no such service. A version not in
+// `older` (the goal's own, deleted, unreadable) gives the goal's spec.
+const ServiceSpec* HealthSpecFor(const ProjectGoal& goal,
+                                 const std::map<std::string, std::shared_ptr<const ProjectGoal>>& older,
+                                 const std::string& service, const std::string& version_uuid);
+
 // Decodes versions on first use and keeps the most recent `capacity`.
 class GoalCache {
  public:

@@ -34,6 +34,10 @@ struct InstanceState {
   // Uses meta values that changed since it was created (meta_drift.h):
   // outdated like an older spec.
   bool stale_meta = false;
+  // Was created by a version whose health checks differ from the goal's
+  // (HealthSpecFor): it keeps running those checks, and is outdated like an
+  // older spec, so a changed check rolls out as Kubernetes probes do.
+  bool stale_checks = false;
   std::string meta_hash;  // its tag mariposa.meta
   int64_t version = 0;  // number of the project version it was created for
   absl::Time created;

@@ -1,5 +1,9 @@
 #include "convergence/queue.h"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -47,6 +51,18 @@ absl::StatusOr<std::map<std::string, int64_t>> VersionNumbers(ProjectStore* stor
   std::map<std::string, int64_t> numbers;
   for (const auto& v : versions) numbers[v.uuid] = v.number;
   return numbers;
+}
+
+int64_t ManifestCanary(const std::vector<ServiceRecord>& services, const std::vector<std::string>& scope) {
+  int64_t canary = 0;
+  for (const ServiceRecord& s : services) {
+    if (!scope.empty() && std::find(scope.begin(), scope.end(), s.name) == scope.end()) continue;
+    auto spec = nlohmann::json::parse(s.spec_json, nullptr, false);
+    if (spec.is_object() && spec.contains("update") && spec["update"].is_object()) {
+      canary = std::max<int64_t>(canary, spec["update"].value("canary", int64_t{0}));
+    }
+  }
+  return canary;
 }
 
 TaskAdmitter QueueAdmitter() {

@@ -24,6 +24,13 @@ bool FreezeHolds(const TaskRecord& task, const std::string& service, const std::
 // Project version uuid -> number, for ordering instances by version.
 absl::StatusOr<std::map<std::string, int64_t>> VersionNumbers(ProjectStore* store, const std::string& project_uuid);
 
+// The canary of a rollout of `scope` (every service when empty) that was not
+// given one: the largest update.canary among those services of `services`
+// (a version's records); 0 = all. Used by `mariposa reprovision` without
+// --canary and by the rollouts apply and rollback queue, so both stop after
+// the canary alike.
+int64_t ManifestCanary(const std::vector<ServiceRecord>& services, const std::vector<std::string>& scope);
+
 // The TaskAdmitter implementing admission.h's rules: FAILED_PRECONDITION
 // naming the blocking task, or the tasks to terminate and to wait for.
 TaskAdmitter QueueAdmitter();

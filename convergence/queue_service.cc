@@ -266,13 +266,7 @@ grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRe
   if (!req->has_canary()) {  // the manifest's update.canary (the largest of the services in scope)
     auto services = store_->ListServices(p->current_version);
     if (!services.ok()) return ToGrpc(services.status());
-    for (const ServiceRecord& s : *services) {
-      if (!t.services.empty() && std::find(t.services.begin(), t.services.end(), s.name) == t.services.end()) continue;
-      auto spec = nlohmann::json::parse(s.spec_json, nullptr, false);
-      if (spec.is_object() && spec.contains("update")) {
-        t.canary = std::max<int64_t>(t.canary, spec["update"].value("canary", int64_t{0}));
-      }
-    }
+    t.canary = ManifestCanary(*services, t.services);
   }
   auto added = queue_.Add(t);
   if (!added.ok()) return ToGrpc(added.status());

@@ -140,6 +140,21 @@ TaskRecord FreezeOf(std::vector<std::string> services, std::vector<std::string> 
 
 // QUEUE.md: a user's change in a frozen scope is refused (who, since when,
 // why, how to go on) unless --thaw, which names the freezes to end.
+TEST(ManifestCanaryTest, LargestUpdateCanaryOfTheScope) {
+  auto rec = [](const std::string& name, const std::string& spec) {
+    ServiceRecord r;
+    r.name = name;
+    r.spec_json = spec;
+    return r;
+  };
+  std::vector<ServiceRecord> v = {rec("web", R"({"update":{"canary":1}})"), rec("db", R"({"update":{"canary":3}})"),
+                                  rec("cache", R"({"update":{}})"), rec("bad", "not json")};
+  EXPECT_EQ(ManifestCanary(v, {"web"}), 1);
+  EXPECT_EQ(ManifestCanary(v, {"web", "db"}), 3);
+  EXPECT_EQ(ManifestCanary(v, {}), 3);
+  EXPECT_EQ(ManifestCanary(v, {"cache", "bad"}), 0);
+}
+
 TEST(FreezesInTheWayTest, RefusedUnlessThaw) {
   std::vector<TaskRecord> open = {FreezeOf({"db"})};
   auto r = FreezesInTheWay(open, {"db"}, false);

@@ -792,14 +792,29 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   AdoptCoreZones(&s);
   if (observe != nullptr) *observe = clock_->Now() - observe_start;
   if (listed != nullptr) *listed = s.actual_known ? listed_at : absl::InfinitePast();
+  // The versions older instances were created from: their checks are the
+  // ones they keep until replaced (HealthSpecFor, stale_checks).
+  if (s.goal) {
+    for (InstanceState& i : s.instances) {
+      if (i.version_uuid.empty() || i.version_uuid == s.goal->version_uuid || !s.goal->services.count(i.service)) {
+        continue;
+      }
+      if (!s.instance_goals.count(i.version_uuid)) {
+        auto older = goals_.Get(store_, uuid, i.version_uuid);
+        s.instance_goals[i.version_uuid] = older.ok() ? *older : nullptr;  // null: the goal's checks
+      }
+      const ServiceSpec* then = HealthSpecFor(*s.goal, s.instance_goals, i.service, i.version_uuid);
+      i.stale_checks = !SameChecks(then->healthchecks, s.goal->services.at(i.service).spec.healthchecks);
+    }
+  }
   // Health from the monitor (a kept list carries the last sync's).
-  auto checked = [&](const std::string& service) {
+  auto checked = [&](const InstanceState& i) {
     if (options_.health == nullptr || !s.goal) return false;
-    auto g = s.goal->services.find(service);
-    return g != s.goal->services.end() && !g->second.spec.healthchecks.empty();
+    const ServiceSpec* spec = HealthSpecFor(*s.goal, s.instance_goals, i.service, i.version_uuid);
+    return spec != nullptr && !spec->healthchecks.empty();
   };
   for (InstanceState& i : s.instances) {
-    i.checked = checked(i.service);
+    i.checked = checked(i);
     auto h = i.checked ? options_.health->InstanceHealth(i.uuid) : std::nullopt;
     i.health = h ? health::HealthName(*h) : "unknown";
   }
@@ -1195,14 +1210,18 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   flush_events();
 
   if (options_.health != nullptr && s.actual_known && s.goal) {
-    std::map<std::string, std::vector<const InstanceState*>> of;
-    for (const InstanceState& i : s.instances) of[i.service].push_back(&i);
+    // Each instance is checked by the checks of its own spec version.
+    std::map<std::pair<std::string, const ServiceSpec*>, std::vector<const InstanceState*>> of;
+    for (const InstanceState& i : s.instances) {
+      const ServiceSpec* spec = HealthSpecFor(*s.goal, s.instance_goals, i.service, i.version_uuid);
+      if (spec != nullptr) of[{i.service, spec}].push_back(&i);
+    }
     std::vector<health::Target> targets;
-    for (const auto& kv : s.goal->services) {
-      auto r = s.recipes.find(kv.first);
+    for (const auto& kv : of) {
+      auto r = s.recipes.find(kv.first.first);
       const std::string& primary = r != s.recipes.end() && !r->second.networks.empty() ? r->second.networks[0]
                                                                                          : options_.network_uuid;
-      auto more = HealthTargets(kv.second.spec, of[kv.first], options_.health_loopback, primary, s.network_names);
+      auto more = HealthTargets(*kv.first.second, kv.second, options_.health_loopback, primary, s.network_names);
       for (auto& t : more) targets.push_back(std::move(t));
     }
     options_.health->Assign(p.uuid, std::move(targets));

@@ -83,7 +83,7 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
       std::sort(mine.begin(), mine.end(),
                 [](const InstanceState* a, const InstanceState* b) { return a->alias < b->alias; });
       for (const InstanceState* i : mine) {
-        bool current = i->spec_hash == g.record.spec_hash && !i->stale_meta;
+        bool current = i->spec_hash == g.record.spec_hash && !i->stale_meta && !i->stale_checks;
         bool live = i->state == "running" || i->state == "provisioning";
         if (i->state == "running") st->set_running(st->running() + 1);
         else if (i->state == "provisioning") st->set_provisioning(st->provisioning() + 1);
@@ -98,6 +98,7 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
         is->set_health(i->health);
         is->set_current_spec(current);
         is->set_stale_meta(i->stale_meta);
+        is->set_stale_checks(i->stale_checks);
         is->set_version(i->version);
         SetTimestamp(i->created, is->mutable_created_at());
       }

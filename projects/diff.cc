@@ -103,7 +103,12 @@ v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest&
       continue;
     }
     DiffMaps("", ServiceSpecValue(x), ServiceSpecValue(y), 1, c->mutable_fields());
-    bool spec = bc.instance_hash.at(name) != after_c.instance_hash.at(name);
+    // A changed health check rolls out like a changed instance spec: the
+    // running instances keep the checks they were created with
+    // (convergence::HealthSpecFor), as Kubernetes probes belong to the pod
+    // template.
+    bool spec = bc.instance_hash.at(name) != after_c.instance_hash.at(name) ||
+                !SameChecks(x.healthchecks, y.healthchecks);
     c->set_spec_changed(spec);
     if (spec) c->set_instances_replaced(std::min(x.count, y.count));
     c->set_rolls_out(spec && y.update_on_change == "rollout" && y.compute_type != "agent" && x.count > 0 &&

@@ -5,6 +5,7 @@
 #include <functional>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -1180,6 +1181,19 @@ std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
 }
 
 }  // namespace
+
+bool SameChecks(const std::map<std::string, HealthCheckSpec>& a, const std::map<std::string, HealthCheckSpec>& b) {
+  auto fields = [](const HealthCheckSpec& c) {
+    return std::tie(c.type, c.port, c.network, c.path, c.method, c.headers, c.expect_status, c.expect_body,
+                    c.tls_skip_verify, c.send, c.expect, c.interval, c.unhealthy_interval, c.timeout, c.retries,
+                    c.successes);
+  };
+  if (a.size() != b.size()) return false;
+  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
+    if (i->first != j->first || fields(i->second) != fields(j->second)) return false;
+  }
+  return true;
+}
 
 std::string CanonicalYaml(const Manifest& m) { return BuildCanonical(m, nullptr); }
 

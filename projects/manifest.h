@@ -50,6 +50,10 @@ struct HealthCheckSpec {
   int successes = 1;
 };
 
+// Whether two services' health checks are the same in every field (a
+// change rolls out: projects/diff.cc, convergence::HealthSpecFor).
+bool SameChecks(const std::map<std::string, HealthCheckSpec>& a, const std::map<std::string, HealthCheckSpec>& b);
+
 // One placement rule (RFD 36 / DOCKER-630): `key==value`, `key!=value`
 // (hard), `key==~value`, `key!=~value` (soft).
 struct PlacementRule {

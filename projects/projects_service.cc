@@ -415,6 +415,11 @@ std::string ProjectsService::QueueReprovision(const std::string& project_uuid, c
                                               const std::string& version_uuid, const std::string& trigger,
                                               const std::string& author, std::vector<std::string>* warnings) {
   if (services.empty()) return "";
+  auto not_queued = [&](const absl::Status& why) {
+    warnings->push_back(absl::StrCat("the rollout of ", absl::StrJoin(services, ", "), " was not queued (",
+                                     why.message(), "); run `mariposa reprovision --service …` for them"));
+    return std::string();
+  };
   TaskRecord t;
   t.project_uuid = project_uuid;
   t.kind = "reprovision";
@@ -424,12 +429,12 @@ std::string ProjectsService::QueueReprovision(const std::string& project_uuid, c
   t.auto_kind = "reprovision";
   t.actor = author;
   t.version_uuid = version_uuid;
+  // The rollout follows update.canary as `mariposa reprovision` does.
+  auto records = store_->ListServices(version_uuid);
+  if (!records.ok()) return not_queued(records.status());
+  t.canary = convergence::ManifestCanary(*records, services);
   auto added = convergence::TaskQueue(store_).Add(t);
-  if (!added.ok()) {
-    warnings->push_back(absl::StrCat("the rollout of ", absl::StrJoin(services, ", "), " was not queued (",
-                                     added.status().message(), "); run `mariposa reprovision --service …` for them"));
-    return "";
-  }
+  if (!added.ok()) return not_queued(added.status());
   if (on_change_) on_change_();
   return added->uuid;
 }

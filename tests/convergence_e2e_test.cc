@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -1026,6 +1027,45 @@ services:
   EXPECT_THAT(r.out, ::testing::HasSubstr("rolling out web: queued reprovision task"));
   for (const auto& kv : images("web")) EXPECT_EQ(kv.second, k120);
   EXPECT_EQ(images("web").size(), 3u);
+}
+
+// Issue 31: an apply-triggered rollout follows update.canary as
+// `mariposa reprovision` does: one replaced, then it stops and says so.
+TEST_F(ConvergenceTest, ApplyRolloutStopsAfterTheCanary) {
+  std::string v1 = R"(project: canary
+services:
+  web:
+    image: autopilotpattern/wordpress@1.2.0
+    count: 3
+    start: {window: 1s}
+    update: {rolling: 1, max_surge: 1, canary: 1}
+)";
+  WriteFile(dir_ + "/v1.yaml", v1);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0);
+  httplib::Client c(sim_->addr());
+  auto images = [&] {
+    std::multiset<std::string> out;
+    for (const auto& vm : json::parse(c.Get("/vms?state=active&tag.mariposa.service=web")->body)) {
+      out.insert(vm["image_uuid"].get<std::string>());
+    }
+    return out;
+  };
+  const std::string k120 = "0b3f3c1e-5a61-4c2c-9a1a-000000000002", k130 = "0b3f3c1e-5a61-4c2c-9a1a-000000000003";
+  WriteFile(dir_ + "/v2.yaml", absl::StrReplaceAll(v1, {{"wordpress@1.2.0", "wordpress@1.3.0"}}));
+  auto r = M({"apply", "-f", dir_ + "/v2.yaml", "--yes", "--wait", "--timeout", "60s"});
+  EXPECT_EQ(r.exit_code, 1) << "not converged: two instances still run 1.2.0\n" << r.out << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("rolling out web: queued reprovision task"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("2 of 3 instances run an older spec; no rollout is running"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("stopped after its canary (update.canary: 1 replacements)"));
+  Pause(absl::Seconds(3));  // nothing more is replaced afterwards
+  EXPECT_EQ(images(), (std::multiset<std::string>{k120, k120, k130}));
+  std::string tasks = M({"-o", "json", "-j", "canary", "queue", "list"}).out;
+  EXPECT_THAT(tasks, ::testing::HasSubstr("\"canary\": \"1\""));
+  EXPECT_THAT(M({"-j", "canary", "events"}).out, ::testing::HasSubstr("reprovision.canary-done"));
+  // `mariposa reprovision --canary 0` continues with the rest.
+  r = M({"-j", "canary", "reprovision", "--service", "web", "--canary", "0", "--wait", "--timeout", "60s"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(images(), (std::multiset<std::string>{k130, k130, k130}));
 }
 
 // A freeze stops a large scale-up at once: the creates the job window held
