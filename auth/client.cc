@@ -9,6 +9,8 @@
 #include <grpcpp/security/credentials.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 
 namespace mariposa::auth {
 
@@ -52,6 +54,34 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> Dial(const std::string& addr, con
     channel_creds = grpc::SslCredentials(o);
   }
   return grpc::CreateCustomChannel(addr, channel_creds, args);
+}
+
+absl::Status CheckToken(const std::string& token, const std::string& source) {
+  constexpr char kFix[] = "; a token is one line of the form mpt_… as `mariposa admin token create` printed it";
+  if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(source, " is empty", kFix));
+  if (token.size() > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat(source, " holds ", token.size(), " bytes, not a token", kFix));
+  }
+  for (size_t i = 0; i < token.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(token[i]);
+    if (c > 0x20 && c < 0x7f) continue;
+    if (c == '\n' || c == '\r') {
+      return absl::InvalidArgumentError(absl::StrCat(source, " holds more than one line (a line break at byte ", i,
+                                                     ")", kFix));
+    }
+    std::string what = c == ' ' || c == '\t' ? "a space" : absl::StrFormat("byte 0x%02x", c);
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, " holds ", what, " at byte ", i, ", which a token never has", kFix));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  auto text = ReadSmallFile(path, "token file");
+  if (!text.ok()) return text.status();
+  std::string token(absl::StripAsciiWhitespace(*text));
+  if (absl::Status s = CheckToken(token, absl::StrCat("token file ", path)); !s.ok()) return s;
+  return token;
 }
 
 void AddCallCredentials(const ClientCredentials& creds, grpc::ClientContext* ctx) {

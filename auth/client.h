@@ -29,6 +29,15 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> Dial(const std::string& addr, con
                                                     const grpc::ChannelArguments& args = grpc::ChannelArguments());
 void AddCallCredentials(const ClientCredentials& creds, grpc::ClientContext* ctx);
 
+// A bearer token must be one word of printable ASCII (it travels in an
+// HTTP/2 header; anything else used to abort the process inside gRPC).
+// INVALID_ARGUMENT saying what is wrong where (`source`: "token file F",
+// "$MARIPOSA_TOKEN") and how to fix it.
+absl::Status CheckToken(const std::string& token, const std::string& source);
+// A token file: the token, surrounding whitespace (a final newline) ignored,
+// checked by CheckToken; INVALID_ARGUMENT naming the file otherwise.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+
 // The whole of a small file; INVALID_ARGUMENT naming it when unreadable.
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, const std::string& what);
 

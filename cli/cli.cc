@@ -217,12 +217,18 @@ int Run(const std::vector<std::string>& args, const Io& io) {
   if (cmd.daemon) {
     auth::ClientCredentials creds{settings.ca, settings.cert, settings.key, settings.token, ""};
     if (!settings.token_file.empty()) {
-      auto t = auth::ReadSmallFile(settings.token_file, "token file");
+      auto t = auth::ReadTokenFile(settings.token_file);
       if (!t.ok()) {
         err << "mariposa: " << t.status().message() << "\n";
         return 1;
       }
-      creds.token = std::string(absl::StripAsciiWhitespace(*t));
+      creds.token = *t;
+    } else if (!creds.token.empty()) {
+      if (absl::Status s = auth::CheckToken(creds.token, "the token ($MARIPOSA_TOKEN or the context's token)");
+          !s.ok()) {
+        err << "mariposa: " << s.message() << "\n";
+        return 1;
+      }
     }
     client = std::make_unique<cli::Client>(settings.addr, creds, io.dial, io.clock, deadlines);
     if (absl::Status st = client->Connect(); !st.ok()) {

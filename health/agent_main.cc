@@ -122,10 +122,11 @@ int main(int argc, char** argv) {
   }
   if (options.coordinator.empty()) return Usage("--mariposad ADDR is required (mariposad's gRPC address)");
   if (!token_file.empty()) {
-    auto t = mariposa::auth::ReadSmallFile(token_file, "token file");
+    auto t = mariposa::auth::ReadTokenFile(token_file);
     if (!t.ok()) return Usage(std::string(t.status().message()));
-    options.credentials.token = std::string(absl::StripAsciiWhitespace(*t));
+    options.credentials.token = *t;
   } else if (const char* t = std::getenv("MARIPOSA_TOKEN"); t != nullptr) {
+    if (absl::Status s = mariposa::auth::CheckToken(t, "$MARIPOSA_TOKEN"); !s.ok()) return Usage(std::string(s.message()));
     options.credentials.token = t;
   }
   if (auto ch = mariposa::auth::Dial(options.coordinator, options.credentials); !ch.ok()) {

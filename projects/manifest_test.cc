@@ -66,7 +66,7 @@ TEST(ManifestTest, ExampleParsesWithEveryField) {
   EXPECT_EQ(hc.retries, 3);
   EXPECT_EQ(hc.expect_status, (std::vector<std::pair<int, int>>{{200, 399}}));
   EXPECT_EQ(wp.start_parallelism, 2);
-  EXPECT_EQ(wp.start_window, absl::Seconds(60));
+  EXPECT_EQ(wp.start_window, absl::Seconds(3));
   EXPECT_EQ(wp.restart_condition, (std::vector<std::string>{"on-cn-restart", "on-failure"}));
   EXPECT_EQ(wp.restart_max_attempts, 3);
   EXPECT_EQ(wp.stop_timeout, absl::Seconds(30));

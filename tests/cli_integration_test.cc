@@ -395,6 +395,19 @@ TEST_F(CliTest, OperatorHabits) {
 
 // mariposad --config: the shipped example is accepted (every key a flag), a
 // flag on the command line wins, and a bad key is refused naming the file.
+// Issue 31: a token file with a second line or stray text used to abort
+// every command inside gRPC (SIGABRT, exit 134).
+TEST_F(CliTest, BadTokenFileIsAClearErrorNotAnAbort) {
+  WriteFile(dir_ + "/two-lines.token", "mpt_abc\nmpt_def\n");
+  RunResult r = M({"--token-file", dir_ + "/two-lines.token", "project", "list"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("token file " + dir_ + "/two-lines.token holds more than one line"));
+  WriteFile(dir_ + "/spaced.token", "Bearer mpt_abc\n");
+  r = M({"--token-file", dir_ + "/spaced.token", "project", "list"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("holds a space at byte 6"));
+}
+
 TEST_F(CliTest, ConfigFile) {
   ServerProcess sample({"daemon/mariposad", "--config", "deploy/systemd/mariposad.yaml", "--listen", "127.0.0.1:0",
                         "--data-dir", dir_ + "/sample", "--socket", "none", "--metrics-listen", "127.0.0.1:0"},

@@ -483,9 +483,11 @@ services:
     compute_type: lx
     image: percona@5.7.1
     count: 1
+    start: {window: 1s}
   web:
     image: autopilotpattern/nginx@1.4.0
     count: 4
+    start: {window: 1s}
     placement: ["service!=db", "service!=~web"]
     mdata: {welcome: "{{ .meta.greeting }} from {{ .placement.instance.name }}"}
     tags: {project-name: "{{ .project.name }}"}
@@ -809,10 +811,12 @@ services:
     count: 40
     resources: {memory: 700m, cpu: 1.5}
     networks: [my-fabric-network, public]
+    start: {window: 1s}
   box:
     compute_type: lx
     image: percona@5.7.1
     package: g4-highcpu-256M
+    start: {window: 1s}
 )";
   struct Bad {
     std::string from, to, error;
@@ -900,6 +904,7 @@ services:
   plain:
     image: autopilotpattern/nginx@1.4.0
     count: 1
+    start: {window: 1s}
 )");
   ASSERT_EQ(M({"apply", "-f", dir_ + "/m.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0)
       << daemon_->log();
@@ -969,6 +974,7 @@ services:
   cache:
     image: autopilotpattern/nginx@1.4.0
     count: 1
+    start: {window: 1s}
     environment: {MODE: a}
     update: {on_change: manual}
 )";

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -128,6 +129,64 @@ services:
   }
   EXPECT_TRUE(back) << Vms("active").dump() << daemon_->log();
   EXPECT_THAT(M({"-j", "ar", "events", "--limit", "1000"}).out, ::testing::HasSubstr("rollout.auto-rollback"));
+}
+
+// Issue 31: a changed check used to run at once against the healthy
+// running instances, which were removed as broken before any new instance
+// had proven itself. Checks belong to the version an instance was created
+// from: the change rolls out, the new instance fails the new check, the
+// rollout rolls back, and the old instances are never touched.
+TEST_F(HealthTest, ChangedCheckRollsOutAndNeverTakesOutTheRunningFleet) {
+  std::string v1 = R"(project: cc
+services:
+  web:
+    image: autopilotpattern/nginx@1.4.0
+    count: 2
+    ports: [8080]
+    start: {window: 1s}
+    update: {rolling: 1, max_surge: 1, auto_rollback: true}
+    healthchecks:
+      http: {type: http, port: 8080, path: /healthz, interval: 200ms, timeout: 150ms, retries: 2}
+)";
+  WriteFile(dir_ + "/v1.yaml", v1);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0) << daemon_->log();
+  ASSERT_TRUE(WaitHealthy("cc", 2));
+  std::set<std::string> fleet;
+  for (const auto& vm : Vms("running")) fleet.insert(vm["uuid"].get<std::string>());
+  ASSERT_EQ(fleet.size(), 2u);
+  // Version 2 checks a port nothing listens on.
+  std::string v2 = v1;
+  v2.replace(v2.find("port: 8080"), 10, "port: 8081");
+  WriteFile(dir_ + "/v2.yaml", v2);
+  RunResult diff = M({"diff", "-f", dir_ + "/v2.yaml"});
+  EXPECT_THAT(diff.out, ::testing::HasSubstr("2 instances will be replaced by a rollout when applied"));
+  RunResult r = M({"apply", "-f", dir_ + "/v2.yaml", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("rolling out web"));
+  // Until the rollout is rolled back, both old instances keep running and
+  // stay healthy on their own check.
+  bool rolled_back = false;
+  for (int i = 0; i < 200 && !rolled_back; ++i) {
+    std::set<std::string> running;
+    for (const auto& vm : Vms("running")) running.insert(vm["uuid"].get<std::string>());
+    for (const std::string& u : fleet) ASSERT_EQ(running.count(u), 1u) << "old instance " << u << " was removed";
+    rolled_back = M({"-j", "cc", "events", "--limit", "1000"}).out.find("rollout.auto-rollback") != std::string::npos;
+    if (!rolled_back) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(rolled_back) << M({"-j", "cc", "status", "-v"}).out << daemon_->log();
+  std::string health = M({"-j", "cc", "health"}).out;
+  std::string events = M({"-j", "cc", "events", "--limit", "1000"}).out;
+  for (const std::string& u : fleet) {
+    EXPECT_THAT(events, ::testing::Not(::testing::HasSubstr(u.substr(0, 8) + " (remove-broken)"))) << events;
+  }
+  // Back on version 1: the two old instances are the fleet, healthy.
+  EXPECT_TRUE(WaitHealthy("cc", 2));
+  std::set<std::string> after;
+  EXPECT_TRUE(WaitFor([&] {
+    after.clear();
+    for (const auto& vm : Vms("active")) after.insert(vm["uuid"].get<std::string>());
+    return after == fleet;
+  }, 20)) << "the failed new instance is removed, the old ones stay";
 }
 
 // A check's `network` names the NIC: net0 is the instance's one NIC; a
