@@ -1,8 +1,11 @@
 #include "auth/auth_service.h"
 
+#include <limits>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/ids.h"
+#include "projects/limits.h"
 #include "projects/projects_service.h"
 #include "projects/request_guard.h"
 
@@ -103,7 +106,11 @@ grpc::Status AuthService::CreateToken(grpc::ServerContext* ctx, const v1::Create
         "token name \"", req->name(), "\" must be a DNS label (a-z, 0-9, -); a health agent's is its --id")));
   }
   if (auto st = CheckRoleAndProject(req->role(), req->project()); !st.ok()) return ToGrpc(st);
-  if (req->expires_in_seconds() < 0) return ToGrpc(absl::InvalidArgumentError("--expires must be positive"));
+  if (absl::Status s = CheckRange("--expires (seconds)", req->expires_in_seconds(), 0, Limits::kMaxTokenSeconds,
+                                   "give a duration up to 10 years (3650d), or none for a token that never expires");
+      !s.ok()) {
+    return ToGrpc(s);
+  }
   TokenRecord t;
   t.id = RandomHex(6);
   t.name = req->name();

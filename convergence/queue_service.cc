@@ -1,10 +1,13 @@
 #include "convergence/queue_service.h"
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <set>
 
+#include "projects/limits.h"
 #include "projects/request_guard.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -98,6 +101,10 @@ grpc::Status QueueService::ListTasks(grpc::ServerContext* ctx, const v1::ListTas
   MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = store_->GetProject(req->project());
   if (!p.ok()) return ToGrpc(p.status());
+  if (absl::Status s = CheckRange("finished_limit", req->finished_limit(), 0, Limits::kMaxListLimit, "0 = the default 20");
+      !s.ok()) {
+    return ToGrpc(s);
+  }
   auto tasks = store_->ListTasks(p->uuid, req->finished_limit() > 0 ? req->finished_limit() : 20);
   if (!tasks.ok()) return ToGrpc(tasks.status());
   for (const auto& t : *tasks) {
@@ -255,12 +262,13 @@ grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRe
   }
   t.filter_images.assign(req->images().begin(), req->images().end());
   t.filter_instances.assign(req->instances().begin(), req->instances().end());
-  if (req->has_canary() && req->canary() < 0) {
-    return ToGrpc(absl::InvalidArgumentError(absl::StrCat("--canary ", req->canary(), " must be 0 or more")));
+  if (absl::Status s = CheckRange("--canary", req->canary(), 0, Limits::kMaxCount, "0 = every instance"); !s.ok()) {
+    return ToGrpc(s);
   }
   t.canary = req->canary();
-  if (req->rolling() < 0) {
-    return ToGrpc(absl::InvalidArgumentError(absl::StrCat("--rolling ", req->rolling(), " must be 1 or more")));
+  if (absl::Status s = CheckRange("--rolling", req->rolling(), 0, Limits::kMaxCount, "0 = the manifest's update.rolling");
+      !s.ok()) {
+    return ToGrpc(s);
   }
   t.rolling = req->rolling();
   if (!req->has_canary()) {  // the manifest's update.canary (the largest of the services in scope)

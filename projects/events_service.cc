@@ -1,6 +1,9 @@
 #include "projects/events_service.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
+#include "projects/limits.h"
 #include "projects/request_guard.h"
 #include "projects/projects_service.h"
 
@@ -13,6 +16,11 @@ grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEvent
   if (!req->project().empty()) {
     auto p = store_->GetProject(req->project());
     if (!p.ok()) return ToGrpc(p.status());
+  }
+  if (absl::Status s = CheckRange("after_index", req->after_index(), 0, std::numeric_limits<int64_t>::max(),
+                                  "0 = from the first event");
+      !s.ok()) {
+    return ToGrpc(s);
   }
   int64_t after = req->after_index();
   if (req->tail()) {

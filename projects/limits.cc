@@ -113,4 +113,10 @@ absl::Status CheckedAdd(int64_t a, int64_t b, absl::string_view what, int64_t* o
   return absl::OkStatus();
 }
 
+absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi, absl::string_view hint) {
+  if (value >= lo && value <= hi) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " ", value, " is outside ", lo, "..", hi, hint.empty() ? "" : "; ", hint));
+}
+
 }  // namespace mariposa

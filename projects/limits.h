@@ -54,7 +54,17 @@ struct Limits {
   // (ListMeta with kMaxStoredMeta values at kMaxValueBytes; a version with
   // its manifest, canonical form and service specs).
   static constexpr int kMaxGrpcMessageBytes = 96 << 20;
+  // Instances of one service (count, scale).
+  static constexpr int64_t kMaxCount = 100000;
+  // The longest a token lives (`admin token create --expires`): ten years.
+  static constexpr int64_t kMaxTokenSeconds = int64_t{10} * 365 * 24 * 3600;
+  // Events in one ListEvents reply; tasks per ListTasks.
+  static constexpr int64_t kMaxListLimit = 1000;
 };
+
+// INVALID_ARGUMENT "FIELD N is outside LO..HI" (and `hint` after a "; ")
+// unless lo <= value <= hi: the one range check of request fields.
+absl::Status CheckRange(absl::string_view field, int64_t value, int64_t lo, int64_t hi, absl::string_view hint = "");
 
 // The one text rule for everything a user sends: valid UTF-8, no control
 // characters except tab, newline and carriage return (a tcp check's send

@@ -72,3 +72,19 @@ TEST(CheckedAddTest, RefusesOverflowInsteadOfWrapping) {
 
 }  // namespace
 }  // namespace mariposa
+
+namespace mariposa {
+namespace {
+
+TEST(CheckRangeTest, NamesTheFieldTheValueAndTheRange) {
+  EXPECT_TRUE(CheckRange("limit", 0, 0, 1000).ok());
+  EXPECT_TRUE(CheckRange("limit", 1000, 0, 1000).ok());
+  absl::Status s = CheckRange("limit", -1, 0, 1000, "0 = the default 100");
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_EQ(s.message(), "limit -1 is outside 0..1000; 0 = the default 100");
+  EXPECT_EQ(CheckRange("--rolling", INT64_MAX, 0, 100000).message(),
+            "--rolling 9223372036854775807 is outside 0..100000");
+}
+
+}  // namespace
+}  // namespace mariposa

@@ -1,9 +1,11 @@
 #include "projects/projects_service.h"
 
-#include <algorithm>
 #include <limits>
+
+#include <algorithm>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -503,6 +505,44 @@ absl::StatusOr<int64_t> ProjectsService::RollbackTo(const std::string& project, 
   return out.commit.version.number;
 }
 
+absl::StatusOr<ScaleChange> ParseScaleChange(absl::string_view change) {
+  auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat("\"", absl::CHexEscape(change),
+                                                   "\" is not SERVICE=N, SERVICE=+N or SERVICE=-N (N: 0..",
+                                                   Limits::kMaxCount, ", digits only, no spaces)"));
+  };
+  size_t eq = change.find('=');
+  if (eq == absl::string_view::npos || eq == 0) return bad();
+  for (char ch : change.substr(0, eq)) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(ch)) || absl::ascii_iscntrl(static_cast<unsigned char>(ch))) {
+      return bad();
+    }
+  }
+  ScaleChange c;
+  c.service = std::string(change.substr(0, eq));
+  absl::string_view amount = change.substr(eq + 1);
+  if (!amount.empty() && (amount[0] == '+' || amount[0] == '-')) {
+    c.op = amount[0];
+    amount.remove_prefix(1);
+  }
+  if (amount.empty() || amount.size() > 6 || !std::all_of(amount.begin(), amount.end(), absl::ascii_isdigit) ||
+      !absl::SimpleAtoi(amount, &c.n) || c.n > Limits::kMaxCount) {
+    return bad();
+  }
+  return c;
+}
+
+absl::StatusOr<int64_t> ScaledCount(const ScaleChange& c, int64_t count) {
+  int64_t to = c.op == '=' ? c.n : c.op == '+' ? count + c.n : count - c.n;
+  if (to >= 0 && to <= Limits::kMaxCount) return to;
+  if (c.op == '=') {
+    return absl::InvalidArgumentError(absl::StrCat("scaling \"", c.service, "\" to ", c.n, " is outside 0..",
+                                                   Limits::kMaxCount));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("scaling \"", c.service, "\" from ", count, " by ", std::string(1, c.op),
+                                                 c.n, " gives ", to, ", outside 0..", Limits::kMaxCount));
+}
+
 grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleRequest* req, v1::ScaleResponse* resp) {
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
@@ -517,34 +557,19 @@ grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleReq
   if (!current.ok()) return ToGrpc(current.status());
   Manifest m = (*current)->manifest;
   for (const std::string& change : req->changes()) {
-    size_t eq = change.find('=');
-    std::string name = change.substr(0, eq);
-    std::string amount = eq == std::string::npos ? "" : change.substr(eq + 1);
-    int64_t n = 0;
-    char op = !amount.empty() && (amount[0] == '+' || amount[0] == '-') ? amount[0] : '=';
-    if (eq == std::string::npos || !absl::SimpleAtoi(op == '=' ? amount : amount.substr(1), &n) || n < 0) {
-      return ToGrpc(absl::InvalidArgumentError(
-          absl::StrCat("\"", change, "\" is not SERVICE=N, SERVICE=+N or SERVICE=-N")));
-    }
-    auto svc = m.services.find(name);
+    auto c = ParseScaleChange(change);
+    if (!c.ok()) return ToGrpc(c.status());
+    auto svc = m.services.find(c->service);
     if (svc == m.services.end()) {
-      return ToGrpc(absl::NotFoundError(absl::StrCat("no service \"", name, "\" in project ", p->name)));
+      return ToGrpc(absl::NotFoundError(absl::StrCat("no service \"", c->service, "\" in project ", p->name)));
     }
     if (svc->second.compute_type == "agent") {
       return ToGrpc(absl::InvalidArgumentError(
-          absl::StrCat("service \"", name, "\" is an agent: it runs one instance per selected server")));
+          absl::StrCat("service \"", c->service, "\" is an agent: it runs one instance per selected server")));
     }
-    int64_t to = n;
-    if (op != '=') {
-      absl::Status sum = CheckedAdd(svc->second.count, op == '+' ? n : -n, absl::StrCat("scaling \"", name, "\""), &to);
-      if (!sum.ok()) return ToGrpc(sum);
-    }
-    if (to < 0 || to > 100000) {
-      return ToGrpc(absl::InvalidArgumentError(
-          absl::StrCat("scaling \"", name, "\" from ", svc->second.count, " by ", change.substr(eq + 1), " gives ", to,
-                       ", outside 0..100000")));
-    }
-    svc->second.count = to;
+    auto to = ScaledCount(*c, svc->second.count);
+    if (!to.ok()) return ToGrpc(to.status());
+    svc->second.count = *to;
   }
   auto out = ApplyText(p->name, CanonicalYaml(m), "scale", req->previous_version().empty() ? p->current_version
                                                                                           : req->previous_version(),
@@ -858,7 +883,15 @@ grpc::Status ProjectsService::ListEvents(grpc::ServerContext* ctx, const v1::Lis
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
   MARIPOSA_AUTHORIZE(ctx, req->project());
-  int limit = req->limit() <= 0 ? 100 : std::min(req->limit(), 1000);
+  if (absl::Status s = CheckRange("limit", req->limit(), 0, Limits::kMaxListLimit, "0 = the default 100"); !s.ok()) {
+    return ToGrpc(s);
+  }
+  if (absl::Status s = CheckRange("after_index", req->after_index(), 0, std::numeric_limits<int64_t>::max(),
+                                  "0 = from the first event");
+      !s.ok()) {
+    return ToGrpc(s);
+  }
+  int limit = req->limit() == 0 ? 100 : req->limit();
   auto list = req->newest() ? store_->ListNewestEvents(req->project(), req->after_index(), limit)
                             : store_->ListEvents(req->project(), req->after_index(), limit);
   if (!list.ok()) return ToGrpc(list.status());

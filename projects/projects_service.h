@@ -129,6 +129,20 @@ class ProjectsService final : public v1::Projects::Service {
 
 // The core services (compute_type: core) of `before` that `after` lacks or
 // makes something else: applying it would destroy their zones.
+// One `scale` change: "web=5" sets, "web=+2" adds, "web=-1" removes.
+struct ScaleChange {
+  std::string service;
+  char op = '=';  // '=', '+' or '-'
+  int64_t n = 0;
+};
+// Pure: INVALID_ARGUMENT quoting the change when it is not exactly
+// SERVICE=N, SERVICE=+N or SERVICE=-N (digits only: no spaces, signs
+// elsewhere or numbers beyond Limits::kMaxCount).
+absl::StatusOr<ScaleChange> ParseScaleChange(absl::string_view change);
+// The count a change gives a service of `count`, or INVALID_ARGUMENT
+// naming what it would give and the range 0..Limits::kMaxCount.
+absl::StatusOr<int64_t> ScaledCount(const ScaleChange& c, int64_t count);
+
 std::vector<std::string> DroppedCoreServices(const Manifest& before, const Manifest& after);
 
 }  // namespace mariposa

@@ -165,3 +165,34 @@ TEST_F(CatalogCheckTest, RollbacksAreNotChecked) {
 
 }  // namespace
 }  // namespace mariposa
+
+namespace mariposa {
+namespace {
+
+TEST(ParseScaleChangeTest, ExactlyServiceEqualsDigits) {
+  auto c = ParseScaleChange("web=5");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->service, "web");
+  EXPECT_EQ(c->op, '=');
+  EXPECT_EQ(c->n, 5);
+  EXPECT_EQ(ParseScaleChange("web=+2")->op, '+');
+  EXPECT_EQ(ParseScaleChange("web=-1")->n, 1);
+  for (const char* bad : {"web= 5", "web =5", "web=5 ", "web", "=5", "web=", "web=+", "web=0x10", "web=1e3",
+                          "web=100001", "web=9223372036854775807", "web=--1", "web=5\n"}) {
+    auto r = ParseScaleChange(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << bad;
+    EXPECT_NE(r.status().message().find("is not SERVICE=N, SERVICE=+N or SERVICE=-N"), absl::string_view::npos);
+  }
+}
+
+TEST(ParseScaleChangeTest, AbsoluteAndRelativeSayWhatTheyWouldGive) {
+  EXPECT_EQ(*ScaledCount({"web", '=', 7}, 3), 7);
+  EXPECT_EQ(*ScaledCount({"web", '+', 2}, 3), 5);
+  EXPECT_EQ(ScaledCount({"web", '-', 4}, 3).status().message(),
+            "scaling \"web\" from 3 by -4 gives -1, outside 0..100000");
+  EXPECT_EQ(ScaledCount({"web", '+', 100000}, 3).status().message(),
+            "scaling \"web\" from 3 by +100000 gives 100003, outside 0..100000");
+}
+
+}  // namespace
+}  // namespace mariposa
