@@ -132,6 +132,7 @@ class Decider {
   void Agents();
   void Window();
   void Verdicts();
+  void Stale();  // an observation too old for verdicts: every one unknown, and why
   const ServiceGoalSpec* GoalOf(const std::string& service) const {
     if (!s_.goal) return nullptr;
     auto it = s_.goal->services.find(service);
@@ -1343,8 +1344,9 @@ void Decider::Verdicts() {
     v.stopped_by_user = stopped_.count(svc) > 0;
     if (!s_.actual_known) {
       v.state = VerdictState::kUnknown;
-      v.reason = "VMAPI could not be read";
-      v.fix = "see the problems below";
+      bool pending = s_.api_problems.empty() && s_.observed_at == absl::InfinitePast();
+      v.reason = pending ? "not read yet: the project's first sync has not finished" : "VMAPI could not be read";
+      v.fix = pending ? "wait a moment; `mariposa events -f` shows the sync's work" : "see the problems below";
       d_.verdicts[svc] = v;
       continue;
     }
@@ -1565,10 +1567,38 @@ Decision Decider::Run() {
     const InstanceState& i = *ip;
     if (!s_.goal || !s_.goal->services.count(i.service) || s_.project.deleting) ++d_.leftover;
   }
+  Stale();
   bool all = s_.actual_known && d_.leftover == 0;
   for (const auto& kv : d_.verdicts) all = all && kv.second.state == VerdictState::kConverged;
   d_.converged = all;
   return std::move(d_);
+}
+
+void Decider::Stale() {
+  if (s_.observed_at == absl::InfinitePast() || now_ - s_.observed_at <= s_.policy.stale_after) return;
+  std::string age = absl::FormatDuration(absl::Trunc(now_ - s_.observed_at, absl::Seconds(1)));
+  std::vector<std::string> slow;
+  for (const auto& [api, took] : s_.api_latency) {
+    if (took >= absl::Seconds(2)) {
+      slow.push_back(absl::StrCat(api, " (its last answer took ",
+                                  absl::FormatDuration(absl::Trunc(took, absl::Milliseconds(100))), ")"));
+    }
+  }
+  std::string why = slow.empty() ? "the sync that reads it again has not finished"
+                                 : absl::StrCat("Triton answers slowly: ", absl::StrJoin(slow, ", "));
+  for (auto& [svc, v] : d_.verdicts) {
+    v.state = VerdictState::kUnknown;
+    v.reason = absl::StrCat("as of ", age, " ago: ", v.reason);
+    v.fix = "the counts are the last observation's; a newer one replaces them when the sync ends";
+  }
+  Problem("observation-stale", "", absl::StrCat("the actual state of project ", s_.project.name, " was read ", age,
+                                                " ago"),
+          why,
+          slow.empty() ? "wait for the sync; `mariposa events -f` shows what it does"
+                       : "check those APIs (`svcs -xv` and the logs in their zones, `sdc-healthcheck`); mariposad keeps "
+                         "syncing, and `status` shows the newer state as soon as it is read",
+          "verdicts are unknown until then: nothing is claimed converged; instances are still created, replaced and "
+          "removed, as slowly as Triton answers");
 }
 
 }  // namespace

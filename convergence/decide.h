@@ -74,6 +74,9 @@ struct ControllerPolicy {
   absl::Duration backoff_cap = absl::Minutes(2);
   absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period
   int max_jobs_per_project = 32;
+  // An actual state read longer ago than this is too old for a verdict
+  // (`status` answers from the last observation, never waiting on Triton).
+  absl::Duration stale_after = absl::Seconds(20);
 };
 
 struct Snapshot {
@@ -81,6 +84,13 @@ struct Snapshot {
   std::shared_ptr<const ProjectGoal> goal;         // null: no version yet, or the project is being deleted
   std::map<std::string, int64_t> version_numbers;  // version uuid -> number
   bool actual_known = true;                        // false: VMAPI could not be read (api_problems says why)
+  // When the actual state (instances) was read: now for a sync; the last
+  // sync's observation for `status` (Reconciler::Inspect). InfinitePast:
+  // not known. Older than policy.stale_after: every verdict is unknown.
+  absl::Time observed_at = absl::InfinitePast();
+  // How long each Triton API's last call took (for a stale observation's
+  // reason: which API is slow).
+  std::map<std::string, absl::Duration> api_latency;
   std::vector<InstanceState> instances;            // health filled in
   // The goals of the versions that instances at another spec than the
   // goal's were created from, by version uuid: their health checks are the

@@ -101,7 +101,8 @@ grpc::Status QueueService::ListTasks(grpc::ServerContext* ctx, const v1::ListTas
   MARIPOSA_AUTHORIZE(ctx, req->project());
   auto p = store_->GetProject(req->project());
   if (!p.ok()) return ToGrpc(p.status());
-  if (absl::Status s = CheckRange("finished_limit", req->finished_limit(), 0, Limits::kMaxListLimit, "0 = the default 20");
+  if (absl::Status s = CheckRange("finished_limit", req->finished_limit(), 0, std::numeric_limits<int32_t>::max(),
+                                  "0 = the default 20");
       !s.ok()) {
     return ToGrpc(s);
   }

@@ -244,6 +244,11 @@ void Reconciler::NoteApi(const std::string& api, const absl::Status& st) {
   }
 }
 
+void Reconciler::NoteLatency(const std::string& api, absl::Duration took) {
+  absl::MutexLock l(&mu_);
+  latency_[api] = took;
+}
+
 std::vector<ApiProblem> Reconciler::ApiProblems() const {
   absl::MutexLock l(&mu_);
   std::vector<ApiProblem> out;
@@ -478,14 +483,16 @@ void Reconciler::ForgetImages() {
   images_.clear();
 }
 
-absl::StatusOr<triton::Image> Reconciler::ResolveImage(const std::string& ref) {
+absl::StatusOr<triton::Image> Reconciler::ResolveImage(const std::string& ref, bool cached_only) {
   absl::Time now = clock_->Now();
   {
     absl::MutexLock l(&mu_);
     auto it = images_.find(ref);
-    if (it != images_.end() && now - it->second.first < (it->second.second.ok() ? absl::Seconds(30) : absl::Seconds(5))) {
+    if (it != images_.end() &&
+        (cached_only || now - it->second.first < (it->second.second.ok() ? absl::Seconds(30) : absl::Seconds(5)))) {
       return it->second.second;
     }
+    if (cached_only) return absl::UnavailableError(absl::StrCat("image ", ref, " not looked up yet"));
   }
   absl::StatusOr<triton::Image> found = LookUpImage(ref);
   absl::MutexLock l(&mu_);
@@ -494,11 +501,11 @@ absl::StatusOr<triton::Image> Reconciler::ResolveImage(const std::string& ref) {
   return found;
 }
 
-absl::StatusOr<std::shared_ptr<const Catalog>> Reconciler::CatalogNow() {
+absl::StatusOr<std::shared_ptr<const Catalog>> Reconciler::CatalogNow(bool cached_only) {
   absl::Time now = clock_->Now();
   {
     absl::MutexLock l(&mu_);
-    if (now - catalog_at_ < (catalog_.ok() ? absl::Seconds(30) : absl::Seconds(5))) return catalog_;
+    if (cached_only || now - catalog_at_ < (catalog_.ok() ? absl::Seconds(30) : absl::Seconds(5))) return catalog_;
   }
   auto read = [&]() -> absl::StatusOr<std::shared_ptr<const Catalog>> {
     auto c = std::make_shared<Catalog>();
@@ -670,7 +677,7 @@ void Reconciler::KeepMemory(const ProjectRecord& p, const std::map<std::string, 
 }
 
 absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_jobs, absl::Duration* observe,
-                                             absl::Time* listed) {
+                                             absl::Time* listed, bool last_seen) {
   Snapshot s;
   ASSIGN_OR_RETURN(s.project, store_->GetProject(name));
   const std::string& uuid = s.project.uuid;
@@ -688,6 +695,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   s.policy.backoff_cap = options_.backoff_cap;
   s.policy.replace_interval = options_.replace_interval;
   s.policy.max_jobs_per_project = std::max(1, options_.max_jobs_per_project);
+  s.policy.stale_after = options_.stale_after;
   absl::Time now = clock_->Now();
   RecallMemory(s.project);
   {
@@ -727,7 +735,24 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       incremental = true;
     }
   }
-  if (!incremental) {
+  if (last_seen) {
+    // The last sync's observation, copied once per sync that made one, on
+    // a reader's demand; while a sync holds the list, the copy before.
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[uuid];
+    if (ps.listed && ps.view_gen != ps.listed_gen) {
+      ps.view = std::make_shared<const std::vector<InstanceState>>(*ps.listed);
+      ps.view_gen = ps.listed_gen;
+      ps.view_observed_at = ps.observed_at;
+    }
+    if (ps.view) {
+      s.instances = *ps.view;
+      s.observed_at = ps.view_observed_at;
+    } else {
+      s.actual_known = false;  // no sync has read it yet
+    }
+    s.api_latency = latency_;
+  } else if (!incremental) {
     auto instances = Observer(vmapi_, OwnersOf(s.project))
                          .ObserveProject(uuid, s.version_numbers, names, options_.observe_parallel);
     NoteApi("VMAPI", instances.status());
@@ -737,6 +762,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       s.actual_known = false;
     }
   }
+  if (!last_seen && s.actual_known) s.observed_at = now;
 
   // Jobs: those that ended are handed to Decide once; a create whose reply
   // was lost waits until its VM shows up or the job timeout passes.
@@ -818,7 +844,17 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     auto h = i.checked ? options_.health->InstanceHealth(i.uuid) : std::nullopt;
     i.health = h ? health::HealthName(*h) : "unknown";
   }
-  if (s.actual_known) {
+  if (s.actual_known && last_seen) {
+    // Read only: the syncs keep these times.
+    absl::MutexLock l(&mu_);
+    const ProjectState& ps = projects_[uuid];
+    for (InstanceState& i : s.instances) {
+      auto it = ps.tracked.find(i.uuid);
+      if (it == ps.tracked.end()) continue;
+      if (i.state == "running") i.up_since = it->second.up_since;
+      if (i.state == "running" && i.health == "healthy") i.healthy_since = it->second.healthy_since;
+    }
+  } else if (s.actual_known) {
     // Since when each instance runs at its spec and image, and is healthy
     // (first seen: since its creation); kept across syncs, in place.
     absl::MutexLock l(&mu_);
@@ -855,7 +891,8 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   std::set<std::string> label_keys;
   if (s.goal) {
     for (const auto& kv : s.goal->services) {
-      auto image = ResolveImage(kv.second.record.image);
+      auto image = ResolveImage(kv.second.record.image, last_seen);
+      if (last_seen && absl::IsUnavailable(image.status())) continue;  // not looked up by a sync yet
       if (!image.ok()) s.image_errors[kv.first] = std::string(image.status().message());
       else if (!image->source.empty()) s.imports[kv.first] = *image;
       else s.images[kv.first] = *image;
@@ -867,7 +904,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     ASSIGN_OR_RETURN(std::vector<MetaRecord> stored, store_->ListMeta(uuid));
     for (const MetaRecord& m : stored) s.meta[m.key] = m.value;
     // What each service's instances are made of (catalog.h, meta_drift.h).
-    auto catalog = CatalogNow();
+    auto catalog = CatalogNow(last_seen);
     if (catalog.ok() && (*catalog)->networks) {
       for (const triton::Network& n : *(*catalog)->networks) s.network_names[n.name] = n.uuid;
     }
@@ -916,11 +953,11 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   }
   for (const TaskRecord& t : s.tasks) {
     for (const std::string& want : t.filter_images) {
-      auto image = ResolveImage(want);
+      auto image = ResolveImage(want, last_seen);
       if (image.ok()) s.filter_images[t.uuid].insert(image->uuid);
     }
   }
-  for (const std::string& key : label_keys) {
+  for (const std::string& key : last_seen ? std::set<std::string>() : label_keys) {  // only creates need them
     triton::VmFilter f;
     f.owner_uuid = TenantOf(s.project);  // placement by labels looks at the project's account only
     f.state = "active";
@@ -955,12 +992,21 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       }
     }
   }
-  if ((agents || !s.removed_agents.empty()) && options_.cnapi != nullptr) {
+  if ((agents || !s.removed_agents.empty()) && options_.cnapi != nullptr && last_seen) {
+    absl::MutexLock l(&mu_);
+    const ProjectState& ps = projects_[uuid];
+    s.servers = ps.servers;
+    s.servers_known = ps.servers_known;
+  } else if ((agents || !s.removed_agents.empty()) && options_.cnapi != nullptr) {
     auto servers = options_.cnapi->ListServers();
     NoteApi("CNAPI", servers.status());
     if (servers.ok()) {
       s.servers = std::move(*servers);
       s.servers_known = true;
+      absl::MutexLock l(&mu_);
+      ProjectState& ps = projects_[uuid];
+      ps.servers = s.servers;
+      ps.servers_known = true;
     }
   }
   s.api_problems = ApiProblems();
@@ -1017,7 +1063,7 @@ bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::
 }
 
 absl::StatusOr<Reconciler::View> Reconciler::Inspect(const std::string& project) {
-  ASSIGN_OR_RETURN(Snapshot s, Gather(project, /*poll_jobs=*/false, nullptr, nullptr));
+  ASSIGN_OR_RETURN(Snapshot s, Gather(project, /*poll_jobs=*/false, nullptr, nullptr, /*last_seen=*/true));
   Decision d = Decide(s, clock_->Now());
   return View{std::move(s), std::move(d)};
 }
@@ -1050,6 +1096,8 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
       if (listed_at != absl::InfinitePast()) {
         it->second.listed_at = listed_at;
         it->second.listed = std::move(s.instances);
+        it->second.observed_at = s.observed_at;
+        ++it->second.listed_gen;
       } else {
         it->second.listed.reset();
       }

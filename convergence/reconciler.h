@@ -55,6 +55,9 @@ struct ReconcilerOptions {
   // A project's VMs are all listed at least this often; in between, a sync
   // that sees jobs end re-reads only their VMs (GetVm).
   absl::Duration full_observe = absl::Seconds(1);
+  // `status` answers from the last observation; older than this, its
+  // verdicts are unknown (ControllerPolicy::stale_after).
+  absl::Duration stale_after = absl::Seconds(20);
   absl::Duration job_poll = absl::Milliseconds(250);  // a project with jobs in flight is looked at again after this
   int max_jobs = 64;               // Triton jobs in flight, all projects together
   int max_jobs_per_project = 32;   // Triton jobs in flight for one project
@@ -121,8 +124,12 @@ class Reconciler {
   // it took longer): then the project needs a sync.
   std::optional<SyncResult> PumpProject(const std::string& project_uuid);
 
-  // Gather and Decide without executing: what `status` shows. With
-  // `poll_jobs` false jobs in flight are not asked about.
+  // Gather and Decide without executing: what `status` shows. It never
+  // waits on Triton: the actual state is the last sync's observation (its
+  // age in Snapshot::observed_at; older than stale_after, every verdict is
+  // unknown and a problem names the slow API), images and the catalog as
+  // last read, jobs in flight not asked about. A project no sync has read
+  // yet has actual_known false.
   struct View {
     Snapshot snapshot;
     Decision decision;
@@ -150,7 +157,8 @@ class Reconciler {
 
   // PAPI's packages and NAPI's networks, read at most every 30 s (5 s after
   // a failure); what an API without a client gives is empty.
-  absl::StatusOr<std::shared_ptr<const Catalog>> CatalogNow();
+  // `cached_only`: what was read last, however old, never asking.
+  absl::StatusOr<std::shared_ptr<const Catalog>> CatalogNow(bool cached_only = false);
   // Apply's check (CheckCatalog) of a manifest against the catalog and
   // IMGAPI; an error status when the catalog cannot be read.
   // `owner`: the project's account ("" = --owner).
@@ -165,7 +173,11 @@ class Reconciler {
   // How many active VMs the project (uuid) has under its accounts.
   absl::StatusOr<int64_t> CountInstances(const std::string& project_uuid);
   // An image reference (uuid or name@version), cached briefly.
-  absl::StatusOr<triton::Image> ResolveImage(const std::string& ref);
+  // `cached_only`: the last answer, however old; UNAVAILABLE when none.
+  absl::StatusOr<triton::Image> ResolveImage(const std::string& ref, bool cached_only = false);
+  // How long a call to `api` (VMAPI, CNAPI, …) took: the HTTP clients'
+  // metrics hook reports every call, and a stale status names slow APIs.
+  void NoteLatency(const std::string& api, absl::Duration took);
   // Uncached: IMGAPI, then the image source (the result's `source` set);
   // NOT_FOUND names the nearest versions that exist in either.
   absl::StatusOr<triton::Image> LookUpImage(const std::string& ref);
@@ -183,8 +195,9 @@ class Reconciler {
  private:
   // `listed`, when given, is set to when the snapshot's instances were
   // listed (InfinitePast: VMAPI could not be read; keep nothing).
+  // `last_seen` (Inspect): nothing is asked of Triton (see Inspect).
   absl::StatusOr<Snapshot> Gather(const std::string& project, bool poll_jobs, absl::Duration* observe,
-                                  absl::Time* listed);
+                                  absl::Time* listed, bool last_seen = false);
   // `changes` is changes_ when the sync began.
   SyncResult Execute(const Snapshot& s, Decision d, uint64_t changes);
   // Builds, sends (in dependency waves) and records the requests of
@@ -253,6 +266,15 @@ class Reconciler {
     // Taken by the next sync (Gather) and put back when it ends.
     absl::Time listed_at;
     std::optional<std::vector<InstanceState>> listed;
+    // For readers (Inspect): when the sync that put `listed` back observed
+    // it, a counter of those puts, and a copy made on a reader's demand
+    // (kept while a sync holds `listed`).
+    absl::Time observed_at = absl::InfinitePast();
+    uint64_t listed_gen = 0, view_gen = 0;
+    std::shared_ptr<const std::vector<InstanceState>> view;
+    absl::Time view_observed_at = absl::InfinitePast();
+    std::vector<triton::Server> servers;  // CNAPI's, as the last sync read them
+    bool servers_known = false;
     // The pump's: creates the last sync's job window held (tasks resolved),
     // what they were decided on, changes_ then, when that sync ended, and
     // the jobs the pump saw end (the next sync counts them).
@@ -283,6 +305,7 @@ class Reconciler {
   };
   std::map<std::string, ProjectState> projects_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs
+  std::map<std::string, absl::Duration> latency_ ABSL_GUARDED_BY(mu_);  // last call per API
   std::map<std::string, std::pair<absl::Time, absl::StatusOr<triton::Image>>> images_ ABSL_GUARDED_BY(mu_);
   absl::Time catalog_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::StatusOr<std::shared_ptr<const Catalog>> catalog_ ABSL_GUARDED_BY(mu_) = absl::UnavailableError("not read");

@@ -31,6 +31,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
+#include "absl/strings/ascii.h"
+#include "common/bounded.h"
 #include "common/clock.h"
 #include "common/config_file.h"
 #include "common/flags.h"
@@ -67,6 +69,10 @@
 #include "projects/store_open.h"
 
 namespace {
+
+// Apply's checks against Triton (PAPI, NAPI, IMGAPI) answer within this, or the
+// apply goes on with a warning that they were not made (docs/cli.md).
+constexpr absl::Duration kApplyCheckDeadline = absl::Seconds(5);
 
 constexpr char kUsage[] = R"(usage: mariposad [--config FILE] [--listen ADDR] [--socket PATH] [--data-dir DIR] [--addr-file FILE] [--init]
                  [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--insecure-listen]
@@ -720,7 +726,13 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  auto hook = [&metrics](const mariposa::triton::RequestRecord& r) { metrics.TritonRequest(r); };
+  // Every Triton call's latency also reaches the reconciler (once it is
+  // made): a stale `status` names the API that is slow.
+  std::atomic<mariposa::convergence::Reconciler*> latency_sink{nullptr};
+  auto hook = [&metrics, &latency_sink](const mariposa::triton::RequestRecord& r) {
+    metrics.TritonRequest(r);
+    if (auto* sink = latency_sink.load()) sink->NoteLatency(absl::AsciiStrToUpper(r.api), r.latency);
+  };
   std::unique_ptr<mariposa::triton::HttpVmapiClient> vmapi;
   std::unique_ptr<mariposa::triton::HttpImgapiClient> imgapi, image_source;
   std::unique_ptr<mariposa::convergence::ImagesService> images;
@@ -728,6 +740,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<mariposa::triton::HttpPapiClient> papi;
   std::unique_ptr<mariposa::triton::HttpNapiClient> napi;
   std::unique_ptr<mariposa::convergence::Reconciler> reconciler;
+  // After the reconciler: its functions still running are waited for first.
+  mariposa::BoundedRunner bounded(clock);
   // Health: the coordinator shards the services' checks over the agents that
   // connect (mariposa-health, or the embedded one) and turns their reports
   // into events; the reconciler reads instance health from it.
@@ -769,6 +783,7 @@ int main(int argc, char** argv) {
     ropts.admin_owner_uuid = admin_owner;
     ropts.network_uuid = network;
     ropts.resync = resync_every;
+    ropts.stale_after = 2 * resync_every + absl::Seconds(10);
     ropts.triton_url = triton_url;
     ropts.max_jobs = max_jobs_n;
     ropts.max_jobs_per_project = max_jobs_project_n;
@@ -794,10 +809,17 @@ int main(int argc, char** argv) {
     reconciler = std::make_unique<mariposa::convergence::Reconciler>(store->get(), vmapi.get(), imgapi.get(), clock,
                                                                     ropts);
     wake_target = reconciler.get();
+    latency_sink.store(reconciler.get());
     projects.set_on_change([r = reconciler.get()] { r->Wake(); });
-    projects.set_catalog_check([r = reconciler.get()](const mariposa::Manifest& m, const std::string& filename,
-                                                       const std::string& owner) {
-      return r->CheckManifest(m, filename, owner);
+    // Apply's checks against PAPI, NAPI and IMGAPI answer within
+    // kApplyCheckDeadline; past it the apply goes on with the documented
+    // "were not checked" warning instead of waiting on a slow Triton.
+    projects.set_catalog_check([r = reconciler.get(), &bounded](const mariposa::Manifest& m,
+                                                                 const std::string& filename,
+                                                                 const std::string& owner) {
+      return bounded.Run<std::vector<mariposa::ManifestDiagnostic>>(
+          [r, m, filename, owner] { return r->CheckManifest(m, filename, owner); }, kApplyCheckDeadline,
+          "PAPI, NAPI and IMGAPI (apply's check of packages, networks and images)");
     });
     // Projects made before accounts were recorded are --owner's: recorded
     // now, so that a later --owner does not take them to another account.
@@ -814,9 +836,12 @@ int main(int argc, char** argv) {
       mariposa::LogInfo("projects without an account recorded as --owner's",
                         {{"count", absl::StrCat(*claimed)}, {"owner", owner}});
     }
-    projects.set_image_planner([r = reconciler.get()](const std::string& project_uuid, const mariposa::Manifest& m,
-                                                       const std::set<std::string>& services) {
-      return r->PlanImages(project_uuid, m, services);
+    projects.set_image_planner([r = reconciler.get(), &bounded](const std::string& project_uuid,
+                                                                 const mariposa::Manifest& m,
+                                                                 const std::set<std::string>& services) {
+      return bounded.Run<std::map<std::string, mariposa::ImagePlan>>(
+          [r, project_uuid, m, services] { return r->PlanImages(project_uuid, m, services); }, kApplyCheckDeadline,
+          "IMGAPI, VMAPI and CNAPI (the image plan)");
     });
     admin.set_problems([r = reconciler.get()](mariposa::v1::StatusResponse* resp) {
       for (const auto& [project, list] : r->LastProblems()) {
@@ -994,6 +1019,7 @@ int main(int argc, char** argv) {
   stopping.Notify();
   trimmer.join();
   if (reconciler) reconciler->Stop();
+  latency_sink.store(nullptr);
   backups.Stop();
   health_metrics.Watch(static_cast<const mariposa::health::Agent*>(nullptr));
   embedded.reset();

@@ -58,7 +58,7 @@ struct Limits {
   static constexpr int64_t kMaxCount = 100000;
   // The longest a token lives (`admin token create --expires`): ten years.
   static constexpr int64_t kMaxTokenSeconds = int64_t{10} * 365 * 24 * 3600;
-  // Events in one ListEvents reply; tasks per ListTasks.
+  // Events in one ListEvents reply (a larger limit gives this many).
   static constexpr int64_t kMaxListLimit = 1000;
 };
 

@@ -275,7 +275,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
     auto catalog_errors = catalog_check_(m, opts.filename, existing.ok() ? existing->owner : default_owner_);
     if (!catalog_errors.ok()) {
       catalog_warnings.push_back(absl::StrCat(
-          "packages, networks and brands were not checked (", catalog_errors.status().message(),
+          "packages, networks, brands and images were not checked (", catalog_errors.status().message(),
           "); the sync holds instances whose package or network does not exist"));
     } else if (!catalog_errors->empty()) {
       return DiagnosticsToStatus(*catalog_errors);
@@ -883,7 +883,9 @@ grpc::Status ProjectsService::ListEvents(grpc::ServerContext* ctx, const v1::Lis
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
   MARIPOSA_AUTHORIZE(ctx, req->project());
-  if (absl::Status s = CheckRange("limit", req->limit(), 0, Limits::kMaxListLimit, "0 = the default 100"); !s.ok()) {
+  if (absl::Status s = CheckRange("limit", req->limit(), 0, std::numeric_limits<int32_t>::max(),
+                                  "0 = the default 100; more than 1000 gives 1000");
+      !s.ok()) {
     return ToGrpc(s);
   }
   if (absl::Status s = CheckRange("after_index", req->after_index(), 0, std::numeric_limits<int64_t>::max(),
@@ -891,7 +893,7 @@ grpc::Status ProjectsService::ListEvents(grpc::ServerContext* ctx, const v1::Lis
       !s.ok()) {
     return ToGrpc(s);
   }
-  int limit = req->limit() == 0 ? 100 : req->limit();
+  int limit = req->limit() == 0 ? 100 : static_cast<int>(std::min<int64_t>(req->limit(), Limits::kMaxListLimit));
   auto list = req->newest() ? store_->ListNewestEvents(req->project(), req->after_index(), limit)
                             : store_->ListEvents(req->project(), req->after_index(), limit);
   if (!list.ok()) return ToGrpc(list.status());

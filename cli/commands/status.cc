@@ -11,9 +11,24 @@ Result Status(Context& c, const Parsed& p) {
   RETURN_IF_ERROR(c.d().Check(c.d().state->GetState(c.d().Ctx().get(), req, &resp)));
   if (c.PrintIfStructured(resp)) return 0;
   std::ostream& out = c.out();
+  bool stale = false;
+  for (const auto& pr : resp.problems()) stale |= pr.kind() == "observation-stale";
   out << "project " << resp.project() << " at version " << resp.version() << ": "
-      << (resp.converged() ? "converged" : !resp.actual_known() ? "unknown (actual state cannot be read)" : "not converged")
-      << "\n\n";
+      << (resp.converged() ? "converged"
+          : !resp.actual_known() ? "unknown (actual state cannot be read)"
+          : stale ? "unknown (the actual state read is too old; see the problems)"
+                  : "not converged")
+      << "\n";
+  // The age of what is shown, when it is more than a sync or two old.
+  if (resp.has_observed_at()) {
+    absl::Time read = absl::FromUnixSeconds(resp.observed_at().seconds()) + absl::Nanoseconds(resp.observed_at().nanos());
+    absl::Duration age = c.clock->Now() - read;
+    if (age >= absl::Seconds(10)) {
+      out << "actual state as read " << absl::FormatDuration(absl::Trunc(age, absl::Seconds(1)))
+          << " ago (the last sync's; status does not wait on Triton)\n";
+    }
+  }
+  out << "\n";
   Rows rows;
   // Counts of what runs are shown only when VMAPI could be read ("-": unknown).
   auto seen = [&](int64_t n) { return resp.actual_known() ? absl::StrCat(n) : std::string("-"); };
