@@ -137,7 +137,7 @@ TEST_F(CatalogCheckTest, AnUnreadableCatalogLetsTheApplyThroughWithAWarning) {
   ASSERT_TRUE(Apply(kV2, &resp).ok());
   EXPECT_EQ(Versions(), 1);
   ASSERT_EQ(resp.warnings_size(), 1);
-  EXPECT_NE(resp.warnings(0).find("packages, networks and brands were not checked (papi ListPackages: connection "
+  EXPECT_NE(resp.warnings(0).find("packages, networks, brands and images were not checked (papi ListPackages: connection "
                                   "refused)"),
             std::string::npos)
       << resp.warnings(0);
