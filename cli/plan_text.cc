@@ -1,5 +1,7 @@
 #include "cli/plan_text.h"
 
+#include <algorithm>
+
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -83,9 +85,13 @@ std::string PlanHeader(const std::string& project, const std::string& daemon) {
 }
 
 std::string PlanSummary(const v1::Diff& d) {
-  int64_t create = 0, replace = 0, in_place = 0, remove = 0;
+  int64_t create = 0, replace = 0, in_place = 0, remove = 0, agent_servers = 0;
   for (const auto& c : d.services()) {
-    if (c.has_image_plan() && c.image_plan().agent()) continue;
+    if (c.has_image_plan() && c.image_plan().agent()) {
+      // Agents are installed per server (their rollout), not created.
+      agent_servers += std::max<int64_t>(0, c.image_plan().instances() - c.image_plan().already());
+      continue;
+    }
     switch (c.action()) {
       case v1::ServiceChange::CREATE:
         create += c.to_count();
@@ -104,6 +110,7 @@ std::string PlanSummary(const v1::Diff& d) {
   }
   std::string out = absl::StrCat(create, " to create, ", replace, " to replace, ", remove, " to delete");
   if (in_place > 0) absl::StrAppend(&out, ", ", in_place, " to reprovision in place");
+  if (agent_servers > 0) absl::StrAppend(&out, ", agents to install on ", agent_servers, agent_servers == 1 ? " server" : " servers");
   return out + "\n";
 }
 

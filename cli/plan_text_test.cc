@@ -162,6 +162,12 @@ TEST(PlanText, SummaryCountsInstances) {
   agent->set_to_count(300);
   agent->mutable_image_plan()->set_agent(true);
   EXPECT_EQ(PlanSummary(d), "3 to create, 2 to replace, 4 to delete, 1 to reprovision in place\n");
+  // Issue 31: agent updates used to read as "0 to create, 0 to replace,
+  // 0 to delete"; now the servers to install on are said.
+  agent->mutable_image_plan()->set_instances(300);
+  agent->mutable_image_plan()->set_already(100);
+  EXPECT_EQ(PlanSummary(d),
+            "3 to create, 2 to replace, 4 to delete, 1 to reprovision in place, agents to install on 200 servers\n");
   EXPECT_EQ(PlanSummary(v1::Diff()), "0 to create, 0 to replace, 0 to delete\n");
   EXPECT_EQ(PlanHeader("jupiter", "127.0.0.1:7740"), "plan for project \"jupiter\" on mariposad 127.0.0.1:7740:\n");
 }

@@ -226,10 +226,10 @@ void Decider::FinishedJobs() {
         }
       } else if (j.kind == "uninstall") {
         prog.deleted = 1;
-        Event("agent.uninstalled", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
+        Event("agent.uninstalled", j.instance, absl::StrCat(j.alias, " on server ", j.instance, " (", j.reason, ")"));
       } else if (j.kind == "install") {
         prog.created = 1;
-        Event("agent.install", j.instance, j.alias);
+        Event("agent.install", j.instance, absl::StrCat(j.alias, " on server ", j.instance));
         if (m != d_.memory.end()) {
           if (!j.task_uuid.empty()) m->second.reinstalled[j.task_uuid].insert(j.instance);
           m->second.install_failures.erase(j.instance);
@@ -271,7 +271,7 @@ void Decider::FinishedJobs() {
       } else if (j.kind == "uninstall") {
         Event("agent.uninstall-failed", j.instance, absl::StrCat(j.alias, ": ", f.error));
       } else if (j.kind == "install") {
-        Event("agent.install-failed", j.instance, absl::StrCat(j.alias, ": ", f.error));
+        Event("agent.install-failed", j.instance, absl::StrCat(j.alias, " on server ", j.instance, ": ", f.error));
         if (m != d_.memory.end()) {
           m->second.install_failures[j.instance] = f.error;
           int n = ++m->second.install_attempts[j.instance];
@@ -715,7 +715,11 @@ void Decider::Hold() {
     const ServiceGoalSpec* g = GoalOf(a.service);
     auto m = d_.memory.find(a.service);
     bool create = a.kind == ActionKind::kCreate;
-    if (why.empty() && m != d_.memory.end() && g != nullptr) {
+    // A failed provision never ran: removing it takes nothing away, so
+    // neither a crash loop nor the replacement budget holds its removal.
+    auto target = a.instance.empty() ? by_uuid_.end() : by_uuid_.find(a.instance);
+    bool cleanup = a.reason == "remove-broken" && target != by_uuid_.end() && target->second->state == "failed";
+    if (why.empty() && m != d_.memory.end() && g != nullptr && !cleanup) {
       const ServiceHistory& h = m->second.history;
       RestartPolicy p = PolicyFor(g->spec, s_.policy);
       if (h.Paused(p, now_) && (create || a.reason == "remove-broken")) {

@@ -375,6 +375,28 @@ TEST(DecideTest, HealthReplacementsCountTowardTheCrashLoop) {
   EXPECT_TRUE(HasProblem(d, "crash-loop"));
 }
 
+// Issue 31: failed provisions left after a burst of job failures were
+// removed one per budget interval (and not at all in a crash loop), though
+// removing them takes no capacity away.
+TEST(DecideTest, FailedProvisionsAreRemovedAtOnceEvenInACrashLoop) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 10}\n"));
+  for (int k = 1; k <= 6; ++k) s.instances.push_back(Instance(s, "web", k));
+  for (int k = 7; k <= 10; ++k) s.instances.push_back(Instance(s, "web", k, "failed", absl::Seconds(5)));
+  // A crash loop: max_attempts (3) failures in a row just now.
+  absl::Time now = kT0;
+  Decision warm = Decide(s, now);
+  s.memory = warm.memory;
+  for (int k = 0; k < 3; ++k) s.memory["web"].history.Failure(RestartPolicy{3, absl::Minutes(1)}, now, 0.5);
+  Decision d = Decide(s, now);
+  ASSERT_EQ(d.verdicts.at("web").state, VerdictState::kPaused) << d.verdicts.at("web").reason;
+  EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 4) << "every failed provision goes at once";
+  EXPECT_EQ(Count(d, ActionKind::kCreate), 0) << "replacements stay paused";
+  // A stopped (once running) instance is still removed at the budget's pace.
+  s.instances[0].state = "stopped";
+  d = Decide(s, now);
+  EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 4);
+}
+
 TEST(DecideTest, HardPlacementWaitsForItsTargetInsteadOfBeingBroken) {
   Snapshot s = SnapshotOf(GoalOf(
       "project: p\nservices:\n  app:\n    image: app@1\n    count: 2\n    placement: ['service==db']\n"

@@ -745,7 +745,9 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       ps.view_gen = ps.listed_gen;
       ps.view_observed_at = ps.observed_at;
     }
-    if (ps.view) {
+    if (api_.count("VMAPI")) {
+      s.actual_known = false;  // the last read failed: nothing is claimed
+    } else if (ps.view) {
       s.instances = *ps.view;
       s.observed_at = ps.view_observed_at;
     } else {
@@ -996,7 +998,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     absl::MutexLock l(&mu_);
     const ProjectState& ps = projects_[uuid];
     s.servers = ps.servers;
-    s.servers_known = ps.servers_known;
+    s.servers_known = ps.servers_known && !api_.count("CNAPI");
   } else if ((agents || !s.removed_agents.empty()) && options_.cnapi != nullptr) {
     auto servers = options_.cnapi->ListServers();
     NoteApi("CNAPI", servers.status());
@@ -1708,7 +1710,9 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
                                     : j.kind == "uninstall" ? "agent.uninstall-started"
                                     : j.kind == "import"    ? "image.import-started"
                                                          : absl::StrCat("instance.", j.kind),
-                                    j.instance, absl::StrCat(j.alias, " (", j.reason, ")")});
+                                    j.instance,
+                                    j.api == "cnapi" ? absl::StrCat(j.alias, " on server ", j.instance, " (", j.reason, ")")
+                                                     : absl::StrCat(j.alias, " (", j.reason, ")")});
       continue;
     }
     const absl::Status& st = q.result.status();

@@ -24,6 +24,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <google/protobuf/stubs/logging.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -39,6 +40,7 @@
 #include "common/log.h"
 #include "common/process_metrics.h"
 #include "daemon/grpc_metrics.h"
+#include "daemon/request_parse.h"
 #include "common/ids.h"
 #include "convergence/metrics.h"
 #include "convergence/observer.h"
@@ -422,6 +424,14 @@ int RunStandby(const std::string& data_dir, const std::vector<mariposa::LimitedL
 }  // namespace
 
 int main(int argc, char** argv) {
+  // libprotobuf's own messages (a request it could not parse) go to the
+  // JSON log like every other line.
+  google::protobuf::SetLogHandler([](google::protobuf::LogLevel level, const char* file, int line,
+                                     const std::string& message) {
+    std::string msg = absl::StrCat("libprotobuf: ", message), source = absl::StrCat(file, ":", line);
+    if (level >= google::protobuf::LOGLEVEL_ERROR) mariposa::LogError(msg, {{"source", source}});
+    else mariposa::LogWarn(msg, {{"source", source}});
+  });
   char** original_argv = argv;
   // Blocks of 1 MiB and more (request buffers, manifest texts) are mapped on
   // their own and go back to the system when freed; up to 32 MiB of freed
@@ -927,6 +937,8 @@ int main(int argc, char** argv) {
   }
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(authorizer.NewInterceptorFactory());
+  // First, so that the metrics count what the client is told.
+  interceptors.push_back(mariposa::NewUnparsableRequestInterceptorFactory());
   interceptors.push_back(mariposa::NewGrpcMetricsInterceptorFactory(&metrics, clock));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Requests: a manifest at its limit with room for the other fields; a

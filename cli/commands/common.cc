@@ -180,7 +180,10 @@ void PrintStaleMeta(Context& c, const std::string& project) {
   for (const auto& s : resp.services()) {
     std::vector<std::string> stale;
     for (const auto& i : s.instances()) {
-      if (i.stale_meta()) stale.push_back(i.alias());
+      // Only instances that run or come up: preserved and stopped ones are
+      // counted nowhere (stop.preserve_stopped) and are not rolled.
+      bool live = i.state() == "running" || i.state() == "provisioning";
+      if (i.stale_meta() && live) stale.push_back(i.alias());
     }
     if (stale.empty()) continue;
     c.out() << stale.size() << (stale.size() == 1 ? " instance" : " instances") << " of " << s.name()
