@@ -823,16 +823,22 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   // The versions older instances were created from: their checks are the
   // ones they keep until replaced (HealthSpecFor, stale_checks).
   if (s.goal) {
+    // Decided once per (version, service): a project has few versions live.
+    absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, bool> stale;
     for (InstanceState& i : s.instances) {
       if (i.version_uuid.empty() || i.version_uuid == s.goal->version_uuid || !s.goal->services.count(i.service)) {
         continue;
       }
-      if (!s.instance_goals.count(i.version_uuid)) {
-        auto older = goals_.Get(store_, uuid, i.version_uuid);
-        s.instance_goals[i.version_uuid] = older.ok() ? *older : nullptr;  // null: the goal's checks
+      auto [it, fresh] = stale.try_emplace({i.version_uuid, i.service}, false);
+      if (fresh) {
+        if (!s.instance_goals.count(i.version_uuid)) {
+          auto older = goals_.Get(store_, uuid, i.version_uuid);
+          s.instance_goals[i.version_uuid] = older.ok() ? *older : nullptr;  // null: the goal's checks
+        }
+        const ServiceSpec* then = HealthSpecFor(*s.goal, s.instance_goals, i.service, i.version_uuid);
+        it->second = !SameChecks(then->healthchecks, s.goal->services.at(i.service).spec.healthchecks);
       }
-      const ServiceSpec* then = HealthSpecFor(*s.goal, s.instance_goals, i.service, i.version_uuid);
-      i.stale_checks = !SameChecks(then->healthchecks, s.goal->services.at(i.service).spec.healthchecks);
+      i.stale_checks = it->second;
     }
   }
   // Health from the monitor (a kept list carries the last sync's).

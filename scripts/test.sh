@@ -15,7 +15,7 @@ plain_logs=$(realpath bazel-testlogs)
 # The parser, store, planner and service tests again under AddressSanitizer
 # and UndefinedBehaviorSanitizer, in their own output tree (bazel-testlogs
 # then points there); the count covers both runs.
-bazel test --config=asan //projects:all //convergence:planner_test //daemon:backups_test //daemon:controller_state_test //cli:registry_test "$@"
+bazel test --config=asan //projects:all //convergence:planner_test //daemon:backups_test //daemon:controller_state_test //cli:registry_test //common:sqlite_wal_test //common:bounded_test "$@"
 asan_rc=$?
 python3 scripts/count_tests.py "$plain_logs" "$(realpath bazel-testlogs)"
 [ $rc -ne 0 ] && exit $rc
