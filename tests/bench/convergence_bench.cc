@@ -13,9 +13,14 @@
 //
 // `bazel run -c opt //tests/bench:convergence_bench` (a few minutes);
 // `-- --quick` stops after P1 and P2; `-- --memory` runs P9 and P10 only
-// (P2's scale-up without its baselines).
+// (P2's scale-up without its baselines); `-- --smoke` runs P1 and P2 at
+// tiny sizes in seconds and exits 1 when a benchmark could not do its work
+// (a refused manifest, instances that never run, a baseline with failed
+// creates) — never on timing. The default test run runs it
+// (//tests/bench:convergence_bench_smoke).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -50,16 +55,22 @@ struct P1Input {
 // 1,000 services x 100 instances on 10,000 servers; every 10th service wants
 // 10 more, every 10th (offset 5) 10 fewer, and 50 services are being
 // reprovisioned.
-P1Input MakeP1() {
+// The sizes of a run: the figures', or the smoke test's.
+struct Sizes {
+  int services = 1000, per_service = 100, servers = 10000;  // P1
+  int p2_services = 10, p2_count = 1000, baseline = 2000;   // P2
+};
+
+P1Input MakeP1(const Sizes& z) {
   P1Input in;
   std::mt19937 rng(7);
-  in.server_free.assign(10000, 256 * 1024);
-  for (int s = 0; s < 1000; ++s) {
+  in.server_free.assign(z.servers, 256 * 1024);
+  for (int s = 0; s < z.services; ++s) {
     std::string name = absl::StrCat("svc", s);
-    int64_t count = 100 + (s % 10 == 0 ? 10 : 0) - (s % 10 == 5 ? 10 : 0);
-    in.plan.services[name] = ServiceGoal{name, count, s < 50 ? "new" : "s1", 5, 5};
-    if (s < 50) in.plan.reprovision.insert(name);
-    for (int k = 0; k < 100; ++k) {
+    int64_t count = z.per_service + (s % 10 == 0 ? 10 : 0) - (s % 10 == 5 ? 10 : 0);
+    in.plan.services[name] = ServiceGoal{name, count, s < z.services / 20 ? "new" : "s1", 5, 5};
+    if (s < z.services / 20) in.plan.reprovision.insert(name);
+    for (int k = 0; k < z.per_service; ++k) {
       InstanceState i;
       i.uuid = absl::StrCat(s, "-", k);
       i.service = name;
@@ -68,7 +79,7 @@ P1Input MakeP1() {
       i.spec_hash = "s1";
       i.version = 1 + k % 3;
       i.created = kNow - absl::Seconds(1000 + k);
-      int server = static_cast<int>(rng() % 10000);
+      int server = static_cast<int>(rng() % z.servers);
       i.server_uuid = absl::StrCat(server);
       in.server_free[server] -= 1024;
       in.plan.instances.push_back(std::move(i));
@@ -101,8 +112,9 @@ size_t NaivePlan(const P1Input& in, std::vector<int64_t> free) {
   return actions;
 }
 
-void P1() {
-  P1Input in = MakeP1();
+// False when the planner or its baseline planned nothing (it could not work).
+bool P1(const Sizes& z) {
+  P1Input in = MakeP1(z);
   std::vector<double> plan_ms, naive_ms;
   size_t plan_actions = 0, naive_actions = 0;
   for (int round = 0; round < 5; ++round) {
@@ -138,7 +150,7 @@ void P1() {
   std::vector<double> one;
   int planned = 0, reused = 0;
   for (int round = 0; round < 5; ++round) {
-    grouped["svc999"].goal.count += 1;
+    grouped[absl::StrCat("svc", z.services - 1)].goal.count += 1;
     t0 = Clock::now();
     cache.Plan(grouped, {}, kNow);
     one.push_back(Secs(Clock::now() - t0) * 1e3);
@@ -148,6 +160,12 @@ void P1() {
   printf("P1_replan_after_one_service_change %.3f ms - - (target <= 1 ms; %d service planned, %d reused; first "
          "plan through the cache %.2f ms, %zu actions)\n",
          Pct(one, 0.5), planned, reused, first_ms, cached_actions);
+  if (plan_actions == 0 || naive_actions == 0 || cached_actions != plan_actions || reused == 0) {
+    fprintf(stderr, "FAIL P1: planned %zu actions (baseline %zu, through the cache %zu, %d reused)\n", plan_actions,
+            naive_actions, cached_actions, reused);
+    return false;
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------- P2, P9, P10
@@ -155,15 +173,19 @@ void P1() {
 std::string Manifest(const std::string& project, int services, int count, const std::string& tag) {
   std::string m = absl::StrCat("project: ", project, "\nservices:\n");
   for (int s = 0; s < services; ++s) {
-    absl::StrAppend(&m, "  s", s, ":\n    image: base@1\n    count: ", count,
+    // The seed's image is a zone dataset: an infrastructure container
+    // (the default compute_type, docker, is refused for it at apply).
+    absl::StrAppend(&m, "  s", s, ":\n    compute_type: infrastructure\n    image: base@1\n    count: ", count,
                     "\n    resources: {memory: 64m}\n    start: {window: 1s}\n    update: {rolling: 20, max_surge: 20}\n",
                     tag.empty() ? "" : absl::StrCat("    tags: {rev: ", tag, "}\n"));
   }
   return m;
 }
 
-int Cli(const std::string& addr, const std::string& args) {
-  return std::system(absl::StrCat("cli/mariposa --addr ", addr, " ", args, " >/dev/null").c_str());
+// The CLI's exit status; its output goes to `out` ("" = dropped).
+int Cli(const std::string& addr, const std::string& args, const std::string& out = "") {
+  return std::system(
+      absl::StrCat("cli/mariposa --addr ", addr, " ", args, " >", out.empty() ? "/dev/null" : out, " 2>&1").c_str());
 }
 
 int64_t Running(triton::HttpVmapiClient* vmapi, const std::string& project_tag) {
@@ -196,15 +218,23 @@ double WaitRunning(triton::HttpVmapiClient* vmapi, const std::string& project_uu
 
 // `quick`: P1 and P2 only. `memory_only`: no P1 and no P2 baselines (the
 // 10,000 of P2 are still created, so P9 tracks 100,000), then P9 and P10.
-int Main(bool quick, bool memory_only) {
-  if (!memory_only) P1();
+// `smoke`: P1 and P2 at tiny sizes; 1 when either could not do its work.
+int Main(bool quick, bool memory_only, bool smoke) {
+  Sizes z;
+  if (smoke) {
+    z = Sizes{40, 10, 100, 2, 10, 50};
+    quick = true;
+  }
+  bool ok = true;
+  if (!memory_only) ok = P1(z);
 
   char tmpl[] = "/tmp/convergence-bench-XXXXXX";
   if (!mkdtemp(tmpl)) return 1;
   std::string dir = tmpl;
   std::string seed = dir + "/seed.json";
   std::ofstream(seed) << R"({"images": [{"uuid": "11111111-1111-4111-8111-111111111111", "name": "base", "version": "1"}]})";
-  Child sim = StartServer({"deploy/tritonsim/tritonsim", "--listen", "127.0.0.1:0", "--servers", "10000", "--seed", seed,
+  Child sim = StartServer({"deploy/tritonsim/tritonsim", "--listen", "127.0.0.1:0", "--servers",
+                           absl::StrCat(std::max(z.servers, 10)), "--seed", seed,
                            "--addr-file", dir + "/sim.addr"},
                           dir + "/sim.addr", "");
   if (sim.pid < 0) {
@@ -226,37 +256,47 @@ int Main(bool quick, bool memory_only) {
   // P2: baseline rounds around one end-to-end scale-up of 10,000.
   std::vector<double> base1, base8;
   int made = 0;
-  for (int round = 0; round < (memory_only ? 0 : 2); ++round) {
-    base1.push_back(CreateAndPoll(sim.addr, 2000, 1, made));
-    made += 2000;
-    base8.push_back(CreateAndPoll(sim.addr, 2000, 8, made));
-    made += 2000;
-  }
-  std::ofstream(dir + "/p2.yaml") << Manifest("ten", 10, 1000, "");
+  auto baselines = [&] {
+    base1.push_back(CreateAndPoll(sim.addr, z.baseline, 1, made));
+    made += z.baseline;
+    base8.push_back(CreateAndPoll(sim.addr, z.baseline, 8, made));
+    made += z.baseline;
+  };
+  for (int round = 0; round < (memory_only ? 0 : 2); ++round) baselines();
+  const int p2_total = z.p2_services * z.p2_count;
+  std::ofstream(dir + "/p2.yaml") << Manifest("ten", z.p2_services, z.p2_count, "");
   auto t0 = Clock::now();
-  Cli(d.addr, absl::StrCat("apply -f ", dir, "/p2.yaml --yes"));
+  int applied = Cli(d.addr, absl::StrCat("apply -f ", dir, "/p2.yaml --yes"), dir + "/p2-apply.out");
   std::string ten = ProjectUuid(d.addr, "ten", dir);
-  double took = WaitRunning(&vmapi, ten, 10000, 300, t0);
-  for (int round = 0; round < (memory_only ? 0 : 1); ++round) {
-    base1.push_back(CreateAndPoll(sim.addr, 2000, 1, made));
-    made += 2000;
-    base8.push_back(CreateAndPoll(sim.addr, 2000, 8, made));
-    made += 2000;
+  double took = applied == 0 ? WaitRunning(&vmapi, ten, p2_total, smoke ? 60 : 300, t0) : -1;
+  for (int round = 0; round < (memory_only ? 0 : 1); ++round) baselines();
+  double rate = took > 0 ? p2_total / took : 0;
+  if (applied != 0 || took <= 0) {
+    fprintf(stderr, "FAIL P2: %s\n%s\n",
+            applied != 0 ? "the apply was refused" : "the instances never all ran (see mariposad.log)",
+            Slurp(dir + "/p2-apply.out").c_str());
+    ok = false;
   }
-  double rate = took > 0 ? 10000 / took : 0;
+  for (double b : base1) ok &= b > 0;
+  for (double b : base8) ok &= b > 0;
+  if (!memory_only && (base1.empty() || Pct(base1, 0.5) <= 0 || Pct(base8, 0.5) <= 0)) {
+    fprintf(stderr, "FAIL P2: a baseline round had failed creates\n");
+    ok = false;
+  }
   if (memory_only) {
     printf("P2_scale_0_to_10000_end_to_end %.0f instances/s - - (--memory: no baseline measured; %.1f s)\n", rate, took);
   } else {
     double b1 = Pct(base1, 0.5), b8 = Pct(base8, 0.5);
-    printf("P2_scale_0_to_10000_end_to_end %.0f instances/s %.0f %.2fx (vs 1-client baseline; target >= 0.5x and >= 1500/s; %.1f s)\n",
-           rate, b1, rate / b1, took);
+    printf("P2_scale_0_to_%d_end_to_end %.0f instances/s %.0f %.2fx (vs 1-client baseline; target >= 0.5x and >= 1500/s; %.1f s)\n",
+           p2_total, rate, b1, rate / b1, took);
     printf("P2_baseline_8_clients %.0f vms/s - - (mariposad is %.2fx of it)\n", b8, rate / b8);
   }
   if (quick) {
     StopChild(&d);
     StopChild(&sim);
     if (std::system(absl::StrCat("rm -rf ", dir).c_str()) != 0) fprintf(stderr, "could not remove %s\n", dir.c_str());
-    return 0;
+    if (smoke) printf(ok ? "smoke: P1 and P2 did their work\n" : "smoke: FAILED\n");
+    return ok ? 0 : 1;
   }
 
   // P9: 100,000 instances tracked (the 10,000 above + 90 services x 1,000).
@@ -301,5 +341,5 @@ int Main(bool quick, bool memory_only) {
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
-  return Main(mode == "--quick", mode == "--memory");
+  return Main(mode == "--quick", mode == "--memory", mode == "--smoke");
 }

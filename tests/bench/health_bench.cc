@@ -234,6 +234,10 @@ int EngineLoop(mariposa::health::CheckEngine& engine, int port, int n, int conc,
   return failed;
 }
 
+// What could not be done (failed checks where all should pass, an apply
+// refused, no checks run): `--smoke` exits 1 when any.
+int g_broken = 0;
+
 struct Sample {
   double rate, per_cpu;
 };
@@ -246,6 +250,7 @@ Sample Measure(int n, F f) {
   double wall = Secs(Clock::now() - t0);
   double cpu = CpuSeconds() - cpu0;
   if (failed > 0) fprintf(stderr, "  (%d of %d failed)\n", failed, n);
+  g_broken += failed > 0;
   return {n / wall, n / std::max(cpu, 1e-6)};
 }
 
@@ -332,6 +337,11 @@ void P7(int port, int endpoints, absl::Duration interval, int measure_s) {
          endpoints, absl::FormatDuration(interval).c_str(), expected, static_cast<long>(lo), static_cast<long>(hi),
          measure_s, worst * 100, p50, p99, cpu, static_cast<long>(failed.load()),
          worst <= 0.10 && p99 < 100 && cpu <= 0.5 ? "MET" : "NOT MET");
+  if (failed.load() > 0 || hi == 0) {
+    fprintf(stderr, "P7: %ld checks failed, at most %ld a second: the engine did not do its work\n",
+            static_cast<long>(failed.load()), static_cast<long>(hi));
+    ++g_broken;
+  }
 }
 
 
@@ -379,6 +389,7 @@ void P8(int tcp_port, int flap_port, int endpoints, int rounds) {
   };
   if (!apply()) {
     fprintf(stderr, "P8: apply failed\n");
+    ++g_broken;
     return;
   }
   std::string group = (*st->GetProject("p8")).uuid;
@@ -448,6 +459,10 @@ void P8(int tcp_port, int flap_port, int endpoints, int rounds) {
   agents.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   double c = Median(check_rate), ch = Median(change_rate), tx = Median(txn_rate);
+  if (c <= 0) {
+    fprintf(stderr, "P8: no check ran\n");
+    ++g_broken;
+  }
   double rise = Median(on) / Median(loaded) - 1;
   printf("P8 %d endpoints/s, 1 %% flapping: %.0f checks/s, %.1f state changes/s (%.2f %%), %.1f store transactions/s "
          "(%.2f %% of checks/s, target <= 1 %%); no-op Apply p99 %.2f ms idle, %.2f ms with the checks running "
@@ -459,7 +474,8 @@ void P8(int tcp_port, int flap_port, int endpoints, int rounds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool smoke = argc > 1 && std::string(argv[1]) == "--smoke";  // tiny sizes; exit 1 when broken
+  bool quick = smoke || (argc > 1 && std::string(argv[1]) == "--quick");
   bool only_p8 = argc > 1 && std::string(argv[1]) == "--p8";
   int tcp_port = 0, http_port = 0, flap_port = 0;
   int tcp_fd = ListenOn(&tcp_port);
@@ -471,8 +487,8 @@ int main(int argc, char** argv) {
   close(tcp_fd);
   close(http_fd);
   close(flap_fd);
-  const int rounds = quick ? 3 : 5;
-  const int n = quick ? 10000 : 30000;
+  const int rounds = smoke ? 1 : quick ? 3 : 5;
+  const int n = smoke ? 500 : quick ? 10000 : 30000;
   const int conc = 64;
   printf("health_bench: %d rounds of %d checks, %d in flight; target server pid %d (tcp :%d, http :%d)\n", rounds, n,
          conc, server, tcp_port, http_port);
@@ -494,13 +510,16 @@ int main(int argc, char** argv) {
       Report(http ? "P6 http" : "P5 tcp ", base, subj, 0.7);
     }
   }
-  if (quick) {
+  if (smoke) {
+    P7(tcp_port, 200, absl::Seconds(1), 2);
+  } else if (quick) {
     P7(tcp_port, 20000, absl::Seconds(2), 5);
   } else {
     P7(tcp_port, 100000, absl::Seconds(10), 20);
   }
-  P8(tcp_port, flap_port, 5000, quick ? 3 : 5);
+  P8(tcp_port, flap_port, smoke ? 100 : 5000, smoke ? 1 : quick ? 3 : 5);
   kill(server, SIGKILL);
   waitpid(server, nullptr, 0);
-  return 0;
+  if (smoke) printf(g_broken == 0 ? "smoke: P5-P8 did their work\n" : "smoke: FAILED (%d)\n", g_broken);
+  return g_broken == 0 ? 0 : 1;
 }

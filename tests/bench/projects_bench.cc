@@ -54,36 +54,48 @@ std::string BigManifest(const std::string& project, int services, int round) {
 // Raw baseline: exactly the rows an apply of `manifest` writes (the version
 // row with its verbatim and canonical text, one row per service), prepared
 // beforehand and inserted in one transaction with the same durability.
+// -1 when any step failed: the baseline then measured nothing.
 double RawInsert(const std::string& path, const std::string& manifest) {
   unlink(path.c_str());
   CompiledManifest c = Compile(*ParseManifest(manifest, {}).manifest);
   auto db = Database::Open(path);
-  (*db)->Exec("PRAGMA journal_mode=WAL").IgnoreError();
-  (*db)->Exec("PRAGMA synchronous=FULL").IgnoreError();
-  (*db)->Exec("CREATE TABLE versions (uuid TEXT PRIMARY KEY, hash TEXT, manifest TEXT, canonical TEXT);"
-              "CREATE TABLE services (version_uuid TEXT, name TEXT, service_type TEXT, compute_type TEXT, brand TEXT, "
-              "image TEXT, package TEXT, count INTEGER, spec_hash TEXT, spec_json TEXT, grp TEXT, "
-              "PRIMARY KEY (version_uuid, name))").IgnoreError();
+  if (!db.ok()) return -1;
+  absl::Status ok = (*db)->Exec("PRAGMA journal_mode=WAL");
+  ok.Update((*db)->Exec("PRAGMA synchronous=FULL"));
+  ok.Update((*db)->Exec(
+      "CREATE TABLE versions (uuid TEXT PRIMARY KEY, hash TEXT, manifest TEXT, canonical TEXT);"
+      "CREATE TABLE services (version_uuid TEXT, name TEXT, service_type TEXT, compute_type TEXT, brand TEXT, "
+      "image TEXT, package TEXT, count INTEGER, spec_hash TEXT, spec_json TEXT, grp TEXT, "
+      "PRIMARY KEY (version_uuid, name))"));
   std::string version = NewUuid();
   auto start = Clock::now();
-  (*db)->Exec("BEGIN").IgnoreError();
+  ok.Update((*db)->Exec("BEGIN"));
   auto v = (*db)->Prepare("INSERT INTO versions VALUES (?, ?, ?, ?)");
+  if (!v.ok()) return -1;
   v->Bind(1, version).Bind(2, c.hash).Bind(3, manifest).Bind(4, c.canonical);
-  v->Run().IgnoreError();
+  ok.Update(v->Run());
   auto st = (*db)->Prepare("INSERT INTO services VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  if (!st.ok()) return -1;
   for (const auto& kv : c.manifest.services) {
     const ServiceSpec& s = kv.second;
     st->Bind(1, version).Bind(2, s.name).Bind(3, s.service_type).Bind(4, s.compute_type).Bind(5, s.brand);
     st->Bind(6, s.image).Bind(7, s.package).Bind(8, s.count).Bind(9, c.instance_hash.at(s.name));
     st->Bind(10, c.spec_json.at(s.name)).Bind(11, "");
-    st->Run().IgnoreError();
-    st->Reset().IgnoreError();
+    ok.Update(st->Run());
+    ok.Update(st->Reset());
   }
-  (*db)->Exec("COMMIT").IgnoreError();
-  return Seconds(Clock::now() - start);
+  ok.Update((*db)->Exec("COMMIT"));
+  double took = Seconds(Clock::now() - start);
+  if (!ok.ok()) {
+    std::fprintf(stderr, "the raw SQLite baseline failed: %s\n", ok.ToString().c_str());
+    return -1;
+  }
+  return took;
 }
 
-int Main() {
+// `smoke`: tiny sizes, for the default test run: exit 1 only when the
+// benchmark cannot do its work (an apply refused, a no-op that changes).
+int Main(bool smoke) {
   char dir[] = "/tmp/mariposa-bench-XXXXXX";
   if (!mkdtemp(dir)) return 1;
   std::string store_path = absl::StrCat(dir, "/store.db");
@@ -105,11 +117,12 @@ int Main() {
   auto astub = v1::Admin::NewStub(channel);
 
   // P3: 5 rounds, baseline and subject alternating.
-  const int kServices = 1000;
+  const int kServices = smoke ? 20 : 1000, kRounds = smoke ? 2 : 5;
   std::vector<double> raw, ours;
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < kRounds; ++round) {
     std::string manifest = BigManifest("big", kServices, round);
     raw.push_back(RawInsert(absl::StrCat(dir, "/raw.db"), manifest));
+    if (raw.back() < 0) return 1;
     v1::ApplyRequest req;
     req.set_manifest(manifest);
     req.set_force(true);
@@ -139,16 +152,19 @@ int Main() {
     v1::ApplyResponse r;
     pstub->Apply(&ctx, noop, &r);
   }
-  const int kCalls = 2000;
+  const int kCalls = smoke ? 50 : 2000;
   std::vector<double> apply_lat, echo_lat;
-  for (int round = 0; round < 5; ++round) {
-    for (int i = 0; i < kCalls / 5; ++i) {
+  for (int round = 0; round < kRounds; ++round) {
+    for (int i = 0; i < kCalls / kRounds; ++i) {
       v1::PingRequest preq;
       preq.set_payload("x");
       v1::PingResponse presp;
       grpc::ClientContext c1;
       auto t0 = Clock::now();
-      astub->Ping(&c1, preq, &presp);
+      if (grpc::Status ps = astub->Ping(&c1, preq, &presp); !ps.ok()) {
+        std::fprintf(stderr, "the echo baseline failed: %s\n", ps.error_message().c_str());
+        return 1;
+      }
       echo_lat.push_back(Seconds(Clock::now() - t0));
       grpc::ClientContext c2;
       v1::ApplyResponse r;
@@ -177,9 +193,9 @@ int Main() {
 }  // namespace
 }  // namespace mariposa
 
-int main() {
+int main(int argc, char** argv) {
   // The same allocator settings as mariposad (see daemon/main.cc).
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  return mariposa::Main();
+  return mariposa::Main(argc > 1 && std::string(argv[1]) == "--smoke");
 }
