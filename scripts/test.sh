@@ -8,6 +8,8 @@ bash scripts/install-deps.sh || exit 1
 (cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error) || exit 1
 # Time is injected: no clock reads or sleeps outside common/clock.h and main().
 python3 scripts/check_clock.py --self-test || exit 1
+# The benchmark table's parser (scripts/bench.sh) against the benchmarks' line formats.
+python3 scripts/bench.py --self-test || exit 1
 bazel build //... || exit 1
 bazel test //... "$@"
 rc=$?

@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""Runs every benchmark (PERFORMANCE.md P1-P10 and the agent rollout) with its
+same-run baseline, several times, and writes one table: markdown for people
+(bench-results.md) and JSON for tools (bench-results.json), with the machine,
+the commit and the command. `--compare OLD.json` names every figure that got
+worse by more than its noise. Called by scripts/bench.sh, which builds first.
+
+Each benchmark binary prints its figures; this script only runs them, parses
+their lines and summarises: median and spread (min..max) over the runs.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+BIN = "bazel-bin/tests/bench"
+
+# name -> (better: "higher" | "lower", target, what it is). A figure is a
+# ratio to its same-run baseline where the benchmark has one.
+FIGURES = {
+    "P1_plan_ratio": ("lower", 3.0, "planner on 100k instances / naive hash join (x)"),
+    "P1_replan_ms": ("lower", 1.0, "re-plan after a one-service change (ms)"),
+    "P2_ratio_1_client": ("higher", 0.8, "scale 0 -> N end to end / raw single-client CreateVm loop (x)"),
+    "P2_rate": ("higher", None, "scale 0 -> N end to end (instances/s)"),
+    "P3_ratio": ("higher", 0.5, "apply of 1,000 services / raw SQLite insert, both WAL + synchronous=FULL (x)"),
+    "P4_p50_ratio": ("lower", 2.0, "no-op Apply p50 / echo RPC p50 (x)"),
+    "P4_p99_ratio": ("lower", 3.0, "no-op Apply p99 / echo RPC p99 (x)"),
+    "P5_ratio": ("higher", 0.7, "tcp checks: engine / raw loop, the lower of wall and per-CPU (x)"),
+    "P6_ratio": ("higher", 0.7, "http checks: engine / raw loop, the lower of wall and per-CPU (x)"),
+    "P7_cpu_cores": ("lower", 0.5, "health engine CPU at its load (cores)"),
+    "P8_rise_pct": ("lower", 5.0, "no-op Apply p99 rise with health reported (%)"),
+    "P9_rss_mib": ("lower", 300.0, "mariposad RSS with 100k instances (MiB)"),
+    "P10_serving_s": ("lower", 3.0, "SIGKILL with 100k instances -> serving again (s)"),
+    "P10_acting_s": ("lower", 3.0, "SIGKILL with 100k instances -> acting again (s)"),
+    "AGENTS_ideal_over_elapsed": ("higher", 0.8, "agent rollout on the servers: ideal / elapsed"),
+}
+
+
+def num(s):
+    return float(s.rstrip("x"))
+
+
+def parse(text):
+    """Figures found in a benchmark's output."""
+    out = {}
+    for line in text.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        try:
+            if f[0] == "P1_full_plan_100k_instances_1k_services":
+                out["P1_plan_ratio"] = num(f[4])
+            elif f[0] == "P1_replan_after_one_service_change":
+                out["P1_replan_ms"] = num(f[1])
+            elif re.match(r"P2_scale_0_to_\d+_end_to_end$", f[0]) and f[3] != "-":
+                out["P2_rate"] = num(f[1])
+                out["P2_ratio_1_client"] = num(f[4])
+            elif f[0] == "P3_apply_1000_services":
+                out["P3_ratio"] = num(f[4])
+            elif f[0] == "P4_noop_apply_p50":
+                out["P4_p50_ratio"] = num(f[4])
+            elif f[0] == "P4_noop_apply_p99":
+                out["P4_p99_ratio"] = num(f[4])
+            elif f[0] in ("P5", "P6"):
+                m = re.search(r"ratio ([\d.]+) wall, ([\d.]+) per CPU", line)
+                if m:
+                    out[f[0] + "_ratio"] = min(float(m.group(1)), float(m.group(2)))
+            elif f[0] == "P7":
+                m = re.search(r"CPU ([\d.]+) cores", line)
+                if m:
+                    out["P7_cpu_cores"] = float(m.group(1))
+            elif f[0] == "P8":
+                m = re.search(r"\(([+-][\d.]+) % against unreported", line)
+                if m:
+                    out["P8_rise_pct"] = float(m.group(1))
+            elif f[0] == "P9_mariposad_rss_100k_instances":
+                out["P9_rss_mib"] = num(f[1])
+            elif f[0] == "P10_restart_to_serving_100k_instances_50_tasks":
+                out["P10_serving_s"] = num(f[1])
+            elif f[0] == "P10_restart_to_first_action":
+                out["P10_acting_s"] = num(f[1])
+            elif f[0] == "AGENTS_ideal_over_elapsed" and f[1] != "FAILED:":
+                out["AGENTS_ideal_over_elapsed"] = num(f[1])
+        except (IndexError, ValueError):
+            continue
+    return out
+
+
+def run(binary, args, timeout):
+    """One run of a benchmark from its runfiles folder (where it finds the
+    binaries it starts); its output, or None when it failed."""
+    runfiles = os.path.join(BIN, binary + ".runfiles", "mariposa")
+    exe = os.path.abspath(os.path.join(BIN, binary))
+    try:
+        p = subprocess.run([exe] + args, cwd=runfiles, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"bench: {binary} {' '.join(args)} timed out after {timeout} s", file=sys.stderr)
+        return None
+    if p.returncode != 0:
+        print(f"bench: {binary} {' '.join(args)} exited {p.returncode}:\n{p.stdout}{p.stderr}", file=sys.stderr)
+        return None
+    return p.stdout
+
+
+def machine():
+    load = os.getloadavg()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True).stdout.strip() != ""
+    return {"cores": os.cpu_count(), "load_1m_at_start": round(load[0], 2), "commit": commit + ("+dirty" if dirty else ""),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def summarise(samples):
+    out = {}
+    for name, values in samples.items():
+        out[name] = {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": len(values),
+                     "values": values}
+    return out
+
+
+def verdict(name, median):
+    better, target, _ = FIGURES[name]
+    if target is None:
+        return "-"
+    met = median <= target if better == "lower" else median >= target
+    return "met" if met else "NOT met"
+
+
+def markdown(result):
+    m = result["machine"]
+    lines = [f"Commit {m['commit']}, {m['date']}, {m['cores']} cores, load {m['load_1m_at_start']} at start "
+             f"({m.get('load_1m_at_end', '?')} at the end); `{result['command']}`.", "",
+             "| figure | median | spread (min..max) | runs | target | |", "|---|---|---|---|---|---|"]
+    for name in FIGURES:
+        if name not in result["figures"]:
+            continue
+        f = result["figures"][name]
+        better, target, what = FIGURES[name]
+        tgt = "-" if target is None else (f"<= {target:g}" if better == "lower" else f">= {target:g}")
+        lines.append(f"| {name}: {what} | {f['median']:.2f} | {f['min']:.2f}..{f['max']:.2f} | {f['runs']} | {tgt} | "
+                     f"{verdict(name, f['median'])} |")
+    for name in result.get("missing", []):
+        lines.append(f"| {name}: {FIGURES[name][2]} | not measured (its benchmark failed: see the log) | | | | |")
+    return "\n".join(lines) + "\n"
+
+
+def compare(result, old):
+    """Figures that got worse by more than their noise: the new median is
+    past the old one by more than the larger of the two spreads."""
+    worse = []
+    for name, f in result["figures"].items():
+        o = old.get("figures", {}).get(name)
+        if o is None:
+            continue
+        noise = max(f["max"] - f["min"], o["max"] - o["min"])
+        delta = f["median"] - o["median"]
+        if FIGURES[name][0] == "higher":
+            delta = -delta
+        if delta > noise:
+            worse.append(f"{name}: {o['median']:.2f} -> {f['median']:.2f} (noise {noise:.2f})")
+    return worse
+
+
+SAMPLE = """P1_full_plan_100k_instances_1k_services 201.50 ms 70.00 2.88x (target <= 3x; 1 actions; baseline 2)
+P1_replan_after_one_service_change 0.412 ms - - (target <= 1 ms)
+P2_scale_0_to_10000_end_to_end 1506 instances/s 2425 0.62x (vs 1-client baseline)
+P2_baseline_8_clients 5000 vms/s - - (mariposad is 0.30x of it)
+P3_apply_1000_services 5661 rows/s 55290 0.10
+P4_noop_apply_p50 120.1 us 52.0 2.31
+P4_noop_apply_p99 300.1 us 150.0 2.00
+P5 tcp  baseline    50000/s (1-2)    20000 per CPU-s | engine    40000/s (1-2)    15000 per CPU-s | ratio 0.80 wall, 0.75 per CPU (target >= 0.7) MET
+P7 9 endpoints every 10s: expected 1/s, per-second counts 1-2 over 20s (worst 1.0%, target <= 10%), lateness p50 1.0 ms p99 2.0 ms (target < 100), CPU 0.64 cores (target <= 0.5), 0 failed: NOT MET
+P8 9 endpoints/s, 1 % flapping: 9 checks/s, 1.0 state changes/s (0.02 %), 1.0 store transactions/s (0.02 % of checks/s, target <= 1 %); no-op Apply p99 1.00 ms idle, 1.1 ms with the checks running unreported, 1.2 ms with them reported to mariposad (+16.9 % against unreported, +20.0 % against idle; target <= +5 %): NOT MET
+AGENTS_ideal_over_elapsed 0.78 (target >= 0.8)
+AGENTS_ideal_over_elapsed FAILED: the rollout did not finish
+"""
+
+
+def self_test():
+    """The parser against the benchmarks' line formats, and --compare."""
+    want = {"P1_plan_ratio": 2.88, "P1_replan_ms": 0.412, "P2_rate": 1506.0, "P2_ratio_1_client": 0.62,
+            "P3_ratio": 0.1, "P4_p50_ratio": 2.31, "P4_p99_ratio": 2.0, "P5_ratio": 0.75, "P7_cpu_cores": 0.64,
+            "P8_rise_pct": 16.9, "AGENTS_ideal_over_elapsed": 0.78}
+    got = parse(SAMPLE)
+    assert got == want, f"parse: {got} != {want}"
+    old = {"figures": summarise({"P3_ratio": [0.10, 0.11, 0.12], "P1_plan_ratio": [2.8, 2.9, 3.0]})}
+    new = {"figures": summarise({"P3_ratio": [0.05, 0.06, 0.07], "P1_plan_ratio": [2.85, 2.9, 2.95]})}
+    worse = compare(new, old)
+    assert len(worse) == 1 and worse[0].startswith("P3_ratio: 0.11 -> 0.06"), worse
+    print("bench.py: self-test passed")
+    return 0
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5, help="runs of each noisy benchmark (default 5)")
+    ap.add_argument("--quick", action="store_true",
+                    help="short runs: P1-P8 at their quick sizes, agents at 200 ms tasks, no P9/P10")
+    ap.add_argument("--compare", metavar="OLD.json", help="name every figure worse than in OLD.json beyond its noise")
+    ap.add_argument("--out", default="bench-results", help="file name stem for the .md and .json (default bench-results)")
+    ap.add_argument("--command", default="bash scripts/bench.sh", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    result = {"machine": machine(), "command": a.command + " " + " ".join(sys.argv[1:]), "figures": {}}
+    samples = {}
+    plan = [("projects_bench", [], 600), ("convergence_bench", ["--quick"], 1800),
+            ("health_bench", ["--quick"] if a.quick else [], 1800),
+            ("agents_bench", ["200"] if a.quick else [], 1800)]
+    for binary, args, timeout in plan:
+        for r in range(a.runs):
+            print(f"bench: {binary} {' '.join(args)} run {r + 1}/{a.runs}", file=sys.stderr, flush=True)
+            out = run(binary, args, timeout)
+            if out is None:
+                continue
+            for name, value in parse(out).items():
+                samples.setdefault(name, []).append(value)
+    if not a.quick:  # P9 and P10: 100,000 instances, once (not ratios; ~15 min)
+        print("bench: convergence_bench --memory (P9, P10)", file=sys.stderr, flush=True)
+        out = run("convergence_bench", ["--memory"], 3600)
+        for name, value in parse(out or "").items():
+            if name.startswith(("P9", "P10")):
+                samples.setdefault(name, []).append(value)
+    result["figures"] = summarise(samples)
+    wanted = [n for n in FIGURES if not (a.quick and n.startswith(("P9", "P10")))]
+    result["missing"] = [n for n in wanted if n not in result["figures"]]
+    result["machine"]["load_1m_at_end"] = round(os.getloadavg()[0], 2)
+    with open(a.out + ".json", "w") as f:
+        json.dump(result, f, indent=2)
+    md = markdown(result)
+    with open(a.out + ".md", "w") as f:
+        f.write(md)
+    print(md)
+    rc = 1 if result["missing"] else 0
+    if a.compare:
+        with open(a.compare) as f:
+            worse = compare(result, json.load(f))
+        if worse:
+            print("Worse than " + a.compare + " beyond the noise:\n  " + "\n  ".join(worse))
+            rc = 1
+        else:
+            print("Nothing worse than " + a.compare + " beyond the noise.")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
