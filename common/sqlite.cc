@@ -55,7 +55,10 @@ Database::Database(sqlite3* db, std::string path) : db_(db), path_(std::move(pat
   sqlite3_commit_hook(
       db_,
       [](void* self) {
-        ++static_cast<Database*>(self)->commits_seen_;
+        Database* d = static_cast<Database*>(self);
+        int64_t changes = sqlite3_total_changes64(d->db_);
+        if (changes != d->changes_at_last_commit_) ++d->commits_seen_;  // it wrote rows
+        d->changes_at_last_commit_ = changes;
         return 0;
       },
       this);
@@ -103,18 +106,22 @@ absl::StatusOr<std::unique_ptr<Transaction>> Transaction::Begin(Database* db) {
 }
 
 Transaction::~Transaction() {
-  if (!done_) db_->Exec("ROLLBACK").IgnoreError();
+  if (done_) return;
+  db_->Exec("ROLLBACK").IgnoreError();
+  // Rows written and rolled back are not a commit's.
+  db_->changes_at_last_commit_ = sqlite3_total_changes64(db_->raw());
 }
 
 absl::Status Transaction::Commit() {
-  if (db_->before_commit_) {
+  bool wrote = sqlite3_total_changes64(db_->raw()) != changes_at_begin_;
+  if (wrote && db_->before_commit_) {
     absl::Status s = db_->before_commit_();
     if (!s.ok()) return s;  // the destructor rolls back
   }
   absl::Status s = db_->Exec("COMMIT");
   if (!s.ok()) return s;
   done_ = true;
-  if (db_->after_commit_) db_->after_commit_();
+  if (wrote && db_->after_commit_) db_->after_commit_();
   return s;
 }
 

@@ -88,15 +88,17 @@ class Database {
   sqlite3* raw() { return db_; }
   const std::string& path() const { return path_; }
 
-  // Run by every Transaction::Commit: `before` inside the transaction, just
-  // before COMMIT (its error rolls the transaction back), `after` once the
-  // COMMIT succeeded. The store uses them to count its commits.
+  // Run by every Transaction::Commit that wrote a row: `before` inside the
+  // transaction, just before COMMIT (its error rolls the transaction back),
+  // `after` once the COMMIT succeeded. The store uses them to count its
+  // commits. A transaction that wrote nothing runs neither (and stays a read).
   void SetCommitHooks(std::function<absl::Status()> before, std::function<void()> after) {
     before_commit_ = std::move(before);
     after_commit_ = std::move(after);
   }
-  // Every commit SQLite made on this connection, Transaction or not (its
-  // commit hook); tests compare it with the commits the store counted.
+  // Every commit that wrote rows on this connection, Transaction or not
+  // (SQLite's commit hook); tests compare it with the commits the store
+  // counted.
   int64_t commits_seen() const { return commits_seen_; }
 
  private:
@@ -112,6 +114,7 @@ class Database {
   std::function<absl::Status()> before_commit_;
   std::function<void()> after_commit_;
   int64_t commits_seen_ = 0;
+  int64_t changes_at_last_commit_ = 0;  // sqlite3_total_changes64 then
 };
 
 // BEGIN IMMEDIATE on construction; ROLLBACK on destruction unless Commit()ed.
@@ -122,8 +125,9 @@ class Transaction {
   absl::Status Commit();
 
  private:
-  explicit Transaction(Database* db) : db_(db) {}
+  explicit Transaction(Database* db) : db_(db), changes_at_begin_(sqlite3_total_changes64(db->raw())) {}
   Database* db_;
+  int64_t changes_at_begin_;
   bool done_ = false;
 };
 

@@ -281,12 +281,21 @@ TEST(DecideTest, AUsersReprovisionReinstallsTheCurrentAgentOnEveryServerOnce) {
     for (const AgentInstall& in : d.installs) {
       EXPECT_TRUE(installed.insert(in.server).second) << in.server << " reinstalled twice";
       JobRecord j = JobOf("j-" + in.server, "install", "cn-agent", in.server);
+      j.alias = "cn-agent 2.14.1";
       j.task_uuid = "t-user";
       s.finished.push_back({j, true, ""});
     }
     s.tasks[0].state = "active";
     now += absl::Seconds(10);
   }
+  // Issue 31: each agent.install event names its server.
+  int install_events = 0;
+  for (const EventRecord& e : d.events) {
+    if (e.kind != "agent.install") continue;
+    ++install_events;
+    EXPECT_EQ(e.detail, "cn-agent 2.14.1 on server " + e.subject);
+  }
+  EXPECT_EQ(install_events, 2);
   d = Decide(s, now);
   EXPECT_TRUE(d.installs.empty());
   EXPECT_EQ(installed.size(), 3u);

@@ -217,6 +217,13 @@ grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRe
         "task kind \"", req->kind(), "\" cannot be queued here; use reprovision, start or stop (scale with "
         "`mariposa scale`, freeze with `mariposa freeze`)")));
   }
+  if (absl::Status s = CheckRange("--canary", req->canary(), 0, Limits::kMaxCount, "0 = every instance"); !s.ok()) {
+    return ToGrpc(s);
+  }
+  if (absl::Status s = CheckRange("--rolling", req->rolling(), 0, Limits::kMaxCount, "0 = the manifest's update.rolling");
+      !s.ok()) {
+    return ToGrpc(s);
+  }
   auto p = store_->GetProject(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   if (p->current_version.empty()) {
@@ -263,14 +270,7 @@ grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRe
   }
   t.filter_images.assign(req->images().begin(), req->images().end());
   t.filter_instances.assign(req->instances().begin(), req->instances().end());
-  if (absl::Status s = CheckRange("--canary", req->canary(), 0, Limits::kMaxCount, "0 = every instance"); !s.ok()) {
-    return ToGrpc(s);
-  }
   t.canary = req->canary();
-  if (absl::Status s = CheckRange("--rolling", req->rolling(), 0, Limits::kMaxCount, "0 = the manifest's update.rolling");
-      !s.ok()) {
-    return ToGrpc(s);
-  }
   t.rolling = req->rolling();
   if (!req->has_canary()) {  // the manifest's update.canary (the largest of the services in scope)
     auto services = store_->ListServices(p->current_version);

@@ -76,7 +76,7 @@ namespace {
 // apply goes on with a warning that they were not made (docs/cli.md).
 constexpr absl::Duration kApplyCheckDeadline = absl::Seconds(5);
 
-constexpr char kUsage[] = R"(usage: mariposad [--config FILE] [--listen ADDR] [--socket PATH] [--data-dir DIR] [--addr-file FILE] [--init]
+constexpr char kUsage[] = R"(usage: mariposad [--config FILE] [--listen ADDR] [--socket PATH] [--data-dir DIR] [--addr-file FILE] [--init] [--accept-store-loss]
                  [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--insecure-listen]
                  [--secrets-key FILE] [--backup-dir DIR] [--backup-interval DURATION] [--backup-keep N]
                  [--standby [--standby-listen ADDR]] [--on-init-failure exit|serve] [--max-health-agents N]
@@ -135,6 +135,12 @@ The Mariposa controller: gRPC API, SQLite store.
   --init            accept a missing or empty store in a data dir that held one
                     (start over with no projects); without it such a store is
                     refused, as is any store that fails verification
+  --accept-store-loss
+                    start on a store whose write-ahead log is damaged, or that
+                    is older than its high-water mark, keeping what SQLite
+                    recovers (copies of the damaged files go to
+                    DATA_DIR/damaged-STAMP/; the loss is logged and is an event);
+                    only when there is no backup to restore
   --addr-file FILE  write the address actually bound (host:port) to FILE once
                     serving, and on a second line the /metrics address when
                     served; for scripts and tests
@@ -448,7 +454,7 @@ int main(int argc, char** argv) {
   std::string triton_url, owner, admin_owner, network, resync = "5s";
   std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
   bool embedded_health = false, health_loopback = false, remote_agents = false, init = false;
-  bool insecure_listen = false, standby = false;
+  bool insecure_listen = false, standby = false, accept_store_loss = false;
   std::string standby_listen, on_init_failure = "exit", backup_interval_text = "1h", backup_keep_text = "24";
   std::string socket_path = "default", tls_cert, tls_key, tls_client_ca, secrets_key, backup_dir;
   std::string max_agents_text = "256";
@@ -457,7 +463,8 @@ int main(int argc, char** argv) {
   // Every flag, by name: the command line and the --config file say the same.
   const std::map<std::string, bool*> switches = {
       {"init", &init}, {"insecure-listen", &insecure_listen}, {"embedded-health", &embedded_health},
-      {"health-loopback", &health_loopback}, {"health-agents", &remote_agents}, {"standby", &standby}};
+      {"health-loopback", &health_loopback}, {"health-agents", &remote_agents}, {"standby", &standby},
+      {"accept-store-loss", &accept_store_loss}};
   const std::map<std::string, std::string*> valued = {
       {"listen", &listen}, {"data-dir", &data_dir}, {"addr-file", &addr_file}, {"triton", &triton_url},
       {"owner", &owner}, {"network", &network}, {"admin-owner", &admin_owner}, {"resync", &resync},
@@ -660,7 +667,7 @@ int main(int argc, char** argv) {
   }
   std::string store_path = data_dir + "/mariposa.db";
   mariposa::StoreRefusal refusal;
-  auto store = mariposa::OpenStore(data_dir, init, clock, &refusal, backup_dir);
+  auto store = mariposa::OpenStore(data_dir, init, clock, &refusal, backup_dir, accept_store_loss);
   if (!store.ok()) {
     mariposa::LogError("store refused; not serving", {{"path", store_path},
                                                       {"error", refusal.error},

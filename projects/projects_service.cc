@@ -547,27 +547,31 @@ grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleReq
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
   MARIPOSA_AUTHORIZE(ctx, req->project(), req->dry_run() ? "dry-run" : "");
+  if (req->changes().empty()) return ToGrpc(absl::InvalidArgumentError("give at least one SERVICE=N, SERVICE=+N or SERVICE=-N"));
+  std::vector<ScaleChange> changes;
+  for (const std::string& change : req->changes()) {
+    auto c = ParseScaleChange(change);
+    if (!c.ok()) return ToGrpc(c.status());
+    changes.push_back(*std::move(c));
+  }
   auto p = Project(req->project());
   if (!p.ok()) return ToGrpc(p.status());
   if (p->current_version.empty()) {
     return ToGrpc(absl::FailedPreconditionError(absl::StrCat("project ", p->name, " has no version to scale")));
   }
-  if (req->changes().empty()) return ToGrpc(absl::InvalidArgumentError("give at least one SERVICE=N, SERVICE=+N or SERVICE=-N"));
   auto current = StoredManifest(*p, p->current_version);
   if (!current.ok()) return ToGrpc(current.status());
   Manifest m = (*current)->manifest;
-  for (const std::string& change : req->changes()) {
-    auto c = ParseScaleChange(change);
-    if (!c.ok()) return ToGrpc(c.status());
-    auto svc = m.services.find(c->service);
+  for (const ScaleChange& c : changes) {
+    auto svc = m.services.find(c.service);
     if (svc == m.services.end()) {
-      return ToGrpc(absl::NotFoundError(absl::StrCat("no service \"", c->service, "\" in project ", p->name)));
+      return ToGrpc(absl::NotFoundError(absl::StrCat("no service \"", c.service, "\" in project ", p->name)));
     }
     if (svc->second.compute_type == "agent") {
       return ToGrpc(absl::InvalidArgumentError(
-          absl::StrCat("service \"", c->service, "\" is an agent: it runs one instance per selected server")));
+          absl::StrCat("service \"", c.service, "\" is an agent: it runs one instance per selected server")));
     }
-    auto to = ScaledCount(*c, svc->second.count);
+    auto to = ScaledCount(c, svc->second.count);
     if (!to.ok()) return ToGrpc(to.status());
     svc->second.count = *to;
   }

@@ -8,9 +8,11 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/log.h"
 #include "common/sqlite_wal.h"
@@ -88,7 +90,8 @@ std::string OlderStoreFix(const std::string& data_dir, const std::string& backup
   if (!b) {
     return absl::StrCat(keep, "restore a backup: ", kRestore, ". No backup was found in ",
                         backup_dir.empty() ? "the backup dir" : backup_dir,
-                        "; without one, this store can only be started over (--init, losing every project)");
+                        "; without one, `mariposad --accept-store-loss` starts on what SQLite can recover (the commits before "
+                        "the damage; copies of the damaged files are kept), and --init starts over with no projects");
   }
   std::string loses;
   if (b->last_event >= 0 && mark && mark->last_event > b->last_event) {
@@ -116,9 +119,27 @@ std::string StoreRefusal::ToString() const {
   return absl::StrCat("Error: ", error, "\nReason: ", reason, "\nFix: ", fix, "\nImpact: ", impact);
 }
 
+// Copies of the store's files into DATA_DIR/damaged-STAMP/ (kept for
+// analysis when a loss is accepted); the folder, or an error.
+absl::StatusOr<std::string> KeepDamagedCopies(const std::string& data_dir, const Clock* clock) {
+  std::string dir = absl::StrCat(data_dir, "/damaged-",
+                                 absl::FormatTime("%Y%m%dT%H%M%SZ", clock->Now(), absl::UTCTimeZone()));
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return absl::UnavailableError(absl::StrCat("cannot make ", dir, ": ", std::strerror(errno)));
+  }
+  for (const char* f : {"mariposa.db", "mariposa.db-wal", kHighWaterFile}) {
+    std::optional<std::string> text = ReadFile(data_dir + "/" + f);
+    if (!text) continue;
+    std::ofstream out(dir + "/" + f, std::ios::binary);
+    out << *text;
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", dir, "/", f));
+  }
+  return dir;
+}
+
 absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string& data_dir, bool init,
                                                               const Clock* clock, StoreRefusal* refusal,
-                                                              const std::string& backup_dir) {
+                                                              const std::string& backup_dir, bool accept_loss) {
   std::string path = data_dir + "/mariposa.db";
   std::string mark_path = data_dir + "/" + kHighWaterFile;
   std::string marker = data_dir + "/" + kStoreMarker;
@@ -137,6 +158,7 @@ absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string&
                                         absl::StrCat(kImpact, ". Starting empty would also make every instance "
                                                               "tagged by Mariposa belong to no project")});
   }
+  std::vector<std::string> accepted;  // what --accept-store-loss let through, for the event log
   std::optional<HighWater> mark;
   if (std::optional<std::string> text = ReadFile(mark_path); text && !init) {
     mark = ParseHighWater(*text);
@@ -150,7 +172,17 @@ absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string&
   if (exists) {
     if (std::optional<std::string> wal = ReadFile(path + "-wal")) {
       WalReport w = CheckWal(*wal);
-      if (!w.ok) {
+      if (!w.ok && accept_loss) {
+        auto kept = KeepDamagedCopies(data_dir, clock);
+        if (!kept.ok()) {
+          return Refuse(refusal, StoreRefusal{"cannot keep copies of the damaged store", std::string(kept.status().message()),
+                                              "free space in the data dir, or copy it aside by hand and restore a backup",
+                                              kImpact});
+        }
+        LogError("store loss accepted (--accept-store-loss): starting on what SQLite recovers before the damage",
+                 {{"damage", w.damage}, {"copies", *kept}});
+        accepted.push_back(absl::StrCat(w.damage, "; copies of the damaged files in ", *kept));
+      } else if (!w.ok) {
         return Refuse(refusal,
                       StoreRefusal{absl::StrCat("the write-ahead log of store ", path, " is damaged"),
                                    absl::StrCat(w.damage, ". Starting would serve an older store as if it were "
@@ -172,7 +204,7 @@ absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string&
     return Refuse(refusal, StoreRefusal{absl::StrCat("store ", path, " failed verification"),
                                         std::string(s.message()), kRestore, kImpact});
   }
-  if (mark) {
+  if (mark && !accept_loss) {
     auto now = (*store)->CurrentHighWater();
     if (!now.ok()) {
       return Refuse(refusal, StoreRefusal{absl::StrCat("cannot read the commit count of store ", path),
@@ -187,10 +219,24 @@ absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string&
                                  OlderStoreFix(data_dir, backup_dir, mark), kImpact});
     }
   }
+  if (mark && accept_loss) {
+    auto now = (*store)->CurrentHighWater();
+    std::string loss = now.ok() ? HighWaterLoss(*mark, *now) : std::string(now.status().message());
+    if (!loss.empty()) {
+      LogError("store loss accepted (--accept-store-loss): the store is older than its high-water mark",
+               {{"loss", loss}, {"mark", mark_path}});
+      accepted.push_back(loss);
+    }
+  }
   if (absl::Status s = (*store)->KeepHighWaterMark(mark_path); !s.ok()) {
     return Refuse(refusal, StoreRefusal{absl::StrCat("cannot write the store's high-water mark ", mark_path),
                                         std::string(s.message()), "check the data dir's permissions and free space",
                                         kImpact});
+  }
+  if (!accepted.empty()) {
+    auto logged = (*store)->AppendEvent("mariposad (--accept-store-loss)", "", "store.loss-accepted", path,
+                                        absl::StrJoin(accepted, "; "));
+    if (!logged.ok()) LogError("cannot record the accepted loss in the event log", {{"error", logged.status().ToString()}});
   }
   if (!held_one) {
     std::ofstream f(marker);

@@ -43,9 +43,13 @@ constexpr char kStoreMarker[] = "store-initialized";
 //    `init`.
 // Then it keeps the mark after every commit. A refusal's Fix names the
 // newest backup in `backup_dir` and what restoring it loses.
+// `accept_loss` (mariposad --accept-store-loss) starts on such a store on
+// purpose: copies of the damaged files go to DATA_DIR/damaged-STAMP/ first,
+// SQLite keeps what it can, the loss is logged, and the mark starts anew.
 absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string& data_dir, bool init,
                                                               const Clock* clock, StoreRefusal* refusal,
-                                                              const std::string& backup_dir = "");
+                                                              const std::string& backup_dir = "",
+                                                              bool accept_loss = false);
 
 }  // namespace mariposa
 

@@ -238,6 +238,32 @@ TEST(OpenStoreTest, DamagedWalRefusedBeforeSqliteTouchesIt) {
   EXPECT_FALSE(OpenStore(k.dir, false, &clock_for_test, &r, k.backups).ok());
 }
 
+// --accept-store-loss: an operator with no backup starts on purpose on what
+// SQLite recovers; copies of the damaged files are kept, the loss is in the
+// event log, and the next start is a normal one.
+TEST(OpenStoreTest, AcceptedLossStartsKeepsCopiesAndSaysSo) {
+  Killed k = KilledWhileBusy("killed-accept", 60);
+  std::string wal = ReadFile(k.dir + "/mariposa.db-wal");
+  wal[wal.size() / 3] ^= 0x04;
+  WriteFile(k.dir + "/mariposa.db-wal", wal);
+  StoreRefusal r;
+  {
+    auto store = OpenStore(k.dir, false, &clock_for_test, &r, k.backups, /*accept_loss=*/true);
+    ASSERT_TRUE(store.ok()) << r.ToString();
+    size_t metas = (*store)->ListMeta((*store)->GetProject("jupiter")->uuid)->size();
+    EXPECT_LT(metas, 61u) << "the commits after the damage are gone";
+    auto events = (*store)->ListNewestEvents("", 0, 1);
+    ASSERT_TRUE(events.ok());
+    ASSERT_EQ(events->size(), 1u);
+    EXPECT_EQ((*events)[0].kind, "store.loss-accepted");
+    EXPECT_NE((*events)[0].detail.find("fails its checksum"), std::string::npos) << (*events)[0].detail;
+  }
+  std::string copies = k.dir + "/damaged-" +
+                       absl::FormatTime("%Y%m%dT%H%M%SZ", clock_for_test.Now(), absl::UTCTimeZone());
+  EXPECT_EQ(ReadFile(copies + "/mariposa.db-wal"), wal) << "the damaged WAL is kept as it was";
+  EXPECT_TRUE(OpenStore(k.dir, false, &clock_for_test, &r, k.backups).ok()) << r.ToString();
+}
+
 // A WAL lost entirely (deleted, or an older mariposa.db copied in place):
 // SQLite sees a consistent older store; the high-water mark does not.
 TEST(OpenStoreTest, StoreBelowItsHighWaterMarkRefused) {

@@ -367,6 +367,74 @@ TEST_F(HostileInputTest, UnreadableRequestsAreInvalidArgumentWithAMessage) {
   }
 }
 
+// Issue 31: absurd numbers were accepted silently (a token expiry of
+// 2^63-1 s became "never", a rolling of 2^63-1 was queued, negative limits
+// and indexes passed). Each is refused naming the field and its range.
+TEST_F(HostileInputTest, AbsurdNumbersAreRefusedWithTheirRange) {
+  auto channel = grpc::CreateChannel(daemon_->addr(), grpc::InsecureChannelCredentials());
+  auto refused = [&](const grpc::Status& s, const std::string& says) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << says << ": " << s.error_message();
+    EXPECT_NE(s.error_message().find(says), std::string::npos) << s.error_message();
+  };
+  {
+    grpc::ClientContext ctx;
+    v1::CreateTokenRequest req;
+    req.set_name("forever");
+    req.set_role("viewer");
+    req.set_expires_in_seconds(INT64_MAX);
+    v1::CreateTokenResponse resp;
+    refused(v1::Auth::NewStub(channel)->CreateToken(&ctx, req, &resp),
+            "--expires (seconds) 9223372036854775807 is outside 0..315360000");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ListEventsRequest req;
+    req.set_limit(-1);
+    v1::ListEventsResponse resp;
+    refused(stub_->ListEvents(&ctx, req, &resp), "limit -1 is outside 0..");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ListEventsRequest req;
+    req.set_after_index(-5);
+    v1::ListEventsResponse resp;
+    refused(stub_->ListEvents(&ctx, req, &resp), "after_index -5 is outside 0..");
+  }
+  {
+    // A project to list the tasks of.
+    grpc::ClientContext ctx;
+    v1::CreateProjectRequest req;
+    req.set_name("numbers");
+    v1::CreateProjectResponse resp;
+    ASSERT_TRUE(stub_->CreateProject(&ctx, req, &resp).ok());
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ListTasksRequest req;
+    req.set_project("numbers");
+    req.set_finished_limit(-1);
+    v1::ListTasksResponse resp;
+    refused(v1::Queue::NewStub(channel)->ListTasks(&ctx, req, &resp), "finished_limit -1 is outside 0..");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::AddTaskRequest req;
+    req.set_project("numbers");
+    req.set_kind("reprovision");
+    req.set_rolling(INT64_MAX);
+    v1::AddTaskResponse resp;
+    refused(v1::Queue::NewStub(channel)->AddTask(&ctx, req, &resp), "--rolling 9223372036854775807 is outside 0..100000");
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ScaleRequest req;
+    req.set_project("numbers");
+    req.add_changes("web= 5");
+    v1::ScaleResponse resp;
+    refused(stub_->Scale(&ctx, req, &resp), "\"web= 5\" is not SERVICE=N, SERVICE=+N or SERVICE=-N");
+  }
+}
+
 // Every field of every request message is `bytes` (checked and named by
 // ValidateRequestText), except Grant's, which is shared with replies (their
 // JSON would be base64), and map keys, which cannot be bytes: those are
