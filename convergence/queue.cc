@@ -65,6 +65,15 @@ int64_t ManifestCanary(const std::vector<ServiceRecord>& services, const std::ve
   return canary;
 }
 
+int64_t ManifestCanary(const Manifest& m, const std::vector<std::string>& scope) {
+  int64_t canary = 0;
+  for (const auto& [name, spec] : m.services) {
+    if (!scope.empty() && std::find(scope.begin(), scope.end(), name) == scope.end()) continue;
+    canary = std::max<int64_t>(canary, spec.update_canary);
+  }
+  return canary;
+}
+
 TaskAdmitter QueueAdmitter() {
   return [](const std::vector<TaskRecord>& open, TaskRecord* incoming, std::vector<std::string>* terminate) {
     std::vector<TaskInfo> existing;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "projects/manifest.h"
 #include "projects/store.h"
 
 namespace mariposa::convergence {
@@ -30,6 +31,9 @@ absl::StatusOr<std::map<std::string, int64_t>> VersionNumbers(ProjectStore* stor
 // --canary and by the rollouts apply and rollback queue, so both stop after
 // the canary alike.
 int64_t ManifestCanary(const std::vector<ServiceRecord>& services, const std::vector<std::string>& scope);
+// The same from a parsed manifest (what apply has in hand: no store read,
+// no JSON).
+int64_t ManifestCanary(const Manifest& m, const std::vector<std::string>& scope);
 
 // The TaskAdmitter implementing admission.h's rules: FAILED_PRECONDITION
 // naming the blocking task, or the tasks to terminate and to wait for.

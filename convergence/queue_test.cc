@@ -153,6 +153,13 @@ TEST(ManifestCanaryTest, LargestUpdateCanaryOfTheScope) {
   EXPECT_EQ(ManifestCanary(v, {"web", "db"}), 3);
   EXPECT_EQ(ManifestCanary(v, {}), 3);
   EXPECT_EQ(ManifestCanary(v, {"cache", "bad"}), 0);
+  // The same rule over a parsed manifest (apply's rollouts).
+  Manifest m;
+  m.services["web"].update_canary = 1;
+  m.services["db"].update_canary = 3;
+  EXPECT_EQ(ManifestCanary(m, {"web"}), 1);
+  EXPECT_EQ(ManifestCanary(m, {}), 3);
+  EXPECT_EQ(ManifestCanary(m, {"other"}), 0);
 }
 
 TEST(FreezesInTheWayTest, RefusedUnlessThaw) {

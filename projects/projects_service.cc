@@ -117,6 +117,7 @@ struct ProjectsService::Outcome {
   // Services whose instance spec the new version changed, that roll out on
   // change (update.on_change: rollout) and had instances to roll.
   std::vector<std::string> rollout;
+  int64_t canary = 0;  // update.canary of the rollout (the largest of its services)
   std::string project_uuid;
   std::string project;  // the name the manifest targets
 };
@@ -371,6 +372,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
     for (const auto& c : out.diff.services()) {
       if (c.rolls_out()) out.rollout.push_back(c.service());
     }
+    out.canary = convergence::ManifestCanary(m, out.rollout);
     if (on_change_) on_change_();
   }
   return out;
@@ -410,11 +412,12 @@ void ProjectsService::Remember(const std::string& version, std::shared_ptr<const
 
 std::string ProjectsService::QueueRollout(const Outcome& out, const std::string& trigger, const std::string& author,
                                           std::vector<std::string>* warnings) {
-  return QueueReprovision(out.project_uuid, out.rollout, out.commit.version.uuid, trigger, author, warnings);
+  return QueueReprovision(out.project_uuid, out.rollout, out.canary, out.commit.version.uuid, trigger, author,
+                          warnings);
 }
 
 std::string ProjectsService::QueueReprovision(const std::string& project_uuid, const std::vector<std::string>& services,
-                                              const std::string& version_uuid, const std::string& trigger,
+                                              int64_t canary, const std::string& version_uuid, const std::string& trigger,
                                               const std::string& author, std::vector<std::string>* warnings) {
   if (services.empty()) return "";
   auto not_queued = [&](const absl::Status& why) {
@@ -431,10 +434,7 @@ std::string ProjectsService::QueueReprovision(const std::string& project_uuid, c
   t.auto_kind = "reprovision";
   t.actor = author;
   t.version_uuid = version_uuid;
-  // The rollout follows update.canary as `mariposa reprovision` does.
-  auto records = store_->ListServices(version_uuid);
-  if (!records.ok()) return not_queued(records.status());
-  t.canary = convergence::ManifestCanary(*records, services);
+  t.canary = canary;  // update.canary, as `mariposa reprovision` takes it
   auto added = convergence::TaskQueue(store_).Add(t);
   if (!added.ok()) return not_queued(added.status());
   if (on_change_) on_change_();
@@ -813,7 +813,8 @@ void ProjectsService::MetaChanged(const ProjectRecord& p, const std::set<std::st
     }
   }
   std::vector<std::string> warnings;
-  QueueReprovision(p.uuid, rollout, p.current_version, "meta", author, &warnings);
+  QueueReprovision(p.uuid, rollout, convergence::ManifestCanary((*current)->manifest, rollout), p.current_version,
+                   "meta", author, &warnings);
   for (const auto& w : warnings) LogWarn("meta rollout", {{"project", p.name}, {"warning", w}});
 }
 

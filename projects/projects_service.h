@@ -103,6 +103,7 @@ class ProjectsService final : public v1::Projects::Service {
   std::string QueueRollout(const Outcome& out, const std::string& trigger, const std::string& author,
                            std::vector<std::string>* warnings);
   std::string QueueReprovision(const std::string& project_uuid, const std::vector<std::string>& services,
+                               int64_t canary,
                                const std::string& version_uuid, const std::string& trigger, const std::string& author,
                                std::vector<std::string>* warnings);
   // After a meta change: queues the rollout of the services that use a
