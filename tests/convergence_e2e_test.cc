@@ -1221,6 +1221,12 @@ TEST_F(ConvergenceTest, PreserveStoppedKeepsAKilledInstanceForInspection) {
     return st.out.find(": converged") != std::string::npos;
   }, absl::Seconds(10))) << st.out;
   EXPECT_THAT(st.out, ::testing::ContainsRegex("ps-db-[0-9] +[-0-9a-f]+ +preserved"));
+  // Issue 31: one event per preserve, however many syncs look at it.
+  Pause(absl::Seconds(2));
+  std::string events = M({"-j", "ps", "events", "--limit", "1000"}).out;
+  size_t preserves = 0;
+  for (size_t at = 0; (at = events.find("instance.preserve ", at)) != std::string::npos; ++at) ++preserves;
+  EXPECT_EQ(preserves, 1u) << events;
 
   // A scale-down keeps its two victims (always); three preserved is one
   // over restart.max_attempts: the oldest (the killed one) is destroyed.
