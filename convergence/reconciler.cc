@@ -245,7 +245,7 @@ void Reconciler::NoteApi(const std::string& api, const absl::Status& st) {
 }
 
 void Reconciler::NoteLatency(const std::string& api, absl::Duration took) {
-  absl::MutexLock l(&mu_);
+  absl::MutexLock l(&latency_mu_);
   latency_[api] = took;
 }
 
@@ -753,6 +753,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     } else {
       s.actual_known = false;  // no sync has read it yet
     }
+    absl::MutexLock latencies(&latency_mu_);
     s.api_latency = latency_;
   } else if (!incremental) {
     auto instances = Observer(vmapi_, OwnersOf(s.project))

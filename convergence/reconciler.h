@@ -305,7 +305,10 @@ class Reconciler {
   };
   std::map<std::string, ProjectState> projects_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs
-  std::map<std::string, absl::Duration> latency_ ABSL_GUARDED_BY(mu_);  // last call per API
+  // The last call per API, noted by every Triton request (its own lock: the
+  // request path never waits on mu_).
+  mutable absl::Mutex latency_mu_;
+  std::map<std::string, absl::Duration> latency_ ABSL_GUARDED_BY(latency_mu_);
   std::map<std::string, std::pair<absl::Time, absl::StatusOr<triton::Image>>> images_ ABSL_GUARDED_BY(mu_);
   absl::Time catalog_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::StatusOr<std::shared_ptr<const Catalog>> catalog_ ABSL_GUARDED_BY(mu_) = absl::UnavailableError("not read");

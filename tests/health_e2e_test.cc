@@ -20,6 +20,20 @@ using json = nlohmann::json;
 class HealthTest : public HealthE2E {
  protected:
   void SetUp() override { Start("health", {"--embedded-health"}); }
+  // Two instances listening on 8080 and checked there, rolled one at a
+  // time with update.auto_rollback.
+  static std::string RollingWeb(const std::string& project) {
+    return "project: " + project + "\n" + R"(services:
+  web:
+    image: autopilotpattern/nginx@1.4.0
+    count: 2
+    ports: [8080]
+    start: {window: 1s}
+    update: {rolling: 1, max_surge: 1, auto_rollback: true}
+    healthchecks:
+      http: {type: http, port: 8080, path: /healthz, interval: 200ms, timeout: 150ms, retries: 2}
+)";
+  }
 };
 
 TEST_F(HealthTest, UnhealthyInstanceIsDetectedAndReplaced) {
@@ -85,17 +99,7 @@ TEST_F(HealthTest, CorrelatedFailureIsHeldByTheBudget) {
 // update.auto_rollback: a rollout whose new instances never pass is failed,
 // the project goes back to the previous version, and the instances follow.
 TEST_F(HealthTest, RolloutThatNeverPassesIsRolledBack) {
-  std::string v1 = R"(project: ar
-services:
-  web:
-    image: autopilotpattern/nginx@1.4.0
-    count: 2
-    ports: [8080]
-    start: {window: 1s}
-    update: {rolling: 1, max_surge: 1, auto_rollback: true}
-    healthchecks:
-      http: {type: http, port: 8080, path: /healthz, interval: 200ms, timeout: 150ms, retries: 2}
-)";
+  std::string v1 = RollingWeb("ar");
   WriteFile(dir_ + "/v1.yaml", v1);
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0) << daemon_->log();
   ASSERT_TRUE(WaitHealthy("ar", 2));
@@ -137,17 +141,7 @@ services:
 // from: the change rolls out, the new instance fails the new check, the
 // rollout rolls back, and the old instances are never touched.
 TEST_F(HealthTest, ChangedCheckRollsOutAndNeverTakesOutTheRunningFleet) {
-  std::string v1 = R"(project: cc
-services:
-  web:
-    image: autopilotpattern/nginx@1.4.0
-    count: 2
-    ports: [8080]
-    start: {window: 1s}
-    update: {rolling: 1, max_surge: 1, auto_rollback: true}
-    healthchecks:
-      http: {type: http, port: 8080, path: /healthz, interval: 200ms, timeout: 150ms, retries: 2}
-)";
+  std::string v1 = RollingWeb("cc");
   WriteFile(dir_ + "/v1.yaml", v1);
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0) << daemon_->log();
   ASSERT_TRUE(WaitHealthy("cc", 2));
