@@ -91,6 +91,8 @@ TEST_F(ConvergenceTest, ApplyScaleAndReplace) {
   }
   ASSERT_EQ(st.exit_code, 0) << st.err;
   EXPECT_THAT(st.out, ::testing::HasSubstr("project jupiter at version 1: converged"));
+  // Status says how old its observation is: it never lists VMAPI itself.
+  EXPECT_THAT(st.out, ::testing::ContainsRegex("actual state as read [0-9.]+m?s ago \\(the last sync's"));
   EXPECT_THAT(st.out, ::testing::HasSubstr("jupiter-wordpress-3"));
   st = M({"-o", "json", "-j", "jupiter", "status"});
   EXPECT_THAT(st.out, ::testing::HasSubstr("\"desired\": \"3\""));  // int64 in JSON is a string

@@ -1,4 +1,6 @@
 // mariposa status: goal versus actual, per service.
+#include <algorithm>
+
 #include "cli/command.h"
 
 namespace mariposa::cmd {
@@ -19,14 +21,13 @@ Result Status(Context& c, const Parsed& p) {
           : stale ? "unknown (the actual state read is too old; see the problems)"
                   : "not converged")
       << "\n";
-  // The age of what is shown, when it is more than a sync or two old.
+  // The age of what is shown: it is the last sync's observation, and the
+  // data center may have changed since.
   if (resp.has_observed_at()) {
     absl::Time read = absl::FromUnixSeconds(resp.observed_at().seconds()) + absl::Nanoseconds(resp.observed_at().nanos());
-    absl::Duration age = c.clock->Now() - read;
-    if (age >= absl::Seconds(10)) {
-      out << "actual state as read " << absl::FormatDuration(absl::Trunc(age, absl::Seconds(1)))
-          << " ago (the last sync's; status does not wait on Triton)\n";
-    }
+    absl::Duration age = std::max(absl::ZeroDuration(), c.clock->Now() - read);
+    out << "actual state as read " << absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(100)))
+        << " ago (the last sync's; status does not wait on Triton)\n";
   }
   out << "\n";
   Rows rows;
