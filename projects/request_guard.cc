@@ -62,6 +62,7 @@ absl::Status ValidateRequestText(const Message& request) { return CheckMessage(r
 
 RequestGuard::RequestGuard(const grpc::ServerContext* ctx, const Clock* clock, const Message& request)
     : ctx_(ctx), clock_(clock), give_up_(clock->Now() + Limits::kMaxRequestWork),
+      next_poll_ns_(absl::ToUnixNanos(give_up_ - Limits::kMaxRequestWork + kCancelPollEvery)),
       large_(request.ByteSizeLong() > kLargeRequestBytes), status_(ValidateRequestText(request)) {}
 
 RequestGuard::~RequestGuard() {
@@ -69,10 +70,16 @@ RequestGuard::~RequestGuard() {
 }
 
 absl::Status RequestGuard::Check() const {
-  if (ctx_ != nullptr && ctx_->IsCancelled()) {
+  absl::Time now = clock_->Now();
+  int64_t due = next_poll_ns_.load(std::memory_order_relaxed);
+  if (ctx_ != nullptr && !cancelled_.load() && absl::ToUnixNanos(now) >= due &&
+      next_poll_ns_.compare_exchange_strong(due, absl::ToUnixNanos(now + kCancelPollEvery)) && ctx_->IsCancelled()) {
+    cancelled_.store(true);  // every later Check says so too
+  }
+  if (cancelled_.load()) {
     return absl::CancelledError("the client cancelled the request or its deadline passed; nothing was changed");
   }
-  if (clock_->Now() > give_up_) {
+  if (now > give_up_) {
     return absl::DeadlineExceededError(absl::StrCat("the request took more than ",
                                                     absl::FormatDuration(Limits::kMaxRequestWork),
                                                     " of server work and was stopped; nothing was changed"));
