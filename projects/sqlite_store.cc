@@ -793,7 +793,13 @@ absl::Status SqliteProjectStore::DeleteProject(const std::string& name_or_uuid, 
   RETURN_IF_ERROR(AppendEventLocked(actor, p.name, "project.delete", p.uuid,
                                     absl::StrCat("had ", p.current_number, " versions"))
                       .status());
-  return txn->Commit();
+  RETURN_IF_ERROR(txn->Commit());
+  // ON DELETE CASCADE removed its jobs.
+  if (auto gone = jobs_by_project_.find(p.uuid); gone != jobs_by_project_.end()) {
+    for (const auto& kv : gone->second) job_at_.erase(kv.first.job_uuid);
+    jobs_by_project_.erase(gone);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CommitResult> SqliteProjectStore::CommitVersion(const NewVersion& v) {
@@ -1581,28 +1587,10 @@ absl::Status SqliteProjectStore::MarkProjectDeleting(const std::string& name_or_
   return txn->Commit();
 }
 
-absl::Status SqliteProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
-  if (jobs.empty()) return absl::OkStatus();
-  absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
-  ASSIGN_OR_RETURN(auto st, db_->Prepare(
-                                "INSERT OR REPLACE INTO jobs (job_uuid, project_uuid, api, task_uuid, service, instance, "
-                                "alias, kind, reason, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-  for (const JobRecord& j : jobs) {
-    st.Bind(1, j.job_uuid).Bind(2, j.project_uuid).Bind(3, j.api).Bind(4, j.task_uuid).Bind(5, j.service);
-    st.Bind(6, j.instance).Bind(7, j.alias).Bind(8, j.kind).Bind(9, j.reason).Bind(10, absl::ToUnixMicros(j.sent_at));
-    RETURN_IF_ERROR(st.Run());
-    RETURN_IF_ERROR(st.Reset());
-  }
-  return txn->Commit();
-}
-
-absl::StatusOr<std::vector<JobRecord>> SqliteProjectStore::ListJobs(const std::string& project_uuid) {
-  absl::MutexLock l(&mu_);
+absl::Status SqliteProjectStore::LoadJobsLocked() {
+  if (jobs_loaded_) return absl::OkStatus();
   ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT job_uuid, project_uuid, api, task_uuid, service, instance, alias, kind, "
-                                         "reason, sent_at FROM jobs WHERE project_uuid = ? ORDER BY sent_at, job_uuid"));
-  st.Bind(1, project_uuid);
-  std::vector<JobRecord> out;
+                                         "reason, sent_at FROM jobs"));
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
@@ -1617,14 +1605,67 @@ absl::StatusOr<std::vector<JobRecord>> SqliteProjectStore::ListJobs(const std::s
     j.kind = st.Text(7);
     j.reason = st.Text(8);
     j.sent_at = absl::FromUnixMicros(st.Int(9));
-    out.push_back(std::move(j));
+    JobKey key{st.Int(9), j.job_uuid};
+    job_at_[j.job_uuid] = {j.project_uuid, key};
+    jobs_by_project_[j.project_uuid][key] = std::move(j);
   }
+  jobs_loaded_ = true;
+  return absl::OkStatus();
+}
+
+void SqliteProjectStore::ForgetJobLocked(const std::string& job_uuid) {
+  auto at = job_at_.find(job_uuid);
+  if (at == job_at_.end()) return;
+  auto p = jobs_by_project_.find(at->second.first);
+  if (p != jobs_by_project_.end()) {
+    p->second.erase(at->second.second);
+    if (p->second.empty()) jobs_by_project_.erase(p);
+  }
+  job_at_.erase(at);
+}
+
+absl::Status SqliteProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
+  if (jobs.empty()) return absl::OkStatus();
+  absl::MutexLock l(&mu_);
+  RETURN_IF_ERROR(LoadJobsLocked());
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+                                "INSERT OR REPLACE INTO jobs (job_uuid, project_uuid, api, task_uuid, service, instance, "
+                                "alias, kind, reason, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  for (const JobRecord& j : jobs) {
+    st.Bind(1, j.job_uuid).Bind(2, j.project_uuid).Bind(3, j.api).Bind(4, j.task_uuid).Bind(5, j.service);
+    st.Bind(6, j.instance).Bind(7, j.alias).Bind(8, j.kind).Bind(9, j.reason).Bind(10, absl::ToUnixMicros(j.sent_at));
+    RETURN_IF_ERROR(st.Run());
+    RETURN_IF_ERROR(st.Reset());
+  }
+  RETURN_IF_ERROR(txn->Commit());
+  for (const JobRecord& j : jobs) {
+    ForgetJobLocked(j.job_uuid);  // INSERT OR REPLACE
+    // Stored at microseconds, as read back from the table.
+    JobRecord stored = j;
+    stored.sent_at = absl::FromUnixMicros(absl::ToUnixMicros(j.sent_at));
+    JobKey key{absl::ToUnixMicros(j.sent_at), j.job_uuid};
+    job_at_[j.job_uuid] = {j.project_uuid, key};
+    jobs_by_project_[j.project_uuid][key] = std::move(stored);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<JobRecord>> SqliteProjectStore::ListJobs(const std::string& project_uuid) {
+  absl::MutexLock l(&mu_);
+  RETURN_IF_ERROR(LoadJobsLocked());
+  std::vector<JobRecord> out;
+  auto p = jobs_by_project_.find(project_uuid);
+  if (p == jobs_by_project_.end()) return out;
+  out.reserve(p->second.size());
+  for (const auto& kv : p->second) out.push_back(kv.second);
   return out;
 }
 
 absl::Status SqliteProjectStore::FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs) {
   if (jobs.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
+  RETURN_IF_ERROR(LoadJobsLocked());
   ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
   ASSIGN_OR_RETURN(auto get, db_->Prepare("SELECT task_uuid FROM jobs WHERE job_uuid = ?"));
   ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM jobs WHERE job_uuid = ?"));
@@ -1639,7 +1680,9 @@ absl::Status SqliteProjectStore::FinishJobs(const std::vector<std::pair<std::str
     RETURN_IF_ERROR(del.Run());
     if (!task.empty()) RETURN_IF_ERROR(AddTaskProgressLocked(task, progress));
   }
-  return txn->Commit();
+  RETURN_IF_ERROR(txn->Commit());
+  for (const auto& job : jobs) ForgetJobLocked(job.first);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteProjectStore::ListOpenTasks() {

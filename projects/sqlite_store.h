@@ -7,6 +7,7 @@
 #include <memory>
 #include <utility>
 #include <string>
+#include <tuple>
 
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
@@ -170,6 +171,21 @@ class SqliteProjectStore : public ProjectStore {
   int64_t NowMicros() const { return absl::ToUnixMicros(clock_->Now()); }
 
   absl::Mutex mu_;
+  // The jobs table, in memory: the pump asks for a project's jobs in flight
+  // every time a job slot frees (P2's profile had 14 % of mariposad's CPU
+  // in that query). Loaded whole at the first ListJobs, then written
+  // through by RecordJobs, FinishJobs and DeleteProject after their commits.
+  // Keyed as the query ordered: (sent_at µs, job uuid).
+  struct JobKey {
+    int64_t sent_at;
+    std::string job_uuid;
+    bool operator<(const JobKey& o) const { return std::tie(sent_at, job_uuid) < std::tie(o.sent_at, o.job_uuid); }
+  };
+  absl::Status LoadJobsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ForgetJobLocked(const std::string& job_uuid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool jobs_loaded_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, std::map<JobKey, JobRecord>> jobs_by_project_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::pair<std::string, JobKey>> job_at_ ABSL_GUARDED_BY(mu_);  // uuid -> (project, key)
   // The high-water mark: the stamp of the newest commit (set inside it,
   // written out after it) and the file it is written to (-1: none).
   HighWater pending_stamp_;

@@ -366,5 +366,59 @@ TEST_F(StoreTest, FinishJobsCountsEachJobOnceInOneTransaction) {
   EXPECT_TRUE(store_->FinishJobs({}).ok());
 }
 
+
+// ListJobs is served from memory after the first call; it must say what the
+// table says: order by (sent_at, uuid), a re-recorded job replaces itself,
+// a deleted project's jobs go, and a reopened store reads them back.
+TEST_F(StoreTest, JobsInFlightAgreeWithTheTable) {
+  std::string path = ::testing::TempDir() + "/jobs.db";
+  for (const char* f : {"", "-wal", "-shm"}) unlink((path + f).c_str());
+  {
+    auto s = SqliteProjectStore::Open(path, &clock_);
+    ASSERT_TRUE(s.ok()) << s.status();
+    auto a = (*s)->CreateProject("a", "", "alice");
+    auto b = (*s)->CreateProject("b", "", "alice");
+    ASSERT_TRUE(a.ok() && b.ok());
+    auto job = [](const std::string& uuid, const std::string& project, int64_t at) {
+      JobRecord j;
+      j.job_uuid = uuid;
+      j.project_uuid = project;
+      j.api = "vmapi";
+      j.kind = "create";
+      j.sent_at = absl::FromUnixMicros(at) + absl::Nanoseconds(300);  // kept to the µs
+      return j;
+    };
+    ASSERT_TRUE((*s)->ListJobs(a->uuid)->empty());  // loads the (empty) table
+    ASSERT_TRUE((*s)->RecordJobs({job("j3", a->uuid, 30), job("j1", a->uuid, 10), job("j2", b->uuid, 20)}).ok());
+    ASSERT_TRUE((*s)->RecordJobs({job("j1", a->uuid, 40), job("j0", a->uuid, 30)}).ok());  // j1 again, later
+    auto names = [&](const std::string& project) {
+      std::vector<std::string> out;
+      auto jobs = (*s)->ListJobs(project);
+      for (const JobRecord& j : *jobs) out.push_back(j.job_uuid);
+      return out;
+    };
+    EXPECT_EQ(names(a->uuid), (std::vector<std::string>{"j0", "j3", "j1"}));
+    EXPECT_EQ((*s)->ListJobs(a->uuid)->back().sent_at, absl::FromUnixMicros(40));
+    EXPECT_EQ(names(b->uuid), (std::vector<std::string>{"j2"}));
+    ASSERT_TRUE((*s)->FinishJobs({{"j3", TaskProgress{}}}).ok());
+    EXPECT_EQ(names(a->uuid), (std::vector<std::string>{"j0", "j1"}));
+    ASSERT_TRUE((*s)->DeleteProject("b", "alice").ok());
+    EXPECT_TRUE((*s)->ListJobs(b->uuid)->empty());
+    // A failed write changes nothing in memory either: j9 names no project.
+    EXPECT_FALSE((*s)->RecordJobs({job("j9", "no-such-project", 50)}).ok());
+    EXPECT_EQ(names(a->uuid), (std::vector<std::string>{"j0", "j1"}));
+  }
+  auto s = SqliteProjectStore::Open(path, &clock_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto a = (*s)->GetProject("a");
+  ASSERT_TRUE(a.ok());
+  auto jobs = (*s)->ListJobs(a->uuid);
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].job_uuid, "j0");
+  EXPECT_EQ((*jobs)[1].job_uuid, "j1");
+  EXPECT_EQ((*jobs)[1].sent_at, absl::FromUnixMicros(40));
+}
+
 }  // namespace
 }  // namespace mariposa
