@@ -1651,14 +1651,17 @@ absl::Status SqliteProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) 
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<JobRecord>> SqliteProjectStore::ListJobs(const std::string& project_uuid) {
+absl::StatusOr<std::vector<JobRecord>> SqliteProjectStore::ListJobsExcept(const std::string& project_uuid,
+                                                                          const std::set<std::string>& except) {
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(LoadJobsLocked());
   std::vector<JobRecord> out;
   auto p = jobs_by_project_.find(project_uuid);
   if (p == jobs_by_project_.end()) return out;
-  out.reserve(p->second.size());
-  for (const auto& kv : p->second) out.push_back(kv.second);
+  out.reserve(p->second.size() > except.size() ? p->second.size() - except.size() : 0);
+  for (const auto& kv : p->second) {
+    if (!except.count(kv.first.job_uuid)) out.push_back(kv.second);
+  }
   return out;
 }
 

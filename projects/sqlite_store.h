@@ -101,7 +101,8 @@ class SqliteProjectStore : public ProjectStore {
   absl::Status MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor) override;
   absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() override;
   absl::Status RecordJobs(const std::vector<JobRecord>& jobs) override;
-  absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& project_uuid) override;
+  absl::StatusOr<std::vector<JobRecord>> ListJobsExcept(const std::string& project_uuid,
+                                                        const std::set<std::string>& except) override;
   absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs) override;
   absl::StatusOr<std::vector<TaskCount>> CountTasks() override;
   absl::StatusOr<TaskRecord> GetTask(const std::string& uuid) override;

@@ -400,6 +400,11 @@ TEST_F(StoreTest, JobsInFlightAgreeWithTheTable) {
     EXPECT_EQ(names(a->uuid), (std::vector<std::string>{"j0", "j3", "j1"}));
     EXPECT_EQ((*s)->ListJobs(a->uuid)->back().sent_at, absl::FromUnixMicros(40));
     EXPECT_EQ(names(b->uuid), (std::vector<std::string>{"j2"}));
+    auto except = (*s)->ListJobsExcept(a->uuid, {"j3", "j2"});
+    ASSERT_TRUE(except.ok());
+    ASSERT_EQ(except->size(), 2u);
+    EXPECT_EQ((*except)[0].job_uuid, "j0");
+    EXPECT_EQ((*except)[1].job_uuid, "j1");
     ASSERT_TRUE((*s)->FinishJobs({{"j3", TaskProgress{}}}).ok());
     EXPECT_EQ(names(a->uuid), (std::vector<std::string>{"j0", "j1"}));
     ASSERT_TRUE((*s)->DeleteProject("b", "alice").ok());

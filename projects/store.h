@@ -353,7 +353,13 @@ class ProjectStore {
 
   // Jobs in flight (JobRecord). RecordJobs writes them in one transaction.
   virtual absl::Status RecordJobs(const std::vector<JobRecord>& jobs) = 0;
-  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& project_uuid) = 0;
+  absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& project_uuid) {
+    return ListJobsExcept(project_uuid, {});
+  }
+  // The same without the jobs named in `except` (the pump's, which skips
+  // those it saw end: hundreds during a scale-up, not worth copying).
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobsExcept(const std::string& project_uuid,
+                                                                const std::set<std::string>& except) = 0;
   // Removes each job (job uuid, progress) and adds its progress to its
   // task, if the task is still open, all in one transaction. A job already
   // removed is not counted again (OK).
