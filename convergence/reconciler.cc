@@ -1353,12 +1353,12 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
     // at 100,000 instances listing them all takes seconds.
     absl::Duration pump_for = std::max(options_.full_observe, 10 * ps.sync_cost);
     // Jobs the pump saw end stay in the store until a sync counts them (the
-    // pump skips them in memory): past 64 windows' worth, sync — more when
+    // pump skips them in memory): past kEndedWindowsPerSync windows, sync — more when
     // a sync costs more than a tenth of a second (at 100,000 instances it
     // costs seconds). Each sync lists every instance of the project, which
     // was a quarter of mariposad's CPU in P2 at 16 windows.
     double cost = std::max(1.0, absl::FDivDuration(ps.sync_cost, absl::Milliseconds(100)));
-    size_t ended_max = static_cast<size_t>(64 * std::max(1, options_.max_jobs_per_project) * cost);
+    size_t ended_max = static_cast<size_t>(kEndedWindowsPerSync * std::max(1, options_.max_jobs_per_project) * cost);
     if (ps.backlog_changes != changes_.load() || start - ps.synced_at >= pump_for || ps.ended.size() >= ended_max) {
       ps.DropBacklog();
       return std::nullopt;

@@ -120,9 +120,10 @@ class Reconciler {
   // backlog, anything changed since (Wake, WakeProject), a job failed, or
   // the last sync is older than full_observe or ten times what it took
   // (whichever is longer), or the jobs seen ending and not yet counted reach
-  // 16 job windows (times the last sync's cost in tenths of a second, when
-  // it took longer): then the project needs a sync.
+  // kEndedWindowsPerSync job windows (times the last sync's cost in tenths
+  // of a second, when it took longer): then the project needs a sync.
   std::optional<SyncResult> PumpProject(const std::string& project_uuid);
+  static constexpr int kEndedWindowsPerSync = 64;
 
   // Gather and Decide without executing: what `status` shows. It never
   // waits on Triton: the actual state is the last sync's observation (its

@@ -583,20 +583,21 @@ TEST_F(ReconcilerTest, PumpStopsAtAFailedJobAndWhenTheSyncIsOld) {
 // Jobs the pump saw end wait in the store for the next sync to count them;
 // every pump round reads them again, so past 16 job windows of them (with a
 // cheap sync) the project is synced instead.
-TEST_F(ReconcilerTest, PumpSyncsOnceSixteenWindowsOfEndedJobsWait) {
-  std::string uuid = HeldScaleUp(40);
+TEST_F(ReconcilerTest, PumpSyncsOnceEnoughWindowsOfEndedJobsWait) {
+  const int kWindows = Reconciler::kEndedWindowsPerSync;  // a window of 1 job here
+  std::string uuid = HeldScaleUp(kWindows + 24);
   int pumped = 0;
-  while (pumped <= 40) {
+  while (pumped <= kWindows + 24) {
     vmapi_.CompleteJobs();
     auto r = reconciler_->PumpProject(uuid);
     if (!r) break;
     ASSERT_EQ(r->created, 1);
     ++pumped;
   }
-  EXPECT_EQ(pumped, 16);
+  EXPECT_EQ(pumped, kWindows);
   auto r = reconciler_->SyncProject("p");
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->finished, 17);  // each counted once, by this sync
+  EXPECT_EQ(r->finished, kWindows + 1);  // each counted once, by this sync
   EXPECT_EQ(r->created, 1);
 }
 
