@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -11,24 +12,28 @@
 namespace mariposa::convergence {
 namespace {
 
+// State and health are compared against literals on every instance of
+// every plan: as string_views, a length mismatch answers without memcmp.
+using namespace std::string_view_literals;  // NOLINT
+
 // Instances that no longer serve and must be replaced: crashed, stopped
 // without being asked to, on a server that is not running, or unhealthy.
 // A running instance that fails its health checks is broken too.
 bool BrokenState(const InstanceState& i) {
-  return i.state == "failed" || i.state == "stopped" || i.state == "unknown" ||
-         (i.state == "running" && i.health == "unhealthy");
+  return i.state == "failed"sv || i.state == "stopped"sv || i.state == "unknown"sv ||
+         (i.state == "running"sv && i.health == "unhealthy"sv);
 }
 
-bool Live(const InstanceState& i) { return i.state == "provisioning" || i.state == "running"; }
+bool Live(const InstanceState& i) { return i.state == "provisioning"sv || i.state == "running"sv; }
 
 absl::Time UpSince(const InstanceState& i) { return i.up_since == absl::InfinitePast() ? i.created : i.up_since; }
 
 // When the instance became ready: healthy since (checks defined: passing
 // them is what counts), else up for the start window.
 absl::Time ReadyAt(const InstanceState& i, absl::Duration start_window) {
-  if (i.state != "running") return absl::InfiniteFuture();
-  if (i.health == "healthy") return i.healthy_since;
-  if (i.checked || i.health != "unknown") return absl::InfiniteFuture();
+  if (i.state != "running"sv) return absl::InfiniteFuture();
+  if (i.health == "healthy"sv) return i.healthy_since;
+  if (i.checked || i.health != "unknown"sv) return absl::InfiniteFuture();
   return UpSince(i) + start_window;
 }
 
@@ -43,8 +48,8 @@ bool ReadyState(const InstanceState& i, absl::Time now, const ServiceGoal& goal)
 }
 
 int Rank(const InstanceState& i) {
-  if (i.health == "unhealthy") return 0;
-  if (i.state == "provisioning" || i.health == "starting" || i.health == "unknown") return 1;
+  if (i.health == "unhealthy"sv) return 0;
+  if (i.state == "provisioning"sv || i.health == "starting"sv || i.health == "unknown"sv) return 1;
   return 2;
 }
 
@@ -70,7 +75,7 @@ bool Outdated(const InstanceState& i, const ServiceGoal& goal) {
 
 bool Restarts(const ServiceGoal& goal, const InstanceState& i) {
   if (!BrokenState(i)) return false;
-  return i.state == "unknown" ? goal.restart_on_cn : goal.restart_on_failure;
+  return i.state == "unknown"sv ? goal.restart_on_cn : goal.restart_on_failure;
 }
 
 std::vector<const InstanceState*> VictimOrder(std::vector<const InstanceState*> live) {
@@ -85,7 +90,7 @@ std::vector<const InstanceState*> ReprovisionOrder(const std::vector<const Insta
                                                    const ServiceGoal& goal) {
   std::vector<const InstanceState*> out;
   for (const InstanceState* i : of_service) {
-    if (i->service == goal.name && i->state == "running" && Outdated(*i, goal)) out.push_back(i);
+    if (i->service == goal.name && i->state == "running"sv && Outdated(*i, goal)) out.push_back(i);
   }
   std::sort(out.begin(), out.end(), Older);
   return out;
@@ -142,7 +147,7 @@ void PlanInPlace(const ServiceGoal& goal, const std::vector<const InstanceState*
     bool current = !Outdated(*i, goal);
     if (ReadyState(*i, now, goal)) ++ready;
     else if (current) ++in_flight;
-    if (!current && i->state == "running" && i->delegate_dataset && eligible(i)) old.push_back(i);
+    if (!current && i->state == "running"sv && i->delegate_dataset && eligible(i)) old.push_back(i);
   }
   std::sort(old.begin(), old.end(), Older);
   int64_t floor = goal.count - goal.rolling;
@@ -157,7 +162,7 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
     // Stop what runs; leave everything else as it is.
     std::vector<const InstanceState*> running;
     for (const InstanceState* i : of_service) {
-      if (i->state == "running") running.push_back(i);
+      if (i->state == "running"sv) running.push_back(i);
     }
     std::sort(running.begin(), running.end(), Older);
     for (const InstanceState* i : running) actions.push_back({ActionKind::kStop, goal.name, i->uuid, "stop"});
@@ -171,7 +176,7 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
       going += Live(*i);
       continue;
     }
-    if (starting && i->state == "stopped") to_start.push_back(i);
+    if (starting && i->state == "stopped"sv) to_start.push_back(i);
     else if (BrokenState(*i)) (Restarts(goal, *i) ? broken : left).push_back(i);
     else if (Live(*i)) live.push_back(i);
   }
@@ -187,7 +192,7 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
   ActionKind remove_live = goal.preserve == "always" ? ActionKind::kPreserve : ActionKind::kDelete;
   std::vector<const InstanceState*> preserved;
   for (const InstanceState* i : of_service) {
-    if (i->state == "preserved") preserved.push_back(i);
+    if (i->state == "preserved"sv) preserved.push_back(i);
   }
   std::sort(preserved.begin(), preserved.end(), [](const InstanceState* a, const InstanceState* b) {
     return a->preserved_at != b->preserved_at ? a->preserved_at < b->preserved_at : Older(a, b);
@@ -260,7 +265,7 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
       if (ready) ready_new++;
       else new_in_flight++;
     } else {
-      if (i->state == "running" && eligible(i) && !in_place(i)) old_running.push_back(i);
+      if (i->state == "running"sv && eligible(i) && !in_place(i)) old_running.push_back(i);
       if (!eligible(i) || in_place(i)) kept_old++;
       if (ready) ready_old++;
     }
@@ -310,7 +315,7 @@ std::vector<Action> Plan(const PlanInput& input, absl::Time now) {
   std::vector<const InstanceState*>* run = nullptr;
   absl::string_view run_name;
   for (const InstanceState& i : input.instances) {
-    if (i.state == "destroyed") continue;
+    if (i.state == "destroyed"sv) continue;
     if (run == nullptr || run_name != i.service) {
       run = &by_service[i.service];
       run_name = i.service;
@@ -427,7 +432,7 @@ std::vector<Action> PlanCache::Plan(const std::map<std::string, ServiceInput>& s
     std::vector<const InstanceState*> of_service;
     of_service.reserve(in.instances.size());
     for (const InstanceState* i : in.instances) {
-      if (i->state != "destroyed") of_service.push_back(i);
+      if (i->state != "destroyed"sv) of_service.push_back(i);
     }
     PlanService(in.goal, of_service, in.flags, now, fresh.actions);
     DropStartsOfDeleted(&fresh.actions, 0);

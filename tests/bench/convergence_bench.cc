@@ -12,7 +12,7 @@
 //       time until it serves again and until it acts again.
 //
 // `bazel run -c opt //tests/bench:convergence_bench` (a few minutes);
-// `-- --quick` stops after P1 and P2; `-- --memory` runs P9 and P10 only
+// `-- --p1` runs P1 alone; `-- --quick` stops after P1 and P2; `-- --memory` runs P9 and P10 only
 // (P2's scale-up without its baselines); `-- --smoke` runs P1 and P2 at
 // tiny sizes in seconds and exits 1 when a benchmark could not do its work
 // (a refused manifest, instances that never run, a baseline with failed
@@ -347,5 +347,10 @@ int Main(bool quick, bool memory_only, bool smoke) {
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "--p1") return P1(Sizes{}) ? 0 : 1;  // P1 alone, for a profile
+  if (!mode.empty() && mode != "--quick" && mode != "--memory" && mode != "--smoke") {
+    fprintf(stderr, "unknown argument %s; use --quick, --memory, --smoke or --p1\n", mode.c_str());
+    return 2;
+  }
   return Main(mode == "--quick", mode == "--memory", mode == "--smoke");
 }
