@@ -79,9 +79,10 @@ size_t HealthMonitor::targets() const {
 void HealthMonitor::Loop() {
   absl::MutexLock l(&mu_);
   while (!stop_) {
+    ++loop_passes_;
     absl::Time now = clock_->Now();
     std::vector<std::pair<uint64_t, std::string>> no_address;  // fail without running
-    while (!due_.empty() && due_.top().first <= now) {
+    while (!due_.empty() && due_.top().first <= now + kBatch) {
       absl::Time due = due_.top().first;
       uint64_t generation = due_.top().second;
       due_.pop();
@@ -89,7 +90,7 @@ void HealthMonitor::Loop() {
       if (it == live_.end() || it->second->running) continue;
       Entry& e = *it->second;
       e.running = true;
-      if (hooks_.on_start) hooks_.on_start(now - due);
+      if (hooks_.on_start) hooks_.on_start(std::max(now - due, absl::ZeroDuration()));
       if (e.target.spec.address.empty()) {
         no_address.push_back({generation, "the instance has no NIC on network " + e.target.network});
         continue;
@@ -105,6 +106,7 @@ void HealthMonitor::Loop() {
     // Until the next check is due, or the schedule changes.
     absl::Time next = due_.empty() ? absl::InfiniteFuture() : due_.top().first;
     woken_ = false;
+    sleeping_until_ = next;
     auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || woken_; };
     clock_->AwaitUntil(&mu_, absl::Condition(&wake), next);
   }
@@ -133,7 +135,7 @@ void HealthMonitor::OnResult(uint64_t generation, const CheckResult& r) {
     absl::Time next = e.state.NextDue(now);
     absl::Duration jitter = (next - now) * std::uniform_real_distribution<double>(-0.1, 0.1)(rng);
     due_.push({next + jitter, generation});
-    woken_ = true;
+    if (next + jitter < sleeping_until_) woken_ = true;
   }
   if (hooks_.on_result) hooks_.on_result(type, r.pass, r.took);
   if (change && hooks_.on_change) hooks_.on_change(*change);

@@ -61,6 +61,12 @@ class HealthMonitor {
     int64_t runs = 0;
   };
   std::vector<CheckStatus> Checks(const std::string& group) const;
+  // How many times the scheduling loop woke (tests: results must not wake
+  // it one by one).
+  int64_t LoopPassesForTest() const {
+    absl::MutexLock l(&mu_);
+    return loop_passes_;
+  }
 
  private:
   struct Entry {
@@ -74,6 +80,9 @@ class HealthMonitor {
     int64_t runs = 0;
   };
   void Loop();
+  // Checks due within this of now start together, early rather than late:
+  // the loop wakes at most once per kBatch instead of once per check.
+  static constexpr absl::Duration kBatch = absl::Milliseconds(5);
   void OnResult(uint64_t generation, const CheckResult& r);
 
   Hooks hooks_;
@@ -81,6 +90,11 @@ class HealthMonitor {
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool woken_ ABSL_GUARDED_BY(mu_) = false;  // the schedule changed: the loop looks again
+  // When the loop wakes next by itself: a result whose next run is due
+  // later does not wake it (at 10,000 checks a second, waking it for every
+  // result was most of the monitor's CPU: P7).
+  absl::Time sleeping_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  int64_t loop_passes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_generation_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);  // instance/check -> entry
   // generation -> its entry (map nodes do not move), so that the schedule

@@ -132,5 +132,44 @@ TEST(MonitorTest, RunsOnTheInjectedClock) {
   t.join();
 }
 
+
+// 1,000 checks every 500 ms (2,000 a second): the loop wakes about once per
+// HealthMonitor::kBatch, not once per result, and checks still run at their
+// interval.
+TEST(MonitorTest, ResultsDoNotWakeTheLoopOneByOne) {
+  httplib::Server server;
+  std::atomic<int> hits{0};
+  server.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
+    hits++;
+    res.status = 200;
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  std::atomic<int64_t> results{0}, negative_lateness{0};
+  HealthMonitor::Hooks hooks;
+  hooks.on_result = [&](const std::string&, bool, absl::Duration) { results++; };
+  hooks.on_start = [&](absl::Duration late) { negative_lateness += late < absl::ZeroDuration(); };
+  {
+    HealthMonitor monitor(hooks, RealClock::Get());
+    std::vector<Target> targets;
+    for (int i = 0; i < 1000; ++i) {
+      Target target = HttpTarget(port, absl::Milliseconds(500), absl::Now());
+      target.instance = "i-" + std::to_string(i);
+      target.policy.start_window = absl::ZeroDuration();
+      targets.push_back(target);
+    }
+    monitor.Assign("p", targets);
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // first runs spread over one interval
+    int64_t passes0 = monitor.LoopPassesForTest(), results0 = results;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    int64_t passes = monitor.LoopPassesForTest() - passes0, ran = results - results0;
+    EXPECT_GT(ran, 1000) << "about 2,000 checks should have run in that second";
+    EXPECT_LT(passes, ran / 4) << passes << " loop passes for " << ran << " results";
+  }
+  EXPECT_EQ(negative_lateness.load(), 0);
+  server.stop();
+  t.join();
+}
+
 }  // namespace
 }  // namespace mariposa::health

@@ -11,7 +11,7 @@
 // process's CPU time over the same span. Baseline and subject alternate,
 // 5 rounds, median and spread reported.
 //
-//   bazel run -c opt //tests/bench:health_bench [-- --quick | -- --p8]
+//   bazel run -c opt //tests/bench:health_bench [-- --quick | -- --p7 | -- --p8]
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -477,6 +477,7 @@ int main(int argc, char** argv) {
   bool smoke = argc > 1 && std::string(argv[1]) == "--smoke";  // tiny sizes; exit 1 when broken
   bool quick = smoke || (argc > 1 && std::string(argv[1]) == "--quick");
   bool only_p8 = argc > 1 && std::string(argv[1]) == "--p8";
+  bool only_p7 = argc > 1 && std::string(argv[1]) == "--p7";  // P7 at its quick size alone, for a profile
   int tcp_port = 0, http_port = 0, flap_port = 0;
   int tcp_fd = ListenOn(&tcp_port);
   int http_fd = ListenOn(&http_port);
@@ -492,8 +493,9 @@ int main(int argc, char** argv) {
   const int conc = 64;
   printf("health_bench: %d rounds of %d checks, %d in flight; target server pid %d (tcp :%d, http :%d)\n", rounds, n,
          conc, server, tcp_port, http_port);
-  if (only_p8) {
-    P8(tcp_port, flap_port, 5000, 7);
+  if (only_p7 || only_p8) {
+    if (only_p7) P7(tcp_port, 20000, absl::Seconds(2), 5);
+    else P8(tcp_port, flap_port, 5000, 7);
     kill(server, SIGKILL);
     waitpid(server, nullptr, 0);
     return 0;
