@@ -206,7 +206,11 @@ def main():
     ap.add_argument("--out", default="bench-results", help="file name stem for the .md and .json (default bench-results)")
     ap.add_argument("--command", default="bash scripts/bench.sh", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    result = {"machine": machine(), "command": a.command + " " + " ".join(sys.argv[1:]), "figures": {}}
+    given = sys.argv[1:]
+    if "--command" in given:  # how it was started, not the wrapper's own argument
+        i = given.index("--command")
+        given = given[:i] + given[i + 2:]
+    result = {"machine": machine(), "command": " ".join([a.command] + given), "figures": {}}
     samples = {}
     plan = [("projects_bench", [], 600), ("convergence_bench", ["--quick"], 1800),
             ("health_bench", ["--quick"] if a.quick else [], 1800),
