@@ -32,16 +32,36 @@ Target HttpTarget(int port, absl::Duration interval, absl::Time created) {
   return target;
 }
 
-TEST(MonitorTest, FollowsTheTargetAndReportsOnlyChanges) {
-  httplib::Server server;
+// A loopback /healthz server answering `status` (200 unless changed) and
+// counting its hits; stopped when destroyed.
+class HealthzServer {
+ public:
+  HealthzServer() {
+    server_.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+      hits++;
+      res.status = status.load();
+    });
+    port = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~HealthzServer() {
+    server_.stop();
+    thread_.join();
+  }
   std::atomic<int> status{200};
   std::atomic<int> hits{0};
-  server.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
-    hits++;
-    res.status = status.load();
-  });
-  int port = server.bind_to_any_port("127.0.0.1");
-  std::thread t([&] { server.listen_after_bind(); });
+  int port = 0;
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+TEST(MonitorTest, FollowsTheTargetAndReportsOnlyChanges) {
+  HealthzServer server;
+  std::atomic<int>& status = server.status;
+  std::atomic<int>& hits = server.hits;
+  int port = server.port;
 
   std::mutex mu;
   std::vector<HealthChange> changes;
@@ -88,21 +108,14 @@ TEST(MonitorTest, FollowsTheTargetAndReportsOnlyChanges) {
   before = hits;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(hits.load(), before);
-  server.stop();
-  t.join();
 }
 
 // Schedules run on the injected clock: while it stands still no check runs
 // however long the test waits; each advance by the interval runs one.
 TEST(MonitorTest, RunsOnTheInjectedClock) {
-  httplib::Server server;
-  std::atomic<int> hits{0};
-  server.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
-    hits++;
-    res.status = 200;
-  });
-  int port = server.bind_to_any_port("127.0.0.1");
-  std::thread t([&] { server.listen_after_bind(); });
+  HealthzServer server;
+  std::atomic<int>& hits = server.hits;
+  int port = server.port;
   SimulatedClock clock(absl::FromUnixSeconds(1800000000));
   std::atomic<int> results{0};
   HealthMonitor::Hooks hooks;
@@ -128,8 +141,6 @@ TEST(MonitorTest, RunsOnTheInjectedClock) {
   clock.Advance(absl::Seconds(20));
   EXPECT_EQ(results_reach(2), 2);
   EXPECT_EQ(hits.load(), 2);
-  server.stop();
-  t.join();
 }
 
 
@@ -137,14 +148,8 @@ TEST(MonitorTest, RunsOnTheInjectedClock) {
 // HealthMonitor::kBatch, not once per result, and checks still run at their
 // interval.
 TEST(MonitorTest, ResultsDoNotWakeTheLoopOneByOne) {
-  httplib::Server server;
-  std::atomic<int> hits{0};
-  server.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
-    hits++;
-    res.status = 200;
-  });
-  int port = server.bind_to_any_port("127.0.0.1");
-  std::thread t([&] { server.listen_after_bind(); });
+  HealthzServer server;
+  int port = server.port;
   std::atomic<int64_t> results{0}, negative_lateness{0};
   HealthMonitor::Hooks hooks;
   hooks.on_result = [&](const std::string&, bool, absl::Duration) { results++; };
@@ -167,8 +172,6 @@ TEST(MonitorTest, ResultsDoNotWakeTheLoopOneByOne) {
     EXPECT_LT(passes, ran / 4) << passes << " loop passes for " << ran << " results";
   }
   EXPECT_EQ(negative_lateness.load(), 0);
-  server.stop();
-  t.join();
 }
 
 }  // namespace
