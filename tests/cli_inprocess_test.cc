@@ -305,6 +305,12 @@ class FakeQueueAndState : public v1::Queue::Service, public v1::State::Service {
     resp->set_actual_known(true);
     auto* s = resp->add_services();
     s->set_name("web");
+    if (req->project() == "fresh") {
+      // Read "after" now (clocks a little apart): an age of zero.
+      resp->mutable_observed_at()->set_seconds(absl::ToUnixSeconds(absl::Now()) + 3600);
+      s->set_verdict("converged");
+      return grpc::Status::OK;
+    }
     if (req->project() == "slow") {
       s->set_verdict("progressing");
       s->set_reason("1/3 ready");
@@ -368,6 +374,11 @@ TEST_F(CliAgainstFakes, FollowEndsWhenTimeoutPasses) {
   EXPECT_NE(r.out.find("8  "), std::string::npos) << r.out;  // after the newest (7)
   EXPECT_NE(r.out.find("number 9"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("number 7"), std::string::npos) << r.out;
+}
+
+TEST_F(CliAgainstFakes, StatusSaysTheAgeOfItsObservationWithAUnit) {
+  Ran r = Run({"-j", "fresh", "status"});
+  EXPECT_NE(r.out.find("actual state as read 0s ago (the last sync's"), std::string::npos) << r.out;
 }
 
 TEST_F(CliAgainstFakes, WaitEndsAtTimeoutNamingIt) {

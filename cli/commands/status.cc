@@ -26,7 +26,9 @@ Result Status(Context& c, const Parsed& p) {
   if (resp.has_observed_at()) {
     absl::Time read = absl::FromUnixSeconds(resp.observed_at().seconds()) + absl::Nanoseconds(resp.observed_at().nanos());
     absl::Duration age = std::max(absl::ZeroDuration(), c.clock->Now() - read);
-    out << "actual state as read " << absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(100)))
+    // FormatDuration writes a zero as "0": under 100 ms it reads "0s".
+    absl::Duration shown = absl::Trunc(age, absl::Milliseconds(100));
+    out << "actual state as read " << (shown == absl::ZeroDuration() ? "0s" : absl::FormatDuration(shown))
         << " ago (the last sync's; status does not wait on Triton)\n";
   }
   out << "\n";
