@@ -269,6 +269,13 @@ absl::StatusOr<std::unique_ptr<SqliteProjectStore>> SqliteProjectStore::OpenAtVe
       store->db_->SetCommitHooks([self] { return self->StampLocked(); }, [self] { self->WriteMarkLocked(); });
     }
   }
+  // The read connection (see Read), opened after any migration.
+  if (path != ":memory:" && !path.empty()) {
+    ASSIGN_OR_RETURN(auto reader, Database::Open(path));
+    RETURN_IF_ERROR(Annotate(reader->Exec("PRAGMA query_only=ON"), absl::StrCat("opening store ", path, " to read")));
+    absl::MutexLock l(&store->reader_mu_);
+    store->reader_ = std::move(reader);
+  }
   return store;
 }
 
@@ -348,6 +355,7 @@ absl::Status SqliteProjectStore::Migrate(int target) {
 void SqliteProjectStore::SetSecretCodec(const SecretCodec* codec) {
   absl::MutexLock l(&mu_);
   codec_ = codec;
+  read_codec_.store(codec);
 }
 
 absl::StatusOr<int> SqliteProjectStore::ResealSecrets() {
@@ -678,8 +686,8 @@ absl::StatusOr<int64_t> SqliteProjectStore::AppendEventLocked(const std::string&
   return db_->LastInsertRowId();
 }
 
-absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProjectLocked(const std::string& name_or_uuid) {
-  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProjectOn(Database* db, const std::string& name_or_uuid) {
+  ASSIGN_OR_RETURN(auto st, db->Prepare(
                                 "SELECT p.uuid, p.name, p.description, p.created_at, COALESCE(p.current_version, ''), "
                                 "COALESCE(v.number, 0), "
                                 "(SELECT COUNT(*) FROM services s WHERE s.version_uuid = p.current_version), "
@@ -777,8 +785,7 @@ absl::StatusOr<std::vector<ProjectRecord>> SqliteProjectStore::ListProjects() {
 }
 
 absl::StatusOr<ProjectRecord> SqliteProjectStore::GetProject(const std::string& name_or_uuid) {
-  absl::MutexLock l(&mu_);
-  return GetProjectLocked(name_or_uuid);
+  return Read([&](Database* db) { return GetProjectOn(db, name_or_uuid); });
 }
 
 absl::Status SqliteProjectStore::DeleteProject(const std::string& name_or_uuid, const std::string& actor) {
@@ -886,8 +893,8 @@ absl::StatusOr<CommitResult> SqliteProjectStore::CommitVersion(const NewVersion&
   return result;
 }
 
-absl::StatusOr<std::vector<std::string>> SqliteProjectStore::TagsLocked(const std::string& version_uuid) {
-  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT tag FROM version_tags WHERE version_uuid = ? ORDER BY tag"));
+absl::StatusOr<std::vector<std::string>> SqliteProjectStore::TagsOn(Database* db, const std::string& version_uuid) {
+  ASSIGN_OR_RETURN(auto st, db->Prepare("SELECT tag FROM version_tags WHERE version_uuid = ? ORDER BY tag"));
   st.Bind(1, version_uuid);
   std::vector<std::string> tags;
   while (true) {
@@ -915,8 +922,8 @@ absl::StatusOr<std::vector<VersionRecord>> SqliteProjectStore::ListVersions(cons
   return out;
 }
 
-absl::StatusOr<VersionRecord> SqliteProjectStore::GetVersionLocked(const std::string& project_uuid,
-                                                                   const std::string& ref, bool include_text) {
+absl::StatusOr<VersionRecord> SqliteProjectStore::GetVersionOn(Database* db, const std::string& project_uuid,
+                                                               const std::string& ref, bool include_text) {
   std::string where;
   std::string arg = ref;
   int64_t number;
@@ -929,7 +936,7 @@ absl::StatusOr<VersionRecord> SqliteProjectStore::GetVersionLocked(const std::st
     arg = absl::AsciiStrToLower(ref);
   } else {
     // A tag, else a uuid prefix.
-    ASSIGN_OR_RETURN(auto tag, db_->Prepare("SELECT version_uuid FROM version_tags WHERE project_uuid = ? AND tag = ?"));
+    ASSIGN_OR_RETURN(auto tag, db->Prepare("SELECT version_uuid FROM version_tags WHERE project_uuid = ? AND tag = ?"));
     tag.Bind(1, project_uuid).Bind(2, ref);
     ASSIGN_OR_RETURN(bool row, tag.Step());
     if (row) {
@@ -946,7 +953,7 @@ absl::StatusOr<VersionRecord> SqliteProjectStore::GetVersionLocked(const std::st
       arg = absl::AsciiStrToLower(ref);
     }
   }
-  ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("SELECT ", kVersionCols, ", manifest, canonical FROM versions WHERE project_uuid = ?2 AND ",
+  ASSIGN_OR_RETURN(auto st, db->Prepare(absl::StrCat("SELECT ", kVersionCols, ", manifest, canonical FROM versions WHERE project_uuid = ?2 AND ",
                                                       where, " LIMIT 2")));
   st.Bind(1, arg).Bind(2, project_uuid);
   ASSIGN_OR_RETURN(bool row, st.Step());
@@ -962,14 +969,13 @@ absl::StatusOr<VersionRecord> SqliteProjectStore::GetVersionLocked(const std::st
   if (second) {
     return absl::InvalidArgumentError(absl::StrCat("version prefix \"", ref, "\" is ambiguous; give more characters"));
   }
-  ASSIGN_OR_RETURN(v.tags, TagsLocked(v.uuid));
+  ASSIGN_OR_RETURN(v.tags, TagsOn(db, v.uuid));
   return v;
 }
 
 absl::StatusOr<VersionRecord> SqliteProjectStore::GetVersion(const std::string& project_uuid, const std::string& ref,
                                                              bool include_text) {
-  absl::MutexLock l(&mu_);
-  return GetVersionLocked(project_uuid, ref, include_text);
+  return Read([&](Database* db) { return GetVersionOn(db, project_uuid, ref, include_text); });
 }
 
 absl::StatusOr<std::vector<ServiceRecord>> SqliteProjectStore::ListServices(const std::string& version_uuid) {
@@ -1044,8 +1050,9 @@ absl::StatusOr<std::optional<MetaRecord>> SqliteProjectStore::FindMetaLocked(con
 
 absl::StatusOr<MetaRecord> SqliteProjectStore::ReadMetaRow(const Statement& st, const std::string& project_uuid) {
   MetaRecord m{st.Text(0), st.Text(1), st.Int(2) != 0, st.Int(3), FromMicros(st.Int(4))};
-  if (m.secret && codec_ != nullptr) {
-    auto plain = codec_->Unseal(m.value, absl::StrCat(project_uuid, "/", m.key));
+  const SecretCodec* codec = read_codec_.load();
+  if (m.secret && codec != nullptr) {
+    auto plain = codec->Unseal(m.value, absl::StrCat(project_uuid, "/", m.key));
     if (!plain.ok()) return Annotate(plain.status(), absl::StrCat("meta key \"", m.key, "\""));
     m.value = *std::move(plain);
   }
@@ -1053,17 +1060,19 @@ absl::StatusOr<MetaRecord> SqliteProjectStore::ReadMetaRow(const Statement& st, 
 }
 
 absl::StatusOr<std::vector<MetaRecord>> SqliteProjectStore::ListMeta(const std::string& project_uuid) {
-  absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT key, value, secret, cas_id, updated_at FROM meta WHERE project_uuid = ? ORDER BY key"));
-  st.Bind(1, project_uuid);
-  std::vector<MetaRecord> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    ASSIGN_OR_RETURN(MetaRecord m, ReadMetaRow(st, project_uuid));
-    out.push_back(std::move(m));
-  }
-  return out;
+  return Read([&](Database* db) -> absl::StatusOr<std::vector<MetaRecord>> {
+    ASSIGN_OR_RETURN(auto st, db->Prepare("SELECT key, value, secret, cas_id, updated_at FROM meta WHERE "
+                                          "project_uuid = ? ORDER BY key"));
+    st.Bind(1, project_uuid);
+    std::vector<MetaRecord> out;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      ASSIGN_OR_RETURN(MetaRecord m, ReadMetaRow(st, project_uuid));
+      out.push_back(std::move(m));
+    }
+    return out;
+  });
 }
 
 absl::StatusOr<MetaRecord> SqliteProjectStore::GetMeta(const std::string& project_uuid, const std::string& key) {
@@ -1354,9 +1363,9 @@ bool Finished(const std::string& state) { return state == "completed" || state =
 
 }  // namespace
 
-absl::StatusOr<std::vector<TaskRecord>> SqliteProjectStore::QueryTasksLocked(const std::string& where,
-                                                                            const std::string& arg) {
-  ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("SELECT ", kTaskCols, " FROM tasks WHERE ", where)));
+absl::StatusOr<std::vector<TaskRecord>> SqliteProjectStore::QueryTasksOn(Database* db, const std::string& where,
+                                                                        const std::string& arg) {
+  ASSIGN_OR_RETURN(auto st, db->Prepare(absl::StrCat("SELECT ", kTaskCols, " FROM tasks WHERE ", where)));
   st.Bind(1, arg);
   std::vector<TaskRecord> out;
   while (true) {
@@ -1443,17 +1452,21 @@ absl::StatusOr<TaskRecord> SqliteProjectStore::AddTask(const TaskRecord& task, c
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteProjectStore::ListTasks(const std::string& project_uuid,
                                                                       int finished_limit) {
-  absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(std::vector<TaskRecord> open,
-                   QueryTasksLocked("project_uuid = ?1 AND state IN ('queued', 'active', 'terminating') ORDER BY created_at",
-                                    project_uuid));
-  ASSIGN_OR_RETURN(std::vector<TaskRecord> done,
-                   QueryTasksLocked(absl::StrCat("project_uuid = ?1 AND state IN ('completed', 'failed', 'terminated') "
-                                                 "ORDER BY finished_at DESC, created_at DESC LIMIT ",
-                                                 std::max(0, finished_limit)),
-                                    project_uuid));
-  open.insert(open.end(), done.begin(), done.end());
-  return open;
+  return Read([&](Database* db) -> absl::StatusOr<std::vector<TaskRecord>> {
+    ASSIGN_OR_RETURN(std::vector<TaskRecord> open,
+                     QueryTasksOn(db,
+                                  "project_uuid = ?1 AND state IN ('queued', 'active', 'terminating') "
+                                  "ORDER BY created_at",
+                                  project_uuid));
+    ASSIGN_OR_RETURN(std::vector<TaskRecord> done,
+                     QueryTasksOn(db,
+                                  absl::StrCat("project_uuid = ?1 AND state IN ('completed', 'failed', 'terminated') "
+                                               "ORDER BY finished_at DESC, created_at DESC LIMIT ",
+                                               std::max(0, finished_limit)),
+                                  project_uuid));
+    open.insert(open.end(), done.begin(), done.end());
+    return open;
+  });
 }
 
 absl::StatusOr<TaskRecord> SqliteProjectStore::GetTask(const std::string& uuid) {

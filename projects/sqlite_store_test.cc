@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <future>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
@@ -423,6 +426,58 @@ TEST_F(StoreTest, JobsInFlightAgreeWithTheTable) {
   EXPECT_EQ((*jobs)[0].job_uuid, "j0");
   EXPECT_EQ((*jobs)[1].job_uuid, "j1");
   EXPECT_EQ((*jobs)[1].sent_at, absl::FromUnixMicros(40));
+}
+
+
+// A store on a file reads through its own connection: what was committed is
+// read at once, and reads do not wait while a writer holds the store (as a
+// commit does across its fsync).
+TEST_F(StoreTest, ReadsSeeEveryCommitAndDoNotWaitForTheWriter) {
+  std::string path = ::testing::TempDir() + "/reader.db";
+  for (const char* f : {"", "-wal", "-shm"}) unlink((path + f).c_str());
+  auto s = SqliteProjectStore::Open(path, &clock_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto r = (*s)->CommitVersion(Version("jupiter", "h1", ""));
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto p = (*s)->GetProject("jupiter");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->current_version, r->version.uuid);
+  EXPECT_EQ((*s)->GetVersion(p->uuid, "current", true)->uuid, r->version.uuid);
+  ASSERT_TRUE((*s)->SetMeta(p->uuid, "k", "v1", false, std::nullopt, "alice").ok());
+  ASSERT_EQ((*s)->ListMeta(p->uuid)->size(), 1u);
+  EXPECT_EQ((*s)->ListMeta(p->uuid)->front().value, "v1");
+  TaskRecord t;
+  t.project_uuid = p->uuid;
+  t.kind = "scale";
+  auto task = (*s)->AddTask(
+      t, [](const std::vector<TaskRecord>&, TaskRecord*, std::vector<std::string>*) { return absl::OkStatus(); });
+  ASSERT_TRUE(task.ok()) << task.status();
+  EXPECT_EQ((*s)->ListTasks(p->uuid, 10)->size(), 1u);
+  auto r2 = (*s)->CommitVersion(Version("jupiter", "h2", r->version.uuid));
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  EXPECT_EQ((*s)->GetProject("jupiter")->current_version, r2->version.uuid);
+
+  // While the writer is held, another thread's reads still answer.
+  std::atomic<bool> read{false};
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  std::thread reader;
+  bool in_time = false;
+  (*s)->HoldWriterForTest([&] {
+    reader = std::thread([&] {
+      auto got = (*s)->GetProject("jupiter");
+      auto meta = (*s)->ListMeta(p->uuid);
+      auto tasks = (*s)->ListTasks(p->uuid, 10);
+      auto version = (*s)->GetVersion(p->uuid, "current", false);
+      read = got.ok() && meta.ok() && tasks.ok() && version.ok() && version->uuid == r2->version.uuid;
+      done.set_value();
+    });
+    // The reads must end while the writer's lock is still held.
+    in_time = finished.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  });
+  reader.join();
+  EXPECT_TRUE(in_time) << "the reads waited for the writer";
+  EXPECT_TRUE(read.load());
 }
 
 }  // namespace
