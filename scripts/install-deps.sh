@@ -3,7 +3,8 @@
 set -euo pipefail
 PKGS=(bazel-bootstrap g++ pkg-config libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
       libabsl-dev libyaml-dev libyaml-cpp-dev prometheus-cpp-dev libsqlite3-dev libssl-dev googletest libgtest-dev libgmock-dev
-      libcurl4-openssl-dev libcpp-httplib-dev nlohmann-json3-dev python3 openssl prometheus systemd)
+      libcurl4-openssl-dev libcpp-httplib-dev nlohmann-json3-dev python3 openssl prometheus systemd
+      postgresql libpq-dev)
 # Node.js runs the sdc-clients conformance test (the machine image usually has it).
 command -v node >/dev/null 2>&1 || PKGS+=(nodejs npm)
 missing=()
@@ -26,4 +27,10 @@ if [ ! -e "$policy" ]; then
   $SUDO chmod 755 "$policy"
   trap '$SUDO rm -f "$policy"' EXIT
 fi
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+# PostgreSQL: the tests start their own throwaway servers (tests/pg_server.h);
+# the package must not create and start a cluster of its own.
+if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+  $SUDO mkdir -p /etc/postgresql-common
+  echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.conf >/dev/null
+fi
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
