@@ -1,0 +1,109 @@
+#include "common/pg.h"
+
+#include <postgresql/libpq-fe.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace mariposa {
+
+absl::StatusCode PgCode(absl::string_view s) {
+  if (s.empty() || s == "00000") return absl::StatusCode::kOk;
+  if (absl::StartsWith(s, "08") || s == "57P01" || s == "57P02" || s == "57P03") {
+    return absl::StatusCode::kUnavailable;
+  }
+  if (s == "23505") return absl::StatusCode::kAlreadyExists;
+  if (absl::StartsWith(s, "23")) return absl::StatusCode::kFailedPrecondition;
+  if (s == "40001" || s == "40P01") return absl::StatusCode::kAborted;
+  if (absl::StartsWith(s, "53")) return absl::StatusCode::kResourceExhausted;
+  return absl::StatusCode::kInternal;
+}
+
+PgResult::PgResult(pg_result* r) : r_(r) {}
+PgResult::~PgResult() {
+  if (r_ != nullptr) PQclear(r_);
+}
+PgResult::PgResult(PgResult&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+int PgResult::rows() const { return r_ == nullptr ? 0 : PQntuples(r_); }
+bool PgResult::IsNull(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
+std::string PgResult::Text(int row, int col) const {
+  return IsNull(row, col) ? std::string() : std::string(PQgetvalue(r_, row, col), PQgetlength(r_, row, col));
+}
+int64_t PgResult::Int(int row, int col) const {
+  int64_t v = 0;
+  return absl::SimpleAtoi(Text(row, col), &v) ? v : 0;
+}
+int64_t PgResult::affected() const {
+  int64_t v = 0;
+  return r_ != nullptr && absl::SimpleAtoi(PQcmdTuples(r_), &v) ? v : 0;
+}
+
+PgConnection::PgConnection(pg_conn* c, std::string uri) : c_(c), uri_(std::move(uri)) { Describe(); }
+
+PgConnection::~PgConnection() {
+  if (c_ != nullptr) PQfinish(c_);
+}
+
+void PgConnection::Describe() {
+  // From the connection, not the URI: the URI may hold a password.
+  const char* host = PQhost(c_);
+  const char* port = PQport(c_);
+  const char* db = PQdb(c_);
+  where_ = absl::StrCat("PostgreSQL at ", host && *host ? host : "?", ":", port && *port ? port : "?", "/",
+                        db && *db ? db : "?");
+}
+
+absl::Status PgConnection::Error(const std::string& what, const std::string& sqlstate,
+                                 const std::string& message) const {
+  absl::StatusCode code = PgCode(sqlstate);
+  if (code == absl::StatusCode::kOk || PQstatus(c_) != CONNECTION_OK) code = absl::StatusCode::kUnavailable;
+  std::string text(absl::StripAsciiWhitespace(message));
+  if (code == absl::StatusCode::kUnavailable) {
+    return absl::UnavailableError(absl::StrCat(where_, " cannot be reached (", what, ": ", text,
+                                               "); nothing was written. Check that the database runs and "
+                                               "answers; the connection is tried again"));
+  }
+  return absl::Status(code, absl::StrCat(where_, ": ", what, ": ", text,
+                                         sqlstate.empty() ? "" : absl::StrCat(" (SQLSTATE ", sqlstate, ")")));
+}
+
+absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Open(const std::string& uri, int connect_timeout_s) {
+  const char* keys[] = {"dbname", "connect_timeout", nullptr};
+  std::string timeout = absl::StrCat(connect_timeout_s);
+  const char* values[] = {uri.c_str(), timeout.c_str(), nullptr};
+  // expand_dbname: `uri` is read as a URI or key=value string; the
+  // connect_timeout given here applies unless the URI names its own.
+  pg_conn* c = PQconnectdbParams(keys, values, 1);
+  if (c == nullptr) return absl::ResourceExhaustedError("libpq could not allocate a connection");
+  std::unique_ptr<PgConnection> conn(new PgConnection(c, uri));
+  if (PQstatus(c) != CONNECTION_OK) return conn->Error("connecting", "", PQerrorMessage(c));
+  return conn;
+}
+
+absl::StatusOr<PgResult> PgConnection::Exec(absl::string_view sql,
+                                            const std::vector<std::optional<std::string>>& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  std::string text(sql);
+  pg_result* res = PQexecParams(c_, text.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                                nullptr, 0);
+  ExecStatusType st = res == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(res);
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return PgResult(res);
+  const char* state = res == nullptr ? nullptr : PQresultErrorField(res, PG_DIAG_SQLSTATE);
+  std::string message = res != nullptr && *PQresultErrorMessage(res) ? PQresultErrorMessage(res) : PQerrorMessage(c_);
+  std::string sqlstate = state ? state : "";
+  if (res != nullptr) PQclear(res);
+  return Error(absl::StrCat("\"", text.substr(0, 60), text.size() > 60 ? "…" : "", "\""), sqlstate, message);
+}
+
+absl::Status PgConnection::Reset() {
+  PQreset(c_);
+  if (PQstatus(c_) != CONNECTION_OK) return Error("reconnecting", "", PQerrorMessage(c_));
+  Describe();
+  return absl::OkStatus();
+}
+
+}  // namespace mariposa

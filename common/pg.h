@@ -1,0 +1,83 @@
+// PostgreSQL through libpq (issue 33): one connection, statements with
+// parameters ($1, $2, …), results as text. Errors say which database
+// (host:port/dbname, never the password) and map to codes a caller can act
+// on:
+//   UNAVAILABLE          the database cannot be reached or the connection
+//                        was lost (SQLSTATE class 08, 57P01..57P03); Reset()
+//                        reconnects;
+//   ALREADY_EXISTS       a unique key is taken (23505);
+//   FAILED_PRECONDITION  another constraint refused the row (class 23);
+//   ABORTED              a serialization failure or deadlock (40001,
+//                        40P01): run the transaction again;
+//   RESOURCE_EXHAUSTED   the server is out of a resource (class 53);
+//   INTERNAL             anything else (a statement the code got wrong).
+#ifndef MARIPOSA_COMMON_PG_H_
+#define MARIPOSA_COMMON_PG_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+struct pg_conn;
+struct pg_result;
+
+namespace mariposa {
+
+// The code for a SQLSTATE (see above); OK for "00000" and "".
+absl::StatusCode PgCode(absl::string_view sqlstate);
+
+// A statement's rows, as text.
+class PgResult {
+ public:
+  explicit PgResult(pg_result* r);
+  ~PgResult();
+  PgResult(PgResult&& o) noexcept;
+  PgResult& operator=(PgResult&&) = delete;
+  PgResult(const PgResult&) = delete;
+
+  int rows() const;
+  bool IsNull(int row, int col) const;
+  std::string Text(int row, int col) const;  // "" for NULL
+  int64_t Int(int row, int col) const;       // 0 for NULL or not a number
+  int64_t affected() const;                  // rows changed by INSERT/UPDATE/DELETE
+
+ private:
+  pg_result* r_;
+};
+
+class PgConnection {
+ public:
+  // `uri`: a libpq URI or key=value string (several hosts allowed). Fails
+  // with UNAVAILABLE naming the database when it cannot be reached within
+  // `connect_timeout_s` seconds per host.
+  static absl::StatusOr<std::unique_ptr<PgConnection>> Open(const std::string& uri, int connect_timeout_s = 5);
+  ~PgConnection();
+  PgConnection(const PgConnection&) = delete;
+  PgConnection& operator=(const PgConnection&) = delete;
+
+  // Runs `sql` with `params` ($1 …; nullopt is NULL).
+  absl::StatusOr<PgResult> Exec(absl::string_view sql, const std::vector<std::optional<std::string>>& params = {});
+  // Reconnects after UNAVAILABLE (same URI; the next host of a multi-host
+  // URI when the first is gone).
+  absl::Status Reset();
+  // "PostgreSQL at host:port/dbname", for messages.
+  const std::string& where() const { return where_; }
+
+ private:
+  PgConnection(pg_conn* c, std::string uri);
+  void Describe();
+  absl::Status Error(const std::string& what, const std::string& sqlstate, const std::string& message) const;
+  pg_conn* c_;
+  std::string uri_;
+  std::string where_;
+};
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_COMMON_PG_H_
