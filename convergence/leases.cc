@@ -1,0 +1,84 @@
+#include "convergence/leases.h"
+
+#include <algorithm>
+
+namespace mariposa::convergence {
+namespace {
+
+// FNV-1a, then SplitMix64's finalizer: fixed, so every node and every build
+// ranks the same (absl::Hash is seeded per process).
+uint64_t Weight(const std::string& node, const std::string& project) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 1099511628211ull;
+  };
+  for (unsigned char c : node) mix(c);
+  mix(0);
+  for (unsigned char c : project) mix(c);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  return h;
+}
+
+}  // namespace
+
+std::vector<std::string> LiveNodes(const std::vector<NodeBeat>& nodes, absl::Time now, const LeasePolicy& policy) {
+  std::vector<std::string> live;
+  for (const NodeBeat& n : nodes) {
+    if (now - n.seen < policy.node_ttl) live.push_back(n.node);
+  }
+  std::sort(live.begin(), live.end());
+  live.erase(std::unique(live.begin(), live.end()), live.end());
+  return live;
+}
+
+std::string OwnerOf(const std::string& project, const std::vector<std::string>& live) {
+  std::string best;
+  uint64_t best_w = 0;
+  for (const std::string& n : live) {
+    uint64_t w = Weight(n, project);
+    if (best.empty() || w > best_w || (w == best_w && n < best)) {
+      best = n;
+      best_w = w;
+    }
+  }
+  return best;
+}
+
+std::vector<LeaseAction> PlanLeases(const std::string& self, const std::vector<NodeBeat>& nodes,
+                                    const std::vector<std::string>& projects, const std::map<std::string, Lease>& leases,
+                                    absl::Time now, const LeasePolicy& policy) {
+  std::vector<std::string> live = LiveNodes(nodes, now, policy);
+  // A node that cannot see its own heartbeat acts on nothing new: it may be
+  // the one cut off.
+  bool self_live = std::binary_search(live.begin(), live.end(), self);
+  std::vector<LeaseAction> out;
+  for (const std::string& project : projects) {
+    Lease stored;
+    stored.project = project;
+    if (auto it = leases.find(project); it != leases.end()) stored = it->second;
+    std::string owner = OwnerOf(project, live);
+    bool held = !stored.holder.empty() && now < stored.expires;
+    if (held && stored.holder == self) {
+      if (!self_live || owner != self) {
+        out.push_back({LeaseAction::kRelease, project, stored.epoch, stored.epoch, now});
+      } else if (stored.expires - now < policy.renew_before) {
+        out.push_back({LeaseAction::kRenew, project, stored.epoch, stored.epoch, now + policy.ttl});
+      }
+      continue;
+    }
+    if (held || !self_live || owner != self) continue;
+    out.push_back({LeaseAction::kAcquire, project, stored.epoch, stored.epoch + 1, now + policy.ttl});
+  }
+  return out;
+}
+
+bool MayAct(const Lease& stored, const std::string& self, int64_t epoch, absl::Time now, const LeasePolicy& policy) {
+  return stored.holder == self && stored.epoch == epoch && now < stored.expires - policy.safety;
+}
+
+}  // namespace mariposa::convergence
