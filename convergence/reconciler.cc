@@ -865,31 +865,77 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     }
   } else if (s.actual_known) {
     // Since when each instance runs at its spec and image, and is healthy
-    // (first seen: since its creation); kept across syncs, in place.
-    absl::MutexLock l(&mu_);
-    ProjectState& ps = projects_[uuid];
-    uint64_t round = ++ps.track_round;
-    for (InstanceState& i : s.instances) {
-      bool running = i.state == "running", healthy = running && i.health == "healthy";
-      auto [it, fresh] = ps.tracked.try_emplace(i.uuid);
-      ProjectState::Tracked& t = it->second;
-      if (fresh || t.spec_hash != i.spec_hash || t.image_uuid != i.image_uuid) {
-        absl::Time from = fresh ? i.created : now;  // a new spec or image starts again
-        t = ProjectState::Tracked{i.spec_hash, i.image_uuid};
-        if (running) t.up_since = from;
-        if (healthy) t.healthy_since = from;
-      }
-      if (!running) t.up_since = absl::InfiniteFuture();
-      else if (t.up_since == absl::InfiniteFuture()) t.up_since = now;
-      if (!healthy) t.healthy_since = absl::InfiniteFuture();
-      else if (t.healthy_since == absl::InfiniteFuture()) t.healthy_since = now;
-      t.seen = round;
-      if (running) i.up_since = t.up_since;
-      if (healthy) i.healthy_since = t.healthy_since;
+    // (first seen: since its creation); kept across syncs, in place, and in
+    // the store (InstanceTimes), so that a restart or a takeover goes on
+    // with the same clocks. The first sync of a project reads them back.
+    std::optional<std::vector<InstanceTimes>> kept_times;
+    {
+      absl::MutexLock l(&mu_);
+      if (!projects_[uuid].times_recalled) kept_times.emplace();
     }
-    for (auto it = ps.tracked.begin(); it != ps.tracked.end();) {
-      if (it->second.seen != round) ps.tracked.erase(it++);
-      else ++it;
+    if (kept_times) {
+      auto read = store_->ListInstanceTimes(uuid);
+      if (read.ok()) {
+        *kept_times = *std::move(read);
+      } else {
+        LogWarn("since when instances run and are healthy cannot be read; they count from now",
+                {{"project", s.project.name}, {"error", read.status().ToString()}});
+      }
+    }
+    std::vector<InstanceTimes> changed;
+    std::vector<std::string> gone;
+    {
+      absl::MutexLock l(&mu_);
+      ProjectState& ps = projects_[uuid];
+      if (kept_times && !ps.times_recalled) {
+        for (const InstanceTimes& k : *kept_times) {
+          ProjectState::Tracked& t = ps.tracked[k.instance];
+          t.spec_hash = k.spec_hash;
+          t.image_uuid = k.image_uuid;
+          t.up_since = k.up_since;
+          t.healthy_since = k.healthy_since;
+        }
+        ps.times_recalled = true;
+      }
+      uint64_t round = ++ps.track_round;
+      for (InstanceState& i : s.instances) {
+        bool running = i.state == "running", healthy = running && i.health == "healthy";
+        auto [it, fresh] = ps.tracked.try_emplace(i.uuid);
+        ProjectState::Tracked& t = it->second;
+        ProjectState::Tracked before = t;
+        if (fresh || t.spec_hash != i.spec_hash || t.image_uuid != i.image_uuid) {
+          absl::Time from = fresh ? i.created : now;  // a new spec or image starts again
+          t = ProjectState::Tracked{i.spec_hash, i.image_uuid};
+          if (running) t.up_since = from;
+          if (healthy) t.healthy_since = from;
+        }
+        if (!running) t.up_since = absl::InfiniteFuture();
+        else if (t.up_since == absl::InfiniteFuture()) t.up_since = now;
+        if (!healthy) t.healthy_since = absl::InfiniteFuture();
+        else if (t.healthy_since == absl::InfiniteFuture()) t.healthy_since = now;
+        t.seen = round;
+        if (running) i.up_since = t.up_since;
+        if (healthy) i.healthy_since = t.healthy_since;
+        if (fresh || before.spec_hash != t.spec_hash || before.image_uuid != t.image_uuid ||
+            before.up_since != t.up_since || before.healthy_since != t.healthy_since) {
+          changed.push_back({i.uuid, t.spec_hash, t.image_uuid, t.up_since, t.healthy_since});
+        }
+      }
+      for (auto it = ps.tracked.begin(); it != ps.tracked.end();) {
+        if (it->second.seen != round) {
+          gone.push_back(it->first);
+          ps.tracked.erase(it++);
+        } else {
+          ++it;
+        }
+      }
+    }
+    // Advisory, like the kept memory: without it, after a restart running
+    // instances count from their creation and healthy ones from their
+    // first passing check.
+    if (absl::Status st = store_->UpdateInstanceTimes(uuid, changed, gone); !st.ok()) {
+      LogWarn("since when instances run and are healthy could not be kept",
+              {{"project", s.project.name}, {"error", st.ToString()}});
     }
   }
 

@@ -257,6 +257,7 @@ class Reconciler {
     // mariposad starts, and written back when it changes (memory_kept:
     // what the store holds).
     bool memory_recalled = false;
+    bool times_recalled = false;  // `tracked` was filled from the store (InstanceTimes)
     std::string memory_kept;
     int in_flight = 0;                            // jobs in flight after the last sync
     std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's

@@ -285,6 +285,39 @@ TEST_F(ReconcilerTest, ReprovisionCanaryAndFiltersWithProgress) {
   EXPECT_EQ(Running(), 6);
 }
 
+
+// Since when an instance runs and is healthy is kept in the store: a new
+// reconciler (a restart, a takeover) goes on with the same clocks instead of
+// counting from the instance's creation again.
+TEST_F(ReconcilerTest, ReadinessClocksSurviveARestart) {
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 1}\n");
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());  // creates
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());  // sees it run
+  std::string uuid = store_->GetProject("p")->uuid;
+  auto kept = store_->ListInstanceTimes(uuid);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_EQ(kept->size(), 1u);
+  InstanceTimes t = (*kept)[0];
+  EXPECT_NE(t.up_since, absl::InfiniteFuture());
+  // As if it had come up again later than its creation (say, a reboot seen
+  // by the last mariposad), then mariposad restarts.
+  t.up_since = clock_.Now() - absl::Seconds(7);
+  ASSERT_TRUE(store_->UpdateInstanceTimes(uuid, {t}, {}).ok());
+  Start(16);
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  auto view = reconciler_->Inspect("p");
+  ASSERT_TRUE(view.ok()) << view.status();
+  ASSERT_EQ(view->snapshot.instances.size(), 1u);
+  EXPECT_EQ(view->snapshot.instances[0].up_since, t.up_since);
+  EXPECT_EQ(store_->ListInstanceTimes(uuid)->at(0).up_since, t.up_since);  // unchanged, not rewritten
+  // The instance goes: its times go too.
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 0}\n");
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  EXPECT_TRUE(store_->ListInstanceTimes(uuid)->empty());
+}
+
 }  // namespace
 }  // namespace mariposa::convergence
 

@@ -216,6 +216,19 @@ const char* const kMigrations[] = {
     );
     INSERT INTO store_stamp (id, commits) VALUES (1, 0);
     )sql",
+    // 11: since when each instance has run and been healthy (InstanceTimes),
+    // kept across restarts. NULL: not running / not healthy.
+    R"sql(
+    CREATE TABLE instance_times (
+      project_uuid TEXT NOT NULL REFERENCES projects(uuid) ON DELETE CASCADE,
+      instance TEXT NOT NULL,
+      spec_hash TEXT NOT NULL,
+      image_uuid TEXT NOT NULL,
+      up_since INTEGER,
+      healthy_since INTEGER,
+      PRIMARY KEY (project_uuid, instance)
+    );
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqliteProjectStore::kSchemaVersion,
               "one migration per schema version");
@@ -551,6 +564,55 @@ absl::Status SqliteProjectStore::PutControllerMemory(const std::string& project_
   ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
   st.Bind(1, body).Bind(2, NowMicros()).Bind(3, project_uuid);
   RETURN_IF_ERROR(st.Run());
+  return txn->Commit();
+}
+
+absl::StatusOr<std::vector<InstanceTimes>> SqliteProjectStore::ListInstanceTimes(const std::string& project_uuid) {
+  return Read([&](Database* db) -> absl::StatusOr<std::vector<InstanceTimes>> {
+    ASSIGN_OR_RETURN(auto st, db->Prepare("SELECT instance, spec_hash, image_uuid, up_since, healthy_since "
+                                          "FROM instance_times WHERE project_uuid = ? ORDER BY instance"));
+    st.Bind(1, project_uuid);
+    std::vector<InstanceTimes> out;
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      InstanceTimes t{st.Text(0), st.Text(1), st.Text(2)};
+      if (!st.IsNull(3)) t.up_since = FromMicros(st.Int(3));
+      if (!st.IsNull(4)) t.healthy_since = FromMicros(st.Int(4));
+      out.push_back(std::move(t));
+    }
+    return out;
+  });
+}
+
+absl::Status SqliteProjectStore::UpdateInstanceTimes(const std::string& project_uuid,
+                                                     const std::vector<InstanceTimes>& changed,
+                                                     const std::vector<std::string>& gone) {
+  if (changed.empty() && gone.empty()) return absl::OkStatus();
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto put, db_->Prepare(
+                                 "INSERT INTO instance_times (project_uuid, instance, spec_hash, image_uuid, up_since, "
+                                 "healthy_since) SELECT uuid, ?, ?, ?, ?, ? FROM projects WHERE uuid = ? "
+                                 "ON CONFLICT (project_uuid, instance) DO UPDATE SET spec_hash = excluded.spec_hash, "
+                                 "image_uuid = excluded.image_uuid, up_since = excluded.up_since, "
+                                 "healthy_since = excluded.healthy_since"));
+  for (const InstanceTimes& t : changed) {
+    put.Bind(1, t.instance).Bind(2, t.spec_hash).Bind(3, t.image_uuid);
+    if (t.up_since == absl::InfiniteFuture()) put.BindNull(4);
+    else put.Bind(4, absl::ToUnixMicros(t.up_since));
+    if (t.healthy_since == absl::InfiniteFuture()) put.BindNull(5);
+    else put.Bind(5, absl::ToUnixMicros(t.healthy_since));
+    put.Bind(6, project_uuid);
+    RETURN_IF_ERROR(put.Run());
+    RETURN_IF_ERROR(put.Reset());
+  }
+  ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM instance_times WHERE project_uuid = ? AND instance = ?"));
+  for (const std::string& g : gone) {
+    del.Bind(1, project_uuid).Bind(2, g);
+    RETURN_IF_ERROR(del.Run());
+    RETURN_IF_ERROR(del.Reset());
+  }
   return txn->Commit();
 }
 

@@ -20,7 +20,7 @@ namespace mariposa {
 class SqliteProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
-  static constexpr int kSchemaVersion = 10;
+  static constexpr int kSchemaVersion = 11;
 
   // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
   // FAILED_PRECONDITION when the file's schema is newer than this build.
@@ -84,6 +84,9 @@ class SqliteProjectStore : public ProjectStore {
                                       const std::string& subject, const std::string& detail) override;
   absl::StatusOr<std::string> GetControllerMemory(const std::string& project_uuid) override;
   absl::Status PutControllerMemory(const std::string& project_uuid, const std::string& body) override;
+  absl::StatusOr<std::vector<InstanceTimes>> ListInstanceTimes(const std::string& project_uuid) override;
+  absl::Status UpdateInstanceTimes(const std::string& project_uuid, const std::vector<InstanceTimes>& changed,
+                                   const std::vector<std::string>& gone) override;
   absl::StatusOr<std::string> GetSetting(const std::string& key) override;
   absl::Status SetSetting(const std::string& key, const std::string& value, const std::string& actor,
                           const std::string& kind, const std::string& detail) override;

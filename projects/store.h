@@ -161,6 +161,18 @@ struct TaskProgress {
   int64_t created = 0, deleted = 0, replaced = 0, failed = 0;
 };
 
+// Since when an instance has run, and been healthy, at the spec and image
+// it runs (the readiness clocks of start.window and min_healthy_time):
+// kept so that a restart or a takeover does not start them again.
+// InfiniteFuture: not running / not healthy.
+struct InstanceTimes {
+  std::string instance;
+  std::string spec_hash;
+  std::string image_uuid;
+  absl::Time up_since = absl::InfiniteFuture();
+  absl::Time healthy_since = absl::InfiniteFuture();
+};
+
 // A Triton job Mariposa started and has not seen end yet (a VMAPI job, a
 // CNAPI task). Recorded when sent, removed when its end is counted, so a
 // restart neither forgets a job nor counts one twice.
@@ -313,6 +325,11 @@ class ProjectStore {
   // longer exists keeps nothing, and deleting a project deletes it.
   virtual absl::StatusOr<std::string> GetControllerMemory(const std::string& project_uuid) = 0;
   virtual absl::Status PutControllerMemory(const std::string& project_uuid, const std::string& body) = 0;
+  virtual absl::StatusOr<std::vector<InstanceTimes>> ListInstanceTimes(const std::string& project_uuid) = 0;
+  // Writes `changed` and removes `gone` (instance uuids) in one
+  // transaction; a project deleted meanwhile keeps nothing.
+  virtual absl::Status UpdateInstanceTimes(const std::string& project_uuid, const std::vector<InstanceTimes>& changed,
+                                           const std::vector<std::string>& gone) = 0;
 
   // The controller's own settings that outlive a restart (its readonly
   // state): "" when unset. SetSetting writes `value` and the event
