@@ -2,29 +2,9 @@
 
 #include <algorithm>
 
+#include "common/rendezvous.h"
+
 namespace mariposa::convergence {
-namespace {
-
-// FNV-1a, then SplitMix64's finalizer: fixed, so every node and every build
-// ranks the same (absl::Hash is seeded per process).
-uint64_t Weight(const std::string& node, const std::string& project) {
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](unsigned char c) {
-    h ^= c;
-    h *= 1099511628211ull;
-  };
-  for (unsigned char c : node) mix(c);
-  mix(0);
-  for (unsigned char c : project) mix(c);
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  return h;
-}
-
-}  // namespace
 
 std::vector<std::string> LiveNodes(const std::vector<NodeBeat>& nodes, absl::Time now, const LeasePolicy& policy) {
   std::vector<std::string> live;
@@ -40,7 +20,7 @@ std::string OwnerOf(const std::string& project, const std::vector<std::string>& 
   std::string best;
   uint64_t best_w = 0;
   for (const std::string& n : live) {
-    uint64_t w = Weight(n, project);
+    uint64_t w = RendezvousScore(n, project);
     if (best.empty() || w > best_w || (w == best_w && n < best)) {
       best = n;
       best_w = w;

@@ -58,8 +58,9 @@ struct LeaseAction {
 // Nodes whose heartbeat is younger than policy.node_ttl, sorted.
 std::vector<std::string> LiveNodes(const std::vector<NodeBeat>& nodes, absl::Time now, const LeasePolicy& policy);
 
-// The node that should run `project` among `live` ("" when none):
-// rendezvous hashing with a hash that is the same on every node and build.
+// The node that should run `project` among `live` ("" when none): the
+// highest RendezvousScore (common/rendezvous.h), as the health agents are
+// chosen per instance.
 std::string OwnerOf(const std::string& project, const std::vector<std::string>& live);
 
 // What `self` should write for `projects`, given the stored leases (keyed

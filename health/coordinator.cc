@@ -5,24 +5,6 @@
 
 namespace mariposa::health {
 
-uint64_t RendezvousScore(const std::string& agent, const std::string& instance) {
-  // FNV-1a over agent, a separator and instance, then a splitmix64 finalizer
-  // so that similar ids still spread evenly. Stable across processes.
-  uint64_t h = 1469598103934665603ULL;
-  auto mix = [&h](const std::string& s) {
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  };
-  mix(agent);
-  h = (h ^ 0xff) * 1099511628211ULL;
-  mix(instance);
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebULL;
-  h ^= h >> 31;
-  return h;
-}
-
 Coordinator::Coordinator(const Clock* clock, absl::Duration lease, OnChanges on_changes)
     : clock_(clock), lease_(lease), on_changes_(std::move(on_changes)) {}
 

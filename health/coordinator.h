@@ -30,6 +30,7 @@
 #include "absl/time/time.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "common/rendezvous.h"
 #include "health/target.h"
 
 namespace mariposa::health {
@@ -55,8 +56,9 @@ struct Assignment {
   bool empty() const { return !reset && add.empty() && remove.empty(); }
 };
 
-// Rendezvous score of `agent` for `instance` (highest wins).
-uint64_t RendezvousScore(const std::string& agent, const std::string& instance);
+// Agents are chosen per instance by RendezvousScore(agent, instance)
+// (common/rendezvous.h).
+using ::mariposa::RendezvousScore;
 
 class Coordinator {
  public:
