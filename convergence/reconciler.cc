@@ -878,7 +878,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       if (read.ok()) {
         *kept_times = *std::move(read);
       } else {
-        LogWarn("since when instances run and are healthy cannot be read; they count from now",
+        LogWarn("since when instances run and are healthy cannot be read; they count from creation",
                 {{"project", s.project.name}, {"error", read.status().ToString()}});
       }
     }
