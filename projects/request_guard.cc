@@ -62,7 +62,7 @@ absl::Status ValidateRequestText(const Message& request) { return CheckMessage(r
 
 RequestGuard::RequestGuard(const grpc::ServerContext* ctx, const Clock* clock, const Message& request)
     : ctx_(ctx), clock_(clock), give_up_(clock->Now() + Limits::kMaxRequestWork),
-      next_poll_ns_(absl::ToUnixNanos(give_up_ - Limits::kMaxRequestWork + kCancelPollEvery)),
+      next_poll_ns_(absl::ToUnixNanos(give_up_ - Limits::kMaxRequestWork + kFirstCancelPoll)),
       large_(request.ByteSizeLong() > kLargeRequestBytes), status_(ValidateRequestText(request)) {}
 
 RequestGuard::~RequestGuard() {
