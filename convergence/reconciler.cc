@@ -902,8 +902,9 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
         bool running = i.state == "running", healthy = running && i.health == "healthy";
         auto [it, fresh] = ps.tracked.try_emplace(i.uuid);
         ProjectState::Tracked& t = it->second;
-        ProjectState::Tracked before = t;
-        if (fresh || t.spec_hash != i.spec_hash || t.image_uuid != i.image_uuid) {
+        absl::Time up_before = t.up_since, healthy_before = t.healthy_since;
+        bool restarted = fresh || t.spec_hash != i.spec_hash || t.image_uuid != i.image_uuid;
+        if (restarted) {
           absl::Time from = fresh ? i.created : now;  // a new spec or image starts again
           t = ProjectState::Tracked{i.spec_hash, i.image_uuid};
           if (running) t.up_since = from;
@@ -916,8 +917,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
         t.seen = round;
         if (running) i.up_since = t.up_since;
         if (healthy) i.healthy_since = t.healthy_since;
-        if (fresh || before.spec_hash != t.spec_hash || before.image_uuid != t.image_uuid ||
-            before.up_since != t.up_since || before.healthy_since != t.healthy_since) {
+        if (restarted || up_before != t.up_since || healthy_before != t.healthy_since) {
           changed.push_back({i.uuid, t.spec_hash, t.image_uuid, t.up_since, t.healthy_since});
         }
       }

@@ -367,13 +367,13 @@ absl::Status SqliteProjectStore::Migrate(int target) {
 
 void SqliteProjectStore::SetSecretCodec(const SecretCodec* codec) {
   absl::MutexLock l(&mu_);
-  codec_ = codec;
-  read_codec_.store(codec);
+  codec_.store(codec);
 }
 
 absl::StatusOr<int> SqliteProjectStore::ResealSecrets() {
   absl::MutexLock l(&mu_);
-  if (codec_ == nullptr) return absl::FailedPreconditionError("no key to seal secrets with");
+  const SecretCodec* codec = codec_.load();
+  if (codec == nullptr) return absl::FailedPreconditionError("no key to seal secrets with");
   ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
   std::vector<std::tuple<std::string, std::string, std::string>> rows;  // project, key, stored value
   {
@@ -386,16 +386,16 @@ absl::StatusOr<int> SqliteProjectStore::ResealSecrets() {
   }
   int changed = 0;
   for (const auto& [project, key, stored] : rows) {
-    if (codec_->SealedWithCurrentKey(stored)) continue;
+    if (codec->SealedWithCurrentKey(stored)) continue;
     std::string place = absl::StrCat(project, "/", key);
     std::string plain = stored;  // a store from before sealing holds plain text
     if (absl::StartsWith(stored, "sealed:")) {
-      auto opened = codec_->Unseal(stored, place);
+      auto opened = codec->Unseal(stored, place);
       if (!opened.ok()) return Annotate(opened.status(), absl::StrCat("meta key \"", key, "\""));
       plain = *std::move(opened);
     }
     ASSIGN_OR_RETURN(auto up, db_->Prepare("UPDATE meta SET value = ? WHERE project_uuid = ? AND key = ?"));
-    up.Bind(1, codec_->Seal(plain, place)).Bind(2, project).Bind(3, key);
+    up.Bind(1, codec->Seal(plain, place)).Bind(2, project).Bind(3, key);
     RETURN_IF_ERROR(up.Run());
     ++changed;
   }
@@ -1112,7 +1112,7 @@ absl::StatusOr<std::optional<MetaRecord>> SqliteProjectStore::FindMetaLocked(con
 
 absl::StatusOr<MetaRecord> SqliteProjectStore::ReadMetaRow(const Statement& st, const std::string& project_uuid) {
   MetaRecord m{st.Text(0), st.Text(1), st.Int(2) != 0, st.Int(3), FromMicros(st.Int(4))};
-  const SecretCodec* codec = read_codec_.load();
+  const SecretCodec* codec = codec_.load();
   if (m.secret && codec != nullptr) {
     auto plain = codec->Unseal(m.value, absl::StrCat(project_uuid, "/", m.key));
     if (!plain.ok()) return Annotate(plain.status(), absl::StrCat("meta key \"", m.key, "\""));
@@ -1182,7 +1182,8 @@ absl::StatusOr<MetaRecord> SqliteProjectStore::WriteMetaLocked(const std::string
                                 "VALUES (?, ?, ?, ?, ?, ?)"));
   int64_t now = NowMicros();
   // A secret is sealed before it reaches the file (docs/security.md).
-  std::string stored = secret && codec_ != nullptr ? codec_->Seal(value, absl::StrCat(project_uuid, "/", key)) : value;
+  const SecretCodec* codec = codec_.load();
+  std::string stored = secret && codec != nullptr ? codec->Seal(value, absl::StrCat(project_uuid, "/", key)) : value;
   st.Bind(1, project_uuid).Bind(2, key).Bind(3, stored).Bind(4, secret).Bind(5, cas_id).Bind(6, now);
   RETURN_IF_ERROR(st.Run());
   return MetaRecord{key, value, secret, cas_id, FromMicros(now)};
@@ -1717,9 +1718,9 @@ absl::Status SqliteProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) 
   for (const JobRecord& j : jobs) {
     ForgetJobLocked(j.job_uuid);  // INSERT OR REPLACE
     // Stored at microseconds, as read back from the table.
-    JobRecord stored = j;
-    stored.sent_at = absl::FromUnixMicros(absl::ToUnixMicros(j.sent_at));
     JobKey key{absl::ToUnixMicros(j.sent_at), j.job_uuid};
+    JobRecord stored = j;
+    stored.sent_at = absl::FromUnixMicros(key.sent_at);
     job_at_[j.job_uuid] = {j.project_uuid, key};
     jobs_by_project_[j.project_uuid][key] = std::move(stored);
   }

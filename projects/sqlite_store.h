@@ -232,8 +232,9 @@ class SqliteProjectStore : public ProjectStore {
   bool mark_failed_ = false;
   std::unique_ptr<Database> db_ ABSL_GUARDED_BY(mu_);
   const Clock* clock_;
-  const SecretCodec* codec_ ABSL_GUARDED_BY(mu_) = nullptr;
-  std::atomic<const SecretCodec*> read_codec_{nullptr};  // the same, for ReadMetaRow on either connection
+  // Set once at start (SetSecretCodec); read by writers under mu_ and by
+  // ReadMetaRow on either connection.
+  std::atomic<const SecretCodec*> codec_{nullptr};
   absl::Mutex reader_mu_;
   std::unique_ptr<Database> reader_ ABSL_GUARDED_BY(reader_mu_);  // null for a store in memory
 };
