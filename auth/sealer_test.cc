@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "common/clock.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 namespace mariposa::auth {
 namespace {
@@ -67,7 +67,7 @@ TEST(Sealer, TheStoreHoldsOnlyCiphertextAndRotationKeepsEverySecret) {
   ASSERT_TRUE(sealer.ok());
   SimulatedClock clock(absl::FromUnixSeconds(1700000000));
   {
-    auto store = SqliteProjectStore::Open(dir + "/m.db", &clock);
+    auto store = SqlProjectStore::Open(dir + "/m.db", &clock);
     ASSERT_TRUE(store.ok());
     (*store)->SetSecretCodec(sealer->get());
     auto p = (*store)->CreateProject("jupiter", "", "t");
@@ -98,7 +98,7 @@ TEST(Sealer, TheStoreHoldsOnlyCiphertextAndRotationKeepsEverySecret) {
   // A new process: the rotated key file alone opens everything.
   auto fresh = Sealer::Open(dir + "/secrets.key");
   ASSERT_TRUE(fresh.ok());
-  auto store = SqliteProjectStore::Open(dir + "/m.db", &clock);
+  auto store = SqlProjectStore::Open(dir + "/m.db", &clock);
   ASSERT_TRUE(store.ok());
   (*store)->SetSecretCodec(fresh->get());
   auto p = (*store)->GetProject("jupiter");
@@ -109,7 +109,7 @@ TEST(Sealer, AnInterruptedRotationIsFinishedByTheNextOpen) {
   std::string dir = TempDir();
   SimulatedClock clock(absl::FromUnixSeconds(1700000000));
   auto s1 = Sealer::Open(dir + "/k");
-  auto store = SqliteProjectStore::Open(dir + "/m.db", &clock);
+  auto store = SqlProjectStore::Open(dir + "/m.db", &clock);
   (*store)->SetSecretCodec(s1->get());
   auto p = (*store)->CreateProject("jupiter", "", "t");
   ASSERT_TRUE((*store)->SetMeta(p->uuid, "s", "v1", true, std::nullopt, "t").ok());

@@ -40,6 +40,12 @@ int64_t PgResult::affected() const {
   return r_ != nullptr && absl::SimpleAtoi(PQcmdTuples(r_), &v) ? v : 0;
 }
 
+int PgResult::columns() const { return r_ == nullptr ? 0 : PQnfields(r_); }
+std::string PgResult::column_name(int col) const {
+  const char* n = r_ == nullptr ? nullptr : PQfname(r_, col);
+  return n ? n : "";
+}
+
 PgConnection::PgConnection(pg_conn* c, std::string uri) : c_(c), uri_(std::move(uri)) { Describe(); }
 
 PgConnection::~PgConnection() {
@@ -82,14 +88,38 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Open(const std::stri
   return conn;
 }
 
+bool PgConnection::ok() const { return PQstatus(c_) == CONNECTION_OK; }
+
+absl::Status PgConnection::ExecScript(absl::string_view sql) {
+  std::string text(sql);
+  pg_result* res = PQexec(c_, text.c_str());
+  ExecStatusType st = res == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(res);
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+    PQclear(res);
+    return absl::OkStatus();
+  }
+  const char* state = res == nullptr ? nullptr : PQresultErrorField(res, PG_DIAG_SQLSTATE);
+  std::string message = res != nullptr && *PQresultErrorMessage(res) ? PQresultErrorMessage(res) : PQerrorMessage(c_);
+  std::string sqlstate = state ? state : "";
+  if (res != nullptr) PQclear(res);
+  return Error("a schema step", sqlstate, message);
+}
+
 absl::StatusOr<PgResult> PgConnection::Exec(absl::string_view sql,
-                                            const std::vector<std::optional<std::string>>& params) {
+                                            const std::vector<std::optional<std::string>>& params,
+                                            const std::vector<bool>& int8) {
+  constexpr Oid kInt8Oid = 20;
   std::vector<const char*> values;
+  std::vector<Oid> types;
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  for (size_t i = 0; i < int8.size() && i < params.size(); ++i) {
+    types.resize(params.size(), 0);
+    if (int8[i]) types[i] = kInt8Oid;
+  }
   std::string text(sql);
-  pg_result* res = PQexecParams(c_, text.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
-                                nullptr, 0);
+  pg_result* res = PQexecParams(c_, text.c_str(), static_cast<int>(values.size()), types.empty() ? nullptr : types.data(),
+                                values.data(), nullptr, nullptr, 0);
   ExecStatusType st = res == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(res);
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return PgResult(res);
   const char* state = res == nullptr ? nullptr : PQresultErrorField(res, PG_DIAG_SQLSTATE);

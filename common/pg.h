@@ -46,6 +46,8 @@ class PgResult {
   std::string Text(int row, int col) const;  // "" for NULL
   int64_t Int(int row, int col) const;       // 0 for NULL or not a number
   int64_t affected() const;                  // rows changed by INSERT/UPDATE/DELETE
+  int columns() const;
+  std::string column_name(int col) const;
 
  private:
   pg_result* r_;
@@ -61,8 +63,15 @@ class PgConnection {
   PgConnection(const PgConnection&) = delete;
   PgConnection& operator=(const PgConnection&) = delete;
 
-  // Runs `sql` with `params` ($1 …; nullopt is NULL).
-  absl::StatusOr<PgResult> Exec(absl::string_view sql, const std::vector<std::optional<std::string>>& params = {});
+  // Runs `sql` with `params` ($1 …; nullopt is NULL). `int8` (when given,
+  // one flag per parameter) sends those parameters as bigint; the others'
+  // types the server infers from where they stand.
+  absl::StatusOr<PgResult> Exec(absl::string_view sql, const std::vector<std::optional<std::string>>& params = {},
+                                const std::vector<bool>& int8 = {});
+  // Runs several statements without parameters (a schema step).
+  absl::Status ExecScript(absl::string_view sql);
+  // False once the connection is lost (the server went away).
+  bool ok() const;
   // Reconnects after UNAVAILABLE (same URI; the next host of a multi-host
   // URI when the first is gone).
   absl::Status Reset();

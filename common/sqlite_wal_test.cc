@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/sqlite.h"
+#include "common/sql.h"
 #include "gtest/gtest.h"
 
 namespace mariposa {

@@ -3,7 +3,7 @@
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 namespace mariposa::convergence {
 namespace {
@@ -15,7 +15,7 @@ class QueueTest : public ::testing::Test {
   void SetUp() override {
     path_ = ::testing::TempDir() + "/queue_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
     std::remove(path_.c_str());
-    auto s = SqliteProjectStore::Open(path_, &clock_);
+    auto s = SqlProjectStore::Open(path_, &clock_);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
     auto p = store_->CreateProject("jupiter", "", "alice");
@@ -33,7 +33,7 @@ class QueueTest : public ::testing::Test {
 
   SimulatedClock clock_;
   std::string path_;
-  std::unique_ptr<SqliteProjectStore> store_;
+  std::unique_ptr<SqlProjectStore> store_;
   std::string project_;
 };
 
@@ -82,7 +82,7 @@ TEST_F(QueueTest, TerminateFreezesTheSameScopeAndSurvivesRestart) {
 
   // Restart: reopen the file; the freeze still refuses work in its scope.
   store_.reset();
-  auto reopened = SqliteProjectStore::Open(path_, &clock_);
+  auto reopened = SqlProjectStore::Open(path_, &clock_);
   ASSERT_TRUE(reopened.ok());
   store_ = std::move(*reopened);
   TaskQueue q2(store_.get());

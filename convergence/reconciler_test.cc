@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "projects/manifest.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 namespace mariposa::convergence {
 namespace {
@@ -17,7 +17,7 @@ namespace {
 class ReconcilerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = std::move(*SqliteProjectStore::Open(":memory:", &clock_));
+    store_ = std::move(*SqlProjectStore::Open(":memory:", &clock_));
     imgapi_.PutImage(triton::Image{"11111111-1111-4111-8111-111111111111", "web", "1", "active", "linux", "docker",
                                    "", "", "2026-01-01"});
     imgapi_.PutImage(triton::Image{"33333333-3333-4333-8333-333333333333", "base", "1", "active", "linux",
@@ -69,7 +69,7 @@ class ReconcilerTest : public ::testing::Test {
   }
 
   SimulatedClock clock_{absl::FromUnixSeconds(1800000000)};  // after the fakes' create_timestamps
-  std::unique_ptr<SqliteProjectStore> store_;
+  std::unique_ptr<SqlProjectStore> store_;
   triton::FakeVmapiClient vmapi_;
   triton::FakeImgapiClient imgapi_;
   std::unique_ptr<Reconciler> reconciler_;

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 namespace mariposa {
 namespace {
@@ -54,7 +54,7 @@ TEST(BackupScheduler, WritesPrunesAndReportsFailures) {
   SimulatedClock clock(kT);
   std::string dir = ::testing::TempDir() + "/backups_test";
   system(("rm -rf " + dir).c_str());
-  auto store = SqliteProjectStore::Open(":memory:", &clock);
+  auto store = SqlProjectStore::Open(":memory:", &clock);
   ASSERT_TRUE(store.ok());
   BackupScheduler s(store->get(), &clock, {dir, absl::Hours(1), 2});
   for (int i = 0; i < 3; ++i) {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 namespace mariposa {
 namespace {
@@ -56,7 +56,7 @@ TEST(ControllerState, PersistsAcrossReopen) {
   std::string path = ::testing::TempDir() + "/controller_state.db";
   std::remove(path.c_str());
   {
-    auto store = SqliteProjectStore::Open(path, &clock);
+    auto store = SqlProjectStore::Open(path, &clock);
     ASSERT_TRUE(store.ok()) << store.status();
     ControllerState st(store->get(), &clock);
     ASSERT_TRUE(st.Load().ok());
@@ -72,7 +72,7 @@ TEST(ControllerState, PersistsAcrossReopen) {
     ASSERT_FALSE(events->empty());
     EXPECT_EQ(events->back().kind, "controller.state");
   }
-  auto store = SqliteProjectStore::Open(path, &clock);
+  auto store = SqlProjectStore::Open(path, &clock);
   ASSERT_TRUE(store.ok());
   ControllerState st(store->get(), &clock);
   ASSERT_TRUE(st.Load().ok());

@@ -67,7 +67,7 @@
 #include "mariposa/v1/admin.pb.h"
 #include "projects/limits.h"
 #include "projects/projects_service.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 #include "projects/store_open.h"
 
 namespace {

@@ -3,7 +3,7 @@
 
 #include "common/clock.h"
 #include "gtest/gtest.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 namespace mariposa::health {
 namespace {
@@ -11,7 +11,7 @@ namespace {
 class EventsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = SqliteProjectStore::Open(":memory:", &clock_);
+    auto s = SqlProjectStore::Open(":memory:", &clock_);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
     auto p = store_->CreateProject("shop", "", "test");
@@ -21,7 +21,7 @@ class EventsTest : public ::testing::Test {
   std::vector<EventRecord> Events() { return *store_->ListEvents("shop", 0, 1000); }
 
   SimulatedClock clock_;
-  std::unique_ptr<SqliteProjectStore> store_;
+  std::unique_ptr<SqlProjectStore> store_;
   std::string uuid_;
 };
 

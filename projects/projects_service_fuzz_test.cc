@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "projects/limits.h"
 #include "projects/projects_service.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 #include "tests/hostile_corpus.h"
 #include "tests/process.h"
 
@@ -104,7 +104,7 @@ bool Acceptable(const grpc::Status& s) {
 
 TEST(ProjectsServiceFuzzTest, RandomRequestsAreAnsweredOrRefusedCleanly) {
   SimulatedClock clock;
-  auto store = SqliteProjectStore::Open(":memory:", &clock);
+  auto store = SqlProjectStore::Open(":memory:", &clock);
   ASSERT_TRUE(store.ok());
   ProjectsService service(store->get(), &clock);
   Fuzzer f(20261123);

@@ -7,7 +7,7 @@
 
 #include "common/clock.h"
 #include "gtest/gtest.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 namespace mariposa {
 namespace {
@@ -18,7 +18,7 @@ const char* kV2 = "project: p\nservices:\n  web: {image: nginx@1, package: retir
 class CatalogCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    store_ = std::move(*SqliteProjectStore::Open(":memory:", &clock_));
+    store_ = std::move(*SqlProjectStore::Open(":memory:", &clock_));
     service_ = std::make_unique<ProjectsService>(store_.get(), &clock_);
     service_->set_catalog_check([this](const Manifest& m, const std::string& filename, const std::string& owner)
                                     -> absl::StatusOr<std::vector<ManifestDiagnostic>> {
@@ -50,7 +50,7 @@ class CatalogCheckTest : public ::testing::Test {
   }
 
   SimulatedClock clock_;
-  std::unique_ptr<SqliteProjectStore> store_;
+  std::unique_ptr<SqlProjectStore> store_;
   std::unique_ptr<ProjectsService> service_;
   bool catalog_up_ = true;
   int checks_ = 0;

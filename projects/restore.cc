@@ -12,9 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "common/sqlite.h"
+#include "common/sql.h"
 #include "common/status_macros.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 #include "projects/store_open.h"
 
 namespace mariposa {
@@ -140,7 +140,7 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
     absl::Status verified;
     {
       // Closed at the end of this scope: SQLite folds its WAL into the copy.
-      auto opened = SqliteProjectStore::Open(copy, clock);
+      auto opened = SqlProjectStore::Open(copy, clock);
       verified = opened.ok() ? (*opened)->Verify() : opened.status();
       if (verified.ok()) verified = OpenSecrets(copy, opened->get(), secrets, &r.secrets);
       if (verified.ok()) {

@@ -11,7 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 namespace mariposa {
 namespace {
@@ -48,13 +48,13 @@ class RestoreTest : public ::testing::Test {
   // A store with `names` as projects, at DATA/mariposa.db; a backup of it
   // at `backup` when given.
   void MakeStore(const std::string& path, const std::vector<std::string>& names, const std::string& backup = "") {
-    auto store = SqliteProjectStore::Open(path, &clock_);
+    auto store = SqlProjectStore::Open(path, &clock_);
     ASSERT_TRUE(store.ok()) << store.status();
     for (const auto& n : names) ASSERT_TRUE((*store)->CreateProject(n, "", "test").ok());
     if (!backup.empty()) ASSERT_TRUE((*store)->Backup(backup).ok());
   }
   std::vector<std::string> Projects(const std::string& path) {
-    auto store = SqliteProjectStore::Open(path, &clock_);
+    auto store = SqlProjectStore::Open(path, &clock_);
     std::vector<std::string> out;
     auto projects = (*store)->ListProjects();
     for (const auto& p : *projects) out.push_back(p.name);
@@ -148,7 +148,7 @@ TEST_F(RestoreTest, RefusesANewerSchema) {
 TEST_F(RestoreTest, SecretsMustOpenWithTheKey) {
   TestCodec key_a({"aaaa"});
   {
-    auto store = SqliteProjectStore::Open(dir_ + "/src.db", &clock_);
+    auto store = SqlProjectStore::Open(dir_ + "/src.db", &clock_);
     ASSERT_TRUE(store.ok());
     (*store)->SetSecretCodec(&key_a);
     auto p = (*store)->CreateProject("mars", "", "test");

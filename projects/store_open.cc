@@ -137,7 +137,7 @@ absl::StatusOr<std::string> KeepDamagedCopies(const std::string& data_dir, const
   return dir;
 }
 
-absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string& data_dir, bool init,
+absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenStore(const std::string& data_dir, bool init,
                                                               const Clock* clock, StoreRefusal* refusal,
                                                               const std::string& backup_dir, bool accept_loss) {
   std::string path = data_dir + "/mariposa.db";
@@ -191,7 +191,7 @@ absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string&
       }
     }
   }
-  auto store = SqliteProjectStore::Open(path, clock);
+  auto store = SqlProjectStore::Open(path, clock);
   if (!store.ok()) {
     bool newer = absl::IsFailedPrecondition(store.status());
     return Refuse(refusal, StoreRefusal{absl::StrCat("cannot open store ", path), std::string(store.status().message()),

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 namespace mariposa {
 
@@ -28,7 +28,7 @@ struct StoreRefusal {
 constexpr char kStoreMarker[] = "store-initialized";
 
 // Opens DATA_DIR/mariposa.db, migrating and verifying it
-// (SqliteProjectStore::Verify), and writes the marker. Refuses (filling
+// (SqlProjectStore::Verify), and writes the marker. Refuses (filling
 // `refusal`, returning its status) when:
 //  - the store is missing or empty in a data dir whose marker says it held
 //    one, or the file is empty (0 bytes: never left by Mariposa) — unless
@@ -46,7 +46,7 @@ constexpr char kStoreMarker[] = "store-initialized";
 // `accept_loss` (mariposad --accept-store-loss) starts on such a store on
 // purpose: copies of the damaged files go to DATA_DIR/damaged-STAMP/ first,
 // SQLite keeps what it can, the loss is logged, and the mark starts anew.
-absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenStore(const std::string& data_dir, bool init,
+absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenStore(const std::string& data_dir, bool init,
                                                               const Clock* clock, StoreRefusal* refusal,
                                                               const std::string& backup_dir = "",
                                                               bool accept_loss = false);

@@ -12,7 +12,7 @@
 
 #include "common/clock.h"
 #include "common/ids.h"
-#include "common/sqlite.h"
+#include "common/sql.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/process.h"

@@ -16,7 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "common/clock.h"
 #include "gtest/gtest.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 #include "tests/process.h"
 
 namespace mariposa::testing {
@@ -78,7 +78,7 @@ TEST(DurabilityTest, KillNineDuringAppliesLosesNothingAcknowledged) {
   EXPECT_EQ(daemon.Stop(), 0);
 
   SimulatedClock clock;
-  auto store = SqliteProjectStore::Open(data + "/mariposa.db", &clock);
+  auto store = SqlProjectStore::Open(data + "/mariposa.db", &clock);
   ASSERT_TRUE(store.ok()) << store.status();
   EXPECT_TRUE((*store)->CheckIntegrity().ok());
   unlink(sock.c_str());

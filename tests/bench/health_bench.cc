@@ -47,7 +47,7 @@
 #include "health/monitor.h"
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "projects/projects_service.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 namespace {
 
@@ -356,7 +356,7 @@ void P8(int tcp_port, int flap_port, int endpoints, int rounds) {
   using namespace mariposa;
   char dir[] = "/tmp/mariposa-p8-XXXXXX";
   if (!mkdtemp(dir)) return;
-  auto store = SqliteProjectStore::Open(absl::StrCat(dir, "/store.db"), RealClock::Get());
+  auto store = SqlProjectStore::Open(absl::StrCat(dir, "/store.db"), RealClock::Get());
   if (!store.ok()) {
     fprintf(stderr, "P8: %s\n", store.status().ToString().c_str());
     return;

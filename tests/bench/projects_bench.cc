@@ -18,11 +18,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/ids.h"
-#include "common/sqlite.h"
+#include "common/sql.h"
 #include "daemon/admin_service.h"
 #include "projects/manifest.h"
 #include "projects/projects_service.h"
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 namespace mariposa {
 namespace {
@@ -142,7 +142,7 @@ int Main(bool smoke, const std::string &only) {
   if (!mkdtemp(dir))
     return 1;
   std::string store_path = absl::StrCat(dir, "/store.db");
-  auto store = SqliteProjectStore::Open(store_path, RealClock::Get());
+  auto store = SqlProjectStore::Open(store_path, RealClock::Get());
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
     return 1;

@@ -1,7 +1,9 @@
-// SqliteProjectStore: ProjectStore on SQLite (WAL, synchronous=FULL, foreign
-// keys on), with versioned schema migrations that run when it opens.
-#ifndef MARIPOSA_PROJECTS_SQLITE_STORE_H_
-#define MARIPOSA_PROJECTS_SQLITE_STORE_H_
+// SqlProjectStore: ProjectStore on SQLite (WAL, synchronous=FULL, foreign
+// keys on; the default, embedded) or on PostgreSQL (several mariposad nodes
+// on one database), one code for both (common/sql.h), with versioned schema
+// migrations that run when it opens.
+#ifndef MARIPOSA_PROJECTS_SQL_STORE_H_
+#define MARIPOSA_PROJECTS_SQL_STORE_H_
 
 #include <functional>
 #include <memory>
@@ -11,26 +13,54 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
-#include "common/sqlite.h"
+#include "common/sql.h"
 #include "projects/high_water.h"
 #include "projects/store.h"
 
 namespace mariposa {
 
-class SqliteProjectStore : public ProjectStore {
+class SqlProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
   static constexpr int kSchemaVersion = 11;
+  // The schema a store on PostgreSQL begins with.
+  static constexpr int kFirstPostgresSchema = 11;
 
   // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
   // FAILED_PRECONDITION when the file's schema is newer than this build.
   // `clock` must outlive the store.
-  static absl::StatusOr<std::unique_ptr<SqliteProjectStore>> Open(const std::string& path, const Clock* clock);
+  static absl::StatusOr<std::unique_ptr<SqlProjectStore>> Open(const std::string& path, const Clock* clock);
   // Like Open, but migrates only up to `version`; to test migrations.
-  static absl::StatusOr<std::unique_ptr<SqliteProjectStore>> OpenAtVersionForTest(const std::string& path,
+  static absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenAtVersionForTest(const std::string& path,
                                                                                   const Clock* clock, int version);
 
-  ~SqliteProjectStore() override;
+  // Connects to PostgreSQL (`uri`: a libpq URI or key=value string, several
+  // hosts allowed) and migrates its schema (nodes starting together take
+  // turns). UNAVAILABLE naming the database when it cannot be reached.
+  static absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenPostgres(const std::string& uri, const Clock* clock,
+                                                                       int connect_timeout_s = 5);
+
+  // Opens the store a `--store` value names: "sqlite:PATH" or a PostgreSQL
+  // URI ("postgresql://…" or "postgres://…"). INVALID_ARGUMENT saying what
+  // is accepted for anything else.
+  static absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenSpec(const std::string& spec, const Clock* clock);
+  // Whether `spec` names PostgreSQL (see OpenSpec).
+  static bool IsPostgresSpec(const std::string& spec);
+
+  ~SqlProjectStore() override;
+
+  bool postgres() const { return postgres_; }
+  // "sqlite:PATH" or "PostgreSQL at host:port/db" (never a password).
+  const std::string& where() const { return where_; }
+
+  // Copies every row of `from` into `to` (every version, meta key, secret
+  // as sealed, event with its index, token, grant, task, job and setting)
+  // in one transaction of `to`, which must hold no project, event or token
+  // (FAILED_PRECONDITION otherwise: nothing is written). Rows read while
+  // `from` is in use are those of one moment (one transaction of `from`).
+  // Returns the rows copied per table.
+  static absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> CopyStore(SqlProjectStore* from,
+                                                                                SqlProjectStore* to);
 
   // The store's own count of committed transactions and its newest event.
   absl::StatusOr<HighWater> CurrentHighWater();
@@ -128,8 +158,17 @@ class SqliteProjectStore : public ProjectStore {
   absl::Status Verify();
 
  private:
-  SqliteProjectStore(std::unique_ptr<Database> db, const Clock* clock) : db_(std::move(db)), clock_(clock) {}
+  SqlProjectStore(std::unique_ptr<Database> db, const Clock* clock)
+      : postgres_(db->postgres()), where_(db->postgres() ? db->path() : "sqlite:" + db->path()), db_(std::move(db)),
+        clock_(clock) {}
   absl::Status Migrate(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status MigratePostgres() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The version the schema is at (SQLite's user_version, PostgreSQL's
+  // mariposa_schema row); 0 for a new store.
+  absl::StatusOr<int> SchemaVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A project's jobs in flight ("" = every project's), oldest first.
+  absl::StatusOr<std::vector<JobRecord>> QueryJobsLocked(const std::string& project_uuid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<HighWater> ReadHighWaterLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The commit hooks (run inside Transaction::Commit, under mu_).
   absl::Status StampLocked();
@@ -208,8 +247,11 @@ class SqliteProjectStore : public ProjectStore {
   absl::Status AddTaskProgressLocked(const std::string& uuid, const TaskProgress& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t NowMicros() const { return absl::ToUnixMicros(clock_->Now()); }
 
+  const bool postgres_;
+  const std::string where_;
   absl::Mutex mu_;
-  // The jobs table, in memory: the pump asks for a project's jobs in flight
+  // The jobs table, in memory (SQLite only: on PostgreSQL other nodes write
+  // it too): the pump asks for a project's jobs in flight
   // every time a job slot frees (P2's profile had 14 % of mariposad's CPU
   // in that query). Loaded whole at the first ListJobs, then written
   // through by RecordJobs, FinishJobs and DeleteProject after their commits.
@@ -241,4 +283,4 @@ class SqliteProjectStore : public ProjectStore {
 
 }  // namespace mariposa
 
-#endif  // MARIPOSA_PROJECTS_SQLITE_STORE_H_
+#endif  // MARIPOSA_PROJECTS_SQL_STORE_H_

@@ -1,4 +1,4 @@
-#include "projects/sqlite_store.h"
+#include "projects/sql_store.h"
 
 #include <unistd.h>
 
@@ -9,25 +9,41 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
-#include "common/sqlite.h"
+#include "common/sql.h"
 #include "gtest/gtest.h"
+#include "tests/store_backends.h"
 
 namespace mariposa {
 namespace {
 
-class StoreTest : public ::testing::Test {
+using testing::Backend;
+
+// Every test runs on SQLite and on PostgreSQL (tests/store_backends.h).
+class StoreTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    auto s = SqliteProjectStore::Open(":memory:", &clock_);
+    auto spec = testing::NewStoreSpec(GetParam());
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    spec_ = *spec;
+    auto s = SqlProjectStore::OpenSpec(spec_, &clock_);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
+    if (postgres()) return;
     seen_at_start_ = store_->CommitsSeenForTest();
     counted_at_start_ = store_->CurrentHighWater()->commits;
   }
-  // Every commit a test made was counted for the high-water mark: a write
-  // outside a counted transaction would let a lost WAL go unnoticed.
+  bool postgres() const { return GetParam() == Backend::kPostgres; }
+  // Another store on the same database: mariposad after a restart, or
+  // another node.
+  std::unique_ptr<SqlProjectStore> OpenAgain() {
+    auto s = SqlProjectStore::OpenSpec(spec_, &clock_);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  // Every commit a test made was counted for the high-water mark (SQLite):
+  // a write outside a counted transaction would let a lost WAL go unnoticed.
   void TearDown() override {
-    if (store_ == nullptr) return;
+    if (store_ == nullptr || postgres()) return;
     auto hw = store_->CurrentHighWater();
     ASSERT_TRUE(hw.ok()) << hw.status();
     EXPECT_EQ(hw->commits - counted_at_start_, store_->CommitsSeenForTest() - seen_at_start_)
@@ -61,10 +77,13 @@ class StoreTest : public ::testing::Test {
   }
 
   SimulatedClock clock_;
-  std::unique_ptr<SqliteProjectStore> store_;
+  std::string spec_;
+  std::unique_ptr<SqlProjectStore> store_;
 };
 
-TEST_F(StoreTest, ProjectCrud) {
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest, ::testing::ValuesIn(testing::kBackends), testing::BackendName);
+
+TEST_P(StoreTest, ProjectCrud) {
   auto p = store_->CreateProject("jupiter", "web shop", "alice");
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->name, "jupiter");
@@ -91,7 +110,7 @@ TEST_F(StoreTest, ProjectCrud) {
 
 // A project's account is recorded at creation (by create or by the first
 // apply); projects without one are claimed once, with an event each.
-TEST_F(StoreTest, ProjectAccounts) {
+TEST_P(StoreTest, ProjectAccounts) {
   ASSERT_TRUE(store_->CreateProject("old", "", "alice").ok());
   auto bob = store_->CreateProject("mars", "", "alice", "b0b0b0b0-1111-4222-8333-444444444444");
   ASSERT_TRUE(bob.ok());
@@ -116,7 +135,7 @@ TEST_F(StoreTest, ProjectAccounts) {
   EXPECT_EQ((*ev)[1].kind, "project.owner");
 }
 
-TEST_F(StoreTest, VersionsCommitNoopStaleAndRefs) {
+TEST_P(StoreTest, VersionsCommitNoopStaleAndRefs) {
   auto r1 = store_->CommitVersion(Version("jupiter", "h1", ""));
   ASSERT_TRUE(r1.ok()) << r1.status();
   EXPECT_TRUE(r1->changed);
@@ -185,7 +204,7 @@ TEST_F(StoreTest, VersionsCommitNoopStaleAndRefs) {
   EXPECT_EQ(store_->GetProject("jupiter")->current_number, 3);
 }
 
-TEST_F(StoreTest, MetaCasIncrSecretsImport) {
+TEST_P(StoreTest, MetaCasIncrSecretsImport) {
   auto p = store_->CreateProject("jupiter", "", "alice");
   ASSERT_TRUE(p.ok());
   const std::string pu = p->uuid;
@@ -243,17 +262,10 @@ TEST_F(StoreTest, MetaCasIncrSecretsImport) {
   }
 }
 
-TEST_F(StoreTest, EventsAreAppendOnly) {
+TEST_P(StoreTest, EventsAreAppendOnly) {
   ASSERT_TRUE(store_->CreateProject("jupiter", "", "alice").ok());
-  std::string path = ::testing::TempDir() + "/append_only.db";
-  unlink(path.c_str());
-  {
-    auto s = SqliteProjectStore::Open(path, &clock_);
-    ASSERT_TRUE(s.ok());
-    ASSERT_TRUE((*s)->CreateProject("p", "", "a").ok());
-  }
-  auto db = Database::Open(path);
-  ASSERT_TRUE(db.ok());
+  auto db = testing::OpenRaw(spec_);
+  ASSERT_TRUE(db.ok()) << db.status();
   absl::Status del = (*db)->Exec("DELETE FROM events");
   EXPECT_FALSE(del.ok());
   EXPECT_NE(del.message().find("append-only"), std::string::npos);
@@ -262,7 +274,7 @@ TEST_F(StoreTest, EventsAreAppendOnly) {
 
 // The convergence engine's kept memory: one body per project, replaced by
 // each put, nothing for a project that does not exist, gone with its project.
-TEST_F(StoreTest, ControllerMemoryIsKeptPerProject) {
+TEST_P(StoreTest, ControllerMemoryIsKeptPerProject) {
   auto p = store_->CreateProject("jupiter", "", "alice");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(*store_->GetControllerMemory(p->uuid), "");
@@ -277,11 +289,30 @@ TEST_F(StoreTest, ControllerMemoryIsKeptPerProject) {
   EXPECT_TRUE(store_->CheckIntegrity().ok());
 }
 
-TEST_F(StoreTest, MigratesFromEmptyAndFromPreviousSchema) {
+TEST_P(StoreTest, MigratesFromEmptyAndFromPreviousSchema) {
+  if (postgres()) {
+    // Stores on PostgreSQL begin at kFirstPostgresSchema: SetUp migrated an
+    // empty database; a second node opening it finds it done.
+    EXPECT_EQ(store_->SchemaVersion(), SqlProjectStore::kSchemaVersion);
+    ASSERT_TRUE(store_->CreateProject("jupiter", "", "alice").ok());
+    auto again = OpenAgain();
+    ASSERT_NE(again, nullptr);
+    EXPECT_TRUE(again->GetProject("jupiter").ok());
+    EXPECT_TRUE(again->Verify().ok()) << again->Verify();
+    // A database from a newer build is refused, not damaged.
+    auto db = testing::OpenRaw(spec_);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("UPDATE mariposa_schema SET version = 99").ok());
+    auto newer = SqlProjectStore::OpenSpec(spec_, &clock_);
+    ASSERT_FALSE(newer.ok());
+    EXPECT_EQ(newer.status().code(), absl::StatusCode::kFailedPrecondition) << newer.status();
+    EXPECT_NE(newer.status().message().find("newer mariposad"), std::string::npos) << newer.status();
+    return;
+  }
   std::string path = ::testing::TempDir() + "/migrate.db";
   unlink(path.c_str());
   {
-    auto v1 = SqliteProjectStore::OpenAtVersionForTest(path, &clock_, 1);
+    auto v1 = SqlProjectStore::OpenAtVersionForTest(path, &clock_, 1);
     ASSERT_TRUE(v1.ok()) << v1.status();
     EXPECT_EQ((*v1)->SchemaVersion(), 1);
   }
@@ -298,9 +329,9 @@ TEST_F(StoreTest, MigratesFromEmptyAndFromPreviousSchema) {
       DELETE FROM events WHERE kind = 'x';  -- allowed before schema 2
     )sql").ok());
   }
-  auto v2 = SqliteProjectStore::Open(path, &clock_);
+  auto v2 = SqlProjectStore::Open(path, &clock_);
   ASSERT_TRUE(v2.ok()) << v2.status();
-  EXPECT_EQ((*v2)->SchemaVersion(), SqliteProjectStore::kSchemaVersion);
+  EXPECT_EQ((*v2)->SchemaVersion(), SqlProjectStore::kSchemaVersion);
   auto p = (*v2)->GetProject("jupiter");
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->current_number, 1);
@@ -314,12 +345,12 @@ TEST_F(StoreTest, MigratesFromEmptyAndFromPreviousSchema) {
     auto db = Database::Open(path);
     ASSERT_TRUE((*db)->Exec("PRAGMA user_version = 99").ok());
   }
-  auto newer = SqliteProjectStore::Open(path, &clock_);
+  auto newer = SqlProjectStore::Open(path, &clock_);
   ASSERT_FALSE(newer.ok());
   EXPECT_EQ(newer.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
-TEST_F(StoreTest, BackupIsAConsistentCopy) {
+TEST_P(StoreTest, BackupIsAConsistentCopy) {
   auto r = store_->CommitVersion(Version("jupiter", "h1", ""));
   ASSERT_TRUE(r.ok());
   std::string path = ::testing::TempDir() + "/backup.db";
@@ -328,13 +359,13 @@ TEST_F(StoreTest, BackupIsAConsistentCopy) {
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   EXPECT_GT(*bytes, 0);
   EXPECT_EQ(store_->Backup(path).status().code(), absl::StatusCode::kAlreadyExists);
-  auto copy = SqliteProjectStore::Open(path, &clock_);
+  auto copy = SqlProjectStore::Open(path, &clock_);
   ASSERT_TRUE(copy.ok());
   EXPECT_EQ((*copy)->GetProject("jupiter")->current_version, r->version.uuid);
 }
 
 
-TEST_F(StoreTest, FinishJobsCountsEachJobOnceInOneTransaction) {
+TEST_P(StoreTest, FinishJobsCountsEachJobOnceInOneTransaction) {
   auto p = store_->CreateProject("jupiter", "", "alice");
   ASSERT_TRUE(p.ok());
   TaskRecord t;
@@ -373,12 +404,9 @@ TEST_F(StoreTest, FinishJobsCountsEachJobOnceInOneTransaction) {
 // ListJobs is served from memory after the first call; it must say what the
 // table says: order by (sent_at, uuid), a re-recorded job replaces itself,
 // a deleted project's jobs go, and a reopened store reads them back.
-TEST_F(StoreTest, JobsInFlightAgreeWithTheTable) {
-  std::string path = ::testing::TempDir() + "/jobs.db";
-  for (const char* f : {"", "-wal", "-shm"}) unlink((path + f).c_str());
+TEST_P(StoreTest, JobsInFlightAgreeWithTheTable) {
   {
-    auto s = SqliteProjectStore::Open(path, &clock_);
-    ASSERT_TRUE(s.ok()) << s.status();
+    std::unique_ptr<SqlProjectStore>* s = &store_;
     auto a = (*s)->CreateProject("a", "", "alice");
     auto b = (*s)->CreateProject("b", "", "alice");
     ASSERT_TRUE(a.ok() && b.ok());
@@ -416,8 +444,9 @@ TEST_F(StoreTest, JobsInFlightAgreeWithTheTable) {
     EXPECT_FALSE((*s)->RecordJobs({job("j9", "no-such-project", 50)}).ok());
     EXPECT_EQ(names(a->uuid), (std::vector<std::string>{"j0", "j1"}));
   }
-  auto s = SqliteProjectStore::Open(path, &clock_);
-  ASSERT_TRUE(s.ok()) << s.status();
+  auto again = OpenAgain();
+  ASSERT_NE(again, nullptr);
+  auto* s = &again;
   auto a = (*s)->GetProject("a");
   ASSERT_TRUE(a.ok());
   auto jobs = (*s)->ListJobs(a->uuid);
@@ -432,11 +461,8 @@ TEST_F(StoreTest, JobsInFlightAgreeWithTheTable) {
 // A store on a file reads through its own connection: what was committed is
 // read at once, and reads do not wait while a writer holds the store (as a
 // commit does across its fsync).
-TEST_F(StoreTest, ReadsSeeEveryCommitAndDoNotWaitForTheWriter) {
-  std::string path = ::testing::TempDir() + "/reader.db";
-  for (const char* f : {"", "-wal", "-shm"}) unlink((path + f).c_str());
-  auto s = SqliteProjectStore::Open(path, &clock_);
-  ASSERT_TRUE(s.ok()) << s.status();
+TEST_P(StoreTest, ReadsSeeEveryCommitAndDoNotWaitForTheWriter) {
+  auto* s = &store_;
   auto r = (*s)->CommitVersion(Version("jupiter", "h1", ""));
   ASSERT_TRUE(r.ok()) << r.status();
   auto p = (*s)->GetProject("jupiter");
@@ -481,7 +507,7 @@ TEST_F(StoreTest, ReadsSeeEveryCommitAndDoNotWaitForTheWriter) {
 }
 
 
-TEST_F(StoreTest, InstanceTimesRoundTripAndGoWithTheProject) {
+TEST_P(StoreTest, InstanceTimesRoundTripAndGoWithTheProject) {
   auto p = store_->CreateProject("jupiter", "", "alice");
   ASSERT_TRUE(p.ok());
   absl::Time t1 = absl::FromUnixMicros(1800000000123456), t2 = t1 + absl::Seconds(30);

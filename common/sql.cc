@@ -1,0 +1,255 @@
+#include "common/sql.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace mariposa {
+namespace {
+
+absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
+  std::string msg = absl::StrCat("sqlite ", what, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(msg);
+    case SQLITE_CONSTRAINT:
+      return absl::AlreadyExistsError(msg);
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+}  // namespace
+
+std::string ToPostgresParams(absl::string_view sql) {
+  std::string out;
+  out.reserve(sql.size() + 16);
+  int next = 1;
+  char quote = 0;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    char c = sql[i];
+    if (quote != 0) {
+      out += c;
+      if (c == quote) quote = 0;  // a doubled quote closes and reopens: same result
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+      out += c;
+      continue;
+    }
+    if (c != '?') {
+      out += c;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < sql.size() && sql[j] >= '0' && sql[j] <= '9') ++j;
+    if (j > i + 1) {
+      out += '$';
+      out.append(sql.data() + i + 1, j - i - 1);
+      i = j - 1;
+    } else {
+      out += '$';
+      out += std::to_string(next++);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<bool> Statement::Step() {
+  if (pg_) {
+    if (!pg_->result) {
+      auto r = pg_->db->PgRun(*pg_->sql, pg_->params, pg_->int8);
+      if (!r.ok()) return r.status();
+      pg_->result.emplace(*std::move(r));
+      pg_->row = -1;
+    }
+    ++pg_->row;
+    return pg_->row < pg_->result->rows();
+  }
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return SqliteError(db_, rc, "step");
+}
+
+int Statement::Columns() const {
+  if (pg_) return pg_->result ? pg_->result->columns() : 0;
+  return sqlite3_column_count(stmt_);
+}
+
+std::string Statement::ColumnName(int col) const {
+  if (pg_) return pg_->result ? pg_->result->column_name(col) : "";
+  const char* n = sqlite3_column_name(stmt_, col);
+  return n ? n : "";
+}
+
+absl::Status Statement::Run() {
+  if (pg_) {
+    auto r = pg_->db->PgRun(*pg_->sql, pg_->params, pg_->int8);
+    return r.status();
+  }
+  while (true) {
+    auto r = Step();
+    if (!r.ok()) return r.status();
+    if (!*r) return absl::OkStatus();
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status s = absl::UnavailableError(
+        absl::StrCat("cannot open database ", path, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    sqlite3_close(db);
+    return s;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  return std::unique_ptr<Database>(new Database(db, path));
+}
+
+Database::Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {
+  sqlite3_commit_hook(
+      db_,
+      [](void* self) {
+        Database* d = static_cast<Database*>(self);
+        int64_t changes = sqlite3_total_changes64(d->db_);
+        if (changes != d->changes_at_last_commit_) ++d->commits_seen_;  // it wrote rows
+        d->changes_at_last_commit_ = changes;
+        return 0;
+      },
+      this);
+}
+
+absl::StatusOr<std::unique_ptr<Database>> Database::OpenPostgres(const std::string& uri, int connect_timeout_s) {
+  auto c = PgConnection::Open(uri, connect_timeout_s);
+  if (!c.ok()) return c.status();
+  return std::unique_ptr<Database>(new Database(*std::move(c)));
+}
+
+Database::Database(std::unique_ptr<PgConnection> pg) : path_(pg->where()), pg_(std::move(pg)) {}
+
+Database::~Database() {
+  for (auto& kv : cache_) sqlite3_finalize(kv.second.stmt);
+  if (db_ != nullptr) sqlite3_close(db_);
+}
+
+absl::Status Database::PgReady() {
+  if (pg_->ok()) return absl::OkStatus();
+  if (in_transaction_) {
+    return absl::UnavailableError(absl::StrCat(path_, " was lost in the middle of a transaction; nothing of it was "
+                                               "written. The connection is opened again for the next request"));
+  }
+  absl::Status s = pg_->Reset();
+  if (s.ok()) path_ = pg_->where();
+  return s;
+}
+
+absl::StatusOr<PgResult> Database::PgRun(const std::string& sql, const std::vector<std::optional<std::string>>& params,
+                                         const std::vector<bool>& int8) {
+  absl::Status ready = PgReady();
+  if (!ready.ok()) return ready;
+  auto r = pg_->Exec(sql, params, int8);
+  if (r.ok()) pg_changes_ = r->affected();
+  return r;
+}
+
+absl::Status Database::Exec(absl::string_view sql) {
+  if (pg_) {
+    absl::Status ready = PgReady();
+    if (!ready.ok()) return ready;
+    return pg_->ExecScript(sql);
+  }
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, std::string(sql).c_str(), nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    absl::Status s = SqliteError(nullptr, rc, "exec");
+    return absl::Status(s.code(), absl::StrCat("sqlite exec: ", msg));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Statement> Database::Prepare(absl::string_view sql) {
+  if (pg_) {
+    auto it = pg_sql_.find(sql);
+    if (it == pg_sql_.end()) it = pg_sql_.emplace(std::string(sql), ToPostgresParams(sql)).first;
+    auto st = std::make_unique<PgStatement>();
+    st->db = this;
+    st->sql = &it->second;
+    return Statement(std::move(st));
+  }
+  auto it = cache_.find(sql);
+  if (it != cache_.end() && !it->second.in_use) {
+    it->second.in_use = true;
+    return Statement(db_, it->second.stmt, &it->second.in_use);
+  }
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr);
+  if (rc != SQLITE_OK) return SqliteError(db_, rc, absl::StrCat("prepare \"", sql.substr(0, 60), "\""));
+  if (it == cache_.end()) {
+    Cached& slot = cache_[std::string(sql)];
+    slot.stmt = stmt;
+    slot.in_use = true;
+    return Statement(db_, stmt, &slot.in_use);
+  }
+  return Statement(db_, stmt);  // the cached one is busy (nested use): a private copy
+}
+
+absl::StatusOr<std::unique_ptr<Transaction>> Transaction::Begin(Database* db) {
+  if (db->postgres()) {
+    absl::Status s = db->Exec("BEGIN");
+    if (!s.ok()) return s;
+    db->in_transaction_ = true;
+    std::unique_ptr<Transaction> t(new Transaction(db));  // rolls back if the lock fails
+    auto locked = db->PgRun("SELECT pg_advisory_xact_lock($1)", {std::to_string(kStoreWriteLock)}, {true});
+    if (!locked.ok()) return locked.status();
+    return t;
+  }
+  absl::Status s = db->Exec("BEGIN IMMEDIATE");
+  if (!s.ok()) return s;
+  return std::unique_ptr<Transaction>(new Transaction(db));
+}
+
+Transaction::~Transaction() {
+  if (done_) return;
+  if (db_->postgres()) {
+    if (db_->pg_->ok()) db_->pg_->ExecScript("ROLLBACK").IgnoreError();
+    db_->in_transaction_ = false;
+    return;
+  }
+  db_->Exec("ROLLBACK").IgnoreError();
+  // Rows written and rolled back are not a commit's.
+  db_->changes_at_last_commit_ = sqlite3_total_changes64(db_->raw());
+}
+
+absl::Status Transaction::Commit() {
+  if (db_->postgres()) {
+    absl::Status ready = db_->PgReady();
+    absl::Status s = ready.ok() ? db_->pg_->ExecScript("COMMIT") : ready;
+    done_ = true;  // committed, or rolled back by the server; either way over
+    db_->in_transaction_ = false;
+    if (!s.ok() && s.code() == absl::StatusCode::kUnavailable) {
+      return absl::UnavailableError(absl::StrCat(db_->path_, " was lost while committing: the write may or may not "
+                                                 "have been kept. Read it back before trying again (",
+                                                 s.message(), ")"));
+    }
+    return s;
+  }
+  bool wrote = sqlite3_total_changes64(db_->raw()) != changes_at_begin_;
+  if (wrote && db_->before_commit_) {
+    absl::Status s = db_->before_commit_();
+    if (!s.ok()) return s;  // the destructor rolls back
+  }
+  absl::Status s = db_->Exec("COMMIT");
+  if (!s.ok()) return s;
+  done_ = true;
+  if (wrote && db_->after_commit_) db_->after_commit_();
+  return s;
+}
+
+}  // namespace mariposa

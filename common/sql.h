@@ -1,0 +1,235 @@
+// A thin RAII layer over SQL databases returning absl::Status: SQLite (the
+// embedded store) and PostgreSQL through libpq (several nodes on one
+// database). One store's code runs on both: statements are written once,
+// with `?` / `?N` parameters, in the SQL both understand (INSERT … ON
+// CONFLICT, RETURNING); PostgreSQL gets them as $N. Not thread-safe: the
+// owner of a Database serializes access to it.
+#ifndef MARIPOSA_COMMON_SQL_H_
+#define MARIPOSA_COMMON_SQL_H_
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/pg.h"
+
+namespace mariposa {
+
+class Database;
+
+// `sql` with SQLite's `?` and `?N` parameters as PostgreSQL's `$N` (outside
+// quoted text and names).
+std::string ToPostgresParams(absl::string_view sql);
+
+// A statement on PostgreSQL: its parameters as text, run at the first Step
+// or Run, its rows read from the result.
+struct PgStatement {
+  Database* db = nullptr;
+  const std::string* sql = nullptr;  // with $N parameters (cached by the Database)
+  std::vector<std::optional<std::string>> params;
+  std::vector<bool> int8;
+  std::optional<PgResult> result;
+  int row = -1;
+  void Set(int i, std::optional<std::string> v, bool is_int) {
+    if (params.size() < static_cast<size_t>(i)) {
+      params.resize(i);
+      int8.resize(i, false);
+    }
+    params[i - 1] = std::move(v);
+    int8[i - 1] = is_int;
+  }
+};
+
+// A prepared statement. SQLite statements from Database::Prepare are cached:
+// on destruction they are reset for the next Prepare of the same SQL.
+class Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt, bool* in_use = nullptr) : db_(db), stmt_(stmt), in_use_(in_use) {}
+  explicit Statement(std::unique_ptr<PgStatement> pg) : pg_(std::move(pg)) {}
+  Statement(Statement&& o) noexcept : db_(o.db_), stmt_(o.stmt_), in_use_(o.in_use_), pg_(std::move(o.pg_)) {
+    o.stmt_ = nullptr;
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement() {
+    if (stmt_ == nullptr) return;
+    if (in_use_ != nullptr) {
+      sqlite3_reset(stmt_);
+      sqlite3_clear_bindings(stmt_);
+      *in_use_ = false;
+    } else {
+      sqlite3_finalize(stmt_);
+    }
+  }
+
+  // Parameters are 1-based, as in SQLite.
+  Statement& Bind(int i, absl::string_view s) {
+    if (pg_) {
+      pg_->Set(i, std::string(s), false);
+    } else {
+      sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    }
+    return *this;
+  }
+  Statement& Bind(int i, const char* s) { return Bind(i, absl::string_view(s)); }
+  Statement& Bind(int i, const std::string& s) { return Bind(i, absl::string_view(s)); }
+  Statement& Bind(int i, int64_t v) {
+    if (pg_) {
+      pg_->Set(i, std::to_string(v), true);
+    } else {
+      sqlite3_bind_int64(stmt_, i, v);
+    }
+    return *this;
+  }
+  Statement& Bind(int i, int v) { return Bind(i, static_cast<int64_t>(v)); }
+  Statement& Bind(int i, bool v) { return Bind(i, static_cast<int64_t>(v ? 1 : 0)); }
+  Statement& BindNull(int i) {
+    if (pg_) {
+      pg_->Set(i, std::nullopt, false);
+    } else {
+      sqlite3_bind_null(stmt_, i);
+    }
+    return *this;
+  }
+
+  // True while a row is available; false when done; error status otherwise.
+  absl::StatusOr<bool> Step();
+  // Steps to completion, ignoring rows.
+  absl::Status Run();
+  // Ready to run again, with no parameters bound.
+  absl::Status Reset() {
+    if (pg_) {
+      pg_->result.reset();
+      pg_->row = -1;
+      pg_->params.clear();
+      pg_->int8.clear();
+    } else {
+      sqlite3_reset(stmt_);
+      sqlite3_clear_bindings(stmt_);
+    }
+    return absl::OkStatus();
+  }
+
+  std::string Text(int col) const {
+    if (pg_) return pg_->result->Text(pg_->row, col);
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t ? std::string(reinterpret_cast<const char*>(t), sqlite3_column_bytes(stmt_, col)) : "";
+  }
+  int64_t Int(int col) const {
+    if (pg_) return pg_->result->Int(pg_->row, col);
+    return sqlite3_column_int64(stmt_, col);
+  }
+  bool IsNull(int col) const {
+    if (pg_) return pg_->result->IsNull(pg_->row, col);
+    return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
+  }
+  // The result's columns (on PostgreSQL: after the first Step).
+  int Columns() const;
+  std::string ColumnName(int col) const;
+
+ private:
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+  bool* in_use_ = nullptr;  // the cache slot's flag, or null for an uncached statement
+  std::unique_ptr<PgStatement> pg_;
+};
+
+class Database {
+ public:
+  // Opens (creating if needed) the SQLite database at `path`; ":memory:"
+  // for an in-memory database.
+  static absl::StatusOr<std::unique_ptr<Database>> Open(const std::string& path);
+  // Connects to PostgreSQL (`uri`: a libpq URI or key=value string, several
+  // hosts allowed). UNAVAILABLE naming the database when it cannot be
+  // reached.
+  static absl::StatusOr<std::unique_ptr<Database>> OpenPostgres(const std::string& uri, int connect_timeout_s = 5);
+  ~Database();
+
+  bool postgres() const { return pg_ != nullptr; }
+  // Runs statements without parameters (several at once allowed).
+  absl::Status Exec(absl::string_view sql);
+  // Prepares `sql`, reusing a cached statement when the same text is not in
+  // use already.
+  absl::StatusOr<Statement> Prepare(absl::string_view sql);
+  // Rows changed by the last statement that ran.
+  int64_t Changes() const { return pg_ ? pg_changes_ : sqlite3_changes(db_); }
+  sqlite3* raw() { return db_; }  // SQLite only
+  // The file (SQLite) or "PostgreSQL at host:port/db", for messages.
+  const std::string& path() const { return path_; }
+
+  // Run by every Transaction::Commit that wrote a row (SQLite only): `before`
+  // inside the transaction, just before COMMIT (its error rolls the
+  // transaction back), `after` once the COMMIT succeeded. The store uses
+  // them to count its commits. A transaction that wrote nothing runs
+  // neither (and stays a read).
+  void SetCommitHooks(std::function<absl::Status()> before, std::function<void()> after) {
+    before_commit_ = std::move(before);
+    after_commit_ = std::move(after);
+  }
+  // Every commit that wrote rows on this connection, Transaction or not
+  // (SQLite's commit hook); tests compare it with the commits the store
+  // counted.
+  int64_t commits_seen() const { return commits_seen_; }
+
+  // PostgreSQL: runs `sql` ($N parameters). Outside a transaction, a lost
+  // connection is opened again first; inside one, its loss fails every
+  // statement until the transaction ends (never a half-done write).
+  absl::StatusOr<PgResult> PgRun(const std::string& sql, const std::vector<std::optional<std::string>>& params,
+                                 const std::vector<bool>& int8);
+
+ private:
+  friend class Transaction;
+  Database(sqlite3* db, std::string path);
+  Database(std::unique_ptr<PgConnection> pg);
+  absl::Status PgReady();
+  struct Cached {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;
+  };
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  std::map<std::string, Cached, std::less<>> cache_;
+  std::function<absl::Status()> before_commit_;
+  std::function<void()> after_commit_;
+  int64_t commits_seen_ = 0;
+  int64_t changes_at_last_commit_ = 0;  // sqlite3_total_changes64 then
+  // PostgreSQL.
+  std::unique_ptr<PgConnection> pg_;
+  std::map<std::string, std::string, std::less<>> pg_sql_;  // SQLite text -> $N text
+  int64_t pg_changes_ = 0;
+  bool in_transaction_ = false;
+};
+
+// A write transaction: on SQLite BEGIN IMMEDIATE; on PostgreSQL BEGIN and
+// the store's one advisory lock, so that writers on every node take turns as
+// SQLite's do (each sees every commit before it; event indexes commit in
+// order). ROLLBACK on destruction unless Commit()ed.
+class Transaction {
+ public:
+  static absl::StatusOr<std::unique_ptr<Transaction>> Begin(Database* db);
+  ~Transaction();
+  absl::Status Commit();
+
+ private:
+  explicit Transaction(Database* db)
+      : db_(db), changes_at_begin_(db->postgres() ? 0 : sqlite3_total_changes64(db->raw())) {}
+  Database* db_;
+  int64_t changes_at_begin_;
+  bool done_ = false;
+};
+
+// The advisory lock key of the store's write transactions on PostgreSQL.
+constexpr int64_t kStoreWriteLock = 0x6d6172697061;  // "maripa"
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_COMMON_SQL_H_
