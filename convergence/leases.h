@@ -1,7 +1,7 @@
 // Which node runs which project's convergence (issue 33): the decisions of
 // the project leases, as pure functions of what the database says and
-// `now`. The database part (a leases table updated with conditional writes,
-// nodes' heartbeats) is not built yet; see docs/status.md.
+// `now`. The database part is the store's (ProjectStore::Heartbeat,
+// WriteLeases, CheckFence); the node's loop is lease_keeper.h.
 //
 // - A node is live while its heartbeat is younger than node_ttl.
 // - Each project belongs to one live node, chosen by rendezvous hashing
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "projects/store.h"
 
 namespace mariposa::convergence {
 
@@ -34,17 +35,9 @@ struct LeasePolicy {
   absl::Duration safety = absl::Seconds(2);
 };
 
-struct NodeBeat {
-  std::string node;
-  absl::Time seen;  // its last heartbeat, by the database's clock
-};
-
-struct Lease {
-  std::string project;
-  std::string holder;  // "" when released
-  int64_t epoch = 0;
-  absl::Time expires = absl::InfinitePast();
-};
+// A node's heartbeat and a project's lease, as the store keeps them.
+using ::mariposa::Lease;
+using ::mariposa::NodeBeat;
 
 struct LeaseAction {
   enum Kind { kAcquire, kRenew, kRelease };

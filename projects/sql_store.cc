@@ -230,6 +230,21 @@ const char* const kMigrations[] = {
       PRIMARY KEY (project_uuid, instance)
     );
     )sql",
+    // 12: several nodes on one database: heartbeats and project leases.
+    R"sql(
+    CREATE TABLE nodes (
+      node TEXT PRIMARY KEY,
+      address TEXT NOT NULL DEFAULT '',
+      started_at INTEGER NOT NULL,
+      seen_at INTEGER NOT NULL
+    );
+    CREATE TABLE leases (
+      project_uuid TEXT PRIMARY KEY,
+      holder TEXT NOT NULL DEFAULT '',
+      epoch INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL
+    );
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqlProjectStore::kSchemaVersion,
               "one migration per schema version");
@@ -403,6 +418,20 @@ const PgMigration kPgMigrations[] = {
       up_since BIGINT,
       healthy_since BIGINT,
       PRIMARY KEY (project_uuid, instance)
+    );
+    )sql"},
+    {12, R"sql(
+    CREATE TABLE nodes (
+      node TEXT PRIMARY KEY,
+      address TEXT NOT NULL DEFAULT '',
+      started_at BIGINT NOT NULL,
+      seen_at BIGINT NOT NULL
+    );
+    CREATE TABLE leases (
+      project_uuid TEXT PRIMARY KEY,
+      holder TEXT NOT NULL DEFAULT '',
+      epoch BIGINT NOT NULL,
+      expires_at BIGINT NOT NULL
     );
     )sql"},
 };
@@ -624,7 +653,7 @@ absl::StatusOr<int> SqlProjectStore::ResealSecrets() {
   absl::MutexLock l(&mu_);
   const SecretCodec* codec = codec_.load();
   if (codec == nullptr) return absl::FailedPreconditionError("no key to seal secrets with");
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   std::vector<std::tuple<std::string, std::string, std::string>> rows;  // project, key, stored value
   {
     ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT project_uuid, key, value FROM meta WHERE secret = 1"));
@@ -675,7 +704,7 @@ std::string TokenScope(const std::string& role, const std::string& project) {
 
 absl::StatusOr<TokenRecord> SqlProjectStore::CreateToken(const TokenRecord& t) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto dup, db_->Prepare("SELECT COUNT(*) FROM tokens WHERE name = ? AND revoked_at = 0"));
   dup.Bind(1, t.name);
   ASSIGN_OR_RETURN(bool row, dup.Step());
@@ -726,7 +755,7 @@ absl::StatusOr<TokenRecord> SqlProjectStore::FindTokenByHash(const std::string& 
 
 absl::StatusOr<TokenRecord> SqlProjectStore::RevokeToken(const std::string& id_or_name, const std::string& actor) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("SELECT ", kTokenCols,
                                                       " FROM tokens WHERE (id = ?1 OR name = ?1) AND revoked_at = 0")));
   st.Bind(1, id_or_name);
@@ -749,7 +778,7 @@ absl::StatusOr<TokenRecord> SqlProjectStore::RevokeToken(const std::string& id_o
 
 absl::StatusOr<GrantRecord> SqlProjectStore::SetGrant(const GrantRecord& g) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO grants (subject, project, role, created_at, created_by) "
                                          "VALUES (?, ?, ?, ?, ?) ON CONFLICT (subject, project) DO UPDATE SET "
                                          "role = excluded.role, created_at = excluded.created_at, "
@@ -781,7 +810,7 @@ absl::StatusOr<std::vector<GrantRecord>> SqlProjectStore::ListGrants() {
 absl::Status SqlProjectStore::DeleteGrant(const std::string& subject, const std::string& project,
                                              const std::string& actor) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto st, db_->Prepare("DELETE FROM grants WHERE subject = ? AND project = ?"));
   st.Bind(1, subject).Bind(2, project);
   RETURN_IF_ERROR(st.Run());
@@ -813,7 +842,7 @@ absl::Status SqlProjectStore::PutControllerMemory(const std::string& project_uui
                                 "SELECT uuid, ?, ? FROM projects WHERE uuid = ? "
                                 "ON CONFLICT (project_uuid) DO UPDATE SET body = excluded.body, "
                                 "updated_at = excluded.updated_at"));
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   st.Bind(1, body).Bind(2, NowMicros()).Bind(3, project_uuid);
   RETURN_IF_ERROR(st.Run());
   return txn->Commit();
@@ -842,7 +871,7 @@ absl::Status SqlProjectStore::UpdateInstanceTimes(const std::string& project_uui
                                                      const std::vector<std::string>& gone) {
   if (changed.empty() && gone.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto put, db_->Prepare(
                                  "INSERT INTO instance_times (project_uuid, instance, spec_hash, image_uuid, up_since, "
                                  "healthy_since) SELECT uuid, ?, ?, ?, ?, ? FROM projects WHERE uuid = ? "
@@ -880,7 +909,7 @@ absl::Status SqlProjectStore::SetSetting(const std::string& key, const std::stri
                                             const std::string& actor, const std::string& kind,
                                             const std::string& detail) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto st, db_->Prepare(
                                 "INSERT INTO settings (key, value, updated_at, updated_by) VALUES (?, ?, ?, ?) "
                                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
@@ -944,6 +973,7 @@ absl::Status SqlProjectStore::Verify() {
     for (const char* t : kStoreTables) want.insert(absl::StrCat("table ", t));
     for (const char* o : {"table mariposa_schema", "index events_by_project", "index tasks_by_project",
                           "index jobs_by_project", "index tokens_live_name", "trigger events_no_update",
+                          "table nodes", "table leases",
                           "trigger events_no_delete"}) {
       want.insert(o);
     }
@@ -1064,7 +1094,7 @@ absl::StatusOr<std::string> SqlProjectStore::InsertProjectLocked(const std::stri
 
 absl::StatusOr<int> SqlProjectStore::ClaimUnownedProjects(const std::string& owner) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT uuid, name FROM projects WHERE owner = '' ORDER BY name"));
   std::vector<std::pair<std::string, std::string>> unowned;
   while (true) {
@@ -1093,7 +1123,7 @@ absl::StatusOr<ProjectRecord> SqlProjectStore::CreateProject(const std::string& 
         "project name \"", name, "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
   }
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   if (GetProjectLocked(name).ok()) return absl::AlreadyExistsError(absl::StrCat("project \"", name, "\" exists already"));
   ASSIGN_OR_RETURN(std::string uuid, InsertProjectLocked(name, description, owner, actor));
   RETURN_IF_ERROR(txn->Commit());
@@ -1123,7 +1153,7 @@ absl::StatusOr<ProjectRecord> SqlProjectStore::GetProject(const std::string& nam
 
 absl::Status SqlProjectStore::DeleteProject(const std::string& name_or_uuid, const std::string& actor) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(name_or_uuid));
   // projects.current_version is not a foreign key (it would be circular);
   // clear it, then let ON DELETE CASCADE remove versions, services, meta, tags.
@@ -1144,7 +1174,7 @@ absl::Status SqlProjectStore::DeleteProject(const std::string& name_or_uuid, con
 
 absl::StatusOr<CommitResult> SqlProjectStore::CommitVersion(const NewVersion& v) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   CommitResult result;
   auto project = GetProjectLocked(v.project_name);
   if (!project.ok()) {
@@ -1361,7 +1391,7 @@ absl::StatusOr<VersionRecord> SqlProjectStore::TagVersion(const std::string& pro
         "tag \"", tag, "\" must be a DNS label that starts with a letter and is not \"current\" or \"latest\""));
   }
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(VersionRecord v, GetVersionLocked(project_uuid, ref, false));
   ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO version_tags (project_uuid, tag, version_uuid) VALUES (?, ?, ?) "
                                          "ON CONFLICT (project_uuid, tag) DO UPDATE SET version_uuid = excluded.version_uuid"));
@@ -1470,7 +1500,7 @@ absl::StatusOr<MetaRecord> SqlProjectStore::UpdateMeta(const std::string& projec
                                                           const std::string& kind, const MetaUpdate& update) {
   RETURN_IF_ERROR(CheckMetaKey(key));
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
   ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, key));
   RETURN_IF_ERROR(CheckCasLocked(key, cur, cas));
@@ -1496,7 +1526,7 @@ absl::StatusOr<MetaRecord> SqlProjectStore::SetMeta(const std::string& project_u
 absl::Status SqlProjectStore::DeleteMeta(const std::string& project_uuid, const std::string& key,
                                             std::optional<int64_t> cas, const std::string& actor) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
   ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, key));
   if (!cur) return absl::NotFoundError(absl::StrCat("no meta key \"", key, "\""));
@@ -1535,7 +1565,7 @@ absl::StatusOr<int> SqlProjectStore::ImportMeta(const std::string& project_uuid,
   }
   for (const auto& kv : entries) RETURN_IF_ERROR(CheckMetaKey(kv.first));
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
   // One read per key: whether it is new (the limit) and whether it is secret.
   std::vector<std::optional<MetaRecord>> current;
@@ -1603,7 +1633,7 @@ absl::StatusOr<int64_t> SqlProjectStore::AppendEvent(const std::string& actor, c
                                                         const std::string& kind, const std::string& subject,
                                                         const std::string& detail) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(int64_t index, AppendEventLocked(actor, project, kind, subject, detail));
   RETURN_IF_ERROR(txn->Commit());
   return index;
@@ -1612,7 +1642,7 @@ absl::StatusOr<int64_t> SqlProjectStore::AppendEvent(const std::string& actor, c
 absl::Status SqlProjectStore::AppendEvents(const std::vector<EventRecord>& events) {
   if (events.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   for (const EventRecord& e : events) {
     RETURN_IF_ERROR(AppendEventLocked(e.actor, e.project, e.kind, e.subject, e.detail).status());
   }
@@ -1727,6 +1757,133 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> SqlProjectStore::Co
   return counts;
 }
 
+// ---------------------------------------------------------------- nodes and leases
+
+absl::StatusOr<int64_t> SqlProjectStore::DbNowMicrosLocked() {
+  if (!postgres_) return NowMicros();
+  // The database's clock: every node compares lease expiries with the same.
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row) return absl::InternalError("the database did not say its time");
+  return st.Int(0);
+}
+
+absl::StatusOr<std::unique_ptr<Transaction>> SqlProjectStore::BeginLocked() {
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  if (const Fence* f = ScopedFence::Current(); f != nullptr) RETURN_IF_ERROR(CheckFenceLocked(*f));
+  return txn;
+}
+
+absl::Status SqlProjectStore::CheckFenceLocked(const Fence& f) {
+  ASSIGN_OR_RETURN(int64_t now, DbNowMicrosLocked());
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT holder, epoch, expires_at FROM leases WHERE project_uuid = ?"));
+  st.Bind(1, f.project);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  std::string holder = row ? st.Text(0) : "";
+  int64_t epoch = row ? st.Int(1) : 0, expires = row ? st.Int(2) : 0;
+  if (holder == f.node && epoch == f.epoch && expires - absl::ToInt64Microseconds(f.margin) > now) {
+    return absl::OkStatus();
+  }
+  std::string now_held = holder.empty() || expires <= now
+                             ? "nobody holds it now"
+                             : absl::StrCat("node ", holder, " holds it at epoch ", epoch);
+  return absl::AbortedError(absl::StrCat(
+      "node ", f.node, " no longer holds the lease of project ", f.project, " at epoch ", f.epoch,
+      holder == f.node && epoch == f.epoch ? " with time to act (it runs out within the safety margin)" : "",
+      " (", now_held, "); nothing was written. The node holding the lease carries on"));
+}
+
+absl::Status SqlProjectStore::CheckFence(const Fence& fence) {
+  absl::MutexLock l(&mu_);
+  return CheckFenceLocked(fence);
+}
+
+absl::StatusOr<LeaseState> SqlProjectStore::Heartbeat(const std::string& node, const std::string& address,
+                                                      absl::Time started_at) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  LeaseState out;
+  ASSIGN_OR_RETURN(int64_t now, DbNowMicrosLocked());
+  out.now = FromMicros(now);
+  {
+    ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO nodes (node, address, started_at, seen_at) VALUES (?, ?, ?, ?) "
+                                           "ON CONFLICT (node) DO UPDATE SET address = excluded.address, "
+                                           "started_at = excluded.started_at, seen_at = excluded.seen_at"));
+    st.Bind(1, node).Bind(2, address).Bind(3, absl::ToUnixMicros(started_at)).Bind(4, now);
+    RETURN_IF_ERROR(st.Run());
+  }
+  {
+    ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT node, seen_at, address, started_at FROM nodes ORDER BY node"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      out.nodes.push_back(NodeBeat{st.Text(0), FromMicros(st.Int(1)), st.Text(2), FromMicros(st.Int(3))});
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT uuid FROM projects ORDER BY uuid"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      out.projects.push_back(st.Text(0));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT project_uuid, holder, epoch, expires_at FROM leases"));
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      out.leases[st.Text(0)] = Lease{st.Text(0), st.Text(1), st.Int(2), FromMicros(st.Int(3))};
+    }
+  }
+  RETURN_IF_ERROR(txn->Commit());
+  return out;
+}
+
+absl::StatusOr<std::vector<bool>> SqlProjectStore::WriteLeases(const std::vector<LeaseWrite>& writes) {
+  std::vector<bool> made;
+  if (writes.empty()) return made;
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(int64_t now, DbNowMicrosLocked());
+  ASSIGN_OR_RETURN(auto insert, db_->Prepare("INSERT INTO leases (project_uuid, holder, epoch, expires_at) "
+                                             "SELECT uuid, ?, ?, ? FROM projects WHERE uuid = ? "
+                                             "ON CONFLICT (project_uuid) DO NOTHING"));
+  ASSIGN_OR_RETURN(auto acquire, db_->Prepare("UPDATE leases SET holder = ?1, epoch = ?2, expires_at = ?3 "
+                                              "WHERE project_uuid = ?4 AND epoch = ?5 AND "
+                                              "(holder = '' OR expires_at <= ?6)"));
+  ASSIGN_OR_RETURN(auto renew, db_->Prepare("UPDATE leases SET expires_at = ?3 WHERE project_uuid = ?4 AND "
+                                            "epoch = ?5 AND holder = ?1 AND expires_at > ?6"));
+  ASSIGN_OR_RETURN(auto release, db_->Prepare("UPDATE leases SET holder = '', expires_at = 0 WHERE "
+                                              "project_uuid = ?4 AND epoch = ?5 AND holder = ?1"));
+  // Numbers a statement does not use are harmless: they are sent typed.
+  for (const LeaseWrite& w : writes) {
+    Statement* st = w.kind == LeaseWrite::kRenew     ? &renew
+                    : w.kind == LeaseWrite::kRelease ? &release
+                    : w.expected_epoch == 0          ? &insert
+                                                     : &acquire;
+    RETURN_IF_ERROR(st->Reset());
+    st->Bind(1, w.node).Bind(2, w.epoch).Bind(3, absl::ToUnixMicros(w.expires)).Bind(4, w.project);
+    if (st != &insert) st->Bind(5, w.expected_epoch).Bind(6, now);
+    RETURN_IF_ERROR(st->Run());
+    made.push_back(db_->Changes() == 1);
+  }
+  RETURN_IF_ERROR(txn->Commit());
+  return made;
+}
+
+absl::Status SqlProjectStore::LeaveNode(const std::string& node) {
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto rel, db_->Prepare("UPDATE leases SET holder = '', expires_at = 0 WHERE holder = ?"));
+  rel.Bind(1, node);
+  RETURN_IF_ERROR(rel.Run());
+  ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM nodes WHERE node = ?"));
+  del.Bind(1, node);
+  RETURN_IF_ERROR(del.Run());
+  return txn->Commit();
+}
+
 // ---------------------------------------------------------------- tasks
 
 namespace {
@@ -1821,7 +1978,7 @@ absl::StatusOr<TaskRecord> SqlProjectStore::AddTask(const TaskRecord& task, cons
   static const std::set<std::string> kKinds = {"start", "stop", "scale", "reprovision", "freeze"};
   if (!kKinds.count(task.kind)) return absl::InvalidArgumentError(absl::StrCat("unknown task kind \"", task.kind, "\""));
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(task.project_uuid));
   ASSIGN_OR_RETURN(std::vector<TaskRecord> open,
                    QueryTasksLocked("project_uuid = ?1 AND state IN ('queued', 'active', 'terminating') ORDER BY created_at",
@@ -1909,7 +2066,7 @@ absl::StatusOr<TaskRecord> SqlProjectStore::SetTaskState(const std::string& uuid
   static const std::set<std::string> kStates = {"queued", "active", "terminating", "completed", "failed", "terminated"};
   if (!kStates.count(state)) return absl::InvalidArgumentError(absl::StrCat("unknown task state \"", state, "\""));
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(std::vector<TaskRecord> found, QueryTasksLocked("uuid = ?1", uuid));
   if (found.empty()) return absl::NotFoundError(absl::StrCat("no task ", uuid));
   if (Finished(found[0].state)) {
@@ -1950,7 +2107,7 @@ absl::StatusOr<TaskRecord> SqlProjectStore::SetTaskState(const std::string& uuid
 absl::StatusOr<TaskRecord> SqlProjectStore::SetTaskPaused(const std::string& uuid, const std::string& actor,
                                                              const std::string& reason, bool paused) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(std::vector<TaskRecord> found, QueryTasksLocked("uuid = ?1", uuid));
   if (found.empty()) return absl::NotFoundError(absl::StrCat("no task ", uuid, "; `mariposa queue list` shows them"));
   TaskRecord t = found[0];
@@ -1987,7 +2144,7 @@ absl::StatusOr<TaskRecord> SqlProjectStore::SetTaskPaused(const std::string& uui
 
 absl::Status SqlProjectStore::AddTaskProgress(const std::string& uuid, const TaskProgress& d) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   RETURN_IF_ERROR(AddTaskProgressLocked(uuid, d));
   return txn->Commit();
 }
@@ -2005,7 +2162,7 @@ absl::Status SqlProjectStore::AddTaskProgressLocked(const std::string& uuid, con
 
 absl::Status SqlProjectStore::MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(name_or_uuid));
   ASSIGN_OR_RETURN(auto st, db_->Prepare("UPDATE projects SET deleting = 1 WHERE uuid = ?"));
   st.Bind(1, p.uuid);
@@ -2067,7 +2224,7 @@ absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
   if (jobs.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(LoadJobsLocked());
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto st, db_->Prepare(
                                 "INSERT INTO jobs (job_uuid, project_uuid, api, task_uuid, service, instance, "
                                 "alias, kind, reason, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -2122,7 +2279,7 @@ absl::Status SqlProjectStore::FinishJobs(const std::vector<std::pair<std::string
   if (jobs.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(LoadJobsLocked());
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto get, db_->Prepare("SELECT task_uuid FROM jobs WHERE job_uuid = ?"));
   ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM jobs WHERE job_uuid = ?"));
   for (const auto& [job_uuid, progress] : jobs) {

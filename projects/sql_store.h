@@ -22,7 +22,7 @@ namespace mariposa {
 class SqlProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
-  static constexpr int kSchemaVersion = 11;
+  static constexpr int kSchemaVersion = 12;
   // The schema a store on PostgreSQL begins with.
   static constexpr int kFirstPostgresSchema = 11;
 
@@ -145,6 +145,11 @@ class SqlProjectStore : public ProjectStore {
   absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs) override;
   absl::StatusOr<std::vector<TaskCount>> CountTasks() override;
   absl::StatusOr<TaskRecord> GetTask(const std::string& uuid) override;
+  absl::StatusOr<LeaseState> Heartbeat(const std::string& node, const std::string& address,
+                                       absl::Time started_at) override;
+  absl::StatusOr<std::vector<bool>> WriteLeases(const std::vector<LeaseWrite>& writes) override;
+  absl::Status LeaveNode(const std::string& node) override;
+  absl::Status CheckFence(const Fence& fence) override;
   absl::StatusOr<TaskRecord> SetTaskState(const std::string& uuid, const std::string& state,
                                           const std::string& error) override;
 
@@ -163,6 +168,13 @@ class SqlProjectStore : public ProjectStore {
         clock_(clock) {}
   absl::Status Migrate(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MigratePostgres() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A write transaction, checking the calling thread's fence (ScopedFence)
+  // inside it.
+  absl::StatusOr<std::unique_ptr<Transaction>> BeginLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckFenceLocked(const Fence& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The time by the database's clock (PostgreSQL's, shared by every node;
+  // the store's clock on SQLite).
+  absl::StatusOr<int64_t> DbNowMicrosLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The version the schema is at (SQLite's user_version, PostgreSQL's
   // mariposa_schema row); 0 for a new store.
   absl::StatusOr<int> SchemaVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -189,6 +189,71 @@ struct JobRecord {
   absl::Time sent_at = absl::InfinitePast();
 };
 
+// Several nodes on one database (issue 33, docs/operations.md): each
+// node's heartbeat and each project's lease. Times are the database's.
+struct NodeBeat {
+  std::string node;
+  absl::Time seen;  // its last heartbeat
+  std::string address = "";  // where it serves gRPC
+  absl::Time started_at = absl::InfinitePast();
+};
+
+struct Lease {
+  std::string project;
+  std::string holder;  // "" when released
+  int64_t epoch = 0;
+  absl::Time expires = absl::InfinitePast();
+};
+
+// What the nodes' lease keepers read in one round: the database's clock,
+// every node's heartbeat, every project and every lease.
+struct LeaseState {
+  absl::Time now;
+  std::vector<NodeBeat> nodes;
+  std::vector<std::string> projects;  // uuids
+  std::map<std::string, Lease> leases;  // by project uuid
+};
+
+// One conditional lease write by `node`, made only if the stored epoch is
+// still `expected_epoch` (0: there is no lease row yet) and
+//  - acquire: nobody holds it (released, or expired by the database's clock);
+//  - renew:   `node` holds it and it has not expired;
+//  - release: `node` holds it.
+struct LeaseWrite {
+  enum Kind { kAcquire, kRenew, kRelease };
+  Kind kind = kAcquire;
+  std::string project;
+  std::string node;
+  int64_t expected_epoch = 0;
+  int64_t epoch = 0;     // written (acquire: expected + 1)
+  absl::Time expires;    // acquire and renew
+};
+
+// Fencing (issue 33): the calling thread works for `project` holding its
+// lease as `node` at `epoch`. While a ScopedFence lives, every store write
+// of that thread is made only if, inside its transaction and by the
+// database's clock, the lease is still that node's at that epoch with more
+// than `margin` left; otherwise ABORTED and nothing is written.
+struct Fence {
+  std::string project;
+  std::string node;
+  int64_t epoch = 0;
+  absl::Duration margin = absl::Seconds(2);
+};
+
+class ScopedFence {
+ public:
+  explicit ScopedFence(const Fence& f) : previous_(current_) { current_ = &f; }
+  ~ScopedFence() { current_ = previous_; }
+  ScopedFence(const ScopedFence&) = delete;
+  ScopedFence& operator=(const ScopedFence&) = delete;
+  static const Fence* Current() { return current_; }
+
+ private:
+  const Fence* previous_;
+  static inline thread_local const Fence* current_ = nullptr;
+};
+
 struct TaskCount {
   std::string kind, state;
   int64_t n = 0;
@@ -381,6 +446,19 @@ class ProjectStore {
   // task, if the task is still open, all in one transaction. A job already
   // removed is not counted again (OK).
   virtual absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs) = 0;
+
+  // Nodes and leases (issue 33). Heartbeat records `node`'s heartbeat at
+  // the database's clock and reads the lease state, in one transaction.
+  virtual absl::StatusOr<LeaseState> Heartbeat(const std::string& node, const std::string& address,
+                                               absl::Time started_at) = 0;
+  // Makes each write that still applies (see LeaseWrite), in one
+  // transaction; whether each was made.
+  virtual absl::StatusOr<std::vector<bool>> WriteLeases(const std::vector<LeaseWrite>& writes) = 0;
+  // A node leaving: its leases released and its heartbeat removed.
+  virtual absl::Status LeaveNode(const std::string& node) = 0;
+  // OK while `fence` holds (see Fence); ABORTED saying who holds the lease
+  // now otherwise. Checked before Triton is asked to act.
+  virtual absl::Status CheckFence(const Fence& fence) = 0;
 };
 
 }  // namespace mariposa
