@@ -83,6 +83,9 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Open(const std::stri
   // connect_timeout given here applies unless the URI names its own.
   pg_conn* c = PQconnectdbParams(keys, values, 1);
   if (c == nullptr) return absl::ResourceExhaustedError("libpq could not allocate a connection");
+  // Server notices ("relation … already exists, skipping") are not errors
+  // and would reach stderr unformatted.
+  PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
   std::unique_ptr<PgConnection> conn(new PgConnection(c, uri));
   if (PQstatus(c) != CONNECTION_OK) return conn->Error("connecting", "", PQerrorMessage(c));
   return conn;

@@ -677,7 +677,7 @@ void Reconciler::KeepMemory(const ProjectRecord& p, const std::map<std::string, 
 }
 
 absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_jobs, absl::Duration* observe,
-                                             absl::Time* listed, bool last_seen) {
+                                             absl::Time* listed, bool last_seen, bool observe_only) {
   Snapshot s;
   ASSIGN_OR_RETURN(s.project, store_->GetProject(name));
   const std::string& uuid = s.project.uuid;
@@ -818,7 +818,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       s.actual_known = false;
     }
   }
-  AdoptCoreZones(&s);
+  if (!observe_only) AdoptCoreZones(&s);
   if (observe != nullptr) *observe = clock_->Now() - observe_start;
   if (listed != nullptr) *listed = s.actual_known ? listed_at : absl::InfinitePast();
   // The versions older instances were created from: their checks are the
@@ -933,7 +933,8 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     // Advisory, like the kept memory: without it, after a restart running
     // instances count from their creation and healthy ones from their
     // first passing check.
-    if (absl::Status st = store_->UpdateInstanceTimes(uuid, changed, gone); !st.ok()) {
+    if (absl::Status st = observe_only ? absl::OkStatus() : store_->UpdateInstanceTimes(uuid, changed, gone);
+        !st.ok()) {
       LogWarn("since when instances run and are healthy could not be kept",
               {{"project", s.project.name}, {"error", st.ToString()}});
     }
@@ -1118,6 +1119,17 @@ bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::
 }
 
 absl::StatusOr<Reconciler::View> Reconciler::Inspect(const std::string& project) {
+  if (options_.lease) {
+    // A project another node runs: this node has no sync of its own to
+    // show, so it reads VMAPI now (and writes nothing).
+    ASSIGN_OR_RETURN(ProjectRecord p, store_->GetProject(project));
+    if (!options_.lease(p.uuid)) {
+      ASSIGN_OR_RETURN(Snapshot s, Gather(p.uuid, /*poll_jobs=*/false, nullptr, nullptr, /*last_seen=*/false,
+                                          /*observe_only=*/true));
+      Decision d = Decide(s, clock_->Now());
+      return View{std::move(s), std::move(d)};
+    }
+  }
   ASSIGN_OR_RETURN(Snapshot s, Gather(project, /*poll_jobs=*/false, nullptr, nullptr, /*last_seen=*/true));
   Decision d = Decide(s, clock_->Now());
   return View{std::move(s), std::move(d)};
@@ -1575,6 +1587,7 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
     std::function<absl::StatusOr<triton::JobRef>()> call;
     int wave = 0;
     absl::StatusOr<triton::JobRef> result = absl::UnknownError("not sent");
+    bool attempted = false;  // false: held back (the lease moved), nothing to count
   };
   std::vector<Request> requests;
   // Placement candidates (only when a create has rules) and the instances
@@ -1741,9 +1754,23 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
                         [=] { return imgapi->ImportRemote(uuid, source); }});
   }
   for (int wave = 0; wave < waves; ++wave) {
+    // Several nodes: a wave goes out only while this node still holds the
+    // project's lease, by the database's clock, with time to act.
+    if (const Fence* f = ScopedFence::Current(); f != nullptr && !requests.empty()) {
+      if (absl::Status held = store_->CheckFence(*f); !held.ok()) {
+        LogWarn("lease lost; nothing more is sent", {{"project", p.name}, {"error", held.ToString()}});
+        problems->push_back({"lease", "", "this node no longer holds the project's lease", held.ToString(),
+                             "none: the node holding it carries on (`mariposa nodes`)",
+                             "requests not sent by this node are decided again by the holder"});
+        break;
+      }
+    }
     std::vector<Request*> batch;
     for (Request& q : requests) {
-      if (q.wave == wave) batch.push_back(&q);
+      if (q.wave == wave) {
+        batch.push_back(&q);
+        q.attempted = true;
+      }
     }
     std::vector<std::function<void()>> sends;
     for (Request* q : batch) sends.push_back([q] { q->result = q->call(); });
@@ -1751,6 +1778,7 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
   }
   std::vector<JobRecord> sent;
   for (Request& q : requests) {
+    if (!q.attempted) continue;
     JobRecord& j = q.job;
     if (q.result.ok()) {
       j.job_uuid = q.result->job_uuid;
@@ -1899,6 +1927,26 @@ void Reconciler::Worker() {
       queue_.Done(key);
       continue;
     }
+    // Several nodes: only projects whose lease this node holds, each under
+    // its fence (the store refuses its writes once the lease moved).
+    std::optional<Fence> fence;
+    if (options_.lease) {
+      fence = options_.lease(key);
+      if (!fence) {
+        queue_.Forget(key);
+        queue_.Done(key);
+        continue;
+      }
+      absl::MutexLock l(&mu_);
+      // Taken (again): start from the store, not from what this node
+      // remembered of an earlier holding.
+      if (auto it = projects_.find(key); it != projects_.end() && it->second.epoch != fence->epoch) {
+        projects_.erase(it);
+      }
+      projects_[key].epoch = fence->epoch;
+    }
+    std::optional<ScopedFence> fenced;
+    if (fence) fenced.emplace(*fence);
     // Backlog creates go out as job slots free up; the project is synced
     // (decided again) when there are none, when it changed, when a job
     // failed, and at least every full_observe.

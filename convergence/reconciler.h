@@ -87,6 +87,10 @@ struct ReconcilerOptions {
   std::function<absl::StatusOr<int64_t>(const std::string& project, const std::string& to_version,
                                         const std::string& expected_current, const std::string& message)>
       rollback;
+  // Several nodes on one database (lease_keeper.h): the fence to act on a
+  // project under while this node holds its lease, nullopt when it does
+  // not (the project is left to its holder). Null: one node, every project.
+  std::function<std::optional<Fence>(const std::string& project_uuid)> lease;
 };
 
 // What one sync did.
@@ -197,8 +201,10 @@ class Reconciler {
   // `listed`, when given, is set to when the snapshot's instances were
   // listed (InfinitePast: VMAPI could not be read; keep nothing).
   // `last_seen` (Inspect): nothing is asked of Triton (see Inspect).
+  // `observe_only` (Inspect of a project another node runs): VMAPI is read,
+  // nothing is written to Triton or the store.
   absl::StatusOr<Snapshot> Gather(const std::string& project, bool poll_jobs, absl::Duration* observe,
-                                  absl::Time* listed, bool last_seen = false);
+                                  absl::Time* listed, bool last_seen = false, bool observe_only = false);
   // `changes` is changes_ when the sync began.
   SyncResult Execute(const Snapshot& s, Decision d, uint64_t changes);
   // Builds, sends (in dependency waves) and records the requests of
@@ -258,6 +264,7 @@ class Reconciler {
     // what the store holds).
     bool memory_recalled = false;
     bool times_recalled = false;  // `tracked` was filled from the store (InstanceTimes)
+    int64_t epoch = 0;  // several nodes: the lease epoch this state was built under
     std::string memory_kept;
     int in_flight = 0;                            // jobs in flight after the last sync
     std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's

@@ -69,6 +69,7 @@
 #include "projects/projects_service.h"
 #include "projects/sql_store.h"
 #include "projects/store_open.h"
+#include "convergence/lease_keeper.h"
 
 namespace {
 
@@ -84,9 +85,9 @@ constexpr char kUsage[] = R"(usage: mariposad [--config FILE] [--listen ADDR] [-
                   [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-agents]
                   [--health-loopback]
                   [--health-lease DURATION] [--image-source URL [--image-channel NAME]]]
-                 [--metrics-listen HOST:PORT]
+                 [--metrics-listen HOST:PORT] [--store postgresql://… [--node NAME] [--lease-ttl DURATION]]
 
-The Mariposa controller: gRPC API, SQLite store.
+The Mariposa controller: gRPC API, SQLite store (or PostgreSQL, several nodes).
 
   --listen ADDR     address to serve on (default 127.0.0.1:7740; port 0 picks a
                     free port; unix:/path for a unix socket). Callers on
@@ -132,6 +133,19 @@ The Mariposa controller: gRPC API, SQLite store.
                     health agents connected at once (default 256)
   --data-dir DIR    where the store lives (default /var/lib/mariposa); created
                     if missing; one mariposad per directory
+  --store URI       keep the store in PostgreSQL instead (postgresql://USER@HOST:
+                    PORT/DB; several hosts as HOST1:P1,HOST2:P2 with
+                    ?target_session_attrs=read-write): several mariposad nodes
+                    on one database share the projects, each project run by
+                    one node holding its lease (docs/operations.md, "Several
+                    nodes"). Default: sqlite:DATA_DIR/mariposa.db
+  --node NAME       this node's name among the nodes of one database (default:
+                    the host name); unique
+  --lease-ttl DURATION
+                    a project lease's life from its last renewal (default 10s):
+                    a node that dies has its projects taken over after about
+                    this long; one cut off from the database stops acting
+                    before it runs out
   --init            accept a missing or empty store in a data dir that held one
                     (start over with no projects); without it such a store is
                     refused, as is any store that fails verification
@@ -460,6 +474,7 @@ int main(int argc, char** argv) {
   std::string max_agents_text = "256";
   std::string image_source_url, image_channel = "release", backoff_cap_text = "2m";
   std::string health_lease_text = "10s";
+  std::string store_spec, node_name, lease_ttl_text = "10s";
   // Every flag, by name: the command line and the --config file say the same.
   const std::map<std::string, bool*> switches = {
       {"init", &init}, {"insecure-listen", &insecure_listen}, {"embedded-health", &embedded_health},
@@ -474,7 +489,8 @@ int main(int argc, char** argv) {
       {"tls-client-ca", &tls_client_ca}, {"secrets-key", &secrets_key}, {"backup-dir", &backup_dir},
       {"max-health-agents", &max_agents_text}, {"standby-listen", &standby_listen},
       {"on-init-failure", &on_init_failure}, {"backup-interval", &backup_interval_text},
-      {"backup-keep", &backup_keep_text}};
+      {"backup-keep", &backup_keep_text}, {"store", &store_spec}, {"node", &node_name},
+      {"lease-ttl", &lease_ttl_text}};
   std::set<std::string> switch_names, valued_names;
   for (const auto& kv : switches) switch_names.insert(kv.first);
   for (const auto& kv : valued) valued_names.insert(kv.first);
@@ -565,6 +581,23 @@ int main(int argc, char** argv) {
   if (!admin_owner.empty() && !mariposa::IsUuid(admin_owner)) {
     return Usage(absl::StrCat("--admin-owner \"", admin_owner, "\" is not a uuid"));
   }
+  // --store: SQLite in the data dir (the default) or PostgreSQL, shared by
+  // every node (--node names this one; the project leases last --lease-ttl).
+  bool postgres = mariposa::SqlProjectStore::IsPostgresSpec(store_spec);
+  if (!store_spec.empty() && !postgres && store_spec != "sqlite:" + data_dir + "/mariposa.db") {
+    return Usage(absl::StrCat("--store must be a PostgreSQL URI (postgresql://USER@HOST:PORT/DB) or sqlite:",
+                              data_dir, "/mariposa.db (a SQLite store lives in --data-dir)"));
+  }
+  absl::Duration lease_ttl;
+  if (!absl::ParseDuration(lease_ttl_text, &lease_ttl) || lease_ttl < absl::Seconds(2)) {
+    return Usage(absl::StrCat("--lease-ttl \"", lease_ttl_text, "\" is not a duration of at least 2s (e.g. 10s)"));
+  }
+  if (node_name.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    node_name = host;
+  }
+  if (node_name.empty() || node_name.size() > 128) return Usage("--node must name this node (1-128 characters)");
 
   // Signals are taken by one thread with sigwait; block them everywhere first.
   sigset_t sigs;
@@ -667,7 +700,9 @@ int main(int argc, char** argv) {
   }
   std::string store_path = data_dir + "/mariposa.db";
   mariposa::StoreRefusal refusal;
-  auto store = mariposa::OpenStore(data_dir, init, clock, &refusal, backup_dir, accept_store_loss);
+  auto store = postgres ? mariposa::OpenPostgresStore(store_spec, clock, &refusal)
+                        : mariposa::OpenStore(data_dir, init, clock, &refusal, backup_dir, accept_store_loss);
+  if (store.ok() && postgres) store_path = (*store)->where();
   if (!store.ok()) {
     mariposa::LogError("store refused; not serving", {{"path", store_path},
                                                       {"error", refusal.error},
@@ -757,6 +792,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<mariposa::triton::HttpPapiClient> papi;
   std::unique_ptr<mariposa::triton::HttpNapiClient> napi;
   std::unique_ptr<mariposa::convergence::Reconciler> reconciler;
+  // Several nodes on PostgreSQL: the project leases this node holds.
+  std::unique_ptr<mariposa::convergence::LeaseKeeper> leases;
   // After the reconciler: its functions still running are waited for first.
   mariposa::BoundedRunner bounded(clock);
   // Health: the coordinator shards the services' checks over the agents that
@@ -819,6 +856,20 @@ int main(int argc, char** argv) {
     ropts.napi = napi.get();
     ropts.health = health.get();
     ropts.health_loopback = health_loopback;
+    if (postgres) {
+      mariposa::convergence::LeaseKeeperOptions lo;
+      lo.node = node_name;
+      lo.policy.ttl = lease_ttl;
+      lo.policy.renew_before = lease_ttl / 2;
+      lo.policy.node_ttl = lease_ttl;
+      lo.policy.safety = lease_ttl / 5;
+      lo.tick = std::min(absl::Seconds(1), lease_ttl / 10);
+      leases = std::make_unique<mariposa::convergence::LeaseKeeper>(
+          store->get(), clock, lo, [&wake_target](const std::string& project) {
+            if (auto* r = wake_target.load()) r->WakeProject(project);
+          });
+      ropts.lease = [k = leases.get()](const std::string& project) { return k->Holds(project); };
+    }
     ropts.rollback = [&projects](const std::string& project, const std::string& to, const std::string& expected,
                                  const std::string& message) {
       return projects.RollbackTo(project, to, expected, "mariposad (auto_rollback)", message);
@@ -989,6 +1040,10 @@ int main(int argc, char** argv) {
       r->SetPaused(m.mode == "readonly");
     });
     reconciler->Start();
+    if (leases) {
+      leases->SetAddress(bound);
+      leases->Start();
+    }
   }
   backups.Start();
   {
@@ -1038,6 +1093,7 @@ int main(int argc, char** argv) {
   stopping.Notify();
   trimmer.join();
   if (reconciler) reconciler->Stop();
+  if (leases) leases->Stop();  // hands its projects to the other nodes at once
   latency_sink.store(nullptr);
   backups.Stop();
   health_metrics.Watch(static_cast<const mariposa::health::Agent*>(nullptr));

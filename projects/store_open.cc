@@ -250,4 +250,33 @@ absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenStore(const std::string& da
   return store;
 }
 
+absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenPostgresStore(const std::string& uri, const Clock* clock,
+                                                                   StoreRefusal* refusal) {
+  auto store = SqlProjectStore::OpenPostgres(uri, clock);
+  if (!store.ok()) {
+    if (absl::IsUnavailable(store.status())) {
+      return Refuse(refusal,
+                    StoreRefusal{"cannot reach the store's database", std::string(store.status().message()),
+                                 "start PostgreSQL or fix --store (host, port, database, user; a password belongs in "
+                                 "~/.pgpass or PGPASSFILE, not on the command line), then start mariposad again; "
+                                 "with several hosts in the URI, at least one must accept writes",
+                                 kImpact});
+    }
+    bool newer = absl::IsFailedPrecondition(store.status());
+    return Refuse(refusal, StoreRefusal{"cannot open the store's database", std::string(store.status().message()),
+                                        newer ? "run the mariposad release the other nodes run (upgrade every node)"
+                                              : "check that the database user may create tables in the database, "
+                                                "and the PostgreSQL log",
+                                        kImpact});
+  }
+  if (absl::Status v = (*store)->Verify(); !v.ok()) {
+    return Refuse(refusal, StoreRefusal{absl::StrCat("the store at ", (*store)->where(), " failed verification"),
+                                        std::string(v.message()),
+                                        "restore a backup into a new, empty database (`mariposa admin store-copy "
+                                        "--from sqlite:BACKUP --to postgresql://…`) and point every node at it",
+                                        kImpact});
+  }
+  return store;
+}
+
 }  // namespace mariposa

@@ -51,6 +51,13 @@ absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenStore(const std::string& da
                                                               const std::string& backup_dir = "",
                                                               bool accept_loss = false);
 
+// Opens the store on PostgreSQL that `uri` names (mariposad --store),
+// migrating and verifying it. Refuses (filling `refusal`) when the database
+// cannot be reached, has a newer schema or fails verification; the URI's
+// password is never repeated.
+absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenPostgresStore(const std::string& uri, const Clock* clock,
+                                                                   StoreRefusal* refusal);
+
 }  // namespace mariposa
 
 #endif  // MARIPOSA_PROJECTS_STORE_OPEN_H_
