@@ -121,6 +121,7 @@ const std::vector<MethodRule>& MethodRules() {
       // The controller.
       {"Admin/Status", P::kRead, false, false},
       {"Admin/Ping", P::kAnyone, false, false},
+      {"Admin/Nodes", P::kRead, false, false},
       {"Admin/Backup", P::kAdmin, true, false},
       // Readonly and back: allowed in readonly mode, or it could not end.
       {"Admin/SetState", P::kAdmin, true, false},

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "projects/request_guard.h"
 #include "absl/strings/str_cat.h"
@@ -120,6 +121,65 @@ grpc::Status AdminService::SetState(grpc::ServerContext* ctx, const v1::SetState
   if (absl::Status s = controller_->Set(req->mode(), req->reason(), AuthorOf(ctx)); !s.ok()) return ToGrpc(s);
   resp->set_mode(controller_->Get().mode);
   resp->set_previous(previous);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::Nodes(grpc::ServerContext* ctx, const v1::NodesRequest*, v1::NodesResponse* resp) {
+  MARIPOSA_AUTHORIZE(ctx, "");
+  auto projects = store_->ListProjects();
+  if (!projects.ok()) return ToGrpc(projects.status());
+  resp->set_store(store_path_);
+  if (!nodes_) {
+    // One node: this one runs every project.
+    resp->set_self("this mariposad");
+    auto* n = resp->add_nodes();
+    n->set_name("this mariposad");
+    n->set_live(true);
+    n->set_self(true);
+    n->set_projects(static_cast<int>(projects->size()));
+    n->mutable_started_at()->set_seconds(absl::ToUnixSeconds(started_at_));
+    for (const ProjectRecord& p : *projects) {
+      auto* l = resp->add_projects();
+      l->set_project(p.name);
+      l->set_project_uuid(p.uuid);
+      l->set_holder("this mariposad");
+      l->set_state("held");
+    }
+    return grpc::Status::OK;
+  }
+  NodesView v = nodes_();
+  resp->set_shared(true);
+  resp->set_self(v.self);
+  resp->set_lease_ttl_seconds(absl::ToInt64Seconds(v.ttl));
+  resp->set_error(v.error);
+  if (v.state.now != absl::Time()) resp->mutable_as_of()->set_seconds(absl::ToUnixSeconds(v.state.now));
+  std::map<std::string, int> held;
+  for (const ProjectRecord& p : *projects) {
+    auto* l = resp->add_projects();
+    l->set_project(p.name);
+    l->set_project_uuid(p.uuid);
+    auto it = v.state.leases.find(p.uuid);
+    if (it == v.state.leases.end() || it->second.holder.empty()) {
+      l->set_state("free");
+      continue;
+    }
+    l->set_holder(it->second.holder);
+    l->set_epoch(it->second.epoch);
+    l->mutable_expires_at()->set_seconds(absl::ToUnixSeconds(it->second.expires));
+    bool live = it->second.expires > v.state.now;
+    l->set_state(live ? "held" : "expired");
+    if (live) ++held[it->second.holder];
+  }
+  for (const NodeBeat& b : v.state.nodes) {
+    auto* n = resp->add_nodes();
+    n->set_name(b.node);
+    n->set_address(b.address);
+    n->mutable_started_at()->set_seconds(absl::ToUnixSeconds(b.started_at));
+    n->mutable_seen_at()->set_seconds(absl::ToUnixSeconds(b.seen));
+    n->set_live(v.state.now - b.seen < v.ttl);
+    n->set_self(b.node == v.self);
+    n->set_projects(held[b.node]);
+  }
   return grpc::Status::OK;
 }
 

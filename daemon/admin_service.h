@@ -41,6 +41,17 @@ class AdminService final : public v1::Admin::Service {
   grpc::Status Backup(grpc::ServerContext*, const v1::BackupRequest*, v1::BackupResponse*) override;
   grpc::Status Ping(grpc::ServerContext*, const v1::PingRequest*, v1::PingResponse*) override;
   grpc::Status SetState(grpc::ServerContext*, const v1::SetStateRequest*, v1::SetStateResponse*) override;
+  grpc::Status Nodes(grpc::ServerContext*, const v1::NodesRequest*, v1::NodesResponse*) override;
+
+  // Several nodes: what this node's lease keeper last read. Unset: one node
+  // on SQLite.
+  struct NodesView {
+    std::string self;
+    absl::Duration ttl;
+    LeaseState state;
+    std::string error;
+  };
+  void set_nodes(std::function<NodesView()> nodes) { nodes_ = std::move(nodes); }
 
  private:
   ProjectStore* store_;
@@ -54,6 +65,7 @@ class AdminService final : public v1::Admin::Service {
   std::vector<std::string> listeners_;
   std::string secrets_key_;
   std::vector<v1::Problem> standing_;
+  std::function<NodesView()> nodes_;
 };
 
 }  // namespace mariposa

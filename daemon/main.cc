@@ -869,6 +869,9 @@ int main(int argc, char** argv) {
             if (auto* r = wake_target.load()) r->WakeProject(project);
           });
       ropts.lease = [k = leases.get()](const std::string& project) { return k->Holds(project); };
+      admin.set_nodes([k = leases.get()] {
+        return mariposa::AdminService::NodesView{k->node(), k->policy().ttl, k->LastState(), k->LastError()};
+      });
     }
     ropts.rollback = [&projects](const std::string& project, const std::string& to, const std::string& expected,
                                  const std::string& message) {

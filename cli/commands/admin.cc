@@ -4,6 +4,7 @@
 
 #include "auth/sealer.h"
 #include "projects/restore.h"
+#include "projects/sql_store.h"
 
 namespace mariposa::cmd {
 namespace {
@@ -135,6 +136,64 @@ Result Restore(Context& c, const Parsed& p) {
   return 0;
 }
 
+Result Nodes(Context& c, const Parsed&) {
+  v1::NodesResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().admin->Nodes(c.d().Ctx().get(), {}, &resp)));
+  if (c.PrintIfStructured(resp)) return 0;
+  std::ostream& out = c.out();
+  out << "store: " << resp.store() << "\n";
+  if (!resp.shared()) {
+    out << "one node: this mariposad runs every project (a SQLite store is one node's; several nodes share a "
+           "PostgreSQL store, docs/operations.md)\n";
+    return 0;
+  }
+  out << "lease TTL " << resp.lease_ttl_seconds() << "s; as read by " << resp.self() << " at "
+      << (resp.has_as_of() ? Time(resp.as_of()) : "never (no lease round has succeeded yet)") << "\n";
+  if (!resp.error().empty()) {
+    out << "Error: this node's last lease round failed: " << resp.error()
+        << "\nImpact: it stops acting on its projects before their leases run out; the other nodes take them "
+           "over\n";
+  }
+  out << "\n";
+  Rows nodes;
+  for (const auto& n : resp.nodes()) {
+    nodes.push_back({n.name() + (n.self() ? " (this one)" : ""), n.address().empty() ? "-" : n.address(),
+                     n.live() ? "live" : "gone", Time(n.seen_at()), absl::StrCat(n.projects())});
+  }
+  c.Table({"NODE", "ADDRESS", "STATE", "LAST HEARTBEAT", "PROJECTS"}, nodes);
+  out << "\n";
+  Rows projects;
+  for (const auto& p : resp.projects()) {
+    projects.push_back({p.project(), p.holder().empty() ? "-" : p.holder(), p.state(),
+                        p.epoch() == 0 ? "-" : absl::StrCat(p.epoch()),
+                        p.has_expires_at() && p.state() != "free" ? Time(p.expires_at()) : "-"});
+  }
+  c.Table({"PROJECT", "RUN BY", "LEASE", "EPOCH", "EXPIRES"}, projects);
+  return 0;
+}
+
+// Local: both stores are opened here, not through mariposad.
+Result StoreCopy(Context& c, const Parsed& p) {
+  std::string from = p.Value("--from").value_or(""), to = p.Value("--to").value_or("");
+  if (from.empty() || to.empty()) return Err("store-copy needs --from STORE and --to STORE");
+  auto source = SqlProjectStore::OpenSpec(from, c.clock);
+  if (!source.ok()) return Err(absl::StrCat("cannot open the source store: ", source.status().message()));
+  auto target = SqlProjectStore::OpenSpec(to, c.clock);
+  if (!target.ok()) return Err(absl::StrCat("cannot open the target store: ", target.status().message()));
+  auto counts = SqlProjectStore::CopyStore(source->get(), target->get());
+  if (!counts.ok()) return Err(absl::StrCat("store-copy refused: ", counts.status().message()));
+  if (c.Structured()) {
+    std::vector<Record> rows;
+    for (const auto& [table, n] : *counts) rows.push_back({{"table", table}, {"rows", absl::StrCat(n)}});
+    c.PrintRecords(rows);
+    return 0;
+  }
+  c.out() << "copied " << (*source)->where() << " to " << (*target)->where() << ":\n";
+  for (const auto& [table, n] : *counts) c.out() << "  " << table << ": " << n << "\n";
+  c.out() << "secrets stay sealed: the nodes using the copy need the same --secrets-key file\n";
+  return 0;
+}
+
 Result RotateKey(Context& c, const Parsed&) {
   v1::RotateKeyResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().auth->RotateKey(c.d().Ctx().get(), {}, &resp)));
@@ -190,6 +249,22 @@ void AddAdmin(cli::Registry& r) {
          .max_args = 1,
          .daemon = false,
          .run = Restore});
+  r.Add({.path = "nodes",
+         .summary = "the mariposad nodes sharing the store, and which node runs each project",
+         .help = "With a PostgreSQL store several nodes share the projects: each project is run by the node\n"
+                 "holding its lease (docs/operations.md, \"Several nodes\"). Any node answers.",
+         .group = kGroup,
+         .run = Nodes});
+  r.Add({.path = "admin store-copy",
+         .summary = "copy a whole store into a new, empty one: SQLite to PostgreSQL and back",
+         .help = "STORE is sqlite:PATH or postgresql://USER@HOST:PORT/DB. Every version, meta key, secret (still\n"
+                 "sealed), event (with its index), token, grant, task and job is copied in one transaction; a\n"
+                 "target that holds anything is refused and nothing is written. Run it with mariposad stopped\n"
+                 "(or on a backup file: `admin backup` writes SQLite files for both kinds of store).",
+         .group = kGroup,
+         .flags = {{{"--from"}, "STORE", "the store to copy"}, {{"--to"}, "STORE", "a new, empty store"}},
+         .daemon = false,
+         .run = StoreCopy});
   r.Add({.path = "admin rotate-key",
          .summary = "seal every secret again with a new key",
          .help = "The old key is kept as a .retired file beside the key file.",
