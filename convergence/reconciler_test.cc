@@ -2,6 +2,7 @@
 // simulated clock — one sync at a time, checking the calls and the result.
 #include "convergence/reconciler.h"
 
+#include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "convergence/observer.h"
 #include "convergence/queue.h"
@@ -677,6 +678,81 @@ TEST_F(ReconcilerTest, AnImageTheComputeTypeCannotRunHoldsCreatesAndFailsTheServ
   EXPECT_EQ(v.state, VerdictState::kFailed);
   EXPECT_EQ(v.reason, "compute_type: compute_type infrastructure cannot run image web@1 (type docker): it is a Docker "
                       "image; use compute_type: docker");
+}
+
+// Several nodes: a sync under a fence acts while the lease holds; once the
+// lease moved to another node, the same (stale) fence sends nothing to
+// Triton and writes nothing, and says why.
+TEST_F(ReconcilerTest, ASyncUnderALostLeaseSendsNothing) {
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 3}\n");
+  std::string uuid = store_->GetProject("p")->uuid;
+  auto take = [&](const std::string& node, int64_t expected, absl::Duration ttl) {
+    LeaseWrite w;
+    w.kind = LeaseWrite::kAcquire;
+    w.project = uuid;
+    w.node = node;
+    w.expected_epoch = expected;
+    w.epoch = expected + 1;
+    w.expires = clock_.Now() + ttl;
+    auto made = store_->WriteLeases({w});
+    ASSERT_TRUE(made.ok() && (*made)[0]) << node;
+  };
+  take("node-a", 0, absl::Seconds(10));
+  Fence a{uuid, "node-a", 1, absl::Seconds(2)};
+  {
+    ScopedFence f(a);
+    auto r = reconciler_->SyncProject("p");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->created, 3);
+  }
+  ASSERT_EQ(Running(), 3);
+  // node-a stalls past its lease; node-b takes the project.
+  clock_.Advance(absl::Seconds(11));
+  take("node-b", 1, absl::Seconds(10));
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 5}\n");
+  int64_t jobs_before = static_cast<int64_t>(store_->ListJobs(uuid)->size());
+  {
+    ScopedFence f(a);
+    auto r = reconciler_->SyncProject("p");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->created, 0);
+  }
+  EXPECT_EQ(static_cast<int>(vmapi_.AllVms().size()), 3) << "a node without the lease created VMs";
+  EXPECT_EQ(static_cast<int64_t>(store_->ListJobs(uuid)->size()), jobs_before);
+  bool said = false;
+  for (const Problem& p : reconciler_->ExecuteProblems(uuid)) {
+    said = said || p.error.find("no longer holds the project's lease") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << "the refusal is not among the sync's problems";
+  // node-b, under its own fence, creates the two more.
+  {
+    ScopedFence f(Fence{uuid, "node-b", 2, absl::Seconds(2)});
+    auto r = reconciler_->SyncProject("p");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->created, 2);
+  }
+}
+
+// The reconciler's workers leave a project whose lease this node does not
+// hold to the node that does.
+TEST_F(ReconcilerTest, WorkersSkipProjectsThisNodeDoesNotRun) {
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 3}\n");
+  std::string uuid = store_->GetProject("p")->uuid;
+  absl::Notification asked;
+  std::atomic<int> asks{0};
+  ReconcilerOptions o;
+  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
+  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
+  o.lease = [&](const std::string& project) -> std::optional<Fence> {
+    EXPECT_EQ(project, uuid);
+    if (asks++ == 0) asked.Notify();
+    return std::nullopt;
+  };
+  reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
+  reconciler_->Start();
+  asked.WaitForNotification();
+  reconciler_->Stop();  // the worker finishes what it took up
+  EXPECT_TRUE(vmapi_.AllVms().empty()) << "a project another node runs was synced here";
 }
 
 }  // namespace

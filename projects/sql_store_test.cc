@@ -7,6 +7,7 @@
 #include <future>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/sql.h"
@@ -616,6 +617,99 @@ TEST_P(StoreTest, LeasesAreConditionalAndFenceWrites) {
   EXPECT_EQ(after->leases.at(p->uuid).holder, "");
   EXPECT_TRUE(write(store_.get(), LeaseWrite::kAcquire, "node-a", 2, absl::Minutes(10)));
   if (!postgres()) other_commits_ = other->CommitsSeenForTest();
+}
+
+// A codec that marks what it sealed (the real one is auth/sealer.h).
+class MarkingCodec : public SecretCodec {
+ public:
+  std::string Seal(absl::string_view plain, absl::string_view place) const override {
+    return absl::StrCat("sealed:", place, ":", plain);
+  }
+  absl::StatusOr<std::string> Unseal(absl::string_view sealed, absl::string_view place) const override {
+    std::string prefix = absl::StrCat("sealed:", place, ":");
+    if (!absl::StartsWith(sealed, prefix)) return absl::DataLossError("not sealed for this place");
+    return std::string(sealed.substr(prefix.size()));
+  }
+  bool SealedWithCurrentKey(absl::string_view v) const override { return absl::StartsWith(v, "sealed:"); }
+};
+
+// `admin store-copy`: this backend's store into the other kind and back:
+// every version, meta key (cas ids kept), secret (still sealed), event (its
+// index kept, and new ones after it), token and task; a target that holds
+// anything is refused with nothing written.
+TEST_P(StoreTest, CopiesEveryRowToTheOtherKindAndBack) {
+  MarkingCodec codec;
+  store_->SetSecretCodec(&codec);
+  auto r1 = store_->CommitVersion(Version("jupiter", "h1", ""));
+  ASSERT_TRUE(r1.ok());
+  auto r2 = store_->CommitVersion(Version("jupiter", "h2", r1->version.uuid));
+  ASSERT_TRUE(r2.ok());
+  std::string p = r2->version.project_uuid;
+  auto plain = store_->SetMeta(p, "k", "v", false, std::nullopt, "alice");
+  auto secret = store_->SetMeta(p, "password", "hunter2", true, std::nullopt, "alice");
+  ASSERT_TRUE(plain.ok() && secret.ok());
+  ASSERT_TRUE(store_->TagVersion(p, "1", "first", "alice").ok());
+  TokenRecord t;
+  t.id = "tok1";
+  t.name = "ci";
+  t.hash = "abc";
+  t.role = "viewer";
+  t.created_by = "alice";
+  ASSERT_TRUE(store_->CreateToken(t).ok());
+  TaskRecord task;
+  task.project_uuid = p;
+  task.kind = "scale";
+  ASSERT_TRUE(store_->AddTask(task, [](const std::vector<TaskRecord>&, TaskRecord*, std::vector<std::string>*) {
+                      return absl::OkStatus();
+                    }).ok());
+  int64_t last = *store_->LastEventIndex();
+
+  auto other_spec = testing::NewStoreSpec(postgres() ? Backend::kSqlite : Backend::kPostgres);
+  ASSERT_TRUE(other_spec.ok()) << other_spec.status();
+  auto other = SqlProjectStore::OpenSpec(*other_spec, &clock_);
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto counts = SqlProjectStore::CopyStore(store_.get(), other->get());
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  auto back_spec = testing::NewStoreSpec(GetParam());
+  ASSERT_TRUE(back_spec.ok());
+  auto back = SqlProjectStore::OpenSpec(*back_spec, &clock_);
+  ASSERT_TRUE(back.ok());
+  ASSERT_TRUE(SqlProjectStore::CopyStore(other->get(), back->get()).ok());
+
+  for (SqlProjectStore* s : {other->get(), back->get()}) {
+    SCOPED_TRACE(s->where());
+    s->SetSecretCodec(&codec);
+    EXPECT_EQ(s->SchemaVersion(), SqlProjectStore::kSchemaVersion);
+    auto proj = s->GetProject("jupiter");
+    ASSERT_TRUE(proj.ok());
+    EXPECT_EQ(proj->current_version, r2->version.uuid);
+    EXPECT_EQ(s->ListVersions(p)->size(), 2u);
+    EXPECT_EQ(s->GetVersion(p, "first", true)->canonical, "project: jupiter\n");
+    EXPECT_EQ(s->GetMeta(p, "k")->cas_id, plain->cas_id);
+    EXPECT_EQ(s->GetMeta(p, "password")->value, "hunter2");
+    EXPECT_EQ(s->ListTokens()->size(), 1u);
+    EXPECT_EQ(s->ListTasks(p, 10)->size(), 1u);
+    EXPECT_EQ(*s->LastEventIndex(), last);
+    auto events = s->ListEvents("", 0, 100000);
+    ASSERT_TRUE(events.ok());
+    EXPECT_EQ(static_cast<int64_t>(events->size()), last);
+    // New events and cas ids continue after the copied ones.
+    auto next = s->AppendEvent("bob", "jupiter", "x", "y", "z");
+    ASSERT_TRUE(next.ok());
+    EXPECT_EQ(*next, last + 1);
+  }
+  // Sealed as stored: the copy holds no plain secret.
+  auto raw = testing::OpenRaw(*other_spec);
+  ASSERT_TRUE(raw.ok());
+  auto st = (*raw)->Prepare("SELECT value FROM meta WHERE key = 'password'");
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(*st->Step());
+  EXPECT_TRUE(absl::StartsWith(st->Text(0), "sealed:")) << st->Text(0);
+  // Into a store that holds anything: refused, nothing written.
+  auto again = SqlProjectStore::CopyStore(store_.get(), back->get());
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.status().message().find("not empty"), std::string::npos);
+  EXPECT_EQ(*(*back)->LastEventIndex(), last + 1);
 }
 
 }  // namespace

@@ -243,13 +243,14 @@ struct Fence {
 
 class ScopedFence {
  public:
-  explicit ScopedFence(const Fence& f) : previous_(current_) { current_ = &f; }
+  explicit ScopedFence(Fence f) : fence_(std::move(f)), previous_(current_) { current_ = &fence_; }
   ~ScopedFence() { current_ = previous_; }
   ScopedFence(const ScopedFence&) = delete;
   ScopedFence& operator=(const ScopedFence&) = delete;
   static const Fence* Current() { return current_; }
 
  private:
+  const Fence fence_;  // a copy: the caller's may be a temporary
   const Fence* previous_;
   static inline thread_local const Fence* current_ = nullptr;
 };
