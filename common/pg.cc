@@ -1,6 +1,10 @@
 #include "common/pg.h"
 
+#include <poll.h>
 #include <postgresql/libpq-fe.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -92,6 +96,28 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Open(const std::stri
 }
 
 bool PgConnection::ok() const { return PQstatus(c_) == CONNECTION_OK; }
+
+absl::StatusOr<std::vector<std::string>> PgConnection::WaitForNotifications(int wake_fd) {
+  std::vector<std::string> out;
+  while (out.empty()) {
+    if (PQconsumeInput(c_) == 0) return Error("waiting for notifications", "", PQerrorMessage(c_));
+    while (PGnotify* n = PQnotifies(c_)) {
+      out.push_back(n->extra != nullptr ? n->extra : "");
+      PQfreemem(n);
+    }
+    if (!out.empty()) break;
+    pollfd fds[2] = {{PQsocket(c_), POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    // No timeout: the server's socket or the wake pipe ends the wait.
+    if (poll(fds, wake_fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR) {
+      return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
+    }
+    if (wake_fd >= 0 && (fds[1].revents & POLLIN) != 0) break;
+    if ((fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0 && PQconsumeInput(c_) == 0) {
+      return Error("waiting for notifications", "", PQerrorMessage(c_));
+    }
+  }
+  return out;
+}
 
 absl::Status PgConnection::ExecScript(absl::string_view sql) {
   std::string text(sql);

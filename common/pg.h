@@ -15,6 +15,7 @@
 #define MARIPOSA_COMMON_PG_H_
 
 #include <cstdint>
+#include <string>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,12 @@ class PgConnection {
   absl::Status ExecScript(absl::string_view sql);
   // False once the connection is lost (the server went away).
   bool ok() const;
+
+  // LISTEN/NOTIFY: after Exec("LISTEN channel"), waits until a notification
+  // arrives, `wake_fd` becomes readable (another thread's way to end the
+  // wait) or the connection fails; returns the payloads that arrived (none
+  // when woken). UNAVAILABLE when the connection is lost.
+  absl::StatusOr<std::vector<std::string>> WaitForNotifications(int wake_fd);
   // Reconnects after UNAVAILABLE (same URI; the next host of a multi-host
   // URI when the first is gone).
   absl::Status Reset();

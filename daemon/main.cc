@@ -70,6 +70,7 @@
 #include "projects/sql_store.h"
 #include "projects/store_open.h"
 #include "convergence/lease_keeper.h"
+#include "daemon/wake_bus.h"
 
 namespace {
 
@@ -794,6 +795,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<mariposa::convergence::Reconciler> reconciler;
   // Several nodes on PostgreSQL: the project leases this node holds.
   std::unique_ptr<mariposa::convergence::LeaseKeeper> leases;
+  std::unique_ptr<mariposa::WakeBus> wake_bus;
   // After the reconciler: its functions still running are waited for first.
   mariposa::BoundedRunner bounded(clock);
   // Health: the coordinator shards the services' checks over the agents that
@@ -881,7 +883,20 @@ int main(int argc, char** argv) {
                                                                     ropts);
     wake_target = reconciler.get();
     latency_sink.store(reconciler.get());
-    projects.set_on_change([r = reconciler.get()] { r->Wake(); });
+    if (postgres) {
+      // A change through this node wakes every node's reconciler at once.
+      wake_bus = std::make_unique<mariposa::WakeBus>(store_spec, clock, [r = reconciler.get()] { r->Wake(); });
+      if (absl::Status s = wake_bus->Start(); !s.ok()) {
+        mariposa::LogError("cannot listen for the other nodes' changes; they are seen at each --resync",
+                           {{"error", s.ToString()}});
+        wake_bus.reset();
+      }
+    }
+    auto changed = [r = reconciler.get(), bus = wake_bus.get()] {
+      r->Wake();
+      if (bus != nullptr) bus->Publish();
+    };
+    projects.set_on_change(changed);
     // Apply's checks against PAPI, NAPI and IMGAPI answer within
     // kApplyCheckDeadline; past it the apply goes on with the documented
     // "were not checked" warning instead of waiting on a slow Triton.
@@ -926,16 +941,16 @@ int main(int argc, char** argv) {
     projects.set_instance_counter([r = reconciler.get()](const std::string& project_uuid) {
       return r->CountInstances(project_uuid);
     });
-    queue.set_on_change([r = reconciler.get()] { r->Wake(); });
+    queue.set_on_change(changed);
     mariposa::convergence::ImagesServiceOptions iopts;
     iopts.imgapi = imgapi.get();
     iopts.source = image_source.get();
     iopts.source_url = image_source_url;
     iopts.channel = image_channel;
     iopts.resolve = [r = reconciler.get()](const std::string& ref) { return r->LookUpImage(ref); };
-    iopts.on_change = [r = reconciler.get()] {
+    iopts.on_change = [r = reconciler.get(), changed] {
       r->ForgetImages();
-      r->Wake();
+      changed();
     };
     images = std::make_unique<mariposa::convergence::ImagesService>(store->get(), iopts);
   }
@@ -1095,6 +1110,7 @@ int main(int argc, char** argv) {
   signals.join();
   stopping.Notify();
   trimmer.join();
+  if (wake_bus) wake_bus->Stop();
   if (reconciler) reconciler->Stop();
   if (leases) leases->Stop();  // hands its projects to the other nodes at once
   latency_sink.store(nullptr);

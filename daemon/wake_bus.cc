@@ -1,0 +1,77 @@
+#include "daemon/wake_bus.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+
+namespace mariposa {
+
+WakeBus::WakeBus(std::string uri, const Clock* clock, std::function<void()> on_wake)
+    : uri_(std::move(uri)), clock_(clock), on_wake_(std::move(on_wake)) {}
+
+WakeBus::~WakeBus() {
+  Stop();
+  for (int fd : wake_pipe_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+absl::Status WakeBus::Start() {
+  if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return absl::InternalError("pipe2 failed");
+  auto l = PgConnection::Open(uri_);
+  if (!l.ok()) return l.status();
+  if (auto r = (*l)->Exec(absl::StrCat("LISTEN ", kChannel)); !r.ok()) return r.status();
+  listener_ = *std::move(l);
+  loop_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void WakeBus::Loop() {
+  absl::Duration backoff = absl::Milliseconds(100);
+  while (!stop_.load()) {
+    auto got = listener_->WaitForNotifications(wake_pipe_[0]);
+    if (stop_.load()) break;
+    if (got.ok()) {
+      if (!got->empty() && on_wake_) on_wake_();
+      continue;
+    }
+    LogWarn("lost the wake-up channel; reconnecting (changes on other nodes wait for --resync meanwhile)",
+            {{"error", got.status().ToString()}});
+    while (!stop_.load()) {
+      clock_->SleepFor(backoff);
+      backoff = std::min(backoff * 2, absl::Seconds(5));
+      if (listener_->Reset().ok() && listener_->Exec(absl::StrCat("LISTEN ", kChannel)).ok()) {
+        backoff = absl::Milliseconds(100);
+        if (on_wake_) on_wake_();  // whatever was said meanwhile
+        break;
+      }
+    }
+  }
+}
+
+void WakeBus::Publish() {
+  absl::MutexLock l(&publish_mu_);
+  if (publisher_ == nullptr || !publisher_->ok()) {
+    auto c = PgConnection::Open(uri_, /*connect_timeout_s=*/2);
+    if (!c.ok()) {
+      LogWarn("cannot tell the other nodes of a change; they see it at their next resync",
+              {{"error", c.status().ToString()}});
+      return;
+    }
+    publisher_ = *std::move(c);
+  }
+  if (auto r = publisher_->Exec("SELECT pg_notify($1, '')", {std::string(kChannel)}); !r.ok()) {
+    LogWarn("cannot tell the other nodes of a change; they see it at their next resync",
+            {{"error", r.status().ToString()}});
+  }
+}
+
+void WakeBus::Stop() {
+  if (stop_.exchange(true)) return;
+  if (wake_pipe_[1] >= 0) (void)!write(wake_pipe_[1], "x", 1);
+  if (loop_.joinable()) loop_.join();
+}
+
+}  // namespace mariposa

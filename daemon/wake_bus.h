@@ -1,0 +1,51 @@
+// Several nodes on one PostgreSQL (issue 33): a change made through one node
+// (an apply, a task, an image) wakes the reconciler of every node at once,
+// through LISTEN/NOTIFY on the channel mariposa_wake, instead of waiting for
+// its next --resync. A notification lost with a connection costs only that
+// wait: after reconnecting the bus wakes its node once, and the periodic
+// resync stays the safety net.
+#ifndef MARIPOSA_DAEMON_WAKE_BUS_H_
+#define MARIPOSA_DAEMON_WAKE_BUS_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "common/pg.h"
+
+namespace mariposa {
+
+class WakeBus {
+ public:
+  static constexpr char kChannel[] = "mariposa_wake";
+  // `on_wake` runs on the bus's thread for every notification (its own
+  // included).
+  WakeBus(std::string uri, const Clock* clock, std::function<void()> on_wake);
+  ~WakeBus();
+  // Connects and listens; UNAVAILABLE naming the database when it cannot.
+  absl::Status Start();
+  // Tells every node (itself too) to look again. Never blocks a caller for
+  // long: a failure is logged and the other nodes wait for their resync.
+  void Publish();
+  void Stop();
+
+ private:
+  void Loop();
+  std::string uri_;
+  const Clock* clock_;
+  std::function<void()> on_wake_;
+  int wake_pipe_[2] = {-1, -1};
+  std::unique_ptr<PgConnection> listener_;
+  absl::Mutex publish_mu_;
+  std::unique_ptr<PgConnection> publisher_ ABSL_GUARDED_BY(publish_mu_);
+  std::atomic<bool> stop_{false};
+  std::thread loop_;
+};
+
+}  // namespace mariposa
+
+#endif  // MARIPOSA_DAEMON_WAKE_BUS_H_

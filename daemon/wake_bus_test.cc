@@ -1,0 +1,67 @@
+// The wake-up bus on a real PostgreSQL: a publish on one node wakes every
+// node; after the database restarts the bus reconnects, wakes its node once
+// (it may have missed something) and carries notifications again.
+#include "daemon/wake_bus.h"
+
+#include "absl/synchronization/mutex.h"
+#include "common/clock.h"
+#include "gtest/gtest.h"
+#include "tests/pg_server.h"
+
+namespace mariposa {
+namespace {
+
+struct Counter {
+  absl::Mutex mu;
+  int n ABSL_GUARDED_BY(mu) = 0;
+  void Add() {
+    absl::MutexLock l(&mu);
+    ++n;
+  }
+  // Waits (real time, at most `limit`) until at least `want`.
+  bool AtLeast(int want, absl::Duration limit) {
+    absl::MutexLock l(&mu);
+    auto reached = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return n >= want; };
+    return RealClock::Get()->AwaitUntil(&mu, absl::Condition(&reached), RealClock::Get()->Now() + limit);
+  }
+  int Get() {
+    absl::MutexLock l(&mu);
+    return n;
+  }
+};
+
+TEST(WakeBusTest, APublishWakesEveryNodeAndSurvivesARestart) {
+  auto pg = testing::PgServer::Start();
+  ASSERT_TRUE(pg.ok()) << pg.status();
+  Counter a_woke, b_woke;
+  WakeBus a((*pg)->uri(), RealClock::Get(), [&] { a_woke.Add(); });
+  WakeBus b((*pg)->uri(), RealClock::Get(), [&] { b_woke.Add(); });
+  ASSERT_TRUE(a.Start().ok());
+  ASSERT_TRUE(b.Start().ok());
+  a.Publish();
+  EXPECT_TRUE(b_woke.AtLeast(1, absl::Seconds(5)));
+  EXPECT_TRUE(a_woke.AtLeast(1, absl::Seconds(5)));
+  // The database goes away and comes back.
+  int before = b_woke.Get();
+  ASSERT_TRUE((*pg)->Stop().ok());
+  a.Publish();  // fails quietly: logged, nothing thrown
+  ASSERT_TRUE((*pg)->Restart().ok());
+  EXPECT_TRUE(b_woke.AtLeast(before + 1, absl::Seconds(15))) << "no wake-up after reconnecting";
+  before = b_woke.Get();
+  a.Publish();
+  EXPECT_TRUE(b_woke.AtLeast(before + 1, absl::Seconds(5))) << "no notification after the restart";
+  a.Stop();
+  b.Stop();
+}
+
+// Stop ends a bus waiting on a quiet channel at once.
+TEST(WakeBusTest, StopsWhileWaiting) {
+  auto pg = testing::PgServer::Start();
+  ASSERT_TRUE(pg.ok()) << pg.status();
+  WakeBus a((*pg)->uri(), RealClock::Get(), nullptr);
+  ASSERT_TRUE(a.Start().ok());
+  a.Stop();
+}
+
+}  // namespace
+}  // namespace mariposa
