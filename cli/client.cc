@@ -58,7 +58,12 @@ absl::Status Client::Check(const grpc::Status& s) const {
         " (--request-timeout); a change it was asked for may still happen: `mariposa events` shows what did"));
   }
   // mariposad's own refusals in a state that takes no such call (readonly,
-  // standby, initfail) say so themselves; any other UNAVAILABLE is gRPC's.
+  // standby, initfail) say so themselves, as does a store database it
+  // cannot reach ("PostgreSQL at …"); any other UNAVAILABLE is gRPC's.
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && absl::StartsWith(s.error_message(), "PostgreSQL at ")) {
+    return absl::UnavailableError(
+        absl::StrCat("mariposad at ", addr_, " answered, but its store is unavailable: ", s.error_message()));
+  }
   if (s.error_code() == grpc::StatusCode::UNAVAILABLE && !absl::StartsWith(s.error_message(), "mariposad ") &&
       !absl::StartsWith(s.error_message(), "this mariposad ")) {
     return absl::UnavailableError(absl::StrCat(

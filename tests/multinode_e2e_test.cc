@@ -3,7 +3,8 @@
 // four projects; a node killed with SIGKILL has its projects taken over
 // within the lease TTL plus a few seconds; a node paused with SIGSTOP past
 // its lease does not act when it wakes; a change through any node reaches
-// the project's node; no instance is ever created twice.
+// the project's node; no instance is ever created twice; while the database
+// is down requests answer UNAVAILABLE naming it, and all is well after.
 #include <signal.h>
 
 #include <map>
@@ -175,6 +176,18 @@ TEST_F(MultiNodeTest, SharesTakesOverAndNeverActsTwice) {
       },
       absl::Seconds(15)));
   EXPECT_TRUE(p1_at(4));
+
+  // The database goes away: requests answer UNAVAILABLE naming it, no node
+  // crashes; when it is back they answer again.
+  ASSERT_TRUE(pg_->Stop().ok());
+  RunResult down = Cli(nodes_[other]->addr(), {"project", "list"});
+  EXPECT_NE(down.exit_code, 0);
+  EXPECT_NE(down.err.find("its store is unavailable: PostgreSQL at 127.0.0.1:"), std::string::npos) << down.err;
+  ASSERT_TRUE(pg_->Restart().ok());
+  EXPECT_TRUE(Eventually([&] { return Cli(nodes_[other]->addr(), {"project", "list"}).exit_code == 0; },
+                         absl::Seconds(10)));
+  for (const auto& kv : nodes_) EXPECT_EQ(kill(kv.second->pid(), 0), 0) << "node " << kv.first << " died";
+  EXPECT_TRUE(Eventually([&] { return p1_at(4); }, absl::Seconds(10)));
 }
 
 }  // namespace
