@@ -30,6 +30,14 @@ PgResult::~PgResult() {
   if (r_ != nullptr) PQclear(r_);
 }
 PgResult::PgResult(PgResult&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+PgResult& PgResult::operator=(PgResult&& o) noexcept {
+  if (this != &o) {
+    if (r_ != nullptr) PQclear(r_);
+    r_ = o.r_;
+    o.r_ = nullptr;
+  }
+  return *this;
+}
 int PgResult::rows() const { return r_ == nullptr ? 0 : PQntuples(r_); }
 bool PgResult::IsNull(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
 std::string PgResult::Text(int row, int col) const {

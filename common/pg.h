@@ -39,7 +39,7 @@ class PgResult {
   explicit PgResult(pg_result* r);
   ~PgResult();
   PgResult(PgResult&& o) noexcept;
-  PgResult& operator=(PgResult&&) = delete;
+  PgResult& operator=(PgResult&& o) noexcept;
   PgResult(const PgResult&) = delete;
 
   int rows() const;

@@ -139,6 +139,7 @@ grpc::Status AdminService::Nodes(grpc::ServerContext* ctx, const v1::NodesReques
     n->set_projects(static_cast<int>(projects->size()));
     n->mutable_started_at()->set_seconds(absl::ToUnixSeconds(started_at_));
     for (const ProjectRecord& p : *projects) {
+      if (!CanSee(ctx, p.name)) continue;  // a caller sees only the projects it may read
       auto* l = resp->add_projects();
       l->set_project(p.name);
       l->set_project_uuid(p.uuid);
@@ -155,10 +156,13 @@ grpc::Status AdminService::Nodes(grpc::ServerContext* ctx, const v1::NodesReques
   if (v.state.now != absl::Time()) resp->mutable_as_of()->set_seconds(absl::ToUnixSeconds(v.state.now));
   std::map<std::string, int> held;
   for (const ProjectRecord& p : *projects) {
+    auto it = v.state.leases.find(p.uuid);
+    bool live = it != v.state.leases.end() && !it->second.holder.empty() && it->second.expires > v.state.now;
+    if (live) ++held[it->second.holder];  // counted for every project, shown only for those it may read
+    if (!CanSee(ctx, p.name)) continue;
     auto* l = resp->add_projects();
     l->set_project(p.name);
     l->set_project_uuid(p.uuid);
-    auto it = v.state.leases.find(p.uuid);
     if (it == v.state.leases.end() || it->second.holder.empty()) {
       l->set_state("free");
       continue;
@@ -166,9 +170,7 @@ grpc::Status AdminService::Nodes(grpc::ServerContext* ctx, const v1::NodesReques
     l->set_holder(it->second.holder);
     l->set_epoch(it->second.epoch);
     l->mutable_expires_at()->set_seconds(absl::ToUnixSeconds(it->second.expires));
-    bool live = it->second.expires > v.state.now;
     l->set_state(live ? "held" : "expired");
-    if (live) ++held[it->second.holder];
   }
   for (const NodeBeat& b : v.state.nodes) {
     auto* n = resp->add_nodes();

@@ -44,22 +44,67 @@ absl::StatusOr<std::unique_ptr<PgServer>> PgServer::Start() {
         "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/pg_ctl); `bash scripts/install-deps.sh` installs "
         "the postgresql package");
   }
-  // Under /tmp, not TEST_TMPDIR: the server's user must reach it (bazel's
-  // temporary directory is under /root).
-  char tmpl[] = "/tmp/mariposa-pg.XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
-  pg->dir_ = tmpl;
-  if (geteuid() == 0) {
-    passwd* pw = getpwnam("postgres");
-    if (pw == nullptr) return absl::FailedPreconditionError("running as root and there is no `postgres` user");
-    if (chown(pg->dir_.c_str(), pw->pw_uid, pw->pw_gid) != 0) return absl::InternalError("chown failed");
-  }
+  if (absl::Status s = pg->MakeDir(); !s.ok()) return s;
   RunResult init = RunProcess(AsServerUser({pg->bindir_ + "/initdb", "-D", pg->dir_ + "/data", "-U", "postgres",
                                             "-A", "trust", "--no-sync", "-E", "UTF8", "--locale", "C"}));
   if (init.exit_code != 0) return absl::InternalError(absl::StrCat("initdb failed: ", init.out, init.err));
   pg->port_ = FreeLoopbackPort();
   if (absl::Status s = pg->Ctl("start"); !s.ok()) return s;
   return pg;
+}
+
+absl::Status PgServer::MakeDir() {
+  // Under /tmp, not TEST_TMPDIR: the server's user must reach it (bazel's
+  // temporary directory is under /root).
+  char tmpl[] = "/tmp/mariposa-pg.XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
+  dir_ = tmpl;
+  if (geteuid() == 0) {
+    passwd* pw = getpwnam("postgres");
+    if (pw == nullptr) return absl::FailedPreconditionError("running as root and there is no `postgres` user");
+    if (chown(dir_.c_str(), pw->pw_uid, pw->pw_gid) != 0) return absl::InternalError("chown failed");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> PgServer::Psql(const std::string& sql) {
+  RunResult r = RunProcess(AsServerUser({bindir_ + "/psql", "-h", "127.0.0.1", "-p", std::to_string(port_), "-U",
+                                         "postgres", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql}));
+  if (r.exit_code != 0) return absl::InternalError(absl::StrCat("psql failed: ", r.out, r.err));
+  return r.out;
+}
+
+absl::StatusOr<std::unique_ptr<PgServer>> PgServer::StartReplica(bool synchronous) {
+  std::unique_ptr<PgServer> r(new PgServer());
+  r->bindir_ = bindir_;
+  if (absl::Status s = r->MakeDir(); !s.ok()) return s;
+  // -R: standby.signal and primary_conninfo; the application name lets
+  // synchronous_standby_names match it.
+  RunResult base = RunProcess(AsServerUser(
+      {bindir_ + "/pg_basebackup", "-d",
+       absl::StrCat("host=127.0.0.1 port=", port_, " user=postgres application_name=replica"), "-D",
+       r->dir_ + "/data", "-R", "-X", "stream", "--no-sync"}));
+  if (base.exit_code != 0) return absl::InternalError(absl::StrCat("pg_basebackup failed: ", base.out, base.err));
+  r->port_ = FreeLoopbackPort();
+  if (absl::Status s = r->Ctl("start"); !s.ok()) return s;
+  if (synchronous) {
+    if (auto a = Psql("ALTER SYSTEM SET synchronous_standby_names = '*'"); !a.ok()) return a.status();
+    if (auto a = Psql("SELECT pg_reload_conf()"); !a.ok()) return a.status();
+  }
+  return r;
+}
+
+absl::Status PgServer::Crash() {
+  RunResult r = RunProcess(AsServerUser({bindir_ + "/pg_ctl", "-D", dir_ + "/data", "-m", "immediate", "-w", "stop"}));
+  if (r.exit_code != 0) return absl::InternalError(absl::StrCat("pg_ctl stop -m immediate failed: ", r.out, r.err));
+  running_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status PgServer::Promote() {
+  RunResult r = RunProcess(AsServerUser({bindir_ + "/pg_ctl", "-D", dir_ + "/data", "-w", "promote"}));
+  if (r.exit_code != 0) return absl::InternalError(absl::StrCat("pg_ctl promote failed: ", r.out, r.err, log()));
+  return absl::OkStatus();
 }
 
 absl::Status PgServer::Ctl(const std::string& action) {

@@ -33,8 +33,23 @@ class PgServer {
   absl::Status Restart();
   std::string log() const;
 
+  // Streaming replication (docs/operations.md, "Database failover"): a hot
+  // standby of this server made with pg_basebackup, on its own port, and
+  // started. `synchronous`: this server's commits wait for the standby's
+  // flush (synchronous_standby_names = '*'), so a failover loses nothing
+  // acknowledged.
+  absl::StatusOr<std::unique_ptr<PgServer>> StartReplica(bool synchronous);
+  // Stops at once (immediate shutdown: what a crash looks like to clients).
+  absl::Status Crash();
+  // Makes a standby the primary (pg_ctl promote, waiting for it).
+  absl::Status Promote();
+  // Runs a SQL statement with psql as the superuser.
+  absl::StatusOr<std::string> Psql(const std::string& sql);
+
  private:
   PgServer() = default;
+  // A new, empty temporary directory owned by the server's user.
+  absl::Status MakeDir();
   absl::Status Ctl(const std::string& action);
   std::string bindir_;
   std::string dir_;

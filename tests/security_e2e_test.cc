@@ -67,6 +67,7 @@ const std::map<std::string, std::string>& ExpectedLeastRole() {
       {"Images/Changes", "viewer"},           {"Images/Import", "admin"},
       {"Images/Create", "admin"},             {"Admin/Status", "viewer"},
       {"Admin/Ping", "anyone"},               {"Admin/Backup", "admin"}, {"Admin/SetState", "admin"},
+      {"Admin/Nodes", "viewer"},
       {"Auth/WhoAmI", "anyone"},              {"Auth/CanI", "anyone"},
       {"Auth/Permissions", "anyone"},         {"Auth/CreateToken", "admin"},
       {"Auth/ListTokens", "admin"},           {"Auth/RevokeToken", "admin"},
