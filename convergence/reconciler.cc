@@ -1907,6 +1907,17 @@ void Reconciler::Wake() {
   Resync();
 }
 
+void Reconciler::ReleaseProject(const std::string& project_uuid) {
+  bool had = false;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(project_uuid);
+    had = it != projects_.end();
+    if (had) projects_.erase(it);
+  }
+  if (had && options_.health != nullptr) options_.health->Assign(project_uuid, {});
+}
+
 void Reconciler::WakeProject(const std::string& project_uuid) {
   ++changes_;
   queue_.Add(project_uuid);
@@ -1933,6 +1944,7 @@ void Reconciler::Worker() {
     if (options_.lease) {
       fence = options_.lease(key);
       if (!fence) {
+        ReleaseProject(key);
         queue_.Forget(key);
         queue_.Done(key);
         continue;

@@ -155,6 +155,10 @@ class Reconciler {
   void Start();
   void Wake();
   void WakeProject(const std::string& project_uuid);
+  // Several nodes: this node no longer runs the project (its lease went to
+  // another node). What it remembered of it is dropped, and so are its
+  // health checks here: the project's node assigns them to its agents.
+  void ReleaseProject(const std::string& project_uuid);
   void Stop();
   // Paused (mariposad readonly): the workers neither sync nor follow jobs;
   // projects queue up and are synced when it is lifted.

@@ -5,6 +5,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "convergence/observer.h"
+#include "health/coordinator.h"
 #include "convergence/queue.h"
 #include "convergence/triton/fake_clients.h"
 #include "gmock/gmock.h"
@@ -753,6 +754,28 @@ TEST_F(ReconcilerTest, WorkersSkipProjectsThisNodeDoesNotRun) {
   asked.WaitForNotification();
   reconciler_->Stop();  // the worker finishes what it took up
   EXPECT_TRUE(vmapi_.AllVms().empty()) << "a project another node runs was synced here";
+}
+
+// A project whose lease went to another node: this node forgets it and
+// takes its health checks back from its agents (the new node assigns them).
+TEST_F(ReconcilerTest, ReleasingAProjectDropsItsHealthChecks) {
+  health::Coordinator coordinator(&clock_, absl::Seconds(10), nullptr);
+  ReconcilerOptions o;
+  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
+  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
+  o.health = &coordinator;
+  reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 2}\n");
+  std::string uuid = store_->GetProject("p")->uuid;
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  // The checks this node's syncs gave its agents.
+  health::Target t;
+  t.instance = "11111111-2222-4333-8444-555555555555";
+  t.check = "tcp";
+  coordinator.Assign(uuid, {t});
+  ASSERT_EQ(coordinator.Checks(uuid).size(), 1u);
+  reconciler_->ReleaseProject(uuid);
+  EXPECT_TRUE(coordinator.Checks(uuid).empty()) << "a released project's checks stay with this node's agents";
 }
 
 }  // namespace
