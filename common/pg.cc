@@ -166,7 +166,51 @@ absl::StatusOr<PgResult> PgConnection::Exec(absl::string_view sql,
   return Error(absl::StrCat("\"", text.substr(0, 60), text.size() > 60 ? "…" : "", "\""), sqlstate, message);
 }
 
+absl::StatusOr<PgResult> PgConnection::ExecPrepared(const std::string& sql,
+                                                    const std::vector<std::optional<std::string>>& params,
+                                                    const std::vector<bool>& int8) {
+  constexpr Oid kInt8Oid = 20;
+  std::string key = sql;
+  key.push_back('\0');
+  for (size_t i = 0; i < params.size(); ++i) key.push_back(i < int8.size() && int8[i] ? '8' : '0');
+  auto it = prepared_.find(key);
+  if (it == prepared_.end()) {
+    std::vector<Oid> types(params.size(), 0);
+    for (size_t i = 0; i < int8.size() && i < params.size(); ++i) types[i] = int8[i] ? kInt8Oid : 0;
+    std::string name = absl::StrCat("m", prepared_.size() + 1);
+    pg_result* res = PQprepare(c_, name.c_str(), sql.c_str(), static_cast<int>(types.size()),
+                               types.empty() ? nullptr : types.data());
+    ExecStatusType st = res == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(res);
+    if (st != PGRES_COMMAND_OK) {
+      const char* state = res == nullptr ? nullptr : PQresultErrorField(res, PG_DIAG_SQLSTATE);
+      std::string message = res != nullptr && *PQresultErrorMessage(res) ? PQresultErrorMessage(res) : PQerrorMessage(c_);
+      std::string sqlstate = state ? state : "";
+      if (res != nullptr) PQclear(res);
+      return Error(absl::StrCat("preparing \"", sql.substr(0, 60), sql.size() > 60 ? "…" : "", "\""), sqlstate,
+                   message);
+    }
+    PQclear(res);
+    it = prepared_.emplace(key, name).first;
+  }
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  pg_result* res = PQexecPrepared(c_, it->second.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
+                                  nullptr, 0);
+  ExecStatusType st = res == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(res);
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return PgResult(res);
+  const char* state = res == nullptr ? nullptr : PQresultErrorField(res, PG_DIAG_SQLSTATE);
+  std::string message = res != nullptr && *PQresultErrorMessage(res) ? PQresultErrorMessage(res) : PQerrorMessage(c_);
+  std::string sqlstate = state ? state : "";
+  if (res != nullptr) PQclear(res);
+  // A plan made before a schema change (another node migrated): prepared
+  // again at the next use.
+  if (sqlstate == "0A000") prepared_.erase(it);
+  return Error(absl::StrCat("\"", sql.substr(0, 60), sql.size() > 60 ? "…" : "", "\""), sqlstate, message);
+}
+
 absl::Status PgConnection::Reset() {
+  prepared_.clear();  // a new session has none
   PQreset(c_);
   if (PQstatus(c_) != CONNECTION_OK) return Error("reconnecting", "", PQerrorMessage(c_));
   Describe();

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,11 @@ class PgConnection {
   // types the server infers from where they stand.
   absl::StatusOr<PgResult> Exec(absl::string_view sql, const std::vector<std::optional<std::string>>& params = {},
                                 const std::vector<bool>& int8 = {});
+  // The same, as a statement prepared on this connection at its first use
+  // and run by name afterwards (the server parses and plans it once): for
+  // the statements a program runs again and again.
+  absl::StatusOr<PgResult> ExecPrepared(const std::string& sql, const std::vector<std::optional<std::string>>& params,
+                                        const std::vector<bool>& int8);
   // Runs several statements without parameters (a schema step).
   absl::Status ExecScript(absl::string_view sql);
   // False once the connection is lost (the server went away).
@@ -92,6 +98,7 @@ class PgConnection {
   pg_conn* c_;
   std::string uri_;
   std::string where_;
+  std::map<std::string, std::string> prepared_;  // sql + parameter types -> statement name
 };
 
 }  // namespace mariposa

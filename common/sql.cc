@@ -152,12 +152,12 @@ absl::StatusOr<PgResult> Database::PgRun(const std::string& sql, const std::vect
                                          const std::vector<bool>& int8) {
   absl::Status ready = PgReady();
   if (!ready.ok()) return ready;
-  auto r = pg_->Exec(sql, params, int8);
+  auto r = pg_->ExecPrepared(sql, params, int8);
   if (!r.ok() && absl::IsUnavailable(r.status()) && !in_transaction_ && !pg_->ok()) {
     // Outside a transaction the store only reads (every write is in one):
     // a connection found dead (the server restarted, a failover to another
     // host of the URI) is opened again and the read asked once more.
-    if (PgReady().ok()) r = pg_->Exec(sql, params, int8);
+    if (PgReady().ok()) r = pg_->ExecPrepared(sql, params, int8);
   }
   if (r.ok()) pg_changes_ = r->affected();
   return r;

@@ -2,8 +2,8 @@
 smoke test NAME_smoke (the same sources run with --smoke in `bazel test`:
 tiny sizes; fails when the benchmark cannot do its work, never on timing)."""
 
-def bench(name, srcs, deps, data = [], smoke_size = "medium"):
-    native.cc_binary(name = name, srcs = srcs, data = data, deps = deps)
+def bench(name, srcs, deps, data = [], smoke_size = "medium", testonly = False):
+    native.cc_binary(name = name, srcs = srcs, data = data, deps = deps, testonly = testonly)
     native.cc_test(
         name = name + "_smoke",
         size = smoke_size,

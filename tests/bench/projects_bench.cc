@@ -3,6 +3,10 @@
 //       diff, one SQLite transaction with WAL+FULL) vs a raw SQLite bulk
 //       insert of the same rows with the same durability settings.
 //   P4: no-op Apply latency vs the Admin.Ping echo on the same server.
+// With --postgres (issue 33) the same on a store in PostgreSQL (a throwaway
+// server, tests/pg_server.h): P3pg against raw libpq inserts of the same rows
+// in one transaction at the same durability (synchronous_commit on, fsync
+// on), P4pg against the echo plus one database round trip (SELECT 1).
 // Prints one line per figure: name value unit baseline ratio.
 #include <malloc.h>
 #include <unistd.h>
@@ -15,6 +19,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/ids.h"
@@ -23,6 +28,7 @@
 #include "projects/manifest.h"
 #include "projects/projects_service.h"
 #include "projects/sql_store.h"
+#include "tests/pg_server.h"
 
 namespace mariposa {
 namespace {
@@ -59,14 +65,20 @@ std::string BigManifest(const std::string &project, int services, int round) {
 // row with its verbatim and canonical text, one row per service), prepared
 // beforehand and inserted in one transaction with the same durability.
 // -1 when any step failed: the baseline then measured nothing.
-double RawInsert(const std::string &path, const std::string &manifest) {
-  unlink(path.c_str());
+// `where`: a SQLite file, or a PostgreSQL URI (its tables made anew).
+double RawInsert(const std::string &where, const std::string &manifest) {
+  bool pg = absl::StartsWith(where, "postgresql://");
+  if (!pg)
+    unlink(where.c_str());
   CompiledManifest c = Compile(*ParseManifest(manifest, {}).manifest);
-  auto db = Database::Open(path);
+  auto db = pg ? Database::OpenPostgres(where) : Database::Open(where);
   if (!db.ok())
     return -1;
-  absl::Status ok = (*db)->Exec("PRAGMA journal_mode=WAL");
-  ok.Update((*db)->Exec("PRAGMA synchronous=FULL"));
+  absl::Status ok =
+      pg ? (*db)->Exec("DROP TABLE IF EXISTS services; DROP TABLE IF EXISTS versions")
+         : (*db)->Exec("PRAGMA journal_mode=WAL");
+  if (!pg)
+    ok.Update((*db)->Exec("PRAGMA synchronous=FULL"));
   ok.Update((*db)->Exec("CREATE TABLE versions (uuid TEXT PRIMARY KEY, hash "
                         "TEXT, manifest TEXT, canonical TEXT);"
                         "CREATE TABLE services (version_uuid TEXT, name TEXT, "
@@ -104,7 +116,7 @@ double RawInsert(const std::string &path, const std::string &manifest) {
   ok.Update((*db)->Exec("COMMIT"));
   double took = Seconds(Clock::now() - start);
   if (!ok.ok()) {
-    std::fprintf(stderr, "the raw SQLite baseline failed: %s\n",
+    std::fprintf(stderr, "the raw insert baseline failed: %s\n",
                  ok.ToString().c_str());
     return -1;
   }
@@ -137,12 +149,38 @@ void P3Parts(const std::string &manifest, int rounds, double raw_median) {
 // `smoke`: tiny sizes, for the default test run: exit 1 only when the
 // benchmark cannot do its work (an apply refused, a no-op that changes).
 // `only`: "P3" or "P4" runs that one alone (for a profile), "" both.
-int Main(bool smoke, const std::string &only) {
+int Main(bool smoke, const std::string &only, bool postgres) {
   char dir[] = "/tmp/mariposa-bench-XXXXXX";
   if (!mkdtemp(dir))
     return 1;
   std::string store_path = absl::StrCat(dir, "/store.db");
-  auto store = SqlProjectStore::Open(store_path, RealClock::Get());
+  std::string raw_where = absl::StrCat(dir, "/raw.db");
+  std::unique_ptr<testing::PgServer> pg;
+  std::unique_ptr<PgConnection> pg_echo;  // P4pg's one round trip
+  if (postgres) {
+    auto started = testing::PgServer::Start();
+    if (!started.ok()) {
+      std::fprintf(stderr, "%s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    pg = *std::move(started);
+    auto admin_conn = PgConnection::Open(pg->uri());
+    if (!admin_conn.ok() || !(*admin_conn)->Exec("CREATE DATABASE bench_store").ok() ||
+        !(*admin_conn)->Exec("CREATE DATABASE bench_raw").ok()) {
+      std::fprintf(stderr, "cannot create the benchmark's databases\n");
+      return 1;
+    }
+    std::string base = absl::StrCat("postgresql://postgres@127.0.0.1:", pg->port(), "/");
+    store_path = base + "bench_store";
+    raw_where = base + "bench_raw";
+    auto echo = PgConnection::Open(raw_where);
+    if (!echo.ok())
+      return 1;
+    pg_echo = *std::move(echo);
+  }
+  const char *p3 = postgres ? "P3pg" : "P3", *p4 = postgres ? "P4pg" : "P4";
+  auto store = postgres ? SqlProjectStore::OpenPostgres(store_path, RealClock::Get())
+                        : SqlProjectStore::Open(store_path, RealClock::Get());
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
     return 1;
@@ -166,7 +204,7 @@ int Main(bool smoke, const std::string &only) {
   std::vector<double> raw, ours;
   for (int round = 0; only != "P4" && round < kRounds; ++round) {
     std::string manifest = BigManifest("big", kServices, round);
-    raw.push_back(RawInsert(absl::StrCat(dir, "/raw.db"), manifest));
+    raw.push_back(RawInsert(raw_where, manifest));
     if (raw.back() < 0)
       return 1;
     v1::ApplyRequest req;
@@ -185,12 +223,12 @@ int Main(bool smoke, const std::string &only) {
   if (only != "P4") {
     double raw_rate = kServices / Median(raw),
            our_rate = kServices / Median(ours);
-    std::printf("P3_apply_1000_services %.0f rows/s %.0f %.2f\n", our_rate,
+    std::printf("%s_apply_1000_services %.0f rows/s %.0f %.2f\n", p3, our_rate,
                 raw_rate, our_rate / raw_rate);
     std::printf(
-        "# P3 apply median %.1f ms (min %.1f, max %.1f); raw insert median "
+        "# %s apply median %.1f ms (min %.1f, max %.1f); raw insert median "
         "%.1f ms (min %.1f, max %.1f)\n",
-        1e3 * Median(ours), 1e3 * *std::min_element(ours.begin(), ours.end()),
+        p3, 1e3 * Median(ours), 1e3 * *std::min_element(ours.begin(), ours.end()),
         1e3 * *std::max_element(ours.begin(), ours.end()), 1e3 * Median(raw),
         1e3 * *std::min_element(raw.begin(), raw.end()),
         1e3 * *std::max_element(raw.begin(), raw.end()));
@@ -222,6 +260,10 @@ int Main(bool smoke, const std::string &only) {
                        ps.error_message().c_str());
           return 1;
         }
+        if (pg_echo != nullptr && !pg_echo->Exec("SELECT 1").ok()) {
+          std::fprintf(stderr, "the database round trip baseline failed\n");
+          return 1;
+        }
         echo_lat.push_back(Seconds(Clock::now() - t0));
         grpc::ClientContext c2;
         v1::ApplyResponse r;
@@ -236,9 +278,9 @@ int Main(bool smoke, const std::string &only) {
     }
     double a50 = Percentile(apply_lat, 0.5), a99 = Percentile(apply_lat, 0.99);
     double e50 = Percentile(echo_lat, 0.5), e99 = Percentile(echo_lat, 0.99);
-    std::printf("P4_noop_apply_p50 %.1f us %.1f %.2f\n", 1e6 * a50, 1e6 * e50,
+    std::printf("%s_noop_apply_p50 %.1f us %.1f %.2f\n", p4, 1e6 * a50, 1e6 * e50,
                 a50 / e50);
-    std::printf("P4_noop_apply_p99 %.1f us %.1f %.2f\n", 1e6 * a99, 1e6 * e99,
+    std::printf("%s_noop_apply_p99 %.1f us %.1f %.2f\n", p4, 1e6 * a99, 1e6 * e99,
                 a99 / e99);
   }
   server->Shutdown();
@@ -258,7 +300,7 @@ int main(int argc, char **argv) {
   // The same allocator settings as mariposad (see daemon/main.cc).
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  bool smoke = false;
+  bool smoke = false, postgres = false;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -266,12 +308,19 @@ int main(int argc, char **argv) {
       smoke = true;
     else if (a == "--only=P3" || a == "--only=P4")
       only = a.substr(7);
+    else if (a == "--postgres")
+      postgres = true;
     else {
       std::fprintf(stderr,
-                   "unknown argument %s; use --smoke and/or --only=P3|P4\n",
+                   "unknown argument %s; use --smoke, --postgres and/or --only=P3|P4\n",
                    a.c_str());
       return 2;
     }
   }
-  return mariposa::Main(smoke, only);
+  // The smoke test runs both stores: neither may break unnoticed.
+  if (smoke && !postgres) {
+    int r = mariposa::Main(smoke, only, false);
+    return r != 0 ? r : mariposa::Main(smoke, only, true);
+  }
+  return mariposa::Main(smoke, only, postgres);
 }
