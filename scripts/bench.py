@@ -29,6 +29,9 @@ FIGURES = {
     "P3_ratio": ("higher", 0.5, "apply of 1,000 services / raw SQLite insert, both WAL + synchronous=FULL (x)"),
     "P4_p50_ratio": ("lower", 2.0, "no-op Apply p50 / echo RPC p50 (x)"),
     "P4_p99_ratio": ("lower", 3.0, "no-op Apply p99 / echo RPC p99 (x)"),
+    "P3pg_ratio": ("higher", 0.5, "PostgreSQL store: apply of 1,000 services / raw libpq insert, same durability (x)"),
+    "P4pg_p50_ratio": ("lower", 2.0, "PostgreSQL store: no-op Apply p50 / (echo RPC + one database round trip) p50 (x)"),
+    "P4pg_p99_ratio": ("lower", 3.0, "PostgreSQL store: no-op Apply p99 / (echo RPC + one database round trip) p99 (x)"),
     "P5_ratio": ("higher", 0.7, "tcp checks: engine / raw loop, the lower of wall and per-CPU (x)"),
     "P6_ratio": ("higher", 0.7, "http checks: engine / raw loop, the lower of wall and per-CPU (x)"),
     "P7_cpu_cores": ("lower", 0.5, "health engine CPU at its load (cores)"),
@@ -65,6 +68,12 @@ def parse(text):
                 out["P4_p50_ratio"] = num(f[4])
             elif f[0] == "P4_noop_apply_p99":
                 out["P4_p99_ratio"] = num(f[4])
+            elif f[0] == "P3pg_apply_1000_services":
+                out["P3pg_ratio"] = num(f[4])
+            elif f[0] == "P4pg_noop_apply_p50":
+                out["P4pg_p50_ratio"] = num(f[4])
+            elif f[0] == "P4pg_noop_apply_p99":
+                out["P4pg_p99_ratio"] = num(f[4])
             elif f[0] in ("P5", "P6"):
                 m = re.search(r"ratio ([\d.]+) wall, ([\d.]+) per CPU", line)
                 if m:
@@ -212,7 +221,8 @@ def main():
         given = given[:i] + given[i + 2:]
     result = {"machine": machine(), "command": " ".join([a.command] + given), "figures": {}}
     samples = {}
-    plan = [("projects_bench", [], 600), ("convergence_bench", ["--quick"], 1800),
+    plan = [("projects_bench", [], 600), ("projects_bench", ["--postgres"], 600),
+            ("convergence_bench", ["--quick"], 1800),
             ("health_bench", ["--quick"] if a.quick else [], 1800),
             ("agents_bench", ["200"] if a.quick else [], 1800)]
     for binary, args, timeout in plan:
