@@ -32,6 +32,8 @@ FIGURES = {
     "P3pg_ratio": ("higher", 0.5, "PostgreSQL store: apply of 1,000 services / raw libpq insert, same durability (x)"),
     "P4pg_p50_ratio": ("lower", 2.0, "PostgreSQL store: no-op Apply p50 / (echo RPC + one database round trip) p50 (x)"),
     "P4pg_p99_ratio": ("lower", 3.0, "PostgreSQL store: no-op Apply p99 / (echo RPC + one database round trip) p99 (x)"),
+    "WAKE_p99_ms": ("lower", 100.0, "two nodes: scale through one, until the project's node has its first new VM, p99 (ms)"),
+    "TAKEOVER_s": ("lower", 12.0, "two nodes: kill -9 of a project's node until another holds all its projects, lease TTL 10 s (s)"),
     "P5_ratio": ("higher", 0.7, "tcp checks: engine / raw loop, the lower of wall and per-CPU (x)"),
     "P6_ratio": ("higher", 0.7, "http checks: engine / raw loop, the lower of wall and per-CPU (x)"),
     "P7_cpu_cores": ("lower", 0.5, "health engine CPU at its load (cores)"),
@@ -68,6 +70,10 @@ def parse(text):
                 out["P4_p50_ratio"] = num(f[4])
             elif f[0] == "P4_noop_apply_p99":
                 out["P4_p99_ratio"] = num(f[4])
+            elif f[0] == "WAKE_scale_to_first_create_p99":
+                out["WAKE_p99_ms"] = num(f[1])
+            elif f[0] == "TAKEOVER_after_kill9_s":
+                out["TAKEOVER_s"] = num(f[1])
             elif f[0] == "P3pg_apply_1000_services":
                 out["P3pg_ratio"] = num(f[4])
             elif f[0] == "P4pg_noop_apply_p50":
@@ -221,7 +227,7 @@ def main():
         given = given[:i] + given[i + 2:]
     result = {"machine": machine(), "command": " ".join([a.command] + given), "figures": {}}
     samples = {}
-    plan = [("projects_bench", [], 600), ("projects_bench", ["--postgres"], 600),
+    plan = [("projects_bench", [], 600), ("projects_bench", ["--postgres"], 600), ("nodes_bench", [], 900),
             ("convergence_bench", ["--quick"], 1800),
             ("health_bench", ["--quick"] if a.quick else [], 1800),
             ("agents_bench", ["200"] if a.quick else [], 1800)]
