@@ -65,6 +65,20 @@ absl::Status ControllerState::Load() {
   return absl::OkStatus();
 }
 
+absl::Status ControllerState::Reload() {
+  auto text = store_->GetSetting(kKey);
+  if (!text.ok()) return text.status();
+  auto m = DecodeMode(*text);
+  if (!m.ok()) return m.status();
+  {
+    absl::MutexLock l(&mu_);
+    if (mode_.mode == m->mode && mode_.reason == m->reason && mode_.since == m->since) return absl::OkStatus();
+    mode_ = *m;
+  }
+  if (on_change_) on_change_(*m);
+  return absl::OkStatus();
+}
+
 ControllerMode ControllerState::Get() const {
   absl::MutexLock l(&mu_);
   return mode_;

@@ -47,6 +47,9 @@ class ControllerState {
   // Reads the stored state (active when none).
   absl::Status Load();
   ControllerMode Get() const;
+  // Several nodes: reads the stored state again (another node may have set
+  // it); `on_change` runs when it differs from what this node had.
+  absl::Status Reload();
   // active | readonly; INVALID_ARGUMENT for anything else, and for readonly
   // without a reason. Written with an event `controller.state`; `on_change`
   // runs after.

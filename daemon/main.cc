@@ -883,9 +883,20 @@ int main(int argc, char** argv) {
                                                                     ropts);
     wake_target = reconciler.get();
     latency_sink.store(reconciler.get());
+    // Set before the wake-up bus can call Reload.
+    controller.set_on_change([r = reconciler.get(), &wake_bus](const mariposa::ControllerMode& m) {
+      r->SetPaused(m.mode == "readonly");
+      if (wake_bus != nullptr) wake_bus->Publish();  // the other nodes read it again
+    });
     if (postgres) {
       // A change through this node wakes every node's reconciler at once.
-      wake_bus = std::make_unique<mariposa::WakeBus>(store_spec, clock, [r = reconciler.get()] { r->Wake(); });
+      // What another node changed: its readonly state too.
+      wake_bus = std::make_unique<mariposa::WakeBus>(store_spec, clock, [r = reconciler.get(), &controller] {
+        if (absl::Status s = controller.Reload(); !s.ok()) {
+          mariposa::LogWarn("cannot read the controller's state", {{"error", s.ToString()}});
+        }
+        r->Wake();
+      });
       if (absl::Status s = wake_bus->Start(); !s.ok()) {
         mariposa::LogError("cannot listen for the other nodes' changes; they are seen at each --resync",
                            {{"error", s.ToString()}});
@@ -1054,9 +1065,6 @@ int main(int argc, char** argv) {
   }
   if (reconciler) {
     reconciler->SetPaused(controller.Get().mode == "readonly");
-    controller.set_on_change([r = reconciler.get()](const mariposa::ControllerMode& m) {
-      r->SetPaused(m.mode == "readonly");
-    });
     reconciler->Start();
     if (leases) {
       leases->SetAddress(bound);

@@ -23,8 +23,6 @@ class SqlProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
   static constexpr int kSchemaVersion = 12;
-  // The schema a store on PostgreSQL begins with.
-  static constexpr int kFirstPostgresSchema = 11;
 
   // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
   // FAILED_PRECONDITION when the file's schema is newer than this build.
@@ -44,6 +42,9 @@ class SqlProjectStore : public ProjectStore {
   // URI ("postgresql://…" or "postgres://…"). INVALID_ARGUMENT saying what
   // is accepted for anything else.
   static absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenSpec(const std::string& spec, const Clock* clock);
+  // Like OpenSpec, but migrates only up to `version`; to test migrations.
+  static absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenSpecAtVersionForTest(const std::string& spec,
+                                                                                    const Clock* clock, int version);
   // Whether `spec` names PostgreSQL (see OpenSpec).
   static bool IsPostgresSpec(const std::string& spec);
 
@@ -167,7 +168,9 @@ class SqlProjectStore : public ProjectStore {
       : postgres_(db->postgres()), where_(db->postgres() ? db->path() : "sqlite:" + db->path()), db_(std::move(db)),
         clock_(clock) {}
   absl::Status Migrate(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status MigratePostgres() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status MigratePostgres(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenPostgresAt(const std::string& uri, const Clock* clock,
+                                                                         int connect_timeout_s, int version);
   // A write transaction, checking the calling thread's fence (ScopedFence)
   // inside it.
   absl::StatusOr<std::unique_ptr<Transaction>> BeginLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

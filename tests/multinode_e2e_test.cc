@@ -4,7 +4,8 @@
 // within the lease TTL plus a few seconds; a node paused with SIGSTOP past
 // its lease does not act when it wakes; a change through any node reaches
 // the project's node; no instance is ever created twice; while the database
-// is down requests answer UNAVAILABLE naming it, and all is well after.
+// is down requests answer UNAVAILABLE naming it, and all is well after;
+// readonly set through one node holds them all.
 #include <signal.h>
 
 #include <map>
@@ -188,6 +189,21 @@ TEST_F(MultiNodeTest, SharesTakesOverAndNeverActsTwice) {
                          absl::Seconds(10)));
   for (const auto& kv : nodes_) EXPECT_EQ(kill(kv.second->pid(), 0), 0) << "node " << kv.first << " died";
   EXPECT_TRUE(Eventually([&] { return p1_at(4); }, absl::Seconds(10)));
+
+  // readonly set through one node holds every node: another refuses a change
+  // at once, and takes it again once active.
+  ASSERT_EQ(Cli(nodes_[victim]->addr(), {"admin", "state", "set", "readonly", "--reason", "db maintenance"}).exit_code, 0);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        RunResult r = Cli(nodes_[other]->addr(), {"apply", "--yes", "-f", Manifest(2, 3)});
+        return r.exit_code != 0 && r.err.find("db maintenance") != std::string::npos;
+      },
+      absl::Seconds(3)))
+      << "a node went on writing while another was set readonly";
+  ASSERT_EQ(Cli(nodes_[other]->addr(), {"admin", "state", "set", "active"}).exit_code, 0);
+  EXPECT_TRUE(Eventually(
+      [&] { return Cli(nodes_[victim]->addr(), {"apply", "--yes", "-f", Manifest(2, 3)}).exit_code == 0; },
+      absl::Seconds(3)));
 }
 
 }  // namespace
