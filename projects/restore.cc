@@ -196,4 +196,42 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
   return r;
 }
 
+absl::StatusOr<RestoreResult> RestoreStoreInto(const std::string& backup, const std::string& target,
+                                               const RestoreSecrets& secrets, const Clock* clock) {
+  if (!Exists(backup)) return absl::NotFoundError(absl::StrCat("backup ", backup, " does not exist"));
+  char tmpl[] = "/tmp/mariposa-restore-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return Errno("cannot make a temporary directory");
+  std::string dir = tmpl, copy = dir + "/backup.db";
+  struct Cleanup {
+    std::string dir, copy;
+    ~Cleanup() {
+      for (const char* suffix : {"", "-wal", "-shm", "-journal"}) unlink((copy + suffix).c_str());
+      rmdir(dir.c_str());
+    }
+  } cleanup{dir, copy};
+  RETURN_IF_ERROR(CopyFile(backup, copy));
+  RestoreResult r;
+  auto schema = SchemaOf(copy);
+  if (!schema.ok() || *schema == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(backup, " is not a Mariposa store",
+                                                   schema.ok() ? " (no schema version)" : ": ",
+                                                   schema.ok() ? "" : schema.status().message()));
+  }
+  r.schema = *schema;
+  auto opened = SqlProjectStore::Open(copy, clock);
+  absl::Status verified = opened.ok() ? (*opened)->Verify() : opened.status();
+  if (verified.ok()) verified = OpenSecrets(copy, opened->get(), secrets, &r.secrets);
+  if (!verified.ok()) return absl::InvalidArgumentError(absl::StrCat(backup, " failed verification: ", verified.message()));
+  auto into = SqlProjectStore::OpenSpec(target, clock);
+  if (!into.ok()) return into.status();
+  auto counts = SqlProjectStore::CopyStore(opened->get(), into->get());
+  if (!counts.ok()) return counts.status();
+  r.store = (*into)->where();
+  auto projects = (*into)->ListProjects();
+  auto last = (*into)->LastEventIndex();
+  if (projects.ok()) r.projects = static_cast<int>(projects->size());
+  if (last.ok()) r.last_event = *last;
+  return r;
+}
+
 }  // namespace mariposa

@@ -39,6 +39,16 @@ struct RestoreSecrets {
 absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std::string& data_dir,
                                            const RestoreSecrets& secrets, const Clock* clock);
 
+// A store on PostgreSQL (`target`: its URI): the backup (a SQLite store
+// file, as `admin backup` writes for both kinds) is copied to a temporary
+// file, opened, migrated and verified as above, its secrets opened with
+// `secrets`, then copied row by row into `target` in one transaction
+// (SqlProjectStore::CopyStore). `target` must be an empty database (a new
+// one): a database that holds anything is refused and nothing is written.
+// Point every node at it afterwards.
+absl::StatusOr<RestoreResult> RestoreStoreInto(const std::string& backup, const std::string& target,
+                                               const RestoreSecrets& secrets, const Clock* clock);
+
 }  // namespace mariposa
 
 #endif  // MARIPOSA_PROJECTS_RESTORE_H_

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "projects/sql_store.h"
+#include "tests/store_backends.h"
 
 namespace mariposa {
 namespace {
@@ -173,6 +174,45 @@ TEST_F(RestoreTest, SecretsMustOpenWithTheKey) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->secrets, 1);
   EXPECT_EQ(Projects(data_ + "/mariposa.db"), std::vector<std::string>{"mars"});
+}
+
+// Restore into PostgreSQL: a backup (of a PostgreSQL store, so a SQLite
+// file) is verified, its secrets opened with the key, and copied into a new,
+// empty database; a database that holds anything is refused unchanged; a
+// backup whose secrets do not open is refused before anything is written.
+TEST_F(RestoreTest, IntoANewPostgresDatabase) {
+  TestCodec key({"aaaa"});
+  auto source_spec = testing::NewStoreSpec(testing::Backend::kPostgres);
+  ASSERT_TRUE(source_spec.ok()) << source_spec.status();
+  {
+    auto source = SqlProjectStore::OpenSpec(*source_spec, &clock_);
+    ASSERT_TRUE(source.ok()) << source.status();
+    (*source)->SetSecretCodec(&key);
+    auto p = (*source)->CreateProject("mars", "", "test");
+    ASSERT_TRUE(p.ok());
+    ASSERT_TRUE((*source)->SetMeta(p->uuid, "password", "hunter2", true, std::nullopt, "test").ok());
+    ASSERT_TRUE((*source)->Backup(dir_ + "/pg-backup.db").ok());
+  }
+  TestCodec wrong({"bbbb"});
+  auto target = testing::NewStoreSpec(testing::Backend::kPostgres);
+  ASSERT_TRUE(target.ok());
+  auto refused = RestoreStoreInto(dir_ + "/pg-backup.db", *target, {&wrong, "wrong.key"}, &clock_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("do not open"), std::string::npos) << refused.status();
+  auto r = RestoreStoreInto(dir_ + "/pg-backup.db", *target, {&key, "good.key"}, &clock_);
+  ASSERT_TRUE(r.ok()) << r.status();  // the refusal wrote nothing: the target is still empty
+  EXPECT_EQ(r->projects, 1);
+  EXPECT_EQ(r->secrets, 1);
+  EXPECT_NE(r->store.find("PostgreSQL at 127.0.0.1:"), std::string::npos);
+  auto restored = SqlProjectStore::OpenSpec(*target, &clock_);
+  ASSERT_TRUE(restored.ok());
+  (*restored)->SetSecretCodec(&key);
+  auto mars = (*restored)->GetProject("mars");
+  ASSERT_TRUE(mars.ok());
+  EXPECT_EQ((*restored)->GetMeta(mars->uuid, "password")->value, "hunter2");
+  auto again = RestoreStoreInto(dir_ + "/pg-backup.db", *target, {&key, "good.key"}, &clock_);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(again.status().message().find("not empty"), std::string::npos) << again.status();
 }
 
 }  // namespace

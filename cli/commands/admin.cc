@@ -2,6 +2,8 @@
 #include "cli/command.h"
 #include <sys/stat.h>
 
+#include <optional>
+
 #include "auth/sealer.h"
 #include "projects/restore.h"
 #include "projects/sql_store.h"
@@ -117,7 +119,8 @@ Result Restore(Context& c, const Parsed& p) {
     sealer = *std::move(opened);
     secrets.codec = sealer.get();
   }
-  auto r = RestoreStore(backup, data_dir, secrets, c.clock);
+  std::optional<std::string> into = p.Value("--store");
+  auto r = into ? RestoreStoreInto(backup, *into, secrets, c.clock) : RestoreStore(backup, data_dir, secrets, c.clock);
   if (!r.ok()) return Err(absl::StrCat("restore refused (nothing was changed): ", r.status().message()));
   if (c.Structured()) {
     c.PrintRecords({{{"store", r->store},
@@ -132,7 +135,9 @@ Result Restore(Context& c, const Parsed& p) {
           << " projects, events up to " << r->last_event << ", " << r->secrets << " secrets (they open with "
           << secrets.key_path << ")\n";
   if (!r->moved_aside.empty()) c.out() << "the store it replaced is kept as " << r->moved_aside << "\n";
-  c.out() << "start mariposad now; it converges the data center to the restored goal state.\n";
+  c.out() << (into ? "point every node's --store at it and start them; they converge the data center to the "
+                     "restored goal state.\n"
+                   : "start mariposad now; it converges the data center to the restored goal state.\n");
   return 0;
 }
 
@@ -241,9 +246,12 @@ void AddAdmin(cli::Registry& r) {
                  "copied, opened and verified; only then is the current store moved aside as\n"
                  "mariposa.db.before-restore-STAMP and the copy put in its place. Every secret meta value of the\n"
                  "backup must open with the secrets key mariposad will use (a key rotated out since is kept as\n"
-                 "KEYFILE.KEYID.retired and still opens them); without a key file a backup with secrets is refused.",
+                 "KEYFILE.KEYID.retired and still opens them); without a key file a backup with secrets is refused.\n"
+                 "With --store postgresql://… the backup (of either kind of store) is verified the same way and\n"
+                 "copied into that database, which must be new and empty; then point the nodes at it.",
          .group = kGroup,
          .flags = {{{"--data-dir"}, "DIR", "mariposad's --data-dir (/var/lib/mariposa)"},
+                   {{"--store"}, "URI", "restore into this new, empty PostgreSQL database instead (every node's --store)"},
                    {{"--secrets-key"}, "FILE", "mariposad's --secrets-key (DIR/secrets.key): every secret must open with it"}},
          .min_args = 1,
          .max_args = 1,
