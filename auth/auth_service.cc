@@ -45,6 +45,24 @@ absl::Status CheckRoleAndProject(const std::string& role, const std::string& pro
 
 }  // namespace
 
+absl::Status AgreeOnSecretsKey(ProjectStore* store, const Sealer& sealer) {
+  constexpr char kKey[] = "secrets_key_id";
+  auto recorded = store->GetSetting(kKey);
+  if (!recorded.ok()) return recorded.status();
+  std::string mine = sealer.current_key_id();
+  if (*recorded == mine) return absl::OkStatus();
+  if (!recorded->empty() && !sealer.HasKey(*recorded)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the store's secrets are sealed with key ", *recorded, " but this node's key file ", sealer.path(),
+        " holds key ", mine, " and not that one. Copy the key file of a node that runs (its --secrets-key, "
+        "mode 0600, with any .retired files beside it) to ", sealer.path(), " and start again"));
+  }
+  return store->SetSetting(kKey, mine, "mariposad", "auth.secrets-key",
+                           recorded->empty() ? absl::StrCat("secrets are sealed with key ", mine)
+                                             : absl::StrCat("secrets are sealed with key ", mine, " (was ", *recorded,
+                                                            ")"));
+}
+
 absl::StatusOr<int> ResealAndFinish(ProjectStore* store, Sealer* sealer) {
   auto n = store->ResealSecrets();
   if (!n.ok()) return n.status();
@@ -193,6 +211,7 @@ grpc::Status AuthService::RotateKey(grpc::ServerContext* ctx, const v1::RotateKe
                                absl::StrCat(n.status().message(), "; the new key stays in ", sealer_->path(),
                                             ".next and the next start (or rotate-key) finishes the rotation")));
   }
+  if (absl::Status agreed = AgreeOnSecretsKey(store_, *sealer_); !agreed.ok()) return ToGrpc(agreed);
   resp->set_key_id(sealer_->current_key_id());
   resp->set_old_key_id(old_id);
   resp->set_secrets(*n);

@@ -48,6 +48,14 @@ class AuthService final : public v1::Auth::Service {
 // rotation (start-up and RotateKey); how many secrets were sealed again.
 absl::StatusOr<int> ResealAndFinish(ProjectStore* store, Sealer* sealer);
 
+// Several nodes on one store share one secrets key. The store records the
+// id of the key its secrets are sealed with (setting "secrets_key_id"): a
+// node records its key's id when none is recorded, or when it holds the
+// recorded key among its older ones (it rotated); a node whose key file
+// does not hold the recorded key is refused (FAILED_PRECONDITION naming
+// both ids and how to fix it), before it seals anything.
+absl::Status AgreeOnSecretsKey(ProjectStore* store, const Sealer& sealer);
+
 }  // namespace mariposa::auth
 
 #endif  // MARIPOSA_AUTH_AUTH_SERVICE_H_

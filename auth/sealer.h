@@ -42,6 +42,11 @@ class Sealer : public SecretCodec {
     return current_;
   }
   const std::string& path() const { return path_; }
+  // Whether it can open values sealed with key `id` (current, next or retired).
+  bool HasKey(const std::string& id) const {
+    absl::ReaderMutexLock l(&mu_);
+    return keys_.count(id) > 0;
+  }
 
 
   // Step 1 of a rotation: a new key in PATH.next, used from now on.

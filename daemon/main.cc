@@ -726,6 +726,18 @@ int main(int argc, char** argv) {
                        "changed or converged; running instances are not touched");
   }
   (*store)->SetSecretCodec(sealer->get());
+  if (postgres) {
+    // Nodes that share the store must share the key.
+    if (absl::Status agreed = mariposa::auth::AgreeOnSecretsKey(store->get(), **sealer); !agreed.ok()) {
+      mariposa::LogError("this node's secrets key is not the other nodes'; not serving",
+                         {{"error", agreed.ToString()}});
+      return init_failed("this node's secrets key is not the one the store's secrets are sealed with",
+                         std::string(agreed.message()),
+                         "copy --secrets-key from a node that runs (0600, owned by mariposad), then start again "
+                         "(docs/operations.md, \"Several nodes\")",
+                         "this node does not serve; the other nodes are not affected");
+    }
+  }
   if (auto n = mariposa::auth::ResealAndFinish(store->get(), sealer->get()); !n.ok()) {
     mariposa::LogError("cannot seal the store's secrets; not serving", {{"error", n.status().ToString()}});
     return init_failed("cannot seal the store's secrets with the current key", std::string(n.status().message()),

@@ -62,7 +62,13 @@ void WakeBus::Publish() {
     }
     publisher_ = *std::move(c);
   }
-  if (auto r = publisher_->Exec("SELECT pg_notify($1, '')", {std::string(kChannel)}); !r.ok()) {
+  auto r = publisher_->Exec("SELECT pg_notify($1, '')", {std::string(kChannel)});
+  if (!r.ok() && !publisher_->ok() && publisher_->Reset().ok()) {
+    // The connection was found dead (the database restarted or failed
+    // over): once more on a new one.
+    r = publisher_->Exec("SELECT pg_notify($1, '')", {std::string(kChannel)});
+  }
+  if (!r.ok()) {
     LogWarn("cannot tell the other nodes of a change; they see it at their next resync",
             {{"error", r.status().ToString()}});
   }

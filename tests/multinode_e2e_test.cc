@@ -43,7 +43,7 @@ class MultiNodeTest : public ::testing::Test {
   void StartNode(const std::string& n) {
     auto d = std::make_unique<ServerProcess>(
         std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/" + n,
-                                 "--store", uri_, "--node", "node-" + n, "--lease-ttl", "2s", "--resync", "1s",
+                                 "--store", uri_, "--node", "node-" + n, "--secrets-key", dir_ + "/secrets.key", "--lease-ttl", "2s", "--resync", "1s",
                                  "--triton", sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853",
                                  "--network", "aaaaaaaa-0000-4000-8000-000000000001"},
         dir_ + "/" + n + ".state");
@@ -102,6 +102,20 @@ class MultiNodeTest : public ::testing::Test {
   std::unique_ptr<Tritonsim> sim_;
   std::map<std::string, std::unique_ptr<ServerProcess>> nodes_;
 };
+
+// A node whose secrets key is not the other nodes' is refused at start,
+// saying which key the store's secrets are sealed with and how to fix it.
+TEST_F(MultiNodeTest, ANodeWithAnotherSecretsKeyIsRefused) {
+  RunResult r = RunProcess({"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/d", "--store", uri_,
+                            "--node", "node-d", "--secrets-key", dir_ + "/other.key", "--triton", sim_->addr(),
+                            "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
+                            "aaaaaaaa-0000-4000-8000-000000000001"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("this node's secrets key is not the one the store's secrets are sealed with"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("Fix: copy --secrets-key from a node that runs"), std::string::npos) << r.err;
+}
 
 TEST_F(MultiNodeTest, SharesTakesOverAndNeverActsTwice) {
   // Applied through different nodes.

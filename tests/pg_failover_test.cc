@@ -36,7 +36,7 @@ TEST(PgFailoverTest, PromotedReplicaLosesNothingAcknowledged) {
   for (const char* n : {"a", "b"}) {
     nodes[n] = std::make_unique<ServerProcess>(
         std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir + "/" + n,
-                                 "--store", uri, "--node", absl::StrCat("node-", n), "--lease-ttl", "2s",
+                                 "--store", uri, "--node", absl::StrCat("node-", n), "--secrets-key", dir + "/secrets.key", "--lease-ttl", "2s",
                                  "--resync", "1s", "--triton", sim.addr(), "--owner",
                                  "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
                                  "aaaaaaaa-0000-4000-8000-000000000001", "--max-jobs-per-project", "2"},

@@ -74,7 +74,8 @@ int Main(bool smoke) {
     argv[4] = dir + "/" + n;                   // --data-dir
     argv[6] = dir + "/" + n + ".addr";         // --addr-file
     argv.back() = "60s";                       // --resync: only wake-ups count
-    for (const std::string& a : {std::string("--store"), (*pg)->uri(), std::string("--node"), "node-" + n}) {
+    for (const std::string& a : {std::string("--store"), (*pg)->uri(), std::string("--node"), "node-" + n,
+                                 std::string("--secrets-key"), dir + "/secrets.key"}) {
       argv.push_back(a);
     }
     nodes[n] = StartServer(argv, dir + "/" + n + ".addr", dir + "/" + n + ".log");
