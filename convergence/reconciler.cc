@@ -1127,7 +1127,7 @@ absl::StatusOr<Reconciler::View> Reconciler::Inspect(const std::string& project)
       ASSIGN_OR_RETURN(Snapshot s, Gather(p.uuid, /*poll_jobs=*/false, nullptr, nullptr, /*last_seen=*/false,
                                           /*observe_only=*/true));
       Decision d = Decide(s, clock_->Now());
-      return View{std::move(s), std::move(d)};
+      return View{std::move(s), std::move(d), /*read_now=*/true};
     }
   }
   ASSIGN_OR_RETURN(Snapshot s, Gather(project, /*poll_jobs=*/false, nullptr, nullptr, /*last_seen=*/true));

@@ -138,6 +138,9 @@ class Reconciler {
   struct View {
     Snapshot snapshot;
     Decision decision;
+    // Several nodes: another node runs the project, so VMAPI was read for
+    // this view (not a sync's observation of this node).
+    bool read_now = false;
   };
   absl::StatusOr<View> Inspect(const std::string& project);
 

@@ -139,6 +139,19 @@ TEST_F(MultiNodeTest, SharesTakesOverAndNeverActsTwice) {
       },
       absl::Seconds(15)));
 
+  // status answers on every node: the project's node from its last sync,
+  // another by reading VMAPI for the answer, and says which it did.
+  {
+    std::string holder = held["p0"].substr(std::string("node-").size());
+    std::string not_holder = holder == "a" ? "b" : "a";
+    RunResult mine = Cli(nodes_[holder]->addr(), {"-j", "p0", "status"});
+    RunResult theirs = Cli(nodes_[not_holder]->addr(), {"-j", "p0", "status"});
+    EXPECT_NE(mine.out.find("(the last sync's"), std::string::npos) << mine.out;
+    EXPECT_NE(theirs.out.find("read from VMAPI for this answer: another node runs the project"), std::string::npos)
+        << theirs.out;
+    EXPECT_NE(theirs.out.find("web"), std::string::npos) << theirs.out;
+  }
+
   // SIGKILL the node holding p0: its projects move within TTL + a few s.
   std::string victim = held["p0"].substr(std::string("node-").size());
   std::string witness = victim == "a" ? "b" : "a";

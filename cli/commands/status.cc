@@ -29,7 +29,9 @@ Result Status(Context& c, const Parsed& p) {
     // FormatDuration writes a zero as "0": under 100 ms it reads "0s".
     absl::Duration shown = absl::Trunc(age, absl::Milliseconds(100));
     out << "actual state as read " << (shown == absl::ZeroDuration() ? "0s" : absl::FormatDuration(shown))
-        << " ago (the last sync's; status does not wait on Triton)\n";
+        << (resp.read_now() ? " ago (read from VMAPI for this answer: another node runs the project, "
+                              "`mariposa nodes`)\n"
+                            : " ago (the last sync's; status does not wait on Triton)\n");
   }
   out << "\n";
   Rows rows;
