@@ -127,86 +127,83 @@ absl::StatusOr<std::vector<std::string>> PgConnection::WaitForNotifications(int 
   return out;
 }
 
-absl::Status PgConnection::ExecScript(absl::string_view sql) {
-  std::string text(sql);
-  pg_result* res = PQexec(c_, text.c_str());
+namespace {
+
+constexpr Oid kInt8Oid = 20;
+
+// The parameters' types: bigint where `int8` says so, else left to the server.
+std::vector<Oid> ParamTypes(size_t n, const std::vector<bool>& int8) {
+  std::vector<Oid> types(n, 0);
+  for (size_t i = 0; i < int8.size() && i < n; ++i) types[i] = int8[i] ? kInt8Oid : 0;
+  return types;
+}
+
+std::vector<const char*> ParamValues(const std::vector<std::optional<std::string>>& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  return values;
+}
+
+// A statement as named in errors: quoted, its first 60 bytes.
+std::string Quoted(absl::string_view sql) {
+  return absl::StrCat("\"", sql.substr(0, 60), sql.size() > 60 ? "…" : "", "\"");
+}
+
+}  // namespace
+
+absl::StatusOr<PgResult> PgConnection::Finish(pg_result* res, const std::string& what, std::string* sqlstate) {
   ExecStatusType st = res == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(res);
-  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-    PQclear(res);
-    return absl::OkStatus();
-  }
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return PgResult(res);
   const char* state = res == nullptr ? nullptr : PQresultErrorField(res, PG_DIAG_SQLSTATE);
   std::string message = res != nullptr && *PQresultErrorMessage(res) ? PQresultErrorMessage(res) : PQerrorMessage(c_);
-  std::string sqlstate = state ? state : "";
+  std::string code = state ? state : "";
   if (res != nullptr) PQclear(res);
-  return Error("a schema step", sqlstate, message);
+  if (sqlstate != nullptr) *sqlstate = code;
+  return Error(what, code, message);
+}
+
+absl::Status PgConnection::ExecScript(absl::string_view sql) {
+  std::string text(sql);
+  return Finish(PQexec(c_, text.c_str()), "a schema step").status();
 }
 
 absl::StatusOr<PgResult> PgConnection::Exec(absl::string_view sql,
                                             const std::vector<std::optional<std::string>>& params,
                                             const std::vector<bool>& int8) {
-  constexpr Oid kInt8Oid = 20;
-  std::vector<const char*> values;
-  std::vector<Oid> types;
-  values.reserve(params.size());
-  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
-  for (size_t i = 0; i < int8.size() && i < params.size(); ++i) {
-    types.resize(params.size(), 0);
-    if (int8[i]) types[i] = kInt8Oid;
-  }
+  std::vector<const char*> values = ParamValues(params);
+  std::vector<Oid> types = ParamTypes(params.size(), int8);
   std::string text(sql);
-  pg_result* res = PQexecParams(c_, text.c_str(), static_cast<int>(values.size()), types.empty() ? nullptr : types.data(),
-                                values.data(), nullptr, nullptr, 0);
-  ExecStatusType st = res == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(res);
-  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return PgResult(res);
-  const char* state = res == nullptr ? nullptr : PQresultErrorField(res, PG_DIAG_SQLSTATE);
-  std::string message = res != nullptr && *PQresultErrorMessage(res) ? PQresultErrorMessage(res) : PQerrorMessage(c_);
-  std::string sqlstate = state ? state : "";
-  if (res != nullptr) PQclear(res);
-  return Error(absl::StrCat("\"", text.substr(0, 60), text.size() > 60 ? "…" : "", "\""), sqlstate, message);
+  return Finish(PQexecParams(c_, text.c_str(), static_cast<int>(values.size()), types.empty() ? nullptr : types.data(),
+                             values.data(), nullptr, nullptr, 0),
+                Quoted(sql));
 }
 
 absl::StatusOr<PgResult> PgConnection::ExecPrepared(const std::string& sql,
                                                     const std::vector<std::optional<std::string>>& params,
                                                     const std::vector<bool>& int8) {
-  constexpr Oid kInt8Oid = 20;
   std::string key = sql;
   key.push_back('\0');
   for (size_t i = 0; i < params.size(); ++i) key.push_back(i < int8.size() && int8[i] ? '8' : '0');
   auto it = prepared_.find(key);
   if (it == prepared_.end()) {
-    std::vector<Oid> types(params.size(), 0);
-    for (size_t i = 0; i < int8.size() && i < params.size(); ++i) types[i] = int8[i] ? kInt8Oid : 0;
+    std::vector<Oid> types = ParamTypes(params.size(), int8);
     std::string name = absl::StrCat("m", prepared_.size() + 1);
-    pg_result* res = PQprepare(c_, name.c_str(), sql.c_str(), static_cast<int>(types.size()),
-                               types.empty() ? nullptr : types.data());
-    ExecStatusType st = res == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(res);
-    if (st != PGRES_COMMAND_OK) {
-      const char* state = res == nullptr ? nullptr : PQresultErrorField(res, PG_DIAG_SQLSTATE);
-      std::string message = res != nullptr && *PQresultErrorMessage(res) ? PQresultErrorMessage(res) : PQerrorMessage(c_);
-      std::string sqlstate = state ? state : "";
-      if (res != nullptr) PQclear(res);
-      return Error(absl::StrCat("preparing \"", sql.substr(0, 60), sql.size() > 60 ? "…" : "", "\""), sqlstate,
-                   message);
-    }
-    PQclear(res);
+    auto made = Finish(PQprepare(c_, name.c_str(), sql.c_str(), static_cast<int>(types.size()),
+                                 types.empty() ? nullptr : types.data()),
+                       absl::StrCat("preparing ", Quoted(sql)));
+    if (!made.ok()) return made.status();
     it = prepared_.emplace(key, name).first;
   }
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
-  pg_result* res = PQexecPrepared(c_, it->second.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
-                                  nullptr, 0);
-  ExecStatusType st = res == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(res);
-  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return PgResult(res);
-  const char* state = res == nullptr ? nullptr : PQresultErrorField(res, PG_DIAG_SQLSTATE);
-  std::string message = res != nullptr && *PQresultErrorMessage(res) ? PQresultErrorMessage(res) : PQerrorMessage(c_);
-  std::string sqlstate = state ? state : "";
-  if (res != nullptr) PQclear(res);
+  std::vector<const char*> values = ParamValues(params);
+  std::string sqlstate;
+  auto r = Finish(PQexecPrepared(c_, it->second.c_str(), static_cast<int>(values.size()), values.data(), nullptr,
+                                 nullptr, 0),
+                  Quoted(sql), &sqlstate);
   // A plan made before a schema change (another node migrated): prepared
   // again at the next use.
-  if (sqlstate == "0A000") prepared_.erase(it);
-  return Error(absl::StrCat("\"", sql.substr(0, 60), sql.size() > 60 ? "…" : "", "\""), sqlstate, message);
+  if (!r.ok() && sqlstate == "0A000") prepared_.erase(it);
+  return r;
 }
 
 absl::Status PgConnection::Reset() {

@@ -95,6 +95,9 @@ class PgConnection {
   PgConnection(pg_conn* c, std::string uri);
   void Describe();
   absl::Status Error(const std::string& what, const std::string& sqlstate, const std::string& message) const;
+  // `res` as a result, or (cleared) as the error of `what`; its SQLSTATE to
+  // `sqlstate` when given.
+  absl::StatusOr<PgResult> Finish(pg_result* res, const std::string& what, std::string* sqlstate = nullptr);
   pg_conn* c_;
   std::string uri_;
   std::string where_;
