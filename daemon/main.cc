@@ -699,7 +699,8 @@ int main(int argc, char** argv) {
                        "mariposad does not serve on --listen; nothing is read, changed or converged; running "
                        "instances are not touched");
   }
-  std::string store_path = data_dir + "/mariposa.db";
+  // Named in logs and `admin status`: the file, or the database once connected.
+  std::string store_path = postgres ? "PostgreSQL (--store)" : data_dir + "/mariposa.db";
   mariposa::StoreRefusal refusal;
   auto store = postgres ? mariposa::OpenPostgresStore(store_spec, clock, &refusal)
                         : mariposa::OpenStore(data_dir, init, clock, &refusal, backup_dir, accept_store_loss);
