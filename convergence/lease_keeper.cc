@@ -108,6 +108,7 @@ void LeaseKeeper::Start() {
       mu_.Unlock();
       absl::Status s = RunOnce();
       if (!s.ok()) LogWarn("lease round failed", {{"node", options_.node}, {"error", s.ToString()}});
+      if (options_.after_round) options_.after_round();
       mu_.Lock();
       auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
       clock_->AwaitUntil(&mu_, absl::Condition(&stopping), clock_->Now() + options_.tick);

@@ -31,6 +31,9 @@ struct LeaseKeeperOptions {
   std::string address;  // where it serves gRPC, shown to operators
   LeasePolicy policy;
   absl::Duration tick = absl::Seconds(1);
+  // Run after every round (on the keeper's thread): what each node reads
+  // again every tick whatever the wake-ups said (its readonly state).
+  std::function<void()> after_round;
 };
 
 class LeaseKeeper {

@@ -879,6 +879,8 @@ int main(int argc, char** argv) {
       lo.policy.node_ttl = lease_ttl;
       lo.policy.safety = lease_ttl / 5;
       lo.tick = std::min(absl::Seconds(1), lease_ttl / 10);
+      // readonly set through another node, even when its wake-up was missed.
+      lo.after_round = [&controller] { controller.Reload().IgnoreError(); };
       leases = std::make_unique<mariposa::convergence::LeaseKeeper>(
           store->get(), clock, lo, [&wake_target](const std::string& project) {
             if (auto* r = wake_target.load()) r->WakeProject(project);

@@ -41,7 +41,9 @@ void WakeBus::Loop() {
             {{"error", got.status().ToString()}});
     while (!stop_.load()) {
       clock_->SleepFor(backoff);
-      backoff = std::min(backoff * 2, absl::Seconds(5));
+      // At most a second apart: a node should not miss the others' changes
+      // (a readonly state) for long after the database is back.
+      backoff = std::min(backoff * 2, absl::Seconds(1));
       if (listener_->Reset().ok() && listener_->Exec(absl::StrCat("LISTEN ", kChannel)).ok()) {
         backoff = absl::Milliseconds(100);
         if (on_wake_) on_wake_();  // whatever was said meanwhile

@@ -125,7 +125,7 @@ TEST_F(MultiNodeTest, SharesTakesOverAndNeverActsTwice) {
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   }
   ASSERT_TRUE(Eventually([&] { return AllAt(2); }, absl::Seconds(30))) << nodes_["a"]->log();
-  // Spread: every project held, by more than one node; every node says so.
+  // Every project held, and every node says the same.
   std::map<std::string, std::string> held;
   ASSERT_TRUE(Eventually(
       [&] {
@@ -135,7 +135,9 @@ TEST_F(MultiNodeTest, SharesTakesOverAndNeverActsTwice) {
           if (kv.second.empty()) return false;
           by.insert(kv.second);
         }
-        return static_cast<int>(held.size()) == kProjects && by.size() >= 2 && Holders("a") == held;
+        // (Which nodes: rendezvous hashing of random uuids; all four on one
+        // node happens.)
+        return static_cast<int>(held.size()) == kProjects && Holders("a") == held;
       },
       absl::Seconds(15)));
 
@@ -225,7 +227,7 @@ TEST_F(MultiNodeTest, SharesTakesOverAndNeverActsTwice) {
         RunResult r = Cli(nodes_[other]->addr(), {"apply", "--yes", "-f", Manifest(2, 3)});
         return r.exit_code != 0 && r.err.find("db maintenance") != std::string::npos;
       },
-      absl::Seconds(3)))
+      absl::Seconds(5)))
       << "a node went on writing while another was set readonly";
   ASSERT_EQ(Cli(nodes_[other]->addr(), {"admin", "state", "set", "active"}).exit_code, 0);
   EXPECT_TRUE(Eventually(
