@@ -169,9 +169,17 @@ def leases(node):
 
 
 def vms(triton):
+    """Every VM of a Mariposa service that is not destroyed or failed (VMAPI pages by 1,000)."""
     import urllib.request
-    with urllib.request.urlopen(f"{triton}/vms?tag.mariposa.service=*", timeout=30) as r:
-        return [v for v in json.load(r) if v["state"] not in ("destroyed", "failed")]
+    out, offset = [], 0
+    while True:
+        url = f"{triton}/vms?tag.mariposa.service=*&state=active&limit=1000&offset={offset}"
+        with urllib.request.urlopen(url, timeout=30) as r:
+            page = json.load(r)
+        out += [v for v in page if v["state"] not in ("destroyed", "failed")]
+        if len(page) < 1000:
+            return out
+        offset += len(page)
 
 
 def main():
