@@ -370,20 +370,19 @@ bool SqlProjectStore::IsPostgresSpec(const std::string& spec) {
 
 absl::StatusOr<std::unique_ptr<SqlProjectStore>> SqlProjectStore::OpenSpec(const std::string& spec,
                                                                            const Clock* clock) {
-  if (IsPostgresSpec(spec)) return OpenPostgres(spec, clock);
-  if (absl::StartsWith(spec, "sqlite:") && spec.size() > 7) return Open(spec.substr(7), clock);
-  return absl::InvalidArgumentError(absl::StrCat(
-      // Only up to the first ':': the rest may hold a password.
-      "store \"", ValidUtf8(spec.substr(0, std::min<size_t>(spec.find(':'), 40))), spec.find(':') == std::string::npos ? "" : ":…",
-      "\" is neither sqlite:PATH nor a PostgreSQL URI "
-      "(postgresql://USER@HOST:PORT/DB, several hosts as HOST1:PORT1,HOST2:PORT2)"));
+  return OpenSpecAtVersionForTest(spec, clock, kSchemaVersion);
 }
 
 absl::StatusOr<std::unique_ptr<SqlProjectStore>> SqlProjectStore::OpenSpecAtVersionForTest(const std::string& spec,
                                                                                            const Clock* clock,
                                                                                            int version) {
   if (IsPostgresSpec(spec)) return OpenPostgresAt(spec, clock, 5, version);
-  return OpenAtVersionForTest(spec.substr(std::string("sqlite:").size()), clock, version);
+  if (absl::StartsWith(spec, "sqlite:") && spec.size() > 7) return OpenAtVersionForTest(spec.substr(7), clock, version);
+  return absl::InvalidArgumentError(absl::StrCat(
+      // Only up to the first ':': the rest may hold a password.
+      "store \"", ValidUtf8(spec.substr(0, std::min<size_t>(spec.find(':'), 40))), spec.find(':') == std::string::npos ? "" : ":…",
+      "\" is neither sqlite:PATH nor a PostgreSQL URI "
+      "(postgresql://USER@HOST:PORT/DB, several hosts as HOST1:PORT1,HOST2:PORT2)"));
 }
 
 SqlProjectStore::~SqlProjectStore() {

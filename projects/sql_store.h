@@ -42,7 +42,8 @@ class SqlProjectStore : public ProjectStore {
   // URI ("postgresql://…" or "postgres://…"). INVALID_ARGUMENT saying what
   // is accepted for anything else.
   static absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenSpec(const std::string& spec, const Clock* clock);
-  // Like OpenSpec, but migrates only up to `version`; to test migrations.
+  // Like OpenSpec, but migrates only up to `version` (OpenSpec: the newest);
+  // to test migrations.
   static absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenSpecAtVersionForTest(const std::string& spec,
                                                                                     const Clock* clock, int version);
   // Whether `spec` names PostgreSQL (see OpenSpec).
