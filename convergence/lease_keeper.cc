@@ -1,5 +1,7 @@
 #include "convergence/lease_keeper.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 
 namespace mariposa::convergence {
@@ -145,6 +147,18 @@ std::vector<LeaseKeeper::Held> LeaseKeeper::HeldNow() const {
   for (const auto& kv : held_) {
     if (now < kv.second.act_until) out.push_back(kv.second);
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> LeaseKeeper::LiveAddresses() const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::string> live = LiveNodes(last_.nodes, last_.now, options_.policy);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const NodeBeat& n : last_.nodes) {
+    if (!n.address.empty() && std::binary_search(live.begin(), live.end(), n.node)) out.push_back({n.node, n.address});
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

@@ -67,6 +67,9 @@ class LeaseKeeper {
   // What the last successful round read (nodes, leases), and its error
   // when the last round failed ("" when it did not).
   LeaseState LastState() const;
+  // The live nodes of the last successful round that said where they serve:
+  // (name, address), by name.
+  std::vector<std::pair<std::string, std::string>> LiveAddresses() const;
   std::string LastError() const;
   const std::string& node() const { return options_.node; }
   // Where this node serves (known once it listens), shown to operators.

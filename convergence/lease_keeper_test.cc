@@ -74,6 +74,9 @@ TEST(LeaseKeeperTest, NodesShareTakeOverAndStopActingInTime) {
   }
   EXPECT_EQ(HeldBy(a), ha);
   EXPECT_EQ(HeldBy(b), hb);
+  // Both live, with where they serve (what health agents are told).
+  using Addrs = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(b.LiveAddresses(), (Addrs{{"node-a", "a:7740"}, {"node-b", "b:7740"}}));
 
   // a freezes (no more rounds: dead, paused or cut off). Before its leases
   // can expire it no longer acts on them, by its own clock alone.
@@ -88,6 +91,7 @@ TEST(LeaseKeeperTest, NodesShareTakeOverAndStopActingInTime) {
   clock.Advance(LeasePolicy{}.node_ttl);
   ASSERT_TRUE(b.RunOnce().ok());
   EXPECT_EQ(HeldBy(b), all);
+  EXPECT_EQ(b.LiveAddresses(), (Addrs{{"node-b", "b:7740"}})) << "a dead node is no longer offered to agents";
   EXPECT_GT(b.Holds(some_a)->epoch, old_fence->epoch);
   // a, thawed, writes under its old fence: refused.
   EXPECT_EQ(store_a->CheckFence(*old_fence).code(), absl::StatusCode::kAborted);

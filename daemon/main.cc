@@ -86,7 +86,8 @@ constexpr char kUsage[] = R"(usage: mariposad [--config FILE] [--listen ADDR] [-
                   [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-agents]
                   [--health-loopback]
                   [--health-lease DURATION] [--image-source URL [--image-channel NAME]]]
-                 [--metrics-listen HOST:PORT] [--store postgresql://… [--node NAME] [--lease-ttl DURATION]]
+                 [--metrics-listen HOST:PORT] [--store postgresql://… [--node NAME] [--advertise HOST:PORT]
+                 [--lease-ttl DURATION]]
 
 The Mariposa controller: gRPC API, SQLite store (or PostgreSQL, several nodes).
 
@@ -142,6 +143,10 @@ The Mariposa controller: gRPC API, SQLite store (or PostgreSQL, several nodes).
                     nodes"). Default: sqlite:DATA_DIR/mariposa.db
   --node NAME       this node's name among the nodes of one database (default:
                     the host name); unique
+  --advertise HOST:PORT
+                    where the other nodes' users and health agents reach this
+                    node (default: the --listen address, with the host name
+                    for 0.0.0.0 or [::]); shown by `mariposa nodes`
   --lease-ttl DURATION
                     a project lease's life from its last renewal (default 10s):
                     a node that dies has its projects taken over after about
@@ -338,6 +343,20 @@ std::string WhatTheLockSays(const std::vector<std::string>& holder) {
   return absl::StrCat("pid ", holder[0], rest.empty() ? " (not serving yet)" : absl::StrCat(" at ", absl::StrJoin(rest, ", ")));
 }
 
+// --advertise: the address a node gives the others (and the health agents
+// it tells of them); the bound listener's, unless that names every host.
+std::string AdvertisedAddress(const std::string& advertise, const std::string& bound) {
+  if (!advertise.empty()) return advertise;
+  size_t colon = bound.rfind(':');
+  std::string host = bound.substr(0, colon);
+  if (host == "0.0.0.0" || host == "[::]" || host == "::" || host.empty()) {
+    char name[256] = {};
+    gethostname(name, sizeof(name) - 1);
+    return absl::StrCat(name, bound.substr(colon));
+  }
+  return bound;
+}
+
 // --addr-file: the addresses, one per line, written whole (tmp + rename) so
 // that a reader never sees half of it.
 void WriteAddrFile(const std::string& path, const std::vector<std::string>& lines) {
@@ -475,7 +494,7 @@ int main(int argc, char** argv) {
   std::string max_agents_text = "256";
   std::string image_source_url, image_channel = "release", backoff_cap_text = "2m";
   std::string health_lease_text = "10s";
-  std::string store_spec, node_name, lease_ttl_text = "10s";
+  std::string store_spec, node_name, lease_ttl_text = "10s", advertise;
   // Every flag, by name: the command line and the --config file say the same.
   const std::map<std::string, bool*> switches = {
       {"init", &init}, {"insecure-listen", &insecure_listen}, {"embedded-health", &embedded_health},
@@ -491,7 +510,7 @@ int main(int argc, char** argv) {
       {"max-health-agents", &max_agents_text}, {"standby-listen", &standby_listen},
       {"on-init-failure", &on_init_failure}, {"backup-interval", &backup_interval_text},
       {"backup-keep", &backup_keep_text}, {"store", &store_spec}, {"node", &node_name},
-      {"lease-ttl", &lease_ttl_text}};
+      {"lease-ttl", &lease_ttl_text}, {"advertise", &advertise}};
   std::set<std::string> switch_names, valued_names;
   for (const auto& kv : switches) switch_names.insert(kv.first);
   for (const auto& kv : valued) valued_names.insert(kv.first);
@@ -599,6 +618,9 @@ int main(int argc, char** argv) {
     node_name = host;
   }
   if (node_name.empty() || node_name.size() > 128) return Usage("--node must name this node (1-128 characters)");
+  if (!advertise.empty() && (advertise.rfind(':') == std::string::npos || advertise.rfind(':') + 1 == advertise.size())) {
+    return Usage(absl::StrCat("--advertise \"", advertise, "\" is not HOST:PORT (where the other nodes reach this one)"));
+  }
 
   // Signals are taken by one thread with sigwait; block them everywhere first.
   sigset_t sigs;
@@ -889,6 +911,13 @@ int main(int argc, char** argv) {
       admin.set_nodes([k = leases.get()] {
         return mariposa::AdminService::NodesView{k->node(), k->policy().ttl, k->LastState(), k->LastError()};
       });
+      // Health agents link to every live node (each assigns its own
+      // projects' checks), learnt from whichever node they reach.
+      if (health_agents) {
+        health_agents->SetDirectory([k = leases.get()] {
+          return mariposa::health::HealthAgentsService::Directory{k->node(), k->LiveAddresses()};
+        });
+      }
     }
     ropts.rollback = [&projects](const std::string& project, const std::string& to, const std::string& expected,
                                  const std::string& message) {
@@ -1082,7 +1111,7 @@ int main(int argc, char** argv) {
     reconciler->SetPaused(controller.Get().mode == "readonly");
     reconciler->Start();
     if (leases) {
-      leases->SetAddress(bound);
+      leases->SetAddress(AdvertisedAddress(advertise, bound));
       leases->Start();
     }
   }
@@ -1099,7 +1128,9 @@ int main(int argc, char** argv) {
     o.id = "embedded";
     // The embedded agent dials this process like any agent, with a token
     // only this process knows (health-agent role, agent id "embedded").
-    o.coordinator = locals.empty() ? bound : locals.back()->address();
+    // Its own node only: every node runs one (each named "embedded").
+    o.seeds = {locals.empty() ? bound : locals.back()->address()};
+    o.discover = false;
     o.credentials.token = aopts.internal_token;
     o.heartbeat = std::min(absl::Seconds(2), health_lease / 3);
     embedded = std::make_unique<mariposa::health::Agent>(o, health_metrics.Hooks());

@@ -5,12 +5,19 @@
 // changes, reconnects with backoff, and once assigned again sends the state
 // of every check it already knows. `mariposa-health` is this plus /metrics and ListChecks;
 // `mariposad --embedded-health` runs one in-process against itself.
+//
+// Several nodes (a PostgreSQL store): each node assigns the checks of the
+// projects it runs, so the agent keeps one stream (a link) to every live
+// node, learnt from the node it was given (links.h decides which). Its one
+// HealthMonitor runs the union of the links' assignments, each check once;
+// a change goes back on the links whose node assigned that check.
 #ifndef MARIPOSA_HEALTH_AGENT_H_
 #define MARIPOSA_HEALTH_AGENT_H_
 
 #include <atomic>
 #include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,7 +39,8 @@ class Agent {
  public:
   struct Options {
     std::string id;                     // stable: the same id gets its checks back
-    std::string coordinator;            // mariposad's gRPC address
+    std::vector<std::string> seeds;     // mariposad's gRPC address (any node's, or several)
+    bool discover = true;               // link to every node the seeds list (false: the seeds only)
     auth::ClientCredentials credentials;  // TLS and the token to present (health-agent role)
     std::vector<std::string> networks;  // reachable networks; empty = all
     std::string grpc_addr, metrics_addr;  // advertised to mariposad
@@ -55,31 +63,46 @@ class Agent {
   void Start();
   void Stop();
 
-  bool connected() const { return connected_; }
+  bool connected() const { return connected_links() > 0; }  // to at least one node
+  int connected_links() const;
+  // The nodes linked now: address -> node name ("" until it answered), connected or not.
+  std::map<std::string, std::pair<std::string, bool>> Links() const;
   const std::string& id() const { return options_.id; }
   const HealthMonitor& monitor() const { return *monitor_; }
   int64_t sessions() const { return sessions_; }  // connections made so far
 
  private:
-  void Run();
-  void Session();
-  void Apply(bool reset, std::map<std::string, std::map<std::string, Target>>& changes,
-             const std::vector<std::pair<std::string, std::string>>& removes);
+  using Targets = std::map<std::string, std::map<std::string, Target>>;  // group -> instance/check -> target
+  struct Link {
+    std::string address;
+    std::thread thread;
+    bool stop = false;
+    bool connected = false;
+    grpc::ClientContext* ctx = nullptr;
+    std::string node;
+    std::map<std::string, std::string> nodes;  // as its node last listed them
+    std::deque<HealthChange> outbox;
+    Targets targets;  // what its node assigned
+  };
+  void Run();                  // keeps the links (PlanLinks)
+  void LinkLoop(Link* link);   // one link's sessions, with backoff
+  void Session(Link* link);
+  void Apply(Link* link, bool reset, Targets& add, const std::vector<std::pair<std::string, std::string>>& removes);
+  void Close(std::unique_ptr<Link> link, bool reassign);  // ends it; drops the checks only it assigned
+  // Gives the monitor the union of the links' targets of each group in `groups`.
+  void Reassign(const std::set<std::string>& groups);
   double LatenessP99Ms();
 
   Options options_;
   HealthMonitor::Hooks hooks_;
   std::atomic<bool> stop_{false};
-  std::atomic<bool> connected_{false};
   std::atomic<int64_t> sessions_{0};
   std::atomic<int64_t> checks_run_{0}, checks_failed_{0};
-  absl::Mutex mu_;
-  std::deque<HealthChange> outbox_;
-  grpc::ClientContext* ctx_ = nullptr;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<Link>> links_ ABSL_GUARDED_BY(mu_);  // by address
   std::vector<double> lateness_ms_;  // a ring of recent samples
   size_t lateness_next_ = 0;
-  // What mariposad assigned: group -> instance/check -> target. Reader thread only.
-  std::map<std::string, std::map<std::string, Target>> targets_;
+  absl::Mutex assign_mu_;  // one Reassign at a time (the monitor sees the unions in order)
   std::unique_ptr<HealthMonitor> monitor_;
   std::thread thread_;
 };

@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/flags.h"
@@ -26,13 +27,17 @@
 
 namespace {
 
-constexpr char kUsage[] = R"(usage: mariposa-health --mariposad ADDR [--id ID] [--network NET[,NET…]]...
+constexpr char kUsage[] = R"(usage: mariposa-health --mariposad ADDR[,ADDR…] [--id ID] [--network NET[,NET…]]...
                        [--listen ADDR] [--metrics-listen ADDR] [--addr-file FILE] [--heartbeat DUR]
                        [--token-file FILE] [--ca FILE [--cert FILE --key FILE]]
 
 Runs the health checks mariposad assigns to this agent.
 
-  --mariposad ADDR     mariposad's gRPC address (host:port or unix:PATH)
+  --mariposad ADDR,…   mariposad's gRPC address (host:port or unix:PATH). With
+                       several nodes on one PostgreSQL store any node's will do
+                       (or a few, in case one is down): the agent learns the
+                       live nodes from it and keeps a stream to each, since
+                       each node assigns the checks of the projects it runs
   --id ID              this agent's stable id (default: the host name); an agent
                        that comes back with the same id gets its checks back
   --network UUID,…     networks (uuids) this agent can reach; default: all
@@ -111,7 +116,12 @@ int main(int argc, char** argv) {
       for (absl::string_view n : absl::StrSplit(net, ',', absl::SkipEmpty())) options.networks.emplace_back(n);
       continue;
     }
-    if (value("--mariposad", &options.coordinator) || value("--id", &options.id) || value("--listen", &listen) ||
+    std::string seeds;
+    if (value("--mariposad", &seeds)) {
+      for (absl::string_view n : absl::StrSplit(seeds, ',', absl::SkipEmpty())) options.seeds.emplace_back(n);
+      continue;
+    }
+    if (value("--id", &options.id) || value("--listen", &listen) ||
         value("--metrics-listen", &metrics_listen) || value("--addr-file", &addr_file) ||
         value("--heartbeat", &heartbeat) || value("--ca", &options.credentials.ca_file) ||
         value("--cert", &options.credentials.cert_file) || value("--key", &options.credentials.key_file) ||
@@ -120,7 +130,7 @@ int main(int argc, char** argv) {
     }
     return Usage(absl::StrCat("unknown or incomplete argument \"", a, "\""));
   }
-  if (options.coordinator.empty()) return Usage("--mariposad ADDR is required (mariposad's gRPC address)");
+  if (options.seeds.empty()) return Usage("--mariposad ADDR is required (mariposad's gRPC address)");
   if (!token_file.empty()) {
     auto t = mariposa::auth::ReadTokenFile(token_file);
     if (!t.ok()) return Usage(std::string(t.status().message()));
@@ -129,8 +139,10 @@ int main(int argc, char** argv) {
     if (absl::Status s = mariposa::auth::CheckToken(t, "$MARIPOSA_TOKEN"); !s.ok()) return Usage(std::string(s.message()));
     options.credentials.token = t;
   }
-  if (auto ch = mariposa::auth::Dial(options.coordinator, options.credentials); !ch.ok()) {
-    return Usage(std::string(ch.status().message()));
+  for (const std::string& seed : options.seeds) {
+    if (auto ch = mariposa::auth::Dial(seed, options.credentials); !ch.ok()) {
+      return Usage(std::string(ch.status().message()));
+    }
   }
   if (options.id.empty()) return Usage("--id is empty and the host has no name; give --id");
   if (!absl::ParseDuration(heartbeat, &options.heartbeat) || options.heartbeat <= absl::ZeroDuration()) {
@@ -179,7 +191,7 @@ int main(int argc, char** argv) {
   }
   agent->Start();
   mariposa::LogInfo("health agent serving", {{"id", options.id},
-                                             {"mariposad", options.coordinator},
+                                             {"mariposad", absl::StrJoin(options.seeds, ",")},
                                              {"listen", bound},
                                              {"metrics", options.metrics_addr.empty() ? "off" : options.metrics_addr},
                                              {"pid", absl::StrCat(getpid())}});

@@ -121,12 +121,21 @@ grpc::Status HealthAgentsService::Connect(grpc::ServerContext* ctx,
     }
     reading = false;
   });
+  Directory sent;
   while (reading && !stopping_ && !ctx->IsCancelled()) {
     auto a = coordinator_->TakeAssignment(id, session, absl::Milliseconds(200));
     if (!a) break;  // dropped (lease) or replaced by a newer session
-    if (a->empty()) continue;
+    Directory now = directory_ ? directory_() : Directory{};
+    if (a->empty() && now == sent) continue;
+    sent = now;
     bool ok = true;
-    for (const v1::Assignment& m : Chunks(*a, lease_)) {
+    for (v1::Assignment& m : Chunks(*a, lease_)) {
+      m.set_node(now.self);
+      for (const auto& [name, address] : now.live) {
+        v1::NodeAddress* n = m.add_nodes();
+        n->set_name(name);
+        n->set_address(address);
+      }
       if (!(ok = stream->Write(m))) break;
     }
     if (!ok) break;

@@ -6,6 +6,9 @@
 #define MARIPOSA_HEALTH_AGENTS_SERVICE_H_
 
 #include <atomic>
+#include <functional>
+#include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -32,6 +35,17 @@ class HealthAgentsService final : public v1::HealthAgents::Service {
   // Ends every stream (before the server shuts down).
   void Stop();
 
+  // Several nodes on one store: this node's name and every live node's
+  // (name, address), sent to the agents with each assignment and whenever
+  // they change, so an agent links to every node (health/links.h). Unset
+  // (one node): nothing is sent. Set before the server starts.
+  struct Directory {
+    std::string self;
+    std::vector<std::pair<std::string, std::string>> live;  // (name, address)
+    bool operator==(const Directory& o) const { return self == o.self && live == o.live; }
+  };
+  void SetDirectory(std::function<Directory()> directory) { directory_ = std::move(directory); }
+
   grpc::Status Connect(grpc::ServerContext* ctx,
                        grpc::ServerReaderWriter<v1::Assignment, v1::AgentMessage>* stream) override;
 
@@ -42,6 +56,7 @@ class HealthAgentsService final : public v1::HealthAgents::Service {
   std::atomic<int> streams_{0};
   const Clock* clock_;
   int max_agents_;
+  std::function<Directory()> directory_;
   absl::Mutex mu_;
   std::thread reaper_;
 };

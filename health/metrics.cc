@@ -63,6 +63,10 @@ class HealthMetrics::Impl : public prometheus::Collectable {
       auto connected = Gauge("mariposa_health_agent_connected", "1 while the agent has its stream to mariposad.");
       Add(connected, a->connected() ? 1 : 0);
       out.push_back(std::move(connected));
+      auto nodes = Gauge("mariposa_health_agent_nodes",
+                         "mariposad nodes the agent has a stream to (several on one PostgreSQL store).");
+      Add(nodes, a->connected_links());
+      out.push_back(std::move(nodes));
     }
     if (const Coordinator* c = coordinator_.load()) {
       auto agents = Gauge("mariposa_health_agents", "Live health agents.");

@@ -36,7 +36,7 @@ class MultiNodeTest : public ::testing::Test {
     uri_ = absl::StrCat("postgresql://postgres@127.0.0.1:", pg_->port(), "/postgres");
     sim_ = std::make_unique<Tritonsim>(std::vector<std::string>{"--servers", "5", "--seed",
                                                                 "deploy/examples/tritonsim-seed.json", "--job-latency",
-                                                                "20"});
+                                                                "20", "--listen-vms"});
     ASSERT_TRUE(sim_->Start()) << sim_->log();
     for (const char* n : {"a", "b", "c"}) StartNode(n);
   }
@@ -45,7 +45,8 @@ class MultiNodeTest : public ::testing::Test {
         std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/" + n,
                                  "--store", uri_, "--node", "node-" + n, "--secrets-key", dir_ + "/secrets.key", "--lease-ttl", "2s", "--resync", "1s",
                                  "--triton", sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853",
-                                 "--network", "aaaaaaaa-0000-4000-8000-000000000001"},
+                                 "--network", "aaaaaaaa-0000-4000-8000-000000000001", "--health-agents",
+                                 "--health-loopback", "--health-lease", "1s"},
         dir_ + "/" + n + ".state");
     ASSERT_TRUE(d->Start()) << d->log();
     nodes_[n] = std::move(d);
@@ -90,11 +91,51 @@ class MultiNodeTest : public ::testing::Test {
     for (const auto& kv : vms) ok += kv.second == per_project;
     return ok == kProjects && static_cast<int>(vms.size()) == kProjects;
   }
-  std::string Manifest(int i, int count) {
+  std::string Manifest(int i, int count, bool checked = false) {
     std::string path = absl::StrCat(dir_, "/p", i, ".yaml");
     WriteFile(path, absl::StrCat("project: p", i, "\nservices:\n  web:\n    image: autopilotpattern/nginx@1.4.0\n"
-                                 "    package: g4-highcpu-512M\n    count: ", count, "\n"));
+                                 "    package: g4-highcpu-512M\n    count: ", count, "\n",
+                                 checked ? "    ports: [8080]\n    start: {window: 3s}\n    healthchecks:\n"
+                                           "      http: {type: http, port: 8080, path: /healthz, interval: 200ms, "
+                                           "timeout: 150ms, retries: 2}\n"
+                                         : ""));
     return path;
+  }
+  // A mariposa-health agent given one node's address only.
+  std::unique_ptr<ServerProcess> StartAgent(const std::string& id, const std::string& node) {
+    auto a = std::make_unique<ServerProcess>(
+        std::vector<std::string>{"health/mariposa-health", "--mariposad", nodes_[node]->addr(), "--id", id, "--listen",
+                                 "127.0.0.1:0", "--heartbeat", "200ms", "--metrics-listen", "127.0.0.1:0"},
+        dir_ + "/" + id);
+    EXPECT_TRUE(a->Start()) << a->log();
+    return a;
+  }
+  // The checks an agent runs now (instance/check), as it answers ListChecks.
+  std::set<std::string> Checking(const ServerProcess& agent, const std::string& via) {
+    json j = json::parse(Cli(nodes_[via]->addr(), {"-o", "json", "health", "--agent", agent.addr()}).out, nullptr, false);
+    std::set<std::string> out;
+    if (!j.is_object() || !j.contains("checks")) return out;
+    for (const auto& c : j["checks"]) {
+      out.insert(c["key"]["instance"].get<std::string>() + "/" + c["key"]["check"].get<std::string>());
+    }
+    return out;
+  }
+  // The agent's gauge of the nodes it has a stream to (-1: unreadable).
+  int AgentNodes(const ServerProcess& agent) {
+    if (agent.extra_addrs().empty()) return -1;
+    httplib::Client c("http://" + agent.extra_addrs()[0]);
+    auto r = c.Get("/metrics");
+    if (!r || r->status != 200) return -1;
+    size_t at = r->body.find("\nmariposa_health_agent_nodes ");
+    if (at == std::string::npos) return -1;
+    return std::atoi(r->body.c_str() + at + std::string("\nmariposa_health_agent_nodes ").size());
+  }
+  // Healthy instances of p`i` as the node `via` reports them (-1: unreadable).
+  int Healthy(int i, const std::string& via) {
+    json st = json::parse(Cli(nodes_[via]->addr(), {"-o", "json", "-j", absl::StrCat("p", i), "status"}).out, nullptr,
+                          false);
+    if (!st.is_object() || !st.contains("services")) return -1;
+    return std::stoi(st["services"][0].value("healthy", "0"));
   }
 
   std::string dir_, uri_;
@@ -233,6 +274,81 @@ TEST_F(MultiNodeTest, SharesTakesOverAndNeverActsTwice) {
   EXPECT_TRUE(Eventually(
       [&] { return Cli(nodes_[victim]->addr(), {"apply", "--yes", "-f", Manifest(2, 3)}).exit_code == 0; },
       absl::Seconds(3)));
+}
+
+// Health agents given one node each link to every node (each node assigns
+// the checks of the projects it runs): every check of every project runs on
+// exactly one agent; when a node dies its projects' checks come back from
+// their new node, and a failing instance there is replaced.
+TEST_F(MultiNodeTest, HealthAgentsGivenOneNodeCheckEveryNodesProjects) {
+  auto agent1 = StartAgent("agent-1", "a");
+  auto agent2 = StartAgent("agent-2", "b");
+  for (int i = 0; i < kProjects; ++i) {
+    RunResult r = Cli(nodes_["c"]->addr(), {"apply", "--yes", "-f", Manifest(i, 2, true)});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  const size_t checks = 2 * kProjects;
+  auto partitioned = [&] {
+    std::set<std::string> one = Checking(*agent1, "a"), two = Checking(*agent2, "a");
+    std::set<std::string> all(one.begin(), one.end());
+    all.insert(two.begin(), two.end());
+    return one.size() + two.size() == checks && all.size() == checks;
+  };
+  ASSERT_TRUE(Eventually(partitioned, absl::Seconds(30))) << agent1->log() << agent2->log();
+  EXPECT_TRUE(Eventually([&] { return AgentNodes(*agent1) == 3 && AgentNodes(*agent2) == 3; }, absl::Seconds(5)));
+  // Health is known to the node that runs the project (another answers
+  // status from VMAPI, without it).
+  std::map<std::string, std::string> held = Holders("a");
+  for (int i = 0; i < kProjects; ++i) {
+    std::string holder = held[absl::StrCat("p", i)].substr(std::string("node-").size());
+    EXPECT_TRUE(Eventually([&] { return Healthy(i, holder) == 2; }, absl::Seconds(15))) << "p" << i;
+  }
+
+  // The node running p0 dies: its projects' checks come back from the new
+  // holder, still one agent each; the agents drop their link to it.
+  std::string victim = held["p0"].substr(std::string("node-").size());
+  std::string witness = victim == "a" ? "b" : "a";
+  nodes_[victim]->Kill();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const auto& kv : Holders(witness)) {
+          if (kv.second.empty() || kv.second == "node-" + victim) return false;
+        }
+        return true;
+      },
+      absl::Seconds(12)));
+  EXPECT_TRUE(Eventually([&] { return AgentNodes(*agent1) == 2 && AgentNodes(*agent2) == 2; }, absl::Seconds(10)));
+  EXPECT_TRUE(Eventually(partitioned, absl::Seconds(10)));
+  std::string now_p0 = Holders(witness)["p0"].substr(std::string("node-").size());
+  EXPECT_TRUE(Eventually([&] { return Healthy(0, now_p0) == 2; }, absl::Seconds(15)));
+
+  // A failing instance of p0 is seen by its agent and replaced by p0's new node.
+  json projects = json::parse(Cli(nodes_[witness]->addr(), {"-o", "json", "project", "list"}).out, nullptr, false);
+  std::string p0;
+  for (const auto& p : projects.is_object() ? projects["projects"] : projects) {
+    if (p.value("name", "") == "p0") p0 = p.value("uuid", "");
+  }
+  ASSERT_FALSE(p0.empty()) << projects.dump();
+  httplib::Client c(sim_->addr());
+  json vms = json::parse(c.Get("/vms?state=running&tag.mariposa.project=" + p0)->body);
+  ASSERT_EQ(vms.size(), 2u);
+  std::string sick = vms[0]["uuid"];
+  RunResult r = RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "vm-health", sick, "unhealthy"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        json gone = json::parse(c.Get("/vms?state=destroyed&tag.mariposa.project=" + p0)->body, nullptr, false);
+        for (const auto& vm : gone) {
+          if (vm["uuid"] == sick) return true;
+        }
+        return false;
+      },
+      absl::Seconds(20)))
+      << "the unhealthy instance of p0 was not replaced by its new node";
+  EXPECT_TRUE(Eventually([&] { return Healthy(0, now_p0) == 2; }, absl::Seconds(20)));
+  bool duplicate = false;
+  Vms(&duplicate);
+  EXPECT_FALSE(duplicate);
 }
 
 }  // namespace

@@ -397,7 +397,7 @@ void P8(int tcp_port, int flap_port, int endpoints, int rounds) {
   hooks.on_result = [&](const std::string&, bool, absl::Duration) { checks++; };
   health::Agent::Options o;
   o.id = "p8";
-  o.coordinator = addr;
+  o.seeds = {addr};
   o.clock = RealClock::Get();
   health::Agent agent(o, hooks);
   agent.Start();
