@@ -1,6 +1,7 @@
 #include "common/sql.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace mariposa {
 namespace {
@@ -256,6 +257,28 @@ absl::Status Transaction::Commit() {
   done_ = true;
   if (wrote && db_->after_commit_) db_->after_commit_();
   return s;
+}
+
+absl::Status InsertRows(Database* db, absl::string_view table, const std::vector<std::string>& columns, size_t rows,
+                        const std::function<void(Statement& st, size_t row, int first)>& bind) {
+  const int width = static_cast<int>(columns.size());
+  std::string one = absl::StrCat("(", std::string(2 * width - 1, '?'), ")");
+  for (int i = 1; i < 2 * width - 1; i += 2) one[i + 1] = ',';
+  size_t row = 0;
+  for (size_t batch = 64; row < rows; batch /= 2) {
+    if (rows - row < batch) continue;
+    std::string sql = absl::StrCat("INSERT INTO ", table, " (", absl::StrJoin(columns, ", "), ") VALUES ");
+    for (size_t i = 0; i < batch; ++i) absl::StrAppend(&sql, i ? ", " : "", one);
+    auto st = db->Prepare(sql);
+    if (!st.ok()) return st.status();
+    while (rows - row >= batch) {
+      for (size_t i = 0; i < batch; ++i) bind(*st, row + i, 1 + static_cast<int>(i) * width);
+      if (absl::Status s = st->Run(); !s.ok()) return s;
+      if (absl::Status s = st->Reset(); !s.ok()) return s;
+      row += batch;
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace mariposa

@@ -227,6 +227,14 @@ class Transaction {
   bool done_ = false;
 };
 
+// Inserts `rows` rows into `table` (`columns`) with multi-row INSERTs: 64
+// rows a statement, then 32, 16, … for the rest, so at most seven statement
+// texts are ever prepared and 1,000 rows take 17 statements (on PostgreSQL,
+// 17 round trips instead of 1,000). `bind(st, row, first)` binds the row's
+// values at parameters first, first + 1, …
+absl::Status InsertRows(Database* db, absl::string_view table, const std::vector<std::string>& columns, size_t rows,
+                        const std::function<void(Statement& st, size_t row, int first)>& bind);
+
 // The advisory lock key of the store's write transactions on PostgreSQL.
 constexpr int64_t kStoreWriteLock = 0x6d6172697061;  // "maripa"
 

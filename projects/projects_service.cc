@@ -248,17 +248,25 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   std::map<std::string, std::string> store_meta;
   std::shared_ptr<const CompiledManifest> before;
   std::optional<VersionRecord> current;
-  auto existing = store_->GetProject(m.project);
+  absl::StatusOr<ProjectRecord> existing = absl::NotFoundError("");
+  if (auto read = store_->GetProjectWithCurrent(m.project); read.ok()) {
+    existing = std::move(read->first);
+    current = std::move(read->second);
+  } else {
+    existing = read.status();
+  }
   if (existing.ok() && existing->deleting) {
     return absl::FailedPreconditionError(absl::StrCat(
         "project ", existing->name, " is being deleted (its instances are being removed); apply again once "
         "`mariposa project get ", existing->name, "` says it does not exist"));
   }
   if (existing.ok()) {
-    ASSIGN_OR_RETURN(auto meta, store_->ListMeta(existing->uuid));
-    for (const auto& e : meta) store_meta[e.key] = e.value;
-    if (!existing->current_version.empty()) {
-      ASSIGN_OR_RETURN(current, store_->GetVersion(existing->uuid, existing->current_version, false));
+    // Stored meta matters only to a manifest that references it (a template).
+    if (!m.templates.empty()) {
+      ASSIGN_OR_RETURN(auto meta, store_->ListMeta(existing->uuid));
+      for (const auto& e : meta) store_meta[e.key] = e.value;
+    }
+    if (current) {
       ASSIGN_OR_RETURN(before, StoredManifest(*existing, current->uuid));
       out.base_version = current->uuid;
       out.base_number = current->number;
@@ -316,9 +324,11 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   // unless --thaw (`thaw` has a value for user commands only; the daemon's
   // own auto_rollback acts for a rollout the freeze already ended).
   std::vector<std::string> thaw_freezes;
-  if (thaw.has_value() && existing.ok()) {
+  // No service changed: no freeze can be in the way (nor are the tasks read).
+  std::set<std::string> changed_services = ChangedServices(before.get(), *compiled);
+  if (thaw.has_value() && existing.ok() && !changed_services.empty()) {
     ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_->ListTasks(existing->uuid, 0));
-    auto in_way = convergence::FreezesInTheWay(tasks, ChangedServices(before.get(), *compiled), *thaw);
+    auto in_way = convergence::FreezesInTheWay(tasks, changed_services, *thaw);
     if (!in_way.ok() && !dry_run) {
       return absl::FailedPreconditionError(absl::StrCat(in_way.status().message(), "; nothing was changed"));
     }

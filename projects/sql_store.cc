@@ -289,21 +289,31 @@ constexpr const char* kVersionCols =
     "uuid, project_uuid, number, hash, author, created_at, origin, rolled_back_to, message, warnings, "
     "(SELECT COUNT(*) FROM services s WHERE s.version_uuid = versions.uuid)";
 
-VersionRecord ReadVersion(const Statement& st) {
+// kVersionCols from column `at` on.
+VersionRecord ReadVersion(const Statement& st, int at = 0) {
   VersionRecord v;
-  v.uuid = st.Text(0);
-  v.project_uuid = st.Text(1);
-  v.number = st.Int(2);
-  v.hash = st.Text(3);
-  v.author = st.Text(4);
-  v.created_at = FromMicros(st.Int(5));
-  v.origin = st.Text(6);
-  v.rolled_back_to = st.Int(7);
-  v.message = st.Text(8);
-  std::string w = st.Text(9);
+  v.uuid = st.Text(at);
+  v.project_uuid = st.Text(at + 1);
+  v.number = st.Int(at + 2);
+  v.hash = st.Text(at + 3);
+  v.author = st.Text(at + 4);
+  v.created_at = FromMicros(st.Int(at + 5));
+  v.origin = st.Text(at + 6);
+  v.rolled_back_to = st.Int(at + 7);
+  v.message = st.Text(at + 8);
+  std::string w = st.Text(at + 9);
   if (!w.empty()) v.warnings = absl::StrSplit(w, '\n');
-  v.service_count = static_cast<int>(st.Int(10));
+  v.service_count = static_cast<int>(st.Int(at + 10));
   return v;
+}
+
+// A version's tags as the query's aggregate gave them (tags are DNS labels:
+// no commas), sorted.
+std::vector<std::string> SplitTags(const std::string& joined) {
+  std::vector<std::string> tags;
+  for (absl::string_view tag : absl::StrSplit(joined, ',', absl::SkipEmpty())) tags.emplace_back(tag);
+  std::sort(tags.begin(), tags.end());
+  return tags;
 }
 
 }  // namespace
@@ -891,19 +901,26 @@ absl::StatusOr<int64_t> SqlProjectStore::AppendEventLocked(const std::string& ac
   return st.Int(0);
 }
 
-absl::StatusOr<ProjectRecord> SqlProjectStore::GetProjectOn(Database* db, const std::string& name_or_uuid) {
+absl::StatusOr<ProjectRecord> SqlProjectStore::GetProjectOn(Database* db, const std::string& name_or_uuid,
+                                                             std::optional<VersionRecord>* current) {
   // The one aggregate the two dialects spell differently.
-#define MARIPOSA_PROJECT_SQL(CONCAT)                                                                        \
-  "SELECT p.uuid, p.name, p.description, p.created_at, COALESCE(p.current_version, ''), "                   \
-  "COALESCE(v.number, 0), "                                                                                 \
-  "(SELECT COUNT(*) FROM services s WHERE s.version_uuid = p.current_version), "                            \
-  "p.deleting, (SELECT " CONCAT "(service, ',') FROM stopped_services x "                                   \
-  "WHERE x.project_uuid = p.uuid), p.owner "                                                                \
-  "FROM projects p LEFT JOIN versions v ON v.uuid = p.current_version "                                     \
-  "WHERE p.name = ?1 OR p.uuid = ?1"
-  ASSIGN_OR_RETURN(auto st, db->Prepare(db->postgres() ? MARIPOSA_PROJECT_SQL("string_agg")
-                                                       : MARIPOSA_PROJECT_SQL("group_concat")));
-#undef MARIPOSA_PROJECT_SQL
+  const char* concat = db->postgres() ? "string_agg" : "group_concat";
+  std::string sql = absl::StrCat(
+      "SELECT p.uuid, p.name, p.description, p.created_at, COALESCE(p.current_version, ''), "
+      "COALESCE(v.number, 0), "
+      "(SELECT COUNT(*) FROM services s WHERE s.version_uuid = p.current_version), "
+      "p.deleting, (SELECT ", concat, "(service, ',') FROM stopped_services x "
+      "WHERE x.project_uuid = p.uuid), p.owner");
+  if (current != nullptr) {
+    // The current version too: kVersionCols of v (its service count is
+    // the project's, column 6), then its tags.
+    absl::StrAppend(&sql, ", v.uuid, v.project_uuid, v.number, v.hash, v.author, v.created_at, v.origin, "
+                          "v.rolled_back_to, v.message, v.warnings, 0, (SELECT ",
+                    concat, "(tag, ',') FROM version_tags t WHERE t.version_uuid = v.uuid)");
+  }
+  absl::StrAppend(&sql, " FROM projects p LEFT JOIN versions v ON v.uuid = p.current_version "
+                        "WHERE p.name = ?1 OR p.uuid = ?1");
+  ASSIGN_OR_RETURN(auto st, db->Prepare(sql));
   st.Bind(1, name_or_uuid);
   ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) {
@@ -921,6 +938,14 @@ absl::StatusOr<ProjectRecord> SqlProjectStore::GetProjectOn(Database* db, const 
   p.deleting = st.Int(7) != 0;
   for (absl::string_view svc : absl::StrSplit(st.Text(8), ',', absl::SkipEmpty())) p.stopped.insert(std::string(svc));
   p.owner = st.Text(9);
+  if (current != nullptr) {
+    current->reset();
+    if (!p.current_version.empty()) {
+      *current = ReadVersion(st, 10);
+      (*current)->service_count = p.service_count;
+      (*current)->tags = SplitTags(st.Text(21));
+    }
+  }
   return p;
 }
 
@@ -997,6 +1022,15 @@ absl::StatusOr<ProjectRecord> SqlProjectStore::GetProject(const std::string& nam
   return Read([&](Database* db) { return GetProjectOn(db, name_or_uuid); });
 }
 
+absl::StatusOr<std::pair<ProjectRecord, std::optional<VersionRecord>>> SqlProjectStore::GetProjectWithCurrent(
+    const std::string& name_or_uuid) {
+  return Read([&](Database* db) -> absl::StatusOr<std::pair<ProjectRecord, std::optional<VersionRecord>>> {
+    std::optional<VersionRecord> current;
+    ASSIGN_OR_RETURN(ProjectRecord p, GetProjectOn(db, name_or_uuid, &current));
+    return std::make_pair(std::move(p), std::move(current));
+  });
+}
+
 absl::Status SqlProjectStore::DeleteProject(const std::string& name_or_uuid, const std::string& actor) {
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, BeginLocked());
@@ -1068,16 +1102,17 @@ absl::StatusOr<CommitResult> SqlProjectStore::CommitVersion(const NewVersion& v)
     RETURN_IF_ERROR(st.Run());
   }
   {
-    ASSIGN_OR_RETURN(auto st, db_->Prepare(
-                                  "INSERT INTO services (version_uuid, name, service_type, compute_type, brand, image, "
-                                  "package, count, spec_hash, spec_json, grp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
-    for (const ServiceRecord& s : v.services) {
-      st.Bind(1, uuid).Bind(2, s.name).Bind(3, s.service_type).Bind(4, s.compute_type).Bind(5, s.brand);
-      st.Bind(6, s.image).Bind(7, s.package).Bind(8, s.count).Bind(9, s.spec_hash).Bind(10, s.spec_json);
-      st.Bind(11, s.group);
-      RETURN_IF_ERROR(st.Run());
-      RETURN_IF_ERROR(st.Reset());
-    }
+    // In multi-row statements: on PostgreSQL each is a round trip.
+    RETURN_IF_ERROR(InsertRows(db_.get(), "services",
+                               {"version_uuid", "name", "service_type", "compute_type", "brand", "image", "package",
+                                "count", "spec_hash", "spec_json", "grp"},
+                               v.services.size(), [&](Statement& st, size_t row, int f) {
+                                 const ServiceRecord& s = v.services[row];
+                                 st.Bind(f, uuid).Bind(f + 1, s.name).Bind(f + 2, s.service_type);
+                                 st.Bind(f + 3, s.compute_type).Bind(f + 4, s.brand).Bind(f + 5, s.image);
+                                 st.Bind(f + 6, s.package).Bind(f + 7, s.count).Bind(f + 8, s.spec_hash);
+                                 st.Bind(f + 9, s.spec_json).Bind(f + 10, s.group);
+                               }));
   }
   {
     ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO deployment_groups (version_uuid, name, services) VALUES (?, ?, ?)"));
@@ -1180,8 +1215,7 @@ absl::StatusOr<VersionRecord> SqlProjectStore::GetVersionOn(Database* db, const 
     v.manifest = st.Text(11);
     v.canonical = st.Text(12);
   }
-  for (absl::string_view tag : absl::StrSplit(st.Text(13), ',', absl::SkipEmpty())) v.tags.emplace_back(tag);
-  std::sort(v.tags.begin(), v.tags.end());
+  v.tags = SplitTags(st.Text(13));
   ASSIGN_OR_RETURN(bool second, st.Step());
   if (second) {
     return absl::InvalidArgumentError(absl::StrCat("version prefix \"", ref, "\" is ambiguous; give more characters"));

@@ -85,6 +85,8 @@ class SqlProjectStore : public ProjectStore {
   absl::StatusOr<int> ClaimUnownedProjects(const std::string& owner) override;
   absl::StatusOr<std::vector<ProjectRecord>> ListProjects() override;
   absl::StatusOr<ProjectRecord> GetProject(const std::string& name_or_uuid) override;
+  absl::StatusOr<std::pair<ProjectRecord, std::optional<VersionRecord>>> GetProjectWithCurrent(
+      const std::string& name_or_uuid) override;
   absl::Status DeleteProject(const std::string& name_or_uuid, const std::string& actor) override;
   absl::StatusOr<CommitResult> CommitVersion(const NewVersion& v) override;
   absl::StatusOr<std::vector<VersionRecord>> ListVersions(const std::string& project_uuid) override;
@@ -195,7 +197,8 @@ class SqlProjectStore : public ProjectStore {
   }
   // The reads behind GetProject, GetVersion, ListMeta and ListTasks, on the
   // connection given: the writer's (under mu_) or the reader's (Read).
-  absl::StatusOr<ProjectRecord> GetProjectOn(Database* db, const std::string& name_or_uuid);
+  absl::StatusOr<ProjectRecord> GetProjectOn(Database* db, const std::string& name_or_uuid,
+                                             std::optional<VersionRecord>* current = nullptr);
   absl::StatusOr<VersionRecord> GetVersionOn(Database* db, const std::string& project_uuid, const std::string& ref,
                                              bool include_text);
   absl::StatusOr<std::vector<std::string>> TagsOn(Database* db, const std::string& version_uuid);

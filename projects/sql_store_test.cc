@@ -204,6 +204,33 @@ TEST_P(StoreTest, VersionsCommitNoopStaleAndRefs) {
   ASSERT_TRUE(groups.ok());
   EXPECT_EQ((*groups)[0].services, std::vector<std::string>{"web"});
   EXPECT_EQ(store_->GetProject("jupiter")->current_number, 3);
+
+  // The project with its current version, read together: what GetProject
+  // and GetVersion("current") say, tags and service count included.
+  ASSERT_TRUE(store_->TagVersion(pu, "3", "newest", "alice").ok());
+  auto both = store_->GetProjectWithCurrent("jupiter");
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->first.uuid, pu);
+  EXPECT_EQ(both->first.current_number, 3);
+  ASSERT_TRUE(both->second.has_value());
+  auto cur = store_->GetVersion(pu, "current", false);
+  ASSERT_TRUE(cur.ok());
+  EXPECT_EQ(both->second->uuid, cur->uuid);
+  EXPECT_EQ(both->second->number, 3);
+  EXPECT_EQ(both->second->hash, "h3");
+  EXPECT_EQ(both->second->project_uuid, pu);
+  EXPECT_EQ(both->second->tags, (std::vector<std::string>{"newest", "stable"}));
+  EXPECT_EQ(both->second->tags, cur->tags);
+  EXPECT_EQ(both->second->service_count, cur->service_count);
+  EXPECT_EQ(both->second->created_at, cur->created_at);
+  EXPECT_EQ(both->second->author, cur->author);
+  EXPECT_TRUE(both->second->manifest.empty());
+  EXPECT_EQ(store_->GetProjectWithCurrent(pu)->first.name, "jupiter");  // by uuid too
+  EXPECT_EQ(store_->GetProjectWithCurrent("nope").status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store_->CreateProject("empty", "", "alice").ok());
+  auto none = store_->GetProjectWithCurrent("empty");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->second.has_value()) << "a project without versions has no current one";
 }
 
 TEST_P(StoreTest, MetaCasIncrSecretsImport) {

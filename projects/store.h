@@ -314,6 +314,10 @@ class ProjectStore {
   virtual absl::StatusOr<std::vector<ProjectRecord>> ListProjects() = 0;
   // By name or uuid.
   virtual absl::StatusOr<ProjectRecord> GetProject(const std::string& name_or_uuid) = 0;
+  // The project and its current version (without its texts; none before
+  // the first), read together (one round trip on PostgreSQL).
+  virtual absl::StatusOr<std::pair<ProjectRecord, std::optional<VersionRecord>>> GetProjectWithCurrent(
+      const std::string& name_or_uuid) = 0;
   // Removes the project, its versions and meta; its events stay.
   virtual absl::Status DeleteProject(const std::string& name_or_uuid, const std::string& actor) = 0;
 

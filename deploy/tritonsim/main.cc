@@ -42,7 +42,8 @@ Serves VMAPI, CNAPI and IMGAPI on one loopback HTTP port.
   --job-failure-rate F     0..1, fraction of jobs and tasks that fail (default 0)
   --api-latency MS         delay before every API answer (default 0)
   --rng-seed N             seed for uuids, jitter and failures (default 1)
-  --threads N              HTTP worker threads (default 64)
+  --threads N              HTTP worker threads (default 512); each keep-alive connection
+                           holds one while it lasts (up to 5 s idle), as many as clients keep open
   --listen-vms             each running VM answers HTTP on 127.a.b.c (its nic 10.a.b.c) on
                            the ports in its `ports` tag or metadata, as its health says;
                            addresses start in a random 10.a.b.0/24 block then
@@ -155,7 +156,7 @@ int main(int argc, char** argv) {
   tritonsim::Options opts;
   opts.clock = mariposa::RealClock::Get();
   std::string listen = "127.0.0.1:8580", addr_file, seed_file;
-  int api_latency = 0, threads = 64;
+  int api_latency = 0, threads = 512;
   bool listen_vms = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -200,7 +201,10 @@ int main(int argc, char** argv) {
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_keep_alive_max_count(100000);
   server.set_tcp_nodelay(true);  // no Nagle + delayed-ACK stalls between header and body writes
-  server.set_keep_alive_timeout(30);
+  // A keep-alive connection holds a worker thread until it has been idle
+  // this long (Node's http server, VMAPI's, closes idle ones after 5 s):
+  // clients holding more connections than there are threads would wait.
+  server.set_keep_alive_timeout(5);
   // httplib listens with a backlog of 5: a burst of new connections (a
   // client opening 16 at once) overflows it, the kernel drops the SYNs and
   // the client retries them a second later. Node's VMAPI listens with 511;

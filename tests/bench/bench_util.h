@@ -143,6 +143,69 @@ inline void StopChild(Child* c, int sig = SIGTERM) {
   c->pid = -1;
 }
 
+// ------------------------------------------------- P2's workload and progress
+
+// `services` services of `count` infrastructure containers of tritonsim's
+// base@1 (give it a seed with that image: P2Seed), rolled 20 at a time.
+inline std::string Manifest(const std::string& project, int services, int count, const std::string& tag) {
+  std::string m = absl::StrCat("project: ", project, "\nservices:\n");
+  for (int s = 0; s < services; ++s) {
+    // The seed's image is a zone dataset: an infrastructure container
+    // (the default compute_type, docker, is refused for it at apply).
+    absl::StrAppend(&m, "  s", s, ":\n    compute_type: infrastructure\n    image: base@1\n    count: ", count,
+                    "\n    resources: {memory: 64m}\n    start: {window: 1s}\n    update: {rolling: 20, max_surge: 20}\n",
+                    tag.empty() ? "" : absl::StrCat("    tags: {rev: ", tag, "}\n"));
+  }
+  return m;
+}
+
+// tritonsim's --seed for Manifest's image.
+inline const char* P2Seed() {
+  return R"({"images": [{"uuid": "11111111-1111-4111-8111-111111111111", "name": "base", "version": "1"}]})";
+}
+
+// The CLI's exit status; its output goes to `out` ("" = dropped).
+inline int Cli(const std::string& addr, const std::string& args, const std::string& out = "") {
+  return std::system(
+      absl::StrCat("cli/mariposa --addr ", addr, " ", args, " >", out.empty() ? "/dev/null" : out, " 2>&1").c_str());
+}
+
+inline int64_t Running(triton::HttpVmapiClient* vmapi, const std::string& project_tag) {
+  triton::VmFilter f;
+  f.state = "running";
+  f.tags = {{"mariposa.project", project_tag}};
+  auto n = vmapi->CountVms(f);
+  return n.ok() ? *n : -1;
+}
+
+inline std::string ProjectUuid(const std::string& addr, const std::string& name, const std::string& dir) {
+  std::string out = absl::StrCat(dir, "/project.json");
+  if (std::system(absl::StrCat("cli/mariposa --addr ", addr, " -o json project get ", name, " > ", out).c_str()) != 0) {
+    return "";
+  }
+  std::string j = Slurp(out);
+  size_t at = j.find("\"uuid\": \"");
+  return at == std::string::npos ? "" : j.substr(at + 9, 36);
+}
+
+// Waits until `want` instances of the projects run, together; returns the
+// seconds since `start` it took (-1: not within `limit_s`).
+inline double WaitRunning(triton::HttpVmapiClient* vmapi, const std::vector<std::string>& project_uuids, int64_t want,
+                          double limit_s, Clock::time_point start) {
+  // Counting scans every VM of the project in tritonsim, which shares the
+  // two cores with mariposad: asked every 20 ms it took a fifth of
+  // tritonsim's CPU away from the run it measures. Far from the end, ask
+  // every 250 ms; within the last tenth, every 10 ms (the end is still
+  // seen within 10 ms).
+  while (Secs(Clock::now() - start) < limit_s) {
+    int64_t n = 0;
+    for (const std::string& p : project_uuids) n += std::max<int64_t>(0, Running(vmapi, p));
+    if (n == want) return Secs(Clock::now() - start);
+    std::this_thread::sleep_for(std::chrono::milliseconds(n < want - want / 10 ? 250 : 10));
+  }
+  return -1;
+}
+
 }  // namespace mariposa::bench
 
 #endif  // MARIPOSA_TESTS_BENCH_BENCH_UTIL_H_

@@ -170,58 +170,6 @@ bool P1(const Sizes& z) {
 
 // ---------------------------------------------------------------- P2, P9, P10
 
-std::string Manifest(const std::string& project, int services, int count, const std::string& tag) {
-  std::string m = absl::StrCat("project: ", project, "\nservices:\n");
-  for (int s = 0; s < services; ++s) {
-    // The seed's image is a zone dataset: an infrastructure container
-    // (the default compute_type, docker, is refused for it at apply).
-    absl::StrAppend(&m, "  s", s, ":\n    compute_type: infrastructure\n    image: base@1\n    count: ", count,
-                    "\n    resources: {memory: 64m}\n    start: {window: 1s}\n    update: {rolling: 20, max_surge: 20}\n",
-                    tag.empty() ? "" : absl::StrCat("    tags: {rev: ", tag, "}\n"));
-  }
-  return m;
-}
-
-// The CLI's exit status; its output goes to `out` ("" = dropped).
-int Cli(const std::string& addr, const std::string& args, const std::string& out = "") {
-  return std::system(
-      absl::StrCat("cli/mariposa --addr ", addr, " ", args, " >", out.empty() ? "/dev/null" : out, " 2>&1").c_str());
-}
-
-int64_t Running(triton::HttpVmapiClient* vmapi, const std::string& project_tag) {
-  triton::VmFilter f;
-  f.state = "running";
-  f.tags = {{"mariposa.project", project_tag}};
-  auto n = vmapi->CountVms(f);
-  return n.ok() ? *n : -1;
-}
-
-std::string ProjectUuid(const std::string& addr, const std::string& name, const std::string& dir) {
-  std::string out = absl::StrCat(dir, "/project.json");
-  if (std::system(absl::StrCat("cli/mariposa --addr ", addr, " -o json project get ", name, " > ", out).c_str()) != 0) {
-    return "";
-  }
-  std::string j = Slurp(out);
-  size_t at = j.find("\"uuid\": \"");
-  return at == std::string::npos ? "" : j.substr(at + 9, 36);
-}
-
-// Waits until `want` instances of the project run; returns the seconds it took.
-double WaitRunning(triton::HttpVmapiClient* vmapi, const std::string& project_uuid, int64_t want, double limit_s,
-                   Clock::time_point start) {
-  // Counting scans every VM of the project in tritonsim, which shares the
-  // two cores with mariposad: asked every 20 ms it took a fifth of
-  // tritonsim's CPU away from the run it measures. Far from the end, ask
-  // every 250 ms; within the last tenth, every 10 ms (the end is still
-  // seen within 10 ms).
-  while (Secs(Clock::now() - start) < limit_s) {
-    int64_t n = Running(vmapi, project_uuid);
-    if (n == want) return Secs(Clock::now() - start);
-    std::this_thread::sleep_for(std::chrono::milliseconds(n < want - want / 10 ? 250 : 10));
-  }
-  return -1;
-}
-
 // `quick`: P1 and P2 only. `memory_only`: no P1 and no P2 baselines (the
 // 10,000 of P2 are still created, so P9 tracks 100,000), then P9 and P10.
 // `smoke`: P1 and P2 at tiny sizes; 1 when either could not do its work.
@@ -238,7 +186,7 @@ int Main(bool quick, bool memory_only, bool smoke) {
   if (!mkdtemp(tmpl)) return 1;
   std::string dir = tmpl;
   std::string seed = dir + "/seed.json";
-  std::ofstream(seed) << R"({"images": [{"uuid": "11111111-1111-4111-8111-111111111111", "name": "base", "version": "1"}]})";
+  std::ofstream(seed) << P2Seed();
   Child sim = StartServer({"deploy/tritonsim/tritonsim", "--listen", "127.0.0.1:0", "--servers",
                            absl::StrCat(std::max(z.servers, 10)), "--seed", seed,
                            "--addr-file", dir + "/sim.addr"},
@@ -274,7 +222,7 @@ int Main(bool quick, bool memory_only, bool smoke) {
   auto t0 = Clock::now();
   int applied = Cli(d.addr, absl::StrCat("apply -f ", dir, "/p2.yaml --yes"), dir + "/p2-apply.out");
   std::string ten = ProjectUuid(d.addr, "ten", dir);
-  double took = applied == 0 ? WaitRunning(&vmapi, ten, p2_total, smoke ? 60 : 300, t0) : -1;
+  double took = applied == 0 ? WaitRunning(&vmapi, {ten}, p2_total, smoke ? 60 : 300, t0) : -1;
   for (int round = 0; round < (memory_only ? 0 : 1); ++round) baselines();
   double rate = took > 0 ? p2_total / took : 0;
   if (applied != 0 || took <= 0) {
@@ -310,7 +258,7 @@ int Main(bool quick, bool memory_only, bool smoke) {
   t0 = Clock::now();
   Cli(d.addr, absl::StrCat("apply -f ", dir, "/p9.yaml --yes"));
   std::string big = ProjectUuid(d.addr, "big", dir);
-  double took9 = WaitRunning(&vmapi, big, 90000, 900, t0);
+  double took9 = WaitRunning(&vmapi, {big}, 90000, 900, t0);
   std::this_thread::sleep_for(std::chrono::seconds(3));  // a few resyncs over everything
   printf("P9_mariposad_rss_100k_instances %.0f MiB - - (target <= 300 MiB; 90,000 more created in %.1f s)\n",
          RssKiB(d.pid) / 1024.0, took9);

@@ -6,12 +6,20 @@
 //   TAKEOVER: kill -9 of the node running a project, until another node
 //         holds its lease (lease TTL 10 s, the default) and until the
 //         killed node's projects are all held again.
+//   P2 with 1 and 3 nodes (PERFORMANCE.md P2): the same scale-up, 10
+//         projects of 1,000 instances applied through the nodes in turn,
+//         from the first apply until VMAPI runs them all, with 1 node and
+//         with 3 on one PostgreSQL; a fresh database and tritonsim (zero job
+//         latency) each round, rounds alternating 1, 3, 1, 3. 3 nodes must
+//         not be slower than 1.
 // Prints one line per figure: name value unit baseline ratio ("-" = none).
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -53,6 +61,90 @@ std::map<std::string, std::pair<std::string, std::string>> Leases(const std::str
                        p.value("state", "") == "held" ? p.value("holder", "") : ""};
   }
   return m;
+}
+
+// Live nodes as `mariposa nodes` on `addr` lists them.
+int LiveNodes(const std::string& addr, const std::string& dir) {
+  std::string out = dir + "/nodes.json";
+  if (std::system(absl::StrCat("cli/mariposa --addr ", addr, " -o json nodes > ", out, " 2>/dev/null").c_str()) != 0) {
+    return -1;
+  }
+  json j = json::parse(Slurp(out), nullptr, false);
+  int live = 0;
+  if (j.is_object() && j.contains("nodes")) {
+    for (const auto& n : j["nodes"]) live += n.value("live", false) ? 1 : 0;
+  }
+  return live;
+}
+
+// One P2 round on `n` nodes; instances per second (-1: failed, said why).
+double ScaleUpOnNodes(testing::PgServer* pg, const std::string& dir, int n, int round, int projects, int services,
+                      int count) {
+  std::string rdir = absl::StrCat(dir, "/p2-", n, "-", round);
+  std::string db = absl::StrCat("p2_", n, "_", round);
+  if (mkdir(rdir.c_str(), 0700) != 0 || !pg->Psql("CREATE DATABASE " + db).ok()) {
+    std::fprintf(stderr, "P2 round %d: cannot make %s or database %s\n", round, rdir.c_str(), db.c_str());
+    return -1;
+  }
+  std::string uri = pg->uri();
+  uri = uri.substr(0, uri.rfind('/') + 1) + db;
+  std::ofstream(rdir + "/seed.json") << P2Seed();
+  Child sim = StartServer({"deploy/tritonsim/tritonsim", "--listen", "127.0.0.1:0", "--addr-file", rdir + "/sim.addr",
+                           "--servers", "10", "--seed", rdir + "/seed.json"},
+                          rdir + "/sim.addr", "");
+  if (sim.pid <= 0) return -1;
+  std::vector<Child> nodes;
+  double rate = -1;
+  [&] {
+    for (int i = 0; i < n; ++i) {
+      std::string name = absl::StrCat("n", i);
+      std::vector<std::string> argv = MariposadArgv(rdir + "/" + name, sim.addr);
+      argv[4] = rdir + "/" + name;            // --data-dir
+      argv[6] = rdir + "/" + name + ".addr";  // --addr-file
+      for (const std::string& a : {std::string("--store"), uri, std::string("--node"), name,
+                                   std::string("--secrets-key"), rdir + "/secrets.key", std::string("--max-jobs"),
+                                   std::string("64"), std::string("--max-jobs-per-project"), std::string("64")}) {
+        argv.push_back(a);
+      }
+      nodes.push_back(StartServer(argv, rdir + "/" + name + ".addr", rdir + "/" + name + ".log"));
+      if (nodes.back().pid <= 0) {
+        std::fprintf(stderr, "P2 round %d: node %s did not start (%s)\n", round, name.c_str(),
+                     Slurp(rdir + "/" + name + ".log").c_str());
+        return;
+      }
+    }
+    // Every node live before the first apply, so no project moves mid-run.
+    for (int i = 0; i < 200 && LiveNodes(nodes[0].addr, rdir) != n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    for (int p = 0; p < projects; ++p) {
+      std::ofstream(absl::StrCat(rdir, "/p", p, ".yaml")) << Manifest(absl::StrCat("p", p), services, count, "");
+    }
+    auto t0 = Clock::now();
+    std::vector<std::string> uuids;
+    for (int p = 0; p < projects; ++p) {
+      const std::string& via = nodes[p % n].addr;
+      if (Cli(via, absl::StrCat("apply --yes -f ", rdir, "/p", p, ".yaml"), rdir + "/apply.out") != 0) {
+        std::fprintf(stderr, "P2 round %d: apply refused: %s\n", round, Slurp(rdir + "/apply.out").c_str());
+        return;
+      }
+      uuids.push_back(ProjectUuid(via, absl::StrCat("p", p), rdir));
+    }
+    triton::HttpOptions o;
+    o.base_url = sim.addr;
+    triton::HttpVmapiClient vmapi(o, RealClock::Get());
+    const int total = projects * services * count;
+    double took = WaitRunning(&vmapi, uuids, total, 300, t0);
+    if (took <= 0) {
+      std::fprintf(stderr, "P2 round %d on %d nodes: the %d instances never all ran (logs in %s)\n", round, n, total,
+                   rdir.c_str());
+      return;
+    }
+    rate = total / took;
+  }();
+  for (Child& c : nodes) StopChild(&c);
+  StopChild(&sim);
+  return rate;
 }
 
 int Main(bool smoke) {
@@ -177,8 +269,28 @@ int Main(bool smoke) {
               first, victims_projects, all);
   for (auto& kv : nodes) StopChild(&kv.second);
   StopChild(&sim);
+  if (all < 0) return 1;
+
+  // P2 with 1 and 3 nodes.
+  const int projects = smoke ? 3 : 10, services = smoke ? 1 : 2, per_service = smoke ? 20 : 500;
+  std::map<int, std::vector<double>> rates;
+  int round = 0;
+  for (int r = 0; r < (smoke ? 1 : 2); ++r) {
+    for (int n : {1, 3}) {
+      double rate = ScaleUpOnNodes(pg->get(), dir, n, round++, projects, services, per_service);
+      if (rate <= 0) return 1;
+      rates[n].push_back(rate);
+    }
+  }
+  double one = Pct(rates[1], 0.5), three = Pct(rates[3], 0.5);
+  std::printf("P2_nodes_1_postgres %.0f instances/s - - (%d projects x %d; rounds:", one, projects, services * per_service);
+  for (double v : rates[1]) std::printf(" %.0f", v);
+  std::printf(")\nP2_nodes_3_postgres %.0f instances/s %.0f %.2fx (vs 1 node; target >= 1.0x, not slower; rounds:",
+              three, one, three / one);
+  for (double v : rates[3]) std::printf(" %.0f", v);
+  std::printf(")\n");
   std::system(absl::StrCat("rm -rf ", dir).c_str());
-  return all < 0 ? 1 : 0;
+  return 0;
 }
 
 }  // namespace
