@@ -483,6 +483,11 @@ void Reconciler::ForgetImages() {
   images_.clear();
 }
 
+void Reconciler::ImagesChanged() {
+  ForgetImages();
+  if (options_.images_changed) options_.images_changed();
+}
+
 absl::StatusOr<triton::Image> Reconciler::ResolveImage(const std::string& ref, bool cached_only) {
   absl::Time now = clock_->Now();
   {
@@ -942,7 +947,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
 
   // Images, the filters' images, meta and the VMs label rules point at.
   for (const FinishedJob& f : s.finished) {
-    if (f.job.api == "imgapi") ForgetImages();
+    if (f.job.api == "imgapi") ImagesChanged();
   }
   std::set<std::string> label_keys;
   if (s.goal) {
@@ -1803,7 +1808,7 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
       // Imported already (by hand, or a lost reply) — if IMGAPI has it active.
       auto there = imgapi_->GetImage(j.instance);
       if (there.ok() && there->state == "active") {
-        ForgetImages();
+        ImagesChanged();
         continue;
       }
       ++r->failed;

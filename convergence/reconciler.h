@@ -91,6 +91,9 @@ struct ReconcilerOptions {
   // project under while this node holds its lease, nullopt when it does
   // not (the project is left to its holder). Null: one node, every project.
   std::function<std::optional<Fence>(const std::string& project_uuid)> lease;
+  // Called when a sync found the images IMGAPI holds changed (an import
+  // ended): the other nodes forget what they resolved too. Optional.
+  std::function<void()> images_changed;
 };
 
 // What one sync did.
@@ -198,6 +201,8 @@ class Reconciler {
   absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> RemovedAgents(const Snapshot& s);
   // Drops the resolved images (an import ended: the next sync finds it in IMGAPI).
   void ForgetImages();
+  // ForgetImages, and tells the other nodes (options.images_changed).
+  void ImagesChanged();
   // sdcadm's plan for `services` of manifest `m` (project uuid "" = a new
   // project): for each, its target image and which of its instances
   // (servers, for agents) move from which image. Services whose image

@@ -780,3 +780,38 @@ TEST_F(ReconcilerTest, ReleasingAProjectDropsItsHealthChecks) {
 
 }  // namespace
 }  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+// An image imported from the source: once the import ends the reconciler
+// forgets what it resolved and says so (options.images_changed), so that the
+// other nodes forget theirs too (the wake-up bus's "images").
+TEST_F(ReconcilerTest, AnEndedImportIsAnnouncedToTheOtherNodes) {
+  triton::FakeImgapiClient source;
+  triton::Image web2{"44444444-4444-4444-8444-444444444444", "web", "2", "active", "linux", "docker", "", "",
+                     "2026-02-01"};
+  source.PutImage(web2);
+  imgapi_.PutRemoteImage(web2);
+  int announced = 0;
+  ReconcilerOptions o;
+  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
+  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
+  o.image_source = &source;
+  o.image_source_url = "https://updates.example.com";
+  o.images_changed = [&] { ++announced; };
+  reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
+  Apply("project: p\nservices:\n  web: {image: web@2, count: 1}\n");
+  for (int i = 0; i < 4 && Running() < 1; ++i) {
+    ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+    clock_.Advance(absl::Seconds(1));
+  }
+  EXPECT_EQ(Running(), 1) << "the imported image's instance was not created";
+  EXPECT_GE(announced, 1) << "the ended import was not announced";
+  int after = announced;
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  EXPECT_EQ(announced, after) << "a sync with no import announced one";
+}
+
+}  // namespace
+}  // namespace mariposa::convergence

@@ -908,6 +908,10 @@ int main(int argc, char** argv) {
             if (auto* r = wake_target.load()) r->WakeProject(project);
           });
       ropts.lease = [k = leases.get()](const std::string& project) { return k->Holds(project); };
+      // An import this node saw end: the others forget their resolved images.
+      ropts.images_changed = [&wake_bus] {
+        if (wake_bus != nullptr) wake_bus->Publish(mariposa::WakeBus::kImages);
+      };
       admin.set_nodes([k = leases.get()] {
         return mariposa::AdminService::NodesView{k->node(), k->policy().ttl, k->LastState(), k->LastError()};
       });
@@ -935,12 +939,18 @@ int main(int argc, char** argv) {
     if (postgres) {
       // A change through this node wakes every node's reconciler at once.
       // What another node changed: its readonly state too.
-      wake_bus = std::make_unique<mariposa::WakeBus>(store_spec, clock, [r = reconciler.get(), &controller] {
-        if (absl::Status s = controller.Reload(); !s.ok()) {
-          mariposa::LogWarn("cannot read the controller's state", {{"error", s.ToString()}});
-        }
-        r->Wake();
-      });
+      wake_bus = std::make_unique<mariposa::WakeBus>(
+          store_spec, clock, [r = reconciler.get(), &controller](const std::set<std::string>& what) {
+            if (absl::Status s = controller.Reload(); !s.ok()) {
+              mariposa::LogWarn("cannot read the controller's state", {{"error", s.ToString()}});
+            }
+            // An import ended on another node (or anything, after a lost
+            // connection): what this node resolved may be stale.
+            if (what.count(mariposa::WakeBus::kImages) || what.count(mariposa::WakeBus::kAnything)) {
+              r->ForgetImages();
+            }
+            r->Wake();
+          });
       if (absl::Status s = wake_bus->Start(); !s.ok()) {
         mariposa::LogError("cannot listen for the other nodes' changes; they are seen at each --resync",
                            {{"error", s.ToString()}});
@@ -1003,9 +1013,10 @@ int main(int argc, char** argv) {
     iopts.source_url = image_source_url;
     iopts.channel = image_channel;
     iopts.resolve = [r = reconciler.get()](const std::string& ref) { return r->LookUpImage(ref); };
-    iopts.on_change = [r = reconciler.get(), changed] {
+    iopts.on_change = [r = reconciler.get(), bus = wake_bus.get()] {
       r->ForgetImages();
-      changed();
+      r->Wake();
+      if (bus != nullptr) bus->Publish(mariposa::WakeBus::kImages);
     };
     images = std::make_unique<mariposa::convergence::ImagesService>(store->get(), iopts);
   }

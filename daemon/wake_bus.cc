@@ -8,7 +8,7 @@
 
 namespace mariposa {
 
-WakeBus::WakeBus(std::string uri, const Clock* clock, std::function<void()> on_wake)
+WakeBus::WakeBus(std::string uri, const Clock* clock, OnWake on_wake)
     : uri_(std::move(uri)), clock_(clock), on_wake_(std::move(on_wake)) {}
 
 WakeBus::~WakeBus() {
@@ -34,7 +34,7 @@ void WakeBus::Loop() {
     auto got = listener_->WaitForNotifications(wake_pipe_[0]);
     if (stop_.load()) break;
     if (got.ok()) {
-      if (!got->empty() && on_wake_) on_wake_();
+      if (!got->empty() && on_wake_) on_wake_(std::set<std::string>(got->begin(), got->end()));
       continue;
     }
     LogWarn("lost the wake-up channel; reconnecting (changes on other nodes wait for --resync meanwhile)",
@@ -46,14 +46,14 @@ void WakeBus::Loop() {
       backoff = std::min(backoff * 2, absl::Seconds(1));
       if (listener_->Reset().ok() && listener_->Exec(absl::StrCat("LISTEN ", kChannel)).ok()) {
         backoff = absl::Milliseconds(100);
-        if (on_wake_) on_wake_();  // whatever was said meanwhile
+        if (on_wake_) on_wake_({kAnything});  // whatever was said meanwhile
         break;
       }
     }
   }
 }
 
-void WakeBus::Publish() {
+void WakeBus::Publish(const std::string& what) {
   absl::MutexLock l(&publish_mu_);
   if (publisher_ == nullptr || !publisher_->ok()) {
     auto c = PgConnection::Open(uri_, /*connect_timeout_s=*/2);
@@ -64,11 +64,11 @@ void WakeBus::Publish() {
     }
     publisher_ = *std::move(c);
   }
-  auto r = publisher_->Exec("SELECT pg_notify($1, '')", {std::string(kChannel)});
+  auto r = publisher_->Exec("SELECT pg_notify($1, $2)", {std::string(kChannel), what});
   if (!r.ok() && !publisher_->ok() && publisher_->Reset().ok()) {
     // The connection was found dead (the database restarted or failed
     // over): once more on a new one.
-    r = publisher_->Exec("SELECT pg_notify($1, '')", {std::string(kChannel)});
+    r = publisher_->Exec("SELECT pg_notify($1, $2)", {std::string(kChannel), what});
   }
   if (!r.ok()) {
     LogWarn("cannot tell the other nodes of a change; they see it at their next resync",

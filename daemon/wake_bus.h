@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -22,22 +23,28 @@ namespace mariposa {
 class WakeBus {
  public:
   static constexpr char kChannel[] = "mariposa_wake";
-  // `on_wake` runs on the bus's thread for every notification (its own
-  // included).
-  WakeBus(std::string uri, const Clock* clock, std::function<void()> on_wake);
+  // What a notification may say besides "look again": the images IMGAPI
+  // holds changed (an import ended), so resolved images are forgotten.
+  static constexpr char kImages[] = "images";
+  // After a lost connection: anything may have changed meanwhile.
+  static constexpr char kAnything[] = "*";
+  // `on_wake` runs on the bus's thread for every batch of notifications (its
+  // own included), with what they said ("" for a plain wake-up).
+  using OnWake = std::function<void(const std::set<std::string>& what)>;
+  WakeBus(std::string uri, const Clock* clock, OnWake on_wake);
   ~WakeBus();
   // Connects and listens; UNAVAILABLE naming the database when it cannot.
   absl::Status Start();
   // Tells every node (itself too) to look again. Never blocks a caller for
   // long: a failure is logged and the other nodes wait for their resync.
-  void Publish();
+  void Publish(const std::string& what = "");
   void Stop();
 
  private:
   void Loop();
   std::string uri_;
   const Clock* clock_;
-  std::function<void()> on_wake_;
+  OnWake on_wake_;
   int wake_pipe_[2] = {-1, -1};
   std::unique_ptr<PgConnection> listener_;
   absl::Mutex publish_mu_;

@@ -3,6 +3,8 @@
 // (it may have missed something) and carries notifications again.
 #include "daemon/wake_bus.h"
 
+#include <set>
+
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "gtest/gtest.h"
@@ -34,19 +36,40 @@ TEST(WakeBusTest, APublishWakesEveryNodeAndSurvivesARestart) {
   auto pg = testing::PgServer::Start();
   ASSERT_TRUE(pg.ok()) << pg.status();
   Counter a_woke, b_woke;
-  WakeBus a((*pg)->uri(), RealClock::Get(), [&] { a_woke.Add(); });
-  WakeBus b((*pg)->uri(), RealClock::Get(), [&] { b_woke.Add(); });
+  absl::Mutex said_mu;
+  std::set<std::string> b_said;
+  WakeBus a((*pg)->uri(), RealClock::Get(), [&](const std::set<std::string>&) { a_woke.Add(); });
+  WakeBus b((*pg)->uri(), RealClock::Get(), [&](const std::set<std::string>& what) {
+    {
+      absl::MutexLock l(&said_mu);
+      b_said.insert(what.begin(), what.end());
+    }
+    b_woke.Add();
+  });
   ASSERT_TRUE(a.Start().ok());
   ASSERT_TRUE(b.Start().ok());
   a.Publish();
   EXPECT_TRUE(b_woke.AtLeast(1, absl::Seconds(5)));
   EXPECT_TRUE(a_woke.AtLeast(1, absl::Seconds(5)));
+  // What a notification says reaches the others: the images changed.
+  a.Publish(WakeBus::kImages);
+  EXPECT_TRUE(b_woke.AtLeast(2, absl::Seconds(5)));
+  {
+    absl::MutexLock l(&said_mu);
+    EXPECT_TRUE(b_said.count("")) << "a plain wake-up says nothing";
+    EXPECT_TRUE(b_said.count(WakeBus::kImages));
+    b_said.clear();
+  }
   // The database goes away and comes back.
   int before = b_woke.Get();
   ASSERT_TRUE((*pg)->Stop().ok());
   b.Publish();  // fails quietly: logged, nothing thrown (a keeps its connection from before)
   ASSERT_TRUE((*pg)->Restart().ok());
   EXPECT_TRUE(b_woke.AtLeast(before + 1, absl::Seconds(15))) << "no wake-up after reconnecting";
+  {
+    absl::MutexLock l(&said_mu);
+    EXPECT_TRUE(b_said.count(WakeBus::kAnything)) << "after reconnecting, anything may have changed";
+  }
   // The first publish after the restart finds its connection dead and
   // sends on a new one: not lost.
   before = b_woke.Get();

@@ -33,6 +33,8 @@ FIGURES = {
     "P4pg_p50_ratio": ("lower", 2.0, "PostgreSQL store: no-op Apply p50 / (echo RPC + one database round trip) p50 (x)"),
     "P4pg_p99_ratio": ("lower", 3.0, "PostgreSQL store: no-op Apply p99 / (echo RPC + one database round trip) p99 (x)"),
     "WAKE_p99_ms": ("lower", 100.0, "two nodes: scale through one, until the project's node has its first new VM, p99 (ms)"),
+    "P2_nodes_1_rate": ("higher", None, "P2 with 1 node on PostgreSQL: 10 projects x 1,000 applied until running (instances/s)"),
+    "P2_nodes_3_ratio": ("higher", 1.0, "P2 with 3 nodes / with 1 node, same work, one PostgreSQL (x; 3 nodes not slower)"),
     "TAKEOVER_s": ("lower", 12.0, "two nodes: kill -9 of a project's node until another holds all its projects, lease TTL 10 s (s)"),
     "P5_ratio": ("higher", 0.7, "tcp checks: engine / raw loop, the lower of wall and per-CPU (x)"),
     "P6_ratio": ("higher", 0.7, "http checks: engine / raw loop, the lower of wall and per-CPU (x)"),
@@ -72,6 +74,10 @@ def parse(text):
                 out["P4_p99_ratio"] = num(f[4])
             elif f[0] == "WAKE_scale_to_first_create_p99":
                 out["WAKE_p99_ms"] = num(f[1])
+            elif f[0] == "P2_nodes_1_postgres":
+                out["P2_nodes_1_rate"] = num(f[1])
+            elif f[0] == "P2_nodes_3_postgres":
+                out["P2_nodes_3_ratio"] = num(f[4])
             elif f[0] == "TAKEOVER_after_kill9_s":
                 out["TAKEOVER_s"] = num(f[1])
             elif f[0] == "P3pg_apply_1000_services":
@@ -191,6 +197,8 @@ P5 tcp  baseline    50000/s (1-2)    20000 per CPU-s | engine    40000/s (1-2)  
 P7 9 endpoints every 10s: expected 1/s, per-second counts 1-2 over 20s (worst 1.0%, target <= 10%), lateness p50 1.0 ms p99 2.0 ms (target < 100), CPU 0.64 cores (target <= 0.5), 0 failed: NOT MET
 P8 9 endpoints/s, 1 % flapping: 9 checks/s, 1.0 state changes/s (0.02 %), 1.0 store transactions/s (0.02 % of checks/s, target <= 1 %); no-op Apply p99 1.00 ms idle, 1.1 ms with the checks running unreported, 1.2 ms with them reported to mariposad (+16.9 % against unreported, +20.0 % against idle; target <= +5 %): NOT MET
 AGENTS_ideal_over_elapsed 0.78 (target >= 0.8)
+P2_nodes_1_postgres 507 instances/s - - (10 projects x 1000; rounds: 507 293)
+P2_nodes_3_postgres 480 instances/s 507 0.95x (vs 1 node; target >= 1.0x, not slower; rounds: 480 500)
 AGENTS_ideal_over_elapsed FAILED: the rollout did not finish
 """
 
@@ -199,7 +207,8 @@ def self_test():
     """The parser against the benchmarks' line formats, and --compare."""
     want = {"P1_plan_ratio": 2.88, "P1_replan_ms": 0.412, "P2_rate": 1506.0, "P2_ratio_1_client": 0.62,
             "P3_ratio": 0.1, "P4_p50_ratio": 2.31, "P4_p99_ratio": 2.0, "P5_ratio": 0.75, "P7_cpu_cores": 0.64,
-            "P8_rise_pct": 16.9, "AGENTS_ideal_over_elapsed": 0.78}
+            "P8_rise_pct": 16.9, "AGENTS_ideal_over_elapsed": 0.78, "P2_nodes_1_rate": 507.0,
+            "P2_nodes_3_ratio": 0.95}
     got = parse(SAMPLE)
     assert got == want, f"parse: {got} != {want}"
     old = {"figures": summarise({"P3_ratio": [0.10, 0.11, 0.12], "P1_plan_ratio": [2.8, 2.9, 3.0]})}
