@@ -858,7 +858,22 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     auto h = i.checked ? options_.health->InstanceHealth(i.uuid) : std::nullopt;
     i.health = h ? health::HealthName(*h) : "unknown";
   }
-  if (s.actual_known && last_seen) {
+  if (s.actual_known && observe_only) {
+    // Another node runs the project: its last sync's clocks and health, as
+    // it stored them (this node's monitor checks nothing of it).
+    auto read = store_->ListInstanceTimes(uuid);
+    if (read.ok()) {
+      std::map<std::string, const InstanceTimes*> kept;
+      for (const InstanceTimes& k : *read) kept[k.instance] = &k;
+      for (InstanceState& i : s.instances) {
+        auto it = kept.find(i.uuid);
+        if (it == kept.end() || it->second->spec_hash != i.spec_hash || it->second->image_uuid != i.image_uuid) continue;
+        if (i.checked && !it->second->health.empty()) i.health = it->second->health;
+        if (i.state == "running") i.up_since = it->second->up_since;
+        if (i.state == "running" && i.health == "healthy") i.healthy_since = it->second->healthy_since;
+      }
+    }
+  } else if (s.actual_known && last_seen) {
     // Read only: the syncs keep these times.
     absl::MutexLock l(&mu_);
     const ProjectState& ps = projects_[uuid];
@@ -899,6 +914,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
           t.image_uuid = k.image_uuid;
           t.up_since = k.up_since;
           t.healthy_since = k.healthy_since;
+          t.health = k.health;
         }
         ps.times_recalled = true;
       }
@@ -908,6 +924,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
         auto [it, fresh] = ps.tracked.try_emplace(i.uuid);
         ProjectState::Tracked& t = it->second;
         absl::Time up_before = t.up_since, healthy_before = t.healthy_since;
+        std::string health_before = t.health;
         bool restarted = fresh || t.spec_hash != i.spec_hash || t.image_uuid != i.image_uuid;
         if (restarted) {
           absl::Time from = fresh ? i.created : now;  // a new spec or image starts again
@@ -919,11 +936,12 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
         else if (t.up_since == absl::InfiniteFuture()) t.up_since = now;
         if (!healthy) t.healthy_since = absl::InfiniteFuture();
         else if (t.healthy_since == absl::InfiniteFuture()) t.healthy_since = now;
+        t.health = i.checked ? i.health : "";
         t.seen = round;
         if (running) i.up_since = t.up_since;
         if (healthy) i.healthy_since = t.healthy_since;
-        if (restarted || up_before != t.up_since || healthy_before != t.healthy_since) {
-          changed.push_back({i.uuid, t.spec_hash, t.image_uuid, t.up_since, t.healthy_since});
+        if (restarted || up_before != t.up_since || healthy_before != t.healthy_since || health_before != t.health) {
+          changed.push_back({i.uuid, t.spec_hash, t.image_uuid, t.up_since, t.healthy_since, t.health});
         }
       }
       for (auto it = ps.tracked.begin(); it != ps.tracked.end();) {
@@ -938,8 +956,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     // Advisory, like the kept memory: without it, after a restart running
     // instances count from their creation and healthy ones from their
     // first passing check.
-    if (absl::Status st = observe_only ? absl::OkStatus() : store_->UpdateInstanceTimes(uuid, changed, gone);
-        !st.ok()) {
+    if (absl::Status st = store_->UpdateInstanceTimes(uuid, changed, gone); !st.ok()) {
       LogWarn("since when instances run and are healthy could not be kept",
               {{"project", s.project.name}, {"error", st.ToString()}});
     }

@@ -311,6 +311,7 @@ class Reconciler {
     struct Tracked {
       std::string spec_hash, image_uuid;  // what it ran when the times below started
       absl::Time up_since = absl::InfiniteFuture(), healthy_since = absl::InfiniteFuture();
+      std::string health;  // as the last sync saw it ("" = not checked), kept for other nodes' status
       uint64_t seen = 0;  // the sync that saw it last (those not seen are dropped)
     };
     absl::flat_hash_map<std::string, Tracked> tracked;

@@ -246,6 +246,11 @@ const char* const kMigrations[] = {
       expires_at INTEGER NOT NULL
     );
     )sql",
+    // 13: each instance's health as its project's node last saw it (status
+    // answered by another node shows it).
+    R"sql(
+    ALTER TABLE instance_times ADD COLUMN health TEXT NOT NULL DEFAULT '';
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqlProjectStore::kSchemaVersion,
               "one migration per schema version");
@@ -706,7 +711,7 @@ absl::Status SqlProjectStore::PutControllerMemory(const std::string& project_uui
 
 absl::StatusOr<std::vector<InstanceTimes>> SqlProjectStore::ListInstanceTimes(const std::string& project_uuid) {
   return Read([&](Database* db) -> absl::StatusOr<std::vector<InstanceTimes>> {
-    ASSIGN_OR_RETURN(auto st, db->Prepare("SELECT instance, spec_hash, image_uuid, up_since, healthy_since "
+    ASSIGN_OR_RETURN(auto st, db->Prepare("SELECT instance, spec_hash, image_uuid, up_since, healthy_since, health "
                                           "FROM instance_times WHERE project_uuid = ? ORDER BY instance"));
     st.Bind(1, project_uuid);
     std::vector<InstanceTimes> out;
@@ -716,6 +721,7 @@ absl::StatusOr<std::vector<InstanceTimes>> SqlProjectStore::ListInstanceTimes(co
       InstanceTimes t{st.Text(0), st.Text(1), st.Text(2)};
       if (!st.IsNull(3)) t.up_since = FromMicros(st.Int(3));
       if (!st.IsNull(4)) t.healthy_since = FromMicros(st.Int(4));
+      t.health = st.Text(5);
       out.push_back(std::move(t));
     }
     return out;
@@ -730,17 +736,17 @@ absl::Status SqlProjectStore::UpdateInstanceTimes(const std::string& project_uui
   ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(auto put, db_->Prepare(
                                  "INSERT INTO instance_times (project_uuid, instance, spec_hash, image_uuid, up_since, "
-                                 "healthy_since) SELECT uuid, ?, ?, ?, ?, ? FROM projects WHERE uuid = ? "
+                                 "healthy_since, health) SELECT uuid, ?, ?, ?, ?, ?, ? FROM projects WHERE uuid = ? "
                                  "ON CONFLICT (project_uuid, instance) DO UPDATE SET spec_hash = excluded.spec_hash, "
                                  "image_uuid = excluded.image_uuid, up_since = excluded.up_since, "
-                                 "healthy_since = excluded.healthy_since"));
+                                 "healthy_since = excluded.healthy_since, health = excluded.health"));
   for (const InstanceTimes& t : changed) {
     put.Bind(1, t.instance).Bind(2, t.spec_hash).Bind(3, t.image_uuid);
     if (t.up_since == absl::InfiniteFuture()) put.BindNull(4);
     else put.Bind(4, absl::ToUnixMicros(t.up_since));
     if (t.healthy_since == absl::InfiniteFuture()) put.BindNull(5);
     else put.Bind(5, absl::ToUnixMicros(t.healthy_since));
-    put.Bind(6, project_uuid);
+    put.Bind(6, t.health).Bind(7, project_uuid);
     RETURN_IF_ERROR(put.Run());
     RETURN_IF_ERROR(put.Reset());
   }

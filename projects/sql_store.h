@@ -22,7 +22,7 @@ namespace mariposa {
 class SqlProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
-  static constexpr int kSchemaVersion = 12;
+  static constexpr int kSchemaVersion = 13;
 
   // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
   // FAILED_PRECONDITION when the file's schema is newer than this build.

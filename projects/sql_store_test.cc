@@ -540,22 +540,26 @@ TEST_P(StoreTest, InstanceTimesRoundTripAndGoWithTheProject) {
   ASSERT_TRUE(p.ok());
   absl::Time t1 = absl::FromUnixMicros(1800000000123456), t2 = t1 + absl::Seconds(30);
   ASSERT_TRUE(store_->UpdateInstanceTimes(p->uuid,
-                                          {{"i-1", "s1", "img1", t1, t2}, {"i-2", "s1", "img1", t1, absl::InfiniteFuture()},
+                                          {{"i-1", "s1", "img1", t1, t2, "healthy"},
+                                           {"i-2", "s1", "img1", t1, absl::InfiniteFuture(), "unhealthy"},
                                            {"i-3", "s2", "img2", absl::InfiniteFuture(), absl::InfiniteFuture()}},
                                           {})
                   .ok());
   // i-2 becomes healthy, i-3 is gone.
-  ASSERT_TRUE(store_->UpdateInstanceTimes(p->uuid, {{"i-2", "s1", "img1", t1, t2}}, {"i-3"}).ok());
+  ASSERT_TRUE(store_->UpdateInstanceTimes(p->uuid, {{"i-2", "s1", "img1", t1, t2, "healthy"}}, {"i-3"}).ok());
   auto got = store_->ListInstanceTimes(p->uuid);
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->size(), 2u);
   EXPECT_EQ((*got)[0].instance, "i-1");
   EXPECT_EQ((*got)[0].up_since, t1);
   EXPECT_EQ((*got)[0].healthy_since, t2);
+  EXPECT_EQ((*got)[0].health, "healthy");
   EXPECT_EQ((*got)[1].instance, "i-2");
   EXPECT_EQ((*got)[1].healthy_since, t2);
+  EXPECT_EQ((*got)[1].health, "healthy") << "the health as last written";
   ASSERT_TRUE(store_->UpdateInstanceTimes(p->uuid, {{"i-4", "s", "i", t1, absl::InfiniteFuture()}}, {}).ok());
   EXPECT_EQ(store_->ListInstanceTimes(p->uuid)->back().healthy_since, absl::InfiniteFuture());
+  EXPECT_EQ(store_->ListInstanceTimes(p->uuid)->back().health, "") << "not checked";
   ASSERT_TRUE(store_->DeleteProject("jupiter", "alice").ok());
   EXPECT_TRUE(store_->ListInstanceTimes(p->uuid)->empty());
   // A project deleted meanwhile keeps nothing, and that is not an error.

@@ -171,6 +171,7 @@ struct InstanceTimes {
   std::string image_uuid;
   absl::Time up_since = absl::InfiniteFuture();
   absl::Time healthy_since = absl::InfiniteFuture();
+  std::string health = "";  // as the project's node last saw it ("" = not checked)
 };
 
 // A Triton job Mariposa started and has not seen end yet (a VMAPI job, a

@@ -296,12 +296,14 @@ TEST_F(MultiNodeTest, HealthAgentsGivenOneNodeCheckEveryNodesProjects) {
   };
   ASSERT_TRUE(Eventually(partitioned, absl::Seconds(30))) << agent1->log() << agent2->log();
   EXPECT_TRUE(Eventually([&] { return AgentNodes(*agent1) == 3 && AgentNodes(*agent2) == 3; }, absl::Seconds(5)));
-  // Health is known to the node that runs the project (another answers
-  // status from VMAPI, without it).
+  // Health as the project's node sees it, and as another node answers
+  // status (from VMAPI, with the health the project's node stored).
   std::map<std::string, std::string> held = Holders("a");
   for (int i = 0; i < kProjects; ++i) {
     std::string holder = held[absl::StrCat("p", i)].substr(std::string("node-").size());
+    std::string other = holder == "a" ? "b" : "a";
     EXPECT_TRUE(Eventually([&] { return Healthy(i, holder) == 2; }, absl::Seconds(15))) << "p" << i;
+    EXPECT_TRUE(Eventually([&] { return Healthy(i, other) == 2; }, absl::Seconds(5))) << "p" << i << " via " << other;
   }
 
   // The node running p0 dies: its projects' checks come back from the new

@@ -30,7 +30,7 @@ Result Status(Context& c, const Parsed& p) {
     absl::Duration shown = absl::Trunc(age, absl::Milliseconds(100));
     out << "actual state as read " << (shown == absl::ZeroDuration() ? "0s" : absl::FormatDuration(shown))
         << (resp.read_now() ? " ago (read from VMAPI for this answer: another node runs the project, "
-                              "`mariposa nodes`)\n"
+                              "`mariposa nodes`; health as that node last saw it)\n"
                             : " ago (the last sync's; status does not wait on Triton)\n");
   }
   out << "\n";
