@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -238,7 +239,9 @@ void Reconciler::NoteApi(const std::string& api, const absl::Status& st) {
   }
   auto it = api_.find(api);
   if (it == api_.end()) {
-    api_[api] = ApiProblem{api, options_.triton_url, std::string(st.message()), clock_->Now()};
+    auto url = options_.api_urls.find(absl::AsciiStrToLower(api));
+    api_[api] = ApiProblem{api, url == options_.api_urls.end() ? "" : url->second, std::string(st.message()),
+                           clock_->Now()};
   } else {
     it->second.error = std::string(st.message());
   }

@@ -64,7 +64,7 @@ struct ReconcilerOptions {
   int parallel_syncs = 4;          // projects synced at the same time by the loop
   int observe_parallel = 4;        // VMAPI listings per project read at the same time
   int send_parallel = 16;          // Triton requests of one sync sent at the same time
-  std::string triton_url;          // named in problems ("VMAPI is unreachable at …")
+  std::map<std::string, std::string> api_urls;  // each API's address ("vmapi" → URL), named in problems
   absl::Duration backoff_base = absl::Seconds(1);  // first wait after a failed create
   absl::Duration backoff_cap = absl::Minutes(2);
   absl::Duration replace_interval = absl::Minutes(1);  // the replacement budget's period

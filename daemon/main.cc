@@ -14,6 +14,7 @@
 #include <cstring>
 #include <atomic>
 #include <fstream>
+#include <sstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -70,6 +71,7 @@
 #include "projects/sql_store.h"
 #include "projects/store_open.h"
 #include "convergence/lease_keeper.h"
+#include "convergence/triton/endpoints.h"
 #include "daemon/wake_bus.h"
 
 namespace {
@@ -82,7 +84,7 @@ constexpr char kUsage[] = R"(usage: mariposad [--config FILE] [--listen ADDR] [-
                  [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--insecure-listen]
                  [--secrets-key FILE] [--backup-dir DIR] [--backup-interval DURATION] [--backup-keep N]
                  [--standby [--standby-listen ADDR]] [--on-init-failure exit|serve] [--max-health-agents N]
-                 [--triton URL --owner UUID --network UUID [--admin-owner UUID] [--resync DURATION]
+                 [--triton URL | --vmapi URL … | --sapi-metadata FILE] [--owner UUID --network UUID [--admin-owner UUID] [--resync DURATION]
                   [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-agents]
                   [--health-loopback]
                   [--health-lease DURATION] [--image-source URL [--image-channel NAME]]]
@@ -164,9 +166,21 @@ The Mariposa controller: gRPC API, SQLite store (or PostgreSQL, several nodes).
   --addr-file FILE  write the address actually bound (host:port) to FILE once
                     serving, and on a second line the /metrics address when
                     served; for scripts and tests
-  --triton URL      converge projects against this Triton (VMAPI and IMGAPI at one
-                    base URL, as tritonsim serves them); without it mariposad
-                    stores goal state only
+  --triton URL      converge projects against this Triton, every API at one base URL
+                    (as tritonsim serves them); without it, or the flags below,
+                    mariposad stores goal state only
+  --vmapi URL, --cnapi URL, --imgapi URL, --papi URL, --napi URL, --wfapi URL
+                    each API at its own address (a data center: http://vmapi.DC.DOMAIN,
+                    …; wfapi, the workflow API IMGAPI's jobs are followed on,
+                    defaults to IMGAPI's); they win over --triton for that API
+  --sapi-metadata FILE
+                    each API's host from a core zone's SAPI metadata (JSON:
+                    VMAPI_SERVICE, CNAPI_SERVICE, IMGAPI_SERVICE, PAPI_SERVICE,
+                    NAPI_SERVICE, WORKFLOW_SERVICE); a --vmapi … flag wins
+  --api-timeout DURATION, --api-connections N
+                    every API's request timeout (default 10s) and requests in
+                    flight at once (default 64); --vmapi-timeout,
+                    --vmapi-connections, … for one API
   --config FILE     flags from a YAML file, one `flag: value` per line without the
                     leading -- (`listen: 127.0.0.1:7740`, `embedded-health: true`);
                     flags on the command line win (deploy/systemd/mariposad.yaml)
@@ -343,6 +357,16 @@ std::string WhatTheLockSays(const std::vector<std::string>& holder) {
   return absl::StrCat("pid ", holder[0], rest.empty() ? " (not serving yet)" : absl::StrCat(" at ", absl::StrJoin(rest, ", ")));
 }
 
+// Where the Triton APIs are, for the log: one address, or each API's.
+std::string TritonSummary(const std::map<std::string, mariposa::triton::ApiEndpoint>& endpoints) {
+  std::set<std::string> urls;
+  for (const auto& [api, e] : endpoints) urls.insert(e.url);
+  if (urls.size() == 1) return *urls.begin();
+  std::vector<std::string> each;
+  for (const auto& [api, e] : endpoints) each.push_back(absl::StrCat(api, "=", e.url));
+  return absl::StrJoin(each, " ");
+}
+
 // --advertise: the address a node gives the others (and the health agents
 // it tells of them); the bound listener's, unless that names every host.
 std::string AdvertisedAddress(const std::string& advertise, const std::string& bound) {
@@ -485,7 +509,10 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:7740";
   std::string data_dir = "/var/lib/mariposa";
   std::string addr_file;
-  std::string triton_url, owner, admin_owner, network, resync = "5s";
+  std::string owner, admin_owner, network, resync = "5s";
+  // Where each Triton API is: --triton for all, --vmapi … for each, or SAPI
+  // metadata (convergence/triton/endpoints.h).
+  mariposa::triton::EndpointFlags api_flags;
   std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
   bool embedded_health = false, health_loopback = false, remote_agents = false, init = false;
   bool insecure_listen = false, standby = false, accept_store_loss = false;
@@ -500,8 +527,10 @@ int main(int argc, char** argv) {
       {"init", &init}, {"insecure-listen", &insecure_listen}, {"embedded-health", &embedded_health},
       {"health-loopback", &health_loopback}, {"health-agents", &remote_agents}, {"standby", &standby},
       {"accept-store-loss", &accept_store_loss}};
-  const std::map<std::string, std::string*> valued = {
-      {"listen", &listen}, {"data-dir", &data_dir}, {"addr-file", &addr_file}, {"triton", &triton_url},
+  std::map<std::string, std::string*> valued = {
+      {"listen", &listen}, {"data-dir", &data_dir}, {"addr-file", &addr_file}, {"triton", &api_flags.triton},
+      {"api-timeout", &api_flags.timeout}, {"api-connections", &api_flags.connections},
+      {"sapi-metadata", &api_flags.sapi_metadata_file},
       {"owner", &owner}, {"network", &network}, {"admin-owner", &admin_owner}, {"resync", &resync},
       {"max-jobs", &max_jobs}, {"max-jobs-per-project", &max_jobs_project}, {"metrics-listen", &metrics_listen},
       {"health-lease", &health_lease_text}, {"image-source", &image_source_url}, {"backoff-cap", &backoff_cap_text},
@@ -511,6 +540,11 @@ int main(int argc, char** argv) {
       {"on-init-failure", &on_init_failure}, {"backup-interval", &backup_interval_text},
       {"backup-keep", &backup_keep_text}, {"store", &store_spec}, {"node", &node_name},
       {"lease-ttl", &lease_ttl_text}, {"advertise", &advertise}};
+  for (const std::string& api : mariposa::triton::ApiNames()) {
+    valued[api] = &api_flags.url[api];
+    valued[api + "-timeout"] = &api_flags.api_timeout[api];
+    valued[api + "-connections"] = &api_flags.api_connections[api];
+  }
   std::set<std::string> switch_names, valued_names;
   for (const auto& kv : switches) switch_names.insert(kv.first);
   for (const auto& kv : valued) valued_names.insert(kv.first);
@@ -542,6 +576,21 @@ int main(int argc, char** argv) {
   if (!absl::ParseDuration(resync, &resync_every) || resync_every <= absl::ZeroDuration()) {
     return Usage(absl::StrCat("--resync \"", resync, "\" is not a duration (e.g. 5s)"));
   }
+  std::map<std::string, std::string> sapi;
+  if (!api_flags.sapi_metadata_file.empty()) {
+    std::ifstream f(api_flags.sapi_metadata_file);
+    if (!f) return Usage(absl::StrCat("--sapi-metadata ", api_flags.sapi_metadata_file, " cannot be read"));
+    std::stringstream text;
+    text << f.rdbuf();
+    auto parsed = mariposa::triton::ParseSapiMetadata(text.str(), api_flags.sapi_metadata_file);
+    if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
+    sapi = *std::move(parsed);
+  }
+  auto endpoints_or = mariposa::triton::ResolveEndpoints(api_flags, sapi);
+  if (!endpoints_or.ok()) return Usage(std::string(endpoints_or.status().message()));
+  const std::map<std::string, mariposa::triton::ApiEndpoint> endpoints = *std::move(endpoints_or);
+  // "" without any Triton (goal state only); what --triton stood for before.
+  const std::string triton_url = endpoints.at("vmapi").url;
   if ((embedded_health || health_loopback || remote_agents) && triton_url.empty()) {
     return Usage("--embedded-health, --health-agents and --health-loopback need --triton (there is nothing to check without it)");
   }
@@ -862,20 +911,27 @@ int main(int argc, char** argv) {
     metrics.AddCollectable(health_metrics.collectable());
   }
   if (!triton_url.empty()) {
-    mariposa::triton::HttpOptions http;
-    http.base_url = triton_url;
-    vmapi = std::make_unique<mariposa::triton::HttpVmapiClient>(http, clock, hook);
-    imgapi = std::make_unique<mariposa::triton::HttpImgapiClient>(http, clock, hook);
-    cnapi = std::make_unique<mariposa::triton::HttpCnapiClient>(http, clock, hook);
-    papi = std::make_unique<mariposa::triton::HttpPapiClient>(http, clock, hook);
-    napi = std::make_unique<mariposa::triton::HttpNapiClient>(http, clock, hook);
+    // Each API at its own address, with its own timeout and connections.
+    auto http_for = [&endpoints](const std::string& api) {
+      mariposa::triton::HttpOptions o;
+      o.base_url = endpoints.at(api).url;
+      o.timeout = endpoints.at(api).timeout;
+      o.max_connections = endpoints.at(api).connections;
+      return o;
+    };
+    mariposa::triton::HttpOptions http = http_for("imgapi");
+    vmapi = std::make_unique<mariposa::triton::HttpVmapiClient>(http_for("vmapi"), clock, hook);
+    imgapi = std::make_unique<mariposa::triton::HttpImgapiClient>(http, clock, hook, endpoints.at("wfapi").url);
+    cnapi = std::make_unique<mariposa::triton::HttpCnapiClient>(http_for("cnapi"), clock, hook);
+    papi = std::make_unique<mariposa::triton::HttpPapiClient>(http_for("papi"), clock, hook);
+    napi = std::make_unique<mariposa::triton::HttpNapiClient>(http_for("napi"), clock, hook);
     mariposa::convergence::ReconcilerOptions ropts;
     ropts.owner_uuid = owner;
     ropts.admin_owner_uuid = admin_owner;
     ropts.network_uuid = network;
     ropts.resync = resync_every;
     ropts.stale_after = 2 * resync_every + absl::Seconds(10);
-    ropts.triton_url = triton_url;
+    for (const auto& [api, e] : endpoints) ropts.api_urls[api] = e.url;
     ropts.max_jobs = max_jobs_n;
     ropts.max_jobs_per_project = max_jobs_project_n;
     ropts.metrics = &metrics;
@@ -1150,7 +1206,7 @@ int main(int argc, char** argv) {
   }
   mariposa::LogInfo("serving", {{"addr", bound},
                                 {"listeners", absl::StrJoin(listeners, "; ")},
-                                {"triton", triton_url.empty() ? "none (goal state only)" : triton_url},
+                                {"triton", triton_url.empty() ? "none (goal state only)" : TritonSummary(endpoints)},
                                 {"data_dir", data_dir},
                                 {"metrics", metrics_listen.empty() ? "off" : absl::StrCat(metrics.port())},
                                 {"schema", absl::StrCat((*store)->SchemaVersion())},

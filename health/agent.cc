@@ -84,13 +84,6 @@ int Agent::connected_links() const {
   return n;
 }
 
-std::map<std::string, std::pair<std::string, bool>> Agent::Links() const {
-  absl::MutexLock l(&mu_);
-  std::map<std::string, std::pair<std::string, bool>> out;
-  for (const auto& [address, link] : links_) out[address] = {link->node, link->connected};
-  return out;
-}
-
 void Agent::Run() {
   absl::MutexLock l(&mu_);
   while (!stop_) {

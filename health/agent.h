@@ -65,8 +65,6 @@ class Agent {
 
   bool connected() const { return connected_links() > 0; }  // to at least one node
   int connected_links() const;
-  // The nodes linked now: address -> node name ("" until it answered), connected or not.
-  std::map<std::string, std::pair<std::string, bool>> Links() const;
   const std::string& id() const { return options_.id; }
   const HealthMonitor& monitor() const { return *monitor_; }
   int64_t sessions() const { return sessions_; }  // connections made so far

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -326,6 +328,55 @@ TEST_F(ClientsTest, ImgapiFindImportCreate) {
   ASSERT_TRUE(img.ok());
   EXPECT_EQ(img->state, "active");
   EXPECT_EQ(img->origin, kImage);
+}
+
+}  // namespace
+}  // namespace mariposa::testing
+
+namespace mariposa::testing {
+namespace {
+
+// HttpOptions::max_connections: no more requests in flight at once than
+// allowed (each answer takes 100 ms, 8 callers at once); every one is
+// answered. Without the limit the same callers overlap more.
+int MostAtOnce(int limit) {
+  httplib::Server server;
+  std::mutex mu;
+  int now = 0, most = 0;
+  server.Get("/slow", [&](const httplib::Request&, httplib::Response& res) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      most = std::max(most, ++now);
+    }
+    Pause(absl::Milliseconds(100));
+    {
+      std::lock_guard<std::mutex> l(mu);
+      --now;
+    }
+    res.set_content("{}", "application/json");
+  });
+  int port = server.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { server.listen_after_bind(); });
+  while (!server.is_running()) Pause(absl::Milliseconds(1));
+  triton::HttpOptions o;
+  o.base_url = absl::StrCat("http://127.0.0.1:", port);
+  o.max_connections = limit;
+  triton::HttpClient client("vmapi", o, RealClock::Get());
+  std::atomic<int> ok{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 8; ++i) {
+    callers.emplace_back([&] { ok += client.Call("Slow", "GET", "/slow").ok() ? 1 : 0; });
+  }
+  for (auto& t : callers) t.join();
+  server.stop();
+  serving.join();
+  EXPECT_EQ(ok.load(), 8);
+  return most;
+}
+
+TEST(HttpClientLimit, NoMoreInFlightThanAllowed) {
+  EXPECT_LE(MostAtOnce(2), 2);
+  EXPECT_GT(MostAtOnce(0), 2) << "without a limit the callers should overlap (else the test proves nothing)";
 }
 
 }  // namespace

@@ -104,7 +104,10 @@ HttpClient::~HttpClient() {
 
 void* HttpClient::TakeHandle() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::unique_lock<std::mutex> l(mu_);
+    // A request waits for a connection while max_connections are in use.
+    freed_.wait(l, [this] { return options_.max_connections <= 0 || in_use_ < options_.max_connections; });
+    ++in_use_;
     if (!idle_.empty()) {
       void* h = idle_.back();
       idle_.pop_back();
@@ -115,8 +118,12 @@ void* HttpClient::TakeHandle() {
 }
 
 void HttpClient::ReturnHandle(void* h) {
-  std::lock_guard<std::mutex> l(mu_);
-  idle_.push_back(h);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    idle_.push_back(h);
+    --in_use_;
+  }
+  freed_.notify_one();
 }
 
 absl::StatusOr<HttpResponse> HttpClient::Call(absl::string_view op, absl::string_view method, absl::string_view path,

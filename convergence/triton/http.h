@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct HttpOptions {
   int max_attempts = 4;                               // 1 = no retries
   absl::Duration backoff_base = absl::Milliseconds(50);
   absl::Duration backoff_cap = absl::Seconds(2);
+  // Requests in flight at once (each holds a connection); more wait for
+  // one to end. 0 = no limit.
+  int max_connections = 0;
 };
 
 // One finished request, for metrics: api ("vmapi"), op ("CreateVm"), HTTP code
@@ -85,6 +89,8 @@ class HttpClient {
   const Clock* clock_;
   MetricsHook hook_;
   std::mutex mu_;
+  std::condition_variable freed_;  // a handle came back (max_connections)
+  int in_use_ = 0;
   std::vector<void*> idle_;  // CURL* easy handles, each keeping its connections
 };
 

@@ -430,7 +430,9 @@ absl::StatusOr<JobRef> HttpImgapiClient::CreateFromVm(const std::string& vm_uuid
 }
 
 absl::StatusOr<Job> HttpImgapiClient::WaitJob(const JobRef& ref, absl::Duration timeout) {
-  std::string base = ref.workflow_api.empty() ? http_.base_url() : ref.workflow_api;
+  std::string base = !ref.workflow_api.empty() ? ref.workflow_api
+                     : !workflow_url_.empty()    ? workflow_url_
+                                                 : http_.base_url();
   return Poll<Job>(clock_, timeout, absl::StrCat("job ", ref.job_uuid), [&]() -> absl::StatusOr<Job> {
     ASSIGN_OR_RETURN(HttpResponse r, http_.CallAt(base, "GetJob", "GET", "/jobs/" + UrlEncode(ref.job_uuid)));
     ASSIGN_OR_RETURN(json j, ParseJson(r, "GetJob"));

@@ -58,8 +58,11 @@ class HttpCnapiClient : public CnapiClient {
 class HttpImgapiClient : public ImgapiClient {
  public:
   // Retry pauses, job polls and latencies are measured on `clock`.
-  HttpImgapiClient(HttpOptions options, const Clock* clock, MetricsHook hook = nullptr)
-      : http_("imgapi", std::move(options), clock, std::move(hook)), clock_(clock) {}
+  // `workflow_url`: where its jobs are followed when a reply does not say
+  // (the data center's workflow API; "" = IMGAPI's own address).
+  HttpImgapiClient(HttpOptions options, const Clock* clock, MetricsHook hook = nullptr, std::string workflow_url = "")
+      : http_("imgapi", std::move(options), clock, std::move(hook)), clock_(clock),
+        workflow_url_(std::move(workflow_url)) {}
   absl::StatusOr<std::vector<Image>> ListImages(const ImageFilter& filter) override;
   absl::StatusOr<Image> GetImage(const std::string& uuid) override;
   absl::StatusOr<Image> FindImage(const std::string& name, const std::string& version) override;
@@ -71,6 +74,7 @@ class HttpImgapiClient : public ImgapiClient {
  private:
   HttpClient http_;
   const Clock* clock_;
+  std::string workflow_url_;
 };
 
 class HttpPapiClient : public PapiClient {

@@ -56,15 +56,10 @@ httplib::Server::Handler Wrap(const std::string& op, DataCenter* dc, std::atomic
   };
 }
 
-}  // namespace
+const std::string kId = "([0-9a-zA-Z-]+)";
 
-void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
-  const std::string kId = "([0-9a-zA-Z-]+)";
+void InstallVmapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   auto W = [&](const std::string& op, Handler h) { return Wrap(op, dc, lat, std::move(h)); };
-
-  s->Get("/ping", W("Ping", [dc](const httplib::Request&, const Params&, const json&) { return dc->Ping(); }));
-
-  // VMAPI
   s->Get("/vms", W("ListVms", [dc](const httplib::Request& r, const Params& q, const json&) {
     return dc->ListVms(q, r.method == "HEAD");
   }));
@@ -87,13 +82,21 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
     s->Put(path, tags);
     s->Delete(path, tags);
   }
+}
+
+// Workflow jobs: VMAPI answers for its own, and the workflow API (where
+// IMGAPI's are followed) for all.
+void InstallJobs(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
+  auto W = [&](const std::string& op, Handler h) { return Wrap(op, dc, lat, std::move(h)); };
   s->Get("/jobs", W("ListJobs", [dc](const httplib::Request&, const Params& q, const json&) { return dc->ListJobs(q); }));
   s->Get("/jobs/" + kId, W("GetJob", [dc](const httplib::Request& r, const Params&, const json&) { return dc->GetJob(r.matches[1]); }));
   s->Get("/jobs/" + kId + "/wait", W("WaitJob", [dc](const httplib::Request& r, const Params& q, const json&) {
     return dc->WaitJob(r.matches[1], q);
   }));
+}
 
-  // CNAPI
+void InstallCnapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
+  auto W = [&](const std::string& op, Handler h) { return Wrap(op, dc, lat, std::move(h)); };
   s->Get("/servers", W("ListServers", [dc](const httplib::Request&, const Params& q, const json&) { return dc->ListServers(q); }));
   s->Get("/servers/" + kId, W("GetServer", [dc](const httplib::Request& r, const Params& q, const json&) {
     return dc->GetServer(r.matches[1], q);
@@ -111,8 +114,10 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   s->Get("/tasks/" + kId + "/wait", W("WaitTask", [dc](const httplib::Request& r, const Params& q, const json&) {
     return dc->WaitTask(r.matches[1], q);
   }));
+}
 
-  // IMGAPI
+void InstallImgapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
+  auto W = [&](const std::string& op, Handler h) { return Wrap(op, dc, lat, std::move(h)); };
   s->Get("/images", W("ListImages", [dc](const httplib::Request&, const Params& q, const json&) { return dc->ListImages(q); }));
   s->Post("/images", W("CreateImage", [dc](const httplib::Request&, const Params& q, const json& b) {
     auto action = q.find("action");
@@ -137,13 +142,18 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
     return dc->ImageAction(r.matches[1], q, b);
   }));
 
-  // PAPI
+}
+
+void InstallPapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
+  auto W = [&](const std::string& op, Handler h) { return Wrap(op, dc, lat, std::move(h)); };
   s->Get("/packages", W("ListPackages", [dc](const httplib::Request&, const Params& q, const json&) { return dc->ListPackages(q); }));
   s->Get("/packages/" + kId, W("GetPackage", [dc](const httplib::Request& r, const Params&, const json&) {
     return dc->GetPackage(r.matches[1]);
   }));
+}
 
-  // NAPI
+void InstallNapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
+  auto W = [&](const std::string& op, Handler h) { return Wrap(op, dc, lat, std::move(h)); };
   s->Get("/networks", W("ListNetworks", [dc](const httplib::Request&, const Params& q, const json&) { return dc->ListNetworks(q); }));
   s->Get("/networks/" + kId, W("GetNetwork", [dc](const httplib::Request& r, const Params&, const json&) {
     return dc->GetNetwork(r.matches[1]);
@@ -151,8 +161,10 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   s->Get("/network_pools", W("ListNetworkPools", [dc](const httplib::Request&, const Params& q, const json&) {
     return dc->ListNetworkPools(q);
   }));
+}
 
-  // Control API (tritonsim ctl).
+// Control API (tritonsim ctl) and the simulator's own /metrics.
+void InstallControl(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   s->Post("/_sim/servers/([^/]+)/(down|up)", [dc](const httplib::Request& r, httplib::Response& res) {
     Send(dc->SetServerStatus(r.matches[1], r.matches[2] == "up" ? "running" : "unknown"), &res);
   });
@@ -222,6 +234,21 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
     }
     res.set_content(out, "text/plain; version=0.0.4");
   });
+}
+
+}  // namespace
+
+void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat, const std::string& api) {
+  // Every service answers /ping.
+  s->Get("/ping", Wrap("Ping", dc, lat, [dc](const httplib::Request&, const Params&, const json&) { return dc->Ping(); }));
+  const bool all = api.empty();
+  if (all || api == "vmapi") InstallVmapi(s, dc, lat);
+  if (all || api == "vmapi" || api == "wfapi") InstallJobs(s, dc, lat);
+  if (all || api == "cnapi") InstallCnapi(s, dc, lat);
+  if (all || api == "imgapi") InstallImgapi(s, dc, lat);
+  if (all || api == "papi") InstallPapi(s, dc, lat);
+  if (all || api == "napi") InstallNapi(s, dc, lat);
+  if (all) InstallControl(s, dc, lat);
 }
 
 }  // namespace tritonsim

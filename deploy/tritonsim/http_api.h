@@ -1,10 +1,12 @@
-// Routes VMAPI, CNAPI, IMGAPI and tritonsim's control API onto one
-// httplib::Server (their paths do not collide, so one base URL serves all
-// three clients).
+// Routes VMAPI, CNAPI, IMGAPI, PAPI, NAPI, the workflow API's jobs and
+// tritonsim's control API onto one httplib::Server (their paths do not
+// collide, so one base URL serves every client), or one API's onto a server
+// of its own (--api-ports: each port answers only its API's routes).
 #ifndef MARIPOSA_DEPLOY_TRITONSIM_HTTP_API_H_
 #define MARIPOSA_DEPLOY_TRITONSIM_HTTP_API_H_
 
 #include <atomic>
+#include <string>
 
 #include "deploy/tritonsim/datacenter.h"
 
@@ -14,9 +16,12 @@ class Server;
 
 namespace tritonsim {
 
-// Installs every route. `api_latency_ms` is read on each request (it can be
-// changed through the control API while serving).
-void InstallRoutes(httplib::Server* server, DataCenter* dc, std::atomic<int>* api_latency_ms);
+// Installs the routes of `api` ("vmapi", "cnapi", "imgapi" with the updates
+// source, "papi", "napi", "wfapi": workflow jobs), each with /ping; "" =
+// every API and the control API on one server. `api_latency_ms` is read on
+// each request (it can be changed through the control API while serving).
+void InstallRoutes(httplib::Server* server, DataCenter* dc, std::atomic<int>* api_latency_ms,
+                   const std::string& api = "");
 
 }  // namespace tritonsim
 

@@ -42,6 +42,12 @@ Serves VMAPI, CNAPI and IMGAPI on one loopback HTTP port.
   --job-failure-rate F     0..1, fraction of jobs and tasks that fail (default 0)
   --api-latency MS         delay before every API answer (default 0)
   --rng-seed N             seed for uuids, jitter and failures (default 1)
+  --api-ports              besides --listen (every API and the control API), serve each API
+                           on a port of its own on the same host, answering only that API's
+                           routes (others 404, as a real service would): vmapi, cnapi, imgapi
+                           (with the updates source), papi, napi and wfapi (workflow jobs,
+                           named in job replies' workflow-api header); --addr-file gets a
+                           line "API=http://HOST:PORT" for each after the base URL
   --threads N              HTTP worker threads (default 512); each keep-alive connection
                            holds one while it lasts (up to 5 s idle), as many as clients keep open
   --listen-vms             each running VM answers HTTP on 127.a.b.c (its nic 10.a.b.c) on
@@ -145,6 +151,37 @@ int Ctl(std::vector<std::string> args) {
 
 }  // namespace
 
+// Sets up `server` and binds it to host:port (0: a free one); the port, or
+// -1 when it cannot listen.
+static int Bind(httplib::Server* server, const std::string& host, int port, int threads) {
+  server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server->set_keep_alive_max_count(100000);
+  server->set_tcp_nodelay(true);  // no Nagle + delayed-ACK stalls between header and body writes
+  // A keep-alive connection holds a worker thread until it has been idle
+  // this long (Node's http server, VMAPI's, closes idle ones after 5 s):
+  // clients holding more connections than there are threads would wait.
+  server->set_keep_alive_timeout(5);
+  // httplib listens with a backlog of 5: a burst of new connections (a
+  // client opening 16 at once) overflows it, the kernel drops the SYNs and
+  // the client retries them a second later. Node's VMAPI listens with 511;
+  // the listening socket is taken here and its backlog raised after bind.
+  int listen_fd = -1;
+  server->set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;  // the last one made is the one bound
+  });
+  if (port == 0) {
+    port = server->bind_to_any_port(host);
+  } else if (!server->bind_to_port(host, port)) {
+    port = -1;
+  }
+  if (port > 0 && listen_fd >= 0 && ::listen(listen_fd, 1024) != 0) {
+    std::cerr << "tritonsim: cannot raise the listen backlog: " << std::strerror(errno) << "\n";
+  }
+  server->set_socket_options(httplib::default_socket_options);
+  return port;
+}
+
 int main(int argc, char** argv) {
   // Large answers (a 1,000-VM page is ~1 MB) would otherwise get fresh pages
   // from mmap on every call; first-touch page faults then cost more than the
@@ -157,7 +194,7 @@ int main(int argc, char** argv) {
   opts.clock = mariposa::RealClock::Get();
   std::string listen = "127.0.0.1:8580", addr_file, seed_file;
   int api_latency = 0, threads = 512;
-  bool listen_vms = false;
+  bool listen_vms = false, api_ports = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -166,6 +203,10 @@ int main(int argc, char** argv) {
     }
     if (a == "--listen-vms") {
       listen_vms = true;
+      continue;
+    }
+    if (a == "--api-ports") {
+      api_ports = true;
       continue;
     }
     if (i + 1 >= args.size()) return Usage("unknown argument or missing value: " + a);
@@ -198,36 +239,29 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   httplib::Server server;
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  server.set_keep_alive_max_count(100000);
-  server.set_tcp_nodelay(true);  // no Nagle + delayed-ACK stalls between header and body writes
-  // A keep-alive connection holds a worker thread until it has been idle
-  // this long (Node's http server, VMAPI's, closes idle ones after 5 s):
-  // clients holding more connections than there are threads would wait.
-  server.set_keep_alive_timeout(5);
-  // httplib listens with a backlog of 5: a burst of new connections (a
-  // client opening 16 at once) overflows it, the kernel drops the SYNs and
-  // the client retries them a second later. Node's VMAPI listens with 511;
-  // the listening socket is taken here and its backlog raised after bind.
-  int listen_fd = -1;
-  server.set_socket_options([&listen_fd](socket_t sock) {
-    httplib::default_socket_options(sock);
-    listen_fd = sock;  // the last one made is the one bound
-  });
-  if (port == 0) {
-    port = server.bind_to_any_port(host);
-  } else if (!server.bind_to_port(host, port)) {
-    port = -1;
-  }
+  port = Bind(&server, host, port, threads);
   if (port <= 0) {
     std::cerr << "tritonsim: cannot listen on " << listen << "\n";
     return 1;
   }
-  if (listen_fd >= 0 && ::listen(listen_fd, 1024) != 0) {
-    std::cerr << "tritonsim: cannot raise the listen backlog: " << std::strerror(errno) << "\n";
+  // --api-ports: each API also on a port of its own, answering only its routes.
+  std::vector<std::pair<std::string, std::unique_ptr<httplib::Server>>> api_servers;
+  std::vector<std::string> api_urls;
+  if (api_ports) {
+    for (const char* api : {"vmapi", "cnapi", "imgapi", "papi", "napi", "wfapi"}) {
+      auto s = std::make_unique<httplib::Server>();
+      int p = Bind(s.get(), host, 0, threads);
+      if (p <= 0) {
+        std::cerr << "tritonsim: cannot listen for " << api << " on " << host << "\n";
+        return 1;
+      }
+      api_urls.push_back(std::string(api) + "=http://" + host + ":" + std::to_string(p));
+      api_servers.emplace_back(api, std::move(s));
+    }
   }
   std::string base = "http://" + host + ":" + std::to_string(port);
-  opts.base_url = base;
+  // Where job replies say their workflow API is (the workflow-api header).
+  opts.base_url = api_ports ? api_urls.back().substr(std::string("wfapi=").size()) : base;
   tritonsim::DataCenter dc(opts);
   if (!seed_file.empty()) {
     std::ifstream f(seed_file);
@@ -255,18 +289,32 @@ int main(int argc, char** argv) {
     listeners = std::make_unique<tritonsim::VmListeners>(&dc);
   }
   tritonsim::InstallRoutes(&server, &dc, &latency);
+  std::vector<std::thread> serving;
+  for (auto& [api, s] : api_servers) {
+    tritonsim::InstallRoutes(s.get(), &dc, &latency, api);
+    serving.emplace_back([srv = s.get()] { srv->listen_after_bind(); });
+  }
   if (!addr_file.empty()) {
-    std::ofstream(addr_file + ".tmp") << base << "\n";
+    {
+      std::ofstream f(addr_file + ".tmp");
+      f << base << "\n";
+      for (const std::string& u : api_urls) f << u << "\n";
+    }
     std::rename((addr_file + ".tmp").c_str(), addr_file.c_str());
   }
-  fprintf(stderr, "{\"msg\":\"serving\",\"url\":\"%s\",\"servers\":%d}\n", base.c_str(), opts.servers);
+  std::string each;
+  for (const std::string& u : api_urls) each += (each.empty() ? "" : " ") + u;
+  fprintf(stderr, "{\"msg\":\"serving\",\"url\":\"%s\",\"apis\":\"%s\",\"servers\":%d}\n", base.c_str(),
+          each.c_str(), opts.servers);
   std::thread signals([&] {
     int sig = 0;
     sigwait(&sigs, &sig);
     server.stop();
+    for (auto& [api, s] : api_servers) s->stop();
   });
   server.listen_after_bind();
   signals.join();
+  for (std::thread& t : serving) t.join();
   fprintf(stderr, "{\"msg\":\"stopped\"}\n");
   return 0;
 }
