@@ -30,7 +30,8 @@ namespace {
 constexpr char kUsage[] = R"(usage: tritonsim [options]
        tritonsim ctl [--addr URL] COMMAND ...
 
-Serves VMAPI, CNAPI and IMGAPI on one loopback HTTP port.
+Serves VMAPI, CNAPI, IMGAPI, PAPI, NAPI and workflow jobs on one loopback HTTP port
+(and each on a port of its own with --api-ports).
 
   --listen HOST:PORT       address (default 127.0.0.1:8580; port 0 picks a free one)
   --addr-file FILE         write the base URL (http://HOST:PORT) to FILE once serving
