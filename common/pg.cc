@@ -88,9 +88,17 @@ absl::Status PgConnection::Error(const std::string& what, const std::string& sql
 }
 
 absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Open(const std::string& uri, int connect_timeout_s) {
-  const char* keys[] = {"dbname", "connect_timeout", nullptr};
+  // A connection whose peer went away (a host cut off, a link down) is
+  // noticed within seconds, not after TCP's retransmissions give up (up to
+  // 15 minutes; after a 30 s partition the next retransmission alone may
+  // come 25 s after the link is back): sent data unacknowledged for 5 s,
+  // or an idle connection whose keepalives go unanswered for 5 + 3 × 2 s,
+  // fails, and the caller reconnects. Given before `dbname`, so that the
+  // URI's own values win.
+  const char* keys[] = {"keepalives",       "keepalives_idle", "keepalives_interval", "keepalives_count",
+                        "tcp_user_timeout", "dbname",          "connect_timeout",     nullptr};
   std::string timeout = absl::StrCat(connect_timeout_s);
-  const char* values[] = {uri.c_str(), timeout.c_str(), nullptr};
+  const char* values[] = {"1", "5", "2", "3", "5000", uri.c_str(), timeout.c_str(), nullptr};
   // expand_dbname: `uri` is read as a URI or key=value string; the
   // connect_timeout given here applies unless the URI names its own.
   pg_conn* c = PQconnectdbParams(keys, values, 1);
@@ -104,6 +112,16 @@ absl::StatusOr<std::unique_ptr<PgConnection>> PgConnection::Open(const std::stri
 }
 
 bool PgConnection::ok() const { return PQstatus(c_) == CONNECTION_OK; }
+
+std::string PgConnection::Option(const std::string& keyword) const {
+  PQconninfoOption* opts = PQconninfo(c_);
+  std::string out;
+  for (PQconninfoOption* o = opts; o != nullptr && o->keyword != nullptr; ++o) {
+    if (keyword == o->keyword && o->val != nullptr) out = o->val;
+  }
+  PQconninfoFree(opts);
+  return out;
+}
 
 absl::StatusOr<std::vector<std::string>> PgConnection::WaitForNotifications(int wake_fd) {
   std::vector<std::string> out;

@@ -79,6 +79,8 @@ class PgConnection {
   absl::Status ExecScript(absl::string_view sql);
   // False once the connection is lost (the server went away).
   bool ok() const;
+  // A connection option in effect ("tcp_user_timeout", …; "" when unset).
+  std::string Option(const std::string& keyword) const;
 
   // LISTEN/NOTIFY: after Exec("LISTEN channel"), waits until a notification
   // arrives, `wake_fd` becomes readable (another thread's way to end the

@@ -65,6 +65,21 @@ TEST(PgConnectionTest, AgainstARealServer) {
   EXPECT_EQ(again->Int(0, 0), 42);
 }
 
+// A peer that goes away is noticed in seconds (keepalives, TCP user
+// timeout), unless the URI says otherwise.
+TEST(PgConnectionTest, DeadPeersAreNoticedInSecondsUnlessTheUriSaysOtherwise) {
+  auto pg = testing::PgServer::Start();
+  ASSERT_TRUE(pg.ok()) << pg.status();
+  auto c = PgConnection::Open((*pg)->uri());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->Option("tcp_user_timeout"), "5000");
+  EXPECT_EQ((*c)->Option("keepalives_idle"), "5");
+  auto own = PgConnection::Open((*pg)->uri() + "?tcp_user_timeout=9000&keepalives_idle=30");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ((*own)->Option("tcp_user_timeout"), "9000");
+  EXPECT_EQ((*own)->Option("keepalives_idle"), "30");
+}
+
 TEST(PgConnectionTest, NothingListeningIsUnavailableAndHidesThePassword) {
   // A port nothing listens on (the server is started and stopped to own it).
   auto pg = PgServer::Start();
