@@ -72,6 +72,7 @@
 #include "projects/store_open.h"
 #include "convergence/lease_keeper.h"
 #include "convergence/triton/endpoints.h"
+#include "daemon/config.h"
 #include "daemon/wake_bus.h"
 
 namespace {
@@ -80,154 +81,9 @@ namespace {
 // apply goes on with a warning that they were not made (docs/cli.md).
 constexpr absl::Duration kApplyCheckDeadline = absl::Seconds(5);
 
-constexpr char kUsage[] = R"(usage: mariposad [--config FILE] [--listen ADDR] [--socket PATH] [--data-dir DIR] [--addr-file FILE] [--init] [--accept-store-loss]
-                 [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]] [--insecure-listen]
-                 [--secrets-key FILE] [--backup-dir DIR] [--backup-interval DURATION] [--backup-keep N]
-                 [--standby [--standby-listen ADDR]] [--on-init-failure exit|serve] [--max-health-agents N]
-                 [--triton URL | --vmapi URL … | --sapi-metadata FILE] [--owner UUID --network UUID [--admin-owner UUID] [--resync DURATION]
-                  [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-agents]
-                  [--health-loopback]
-                  [--health-lease DURATION] [--image-source URL [--image-channel NAME]]]
-                 [--metrics-listen HOST:PORT] [--store postgresql://… [--node NAME] [--advertise HOST:PORT]
-                 [--lease-ttl DURATION]]
-
-The Mariposa controller: gRPC API, SQLite store (or PostgreSQL, several nodes).
-
-  --listen ADDR     address to serve on (default 127.0.0.1:7740; port 0 picks a
-                    free port; unix:/path for a unix socket). Callers on
-                    loopback are identified by the uid owning their socket.
-                    Another address needs TLS (--tls-cert) or --insecure-listen
-  --socket PATH     also serve on this Unix socket, callers identified by
-                    SO_PEERCRED: root and mariposad's own user are admin
-                    (default DATA_DIR/mariposad.sock; "none": no socket)
-  --tls-cert FILE, --tls-key FILE
-                    serve --listen with TLS (PEM server certificate and key)
-  --tls-client-ca FILE
-                    verify client certificates against this CA (PEM); a
-                    verified certificate is the caller "cert:CN". Callers
-                    without one present a token (`mariposa admin token`)
-  --insecure-listen allow --listen on a non-loopback address without TLS:
-                    tokens cross the network in clear; said at start and in
-                    `mariposa admin status`
-  --secrets-key FILE
-                    the AES-256 key sealing secret meta values (default
-                    DATA_DIR/secrets.key, created 0600 if missing; keep it
-                    apart from backups)
-  --backup-dir DIR  where backups are written: `mariposa admin backup NAME`
-                    and the scheduled ones (default DATA_DIR/backups, 0700;
-                    files 0600)
-  --backup-interval DURATION
-                    write a scheduled backup mariposa-YYYYMMDDTHHMMSSZ.db this
-                    often, the first at start when the newest is older
-                    (default 1h; 0 = none)
-  --backup-keep N   scheduled backups kept, the newest (default 24); others
-                    in the directory are never deleted
-  --standby         when another mariposad holds the data dir, wait for it
-                    instead of exiting, and take over (with these flags) when
-                    it stops or dies. Waiting, it answers `admin status` and
-                    ping on --standby-listen and DATA_DIR/mariposad-standby.sock;
-                    every other call is UNAVAILABLE naming the active one
-  --standby-listen ADDR
-                    where a waiting standby answers (loopback; port 0 picks one)
-  --on-init-failure exit|serve
-                    when the store or the secrets key cannot be opened: exit 1
-                    (default), or stay up in state initfail answering
-                    `admin status` with the error, its reason, fix and impact
-  --max-health-agents N
-                    health agents connected at once (default 256)
-  --data-dir DIR    where the store lives (default /var/lib/mariposa); created
-                    if missing; one mariposad per directory
-  --store URI       keep the store in PostgreSQL instead (postgresql://USER@HOST:
-                    PORT/DB; several hosts as HOST1:P1,HOST2:P2 with
-                    ?target_session_attrs=read-write): several mariposad nodes
-                    on one database share the projects, each project run by
-                    one node holding its lease (docs/operations.md, "Several
-                    nodes"). Default: sqlite:DATA_DIR/mariposa.db
-  --node NAME       this node's name among the nodes of one database (default:
-                    the host name); unique
-  --advertise HOST:PORT
-                    where the other nodes' users and health agents reach this
-                    node (default: the --listen address, with the host name
-                    for 0.0.0.0 or [::]); shown by `mariposa nodes`
-  --lease-ttl DURATION
-                    a project lease's life from its last renewal (default 10s):
-                    a node that dies has its projects taken over after about
-                    this long; one cut off from the database stops acting
-                    before it runs out
-  --init            accept a missing or empty store in a data dir that held one
-                    (start over with no projects); without it such a store is
-                    refused, as is any store that fails verification
-  --accept-store-loss
-                    start on a store whose write-ahead log is damaged, or that
-                    is older than its high-water mark, keeping what SQLite
-                    recovers (copies of the damaged files go to
-                    DATA_DIR/damaged-STAMP/; the loss is logged and is an event);
-                    only when there is no backup to restore
-  --addr-file FILE  write the address actually bound (host:port) to FILE once
-                    serving, and on a second line the /metrics address when
-                    served; for scripts and tests
-  --triton URL      converge projects against this Triton, every API at one base URL
-                    (as tritonsim serves them); without it, or the flags below,
-                    mariposad stores goal state only
-  --vmapi URL, --cnapi URL, --imgapi URL, --papi URL, --napi URL, --wfapi URL
-                    each API at its own address (a data center: http://vmapi.DC.DOMAIN,
-                    …; wfapi, the workflow API IMGAPI's jobs are followed on,
-                    defaults to IMGAPI's); they win over --triton for that API
-  --sapi-metadata FILE
-                    each API's host from a core zone's SAPI metadata (JSON:
-                    VMAPI_SERVICE, CNAPI_SERVICE, IMGAPI_SERVICE, PAPI_SERVICE,
-                    NAPI_SERVICE, WORKFLOW_SERVICE); a --vmapi … flag wins
-  --api-timeout DURATION, --api-connections N
-                    every API's request timeout (default 10s) and requests in
-                    flight at once (default 64); --vmapi-timeout,
-                    --vmapi-connections, … for one API
-  --config FILE     flags from a YAML file, one `flag: value` per line without the
-                    leading -- (`listen: 127.0.0.1:7740`, `embedded-health: true`);
-                    flags on the command line win (deploy/systemd/mariposad.yaml)
-  --owner UUID      the Triton account of projects created without one (with
-                    --triton); `project create --owner` names another
-  --admin-owner UUID
-                    Triton's admin account (ufds_admin_uuid), owner of the core
-                    zones (compute_type: core); without it core services are
-                    refused
-  --network UUID    network every instance joins (with --triton)
-  --resync DURATION how often every project is re-checked (default 5s)
-  --backoff-cap DURATION
-                    the longest wait after failed creates, installs or imports
-                    before the next attempt (default 2m; the wait starts at 1s
-                    and doubles)
-  --image-source URL
-                    an IMGAPI to import images from when the data center's
-                    IMGAPI lacks one a manifest names (like sdcadm's
-                    updates.tritondatacenter.com; tritonsim serves one at
-                    <its URL>/updates); without it such images are refused
-  --image-channel NAME
-                    the source's channel (default release; "" = every channel)
-  --max-jobs N      Triton jobs in flight, all projects together (default 64)
-  --max-jobs-per-project N
-                    Triton jobs in flight for one project (default 32)
-  --embedded-health run a health agent in this process (mariposa-health agents
-                    may connect besides; checks are sharded over all of them).
-                    Unhealthy instances are replaced, rollouts wait for healthy.
-  --health-agents   run health checks on mariposa-health agents only (they
-                    connect to this address). Without this or --embedded-health
-                    no check runs: health stays unknown and instances are ready
-                    once they have run start.window
-  --health-lease DURATION
-                    a health agent silent this long is dropped and its checks
-                    move to the others (default 10s)
-  --health-loopback check an instance's 10.a.b.c address at 127.a.b.c, where
-                    tritonsim --listen-vms answers for it
-  --metrics-listen HOST:PORT
-                    serve Prometheus metrics at http://HOST:PORT/metrics (port 0
-                    picks a free port); off unless given
-  --help            this text
-
-Stops gracefully on SIGTERM or SIGINT.
-)";
 
 int Usage(const std::string& err) {
-  std::cerr << "mariposad: " << err << "\n\n" << kUsage;
+  std::cerr << "mariposad: " << err << "\n\n" << mariposa::DaemonUsage();
   return 2;
 }
 
@@ -506,170 +362,59 @@ int main(int argc, char** argv) {
   // (below).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   mallopt(M_TRIM_THRESHOLD, 32 << 20);
-  std::string listen = "127.0.0.1:7740";
-  std::string data_dir = "/var/lib/mariposa";
-  std::string addr_file;
-  std::string owner, admin_owner, network, resync = "5s";
-  // Where each Triton API is: --triton for all, --vmapi … for each, or SAPI
-  // metadata (convergence/triton/endpoints.h).
-  mariposa::triton::EndpointFlags api_flags;
-  std::string max_jobs = "64", max_jobs_project = "32", metrics_listen;
-  bool embedded_health = false, health_loopback = false, remote_agents = false, init = false;
-  bool insecure_listen = false, standby = false, accept_store_loss = false;
-  std::string standby_listen, on_init_failure = "exit", backup_interval_text = "1h", backup_keep_text = "24";
-  std::string socket_path = "default", tls_cert, tls_key, tls_client_ca, secrets_key, backup_dir;
-  std::string max_agents_text = "256";
-  std::string image_source_url, image_channel = "release", backoff_cap_text = "2m";
-  std::string health_lease_text = "10s";
-  std::string store_spec, node_name, lease_ttl_text = "10s", advertise;
-  // Every flag, by name: the command line and the --config file say the same.
-  const std::map<std::string, bool*> switches = {
-      {"init", &init}, {"insecure-listen", &insecure_listen}, {"embedded-health", &embedded_health},
-      {"health-loopback", &health_loopback}, {"health-agents", &remote_agents}, {"standby", &standby},
-      {"accept-store-loss", &accept_store_loss}};
-  std::map<std::string, std::string*> valued = {
-      {"listen", &listen}, {"data-dir", &data_dir}, {"addr-file", &addr_file}, {"triton", &api_flags.triton},
-      {"api-timeout", &api_flags.timeout}, {"api-connections", &api_flags.connections},
-      {"sapi-metadata", &api_flags.sapi_metadata_file},
-      {"owner", &owner}, {"network", &network}, {"admin-owner", &admin_owner}, {"resync", &resync},
-      {"max-jobs", &max_jobs}, {"max-jobs-per-project", &max_jobs_project}, {"metrics-listen", &metrics_listen},
-      {"health-lease", &health_lease_text}, {"image-source", &image_source_url}, {"backoff-cap", &backoff_cap_text},
-      {"image-channel", &image_channel}, {"socket", &socket_path}, {"tls-cert", &tls_cert}, {"tls-key", &tls_key},
-      {"tls-client-ca", &tls_client_ca}, {"secrets-key", &secrets_key}, {"backup-dir", &backup_dir},
-      {"max-health-agents", &max_agents_text}, {"standby-listen", &standby_listen},
-      {"on-init-failure", &on_init_failure}, {"backup-interval", &backup_interval_text},
-      {"backup-keep", &backup_keep_text}, {"store", &store_spec}, {"node", &node_name},
-      {"lease-ttl", &lease_ttl_text}, {"advertise", &advertise}};
-  for (const std::string& api : mariposa::triton::ApiNames()) {
-    valued[api] = &api_flags.url[api];
-    valued[api + "-timeout"] = &api_flags.api_timeout[api];
-    valued[api + "-connections"] = &api_flags.api_connections[api];
-  }
+  // Every flag once (daemon/config.h): the command line and the --config
+  // file say the same, --help is written from the same table, and the
+  // values are checked by one pure function.
   std::set<std::string> switch_names, valued_names;
-  for (const auto& kv : switches) switch_names.insert(kv.first);
-  for (const auto& kv : valued) valued_names.insert(kv.first);
+  for (const mariposa::FlagSpec& s : mariposa::DaemonFlagSpecs()) {
+    if (s.on) switch_names.insert(s.name);
+    if (s.value) valued_names.insert(s.name);
+  }
   int from_file = 0;
   auto expanded = mariposa::ExpandConfigFlag(argc, argv, switch_names, valued_names, &from_file);
   if (!expanded.ok()) return Usage(std::string(expanded.status().message()));
-  std::vector<char*> args;
-  for (std::string& a : *expanded) args.push_back(a.data());
-  argc = static_cast<int>(args.size());
-  argv = args.data();
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-    std::string name = a.rfind("--", 0) == 0 ? a.substr(2, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 2) : "";
-    if (auto sw = switches.find(name); sw != switches.end() && a.find('=') == std::string::npos) {
-      *sw->second = true;
-      continue;
-    }
-    if (auto v = valued.find(name); v != valued.end() && mariposa::FlagValue(argc, argv, &i, a.substr(0, 2 + name.size()), v->second)) {
-      continue;
-    }
-    return Usage(absl::StrCat("unknown argument \"", a, "\"", i <= from_file ? " (from --config)" : ""));
-  }
-
-  absl::Duration resync_every;
-  if (!absl::ParseDuration(resync, &resync_every) || resync_every <= absl::ZeroDuration()) {
-    return Usage(absl::StrCat("--resync \"", resync, "\" is not a duration (e.g. 5s)"));
+  auto parsed = mariposa::ParseDaemonArgs(std::vector<std::string>(expanded->begin() + 1, expanded->end()), from_file);
+  if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
+  if (parsed->help) {
+    std::cout << mariposa::DaemonUsage();
+    return 0;
   }
   std::map<std::string, std::string> sapi;
-  if (!api_flags.sapi_metadata_file.empty()) {
-    std::ifstream f(api_flags.sapi_metadata_file);
-    if (!f) return Usage(absl::StrCat("--sapi-metadata ", api_flags.sapi_metadata_file, " cannot be read"));
+  if (!parsed->api.sapi_metadata_file.empty()) {
+    std::ifstream f(parsed->api.sapi_metadata_file);
+    if (!f) return Usage(absl::StrCat("--sapi-metadata ", parsed->api.sapi_metadata_file, " cannot be read"));
     std::stringstream text;
     text << f.rdbuf();
-    auto parsed = mariposa::triton::ParseSapiMetadata(text.str(), api_flags.sapi_metadata_file);
-    if (!parsed.ok()) return Usage(std::string(parsed.status().message()));
-    sapi = *std::move(parsed);
+    auto read = mariposa::triton::ParseSapiMetadata(text.str(), parsed->api.sapi_metadata_file);
+    if (!read.ok()) return Usage(std::string(read.status().message()));
+    sapi = *std::move(read);
   }
-  auto endpoints_or = mariposa::triton::ResolveEndpoints(api_flags, sapi);
-  if (!endpoints_or.ok()) return Usage(std::string(endpoints_or.status().message()));
-  const std::map<std::string, mariposa::triton::ApiEndpoint> endpoints = *std::move(endpoints_or);
-  // "" without any Triton (goal state only); what --triton stood for before.
-  const std::string triton_url = endpoints.at("vmapi").url;
-  if ((embedded_health || health_loopback || remote_agents) && triton_url.empty()) {
-    return Usage("--embedded-health, --health-agents and --health-loopback need --triton (there is nothing to check without it)");
-  }
-  absl::Duration health_lease;
-  if (!absl::ParseDuration(health_lease_text, &health_lease) || health_lease < absl::Milliseconds(300)) {
-    return Usage(absl::StrCat("--health-lease \"", health_lease_text, "\" is not a duration of at least 300ms (e.g. 10s)"));
-  }
-  int max_jobs_n = 0, max_jobs_project_n = 0;
-  if (!absl::SimpleAtoi(max_jobs, &max_jobs_n) || max_jobs_n < 1) {
-    return Usage(absl::StrCat("--max-jobs \"", max_jobs, "\" must be a number of at least 1"));
-  }
-  if (!absl::SimpleAtoi(max_jobs_project, &max_jobs_project_n) || max_jobs_project_n < 1) {
-    return Usage(absl::StrCat("--max-jobs-per-project \"", max_jobs_project, "\" must be a number of at least 1"));
-  }
-  if (!image_source_url.empty() && triton_url.empty()) return Usage("--image-source needs --triton");
-  absl::Duration backoff_cap;
-  if (!absl::ParseDuration(backoff_cap_text, &backoff_cap) || backoff_cap < absl::Seconds(1)) {
-    return Usage(absl::StrCat("--backoff-cap \"", backoff_cap_text, "\" is not a duration of at least 1s (e.g. 2m)"));
-  }
-  if (!triton_url.empty() && (!mariposa::IsUuid(owner) || !mariposa::IsUuid(network))) {
-    return Usage("--triton needs --owner UUID and --network UUID");
-  }
-  int max_agents = 0;
-  if (!absl::SimpleAtoi(max_agents_text, &max_agents) || max_agents < 1) {
-    return Usage(absl::StrCat("--max-health-agents \"", max_agents_text, "\" must be a number of at least 1"));
-  }
-  if (tls_cert.empty() != tls_key.empty()) return Usage("--tls-cert and --tls-key go together");
-  if (!tls_client_ca.empty() && tls_cert.empty()) return Usage("--tls-client-ca needs --tls-cert and --tls-key");
-  bool tls = !tls_cert.empty();
-  if (tls && absl::StartsWith(listen, "unix:")) return Usage("TLS is for TCP: --listen must be HOST:PORT with --tls-cert");
-  if (!tls && !mariposa::auth::IsLocalAddress(listen) && !insecure_listen) {
-    return Usage(absl::StrCat(
-        "--listen ", listen, " is not a loopback address and there is no TLS: anyone on the network could read "
-        "tokens and secrets in transit. Give --tls-cert and --tls-key (docs/security.md), listen on 127.0.0.1, "
-        "or accept the risk with --insecure-listen"));
-  }
-  if (embedded_health && socket_path == "none" && (tls || !mariposa::auth::IsLocalAddress(listen))) {
-    return Usage("--embedded-health connects to mariposad over a local listener: keep --socket or listen on loopback");
-  }
-  absl::Duration backup_interval;
-  if (!absl::ParseDuration(backup_interval_text, &backup_interval) || backup_interval < absl::ZeroDuration() ||
-      (backup_interval > absl::ZeroDuration() && backup_interval < absl::Seconds(1))) {
-    return Usage(absl::StrCat("--backup-interval \"", backup_interval_text,
-                              "\" is not a duration of at least 1s, or 0 for none (e.g. 1h)"));
-  }
-  int backup_keep = 0;
-  if (!absl::SimpleAtoi(backup_keep_text, &backup_keep) || backup_keep < 1) {
-    return Usage(absl::StrCat("--backup-keep \"", backup_keep_text, "\" must be a number of at least 1"));
-  }
-  if (on_init_failure != "exit" && on_init_failure != "serve") {
-    return Usage(absl::StrCat("--on-init-failure \"", on_init_failure, "\" must be exit or serve"));
-  }
-  if (!standby_listen.empty() && !standby) return Usage("--standby-listen needs --standby");
-  if (!standby_listen.empty() && !mariposa::auth::IsLocalAddress(standby_listen)) {
-    return Usage(absl::StrCat("--standby-listen ", standby_listen, " must be a loopback address or unix:PATH"));
-  }
-  if (!admin_owner.empty() && !mariposa::IsUuid(admin_owner)) {
-    return Usage(absl::StrCat("--admin-owner \"", admin_owner, "\" is not a uuid"));
-  }
-  // --store: SQLite in the data dir (the default) or PostgreSQL, shared by
-  // every node (--node names this one; the project leases last --lease-ttl).
-  bool postgres = mariposa::SqlProjectStore::IsPostgresSpec(store_spec);
-  if (!store_spec.empty() && !postgres && store_spec != "sqlite:" + data_dir + "/mariposa.db") {
-    return Usage(absl::StrCat("--store must be a PostgreSQL URI (postgresql://USER@HOST:PORT/DB) or sqlite:",
-                              data_dir, "/mariposa.db (a SQLite store lives in --data-dir)"));
-  }
-  absl::Duration lease_ttl;
-  if (!absl::ParseDuration(lease_ttl_text, &lease_ttl) || lease_ttl < absl::Seconds(2)) {
-    return Usage(absl::StrCat("--lease-ttl \"", lease_ttl_text, "\" is not a duration of at least 2s (e.g. 10s)"));
-  }
-  if (node_name.empty()) {
-    char host[256] = {};
-    gethostname(host, sizeof(host) - 1);
-    node_name = host;
-  }
-  if (node_name.empty() || node_name.size() > 128) return Usage("--node must name this node (1-128 characters)");
-  if (!advertise.empty() && (advertise.rfind(':') == std::string::npos || advertise.rfind(':') + 1 == advertise.size())) {
-    return Usage(absl::StrCat("--advertise \"", advertise, "\" is not HOST:PORT (where the other nodes reach this one)"));
-  }
+  char hostname[256] = {};
+  gethostname(hostname, sizeof(hostname) - 1);
+  auto checked = mariposa::CheckDaemonFlags(*std::move(parsed), sapi, hostname);
+  if (!checked.ok()) return Usage(std::string(checked.status().message()));
+  mariposa::DaemonConfig config = *std::move(checked);
+  // The names the rest of main() reads.
+  mariposa::DaemonFlags& flags = config.flags;
+  std::string &listen = flags.listen, &data_dir = flags.data_dir, &addr_file = flags.addr_file;
+  std::string &owner = flags.owner, &admin_owner = flags.admin_owner, &network = flags.network;
+  std::string &metrics_listen = flags.metrics_listen, &standby_listen = flags.standby_listen;
+  std::string &on_init_failure = flags.on_init_failure, &socket_path = flags.socket_path;
+  std::string &tls_cert = flags.tls_cert, &tls_key = flags.tls_key, &tls_client_ca = flags.tls_client_ca;
+  std::string &secrets_key = flags.secrets_key, &backup_dir = flags.backup_dir;
+  std::string &image_source_url = flags.image_source_url, &image_channel = flags.image_channel;
+  std::string &store_spec = flags.store_spec, &node_name = flags.node_name, &advertise = flags.advertise;
+  const bool embedded_health = flags.embedded_health, health_loopback = flags.health_loopback;
+  const bool remote_agents = flags.remote_agents, init = flags.init, standby = flags.standby;
+  const bool accept_store_loss = flags.accept_store_loss;
+  const absl::Duration resync_every = config.resync, health_lease = config.health_lease;
+  const absl::Duration backoff_cap = config.backoff_cap, backup_interval = config.backup_interval;
+  const absl::Duration lease_ttl = config.lease_ttl;
+  const int max_jobs_n = config.max_jobs, max_jobs_project_n = config.max_jobs_per_project;
+  const int max_agents = config.max_agents, backup_keep = config.backup_keep;
+  const std::map<std::string, mariposa::triton::ApiEndpoint>& endpoints = config.endpoints;
+  const std::string& triton_url = config.triton_url;
+  const bool tls = config.tls, postgres = config.postgres;
 
   // Signals are taken by one thread with sigwait; block them everywhere first.
   sigset_t sigs;
