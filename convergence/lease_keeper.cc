@@ -157,8 +157,7 @@ std::vector<std::pair<std::string, std::string>> LeaseKeeper::LiveAddresses() co
   for (const NodeBeat& n : last_.nodes) {
     if (!n.address.empty() && std::binary_search(live.begin(), live.end(), n.node)) out.push_back({n.node, n.address});
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  std::sort(out.begin(), out.end());  // one row per node (its name is the key)
   return out;
 }
 

@@ -37,7 +37,6 @@
 #include "common/bounded.h"
 #include "common/clock.h"
 #include "common/config_file.h"
-#include "common/flags.h"
 #include "common/log.h"
 #include "common/process_metrics.h"
 #include "daemon/grpc_metrics.h"
@@ -224,16 +223,13 @@ std::string TritonSummary(const std::map<std::string, mariposa::triton::ApiEndpo
 }
 
 // --advertise: the address a node gives the others (and the health agents
-// it tells of them); the bound listener's, unless that names every host.
-std::string AdvertisedAddress(const std::string& advertise, const std::string& bound) {
+// it tells of them); the bound listener's, unless that names every host
+// (then this host's name).
+std::string AdvertisedAddress(const std::string& advertise, const std::string& bound, const std::string& hostname) {
   if (!advertise.empty()) return advertise;
   size_t colon = bound.rfind(':');
   std::string host = bound.substr(0, colon);
-  if (host == "0.0.0.0" || host == "[::]" || host == "::" || host.empty()) {
-    char name[256] = {};
-    gethostname(name, sizeof(name) - 1);
-    return absl::StrCat(name, bound.substr(colon));
-  }
+  if (host == "0.0.0.0" || host == "[::]" || host == "::" || host.empty()) return absl::StrCat(hostname, bound.substr(colon));
   return bound;
 }
 
@@ -923,7 +919,7 @@ int main(int argc, char** argv) {
     reconciler->SetPaused(controller.Get().mode == "readonly");
     reconciler->Start();
     if (leases) {
-      leases->SetAddress(AdvertisedAddress(advertise, bound));
+      leases->SetAddress(AdvertisedAddress(advertise, bound, hostname));
       leases->Start();
     }
   }
