@@ -70,7 +70,8 @@ ctl commands (URL from --addr or $TRITONSIM_URL):
   stats
 OP names: ListVms GetVm CreateVm VmAction DeleteVm VmTags ListJobs GetJob WaitJob
   ListServers GetServer ServerUpdate InstallAgent UninstallAgents GetTask WaitTask
-  ListImages GetImage ImageAction CreateImage Ping
+  ListImages GetImage ImageAction CreateImage ListPackages GetPackage ListNetworks GetNetwork
+  ListNetworkPools Ping
 )";
 
 int Usage(const std::string& err) {
