@@ -1,6 +1,7 @@
 // Joyent's own Node.js clients (sdc-clients, from npm) drive tritonsim
 // unchanged: list/get/create/delete VMs, jobs, servers, agent install and
-// tasks, images. Needs `npm ci --prefix tests/conformance` (scripts/test.sh
+// tasks, images; and changefeed's Listener and changefeedsnoop read VMAPI's
+// change feed. Needs `npm ci --prefix tests/conformance` (scripts/test.sh
 // runs it); without the modules the test is skipped, saying so.
 #include <unistd.h>
 
@@ -14,21 +15,31 @@
 namespace mariposa::testing {
 namespace {
 
-TEST(SdcClientsConformanceTest, JoyentClientsWorkUnchanged) {
-  // The script resolves sdc-clients next to its real (source tree) path.
+// The script's real (source tree) path, where its node_modules are; "" when
+// the modules are not installed.
+std::string Script(const std::string& name) {
   char real[PATH_MAX];
-  ASSERT_NE(realpath("tests/conformance/sdc_clients_conformance.js", real), nullptr);
+  if (realpath(("tests/conformance/" + name).c_str(), real) == nullptr) return "";
   std::string dir = std::string(real).substr(0, std::string(real).rfind('/'));
-  if (access((dir + "/node_modules/sdc-clients/package.json").c_str(), R_OK) != 0) {
-    GTEST_SKIP() << "sdc-clients is not installed: run `npm ci --prefix tests/conformance` (scripts/test.sh does)";
-  }
-  std::string node = "/usr/bin/node";
+  if (access((dir + "/node_modules/sdc-clients/package.json").c_str(), R_OK) != 0) return "";
+  if (access((dir + "/node_modules/changefeed/package.json").c_str(), R_OK) != 0) return "";
+  return real;
+}
+
+std::string Node() {
   for (const char* candidate : {"/usr/local/bin/node", "/usr/bin/node", "/usr/bin/nodejs"}) {
-    if (access(candidate, X_OK) == 0) {
-      node = candidate;
-      break;
-    }
+    if (access(candidate, X_OK) == 0) return candidate;
   }
+  return "/usr/bin/node";
+}
+
+constexpr char kNotInstalled[] =
+    "sdc-clients and changefeed are not installed: run `npm ci --prefix tests/conformance` (scripts/test.sh does)";
+
+TEST(SdcClientsConformanceTest, JoyentClientsWorkUnchanged) {
+  std::string real = Script("sdc_clients_conformance.js");
+  if (real.empty()) GTEST_SKIP() << kNotInstalled;
+  std::string node = Node();
   std::string tmp = TempDir("conformance");
   WriteFile(tmp + "/seed.json", R"({"images": [
     {"uuid": "11111111-1111-4111-8111-111111111111", "name": "nginx", "version": "1.4.0", "os": "linux"},
@@ -40,6 +51,20 @@ TEST(SdcClientsConformanceTest, JoyentClientsWorkUnchanged) {
   std::cout << r.out;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, ::testing::HasSubstr("23 passed, 0 failed"));
+}
+
+TEST(SdcClientsConformanceTest, ChangefeedListenerAndSnoopWorkUnchanged) {
+  std::string real = Script("changefeed_conformance.js");
+  if (real.empty()) GTEST_SKIP() << kNotInstalled;
+  std::string tmp = TempDir("changefeed");
+  WriteFile(tmp + "/seed.json", R"({"images": [
+    {"uuid": "11111111-1111-4111-8111-111111111111", "name": "nginx", "version": "1.4.0", "os": "linux"}]})");
+  Tritonsim sim({"--servers", "3", "--seed", tmp + "/seed.json", "--job-latency", "30"});
+  ASSERT_TRUE(sim.Start()) << sim.log();
+  RunResult r = RunProcess({Node(), real, sim.addr(), "11111111-1111-4111-8111-111111111111"});
+  std::cout << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("20 passed, 0 failed"));
 }
 
 }  // namespace

@@ -221,6 +221,10 @@ Reply DataCenter::SetServerStatus(const std::string& uuid, const std::string& st
   if (it == servers_.end()) return Error(404, "ResourceNotFound", "Server " + uuid + " not found");
   it->second.status = status;
   if (status == "running") it->second.boot_ms = NowMs();
+  // Its VMs' state shows the server's (unknown while it is not running).
+  for (const std::string& vm : it->second.vms) {
+    if (auto v = vms_.find(vm); v != vms_.end()) FeedLocked(&v->second);
+  }
   Reply r;
   r.body = {{"uuid", it->second.uuid}, {"status", status}};
   return r;

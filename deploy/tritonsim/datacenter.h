@@ -23,6 +23,7 @@
 #include "common/clock.h"
 
 namespace tritonsim {
+class ChangeFeed;
 
 using json = nlohmann::json;
 using Params = std::multimap<std::string, std::string>;
@@ -61,6 +62,11 @@ class DataCenter {
   explicit DataCenter(Options opts);
   ~DataCenter();
   const mariposa::Clock* clock() const { return opts_.clock; }
+  // VMAPI's change feed: every change to a VM is published to it (while a
+  // listener is registered) with the top-level keys that changed. `feed`
+  // must outlive this object; null (the default) publishes nothing.
+  void SetChangeFeed(ChangeFeed* feed) { feed_ = feed; }
+  ChangeFeed* change_feed() const { return feed_; }
 
   // Loads {"servers": [...], "images": [...], "packages": [...], "networks":
   // [...], "network_pools": [...]} (fields as the APIs show them); a list
@@ -192,6 +198,8 @@ class DataCenter {
     mutable uint64_t json_rev = 0;
     mutable std::string json_cache;
     mutable size_t json_state_at = 0;
+    // The JSON last published to the change feed ("" before the first).
+    std::string feed_json;
   };
   struct Agent {
     std::string name, version, image_uuid, uuid;
@@ -256,8 +264,10 @@ class DataCenter {
   json VmJson(const Vm& vm) const;
   void AppendVmJson(const Vm& vm, std::string* out) const;
   void WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) const;
-  // Records a change to `vm` (last_modified, cache revision).
+  // Records a change to `vm` (last_modified, cache revision) and publishes it.
   void Touch(Vm* vm);
+  // Publishes what changed in `vm`'s JSON since it was last published.
+  void FeedLocked(Vm* vm);
   json ServerJson(const Server& s, const std::set<std::string>& extras) const;
   json ImageJson(const Image& i, bool source = false) const;
   static json PackageJson(const Package& p);
@@ -290,6 +300,7 @@ class DataCenter {
   void Loop();
 
   Options opts_;
+  ChangeFeed* feed_ = nullptr;
   mutable absl::Mutex mu_;  // releasing it wakes the waits on events and job/task completion
   std::mt19937_64 rng_;
   std::unordered_map<std::string, Vm> vms_;

@@ -1,9 +1,13 @@
 #include "deploy/tritonsim/http_api.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <thread>
+
+#include "absl/strings/ascii.h"
+#include "deploy/tritonsim/changefeed.h"
 
 namespace tritonsim {
 namespace {
@@ -82,6 +86,32 @@ void InstallVmapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
     s->Put(path, tags);
     s->Delete(path, tags);
   }
+  ChangeFeed* feed = dc->change_feed();
+  if (feed == nullptr) return;
+  // The change feed (changefeed.h): the resources, the listeners, and the
+  // websocket a listener asks for with Upgrade.
+  s->Get("/changefeeds", W("ChangeFeeds", [feed](const httplib::Request& r, const Params&, const json&) {
+    if (!feed->enabled()) return DataCenter::Error(404, "ResourceNotFound", "/changefeeds does not exist");
+    Reply out;
+    if (absl::AsciiStrToLower(r.get_header_value("Upgrade")) != "websocket") {
+      out.raw_body = feed->ResourcesJson();
+      return out;
+    }
+    std::string key = r.get_header_value("Sec-WebSocket-Key");
+    int fd = FindConnectionFd(r.local_addr, r.local_port, r.remote_addr, r.remote_port);
+    if (key.empty() || fd < 0) {
+      return DataCenter::Error(400, "BadRequest", key.empty() ? "Sec-WebSocket-Key is missing" : "connection not found");
+    }
+    feed->Serve(fd, key, r.get_header_value("Accept-Version"));
+    shutdown(fd, SHUT_RDWR);  // httplib's own answer goes nowhere; it closes the socket
+    return out;
+  }));
+  s->Get("/changefeeds/stats", W("ChangeFeedsStats", [feed](const httplib::Request&, const Params&, const json&) {
+    if (!feed->enabled()) return DataCenter::Error(404, "ResourceNotFound", "/changefeeds/stats does not exist");
+    Reply out;
+    out.raw_body = feed->StatsJson();
+    return out;
+  }));
 }
 
 // Workflow jobs: VMAPI answers for its own, and the workflow API (where
@@ -216,6 +246,18 @@ void InstallControl(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
     Reply out = dc->SetJobKnobs(b);
     out.body["api_latency_ms"] = lat->load();
     Send(out, &res);
+  });
+  s->Post("/_sim/changefeed/(on|off|drop)", [dc](const httplib::Request& r, httplib::Response& res) {
+    ChangeFeed* feed = dc->change_feed();
+    if (feed == nullptr) {
+      Send(DataCenter::Error(409, "NoChangeFeed", "tritonsim runs without a change feed (--no-changefeed)"), &res);
+      return;
+    }
+    if (r.matches[1] == "drop") feed->DropAll();
+    else feed->SetEnabled(r.matches[1] == "on");
+    Reply ok;
+    ok.body = {{"changefeed", feed->enabled() ? "on" : "off"}, {"published", feed->published()}};
+    Send(ok, &res);
   });
   s->Get("/_sim/stats", [dc](const httplib::Request&, httplib::Response& res) { Send(dc->Stats(), &res); });
   // The same counts for Prometheus (a scrape target in tests and demos).

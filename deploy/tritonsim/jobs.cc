@@ -80,8 +80,8 @@ Reply DataCenter::StartJobLocked(const std::string& name, const std::string& tas
       auto it = vms_.find(job.vm_uuid);
       if (it != vms_.end() && it->second.state == "provisioning") {
         it->second.state = "failed";
-        Touch(&it->second);
         it->second.zone_state = "installed";
+        Touch(&it->second);
         auto sv = servers_.find(it->second.server_uuid);
         if (sv != servers_.end()) {
           AddUsedRamLocked(&sv->second, -it->second.ram);

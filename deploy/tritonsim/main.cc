@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "deploy/tritonsim/changefeed.h"
 #include "deploy/tritonsim/datacenter.h"
 #include "deploy/tritonsim/http_api.h"
 #include "deploy/tritonsim/vm_listeners.h"
@@ -51,6 +52,9 @@ Serves VMAPI, CNAPI, IMGAPI, PAPI, NAPI and workflow jobs on one loopback HTTP p
                            line "API=http://HOST:PORT" for each after the base URL
   --threads N              HTTP worker threads (default 512); each keep-alive connection
                            holds one while it lasts (up to 5 s idle), as many as clients keep open
+  --no-changefeed          no change feed: GET /changefeeds answers 404, as a VMAPI older than
+                           the feed would (by default VMAPI publishes every VM change on its
+                           websocket, as sdc-vmapi does; see docs/tritonsim.md)
   --listen-vms             each running VM answers HTTP on 127.a.b.c (its nic 10.a.b.c) on
                            the ports in its `ports` tag or metadata, as its health says;
                            addresses start in a random 10.a.b.0/24 block then
@@ -66,12 +70,14 @@ ctl commands (URL from --addr or $TRITONSIM_URL):
   fail OP N [STATUS]                         the next N calls of OP answer STATUS (503);
                                              replaces an earlier `fail OP`: N = 0 ends it
   slow OP N MS                               the next N calls of OP wait MS first
+  changefeed on|off|drop                     off: the feed ends and /changefeeds answers 404 (an
+                                             older VMAPI) until on; drop: every listener is disconnected
   knobs [--job-latency MS] [--job-jitter F] [--job-failure-rate F] [--api-latency MS]
   stats
 OP names: ListVms GetVm CreateVm VmAction DeleteVm VmTags ListJobs GetJob WaitJob
   ListServers GetServer ServerUpdate InstallAgent UninstallAgents GetTask WaitTask
   ListImages GetImage ImageAction CreateImage ListPackages GetPackage ListNetworks GetNetwork
-  ListNetworkPools Ping
+  ListNetworkPools Ping ChangeFeeds ChangeFeedsStats
 )";
 
 int Usage(const std::string& err) {
@@ -118,6 +124,8 @@ int Ctl(std::vector<std::string> args) {
   } else if (cmd == "slow" && need(3)) {
     path = "/_sim/fail";
     body = {{"op", args[1]}, {"count", atoi(args[2].c_str())}, {"hang_ms", atoi(args[3].c_str())}};
+  } else if (cmd == "changefeed" && need(1) && (args[1] == "on" || args[1] == "off" || args[1] == "drop")) {
+    path = "/_sim/changefeed/" + args[1];
   } else if (cmd == "knobs") {
     path = "/_sim/knobs";
     for (size_t i = 1; i + 1 < args.size(); i += 2) {
@@ -196,7 +204,7 @@ int main(int argc, char** argv) {
   opts.clock = mariposa::RealClock::Get();
   std::string listen = "127.0.0.1:8580", addr_file, seed_file;
   int api_latency = 0, threads = 512;
-  bool listen_vms = false, api_ports = false;
+  bool listen_vms = false, api_ports = false, changefeed = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -209,6 +217,10 @@ int main(int argc, char** argv) {
     }
     if (a == "--api-ports") {
       api_ports = true;
+      continue;
+    }
+    if (a == "--no-changefeed") {
+      changefeed = false;
       continue;
     }
     if (i + 1 >= args.size()) return Usage("unknown argument or missing value: " + a);
@@ -290,6 +302,8 @@ int main(int argc, char** argv) {
     dc.StartAddressesAtBlock(1 + static_cast<uint32_t>(std::random_device{}() % 65000));
     listeners = std::make_unique<tritonsim::VmListeners>(&dc);
   }
+  tritonsim::ChangeFeed feed;
+  if (changefeed) dc.SetChangeFeed(&feed);
   tritonsim::InstallRoutes(&server, &dc, &latency);
   std::vector<std::thread> serving;
   for (auto& [api, s] : api_servers) {
@@ -311,6 +325,7 @@ int main(int argc, char** argv) {
   std::thread signals([&] {
     int sig = 0;
     sigwait(&sigs, &sig);
+    feed.DropAll();  // a listener's session holds a server thread until it ends
     server.stop();
     for (auto& [api, s] : api_servers) s->stop();
   });

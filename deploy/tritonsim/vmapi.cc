@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/strings/numbers.h"
+#include "deploy/tritonsim/changefeed.h"
 #include "deploy/tritonsim/sim_util.h"
 
 namespace tritonsim {
@@ -171,6 +172,15 @@ void DataCenter::AppendVmJson(const Vm& vm, std::string* out) const {
 void DataCenter::Touch(Vm* vm) {
   vm->modified_ms = NowMs();
   ++vm->rev;
+  FeedLocked(vm);
+}
+
+void DataCenter::FeedLocked(Vm* vm) {
+  if (feed_ == nullptr || !feed_->Listening()) return;
+  std::string now;
+  AppendVmJson(*vm, &now);
+  feed_->Publish("vm", vm->uuid, ChangedKeys(vm->feed_json, now), now, NowMs());
+  vm->feed_json = std::move(now);
 }
 
 json DataCenter::VmJson(const Vm& vm) const {
@@ -628,6 +638,7 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
   std::string id = vm.uuid;
   TagIndexAddLocked(vm);
   vms_[id] = vm;
+  FeedLocked(&vms_[id]);
   Reply out = StartJobLocked("provision-8.0.0", "provision", id, body, [this, id, why]() -> std::string {
     Vm& v = vms_[id];
     if (v.state != "provisioning") return "VM was deleted while provisioning";
