@@ -1,8 +1,10 @@
 #include "convergence/observer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "convergence/meta_drift.h"
@@ -43,6 +45,7 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
   auto v = version_numbers.find(tag(kTagVersion));
   i.version = v == version_numbers.end() ? 0 : v->second;
   i.created = ParseTimestamp(vm.create_timestamp);
+  i.modified = ParseTimestamp(vm.last_modified);
   i.version_uuid = tag(kTagVersion);
   i.image_uuid = vm.image_uuid;
   i.delegate_dataset = !vm.datasets.empty();
@@ -150,6 +153,44 @@ absl::StatusOr<std::vector<InstanceState>> Observer::ObserveProject(
     *part = std::vector<InstanceState>();  // freed as it is moved, not at the end
   }
   return out;
+}
+
+void ApplyVmChanges(const std::vector<triton::Vm>& changed, const std::string& project_uuid,
+                    const std::map<std::string, int64_t>& version_numbers, const std::vector<std::string>& owners,
+                    std::vector<InstanceState>* instances) {
+  if (changed.empty()) return;
+  absl::flat_hash_map<std::string, size_t> at;
+  for (size_t k = 0; k < instances->size(); ++k) at[(*instances)[k].uuid] = k;
+  std::vector<bool> gone(instances->size(), false);
+  for (const triton::Vm& vm : changed) {
+    bool owned = owners.empty() || std::find(owners.begin(), owners.end(), vm.owner_uuid) != owners.end();
+    std::optional<InstanceState> now = owned ? Observer::FromVm(vm, project_uuid, version_numbers) : std::nullopt;
+    auto it = at.find(vm.uuid);
+    if (it != at.end()) {
+      InstanceState& known = (*instances)[it->second];
+      // Older than what is known (read by a listing after the change was
+      // published): the item that follows it brings the newer state.
+      if (ParseTimestamp(vm.last_modified) < known.modified) continue;
+      if (now) {
+        known = std::move(*now);
+        gone[it->second] = false;
+      } else {
+        gone[it->second] = true;
+        known.modified = ParseTimestamp(vm.last_modified);  // an older item must not bring it back
+      }
+    } else if (now) {
+      at[vm.uuid] = instances->size();
+      instances->push_back(std::move(*now));
+      gone.push_back(false);
+    }
+  }
+  size_t keep = 0;
+  for (size_t k = 0; k < instances->size(); ++k) {
+    if (gone[k]) continue;
+    if (keep != k) (*instances)[keep] = std::move((*instances)[k]);
+    ++keep;
+  }
+  instances->resize(keep);
 }
 
 }  // namespace mariposa::convergence

@@ -81,6 +81,16 @@ std::map<std::string, std::string> AdoptionTags(const triton::Vm& vm, const std:
                                                 const std::string& service, const std::string& version_uuid,
                                                 const std::string& spec_hash, const std::string& goal_image_uuid);
 
+// Changed VMs (VMAPI's change feed, in the order published) applied to a
+// project's instances: a VM of the project (FromVm, of one of `owners`;
+// empty: any) replaces or joins its instance; one that is destroyed, of
+// another account or no longer the project's leaves. A VM whose
+// last_modified is older than the instance's is skipped (the listing read
+// a newer state). Pure.
+void ApplyVmChanges(const std::vector<triton::Vm>& changed, const std::string& project_uuid,
+                    const std::map<std::string, int64_t>& version_numbers, const std::vector<std::string>& owners,
+                    std::vector<InstanceState>* instances);
+
 // "2026-11-22T12:00:00.123Z" -> absl::Time; InfinitePast when unreadable.
 absl::Time ParseTimestamp(const std::string& iso);
 

@@ -161,5 +161,53 @@ TEST(ObserverTest, AdoptionTagsOfCoreZones) {
   }
 }
 
+// The change feed's VMs applied to a project's instances: a table of
+// before, changes and after (uuids with their states, in order).
+TEST(ApplyVmChangesTest, FeedItemsReplaceJoinAndRemoveInstances) {
+  const std::map<std::string, std::string> mine = {{kTagProject, "p1"}, {kTagService, "web"}};
+  auto vm = [&](const std::string& uuid, const std::string& state, const std::string& modified,
+                const std::string& owner = "acct") {
+    triton::Vm v = V(uuid, state, mine);
+    v.owner_uuid = owner;
+    v.last_modified = modified;
+    return v;
+  };
+  auto seen = [](const std::vector<InstanceState>& is) {
+    std::vector<std::string> out;
+    for (const InstanceState& i : is) out.push_back(i.uuid + ":" + i.state);
+    return out;
+  };
+  const std::string t1 = "2026-11-26T10:00:01.000Z", t2 = "2026-11-26T10:00:02.000Z", t3 = "2026-11-26T10:00:03.000Z";
+  struct Case {
+    std::string name;
+    std::vector<triton::Vm> before, changed;
+    std::vector<std::string> want;
+  };
+  triton::Vm other_project = vm("c", "running", t2);
+  other_project.tags[kTagProject] = "p2";
+  const std::vector<Case> cases = {
+      {"a new VM joins", {vm("a", "running", t1)}, {vm("b", "provisioning", t2)}, {"a:running", "b:provisioning"}},
+      {"a change replaces", {vm("a", "running", t1)}, {vm("a", "stopped", t2)}, {"a:stopped"}},
+      {"destroyed leaves", {vm("a", "running", t1), vm("b", "running", t1)}, {vm("a", "destroyed", t2)},
+       {"b:running"}},
+      {"an older item is skipped", {vm("a", "running", t2)}, {vm("a", "provisioning", t1)}, {"a:running"}},
+      {"the same time is applied", {vm("a", "running", t2)}, {vm("a", "unknown", t2)}, {"a:unknown"}},
+      {"items in order: the last wins", {vm("a", "provisioning", t1)},
+       {vm("a", "running", t2), vm("a", "stopped", t3)}, {"a:stopped"}},
+      {"destroyed then nothing: stays gone", {vm("a", "running", t1)},
+       {vm("a", "destroyed", t2), vm("a", "running", t1)}, {}},
+      {"another account's VM is not the project's", {}, {vm("x", "running", t1, "intruder")}, {}},
+      {"an instance moved to another account leaves", {vm("a", "running", t1)},
+       {vm("a", "running", t2, "intruder")}, {}},
+      {"another project's VM is ignored", {vm("a", "running", t1)}, {other_project}, {"a:running"}},
+  };
+  for (const Case& c : cases) {
+    std::vector<InstanceState> is;
+    for (const triton::Vm& v : c.before) is.push_back(*Observer::FromVm(v, "p1", {}));
+    ApplyVmChanges(c.changed, "p1", {}, {"acct"}, &is);
+    EXPECT_EQ(seen(is), c.want) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace mariposa::convergence

@@ -41,6 +41,7 @@ struct InstanceState {
   std::string meta_hash;  // its tag mariposa.meta
   int64_t version = 0;  // number of the project version it was created for
   absl::Time created;
+  absl::Time modified = absl::InfinitePast();  // VMAPI's last_modified (orders change-feed items)
   std::string version_uuid;
   std::string image_uuid;
   std::string server_uuid;

@@ -733,7 +733,13 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   if (poll_jobs) {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(uuid);
-    if (it != projects_.end() && it->second.listed && now - it->second.listed_at < options_.full_observe) {
+    // Watching the feed, a listing read after the watch began is kept
+    // current by its items (applied below) until `relist`.
+    absl::Duration keep = options_.full_observe;
+    if (it != projects_.end() && feed_ && feed_->watching && it->second.listed_at >= feed_->since) {
+      keep = std::max(options_.relist, options_.full_observe);
+    }
+    if (it != projects_.end() && it->second.listed && now - it->second.listed_at < keep) {
       // Taken, not copied (100,000 instances are ~60 MiB): the sync puts
       // its list back when it ends (SyncProject); a sync that fails leaves
       // none and the next one lists.
@@ -774,6 +780,20 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     }
   }
   if (!last_seen && s.actual_known) s.observed_at = now;
+  if (!last_seen && s.actual_known) {
+    // What the change feed brought since: newer than the listing (or its
+    // item is skipped), applied in the order published.
+    std::vector<triton::Vm> changed;
+    {
+      absl::MutexLock l(&mu_);
+      auto it = projects_.find(uuid);
+      if (it != projects_.end()) {
+        for (auto& kv : it->second.feed_pending) changed.push_back(std::move(kv.second));
+        it->second.feed_pending.clear();
+      }
+    }
+    ApplyVmChanges(changed, uuid, s.version_numbers, OwnersOf(s.project), &s.instances);
+  }
 
   // Jobs: those that ended are handed to Decide once; a create whose reply
   // was lost waits until its VM shows up or the job timeout passes.
@@ -1152,12 +1172,12 @@ absl::StatusOr<Reconciler::View> Reconciler::Inspect(const std::string& project)
       ASSIGN_OR_RETURN(Snapshot s, Gather(p.uuid, /*poll_jobs=*/false, nullptr, nullptr, /*last_seen=*/false,
                                           /*observe_only=*/true));
       Decision d = Decide(s, clock_->Now());
-      return View{std::move(s), std::move(d), /*read_now=*/true};
+      return View{std::move(s), std::move(d), /*read_now=*/true, WatchSummary()};
     }
   }
   ASSIGN_OR_RETURN(Snapshot s, Gather(project, /*poll_jobs=*/false, nullptr, nullptr, /*last_seen=*/true));
   Decision d = Decide(s, clock_->Now());
-  return View{std::move(s), std::move(d)};
+  return View{std::move(s), std::move(d), /*read_now=*/false, WatchSummary()};
 }
 
 absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
@@ -1930,6 +1950,68 @@ void Reconciler::Resync() {
 void Reconciler::Wake() {
   ++changes_;
   Resync();
+}
+
+void Reconciler::VmsChanged(std::vector<triton::Vm> vms) {
+  std::set<std::string> woken;
+  {
+    absl::MutexLock l(&mu_);
+    for (triton::Vm& vm : vms) {
+      auto tag = vm.tags.find(kTagProject);
+      if (tag == vm.tags.end()) continue;
+      auto it = projects_.find(tag->second);  // a project not synced here yet is listed in full by its first sync
+      if (it == projects_.end()) continue;
+      woken.insert(tag->second);
+      triton::Vm& kept = it->second.feed_pending[vm.uuid];
+      if (kept.uuid.empty() || ParseTimestamp(vm.last_modified) >= ParseTimestamp(kept.last_modified)) {
+        kept = std::move(vm);
+      }
+    }
+  }
+  // Queued, not marked changed: a pump (PumpProject) goes on sending the
+  // backlog and the sync it leads to applies the items.
+  for (const std::string& p : woken) queue_.Add(p);
+}
+
+void Reconciler::FeedChanged(const triton::VmFeedStatus& status) {
+  std::vector<EventRecord> events;
+  {
+    absl::MutexLock l(&mu_);
+    feed_ = status;
+    for (const auto& [uuid, ps] : projects_) {
+      if (ps.name.empty()) continue;  // not synced here yet
+      EventRecord e;
+      e.time = status.since;
+      e.actor = "mariposad";
+      e.project = ps.name;
+      e.kind = status.watching ? "feed.watching" : "feed.polling";
+      e.subject = "VMAPI";
+      e.detail = status.watching ? absl::StrCat("watching VMAPI's change feed; listing every project again, then "
+                                                "only what changes (a full listing every ",
+                                                absl::FormatDuration(options_.relist), ")")
+                                 : absl::StrCat("not watching VMAPI's change feed (", status.why,
+                                                "): every sync lists VMAPI until it is back");
+      events.push_back(std::move(e));
+    }
+  }
+  if (status.watching) LogInfo("watching VMAPI's change feed", {});
+  if (!events.empty()) {
+    if (auto st = store_->AppendEvents(events); !st.ok()) {
+      LogWarn("cannot record the change feed's state", {{"error", st.ToString()}});
+    }
+  }
+  Wake();  // every project: list again (watching) or go on polling
+}
+
+std::string Reconciler::WatchSummary() const {
+  absl::MutexLock l(&mu_);
+  if (!feed_) return "";
+  if (feed_->watching) {
+    return absl::StrCat("watching VMAPI's change feed since ", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", feed_->since,
+                                                                                absl::UTCTimeZone()),
+                        " (a full listing every ", absl::FormatDuration(options_.relist), ")");
+  }
+  return absl::StrCat("polling VMAPI: every sync lists it (the change feed is not watched: ", feed_->why, ")");
 }
 
 void Reconciler::ReleaseProject(const std::string& project_uuid) {

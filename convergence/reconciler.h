@@ -39,6 +39,7 @@
 #include "convergence/throttles.h"
 #include "convergence/work_queue.h"
 #include "convergence/triton/clients.h"
+#include "convergence/triton/vm_feed.h"
 #include "health/coordinator.h"
 #include "projects/store.h"
 
@@ -55,6 +56,10 @@ struct ReconcilerOptions {
   // A project's VMs are all listed at least this often; in between, a sync
   // that sees jobs end re-reads only their VMs (GetVm).
   absl::Duration full_observe = absl::Seconds(1);
+  // While VMAPI's change feed is watched (VmsChanged, FeedChanged), a
+  // project's listing stays current by the feed's items and is read again
+  // in full only this often (the safety net); full_observe otherwise.
+  absl::Duration relist = absl::Minutes(5);
   // `status` answers from the last observation; older than this, its
   // verdicts are unknown (ControllerPolicy::stale_after).
   absl::Duration stale_after = absl::Seconds(20);
@@ -144,6 +149,7 @@ class Reconciler {
     // Several nodes: another node runs the project, so VMAPI was read for
     // this view (not a sync's observation of this node).
     bool read_now = false;
+    std::string watch;  // WatchSummary()
   };
   absl::StatusOr<View> Inspect(const std::string& project);
 
@@ -161,6 +167,17 @@ class Reconciler {
   void Start();
   void Wake();
   void WakeProject(const std::string& project_uuid);
+
+  // VMAPI's change feed (triton/vm_feed.h): VMs that changed, in the order
+  // published; each project's next sync applies its own (ApplyVmChanges)
+  // and the projects are woken. FeedChanged: the watch began or ended; a
+  // listing read before `since` of a watch is not kept past full_observe
+  // (list, then watch), and every project's events record the change.
+  void VmsChanged(std::vector<triton::Vm> vms);
+  void FeedChanged(const triton::VmFeedStatus& status);
+  // What `status` says of how the actual state is read ("" = no feed is
+  // configured: every sync lists VMAPI).
+  std::string WatchSummary() const;
   // Several nodes: this node no longer runs the project (its lease went to
   // another node). What it remembered of it is dropped, and so are its
   // health checks here: the project's node assigns them to its agents.
@@ -268,6 +285,9 @@ class Reconciler {
   mutable absl::Mutex mu_;
   // What is kept of a project (by uuid) between its syncs.
   struct ProjectState {
+    // Changed VMs from the feed, not yet applied to `listed` (the latest
+    // of each; the next sync applies them).
+    std::map<std::string, triton::Vm> feed_pending;
     std::set<std::string> adopted;  // core zones whose adoption was announced
     std::string name;
     std::map<std::string, ServiceMemory> memory;  // by service
@@ -338,6 +358,7 @@ class Reconciler {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> paused_{false};
   std::atomic<uint64_t> changes_{0};  // bumped by every Wake and WakeProject
+  std::optional<triton::VmFeedStatus> feed_ ABSL_GUARDED_BY(mu_);  // none: no feed configured
   std::vector<std::thread> workers_;
   std::thread ticker_;
 };

@@ -40,6 +40,7 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
   if (s.actual_known && s.observed_at != absl::InfinitePast()) SetTimestamp(s.observed_at, resp->mutable_observed_at());
   resp->set_leftover(d.leftover);
   resp->set_read_now(view->read_now);
+  resp->set_watch(view->watch);
   if (s.goal) {
     for (const auto& kv : s.goal->services) {
       const ServiceGoalSpec& g = kv.second;

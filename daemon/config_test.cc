@@ -39,6 +39,8 @@ TEST(DaemonConfig, RefusedWithWhatAndHowToFix) {
       {"--max-jobs-per-project x", "--max-jobs-per-project \"x\" must be a number of at least 1"},
       {"--image-source http://u", "--image-source needs --triton"},
       {"--backoff-cap 10ms", "--backoff-cap \"10ms\" is not a duration of at least 1s"},
+      {"--watch yes", "--watch \"yes\" must be on or off"},
+      {"--relist 500ms", "--relist \"500ms\" is not a duration of at least 1s"},
       {"--triton http://127.0.0.1:8580", "--triton needs --owner UUID and --network UUID"},
       {"--max-health-agents 0", "--max-health-agents \"0\" must be a number of at least 1"},
       {"--tls-cert c.pem", "--tls-cert and --tls-key go together"},
@@ -66,6 +68,8 @@ TEST(DaemonConfig, DefaultsAndTypedValues) {
   auto d = Check("");
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->resync, absl::Seconds(5));
+  EXPECT_TRUE(d->watch);
+  EXPECT_EQ(d->relist, absl::Minutes(5));
   EXPECT_EQ(d->lease_ttl, absl::Seconds(10));
   EXPECT_EQ(d->max_jobs, 64);
   EXPECT_EQ(d->max_jobs_per_project, 32);
@@ -75,10 +79,12 @@ TEST(DaemonConfig, DefaultsAndTypedValues) {
   EXPECT_FALSE(d->postgres);
 
   auto t = Check(std::string(kTriton) +
-                 "--resync=2s --max-jobs 8 --embedded-health --cnapi http://cnapi:80 --cnapi-timeout 30s "
+                 "--resync=2s --watch off --relist 30s --max-jobs 8 --embedded-health --cnapi http://cnapi:80 --cnapi-timeout 30s "
                  "--store postgresql://m@db/m --node n1 --advertise n1.example.com:7740");
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->resync, absl::Seconds(2));
+  EXPECT_FALSE(t->watch);
+  EXPECT_EQ(t->relist, absl::Seconds(30));
   EXPECT_EQ(t->max_jobs, 8);
   EXPECT_TRUE(t->flags.embedded_health);
   EXPECT_EQ(t->triton_url, "http://127.0.0.1:8580");

@@ -55,6 +55,7 @@
 #include "convergence/reconciler.h"
 #include "convergence/state_service.h"
 #include "convergence/triton/http_clients.h"
+#include "convergence/triton/vm_feed.h"
 #include "auth/auth_service.h"
 #include "auth/authorizer.h"
 #include "auth/client.h"
@@ -671,6 +672,7 @@ int main(int argc, char** argv) {
     ropts.admin_owner_uuid = admin_owner;
     ropts.network_uuid = network;
     ropts.resync = resync_every;
+    ropts.relist = config.relist;
     ropts.stale_after = 2 * resync_every + absl::Seconds(10);
     for (const auto& [api, e] : endpoints) ropts.api_urls[api] = e.url;
     ropts.max_jobs = max_jobs_n;
@@ -915,9 +917,38 @@ int main(int argc, char** argv) {
     }
     WriteAddrFile(addr_file, addrs);
   }
+  std::unique_ptr<mariposa::triton::VmFeed> feed;
+  if (reconciler && config.watch) {
+    // VMAPI's change feed: each sync reads only what changed (vm_feed.h).
+    mariposa::triton::VmFeedOptions fo;
+    fo.vmapi_url = config.endpoints.at("vmapi").url;
+    fo.instance = node_name;
+    fo.clock = clock;
+    fo.vmapi = vmapi.get();
+    auto* r = reconciler.get();
+    feed = std::make_unique<mariposa::triton::VmFeed>(
+        fo, [r](std::vector<mariposa::triton::Vm> vms) { r->VmsChanged(std::move(vms)); },
+        [r](const mariposa::triton::VmFeedStatus& st) { r->FeedChanged(st); });
+    mariposa::triton::VmFeedStatus connecting;
+    connecting.why = "connecting";
+    connecting.since = clock->Now();
+    reconciler->FeedChanged(connecting);
+    metrics.AddCollectable(mariposa::SampleCollector([f = feed.get()] {
+      mariposa::triton::VmFeedStatus st = f->status();
+      return std::vector<mariposa::Sample>{
+          {"mariposa_vmapi_feed_watching",
+           "1 while VMAPI's change feed is watched; 0 while every sync lists VMAPI instead (see status).",
+           st.watching ? 1.0 : 0.0, {}},
+          {"mariposa_vmapi_feed_items_total", "Change items read from VMAPI's change feed.",
+           static_cast<double>(st.items), {}, /*counter=*/true},
+          {"mariposa_vmapi_feed_drops_total", "Times a watch of VMAPI's change feed ended (each is followed by a listing).",
+           static_cast<double>(st.reconnects), {}, /*counter=*/true}};
+    }));
+  }
   if (reconciler) {
     reconciler->SetPaused(controller.Get().mode == "readonly");
     reconciler->Start();
+    if (feed) feed->Start();
     if (leases) {
       leases->SetAddress(AdvertisedAddress(advertise, bound, hostname));
       leases->Start();
@@ -973,6 +1004,7 @@ int main(int argc, char** argv) {
   stopping.Notify();
   trimmer.join();
   if (wake_bus) wake_bus->Stop();
+  if (feed) feed->Stop();
   if (reconciler) reconciler->Stop();
   if (leases) leases->Stop();  // hands its projects to the other nodes at once
   latency_sink.store(nullptr);

@@ -33,6 +33,7 @@ Result Status(Context& c, const Parsed& p) {
                               "`mariposa nodes`; health as that node last saw it)\n"
                             : " ago (the last sync's; status does not wait on Triton)\n");
   }
+  if (!resp.watch().empty()) out << resp.watch() << "\n";
   out << "\n";
   Rows rows;
   // Counts of what runs are shown only when VMAPI could be read ("-": unknown).

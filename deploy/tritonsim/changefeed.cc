@@ -468,7 +468,16 @@ void ChangeFeed::Serve(int fd, const std::string& ws_key, const std::string& acc
       if (!SendAll(fd, EncodeWsFrame(1, bootstrap))) open = false;
     }
   }
-  if (!close_with.empty()) SendAll(fd, close_with);
+  if (!close_with.empty() && SendAll(fd, close_with)) {
+    // The closing handshake: the listener answers with its close frame (or
+    // hangs up); what else it sends meanwhile is dropped.
+    shutdown(fd, SHUT_WR);
+    for (;;) {
+      pollfd p = {fd, POLLIN, 0};
+      char buf[4096];
+      if (poll(&p, 1, 2000) <= 0 || recv(fd, buf, sizeof(buf), 0) <= 0) break;
+    }
+  }
   {
     absl::MutexLock l(&mu_);
     sessions_.erase(&s);

@@ -1,0 +1,339 @@
+#include "convergence/triton/vm_feed.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/log.h"
+#include "convergence/triton/vm_json.h"
+
+namespace mariposa::triton {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using json = nlohmann::json;
+
+std::chrono::milliseconds Ms(absl::Duration d) { return std::chrono::milliseconds(absl::ToInt64Milliseconds(d)); }
+
+// "http://host[:port][/…]" -> host, port.
+bool SplitUrl(const std::string& url, std::string* host, std::string* port) {
+  absl::string_view rest = url;
+  if (!absl::ConsumePrefix(&rest, "http://")) return false;
+  rest = rest.substr(0, rest.find('/'));
+  size_t colon = rest.rfind(':');
+  *host = std::string(rest.substr(0, colon));
+  *port = colon == absl::string_view::npos ? "80" : std::string(rest.substr(colon + 1));
+  return !host->empty();
+}
+
+}  // namespace
+
+absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return absl::DataLossError("change item is not a JSON object");
+  if (!j.contains("changedResourceId") || !j["changedResourceId"].is_string()) {
+    return absl::DataLossError("change item has no changedResourceId");
+  }
+  const json& kind = j.contains("changeKind") ? j["changeKind"] : json();
+  if (!kind.is_object() || kind.value("resource", "") != "vm") {
+    return absl::DataLossError("change item is not about a vm (changeKind.resource)");
+  }
+  FeedItem item;
+  item.uuid = j["changedResourceId"].get<std::string>();
+  if (kind.contains("subResources") && kind["subResources"].is_array()) {
+    for (const json& s : kind["subResources"]) {
+      if (s.is_string()) item.sub_resources.push_back(s.get<std::string>());
+    }
+  }
+  if (j.contains("resourceObject") && j["resourceObject"].is_object()) {
+    auto vm = ParseVm(j["resourceObject"].dump());
+    if (!vm.ok()) return absl::DataLossError(absl::StrCat("change item's resourceObject: ", vm.status().message()));
+    if (vm->uuid != item.uuid) return absl::DataLossError("change item's resourceObject is another VM");
+    item.vm = *std::move(vm);
+  }
+  return item;
+}
+
+absl::Status CheckBootstrap(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("bootstrapRoute")) {
+    return absl::DataLossError(absl::StrCat("expected the bootstrap (an object with bootstrapRoute), got: ",
+                                            text.substr(0, 200)));
+  }
+  if (j.value("resource", "") != "vm") {
+    return absl::DataLossError(absl::StrCat("the bootstrap is for resource \"", j.value("resource", ""),
+                                            "\", not \"vm\""));
+  }
+  return absl::OkStatus();
+}
+
+std::string Registration(const std::string& instance) {
+  return json{{"instance", instance},
+              {"service", "mariposa"},
+              {"changeKind",
+               {{"resource", "vm"},
+                {"subResources",
+                 {"alias", "customer_metadata", "destroyed", "internal_metadata", "nics", "owner_uuid",
+                  "server_uuid", "state", "tags"}}}}}
+      .dump();
+}
+
+absl::Duration FeedBackoff(int failures, absl::Duration min, absl::Duration max) {
+  absl::Duration d = min;
+  for (int k = 1; k < failures && d < max; ++k) d *= 2;
+  return std::min(d, max);
+}
+
+struct VmFeed::Io {
+  net::io_context ioc;
+};
+
+VmFeed::VmFeed(VmFeedOptions options, std::function<void(std::vector<Vm>)> on_vms,
+               std::function<void(const VmFeedStatus&)> on_state)
+    : opt_(std::move(options)), on_vms_(std::move(on_vms)), on_state_(std::move(on_state)), io_(new Io) {}
+
+VmFeed::~VmFeed() { Stop(); }
+
+void VmFeed::Start() {
+  {
+    absl::MutexLock l(&mu_);
+    stop_ = false;
+    status_.why = "connecting";
+  }
+  thread_ = std::thread([this] { Run(); });
+}
+
+void VmFeed::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    stop_ = true;
+  }
+  io_->ioc.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+VmFeedStatus VmFeed::status() const {
+  absl::MutexLock l(&mu_);
+  return status_;
+}
+
+bool VmFeed::RunIo(const bool& done) {
+  {
+    absl::MutexLock l(&mu_);
+    if (stop_) return false;
+  }
+  // A Stop() from here on stops this run (restart() came before it). The
+  // websocket's own timers stay pending: run until this operation is done.
+  io_->ioc.restart();
+  {
+    absl::MutexLock l(&mu_);
+    if (stop_) return false;
+  }
+  while (!done) {
+    if (io_->ioc.run_one() == 0) break;  // stopped
+  }
+  absl::MutexLock l(&mu_);
+  return !stop_ && done;
+}
+
+void VmFeed::SetWatching(bool watching, const std::string& why, bool missing) {
+  VmFeedStatus now;
+  {
+    absl::MutexLock l(&mu_);
+    if (status_.watching == watching && status_.why == why && status_.missing == missing) return;
+    if (status_.watching && !watching) ++status_.reconnects;
+    status_.watching = watching;
+    status_.why = why;
+    status_.missing = missing;
+    status_.since = opt_.clock->Now();
+    now = status_;
+  }
+  on_state_(now);
+}
+
+void VmFeed::Run() {
+  int failures = 0;
+  for (;;) {
+    bool missing = false, watched = false;
+    {
+      absl::MutexLock l(&mu_);
+      if (stop_) return;
+    }
+    std::string why = Watch(&missing);
+    {
+      absl::MutexLock l(&mu_);
+      if (stop_) return;
+      watched = status_.watching;
+    }
+    SetWatching(false, why, missing);
+    LogWarn(missing ? "VMAPI has no change feed: every sync reads VMAPI" : "VMAPI change feed ended: polling until it is back",
+            {{"vmapi", opt_.vmapi_url}, {"why", why}});
+    failures = watched ? 1 : failures + 1;
+    absl::Duration wait = missing ? opt_.missing_retry : FeedBackoff(failures, opt_.retry_min, opt_.retry_max);
+    absl::MutexLock l(&mu_);
+    auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
+    opt_.clock->AwaitUntil(&mu_, absl::Condition(&stopping), opt_.clock->Now() + wait);
+  }
+}
+
+std::string VmFeed::Watch(bool* missing) {
+  std::string host, port;
+  if (!SplitUrl(opt_.vmapi_url, &host, &port)) {
+    *missing = true;
+    return absl::StrCat("the change feed is read over http:// only; VMAPI is at ", opt_.vmapi_url);
+  }
+  net::io_context& ioc = io_->ioc;
+  beast::error_code ec;
+  tcp::resolver resolver(ioc);
+  auto endpoints = resolver.resolve(host, port, ec);
+  if (ec) return absl::StrCat("cannot resolve ", host, ": ", ec.message());
+  bool done = false;
+  auto finish = [&](beast::error_code e) {
+    ec = e;
+    done = true;
+  };
+  auto connect = [&](beast::tcp_stream* s) {
+    done = false;
+    s->expires_after(Ms(opt_.connect_timeout));
+    s->async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) { finish(e); });
+    return RunIo(done);
+  };
+
+  // The Listener's compatibility check: GET /changefeeds names the resources.
+  {
+    beast::tcp_stream check(ioc);
+    if (!connect(&check)) return "stopped";
+    if (ec) return absl::StrCat("cannot connect to VMAPI at ", opt_.vmapi_url, ": ", ec.message());
+    http::request<http::empty_body> req{http::verb::get, "/changefeeds", 11};
+    req.set(http::field::host, host);
+    req.set("Accept-Version", "~1");
+    req.set(http::field::user_agent, "mariposad");
+    check.expires_after(Ms(opt_.connect_timeout));
+    done = false;
+    http::async_write(check, req, [&](beast::error_code e, size_t) { finish(e); });
+    if (!RunIo(done)) return "stopped";
+    beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    if (!ec) {
+      done = false;
+      http::async_read(check, buf, res, [&](beast::error_code e, size_t) { finish(e); });
+      if (!RunIo(done)) return "stopped";
+    }
+    if (ec) return absl::StrCat("GET ", opt_.vmapi_url, "/changefeeds: ", ec.message());
+    if (res.result_int() == 404) {
+      *missing = true;
+      return absl::StrCat("VMAPI at ", opt_.vmapi_url, " has no change feed (GET /changefeeds answered 404)");
+    }
+    json resources = json::parse(res.body(), nullptr, false);
+    if (res.result_int() != 200 || !resources.is_object() || !resources.contains("vm")) {
+      return absl::StrCat("GET ", opt_.vmapi_url, "/changefeeds answered ", res.result_int(),
+                          " without the vm resource: ", res.body().substr(0, 200));
+    }
+    check.socket().shutdown(tcp::socket::shutdown_both, ec);
+  }
+
+  // The websocket: registration, bootstrap, then items.
+  websocket::stream<beast::tcp_stream> ws(ioc);
+  if (!connect(&beast::get_lowest_layer(ws))) return "stopped";
+  if (ec) return absl::StrCat("cannot connect to VMAPI at ", opt_.vmapi_url, ": ", ec.message());
+  beast::get_lowest_layer(ws).expires_never();
+  websocket::stream_base::timeout limits;
+  limits.handshake_timeout = Ms(opt_.connect_timeout);
+  limits.idle_timeout = Ms(opt_.idle_timeout);
+  limits.keep_alive_pings = true;
+  ws.set_option(limits);
+  ws.set_option(websocket::stream_base::decorator([](websocket::request_type& r) {
+    r.set("Accept-Version", "~1");
+    r.set(http::field::user_agent, "mariposad");
+  }));
+  ws.read_message_max(64 << 20);
+  done = false;
+  ws.async_handshake(absl::StrCat(host, ":", port), "/changefeeds", [&](beast::error_code e) { finish(e); });
+  if (!RunIo(done)) return "stopped";
+  if (ec) return absl::StrCat("websocket upgrade at ", opt_.vmapi_url, "/changefeeds: ", ec.message());
+  ws.text(true);
+  std::string reg = Registration(opt_.instance);
+  done = false;
+  ws.async_write(net::buffer(reg), [&](beast::error_code e, size_t) { finish(e); });
+  if (!RunIo(done)) return "stopped";
+  beast::flat_buffer buf;
+  auto read = [&]() -> bool {
+    buf.clear();
+    done = false;
+    ws.async_read(buf, [&](beast::error_code e, size_t) { finish(e); });
+    return RunIo(done);
+  };
+  auto ended = [&](const std::string& what) {
+    if (ec == websocket::error::closed || !ws.reason().reason.empty()) {
+      return absl::StrCat("VMAPI ended the feed", ws.reason().reason.empty() ? "" : ": ",
+                          std::string(ws.reason().reason.c_str()), " (", what, ")");
+    }
+    return absl::StrCat(what, ": ", ec.message());
+  };
+  if (!ec && !read()) return "stopped";
+  if (ec) return ended("registering for vm changes");
+  if (absl::Status st = CheckBootstrap(beast::buffers_to_string(buf.data())); !st.ok()) {
+    return std::string(st.message());
+  }
+  SetWatching(true, "", false);
+
+  std::vector<Vm> ready;
+  std::vector<std::string> fetch;
+  auto deliver = [&]() -> std::string {
+    if (!fetch.empty()) {
+      // Items without their VM: read those VMs, in batches.
+      for (size_t at = 0; at < fetch.size(); at += opt_.fetch_batch) {
+        VmFilter f;
+        f.uuids.assign(fetch.begin() + at, fetch.begin() + std::min(fetch.size(), at + opt_.fetch_batch));
+        if (opt_.vmapi == nullptr) return "a change item carried no VM and there is no VMAPI client to read it";
+        auto vms = opt_.vmapi->ListVms(f);
+        if (!vms.ok()) return absl::StrCat("reading the VMs of change items: ", vms.status().message());
+        for (Vm& vm : *vms) ready.push_back(std::move(vm));
+      }
+      fetch.clear();
+    }
+    if (!ready.empty()) on_vms_(std::move(ready));
+    ready.clear();
+    return "";
+  };
+  for (;;) {
+    if (!read()) return "stopped";
+    if (ec) return ended("reading the feed");
+    auto item = ParseFeedItem(beast::buffers_to_string(buf.data()));
+    if (!item.ok()) return std::string(item.status().message());
+    {
+      absl::MutexLock l(&mu_);
+      ++status_.items;
+    }
+    if (item->vm) {
+      if (!fetch.empty()) {
+        if (std::string e = deliver(); !e.empty()) return e;  // in the order published
+      }
+      ready.push_back(*std::move(item->vm));
+    } else {
+      fetch.push_back(item->uuid);
+    }
+    // What has arrived is handed over together; the next read waits.
+    boost::system::error_code aec;
+    size_t more = beast::get_lowest_layer(ws).socket().available(aec);
+    if (aec || more == 0 || ready.size() + fetch.size() >= 1000) {
+      if (std::string e = deliver(); !e.empty()) return e;
+    }
+  }
+}
+
+}  // namespace mariposa::triton
