@@ -1,0 +1,181 @@
+// mariposad watches VMAPI's change feed (issue 34): against tritonsim with
+// each API on its own port, a destroyed instance is replaced at once although
+// --resync is a minute (only the feed can have told it); a dropped feed is
+// shown as polling in status, events and /metrics, then watched again; a
+// VMAPI without the feed (tritonsim --no-changefeed) is polled, visibly, and
+// the project still converges and heals.
+#include <map>
+#include <set>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "nlohmann/json.hpp"
+#include "tests/process.h"
+
+namespace mariposa::testing {
+namespace {
+
+using json = nlohmann::json;
+
+class WatchTest : public ::testing::Test {
+ protected:
+  void StartSim(std::vector<std::string> extra) {
+    dir_ = TempDir("watch");
+    std::vector<std::string> args = {"--api-ports", "--servers", "5", "--seed", "deploy/examples/tritonsim-seed.json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    sim_ = std::make_unique<Tritonsim>(args);
+    ASSERT_TRUE(sim_->Start()) << sim_->log();
+    for (const std::string& line : sim_->extra_addrs()) {
+      size_t eq = line.find('=');
+      if (eq != std::string::npos) api_[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    ASSERT_EQ(api_.size(), 6u);
+  }
+  std::unique_ptr<ServerProcess> Mariposad(const std::string& resync) {
+    std::vector<std::string> argv = {"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/d",
+                                     "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
+                                     "aaaaaaaa-0000-4000-8000-000000000001", "--resync", resync,
+                                     "--metrics-listen", "127.0.0.1:0"};
+    for (const auto& [api, url] : api_) {
+      argv.push_back("--" + api);
+      argv.push_back(url);
+    }
+    auto d = std::make_unique<ServerProcess>(argv, dir_ + "/d");
+    EXPECT_TRUE(d->Start()) << d->log();
+    return d;
+  }
+  std::string StatusText(const std::string& addr) {
+    RunResult r = Cli(addr, {"-j", "jupiter", "status"});
+    return r.out + r.err;
+  }
+  bool Converged(const std::string& addr) {
+    return absl::StrContains(StatusText(addr), "project jupiter at version 1: converged");
+  }
+  std::set<std::string> Active(const std::string& service) {
+    httplib::Client c(api_["vmapi"]);
+    auto r = c.Get(("/vms?state=active&tag.mariposa.service=" + service).c_str());
+    std::set<std::string> out;
+    if (!r || r->status != 200) return out;
+    for (const json& vm : json::parse(r->body)) out.insert(vm["uuid"].get<std::string>());
+    return out;
+  }
+  int64_t Calls(const std::string& op) {
+    httplib::Client c(sim_->addr());
+    auto r = c.Get("/_sim/stats");
+    return r ? json::parse(r->body)["calls"].value(op, int64_t{0}) : -1;
+  }
+  std::string Metrics(const ServerProcess& d) {
+    httplib::Client c(d.extra_addrs().at(0));
+    auto r = c.Get("/metrics");
+    return r ? r->body : "";
+  }
+  RunResult Ctl(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv);
+  }
+
+  std::string dir_;
+  std::unique_ptr<Tritonsim> sim_;
+  std::map<std::string, std::string> api_;
+};
+
+TEST_F(WatchTest, ADestroyedInstanceIsReplacedFromTheFeedNotTheResync) {
+  StartSim({});
+  auto d = Mariposad("60s");
+  ASSERT_EQ(Cli(d->addr(), {"apply", "--yes", "-f", "deploy/examples/jupiter.yaml"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Converged(d->addr()); }, absl::Seconds(30))) << d->log();
+  ASSERT_TRUE(Eventually([&] { return absl::StrContains(StatusText(d->addr()), "watching VMAPI's change feed since"); },
+                         absl::Seconds(10)))
+      << StatusText(d->addr());
+  EXPECT_TRUE(absl::StrContains(Metrics(*d), "mariposa_vmapi_feed_watching 1")) << Metrics(*d);
+
+  // Idle: no listing while watching (the next full one is --relist away).
+  int64_t listed = Calls("ListVms");
+  Pause(absl::Seconds(2));
+  EXPECT_EQ(Calls("ListVms"), listed) << "a watching mariposad listed VMAPI while nothing changed";
+
+  std::set<std::string> before = Active("wordpress");
+  ASSERT_EQ(before.size(), 3u);
+  ASSERT_EQ(Ctl({"destroy-vm", *before.begin()}).exit_code, 0);
+  // --resync is 60s: only the feed can bring the replacement this soon.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        std::set<std::string> now = Active("wordpress");
+        return now.size() == 3 && !now.count(*before.begin());
+      },
+      absl::Seconds(5)))
+      << d->log();
+  EXPECT_TRUE(Eventually([&] { return Converged(d->addr()); }, absl::Seconds(15))) << StatusText(d->addr());
+}
+
+TEST_F(WatchTest, ADroppedFeedIsShownAsPollingThenWatchedAgain) {
+  StartSim({});
+  auto d = Mariposad("1s");
+  ASSERT_EQ(Cli(d->addr(), {"apply", "--yes", "-f", "deploy/examples/jupiter.yaml"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Converged(d->addr()); }, absl::Seconds(30))) << d->log();
+  ASSERT_TRUE(Eventually([&] { return absl::StrContains(StatusText(d->addr()), "watching VMAPI's change feed"); },
+                         absl::Seconds(10)));
+  // VMAPI loses its feed (an older VMAPI is deployed): polling, said everywhere.
+  ASSERT_EQ(Ctl({"changefeed", "off"}).exit_code, 0);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return absl::StrContains(StatusText(d->addr()),
+                                 "polling VMAPI: every sync lists it (the change feed is not watched: VMAPI at " +
+                                     api_["vmapi"] + " has no change feed (GET /changefeeds answered 404))");
+      },
+      absl::Seconds(10)))
+      << StatusText(d->addr());
+  EXPECT_TRUE(absl::StrContains(Metrics(*d), "mariposa_vmapi_feed_watching 0"));
+  RunResult events = Cli(d->addr(), {"-j", "jupiter", "events"});
+  EXPECT_TRUE(absl::StrContains(events.out, "feed.polling")) << events.out;
+  // Polling still heals: a destroyed instance is replaced by the next syncs.
+  std::set<std::string> before = Active("nginx");
+  ASSERT_FALSE(before.empty());
+  ASSERT_EQ(Ctl({"destroy-vm", *before.begin()}).exit_code, 0);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        std::set<std::string> now = Active("nginx");
+        return now.size() == before.size() && !now.count(*before.begin());
+      },
+      absl::Seconds(15)));
+  // The feed comes back: dropped listeners reconnect (1s backoff, doubling).
+  ASSERT_EQ(Ctl({"changefeed", "on"}).exit_code, 0);
+  ASSERT_EQ(Ctl({"changefeed", "drop"}).exit_code, 0);
+  // A missing feed is asked for again every minute; restart to not wait.
+  d.reset();
+  auto again = Mariposad("1s");
+  EXPECT_TRUE(Eventually([&] { return absl::StrContains(StatusText(again->addr()), "watching VMAPI's change feed"); },
+                         absl::Seconds(10)))
+      << StatusText(again->addr());
+  // A drop while watching: polling for a moment, watching again after the backoff.
+  ASSERT_EQ(Ctl({"changefeed", "drop"}).exit_code, 0);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        RunResult ev = Cli(again->addr(), {"-j", "jupiter", "events"});
+        return absl::StrContains(ev.out, "VMAPI ended the feed: publisher going away") &&
+               absl::StrContains(Metrics(*again), "mariposa_vmapi_feed_drops_total 1") &&
+               absl::StrContains(StatusText(again->addr()), "watching VMAPI's change feed");
+      },
+      absl::Seconds(15)))
+      << StatusText(again->addr()) << Metrics(*again);
+  EXPECT_TRUE(Eventually([&] { return Converged(again->addr()); }, absl::Seconds(15)));
+}
+
+TEST_F(WatchTest, AVmapiWithoutTheFeedIsPolledAndSaysSo) {
+  StartSim({"--no-changefeed"});
+  auto d = Mariposad("1s");
+  ASSERT_EQ(Cli(d->addr(), {"apply", "--yes", "-f", "deploy/examples/jupiter.yaml"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Converged(d->addr()); }, absl::Seconds(30))) << d->log();
+  EXPECT_TRUE(absl::StrContains(StatusText(d->addr()), "has no change feed (GET /changefeeds answered 404)"))
+      << StatusText(d->addr());
+  int64_t listed = Calls("ListVms");
+  Pause(absl::Seconds(2));
+  EXPECT_GT(Calls("ListVms"), listed) << "polling lists VMAPI at each sync";
+}
+
+}  // namespace
+}  // namespace mariposa::testing
