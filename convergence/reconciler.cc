@@ -729,7 +729,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   // project's last full listing, while that is younger than full_observe;
   // every other sync lists the project's VMs.
   absl::Time listed_at = now;
-  bool incremental = false;
+  bool incremental = false, watched = false;
   if (poll_jobs) {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(uuid);
@@ -738,6 +738,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
     absl::Duration keep = options_.full_observe;
     if (it != projects_.end() && feed_ && feed_->watching && it->second.listed_at >= feed_->since) {
       keep = std::max(options_.relist, options_.full_observe);
+      watched = true;
     }
     if (it != projects_.end() && it->second.listed && now - it->second.listed_at < keep) {
       // Taken, not copied (100,000 instances are ~60 MiB): the sync puts
@@ -749,6 +750,9 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
       incremental = true;
     }
   }
+  // Read through the live feed: VMAPI answers (an error an earlier call
+  // met, such as a failed CreateVm, is not an unreadable actual state).
+  if (incremental && watched) NoteApi("VMAPI", absl::OkStatus());
   if (last_seen) {
     // The last sync's observation, copied once per sync that made one, on
     // a reader's demand; while a sync holds the list, the copy before.

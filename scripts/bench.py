@@ -44,6 +44,14 @@ FIGURES = {
     "P10_serving_s": ("lower", 3.0, "SIGKILL with 100k instances -> serving again (s)"),
     "P10_acting_s": ("lower", 3.0, "SIGKILL with 100k instances -> acting again (s)"),
     "AGENTS_ideal_over_elapsed": ("higher", 0.8, "agent rollout on the servers: ideal / elapsed"),
+    "WATCH_kill_p99_ms": ("lower", 1000.0, "watching VMAPI's feed, 100k instances: destroyed VM until its replacement's CreateVm, p99 (ms)"),
+    "POLL_kill_p99_ms": ("lower", None, "the same polling (--watch off, --resync 5s), same run (ms)"),
+    "WATCH_apply_ms": ("lower", 100.0, "watching, 100k instances: apply of one service's count until the first CreateVm (ms)"),
+    "POLL_apply_ms": ("lower", None, "the same polling, same run (ms)"),
+    "WATCH_idle_cores": ("lower", 0.02, "watching, 100k instances, nothing changing: mariposad CPU (cores)"),
+    "POLL_idle_cores": ("lower", None, "the same polling, same run (cores)"),
+    "WATCH_idle_vmapi_per_min": ("lower", None, "watching, idle: requests tritonsim answered per minute"),
+    "POLL_idle_vmapi_per_min": ("lower", None, "the same polling, same run"),
 }
 
 
@@ -104,6 +112,9 @@ def parse(text):
                 out["P10_serving_s"] = num(f[1])
             elif f[0] == "P10_restart_to_first_action":
                 out["P10_acting_s"] = num(f[1])
+            elif f[0] in ("WATCH_kill_p99_ms", "WATCH_apply_ms", "WATCH_idle_cores", "WATCH_idle_vmapi_per_min"):
+                out[f[0]] = num(f[1])
+                out["POLL_" + f[0][len("WATCH_"):]] = num(f[3])
             elif f[0] == "AGENTS_ideal_over_elapsed" and f[1] != "FAILED:":
                 out["AGENTS_ideal_over_elapsed"] = num(f[1])
         except (IndexError, ValueError):
@@ -200,6 +211,8 @@ AGENTS_ideal_over_elapsed 0.78 (target >= 0.8)
 P2_nodes_1_postgres 507 instances/s - - (10 projects x 1000; rounds: 507 293)
 P2_nodes_3_postgres 480 instances/s 507 0.95x (vs 1 node; target >= 1.0x, not slower; rounds: 480 500)
 AGENTS_ideal_over_elapsed FAILED: the rollout did not finish
+WATCH_kill_p99_ms 85 ms 5230 0.016x (p50 40 ms over 40; polling p50 2900 ms over 8; target <= 1000 ms)
+WATCH_idle_cores 0.0110 cores 0.3600 0.031x (mariposad idle at 100000 instances; target <= 0.02)
 """
 
 
@@ -208,7 +221,8 @@ def self_test():
     want = {"P1_plan_ratio": 2.88, "P1_replan_ms": 0.412, "P2_rate": 1506.0, "P2_ratio_1_client": 0.62,
             "P3_ratio": 0.1, "P4_p50_ratio": 2.31, "P4_p99_ratio": 2.0, "P5_ratio": 0.75, "P7_cpu_cores": 0.64,
             "P8_rise_pct": 16.9, "AGENTS_ideal_over_elapsed": 0.78, "P2_nodes_1_rate": 507.0,
-            "P2_nodes_3_ratio": 0.95}
+            "P2_nodes_3_ratio": 0.95, "WATCH_kill_p99_ms": 85.0, "POLL_kill_p99_ms": 5230.0,
+            "WATCH_idle_cores": 0.011, "POLL_idle_cores": 0.36}
     got = parse(SAMPLE)
     assert got == want, f"parse: {got} != {want}"
     old = {"figures": summarise({"P3_ratio": [0.10, 0.11, 0.12], "P1_plan_ratio": [2.8, 2.9, 3.0]})}
@@ -248,6 +262,10 @@ def main():
                 continue
             for name, value in parse(out).items():
                 samples.setdefault(name, []).append(value)
+    if not a.quick:  # watching against polling at 100,000 instances, once (~15 min)
+        print("bench: watch_bench", file=sys.stderr, flush=True)
+        for name, value in parse(run("watch_bench", [], 3600) or "").items():
+            samples.setdefault(name, []).append(value)
     if not a.quick:  # P9 and P10: 100,000 instances, once (not ratios; ~15 min)
         print("bench: convergence_bench --memory (P9, P10)", file=sys.stderr, flush=True)
         out = run("convergence_bench", ["--memory"], 3600)
@@ -255,7 +273,7 @@ def main():
             if name.startswith(("P9", "P10")):
                 samples.setdefault(name, []).append(value)
     result["figures"] = summarise(samples)
-    wanted = [n for n in FIGURES if not (a.quick and n.startswith(("P9", "P10")))]
+    wanted = [n for n in FIGURES if not (a.quick and n.startswith(("P9", "P10", "WATCH", "POLL")))]
     result["missing"] = [n for n in wanted if n not in result["figures"]]
     result["machine"]["load_1m_at_end"] = round(os.getloadavg()[0], 2)
     with open(a.out + ".json", "w") as f:

@@ -713,8 +713,11 @@ TEST_F(ConvergenceTest, ProblemsAreStatedForAnOperator) {
   EXPECT_THAT(out, ::testing::HasSubstr("Project lost, service web:"));
   EXPECT_THAT(out, ::testing::HasSubstr("Error:  image no-such-image@1 of service web is not in IMGAPI"));
 
-  // VMAPI answers 503 to every list: the actual state is unknown, and said so.
+  // VMAPI goes down: 503 to every list, its change feed gone (the watch
+  // drops and cannot come back): the actual state is unknown, and said so.
   ASSERT_EQ(ctl({"fail", "ListVms", "100000", "503"}), 0);
+  ASSERT_EQ(ctl({"fail", "ChangeFeeds", "100000", "503"}), 0);
+  ASSERT_EQ(ctl({"changefeed", "drop"}), 0);
   out = until({"-j", "loop", "status"}, "VMAPI is unreachable");
   EXPECT_THAT(out, ::testing::HasSubstr("web      unknown"));
   EXPECT_THAT(out, ::testing::ContainsRegex("web +unknown +1 +- +- +- +- +- +- +no"));  // nothing claimed

@@ -84,10 +84,14 @@ TEST_F(SplitApisTest, ConvergesWithEachApiAtItsOwnAddressAndNamesTheOneThatFails
   auto stats = nlohmann::json::parse(c.Get("/_sim/stats")->body);
   EXPECT_GE(stats["calls"].value("CreateVm", 0), 6) << stats.dump();
 
-  // VMAPI fails: status names it, at VMAPI's own address.
-  RunResult failed = RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "fail", "ListVms",
-                                 "100000", "503"});
-  ASSERT_EQ(failed.exit_code, 0) << failed.err;
+  // VMAPI fails (its listings, and its change feed drops and cannot come
+  // back): status names it, at VMAPI's own address.
+  for (std::vector<std::string> args : {std::vector<std::string>{"fail", "ListVms", "100000", "503"},
+                                        {"fail", "ChangeFeeds", "100000", "503"}, {"changefeed", "drop"}}) {
+    args.insert(args.begin(), {"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr()});
+    RunResult failed = RunProcess(args);
+    ASSERT_EQ(failed.exit_code, 0) << failed.err;
+  }
   EXPECT_TRUE(Eventually(
       [&] {
         RunResult st = Cli(d->addr(), {"-j", "jupiter", "status"});
@@ -96,6 +100,7 @@ TEST_F(SplitApisTest, ConvergesWithEachApiAtItsOwnAddressAndNamesTheOneThatFails
       absl::Seconds(15)))
       << Cli(d->addr(), {"-j", "jupiter", "status"}).out;
   RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "fail", "ListVms", "0"});
+  RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "fail", "ChangeFeeds", "0"});
   EXPECT_TRUE(Eventually([&] { return Converged(d->addr()); }, absl::Seconds(15))) << "not back once VMAPI answers";
 }
 
