@@ -234,6 +234,31 @@ class Reconciler {
   // nothing is written to Triton or the store.
   absl::StatusOr<Snapshot> Gather(const std::string& project, bool poll_jobs, absl::Duration* observe,
                                   absl::Time* listed, bool last_seen = false, bool observe_only = false);
+  // Gather's steps (gather.cc, in this order).
+  struct Observation {
+    absl::Time listed_at;      // of the instances read
+    bool incremental = false;  // the kept listing (RefreshEnded follows)
+  };
+  absl::StatusOr<Snapshot> GatherGoal(const std::string& project);
+  Observation ObserveInstances(Snapshot* s, bool poll_jobs, bool last_seen, absl::Time now);
+  Observation TakeKeptListing(Snapshot* s, absl::Time now);
+  void ShowLastObservation(Snapshot* s);
+  void ListInstances(Snapshot* s);
+  void ApplyFeed(Snapshot* s);
+  static std::vector<std::string> NonAgentServices(const Snapshot& s);
+  absl::Status GatherJobs(Snapshot* s, bool poll_jobs, absl::Time now);
+  void MarkStaleChecks(Snapshot* s);
+  void ReadHealth(Snapshot* s);
+  void RecallStoredTimes(Snapshot* s);
+  void ShowTrackedTimes(Snapshot* s);
+  void TrackTimes(Snapshot* s, absl::Time now);
+  std::optional<std::vector<InstanceTimes>> TimesToRecall(const ProjectRecord& project);
+  absl::Status GatherRecipes(Snapshot* s, bool last_seen, std::set<std::string>* label_keys);
+  void BuildRecipe(Snapshot* s, const std::string& service, const ServiceGoalSpec& g,
+                   const absl::StatusOr<std::shared_ptr<const Catalog>>& catalog);
+  void GatherLabelledVms(Snapshot* s, const std::set<std::string>& label_keys);
+  void GatherRemovedAgents(Snapshot* s);
+  void GatherServers(Snapshot* s, bool last_seen);
   // `changes` is changes_ when the sync began.
   SyncResult Execute(const Snapshot& s, Decision d, uint64_t changes);
   // Builds, sends (in dependency waves) and records the requests of
@@ -345,6 +370,9 @@ class Reconciler {
       backlog_from = nullptr;
     }
   };
+  // One sync's clocks (gather.cc, TrackTimes).
+  static void Track(ProjectState* ps, std::vector<InstanceState>* instances, absl::Time now,
+                    std::vector<InstanceTimes>* changed, std::vector<std::string>* gone);
   std::map<std::string, ProjectState> projects_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs
   // The last call per API, noted by every Triton request (its own lock: the

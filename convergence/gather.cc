@@ -1,0 +1,618 @@
+// Gather: everything one sync (or `status`) needs, read into an immutable
+// Snapshot, one step per function, in this order:
+//
+//   GatherGoal        the project, its open tasks, versions and goal, the
+//                     controller's policy, the kept memory, the job window
+//   ObserveInstances  the project's VMs: the kept listing with the change
+//                     feed's items applied (watching), or a listing of VMAPI
+//                     (polling), or the last sync's (status)
+//   GatherJobs        the jobs that ended since the last sync, and the rest
+//   MarkStaleChecks   instances of older versions whose checks differ
+//   ReadHealth        the health monitor's word on each instance
+//   Recall/Show/TrackTimes  since when each instance runs and is healthy
+//   GatherRecipes     images, meta and what each service is made of
+//   GatherLabelledVms the VMs placement rules by label point at
+//   GatherRemovedAgents, GatherServers  agent services' servers (CNAPI)
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "convergence/catalog.h"
+#include "convergence/meta_drift.h"
+#include "convergence/observer.h"
+#include "convergence/parallel.h"
+#include "convergence/placement.h"
+#include "convergence/queue.h"
+#include "convergence/reconciler.h"
+
+namespace mariposa::convergence {
+
+absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_jobs, absl::Duration* observe,
+                                             absl::Time* listed, bool last_seen, bool observe_only) {
+  ASSIGN_OR_RETURN(Snapshot s, GatherGoal(name));
+  absl::Time now = clock_->Now();
+  Observation o = ObserveInstances(&s, poll_jobs, last_seen, now);
+  RETURN_IF_ERROR(GatherJobs(&s, poll_jobs, now));
+  if (o.incremental && !RefreshEnded(s.project, s.version_numbers, s.finished, &s.instances)) {
+    ListInstances(&s);  // a VM could not be read: list them all
+    o.listed_at = now;
+  }
+  if (!observe_only) AdoptCoreZones(&s);
+  if (observe != nullptr) *observe = clock_->Now() - now;
+  if (listed != nullptr) *listed = s.actual_known ? o.listed_at : absl::InfinitePast();
+  MarkStaleChecks(&s);
+  ReadHealth(&s);
+  if (s.actual_known && observe_only) RecallStoredTimes(&s);
+  else if (s.actual_known && last_seen) ShowTrackedTimes(&s);
+  else if (s.actual_known) TrackTimes(&s, now);
+  std::set<std::string> label_keys;
+  RETURN_IF_ERROR(GatherRecipes(&s, last_seen, &label_keys));
+  if (!last_seen) GatherLabelledVms(&s, label_keys);  // only creates need them
+  GatherRemovedAgents(&s);
+  GatherServers(&s, last_seen);
+  s.api_problems = ApiProblems();
+  absl::BitGen gen;
+  s.jitter = absl::Uniform(gen, 0.0, 1.0);
+  return s;
+}
+
+absl::StatusOr<Snapshot> Reconciler::GatherGoal(const std::string& name) {
+  Snapshot s;
+  ASSIGN_OR_RETURN(s.project, store_->GetProject(name));
+  const std::string& uuid = s.project.uuid;
+  // Tasks are read after the project: a task newer than the goal read here
+  // waits for the next sync (Decide: a task works toward its own version).
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_->ListTasks(uuid, 0));
+  for (TaskRecord& t : tasks) {
+    if (t.state == "queued" || t.state == "active" || t.state == "terminating") s.tasks.push_back(std::move(t));
+  }
+  ASSIGN_OR_RETURN(s.version_numbers, VersionNumbers(store_, uuid));
+  if (!s.project.current_version.empty() && !s.project.deleting) {
+    ASSIGN_OR_RETURN(s.goal, goals_.Get(store_, uuid, s.project.current_version));
+  }
+  s.policy.backoff_base = options_.backoff_base;
+  s.policy.backoff_cap = options_.backoff_cap;
+  s.policy.replace_interval = options_.replace_interval;
+  s.policy.max_jobs_per_project = std::max(1, options_.max_jobs_per_project);
+  s.policy.stale_after = options_.stale_after;
+  RecallMemory(s.project);
+  {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(uuid);
+    if (it != projects_.end()) s.memory = it->second.memory;
+    int used = 0;
+    for (const auto& kv : projects_) used += kv.first == uuid ? 0 : kv.second.in_flight;
+    s.global_jobs_free = std::max(0, options_.max_jobs - used);
+  }
+  return s;
+}
+
+std::vector<std::string> Reconciler::NonAgentServices(const Snapshot& s) {
+  std::vector<std::string> names;
+  if (s.goal) {
+    for (const auto& kv : s.goal->services) {
+      if (kv.second.spec.compute_type != "agent") names.push_back(kv.first);
+    }
+  }
+  return names;
+}
+
+void Reconciler::ListInstances(Snapshot* s) {
+  auto instances = Observer(vmapi_, OwnersOf(s->project))
+                       .ObserveProject(s->project.uuid, s->version_numbers, NonAgentServices(*s),
+                                       options_.observe_parallel);
+  NoteApi("VMAPI", instances.status());
+  if (instances.ok()) {
+    s->instances = std::move(*instances);
+  } else {
+    s->actual_known = false;
+  }
+}
+
+Reconciler::Observation Reconciler::ObserveInstances(Snapshot* snapshot, bool poll_jobs, bool last_seen,
+                                                     absl::Time now) {
+  Snapshot& s = *snapshot;
+  Observation o = poll_jobs ? TakeKeptListing(&s, now) : Observation{now};
+  if (last_seen) {
+    ShowLastObservation(&s);
+  } else if (!o.incremental) {
+    ListInstances(&s);
+  }
+  if (!last_seen && s.actual_known) {
+    s.observed_at = now;
+    ApplyFeed(&s);
+  }
+  return o;
+}
+
+// A sync that follows jobs re-reads only the VMs whose jobs ended, from the
+// project's last full listing, while that is younger than full_observe
+// (watching the change feed: `relist`); every other sync lists the
+// project's VMs.
+Reconciler::Observation Reconciler::TakeKeptListing(Snapshot* snapshot, absl::Time now) {
+  Snapshot& s = *snapshot;
+  Observation o{now};
+  bool watched = false;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(s.project.uuid);
+    // Watching the feed, a listing read after the watch began is kept
+    // current by its items (ApplyFeed) until `relist`.
+    absl::Duration keep = options_.full_observe;
+    if (it != projects_.end() && feed_ && feed_->watching && it->second.listed_at >= feed_->since) {
+      keep = std::max(options_.relist, options_.full_observe);
+      watched = true;
+    }
+    if (it != projects_.end() && it->second.listed && now - it->second.listed_at < keep) {
+      // Taken, not copied (100,000 instances are ~60 MiB): the sync puts
+      // its list back when it ends (SyncProject); a sync that fails leaves
+      // none and the next one lists.
+      o.listed_at = it->second.listed_at;
+      s.instances = std::move(*it->second.listed);
+      it->second.listed.reset();
+      o.incremental = true;
+    }
+  }
+  // Read through the live feed: VMAPI answers (an error an earlier call
+  // met, such as a failed CreateVm, is not an unreadable actual state).
+  if (o.incremental && watched) NoteApi("VMAPI", absl::OkStatus());
+  return o;
+}
+
+// What the change feed brought since the listing: the latest of each VM,
+// skipped where the listing read a newer state (ApplyVmChanges).
+void Reconciler::ApplyFeed(Snapshot* s) {
+  std::vector<triton::Vm> changed;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(s->project.uuid);
+    if (it != projects_.end()) {
+      for (auto& kv : it->second.feed_pending) changed.push_back(std::move(kv.second));
+      it->second.feed_pending.clear();
+    }
+  }
+  ApplyVmChanges(changed, s->project.uuid, s->version_numbers, OwnersOf(s->project), &s->instances);
+}
+
+void Reconciler::ShowLastObservation(Snapshot* snapshot) {
+  Snapshot& s = *snapshot;
+  const std::string& uuid = s.project.uuid;
+  // The last sync's observation, copied once per sync that made one, on
+  // a reader's demand; while a sync holds the list, the copy before.
+  absl::MutexLock l(&mu_);
+  ProjectState& ps = projects_[uuid];
+  if (ps.listed && ps.view_gen != ps.listed_gen) {
+    ps.view = std::make_shared<const std::vector<InstanceState>>(*ps.listed);
+    ps.view_gen = ps.listed_gen;
+    ps.view_observed_at = ps.observed_at;
+  }
+  if (api_.count("VMAPI")) {
+    s.actual_known = false;  // the last read failed: nothing is claimed
+  } else if (ps.view) {
+    s.instances = *ps.view;
+    s.observed_at = ps.view_observed_at;
+  } else {
+    s.actual_known = false;  // no sync has read it yet
+  }
+  absl::MutexLock latencies(&latency_mu_);
+  s.api_latency = latency_;
+}
+
+// Jobs: those that ended are handed to Decide once; a create whose reply
+// was lost waits until its VM shows up or the job timeout passes.
+absl::Status Reconciler::GatherJobs(Snapshot* snapshot, bool poll_jobs, absl::Time now) {
+  Snapshot& s = *snapshot;
+  const std::string& uuid = s.project.uuid;
+  ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListJobs(uuid));
+  std::map<std::string, FinishedJob> pumped;  // jobs the pump saw end, counted now
+  if (poll_jobs && s.actual_known) {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(uuid);
+    if (it != projects_.end()) pumped.swap(it->second.ended);
+  }
+  std::set<std::string> seen;
+  for (const InstanceState& i : s.instances) seen.insert(i.uuid);
+  std::vector<JobRecord> polled;  // asked of VMAPI / CNAPI below
+  for (JobRecord& j : jobs) {
+    if (!poll_jobs || !s.actual_known) {
+      s.in_flight.push_back(std::move(j));
+      continue;
+    }
+    if (absl::StartsWith(j.job_uuid, "create:")) {
+      if (seen.count(j.instance)) {
+        s.finished.push_back({j, true, ""});
+      } else if (now - j.sent_at > options_.job_timeout) {
+        s.finished.push_back({j, false, absl::StrCat("VMAPI never confirmed CreateVm and the VM did not appear within ",
+                                                     absl::FormatDuration(options_.job_timeout))});
+      } else {
+        s.in_flight.push_back(std::move(j));
+      }
+      continue;
+    }
+    if (auto e = pumped.find(j.job_uuid); e != pumped.end()) {
+      s.finished.push_back(std::move(e->second));  // the pump saw it end
+      continue;
+    }
+    polled.push_back(std::move(j));
+  }
+  std::vector<std::optional<FinishedJob>> answers = PollJobs(polled);
+  for (size_t k = 0; k < polled.size(); ++k) {
+    if (answers[k]) s.finished.push_back(std::move(*answers[k]));
+    else s.in_flight.push_back(std::move(polled[k]));
+  }
+  return absl::OkStatus();
+}
+
+void Reconciler::MarkStaleChecks(Snapshot* snapshot) {
+  Snapshot& s = *snapshot;
+  const std::string& uuid = s.project.uuid;
+  // The versions older instances were created from: their checks are the
+  // ones they keep until replaced (HealthSpecFor, stale_checks).
+  if (s.goal) {
+    // Decided once per (version, service): a project has few versions live.
+    absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, bool> stale;
+    for (InstanceState& i : s.instances) {
+      if (i.version_uuid.empty() || i.version_uuid == s.goal->version_uuid || !s.goal->services.count(i.service)) {
+        continue;
+      }
+      auto [it, fresh] = stale.try_emplace({i.version_uuid, i.service}, false);
+      if (fresh) {
+        if (!s.instance_goals.count(i.version_uuid)) {
+          auto older = goals_.Get(store_, uuid, i.version_uuid);
+          s.instance_goals[i.version_uuid] = older.ok() ? *older : nullptr;  // null: the goal's checks
+        }
+        const ServiceSpec* then = HealthSpecFor(*s.goal, s.instance_goals, i.service, i.version_uuid);
+        it->second = !SameChecks(then->healthchecks, s.goal->services.at(i.service).spec.healthchecks);
+      }
+      i.stale_checks = it->second;
+    }
+  }
+}
+
+void Reconciler::ReadHealth(Snapshot* snapshot) {
+  Snapshot& s = *snapshot;
+  // Health from the monitor (a kept list carries the last sync's).
+  auto checked = [&](const InstanceState& i) {
+    if (options_.health == nullptr || !s.goal) return false;
+    const ServiceSpec* spec = HealthSpecFor(*s.goal, s.instance_goals, i.service, i.version_uuid);
+    return spec != nullptr && !spec->healthchecks.empty();
+  };
+  for (InstanceState& i : s.instances) {
+    i.checked = checked(i);
+    auto h = i.checked ? options_.health->InstanceHealth(i.uuid) : std::nullopt;
+    i.health = h ? health::HealthName(*h) : "unknown";
+  }
+}
+
+void Reconciler::RecallStoredTimes(Snapshot* snapshot) {
+  Snapshot& s = *snapshot;
+  const std::string& uuid = s.project.uuid;
+  // Another node runs the project: its last sync's clocks and health, as
+  // it stored them (this node's monitor checks nothing of it).
+  auto read = store_->ListInstanceTimes(uuid);
+  if (read.ok()) {
+    std::map<std::string, const InstanceTimes*> kept;
+    for (const InstanceTimes& k : *read) kept[k.instance] = &k;
+    for (InstanceState& i : s.instances) {
+      auto it = kept.find(i.uuid);
+      if (it == kept.end() || it->second->spec_hash != i.spec_hash || it->second->image_uuid != i.image_uuid) continue;
+      if (i.checked && !it->second->health.empty()) i.health = it->second->health;
+      if (i.state == "running") i.up_since = it->second->up_since;
+      if (i.state == "running" && i.health == "healthy") i.healthy_since = it->second->healthy_since;
+    }
+  }
+}
+
+void Reconciler::ShowTrackedTimes(Snapshot* snapshot) {
+  Snapshot& s = *snapshot;
+  const std::string& uuid = s.project.uuid;
+  // Read only: the syncs keep these times.
+  absl::MutexLock l(&mu_);
+  const ProjectState& ps = projects_[uuid];
+  for (InstanceState& i : s.instances) {
+    auto it = ps.tracked.find(i.uuid);
+    if (it == ps.tracked.end()) continue;
+    if (i.state == "running") i.up_since = it->second.up_since;
+    if (i.state == "running" && i.health == "healthy") i.healthy_since = it->second.healthy_since;
+  }
+}
+
+// Since when each instance runs at its spec and image, and is healthy
+// (first seen: since its creation); kept across syncs, in place, and in
+// the store (InstanceTimes), so that a restart or a takeover goes on with
+// the same clocks. The first sync of a project reads them back.
+void Reconciler::TrackTimes(Snapshot* snapshot, absl::Time now) {
+  Snapshot& s = *snapshot;
+  const std::string& uuid = s.project.uuid;
+  std::optional<std::vector<InstanceTimes>> kept_times = TimesToRecall(s.project);
+  std::vector<InstanceTimes> changed;
+  std::vector<std::string> gone;
+  {
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[uuid];
+    if (kept_times && !ps.times_recalled) {
+      for (const InstanceTimes& k : *kept_times) {
+        ProjectState::Tracked& t = ps.tracked[k.instance];
+        t.spec_hash = k.spec_hash;
+        t.image_uuid = k.image_uuid;
+        t.up_since = k.up_since;
+        t.healthy_since = k.healthy_since;
+        t.health = k.health;
+      }
+      ps.times_recalled = true;
+    }
+    Track(&ps, &s.instances, now, &changed, &gone);
+  }
+  // Advisory, like the kept memory: without it, after a restart running
+  // instances count from their creation and healthy ones from their
+  // first passing check.
+  if (absl::Status st = store_->UpdateInstanceTimes(uuid, changed, gone); !st.ok()) {
+    LogWarn("since when instances run and are healthy could not be kept",
+            {{"project", s.project.name}, {"error", st.ToString()}});
+  }
+}
+
+// What the store kept of the project's clocks, before its first sync here
+// (nullopt after it; empty when it cannot be read).
+std::optional<std::vector<InstanceTimes>> Reconciler::TimesToRecall(const ProjectRecord& project) {
+  {
+    absl::MutexLock l(&mu_);
+    if (projects_[project.uuid].times_recalled) return std::nullopt;
+  }
+  auto read = store_->ListInstanceTimes(project.uuid);
+  if (read.ok()) return *std::move(read);
+  LogWarn("since when instances run and are healthy cannot be read; they count from creation",
+          {{"project", project.name}, {"error", read.status().ToString()}});
+  return std::vector<InstanceTimes>();
+}
+
+// One sync's clocks: each instance's are carried on, restarted (a new
+// spec or image) or begun, and written into it; `changed` and `gone` are
+// what the store must learn.
+void Reconciler::Track(ProjectState* ps, std::vector<InstanceState>* instances, absl::Time now,
+                       std::vector<InstanceTimes>* changed, std::vector<std::string>* gone) {
+  uint64_t round = ++ps->track_round;
+  for (InstanceState& i : *instances) {
+    bool running = i.state == "running", healthy = running && i.health == "healthy";
+    auto [it, fresh] = ps->tracked.try_emplace(i.uuid);
+    ProjectState::Tracked& t = it->second;
+    absl::Time up_before = t.up_since, healthy_before = t.healthy_since;
+    std::string health_before = t.health;
+    bool restarted = fresh || t.spec_hash != i.spec_hash || t.image_uuid != i.image_uuid;
+    if (restarted) {
+      absl::Time from = fresh ? i.created : now;  // a new spec or image starts again
+      t = ProjectState::Tracked{i.spec_hash, i.image_uuid};
+      if (running) t.up_since = from;
+      if (healthy) t.healthy_since = from;
+    }
+    if (!running) t.up_since = absl::InfiniteFuture();
+    else if (t.up_since == absl::InfiniteFuture()) t.up_since = now;
+    if (!healthy) t.healthy_since = absl::InfiniteFuture();
+    else if (t.healthy_since == absl::InfiniteFuture()) t.healthy_since = now;
+    t.health = i.checked ? i.health : "";
+    t.seen = round;
+    if (running) i.up_since = t.up_since;
+    if (healthy) i.healthy_since = t.healthy_since;
+    if (restarted || up_before != t.up_since || healthy_before != t.healthy_since || health_before != t.health) {
+      changed->push_back({i.uuid, t.spec_hash, t.image_uuid, t.up_since, t.healthy_since, t.health});
+    }
+  }
+  for (auto it = ps->tracked.begin(); it != ps->tracked.end();) {
+    if (it->second.seen != round) {
+      gone->push_back(it->first);
+      ps->tracked.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// Images, the filters' images, meta and the label keys placement rules
+// name (`label_keys`).
+absl::Status Reconciler::GatherRecipes(Snapshot* snapshot, bool last_seen, std::set<std::string>* label_keys) {
+  Snapshot& s = *snapshot;
+  const std::string& uuid = s.project.uuid;
+  for (const FinishedJob& f : s.finished) {
+    if (f.job.api == "imgapi") ImagesChanged();
+  }
+  if (s.goal) {
+    for (const auto& kv : s.goal->services) {
+      auto image = ResolveImage(kv.second.record.image, last_seen);
+      if (last_seen && absl::IsUnavailable(image.status())) continue;  // not looked up by a sync yet
+      if (!image.ok()) s.image_errors[kv.first] = std::string(image.status().message());
+      else if (!image->source.empty()) s.imports[kv.first] = *image;
+      else s.images[kv.first] = *image;
+      for (const PlacementRule& r : kv.second.spec.placement) {
+        if (!IsInstanceKey(r.key)) label_keys->insert(r.key);
+      }
+    }
+    s.meta = s.goal->meta_defaults;
+    ASSIGN_OR_RETURN(std::vector<MetaRecord> stored, store_->ListMeta(uuid));
+    for (const MetaRecord& m : stored) s.meta[m.key] = m.value;
+    // What each service's instances are made of (catalog.h, meta_drift.h).
+    auto catalog = CatalogNow(last_seen);
+    if (catalog.ok() && (*catalog)->networks) {
+      for (const triton::Network& n : *(*catalog)->networks) s.network_names[n.name] = n.uuid;
+    }
+    for (const auto& kv : s.goal->services) BuildRecipe(&s, kv.first, kv.second, catalog);
+    // Meta drift: an instance whose recorded hash differs is outdated.
+    for (InstanceState& i : s.instances) {
+      auto r = s.recipes.find(i.service);
+      i.stale_meta = r != s.recipes.end() && !r->second.meta_hash.empty() && i.meta_hash != r->second.meta_hash;
+    }
+  }
+  for (const TaskRecord& t : s.tasks) {
+    for (const std::string& want : t.filter_images) {
+      auto image = ResolveImage(want, last_seen);
+      if (image.ok()) s.filter_images[t.uuid].insert(image->uuid);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// What a service's instances are made of (catalog.h, meta_drift.h): meta
+// hash, brand, package dimensions and networks; what cannot be chosen holds
+// the service (spec_errors).
+void Reconciler::BuildRecipe(Snapshot* s, const std::string& service, const ServiceGoalSpec& g,
+                             const absl::StatusOr<std::shared_ptr<const Catalog>>& catalog) {
+  const ServiceSpec& spec = g.spec;
+  if (spec.compute_type == "agent") return;
+  Snapshot::Recipe& r = s->recipes[service];
+  r.meta_hash = MetaHash(g.meta_keys, s->meta);
+  auto hold = [&](const std::string& field, const absl::Status& st) {
+    if (!s->spec_errors.count(service)) s->spec_errors[service] = absl::StrCat(field, ": ", st.message());
+  };
+  if (spec.compute_type == "core" && options_.admin_owner_uuid.empty()) {
+    hold("compute_type", absl::FailedPreconditionError(kNoAdminOwner));
+  }
+  auto image = s->images.find(service);
+  if (image != s->images.end()) {
+    auto brand = ChooseBrand(spec, image->second);
+    if (brand.ok()) r.brand = *brand;
+    else hold("compute_type", brand.status());
+  }
+  bool need_catalog = options_.papi != nullptr || (options_.napi != nullptr && !spec.networks.empty());
+  if (need_catalog && !catalog.ok()) {
+    hold("catalog", catalog.status());
+    return;
+  }
+  if (options_.papi != nullptr) {
+    auto pkg = ChoosePackage(spec, *(*catalog)->packages, Owner(s->project, spec));
+    if (pkg.ok()) r.dimensions = DimensionsOf(spec, *pkg);
+    else hold(spec.package.empty() ? "resources" : "package", pkg.status());
+  }
+  if (!spec.networks.empty()) {
+    if (options_.napi == nullptr) {
+      r.networks = spec.networks;  // uuids, as given
+    } else {
+      auto nets = ChooseNetworks(spec.networks, *(*catalog)->networks, Owner(s->project, spec));
+      if (nets.ok()) r.networks = std::move(*nets);
+      else hold("networks", nets.status());
+    }
+  }
+}
+
+void Reconciler::GatherLabelledVms(Snapshot* snapshot, const std::set<std::string>& label_keys) {
+  Snapshot& s = *snapshot;
+  for (const std::string& key : label_keys) {
+    triton::VmFilter f;
+    f.owner_uuid = TenantOf(s.project);  // placement by labels looks at the project's account only
+    f.state = "active";
+    f.tags = {{key, "*"}};
+    auto vms = vmapi_->ListVms(f);
+    NoteApi("VMAPI", vms.status());
+    if (!vms.ok()) continue;
+    for (const triton::Vm& vm : *vms) {
+      if (!vm.server_uuid.empty()) s.labelled_vms.push_back({vm.uuid, vm.alias, "", vm.tags});
+    }
+  }
+}
+
+// Agent services the previous version had and this one does not.
+void Reconciler::GatherRemovedAgents(Snapshot* snapshot) {
+  Snapshot& s = *snapshot;
+  const std::string& uuid = s.project.uuid;
+  if ((s.goal && s.project.current_number > 1) || (s.project.deleting && s.project.current_number >= 1)) {
+    const std::string removed_key = absl::StrCat(s.project.current_version, s.project.deleting ? " deleting" : "");
+    bool known = false;
+    {
+      absl::MutexLock l(&mu_);
+      auto it = projects_.find(uuid);
+      if (it != projects_.end() && it->second.removed_for == removed_key) {
+        s.removed_agents = it->second.removed;
+        known = true;
+      }
+    }
+    auto read = known ? std::nullopt : std::optional(RemovedAgents(s));
+    if (read && read->ok()) {  // a store error is read again next sync
+      s.removed_agents = std::move(**read);
+      absl::MutexLock l(&mu_);
+      auto it = projects_.find(uuid);
+      if (it != projects_.end()) {
+        it->second.removed_for = removed_key;
+        it->second.removed = s.removed_agents;
+      }
+    }
+  }
+}
+
+// The servers (CNAPI) when the goal has agent services or removes some.
+void Reconciler::GatherServers(Snapshot* snapshot, bool last_seen) {
+  Snapshot& s = *snapshot;
+  const std::string& uuid = s.project.uuid;
+  bool agents = !s.removed_agents.empty();
+  if (s.goal) {
+    for (const auto& kv : s.goal->services) agents |= kv.second.spec.compute_type == "agent";
+  }
+  if (agents && options_.cnapi != nullptr && last_seen) {
+    absl::MutexLock l(&mu_);
+    const ProjectState& ps = projects_[uuid];
+    s.servers = ps.servers;
+    s.servers_known = ps.servers_known && !api_.count("CNAPI");
+  } else if (agents && options_.cnapi != nullptr) {
+    auto servers = options_.cnapi->ListServers();
+    NoteApi("CNAPI", servers.status());
+    if (servers.ok()) {
+      s.servers = std::move(*servers);
+      s.servers_known = true;
+      absl::MutexLock l(&mu_);
+      ProjectState& ps = projects_[uuid];
+      ps.servers = s.servers;
+      ps.servers_known = true;
+    }
+  }
+}
+
+bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,
+                              const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances) {
+  const std::string& project_uuid = project.uuid;
+  const std::vector<std::string> owners = OwnersOf(project);
+  std::vector<std::string> vms;
+  for (const FinishedJob& f : finished) {
+    if (f.job.api == "vmapi" && !f.job.instance.empty()) vms.push_back(f.job.instance);
+  }
+  if (vms.empty()) return true;
+  std::vector<absl::StatusOr<triton::Vm>> got(vms.size(), absl::UnknownError("not read"));
+  std::vector<std::function<void()>> reads;
+  for (size_t k = 0; k < vms.size(); ++k) reads.push_back([&, k] { got[k] = vmapi_->GetVm(vms[k]); });
+  RunParallel(&reads, options_.send_parallel);
+  std::map<std::string, std::optional<InstanceState>> now_is;  // uuid -> its state now (nullopt: gone)
+  for (size_t k = 0; k < vms.size(); ++k) {
+    if (got[k].ok() && !owners.empty() &&
+        std::find(owners.begin(), owners.end(), got[k]->owner_uuid) == owners.end()) {
+      now_is[vms[k]] = std::nullopt;  // another account's VM is never the project's
+    } else if (got[k].ok()) {
+      now_is[vms[k]] = Observer::FromVm(*got[k], project_uuid, version_numbers);
+    } else if (absl::IsNotFound(got[k].status())) {
+      now_is[vms[k]] = std::nullopt;
+    } else {
+      NoteApi("VMAPI", got[k].status());
+      return false;
+    }
+  }
+  std::vector<InstanceState> out;
+  out.reserve(instances->size() + now_is.size());
+  for (InstanceState& i : *instances) {
+    auto it = now_is.find(i.uuid);
+    if (it == now_is.end()) {
+      out.push_back(std::move(i));
+    } else if (it->second) {
+      out.push_back(std::move(*it->second));
+      now_is.erase(it);
+    } else {
+      now_is.erase(it);
+    }
+  }
+  for (auto& kv : now_is) {
+    if (kv.second) out.push_back(std::move(*kv.second));  // a create the listing did not have yet
+  }
+  *instances = std::move(out);
+  return true;
+}
+
+}  // namespace mariposa::convergence
