@@ -1,0 +1,258 @@
+#include "convergence/decider.h"
+
+namespace mariposa::convergence::decide_internal {
+
+void Decider::Plan() {
+  PlanInput in;
+  if (s_.goal && !s_.project.deleting) {
+    for (const auto& kv : s_.goal->services) {
+      if (kv.second.spec.compute_type == "agent") continue;
+      ServiceGoal g = GoalFor(kv.second, s_.images);
+      g.stopped = stopped_.count(kv.first) > 0;
+      auto r = rolling_.find(kv.first);
+      if (r != rolling_.end()) g.rolling = r->second;
+      in.services[kv.first] = g;
+    }
+  }
+  if (cache_ == nullptr) {
+    in.instances.reserve(instances_.size());
+    for (const InstanceState* i : instances_) in.instances.push_back(*i);
+  }  // (the cache takes them grouped, below)
+  in.reprovision = reprovision_;
+  for (const std::string& svc : rolled_back_) in.reprovision.erase(svc);
+  in.reprovision_only = reprovision_only_;
+  in.starting = starting_;
+  for (const JobRecord& j : s_.in_flight) {
+    if (j.api == "vmapi" && RemovesKind(j.kind)) in.deleting.insert(j.instance);
+    if (j.api == "vmapi" && j.kind == "reprovision") in.reprovisioning.insert(j.instance);
+  }
+  std::vector<Action> actions;
+  if (cache_ == nullptr) {
+    actions = mariposa::convergence::Plan(in, now_);
+  } else {
+    // The same plan, reusing each unchanged service's actions (PlanCache).
+    std::map<std::string, PlanCache::ServiceInput> services;
+    for (const auto& kv : in.services) {
+      PlanCache::ServiceInput& si = services[kv.first];
+      si.goal = kv.second;
+      si.flags.reprovision = in.reprovision.count(kv.first) > 0;
+      auto only = in.reprovision_only.find(kv.first);
+      if (only != in.reprovision_only.end()) si.flags.only = &only->second;
+      si.flags.starting = in.starting.count(kv.first) > 0;
+      si.flags.deleting = &in.deleting;
+      si.flags.reprovisioning = &in.reprovisioning;
+      auto of = of_.find(kv.first);
+      if (of != of_.end()) si.instances = of->second;
+      si.fingerprint = InstancesFingerprint(si.instances);
+    }
+    std::vector<const InstanceState*> removed;
+    for (const InstanceState* ip : instances_) {
+    const InstanceState& i = *ip;
+      if (i.state != "destroyed" && !in.services.count(i.service)) removed.push_back(&i);
+    }
+    actions = cache_->Plan(services, removed, now_);
+  }
+  for (const Action& a : actions) {
+    // An instance with a job in flight is being acted on already.
+    if (!a.instance.empty() && job_on_.count(a.instance)) continue;
+    planned_.push_back(a);
+  }
+}
+
+void Decider::StartsDone() {
+  for (const TaskRecord* t : start_tasks_) {
+    bool pending = false;
+    for (const Action& a : planned_) {
+      pending |= a.kind == ActionKind::kStart && Covers(*t, a.service);
+    }
+    for (const JobRecord& j : s_.in_flight) pending |= j.task_uuid == t->uuid;
+    if (pending) continue;
+    Change(*t, "completed");
+    for (auto it = run_task_of_.begin(); it != run_task_of_.end();) {
+      it = it->second == t->uuid ? run_task_of_.erase(it) : std::next(it);
+    }
+  }
+}
+
+void Decider::Hold() {
+  // Crash-loop pauses end after their window; an instance created after the
+  // last failure that became ready ends a run of failures.
+  for (auto& kv : d_.memory) {
+    const ServiceGoalSpec* g = GoalOf(kv.first);
+    if (g == nullptr || g->spec.compute_type == "agent") continue;
+    ServiceHistory& h = kv.second.history;
+    if (h.EndPauseIfOver(PolicyFor(g->spec, s_.policy), now_)) {
+      Event("service.crashloop-ended", kv.first, "the restart window has passed; creating instances again");
+    }
+    for (const InstanceState* i : of_[kv.first]) {
+      if (i->spec_hash == g->record.spec_hash && i->created > h.last_failure() &&
+          InstanceReady(*i, now_, g->spec.start_window)) {
+        h.Recovered();
+        break;
+      }
+    }
+  }
+  // Placement: the VMs the services' rules may point at, and each hard
+  // "near" rule that points at none of them (it cannot hold yet).
+  std::vector<PlacementCandidate> candidates;
+  bool rules = false;  // the candidates are gathered only when a service has placement rules
+  if (s_.goal) {
+    for (const auto& kv : s_.goal->services) rules |= !kv.second.spec.placement.empty();
+  }
+  if (rules) {
+    candidates = s_.labelled_vms;
+    for (const InstanceState* ip : instances_) {
+      const InstanceState& i = *ip;
+      if (i.state != "destroyed" && !i.server_uuid.empty()) candidates.push_back({i.uuid, i.alias, i.service, {}});
+    }
+  }
+  std::map<std::string, std::string> placement_hold;  // service -> why its creates wait
+  if (s_.goal) {
+    for (const auto& kv : s_.goal->services) {
+      InterpolationContext ctx;
+      ctx.meta = s_.meta;
+      ctx.project_name = s_.project.name;
+      ctx.project_uuid = s_.project.uuid;
+      ctx.project_version = absl::StrCat(s_.goal->number);
+      ctx.service_name = kv.first;
+      ctx.scale = kv.second.record.count;
+      ctx.package_name = kv.second.record.package;
+      ctx.leave_unknown = true;
+      for (const PlacementRule& r : kv.second.spec.placement) {
+        if (r.soft || !r.equal) continue;
+        PlacementRuleText rule{r.key, r.equal, r.soft, r.value};
+        auto value = Interpolate(r.value, ctx);
+        if (!value.ok()) {
+          placement_hold[kv.first] = absl::StrCat("placement rule ", r.ToString(), ": ", value.status().message());
+          break;
+        }
+        rule.value = *value;
+        bool any = false;
+        for (const PlacementCandidate& c : candidates) any = any || PlacementRuleMatches(rule, c);
+        if (!any) {
+          placement_hold[kv.first] = absl::StrCat("placement rule ", r.ToString(),
+                                                  " points at no placed VM yet; its creates wait for one");
+          break;
+        }
+      }
+    }
+  }
+  std::map<std::string, int64_t> budget;  // service -> replacements left now
+  std::map<std::string, int64_t> removes_left;
+  for (auto& kv : d_.memory) {
+    const ServiceGoalSpec* g = GoalOf(kv.first);
+    if (g == nullptr) continue;
+    budget[kv.first] = kv.second.history.ReplaceBudget(g->record.count, s_.policy.replace_interval, now_);
+    removes_left[kv.first] = budget[kv.first];
+  }
+  std::set<std::string> over_budget;
+  std::map<std::string, int64_t> starting;  // service -> VMAPI starts in flight and taken now
+  for (const JobRecord& j : s_.in_flight) {
+    if (j.kind == "start") ++starting[j.service];
+  }
+  for (const Action& a : planned_) {
+    std::string why = FrozenBy(a.service, WorkKind(a));
+    const ServiceGoalSpec* g = GoalOf(a.service);
+    auto m = d_.memory.find(a.service);
+    bool create = a.kind == ActionKind::kCreate;
+    // A failed provision never ran: removing it takes nothing away, so
+    // neither a crash loop nor the replacement budget holds its removal.
+    auto target = a.instance.empty() ? by_uuid_.end() : by_uuid_.find(a.instance);
+    bool cleanup = a.reason == "remove-broken" && target != by_uuid_.end() && target->second->state == "failed";
+    if (why.empty() && m != d_.memory.end() && g != nullptr && !cleanup) {
+      const ServiceHistory& h = m->second.history;
+      RestartPolicy p = PolicyFor(g->spec, s_.policy);
+      if (h.Paused(p, now_) && (create || a.reason == "remove-broken")) {
+        why = absl::StrCat("crash loop: ", m->second.pause_reason);
+      } else if (create && now_ < h.next_attempt()) {
+        why = absl::StrCat("backoff after a failed create, until ", Stamp(h.next_attempt()));
+      } else if (IsReplacement(a)) {
+        int64_t& left = create ? budget[a.service] : removes_left[a.service];
+        if (left <= 0) {
+          why = "replacement budget (max(1, 10 %) of count per interval) is spent";
+          over_budget.insert(a.service);
+        } else {
+          --left;
+          if (create) m->second.history.Replaced(now_);  // spends the budget for later syncs too
+        }
+      }
+    }
+    if (why.empty() && create) {
+      auto img = s_.image_errors.find(a.service);
+      if (img != s_.image_errors.end()) why = absl::StrCat("image: ", img->second);
+    }
+    if (why.empty() && a.kind != ActionKind::kStart && a.kind != ActionKind::kStop) {
+      // Nothing is created, replaced or reprovisioned before the image is here.
+      auto imp = s_.imports.find(a.service);
+      if (imp != s_.imports.end()) {
+        why = absl::StrCat("image: ", imp->second.name, "@", imp->second.version, " is imported from ",
+                           imp->second.source, " first");
+      }
+    }
+    if (why.empty() && create) {
+      auto spec = s_.spec_errors.find(a.service);
+      if (spec != s_.spec_errors.end()) why = spec->second;
+    }
+    if (why.empty() && create) {
+      auto pl = placement_hold.find(a.service);
+      if (pl != placement_hold.end()) why = pl->second;
+    }
+    if (why.empty() && a.kind == ActionKind::kStart && g != nullptr) {
+      int64_t& n = starting[a.service];
+      if (n >= g->spec.start_parallelism) {
+        why = absl::StrCat("start.parallelism ", g->spec.start_parallelism, ": ", n, " starting");
+      } else {
+        ++n;
+      }
+    }
+    if (!why.empty()) {
+      d_.held.push_back({a, why});
+      hold_reason_.emplace(a.service, why);
+      continue;
+    }
+    std::string task;
+    auto find = [&](const std::map<std::string, std::string>& m2) {
+      auto it = m2.find(a.service);
+      return it == m2.end() ? std::string() : it->second;
+    };
+    if (a.reason == "reprovision") task = find(reprovision_task_of_);
+    else if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) task = find(run_task_of_);
+    steps_.push_back({a, task, ""});
+  }
+  // A task that waits (for its version, or for the task ahead of it) acts on
+  // nothing yet; the work of the tasks acting now goes on (holding it would
+  // keep the waiting task waiting forever). The wait is the reason shown.
+  for (const auto& kv : task_waits_) hold_reason_.emplace(kv.first, kv.second);
+  for (const std::string& svc : over_budget) {
+    ServiceMemory& m = d_.memory[svc];
+    if (now_ - m.budget_event >= s_.policy.replace_interval) {
+      m.budget_event = now_;
+      const ServiceGoalSpec* g = GoalOf(svc);
+      Event("replacement.budget-exceeded", svc,
+            absl::StrCat("more broken instances than the replacement budget (max(1, 10%) of ", g ? g->record.count : 0,
+                         " per ", absl::FormatDuration(s_.policy.replace_interval),
+                         "); the rest wait — a correlated failure (CN or network outage) is likely"));
+    }
+  }
+}
+
+// The job window: jobs in flight for this project and everywhere.
+void Decider::Window() {
+  int64_t free = std::min<int64_t>(s_.policy.max_jobs_per_project - static_cast<int64_t>(s_.in_flight.size()),
+                                   s_.global_jobs_free);
+  free = std::max<int64_t>(0, free);
+  int64_t n = static_cast<int64_t>(d_.installs.size() + d_.uninstalls.size() + d_.imports.size());
+  std::vector<Step> kept;
+  for (Step& st : steps_) {
+    if (n < free) {
+      kept.push_back(std::move(st));
+      ++n;
+    } else {
+      d_.held.push_back({st.action, absl::StrCat("job window: ", s_.in_flight.size(), " jobs of this project in flight")});
+      if (st.action.kind == ActionKind::kCreate) d_.backlog.push_back(std::move(st));
+    }
+  }
+  steps_ = std::move(kept);
+}
+
+}  // namespace mariposa::convergence::decide_internal
