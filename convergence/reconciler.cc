@@ -1470,7 +1470,10 @@ void Reconciler::VmsChanged(std::vector<triton::Vm> vms) {
       if (tag == vm.tags.end()) continue;
       auto it = projects_.find(tag->second);  // a project not synced here yet is listed in full by its first sync
       if (it == projects_.end()) continue;
-      woken.insert(tag->second);
+      // A project with jobs in flight is looked at every job_poll anyway
+      // (its own creates are most of what the feed says then): a wake per
+      // item would only ask VMAPI about its jobs more often.
+      if (it->second.in_flight == 0) woken.insert(tag->second);
       triton::Vm& kept = it->second.feed_pending[vm.uuid];
       if (kept.uuid.empty() || ParseTimestamp(vm.last_modified) >= ParseTimestamp(kept.last_modified)) {
         kept = std::move(vm);

@@ -43,7 +43,14 @@ bool SplitUrl(const std::string& url, std::string* host, std::string* port) {
 }  // namespace
 
 absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
-  json j = json::parse(text, nullptr, false);
+  // The item without its resourceObject (most of its bytes), which
+  // ParseVm reads straight from the text.
+  size_t object_at = std::string::npos;
+  json::parser_callback_t skip_object = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (depth == 1 && event == json::parse_event_t::key && parsed == "resourceObject") return false;
+    return true;
+  };
+  json j = json::parse(text, skip_object, false);
   if (j.is_discarded() || !j.is_object()) return absl::DataLossError("change item is not a JSON object");
   if (!j.contains("changedResourceId") || !j["changedResourceId"].is_string()) {
     return absl::DataLossError("change item has no changedResourceId");
@@ -59,8 +66,28 @@ absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
       if (s.is_string()) item.sub_resources.push_back(s.get<std::string>());
     }
   }
-  if (j.contains("resourceObject") && j["resourceObject"].is_object()) {
-    auto vm = ParseVm(j["resourceObject"].dump());
+  object_at = text.find("\"resourceObject\"");
+  if (object_at != std::string::npos) {
+    size_t open = text.find('{', object_at);
+    if (open == std::string::npos) return absl::DataLossError("change item's resourceObject is not an object");
+    // The object's end: braces outside strings.
+    int depth = 0;
+    size_t end = open;
+    for (bool in_string = false; end < text.size(); ++end) {
+      char c = text[end];
+      if (in_string) {
+        if (c == '\\') ++end;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{') {
+        ++depth;
+      } else if (c == '}' && --depth == 0) {
+        break;
+      }
+    }
+    if (end >= text.size()) return absl::DataLossError("change item's resourceObject is cut short");
+    auto vm = ParseVm(absl::string_view(text).substr(open, end - open + 1));
     if (!vm.ok()) return absl::DataLossError(absl::StrCat("change item's resourceObject: ", vm.status().message()));
     if (vm->uuid != item.uuid) return absl::DataLossError("change item's resourceObject is another VM");
     item.vm = *std::move(vm);

@@ -48,6 +48,19 @@ TEST(ParseFeedItem, ReadsVmapisItems) {
   }
 }
 
+TEST(ParseFeedItem, FindsTheWholeResourceObjectWhateverItsStringsHold) {
+  std::string item = std::string(R"({"changeKind":{"resource":"vm","subResources":["tags"]},"changedResourceId":")") +
+                     kUuid + R"(","resourceObject":{"uuid":")" + kUuid +
+                     R"(","state":"running","tags":{"odd":"}\"{ resourceObject"}},"published":"1"})";
+  auto got = ParseFeedItem(item);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(got->vm.has_value());
+  EXPECT_EQ(got->vm->tags.at("odd"), "}\"{ resourceObject");
+  EXPECT_EQ(got->vm->state, "running");
+  auto cut = ParseFeedItem(item.substr(0, item.size() - 20));
+  EXPECT_FALSE(cut.ok());
+}
+
 TEST(CheckBootstrap, WantsTheVmResource) {
   EXPECT_TRUE(CheckBootstrap(R"({"resource":"vm","subResources":["state"],"bootstrapRoute":"/vms"})").ok());
   EXPECT_FALSE(CheckBootstrap(R"({"bootstrapRoutes":[]})").ok());

@@ -197,6 +197,11 @@ int Main(bool quick, bool memory_only, bool smoke) {
   }
   std::vector<std::string> daemon_argv = MariposadArgv(dir, sim.addr);
   for (const char* a : {"--max-jobs", "64", "--max-jobs-per-project", "64"}) daemon_argv.push_back(a);
+  // MARIPOSA_BENCH_WATCH=off: the same with VMAPI polled (a comparison).
+  if (const char* w = std::getenv("MARIPOSA_BENCH_WATCH")) {
+    daemon_argv.push_back("--watch");
+    daemon_argv.push_back(w);
+  }
   Child d = StartServer(daemon_argv, dir + "/d.addr", dir + "/mariposad.log");
   if (d.pid < 0) {
     fprintf(stderr, "mariposad did not start\n");
