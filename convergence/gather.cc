@@ -141,20 +141,30 @@ Reconciler::Observation Reconciler::TakeKeptListing(Snapshot* snapshot, absl::Ti
   {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(s.project.uuid);
+    if (it == projects_.end()) return o;
+    ProjectState& ps = it->second;
     // Watching the feed, a listing read after the watch began is kept
-    // current by its items (ApplyFeed) until `relist`.
+    // current by its items (ApplyFeed); every `relist` a full one is read
+    // beside the syncs and takes its place when done.
     absl::Duration keep = options_.full_observe;
-    if (it != projects_.end() && feed_ && feed_->watching && it->second.listed_at >= feed_->since) {
+    if (feed_ && feed_->watching && ps.listed_at >= feed_->since) {
       keep = std::max(options_.relist, options_.full_observe);
       watched = true;
+      TakeRelisted(&s, &ps);
     }
-    if (it != projects_.end() && it->second.listed && now - it->second.listed_at < keep) {
+    bool aged = now - ps.listed_at >= keep;
+    if (ps.listed && (!aged || watched)) {
+      if (aged && !ps.relisting && !ps.relisted) {
+        ps.relisting = true;
+        ps.relist_started = now;
+        relist_jobs_.push_back({s.project.uuid, OwnersOf(s.project), NonAgentServices(s), s.version_numbers, ps.epoch});
+      }
       // Taken, not copied (100,000 instances are ~60 MiB): the sync puts
       // its list back when it ends (SyncProject); a sync that fails leaves
       // none and the next one lists.
-      o.listed_at = it->second.listed_at;
-      s.instances = std::move(*it->second.listed);
-      it->second.listed.reset();
+      o.listed_at = ps.listed_at;
+      s.instances = std::move(*ps.listed);
+      ps.listed.reset();
       o.incremental = true;
     }
   }
@@ -162,6 +172,47 @@ Reconciler::Observation Reconciler::TakeKeptListing(Snapshot* snapshot, absl::Ti
   // met, such as a failed CreateVm, is not an unreadable actual state).
   if (o.incremental && watched) NoteApi("VMAPI", absl::OkStatus());
   return o;
+}
+
+// A full listing the Relister finished replaces the kept one, with every
+// feed item since it was asked for applied (some the syncs in between
+// applied to the old listing only).
+void Reconciler::TakeRelisted(const Snapshot* s, ProjectState* ps) {
+  if (!ps->relisted || ps->relisting) return;
+  std::vector<triton::Vm> since;
+  for (auto& kv : ps->relist_pending) since.push_back(std::move(kv.second));
+  ps->relist_pending.clear();
+  ApplyVmChanges(since, s->project.uuid, s->version_numbers, OwnersOf(s->project), &*ps->relisted);
+  ps->listed = std::move(ps->relisted);
+  ps->relisted.reset();
+  ps->listed_at = ps->relist_started;
+}
+
+// The safety-net listings, one at a time, beside the syncs.
+void Reconciler::Relister() {
+  for (;;) {
+    RelistJob job;
+    {
+      absl::MutexLock l(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !relist_jobs_.empty(); };
+      mu_.Await(absl::Condition(&ready));
+      if (stop_) return;
+      job = std::move(relist_jobs_.front());
+      relist_jobs_.pop_front();
+    }
+    auto instances =
+        Observer(vmapi_, job.owners).ObserveProject(job.project, job.version_numbers, job.services, options_.observe_parallel);
+    NoteApi("VMAPI", instances.status());
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(job.project);
+    if (it == projects_.end() || it->second.epoch != job.epoch || !it->second.relisting) continue;
+    it->second.relisting = false;
+    if (instances.ok()) {
+      it->second.relisted = std::move(*instances);
+    } else {
+      it->second.relist_pending.clear();  // asked again by the next sync
+    }
+  }
 }
 
 // What the change feed brought since the listing: the latest of each VM,

@@ -1419,6 +1419,7 @@ void Reconciler::Start() {
   }
   Resync();
   for (int n = 0; n < std::max(1, options_.parallel_syncs); ++n) workers_.emplace_back([this] { Worker(); });
+  relister_ = std::thread([this] { Relister(); });
   ticker_ = std::thread([this] {
     absl::MutexLock l(&mu_);
     while (!stop_) {
@@ -1474,10 +1475,12 @@ void Reconciler::VmsChanged(std::vector<triton::Vm> vms) {
       // (its own creates are most of what the feed says then): a wake per
       // item would only ask VMAPI about its jobs more often.
       if (it->second.in_flight == 0) woken.insert(tag->second);
-      triton::Vm& kept = it->second.feed_pending[vm.uuid];
-      if (kept.uuid.empty() || ParseTimestamp(vm.last_modified) >= ParseTimestamp(kept.last_modified)) {
-        kept = std::move(vm);
-      }
+      auto keep = [&](std::map<std::string, triton::Vm>* pending) {
+        triton::Vm& kept = (*pending)[vm.uuid];
+        if (kept.uuid.empty() || ParseTimestamp(vm.last_modified) >= ParseTimestamp(kept.last_modified)) kept = vm;
+      };
+      keep(&it->second.feed_pending);
+      if (it->second.relisting || it->second.relisted) keep(&it->second.relist_pending);
     }
   }
   // Queued, not marked changed: a pump (PumpProject) goes on sending the
@@ -1631,6 +1634,7 @@ void Reconciler::Stop() {
   for (auto& t : workers_) t.join();
   workers_.clear();
   if (ticker_.joinable()) ticker_.join();
+  if (relister_.joinable()) relister_.join();
 }
 
 }  // namespace mariposa::convergence

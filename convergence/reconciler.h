@@ -277,6 +277,7 @@ class Reconciler {
   // The states of `jobs`: how each ended, or nullopt while it runs.
   std::vector<std::optional<FinishedJob>> PollJobs(const std::vector<JobRecord>& jobs);
   void Worker();
+  void Relister();
   void Resync();
   // The admin account's core zones (tagged smartdc_role), by role.
   absl::StatusOr<std::map<std::string, std::vector<triton::Vm>>> CoreZones();
@@ -313,6 +314,13 @@ class Reconciler {
     // Changed VMs from the feed, not yet applied to `listed` (the latest
     // of each; the next sync applies them).
     std::map<std::string, triton::Vm> feed_pending;
+    // A full listing read beside the syncs (Relister): asked for at
+    // `relist_started`, done (`relisted`) until a sync takes it in place of
+    // `listed`, with the feed's items since it was asked (relist_pending).
+    bool relisting = false;
+    absl::Time relist_started;
+    std::optional<std::vector<InstanceState>> relisted;
+    std::map<std::string, triton::Vm> relist_pending;
     std::set<std::string> adopted;  // core zones whose adoption was announced
     std::string name;
     std::map<std::string, ServiceMemory> memory;  // by service
@@ -370,6 +378,7 @@ class Reconciler {
       backlog_from = nullptr;
     }
   };
+  void TakeRelisted(const Snapshot* s, ProjectState* ps) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One sync's clocks (gather.cc, TrackTimes).
   static void Track(ProjectState* ps, std::vector<InstanceState>* instances, absl::Time now,
                     std::vector<InstanceTimes>* changed, std::vector<std::string>* gone);
@@ -389,6 +398,16 @@ class Reconciler {
   std::optional<triton::VmFeedStatus> feed_ ABSL_GUARDED_BY(mu_);  // none: no feed configured
   std::vector<std::thread> workers_;
   std::thread ticker_;
+  // Watching: the safety-net listings (`relist`), read one at a time beside
+  // the syncs (Relister), so that a project's sync never waits for one.
+  struct RelistJob {
+    std::string project;
+    std::vector<std::string> owners, services;
+    std::map<std::string, int64_t> version_numbers;
+    int64_t epoch = 0;
+  };
+  std::deque<RelistJob> relist_jobs_ ABSL_GUARDED_BY(mu_);
+  std::thread relister_;
 };
 
 }  // namespace mariposa::convergence

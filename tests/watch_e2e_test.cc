@@ -34,11 +34,11 @@ class WatchTest : public ::testing::Test {
     }
     ASSERT_EQ(api_.size(), 6u);
   }
-  std::unique_ptr<ServerProcess> Mariposad(const std::string& resync) {
+  std::unique_ptr<ServerProcess> Mariposad(const std::string& resync, const std::string& relist = "5m") {
     std::vector<std::string> argv = {"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/d",
                                      "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
                                      "aaaaaaaa-0000-4000-8000-000000000001", "--resync", resync,
-                                     "--metrics-listen", "127.0.0.1:0"};
+                                     "--relist", relist, "--metrics-listen", "127.0.0.1:0"};
     for (const auto& [api, url] : api_) {
       argv.push_back("--" + api);
       argv.push_back(url);
@@ -163,6 +163,30 @@ TEST_F(WatchTest, ADroppedFeedIsShownAsPollingThenWatchedAgain) {
       absl::Seconds(15)))
       << StatusText(again->addr()) << Metrics(*again);
   EXPECT_TRUE(Eventually([&] { return Converged(again->addr()); }, absl::Seconds(15)));
+}
+
+// Items can be lost (a publisher restart, a bug): the full listing every
+// --relist, read beside the syncs, still finds what they missed.
+TEST_F(WatchTest, TheRelistFindsWhatALostItemHid) {
+  StartSim({});
+  auto d = Mariposad("1s", "3s");
+  ASSERT_EQ(Cli(d->addr(), {"apply", "--yes", "-f", "deploy/examples/jupiter.yaml"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Converged(d->addr()); }, absl::Seconds(30))) << d->log();
+  ASSERT_TRUE(Eventually([&] { return absl::StrContains(StatusText(d->addr()), "watching VMAPI's change feed"); },
+                         absl::Seconds(10)));
+  std::set<std::string> before = Active("wordpress");
+  ASSERT_EQ(before.size(), 3u);
+  ASSERT_EQ(Ctl({"changefeed", "skip", "1000"}).exit_code, 0);  // every change from now on is lost
+  ASSERT_EQ(Ctl({"destroy-vm", *before.begin()}).exit_code, 0);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        std::set<std::string> now = Active("wordpress");
+        return now.size() == 3 && !now.count(*before.begin());
+      },
+      absl::Seconds(20)))
+      << d->log();
+  EXPECT_TRUE(absl::StrContains(StatusText(d->addr()), "watching VMAPI's change feed"))
+      << "the feed stayed up: the listing, not a fallback to polling, found it";
 }
 
 TEST_F(WatchTest, AVmapiWithoutTheFeedIsPolledAndSaysSo) {

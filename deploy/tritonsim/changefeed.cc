@@ -267,6 +267,7 @@ void ChangeFeed::DropAll() {
 void ChangeFeed::Publish(const std::string& resource, const std::string& id, const std::vector<std::string>& changed,
                          const std::string& object, int64_t now_ms) {
   if (changed.empty()) return;
+  if (skip_.load() > 0 && skip_.fetch_sub(1) > 0) return;
   std::string item = "{\"changeKind\":{\"resource\":" + json(resource).dump() + ",\"subResources\":" +
                      json(changed).dump() + "},\"changedResourceId\":" + json(id).dump() +
                      ",\"resourceObject\":" + object + ",\"published\":\"" + std::to_string(now_ms) + "\"}";

@@ -79,6 +79,9 @@ class ChangeFeed {
   bool enabled() const { return enabled_.load(); }
   // Ends every session now (the listeners see the feed drop).
   void DropAll();
+  // The next `n` changes are not published (lost items: a listener that
+  // relies on the feed alone misses them; its full listings must not).
+  void SkipNext(int n) { skip_ = n; }
   // Some listener is registered: changes must be published.
   bool Listening() const { return listening_.load() > 0; }
   // One change of `id`: `changed` top-level keys, `object` its JSON text.
@@ -106,6 +109,7 @@ class ChangeFeed {
   std::atomic<bool> enabled_{true};
   std::atomic<int> listening_{0};
   std::atomic<uint64_t> published_{0};
+  std::atomic<int> skip_{0};
   mutable absl::Mutex mu_;
   std::set<Session*> sessions_ ABSL_GUARDED_BY(mu_);
 };

@@ -247,13 +247,14 @@ void InstallControl(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
     out.body["api_latency_ms"] = lat->load();
     Send(out, &res);
   });
-  s->Post("/_sim/changefeed/(on|off|drop)", [dc](const httplib::Request& r, httplib::Response& res) {
+  s->Post("/_sim/changefeed/(on|off|drop|skip)", [dc](const httplib::Request& r, httplib::Response& res) {
     ChangeFeed* feed = dc->change_feed();
     if (feed == nullptr) {
       Send(DataCenter::Error(409, "NoChangeFeed", "tritonsim runs without a change feed (--no-changefeed)"), &res);
       return;
     }
     if (r.matches[1] == "drop") feed->DropAll();
+    else if (r.matches[1] == "skip") feed->SkipNext(std::atoi(r.get_param_value("n").c_str()));
     else feed->SetEnabled(r.matches[1] == "on");
     Reply ok;
     ok.body = {{"changefeed", feed->enabled() ? "on" : "off"}, {"published", feed->published()}};

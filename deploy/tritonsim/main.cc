@@ -72,6 +72,7 @@ ctl commands (URL from --addr or $TRITONSIM_URL):
   slow OP N MS                               the next N calls of OP wait MS first
   changefeed on|off|drop                     off: the feed ends and /changefeeds answers 404 (an
                                              older VMAPI) until on; drop: every listener is disconnected
+  changefeed skip N                          the next N changes are not published (lost items)
   knobs [--job-latency MS] [--job-jitter F] [--job-failure-rate F] [--api-latency MS]
   stats
 OP names: ListVms GetVm CreateVm VmAction DeleteVm VmTags ListJobs GetJob WaitJob
@@ -126,6 +127,8 @@ int Ctl(std::vector<std::string> args) {
     body = {{"op", args[1]}, {"count", atoi(args[2].c_str())}, {"hang_ms", atoi(args[3].c_str())}};
   } else if (cmd == "changefeed" && need(1) && (args[1] == "on" || args[1] == "off" || args[1] == "drop")) {
     path = "/_sim/changefeed/" + args[1];
+  } else if (cmd == "changefeed" && need(2) && args[1] == "skip") {
+    path = "/_sim/changefeed/skip?n=" + std::to_string(atoi(args[2].c_str()));
   } else if (cmd == "knobs") {
     path = "/_sim/knobs";
     for (size_t i = 1; i + 1 < args.size(); i += 2) {

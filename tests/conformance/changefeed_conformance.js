@@ -5,6 +5,12 @@
 // Prints one line per check and ends with "N passed, N failed"; exit 1 on any failure.
 'use strict';
 
+var checks = require('./checks');
+var check = checks.check;
+var call = checks.call;
+var jcall = checks.jcall;
+var sleep = checks.sleep;
+
 var bunyan = require('bunyan');
 var changefeed = require('changefeed');
 var childProcess = require('child_process');
@@ -19,44 +25,11 @@ var NET = 'aaaaaaaa-0000-4000-8000-000000000001';
 var VM_SUBRESOURCES = ['alias', 'customer_metadata', 'destroyed', 'internal_metadata', 'nics', 'owner_uuid',
     'server_uuid', 'state', 'tags'];
 
-var passed = 0;
-var failed = 0;
 var log = bunyan.createLogger({name: 'conformance', level: 'fatal'});
 
-function check(name, ok, detail) {
-    if (ok) {
-        passed++;
-        console.log('ok - ' + name);
-    } else {
-        failed++;
-        console.log('not ok - ' + name + (detail ? ': ' + detail : ''));
-    }
-}
 
-function call(client, method) {
-    var args = Array.prototype.slice.call(arguments, 2);
-    return new Promise(function (resolve) {
-        args.push(function (err, obj, req, res) {
-            resolve({err: err, obj: obj, req: req, res: res});
-        });
-        client[method].apply(client, args);
-    });
-}
 
-// restify-clients' JsonClient answers (err, req, res, obj).
-function jcall(client, method) {
-    var args = Array.prototype.slice.call(arguments, 2);
-    return new Promise(function (resolve) {
-        args.push(function (err, req, res, obj) {
-            resolve({err: err, obj: obj, req: req, res: res});
-        });
-        client[method].apply(client, args);
-    });
-}
 
-function sleep(ms) {
-    return new Promise(function (r) { setTimeout(r, ms); });
-}
 
 // A Listener with its items and events recorded.
 function listen(name, opts) {
@@ -221,12 +194,9 @@ async function main() {
     [all, stateOnly, v2].forEach(function (rec) { rec.listener.close(); });
     json.close();
     vmapi.close();
-    console.log(passed + ' passed, ' + failed + ' failed');
-    process.exit(failed === 0 ? 0 : 1);
+    checks.finish();
 }
 
 main().catch(function (e) {
-    console.log('not ok - ' + e.stack);
-    console.log(passed + ' passed, ' + (failed + 1) + ' failed');
-    process.exit(1);
+    checks.finish(e);
 });

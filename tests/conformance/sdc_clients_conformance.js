@@ -4,6 +4,11 @@
 // Prints one line per check and ends with "N passed, N failed"; exit 1 on any failure.
 'use strict';
 
+var checks = require('./checks');
+var check = checks.check;
+var call = checks.call;
+var sleep = checks.sleep;
+
 var sdc = require('sdc-clients');
 
 var url = process.argv[2];
@@ -12,33 +17,9 @@ var agentImageUuid = process.argv[4];
 var OWNER = '930896af-bf8c-48d4-885c-6573a94b1853';
 var NET = 'aaaaaaaa-0000-4000-8000-000000000001';
 
-var passed = 0;
-var failed = 0;
 
-function check(name, ok, detail) {
-    if (ok) {
-        passed++;
-        console.log('ok - ' + name);
-    } else {
-        failed++;
-        console.log('not ok - ' + name + (detail ? ': ' + detail : ''));
-    }
-}
 
-// Wraps a callback API into a promise resolving to {err, obj, req, res}.
-function call(client, method) {
-    var args = Array.prototype.slice.call(arguments, 2);
-    return new Promise(function (resolve) {
-        args.push(function (err, obj, req, res) {
-            resolve({err: err, obj: obj, req: req, res: res});
-        });
-        client[method].apply(client, args);
-    });
-}
 
-function sleep(ms) {
-    return new Promise(function (r) { setTimeout(r, ms); });
-}
 
 async function waitJob(vmapi, uuid) {
     for (var i = 0; i < 200; i++) {
@@ -153,12 +134,9 @@ async function main() {
     vmapi.close();
     cnapi.close();
     imgapi.close();
-    console.log(passed + ' passed, ' + failed + ' failed');
-    process.exit(failed === 0 ? 0 : 1);
+    checks.finish();
 }
 
 main().catch(function (e) {
-    console.log('not ok - crashed: ' + (e && e.stack));
-    console.log(passed + ' passed, ' + (failed + 1) + ' failed');
-    process.exit(1);
+    checks.finish(e);
 });
