@@ -25,7 +25,7 @@
 #include "convergence/catalog.h"
 #include "convergence/meta_drift.h"
 #include "convergence/observer.h"
-#include "convergence/parallel.h"
+#include "convergence/sync_helpers.h"
 #include "convergence/placement.h"
 #include "convergence/queue.h"
 #include "convergence/reconciler.h"

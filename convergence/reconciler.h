@@ -36,6 +36,7 @@
 #include "convergence/decide.h"
 #include "convergence/goal.h"
 #include "convergence/metrics.h"
+#include "convergence/placement.h"
 #include "convergence/throttles.h"
 #include "convergence/work_queue.h"
 #include "convergence/triton/clients.h"
@@ -271,6 +272,36 @@ class Reconciler {
                               const std::vector<ImageImport>& imports,
                               const std::vector<AgentUninstall>& uninstalls, std::map<std::string, ServiceMemory>* memory, SyncResult* r,
                               std::vector<EventRecord>* events, std::vector<Problem>* problems);
+  // Send's steps (send.cc).
+  struct Request {
+    JobRecord job;
+    std::function<absl::StatusOr<triton::JobRef>()> call;
+    int wave = 0;
+    absl::StatusOr<triton::JobRef> result = absl::UnknownError("not sent");
+    bool attempted = false;  // false: held back (the lease moved), nothing to count
+  };
+  struct Outbox {
+    std::vector<Request> requests;
+    std::vector<FinishedJob> refused;  // refused outright: counted like failed jobs
+    int waves = 1;
+    // Placement candidates (only when a create has rules), the instances
+    // the steps name, and this step's creates (uuid -> wave).
+    std::vector<PlacementCandidate> candidates;
+    absl::flat_hash_map<absl::string_view, const InstanceState*> by_uuid;
+    std::map<std::string, int> this_step;
+  };
+  void VmRequests(const Snapshot& s, const std::vector<Step>& steps, Outbox* out, SyncResult* r);
+  JobRecord StepJob(const Snapshot& s, const Step& st) const;
+  void VmActionRequest(const Snapshot& s, const Step& st, Outbox* out, SyncResult* r);
+  void CreateRequest(const Snapshot& s, const Step& st, Outbox* out, SyncResult* r);
+  void OtherRequests(const ProjectRecord& project, const std::vector<AgentInstall>& installs,
+                     const std::vector<AgentUninstall>& uninstalls, const std::vector<ImageImport>& imports,
+                     Outbox* out);
+  void SendWaves(const ProjectRecord& project, Outbox* out, std::vector<Problem>* problems);
+  std::vector<JobRecord> CountSent(const ProjectRecord& project, Outbox* out, SyncResult* r,
+                                   std::vector<EventRecord>* events);
+  void CountRefused(const Snapshot& s, std::vector<FinishedJob> refused, std::map<std::string, ServiceMemory>* memory,
+                    std::vector<EventRecord>* events, std::vector<Problem>* problems);
   // Counts the broken instances `d` replaces (by why: failed, stopped,
   // unhealthy, server-down) and the budget and crash-loop episodes in `events`.
   void RecordReplacements(const Snapshot& s, const Decision& d, const std::vector<EventRecord>& events);

@@ -1,0 +1,371 @@
+// Send: one sync's requests to Triton, in four steps —
+//   build      VmRequests (one per step: create, delete, stop, start,
+//              reprovision, preserve) and OtherRequests (CNAPI agent
+//              installs and uninstalls, IMGAPI imports)
+//   send       SendWaves: in parallel, a create whose locality names a
+//              create of this step in a later wave, each wave only while
+//              this node holds the project's lease
+//   count      CountSent: jobs to follow, events, refusals
+//   record     the jobs, each task's step, and refusals counted like failed
+//              jobs (CountRefused)
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "convergence/images.h"
+#include "convergence/observer.h"
+#include "convergence/sync_helpers.h"
+#include "convergence/placement.h"
+#include "convergence/reconciler.h"
+
+namespace mariposa::convergence {
+namespace {
+
+// A request refused outright (no job): counted at once (CountFinished).
+FinishedJob Refused(const JobRecord& j, const absl::Status& st) {
+  return FinishedJob{j, false, std::string(st.message())};
+}
+
+// The VMAPI update that brings `current` to what `want` would create, before
+// an in-place reprovision: metadata replaced (keys no longer wanted
+// removed; of internal_metadata only sdc-docker's docker:* keys, which are
+// Mariposa's), the package's values set.
+triton::UpdateVmRequest InPlaceUpdate(const triton::CreateVmRequest& want, const triton::Vm& current) {
+  triton::UpdateVmRequest u;
+  u.customer_metadata = want.customer_metadata;
+  u.internal_metadata = want.internal_metadata;
+  for (const auto& kv : current.customer_metadata) {
+    if (!want.customer_metadata.count(kv.first)) u.remove_customer_metadata.push_back(kv.first);
+  }
+  for (const auto& kv : current.internal_metadata) {
+    if (!want.internal_metadata.count(kv.first) && kv.first.rfind("docker:", 0) == 0) {
+      u.remove_internal_metadata.push_back(kv.first);
+    }
+  }
+  u.billing_id = want.billing_id;
+  u.ram = want.ram;
+  u.quota = want.quota;
+  u.cpu_cap = want.cpu_cap;
+  u.max_swap = want.max_swap;
+  u.max_lwps = want.max_lwps;
+  u.zfs_io_priority = want.zfs_io_priority;
+  return u;
+}
+
+}  // namespace
+
+std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Step>& steps,
+                                        const std::vector<AgentInstall>& installs,
+                                        const std::vector<ImageImport>& imports,
+                                        const std::vector<AgentUninstall>& uninstalls,
+                                        std::map<std::string, ServiceMemory>* memory, SyncResult* r,
+                                        std::vector<EventRecord>* events, std::vector<Problem>* problems) {
+  const ProjectRecord& p = s.project;
+  Outbox out;
+  VmRequests(s, steps, &out, r);
+  OtherRequests(p, installs, uninstalls, imports, &out);
+  SendWaves(p, &out, problems);
+  std::vector<JobRecord> sent = CountSent(p, &out, r, events);
+  StoreError(p.name, problems, "jobs in flight", store_->RecordJobs(sent));
+  // A step of a task: one sync that sent it work.
+  std::set<std::string> stepped;
+  for (const JobRecord& j : sent) {
+    if (!j.task_uuid.empty()) stepped.insert(j.task_uuid);
+  }
+  for (const std::string& t : stepped) {
+    TaskProgress step;
+    step.steps_done = 1;
+    StoreError(p.name, problems, "a task's progress", store_->AddTaskProgress(t, step));
+  }
+  CountRefused(s, std::move(out.refused), memory, events, problems);
+  return sent;
+}
+
+// Requests: built in order (placement sees the creates before it).
+void Reconciler::VmRequests(const Snapshot& s, const std::vector<Step>& steps, Outbox* out, SyncResult* r) {
+  // Placement candidates (only when a create has rules) and the instances
+  // the steps name.
+  bool rules = false;
+  for (const Step& st : steps) {
+    if (st.action.kind != ActionKind::kCreate) out->by_uuid[st.action.instance] = nullptr;
+    else rules |= !s.goal->services.at(st.action.service).spec.placement.empty();
+  }
+  if (rules) out->candidates = s.labelled_vms;
+  for (const InstanceState& i : s.instances) {
+    auto named = out->by_uuid.find(i.uuid);
+    if (named != out->by_uuid.end()) named->second = &i;
+    if (rules && i.state != "destroyed") out->candidates.push_back({i.uuid, i.alias, i.service, {}});
+  }
+  for (const Step& st : steps) {
+    if (st.action.kind == ActionKind::kCreate) CreateRequest(s, st, out, r);
+    else VmActionRequest(s, st, out, r);
+  }
+}
+
+JobRecord Reconciler::StepJob(const Snapshot& s, const Step& st) const {
+  JobRecord j;
+  j.project_uuid = s.project.uuid;
+  j.api = "vmapi";
+  j.task_uuid = st.task;
+  j.service = st.action.service;
+  j.reason = st.action.reason;
+  j.sent_at = clock_->Now();
+  return j;
+}
+
+// A step on an existing instance: delete, reprovision, preserve, stop, start.
+void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out, SyncResult* r) {
+  JobRecord j = StepJob(s, st);
+  j.instance = st.action.instance;
+  auto inst = out->by_uuid.find(j.instance);
+  j.alias = inst != out->by_uuid.end() && inst->second != nullptr && !inst->second->alias.empty() ? inst->second->alias
+                                                                                           : j.service;
+  absl::Duration timeout;  // stop.timeout of the service
+  std::string owner = TenantOf(s.project);  // every call names the account the VM must belong to
+  if (s.goal) {
+    auto g = s.goal->services.find(j.service);
+    if (g != s.goal->services.end()) {
+      timeout = g->second.spec.stop_timeout;
+      owner = Owner(s.project, g->second.spec);
+    }
+  }
+  if (inst != out->by_uuid.end() && inst->second != nullptr && !inst->second->owner_uuid.empty()) {
+    owner = inst->second->owner_uuid;  // as listed (under one of the project's accounts)
+  }
+  const triton::VmRef id(j.instance, owner);
+  if (st.action.kind == ActionKind::kDelete) {
+    j.kind = "delete";
+    out->requests.push_back({j, [this, id] { return vmapi_->DeleteVm(id); }});
+  } else if (st.action.kind == ActionKind::kReprovision) {
+    // In place (update.strategy reprovision): the new tags and metadata
+    // first, then VMAPI reprovision to the new image; an instance left on
+    // its old image by a failed reprovision reads as outdated (GoalFor).
+    j.kind = "reprovision";
+    const ServiceGoalSpec* g = s.goal ? &s.goal->services.at(j.service) : nullptr;
+    if (g == nullptr || !s.images.count(j.service)) return;  // Decide held it
+    triton::CreateVmRequest want;
+    std::vector<PlacementRuleText> ignored;
+    absl::Status prepared = InstanceRequest(s, *g, j.alias, id.uuid, &want, &ignored);
+    if (!prepared.ok()) {
+      out->refused.push_back(Refused(j, prepared));
+      ++r->failed;
+      return;
+    }
+    out->requests.push_back({j, [this, id, want]() -> absl::StatusOr<triton::JobRef> {
+                          auto vm = vmapi_->GetVm(id);
+                          if (!vm.ok()) return vm.status();
+                          triton::UpdateVmRequest u = InPlaceUpdate(want, *vm);
+                          auto updated = vmapi_->Update(id, u);
+                          if (!updated.ok()) return updated.status();
+                          auto tagged = vmapi_->SetTags(id, want.tags, /*replace=*/true);
+                          if (!tagged.ok()) return tagged.status();
+                          return vmapi_->Reprovision(id, want.image_uuid);
+                        }});
+  } else if (st.action.kind == ActionKind::kPreserve) {
+    // stop.preserve_stopped: tagged first (it stops counting at once),
+    // then stopped when it still runs; the job followed is the last one.
+    j.kind = "preserve";
+    bool running = inst != out->by_uuid.end() && inst->second != nullptr && inst->second->state == "running";
+    std::string mark = absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_->Now(), absl::UTCTimeZone()), " ", j.reason);
+    out->requests.push_back({j, [this, id, running, timeout, mark]() -> absl::StatusOr<triton::JobRef> {
+                          auto tagged = vmapi_->SetTags(id, {{kTagPreserved, mark}}, false);
+                          if (!tagged.ok() || !running) return tagged;
+                          return vmapi_->Act(id, triton::VmAction::kStop, timeout);
+                        }});
+  } else {
+    bool stop = st.action.kind == ActionKind::kStop;
+    j.kind = stop ? "stop" : "start";
+    out->requests.push_back({j, [this, id, stop, timeout] {
+                          return stop ? vmapi_->Act(id, triton::VmAction::kStop, timeout)
+                                      : vmapi_->Act(id, triton::VmAction::kStart);
+                        }});
+  }
+}
+
+void Reconciler::CreateRequest(const Snapshot& s, const Step& st, Outbox* out, SyncResult* r) {
+  JobRecord j = StepJob(s, st);
+  const ServiceGoalSpec& g = s.goal->services.at(st.action.service);
+  if (!s.images.count(g.record.name)) return;  // Decide held it
+  auto req = std::make_shared<triton::CreateVmRequest>();
+  std::vector<PlacementRuleText> rules;
+  absl::Status prepared = InstanceRequest(s, g, st.alias, NewUuid(), req.get(), &rules);
+  j.kind = "create";
+  j.instance = req->uuid;
+  j.alias = req->alias;
+  if (!prepared.ok()) {
+    out->refused.push_back(Refused(j, prepared));
+    ++r->failed;
+    return;
+  }
+  req->locality = LocalityFor(rules, out->candidates);
+  // VMAPI places a create against the VMs it knows: one whose locality
+  // names a create of this step is sent after that one was accepted (a
+  // wave later), so a hard rule between siblings holds.
+  int wave = 0;
+  if (req->locality) {
+    for (const auto* list : {&req->locality->near, &req->locality->far}) {
+      for (const std::string& u : *list) {
+        auto w = out->this_step.find(u);
+        if (w != out->this_step.end()) wave = std::max(wave, w->second + 1);
+      }
+    }
+  }
+  out->candidates.push_back({req->uuid, req->alias, g.record.name, req->tags});  // siblings of later creates
+  out->this_step[req->uuid] = wave;
+  out->waves = std::max(out->waves, wave + 1);
+  out->requests.push_back({j, [this, req] { return vmapi_->CreateVm(*req); }, wave});
+}
+
+void Reconciler::OtherRequests(const ProjectRecord& project, const std::vector<AgentInstall>& installs,
+                               const std::vector<AgentUninstall>& uninstalls, const std::vector<ImageImport>& imports,
+                               Outbox* out) {
+  // The non-VM jobs: CNAPI agent installs and uninstalls, IMGAPI imports.
+  auto record = [&](const char* api, const char* kind, const std::string& service, const std::string& instance,
+                    const std::string& alias, std::string reason, const std::string& task) {
+    JobRecord j;
+    j.project_uuid = project.uuid;
+    j.api = api;
+    j.task_uuid = task;
+    j.service = service;
+    j.instance = instance;
+    j.alias = alias;
+    j.kind = kind;
+    j.reason = std::move(reason);
+    j.sent_at = clock_->Now();
+    return j;
+  };
+  auto task_ref = [](absl::StatusOr<std::string> id) -> absl::StatusOr<triton::JobRef> {
+    if (!id.ok()) return id.status();
+    triton::JobRef ref;
+    ref.job_uuid = *id;
+    return ref;
+  };
+  triton::CnapiClient* cnapi = options_.cnapi;
+  for (const AgentInstall& a : cnapi != nullptr ? installs : std::vector<AgentInstall>{}) {
+    std::string server = a.server, image = a.image_uuid;
+    out->requests.push_back({record("cnapi", "install", a.service, a.server, a.label, "agent-rollout", a.task),
+                        [=] { return task_ref(cnapi->InstallAgent(server, image)); }});
+  }
+  for (const AgentUninstall& u : cnapi != nullptr ? uninstalls : std::vector<AgentUninstall>{}) {
+    std::string server = u.server, name = u.name;
+    out->requests.push_back({record("cnapi", "uninstall", u.service, u.server, u.name, "service removed", ""),
+                        [=] { return task_ref(cnapi->UninstallAgents(server, {name})); }});
+  }
+  for (const ImageImport& im : imports) {
+    triton::ImgapiClient* imgapi = imgapi_;
+    std::string uuid = im.image_uuid, source = im.source;
+    out->requests.push_back({record("imgapi", "import", im.service, im.image_uuid, im.label,
+                               absl::StrCat(HumanBytes(im.size), " from ", im.source), im.task),
+                        [=] { return imgapi->ImportRemote(uuid, source); }});
+  }
+}
+
+void Reconciler::SendWaves(const ProjectRecord& project, Outbox* out, std::vector<Problem>* problems) {
+  for (int wave = 0; wave < out->waves; ++wave) {
+    // Several nodes: a wave goes out only while this node still holds the
+    // project's lease, by the database's clock, with time to act.
+    if (const Fence* f = ScopedFence::Current(); f != nullptr && !out->requests.empty()) {
+      if (absl::Status held = store_->CheckFence(*f); !held.ok()) {
+        LogWarn("lease lost; nothing more is sent", {{"project", project.name}, {"error", held.ToString()}});
+        problems->push_back({"lease", "", "this node no longer holds the project's lease", held.ToString(),
+                             "none: the node holding it carries on (`mariposa nodes`)",
+                             "requests not sent by this node are decided again by the holder"});
+        break;
+      }
+    }
+    std::vector<Request*> batch;
+    for (Request& q : out->requests) {
+      if (q.wave == wave) {
+        batch.push_back(&q);
+        q.attempted = true;
+      }
+    }
+    std::vector<std::function<void()>> sends;
+    for (Request* q : batch) sends.push_back([q] { q->result = q->call(); });
+    RunParallel(&sends, options_.send_parallel);
+  }
+}
+
+// The answers: jobs to follow (and events), or refusals to count.
+std::vector<JobRecord> Reconciler::CountSent(const ProjectRecord& project, Outbox* out, SyncResult* r,
+                                             std::vector<EventRecord>* events) {
+  std::vector<JobRecord> sent;
+  for (Request& q : out->requests) {
+    if (!q.attempted) continue;
+    JobRecord& j = q.job;
+    if (q.result.ok()) {
+      j.job_uuid = q.result->job_uuid;
+      sent.push_back(j);
+      if (j.kind == "create") ++r->created;
+      else if (j.kind == "delete" || j.kind == "preserve") ++r->deleted;
+      else ++r->changed;
+      events->push_back(EventRecord{0, clock_->Now(), "mariposad", project.name,
+                                    j.kind == "install"    ? "agent.install-started"
+                                    : j.kind == "uninstall" ? "agent.uninstall-started"
+                                    : j.kind == "import"    ? "image.import-started"
+                                                         : absl::StrCat("instance.", j.kind),
+                                    j.instance,
+                                    j.api == "cnapi" ? absl::StrCat(j.alias, " on server ", j.instance, " (", j.reason, ")")
+                                                     : absl::StrCat(j.alias, " (", j.reason, ")")});
+      continue;
+    }
+    const absl::Status& st = q.result.status();
+    NoteApi(j.api == "cnapi" ? "CNAPI" : j.api == "imgapi" ? "IMGAPI" : "VMAPI", st);
+    if (j.kind == "delete" && absl::IsNotFound(st)) continue;  // gone already
+    if (j.kind == "import" && absl::IsAlreadyExists(st)) {
+      // Imported already (by hand, or a lost reply) — if IMGAPI has it active.
+      auto there = imgapi_->GetImage(j.instance);
+      if (there.ok() && there->state == "active") {
+        ImagesChanged();
+        continue;
+      }
+      ++r->failed;
+      out->refused.push_back(Refused(j, absl::FailedPreconditionError(absl::StrCat(
+                                       "IMGAPI holds image ", j.alias, " (", j.instance, ") in state ",
+                                       there.ok() ? there->state : std::string(there.status().message()),
+                                       "; delete it there and the import is tried again"))));
+      continue;
+    }
+    if (j.kind == "create" && absl::IsDeadlineExceeded(st)) {
+      // The reply was lost; the VM may still come: wait for it (Gather).
+      j.job_uuid = absl::StrCat("create:", j.instance);
+      sent.push_back(j);
+      continue;
+    }
+    LogWarn("request failed", {{"project", project.name}, {"what", absl::StrCat(j.kind, " ", j.alias)},
+                               {"error", st.ToString()}});
+    ++r->failed;
+    out->refused.push_back(Refused(j, st));
+  }
+  return sent;
+}
+
+// Requests refused outright, counted now by the same accounting as a job
+// that fails later, so the backoff and the crash loop start from them.
+void Reconciler::CountRefused(const Snapshot& s, std::vector<FinishedJob> refused,
+                              std::map<std::string, ServiceMemory>* memory, std::vector<EventRecord>* events,
+                              std::vector<Problem>* problems) {
+  const ProjectRecord& p = s.project;
+  if (refused.empty()) return;
+  // Counted now, by the same accounting as a job that fails later, so the
+  // backoff and the crash loop start from this refusal.
+  Snapshot r_snap;
+  r_snap.project = p;
+  r_snap.goal = s.goal;
+  r_snap.policy = s.policy;
+  r_snap.jitter = s.jitter;
+  r_snap.memory = *memory;
+  r_snap.finished = std::move(refused);
+  Decision counted = CountFinished(r_snap, clock_->Now());
+  *memory = std::move(counted.memory);
+  for (EventRecord& e : counted.events) events->push_back(std::move(e));
+  for (size_t k = 0; k < r_snap.finished.size(); ++k) {
+    const JobRecord& j = r_snap.finished[k].job;
+    if (!j.task_uuid.empty()) {
+      StoreError(p.name, problems, "a task's progress", store_->AddTaskProgress(j.task_uuid, counted.job_progress[k].second));
+    }
+  }
+}
+
+}  // namespace mariposa::convergence
