@@ -1,18 +1,20 @@
 // The reconciler: Gather -> Decide -> Execute for one project at a time.
 //
-// Gather reads everything one sync needs into an immutable Snapshot (goal
-// from the GoalCache, VMAPI instances, health, open tasks, freezes, jobs in
-// flight and those that ended, images, servers for agent services). Decide
-// (decide.h) is pure. Execute records the decision: task transitions and
-// automatic tasks, Triton requests sent in parallel within the job window
-// (placement counting the instances placed earlier in the same step), each
-// job recorded in the store when sent; a sync never waits for a job, later
-// syncs observe it and count it once.
+// Gather (gather.cc) reads everything one sync needs into an immutable
+// Snapshot (goal from the GoalCache, VMAPI instances — the kept listing with
+// VMAPI's change feed applied while it is watched, a listing otherwise —,
+// health, open tasks, freezes, jobs in flight and those that ended, images,
+// servers for agent services). Decide (decide.h) is pure. Execute records
+// the decision: task transitions and automatic tasks, Triton requests sent
+// (send.cc) in parallel within the job window (placement counting the
+// instances placed earlier in the same step), each job recorded in the
+// store when sent; a sync never waits for a job, later syncs observe it and
+// count it once.
 //
 // The loop is a per-project work queue (work_queue.h): a project is synced
 // by one worker at a time, requeued with backoff after an error, resynced
 // every `resync`, and woken alone by a change to it (apply, a task, a health
-// change). Thread-safe.
+// change, a change feed item). Thread-safe.
 #ifndef MARIPOSA_CONVERGENCE_RECONCILER_H_
 #define MARIPOSA_CONVERGENCE_RECONCILER_H_
 
