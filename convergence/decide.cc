@@ -276,7 +276,6 @@ void Decider::Stale() {
 namespace mariposa::convergence {
 
 using decide_internal::Decider;
-using decide_internal::Stamp;
 
 const char* VerdictName(VerdictState v) {
   switch (v) {

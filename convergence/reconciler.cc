@@ -1165,8 +1165,10 @@ void Reconciler::VmsChanged(std::vector<triton::Vm> vms) {
 
 void Reconciler::FeedChanged(const triton::VmFeedStatus& status) {
   std::vector<EventRecord> events;
+  bool turned;  // watching began or ended: every project lists (again) or polls
   {
     absl::MutexLock l(&mu_);
+    turned = (feed_ && feed_->watching) != status.watching;
     feed_ = status;
     for (const auto& [uuid, ps] : projects_) {
       if (ps.name.empty()) continue;  // not synced here yet
@@ -1190,7 +1192,7 @@ void Reconciler::FeedChanged(const triton::VmFeedStatus& status) {
       LogWarn("cannot record the change feed's state", {{"error", st.ToString()}});
     }
   }
-  Wake();  // every project: list again (watching) or go on polling
+  if (turned) Wake();
 }
 
 std::string Reconciler::WatchSummary() const {

@@ -45,7 +45,6 @@ bool SplitUrl(const std::string& url, std::string* host, std::string* port) {
 absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
   // The item without its resourceObject (most of its bytes), which
   // ParseVm reads straight from the text.
-  size_t object_at = std::string::npos;
   json::parser_callback_t skip_object = [&](int depth, json::parse_event_t event, json& parsed) {
     if (depth == 1 && event == json::parse_event_t::key && parsed == "resourceObject") return false;
     return true;
@@ -66,7 +65,7 @@ absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
       if (s.is_string()) item.sub_resources.push_back(s.get<std::string>());
     }
   }
-  object_at = text.find("\"resourceObject\"");
+  size_t object_at = text.find("\"resourceObject\"");
   if (object_at != std::string::npos) {
     size_t open = text.find('{', object_at);
     if (open == std::string::npos) return absl::DataLossError("change item's resourceObject is not an object");
