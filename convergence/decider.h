@@ -141,17 +141,81 @@ class Decider {
   std::string Overdue(const TaskRecord& t, const std::vector<std::string>& scope) const;
   void Instances();
   void Tasks();
+  bool TaskWaits(const TaskRecord& t, const std::vector<std::string>& scope);
+  void RunTask(const TaskRecord& t, const std::vector<std::string>& scope);
+  void ReprovisionTask(const TaskRecord& t, const std::vector<std::string>& scope,
+                       const std::vector<std::string>& agent_services);
+  bool AutoRollback(const TaskRecord& t, const std::vector<std::string>& scope, const std::string& overdue);
+  // What a rollout still has to do (decide_tasks.cc).
+  struct RolloutWork {
+    int64_t pending = 0;        // instances its filters and canary still choose
+    int64_t deleting = 0;       // its replacements in flight
+    int64_t just_replaced = 0;  // its replacements that ended in this sync
+    int64_t coming_up = 0;      // reprovisioned in place, not ready yet
+    std::vector<std::string> services;  // those it works on
+  };
+  RolloutWork RolloutScope(const TaskRecord& t, const std::vector<std::string>& scope);
   void Plan();
   void StartsDone();
   void Hold();
   void ScaleTasks();
+  std::map<std::string, std::string> OpenScaleTasks();
+  void NewScaleTasks(std::map<std::string, std::string>* blocked);
+  TaskRecord ScaleTaskFor(const std::string& svc, const std::string& reason);
+  void CrashLoopNotes();
   void Names();
   void Imports();
   void Uninstalls();
   bool ImportVerdict(const std::string& svc, ServiceVerdict* v);
+  // An agent service's rollout as this Decide sees it (decide_agents.cc).
+  struct AgentRollout {
+    AgentGoal goal;
+    AgentPlan plan;
+    std::set<std::string> installing;  // servers with an install in flight
+    bool idle = false;                 // nothing to install and nothing installing
+    int max_attempts = 1;              // failed installs that skip a server
+    std::string frozen;                // the freeze holding it, or ""
+    std::vector<std::string> skipped_names;
+  };
   void Agents();
+  void AgentService(const std::string& svc, const ServiceGoalSpec& g);
+  void AgentUnknown(const std::string& svc, const ServiceGoalSpec& g, ServiceVerdict* v);
+  void ForgetInstallFailures(const std::string& svc, const triton::Image& image, ServiceMemory* m);
+  void AddReinstalls(const std::string& svc, ServiceMemory* m, AgentGoal* goal);
+  std::vector<AgentServer> AgentRows(const AgentRollout& r, const ServiceMemory& m) const;
+  void AgentStep(const std::string& svc, const triton::Image& image, const ServiceMemory& m, const AgentRollout& r);
+  std::string AgentTask(const std::string& svc);
+  void EndAgentTask(const std::string& svc, const TaskRecord& task, const ServiceMemory& m, const AgentRollout& r);
+  void EndAgentTasks();
+  void AgentVerdict(const std::string& svc, const triton::Image& image, const ServiceMemory& m,
+                    const AgentRollout& r, ServiceVerdict* v);
   void Window();
   void Verdicts();
+  // What each service's verdict reads besides its instances (decide_verdicts.cc).
+  struct VerdictScope {
+    std::set<std::string> acting;                   // services with work in flight or a task acting
+    std::map<std::string, std::string> open_task;   // service -> a non-freeze task open in its scope
+  };
+  struct VerdictFacts {
+    const std::string& svc;
+    const ServiceGoalSpec& g;
+    ServiceGoal goal;
+    int64_t live = 0, left_broken = 0;
+    const std::string* held = nullptr;  // the first reason its work is held
+    const std::string* task = nullptr;  // its open task, named
+    bool acting = false;
+  };
+  void CountCrashes();
+  void ApiProblems();
+  VerdictScope ScopeOfVerdicts() const;
+  void ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g, const VerdictScope& scope);
+  void CountForVerdict(VerdictFacts* f, ServiceVerdict* v);
+  void StoppedVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool CrashLoopVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool HeldVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool NotRestartedVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  void ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v);
   void Stale();  // an observation too old for verdicts: every one unknown, and why
   const ServiceGoalSpec* GoalOf(const std::string& service) const {
     if (!s_.goal) return nullptr;
