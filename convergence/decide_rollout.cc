@@ -74,9 +74,50 @@ void Decider::StartsDone() {
   }
 }
 
+// Each planned action goes ahead as a step of its task, or is held, and
+// why: a freeze, a crash loop or backoff, the replacement budget, a missing
+// image or one being imported, the catalog, placement, start.parallelism.
 void Decider::Hold() {
-  // Crash-loop pauses end after their window; an instance created after the
-  // last failure that became ready ends a run of failures.
+  CrashLoopMemory();
+  HoldState h{PlacementHolds()};
+  for (auto& kv : d_.memory) {
+    const ServiceGoalSpec* g = GoalOf(kv.first);
+    if (g == nullptr) continue;
+    h.budget[kv.first] = kv.second.history.ReplaceBudget(g->record.count, s_.policy.replace_interval, now_);
+    h.removes_left[kv.first] = h.budget[kv.first];
+  }
+  for (const JobRecord& j : s_.in_flight) {
+    if (j.kind == "start") ++h.starting[j.service];
+  }
+  for (const Action& a : planned_) {
+    std::string why = FrozenBy(a.service, WorkKind(a));
+    if (why.empty()) why = HistoryHold(a, &h);
+    if (why.empty()) why = CatalogHold(a, h);
+    if (why.empty()) why = StartHold(a, &h);
+    if (!why.empty()) {
+      d_.held.push_back({a, why});
+      hold_reason_.emplace(a.service, why);
+      continue;
+    }
+    auto find = [&](const std::map<std::string, std::string>& m2) {
+      auto it = m2.find(a.service);
+      return it == m2.end() ? std::string() : it->second;
+    };
+    std::string task;
+    if (a.reason == "reprovision") task = find(reprovision_task_of_);
+    else if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) task = find(run_task_of_);
+    steps_.push_back({a, task, ""});
+  }
+  // A task that waits (for its version, or for the task ahead of it) acts on
+  // nothing yet; the work of the tasks acting now goes on (holding it would
+  // keep the waiting task waiting forever). The wait is the reason shown.
+  for (const auto& kv : task_waits_) hold_reason_.emplace(kv.first, kv.second);
+  BudgetEvents(h.over_budget);
+}
+
+// Crash-loop pauses end after their window; an instance created after the
+// last failure that became ready ends a run of failures.
+void Decider::CrashLoopMemory() {
   for (auto& kv : d_.memory) {
     const ServiceGoalSpec* g = GoalOf(kv.first);
     if (g == nullptr || g->spec.compute_type == "agent") continue;
@@ -92,147 +133,124 @@ void Decider::Hold() {
       }
     }
   }
-  // Placement: the VMs the services' rules may point at, and each hard
-  // "near" rule that points at none of them (it cannot hold yet).
-  std::vector<PlacementCandidate> candidates;
+}
+
+// Placement: each service with a hard "near" rule that points at none of the
+// VMs the rules may point at (it cannot hold yet), and why its creates wait.
+std::map<std::string, std::string> Decider::PlacementHolds() const {
+  std::map<std::string, std::string> out;
+  if (!s_.goal) return out;
   bool rules = false;  // the candidates are gathered only when a service has placement rules
-  if (s_.goal) {
-    for (const auto& kv : s_.goal->services) rules |= !kv.second.spec.placement.empty();
+  for (const auto& kv : s_.goal->services) rules |= !kv.second.spec.placement.empty();
+  if (!rules) return out;
+  std::vector<PlacementCandidate> candidates = s_.labelled_vms;
+  for (const InstanceState* i : instances_) {
+    if (i->state != "destroyed" && !i->server_uuid.empty()) candidates.push_back({i->uuid, i->alias, i->service, {}});
   }
-  if (rules) {
-    candidates = s_.labelled_vms;
-    for (const InstanceState* ip : instances_) {
-      const InstanceState& i = *ip;
-      if (i.state != "destroyed" && !i.server_uuid.empty()) candidates.push_back({i.uuid, i.alias, i.service, {}});
-    }
-  }
-  std::map<std::string, std::string> placement_hold;  // service -> why its creates wait
-  if (s_.goal) {
-    for (const auto& kv : s_.goal->services) {
-      InterpolationContext ctx;
-      ctx.meta = s_.meta;
-      ctx.project_name = s_.project.name;
-      ctx.project_uuid = s_.project.uuid;
-      ctx.project_version = absl::StrCat(s_.goal->number);
-      ctx.service_name = kv.first;
-      ctx.scale = kv.second.record.count;
-      ctx.package_name = kv.second.record.package;
-      ctx.leave_unknown = true;
-      for (const PlacementRule& r : kv.second.spec.placement) {
-        if (r.soft || !r.equal) continue;
-        PlacementRuleText rule{r.key, r.equal, r.soft, r.value};
-        auto value = Interpolate(r.value, ctx);
-        if (!value.ok()) {
-          placement_hold[kv.first] = absl::StrCat("placement rule ", r.ToString(), ": ", value.status().message());
-          break;
-        }
-        rule.value = *value;
-        bool any = false;
-        for (const PlacementCandidate& c : candidates) any = any || PlacementRuleMatches(rule, c);
-        if (!any) {
-          placement_hold[kv.first] = absl::StrCat("placement rule ", r.ToString(),
-                                                  " points at no placed VM yet; its creates wait for one");
-          break;
-        }
+  for (const auto& kv : s_.goal->services) {
+    InterpolationContext ctx;
+    ctx.meta = s_.meta;
+    ctx.project_name = s_.project.name;
+    ctx.project_uuid = s_.project.uuid;
+    ctx.project_version = absl::StrCat(s_.goal->number);
+    ctx.service_name = kv.first;
+    ctx.scale = kv.second.record.count;
+    ctx.package_name = kv.second.record.package;
+    ctx.leave_unknown = true;
+    for (const PlacementRule& r : kv.second.spec.placement) {
+      if (r.soft || !r.equal) continue;
+      PlacementRuleText rule{r.key, r.equal, r.soft, r.value};
+      auto value = Interpolate(r.value, ctx);
+      if (!value.ok()) {
+        out[kv.first] = absl::StrCat("placement rule ", r.ToString(), ": ", value.status().message());
+        break;
+      }
+      rule.value = *value;
+      bool any = false;
+      for (const PlacementCandidate& c : candidates) any = any || PlacementRuleMatches(rule, c);
+      if (!any) {
+        out[kv.first] = absl::StrCat("placement rule ", r.ToString(), " points at no placed VM yet; its creates wait for one");
+        break;
       }
     }
   }
-  std::map<std::string, int64_t> budget;  // service -> replacements left now
-  std::map<std::string, int64_t> removes_left;
-  for (auto& kv : d_.memory) {
-    const ServiceGoalSpec* g = GoalOf(kv.first);
-    if (g == nullptr) continue;
-    budget[kv.first] = kv.second.history.ReplaceBudget(g->record.count, s_.policy.replace_interval, now_);
-    removes_left[kv.first] = budget[kv.first];
+  return out;
+}
+
+// The service's history: a crash loop, the backoff after a failed create,
+// the replacement budget (spent here by the replacements that go ahead). A
+// failed provision never ran: removing it takes nothing away, so none of
+// these holds its removal.
+std::string Decider::HistoryHold(const Action& a, HoldState* h) {
+  const ServiceGoalSpec* g = GoalOf(a.service);
+  auto m = d_.memory.find(a.service);
+  bool create = a.kind == ActionKind::kCreate;
+  auto target = a.instance.empty() ? by_uuid_.end() : by_uuid_.find(a.instance);
+  bool cleanup = a.reason == "remove-broken" && target != by_uuid_.end() && target->second->state == "failed";
+  if (m == d_.memory.end() || g == nullptr || cleanup) return "";
+  const ServiceHistory& history = m->second.history;
+  if (history.Paused(PolicyFor(g->spec, s_.policy), now_) && (create || a.reason == "remove-broken")) {
+    return absl::StrCat("crash loop: ", m->second.pause_reason);
   }
-  std::set<std::string> over_budget;
-  std::map<std::string, int64_t> starting;  // service -> VMAPI starts in flight and taken now
-  for (const JobRecord& j : s_.in_flight) {
-    if (j.kind == "start") ++starting[j.service];
+  if (create && now_ < history.next_attempt()) {
+    return absl::StrCat("backoff after a failed create, until ", Stamp(history.next_attempt()));
   }
-  for (const Action& a : planned_) {
-    std::string why = FrozenBy(a.service, WorkKind(a));
-    const ServiceGoalSpec* g = GoalOf(a.service);
-    auto m = d_.memory.find(a.service);
-    bool create = a.kind == ActionKind::kCreate;
-    // A failed provision never ran: removing it takes nothing away, so
-    // neither a crash loop nor the replacement budget holds its removal.
-    auto target = a.instance.empty() ? by_uuid_.end() : by_uuid_.find(a.instance);
-    bool cleanup = a.reason == "remove-broken" && target != by_uuid_.end() && target->second->state == "failed";
-    if (why.empty() && m != d_.memory.end() && g != nullptr && !cleanup) {
-      const ServiceHistory& h = m->second.history;
-      RestartPolicy p = PolicyFor(g->spec, s_.policy);
-      if (h.Paused(p, now_) && (create || a.reason == "remove-broken")) {
-        why = absl::StrCat("crash loop: ", m->second.pause_reason);
-      } else if (create && now_ < h.next_attempt()) {
-        why = absl::StrCat("backoff after a failed create, until ", Stamp(h.next_attempt()));
-      } else if (IsReplacement(a)) {
-        int64_t& left = create ? budget[a.service] : removes_left[a.service];
-        if (left <= 0) {
-          why = "replacement budget (max(1, 10 %) of count per interval) is spent";
-          over_budget.insert(a.service);
-        } else {
-          --left;
-          if (create) m->second.history.Replaced(now_);  // spends the budget for later syncs too
-        }
-      }
-    }
-    if (why.empty() && create) {
-      auto img = s_.image_errors.find(a.service);
-      if (img != s_.image_errors.end()) why = absl::StrCat("image: ", img->second);
-    }
-    if (why.empty() && a.kind != ActionKind::kStart && a.kind != ActionKind::kStop) {
-      // Nothing is created, replaced or reprovisioned before the image is here.
-      auto imp = s_.imports.find(a.service);
-      if (imp != s_.imports.end()) {
-        why = absl::StrCat("image: ", imp->second.name, "@", imp->second.version, " is imported from ",
-                           imp->second.source, " first");
-      }
-    }
-    if (why.empty() && create) {
-      auto spec = s_.spec_errors.find(a.service);
-      if (spec != s_.spec_errors.end()) why = spec->second;
-    }
-    if (why.empty() && create) {
-      auto pl = placement_hold.find(a.service);
-      if (pl != placement_hold.end()) why = pl->second;
-    }
-    if (why.empty() && a.kind == ActionKind::kStart && g != nullptr) {
-      int64_t& n = starting[a.service];
-      if (n >= g->spec.start_parallelism) {
-        why = absl::StrCat("start.parallelism ", g->spec.start_parallelism, ": ", n, " starting");
-      } else {
-        ++n;
-      }
-    }
-    if (!why.empty()) {
-      d_.held.push_back({a, why});
-      hold_reason_.emplace(a.service, why);
-      continue;
-    }
-    std::string task;
-    auto find = [&](const std::map<std::string, std::string>& m2) {
-      auto it = m2.find(a.service);
-      return it == m2.end() ? std::string() : it->second;
-    };
-    if (a.reason == "reprovision") task = find(reprovision_task_of_);
-    else if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) task = find(run_task_of_);
-    steps_.push_back({a, task, ""});
+  if (!IsReplacement(a)) return "";
+  int64_t& left = create ? h->budget[a.service] : h->removes_left[a.service];
+  if (left <= 0) {
+    h->over_budget.insert(a.service);
+    return "replacement budget (max(1, 10 %) of count per interval) is spent";
   }
-  // A task that waits (for its version, or for the task ahead of it) acts on
-  // nothing yet; the work of the tasks acting now goes on (holding it would
-  // keep the waiting task waiting forever). The wait is the reason shown.
-  for (const auto& kv : task_waits_) hold_reason_.emplace(kv.first, kv.second);
+  --left;
+  if (create) m->second.history.Replaced(now_);  // spends the budget for later syncs too
+  return "";
+}
+
+// What the data center lacks for it: the image (or it is being imported:
+// nothing is created, replaced or reprovisioned before it is here), the
+// package, networks or brand, a placement rule's target.
+std::string Decider::CatalogHold(const Action& a, const HoldState& h) const {
+  bool create = a.kind == ActionKind::kCreate;
+  if (create) {
+    if (auto img = s_.image_errors.find(a.service); img != s_.image_errors.end()) {
+      return absl::StrCat("image: ", img->second);
+    }
+  }
+  if (a.kind != ActionKind::kStart && a.kind != ActionKind::kStop) {
+    if (auto imp = s_.imports.find(a.service); imp != s_.imports.end()) {
+      return absl::StrCat("image: ", imp->second.name, "@", imp->second.version, " is imported from ",
+                          imp->second.source, " first");
+    }
+  }
+  if (!create) return "";
+  if (auto spec = s_.spec_errors.find(a.service); spec != s_.spec_errors.end()) return spec->second;
+  if (auto pl = h.placement.find(a.service); pl != h.placement.end()) return pl->second;
+  return "";
+}
+
+// start.parallelism: VMAPI starts in flight and taken now.
+std::string Decider::StartHold(const Action& a, HoldState* h) const {
+  const ServiceGoalSpec* g = GoalOf(a.service);
+  if (a.kind != ActionKind::kStart || g == nullptr) return "";
+  int64_t& n = h->starting[a.service];
+  if (n >= g->spec.start_parallelism) {
+    return absl::StrCat("start.parallelism ", g->spec.start_parallelism, ": ", n, " starting");
+  }
+  ++n;
+  return "";
+}
+
+// A spent replacement budget is told once per replace_interval.
+void Decider::BudgetEvents(const std::set<std::string>& over_budget) {
   for (const std::string& svc : over_budget) {
     ServiceMemory& m = d_.memory[svc];
-    if (now_ - m.budget_event >= s_.policy.replace_interval) {
-      m.budget_event = now_;
-      const ServiceGoalSpec* g = GoalOf(svc);
-      Event("replacement.budget-exceeded", svc,
-            absl::StrCat("more broken instances than the replacement budget (max(1, 10%) of ", g ? g->record.count : 0,
-                         " per ", absl::FormatDuration(s_.policy.replace_interval),
-                         "); the rest wait — a correlated failure (CN or network outage) is likely"));
-    }
+    if (now_ - m.budget_event < s_.policy.replace_interval) continue;
+    m.budget_event = now_;
+    const ServiceGoalSpec* g = GoalOf(svc);
+    Event("replacement.budget-exceeded", svc,
+          absl::StrCat("more broken instances than the replacement budget (max(1, 10%) of ", g ? g->record.count : 0,
+                       " per ", absl::FormatDuration(s_.policy.replace_interval),
+                       "); the rest wait — a correlated failure (CN or network outage) is likely"));
   }
 }
 

@@ -158,6 +158,20 @@ class Decider {
   void Plan();
   void StartsDone();
   void Hold();
+  // What Hold() counts over the planned actions (decide_rollout.cc).
+  struct HoldState {
+    std::map<std::string, std::string> placement;   // service -> why its creates wait for placement
+    std::map<std::string, int64_t> budget;          // service -> replacements left now
+    std::map<std::string, int64_t> removes_left;    // service -> removals of broken ones left now
+    std::set<std::string> over_budget;
+    std::map<std::string, int64_t> starting;        // service -> VMAPI starts in flight and taken now
+  };
+  void CrashLoopMemory();
+  std::map<std::string, std::string> PlacementHolds() const;
+  std::string HistoryHold(const Action& a, HoldState* h);
+  std::string CatalogHold(const Action& a, const HoldState& h) const;
+  std::string StartHold(const Action& a, HoldState* h) const;
+  void BudgetEvents(const std::set<std::string>& over_budget);
   void ScaleTasks();
   std::map<std::string, std::string> OpenScaleTasks();
   void NewScaleTasks(std::map<std::string, std::string>* blocked);
