@@ -4,7 +4,7 @@
 // Snapshot (goal from the GoalCache, VMAPI instances — the kept listing with
 // VMAPI's change feed applied while it is watched, a listing otherwise —,
 // health, open tasks, freezes, jobs in flight and those that ended, images,
-// servers for agent services). Decide (decide.h) is pure. Execute records
+// servers for agent services). Decide (decide.h) is pure. Execute (execute.cc) records
 // the decision: task transitions and automatic tasks, Triton requests sent
 // (send.cc) in parallel within the job window (placement counting the
 // instances placed earlier in the same step), each job recorded in the
@@ -262,8 +262,23 @@ class Reconciler {
   void GatherLabelledVms(Snapshot* s, const std::set<std::string>& label_keys);
   void GatherRemovedAgents(Snapshot* s);
   void GatherServers(Snapshot* s, bool last_seen);
-  // `changes` is changes_ when the sync began.
+  // `changes` is changes_ when the sync began (execute.cc).
   SyncResult Execute(const Snapshot& s, Decision d, uint64_t changes);
+  // Execute's steps.
+  struct NewTasks {
+    std::map<std::string, std::string> uuids;  // "new:<service>" -> uuid, or "" when not added
+    // A step's task: "new:<service>" becomes the added task's uuid; false
+    // when the store did not add it now (the step is not sent).
+    bool Resolve(std::string* task) const;
+  };
+  void AutoRollbacks(const ProjectRecord& p, const std::vector<Rollback>& rollbacks, std::vector<EventRecord>* events,
+                     std::vector<Problem>* problems);
+  void ChangeTasks(const ProjectRecord& p, const std::vector<TaskChange>& changes, std::vector<Problem>* problems);
+  NewTasks AddNewTasks(const std::vector<TaskRecord>& tasks);
+  void Remember(const Snapshot& s, Decision* d, std::vector<Problem> problems, std::vector<Step> backlog,
+                size_t in_flight, uint64_t changes);
+  void AssignHealth(const Snapshot& s);
+  void ServiceMetrics(const Snapshot& s, const Decision& d);
   // Builds, sends (in dependency waves) and records the requests of
   // `steps`, `installs` and `imports` (tasks resolved); refusals are counted into
   // `memory` at once. Returns the jobs sent.

@@ -216,66 +216,92 @@ void VmFeed::Run() {
   }
 }
 
-std::string VmFeed::Watch(bool* missing) {
+// One connection's I/O: the address, the last operation's outcome, the
+// websocket and its read buffer.
+struct VmFeed::Conn {
+  explicit Conn(net::io_context& ioc) : ioc(ioc), check(ioc), ws(ioc) {}
+  net::io_context& ioc;
   std::string host, port;
-  if (!SplitUrl(opt_.vmapi_url, &host, &port)) {
+  tcp::resolver::results_type endpoints;
+  beast::error_code ec;
+  bool done = false;
+  beast::tcp_stream check;  // GET /changefeeds
+  websocket::stream<beast::tcp_stream> ws;
+  beast::flat_buffer buf;
+  // A completion handler: the operation ended with `e`.
+  auto Finish() {
+    done = false;
+    return [this](beast::error_code e, auto&&...) {
+      ec = e;
+      done = true;
+    };
+  }
+};
+
+bool VmFeed::Connect(Conn* c, bool websocket) {
+  beast::tcp_stream* s = websocket ? &beast::get_lowest_layer(c->ws) : &c->check;
+  s->expires_after(Ms(opt_.connect_timeout));
+  auto finish = c->Finish();
+  s->async_connect(c->endpoints, [finish](beast::error_code e, const tcp::endpoint&) mutable { finish(e); });
+  return RunIo(c->done);
+}
+
+std::string VmFeed::Watch(bool* missing) {
+  Conn c(io_->ioc);
+  if (!SplitUrl(opt_.vmapi_url, &c.host, &c.port)) {
     *missing = true;
     return absl::StrCat("the change feed is read over http:// only; VMAPI is at ", opt_.vmapi_url);
   }
-  net::io_context& ioc = io_->ioc;
-  beast::error_code ec;
-  tcp::resolver resolver(ioc);
-  auto endpoints = resolver.resolve(host, port, ec);
-  if (ec) return absl::StrCat("cannot resolve ", host, ": ", ec.message());
-  bool done = false;
-  auto finish = [&](beast::error_code e) {
-    ec = e;
-    done = true;
-  };
-  auto connect = [&](beast::tcp_stream* s) {
-    done = false;
-    s->expires_after(Ms(opt_.connect_timeout));
-    s->async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) { finish(e); });
-    return RunIo(done);
-  };
+  tcp::resolver resolver(c.ioc);
+  c.endpoints = resolver.resolve(c.host, c.port, c.ec);
+  if (c.ec) return absl::StrCat("cannot resolve ", c.host, ": ", c.ec.message());
+  if (std::string why = CheckFeed(&c, missing); !why.empty()) return why;
+  if (std::string why = Register(&c); !why.empty()) return why;
+  SetWatching(true, "", false);
+  return ReadItems(&c);
+}
 
-  // The Listener's compatibility check: GET /changefeeds names the resources.
-  {
-    beast::tcp_stream check(ioc);
-    if (!connect(&check)) return "stopped";
-    if (ec) return absl::StrCat("cannot connect to VMAPI at ", opt_.vmapi_url, ": ", ec.message());
-    http::request<http::empty_body> req{http::verb::get, "/changefeeds", 11};
-    req.set(http::field::host, host);
-    req.set("Accept-Version", "~1");
-    req.set(http::field::user_agent, "mariposad");
-    check.expires_after(Ms(opt_.connect_timeout));
-    done = false;
-    http::async_write(check, req, [&](beast::error_code e, size_t) { finish(e); });
-    if (!RunIo(done)) return "stopped";
-    beast::flat_buffer buf;
-    http::response<http::string_body> res;
-    if (!ec) {
-      done = false;
-      http::async_read(check, buf, res, [&](beast::error_code e, size_t) { finish(e); });
-      if (!RunIo(done)) return "stopped";
-    }
-    if (ec) return absl::StrCat("GET ", opt_.vmapi_url, "/changefeeds: ", ec.message());
-    if (res.result_int() == 404) {
-      *missing = true;
-      return absl::StrCat("VMAPI at ", opt_.vmapi_url, " has no change feed (GET /changefeeds answered 404)");
-    }
-    json resources = json::parse(res.body(), nullptr, false);
-    if (res.result_int() != 200 || !resources.is_object() || !resources.contains("vm")) {
-      return absl::StrCat("GET ", opt_.vmapi_url, "/changefeeds answered ", res.result_int(),
-                          " without the vm resource: ", res.body().substr(0, 200));
-    }
-    check.socket().shutdown(tcp::socket::shutdown_both, ec);
+// The Listener's compatibility check: GET /changefeeds names the resources
+// (404: an older VMAPI without a feed, `missing`). "" when the vm resource is
+// there.
+std::string VmFeed::CheckFeed(Conn* c, bool* missing) {
+  beast::tcp_stream& check = c->check;
+  if (!Connect(c, false)) return "stopped";
+  if (c->ec) return absl::StrCat("cannot connect to VMAPI at ", opt_.vmapi_url, ": ", c->ec.message());
+  http::request<http::empty_body> req{http::verb::get, "/changefeeds", 11};
+  req.set(http::field::host, c->host);
+  req.set("Accept-Version", "~1");
+  req.set(http::field::user_agent, "mariposad");
+  check.expires_after(Ms(opt_.connect_timeout));
+  http::async_write(check, req, c->Finish());
+  if (!RunIo(c->done)) return "stopped";
+  beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  if (!c->ec) {
+    http::async_read(check, buf, res, c->Finish());
+    if (!RunIo(c->done)) return "stopped";
   }
+  if (c->ec) return absl::StrCat("GET ", opt_.vmapi_url, "/changefeeds: ", c->ec.message());
+  if (res.result_int() == 404) {
+    *missing = true;
+    return absl::StrCat("VMAPI at ", opt_.vmapi_url, " has no change feed (GET /changefeeds answered 404)");
+  }
+  json resources = json::parse(res.body(), nullptr, false);
+  if (res.result_int() != 200 || !resources.is_object() || !resources.contains("vm")) {
+    return absl::StrCat("GET ", opt_.vmapi_url, "/changefeeds answered ", res.result_int(),
+                        " without the vm resource: ", res.body().substr(0, 200));
+  }
+  check.socket().shutdown(tcp::socket::shutdown_both, c->ec);
+  check.close();
+  return "";
+}
 
-  // The websocket: registration, bootstrap, then items.
-  websocket::stream<beast::tcp_stream> ws(ioc);
-  if (!connect(&beast::get_lowest_layer(ws))) return "stopped";
-  if (ec) return absl::StrCat("cannot connect to VMAPI at ", opt_.vmapi_url, ": ", ec.message());
+// The websocket: the upgrade (pinged when idle), the registration for vm
+// changes, the bootstrap reply. "" when the watch has begun.
+std::string VmFeed::Register(Conn* c) {
+  websocket::stream<beast::tcp_stream>& ws = c->ws;
+  if (!Connect(c, true)) return "stopped";
+  if (c->ec) return absl::StrCat("cannot connect to VMAPI at ", opt_.vmapi_url, ": ", c->ec.message());
   beast::get_lowest_layer(ws).expires_never();
   websocket::stream_base::timeout limits;
   limits.handshake_timeout = Ms(opt_.connect_timeout);
@@ -287,59 +313,47 @@ std::string VmFeed::Watch(bool* missing) {
     r.set(http::field::user_agent, "mariposad");
   }));
   ws.read_message_max(64 << 20);
-  done = false;
-  ws.async_handshake(absl::StrCat(host, ":", port), "/changefeeds", [&](beast::error_code e) { finish(e); });
-  if (!RunIo(done)) return "stopped";
-  if (ec) return absl::StrCat("websocket upgrade at ", opt_.vmapi_url, "/changefeeds: ", ec.message());
+  ws.async_handshake(absl::StrCat(c->host, ":", c->port), "/changefeeds", c->Finish());
+  if (!RunIo(c->done)) return "stopped";
+  if (c->ec) return absl::StrCat("websocket upgrade at ", opt_.vmapi_url, "/changefeeds: ", c->ec.message());
   ws.text(true);
   std::string reg = Registration(opt_.instance);
-  done = false;
-  ws.async_write(net::buffer(reg), [&](beast::error_code e, size_t) { finish(e); });
-  if (!RunIo(done)) return "stopped";
-  beast::flat_buffer buf;
-  auto read = [&]() -> bool {
-    buf.clear();
-    done = false;
-    ws.async_read(buf, [&](beast::error_code e, size_t) { finish(e); });
-    return RunIo(done);
-  };
-  auto ended = [&](const std::string& what) {
-    if (ec == websocket::error::closed || !ws.reason().reason.empty()) {
-      return absl::StrCat("VMAPI ended the feed", ws.reason().reason.empty() ? "" : ": ",
-                          std::string(ws.reason().reason.c_str()), " (", what, ")");
-    }
-    return absl::StrCat(what, ": ", ec.message());
-  };
-  if (!ec && !read()) return "stopped";
-  if (ec) return ended("registering for vm changes");
-  if (absl::Status st = CheckBootstrap(beast::buffers_to_string(buf.data())); !st.ok()) {
+  ws.async_write(net::buffer(reg), c->Finish());
+  if (!RunIo(c->done)) return "stopped";
+  if (!c->ec && !Read(c)) return "stopped";
+  if (c->ec) return Ended(c, "registering for vm changes");
+  if (absl::Status st = CheckBootstrap(beast::buffers_to_string(c->buf.data())); !st.ok()) {
     return std::string(st.message());
   }
-  SetWatching(true, "", false);
+  return "";
+}
 
+bool VmFeed::Read(Conn* c) {
+  c->buf.clear();
+  c->ws.async_read(c->buf, c->Finish());
+  return RunIo(c->done);
+}
+
+// Why the websocket ended: VMAPI's close reason, or the error.
+std::string VmFeed::Ended(Conn* c, const std::string& what) {
+  const websocket::close_reason& reason = c->ws.reason();
+  if (c->ec == websocket::error::closed || !reason.reason.empty()) {
+    return absl::StrCat("VMAPI ended the feed", reason.reason.empty() ? "" : ": ", std::string(reason.reason.c_str()),
+                        " (", what, ")");
+  }
+  return absl::StrCat(what, ": ", c->ec.message());
+}
+
+// Items until the feed ends. What has arrived is handed over together (the
+// next read waits); items without their VM have it read first, in batches,
+// in the order published.
+std::string VmFeed::ReadItems(Conn* c) {
   std::vector<Vm> ready;
   std::vector<std::string> fetch;
-  auto deliver = [&]() -> std::string {
-    if (!fetch.empty()) {
-      // Items without their VM: read those VMs, in batches.
-      for (size_t at = 0; at < fetch.size(); at += opt_.fetch_batch) {
-        VmFilter f;
-        f.uuids.assign(fetch.begin() + at, fetch.begin() + std::min(fetch.size(), at + opt_.fetch_batch));
-        if (opt_.vmapi == nullptr) return "a change item carried no VM and there is no VMAPI client to read it";
-        auto vms = opt_.vmapi->ListVms(f);
-        if (!vms.ok()) return absl::StrCat("reading the VMs of change items: ", vms.status().message());
-        for (Vm& vm : *vms) ready.push_back(std::move(vm));
-      }
-      fetch.clear();
-    }
-    if (!ready.empty()) on_vms_(std::move(ready));
-    ready.clear();
-    return "";
-  };
   for (;;) {
-    if (!read()) return "stopped";
-    if (ec) return ended("reading the feed");
-    auto item = ParseFeedItem(beast::buffers_to_string(buf.data()));
+    if (!Read(c)) return "stopped";
+    if (c->ec) return Ended(c, "reading the feed");
+    auto item = ParseFeedItem(beast::buffers_to_string(c->buf.data()));
     if (!item.ok()) return std::string(item.status().message());
     {
       absl::MutexLock l(&mu_);
@@ -347,19 +361,35 @@ std::string VmFeed::Watch(bool* missing) {
     }
     if (item->vm) {
       if (!fetch.empty()) {
-        if (std::string e = deliver(); !e.empty()) return e;  // in the order published
+        if (std::string e = Deliver(&ready, &fetch); !e.empty()) return e;
       }
       ready.push_back(*std::move(item->vm));
     } else {
       fetch.push_back(item->uuid);
     }
-    // What has arrived is handed over together; the next read waits.
     boost::system::error_code aec;
-    size_t more = beast::get_lowest_layer(ws).socket().available(aec);
+    size_t more = beast::get_lowest_layer(c->ws).socket().available(aec);
     if (aec || more == 0 || ready.size() + fetch.size() >= 1000) {
-      if (std::string e = deliver(); !e.empty()) return e;
+      if (std::string e = Deliver(&ready, &fetch); !e.empty()) return e;
     }
   }
+}
+
+// Hands `ready` over, after reading the VMs of `fetch` (items that carried
+// none); "" or why they could not be read.
+std::string VmFeed::Deliver(std::vector<Vm>* ready, std::vector<std::string>* fetch) {
+  for (size_t at = 0; at < fetch->size(); at += opt_.fetch_batch) {
+    if (opt_.vmapi == nullptr) return "a change item carried no VM and there is no VMAPI client to read it";
+    VmFilter f;
+    f.uuids.assign(fetch->begin() + at, fetch->begin() + std::min(fetch->size(), at + opt_.fetch_batch));
+    auto vms = opt_.vmapi->ListVms(f);
+    if (!vms.ok()) return absl::StrCat("reading the VMs of change items: ", vms.status().message());
+    for (Vm& vm : *vms) ready->push_back(std::move(vm));
+  }
+  fetch->clear();
+  if (!ready->empty()) on_vms_(std::move(*ready));
+  ready->clear();
+  return "";
 }
 
 }  // namespace mariposa::triton

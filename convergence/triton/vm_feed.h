@@ -94,9 +94,19 @@ class VmFeed {
 
  private:
   struct Io;
+  struct Conn;
   void Run();
   // One connection, from GET /changefeeds to its end; returns why it ended.
   std::string Watch(bool* missing);
+  // Watch's steps ("" or why the connection ends).
+  std::string CheckFeed(Conn* c, bool* missing);
+  std::string Register(Conn* c);
+  std::string ReadItems(Conn* c);
+  std::string Deliver(std::vector<Vm>* ready, std::vector<std::string>* fetch);
+  std::string Ended(Conn* c, const std::string& what);
+  // Connects the websocket's stream (`websocket`) or the check's.
+  bool Connect(Conn* c, bool websocket);
+  bool Read(Conn* c);
   void SetWatching(bool watching, const std::string& why, bool missing);
   // Runs the I/O until `done` is set (by the operation's handler); false
   // when Stop() ended it.

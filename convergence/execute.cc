@@ -1,0 +1,302 @@
+// Execute: what one sync's Decision does, in order —
+//   record     finished jobs, automatic rollbacks (AutoRollbacks), task
+//              state changes, new automatic tasks (AddNewTasks)
+//   send       the steps whose task the store admitted (send.cc)
+//   keep       the backlog the pump may send, the service memory, the
+//              problems (Remember)
+//   tell       the health coordinator's targets (AssignHealth) and the
+//              per-service metrics (ServiceMetrics)
+#include <map>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "convergence/queue.h"
+#include "convergence/reconciler.h"
+#include "convergence/sync_helpers.h"
+
+namespace mariposa::convergence {
+namespace {
+
+// The loopback twin 127.b.c.d of a.b.c.d (tritonsim --listen-vms).
+std::string LoopbackTwin(const std::string& ip) {
+  size_t dot = ip.find('.');
+  return dot == std::string::npos ? ip : "127" + ip.substr(dot);
+}
+
+// The address of `i` on the NIC a check's `network` names (a network uuid,
+// a NAPI name resolved to `want_uuid`, or an interface); "" when it has none.
+std::string AddressOn(const InstanceState& i, const std::string& want, const std::string& want_uuid,
+                      const std::string& primary_network) {
+  if (want.empty() || want_uuid == primary_network || want == i.nic) return i.ip;
+  for (const InstanceState::Nic& n : i.nics) {
+    if (n.network_uuid == want_uuid || n.interface == want) return n.ip;
+  }
+  return "";
+}
+
+// The health check targets of a service's running instances.
+std::vector<health::Target> HealthTargets(const ServiceSpec& spec, const std::vector<const InstanceState*>& instances,
+                                          bool loopback, const std::string& primary_network,
+                                          const std::map<std::string, std::string>& network_names) {
+  std::vector<health::Target> out;
+  for (const auto& kv : spec.healthchecks) {
+    const HealthCheckSpec& c = kv.second;
+    health::CheckSpec cs;
+    cs.type = c.type;
+    cs.port = c.port;
+    cs.path = c.path;
+    cs.method = c.method;
+    cs.headers = c.headers;
+    cs.expect_status.clear();
+    for (const auto& r : c.expect_status) cs.expect_status.push_back({r.first, r.second});
+    if (cs.expect_status.empty()) cs.expect_status.push_back({200, 399});
+    cs.expect_body = c.expect_body;
+    cs.tls_skip_verify = c.tls_skip_verify;
+    cs.send = c.send;
+    cs.expect = c.expect;
+    cs.timeout = c.timeout;
+    health::CheckPolicy policy;
+    policy.interval = c.interval;
+    policy.unhealthy_interval = c.unhealthy_interval;
+    policy.retries = c.retries;
+    policy.successes = c.successes;
+    policy.start_window = spec.start_window;
+    // `network` names a NIC by network name, uuid or interface; an instance
+    // without that NIC has no address, and the check fails saying so
+    // (health::HealthMonitor).
+    auto named = network_names.find(c.network);
+    const std::string& want_uuid = named != network_names.end() ? named->second : c.network;
+    for (const InstanceState* i : instances) {
+      if (i->state != "running" || i->ip.empty()) continue;
+      health::Target t{i->uuid, kv.first, cs, policy, i->created, c.network.empty() ? primary_network : c.network};
+      t.alias = i->alias;
+      t.spec.address = AddressOn(*i, c.network, want_uuid, primary_network);
+      if (loopback && !t.spec.address.empty()) t.spec.address = LoopbackTwin(t.spec.address);
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void Reconciler::RecordReplacements(const Snapshot& s, const Decision& d, const std::vector<EventRecord>& events) {
+  // One per broken instance replaced; the instances are scanned only when
+  // there is one (a sync usually has none, and a project may have 100,000).
+  std::map<std::string, std::string> why;  // instance -> why it is broken
+  for (const Step& st : d.steps) {
+    if (st.action.reason == "remove-broken") why.emplace(st.action.instance, "broken");
+  }
+  if (!why.empty()) {
+    for (const InstanceState& i : s.instances) {
+      auto it = why.find(i.uuid);
+      if (it != why.end()) it->second = i.health == "unhealthy" ? "unhealthy" : i.state == "running" ? "server-down" : i.state;
+    }
+  }
+  for (const auto& kv : why) options_.metrics->Replacement(kv.second);
+  // Each time a service hits its budget or a crash loop (the events say it
+  // once per episode, not once per sync).
+  for (const EventRecord& e : events) {
+    if (e.kind == "replacement.budget-exceeded") options_.metrics->ReplacementDeferred(s.project.name, e.subject, "budget");
+    if (e.kind == "service.crashlooping") options_.metrics->ReplacementDeferred(s.project.name, e.subject, "crashloop");
+  }
+}
+
+SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) {
+  SyncResult r;
+  r.held = static_cast<int>(d.held.size());
+  r.converged = d.converged;
+  const ProjectRecord& p = s.project;
+  std::vector<Problem> problems;
+  StoreError(p.name, &problems, "finished jobs", store_->FinishJobs(d.job_progress));
+  std::vector<EventRecord> events = std::move(d.events);
+  if (options_.metrics != nullptr) RecordReplacements(s, d, events);
+  if (d.delete_project) {
+    StoreError(p.name, &problems, "events", store_->AppendEvents(events));
+    StoreError(p.name, &problems, "the project's deletion", store_->DeleteProject(p.uuid, "mariposad"));
+    if (options_.metrics != nullptr) options_.metrics->ForgetProject(p.name);
+    absl::MutexLock l(&mu_);
+    projects_.erase(p.uuid);
+    return r;
+  }
+  AutoRollbacks(p, d.rollbacks, &events, &problems);
+  ChangeTasks(p, d.task_changes, &problems);
+  NewTasks added = AddNewTasks(d.new_tasks);
+  std::vector<Step> steps;
+  for (Step& st : d.steps) {
+    if (added.Resolve(&st.task)) steps.push_back(std::move(st));
+    else ++r.held;
+  }
+  std::vector<AgentInstall> installs;
+  for (AgentInstall& a : d.installs) {
+    if (added.Resolve(&a.task)) installs.push_back(std::move(a));
+  }
+  std::vector<ImageImport> imports;
+  for (ImageImport& i : d.imports) {
+    if (added.Resolve(&i.task)) imports.push_back(std::move(i));
+  }
+  std::vector<JobRecord> sent = Send(s, steps, installs, imports, d.uninstalls, &d.memory, &r, &events, &problems);
+  // The backlog the pump may send (PumpProject): creates without placement
+  // rules (those are placed against the instances of a fresh listing).
+  std::vector<Step> backlog;
+  if (r.failed == 0) {
+    for (Step& st : d.backlog) {
+      if (s.goal->services.at(st.action.service).spec.placement.empty() && added.Resolve(&st.task)) {
+        backlog.push_back(std::move(st));
+      }
+    }
+  }
+  KeepMemory(p, d.memory, &problems);
+  Remember(s, &d, std::move(problems), std::move(backlog), s.in_flight.size() + sent.size(), changes);
+  std::vector<Problem> late;  // events are written after the state is kept: their failure joins it
+  StoreError(p.name, &late, "events", store_->AppendEvents(events));
+  if (!late.empty()) {
+    absl::MutexLock l(&mu_);
+    auto& executed = projects_[p.uuid].executed;
+    executed.insert(executed.end(), late.begin(), late.end());
+  }
+  AssignHealth(s);
+  ServiceMetrics(s, d);
+  return r;
+}
+
+// update.auto_rollback: the project is rolled back to the version before,
+// the rollout fails, and a reprovision back to it is queued.
+void Reconciler::AutoRollbacks(const ProjectRecord& p, const std::vector<Rollback>& rollbacks,
+                               std::vector<EventRecord>* events, std::vector<Problem>* problems) {
+  for (const Rollback& rb : rollbacks) {
+    if (!options_.rollback) continue;
+    auto rolled = options_.rollback(p.name, rb.to_version, rb.expected_current, rb.why);
+    if (!rolled.ok()) {
+      LogWarn("auto_rollback failed", {{"project", p.name}, {"error", rolled.status().ToString()}});
+      continue;
+    }
+    StoreError(p.name, problems, "a task", store_->SetTaskState(rb.task, "failed", rb.why).status());
+    events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "rollout.auto-rollback", rb.task,
+                                  absl::StrCat(rb.why, " (as version ", *rolled, ")")});
+    TaskRecord back;
+    back.project_uuid = p.uuid;
+    back.kind = "reprovision";
+    back.services = rb.services;
+    back.origin = "auto";
+    back.trigger = "auto-rollback";
+    back.auto_kind = "reprovision";
+    back.actor = "mariposad";
+    if (auto queued = TaskQueue(store_).Add(back); !queued.ok()) {
+      LogWarn("cannot queue the reprovision back", {{"project", p.name}, {"error", queued.status().ToString()}});
+    }
+  }
+}
+
+// Task states as Decide changed them; a task's end is counted in the metrics.
+void Reconciler::ChangeTasks(const ProjectRecord& p, const std::vector<TaskChange>& changes,
+                             std::vector<Problem>* problems) {
+  for (const TaskChange& c : changes) {
+    auto changed = store_->SetTaskState(c.task, c.state, c.note);
+    StoreError(p.name, problems, "a task's state", changed.status());
+    if (changed.ok() && options_.metrics != nullptr &&
+        (c.state == "completed" || c.state == "failed" || c.state == "terminated")) {
+      options_.metrics->TaskEnded(changed->kind, c.state, changed->finished_at - changed->created_at);
+    }
+  }
+}
+
+// Automatic tasks: the store admits them again in its transaction; work for
+// one it refuses, or that must wait, is not sent.
+Reconciler::NewTasks Reconciler::AddNewTasks(const std::vector<TaskRecord>& tasks) {
+  NewTasks out;
+  for (const TaskRecord& t : tasks) {
+    std::string ref = absl::StrCat("new:", t.services.empty() ? "" : t.services.front());
+    auto added = TaskQueue(store_).Add(t);
+    if (!added.ok() || !added->wait_for.empty()) {
+      out.uuids[ref] = "";
+      continue;
+    }
+    store_->SetTaskState(added->uuid, "active", "").IgnoreError();
+    out.uuids[ref] = added->uuid;
+  }
+  return out;
+}
+
+bool Reconciler::NewTasks::Resolve(std::string* task) const {
+  if (!absl::StartsWith(*task, "new:")) return true;
+  auto it = uuids.find(*task);
+  if (it == uuids.end() || it->second.empty()) return false;
+  *task = it->second;
+  return true;
+}
+
+// What the next sync and `status` read of this one: jobs in flight, the
+// memory, the problems, and the backlog with what Send needs to build its
+// creates (no instances: the backlog has no placement rules).
+void Reconciler::Remember(const Snapshot& s, Decision* d, std::vector<Problem> problems, std::vector<Step> backlog,
+                          size_t in_flight, uint64_t changes) {
+  std::shared_ptr<const Snapshot> backlog_from;
+  if (!backlog.empty()) {
+    auto from = std::make_shared<Snapshot>();
+    from->project = s.project;
+    from->goal = s.goal;
+    from->images = s.images;
+    from->meta = s.meta;
+    from->recipes = s.recipes;
+    from->policy = s.policy;
+    from->jitter = s.jitter;
+    backlog_from = std::move(from);
+  }
+  absl::MutexLock l(&mu_);
+  ProjectState& ps = projects_[s.project.uuid];
+  ps.name = s.project.name;
+  ps.in_flight = static_cast<int>(in_flight);
+  ps.memory = std::move(d->memory);
+  ps.decided = std::move(d->problems);
+  ps.executed = std::move(problems);
+  ps.synced_at = clock_->Now();
+  ps.backlog.assign(std::make_move_iterator(backlog.begin()), std::make_move_iterator(backlog.end()));
+  ps.backlog_from = std::move(backlog_from);
+  ps.backlog_changes = changes;
+}
+
+// The health coordinator's targets: each instance is checked by the checks
+// of its own spec version.
+void Reconciler::AssignHealth(const Snapshot& s) {
+  if (options_.health == nullptr || !s.actual_known || !s.goal) return;
+  std::map<std::pair<std::string, const ServiceSpec*>, std::vector<const InstanceState*>> of;
+  for (const InstanceState& i : s.instances) {
+    const ServiceSpec* spec = HealthSpecFor(*s.goal, s.instance_goals, i.service, i.version_uuid);
+    if (spec != nullptr) of[{i.service, spec}].push_back(&i);
+  }
+  std::vector<health::Target> targets;
+  for (const auto& kv : of) {
+    auto r = s.recipes.find(kv.first.first);
+    const std::string& primary = r != s.recipes.end() && !r->second.networks.empty() ? r->second.networks[0]
+                                                                                       : options_.network_uuid;
+    auto more = HealthTargets(*kv.first.second, kv.second, options_.health_loopback, primary, s.network_names);
+    for (auto& t : more) targets.push_back(std::move(t));
+  }
+  options_.health->Assign(s.project.uuid, std::move(targets));
+}
+
+// mariposa_service_* for each service of the project.
+void Reconciler::ServiceMetrics(const Snapshot& s, const Decision& d) {
+  if (options_.metrics == nullptr || !s.actual_known) return;
+  std::vector<ServiceCounts> counts;
+  for (const auto& kv : d.verdicts) {
+    if (kv.second.agent) continue;
+    ServiceCounts c;
+    c.service = kv.first;
+    c.desired = kv.second.desired;
+    c.crashlooping = kv.second.state == VerdictState::kPaused && kv.second.reason.rfind("crash loop", 0) == 0;
+    c.ready = kv.second.ready;
+    c.unhealthy = kv.second.unhealthy;
+    c.verdict = VerdictName(kv.second.state);
+    for (const InstanceState& i : s.instances) {
+      if (i.service == kv.first) c.by_state[i.state]++;
+    }
+    counts.push_back(std::move(c));
+  }
+  options_.metrics->SetProject(s.project.name, std::move(counts));
+}
+
+}  // namespace mariposa::convergence
