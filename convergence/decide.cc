@@ -15,88 +15,100 @@ void Decider::CrashFailure(const std::string& service, const std::string& why) {
   }
 }
 
+// Each job that ended since the last sync: its task's progress, its event,
+// and what the service remembers of it (failures, backoff, install times).
 void Decider::FinishedJobs() {
   for (const FinishedJob& f : s_.finished) {
-    const JobRecord& j = f.job;
-    TaskProgress prog;
-    auto m = d_.memory.find(j.service);
-    if (f.ok) {
-      if (j.kind == "create") {
-        prog.created = 1;
-        if (j.reason == "replace-broken") prog.replaced = 1;
-        if (m != d_.memory.end()) m->second.history.Success();
-      } else if (RemovesKind(j.kind)) {
-        prog.deleted = 1;
-        if (j.reason == "reprovision") prog.replaced = 1;
-      } else if (j.kind == "reprovision") {
-        prog.replaced = 1;
-        Event("instance.reprovisioned", j.instance, j.alias);
-      } else if (j.kind == "import") {
-        Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
-        for (auto& kv : d_.memory) {
-          kv.second.import_error.clear();
-          kv.second.import_failures = 0;
-          kv.second.import_retry = absl::InfinitePast();
-        }
-      } else if (j.kind == "uninstall") {
-        prog.deleted = 1;
-        Event("agent.uninstalled", j.instance, absl::StrCat(j.alias, " on server ", j.instance, " (", j.reason, ")"));
-      } else if (j.kind == "install") {
-        prog.created = 1;
-        Event("agent.install", j.instance, absl::StrCat(j.alias, " on server ", j.instance));
-        if (m != d_.memory.end()) {
-          if (!j.task_uuid.empty()) m->second.reinstalled[j.task_uuid].insert(j.instance);
-          m->second.install_failures.erase(j.instance);
-          m->second.install_attempts.erase(j.instance);
-          // The slow-server warning: much longer than the median of the last ones.
-          absl::Duration took = now_ - j.sent_at;
-          std::vector<absl::Duration>& times = m->second.install_times;
-          if (times.size() >= 5) {
-            std::vector<absl::Duration> sorted = times;
-            std::sort(sorted.begin(), sorted.end());
-            absl::Duration median = sorted[sorted.size() / 2];
-            if (took > 3 * median && took - median > absl::Seconds(5)) {
-              Event("agent.install-slow", j.instance,
-                    absl::StrCat(j.alias, " took ", absl::FormatDuration(absl::Trunc(took, absl::Seconds(1))),
-                                 ", over 3 times the median of the last ", times.size(), " installs (",
-                                 absl::FormatDuration(absl::Trunc(median, absl::Milliseconds(100))),
-                                 "); check the server"));
-            }
-          }
-          times.push_back(took);
-          if (times.size() > 50) times.erase(times.begin());
-        }
-      }
-    } else {
-      prog.failed = 1;
-      if (j.kind == "create") {
-        Event("instance.create-failed", j.service, absl::StrCat(j.alias, ": ", f.error));
-        CrashFailure(j.service, absl::StrCat(j.alias, ": ", f.error));
-      } else if (j.kind == "import") {
-        Event("image.import-failed", j.instance, absl::StrCat(j.alias, " (", j.reason, "): ", f.error));
-        // Every service waiting for the image waits for the next attempt.
-        for (const auto& kv : s_.imports) {
-          if (kv.second.uuid != j.instance) continue;
-          ServiceMemory& mem = d_.memory[kv.first];
-          mem.import_error = f.error;
-          ++mem.import_failures;
-          mem.import_retry = now_ + RetryWait(s_.policy, mem.import_failures);
-        }
-      } else if (j.kind == "uninstall") {
-        Event("agent.uninstall-failed", j.instance, absl::StrCat(j.alias, ": ", f.error));
-      } else if (j.kind == "install") {
-        Event("agent.install-failed", j.instance, absl::StrCat(j.alias, " on server ", j.instance, ": ", f.error));
-        if (m != d_.memory.end()) {
-          m->second.install_failures[j.instance] = f.error;
-          int n = ++m->second.install_attempts[j.instance];
-          m->second.install_retry = std::max(m->second.install_retry, now_ + RetryWait(s_.policy, n));
-        }
-      } else {
-        Event(absl::StrCat("instance.", j.kind, "-failed"), j.instance, absl::StrCat(j.alias, ": ", f.error));
-      }
-    }
-    d_.job_progress.push_back({j.job_uuid, prog});
+    TaskProgress prog = f.ok ? JobSucceeded(f.job) : JobFailed(f.job, f.error);
+    d_.job_progress.push_back({f.job.job_uuid, prog});
   }
+}
+
+TaskProgress Decider::JobSucceeded(const JobRecord& j) {
+  TaskProgress prog;
+  auto m = d_.memory.find(j.service);
+  if (j.kind == "create") {
+    prog.created = 1;
+    if (j.reason == "replace-broken") prog.replaced = 1;
+    if (m != d_.memory.end()) m->second.history.Success();
+  } else if (RemovesKind(j.kind)) {
+    prog.deleted = 1;
+    if (j.reason == "reprovision") prog.replaced = 1;
+  } else if (j.kind == "reprovision") {
+    prog.replaced = 1;
+    Event("instance.reprovisioned", j.instance, j.alias);
+  } else if (j.kind == "import") {
+    Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
+    for (auto& kv : d_.memory) {
+      kv.second.import_error.clear();
+      kv.second.import_failures = 0;
+      kv.second.import_retry = absl::InfinitePast();
+    }
+  } else if (j.kind == "uninstall") {
+    prog.deleted = 1;
+    Event("agent.uninstalled", j.instance, absl::StrCat(j.alias, " on server ", j.instance, " (", j.reason, ")"));
+  } else if (j.kind == "install") {
+    prog.created = 1;
+    Event("agent.install", j.instance, absl::StrCat(j.alias, " on server ", j.instance));
+    if (m != d_.memory.end()) Installed(j, &m->second);
+  }
+  return prog;
+}
+
+// An agent installed: the server's failures are forgotten, the reinstall
+// task counts it, and a slow install is told (much longer than the median
+// of the last ones).
+void Decider::Installed(const JobRecord& j, ServiceMemory* m) {
+  if (!j.task_uuid.empty()) m->reinstalled[j.task_uuid].insert(j.instance);
+  m->install_failures.erase(j.instance);
+  m->install_attempts.erase(j.instance);
+  absl::Duration took = now_ - j.sent_at;
+  std::vector<absl::Duration>& times = m->install_times;
+  if (times.size() >= 5) {
+    std::vector<absl::Duration> sorted = times;
+    std::sort(sorted.begin(), sorted.end());
+    absl::Duration median = sorted[sorted.size() / 2];
+    if (took > 3 * median && took - median > absl::Seconds(5)) {
+      Event("agent.install-slow", j.instance,
+            absl::StrCat(j.alias, " took ", absl::FormatDuration(absl::Trunc(took, absl::Seconds(1))),
+                         ", over 3 times the median of the last ", times.size(), " installs (",
+                         absl::FormatDuration(absl::Trunc(median, absl::Milliseconds(100))), "); check the server"));
+    }
+  }
+  times.push_back(took);
+  if (times.size() > 50) times.erase(times.begin());
+}
+
+TaskProgress Decider::JobFailed(const JobRecord& j, const std::string& error) {
+  TaskProgress prog;
+  prog.failed = 1;
+  auto m = d_.memory.find(j.service);
+  if (j.kind == "create") {
+    Event("instance.create-failed", j.service, absl::StrCat(j.alias, ": ", error));
+    CrashFailure(j.service, absl::StrCat(j.alias, ": ", error));
+  } else if (j.kind == "import") {
+    Event("image.import-failed", j.instance, absl::StrCat(j.alias, " (", j.reason, "): ", error));
+    // Every service waiting for the image waits for the next attempt.
+    for (const auto& kv : s_.imports) {
+      if (kv.second.uuid != j.instance) continue;
+      ServiceMemory& mem = d_.memory[kv.first];
+      mem.import_error = error;
+      ++mem.import_failures;
+      mem.import_retry = now_ + RetryWait(s_.policy, mem.import_failures);
+    }
+  } else if (j.kind == "uninstall") {
+    Event("agent.uninstall-failed", j.instance, absl::StrCat(j.alias, ": ", error));
+  } else if (j.kind == "install") {
+    Event("agent.install-failed", j.instance, absl::StrCat(j.alias, " on server ", j.instance, ": ", error));
+    if (m != d_.memory.end()) {
+      m->second.install_failures[j.instance] = error;
+      int n = ++m->second.install_attempts[j.instance];
+      m->second.install_retry = std::max(m->second.install_retry, now_ + RetryWait(s_.policy, n));
+    }
+  } else {
+    Event(absl::StrCat("instance.", j.kind, "-failed"), j.instance, absl::StrCat(j.alias, ": ", error));
+  }
+  return prog;
 }
 
 void Decider::Instances() {

@@ -136,6 +136,9 @@ class Decider {
   // A failure that counts toward the service's crash loop (and backoff).
   void CrashFailure(const std::string& service, const std::string& why);
   void FinishedJobs();
+  TaskProgress JobSucceeded(const JobRecord& j);
+  TaskProgress JobFailed(const JobRecord& j, const std::string& error);
+  void Installed(const JobRecord& j, ServiceMemory* m);
   // A rollout past one of its services' deadlines (update.healthy_deadline,
   // update.progress_deadline): why, or "".
   std::string Overdue(const TaskRecord& t, const std::vector<std::string>& scope) const;

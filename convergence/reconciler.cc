@@ -658,100 +658,112 @@ std::vector<std::optional<FinishedJob>> Reconciler::PollJobs(const std::vector<J
   return answers;
 }
 
+// Between syncs, the backlog a sync left (creates without placement rules)
+// is sent as jobs end, while nothing changed and no job failed.
 std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   absl::Time start = clock_->Now();
-  std::shared_ptr<const Snapshot> from;
-  std::set<std::string> known;  // jobs seen ending already
-  std::map<std::string, ServiceMemory> memory;
-  int others = 0;
-  {
-    absl::MutexLock l(&mu_);
-    auto it = projects_.find(uuid);
-    if (it == projects_.end()) return std::nullopt;
-    ProjectState& ps = it->second;
-    if (ps.backlog.empty()) return std::nullopt;
-    // Syncs take at most about a tenth of the time while a backlog lasts:
-    // at 100,000 instances listing them all takes seconds.
-    absl::Duration pump_for = std::max(options_.full_observe, 10 * ps.sync_cost);
-    // Jobs the pump saw end stay in the store until a sync counts them (the
-    // pump skips them in memory): past kEndedWindowsPerSync windows, sync — more when
-    // a sync costs more than a tenth of a second (at 100,000 instances it
-    // costs seconds). Each sync lists every instance of the project, which
-    // was a quarter of mariposad's CPU in P2 at 16 windows.
-    double cost = std::max(1.0, absl::FDivDuration(ps.sync_cost, absl::Milliseconds(100)));
-    size_t ended_max = static_cast<size_t>(kEndedWindowsPerSync * std::max(1, options_.max_jobs_per_project) * cost);
-    if (ps.backlog_changes != changes_.load() || start - ps.synced_at >= pump_for || ps.ended.size() >= ended_max) {
-      ps.DropBacklog();
-      return std::nullopt;
-    }
-    from = ps.backlog_from;
-    memory = ps.memory;
-    for (const auto& kv : ps.ended) known.insert(kv.first);
-    for (const auto& kv : projects_) others += kv.first == uuid ? 0 : kv.second.in_flight;
-  }
-  auto jobs = store_->ListJobsExcept(uuid, known);
+  std::optional<Pump> pump = PumpFrom(uuid, start);
+  if (!pump) return std::nullopt;
+  auto jobs = store_->ListJobsExcept(uuid, pump->known);
   if (!jobs.ok()) return std::nullopt;
-  int running = 0;
   std::vector<JobRecord> polled;
   for (JobRecord& j : *jobs) {
-    if (absl::StartsWith(j.job_uuid, "create:")) ++running;  // the next sync looks for its VM
+    if (absl::StartsWith(j.job_uuid, "create:")) ++pump->running;  // the next sync looks for its VM
     else polled.push_back(std::move(j));
   }
-  std::vector<std::optional<FinishedJob>> answers = PollJobs(polled);
   SyncResult r;
   bool failed = false;
   std::vector<FinishedJob> ended;
-  for (auto& a : answers) {
+  for (auto& a : PollJobs(polled)) {
     if (!a) {
-      ++running;
+      ++pump->running;
       continue;
     }
     failed |= !a->ok;
     ended.push_back(std::move(*a));
   }
   r.finished = static_cast<int>(ended.size());
-  std::vector<Step> steps;
-  {
-    absl::MutexLock l(&mu_);
-    auto it = projects_.find(uuid);
-    if (it == projects_.end()) return std::nullopt;
-    ProjectState& ps = it->second;
-    for (FinishedJob& f : ended) ps.ended[f.job.job_uuid] = std::move(f);
-    // A failed job is for Decide to count (backoff, crash loop) before
-    // anything more is sent; so is any change since the backlog was made.
-    if (failed || ps.backlog_changes != changes_.load()) {
-      ps.DropBacklog();
-      return std::nullopt;
-    }
-    int64_t free = std::min<int64_t>(std::max(1, options_.max_jobs_per_project) - running,
-                                     options_.max_jobs - others - running);
-    while (free-- > 0 && !ps.backlog.empty()) {
-      steps.push_back(std::move(ps.backlog.front()));
-      ps.backlog.pop_front();
-    }
-    ps.in_flight = running;
-  }
+  std::optional<std::vector<Step>> steps = TakeBacklog(uuid, std::move(ended), failed, *pump);
+  if (!steps) return std::nullopt;
   std::vector<EventRecord> events;
   std::vector<Problem> problems;
   std::vector<JobRecord> sent;
-  if (!steps.empty()) sent = Send(*from, steps, {}, {}, {}, &memory, &r, &events, &problems);
-  StoreError(from->project.name, &problems, "events", store_->AppendEvents(events));
-  if (r.failed > 0) KeepMemory(from->project, memory, &problems);
+  const Snapshot& from = *pump->from;
+  if (!steps->empty()) sent = Send(from, *steps, {}, {}, {}, &pump->memory, &r, &events, &problems);
+  StoreError(from.project.name, &problems, "events", store_->AppendEvents(events));
+  if (r.failed > 0) KeepMemory(from.project, pump->memory, &problems);
   {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(uuid);
     if (it != projects_.end()) {
       ProjectState& ps = it->second;
-      ps.in_flight = running + static_cast<int>(sent.size());
+      ps.in_flight = pump->running + static_cast<int>(sent.size());
       for (Problem& pr : problems) ps.executed.push_back(std::move(pr));
       if (r.failed > 0) {  // refused: counted into memory by Send; Decide goes on from there
-        ps.memory = std::move(memory);
+        ps.memory = std::move(pump->memory);
         ps.DropBacklog();
       }
     }
   }
   r.total = clock_->Now() - start;
   return r;
+}
+
+// What the pump starts from, or nullopt when the backlog is empty or must be
+// dropped (a change since it was made, too long since the sync, or too many
+// ended jobs not yet counted by a sync).
+std::optional<Reconciler::Pump> Reconciler::PumpFrom(const std::string& uuid, absl::Time start) {
+  absl::MutexLock l(&mu_);
+  auto it = projects_.find(uuid);
+  if (it == projects_.end()) return std::nullopt;
+  ProjectState& ps = it->second;
+  if (ps.backlog.empty()) return std::nullopt;
+  // Syncs take at most about a tenth of the time while a backlog lasts: at
+  // 100,000 instances listing them all takes seconds.
+  absl::Duration pump_for = std::max(options_.full_observe, 10 * ps.sync_cost);
+  // Jobs the pump saw end stay in the store until a sync counts them (the
+  // pump skips them in memory): past kEndedWindowsPerSync windows, sync —
+  // more when a sync costs more than a tenth of a second (at 100,000
+  // instances it costs seconds). Each sync lists every instance of the
+  // project, which was a quarter of mariposad's CPU in P2 at 16 windows.
+  double cost = std::max(1.0, absl::FDivDuration(ps.sync_cost, absl::Milliseconds(100)));
+  size_t ended_max = static_cast<size_t>(kEndedWindowsPerSync * std::max(1, options_.max_jobs_per_project) * cost);
+  if (ps.backlog_changes != changes_.load() || start - ps.synced_at >= pump_for || ps.ended.size() >= ended_max) {
+    ps.DropBacklog();
+    return std::nullopt;
+  }
+  Pump p;
+  p.from = ps.backlog_from;
+  p.memory = ps.memory;
+  for (const auto& kv : ps.ended) p.known.insert(kv.first);
+  for (const auto& kv : projects_) p.others += kv.first == uuid ? 0 : kv.second.in_flight;
+  return p;
+}
+
+// Keeps the jobs that ended for the next sync and takes as much of the
+// backlog as the job window allows; nullopt (the backlog dropped) when a job
+// failed — Decide counts it (backoff, crash loop) before anything more is
+// sent — or anything changed since the backlog was made.
+std::optional<std::vector<Step>> Reconciler::TakeBacklog(const std::string& uuid, std::vector<FinishedJob> ended,
+                                                         bool failed, const Pump& pump) {
+  absl::MutexLock l(&mu_);
+  auto it = projects_.find(uuid);
+  if (it == projects_.end()) return std::nullopt;
+  ProjectState& ps = it->second;
+  for (FinishedJob& f : ended) ps.ended[f.job.job_uuid] = std::move(f);
+  if (failed || ps.backlog_changes != changes_.load()) {
+    ps.DropBacklog();
+    return std::nullopt;
+  }
+  int64_t free = std::min<int64_t>(std::max(1, options_.max_jobs_per_project) - pump.running,
+                                   options_.max_jobs - pump.others - pump.running);
+  std::vector<Step> steps;
+  while (free-- > 0 && !ps.backlog.empty()) {
+    steps.push_back(std::move(ps.backlog.front()));
+    ps.backlog.pop_front();
+  }
+  ps.in_flight = pump.running;
+  return steps;
 }
 
 // What VMAPI is asked to make of one instance of `g` (a create, or the

@@ -322,6 +322,17 @@ class Reconciler {
   // Counts the broken instances `d` replaces (by why: failed, stopped,
   // unhealthy, server-down) and the budget and crash-loop episodes in `events`.
   void RecordReplacements(const Snapshot& s, const Decision& d, const std::vector<EventRecord>& events);
+  // PumpProject's steps.
+  struct Pump {
+    std::shared_ptr<const Snapshot> from;   // what Send needs to build the backlog's creates
+    std::map<std::string, ServiceMemory> memory;
+    std::set<std::string> known;            // jobs seen ending already
+    int others = 0;                         // jobs in flight for the other projects
+    int running = 0;                        // this project's jobs still running
+  };
+  std::optional<Pump> PumpFrom(const std::string& uuid, absl::Time start);
+  std::optional<std::vector<Step>> TakeBacklog(const std::string& uuid, std::vector<FinishedJob> ended, bool failed,
+                                               const Pump& pump);
   // The states of `jobs`: how each ended, or nullopt while it runs.
   std::vector<std::optional<FinishedJob>> PollJobs(const std::vector<JobRecord>& jobs);
   void Worker();
