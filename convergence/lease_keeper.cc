@@ -13,61 +13,21 @@ LeaseKeeper::LeaseKeeper(ProjectStore* store, const Clock* clock, LeaseKeeperOpt
 
 LeaseKeeper::~LeaseKeeper() { Stop(); }
 
+// One round: heartbeat (reading nodes, projects and leases), plan
+// (PlanLeases, pure), write, and keep what the writes made.
 absl::Status LeaseKeeper::RunOnce() {
   // Everything this round writes counts from before it asked: the database
   // computes expiries from its own (later) time.
   absl::Time began = clock_->Now();
   absl::Time act_until = began + options_.policy.ttl - options_.policy.safety;
-  {
-    // Leases whose time to act has passed (renewals failed) are dropped
-    // whatever the database says now.
-    absl::MutexLock l(&mu_);
-    for (auto it = held_.begin(); it != held_.end();) {
-      it = began >= it->second.act_until ? held_.erase(it) : std::next(it);
-    }
-  }
-  std::string address;
-  {
-    absl::MutexLock l(&mu_);
-    address = address_;
-  }
+  std::string address = DropExpired(began);
   auto state = store_->Heartbeat(options_.node, address, started_);
   if (!state.ok()) {
     absl::MutexLock l(&mu_);
     last_error_ = std::string(state.status().message());
     return state.status();
   }
-  std::vector<LeaseAction> plan =
-      PlanLeases(options_.node, state->nodes, state->projects, state->leases, state->now, options_.policy);
-  std::vector<LeaseWrite> writes;
-  {
-    absl::MutexLock l(&mu_);
-    // A lease the database gives to another holder or epoch is lost.
-    for (auto it = held_.begin(); it != held_.end();) {
-      auto stored = state->leases.find(it->first);
-      bool still = stored != state->leases.end() && stored->second.holder == options_.node &&
-                   stored->second.epoch == it->second.epoch;
-      it = still ? std::next(it) : held_.erase(it);
-    }
-    for (const LeaseAction& a : plan) {
-      LeaseWrite w;
-      w.kind = a.kind == LeaseAction::kAcquire ? LeaseWrite::kAcquire
-               : a.kind == LeaseAction::kRenew ? LeaseWrite::kRenew
-                                               : LeaseWrite::kRelease;
-      w.project = a.project;
-      w.node = options_.node;
-      w.expected_epoch = a.expected_epoch;
-      w.epoch = a.epoch;
-      w.expires = a.expires;
-      // Stop acting before handing a lease back.
-      if (w.kind == LeaseWrite::kRelease) held_.erase(a.project);
-      // A lease this node's name holds from before (not in held_: a
-      // previous run) is released rather than renewed: this run starts
-      // from the store, under a new epoch.
-      if (w.kind == LeaseWrite::kRenew && !held_.count(a.project)) w.kind = LeaseWrite::kRelease;
-      writes.push_back(std::move(w));
-    }
-  }
+  std::vector<LeaseWrite> writes = WritesFor(*state);
   auto made = store_->WriteLeases(writes);
   std::vector<std::string> gained;
   {
@@ -76,19 +36,7 @@ absl::Status LeaseKeeper::RunOnce() {
       last_error_ = std::string(made.status().message());
       return made.status();
     }
-    for (size_t i = 0; i < writes.size(); ++i) {
-      const LeaseWrite& w = writes[i];
-      if (w.kind == LeaseWrite::kAcquire && (*made)[i]) {
-        held_[w.project] = Held{w.project, w.epoch, act_until};
-        gained.push_back(w.project);
-      } else if (w.kind == LeaseWrite::kRenew) {
-        if ((*made)[i]) {
-          held_[w.project].act_until = act_until;
-        } else {
-          held_.erase(w.project);
-        }
-      }
-    }
+    gained = KeepMade(writes, *made, act_until);
     last_ = *std::move(state);
     last_error_.clear();
   }
@@ -97,6 +45,71 @@ absl::Status LeaseKeeper::RunOnce() {
     if (gained_) gained_(p);
   }
   return absl::OkStatus();
+}
+
+// Leases whose time to act has passed (renewals failed) are dropped whatever
+// the database says now. Returns where this node serves.
+std::string LeaseKeeper::DropExpired(absl::Time now) {
+  absl::MutexLock l(&mu_);
+  for (auto it = held_.begin(); it != held_.end();) {
+    it = now >= it->second.act_until ? held_.erase(it) : std::next(it);
+  }
+  return address_;
+}
+
+// The writes of this round's plan. A lease the database gives to another
+// holder or epoch is lost; one released stops being acted on before it is
+// handed back.
+std::vector<LeaseWrite> LeaseKeeper::WritesFor(const LeaseState& state) {
+  std::vector<LeaseAction> plan =
+      PlanLeases(options_.node, state.nodes, state.projects, state.leases, state.now, options_.policy);
+  std::vector<LeaseWrite> writes;
+  absl::MutexLock l(&mu_);
+  for (auto it = held_.begin(); it != held_.end();) {
+    auto stored = state.leases.find(it->first);
+    bool still = stored != state.leases.end() && stored->second.holder == options_.node &&
+                 stored->second.epoch == it->second.epoch;
+    it = still ? std::next(it) : held_.erase(it);
+  }
+  for (const LeaseAction& a : plan) {
+    LeaseWrite w;
+    w.kind = a.kind == LeaseAction::kAcquire ? LeaseWrite::kAcquire
+             : a.kind == LeaseAction::kRenew ? LeaseWrite::kRenew
+                                             : LeaseWrite::kRelease;
+    w.project = a.project;
+    w.node = options_.node;
+    w.expected_epoch = a.expected_epoch;
+    w.epoch = a.epoch;
+    w.expires = a.expires;
+    if (w.kind == LeaseWrite::kRelease) held_.erase(a.project);
+    // A lease this node's name holds from before (not in held_: a previous
+    // run) is released rather than renewed: this run starts from the store,
+    // under a new epoch.
+    if (w.kind == LeaseWrite::kRenew && !held_.count(a.project)) w.kind = LeaseWrite::kRelease;
+    writes.push_back(std::move(w));
+  }
+  return writes;
+}
+
+// What the writes made: leases taken (returned) and renewed until
+// `act_until`; a renewal refused loses the lease.
+std::vector<std::string> LeaseKeeper::KeepMade(const std::vector<LeaseWrite>& writes, const std::vector<bool>& made,
+                                               absl::Time act_until) {
+  std::vector<std::string> gained;
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const LeaseWrite& w = writes[i];
+    if (w.kind == LeaseWrite::kAcquire && made[i]) {
+      held_[w.project] = Held{w.project, w.epoch, act_until};
+      gained.push_back(w.project);
+    } else if (w.kind == LeaseWrite::kRenew) {
+      if (made[i]) {
+        held_[w.project].act_until = act_until;
+      } else {
+        held_.erase(w.project);
+      }
+    }
+  }
+  return gained;
 }
 
 void LeaseKeeper::Start() {

@@ -80,6 +80,12 @@ class LeaseKeeper {
   const LeasePolicy& policy() const { return options_.policy; }
 
  private:
+  // RunOnce's steps.
+  std::string DropExpired(absl::Time now);
+  std::vector<LeaseWrite> WritesFor(const LeaseState& state);
+  std::vector<std::string> KeepMade(const std::vector<LeaseWrite>& writes, const std::vector<bool>& made,
+                                    absl::Time act_until) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   ProjectStore* store_;
   const Clock* clock_;
   LeaseKeeperOptions options_;

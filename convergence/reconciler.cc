@@ -991,31 +991,16 @@ void Reconciler::SetPaused(bool paused) {
   if (was && !paused) Resync();
 }
 
+// Each worker takes a project off the queue, pumps its backlog or syncs it,
+// and queues it again as its jobs and results say.
 void Reconciler::Worker() {
   std::string key;
   while (queue_.Get(&key)) {
-    if (paused_) {  // readonly: dropped here, queued again by SetPaused(false)
+    std::optional<Fence> fence;
+    // readonly: dropped here, queued again by SetPaused(false).
+    if (paused_ || !Leased(key, &fence)) {
       queue_.Done(key);
       continue;
-    }
-    // Several nodes: only projects whose lease this node holds, each under
-    // its fence (the store refuses its writes once the lease moved).
-    std::optional<Fence> fence;
-    if (options_.lease) {
-      fence = options_.lease(key);
-      if (!fence) {
-        ReleaseProject(key);
-        queue_.Forget(key);
-        queue_.Done(key);
-        continue;
-      }
-      absl::MutexLock l(&mu_);
-      // Taken (again): start from the store, not from what this node
-      // remembered of an earlier holding.
-      if (auto it = projects_.find(key); it != projects_.end() && it->second.epoch != fence->epoch) {
-        projects_.erase(it);
-      }
-      projects_[key].epoch = fence->epoch;
     }
     std::optional<ScopedFence> fenced;
     if (fence) fenced.emplace(*fence);
@@ -1038,28 +1023,53 @@ void Reconciler::Worker() {
                            {"observe_ms", absl::StrCat(absl::ToInt64Milliseconds(r->observe))},
                            {"total_ms", absl::StrCat(absl::ToInt64Milliseconds(r->total))}});
       }
-      int in_flight = 0;
-      absl::Duration poll = options_.job_poll;
-      {
-        absl::MutexLock l(&mu_);
-        auto it = projects_.find(key);  // gone when the sync deleted the project
-        if (it != projects_.end()) {
-          in_flight = it->second.in_flight;
-          // Jobs that keep ending (a fast VMAPI) are looked at again at
-          // once; while none ends the wait doubles up to job_poll.
-          absl::Duration& after = it->second.poll_after;
-          after = r->finished > 0 ? kFirstPoll : std::min(std::max(after * 2, kFirstPoll), options_.job_poll);
-          poll = after;
-        }
-      }
-      // Jobs in flight are looked at again soon; work that went out may
-      // have more steps behind it. Held and failed work waits for the
-      // resync (or its backoff), so neither becomes a busy loop.
-      if (in_flight > 0) queue_.AddAfter(key, poll);
-      else if (r->failed == 0 && r->created + r->deleted + r->changed > 0) queue_.Add(key);
+      Requeue(key, *r);
     }
     queue_.Done(key);
   }
+}
+
+// Several nodes: only projects whose lease this node holds, each under its
+// fence (the store refuses its writes once the lease moved). False (the
+// project released here) when another node holds it.
+bool Reconciler::Leased(const std::string& key, std::optional<Fence>* fence) {
+  if (!options_.lease) return true;
+  *fence = options_.lease(key);
+  if (!*fence) {
+    ReleaseProject(key);
+    queue_.Forget(key);
+    return false;
+  }
+  absl::MutexLock l(&mu_);
+  // Taken (again): start from the store, not from what this node remembered
+  // of an earlier holding.
+  if (auto it = projects_.find(key); it != projects_.end() && it->second.epoch != (*fence)->epoch) {
+    projects_.erase(it);
+  }
+  projects_[key].epoch = (*fence)->epoch;
+  return true;
+}
+
+// Jobs in flight are looked at again soon; work that went out may have more
+// steps behind it. Held and failed work waits for the resync (or its
+// backoff), so neither becomes a busy loop.
+void Reconciler::Requeue(const std::string& key, const SyncResult& r) {
+  int in_flight = 0;
+  absl::Duration poll = options_.job_poll;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(key);  // gone when the sync deleted the project
+    if (it != projects_.end()) {
+      in_flight = it->second.in_flight;
+      // Jobs that keep ending (a fast VMAPI) are looked at again at once;
+      // while none ends the wait doubles up to job_poll.
+      absl::Duration& after = it->second.poll_after;
+      after = r.finished > 0 ? kFirstPoll : std::min(std::max(after * 2, kFirstPoll), options_.job_poll);
+      poll = after;
+    }
+  }
+  if (in_flight > 0) queue_.AddAfter(key, poll);
+  else if (r.failed == 0 && r.created + r.deleted + r.changed > 0) queue_.Add(key);
 }
 
 void Reconciler::Stop() {

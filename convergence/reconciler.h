@@ -336,6 +336,8 @@ class Reconciler {
   // The states of `jobs`: how each ended, or nullopt while it runs.
   std::vector<std::optional<FinishedJob>> PollJobs(const std::vector<JobRecord>& jobs);
   void Worker();
+  bool Leased(const std::string& key, std::optional<Fence>* fence);
+  void Requeue(const std::string& key, const SyncResult& r);
   void Relister();
   void Resync();
   // The admin account's core zones (tagged smartdc_role), by role.

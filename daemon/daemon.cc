@@ -518,7 +518,7 @@ Daemon::Exit Daemon::Listen() {
   grpc::ServerBuilder builder;
   int port = 0;
   if (Exit e = ListenLocal(&builder, &port)) return e;
-  if (Exit e = BuildServer(&builder, port)) return e;
+  if (Exit e = BuildServer(&builder, &port)) return e;
   std::vector<std::string> addrs = {bound_};
   if (!flags_.metrics_listen.empty()) {
     addrs.push_back(absl::StrCat(flags_.metrics_listen.substr(0, flags_.metrics_listen.rfind(':')), ":",
@@ -576,7 +576,7 @@ Daemon::Exit Daemon::ListenLocal(grpc::ServerBuilder* builder, int* port) {
 
 // The services registered behind the interceptors, the server started, the
 // local listeners handing it their connections.
-Daemon::Exit Daemon::BuildServer(grpc::ServerBuilder* builder, int port) {
+Daemon::Exit Daemon::BuildServer(grpc::ServerBuilder* builder, const int* port) {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(authorizer_->NewInterceptorFactory());
   // First, so that the metrics count what the client is told.
@@ -603,7 +603,7 @@ Daemon::Exit Daemon::BuildServer(grpc::ServerBuilder* builder, int port) {
     return 1;
   }
   if (bound_.empty()) {
-    bound_ = absl::StrCat(flags_.listen.substr(0, flags_.listen.rfind(':')), ":", port);
+    bound_ = absl::StrCat(flags_.listen.substr(0, flags_.listen.rfind(':')), ":", *port);
     const char* accepts = !config_.tls                      ? " (no TLS: tokens only, in clear)"
                           : flags_.tls_client_ca.empty() ? " (TLS: tokens)"
                                                          : " (TLS: client certificates or tokens)";

@@ -98,7 +98,7 @@ class Daemon {
   void WireProjects();
   Exit Listen();
   Exit ListenLocal(grpc::ServerBuilder* builder, int* port);
-  Exit BuildServer(grpc::ServerBuilder* builder, int port);
+  Exit BuildServer(grpc::ServerBuilder* builder, const int* port);  // *port: set by BuildAndStart
   void Watch();
   void StartWork();
   void StartEmbeddedAgent();

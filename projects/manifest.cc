@@ -580,312 +580,370 @@ class Parser {
     }
   }
 
-  void ParseService(const YamlNode& n, const std::string& path, ServiceSpec* s) {
-    bool has_count = false, has_image = false;
-    const YamlNode* strategy_node = nullptr;
-    const YamlNode* count_node = nullptr;
-    const YamlNode* servers_node = nullptr;
-    const YamlNode* delegate_node = nullptr;
+  // The nodes of a service's keys that its cross-checks (ServiceRules)
+  // point at; null when not given.
+  struct ServiceNodes {
+    const YamlNode* image = nullptr;
+    const YamlNode* count = nullptr;
+    const YamlNode* strategy = nullptr;
+    const YamlNode* servers = nullptr;
+    const YamlNode* delegate = nullptr;
     bool restart_given = false;
+  };
+
+  // A service: one small parser per key (its section below), then the
+  // rules that tie keys together.
+  void ParseService(const YamlNode& n, const std::string& path, ServiceSpec* s) {
+    ServiceNodes at;
     Fields f;
-    f["service_type"] = [&](const YamlNode& v, const std::string& p) {
-      std::string t;
-      if (!Scalar(v, p, &t)) return;
-      if (t == "scheduled" || t == "event") {
-        Error(v, p, absl::StrCat("service_type \"", t, "\" is not supported yet; only \"continuous\" services run"));
-      } else if (t != "continuous") {
-        Error(v, p, absl::StrCat("\"", t, "\" is not one of: continuous, scheduled, event"));
-      } else {
-        s->service_type = t;
-      }
-    };
-    f["compute_type"] = [&](const YamlNode& v, const std::string& p) {
-      std::string t;
-      if (!Scalar(v, p, &t)) return;
-      static const std::map<std::string, std::pair<std::string, std::string>> kTypes = {
-          {"docker", {"docker", ""}},         {"infrastructure", {"infrastructure", ""}},
-          {"lx", {"infrastructure", "lx"}},   {"smartmachine", {"infrastructure", "joyent"}},
-          {"kvm", {"kvm", "kvm"}},            {"bhyve", {"kvm", "bhyve"}},
-          {"vm", {"kvm", ""}},                {"hvm", {"kvm", ""}},
-          {"agent", {"agent", ""}},           {"core", {"core", ""}}};
-      auto ty = kTypes.find(t);
-      if (ty == kTypes.end()) {
-        Error(v, p, absl::StrCat("\"", t, "\" is not one of: docker, infrastructure (lx, smartmachine), kvm (bhyve, vm, hvm), agent, core"));
-        return;
-      }
-      s->compute_type = ty->second.first;
-      s->brand = ty->second.second;
-    };
+    f["service_type"] = [&](const YamlNode& v, const std::string& p) { ServiceType(v, p, s); };
+    f["compute_type"] = [&](const YamlNode& v, const std::string& p) { ComputeType(v, p, s); };
     f["image"] = [&](const YamlNode& v, const std::string& p) {
-      has_image = true;
+      at.image = &v;
       String(v, p, &s->image);
       if (v.IsScalar() && (s->image.empty() || s->image.find_first_of(" \t") != std::string::npos)) {
         Error(v, p, "must be name[@version], an image uuid or a docker reference, without spaces");
       }
     };
-    f["package"] = [&](const YamlNode& v, const std::string& p) {
-      if (!s->package.empty()) {
-        Error(v, p, "package is given twice (here and in resources.package); keep one");
-        return;
-      }
-      String(v, p, &s->package);
-    };
-    f["resources"] = [&](const YamlNode& v, const std::string& p) {
-      Fields rf;
-      rf["package"] = [&](const YamlNode& x, const std::string& xp) {
-        if (!s->package.empty()) {
-          Error(x, xp, "package is given twice (here and in package:); keep one");
-          return;
-        }
-        String(x, xp, &s->package);
-      };
-      rf["memory"] = [&](const YamlNode& x, const std::string& xp) { Size(x, xp, &s->memory_bytes); };
-      rf["disk"] = [&](const YamlNode& x, const std::string& xp) { Size(x, xp, &s->disk_bytes); };
-      rf["cpu"] = [&](const YamlNode& x, const std::string& xp) {
-        std::string t;
-        if (!Scalar(x, xp, &t)) return;
-        double d;
-        if (!absl::SimpleAtod(t, &d) || !std::isfinite(d) || d <= 0 || d > 1024) {
-          Error(x, xp, absl::StrCat("\"", t, "\" is not a cpu count between 0 and 1024"));
-          return;
-        }
-        s->cpu = d;
-      };
-      ParseMap(v, p, rf);
-    };
+    f["package"] = [&](const YamlNode& v, const std::string& p) { Package(v, p, "resources.package", s); };
+    f["resources"] = [&](const YamlNode& v, const std::string& p) { Resources(v, p, s); };
     f["count"] = [&](const YamlNode& v, const std::string& p) {
-      has_count = true;
-      count_node = &v;
+      at.count = &v;
       Int(v, p, &s->count, 0, 100000);
     };
-    f["tags"] = [&](const YamlNode& v, const std::string& p) {
-      StringMap(v, p, &s->tags, true);
-      for (const auto& kv : s->tags) {
-        if (absl::StartsWith(kv.first, "mariposa.")) {
-          Error(v, Join(p, kv.first), "tags starting with \"mariposa.\" are reserved for ownership tags");
-        }
-      }
-    };
-    f["placement"] = [&](const YamlNode& v, const std::string& p) {
-      std::vector<std::string> rules;
-      StringList(v, p, &rules);
-      static const std::regex kRule(R"(^([A-Za-z0-9_.\-]+)(==|!=)(~?)(.+)$)");
-      for (size_t i = 0; i < rules.size(); ++i) {
-        const YamlNode& at = v.IsSequence() ? v[i] : v;
-        std::string ip = absl::StrCat(p, "[", i, "]");
-        std::smatch mt;
-        std::string r(absl::StripAsciiWhitespace(rules[i]));
-        if (!std::regex_match(r, mt, kRule)) {
-          Error(at, ip, absl::StrCat("\"", rules[i], "\" is not a placement rule; write KEY==VALUE, KEY!=VALUE (hard) or KEY==~VALUE, KEY!=~VALUE (soft)"));
-          continue;
-        }
-        PlacementRule rule{mt[1], mt[2] == "==", mt[3] == "~", std::string(absl::StripAsciiWhitespace(std::string(mt[4])))};
-        if (rule.value.size() > 1 && rule.value.front() == '/' && rule.value.back() == '/') {
-          try {
-            std::regex re(rule.value.substr(1, rule.value.size() - 2));
-          } catch (const std::regex_error&) {
-            Error(at, ip, absl::StrCat("\"", rule.value, "\" is not a valid regular expression"));
-            continue;
-          }
-        }
-        Template(at, ip, rule.value);
-        s->placement.push_back(rule);
-      }
-    };
+    f["tags"] = [&](const YamlNode& v, const std::string& p) { Tags(v, p, s); };
+    f["placement"] = [&](const YamlNode& v, const std::string& p) { Placement(v, p, s); };
     f["networks"] = [&](const YamlNode& v, const std::string& p) { Networks(v, p, &s->networks); };
-    f["ports"] = [&](const YamlNode& v, const std::string& p) {
-      if (!v.IsSequence()) {
-        Error(v, p, absl::StrCat("must be a list of port numbers, not ", KindName(v)));
-        return;
-      }
-      for (size_t i = 0; i < v.size(); ++i) {
-        int64_t port = 0;
-        int64_t before = error_count_;
-        Int(v[i], absl::StrCat(p, "[", i, "]"), &port, 1, 65535);
-        if (error_count_ != before) continue;
-        if (std::find(s->ports.begin(), s->ports.end(), port) != s->ports.end()) {
-          Error(v[i], absl::StrCat(p, "[", i, "]"), absl::StrCat("port ", port, " is listed twice"));
-          continue;
-        }
-        s->ports.push_back(static_cast<int>(port));
-      }
-      std::sort(s->ports.begin(), s->ports.end());
-    };
+    f["ports"] = [&](const YamlNode& v, const std::string& p) { Ports(v, p, s); };
     f["environment"] = [&](const YamlNode& v, const std::string& p) { StringMap(v, p, &s->environment, true); };
     f["mdata"] = [&](const YamlNode& v, const std::string& p) { StringMap(v, p, &s->mdata, true); };
-    f["command"] = [&](const YamlNode& v, const std::string& p) {
-      if (v.IsSequence()) {
-        std::vector<std::string> parts;
-        StringList(v, p, &parts);
-        s->command = absl::StrJoin(parts, " ");
-        Template(v, p, s->command);
-      } else {
-        String(v, p, &s->command, true);
-      }
-    };
-    f["healthchecks"] = [&](const YamlNode& v, const std::string& p) {
-      if (v.IsNull()) return;
-      if (!v.IsMap()) {
-        Error(v, p, absl::StrCat("must be a map of check name to check, not ", KindName(v)));
-        return;
-      }
-      for (const auto& kv : v) {
-        std::string name;
-        if (!Scalar(kv.first, p, &name)) continue;
-        std::string cp = Join(p, name);
-        if (!IsDnsLabel(name)) {
-          Error(kv.first, cp, absl::StrCat("check name \"", name, "\" is not a DNS label"));
-          continue;
-        }
-        if (s->healthchecks.count(name)) {
-          Error(kv.first, cp, "duplicate check");
-          continue;
-        }
-        HealthCheckSpec hc;
-        hc.name = name;
-        Check(kv.second, cp, &hc);
-        s->healthchecks[name] = hc;
-      }
-    };
-    f["start"] = [&](const YamlNode& v, const std::string& p) {
-      Fields sf;
-      sf["parallelism"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->start_parallelism, 1, 10000); };
-      sf["window"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->start_window, false); };
-      ParseMap(v, p, sf);
-    };
-    f["restart"] = [&](const YamlNode& v, const std::string& p) {
-      Fields rf;
-      rf["condition"] = [&](const YamlNode& x, const std::string& xp) {
-        std::vector<std::string> c;
-        StringList(x, xp, &c);
-        static const std::set<std::string> kOk = {"on-failure", "on-cn-restart", "always", "never"};
-        std::vector<std::string> good;
-        for (const auto& cond : c) {
-          if (!kOk.count(cond)) {
-            Error(x, xp, absl::StrCat("\"", cond, "\" is not one of: on-failure, on-cn-restart, always, never"));
-          } else if (std::find(good.begin(), good.end(), cond) == good.end()) {
-            good.push_back(cond);
-          }
-        }
-        if ((std::find(good.begin(), good.end(), "never") != good.end()) && good.size() > 1) {
-          Error(x, xp, "\"never\" cannot be combined with other conditions");
-        }
-        std::sort(good.begin(), good.end());
-        s->restart_condition = good;
-        restart_given = true;
-      };
-      rf["max_attempts"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->restart_max_attempts, 0, 1000); };
-      rf["window"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->restart_window); };
-      ParseMap(v, p, rf);
-    };
-    f["stop"] = [&](const YamlNode& v, const std::string& p) {
-      Fields sf;
-      sf["timeout"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->stop_timeout); };
-      sf["preserve_stopped"] = [&](const YamlNode& x, const std::string& xp) {
-        OneOf(x, xp, &s->preserve_stopped, {"never", "on-failure", "always"});
-      };
-      ParseMap(v, p, sf);
-    };
-    f["update"] = [&](const YamlNode& v, const std::string& p) {
-      Fields uf;
-      uf["rolling"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->update_rolling, 1, 10000); };
-      uf["canary"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->update_canary, 0, 100000); };
-      uf["max_surge"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->update_max_surge, 0, 10000); };
-      uf["auto_rollback"] = [&](const YamlNode& x, const std::string& xp) { Bool(x, xp, &s->update_auto_rollback); };
-      uf["on_change"] = [&](const YamlNode& x, const std::string& xp) {
-        OneOf(x, xp, &s->update_on_change, {"rollout", "manual"});
-      };
-      uf["on_meta_change"] = [&](const YamlNode& x, const std::string& xp) {
-        OneOf(x, xp, &s->update_on_meta_change, {"rollout", "manual"});
-      };
-      uf["strategy"] = [&](const YamlNode& x, const std::string& xp) {
-        strategy_node = &x;
-        OneOf(x, xp, &s->update_strategy, {"replace", "reprovision"});
-      };
-      uf["min_healthy_time"] = [&](const YamlNode& x, const std::string& xp) {
-        Duration(x, xp, &s->update_min_healthy_time, false);
-      };
-      uf["healthy_deadline"] = [&](const YamlNode& x, const std::string& xp) {
-        Duration(x, xp, &s->update_healthy_deadline, false);
-      };
-      uf["progress_deadline"] = [&](const YamlNode& x, const std::string& xp) {
-        Duration(x, xp, &s->update_progress_deadline, false);
-      };
-      ParseMap(v, p, uf);
-    };
+    f["command"] = [&](const YamlNode& v, const std::string& p) { Command(v, p, s); };
+    f["healthchecks"] = [&](const YamlNode& v, const std::string& p) { HealthChecks(v, p, s); };
+    f["start"] = [&](const YamlNode& v, const std::string& p) { StartKeys(v, p, s); };
+    f["restart"] = [&](const YamlNode& v, const std::string& p) { at.restart_given |= RestartKeys(v, p, s); };
+    f["stop"] = [&](const YamlNode& v, const std::string& p) { StopKeys(v, p, s); };
+    f["update"] = [&](const YamlNode& v, const std::string& p) { at.strategy = UpdateKeys(v, p, s); };
     f["delegate_dataset"] = [&](const YamlNode& v, const std::string& p) {
-      delegate_node = &v;
+      at.delegate = &v;
       Bool(v, p, &s->delegate_dataset);
     };
     f["servers"] = [&](const YamlNode& v, const std::string& p) {
-      servers_node = &v;
-      ServerSelector sel;
-      Fields sf;
-      sf["select"] = [&](const YamlNode& x, const std::string& xp) {
-        if (x.IsScalar()) {
-          OneOf(x, xp, &sel.select, {"all", "headnode"});
-        } else {
-          StringList(x, xp, &sel.servers);
-          sel.select = "list";
-          if (sel.servers.empty()) Error(x, xp, "an empty server list selects nothing; use all, headnode or a list");
-          std::sort(sel.servers.begin(), sel.servers.end());
-        }
-      };
-      sf["exclude"] = [&](const YamlNode& x, const std::string& xp) {
-        StringList(x, xp, &sel.exclude);
-        std::sort(sel.exclude.begin(), sel.exclude.end());
-      };
-      ParseMap(v, p, sf);
-      s->servers = sel;
+      at.servers = &v;
+      Servers(v, p, s);
     };
     ParseMap(n, path, f, {{"scale", "count"}, {"labels", "tags"}, {"affinity", "placement"}}, &s->reserved);
-    if (!n.IsMap()) return;
+    if (n.IsMap()) ServiceRules(n, path, at, s);
+  }
 
-    if (!has_image) Error(n, Join(path, "image"), "missing: every service needs an image (name[@version], uuid or docker reference)");
+  void ServiceType(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    std::string t;
+    if (!Scalar(v, p, &t)) return;
+    if (t == "scheduled" || t == "event") {
+      Error(v, p, absl::StrCat("service_type \"", t, "\" is not supported yet; only \"continuous\" services run"));
+    } else if (t != "continuous") {
+      Error(v, p, absl::StrCat("\"", t, "\" is not one of: continuous, scheduled, event"));
+    } else {
+      s->service_type = t;
+    }
+  }
+
+  void ComputeType(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    std::string t;
+    if (!Scalar(v, p, &t)) return;
+    static const std::map<std::string, std::pair<std::string, std::string>> kTypes = {
+        {"docker", {"docker", ""}},         {"infrastructure", {"infrastructure", ""}},
+        {"lx", {"infrastructure", "lx"}},   {"smartmachine", {"infrastructure", "joyent"}},
+        {"kvm", {"kvm", "kvm"}},            {"bhyve", {"kvm", "bhyve"}},
+        {"vm", {"kvm", ""}},                {"hvm", {"kvm", ""}},
+        {"agent", {"agent", ""}},           {"core", {"core", ""}}};
+    auto ty = kTypes.find(t);
+    if (ty == kTypes.end()) {
+      Error(v, p, absl::StrCat("\"", t, "\" is not one of: docker, infrastructure (lx, smartmachine), kvm (bhyve, vm, hvm), agent, core"));
+      return;
+    }
+    s->compute_type = ty->second.first;
+    s->brand = ty->second.second;
+  }
+
+  // package: or resources.package: (`other` names the one not given here).
+  void Package(const YamlNode& v, const std::string& p, const std::string& other, ServiceSpec* s) {
+    if (!s->package.empty()) {
+      Error(v, p, absl::StrCat("package is given twice (here and in ", other, "); keep one"));
+      return;
+    }
+    String(v, p, &s->package);
+  }
+
+  void Resources(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    Fields rf;
+    rf["package"] = [&](const YamlNode& x, const std::string& xp) { Package(x, xp, "package:", s); };
+    rf["memory"] = [&](const YamlNode& x, const std::string& xp) { Size(x, xp, &s->memory_bytes); };
+    rf["disk"] = [&](const YamlNode& x, const std::string& xp) { Size(x, xp, &s->disk_bytes); };
+    rf["cpu"] = [&](const YamlNode& x, const std::string& xp) {
+      std::string t;
+      if (!Scalar(x, xp, &t)) return;
+      double d;
+      if (!absl::SimpleAtod(t, &d) || !std::isfinite(d) || d <= 0 || d > 1024) {
+        Error(x, xp, absl::StrCat("\"", t, "\" is not a cpu count between 0 and 1024"));
+        return;
+      }
+      s->cpu = d;
+    };
+    ParseMap(v, p, rf);
+  }
+
+  void Tags(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    StringMap(v, p, &s->tags, true);
+    for (const auto& kv : s->tags) {
+      if (absl::StartsWith(kv.first, "mariposa.")) {
+        Error(v, Join(p, kv.first), "tags starting with \"mariposa.\" are reserved for ownership tags");
+      }
+    }
+  }
+
+  // KEY==VALUE, KEY!=VALUE (hard), KEY==~VALUE, KEY!=~VALUE (soft); a value
+  // /between slashes/ is a regular expression.
+  void Placement(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    std::vector<std::string> rules;
+    StringList(v, p, &rules);
+    static const std::regex kRule(R"(^([A-Za-z0-9_.\-]+)(==|!=)(~?)(.+)$)");
+    for (size_t i = 0; i < rules.size(); ++i) {
+      const YamlNode& at = v.IsSequence() ? v[i] : v;
+      std::string ip = absl::StrCat(p, "[", i, "]");
+      std::smatch mt;
+      std::string r(absl::StripAsciiWhitespace(rules[i]));
+      if (!std::regex_match(r, mt, kRule)) {
+        Error(at, ip, absl::StrCat("\"", rules[i], "\" is not a placement rule; write KEY==VALUE, KEY!=VALUE (hard) or KEY==~VALUE, KEY!=~VALUE (soft)"));
+        continue;
+      }
+      PlacementRule rule{mt[1], mt[2] == "==", mt[3] == "~", std::string(absl::StripAsciiWhitespace(std::string(mt[4])))};
+      if (rule.value.size() > 1 && rule.value.front() == '/' && rule.value.back() == '/') {
+        try {
+          std::regex re(rule.value.substr(1, rule.value.size() - 2));
+        } catch (const std::regex_error&) {
+          Error(at, ip, absl::StrCat("\"", rule.value, "\" is not a valid regular expression"));
+          continue;
+        }
+      }
+      Template(at, ip, rule.value);
+      s->placement.push_back(rule);
+    }
+  }
+
+  void Ports(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    if (!v.IsSequence()) {
+      Error(v, p, absl::StrCat("must be a list of port numbers, not ", KindName(v)));
+      return;
+    }
+    for (size_t i = 0; i < v.size(); ++i) {
+      int64_t port = 0;
+      int64_t before = error_count_;
+      Int(v[i], absl::StrCat(p, "[", i, "]"), &port, 1, 65535);
+      if (error_count_ != before) continue;
+      if (std::find(s->ports.begin(), s->ports.end(), port) != s->ports.end()) {
+        Error(v[i], absl::StrCat(p, "[", i, "]"), absl::StrCat("port ", port, " is listed twice"));
+        continue;
+      }
+      s->ports.push_back(static_cast<int>(port));
+    }
+    std::sort(s->ports.begin(), s->ports.end());
+  }
+
+  // A string, or a list joined with spaces.
+  void Command(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    if (v.IsSequence()) {
+      std::vector<std::string> parts;
+      StringList(v, p, &parts);
+      s->command = absl::StrJoin(parts, " ");
+      Template(v, p, s->command);
+    } else {
+      String(v, p, &s->command, true);
+    }
+  }
+
+  void HealthChecks(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    if (v.IsNull()) return;
+    if (!v.IsMap()) {
+      Error(v, p, absl::StrCat("must be a map of check name to check, not ", KindName(v)));
+      return;
+    }
+    for (const auto& kv : v) {
+      std::string name;
+      if (!Scalar(kv.first, p, &name)) continue;
+      std::string cp = Join(p, name);
+      if (!IsDnsLabel(name)) {
+        Error(kv.first, cp, absl::StrCat("check name \"", name, "\" is not a DNS label"));
+        continue;
+      }
+      if (s->healthchecks.count(name)) {
+        Error(kv.first, cp, "duplicate check");
+        continue;
+      }
+      HealthCheckSpec hc;
+      hc.name = name;
+      Check(kv.second, cp, &hc);
+      s->healthchecks[name] = hc;
+    }
+  }
+
+  void StartKeys(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    Fields sf;
+    sf["parallelism"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->start_parallelism, 1, 10000); };
+    sf["window"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->start_window, false); };
+    ParseMap(v, p, sf);
+  }
+
+  // True when restart.condition was given.
+  bool RestartKeys(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    bool given = false;
+    Fields rf;
+    rf["condition"] = [&](const YamlNode& x, const std::string& xp) {
+      given = true;
+      RestartCondition(x, xp, s);
+    };
+    rf["max_attempts"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->restart_max_attempts, 0, 1000); };
+    rf["window"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->restart_window); };
+    ParseMap(v, p, rf);
+    return given;
+  }
+
+  void RestartCondition(const YamlNode& x, const std::string& xp, ServiceSpec* s) {
+    std::vector<std::string> c;
+    StringList(x, xp, &c);
+    static const std::set<std::string> kOk = {"on-failure", "on-cn-restart", "always", "never"};
+    std::vector<std::string> good;
+    for (const auto& cond : c) {
+      if (!kOk.count(cond)) {
+        Error(x, xp, absl::StrCat("\"", cond, "\" is not one of: on-failure, on-cn-restart, always, never"));
+      } else if (std::find(good.begin(), good.end(), cond) == good.end()) {
+        good.push_back(cond);
+      }
+    }
+    if ((std::find(good.begin(), good.end(), "never") != good.end()) && good.size() > 1) {
+      Error(x, xp, "\"never\" cannot be combined with other conditions");
+    }
+    std::sort(good.begin(), good.end());
+    s->restart_condition = good;
+  }
+
+  void StopKeys(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    Fields sf;
+    sf["timeout"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->stop_timeout); };
+    sf["preserve_stopped"] = [&](const YamlNode& x, const std::string& xp) {
+      OneOf(x, xp, &s->preserve_stopped, {"never", "on-failure", "always"});
+    };
+    ParseMap(v, p, sf);
+  }
+
+  // Returns the node of update.strategy when it is given.
+  const YamlNode* UpdateKeys(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    const YamlNode* strategy = nullptr;
+    Fields uf;
+    uf["rolling"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->update_rolling, 1, 10000); };
+    uf["canary"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->update_canary, 0, 100000); };
+    uf["max_surge"] = [&](const YamlNode& x, const std::string& xp) { Int(x, xp, &s->update_max_surge, 0, 10000); };
+    uf["auto_rollback"] = [&](const YamlNode& x, const std::string& xp) { Bool(x, xp, &s->update_auto_rollback); };
+    uf["on_change"] = [&](const YamlNode& x, const std::string& xp) {
+      OneOf(x, xp, &s->update_on_change, {"rollout", "manual"});
+    };
+    uf["on_meta_change"] = [&](const YamlNode& x, const std::string& xp) {
+      OneOf(x, xp, &s->update_on_meta_change, {"rollout", "manual"});
+    };
+    uf["strategy"] = [&](const YamlNode& x, const std::string& xp) {
+      strategy = &x;
+      OneOf(x, xp, &s->update_strategy, {"replace", "reprovision"});
+    };
+    uf["min_healthy_time"] = [&](const YamlNode& x, const std::string& xp) {
+      Duration(x, xp, &s->update_min_healthy_time, false);
+    };
+    uf["healthy_deadline"] = [&](const YamlNode& x, const std::string& xp) {
+      Duration(x, xp, &s->update_healthy_deadline, false);
+    };
+    uf["progress_deadline"] = [&](const YamlNode& x, const std::string& xp) {
+      Duration(x, xp, &s->update_progress_deadline, false);
+    };
+    ParseMap(v, p, uf);
+    return strategy;
+  }
+
+  // Agents' servers: all, headnode, or a list; minus exclude.
+  void Servers(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    ServerSelector sel;
+    Fields sf;
+    sf["select"] = [&](const YamlNode& x, const std::string& xp) {
+      if (x.IsScalar()) {
+        OneOf(x, xp, &sel.select, {"all", "headnode"});
+      } else {
+        StringList(x, xp, &sel.servers);
+        sel.select = "list";
+        if (sel.servers.empty()) Error(x, xp, "an empty server list selects nothing; use all, headnode or a list");
+        std::sort(sel.servers.begin(), sel.servers.end());
+      }
+    };
+    sf["exclude"] = [&](const YamlNode& x, const std::string& xp) {
+      StringList(x, xp, &sel.exclude);
+      std::sort(sel.exclude.begin(), sel.exclude.end());
+    };
+    ParseMap(v, p, sf);
+    s->servers = sel;
+  }
+
+  // The rules that tie a service's keys together: an image, agents and core
+  // zones, reprovision's needs, the canary.
+  void ServiceRules(const YamlNode& n, const std::string& path, const ServiceNodes& at, ServiceSpec* s) {
+    if (at.image == nullptr) {
+      Error(n, Join(path, "image"), "missing: every service needs an image (name[@version], uuid or docker reference)");
+    }
     if (s->compute_type == "agent") {
-      if (has_count) Error(*count_node, Join(path, "count"), "agents run one instance per selected server; use servers: instead of count");
+      if (at.count != nullptr) {
+        Error(*at.count, Join(path, "count"), "agents run one instance per selected server; use servers: instead of count");
+      }
       s->count = 0;
       if (!s->servers) s->servers = ServerSelector{};
     } else if (s->servers) {
-      Error(*servers_node, Join(path, "servers"), "servers: is only for compute_type: agent; use placement: for other services");
+      Error(*at.servers, Join(path, "servers"), "servers: is only for compute_type: agent; use placement: for other services");
     }
-    if (s->compute_type == "core") {
-      // A core zone (imgapi0, vmapi0 ...) keeps its state on its delegate
-      // dataset and is updated in place, as sdcadm updates it.
-      if (delegate_node == nullptr) s->delegate_dataset = true;
-      // A broken core zone is reported, not replaced (sdcadm never does).
-      if (!restart_given) s->restart_condition = {"never"};
-      if (strategy_node == nullptr) {
-        s->update_strategy = "reprovision";
-      } else if (s->update_strategy != "reprovision") {
-        Error(*strategy_node, Join(path, "update.strategy"),
-              "core zones are updated in place (VMAPI reprovision, their delegate dataset kept), as sdcadm does; "
-              "use strategy: reprovision or leave it out");
-      }
-      if (delegate_node != nullptr && !s->delegate_dataset) {
-        Error(*delegate_node, Join(path, "delegate_dataset"),
-              "a core zone keeps its data on its delegate dataset; remove `delegate_dataset: false`");
-      }
-    }
-    if (strategy_node != nullptr && s->update_strategy == "reprovision") {
-      std::string sp = Join(path, "update.strategy");
-      if (s->compute_type == "agent") {
-        Error(*strategy_node, sp, "agents are updated by CNAPI installs; remove update.strategy");
-      } else if (s->compute_type == "kvm" || s->brand == "kvm" || s->brand == "bhyve") {
-        Error(*strategy_node, sp,
-              "VMAPI cannot reprovision a hardware VM (kvm, bhyve); use strategy: replace and keep state off the VM");
-      } else if (!s->delegate_dataset) {
-        Error(*strategy_node, sp,
-              "reprovision rewrites the instance's root; only a delegate dataset survives it. Add "
-              "`delegate_dataset: true` to the service (and keep the data under /zones/<uuid>/data), or use "
-              "strategy: replace");
-      }
-    }
+    if (s->compute_type == "core") CoreRules(path, at, s);
+    if (at.strategy != nullptr && s->update_strategy == "reprovision") ReprovisionRules(path, *at.strategy, s);
     if (s->delegate_dataset && (s->compute_type == "kvm" || s->brand == "kvm" || s->brand == "bhyve")) {
       Error(n, Join(path, "delegate_dataset"), "a hardware VM (kvm, bhyve) cannot have a delegate dataset");
     }
     if (s->update_canary > 0 && s->compute_type != "agent" && s->update_canary > s->count && s->count > 0) {
       Warn(n, Join(path, "update.canary"), absl::StrCat("canary ", s->update_canary, " is larger than count ", s->count));
+    }
+  }
+
+  // A core zone (imgapi0, vmapi0 ...) keeps its state on its delegate dataset
+  // and is updated in place, as sdcadm updates it; a broken one is reported,
+  // not replaced (sdcadm never does).
+  void CoreRules(const std::string& path, const ServiceNodes& at, ServiceSpec* s) {
+    if (at.delegate == nullptr) s->delegate_dataset = true;
+    if (!at.restart_given) s->restart_condition = {"never"};
+    if (at.strategy == nullptr) {
+      s->update_strategy = "reprovision";
+    } else if (s->update_strategy != "reprovision") {
+      Error(*at.strategy, Join(path, "update.strategy"),
+            "core zones are updated in place (VMAPI reprovision, their delegate dataset kept), as sdcadm does; "
+            "use strategy: reprovision or leave it out");
+    }
+    if (at.delegate != nullptr && !s->delegate_dataset) {
+      Error(*at.delegate, Join(path, "delegate_dataset"),
+            "a core zone keeps its data on its delegate dataset; remove `delegate_dataset: false`");
+    }
+  }
+
+  void ReprovisionRules(const std::string& path, const YamlNode& strategy, const ServiceSpec* s) {
+    std::string sp = Join(path, "update.strategy");
+    if (s->compute_type == "agent") {
+      Error(strategy, sp, "agents are updated by CNAPI installs; remove update.strategy");
+    } else if (s->compute_type == "kvm" || s->brand == "kvm" || s->brand == "bhyve") {
+      Error(strategy, sp,
+            "VMAPI cannot reprovision a hardware VM (kvm, bhyve); use strategy: replace and keep state off the VM");
+    } else if (!s->delegate_dataset) {
+      Error(strategy, sp,
+            "reprovision rewrites the instance's root; only a delegate dataset survives it. Add "
+            "`delegate_dataset: true` to the service (and keep the data under /zones/<uuid>/data), or use "
+            "strategy: replace");
     }
   }
 
