@@ -37,6 +37,8 @@ TaskProgress Decider::JobSucceeded(const JobRecord& j) {
   } else if (j.kind == "reprovision") {
     prog.replaced = 1;
     Event("instance.reprovisioned", j.instance, j.alias);
+  } else if (j.kind == "retag") {
+    Event("instance.cns-names", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
   } else if (j.kind == "import") {
     Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
     for (auto& kv : d_.memory) {
@@ -302,7 +304,7 @@ const char* VerdictName(VerdictState v) {
 }
 
 std::string WorkKind(const Action& a) {
-  if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) return "";
+  if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart || a.kind == ActionKind::kRetag) return "";
   if (a.reason == "replace-broken" || a.reason == "remove-broken") return "replace-unhealthy";
   if (a.reason == "reprovision") return "reprovision";
   return "scale";

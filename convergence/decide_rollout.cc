@@ -57,6 +57,28 @@ void Decider::Plan() {
     if (!a.instance.empty() && job_on_.count(a.instance)) continue;
     planned_.push_back(a);
   }
+  Retags();
+}
+
+// CNS names (the service's cns:) are set on its instances in place: each
+// running or stopped instance of the current spec whose triton.cns.services
+// tag differs, with nothing else planned or in flight for it.
+void Decider::Retags() {
+  if (!s_.goal || s_.project.deleting) return;
+  std::set<std::string> acted;
+  for (const Action& a : planned_) acted.insert(a.instance);
+  for (const auto& [svc, g] : s_.goal->services) {
+    if (g.spec.compute_type == "agent" || g.spec.compute_type == "core") continue;
+    std::string want = absl::StrJoin(CnsNames(s_.project.name, svc, g.spec), ",");
+    ServiceGoal goal = GoalFor(g, s_.images);
+    for (const InstanceState* i : of_[svc]) {
+      if ((i->state != "running" && i->state != "stopped") || i->cns == want || Outdated(*i, goal) ||
+          job_on_.count(i->uuid) || acted.count(i->uuid)) {
+        continue;
+      }
+      planned_.push_back(Action{ActionKind::kRetag, svc, i->uuid, "cns-names"});
+    }
+  }
 }
 
 void Decider::StartsDone() {
@@ -216,7 +238,7 @@ std::string Decider::CatalogHold(const Action& a, const HoldState& h) const {
       return absl::StrCat("image: ", img->second);
     }
   }
-  if (a.kind != ActionKind::kStart && a.kind != ActionKind::kStop) {
+  if (a.kind != ActionKind::kStart && a.kind != ActionKind::kStop && a.kind != ActionKind::kRetag) {
     if (auto imp = s_.imports.find(a.service); imp != s_.imports.end()) {
       return absl::StrCat("image: ", imp->second.name, "@", imp->second.version, " is imported from ",
                           imp->second.source, " first");

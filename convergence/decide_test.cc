@@ -720,6 +720,44 @@ namespace {
 // Issue 31: a changed check used to run at once against the running
 // instances. Each instance keeps its own version's checks until replaced,
 // and a changed check makes it outdated, so it rolls out.
+// CNS names are set in place: an instance whose triton.cns.services tag is
+// not the service's names is retagged (not replaced), once, and the service
+// is not converged until it is.
+TEST(DecideTest, CnsNamesAreSetInPlace) {
+  struct Case {
+    std::string name, cns;     // the manifest's cns: ("" = default)
+    std::string tag;           // the instance's tag
+    bool in_flight = false;    // a job already on it
+    std::string state = "running";
+    int retags;
+  };
+  const std::vector<Case> cases = {
+      {"default, tagged", "", "p-web", false, "running", 0},
+      {"default, created before names", "", "", false, "running", 1},
+      {"renamed", "cns: [www, api]", "p-web", false, "running", 1},
+      {"turned off", "cns: false", "p-web", false, "running", 1},
+      {"off and untagged", "cns: false", "", false, "running", 0},
+      {"stopped by `mariposa stop` too", "cns: www", "p-web", false, "stopped", 1},
+      {"a job on it already", "cns: www", "p-web", true, "running", 0},
+      {"provisioning waits", "cns: www", "", false, "provisioning", 0},
+  };
+  for (const Case& c : cases) {
+    Snapshot s = SnapshotOf(GoalOf(absl::StrCat("project: p\nservices:\n  web: {image: web@1, count: 1",
+                                                c.cns.empty() ? "" : ", ", c.cns, "}\n")));
+    s.instances = {Instance(s, "web", 1, c.state)};
+    s.instances[0].cns = c.tag;
+    if (c.state == "stopped") s.project.stopped.insert("web");
+    if (c.in_flight) s.in_flight = {JobOf("j1", "retag", "web", s.instances[0].uuid)};
+    Decision d = Decide(s, kT0);
+    EXPECT_EQ(Count(d, ActionKind::kRetag, "cns-names"), c.retags) << c.name;
+    EXPECT_EQ(Count(d, ActionKind::kCreate) + Count(d, ActionKind::kDelete), 0) << c.name << ": never replaced";
+    if (c.retags > 0) {
+      EXPECT_FALSE(d.converged) << c.name;
+      EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kProgressing) << c.name;
+    }
+  }
+}
+
 TEST(HealthSpecForTest, InstancesKeepTheChecksOfTheirVersion) {
   const char* kText =
       "project: p\nservices:\n  web:\n    image: web@1\n    count: 2\n    healthchecks:\n"

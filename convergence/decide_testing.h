@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "convergence/decide.h"
 #include "convergence/meta_drift.h"
 #include "projects/manifest.h"
@@ -74,6 +75,8 @@ inline InstanceState Instance(const Snapshot& s, const std::string& service, int
   i.state = state;
   i.health = "unknown";
   i.spec_hash = s.goal->services.at(service).record.spec_hash;
+  // Created with the service's CNS names (the tag; Decider::Retags).
+  i.cns = absl::StrJoin(CnsNames(s.project.name, service, s.goal->services.at(service).spec), ",");
   i.version = s.goal->number;
   i.version_uuid = s.goal->version_uuid;
   i.created = kT0 - age;

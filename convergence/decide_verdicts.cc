@@ -149,7 +149,7 @@ void Decider::CountForVerdict(VerdictFacts* f, ServiceVerdict* v) {
 // A service stopped by `mariposa stop`.
 void Decider::StoppedVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   bool down = v->provisioning == 0 && f.live == 0 && v->broken == 0;
-  v->state = down && f.task == nullptr ? VerdictState::kConverged : VerdictState::kProgressing;
+  v->state = down && f.task == nullptr && !f.acting ? VerdictState::kConverged : VerdictState::kProgressing;
   v->reason = down ? absl::StrCat("stopped (", v->stopped, " instances)") : "stopping";
   if (down) {
     v->fix = absl::StrCat("`mariposa start ", f.svc, "` runs it again");

@@ -159,6 +159,7 @@ class Decider {
   };
   RolloutWork RolloutScope(const TaskRecord& t, const std::vector<std::string>& scope);
   void Plan();
+  void Retags();
   void StartsDone();
   void Hold();
   // What Hold() counts over the planned actions (decide_rollout.cc).

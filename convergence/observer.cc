@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "convergence/meta_drift.h"
+#include "projects/manifest.h"
 
 namespace mariposa::convergence {
 
@@ -42,6 +43,7 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
   i.health = "unknown";
   i.spec_hash = tag(kTagSpec);
   i.meta_hash = tag(kTagMeta);
+  i.cns = tag(kCnsServicesTag);
   auto v = version_numbers.find(tag(kTagVersion));
   i.version = v == version_numbers.end() ? 0 : v->second;
   i.created = ParseTimestamp(vm.create_timestamp);

@@ -39,6 +39,7 @@ struct InstanceState {
   // older spec, so a changed check rolls out as Kubernetes probes do.
   bool stale_checks = false;
   std::string meta_hash;  // its tag mariposa.meta
+  std::string cns;        // its tag triton.cns.services (set in place: Decider::Retags)
   int64_t version = 0;  // number of the project version it was created for
   absl::Time created;
   absl::Time modified = absl::InfinitePast();  // VMAPI's last_modified (orders change-feed items)
@@ -125,7 +126,8 @@ struct PlanInput {
 // kPreserve: take an instance out of service without destroying it (tag it
 // mariposa.preserved, stop it when it runs); it counts as a removal.
 // kReprovision: VMAPI reprovision in place (update.strategy: reprovision).
-enum class ActionKind { kCreate, kDelete, kStop, kStart, kPreserve, kReprovision };
+// kRetag: an instance's tags set in place (reason "cns-names"), never by Plan.
+enum class ActionKind { kCreate, kDelete, kStop, kStart, kPreserve, kReprovision, kRetag };
 
 // Removes the instance from the service: a delete, or a preserve.
 inline bool Removes(ActionKind k) { return k == ActionKind::kDelete || k == ActionKind::kPreserve; }

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "convergence/images.h"
@@ -161,6 +162,18 @@ void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out,
                           auto tagged = vmapi_->SetTags(id, want.tags, /*replace=*/true);
                           if (!tagged.ok()) return tagged.status();
                           return vmapi_->Reprovision(id, want.image_uuid);
+                        }});
+  } else if (st.action.kind == ActionKind::kRetag) {
+    // CNS names, in place (Decider::Retags): the tag set, or removed.
+    j.kind = "retag";
+    const ServiceGoalSpec* g = nullptr;
+    if (s.goal && s.goal->services.count(j.service)) g = &s.goal->services.at(j.service);
+    if (g == nullptr) return;  // Decide planned it from the goal
+    std::string want = absl::StrJoin(CnsNames(s.project.name, j.service, g->spec), ",");
+    j.reason = want.empty() ? "cns-names: none" : absl::StrCat("cns-names: ", want);
+    out->requests.push_back({j, [this, id, want]() -> absl::StatusOr<triton::JobRef> {
+                          if (want.empty()) return vmapi_->DeleteTag(id, kCnsServicesTag);
+                          return vmapi_->SetTags(id, {{kCnsServicesTag, want}}, false);
                         }});
   } else if (st.action.kind == ActionKind::kPreserve) {
     // stop.preserve_stopped: tagged first (it stops counting at once),

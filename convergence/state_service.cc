@@ -48,6 +48,7 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
       st->set_name(kv.first);
       st->set_desired(g.record.count);
       st->set_agent(g.spec.compute_type == "agent");
+      for (const std::string& n : CnsNames(s.project.name, kv.first, g.spec)) st->add_cns_names(n);
       auto v = d.verdicts.find(kv.first);
       if (v != d.verdicts.end()) {
         const ServiceVerdict& sv = v->second;

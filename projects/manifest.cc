@@ -532,6 +532,15 @@ class Parser {
                                                    "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
     }
     if (groups_node != nullptr) Groups(*groups_node, groups_path);
+    for (const auto& [name, svc] : m_.services) {
+      std::string cns = absl::StrCat(m_.project, "-", name);
+      if (!svc.cns && svc.compute_type != "agent" && svc.compute_type != "core" && cns.size() > 63) {
+        warnings_.push_back(ManifestDiagnostic{
+            opts_.filename, 1, 1, absl::StrCat("services.", name, ".cns"),
+            absl::StrCat("the default CNS name \"", cns.substr(0, 70), "…\" is longer than a DNS label (63): its "
+                         "instances get no CNS name; name one with cns:")});
+      }
+    }
   }
 
   void Groups(const YamlNode& n, const std::string& path) {
@@ -631,6 +640,7 @@ class Parser {
       at.servers = &v;
       Servers(v, p, s);
     };
+    f["cns"] = [&](const YamlNode& v, const std::string& p) { Cns(v, p, s); };
     ParseMap(n, path, f, {{"scale", "count"}, {"labels", "tags"}, {"affinity", "placement"}}, &s->reserved);
     if (n.IsMap()) ServiceRules(n, path, at, s);
   }
@@ -866,6 +876,59 @@ class Parser {
     return strategy;
   }
 
+  // cns: false (no names), a name, or a list of names; each a lowercase DNS
+  // label with an optional :port.
+  void Cns(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    std::vector<std::string> names;
+    if (v.IsScalar()) {
+      std::string t = absl::AsciiStrToLower(v.Scalar());
+      if (t == "false" || t == "no" || t == "off") {
+        s->cns = names;
+        return;
+      }
+      if (t == "true" || t == "yes" || t == "on") return;  // the default names
+    }
+    if (!v.IsScalar() && !v.IsSequence()) {
+      Error(v, p, absl::StrCat("must be false, a CNS service name or a list of them, not ", KindName(v)));
+      return;
+    }
+    StringList(v, p, &names);
+    std::vector<std::string> good;
+    for (size_t i = 0; i < names.size(); ++i) {
+      const YamlNode& at = v.IsSequence() ? v[i] : v;
+      std::string ip = v.IsSequence() ? absl::StrCat(p, "[", i, "]") : p;
+      if (std::string why = CnsNameProblem(names[i]); !why.empty()) {
+        Error(at, ip, why);
+      } else if (std::find(good.begin(), good.end(), names[i]) != good.end()) {
+        Error(at, ip, absl::StrCat("CNS name \"", names[i], "\" is listed twice"));
+      } else {
+        good.push_back(names[i]);
+      }
+    }
+    if (good.empty() && names.empty()) Error(v, p, "an empty list names nothing; write `cns: false` for no names");
+    std::sort(good.begin(), good.end());
+    s->cns = good;
+  }
+
+  static std::string CnsNameProblem(const std::string& name) {
+    std::string label = name, port;
+    if (size_t colon = name.find(':'); colon != std::string::npos) {
+      label = name.substr(0, colon);
+      port = name.substr(colon + 1);
+    }
+    int n = 0;
+    if (!port.empty() && (!absl::SimpleAtoi(port, &n) || n < 1 || n > 65535)) {
+      return absl::StrCat("\"", name, "\": the port after ':' must be 1 to 65535");
+    }
+    bool ok = !label.empty() && label.size() <= 63 && label.front() != '-' && label.back() != '-';
+    for (char c : label) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+    if (!ok) {
+      return absl::StrCat("\"", name, "\" is not a CNS service name: write a DNS label (a-z, 0-9 and '-', at most 63, "
+                          "not starting or ending with '-'), optionally NAME:PORT");
+    }
+    return "";
+  }
+
   // Agents' servers: all, headnode, or a list; minus exclude.
   void Servers(const YamlNode& v, const std::string& p, ServiceSpec* s) {
     ServerSelector sel;
@@ -902,6 +965,13 @@ class Parser {
       if (!s->servers) s->servers = ServerSelector{};
     } else if (s->servers) {
       Error(*at.servers, Join(path, "servers"), "servers: is only for compute_type: agent; use placement: for other services");
+    }
+    if (s->tags.count(kCnsServicesTag)) {
+      Error(n, Join(path, absl::StrCat("tags.", kCnsServicesTag)),
+            "CNS service names are set with the service's cns: key (the tag is Mariposa's); move them there");
+    }
+    if (s->cns && (s->compute_type == "agent" || s->compute_type == "core")) {
+      Error(n, Join(path, "cns"), "agents and core zones get no CNS names from Mariposa; remove cns:");
     }
     if (s->compute_type == "core") CoreRules(path, at, s);
     if (at.strategy != nullptr && s->update_strategy == "reprovision") ReprovisionRules(path, *at.strategy, s);
@@ -1181,8 +1251,19 @@ Value ServiceSpecValue(const ServiceSpec& s) {
     else sv.Append("select", Value::Str(s.servers->select));
     all["servers"] = std::move(sv);
   }
+  // Not in the instance's spec hash: new names are set on the instances in
+  // place (a tag), not rolled out.
+  if (s.cns) all["cns"] = s.cns->empty() ? Value::Bool(false) : StrList(*s.cns);
   for (const auto& kv : s.reserved) all[kv.first] = kv.second;
   return Value::FromMap(std::move(all));
+}
+
+std::vector<std::string> CnsNames(const std::string& project, const std::string& service, const ServiceSpec& s) {
+  if (s.compute_type == "agent" || s.compute_type == "core") return {};
+  if (s.cns) return *s.cns;
+  std::string name = absl::AsciiStrToLower(absl::StrCat(project, "-", service));
+  if (name.size() > 63) return {};  // not a DNS label (a warning at apply)
+  return {name};
 }
 
 ParseResult ParseManifest(absl::string_view text, const ParseOptions& options) {

@@ -121,8 +121,18 @@ struct ServiceSpec {
   // survives a reprovision (VMAPI's delegate_dataset).
   bool delegate_dataset = false;
   std::optional<ServerSelector> servers;   // agents only
+  // cns: the Triton CNS service names its instances carry (the
+  // triton.cns.services tag, set in place when they change). nullopt: the
+  // default, <project>-<service>; empty: none (`cns: false`). Each a DNS
+  // label, with an optional :port (CNS's SRV form).
+  std::optional<std::vector<std::string>> cns;
   std::map<std::string, Value> reserved;  // RFD 36 keys not run yet, stored as given
 };
+
+// Triton CNS's tag of service names (comma-separated), and the names a
+// service's instances carry (ServiceSpec::cns).
+inline constexpr char kCnsServicesTag[] = "triton.cns.services";
+std::vector<std::string> CnsNames(const std::string& project, const std::string& service, const ServiceSpec& s);
 
 // A `{{ }}` template found in the manifest, with where it was written.
 struct TemplateUse {

@@ -266,7 +266,7 @@ TEST(ManifestTest, GoldenErrors) {
       {"unknown top key", "project: p\nservice: {}\n",
        "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, meta, networks, project, services\n"},
       {"unknown service key", "project: p\nservices:\n  web:\n    image: x\n    imgae: y\n",
-       "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"},
+       "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"},
       {"duplicate key", "project: p\nproject: q\n", "t.yaml:2:1: project: duplicate key\n"},
       {"alias twice", "project: p\nservices:\n  web: {image: x, count: 1, scale: 2}\n",
        "t.yaml:3:29: services.web.scale: \"scale\" and \"count\" mean the same; keep one\n"},
@@ -346,7 +346,7 @@ services:
             "t.yaml:5:12: services.web.count: \"lots\" is not a whole number\n"
             "t.yaml:6:13: services.web.ports[0]: 0 is out of range 1..65535\n"
             "t.yaml:8:17: services.web.healthchecks.h.type: \"gopher\" is not one of: http, https, tcp\n"
-            "t.yaml:10:5: services.db.frobnicate: unknown key \"frobnicate\"; expected one of: affinity, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"
+            "t.yaml:10:5: services.db.frobnicate: unknown key \"frobnicate\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"
             "t.yaml:10:5: services.db.image: missing: every service needs an image (name[@version], uuid or docker reference)\n");
 }
 
@@ -529,6 +529,83 @@ TEST(ManifestTest, CoreZonesDefaultToReprovisionKeepingTheirDataset) {
   r = parse("    delegate_dataset: false\n");
   ASSERT_FALSE(r.manifest);
   EXPECT_EQ(r.errors[0].path, "services.imgapi.delegate_dataset");
+}
+
+}  // namespace
+}  // namespace mariposa
+
+namespace mariposa {
+namespace {
+
+// cns: each form, what it names, and every refusal with its place.
+TEST(ManifestCnsTest, FormsAndNames) {
+  struct Case {
+    std::string name, cns;
+    std::vector<std::string> names;
+  };
+  const std::vector<Case> cases = {
+      {"default", "", {"jupiter-web"}},
+      {"true is the default", "cns: true", {"jupiter-web"}},
+      {"false: none", "cns: false", {}},
+      {"one name", "cns: www", {"www"}},
+      {"a list, sorted", "cns: [www, api:8080]", {"api:8080", "www"}},
+  };
+  for (const Case& c : cases) {
+    Manifest m = MustParse(absl::StrCat("project: jupiter\nservices:\n  web: {image: x", c.cns.empty() ? "" : ", ",
+                                        c.cns, "}\n"));
+    EXPECT_EQ(CnsNames(m.project, "web", m.services.at("web")), c.names) << c.name;
+  }
+}
+
+TEST(ManifestCnsTest, RefusalsAreLocated) {
+  struct Case {
+    std::string name, text, error;
+  };
+  const std::vector<Case> cases = {
+      {"upper case", "project: p\nservices:\n  web: {image: x, cns: WWW}\n",
+       "t.yaml:3:24: services.web.cns: \"WWW\" is not a CNS service name: write a DNS label (a-z, 0-9 and '-', at "
+       "most 63, not starting or ending with '-'), optionally NAME:PORT\n"},
+      {"bad port", "project: p\nservices:\n  web: {image: x, cns: [www:0]}\n",
+       "t.yaml:3:25: services.web.cns[0]: \"www:0\": the port after ':' must be 1 to 65535\n"},
+      {"twice", "project: p\nservices:\n  web: {image: x, cns: [a, a]}\n",
+       "t.yaml:3:28: services.web.cns[1]: CNS name \"a\" is listed twice\n"},
+      {"empty list", "project: p\nservices:\n  web: {image: x, cns: []}\n",
+       "t.yaml:3:24: services.web.cns: an empty list names nothing; write `cns: false` for no names\n"},
+      {"a map", "project: p\nservices:\n  web: {image: x, cns: {a: b}}\n",
+       "t.yaml:3:24: services.web.cns: must be false, a CNS service name or a list of them, not a map\n"},
+      {"the tag by hand", "project: p\nservices:\n  web: {image: x, tags: {triton.cns.services: a}}\n",
+       "t.yaml:3:8: services.web.tags.triton.cns.services: CNS service names are set with the service's cns: key "
+       "(the tag is Mariposa's); move them there\n"},
+      {"agent", "project: p\nservices:\n  a: {image: x, compute_type: agent, cns: x}\n",
+       "t.yaml:3:6: services.a.cns: agents and core zones get no CNS names from Mariposa; remove cns:\n"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(Errors(c.text), c.error) << c.name;
+}
+
+// New names are set in place: not part of the instance's spec hash, but
+// stored in the canonical form (diff, history).
+TEST(ManifestCnsTest, NamesAreNotInTheInstanceHashButAreStored) {
+  Manifest a = MustParse("project: p\nservices:\n  web: {image: x}\n");
+  Manifest b = MustParse("project: p\nservices:\n  web: {image: x, cns: [www]}\n");
+  Manifest off = MustParse("project: p\nservices:\n  web: {image: x, cns: false}\n");
+  EXPECT_EQ(InstanceSpecHash(a.services.at("web")), InstanceSpecHash(b.services.at("web")));
+  EXPECT_NE(CanonicalHash(a), CanonicalHash(b));
+  EXPECT_NE(CanonicalHash(b), CanonicalHash(off));
+  Manifest again = MustParse(CanonicalYaml(off));
+  ASSERT_TRUE(again.services.at("web").cns.has_value());
+  EXPECT_TRUE(again.services.at("web").cns->empty());
+  EXPECT_EQ(CanonicalYaml(MustParse(CanonicalYaml(b))), CanonicalYaml(b));
+}
+
+TEST(ManifestCnsTest, TooLongADefaultIsWarnedAndNamesNothing) {
+  std::string project(40, 'p'), service(30, 's');
+  ParseOptions o;
+  o.filename = "t.yaml";
+  ParseResult r = ParseManifest(absl::StrCat("project: ", project, "\nservices:\n  ", service, ": {image: x}\n"), o);
+  ASSERT_TRUE(r.manifest.has_value());
+  ASSERT_EQ(r.manifest->warnings.size(), 1u);
+  EXPECT_NE(r.manifest->warnings[0].message.find("longer than a DNS label"), std::string::npos);
+  EXPECT_TRUE(CnsNames(project, service, r.manifest->services.at(service)).empty());
 }
 
 }  // namespace

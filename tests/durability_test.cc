@@ -56,7 +56,13 @@ TEST(DurabilityTest, KillNineDuringAppliesLosesNothingAcknowledged) {
     }
   }
   std::mt19937 rng(42);
-  for (int kill_no = 0; kill_no < 20; ++kill_no) {
+  // At least 20 kills, and on until more than 20 applies were acknowledged
+  // (a loaded machine acknowledges fewer between kills), at most 80.
+  auto acknowledged = [&] {
+    std::vector<std::string> done = absl::StrSplit(ReadFile(report), '\n', absl::SkipEmpty());
+    return done.size();
+  };
+  for (int kill_no = 0; kill_no < 80 && (kill_no < 20 || acknowledged() <= 20u); ++kill_no) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(40, 300)(rng)));
     daemon.Kill();
     ASSERT_TRUE(daemon.Start()) << "restart " << kill_no << ": " << daemon.log();
@@ -83,7 +89,7 @@ TEST(DurabilityTest, KillNineDuringAppliesLosesNothingAcknowledged) {
   EXPECT_TRUE((*store)->CheckIntegrity().ok());
   unlink(sock.c_str());
   rmdir(sock_dir);
-  std::cout << lines.size() << " acknowledged applies verified after 20 SIGKILLs\n";
+  std::cout << lines.size() << " acknowledged applies verified after at least 20 SIGKILLs\n";
 }
 
 // Issue 31: after kill -9 of a busy mariposad, one flipped byte in the WAL

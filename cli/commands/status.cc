@@ -46,6 +46,13 @@ Result Status(Context& c, const Parsed& p) {
   c.Table({"SERVICE", "VERDICT", "DESIRED", "READY", "RUNNING", "PROVISIONING", "BROKEN", "STOPPED", "OLD SPEC",
            "FROZEN", "REASON"},
           rows);
+  // CNS: <name>.svc.<account uuid>.<data center>.<CNS suffix> resolves to
+  // the running instances of the service.
+  std::vector<std::string> cns;
+  for (const auto& s : resp.services()) {
+    if (s.cns_names_size() > 0) cns.push_back(absl::StrCat(s.name(), " ", absl::StrJoin(s.cns_names(), ",")));
+  }
+  if (!cns.empty()) out << "\nCNS service names: " << absl::StrJoin(cns, "; ") << "\n";
   if (resp.leftover() > 0) {
     out << "\n" << resp.leftover() << " instances of services no longer in the manifest are being removed\n";
   }

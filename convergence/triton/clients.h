@@ -151,6 +151,9 @@ class VmapiClient {
   // Merges `tags` into the VM's (or replaces them all).
   virtual absl::StatusOr<JobRef> SetTags(const VmRef& vm, const std::map<std::string, std::string>& tags,
                                          bool replace) = 0;
+  // Removes one tag (VMAPI's DELETE /vms/:uuid/tags/:key); NOT_FOUND when
+  // the VM or the tag is not there.
+  virtual absl::StatusOr<JobRef> DeleteTag(const VmRef& vm, const std::string& key) = 0;
   virtual absl::StatusOr<Job> GetJob(const std::string& uuid) = 0;
   // Polls until the job ends or `timeout` passes (DEADLINE_EXCEEDED).
   virtual absl::StatusOr<Job> WaitJob(const std::string& uuid, absl::Duration timeout) = 0;

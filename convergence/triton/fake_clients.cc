@@ -228,6 +228,14 @@ absl::StatusOr<JobRef> FakeVmapiClient::SetTags(const VmRef& vm, const std::map<
   });
 }
 
+absl::StatusOr<JobRef> FakeVmapiClient::DeleteTag(const VmRef& vm, const std::string& key) {
+  const std::string& uuid = vm.uuid;
+  std::lock_guard<std::mutex> l(mu_);
+  if (auto s = Enter("DeleteTag", uuid); !s.ok()) return s;
+  if (!HasLocked(vm) || !vms_[uuid].tags.count(key)) return absl::NotFoundError("vmapi VmTags: 404 ResourceNotFound");
+  return StartLocked("update", uuid, [this, uuid, key] { vms_[uuid].tags.erase(key); });
+}
+
 absl::StatusOr<Job> FakeVmapiClient::GetJob(const std::string& uuid) {
   std::lock_guard<std::mutex> l(mu_);
   if (auto s = Enter("GetJob", uuid); !s.ok()) return s;

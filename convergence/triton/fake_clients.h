@@ -59,6 +59,7 @@ class FakeVmapiClient : public VmapiClient, public FakeBase {
   absl::StatusOr<JobRef> DeleteVm(const VmRef& vm) override;
   absl::StatusOr<JobRef> SetTags(const VmRef& vm, const std::map<std::string, std::string>& tags,
                                  bool replace) override;
+  absl::StatusOr<JobRef> DeleteTag(const VmRef& vm, const std::string& key) override;
   absl::StatusOr<Job> GetJob(const std::string& uuid) override;
   absl::StatusOr<Job> WaitJob(const std::string& uuid, absl::Duration timeout) override;
   absl::Status Ping() override;

@@ -235,6 +235,11 @@ absl::StatusOr<JobRef> HttpVmapiClient::SetTags(const VmRef& vm, const std::map<
   return ToJobRef(r, "SetTags");
 }
 
+absl::StatusOr<JobRef> HttpVmapiClient::DeleteTag(const VmRef& vm, const std::string& key) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmTags", "DELETE", VmPath(vm, "", "/tags/" + UrlEncode(key))));
+  return ToJobRef(r, "DeleteTag");
+}
+
 absl::StatusOr<Job> HttpVmapiClient::GetJob(const std::string& uuid) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetJob", "GET", "/jobs/" + UrlEncode(uuid)));
   ASSIGN_OR_RETURN(json j, ParseJson(r, "GetJob"));
