@@ -804,6 +804,58 @@ TEST_F(ConvergenceTest, InstancesCarryTheManifestIntoVmapi) {
   for (const json& j : stops) EXPECT_EQ(j["params"]["timeout"], 30) << j.dump();
 }
 
+// CNS (issue 35): every instance carries its service's CNS names in the
+// triton.cns.services tag from its create; renamed or turned off by cns:,
+// the tag is changed in place on the same instances (nothing replaced), and
+// status, diff and events say so.
+TEST_F(ConvergenceTest, CnsNamesAreTaggedAndChangedInPlace) {
+  WriteFile(dir_ + "/v1.yaml", manifest_);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
+  httplib::Client c(sim_->addr());
+  // uuid -> its tag ("-" when it has none), per service.
+  auto tags = [&](const std::string& service) {
+    std::map<std::string, std::string> out;
+    for (const auto& vm : json::parse(c.Get("/vms?state=active&tag.mariposa.service=" + service)->body)) {
+      const json& t = vm["tags"];
+      out[vm["uuid"]] = t.contains("triton.cns.services") ? t["triton.cns.services"].get<std::string>() : "-";
+    }
+    return out;
+  };
+  auto all_are = [](const std::map<std::string, std::string>& m, const std::string& want) {
+    for (const auto& [uuid, tag] : m) {
+      if (tag != want) return false;
+    }
+    return !m.empty();
+  };
+  EXPECT_TRUE(all_are(tags("wordpress"), "jupiter-wordpress"));
+  EXPECT_TRUE(all_are(tags("nginx"), "jupiter-nginx"));
+  std::map<std::string, std::string> before = tags("wordpress");
+
+  std::string v2 = absl::StrReplaceAll(manifest_, {{"    tags: {role: web}\n", "    tags: {role: web}\n    cns: [www, blog:80]\n"},
+                                                   {"    tags: {role: lb}\n", "    tags: {role: lb}\n    cns: false\n"}});
+  ASSERT_NE(v2, manifest_);
+  WriteFile(dir_ + "/v2.yaml", v2);
+  RunResult diff = M({"diff", "-f", dir_ + "/v2.yaml"});
+  EXPECT_NE(diff.out.find("CNS names are set in place on its 3 instances"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("0 to create, 0 to replace, 0 to delete"), std::string::npos) << diff.out;
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v2.yaml", "--yes"}).exit_code, 0);
+  bool renamed = false;
+  for (int i = 0; i < 100 && !renamed; ++i) {
+    renamed = all_are(tags("wordpress"), "blog:80,www") && all_are(tags("nginx"), "-");
+    if (!renamed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(renamed) << daemon_->log();
+  std::map<std::string, std::string> after = tags("wordpress");
+  ASSERT_EQ(after.size(), before.size());
+  for (const auto& [uuid, tag] : before) EXPECT_TRUE(after.count(uuid)) << uuid << " was replaced, not retagged";
+  RunResult status = M({"-j", "jupiter", "status"});
+  EXPECT_NE(status.out.find("CNS service names: mysql jupiter-mysql; wordpress blog:80,www"), std::string::npos)
+      << status.out;
+  RunResult events = M({"-j", "jupiter", "events"});
+  EXPECT_NE(events.out.find("instance.cns-names"), std::string::npos) << events.out;
+}
+
 // What a manifest asks of the data center is checked at apply (nothing is
 // stored when a package, network or image type is wrong, and the error names
 // what exists); what it gets reaches VMAPI: the smallest package that fits

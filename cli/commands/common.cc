@@ -140,6 +140,12 @@ void PrintDiff(Context& c, const v1::Diff& d) {
           else if (f.to().empty()) out << "    - " << f.path() << ": " << f.from() << "\n";
           else out << "    ~ " << f.path() << ": " << f.from() << " -> " << f.to() << "\n";
         }
+        bool cns = false;
+        for (const auto& f : s.fields()) cns |= f.path() == "cns" || absl::StartsWith(f.path(), "cns[");
+        if (cns && !agent) {
+          out << "    CNS names are set in place on its " << Plural(s.to_count(), "instance")
+              << " (tag triton.cns.services; nothing is replaced)\n";
+        }
         if (s.spec_changed() && !agent) {
           out << "    " << Plural(s.instances_replaced(), "instance")
               << (s.in_place() ? " will be reprovisioned in place (same uuid, NICs and delegate dataset)"
