@@ -28,7 +28,11 @@ class SplitApisTest : public ::testing::Test {
       size_t eq = line.find('=');
       if (eq != std::string::npos) api_[line.substr(0, eq)] = line.substr(eq + 1);
     }
-    ASSERT_EQ(api_.size(), 6u) << "one address per API in the addr file";
+    ASSERT_EQ(api_.size(), 7u) << "one address per API in the addr file";
+    // mariposad does not call FWAPI yet (docs/status.md): its routes are
+    // checked here, but it is given to mariposad nowhere.
+    fwapi_ = api_["fwapi"];
+    api_.erase("fwapi");
   }
   std::unique_ptr<ServerProcess> Mariposad(const std::vector<std::string>& api_args) {
     std::vector<std::string> argv = {"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/d",
@@ -51,19 +55,24 @@ class SplitApisTest : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<Tritonsim> sim_;
-  std::map<std::string, std::string> api_;
+  std::map<std::string, std::string> api_;  // the APIs mariposad calls
+  std::string fwapi_;
 };
 
 TEST_F(SplitApisTest, EachPortAnswersOnlyItsOwnApi) {
   // (API, its own route, another API's route)
   const char* routes[][3] = {{"vmapi", "/vms", "/servers"},    {"cnapi", "/servers", "/vms"},
                              {"imgapi", "/images", "/packages"}, {"papi", "/packages", "/networks"},
-                             {"napi", "/networks", "/images"},   {"wfapi", "/jobs", "/vms"}};
+                             {"napi", "/networks", "/images"},   {"wfapi", "/jobs", "/vms"},
+                             {"fwapi", "/rules", "/vms"}};
+  std::map<std::string, std::string> all = api_;
+  all["fwapi"] = fwapi_;
   for (const auto& r : routes) {
-    EXPECT_EQ(Status(api_[r[0]], r[1]), 200) << r[0] << " " << r[1];
-    EXPECT_EQ(Status(api_[r[0]], r[2]), 404) << r[0] << " " << r[2];
+    EXPECT_EQ(Status(all[r[0]], r[1]), 200) << r[0] << " " << r[1];
+    EXPECT_EQ(Status(all[r[0]], r[2]), 404) << r[0] << " " << r[2];
   }
-  for (const auto& [api, url] : api_) {
+  EXPECT_EQ(Status(api_["vmapi"], "/rules"), 404) << "FWAPI's routes are on FWAPI's port only";
+  for (const auto& [api, url] : all) {
     EXPECT_EQ(Status(url, "/ping"), 200) << api;
     EXPECT_EQ(Status(url, "/_sim/stats"), 404) << api << ": the control API is on the main address only";
   }

@@ -2,6 +2,9 @@
 // Each wire API lives in its own file (vmapi.cc, cnapi.cc, imgapi.cc, jobs.cc).
 #include "deploy/tritonsim/datacenter.h"
 
+#include "common/ids.h"
+#include "deploy/tritonsim/fwapi.h"
+
 #include <algorithm>
 #include <optional>
 
@@ -18,6 +21,7 @@ Reply DataCenter::Error(int status, const std::string& code, const std::string& 
 }
 
 DataCenter::DataCenter(Options opts) : opts_(std::move(opts)), rng_(opts_.seed) {
+  firewall_ = std::make_unique<Firewall>([this] { return NowMs(); }, [] { return mariposa::NewUuid(); });
   for (int i = 0; i < opts_.servers; ++i) {
     Server s;
     s.uuid = NewUuidLocked();

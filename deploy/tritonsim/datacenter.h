@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <queue>
 #include <random>
 #include <set>
@@ -24,6 +25,7 @@
 
 namespace tritonsim {
 class ChangeFeed;
+class Firewall;
 
 using json = nlohmann::json;
 using Params = std::multimap<std::string, std::string>;
@@ -67,6 +69,8 @@ class DataCenter {
   // must outlive this object; null (the default) publishes nothing.
   void SetChangeFeed(ChangeFeed* feed) { feed_ = feed; }
   ChangeFeed* change_feed() const { return feed_; }
+  // FWAPI's rules (fwapi.h).
+  Firewall* firewall() const { return firewall_.get(); }
 
   // Loads {"servers": [...], "images": [...], "packages": [...], "networks":
   // [...], "network_pools": [...]} (fields as the APIs show them); a list
@@ -301,6 +305,7 @@ class DataCenter {
 
   Options opts_;
   ChangeFeed* feed_ = nullptr;
+  std::unique_ptr<Firewall> firewall_;
   mutable absl::Mutex mu_;  // releasing it wakes the waits on events and job/task completion
   std::mt19937_64 rng_;
   std::unordered_map<std::string, Vm> vms_;

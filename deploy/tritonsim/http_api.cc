@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "deploy/tritonsim/changefeed.h"
+#include "deploy/tritonsim/fwapi.h"
 
 namespace tritonsim {
 namespace {
@@ -193,6 +194,23 @@ void InstallNapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   }));
 }
 
+// FWAPI: /rules (fwapi.h).
+void InstallFwapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
+  auto W = [&](const std::string& op, Handler h) { return Wrap(op, dc, lat, std::move(h)); };
+  Firewall* fw = dc->firewall();
+  s->Get("/rules", W("ListRules", [fw](const httplib::Request&, const Params& q, const json&) { return fw->List(q); }));
+  s->Post("/rules", W("CreateRule", [fw](const httplib::Request&, const Params&, const json& b) { return fw->Create(b); }));
+  s->Get("/rules/" + kId, W("GetRule", [fw](const httplib::Request& r, const Params& q, const json&) {
+    return fw->Get(r.matches[1], q);
+  }));
+  s->Put("/rules/" + kId, W("UpdateRule", [fw](const httplib::Request& r, const Params&, const json& b) {
+    return fw->Update(r.matches[1], b);
+  }));
+  s->Delete("/rules/" + kId, W("DeleteRule", [fw](const httplib::Request& r, const Params& q, const json&) {
+    return fw->Delete(r.matches[1], q);
+  }));
+}
+
 // Control API (tritonsim ctl) and the simulator's own /metrics.
 void InstallControl(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   s->Post("/_sim/servers/([^/]+)/(down|up)", [dc](const httplib::Request& r, httplib::Response& res) {
@@ -291,6 +309,7 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat, co
   if (all || api == "imgapi") InstallImgapi(s, dc, lat);
   if (all || api == "papi") InstallPapi(s, dc, lat);
   if (all || api == "napi") InstallNapi(s, dc, lat);
+  if (all || api == "fwapi") InstallFwapi(s, dc, lat);
   if (all) InstallControl(s, dc, lat);
 }
 

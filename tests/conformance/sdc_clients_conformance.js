@@ -1,4 +1,4 @@
-// Drives a running tritonsim with Joyent's sdc-clients (VMAPI, CNAPI, IMGAPI)
+// Drives a running tritonsim with Joyent's sdc-clients (VMAPI, CNAPI, IMGAPI, FWAPI)
 // exactly as Triton's own services would. Usage:
 //   node sdc_clients_conformance.js URL IMAGE_UUID AGENT_IMAGE_UUID
 // Prints one line per check and ends with "N passed, N failed"; exit 1 on any failure.
@@ -131,9 +131,44 @@ async function main() {
         r.err && r.err.statusCode === 404 && r.err.body.code === 'ResourceNotFound',
         r.err ? r.err.statusCode : 'no error');
 
+    // FWAPI
+    var fwapi = new sdc.FWAPI(opts);
+    var ruleUuid = 'f12e0000-0000-4000-8000-000000000001';
+    var ruleText = 'FROM (tag "mariposa.service" = "web") TO (tag "mariposa.service" = "db") ALLOW tcp PORT 5432';
+    r = await call(fwapi, 'ping', {});
+    check('FWAPI ping', !r.err, r.err && r.err.message);
+    r = await call(fwapi, 'createRule', {uuid: ruleUuid, owner_uuid: OWNER, enabled: true, rule: ruleText,
+        description: 'conformance'});
+    check('createRule with a chosen uuid', !r.err && r.obj.uuid === ruleUuid && r.obj.enabled === true &&
+        r.obj.owner_uuid === OWNER && !!r.obj.version, r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(fwapi, 'createRule', {uuid: ruleUuid, owner_uuid: OWNER, enabled: true, rule: ruleText});
+    check('createRule again with that uuid is 422 RuleExistsError',
+        r.err && r.err.statusCode === 422 && r.err.body.code === 'RuleExistsError',
+        r.err ? JSON.stringify(r.err.body) : 'no error');
+    r = await call(fwapi, 'createRule', {owner_uuid: OWNER, rule: 'FROM any TO any ALLOW tcp'});
+    check('createRule of a bad rule is 422 InvalidParameters naming the rule',
+        r.err && r.err.statusCode === 422 && r.err.body.code === 'InvalidParameters' &&
+        r.err.body.errors[0].field === 'rule', r.err ? JSON.stringify(r.err.body) : 'no error');
+    r = await call(fwapi, 'listRules', {owner_uuid: OWNER});
+    check('listRules by owner', !r.err && r.obj.length === 1 && r.obj[0].rule === ruleText,
+        r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(fwapi, 'updateRule', ruleUuid, {enabled: false, owner_uuid: OWNER});
+    check('updateRule keeps the rule, changes enabled', !r.err && r.obj.enabled === false &&
+        r.obj.rule === ruleText && r.obj.uuid === ruleUuid, r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(fwapi, 'getRule', ruleUuid, {owner_uuid: '11111111-1111-4111-8111-111111111111'});
+    check('getRule as another owner is 403', r.err && r.err.statusCode === 403,
+        r.err ? r.err.statusCode : 'no error');
+    r = await call(fwapi, 'deleteRule', ruleUuid, {owner_uuid: OWNER});
+    check('deleteRule', !r.err, r.err && r.err.message);
+    r = await call(fwapi, 'getRule', ruleUuid, {});
+    check('getRule of a deleted rule is 404 ResourceNotFound',
+        r.err && r.err.statusCode === 404 && r.err.body.code === 'ResourceNotFound',
+        r.err ? r.err.statusCode : 'no error');
+
     vmapi.close();
     cnapi.close();
     imgapi.close();
+    fwapi.close();
     checks.finish();
 }
 
