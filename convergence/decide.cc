@@ -312,6 +312,21 @@ std::string WorkKind(const Action& a) {
 
 Decision Decide(const Snapshot& s, absl::Time now, PlanCache* cache) { return Decider(s, now, cache).Run(); }
 
+bool Quiet(const Snapshot& s, const Decision& d) {
+  bool quiet = d.converged && !d.delete_project && !s.project.deleting && s.goal != nullptr && d.steps.empty() &&
+               d.held.empty() && d.backlog.empty() && d.task_changes.empty() && d.new_tasks.empty() &&
+               d.rollbacks.empty() && d.installs.empty() && d.uninstalls.empty() && d.imports.empty() &&
+               d.job_progress.empty() && d.events.empty() && d.problems.empty() && d.leftover == 0 &&
+               s.in_flight.empty() && s.finished.empty();
+  for (const TaskRecord& t : s.tasks) quiet = quiet && t.kind == "freeze";
+  if (quiet) {
+    for (const auto& [name, g] : s.goal->services) {
+      quiet = quiet && g.spec.compute_type != "agent" && g.spec.compute_type != "core";
+    }
+  }
+  return quiet;
+}
+
 Decision CountFinished(const Snapshot& s, absl::Time now) { return Decider(s, now).RunFinished(); }
 
 }  // namespace mariposa::convergence

@@ -273,6 +273,14 @@ Decision CountFinished(const Snapshot& s, absl::Time now);
 // start and stop, which any freeze of their scope holds).
 std::string WorkKind(const Action& a);
 
+// Nothing will change for the project until something wakes it (an apply, a
+// task, a health change, a change feed item): the decision is converged and
+// does nothing, no job is in flight or ended, no task is open but freezes,
+// and no service reads what the feed does not bring (agents: CNAPI; core
+// zones). Watching VMAPI's feed, such a project is not synced at each
+// resync (Reconciler::Resync) — at least every relist.
+bool Quiet(const Snapshot& s, const Decision& d);
+
 }  // namespace mariposa::convergence
 
 #endif  // MARIPOSA_CONVERGENCE_DECIDE_H_

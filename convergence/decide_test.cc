@@ -2,6 +2,8 @@
 // decision it must produce. No I/O, no clock.
 #include "convergence/decide.h"
 
+#include <functional>
+
 #include "convergence/decide_testing.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
@@ -756,6 +758,36 @@ TEST(DecideTest, CnsNamesAreSetInPlace) {
       EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kProgressing) << c.name;
     }
   }
+}
+
+// Quiet: what may wait for a wake-up instead of a resync, as a table.
+TEST(QuietTest, OnlyAConvergedProjectWithNothingGoingOn) {
+  struct Case {
+    std::string name;
+    std::function<void(Snapshot*)> change;
+    bool quiet;
+  };
+  const std::vector<Case> cases = {
+      {"converged, nothing open", [](Snapshot*) {}, true},
+      {"a freeze is open", [](Snapshot* s) { s->tasks = {Task("f1", "freeze", "active")}; }, true},
+      {"a job in flight", [](Snapshot* s) { s->in_flight = {JobOf("j1", "create", "web")}; }, false},
+      {"a task open", [](Snapshot* s) { s->tasks = {Task("t1", "reprovision", "queued")}; }, false},
+      {"one instance short", [](Snapshot* s) { s->instances.pop_back(); }, false},
+      {"an instance starting", [](Snapshot* s) { s->instances[0].created = kT0 - absl::Seconds(1); }, false},
+      {"actual state unknown", [](Snapshot* s) { s->actual_known = false; }, false},
+      {"being deleted", [](Snapshot* s) { s->project.deleting = true; }, false},
+  };
+  for (const Case& c : cases) {
+    Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n"));
+    s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
+    c.change(&s);
+    EXPECT_EQ(Quiet(s, Decide(s, kT0)), c.quiet) << c.name;
+  }
+  // Agents read CNAPI, core zones the admin's VMs: never quiet.
+  Snapshot agents = SnapshotOf(GoalOf("project: p\nservices:\n  a: {image: cn-agent@2, compute_type: agent}\n"));
+  Decision d = Decide(agents, kT0);
+  d.converged = true;
+  EXPECT_FALSE(Quiet(agents, d));
 }
 
 TEST(HealthSpecForTest, InstancesKeepTheChecksOfTheirVersion) {

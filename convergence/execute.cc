@@ -108,6 +108,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   SyncResult r;
   r.held = static_cast<int>(d.held.size());
   r.converged = d.converged;
+  const bool quiet = Quiet(s, d);
   const ProjectRecord& p = s.project;
   std::vector<Problem> problems;
   StoreError(p.name, &problems, "finished jobs", store_->FinishJobs(d.job_progress));
@@ -149,7 +150,8 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
     }
   }
   KeepMemory(p, d.memory, &problems);
-  Remember(s, &d, std::move(problems), std::move(backlog), s.in_flight.size() + sent.size(), changes);
+  Remember(s, &d, std::move(problems), std::move(backlog), s.in_flight.size() + sent.size(), changes,
+           quiet && sent.empty() && problems.empty());
   std::vector<Problem> late;  // events are written after the state is kept: their failure joins it
   StoreError(p.name, &late, "events", store_->AppendEvents(events));
   if (!late.empty()) {
@@ -232,7 +234,7 @@ bool Reconciler::NewTasks::Resolve(std::string* task) const {
 // memory, the problems, and the backlog with what Send needs to build its
 // creates (no instances: the backlog has no placement rules).
 void Reconciler::Remember(const Snapshot& s, Decision* d, std::vector<Problem> problems, std::vector<Step> backlog,
-                          size_t in_flight, uint64_t changes) {
+                          size_t in_flight, uint64_t changes, bool quiet) {
   std::shared_ptr<const Snapshot> backlog_from;
   if (!backlog.empty()) {
     auto from = std::make_shared<Snapshot>();
@@ -256,6 +258,7 @@ void Reconciler::Remember(const Snapshot& s, Decision* d, std::vector<Problem> p
   ps.backlog.assign(std::make_move_iterator(backlog.begin()), std::make_move_iterator(backlog.end()));
   ps.backlog_from = std::move(backlog_from);
   ps.backlog_changes = changes;
+  ps.quiet = quiet;
 }
 
 // The health coordinator's targets: each instance is checked by the checks

@@ -143,6 +143,7 @@ struct ControllerMetrics::Families {
   prometheus::Family<prometheus::Counter>* triton_requests;
   prometheus::Family<prometheus::Histogram>* triton_latency;
   prometheus::Family<prometheus::Counter>* replacements;
+  prometheus::Family<prometheus::Counter>* syncs;
   prometheus::Family<prometheus::Counter>* deferred;
   prometheus::Family<prometheus::Histogram>* task_duration;
   prometheus::Family<prometheus::Counter>* grpc_started;
@@ -166,6 +167,11 @@ ControllerMetrics::ControllerMetrics(ProjectStore* store)
                                  .Name("mariposa_replacements_total")
                                  .Help("Instances replaced, by reason.")
                                  .Register(*registry_);
+  families_->syncs = &prometheus::BuildCounter()
+                          .Name("mariposa_syncs_total")
+                          .Help("Project syncs, and resyncs skipped because the project was quiet while VMAPI's "
+                                "change feed was watched (outcome synced | quiet).")
+                          .Register(*registry_);
   families_->deferred = &prometheus::BuildCounter()
                              .Name("mariposa_replacements_deferred_total")
                              .Help("Replacements held back by the replacement budget or a crash-loop pause.")
@@ -239,6 +245,10 @@ void ControllerMetrics::TritonRequest(const triton::RequestRecord& r) {
   static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                                    0.1,   0.25,   0.5,   1,    2.5,   10};
   families_->triton_latency->Add({{"api", r.api}, {"op", r.op}}, kBuckets).Observe(absl::ToDoubleSeconds(r.latency));
+}
+
+void ControllerMetrics::Syncs(const std::string& outcome, int64_t n) {
+  if (n > 0) families_->syncs->Add({{"outcome", outcome}}).Increment(static_cast<double>(n));
 }
 
 void ControllerMetrics::Replacement(const std::string& reason) {

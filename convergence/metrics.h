@@ -54,6 +54,8 @@ class ControllerMetrics {
   // Recording.
   void TritonRequest(const triton::RequestRecord& r);
   void Replacement(const std::string& reason);  // an instance replaced: broken, unhealthy, …
+  // `n` project syncs (outcome "synced"), or resyncs skipped ("quiet").
+  void Syncs(const std::string& outcome, int64_t n);
   void ReplacementDeferred(const std::string& project, const std::string& service, const std::string& why);
   void TaskEnded(const std::string& kind, const std::string& state, absl::Duration took);
   void SetProject(const std::string& project, std::vector<ServiceCounts> services);

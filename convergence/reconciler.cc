@@ -878,9 +878,10 @@ void Reconciler::Resync() {
     return;
   }
   std::set<std::string> now_known;
+  std::set<std::string> quiet = QuietProjects(clock_->Now());
   for (const ProjectRecord& p : *projects) {
     now_known.insert(p.name);
-    queue_.Add(p.uuid);
+    if (!quiet.count(p.uuid)) queue_.Add(p.uuid);
   }
   std::set<std::string> gone;
   {
@@ -891,12 +892,34 @@ void Reconciler::Resync() {
     known_projects_ = now_known;
   }
   if (options_.metrics != nullptr) {
+    options_.metrics->Syncs("quiet", static_cast<int64_t>(quiet.size()));
     for (const std::string& n : gone) options_.metrics->ForgetProject(n);
     options_.metrics->SetWorkqueueDepth(queue_.Len());
   }
 }
 
+std::set<std::string> Reconciler::QuietProjects(absl::Time now) {
+  std::set<std::string> out;
+  absl::MutexLock l(&mu_);
+  if (!feed_ || !feed_->watching) return out;
+  absl::Duration keep = std::max(options_.relist, options_.full_observe);
+  for (auto& [uuid, ps] : projects_) {
+    if (!ps.quiet || !ps.feed_pending.empty() || ps.relisted || ps.listed_at < feed_->since ||
+        now - ps.listed_at >= keep) {
+      continue;
+    }
+    ps.observed_at = now;  // the watched listing, current as of now
+    ps.view_observed_at = now;
+    out.insert(uuid);
+  }
+  return out;
+}
+
 void Reconciler::Wake() {
+  {
+    absl::MutexLock l(&mu_);
+    for (auto& kv : projects_) kv.second.quiet = false;
+  }
   ++changes_;
   Resync();
 }
@@ -982,6 +1005,10 @@ void Reconciler::ReleaseProject(const std::string& project_uuid) {
 }
 
 void Reconciler::WakeProject(const std::string& project_uuid) {
+  {
+    absl::MutexLock l(&mu_);
+    if (auto it = projects_.find(project_uuid); it != projects_.end()) it->second.quiet = false;
+  }
   ++changes_;
   queue_.Add(project_uuid);
 }
@@ -1012,6 +1039,7 @@ void Reconciler::Worker() {
     // failed, and at least every full_observe.
     std::optional<SyncResult> pumped = PumpProject(key);
     absl::StatusOr<SyncResult> r = pumped ? *pumped : SyncProject(key);
+    if (!pumped && options_.metrics != nullptr) options_.metrics->Syncs("synced", 1);
     if (!r.ok()) {
       if (!absl::IsNotFound(r.status())) {
         LogWarn("sync failed", {{"project", key}, {"error", r.status().ToString()}});

@@ -276,7 +276,7 @@ class Reconciler {
   void ChangeTasks(const ProjectRecord& p, const std::vector<TaskChange>& changes, std::vector<Problem>* problems);
   NewTasks AddNewTasks(const std::vector<TaskRecord>& tasks);
   void Remember(const Snapshot& s, Decision* d, std::vector<Problem> problems, std::vector<Step> backlog,
-                size_t in_flight, uint64_t changes);
+                size_t in_flight, uint64_t changes, bool quiet);
   void AssignHealth(const Snapshot& s);
   void ServiceMetrics(const Snapshot& s, const Decision& d);
   // Builds, sends (in dependency waves) and records the requests of
@@ -340,6 +340,10 @@ class Reconciler {
   void Requeue(const std::string& key, const SyncResult& r);
   void Relister();
   void Resync();
+  // The projects Resync skips now: Quiet, their watched listing current
+  // (no feed item pending, younger than relist). Their observation is as
+  // of now (the feed keeps it current).
+  std::set<std::string> QuietProjects(absl::Time now);
   // The admin account's core zones (tagged smartdc_role), by role.
   absl::StatusOr<std::map<std::string, std::vector<triton::Vm>>> CoreZones();
   // Takes the core zones of the goal's core services that no project
@@ -418,6 +422,9 @@ class Reconciler {
     uint64_t backlog_changes = 0;
     absl::Time synced_at;
     absl::Duration sync_cost;  // how long the last sync took
+    // The last sync found the project Quiet (decide.h) and nothing woke it
+    // since: while the feed is watched, Resync skips it.
+    bool quiet = false;
     std::map<std::string, FinishedJob> ended;
     // Per instance: since when it runs at its spec and image, and is healthy
     // (update.min_healthy_time, the deadlines). Instances first seen so

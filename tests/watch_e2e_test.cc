@@ -32,7 +32,8 @@ class WatchTest : public ::testing::Test {
       size_t eq = line.find('=');
       if (eq != std::string::npos) api_[line.substr(0, eq)] = line.substr(eq + 1);
     }
-    ASSERT_EQ(api_.size(), 6u);
+    ASSERT_EQ(api_.size(), 7u);
+    api_.erase("fwapi");  // mariposad does not call FWAPI yet
   }
   std::unique_ptr<ServerProcess> Mariposad(const std::string& resync, const std::string& relist = "5m") {
     std::vector<std::string> argv = {"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/d",
@@ -110,6 +111,43 @@ TEST_F(WatchTest, ADestroyedInstanceIsReplacedFromTheFeedNotTheResync) {
       absl::Seconds(5)))
       << d->log();
   EXPECT_TRUE(Eventually([&] { return Converged(d->addr()); }, absl::Seconds(15))) << StatusText(d->addr());
+}
+
+// Watching, a converged project with nothing to do is not synced at each
+// resync (it would decide over all its instances again for nothing): the
+// resyncs are counted as quiet, status stays current, and a change (a
+// destroyed VM in the feed, an apply) is acted on at once.
+TEST_F(WatchTest, AQuietProjectIsNotSyncedAtEachResync) {
+  StartSim({});
+  auto d = Mariposad("300ms");
+  ASSERT_EQ(Cli(d->addr(), {"apply", "--yes", "-f", "deploy/examples/jupiter.yaml"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Converged(d->addr()); }, absl::Seconds(30))) << d->log();
+  auto count = [&](const std::string& outcome) {
+    std::string m = Metrics(*d);
+    std::string key = "mariposa_syncs_total{outcome=\"" + outcome + "\"} ";
+    size_t at = m.find(key);
+    return at == std::string::npos ? 0.0 : std::stod(m.substr(at + key.size()));
+  };
+  ASSERT_TRUE(Eventually([&] { return count("quiet") > 0; }, absl::Seconds(10))) << Metrics(*d);
+  double synced = count("synced"), quiet = count("quiet");
+  Pause(absl::Seconds(3));
+  EXPECT_LE(count("synced") - synced, 1.0) << "a quiet project was synced at each 300ms resync";
+  EXPECT_GE(count("quiet") - quiet, 5.0);
+  std::string status = StatusText(d->addr());
+  EXPECT_TRUE(absl::StrContains(status, "project jupiter at version 1: converged")) << status;
+  EXPECT_TRUE(absl::StrContains(status, "actual state as read 0s ago") ||
+              absl::StrContains(status, "actual state as read 0.") || absl::StrContains(status, "ms ago"))
+      << "the watched listing is current: " << status;
+  // A destroyed VM (a feed item) is replaced at once.
+  std::set<std::string> before = Active("mysql");
+  ASSERT_EQ(before.size(), 1u);
+  ASSERT_EQ(Ctl({"destroy-vm", *before.begin()}).exit_code, 0);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        std::set<std::string> now = Active("mysql");
+        return now.size() == 1 && !now.count(*before.begin());
+      },
+      absl::Seconds(5)));
 }
 
 TEST_F(WatchTest, ADroppedFeedIsShownAsPollingThenWatchedAgain) {
