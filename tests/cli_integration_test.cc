@@ -100,6 +100,10 @@ TEST_F(CliTest, ApplyDiffVersionsRollback) {
   r = M({"apply", "-f", dir_ + "/v2.yaml", "--yes"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("applied version 2"));
+  // --yes plans and stores in one call, and prints the plan it stored.
+  EXPECT_THAT(r.out, HasSubstr("plan for project \"jupiter\" on mariposad " + daemon_->addr() + ":\n"));
+  EXPECT_THAT(r.out, HasSubstr("3 instances will be replaced"));
+  EXPECT_THAT(r.out, HasSubstr("0 to create, 3 to replace, 0 to delete\n"));
   r = M({"diff", "-f", dir_ + "/v3.yaml"});
   EXPECT_THAT(r.out, HasSubstr("scale \"nginx\" 2 -> 4 (+2)"));
 

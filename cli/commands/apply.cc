@@ -4,6 +4,36 @@
 
 namespace mariposa::cmd {
 
+// `apply --yes` (no --force): one call, the plan made and committed in one
+// transaction against whatever version is current (there is no plan to
+// protect with --previous unless one is given); printed as the two-step
+// apply prints it.
+Result ApplyAtOnce(Context& c, const Parsed& p, v1::ApplyRequest req) {
+  req.set_dry_run(false);
+  auto previous = p.Value("--previous");
+  req.set_previous_version(previous.value_or(""));
+  req.set_force(!previous.has_value());  // skips only the --previous check: downgrades stay refused
+  req.set_allow_downgrade(false);
+  req.set_message(p.Value("--message").value_or(""));
+  v1::ApplyResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().projects->Apply(c.d().Ctx().get(), req, &resp)));
+  for (const auto& w : resp.warnings()) c.err() << "warning: " << w << "\n";
+  if (c.PrintIfStructured(resp)) return 0;
+  c.out() << cli::PlanHeader(resp.project(), c.d().addr());
+  if (!resp.changed()) {
+    c.out() << "no changes: the manifest matches version " << resp.version().number() << " ("
+            << resp.version().uuid() << ")\n";
+    return 0;
+  }
+  PrintDiff(c, resp.diff());
+  c.out() << cli::PlanSummary(resp.diff());
+  c.out() << (resp.project_created() ? "created project and " : "") << "applied version " << resp.version().number()
+          << " (" << resp.version().uuid() << ")\n";
+  PrintRollout(c, resp.rollout_task(), resp.rollout_services());
+  if (p.Has("--wait")) return WaitSettled(c, resp.version().project_uuid());
+  return 0;
+}
+
 Result RunApply(Context& c, const Parsed& p, bool dry_run) {
   auto file = p.Value("--file");
   if (!file) return Usage(dry_run ? "diff needs -f FILE" : "apply needs -f FILE");
@@ -18,6 +48,7 @@ Result RunApply(Context& c, const Parsed& p, bool dry_run) {
   req.set_filename(*file == "-" ? "<stdin>" : *file);
   req.set_thaw(thaw);
   req.set_allow_downgrade(force);
+  if (!dry_run && yes && !force) return ApplyAtOnce(c, p, req);
   req.set_dry_run(true);
   v1::ApplyResponse plan;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->Apply(c.d().Ctx().get(), req, &plan)));
@@ -98,7 +129,8 @@ void AddApply(cli::Registry& r) {
          .help = "Validates FILE, shows what changes against the version in force (the project and the mariposad\n"
                  "it targets first, a summary line last), asks for confirmation (or --yes) and stores a new\n"
                  "version. The version the plan was computed against is sent as --previous, so a concurrent change\n"
-                 "is refused instead of overwritten. Applying an unchanged manifest is a no-op. Services whose\n"
+                 "is refused instead of overwritten; with --yes (and no --force) the plan is made and stored in one\n"
+                 "call, against the version current then. Applying an unchanged manifest is a no-op. Services whose\n"
                  "instance spec changes are rolled out by a reprovision task, update.rolling at a time, unless the\n"
                  "service says update.on_change: manual.\n"
                  "The project is -j, $MARIPOSA_PROJECT or the manifest's project:; when both are given and differ,\n"

@@ -147,7 +147,7 @@ class FeedWatch {
 
 struct ModeResult {
   std::vector<double> kill_ms;
-  double apply_ms = -1, idle_cores = -1, idle_per_min = -1;
+  double apply_ms = -1, apply_cli_ms = -1, idle_cores = -1, idle_per_min = -1;
   bool ok = true;
 };
 
@@ -205,6 +205,7 @@ ModeResult Measure(const std::string& mode, const Sizes& z, const std::string& d
   size_t from = watch->Created();
   auto t0 = Clock::now();
   int applied = Cli(d.addr, absl::StrCat("apply -f ", dir, "/more.yaml --yes"));
+  r.apply_cli_ms = Secs(Clock::now() - t0) * 1000;  // the CLI's own run: start, plan, commit, exit
   Clock::time_point at;
   if (applied != 0 || !watch->WaitCreated(from, uuids[0], 60, &at)) {
     fprintf(stderr, "FAIL %s: the apply (exit %d) brought no CreateVm within 60 s\n", mode.c_str(), applied);
@@ -292,8 +293,10 @@ int Main(bool smoke, bool quick) {
            Pct(watched.kill_ms, 0.99), Pct(polled.kill_ms, 0.99),
            Pct(watched.kill_ms, 0.99) / Pct(polled.kill_ms, 0.99), Pct(watched.kill_ms, 0.5), watched.kill_ms.size(),
            Pct(polled.kill_ms, 0.5), polled.kill_ms.size());
-    printf("WATCH_apply_ms %.0f ms %.0f %.3fx (apply to the first CreateVm, %d-instance project; target <= 100 ms)\n",
-           watched.apply_ms, polled.apply_ms, watched.apply_ms / polled.apply_ms, z.services * z.count);
+    printf("WATCH_apply_ms %.0f ms %.0f %.3fx (apply to the first CreateVm, %d-instance project; the `mariposa apply` "
+           "process itself ran %.0f ms; target <= 100 ms)\n",
+           watched.apply_ms, polled.apply_ms, watched.apply_ms / polled.apply_ms, z.services * z.count,
+           watched.apply_cli_ms);
     printf("WATCH_idle_cores %.4f cores %.4f %.3fx (mariposad idle at %lld instances; target <= 0.02)\n",
            watched.idle_cores, polled.idle_cores, watched.idle_cores / std::max(polled.idle_cores, 1e-9),
            static_cast<long long>(total));
