@@ -146,11 +146,17 @@ class RuleCheck {
   size_t at_ = 0;
 };
 
-Reply InvalidRule(const std::string& field, const std::string& message) {
-  Reply r = Validation(422, field, "InvalidParameter", message);
-  r.body["code"] = "InvalidParameters";
-  r.body["message"] = "Invalid parameters";
+// FWAPI's errors: `code` and `message`, and the field at fault in `errors`.
+Reply FwError(int status, const std::string& code, const std::string& message, const std::string& field,
+              const std::string& field_code, const std::string& field_message) {
+  Reply r = Validation(status, field, field_code, field_message);
+  r.body["code"] = code;
+  r.body["message"] = message;
   return r;
+}
+
+Reply InvalidRule(const std::string& field, const std::string& message) {
+  return FwError(422, "InvalidParameters", "Invalid parameters", field, "InvalidParameter", message);
 }
 
 }  // namespace
@@ -233,13 +239,15 @@ Reply Firewall::Create(const json& body) {
   absl::MutexLock l(&mu_);
   if (rule.uuid.empty()) rule.uuid = new_uuid_();
   if (rules_.count(rule.uuid)) {
-    Reply r = Validation(422, "uuid", "Duplicate", "Already exists");
-    r.body["code"] = "RuleExistsError";
-    r.body["message"] = "rule already exists";
-    return r;
+    return FwError(422, "RuleExistsError", "rule already exists", "uuid", "Duplicate", "Already exists");
   }
   rule.version = Version();
   rules_[rule.uuid] = rule;
+  return Accepted(rule);
+}
+
+// 202 with the rule and the id of the update FWAPI queues for the agents.
+Reply Firewall::Accepted(const Rule& rule) const {
   Reply r;
   r.status = 202;
   r.headers["x-update-id"] = new_uuid_();
@@ -253,10 +261,8 @@ Reply Firewall::Get(const std::string& uuid, const Params& q) {
   if (it == rules_.end()) return DataCenter::Error(404, "ResourceNotFound", "Rule not found");
   const std::string* owner = tritonsim::Get(q, "owner_uuid");
   if (owner != nullptr && !it->second.global && it->second.owner_uuid != *owner) {
-    Reply r = Validation(403, "owner_uuid", "InvalidParameter", "owner_uuid does not match");
-    r.body["code"] = "Forbidden";
-    r.body["message"] = "owner does not match";
-    return r;
+    return FwError(403, "Forbidden", "owner does not match", "owner_uuid", "InvalidParameter",
+                   "owner_uuid does not match");
   }
   Reply r;
   r.body = RuleJson(it->second);
@@ -272,11 +278,7 @@ Reply Firewall::Update(const std::string& uuid, const json& body) {
   next.uuid = uuid;  // never changed by an update
   next.version = Version();
   it->second = next;
-  Reply r;
-  r.status = 202;
-  r.headers["x-update-id"] = new_uuid_();
-  r.body = RuleJson(next);
-  return r;
+  return Accepted(next);
 }
 
 Reply Firewall::Delete(const std::string& uuid, const Params& q) {

@@ -44,6 +44,7 @@ class Firewall {
   // Fills `r` from a create or update body; "" or the 422 to answer.
   Reply Fill(const json& body, Rule* r) const;
   std::string Version() const;
+  Reply Accepted(const Rule& rule) const;
 
   std::function<int64_t()> now_ms_;
   std::function<std::string()> new_uuid_;
