@@ -114,7 +114,8 @@ void Decider::AgentService(const std::string& svc, const ServiceGoalSpec& g) {
     return;
   }
   const triton::Image& image = img->second;
-  AgentRollout r{AgentGoalFor(svc, g.spec, image)};
+  AgentRollout r;
+  r.goal = AgentGoalFor(svc, g.spec, image);
   ForgetInstallFailures(svc, image, &m);
   AddReinstalls(svc, &m, &r.goal);
   r.max_attempts = std::max(1, PolicyFor(g.spec, s_.policy).max_attempts);

@@ -129,7 +129,7 @@ grpc::Status QueueService::TerminateTask(grpc::ServerContext* ctx, const v1::Ter
   MARIPOSA_AUTHORIZE(ctx, TaskProject(req->task(), &id));
   auto t = queue_.Terminate(id, AuthorOf(ctx), req->reason());
   if (!t.ok()) return ToGrpc(t.status());
-  if (on_change_) on_change_();  // the controller must stop acting for it now
+  if (on_change_) on_change_(t->project_uuid);  // the controller must stop acting for it now
   return ToGrpc(ToProto(*t, resp->mutable_task()));
 }
 
@@ -140,7 +140,7 @@ grpc::Status QueueService::PauseTask(grpc::ServerContext* ctx, const v1::PauseTa
   MARIPOSA_AUTHORIZE(ctx, TaskProject(req->task(), &id));
   auto t = store_->SetTaskPaused(id, AuthorOf(ctx), req->reason(), true);
   if (!t.ok()) return ToGrpc(t.status());
-  if (on_change_) on_change_();  // no further step is started from now
+  if (on_change_) on_change_(t->project_uuid);  // no further step is started from now
   return ToGrpc(ToProto(*t, resp->mutable_task()));
 }
 
@@ -151,7 +151,7 @@ grpc::Status QueueService::ResumeTask(grpc::ServerContext* ctx, const v1::Resume
   MARIPOSA_AUTHORIZE(ctx, TaskProject(req->task(), &id));
   auto t = store_->SetTaskPaused(id, AuthorOf(ctx), "", false);
   if (!t.ok()) return ToGrpc(t.status());
-  if (on_change_) on_change_();
+  if (on_change_) on_change_(t->project_uuid);
   return ToGrpc(ToProto(*t, resp->mutable_task()));
 }
 
@@ -180,7 +180,7 @@ grpc::Status QueueService::Freeze(grpc::ServerContext* ctx, const v1::FreezeRequ
   t.only = {req->only().begin(), req->only().end()};
   auto added = queue_.Add(t);
   if (!added.ok()) return ToGrpc(added.status());
-  if (on_change_) on_change_();  // work in the scope stops now, not at the next resync
+  if (on_change_) on_change_(added->project_uuid);  // work in the scope stops now, not at the next resync
   return ToGrpc(ToProto(*added, resp->mutable_task()));
 }
 
@@ -204,7 +204,7 @@ grpc::Status QueueService::Thaw(grpc::ServerContext* ctx, const v1::ThawRequest*
                                                    scope->empty() ? "the project" : absl::StrJoin(*scope, ","),
                                                    " in project ", p->name)));
   }
-  if (on_change_) on_change_();
+  if (on_change_) on_change_(p->uuid);
   return grpc::Status::OK;
 }
 
@@ -279,7 +279,7 @@ grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRe
   }
   auto added = queue_.Add(t);
   if (!added.ok()) return ToGrpc(added.status());
-  if (on_change_) on_change_();
+  if (on_change_) on_change_(added->project_uuid);
   return ToGrpc(ToProto(*added, resp->mutable_task()));
 }
 

@@ -24,7 +24,8 @@ class QueueService final : public v1::Queue::Service {
   grpc::Status Thaw(grpc::ServerContext*, const v1::ThawRequest*, v1::ThawResponse*) override;
   grpc::Status AddTask(grpc::ServerContext*, const v1::AddTaskRequest*, v1::AddTaskResponse*) override;
   // Called after a task is added (the controller's wake-up).
-  void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
+  // Called with the project whose tasks changed.
+  void set_on_change(std::function<void(const std::string& project_uuid)> f) { on_change_ = std::move(f); }
 
  private:
   // `uuid`: the task's uuid (a unique prefix resolved), or `task` as given.
@@ -37,7 +38,7 @@ class QueueService final : public v1::Queue::Service {
 
   ProjectStore* store_;
   TaskQueue queue_;
-  std::function<void()> on_change_;
+  std::function<void(const std::string&)> on_change_;
 };
 
 }  // namespace mariposa::convergence

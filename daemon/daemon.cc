@@ -468,8 +468,10 @@ void Daemon::WireWakeBus() {
 void Daemon::WireProjects() {
   convergence::Reconciler* r = reconciler_.get();
   BoundedRunner* bounded = bounded_.get();
-  auto changed = [r, bus = wake_bus_.get()] {
-    r->Wake();
+  // A change wakes its own project only (the others, quiet, stay so); the
+  // other nodes hear of it on the wake-up bus.
+  auto changed = [r, bus = wake_bus_.get()](const std::string& project_uuid) {
+    r->WakeProject(project_uuid);
     if (bus != nullptr) bus->Publish();
   };
   projects_->set_on_change(changed);

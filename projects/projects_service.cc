@@ -383,7 +383,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
       if (c.rolls_out()) out.rollout.push_back(c.service());
     }
     out.canary = convergence::ManifestCanary(m, out.rollout);
-    if (on_change_) on_change_();
+    if (on_change_) on_change_(out.project_uuid);
   }
   return out;
 }
@@ -447,7 +447,7 @@ std::string ProjectsService::QueueReprovision(const std::string& project_uuid, c
   t.canary = canary;  // update.canary, as `mariposa reprovision` takes it
   auto added = convergence::TaskQueue(store_).Add(t);
   if (!added.ok()) return not_queued(added.status());
-  if (on_change_) on_change_();
+  if (on_change_) on_change_(t.project_uuid);
   return added->uuid;
 }
 
@@ -511,7 +511,7 @@ absl::StatusOr<int64_t> ProjectsService::RollbackTo(const std::string& project, 
   ASSIGN_OR_RETURN(Outcome out, ApplyText(p.name, target.manifest, absl::StrCat("version ", target.number),
                                           expected_current, false, false, "rollback", target.number, message, author,
                                           NotCancelled::Get()));
-  if (on_change_) on_change_();
+  if (on_change_) on_change_(p.uuid);
   return out.commit.version.number;
 }
 
@@ -697,7 +697,7 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
       auto marked = store_->MarkProjectDeleting(p->uuid, AuthorOf(ctx));
       if (!marked.ok()) return ToGrpc(marked);
       resp->set_instances_to_remove(*n);
-      if (on_change_) on_change_();
+      if (on_change_) on_change_(p->uuid);
       return grpc::Status::OK;
     }
   }
@@ -840,7 +840,7 @@ grpc::Status ProjectsService::SetMeta(grpc::ServerContext* ctx, const v1::SetMet
   if (!m.ok()) return ToGrpc(m.status());
   ToProto(*m, resp->mutable_entry());
   MetaChanged(*p, {req->key()}, AuthorOf(ctx));
-  if (on_change_) on_change_();  // instances created from now on get the new value
+  if (on_change_) on_change_(p->uuid);  // instances created from now on get the new value
   return grpc::Status::OK;
 }
 
@@ -855,7 +855,7 @@ grpc::Status ProjectsService::DeleteMeta(grpc::ServerContext* ctx, const v1::Del
                                       req->has_cas_id() ? std::optional<int64_t>(req->cas_id()) : std::nullopt,
                                       AuthorOf(ctx));
   if (st.ok()) MetaChanged(*p, {req->key()}, AuthorOf(ctx));
-  if (st.ok() && on_change_) on_change_();
+  if (st.ok() && on_change_) on_change_(p->uuid);
   return ToGrpc(st);
 }
 
@@ -871,7 +871,7 @@ grpc::Status ProjectsService::IncrMeta(grpc::ServerContext* ctx, const v1::IncrM
   if (!m.ok()) return ToGrpc(m.status());
   ToProto(*m, resp->mutable_entry());
   MetaChanged(*p, {req->key()}, AuthorOf(ctx));
-  if (on_change_) on_change_();
+  if (on_change_) on_change_(p->uuid);
   return grpc::Status::OK;
 }
 
@@ -889,7 +889,7 @@ grpc::Status ProjectsService::ImportMeta(grpc::ServerContext* ctx, const v1::Imp
   std::set<std::string> keys;
   for (const auto& kv : entries) keys.insert(kv.first);
   MetaChanged(*p, keys, AuthorOf(ctx));
-  if (on_change_) on_change_();
+  if (on_change_) on_change_(p->uuid);
   return grpc::Status::OK;
 }
 

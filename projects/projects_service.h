@@ -35,7 +35,8 @@ class ProjectsService final : public v1::Projects::Service {
   ProjectsService(ProjectStore* store, const Clock* clock) : store_(store), clock_(clock) {}
   // Called after every stored change of goal state (apply, rollback, meta):
   // the controller's wake-up. Set before serving.
-  void set_on_change(std::function<void()> f) { on_change_ = std::move(f); }
+  // Called with the project whose goal, meta or state changed.
+  void set_on_change(std::function<void(const std::string& project_uuid)> f) { on_change_ = std::move(f); }
   // Rolls `project` back to `to_version` (uuid, number or tag) as `author`,
   // only if the version in force is still `expected_current`; the new
   // version's number. Used by the controller's auto_rollback.
@@ -118,7 +119,7 @@ class ProjectsService final : public v1::Projects::Service {
   static constexpr size_t kCacheBytes = 16 << 20;
   ProjectStore* store_;
   const Clock* clock_;
-  std::function<void()> on_change_;
+  std::function<void(const std::string&)> on_change_;
   std::function<absl::StatusOr<int64_t>(const std::string&)> instance_counter_;
   CatalogCheck catalog_check_;
   std::string default_owner_;
