@@ -16,7 +16,20 @@ Result ApplyAtOnce(Context& c, const Parsed& p, v1::ApplyRequest req) {
   req.set_allow_downgrade(false);
   req.set_message(p.Value("--message").value_or(""));
   v1::ApplyResponse resp;
-  RETURN_IF_ERROR(c.d().Check(c.d().projects->Apply(c.d().Ctx().get(), req, &resp)));
+  grpc::Status st = c.d().projects->Apply(c.d().Ctx().get(), req, &resp);
+  if (!st.ok()) {
+    // Refused (a downgrade, a frozen scope, a stale --previous): the plan it
+    // was refused on is shown, as the two-step apply shows it, then why.
+    v1::ApplyRequest dry = req;
+    dry.set_dry_run(true);
+    v1::ApplyResponse plan;
+    if (!c.Structured() && c.d().projects->Apply(c.d().Ctx().get(), dry, &plan).ok() && !plan.diff().empty()) {
+      c.out() << cli::PlanHeader(plan.project(), c.d().addr());
+      PrintDiff(c, plan.diff());
+      c.out() << cli::PlanSummary(plan.diff());
+    }
+    RETURN_IF_ERROR(c.d().Check(st));
+  }
   for (const auto& w : resp.warnings()) c.err() << "warning: " << w << "\n";
   if (c.PrintIfStructured(resp)) return 0;
   c.out() << cli::PlanHeader(resp.project(), c.d().addr());
