@@ -1,5 +1,7 @@
 #include "projects/manifest.h"
 
+#include <functional>
+
 
 #include "gtest/gtest.h"
 #include "tests/process.h"
@@ -606,6 +608,69 @@ TEST(ManifestCnsTest, TooLongADefaultIsWarnedAndNamesNothing) {
   ASSERT_EQ(r.manifest->warnings.size(), 1u);
   EXPECT_NE(r.manifest->warnings[0].message.find("longer than a DNS label"), std::string::npos);
   EXPECT_TRUE(CnsNames(project, service, r.manifest->services.at(service)).empty());
+}
+
+}  // namespace
+}  // namespace mariposa
+
+namespace mariposa {
+namespace {
+
+// The service's small parsers, one row per key: what a value becomes.
+TEST(ManifestServiceKeysTest, EachKeyParsesToItsField) {
+  struct Case {
+    std::string name, keys;
+    std::function<bool(const ServiceSpec&)> holds;
+  };
+  const std::vector<Case> cases = {
+      {"compute_type lx", "compute_type: lx",
+       [](const ServiceSpec& s) { return s.compute_type == "infrastructure" && s.brand == "lx"; }},
+      {"resources", "resources: {memory: 512m, disk: 10g, cpu: 0.5}",
+       [](const ServiceSpec& s) {
+         return s.memory_bytes == int64_t{512} << 20 && s.disk_bytes == int64_t{10} << 30 && s.cpu == 0.5;
+       }},
+      {"ports sorted", "ports: [443, 80]", [](const ServiceSpec& s) { return s.ports == std::vector<int>{80, 443}; }},
+      {"command list", "command: [run, --fast]", [](const ServiceSpec& s) { return s.command == "run --fast"; }},
+      {"start", "start: {parallelism: 4, window: 5s}",
+       [](const ServiceSpec& s) { return s.start_parallelism == 4 && s.start_window == absl::Seconds(5); }},
+      {"restart condition, deduplicated and sorted", "restart: {condition: [on-failure, always, on-failure]}",
+       [](const ServiceSpec& s) { return s.restart_condition == std::vector<std::string>{"always", "on-failure"}; }},
+      {"stop", "stop: {timeout: 10s, preserve_stopped: always}",
+       [](const ServiceSpec& s) { return s.stop_timeout == absl::Seconds(10) && s.preserve_stopped == "always"; }},
+      {"update", "update: {rolling: 2, canary: 1, max_surge: 0, on_change: manual}",
+       [](const ServiceSpec& s) {
+         return s.update_rolling == 2 && s.update_canary == 1 && s.update_max_surge == 0 &&
+                s.update_on_change == "manual";
+       }},
+      {"placement", "placement: [\"service!=~web\"]",
+       [](const ServiceSpec& s) { return s.placement.size() == 1 && s.placement[0].soft && !s.placement[0].equal; }},
+  };
+  for (const Case& c : cases) {
+    Manifest m = MustParse(absl::StrCat("project: p\nservices:\n  web: {image: x, ", c.keys, "}\n"));
+    EXPECT_TRUE(c.holds(m.services.at("web"))) << c.name;
+  }
+}
+
+// The rules that tie keys together, each with its located error.
+TEST(ManifestServiceKeysTest, RulesAcrossKeys) {
+  struct Case {
+    std::string name, text, error;
+  };
+  const std::vector<Case> cases = {
+      {"no image", "project: p\nservices:\n  web: {count: 1}\n",
+       "t.yaml:3:8: services.web.image: missing: every service needs an image (name[@version], uuid or docker "
+       "reference)\n"},
+      {"package twice", "project: p\nservices:\n  web: {image: x, package: a, resources: {package: b}}\n",
+       "t.yaml:3:52: services.web.resources.package: package is given twice (here and in package:); keep one\n"},
+      {"reprovision without a delegate dataset", "project: p\nservices:\n  web: {image: x, update: {strategy: reprovision}}\n",
+       "t.yaml:3:38: services.web.update.strategy: reprovision rewrites the instance's root; only a delegate dataset "
+       "survives it. Add `delegate_dataset: true` to the service (and keep the data under /zones/<uuid>/data), or use "
+       "strategy: replace\n"},
+      {"core zone replaced", "project: p\nservices:\n  z: {image: x, compute_type: core, update: {strategy: replace}}\n",
+       "t.yaml:3:56: services.z.update.strategy: core zones are updated in place (VMAPI reprovision, their delegate "
+       "dataset kept), as sdcadm does; use strategy: reprovision or leave it out\n"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(Errors(c.text), c.error) << c.name;
 }
 
 }  // namespace
