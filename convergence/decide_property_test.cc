@@ -380,7 +380,7 @@ class World {
         i.state = "provisioning";
         i.health = "unknown";
         i.spec_hash = goal_->services.at(i.service).record.spec_hash;
-        i.cns = absl::StrJoin(CnsNames("p", i.service, goal_->services.at(i.service).spec), ",");  // its create's tag
+        i.cns = CnsTagValue("p", i.service, goal_->services.at(i.service).spec);  // its create's tag
         i.version = version_;
         i.version_uuid = goal_->version_uuid;
         i.created = now_;

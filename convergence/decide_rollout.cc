@@ -69,7 +69,7 @@ void Decider::Retags() {
   for (const Action& a : planned_) acted.insert(a.instance);
   for (const auto& [svc, g] : s_.goal->services) {
     if (g.spec.compute_type == "agent" || g.spec.compute_type == "core") continue;
-    std::string want = absl::StrJoin(CnsNames(s_.project.name, svc, g.spec), ",");
+    std::string want = CnsTagValue(s_.project.name, svc, g.spec);
     ServiceGoal goal = GoalFor(g, s_.images);
     for (const InstanceState* i : of_[svc]) {
       if ((i->state != "running" && i->state != "stopped") || i->cns == want || Outdated(*i, goal) ||

@@ -76,7 +76,7 @@ inline InstanceState Instance(const Snapshot& s, const std::string& service, int
   i.health = "unknown";
   i.spec_hash = s.goal->services.at(service).record.spec_hash;
   // Created with the service's CNS names (the tag; Decider::Retags).
-  i.cns = absl::StrJoin(CnsNames(s.project.name, service, s.goal->services.at(service).spec), ",");
+  i.cns = CnsTagValue(s.project.name, service, s.goal->services.at(service).spec);
   i.version = s.goal->number;
   i.version_uuid = s.goal->version_uuid;
   i.created = kT0 - age;

@@ -795,7 +795,7 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
   req->tags = g.spec.tags;
   req->tags[kTagProject] = p.uuid;
   req->tags[kTagService] = g.record.name;
-  if (std::string cns = absl::StrJoin(CnsNames(p.name, g.record.name, g.spec), ","); !cns.empty()) {
+  if (std::string cns = CnsTagValue(p.name, g.record.name, g.spec); !cns.empty()) {
     req->tags[kCnsServicesTag] = cns;
   }
   req->tags[kTagVersion] = p.current_version;

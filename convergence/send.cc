@@ -169,7 +169,7 @@ void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out,
     const ServiceGoalSpec* g = nullptr;
     if (s.goal && s.goal->services.count(j.service)) g = &s.goal->services.at(j.service);
     if (g == nullptr) return;  // Decide planned it from the goal
-    std::string want = absl::StrJoin(CnsNames(s.project.name, j.service, g->spec), ",");
+    std::string want = CnsTagValue(s.project.name, j.service, g->spec);
     j.reason = want.empty() ? "cns-names: none" : absl::StrCat("cns-names: ", want);
     out->requests.push_back({j, [this, id, want]() -> absl::StatusOr<triton::JobRef> {
                           if (want.empty()) return vmapi_->DeleteTag(id, kCnsServicesTag);

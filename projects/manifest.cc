@@ -1266,6 +1266,10 @@ std::vector<std::string> CnsNames(const std::string& project, const std::string&
   return {name};
 }
 
+std::string CnsTagValue(const std::string& project, const std::string& service, const ServiceSpec& s) {
+  return absl::StrJoin(CnsNames(project, service, s), ",");
+}
+
 ParseResult ParseManifest(absl::string_view text, const ParseOptions& options) {
   return Parser(options).Run(text);
 }

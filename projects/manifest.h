@@ -133,6 +133,8 @@ struct ServiceSpec {
 // service's instances carry (ServiceSpec::cns).
 inline constexpr char kCnsServicesTag[] = "triton.cns.services";
 std::vector<std::string> CnsNames(const std::string& project, const std::string& service, const ServiceSpec& s);
+// The value of that tag: the names comma-separated ("" = no tag).
+std::string CnsTagValue(const std::string& project, const std::string& service, const ServiceSpec& s);
 
 // A `{{ }}` template found in the manifest, with where it was written.
 struct TemplateUse {
