@@ -25,11 +25,10 @@ void *Library() {
     void *h = dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) {
       // As the dynamic loader would have refused to start the program.
-      std::fprintf(
-          stderr,
-          "mariposa: cannot load libpq.so.5, which PostgreSQL stores need: %s\n"
-          "  fix: install the Debian package libpq5 (apt-get install libpq5)\n",
-          dlerror());
+      std::fprintf(stderr,
+                   "mariposa: cannot load libpq.so.5, which PostgreSQL stores need: %s\n"
+                   "  fix: install the Debian package libpq5 (apt-get install libpq5)\n",
+                   dlerror());
       std::exit(1);
     }
     return h;
@@ -49,21 +48,18 @@ void *Symbol(const char *name) {
   return f;
 }
 
-} // namespace
+}  // namespace
 
 // RET NAME(PARAMS) { return libpq's NAME(ARGS); }
-#define MARIPOSA_PQ(ret, name, params, args)                                   \
-  ret name params {                                                            \
-    static const auto libpq_fn =                                               \
-        reinterpret_cast<decltype(&::name)>(Symbol(#name));                    \
-    return libpq_fn args;                                                      \
+#define MARIPOSA_PQ(ret, name, params, args)                                         \
+  ret name params {                                                                  \
+    static const auto libpq_fn = reinterpret_cast<decltype(&::name)>(Symbol(#name)); \
+    return libpq_fn args;                                                            \
   }
 
 extern "C" {
-MARIPOSA_PQ(PGconn *, PQconnectdbParams,
-            (const char *const *k, const char *const *v, int e), (k, v, e))
-MARIPOSA_PQ(PQnoticeProcessor, PQsetNoticeProcessor,
-            (PGconn * c, PQnoticeProcessor p, void *a), (c, p, a))
+MARIPOSA_PQ(PGconn *, PQconnectdbParams, (const char *const *k, const char *const *v, int e), (k, v, e))
+MARIPOSA_PQ(PQnoticeProcessor, PQsetNoticeProcessor, (PGconn * c, PQnoticeProcessor p, void *a), (c, p, a))
 MARIPOSA_PQ(ConnStatusType, PQstatus, (const PGconn *c), (c))
 MARIPOSA_PQ(char *, PQerrorMessage, (const PGconn *c), (c))
 MARIPOSA_PQ(void, PQfinish, (PGconn * c), (c))
@@ -79,15 +75,11 @@ MARIPOSA_PQ(PGnotify *, PQnotifies, (PGconn * c), (c))
 MARIPOSA_PQ(void, PQfreemem, (void *p), (p))
 MARIPOSA_PQ(PGresult *, PQexec, (PGconn * c, const char *q), (c, q))
 MARIPOSA_PQ(PGresult *, PQexecParams,
-            (PGconn * c, const char *q, int n, const Oid *t,
-             const char *const *v, const int *l, const int *f, int r),
+            (PGconn * c, const char *q, int n, const Oid *t, const char *const *v, const int *l, const int *f, int r),
             (c, q, n, t, v, l, f, r))
-MARIPOSA_PQ(PGresult *, PQprepare,
-            (PGconn * c, const char *s, const char *q, int n, const Oid *t),
-            (c, s, q, n, t))
+MARIPOSA_PQ(PGresult *, PQprepare, (PGconn * c, const char *s, const char *q, int n, const Oid *t), (c, s, q, n, t))
 MARIPOSA_PQ(PGresult *, PQexecPrepared,
-            (PGconn * c, const char *s, int n, const char *const *v,
-             const int *l, const int *f, int r),
+            (PGconn * c, const char *s, int n, const char *const *v, const int *l, const int *f, int r),
             (c, s, n, v, l, f, r))
 MARIPOSA_PQ(ExecStatusType, PQresultStatus, (const PGresult *r), (r))
 MARIPOSA_PQ(char *, PQresultErrorMessage, (const PGresult *r), (r))

@@ -10,10 +10,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/synchronization/notification.h"
 #include "cli/cli.h"
 #include "common/clock.h"
 #include "gtest/gtest.h"
+#include "projects/limits.h"
 #include "tests/process.h"
 
 namespace mariposa::testing {
@@ -241,6 +243,33 @@ TEST_F(CliInProcess, EveryCommand) {
   // Every registered command ran at least once above.
   for (const cli::Command& c : cmd::Commands().commands()) {
     EXPECT_TRUE(covered.count(c.path)) << "no in-process test runs `mariposa " << c.path << "`";
+  }
+}
+
+// A manifest is read whole, in pieces, from a file or stdin up to the limit
+// (the project's first line, a long comment, then the rest: a piece lost or
+// read twice would not parse to the same manifest), and one byte more is
+// refused before anything is sent.
+TEST_F(CliInProcess, ManifestsAreReadWholeUpToTheLimit) {
+  std::string m = ReadFile("deploy/examples/jupiter.yaml");
+  size_t first = m.find('\n') + 1;
+  std::string padded = m.substr(0, first) + "# " + std::string(150000, 'x') + "\n" + m.substr(first);
+  absl::StrReplaceAll({{"project: jupiter", "project: padded"}}, &padded);
+  ASSERT_NE(padded.find("project: padded"), std::string::npos);
+  WriteFile(*dir_ + "/padded.yaml", padded);
+  Ran r = Run({"apply", "-f", "-", "--yes"}, padded);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = Run({"diff", "-f", *dir_ + "/padded.yaml"});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("no changes: the manifest matches version 1"), std::string::npos) << r.out;
+
+  std::string over = padded + "#" + std::string(Limits::kMaxManifestBytes + 1 - padded.size() - 2, 'y') + "\n";
+  ASSERT_EQ(over.size(), Limits::kMaxManifestBytes + 1);
+  WriteFile(*dir_ + "/over.yaml", over);
+  for (const std::string& from : {std::string("-"), *dir_ + "/over.yaml"}) {
+    r = Run({"apply", "-f", from, "--yes"}, over);
+    EXPECT_EQ(r.code, 1) << from;
+    EXPECT_NE(r.err.find("is larger than 4194304 bytes, the limit for one manifest"), std::string::npos) << r.err;
   }
 }
 

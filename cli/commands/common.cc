@@ -2,6 +2,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -59,9 +60,14 @@ absl::StatusOr<std::string> Context::ReadInput(const std::string& path) {
     in = &f;
   }
   constexpr size_t kLimit = mariposa::Limits::kMaxManifestBytes;
-  text.resize(kLimit + 1);
-  in->read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in->gcount()));
+  // In 64 KiB pieces up to one byte past the limit: a buffer of the whole
+  // limit would be zeroed page by page on every apply (tens of ms).
+  char piece[64 << 10];
+  while (text.size() <= kLimit) {
+    in->read(piece, static_cast<std::streamsize>(std::min(sizeof piece, kLimit + 1 - text.size())));
+    text.append(piece, static_cast<size_t>(in->gcount()));
+    if (!*in) break;  // the end (or an error: what was read is checked like any manifest)
+  }
   if (text.size() > kLimit) {
     return Err(absl::StrCat(path == "-" ? "standard input" : path, " is larger than ", kLimit,
                             " bytes, the limit for one manifest; split the project (docs/manifest.md, \"Limits\")"));
