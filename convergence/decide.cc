@@ -1,5 +1,7 @@
 #include "convergence/decider.h"
 
+#include "absl/strings/match.h"
+
 namespace mariposa::convergence::decide_internal {
 
 void Decider::CrashFailure(const std::string& service, const std::string& why) {
@@ -38,7 +40,13 @@ TaskProgress Decider::JobSucceeded(const JobRecord& j) {
     prog.replaced = 1;
     Event("instance.reprovisioned", j.instance, j.alias);
   } else if (j.kind == "retag") {
-    Event("instance.cns-names", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
+    // The reason says what was set: "cns-names: …; firewall: …".
+    if (absl::StrContains(j.reason, "cns-names")) {
+      Event("instance.cns-names", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
+    }
+    if (absl::StrContains(j.reason, "firewall")) {
+      Event("instance.firewall", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
+    }
   } else if (j.kind == "import") {
     Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
     for (auto& kv : d_.memory) {
@@ -224,12 +232,14 @@ Decision Decider::Run() {
     Verdicts();
     return std::move(d_);
   }
+  DecideFirewall(s_, &d_);
   if (s_.project.deleting) {
-    // Its agents are uninstalled as well (rolling); the project goes when
-    // nothing of it is left.
+    // Its agents are uninstalled as well (rolling), its firewall rules
+    // deleted; the project goes when nothing of it is left.
     Uninstalls();
     uninstalled_ = true;
-    if (instances_.empty() && d_.leftover == 0 && d_.uninstalls.empty()) {
+    if (instances_.empty() && d_.leftover == 0 && d_.uninstalls.empty() && d_.firewall_changes.empty() &&
+        (!s_.fwapi || s_.firewall)) {
       d_.delete_project = true;
       d_.converged = true;
       return std::move(d_);
@@ -252,7 +262,8 @@ Decision Decider::Run() {
     if (!s_.goal || !s_.goal->services.count(i.service) || s_.project.deleting) ++d_.leftover;
   }
   Stale();
-  bool all = s_.actual_known && d_.leftover == 0;
+  bool all = s_.actual_known && d_.leftover == 0 && d_.firewall_changes.empty();
+  for (const FirewallRuleView& v : d_.firewall_rules) all = all && v.state == "in place";
   for (const auto& kv : d_.verdicts) all = all && kv.second.state == VerdictState::kConverged;
   d_.converged = all;
   return std::move(d_);

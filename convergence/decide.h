@@ -79,6 +79,13 @@ struct ControllerPolicy {
   absl::Duration stale_after = absl::Seconds(20);
 };
 
+// A firewall rule the project owns in FWAPI.
+struct OwnedRule {
+  std::string uuid, name, hash;  // name and hash from its description's marker
+  std::string rule;              // the text as FWAPI holds it
+  bool enabled = true;
+};
+
 struct Snapshot {
   ProjectRecord project;
   std::shared_ptr<const ProjectGoal> goal;         // null: no version yet, or the project is being deleted
@@ -134,6 +141,17 @@ struct Snapshot {
   };
   std::map<std::string, RemovedAgent> removed_agents;
   std::vector<triton::Server> servers;
+  // FWAPI (the manifest's firewall rules): whether mariposad has its
+  // address, and the rules the project owns there (their description's
+  // marker: projects/firewall.h) as read for this sync; nullopt when not
+  // read (no address, no rule wanted or owned, or the read failed:
+  // firewall_error says why). firewall_failures: rule name -> why the last
+  // change to it failed.
+  bool fwapi = false;
+  std::string firewall_owner;  // the account the rules belong to (the project's)
+  std::optional<std::vector<OwnedRule>> firewall;
+  std::string firewall_error;
+  std::map<std::string, std::string> firewall_failures;
   std::vector<ApiProblem> api_problems;
   double jitter = 0.5;  // in [0, 1], drawn by Gather (backoff spread)
   int global_jobs_free = 1 << 30;  // jobs any project may still start (the daemon-wide limit)
@@ -233,6 +251,21 @@ struct Problem {
   std::string error, reason, fix, impact;
 };
 
+// A change to one of the project's FWAPI rules (Decide: DecideFirewall).
+struct FirewallChange {
+  enum class Kind { kCreate, kUpdate, kDelete };
+  Kind kind = Kind::kCreate;
+  std::string name;
+  triton::FwRule rule;  // uuid and owner always; text, description, enabled for create and update
+};
+
+// One rule as `status` shows it: "in place", "to create", "to update",
+// "to delete", "not applied" (no FWAPI address) or "unknown" (FWAPI could
+// not be read); `error`: why the last change failed.
+struct FirewallRuleView {
+  std::string name, summary, uuid, state, error;
+};
+
 struct Decision {
   std::vector<Step> steps;
   std::vector<Held> held;
@@ -253,6 +286,11 @@ struct Decision {
   std::map<std::string, AgentPlan> agent_plans;
   std::map<std::string, std::vector<AgentServer>> agent_servers;  // by service: every set-up server
   std::vector<Problem> problems;
+  std::vector<FirewallChange> firewall_changes;
+  std::vector<FirewallRuleView> firewall_rules;  // every rule wanted or owned, by name
+  // Every wanted rule is in FWAPI as written: instances may turn their
+  // firewall on (before, an ALLOW rule not made yet would cut traffic).
+  bool firewall_in_place = true;
   int64_t leftover = 0;        // instances of services that left the manifest
   bool converged = false;      // every service converged, nothing left over, actual state known
   bool delete_project = false;  // deleting, and every instance is gone
@@ -262,6 +300,27 @@ struct Decision {
 // services whose goal and instances did not change; the decision is the
 // same with or without it.
 Decision Decide(const Snapshot& s, absl::Time now, PlanCache* cache = nullptr);
+
+// The firewall part of Decide: the rules to create, update and delete in
+// FWAPI, each rule's view and the problems (no FWAPI address, FWAPI not
+// read, a failing change). Sets d->firewall_in_place.
+void DecideFirewall(const Snapshot& s, Decision* d);
+
+// What an instance of `service` should carry in place (not rolled out):
+// CNS names, the firewall tag, firewall_enabled.
+struct InPlaceSettings {
+  std::string cns, firewall;
+  // nullopt: left as it is (FWAPI not managed, or on while the service's
+  // rules are not all in place yet: turning it on then would cut the traffic
+  // a missing ALLOW rule allows, turning it off would open what it blocks).
+  std::optional<bool> firewall_enabled;
+};
+InPlaceSettings InPlaceFor(const Snapshot& s, bool firewall_in_place, const std::string& service);
+// What of `want` instance `i` lacks: "cns-names", "firewall", both joined
+// by '+', or "" (the reason of its retag).
+std::string InPlaceDifference(const InstanceState& i, const InPlaceSettings& want);
+// DecideFirewall's firewall_in_place alone.
+bool FirewallInPlace(const Snapshot& s);
 
 // Only the accounting of `s.finished` against `s.memory` (crash-loop
 // failures, backoff, install failures, events, per-job task progress): what

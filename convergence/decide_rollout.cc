@@ -60,23 +60,25 @@ void Decider::Plan() {
   Retags();
 }
 
-// CNS names (the service's cns:) are set on its instances in place: each
-// running or stopped instance of the current spec whose triton.cns.services
-// tag differs, with nothing else planned or in flight for it.
+// What an instance carries in place (InPlaceFor: CNS names, the firewall
+// tag, firewall_enabled) is set without replacing it: each running or
+// stopped instance of the current spec that differs, with nothing else
+// planned or in flight for it. The reason names what differs.
 void Decider::Retags() {
   if (!s_.goal || s_.project.deleting) return;
   std::set<std::string> acted;
   for (const Action& a : planned_) acted.insert(a.instance);
   for (const auto& [svc, g] : s_.goal->services) {
     if (g.spec.compute_type == "agent" || g.spec.compute_type == "core") continue;
-    std::string want = CnsTagValue(s_.project.name, svc, g.spec);
+    InPlaceSettings want = InPlaceFor(s_, d_.firewall_in_place, svc);
     ServiceGoal goal = GoalFor(g, s_.images);
     for (const InstanceState* i : of_[svc]) {
-      if ((i->state != "running" && i->state != "stopped") || i->cns == want || Outdated(*i, goal) ||
+      std::string why = InPlaceDifference(*i, want);
+      if ((i->state != "running" && i->state != "stopped") || why.empty() || Outdated(*i, goal) ||
           job_on_.count(i->uuid) || acted.count(i->uuid)) {
         continue;
       }
-      planned_.push_back(Action{ActionKind::kRetag, svc, i->uuid, "cns-names"});
+      planned_.push_back(Action{ActionKind::kRetag, svc, i->uuid, why});
     }
   }
 }

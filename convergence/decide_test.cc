@@ -760,6 +760,120 @@ TEST(DecideTest, CnsNamesAreSetInPlace) {
   }
 }
 
+// Firewall rules (DecideFirewall), as a table: what is created, updated and
+// deleted in FWAPI, what each instance carries in place, and when the
+// project is converged.
+TEST(DecideTest, FirewallRulesAndTheirInstances) {
+  const std::string text =
+      "project: p\nservices:\n  web: {image: web@1, count: 1}\n  db: {image: db@1, count: 1}\n"
+      "firewall:\n  w2d: {from: web, to: db, ports: 5432}\n";
+  auto goal = GoalOf(text);
+  const FirewallRuleSpec& w2d = goal->firewall.at("w2d");
+  auto owned = [&](const std::string& uuid, const FirewallRuleSpec& r, const std::string& name = "w2d") {
+    std::string t = FirewallRuleText("p-uuid", r);
+    return OwnedRule{uuid, name, FirewallRuleHash(t, r), t, r.enabled};
+  };
+  FirewallRuleSpec other = w2d;
+  other.ports = {"5433"};
+  const std::string mine = FirewallRuleUuid("p-uuid", "w2d");
+  struct Case {
+    std::string name;
+    std::function<void(Snapshot*)> set;
+    std::string changes;  // kind:name:uuid, in order
+    std::string state;    // the rule's view ("" = no view)
+    int retags;           // instances set in place
+    bool db_on;           // db's firewall is wanted on (off: wanted off, or left as it is)
+    bool converged;
+  };
+  const std::vector<Case> cases = {
+      {"no FWAPI: not applied, instances untouched", [](Snapshot* s) { s->fwapi = false; }, "", "not applied", 0,
+       false, false},
+      {"FWAPI not read: tagged (harmless), the firewall left as it is",
+       [](Snapshot* s) { s->firewall.reset(); s->firewall_error = "FWAPI: timeout"; }, "", "unknown", 2, false, false},
+      {"none yet: created at its uuid, instances tagged but the firewall not turned on before it exists",
+       [](Snapshot* s) { s->firewall = std::vector<OwnedRule>{}; }, "create:w2d:" + mine, "to create", 2, false,
+       false},
+      {"in place: the db's firewall turned on",
+       [&](Snapshot* s) { s->firewall = std::vector<OwnedRule>{owned(mine, w2d)}; }, "", "in place", 2, true, false},
+      {"in place and the instances too",
+       [&](Snapshot* s) {
+         s->firewall = std::vector<OwnedRule>{owned(mine, w2d)};
+         for (auto& i : s->instances) i.firewall = FirewallTagValue("p-uuid", i.service);
+         s->instances[1].firewall_enabled = true;
+       },
+       "", "in place", 0, true, true},
+      {"changed by hand: updated at the uuid it has",
+       [&](Snapshot* s) { s->firewall = std::vector<OwnedRule>{owned("u-other", other)}; }, "update:w2d:u-other",
+       "to update", 2, false, false},
+      {"a rule the manifest no longer has is deleted",
+       [&](Snapshot* s) {
+         s->firewall = std::vector<OwnedRule>{owned(mine, w2d), owned("u-old", other, "old")};
+       },
+       "delete:old:u-old", "in place", 2, true, false},
+      {"two claim one name: the one at another uuid goes",
+       [&](Snapshot* s) { s->firewall = std::vector<OwnedRule>{owned("u-copy", w2d), owned(mine, w2d)}; },
+       "delete:w2d:u-copy", "in place", 2, true, false},
+      {"a failing create says why",
+       [&](Snapshot* s) {
+         s->firewall = std::vector<OwnedRule>{};
+         s->firewall_failures["w2d"] = "FWAPI CreateRule: InvalidParameters";
+       },
+       "create:w2d:" + mine, "to create", 2, false, false},
+  };
+  for (const Case& c : cases) {
+    Snapshot s = SnapshotOf(goal);
+    s.fwapi = true;
+    s.firewall_owner = "owner-uuid";
+    s.instances = {Instance(s, "web", 1), Instance(s, "db", 1)};
+    c.set(&s);
+    Decision d = Decide(s, kT0);
+    std::vector<std::string> got;
+    for (const FirewallChange& f : d.firewall_changes) {
+      static const char* kKinds[] = {"create", "update", "delete"};
+      got.push_back(absl::StrCat(kKinds[static_cast<int>(f.kind)], ":", f.name, ":", f.rule.uuid));
+      EXPECT_EQ(f.rule.owner_uuid, "owner-uuid") << c.name;
+    }
+    EXPECT_EQ(absl::StrJoin(got, " "), c.changes) << c.name;
+    std::string state;
+    for (const FirewallRuleView& v : d.firewall_rules) {
+      if (v.name == "w2d") state = v.state;
+    }
+    EXPECT_EQ(state, c.state) << c.name;
+    EXPECT_EQ(Count(d, ActionKind::kRetag), c.retags) << c.name;
+    InPlaceSettings db = InPlaceFor(s, d.firewall_in_place, "db");
+    EXPECT_EQ(db.firewall_enabled.value_or(false), c.db_on) << c.name;
+    EXPECT_EQ(d.converged, c.converged) << c.name;
+    bool problem = false;
+    for (const Problem& p : d.problems) problem |= p.kind == "firewall";
+    EXPECT_EQ(problem, c.state == "not applied" || c.state == "unknown" || s.firewall_failures.count("w2d") > 0)
+        << c.name;
+  }
+  // The web side is tagged, never turned on (the rule applies to db).
+  Snapshot s = SnapshotOf(goal);
+  s.fwapi = true;
+  s.firewall = std::vector<OwnedRule>{owned(mine, w2d)};
+  InPlaceSettings web = InPlaceFor(s, true, "web");
+  EXPECT_EQ(web.firewall, "p-uuid/web");
+  EXPECT_EQ(web.firewall_enabled, std::optional<bool>(false));
+}
+
+// A project being deleted deletes its rules, and goes only when none is
+// left.
+TEST(DecideTest, ADeletedProjectDeletesItsFirewallRulesFirst) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 0}\n"));
+  s.project.deleting = true;
+  s.fwapi = true;
+  s.firewall = std::vector<OwnedRule>{{"u1", "w", "h", "FROM any TO any ALLOW tcp PORT 1", true}};
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(d.firewall_changes.size(), 1u);
+  EXPECT_EQ(d.firewall_changes[0].kind, FirewallChange::Kind::kDelete);
+  EXPECT_FALSE(d.delete_project);
+  s.firewall = std::vector<OwnedRule>{};
+  EXPECT_TRUE(Decide(s, kT0).delete_project);
+  s.firewall.reset();  // FWAPI could not be read: not yet
+  EXPECT_FALSE(Decide(s, kT0).delete_project);
+}
+
 // Quiet: what may wait for a wake-up instead of a resync, as a table.
 TEST(QuietTest, OnlyAConvergedProjectWithNothingGoingOn) {
   struct Case {

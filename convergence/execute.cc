@@ -139,6 +139,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
     if (added.Resolve(&i.task)) imports.push_back(std::move(i));
   }
   std::vector<JobRecord> sent = Send(s, steps, installs, imports, d.uninstalls, &d.memory, &r, &events, &problems);
+  ChangeFirewall(s, d, &events);
   // The backlog the pump may send (PumpProject): creates without placement
   // rules (those are placed against the instances of a fresh listing).
   std::vector<Step> backlog;
@@ -162,6 +163,47 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   AssignHealth(s);
   ServiceMetrics(s, d);
   return r;
+}
+
+void Reconciler::ChangeFirewall(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events) {
+  if (options_.fwapi == nullptr || d.firewall_changes.empty()) return;
+  const ProjectRecord& p = s.project;
+  if (const Fence* f = ScopedFence::Current(); f != nullptr) {
+    if (!store_->CheckFence(*f).ok()) return;  // another node holds the project: it decides again
+  }
+  static const char* kDone[] = {"created", "updated", "deleted"};
+  for (const FirewallChange& c : d.firewall_changes) {
+    absl::Status st;
+    switch (c.kind) {
+      case FirewallChange::Kind::kCreate:
+        st = options_.fwapi->CreateRule(c.rule);
+        // Made by an earlier attempt that died before it knew: the next
+        // sync reads it and compares.
+        if (absl::IsAlreadyExists(st)) st = absl::OkStatus();
+        break;
+      case FirewallChange::Kind::kUpdate: st = options_.fwapi->UpdateRule(c.rule); break;
+      case FirewallChange::Kind::kDelete:
+        st = options_.fwapi->DeleteRule(c.rule.uuid, c.rule.owner_uuid);
+        if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
+        break;
+    }
+    NoteApi("FWAPI", st);
+    const char* done = kDone[static_cast<int>(c.kind)];
+    std::string what = c.kind == FirewallChange::Kind::kDelete ? c.rule.uuid : c.rule.rule;
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[p.uuid];
+    if (st.ok()) {
+      ps.firewall_failures.erase(c.name);
+      if (c.kind != FirewallChange::Kind::kDelete) ps.firewall_owned = true;
+      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, absl::StrCat("firewall.rule-", done), "",
+                                    absl::StrCat(c.name, ": ", what)});
+    } else {
+      ps.firewall_failures[c.name] = std::string(st.message());
+      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "firewall.rule-failed", "",
+                                    absl::StrCat(c.name, " not ", done, ": ", st.message())});
+      LogWarn("firewall rule change failed", {{"project", p.name}, {"rule", c.name}, {"error", st.ToString()}});
+    }
+  }
 }
 
 // update.auto_rollback: the project is rolled back to the version before,

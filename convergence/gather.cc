@@ -55,6 +55,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   if (!last_seen) GatherLabelledVms(&s, label_keys);  // only creates need them
   GatherRemovedAgents(&s);
   GatherServers(&s, last_seen);
+  GatherFirewall(&s, last_seen);
   s.api_problems = ApiProblems();
   absl::BitGen gen;
   s.jitter = absl::Uniform(gen, 0.0, 1.0);
@@ -617,6 +618,48 @@ void Reconciler::GatherServers(Snapshot* snapshot, bool last_seen) {
       ps.servers_known = true;
     }
   }
+}
+
+// The rules the project owns in FWAPI (their description's marker), read
+// while the goal has rules or the project may own some (always while it is
+// being deleted); `last_seen`: the last sync's reading.
+void Reconciler::GatherFirewall(Snapshot* snapshot, bool last_seen) {
+  Snapshot& s = *snapshot;
+  s.fwapi = options_.fwapi != nullptr;
+  if (!s.fwapi) return;
+  s.firewall_owner = TenantOf(s.project);
+  bool wanted = s.goal && !s.goal->firewall.empty();
+  {
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[s.project.uuid];
+    s.firewall_failures = ps.firewall_failures;
+    if (last_seen) {
+      s.firewall = ps.firewall;
+      s.firewall_error = ps.firewall_error;
+      return;
+    }
+    if (!wanted && !ps.firewall_owned && !s.project.deleting) return;
+  }
+  auto rules = options_.fwapi->ListRules(s.firewall_owner);
+  NoteApi("FWAPI", rules.status());
+  absl::MutexLock l(&mu_);
+  ProjectState& ps = projects_[s.project.uuid];
+  if (!rules.ok()) {
+    s.firewall_error = ps.firewall_error = std::string(rules.status().message());
+    ps.firewall.reset();
+    return;
+  }
+  std::vector<OwnedRule> owned;
+  for (const triton::FwRule& r : *rules) {
+    if (r.global) continue;
+    if (auto m = ParseFirewallDescription(s.project.uuid, r.description)) {
+      owned.push_back({r.uuid, m->name, m->hash, r.rule, r.enabled});
+    }
+  }
+  ps.firewall_owned = !owned.empty();
+  ps.firewall_error.clear();
+  ps.firewall = owned;
+  s.firewall = std::move(owned);
 }
 
 bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,

@@ -32,6 +32,7 @@ struct ProjectGoal {
   std::string author;
   std::map<std::string, std::string> meta_defaults;  // the manifest's meta
   std::map<std::string, ServiceGoalSpec> services;   // by name
+  std::map<std::string, FirewallRuleSpec> firewall;  // the manifest's firewall rules, by name
 };
 
 // The spec whose health checks (and start.window) an instance of `service`

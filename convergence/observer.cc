@@ -44,6 +44,8 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
   i.spec_hash = tag(kTagSpec);
   i.meta_hash = tag(kTagMeta);
   i.cns = tag(kCnsServicesTag);
+  i.firewall = tag(kTagFirewall);
+  i.firewall_enabled = vm.firewall_enabled;
   auto v = version_numbers.find(tag(kTagVersion));
   i.version = v == version_numbers.end() ? 0 : v->second;
   i.created = ParseTimestamp(vm.create_timestamp);

@@ -40,6 +40,8 @@ struct InstanceState {
   bool stale_checks = false;
   std::string meta_hash;  // its tag mariposa.meta
   std::string cns;        // its tag triton.cns.services (set in place: Decider::Retags)
+  std::string firewall;   // its tag mariposa.firewall (projects/firewall.h; set in place too)
+  bool firewall_enabled = false;  // VMAPI's firewall_enabled (set in place too)
   int64_t version = 0;  // number of the project version it was created for
   absl::Time created;
   absl::Time modified = absl::InfinitePast();  // VMAPI's last_modified (orders change-feed items)

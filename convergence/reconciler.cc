@@ -795,9 +795,10 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
   req->tags = g.spec.tags;
   req->tags[kTagProject] = p.uuid;
   req->tags[kTagService] = g.record.name;
-  if (std::string cns = CnsTagValue(p.name, g.record.name, g.spec); !cns.empty()) {
-    req->tags[kCnsServicesTag] = cns;
-  }
+  InPlaceSettings in_place = InPlaceFor(s, FirewallInPlace(s), g.record.name);
+  if (!in_place.cns.empty()) req->tags[kCnsServicesTag] = in_place.cns;
+  if (!in_place.firewall.empty()) req->tags[kTagFirewall] = in_place.firewall;
+  req->firewall_enabled = in_place.firewall_enabled.value_or(false);
   req->tags[kTagVersion] = p.current_version;
   req->tags[kTagSpec] = g.record.spec_hash;
   if (!recipe.meta_hash.empty()) req->tags[kTagMeta] = recipe.meta_hash;

@@ -88,6 +88,9 @@ struct ReconcilerOptions {
   // billing_id; without NAPI only network uuids can be named.
   triton::PapiClient* papi = nullptr;
   triton::NapiClient* napi = nullptr;
+  // For the manifests' firewall rules; optional (without it they are not
+  // applied and status says so).
+  triton::FwapiClient* fwapi = nullptr;
   health::Coordinator* health = nullptr;               // shards the services' health checks over agents; optional
   bool health_loopback = false;  // check 10.a.b.c at 127.a.b.c (tritonsim --listen-vms)
   // update.auto_rollback: rolls a project back to a version (uuid) if the
@@ -262,6 +265,10 @@ class Reconciler {
   void GatherLabelledVms(Snapshot* s, const std::set<std::string>& label_keys);
   void GatherRemovedAgents(Snapshot* s);
   void GatherServers(Snapshot* s, bool last_seen);
+  void GatherFirewall(Snapshot* s, bool last_seen);
+  // The Decision's firewall changes, sent to FWAPI one by one while this
+  // node holds the project; an event for each, failures kept for status.
+  void ChangeFirewall(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events);
   // `changes` is changes_ when the sync began (execute.cc).
   SyncResult Execute(const Snapshot& s, Decision d, uint64_t changes);
   // Execute's steps.
@@ -414,6 +421,13 @@ class Reconciler {
     absl::Time view_observed_at = absl::InfinitePast();
     std::vector<triton::Server> servers;  // CNAPI's, as the last sync read them
     bool servers_known = false;
+    // FWAPI: the rules the project owns as the last sync read them (nullopt:
+    // not read, firewall_error: why), whether it may own any (read while
+    // it may; unknown at start), and why each rule's last change failed.
+    std::optional<std::vector<OwnedRule>> firewall;
+    std::string firewall_error;
+    bool firewall_owned = true;
+    std::map<std::string, std::string> firewall_failures;
     // The pump's: creates the last sync's job window held (tasks resolved),
     // what they were decided on, changes_ then, when that sync ended, and
     // the jobs the pump saw end (the next sync counts them).

@@ -9,6 +9,7 @@
 //   record     the jobs, each task's step, and refusals counted like failed
 //              jobs (CountRefused)
 #include <set>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -164,16 +165,39 @@ void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out,
                           return vmapi_->Reprovision(id, want.image_uuid);
                         }});
   } else if (st.action.kind == ActionKind::kRetag) {
-    // CNS names, in place (Decider::Retags): the tag set, or removed.
+    // In place (Decider::Retags): CNS names and the firewall tag set or
+    // removed, firewall_enabled turned on or off; the job followed is the
+    // last one.
     j.kind = "retag";
-    const ServiceGoalSpec* g = nullptr;
-    if (s.goal && s.goal->services.count(j.service)) g = &s.goal->services.at(j.service);
-    if (g == nullptr) return;  // Decide planned it from the goal
-    std::string want = CnsTagValue(s.project.name, j.service, g->spec);
-    j.reason = want.empty() ? "cns-names: none" : absl::StrCat("cns-names: ", want);
-    out->requests.push_back({j, [this, id, want]() -> absl::StatusOr<triton::JobRef> {
-                          if (want.empty()) return vmapi_->DeleteTag(id, kCnsServicesTag);
-                          return vmapi_->SetTags(id, {{kCnsServicesTag, want}}, false);
+    InPlaceSettings want = InPlaceFor(s, FirewallInPlace(s), j.service);
+    InstanceState now = inst != out->by_uuid.end() && inst->second != nullptr ? *inst->second : InstanceState{};
+    std::map<std::string, std::string> set;
+    std::vector<std::string> remove, said;
+    for (const auto& [tag, is, to, what] :
+         {std::tuple{kCnsServicesTag, now.cns, want.cns, "cns-names"}, {kTagFirewall, now.firewall, want.firewall, "firewall tag"}}) {
+      if (is == to) continue;
+      if (to.empty()) remove.push_back(tag);
+      else set[tag] = to;
+      said.push_back(absl::StrCat(what, ": ", to.empty() ? "none" : to));
+    }
+    std::optional<bool> enable;
+    if (want.firewall_enabled && *want.firewall_enabled != now.firewall_enabled) {
+      enable = want.firewall_enabled;
+      said.push_back(absl::StrCat("firewall ", *enable ? "on" : "off"));
+    }
+    j.reason = absl::StrJoin(said, "; ");
+    out->requests.push_back({j, [this, id, set, remove, enable]() -> absl::StatusOr<triton::JobRef> {
+                          absl::StatusOr<triton::JobRef> last = absl::FailedPreconditionError("nothing to set in place");
+                          for (const std::string& tag : remove) {
+                            if (!(last = vmapi_->DeleteTag(id, tag)).ok()) return last;
+                          }
+                          if (!set.empty() && !(last = vmapi_->SetTags(id, set, false)).ok()) return last;
+                          if (enable) {
+                            triton::UpdateVmRequest u;
+                            u.firewall_enabled = enable;
+                            last = vmapi_->Update(id, u);
+                          }
+                          return last;
                         }});
   } else if (st.action.kind == ActionKind::kPreserve) {
     // stop.preserve_stopped: tagged first (it stops counting at once),

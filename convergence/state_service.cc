@@ -108,6 +108,14 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
       }
     }
   }
+  for (const FirewallRuleView& v : d.firewall_rules) {
+    v1::FirewallRuleStatus* f = resp->add_firewall_rules();
+    f->set_name(v.name);
+    f->set_rule(v.summary);
+    f->set_uuid(v.uuid);
+    f->set_state(v.state);
+    f->set_error(v.error);
+  }
   for (const Problem& p : d.problems) ProblemToProto(p, resp->add_problems());
   for (const Problem& p : reconciler_->ExecuteProblems(s.project.uuid)) ProblemToProto(p, resp->add_problems());
   if (controller_problems_) controller_problems_(resp);

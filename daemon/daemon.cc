@@ -67,10 +67,12 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerTls(const std::st
 // Where the Triton APIs are, for the log: one address, or each API's.
 std::string TritonSummary(const std::map<std::string, triton::ApiEndpoint>& endpoints) {
   std::set<std::string> urls;
-  for (const auto& [api, e] : endpoints) urls.insert(e.url);
+  for (const auto& [api, e] : endpoints) {
+    if (!e.url.empty()) urls.insert(e.url);  // an optional API not given
+  }
   if (urls.size() == 1) return *urls.begin();
   std::vector<std::string> each;
-  for (const auto& [api, e] : endpoints) each.push_back(absl::StrCat(api, "=", e.url));
+  for (const auto& [api, e] : endpoints) each.push_back(absl::StrCat(api, "=", e.url.empty() ? "none" : e.url));
   return absl::StrJoin(each, " ");
 }
 
@@ -338,6 +340,9 @@ void Daemon::Triton() {
   cnapi_ = std::make_unique<triton::HttpCnapiClient>(http_for("cnapi"), clock_, hook);
   papi_ = std::make_unique<triton::HttpPapiClient>(http_for("papi"), clock_, hook);
   napi_ = std::make_unique<triton::HttpNapiClient>(http_for("napi"), clock_, hook);
+  if (!endpoints.at("fwapi").url.empty()) {
+    fwapi_ = std::make_unique<triton::HttpFwapiClient>(http_for("fwapi"), clock_, hook);
+  }
   if (!flags_.image_source_url.empty()) {
     triton::HttpOptions src = http_for("imgapi");
     src.base_url = flags_.image_source_url;
@@ -371,6 +376,7 @@ convergence::ReconcilerOptions Daemon::ReconcilerOptionsFor() {
   }
   ropts.papi = papi_.get();
   ropts.napi = napi_.get();
+  ropts.fwapi = fwapi_.get();
   ropts.health = health_.get();
   ropts.health_loopback = flags_.health_loopback;
   ropts.rollback = [p = projects_.get()](const std::string& project, const std::string& to,

@@ -136,6 +136,7 @@ class Daemon {
   std::unique_ptr<triton::HttpCnapiClient> cnapi_;
   std::unique_ptr<triton::HttpPapiClient> papi_;
   std::unique_ptr<triton::HttpNapiClient> napi_;
+  std::unique_ptr<triton::HttpFwapiClient> fwapi_;  // null: no FWAPI address
   std::unique_ptr<convergence::Reconciler> reconciler_;
   // Several nodes on PostgreSQL: the project leases this node holds.
   std::unique_ptr<convergence::LeaseKeeper> leases_;

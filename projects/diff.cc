@@ -62,6 +62,15 @@ Value MetaValue(const Manifest& m) {
   return v;
 }
 
+Value FirewallValue(const Manifest& m) {
+  Value v = Value::Map();
+  for (const auto& [name, r] : m.firewall) {
+    v.Set(name, Value::Str(absl::StrCat(FirewallRuleSummary(r), r.enabled ? "" : " (disabled)",
+                                        r.description.empty() ? "" : absl::StrCat(": ", r.description))));
+  }
+  return v;
+}
+
 }  // namespace
 
 v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest& after_c) {
@@ -119,6 +128,7 @@ v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest&
   AddChange("description", b.description, after.description, d.mutable_project_fields());
   DiffMaps("deployment_groups", GroupsValue(b), GroupsValue(after), 0, d.mutable_project_fields());
   DiffMaps("meta", MetaValue(b), MetaValue(after), 0, d.mutable_project_fields());
+  DiffMaps("firewall", FirewallValue(b), FirewallValue(after), 0, d.mutable_project_fields());
   return d;
 }
 

@@ -477,6 +477,11 @@ class Parser {
       groups_node = &n;
       groups_path = p;
     };
+    const YamlNode* firewall_node = nullptr;
+    f["firewall"] = [&](const YamlNode& n, const std::string& p) {
+      firewall_node = &n;
+      Firewall(n, p);
+    };
     f["services"] = [&](const YamlNode& n, const std::string& p) {
       if (n.IsNull()) return;
       if (!n.IsMap()) {
@@ -532,6 +537,7 @@ class Parser {
                                                    "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
     }
     if (groups_node != nullptr) Groups(*groups_node, groups_path);
+    if (firewall_node != nullptr) FirewallServices(*firewall_node);
     for (const auto& [name, svc] : m_.services) {
       std::string cns = absl::StrCat(m_.project, "-", name);
       if (!svc.cns && svc.compute_type != "agent" && svc.compute_type != "core" && cns.size() > 63) {
@@ -542,6 +548,123 @@ class Parser {
       }
     }
   }
+
+  // firewall: NAME -> {from, to, protocol, ports, action, enabled,
+  // description} (docs/manifest.md "Firewall rules").
+  void Firewall(const YamlNode& n, const std::string& path) {
+    if (n.IsNull()) return;
+    if (!n.IsMap()) {
+      Error(n, path, absl::StrCat("must be a map of rule name to rule, not ", KindName(n)));
+      return;
+    }
+    for (const auto& kv : n) {
+      std::string name;
+      if (!Scalar(kv.first, path, &name)) continue;
+      std::string rp = Join(path, name);
+      if (!IsDnsLabel(name)) {
+        Error(kv.first, rp, absl::StrCat("rule name \"", name, "\" is not a DNS label"));
+        continue;
+      }
+      if (m_.firewall.count(name)) {
+        Error(kv.first, rp, "duplicate rule");
+        continue;
+      }
+      if (m_.firewall.size() >= static_cast<size_t>(Limits::kMaxServices)) {
+        Error(kv.first, rp, absl::StrCat("more than ", Limits::kMaxServices, " firewall rules"));
+        return;
+      }
+      FirewallRuleSpec r;
+      const YamlNode* ports_node = nullptr;
+      Fields f;
+      f["from"] = [&](const YamlNode& v, const std::string& p) {
+        sides_[name].first = &v;
+        Endpoints(v, p, &r.from);
+      };
+      f["to"] = [&](const YamlNode& v, const std::string& p) {
+        sides_[name].second = &v;
+        Endpoints(v, p, &r.to);
+      };
+      f["protocol"] = [&](const YamlNode& v, const std::string& p) {
+        OneOf(v, p, &r.protocol, {"tcp", "udp", "icmp", "icmp6"});
+      };
+      f["ports"] = [&](const YamlNode& v, const std::string& p) {
+        ports_node = &v;
+        if (v.IsScalar() && absl::AsciiStrToLower(v.Scalar()) == "all") return;
+        StringList(v, p, &r.ports);
+      };
+      f["action"] = [&](const YamlNode& v, const std::string& p) { OneOf(v, p, &r.action, {"allow", "block"}); };
+      f["enabled"] = [&](const YamlNode& v, const std::string& p) { Bool(v, p, &r.enabled); };
+      f["description"] = [&](const YamlNode& v, const std::string& p) { String(v, p, &r.description); };
+      int64_t errors = error_count_;
+      ParseMap(kv.second, rp, f);
+      if (error_count_ != errors) continue;
+      if (r.from.empty() || r.to.empty()) {
+        Error(kv.second, rp, absl::StrCat("a rule needs both from: and to: (", r.from.empty() ? "from" : "to",
+                                          " is missing); each is a service of this project, any, ip ADDRESS or "
+                                          "subnet CIDR, or a list of them"));
+        continue;
+      }
+      for (size_t i = 0; i < r.ports.size(); ++i) {
+        if (std::string why = CheckFirewallPort(r.protocol, r.ports[i]); !why.empty()) {
+          Error(*ports_node, absl::StrCat(rp, ".ports[", i, "]"), why);
+        }
+      }
+      m_.firewall[name] = std::move(r);
+    }
+  }
+
+  // One side of a rule: one endpoint or a list of them.
+  void Endpoints(const YamlNode& v, const std::string& p, std::vector<FirewallEndpoint>* out) {
+    std::vector<std::string> texts;
+    StringList(v, p, &texts);
+    for (size_t i = 0; i < texts.size(); ++i) {
+      std::string ip = v.IsSequence() ? absl::StrCat(p, "[", i, "]") : p;
+      std::string why;
+      auto e = ParseFirewallEndpoint(texts[i], &why);
+      if (!e) {
+        Error(v.IsSequence() ? v[i] : v, ip, why);
+      } else if (std::find(out->begin(), out->end(), *e) != out->end()) {
+        Error(v.IsSequence() ? v[i] : v, ip, absl::StrCat("\"", texts[i], "\" is listed twice"));
+      } else {
+        out->push_back(*e);
+      }
+    }
+  }
+
+  // The services a rule names are the manifest's own instances: not agents
+  // or core zones (their firewall is Triton's business), and each rule names
+  // at least one (a rule of `any` to `any` would reach the account's every
+  // instance).
+  void FirewallServices(const YamlNode& n) {
+    for (const auto& [name, r] : m_.firewall) {
+      std::string rp = Join("firewall", name);
+      bool names_one = false;
+      for (const auto* side : {&r.from, &r.to}) {
+        const YamlNode* at = side == &r.from ? sides_[name].first : sides_[name].second;
+        for (const auto& e : *side) {
+          if (e.kind != FirewallEndpoint::Kind::kService) continue;
+          names_one = true;
+          auto s = m_.services.find(e.value);
+          std::string sp = Join(rp, side == &r.from ? "from" : "to");
+          if (s == m_.services.end()) {
+            Error(*at, sp, absl::StrCat("\"", e.value, "\" is not a service of this manifest, nor any, ip ADDRESS or "
+                                      "subnet CIDR"));
+          } else if (s->second.compute_type == "agent" || s->second.compute_type == "core") {
+            Error(*at, sp, absl::StrCat("service \"", e.value, "\" is ", s->second.compute_type == "agent" ? "an agent" : "a core service",
+                                      ": firewall rules name the project's own instances only"));
+          }
+        }
+      }
+      if (!names_one) {
+        Error(*sides_[name].first, rp, "the rule names none of this project's services: it would reach every instance of the account; "
+                     "name a service in from: or to:");
+      }
+    }
+  }
+
+  // Each firewall rule's from: and to: nodes (FirewallServices locates its
+  // errors there).
+  std::map<std::string, std::pair<const YamlNode*, const YamlNode*>> sides_;
 
   void Groups(const YamlNode& n, const std::string& path) {
     if (n.IsNull()) return;
@@ -1258,6 +1381,35 @@ Value ServiceSpecValue(const ServiceSpec& s) {
   return Value::FromMap(std::move(all));
 }
 
+namespace {
+
+std::string EndpointText(const FirewallEndpoint& e) {
+  switch (e.kind) {
+    case FirewallEndpoint::Kind::kAny: return "any";
+    case FirewallEndpoint::Kind::kIp: return absl::StrCat("ip ", e.value);
+    case FirewallEndpoint::Kind::kSubnet: return absl::StrCat("subnet ", e.value);
+    case FirewallEndpoint::Kind::kService: return e.value;
+  }
+  return "";
+}
+
+}  // namespace
+
+Value FirewallRuleValue(const FirewallRuleSpec& r) {
+  std::map<std::string, Value> v;
+  for (const auto& [key, side] : {std::pair{"from", &r.from}, std::pair{"to", &r.to}}) {
+    std::vector<std::string> texts;
+    for (const auto& e : *side) texts.push_back(EndpointText(e));
+    v[key] = StrList(texts);
+  }
+  if (r.protocol != "tcp") v["protocol"] = Value::Str(r.protocol);
+  if (!r.ports.empty()) v["ports"] = StrList(r.ports);
+  if (r.action != "allow") v["action"] = Value::Str(r.action);
+  if (!r.enabled) v["enabled"] = Value::Bool(false);
+  if (!r.description.empty()) v["description"] = Value::Str(r.description);
+  return Value::FromMap(std::move(v));
+}
+
 std::vector<std::string> CnsNames(const std::string& project, const std::string& service, const ServiceSpec& s) {
   if (s.compute_type == "agent" || s.compute_type == "core") return {};
   if (s.cns) return *s.cns;
@@ -1310,6 +1462,11 @@ std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
   if (!m.networks.empty()) root["networks"] = StrList(m.networks);
   root["project"] = Value::Str(m.project);
   for (const auto& kv : m.reserved) root[kv.first] = kv.second;
+  if (!m.firewall.empty()) {
+    Value rules = Value::Map();
+    for (const auto& [name, r] : m.firewall) rules.Append(name, FirewallRuleValue(r));
+    root["firewall"] = std::move(rules);
+  }
   Value services = Value::Map();
   for (const auto& kv : m.services) {
     Value spec = ServiceSpecValue(kv.second);

@@ -3,6 +3,7 @@
 #include <functional>
 
 
+#include "common/ids.h"
 #include "gtest/gtest.h"
 #include "tests/process.h"
 
@@ -266,7 +267,7 @@ TEST(ManifestTest, GoldenErrors) {
       {"bad project name", "project: Jupiter_1\n",
        "t.yaml:1:10: project: project name \"Jupiter_1\" is not a DNS label (lower-case letters, digits and '-', at most 63)\n"},
       {"unknown top key", "project: p\nservice: {}\n",
-       "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, meta, networks, project, services\n"},
+       "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, firewall, meta, networks, project, services\n"},
       {"unknown service key", "project: p\nservices:\n  web:\n    image: x\n    imgae: y\n",
        "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"},
       {"duplicate key", "project: p\nproject: q\n", "t.yaml:2:1: project: duplicate key\n"},
@@ -671,6 +672,138 @@ TEST(ManifestServiceKeysTest, RulesAcrossKeys) {
        "dataset kept), as sdcadm does; use strategy: reprovision or leave it out\n"},
   };
   for (const Case& c : cases) EXPECT_EQ(Errors(c.text), c.error) << c.name;
+}
+
+}  // namespace
+}  // namespace mariposa
+
+namespace mariposa {
+namespace {
+
+const char kTwo[] = "project: p\nservices:\n  web: {image: x}\n  db: {image: x}\n";
+
+// firewall: each form and what FWAPI gets.
+TEST(ManifestFirewallTest, FormsBecomeFwruleText) {
+  const std::string u = "11111111-2222-4333-8444-555555555555";
+  const std::string web = "tag \"mariposa.firewall\" = \"" + u + "/web\"";
+  const std::string db = "tag \"mariposa.firewall\" = \"" + u + "/db\"";
+  struct Case {
+    std::string name, rule, text, summary;
+  };
+  const std::vector<Case> cases = {
+      {"one port", "{from: web, to: db, ports: 5432}", "FROM " + web + " TO " + db + " ALLOW tcp PORT 5432",
+       "FROM web TO db ALLOW tcp PORT 5432"},
+      {"several ports and a range", "{from: any, to: web, ports: [80, 443, 8000-8100]}",
+       "FROM any TO " + web + " ALLOW tcp PORTS 80, 443, 8000 - 8100", "FROM any TO web ALLOW tcp PORTS 80, 443, 8000 - 8100"},
+      {"all ports by default", "{from: web, to: db}", "FROM " + web + " TO " + db + " ALLOW tcp ALL PORTS",
+       "FROM web TO db ALLOW tcp ALL PORTS"},
+      {"ports: all", "{from: web, to: db, ports: all, protocol: udp}",
+       "FROM " + web + " TO " + db + " ALLOW udp ALL PORTS", "FROM web TO db ALLOW udp ALL PORTS"},
+      {"addresses, a list, block", "{from: [ip 10.0.0.1, subnet 192.168.0.0/16], to: web, action: block}",
+       "FROM (ip 10.0.0.1 OR subnet 192.168.0.0/16) TO " + web + " BLOCK tcp ALL PORTS",
+       "FROM (ip 10.0.0.1 OR subnet 192.168.0.0/16) TO web BLOCK tcp ALL PORTS"},
+      {"icmp types", "{from: any, to: web, protocol: icmp, ports: [8, 0]}",
+       "FROM any TO " + web + " ALLOW icmp (TYPE 8 AND TYPE 0)", "FROM any TO web ALLOW icmp (TYPE 8 AND TYPE 0)"},
+      {"icmp, all types", "{from: any, to: web, protocol: icmp}", "FROM any TO " + web + " ALLOW icmp TYPE all",
+       "FROM any TO web ALLOW icmp TYPE all"},
+  };
+  for (const Case& c : cases) {
+    Manifest m = MustParse(absl::StrCat(kTwo, "firewall:\n  r: ", c.rule, "\n"));
+    ASSERT_EQ(m.firewall.size(), 1u) << c.name;
+    const FirewallRuleSpec& r = m.firewall.at("r");
+    EXPECT_EQ(FirewallRuleText(u, r), c.text) << c.name;
+    EXPECT_EQ(FirewallRuleSummary(r), c.summary) << c.name;
+    // The canonical form keeps the rule as written.
+    Manifest again = MustParse(CanonicalYaml(m));
+    EXPECT_EQ(FirewallRuleText(u, again.firewall.at("r")), c.text) << c.name << "\n" << CanonicalYaml(m);
+  }
+}
+
+TEST(ManifestFirewallTest, RefusalsAreLocated) {
+  struct Case {
+    std::string name, rule, error;
+  };
+  const std::vector<Case> cases = {
+      {"no to", "{from: web}", "t.yaml:6:6: firewall.r: a rule needs both from: and to: (to is missing); each is a "
+                               "service of this project, any, ip ADDRESS or subnet CIDR, or a list of them\n"},
+      {"unknown service", "{from: wbe, to: db}",
+       "t.yaml:6:13: firewall.r.from: \"wbe\" is not a service of this manifest, nor any, ip ADDRESS or subnet CIDR\n"},
+      {"no service of ours", "{from: any, to: ip 10.0.0.1}",
+       "t.yaml:6:13: firewall.r: the rule names none of this project's services: it would reach every instance of the "
+       "account; name a service in from: or to:\n"},
+      {"bad address", "{from: ip 10.0.0.300, to: db}",
+       "t.yaml:6:13: firewall.r.from: \"10.0.0.300\" is not an IPv4 or IPv6 address\n"},
+      {"bad subnet", "{from: subnet 10.0.0.0/33, to: db}",
+       "t.yaml:6:13: firewall.r.from: \"10.0.0.0/33\" is not a subnet (ADDRESS/BITS, e.g. 10.0.0.0/8)\n"},
+      {"bad port", "{from: web, to: db, ports: [80, 70000]}",
+       "t.yaml:6:33: firewall.r.ports[1]: \"70000\" is not a port (1..65535) or a range FIRST-LAST\n"},
+      {"backwards range", "{from: web, to: db, ports: 90-80}",
+       "t.yaml:6:33: firewall.r.ports[0]: the range \"90-80\" ends before it starts\n"},
+      {"bad icmp type", "{from: web, to: db, protocol: icmp, ports: 300}",
+       "t.yaml:6:49: firewall.r.ports[0]: \"300\" is not an ICMP type (0..255)\n"},
+      {"bad protocol", "{from: web, to: db, protocol: sctp}",
+       "t.yaml:6:36: firewall.r.protocol: \"sctp\" is not one of: tcp, udp, icmp, icmp6\n"},
+      {"bad action", "{from: web, to: db, action: deny}",
+       "t.yaml:6:34: firewall.r.action: \"deny\" is not one of: allow, block\n"},
+      {"twice", "{from: [web, web], to: db}", "t.yaml:6:19: firewall.r.from[1]: \"web\" is listed twice\n"},
+      {"unknown key", "{from: web, to: db, port: 80}",
+       "t.yaml:6:26: firewall.r.port: unknown key \"port\"; expected one of: action, description, enabled, from, "
+       "ports, protocol, to\n"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(Errors(absl::StrCat(kTwo, "firewall:\n  r: ", c.rule, "\n")), c.error) << c.name;
+  }
+  EXPECT_EQ(Errors("project: p\nservices:\n  a: {image: x, compute_type: agent}\n  db: {image: x}\nfirewall:\n"
+                   "  r: {from: a, to: db}\n"),
+            "t.yaml:6:13: firewall.r.from: service \"a\" is an agent: firewall rules name the project's own "
+            "instances only\n");
+  EXPECT_EQ(Errors(absl::StrCat(kTwo, "firewall:\n  Bad_Name: {from: web, to: db}\n")),
+            "t.yaml:6:3: firewall.Bad_Name: rule name \"Bad_Name\" is not a DNS label\n");
+}
+
+// Which instances carry the tag and which turn their firewall on: an
+// ALLOW rule's TO side, a BLOCK rule's FROM side; a disabled rule turns
+// nothing on.
+TEST(ManifestFirewallTest, NeedsOfTheRules) {
+  Manifest m = MustParse(absl::StrCat("project: p\nservices:\n  web: {image: x}\n  db: {image: x}\n  cache: {image: x}\n"
+                                      "  smtp: {image: x}\n  off: {image: x}\n",
+                                      "firewall:\n  a: {from: web, to: db}\n  b: {from: smtp, to: any, action: block}\n"
+                                      "  c: {from: any, to: off, enabled: false}\n"));
+  FirewallNeeds n = FirewallNeedsOf(m.firewall);
+  EXPECT_EQ(n.tagged, (std::set<std::string>{"db", "off", "smtp", "web"}));
+  EXPECT_EQ(n.enabled, (std::set<std::string>{"db", "smtp"}));
+}
+
+// The project's rules are known by their uuid and their description's
+// marker; a hand-made rule or another project's is not.
+TEST(ManifestFirewallTest, OwnershipMarkerAndUuid) {
+  const std::string u = "11111111-2222-4333-8444-555555555555";
+  const std::string other = "66666666-2222-4333-8444-555555555555";
+  FirewallRuleSpec r;
+  r.from = {{FirewallEndpoint::Kind::kAny, ""}};
+  r.to = {{FirewallEndpoint::Kind::kService, "web"}};
+  r.description = "public: web";
+  std::string text = FirewallRuleText(u, r);
+  std::string d = FirewallDescription(u, "web-in", text, r);
+  auto m = ParseFirewallDescription(u, d);
+  ASSERT_TRUE(m.has_value()) << d;
+  EXPECT_EQ(m->name, "web-in");
+  EXPECT_EQ(m->hash, FirewallRuleHash(text, r));
+  EXPECT_FALSE(ParseFirewallDescription(other, d).has_value());
+  EXPECT_FALSE(ParseFirewallDescription(u, "by hand").has_value());
+  EXPECT_FALSE(ParseFirewallDescription(u, "mariposa " + u + " rule web-in xyz").has_value());
+  // Stable, distinct, a uuid.
+  EXPECT_EQ(FirewallRuleUuid(u, "web-in"), FirewallRuleUuid(u, "web-in"));
+  EXPECT_NE(FirewallRuleUuid(u, "web-in"), FirewallRuleUuid(other, "web-in"));
+  EXPECT_NE(FirewallRuleUuid(u, "web-in"), FirewallRuleUuid(u, "web-out"));
+  EXPECT_TRUE(IsUuid(FirewallRuleUuid(u, "web-in"))) << FirewallRuleUuid(u, "web-in");
+  // Any change to what FWAPI holds changes the hash.
+  FirewallRuleSpec off = r;
+  off.enabled = false;
+  EXPECT_NE(FirewallRuleHash(text, r), FirewallRuleHash(text, off));
+  FirewallRuleSpec said = r;
+  said.description = "other";
+  EXPECT_NE(FirewallRuleHash(text, r), FirewallRuleHash(text, said));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
@@ -854,6 +855,108 @@ TEST_F(ConvergenceTest, CnsNamesAreTaggedAndChangedInPlace) {
       << status.out;
   RunResult events = M({"-j", "jupiter", "events"});
   EXPECT_NE(events.out.find("instance.cns-names"), std::string::npos) << events.out;
+}
+
+// Firewall rules: created in FWAPI with the project's own uuids, their
+// services' instances tagged and their firewall turned on in place; a
+// changed rule is updated at the same uuid, a removed one deleted and its
+// instances' firewall turned off; a rule made by hand with another
+// project's marker, or none, is never touched; deleting the project
+// deletes its rules.
+TEST_F(ConvergenceTest, FirewallRulesAreOwnedChangedAndRemovedWithTheManifest) {
+  const std::string owner = "930896af-bf8c-48d4-885c-6573a94b1853";
+  std::string v1 = manifest_ + R"(firewall:
+  web-in:
+    from: any
+    to: nginx
+    ports: [443, 8443]
+  wp-to-db:
+    from: wordpress
+    to: mysql
+    ports: 3306
+    description: WordPress reaches MySQL
+)";
+  httplib::Client c(sim_->addr());
+  // A rule of the account that is not the project's.
+  std::string foreign = R"({"owner_uuid": ")" + owner + R"(", "rule": "FROM any TO all vms ALLOW tcp PORT 22",
+                          "description": "by hand"})";
+  ASSERT_EQ(c.Post("/rules", foreign, "application/json")->status, 202);
+  auto rules = [&] {
+    std::map<std::string, json> out;  // rule text -> rule, the project's
+    for (const auto& r : json::parse(c.Get("/rules?owner_uuid=" + owner)->body)) {
+      if (r.value("description", "") != "by hand") out[r["rule"]] = r;
+    }
+    return out;
+  };
+  // alias -> "tag/on|off" of the live instances.
+  auto fw = [&] {
+    std::map<std::string, std::string> out;
+    for (const auto& vm : json::parse(c.Get("/vms?state=active&tag.mariposa.service=*")->body)) {
+      const json& t = vm["tags"];
+      out[vm["alias"]] = absl::StrCat(t.contains("mariposa.firewall") ? "tag" : "-", "/",
+                                      vm["firewall_enabled"].get<bool>() ? "on" : "off");
+    }
+    return out;
+  };
+  WriteFile(dir_ + "/v1.yaml", v1);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
+  json got = json::parse(M({"-o", "json", "project", "get", "jupiter"}).out);
+  std::string project = got["project"].value("uuid", "");
+  ASSERT_EQ(project.size(), 36u) << got.dump();
+  std::string nginx_tag = "tag \"mariposa.firewall\" = \"" + project + "/nginx\"";
+  const std::string web_in = "FROM any TO " + nginx_tag + " ALLOW tcp PORTS 443, 8443";
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "jupiter", "status"}).out.find("converged") != std::string::npos &&
+                                      fw()["jupiter-nginx-1"] == "tag/on"; },
+                         absl::Seconds(20)))
+      << M({"-j", "jupiter", "status"}).out;
+  std::map<std::string, json> r1 = rules();
+  ASSERT_EQ(r1.size(), 2u);
+  ASSERT_TRUE(r1.count(web_in)) << json(r1).dump();
+  std::string web_in_uuid = r1[web_in]["uuid"];
+  std::map<std::string, std::string> want = {{"jupiter-nginx-1", "tag/on"},      {"jupiter-nginx-2", "tag/on"},
+                                             {"jupiter-mysql-1", "tag/on"},      {"jupiter-wordpress-1", "tag/off"},
+                                             {"jupiter-wordpress-2", "tag/off"}, {"jupiter-wordpress-3", "tag/off"}};
+  EXPECT_EQ(fw(), want);
+  RunResult status = M({"-j", "jupiter", "status"});
+  EXPECT_NE(status.out.find("wp-to-db       in place  FROM wordpress TO mysql ALLOW tcp PORT 3306"), std::string::npos)
+      << status.out;
+
+  // web-in changes, wp-to-db goes: updated in place, deleted; mysql's and
+  // wordpress's instances lose the tag, mysql's firewall goes off; none is
+  // replaced.
+  std::string v2 = absl::StrReplaceAll(v1, {{"    ports: [443, 8443]\n", "    ports: [8443]\n"},
+                                            {"  wp-to-db:\n    from: wordpress\n    to: mysql\n    ports: 3306\n"
+                                             "    description: WordPress reaches MySQL\n", ""}});
+  ASSERT_NE(v2.find("ports: [8443]"), std::string::npos);
+  ASSERT_EQ(v2.find("wp-to-db"), std::string::npos);
+  WriteFile(dir_ + "/v2.yaml", v2);
+  RunResult diff = M({"diff", "-f", dir_ + "/v2.yaml"});
+  EXPECT_NE(diff.out.find("~ firewall.web-in: FROM any TO nginx ALLOW tcp PORTS 443, 8443 -> FROM any TO nginx ALLOW "
+                          "tcp PORT 8443"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("- firewall.wp-to-db"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("0 to create, 0 to replace, 0 to delete"), std::string::npos) << diff.out;
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v2.yaml", "--yes"}).exit_code, 0);
+  std::map<std::string, std::string> want2 = {{"jupiter-nginx-1", "tag/on"},   {"jupiter-nginx-2", "tag/on"},
+                                              {"jupiter-mysql-1", "-/off"},     {"jupiter-wordpress-1", "-/off"},
+                                              {"jupiter-wordpress-2", "-/off"}, {"jupiter-wordpress-3", "-/off"}};
+  ASSERT_TRUE(Eventually([&] { return rules().size() == 1 && fw() == want2; }, absl::Seconds(20))) << json(rules()).dump();
+  std::map<std::string, json> r2 = rules();
+  ASSERT_EQ(r2.begin()->first, "FROM any TO " + nginx_tag + " ALLOW tcp PORT 8443");
+  EXPECT_EQ(r2.begin()->second["uuid"], web_in_uuid) << "updated, not made again";
+  RunResult events = M({"-j", "jupiter", "events"});
+  for (const char* e : {"firewall.rule-created", "firewall.rule-updated", "firewall.rule-deleted", "instance.firewall"}) {
+    EXPECT_NE(events.out.find(e), std::string::npos) << e << "\n" << events.out;
+  }
+
+  // The project goes: its rule with it; the one made by hand stays.
+  ASSERT_EQ(M({"project", "delete", "jupiter", "--force", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return rules().empty(); }, absl::Seconds(30))) << json(rules()).dump();
+  ASSERT_TRUE(Eventually([&] { return M({"project", "list"}).out.find("jupiter") == std::string::npos; },
+                         absl::Seconds(30)));
+  json left = json::parse(c.Get("/rules?owner_uuid=" + owner)->body);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0]["description"], "by hand");
 }
 
 // What a manifest asks of the data center is checked at apply (nothing is

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/clock.h"
 #include "convergence/triton/http.h"
 #include "convergence/triton/http_clients.h"
 #include "gmock/gmock.h"
@@ -372,6 +373,51 @@ int MostAtOnce(int limit) {
   serving.join();
   EXPECT_EQ(ok.load(), 8);
   return most;
+}
+
+// FWAPI: a rule made at the caller's uuid; made again (a retry after a
+// crash) it is ALREADY_EXISTS, never a second rule; updated and deleted;
+// a bad rule is refused with FWAPI's reason.
+TEST_F(ClientsTest, FwapiRulesAtTheCallersUuid) {
+  HttpFwapiClient fw(Options(), RealClock::Get());
+  FwRule r;
+  r.uuid = "7b1c2a3e-1111-4d2a-9b1c-000000000001";
+  r.owner_uuid = kOwner;
+  r.rule = "FROM any TO tag \"role\" = \"web\" ALLOW tcp PORT 80";
+  r.description = "mine";
+  ASSERT_TRUE(fw.CreateRule(r).ok());
+  absl::Status again = fw.CreateRule(r);
+  EXPECT_TRUE(absl::IsAlreadyExists(again)) << again;
+  auto listed = fw.ListRules(kOwner);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  int mine = 0;
+  for (const FwRule& f : *listed) {
+    if (f.uuid != r.uuid) continue;
+    ++mine;
+    EXPECT_EQ(f.rule, r.rule);
+    EXPECT_EQ(f.description, "mine");
+    EXPECT_TRUE(f.enabled);
+    EXPECT_EQ(f.owner_uuid, kOwner);
+  }
+  EXPECT_EQ(mine, 1);
+  r.rule = "FROM any TO tag \"role\" = \"web\" ALLOW tcp PORT 443";
+  r.enabled = false;
+  ASSERT_TRUE(fw.UpdateRule(r).ok());
+  listed = fw.ListRules(kOwner);
+  ASSERT_TRUE(listed.ok());
+  for (const FwRule& f : *listed) {
+    if (f.uuid == r.uuid) {
+      EXPECT_EQ(f.rule, r.rule);
+      EXPECT_FALSE(f.enabled);
+    }
+  }
+  FwRule bad = r;
+  bad.uuid = "7b1c2a3e-1111-4d2a-9b1c-000000000002";
+  bad.rule = "FROM any TO nowhere ALLOW tcp PORT 80";
+  absl::Status refused = fw.CreateRule(bad);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused)) << refused;
+  ASSERT_TRUE(fw.DeleteRule(r.uuid, kOwner).ok());
+  EXPECT_TRUE(absl::IsNotFound(fw.DeleteRule(r.uuid, kOwner)));
 }
 
 TEST(HttpClientLimit, NoMoreInFlightThanAllowed) {

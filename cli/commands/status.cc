@@ -53,6 +53,14 @@ Result Status(Context& c, const Parsed& p) {
     if (s.cns_names_size() > 0) cns.push_back(absl::StrCat(s.name(), " ", absl::StrJoin(s.cns_names(), ",")));
   }
   if (!cns.empty()) out << "\nCNS service names: " << absl::StrJoin(cns, "; ") << "\n";
+  if (resp.firewall_rules_size() > 0) {
+    Rows fw;
+    for (const auto& f : resp.firewall_rules()) {
+      fw.push_back({f.name(), f.state(), f.rule().empty() ? "-" : f.rule(), f.error().empty() ? "-" : f.error()});
+    }
+    out << "\n";
+    c.Table({"FIREWALL RULE", "STATE", "RULE", "LAST ERROR"}, fw);
+  }
   if (resp.leftover() > 0) {
     out << "\n" << resp.leftover() << " instances of services no longer in the manifest are being removed\n";
   }

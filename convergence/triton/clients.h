@@ -38,6 +38,7 @@ struct Vm {
   std::map<std::string, std::string> customer_metadata;
   std::map<std::string, std::string> internal_metadata;  // non-string values as JSON text
   bool docker = false;
+  bool firewall_enabled = false;
   int64_t quota = 0;    // GiB
   int64_t cpu_cap = 0;  // percent of one CPU
   std::vector<Nic> nics;
@@ -87,6 +88,7 @@ struct CreateVmRequest {
   int64_t zfs_io_priority = 0;
   int64_t vcpus = 0;
   bool delegate_dataset = false;  // a ZFS dataset of its own, kept by a reprovision
+  bool firewall_enabled = false;  // the manifest's firewall rules apply to it (projects/firewall.h)
   std::optional<Locality> locality;
 };
 
@@ -97,6 +99,7 @@ struct UpdateVmRequest {
   std::vector<std::string> remove_customer_metadata, remove_internal_metadata;
   std::string billing_id;
   int64_t ram = 0, quota = 0, cpu_cap = 0, max_swap = 0, max_lwps = 0, zfs_io_priority = 0;
+  std::optional<bool> firewall_enabled;  // nullopt: unchanged
 };
 
 struct JobRef {
@@ -290,6 +293,30 @@ class NapiClient {
   virtual ~NapiClient() = default;
   // Every network, then every network pool (pool = true).
   virtual absl::StatusOr<std::vector<Network>> ListNetworks() = 0;
+};
+
+// An FWAPI firewall rule (sdc-fwapi's rule object).
+struct FwRule {
+  std::string uuid;
+  std::string owner_uuid;  // "" for a global rule
+  std::string rule;        // fwrule text
+  std::string description;
+  bool enabled = true;
+  bool global = false;
+};
+
+// FWAPI.
+class FwapiClient {
+ public:
+  virtual ~FwapiClient() = default;
+  // The owner's rules, and the global ones (as FWAPI lists them).
+  virtual absl::StatusOr<std::vector<FwRule>> ListRules(const std::string& owner_uuid) = 0;
+  // With the caller's uuid; ALREADY_EXISTS when a rule has it already (a
+  // retried create).
+  virtual absl::Status CreateRule(const FwRule& r) = 0;
+  // Rule text, enabled and description of rule r.uuid.
+  virtual absl::Status UpdateRule(const FwRule& r) = 0;
+  virtual absl::Status DeleteRule(const std::string& uuid, const std::string& owner_uuid) = 0;
 };
 
 }  // namespace mariposa::triton

@@ -1,5 +1,8 @@
 #include "convergence/triton/endpoints.h"
 
+#include <algorithm>
+
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -30,17 +33,21 @@ std::string SapiKey(const std::string& api) {
   return api == "wfapi" ? "WORKFLOW_SERVICE" : absl::StrCat(absl::AsciiStrToUpper(api), "_SERVICE");
 }
 
+std::vector<std::string> AllApis() {
+  std::vector<std::string> all = ApiNames();
+  all.insert(all.end(), OptionalApiNames().begin(), OptionalApiNames().end());
+  return all;
+}
+
 }  // namespace
 
 absl::StatusOr<std::map<std::string, ApiEndpoint>> ResolveEndpoints(const EndpointFlags& flags,
                                                                     const std::map<std::string, std::string>& sapi) {
   std::map<std::string, ApiEndpoint> out;
   for (const auto& [api, given] : flags.url) {
-    bool known = false;
-    for (const std::string& n : ApiNames()) known = known || n == api;
-    if (!known) {
+    if (!absl::c_linear_search(AllApis(), api)) {
       return absl::InvalidArgumentError(absl::StrCat("unknown Triton API \"", api, "\"; the APIs are ",
-                                                     absl::StrJoin(ApiNames(), ", ")));
+                                                     absl::StrJoin(AllApis(), ", ")));
     }
   }
   std::string triton;
@@ -50,7 +57,7 @@ absl::StatusOr<std::map<std::string, ApiEndpoint>> ResolveEndpoints(const Endpoi
     triton = *t;
   }
   std::vector<std::string> missing;
-  for (const std::string& api : ApiNames()) {
+  for (const std::string& api : AllApis()) {
     ApiEndpoint e;
     auto flag = flags.url.find(api);
     auto meta = sapi.find(SapiKey(api));
@@ -88,10 +95,11 @@ absl::StatusOr<std::map<std::string, ApiEndpoint>> ResolveEndpoints(const Endpoi
   // A simulator follows IMGAPI's jobs where it serves IMGAPI.
   if (out["wfapi"].url.empty()) out["wfapi"].url = out["imgapi"].url;
   bool any = false;
-  for (const auto& [api, e] : out) {
-    if (e.url.empty()) missing.push_back(api);
+  for (const std::string& api : ApiNames()) {
+    if (out[api].url.empty()) missing.push_back(api);
     else any = true;
   }
+  std::sort(missing.begin(), missing.end());
   if (any && !missing.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "no address for ", absl::StrJoin(missing, ", "), ": give --", missing.front(),

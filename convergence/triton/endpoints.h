@@ -22,6 +22,14 @@ inline const std::vector<std::string>& ApiNames() {
   return kNames;
 }
 
+// APIs mariposad uses when it has their address and does without otherwise:
+// FWAPI (a manifest's firewall rules; without it they are not applied and
+// status says so).
+inline const std::vector<std::string>& OptionalApiNames() {
+  static const std::vector<std::string> kNames = {"fwapi"};
+  return kNames;
+}
+
 struct ApiEndpoint {
   std::string url;  // http(s)://host[:port], no trailing slash
   absl::Duration timeout = absl::Seconds(10);  // one request, whole
@@ -38,7 +46,7 @@ struct EndpointFlags {
 };
 
 // Every API's endpoint, by name ("" urls only when nothing was given at
-// all: goal state only). SAPI metadata (`VMAPI_SERVICE: vmapi.dc.example.com`,
+// all: goal state only; an optional API's url is "" when nothing names it). SAPI metadata (`VMAPI_SERVICE: vmapi.dc.example.com`,
 // …, `WORKFLOW_SERVICE` for wfapi) gives http://HOST for an API no flag
 // names; a flag wins over metadata, and --triton fills what is left.
 // wfapi defaults to IMGAPI's address (a simulator follows jobs there).

@@ -161,6 +161,7 @@ absl::StatusOr<JobRef> FakeVmapiClient::CreateVm(const CreateVmRequest& req) {
   vm.customer_metadata = req.customer_metadata;
   vm.internal_metadata = req.internal_metadata;
   vm.docker = req.docker;
+  vm.firewall_enabled = req.firewall_enabled;
   if (req.delegate_dataset) vm.datasets = {"zones/" + vm.uuid + "/data"};
   vm.quota = req.quota;
   vm.cpu_cap = req.cpu_cap;

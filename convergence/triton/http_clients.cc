@@ -180,6 +180,7 @@ absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
   if (req.zfs_io_priority > 0) body["zfs_io_priority"] = req.zfs_io_priority;
   if (req.vcpus > 0) body["vcpus"] = req.vcpus;
   if (req.delegate_dataset) body["delegate_dataset"] = true;
+  if (req.firewall_enabled) body["firewall_enabled"] = true;
   if (req.locality) {
     body["locality"] = {{"strict", req.locality->strict}, {"near", req.locality->near}, {"far", req.locality->far}};
   }
@@ -218,6 +219,7 @@ absl::StatusOr<JobRef> HttpVmapiClient::Update(const VmRef& vm, const UpdateVmRe
                             std::make_pair("zfs_io_priority", req.zfs_io_priority)}) {
     if (value > 0) body[key] = value;
   }
+  if (req.firewall_enabled) body["firewall_enabled"] = *req.firewall_enabled;
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", VmPath(vm, "action=update"),
                                               body.dump()));
   return ToJobRef(r, "Update");
@@ -493,6 +495,53 @@ absl::StatusOr<std::vector<Network>> HttpNapiClient::ListNetworks() {
     }
   }
   return out;
+}
+
+absl::StatusOr<std::vector<FwRule>> HttpFwapiClient::ListRules(const std::string& owner_uuid) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListRules", "GET", "/rules?owner_uuid=" + UrlEncode(owner_uuid)));
+  ASSIGN_OR_RETURN(json list, ParseJson(r, "ListRules"));
+  if (!list.is_array()) return absl::DataLossError("ListRules: answer is not an array");
+  std::vector<FwRule> out;
+  for (const auto& j : list) {
+    FwRule f;
+    f.uuid = Str(j, "uuid");
+    f.owner_uuid = Str(j, "owner_uuid");
+    f.rule = Str(j, "rule");
+    f.description = Str(j, "description");
+    f.enabled = j.value("enabled", false);
+    f.global = j.value("global", false);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+namespace {
+
+json RuleBody(const FwRule& r) {
+  return json{{"owner_uuid", r.owner_uuid}, {"rule", r.rule}, {"enabled", r.enabled}, {"description", r.description}};
+}
+
+}  // namespace
+
+absl::Status HttpFwapiClient::CreateRule(const FwRule& r) {
+  json body = RuleBody(r);
+  body["uuid"] = r.uuid;
+  auto made = http_.Call("CreateRule", "POST", "/rules", body.dump());
+  // FWAPI answers a uuid in use with 422 RuleExistsError.
+  if (!made.ok() && TritonCode(made.status()) == "RuleExistsError") {
+    return absl::AlreadyExistsError(made.status().message());
+  }
+  return made.status();
+}
+
+absl::Status HttpFwapiClient::UpdateRule(const FwRule& r) {
+  return http_.Call("UpdateRule", "PUT", "/rules/" + UrlEncode(r.uuid), RuleBody(r).dump()).status();
+}
+
+absl::Status HttpFwapiClient::DeleteRule(const std::string& uuid, const std::string& owner_uuid) {
+  return http_
+      .Call("DeleteRule", "DELETE", absl::StrCat("/rules/", UrlEncode(uuid), "?owner_uuid=", UrlEncode(owner_uuid)))
+      .status();
 }
 
 }  // namespace mariposa::triton

@@ -98,6 +98,19 @@ class HttpNapiClient : public NapiClient {
   HttpClient http_;
 };
 
+class HttpFwapiClient : public FwapiClient {
+ public:
+  HttpFwapiClient(HttpOptions options, const Clock* clock, MetricsHook hook = nullptr)
+      : http_("fwapi", std::move(options), clock, std::move(hook)) {}
+  absl::StatusOr<std::vector<FwRule>> ListRules(const std::string& owner_uuid) override;
+  absl::Status CreateRule(const FwRule& r) override;
+  absl::Status UpdateRule(const FwRule& r) override;
+  absl::Status DeleteRule(const std::string& uuid, const std::string& owner_uuid) override;
+
+ private:
+  HttpClient http_;
+};
+
 }  // namespace mariposa::triton
 
 #endif  // MARIPOSA_CONVERGENCE_TRITON_HTTP_CLIENTS_H_

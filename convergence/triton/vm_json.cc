@@ -164,6 +164,7 @@ class VmSax {
     else if (f == "quota" && num) vm_->quota = *num;
     else if (f == "cpu_cap" && num) vm_->cpu_cap = *num;
     else if (f == "docker" && flag) vm_->docker = *flag;
+    else if (f == "firewall_enabled" && flag) vm_->firewall_enabled = *flag;
     return true;
   }
   // A map value that is an object or an array: built as a tree, kept as text.

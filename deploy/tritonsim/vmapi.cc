@@ -750,6 +750,9 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
         if (changes.contains(key) && changes[key].is_number_integer()) *field = changes[key].get<int64_t>();
       }
       if (changes.contains("billing_id") && changes["billing_id"].is_string()) v.billing_id = changes["billing_id"];
+      if (changes.contains("firewall_enabled") && changes["firewall_enabled"].is_boolean()) {
+        v.firewall_enabled = changes["firewall_enabled"];
+      }
       // vmadm update: set_* merges, remove_* deletes keys.
       for (auto [set, remove, target] : {std::make_tuple("customer_metadata", "remove_customer_metadata", &v.customer_metadata),
                                          std::make_tuple("internal_metadata", "remove_internal_metadata", &v.internal_metadata)}) {
