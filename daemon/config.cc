@@ -57,7 +57,7 @@ std::vector<FlagSpec> BuildSpecs() {
       {"napi", "URL", "", [](DaemonFlags& f) { return &f.api.url["napi"]; }, nullptr},
       {"wfapi", "URL", "", [](DaemonFlags& f) { return &f.api.url["wfapi"]; }, nullptr},
       {"fwapi", "URL", "FWAPI, for manifests' firewall rules (optional: without it, from --triton or FWAPI_SERVICE, firewall rules are not applied and status says so)", [](DaemonFlags& f) { return &f.api.url["fwapi"]; }, nullptr},
-      {"sapi-metadata", "FILE", "each API's host from a core zone's SAPI metadata (JSON: VMAPI_SERVICE, CNAPI_SERVICE, IMGAPI_SERVICE, PAPI_SERVICE, NAPI_SERVICE, WORKFLOW_SERVICE); a --vmapi … flag wins", [](DaemonFlags& f) { return &f.api.sapi_metadata_file; }, nullptr},
+      {"sapi-metadata", "FILE", "each API's host from a core zone's SAPI metadata (JSON: VMAPI_SERVICE, CNAPI_SERVICE, IMGAPI_SERVICE, PAPI_SERVICE, NAPI_SERVICE, WORKFLOW_SERVICE, and FWAPI_SERVICE if any); a --vmapi … flag wins", [](DaemonFlags& f) { return &f.api.sapi_metadata_file; }, nullptr},
       {"api-timeout", "DURATION", "every API's request timeout (default 10s) and requests in flight at once (default 64); --vmapi-timeout, --vmapi-connections, … for one API", [](DaemonFlags& f) { return &f.api.timeout; }, nullptr},
       {"api-connections", "N", "", [](DaemonFlags& f) { return &f.api.connections; }, nullptr},
       {"config", "FILE", "flags from a YAML file, one `flag: value` per line without the leading -- (`listen: 127.0.0.1:7740`, `embedded-health: true`); flags on the command line win (deploy/systemd/mariposad.yaml)", nullptr, nullptr},
