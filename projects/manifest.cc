@@ -552,65 +552,55 @@ class Parser {
   // firewall: NAME -> {from, to, protocol, ports, action, enabled,
   // description} (docs/manifest.md "Firewall rules").
   void Firewall(const YamlNode& n, const std::string& path) {
-    if (n.IsNull()) return;
-    if (!n.IsMap()) {
-      Error(n, path, absl::StrCat("must be a map of rule name to rule, not ", KindName(n)));
+    Named(n, path, "rule", [&](const std::string& name) { return m_.firewall.count(name) > 0; },
+          [&](const std::string& name, const YamlNode& key, const YamlNode& def, const std::string& rp) {
+            if (m_.firewall.size() >= static_cast<size_t>(Limits::kMaxServices)) {
+              Error(key, rp, absl::StrCat("more than ", Limits::kMaxServices, " firewall rules"));
+              return false;
+            }
+            FirewallRule(name, def, rp);
+            return true;
+          });
+  }
+
+  void FirewallRule(const std::string& name, const YamlNode& def, const std::string& rp) {
+    FirewallRuleSpec r;
+    const YamlNode* ports_node = nullptr;
+    Fields f;
+    f["from"] = [&](const YamlNode& v, const std::string& p) {
+      sides_[name].first = &v;
+      Endpoints(v, p, &r.from);
+    };
+    f["to"] = [&](const YamlNode& v, const std::string& p) {
+      sides_[name].second = &v;
+      Endpoints(v, p, &r.to);
+    };
+    f["protocol"] = [&](const YamlNode& v, const std::string& p) {
+      OneOf(v, p, &r.protocol, {"tcp", "udp", "icmp", "icmp6"});
+    };
+    f["ports"] = [&](const YamlNode& v, const std::string& p) {
+      ports_node = &v;
+      if (v.IsScalar() && absl::AsciiStrToLower(v.Scalar()) == "all") return;
+      StringList(v, p, &r.ports);
+    };
+    f["action"] = [&](const YamlNode& v, const std::string& p) { OneOf(v, p, &r.action, {"allow", "block"}); };
+    f["enabled"] = [&](const YamlNode& v, const std::string& p) { Bool(v, p, &r.enabled); };
+    f["description"] = [&](const YamlNode& v, const std::string& p) { String(v, p, &r.description); };
+    int64_t errors = error_count_;
+    ParseMap(def, rp, f);
+    if (error_count_ != errors) return;
+    if (r.from.empty() || r.to.empty()) {
+      Error(def, rp, absl::StrCat("a rule needs both from: and to: (", r.from.empty() ? "from" : "to",
+                                  " is missing); each is a service of this project, any, ip ADDRESS or "
+                                  "subnet CIDR, or a list of them"));
       return;
     }
-    for (const auto& kv : n) {
-      std::string name;
-      if (!Scalar(kv.first, path, &name)) continue;
-      std::string rp = Join(path, name);
-      if (!IsDnsLabel(name)) {
-        Error(kv.first, rp, absl::StrCat("rule name \"", name, "\" is not a DNS label"));
-        continue;
+    for (size_t i = 0; i < r.ports.size(); ++i) {
+      if (std::string why = CheckFirewallPort(r.protocol, r.ports[i]); !why.empty()) {
+        Error(*ports_node, absl::StrCat(rp, ".ports[", i, "]"), why);
       }
-      if (m_.firewall.count(name)) {
-        Error(kv.first, rp, "duplicate rule");
-        continue;
-      }
-      if (m_.firewall.size() >= static_cast<size_t>(Limits::kMaxServices)) {
-        Error(kv.first, rp, absl::StrCat("more than ", Limits::kMaxServices, " firewall rules"));
-        return;
-      }
-      FirewallRuleSpec r;
-      const YamlNode* ports_node = nullptr;
-      Fields f;
-      f["from"] = [&](const YamlNode& v, const std::string& p) {
-        sides_[name].first = &v;
-        Endpoints(v, p, &r.from);
-      };
-      f["to"] = [&](const YamlNode& v, const std::string& p) {
-        sides_[name].second = &v;
-        Endpoints(v, p, &r.to);
-      };
-      f["protocol"] = [&](const YamlNode& v, const std::string& p) {
-        OneOf(v, p, &r.protocol, {"tcp", "udp", "icmp", "icmp6"});
-      };
-      f["ports"] = [&](const YamlNode& v, const std::string& p) {
-        ports_node = &v;
-        if (v.IsScalar() && absl::AsciiStrToLower(v.Scalar()) == "all") return;
-        StringList(v, p, &r.ports);
-      };
-      f["action"] = [&](const YamlNode& v, const std::string& p) { OneOf(v, p, &r.action, {"allow", "block"}); };
-      f["enabled"] = [&](const YamlNode& v, const std::string& p) { Bool(v, p, &r.enabled); };
-      f["description"] = [&](const YamlNode& v, const std::string& p) { String(v, p, &r.description); };
-      int64_t errors = error_count_;
-      ParseMap(kv.second, rp, f);
-      if (error_count_ != errors) continue;
-      if (r.from.empty() || r.to.empty()) {
-        Error(kv.second, rp, absl::StrCat("a rule needs both from: and to: (", r.from.empty() ? "from" : "to",
-                                          " is missing); each is a service of this project, any, ip ADDRESS or "
-                                          "subnet CIDR, or a list of them"));
-        continue;
-      }
-      for (size_t i = 0; i < r.ports.size(); ++i) {
-        if (std::string why = CheckFirewallPort(r.protocol, r.ports[i]); !why.empty()) {
-          Error(*ports_node, absl::StrCat(rp, ".ports[", i, "]"), why);
-        }
-      }
-      m_.firewall[name] = std::move(r);
     }
+    m_.firewall[name] = std::move(r);
   }
 
   // One side of a rule: one endpoint or a list of them.
@@ -895,27 +885,38 @@ class Parser {
   }
 
   void HealthChecks(const YamlNode& v, const std::string& p, ServiceSpec* s) {
-    if (v.IsNull()) return;
-    if (!v.IsMap()) {
-      Error(v, p, absl::StrCat("must be a map of check name to check, not ", KindName(v)));
+    Named(v, p, "check", [&](const std::string& name) { return s->healthchecks.count(name) > 0; },
+          [&](const std::string& name, const YamlNode&, const YamlNode& def, const std::string& cp) {
+            HealthCheckSpec hc;
+            hc.name = name;
+            Check(def, cp, &hc);
+            s->healthchecks[name] = hc;
+            return true;
+          });
+  }
+
+  // Each entry NAME -> definition of map `n` whose name is a DNS label not
+  // taken yet (`taken`), given to `each` with its path; `what` names the
+  // entries in errors ("check", "rule"). `each` returns false to stop.
+  void Named(const YamlNode& n, const std::string& path, const std::string& what,
+             const std::function<bool(const std::string&)>& taken,
+             const std::function<bool(const std::string&, const YamlNode&, const YamlNode&, const std::string&)>& each) {
+    if (n.IsNull()) return;
+    if (!n.IsMap()) {
+      Error(n, path, absl::StrCat("must be a map of ", what, " name to ", what, ", not ", KindName(n)));
       return;
     }
-    for (const auto& kv : v) {
+    for (const auto& kv : n) {
       std::string name;
-      if (!Scalar(kv.first, p, &name)) continue;
-      std::string cp = Join(p, name);
+      if (!Scalar(kv.first, path, &name)) continue;
+      std::string np = Join(path, name);
       if (!IsDnsLabel(name)) {
-        Error(kv.first, cp, absl::StrCat("check name \"", name, "\" is not a DNS label"));
-        continue;
+        Error(kv.first, np, absl::StrCat(what, " name \"", name, "\" is not a DNS label"));
+      } else if (taken(name)) {
+        Error(kv.first, np, absl::StrCat("duplicate ", what));
+      } else if (!each(name, kv.first, kv.second, np)) {
+        return;
       }
-      if (s->healthchecks.count(name)) {
-        Error(kv.first, cp, "duplicate check");
-        continue;
-      }
-      HealthCheckSpec hc;
-      hc.name = name;
-      Check(kv.second, cp, &hc);
-      s->healthchecks[name] = hc;
     }
   }
 
