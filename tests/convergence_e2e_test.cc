@@ -900,6 +900,13 @@ TEST_F(ConvergenceTest, FirewallRulesAreOwnedChangedAndRemovedWithTheManifest) {
   };
   WriteFile(dir_ + "/v1.yaml", v1);
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  // kill -9 while the rules are being made, then again: each restart
+  // finds what it made, nothing is made twice.
+  for (int i = 0; i < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40 * i));
+    daemon_->Kill();
+    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  }
   ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
   json got = json::parse(M({"-o", "json", "project", "get", "jupiter"}).out);
   std::string project = got["project"].value("uuid", "");
