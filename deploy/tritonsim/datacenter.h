@@ -117,6 +117,18 @@ class DataCenter {
   Reply ListNetworks(const Params& q);
   Reply GetNetwork(const std::string& uuid);
   Reply ListNetworkPools(const Params& q);
+  // NAPI's fabrics (fabrics.cc): /fabrics/:owner/vlans[/:vlan_id[/networks[/:uuid]]]
+  // and UpdateNetwork (PUT /networks/:uuid).
+  Reply ListFabricVlans(const std::string& owner);
+  Reply CreateFabricVlan(const std::string& owner, const json& body);
+  Reply GetFabricVlan(const std::string& owner, const std::string& vlan);
+  Reply UpdateFabricVlan(const std::string& owner, const std::string& vlan, const json& body);
+  Reply DeleteFabricVlan(const std::string& owner, const std::string& vlan);
+  Reply ListFabricNetworks(const std::string& owner, const std::string& vlan);
+  Reply CreateFabricNetwork(const std::string& owner, const std::string& vlan, const json& body);
+  Reply GetFabricNetwork(const std::string& owner, const std::string& vlan, const std::string& uuid);
+  Reply DeleteFabricNetwork(const std::string& owner, const std::string& vlan, const std::string& uuid);
+  Reply UpdateNetwork(const std::string& uuid, const json& body);
 
   // Control (fault injection).
   Reply SetServerStatus(const std::string& uuid, const std::string& status);
@@ -164,12 +176,24 @@ class DataCenter {
     std::string uuid, name, nic_tag = "external", gateway;
     uint32_t base = 0, prefix = 24;  // subnet
     uint32_t next = 1;               // the last host index given out (.1 is the gateway)
+    // The provisioning range, as host indexes (last 0: the subnet's last host).
+    uint32_t first = 2, last = 0;
     int vlan_id = 0, mtu = 1500;
     bool fabric = false;
     std::vector<std::string> owner_uuids;  // empty: anyone may provision on it
+    // A fabric network's (fabrics.cc): its owner, and what CreateFabricNetwork took.
+    std::string owner_uuid, description;
+    std::vector<std::string> resolvers;
+    json routes = json::object();
+    bool internet_nat = true;
     // Host addresses, the gateway included (prefix is 8..30).
     uint32_t hosts() const { return (uint32_t{1} << (32 - prefix)) - 2; }
-    bool full() const { return next >= hosts(); }
+    bool full() const { return next >= (last != 0 ? last : hosts()); }
+  };
+  // An account's fabric VLAN (fabrics.cc).
+  struct FabricVlan {
+    std::string owner_uuid, name, description;
+    int vlan_id = 0;
   };
   struct NetworkPool {
     std::string uuid, name, nic_tag = "external";
@@ -315,6 +339,15 @@ class DataCenter {
   std::map<std::string, Package> packages_;
   std::map<std::string, Network> networks_;
   std::map<std::string, NetworkPool> pools_;
+  std::map<std::pair<std::string, int>, FabricVlan> vlans_;  // by (owner, vlan id)
+  // The VLAN `vlan` (its id as text) of `owner`, or null with the reply.
+  FabricVlan* FindVlanLocked(const std::string& owner, const std::string& vlan, Reply* err);
+  static json VlanJson(const FabricVlan& v);
+  // A host of the network's subnet named by body[field], as its index (1 ..
+  // hosts), or 0.
+  static uint32_t HostIndex(const Network& n, const json& body, const char* field);
+  // resolvers, routes, description and name from `body` (Create/UpdateNetwork).
+  static Reply FillNetworkFields(const json& body, Network* n);
   std::unordered_map<std::string, Job> jobs_;
   std::unordered_map<std::string, Task> tasks_;
   // tag key -> value -> vm uuids

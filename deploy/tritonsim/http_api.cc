@@ -192,6 +192,38 @@ void InstallNapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   s->Get("/network_pools", W("ListNetworkPools", [dc](const httplib::Request&, const Params& q, const json&) {
     return dc->ListNetworkPools(q);
   }));
+  s->Put("/networks/" + kId, W("UpdateNetwork", [dc](const httplib::Request& r, const Params&, const json& b) {
+    return dc->UpdateNetwork(r.matches[1], b);
+  }));
+  // Fabrics: /fabrics/:owner_uuid/vlans[/:vlan_id[/networks[/:network_uuid]]].
+  const std::string vlans = "/fabrics/" + kId + "/vlans";
+  s->Get(vlans, W("ListFabricVLANs", [dc](const httplib::Request& r, const Params&, const json&) {
+    return dc->ListFabricVlans(r.matches[1]);
+  }));
+  s->Post(vlans, W("CreateFabricVLAN", [dc](const httplib::Request& r, const Params&, const json& b) {
+    return dc->CreateFabricVlan(r.matches[1], b);
+  }));
+  s->Get(vlans + "/([0-9]+)", W("GetFabricVLAN", [dc](const httplib::Request& r, const Params&, const json&) {
+    return dc->GetFabricVlan(r.matches[1], r.matches[2]);
+  }));
+  s->Put(vlans + "/([0-9]+)", W("UpdateFabricVLAN", [dc](const httplib::Request& r, const Params&, const json& b) {
+    return dc->UpdateFabricVlan(r.matches[1], r.matches[2], b);
+  }));
+  s->Delete(vlans + "/([0-9]+)", W("DeleteFabricVLAN", [dc](const httplib::Request& r, const Params&, const json&) {
+    return dc->DeleteFabricVlan(r.matches[1], r.matches[2]);
+  }));
+  s->Get(vlans + "/([0-9]+)/networks", W("ListFabricNetworks", [dc](const httplib::Request& r, const Params&, const json&) {
+    return dc->ListFabricNetworks(r.matches[1], r.matches[2]);
+  }));
+  s->Post(vlans + "/([0-9]+)/networks", W("CreateFabricNetwork", [dc](const httplib::Request& r, const Params&, const json& b) {
+    return dc->CreateFabricNetwork(r.matches[1], r.matches[2], b);
+  }));
+  s->Get(vlans + "/([0-9]+)/networks/" + kId, W("GetFabricNetwork", [dc](const httplib::Request& r, const Params&, const json&) {
+    return dc->GetFabricNetwork(r.matches[1], r.matches[2], r.matches[3]);
+  }));
+  s->Delete(vlans + "/([0-9]+)/networks/" + kId, W("DeleteFabricNetwork", [dc](const httplib::Request& r, const Params&, const json&) {
+    return dc->DeleteFabricNetwork(r.matches[1], r.matches[2], r.matches[3]);
+  }));
 }
 
 // FWAPI: /rules (fwapi.h).

@@ -8,24 +8,6 @@
 namespace tritonsim {
 namespace {
 
-std::string Dotted(uint32_t a) {
-  char buf[20];
-  snprintf(buf, sizeof(buf), "%u.%u.%u.%u", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
-  return buf;
-}
-
-bool ParseDotted(const std::string& s, uint32_t* out) {
-  unsigned a, b, c, d;
-  char tail;
-  if (sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 || c > 255 || d > 255) {
-    return false;
-  }
-  *out = (a << 24) | (b << 16) | (c << 8) | d;
-  return true;
-}
-
-uint32_t Mask(uint32_t prefix) { return prefix == 0 ? 0 : ~uint32_t{0} << (32 - prefix); }
-
 bool Provisionable(const std::vector<std::string>& owners, const std::string& owner) {
   return owners.empty() || owner.empty() || std::find(owners.begin(), owners.end(), owner) != owners.end();
 }
@@ -39,14 +21,22 @@ json DataCenter::NetworkJson(const Network& n) {
             {"subnet", Dotted(n.base) + "/" + std::to_string(n.prefix)},
             {"netmask", Dotted(Mask(n.prefix))},
             {"gateway", n.gateway},
-            {"provision_start_ip", Dotted(n.base + 2)},
-            {"provision_end_ip", Dotted(n.base + n.hosts())},
+            {"provision_start_ip", Dotted(n.base + n.first)},
+            {"provision_end_ip", Dotted(n.base + (n.last != 0 ? n.last : n.hosts()))},
             {"vlan_id", n.vlan_id},
             {"nic_tag", n.nic_tag},
             {"mtu", n.mtu},
             {"fabric", n.fabric},
             {"resolvers", json::array()}};
   if (!n.owner_uuids.empty()) j["owner_uuids"] = n.owner_uuids;
+  if (!n.owner_uuid.empty()) {
+    j["owner_uuid"] = n.owner_uuid;
+    j["resolvers"] = n.resolvers;
+    j["internet_nat"] = n.internet_nat;
+    j["gateway_provisioned"] = false;
+    if (!n.routes.empty()) j["routes"] = n.routes;
+  }
+  if (!n.description.empty()) j["description"] = n.description;
   return j;
 }
 
@@ -175,7 +165,7 @@ DataCenter::Network* DataCenter::FindNetworkLocked(const std::string& ref, const
 
 bool DataCenter::AllocateLocked(Network* n, Nic* nic) {
   // A network large enough starts at the /24 block StartAddressesAtBlock chose.
-  if (n->next < block_start_ && block_start_ + 256 < n->hosts()) n->next = block_start_;
+  if (n->owner_uuid.empty() && n->next < block_start_ && block_start_ + 256 < n->hosts()) n->next = block_start_;
   if (n->full()) return false;
   uint32_t ip = n->base + ++n->next;
   nic->ip = Dotted(ip);

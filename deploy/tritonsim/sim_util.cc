@@ -84,4 +84,23 @@ bool CheckParams(const Params& q, const std::set<std::string>& allowed, bool tag
 }
 
 
+// IPv4 addresses as numbers.
+std::string Dotted(uint32_t a) {
+  char buf[20];
+  snprintf(buf, sizeof(buf), "%u.%u.%u.%u", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
+  return buf;
+}
+
+bool ParseDotted(const std::string& s, uint32_t* out) {
+  unsigned a, b, c, d;
+  char tail;
+  if (sscanf(s.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 || c > 255 || d > 255) {
+    return false;
+  }
+  *out = (a << 24) | (b << 16) | (c << 8) | d;
+  return true;
+}
+
+uint32_t Mask(uint32_t prefix) { return prefix == 0 ? 0 : ~uint32_t{0} << (32 - prefix); }
+
 }  // namespace tritonsim

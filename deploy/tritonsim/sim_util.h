@@ -34,6 +34,11 @@ json Field(const json& vm, const std::string& name);
 bool Compare(const json& a, const json& b, int* out);
 bool EvalPredicate(const json& p, const json& vm, std::string* err);
 
+// IPv4 addresses as numbers: "10.0.0.1" <-> 0x0a000001; a prefix's netmask.
+std::string Dotted(uint32_t a);
+bool ParseDotted(const std::string& s, uint32_t* out);
+uint32_t Mask(uint32_t prefix);
+
 }  // namespace tritonsim
 
 #endif  // MARIPOSA_DEPLOY_TRITONSIM_SIM_UTIL_H_
