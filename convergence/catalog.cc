@@ -162,6 +162,14 @@ Dimensions DimensionsOf(const ServiceSpec& spec, const triton::Package& p) {
   return d;
 }
 
+std::vector<std::string> NapiNetworks(const ServiceSpec& spec, const std::optional<FabricSpec>& fabric) {
+  std::vector<std::string> out;
+  for (const std::string& n : spec.networks) {
+    if (!fabric || !fabric->networks.count(n)) out.push_back(n);
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<std::string>> ChooseNetworks(const std::vector<std::string>& wanted,
                                                         const std::vector<triton::Network>& all,
                                                         const std::string& owner) {
@@ -317,8 +325,8 @@ std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& c
       auto pkg = ChoosePackage(s, *catalog.packages, owner);
       if (!pkg.ok()) error(absl::StrCat(path, s.package.empty() ? ".resources" : ".package"), pkg.status());
     }
-    if (catalog.networks && !s.networks.empty()) {
-      auto nets = ChooseNetworks(s.networks, *catalog.networks, owner);
+    if (std::vector<std::string> napi = NapiNetworks(s, m.fabric); catalog.networks && !napi.empty()) {
+      auto nets = ChooseNetworks(napi, *catalog.networks, owner);
       if (!nets.ok()) error(absl::StrCat(path, ".networks"), nets.status());
     }
     for (const auto& check : s.healthchecks) {

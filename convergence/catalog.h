@@ -50,6 +50,10 @@ struct Dimensions {
 Dimensions DimensionsOf(const ServiceSpec& spec, const triton::Package& package);
 
 // Each of `wanted` (network or pool, by uuid or name) as a uuid, in order.
+// The networks of `spec` NAPI must have already: those the manifest's own
+// fabric does not make (a fabric network's name wins over NAPI's).
+std::vector<std::string> NapiNetworks(const ServiceSpec& spec, const std::optional<FabricSpec>& fabric);
+
 absl::StatusOr<std::vector<std::string>> ChooseNetworks(const std::vector<std::string>& wanted,
                                                         const std::vector<triton::Network>& all,
                                                         const std::string& owner);

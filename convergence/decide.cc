@@ -233,13 +233,15 @@ Decision Decider::Run() {
     return std::move(d_);
   }
   DecideFirewall(s_, &d_);
+  DecideFabric(s_, &d_);
   if (s_.project.deleting) {
     // Its agents are uninstalled as well (rolling), its firewall rules
     // deleted; the project goes when nothing of it is left.
     Uninstalls();
     uninstalled_ = true;
     if (instances_.empty() && d_.leftover == 0 && d_.uninstalls.empty() && d_.firewall_changes.empty() &&
-        (!s_.fwapi || s_.firewall)) {
+        (!s_.fwapi || s_.firewall) && d_.fabric_changes.empty() && d_.fabric_networks.empty() &&
+        s_.fabric_error.empty()) {
       d_.delete_project = true;
       d_.converged = true;
       return std::move(d_);
@@ -264,6 +266,8 @@ Decision Decider::Run() {
   Stale();
   bool all = s_.actual_known && d_.leftover == 0 && d_.firewall_changes.empty();
   for (const FirewallRuleView& v : d_.firewall_rules) all = all && v.state == "in place";
+  all = all && d_.fabric_changes.empty();
+  for (const FabricNetworkView& v : d_.fabric_networks) all = all && v.state == "in place";
   for (const auto& kv : d_.verdicts) all = all && kv.second.state == VerdictState::kConverged;
   d_.converged = all;
   return std::move(d_);

@@ -152,6 +152,18 @@ struct Snapshot {
   std::optional<std::vector<OwnedRule>> firewall;
   std::string firewall_error;
   std::map<std::string, std::string> firewall_failures;
+  // NAPI fabric (the manifest's fabric:): the account's VLANs and the
+  // networks the project owns (their description's marker) as read for
+  // this sync; nullopt when not read (no NAPI, nothing wanted or owned, or
+  // the read failed: fabric_error). fabric_failures: network name (or
+  // "vlan") -> why its last change failed.
+  struct FabricSeen {
+    std::vector<triton::FabricVlan> vlans;
+    std::vector<triton::FabricNetwork> networks;  // the project's own
+  };
+  std::optional<FabricSeen> fabric;
+  std::string fabric_error;
+  std::map<std::string, std::string> fabric_failures;
   std::vector<ApiProblem> api_problems;
   double jitter = 0.5;  // in [0, 1], drawn by Gather (backoff spread)
   int global_jobs_free = 1 << 30;  // jobs any project may still start (the daemon-wide limit)
@@ -259,6 +271,23 @@ struct FirewallChange {
   triton::FwRule rule;  // uuid and owner always; text, description, enabled for create and update
 };
 
+// A change to the project's fabric in NAPI (DecideFabric), in the order to
+// make them: the VLAN before its networks, networks before the VLAN goes.
+struct FabricChange {
+  enum class Kind { kCreateVlan, kCreateNetwork, kUpdateNetwork, kDeleteNetwork, kDeleteVlan };
+  Kind kind = Kind::kCreateNetwork;
+  std::string name;  // the manifest's network name ("" for the VLAN)
+  triton::FabricVlan vlan;
+  triton::FabricNetwork network;  // uuid for update and delete; all of it for create
+};
+
+// A fabric network as `status` shows it: "in place", "to create", "to
+// update", "to delete", "waiting: N instances still on it", "cannot change
+// in place", "unknown"; `error`: why its last change failed.
+struct FabricNetworkView {
+  std::string name, napi_name, subnet, uuid, state, error;
+};
+
 // One rule as `status` shows it: "in place", "to create", "to update",
 // "to delete", "not applied" (no FWAPI address) or "unknown" (FWAPI could
 // not be read); `error`: why the last change failed.
@@ -287,6 +316,8 @@ struct Decision {
   std::map<std::string, std::vector<AgentServer>> agent_servers;  // by service: every set-up server
   std::vector<Problem> problems;
   std::vector<FirewallChange> firewall_changes;
+  std::vector<FabricChange> fabric_changes;
+  std::vector<FabricNetworkView> fabric_networks;  // every network wanted or owned, by name
   std::vector<FirewallRuleView> firewall_rules;  // every rule wanted or owned, by name
   // Every wanted rule is in FWAPI as written: instances may turn their
   // firewall on (before, an ALLOW rule not made yet would cut traffic).
@@ -305,6 +336,14 @@ Decision Decide(const Snapshot& s, absl::Time now, PlanCache* cache = nullptr);
 // FWAPI, each rule's view and the problems (no FWAPI address, FWAPI not
 // read, a failing change). Sets d->firewall_in_place.
 void DecideFirewall(const Snapshot& s, Decision* d);
+
+// The fabric part of Decide: the VLAN and networks to create, update and
+// delete in NAPI (a network only once no instance of the project is on it),
+// each network's view and the problems.
+void DecideFabric(const Snapshot& s, Decision* d);
+// The uuid of the project's fabric network `name` (the manifest's name), or
+// "" while it is not made.
+std::string FabricNetworkUuid(const Snapshot& s, const std::string& name);
 
 // What an instance of `service` should carry in place (not rolled out):
 // CNS names, the firewall tag, firewall_enabled.

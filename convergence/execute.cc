@@ -140,6 +140,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   }
   std::vector<JobRecord> sent = Send(s, steps, installs, imports, d.uninstalls, &d.memory, &r, &events, &problems);
   ChangeFirewall(s, d, &events);
+  ChangeFabric(s, d, &events);
   // The backlog the pump may send (PumpProject): creates without placement
   // rules (those are placed against the instances of a fresh listing).
   std::vector<Step> backlog;
@@ -202,6 +203,62 @@ void Reconciler::ChangeFirewall(const Snapshot& s, const Decision& d, std::vecto
       events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "firewall.rule-failed", "",
                                     absl::StrCat(c.name, " not ", done, ": ", st.message())});
       LogWarn("firewall rule change failed", {{"project", p.name}, {"rule", c.name}, {"error", st.ToString()}});
+    }
+  }
+}
+
+void Reconciler::ChangeFabric(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events) {
+  if (options_.napi == nullptr || d.fabric_changes.empty()) return;
+  const ProjectRecord& p = s.project;
+  if (const Fence* f = ScopedFence::Current(); f != nullptr) {
+    if (!store_->CheckFence(*f).ok()) return;  // another node holds the project: it decides again
+  }
+  const std::string& owner = TenantOf(p);
+  bool vlan_failed = false;
+  for (const FabricChange& c : d.fabric_changes) {
+    using K = FabricChange::Kind;
+    absl::Status st;
+    std::string kind, what = c.name.empty() ? "vlan" : c.name;
+    switch (c.kind) {
+      case K::kCreateVlan:
+        st = options_.napi->CreateFabricVlan(owner, c.vlan);
+        kind = "vlan-created";
+        vlan_failed = !st.ok();
+        break;
+      case K::kCreateNetwork:
+        if (vlan_failed) continue;  // after the VLAN, at the next sync
+        st = options_.napi->CreateFabricNetwork(owner, c.network).status();
+        kind = "network-created";
+        break;
+      case K::kUpdateNetwork:
+        st = options_.napi->UpdateNetwork(c.network);
+        kind = "network-updated";
+        break;
+      case K::kDeleteNetwork:
+        st = options_.napi->DeleteFabricNetwork(owner, c.network.vlan_id, c.network.uuid);
+        if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
+        kind = "network-deleted";
+        break;
+      case K::kDeleteVlan:
+        st = options_.napi->DeleteFabricVlan(owner, c.vlan.vlan_id);
+        if (absl::IsNotFound(st)) st = absl::OkStatus();
+        kind = "vlan-deleted";
+        break;
+    }
+    NoteApi("NAPI", st);
+    std::string detail = c.name.empty() ? absl::StrCat("VLAN ", c.vlan.vlan_id)
+                                        : absl::StrCat(c.name, " (", c.network.name, ", ", c.network.subnet, ")");
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[p.uuid];
+    if (st.ok()) {
+      ps.fabric_failures.erase(what);
+      if (c.kind == K::kCreateVlan || c.kind == K::kCreateNetwork) ps.fabric_owned = true;
+      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "fabric." + kind, "", detail});
+    } else {
+      ps.fabric_failures[what] = std::string(st.message());
+      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "fabric.change-failed", "",
+                                    absl::StrCat(detail, ": ", st.message())});
+      LogWarn("fabric change failed", {{"project", p.name}, {"what", what}, {"error", st.ToString()}});
     }
   }
 }

@@ -50,6 +50,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   if (s.actual_known && observe_only) RecallStoredTimes(&s);
   else if (s.actual_known && last_seen) ShowTrackedTimes(&s);
   else if (s.actual_known) TrackTimes(&s, now);
+  GatherFabric(&s, last_seen);  // before the recipes: services name its networks
   std::set<std::string> label_keys;
   RETURN_IF_ERROR(GatherRecipes(&s, last_seen, &label_keys));
   if (!last_seen) GatherLabelledVms(&s, label_keys);  // only creates need them
@@ -538,14 +539,28 @@ void Reconciler::BuildRecipe(Snapshot* s, const std::string& service, const Serv
     if (pkg.ok()) r.dimensions = DimensionsOf(spec, *pkg);
     else hold(spec.package.empty() ? "resources" : "package", pkg.status());
   }
-  if (!spec.networks.empty()) {
-    if (options_.napi == nullptr) {
-      r.networks = spec.networks;  // uuids, as given
-    } else {
-      auto nets = ChooseNetworks(spec.networks, *(*catalog)->networks, Owner(s->project, spec));
-      if (nets.ok()) r.networks = std::move(*nets);
-      else hold("networks", nets.status());
+  if (spec.networks.empty()) return;
+  // In the manifest's order (the first is the primary NIC): the project's
+  // fabric networks by their uuid once made, the others from NAPI.
+  const std::optional<FabricSpec>& fabric = s->goal->fabric;
+  std::vector<std::string> napi = NapiNetworks(spec, fabric);
+  if (options_.napi != nullptr && !napi.empty()) {
+    auto nets = ChooseNetworks(napi, *(*catalog)->networks, Owner(s->project, spec));
+    if (!nets.ok()) return hold("networks", nets.status());
+    napi = std::move(*nets);
+  }
+  size_t next = 0;
+  for (const std::string& name : spec.networks) {
+    if (!fabric || !fabric->networks.count(name)) {
+      r.networks.push_back(napi[next++]);
+      continue;
     }
+    std::string uuid = FabricNetworkUuid(*s, name);
+    if (uuid.empty()) {
+      return hold("networks", absl::FailedPreconditionError(absl::StrCat(
+                                  "fabric network ", name, " is not made yet (`mariposa status` shows the fabric)")));
+    }
+    r.networks.push_back(uuid);
   }
 }
 
@@ -660,6 +675,50 @@ void Reconciler::GatherFirewall(Snapshot* snapshot, bool last_seen) {
   ps.firewall_error.clear();
   ps.firewall = owned;
   s.firewall = std::move(owned);
+}
+
+// The account's fabric VLANs and the networks the project owns (their
+// description's marker), read while the goal has a fabric or the project
+// may own some (always while it is being deleted); `last_seen`: the last
+// sync's reading.
+void Reconciler::GatherFabric(Snapshot* snapshot, bool last_seen) {
+  Snapshot& s = *snapshot;
+  if (options_.napi == nullptr) return;
+  bool wanted = s.goal && s.goal->fabric;
+  const std::string& owner = TenantOf(s.project);
+  {
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[s.project.uuid];
+    s.fabric_failures = ps.fabric_failures;
+    if (last_seen) {
+      s.fabric = ps.fabric;
+      s.fabric_error = ps.fabric_error;
+      return;
+    }
+    if (!wanted && !ps.fabric_owned && !s.project.deleting) return;
+  }
+  auto vlans = options_.napi->ListFabricVlans(owner);
+  absl::StatusOr<std::vector<triton::FabricNetwork>> networks =
+      vlans.ok() ? options_.napi->ListFabricNetworks(owner) : vlans.status();
+  NoteApi("NAPI", networks.status());
+  absl::MutexLock l(&mu_);
+  ProjectState& ps = projects_[s.project.uuid];
+  if (!networks.ok()) {
+    s.fabric_error = ps.fabric_error = std::string(networks.status().message());
+    ps.fabric.reset();
+    return;
+  }
+  Snapshot::FabricSeen seen;
+  seen.vlans = std::move(*vlans);
+  bool owns_vlan = false;
+  for (const triton::FabricVlan& v : seen.vlans) owns_vlan |= ParseOwnedMarker(s.project.uuid, "vlan", v.description).has_value();
+  for (triton::FabricNetwork& n : *networks) {
+    if (ParseOwnedMarker(s.project.uuid, "network", n.description)) seen.networks.push_back(std::move(n));
+  }
+  ps.fabric_owned = owns_vlan || !seen.networks.empty();
+  ps.fabric_error.clear();
+  ps.fabric = seen;
+  s.fabric = std::move(seen);
 }
 
 bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,

@@ -33,6 +33,7 @@ struct ProjectGoal {
   std::map<std::string, std::string> meta_defaults;  // the manifest's meta
   std::map<std::string, ServiceGoalSpec> services;   // by name
   std::map<std::string, FirewallRuleSpec> firewall;  // the manifest's firewall rules, by name
+  std::optional<FabricSpec> fabric;                  // the manifest's fabric
 };
 
 // The spec whose health checks (and start.window) an instance of `service`

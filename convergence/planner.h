@@ -42,6 +42,7 @@ struct InstanceState {
   std::string cns;        // its tag triton.cns.services (set in place: Decider::Retags)
   std::string firewall;   // its tag mariposa.firewall (projects/firewall.h; set in place too)
   bool firewall_enabled = false;  // VMAPI's firewall_enabled (set in place too)
+  std::vector<std::string> networks;  // the uuids of the networks its NICs are on
   int64_t version = 0;  // number of the project version it was created for
   absl::Time created;
   absl::Time modified = absl::InfinitePast();  // VMAPI's last_modified (orders change-feed items)

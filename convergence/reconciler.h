@@ -266,6 +266,11 @@ class Reconciler {
   void GatherRemovedAgents(Snapshot* s);
   void GatherServers(Snapshot* s, bool last_seen);
   void GatherFirewall(Snapshot* s, bool last_seen);
+  void GatherFabric(Snapshot* s, bool last_seen);
+  // The Decision's fabric changes, sent to NAPI in order while this node
+  // holds the project (a failed VLAN create skips its networks); an event
+  // for each, failures kept for status.
+  void ChangeFabric(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events);
   // The Decision's firewall changes, sent to FWAPI one by one while this
   // node holds the project; an event for each, failures kept for status.
   void ChangeFirewall(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events);
@@ -428,6 +433,11 @@ class Reconciler {
     std::string firewall_error;
     bool firewall_owned = true;
     std::map<std::string, std::string> firewall_failures;
+    // NAPI fabric: the same, for the project's VLAN and networks.
+    std::optional<Snapshot::FabricSeen> fabric;
+    std::string fabric_error;
+    bool fabric_owned = true;
+    std::map<std::string, std::string> fabric_failures;
     // The pump's: creates the last sync's job window held (tasks resolved),
     // what they were decided on, changes_ then, when that sync ended, and
     // the jobs the pump saw end (the next sync counts them).

@@ -116,6 +116,15 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
     f->set_state(v.state);
     f->set_error(v.error);
   }
+  for (const FabricNetworkView& v : d.fabric_networks) {
+    v1::FabricNetworkStatus* f = resp->add_fabric_networks();
+    f->set_name(v.name);
+    f->set_napi_name(v.napi_name);
+    f->set_subnet(v.subnet);
+    f->set_uuid(v.uuid);
+    f->set_state(v.state);
+    f->set_error(v.error);
+  }
   for (const Problem& p : d.problems) ProblemToProto(p, resp->add_problems());
   for (const Problem& p : reconciler_->ExecuteProblems(s.project.uuid)) ProblemToProto(p, resp->add_problems());
   if (controller_problems_) controller_problems_(resp);

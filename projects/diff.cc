@@ -129,6 +129,8 @@ v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest&
   DiffMaps("deployment_groups", GroupsValue(b), GroupsValue(after), 0, d.mutable_project_fields());
   DiffMaps("meta", MetaValue(b), MetaValue(after), 0, d.mutable_project_fields());
   DiffMaps("firewall", FirewallValue(b), FirewallValue(after), 0, d.mutable_project_fields());
+  DiffMaps("fabric", b.fabric ? FabricValue(*b.fabric) : Value::Map(), after.fabric ? FabricValue(*after.fabric) : Value::Map(),
+           2, d.mutable_project_fields());
   return d;
 }
 

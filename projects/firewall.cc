@@ -155,14 +155,20 @@ std::string FirewallRuleHash(const std::string& rule_text, const FirewallRuleSpe
 
 std::string FirewallDescription(const std::string& project_uuid, const std::string& name,
                                 const std::string& rule_text, const FirewallRuleSpec& r) {
-  std::string d = absl::StrCat("mariposa ", project_uuid, " rule ", name, " ", FirewallRuleHash(rule_text, r));
-  if (!r.description.empty()) absl::StrAppend(&d, ": ", r.description);
+  return OwnedDescription(project_uuid, "rule", name, FirewallRuleHash(rule_text, r), r.description);
+}
+
+std::string OwnedDescription(const std::string& project_uuid, const std::string& kind, const std::string& name,
+                             const std::string& hash, const std::string& description) {
+  std::string d = absl::StrCat("mariposa ", project_uuid, " ", kind, " ", name, " ", hash);
+  if (!description.empty()) absl::StrAppend(&d, ": ", description);
   return d;
 }
 
-std::optional<OwnedMarker> ParseFirewallDescription(const std::string& project_uuid, const std::string& description) {
+std::optional<OwnedMarker> ParseOwnedMarker(const std::string& project_uuid, const std::string& kind,
+                                            const std::string& description) {
   absl::string_view d = description;
-  if (!absl::ConsumePrefix(&d, absl::StrCat("mariposa ", project_uuid, " rule "))) return std::nullopt;
+  if (!absl::ConsumePrefix(&d, absl::StrCat("mariposa ", project_uuid, " ", kind, " "))) return std::nullopt;
   size_t space = d.find(' ');
   if (space == absl::string_view::npos || space == 0) return std::nullopt;
   OwnedMarker m{std::string(d.substr(0, space)), std::string(d.substr(space + 1, 12))};

@@ -72,12 +72,23 @@ FirewallNeeds FirewallNeedsOf(const std::map<std::string, FirewallRuleSpec>& rul
 std::string FirewallRuleUuid(const std::string& project_uuid, const std::string& name);
 std::string FirewallDescription(const std::string& project_uuid, const std::string& name,
                                 const std::string& rule_text, const FirewallRuleSpec& r);
-// From a rule's description: the rule name and hash when the project owns
-// it (its marker), else nullopt.
+// What the project owns in Triton (FWAPI rules, NAPI fabric networks and
+// VLANs) says so in its description: "mariposa <project uuid> <kind> <name>
+// <hash of 12 hex digits>", then ": " and the manifest's description when
+// there is one.
+std::string OwnedDescription(const std::string& project_uuid, const std::string& kind, const std::string& name,
+                             const std::string& hash, const std::string& description);
+// From such a description: the name and hash when the project owns it as
+// `kind`, else nullopt.
 struct OwnedMarker {
   std::string name, hash;
 };
-std::optional<OwnedMarker> ParseFirewallDescription(const std::string& project_uuid, const std::string& description);
+std::optional<OwnedMarker> ParseOwnedMarker(const std::string& project_uuid, const std::string& kind,
+                                            const std::string& description);
+inline std::optional<OwnedMarker> ParseFirewallDescription(const std::string& project_uuid,
+                                                           const std::string& description) {
+  return ParseOwnedMarker(project_uuid, "rule", description);
+}
 // The hash FirewallDescription puts in its marker.
 std::string FirewallRuleHash(const std::string& rule_text, const FirewallRuleSpec& r);
 

@@ -482,6 +482,7 @@ class Parser {
       firewall_node = &n;
       Firewall(n, p);
     };
+    f["fabric"] = [&](const YamlNode& n, const std::string& p) { Fabric(n, p); };
     f["services"] = [&](const YamlNode& n, const std::string& p) {
       if (n.IsNull()) return;
       if (!n.IsMap()) {
@@ -601,6 +602,61 @@ class Parser {
       }
     }
     m_.firewall[name] = std::move(r);
+  }
+
+  // fabric: {vlan, networks: NAME -> {subnet, gateway, provision_start,
+  // provision_end, resolvers, routes, internet_nat, description}}
+  // (docs/manifest.md "Fabric networks").
+  void Fabric(const YamlNode& n, const std::string& path) {
+    if (n.IsNull()) return;
+    FabricSpec fabric;
+    const YamlNode* vlan_node = nullptr;
+    Fields f;
+    f["vlan"] = [&](const YamlNode& v, const std::string& p) {
+      vlan_node = &v;
+      Int(v, p, &fabric.vlan, 2, 4094);
+    };
+    f["networks"] = [&](const YamlNode& v, const std::string& p) {
+      Named(v, p, "network", [&](const std::string& name) { return fabric.networks.count(name) > 0; },
+            [&](const std::string& name, const YamlNode&, const YamlNode& def, const std::string& np) {
+              FabricNetwork(def, np, &fabric.networks[name]);
+              return true;
+            });
+    };
+    ParseMap(n, path, f);
+    if (vlan_node == nullptr) Error(n, path, "vlan: is required: the account's VLAN id (2..4094) the networks go on");
+    if (fabric.networks.empty()) Error(n, path, "networks: names none; a fabric holds at least one network");
+    for (auto a = fabric.networks.begin(); a != fabric.networks.end(); ++a) {
+      for (auto b = std::next(a); b != fabric.networks.end(); ++b) {
+        if (SubnetsOverlap(a->second.subnet, b->second.subnet)) {
+          Error(n, Join(path, "networks." + b->first + ".subnet"),
+                absl::StrCat(b->second.subnet, " overlaps network ", a->first, "'s ", a->second.subnet,
+                             ": the networks of one VLAN need subnets of their own"));
+        }
+      }
+    }
+    m_.fabric = std::move(fabric);
+  }
+
+  void FabricNetwork(const YamlNode& def, const std::string& np, FabricNetworkSpec* net) {
+    Fields f;
+    for (auto [key, out] : {std::pair{"subnet", &net->subnet}, {"gateway", &net->gateway},
+                            {"provision_start", &net->provision_start}, {"provision_end", &net->provision_end},
+                            {"description", &net->description}}) {
+      f[key] = [this, out = out](const YamlNode& v, const std::string& p) { String(v, p, out); };
+    }
+    f["resolvers"] = [&](const YamlNode& v, const std::string& p) { StringList(v, p, &net->resolvers); };
+    f["routes"] = [&](const YamlNode& v, const std::string& p) { StringMap(v, p, &net->routes, false); };
+    f["internet_nat"] = [&](const YamlNode& v, const std::string& p) { Bool(v, p, &net->internet_nat); };
+    int64_t errors = error_count_;
+    ParseMap(def, np, f);
+    if (error_count_ != errors) return;
+    if (net->subnet.empty()) {
+      Error(def, np, "subnet: is required (e.g. subnet: 10.0.1.0/24)");
+    } else if (std::string why = CheckFabricNetwork(*net); !why.empty()) {
+      size_t colon = why.find(": ");
+      Error(def, Join(np, why.substr(0, colon)), why.substr(colon + 2));
+    }
   }
 
   // One side of a rule: one endpoint or a list of them.
@@ -1411,6 +1467,26 @@ Value FirewallRuleValue(const FirewallRuleSpec& r) {
   return Value::FromMap(std::move(v));
 }
 
+Value FabricValue(const FabricSpec& f) {
+  Value networks = Value::Map();
+  for (const auto& [name, n] : f.networks) {
+    std::map<std::string, Value> v;
+    v["subnet"] = Value::Str(n.subnet);
+    for (auto [key, text] : {std::pair{"gateway", &n.gateway}, {"provision_start", &n.provision_start},
+                             {"provision_end", &n.provision_end}, {"description", &n.description}}) {
+      if (!text->empty()) v[key] = Value::Str(*text);
+    }
+    if (!n.resolvers.empty()) v["resolvers"] = StrList(n.resolvers);
+    if (!n.routes.empty()) v["routes"] = StrMap(n.routes);
+    if (!n.internet_nat) v["internet_nat"] = Value::Bool(false);
+    networks.Append(name, Value::FromMap(std::move(v)));
+  }
+  Value out = Value::Map();
+  out.Append("networks", std::move(networks));
+  out.Append("vlan", Value::Int(f.vlan));
+  return out;
+}
+
 std::vector<std::string> CnsNames(const std::string& project, const std::string& service, const ServiceSpec& s) {
   if (s.compute_type == "agent" || s.compute_type == "core") return {};
   if (s.cns) return *s.cns;
@@ -1468,6 +1544,7 @@ std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
     for (const auto& [name, r] : m.firewall) rules.Append(name, FirewallRuleValue(r));
     root["firewall"] = std::move(rules);
   }
+  if (m.fabric) root["fabric"] = FabricValue(*m.fabric);
   Value services = Value::Map();
   for (const auto& kv : m.services) {
     Value spec = ServiceSpecValue(kv.second);

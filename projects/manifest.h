@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "common/cancel.h"
 #include "common/value.h"
+#include "projects/fabric.h"
 #include "projects/firewall.h"
 
 namespace mariposa {
@@ -132,8 +133,9 @@ struct ServiceSpec {
 
 // Triton CNS's tag of service names (comma-separated), and the names a
 // service's instances carry (ServiceSpec::cns).
-// A firewall rule as the canonical form and the diff write it.
+// A firewall rule, and the fabric, as the canonical form and the diff write them.
 Value FirewallRuleValue(const FirewallRuleSpec& r);
+Value FabricValue(const FabricSpec& f);
 
 inline constexpr char kCnsServicesTag[] = "triton.cns.services";
 std::vector<std::string> CnsNames(const std::string& project, const std::string& service, const ServiceSpec& s);
@@ -156,6 +158,7 @@ struct Manifest {
   std::vector<std::string> networks;  // the default of services naming none
   std::map<std::string, ServiceSpec> services;
   std::map<std::string, FirewallRuleSpec> firewall;  // rule name -> rule (projects/firewall.h)
+  std::optional<FabricSpec> fabric;                  // the project's VLAN and networks (projects/fabric.h)
   std::map<std::string, Value> reserved;  // top-level RFD 36 keys not run yet
   std::vector<ManifestDiagnostic> warnings;
   std::vector<TemplateUse> templates;

@@ -53,6 +53,15 @@ Result Status(Context& c, const Parsed& p) {
     if (s.cns_names_size() > 0) cns.push_back(absl::StrCat(s.name(), " ", absl::StrJoin(s.cns_names(), ",")));
   }
   if (!cns.empty()) out << "\nCNS service names: " << absl::StrJoin(cns, "; ") << "\n";
+  if (resp.fabric_networks_size() > 0) {
+    Rows fab;
+    for (const auto& f : resp.fabric_networks()) {
+      fab.push_back({f.name(), f.state(), f.subnet(), f.napi_name(), f.uuid().empty() ? "-" : f.uuid(),
+                     f.error().empty() ? "-" : f.error()});
+    }
+    out << "\n";
+    c.Table({"FABRIC NETWORK", "STATE", "SUBNET", "NAPI NAME", "UUID", "LAST ERROR"}, fab);
+  }
   if (resp.firewall_rules_size() > 0) {
     Rows fw;
     for (const auto& f : resp.firewall_rules()) {

@@ -287,12 +287,37 @@ struct Network {
   std::vector<std::string> owner_uuids;  // empty: anyone may provision on it
 };
 
+// An account's fabric VLAN (NAPI).
+struct FabricVlan {
+  int vlan_id = 0;
+  std::string name, description;
+};
+
+// A fabric network (NAPI), as created and listed.
+struct FabricNetwork {
+  std::string uuid, name, subnet, gateway, provision_start_ip, provision_end_ip, description;
+  int vlan_id = 0;
+  std::vector<std::string> resolvers;
+  std::map<std::string, std::string> routes;
+  bool internet_nat = true;
+};
+
 // NAPI.
 class NapiClient {
  public:
   virtual ~NapiClient() = default;
   // Every network, then every network pool (pool = true).
   virtual absl::StatusOr<std::vector<Network>> ListNetworks() = 0;
+  // Fabrics, for `owner`'s account.
+  virtual absl::StatusOr<std::vector<FabricVlan>> ListFabricVlans(const std::string& owner) = 0;
+  virtual absl::Status CreateFabricVlan(const std::string& owner, const FabricVlan& v) = 0;
+  virtual absl::Status DeleteFabricVlan(const std::string& owner, int vlan_id) = 0;
+  // Every fabric network of the account, on any VLAN.
+  virtual absl::StatusOr<std::vector<FabricNetwork>> ListFabricNetworks(const std::string& owner) = 0;
+  virtual absl::StatusOr<FabricNetwork> CreateFabricNetwork(const std::string& owner, const FabricNetwork& n) = 0;
+  // Resolvers, routes and description of network n.uuid (UpdateNetwork).
+  virtual absl::Status UpdateNetwork(const FabricNetwork& n) = 0;
+  virtual absl::Status DeleteFabricNetwork(const std::string& owner, int vlan_id, const std::string& uuid) = 0;
 };
 
 // An FWAPI firewall rule (sdc-fwapi's rule object).

@@ -497,6 +497,89 @@ absl::StatusOr<std::vector<Network>> HttpNapiClient::ListNetworks() {
   return out;
 }
 
+namespace {
+
+std::string Vlans(const std::string& owner) { return absl::StrCat("/fabrics/", UrlEncode(owner), "/vlans"); }
+
+FabricNetwork ToFabricNetwork(const json& j) {
+  FabricNetwork n;
+  n.uuid = Str(j, "uuid");
+  n.name = Str(j, "name");
+  n.subnet = Str(j, "subnet");
+  n.gateway = Str(j, "gateway");
+  n.provision_start_ip = Str(j, "provision_start_ip");
+  n.provision_end_ip = Str(j, "provision_end_ip");
+  n.description = Str(j, "description");
+  n.vlan_id = j.value("vlan_id", 0);
+  n.resolvers = Strings(j, "resolvers");
+  if (j.contains("routes") && j["routes"].is_object()) {
+    for (const auto& [d, g] : j["routes"].items()) {
+      if (g.is_string()) n.routes[d] = g.get<std::string>();
+    }
+  }
+  n.internet_nat = j.value("internet_nat", true);
+  return n;
+}
+
+json MutableBody(const FabricNetwork& n) {
+  return json{{"resolvers", n.resolvers}, {"routes", n.routes}, {"description", n.description}};
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<FabricVlan>> HttpNapiClient::ListFabricVlans(const std::string& owner) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListFabricVLANs", "GET", Vlans(owner)));
+  ASSIGN_OR_RETURN(json list, ParseJson(r, "ListFabricVLANs"));
+  if (!list.is_array()) return absl::DataLossError("ListFabricVLANs: answer is not an array");
+  std::vector<FabricVlan> out;
+  for (const auto& j : list) out.push_back({j.value("vlan_id", 0), Str(j, "name"), Str(j, "description")});
+  return out;
+}
+
+absl::Status HttpNapiClient::CreateFabricVlan(const std::string& owner, const FabricVlan& v) {
+  json body = {{"vlan_id", v.vlan_id}, {"name", v.name}, {"description", v.description}};
+  return http_.Call("CreateFabricVLAN", "POST", Vlans(owner), body.dump()).status();
+}
+
+absl::Status HttpNapiClient::DeleteFabricVlan(const std::string& owner, int vlan_id) {
+  return http_.Call("DeleteFabricVLAN", "DELETE", absl::StrCat(Vlans(owner), "/", vlan_id)).status();
+}
+
+absl::StatusOr<std::vector<FabricNetwork>> HttpNapiClient::ListFabricNetworks(const std::string& owner) {
+  // One call for every VLAN: ListNetworks filtered to the account's fabric.
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListNetworks", "GET",
+                                              "/networks?fabric=true&provisionable_by=" + UrlEncode(owner)));
+  ASSIGN_OR_RETURN(json list, ParseJson(r, "ListNetworks"));
+  if (!list.is_array()) return absl::DataLossError("ListNetworks: answer is not an array");
+  std::vector<FabricNetwork> out;
+  for (const auto& j : list) out.push_back(ToFabricNetwork(j));
+  return out;
+}
+
+absl::StatusOr<FabricNetwork> HttpNapiClient::CreateFabricNetwork(const std::string& owner, const FabricNetwork& n) {
+  json body = MutableBody(n);
+  body["name"] = n.name;
+  body["subnet"] = n.subnet;
+  body["provision_start_ip"] = n.provision_start_ip;
+  body["provision_end_ip"] = n.provision_end_ip;
+  if (!n.gateway.empty()) body["gateway"] = n.gateway;
+  body["internet_nat"] = n.internet_nat;
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("CreateFabricNetwork", "POST",
+                                              absl::StrCat(Vlans(owner), "/", n.vlan_id, "/networks"), body.dump()));
+  ASSIGN_OR_RETURN(json j, ParseJson(r, "CreateFabricNetwork"));
+  return ToFabricNetwork(j);
+}
+
+absl::Status HttpNapiClient::UpdateNetwork(const FabricNetwork& n) {
+  return http_.Call("UpdateNetwork", "PUT", "/networks/" + UrlEncode(n.uuid), MutableBody(n).dump()).status();
+}
+
+absl::Status HttpNapiClient::DeleteFabricNetwork(const std::string& owner, int vlan_id, const std::string& uuid) {
+  return http_
+      .Call("DeleteFabricNetwork", "DELETE", absl::StrCat(Vlans(owner), "/", vlan_id, "/networks/", UrlEncode(uuid)))
+      .status();
+}
+
 absl::StatusOr<std::vector<FwRule>> HttpFwapiClient::ListRules(const std::string& owner_uuid) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListRules", "GET", "/rules?owner_uuid=" + UrlEncode(owner_uuid)));
   ASSIGN_OR_RETURN(json list, ParseJson(r, "ListRules"));

@@ -93,6 +93,13 @@ class HttpNapiClient : public NapiClient {
   HttpNapiClient(HttpOptions options, const Clock* clock, MetricsHook hook = nullptr)
       : http_("napi", std::move(options), clock, std::move(hook)) {}
   absl::StatusOr<std::vector<Network>> ListNetworks() override;
+  absl::StatusOr<std::vector<FabricVlan>> ListFabricVlans(const std::string& owner) override;
+  absl::Status CreateFabricVlan(const std::string& owner, const FabricVlan& v) override;
+  absl::Status DeleteFabricVlan(const std::string& owner, int vlan_id) override;
+  absl::StatusOr<std::vector<FabricNetwork>> ListFabricNetworks(const std::string& owner) override;
+  absl::StatusOr<FabricNetwork> CreateFabricNetwork(const std::string& owner, const FabricNetwork& n) override;
+  absl::Status UpdateNetwork(const FabricNetwork& n) override;
+  absl::Status DeleteFabricNetwork(const std::string& owner, int vlan_id, const std::string& uuid) override;
 
  private:
   HttpClient http_;
