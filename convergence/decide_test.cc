@@ -857,6 +857,88 @@ TEST(DecideTest, FirewallRulesAndTheirInstances) {
   EXPECT_EQ(web.firewall_enabled, std::optional<bool>(false));
 }
 
+// The fabric (DecideFabric), as a table: the VLAN before its networks, a
+// network deleted only once no instance is on it, the VLAN the project made
+// with the last network; what NAPI cannot change is a problem, not a change.
+TEST(DecideTest, FabricVlanAndNetworks) {
+  const std::string with = "project: p\nservices:\n  db: {image: db@1, count: 1, networks: [private]}\n"
+                           "fabric:\n  vlan: 44\n  networks:\n    private: {subnet: 10.0.1.0/24, gateway: 10.0.1.1}\n";
+  const std::string without = "project: p\nservices:\n  db: {image: db@1, count: 1}\n";
+  auto goal_with = GoalOf(with);
+  const FabricNetworkSpec& spec = goal_with->fabric->networks.at("private");
+  auto net = [&](const std::string& uuid, const FabricNetworkSpec& n, int vlan = 44) {
+    triton::FabricNetwork f;
+    f.uuid = uuid;
+    f.name = "p-private";
+    f.vlan_id = vlan;
+    f.subnet = n.subnet;
+    f.gateway = n.gateway;
+    std::tie(f.provision_start_ip, f.provision_end_ip) = ProvisionRange(n);
+    f.description = FabricNetworkDescription("p-uuid", "private", n);
+    return f;
+  };
+  const triton::FabricVlan ours{44, "p", FabricVlanDescription("p-uuid", 44)};
+  const triton::FabricVlan theirs{44, "shared", "made by hand"};
+  FabricNetworkSpec resolvers = spec;
+  resolvers.resolvers = {"8.8.8.8"};
+  FabricNetworkSpec moved = spec;
+  moved.subnet = "10.0.9.0/24";
+  moved.gateway = "10.0.9.1";
+  struct Case {
+    std::string name;
+    bool with;
+    std::vector<triton::FabricVlan> vlans;
+    std::vector<triton::FabricNetwork> networks;
+    bool on_it;          // the instance has a NIC on n1
+    std::string changes;  // kinds, in order
+    std::string state;    // private's view
+  };
+  const std::vector<Case> cases = {
+      {"nothing yet: VLAN, then network", true, {}, {}, false, "vlan+ net+", "to create"},
+      {"a VLAN of the account's already: used as it is", true, {theirs}, {}, false, "net+", "to create"},
+      {"in place", true, {ours}, {net("n1", spec)}, true, "", "in place"},
+      {"resolvers changed: updated", true, {ours}, {net("n1", resolvers)}, true, "net~", "to update"},
+      {"subnet changed: not in place", true, {ours}, {net("n1", moved)}, true, "", "cannot change in place"},
+      {"on another VLAN: not in place", true, {ours}, {net("n1", spec, 45)}, true, "", "cannot change in place"},
+      {"removed, an instance still on it: waits", false, {ours}, {net("n1", spec)}, true, "",
+       "waiting: 1 instances still on it"},
+      {"removed, nothing on it: network, then our VLAN", false, {ours}, {net("n1", spec)}, false, "net- vlan-",
+       "to delete"},
+      {"removed: a VLAN not ours stays", false, {theirs}, {net("n1", spec)}, false, "net-", "to delete"},
+  };
+  for (const Case& c : cases) {
+    Snapshot s = SnapshotOf(GoalOf(c.with ? with : without));
+    s.fabric = Snapshot::FabricSeen{c.vlans, c.networks};
+    s.instances = {Instance(s, "db", 1)};
+    if (c.on_it) s.instances[0].networks = {"n1"};
+    Decision d = Decide(s, kT0);
+    std::vector<std::string> got;
+    static const char* kKinds[] = {"vlan+", "net+", "net~", "net-", "vlan-"};
+    for (const FabricChange& f : d.fabric_changes) got.push_back(kKinds[static_cast<int>(f.kind)]);
+    EXPECT_EQ(absl::StrJoin(got, " "), c.changes) << c.name;
+    std::string state;
+    for (const FabricNetworkView& v : d.fabric_networks) {
+      if (v.name == "private") state = v.state;
+    }
+    EXPECT_EQ(state, c.state) << c.name;
+    EXPECT_EQ(d.converged, c.state == "in place") << c.name;
+    if (!d.fabric_changes.empty() && d.fabric_changes[0].kind == FabricChange::Kind::kCreateNetwork) {
+      const triton::FabricNetwork& n = d.fabric_changes[0].network;
+      EXPECT_EQ(n.name, "p-private") << c.name;
+      EXPECT_EQ(n.provision_start_ip, "10.0.1.2") << c.name;
+      EXPECT_EQ(n.vlan_id, 44) << c.name;
+    }
+  }
+  // Not read: unknown, a problem, nothing changed.
+  Snapshot s = SnapshotOf(goal_with);
+  s.fabric_error = "NAPI: timeout";
+  Decision d = Decide(s, kT0);
+  EXPECT_TRUE(d.fabric_changes.empty());
+  ASSERT_EQ(d.fabric_networks.size(), 1u);
+  EXPECT_EQ(d.fabric_networks[0].state, "unknown");
+  EXPECT_FALSE(d.converged);
+}
+
 // A project being deleted deletes its rules, and goes only when none is
 // left.
 TEST(DecideTest, ADeletedProjectDeletesItsFirewallRulesFirst) {

@@ -105,6 +105,28 @@ std::string FabricFixed(const FabricNetworkSpec& n) {
                       n.internet_nat ? " nat" : " no-nat");
 }
 
+std::string FixedFabricChange(const std::optional<FabricSpec>& before, const std::optional<FabricSpec>& after) {
+  if (!before || !after) return "";
+  for (const auto& [name, b] : before->networks) {
+    auto a = after->networks.find(name);
+    if (a == after->networks.end()) continue;
+    std::string field = b.subnet != a->second.subnet                 ? "subnet"
+                        : b.gateway != a->second.gateway             ? "gateway"
+                        : ProvisionRange(b) != ProvisionRange(a->second) ? "provision_start"
+                        : b.internet_nat != a->second.internet_nat   ? "internet_nat"
+                        : before->vlan != after->vlan                ? ""
+                                                                     : "-";
+    if (field == "-") continue;
+    std::string path = field.empty() ? "fabric.vlan" : absl::StrCat("fabric.networks.", name, ".", field);
+    return absl::StrCat(path, ": network ", name, " (", FabricFixed(b), " on VLAN ", before->vlan,
+                        ") cannot become ", FabricFixed(a->second), " on VLAN ", after->vlan,
+                        " in place: NAPI changes no network's subnet, range, gateway, NAT zone or VLAN; nothing was "
+                        "changed. Give the network a new name (its instances move to it by a rollout), then remove "
+                        "the old one");
+  }
+  return "";
+}
+
 std::string FabricMutableHash(const FabricNetworkSpec& n) {
   std::vector<std::string> routes;
   for (const auto& [d, g] : n.routes) routes.push_back(absl::StrCat(d, "=", g));

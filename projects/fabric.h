@@ -26,6 +26,11 @@ struct FabricSpec {
   std::map<std::string, FabricNetworkSpec> networks;
 };
 
+// What an apply may not change of a network both versions have (NAPI
+// changes no network's subnet, provisioning range, gateway, NAT zone or
+// VLAN): "" when nothing, else the error, naming the field.
+std::string FixedFabricChange(const std::optional<FabricSpec>& before, const std::optional<FabricSpec>& after);
+
 // NAPI's name of a network: unique in the account, so the project's name
 // comes first ("jupiter-private").
 std::string FabricNetworkName(const std::string& project, const std::string& network);

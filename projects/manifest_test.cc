@@ -267,7 +267,7 @@ TEST(ManifestTest, GoldenErrors) {
       {"bad project name", "project: Jupiter_1\n",
        "t.yaml:1:10: project: project name \"Jupiter_1\" is not a DNS label (lower-case letters, digits and '-', at most 63)\n"},
       {"unknown top key", "project: p\nservice: {}\n",
-       "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, firewall, meta, networks, project, services\n"},
+       "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, fabric, firewall, meta, networks, project, services\n"},
       {"unknown service key", "project: p\nservices:\n  web:\n    image: x\n    imgae: y\n",
        "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"},
       {"duplicate key", "project: p\nproject: q\n", "t.yaml:2:1: project: duplicate key\n"},
@@ -804,6 +804,80 @@ TEST(ManifestFirewallTest, OwnershipMarkerAndUuid) {
   FirewallRuleSpec said = r;
   said.description = "other";
   EXPECT_NE(FirewallRuleHash(text, r), FirewallRuleHash(text, said));
+}
+
+}  // namespace
+}  // namespace mariposa
+
+namespace mariposa {
+namespace {
+
+const char kFabricBase[] = "project: p\nservices:\n  db: {image: x, networks: [private, external]}\n";
+
+TEST(ManifestFabricTest, FormsAndTheirDefaults) {
+  Manifest m = MustParse(absl::StrCat(kFabricBase, "fabric:\n  vlan: 44\n  networks:\n"
+                                                   "    private: {subnet: 10.0.1.0/24, gateway: 10.0.1.1, resolvers: [8.8.8.8],"
+                                                   " routes: {10.2.0.0/16: 10.0.1.254}, internet_nat: false}\n"
+                                                   "    back: {subnet: 10.0.2.0/24, provision_start: 10.0.2.10, "
+                                                   "provision_end: 10.0.2.20}\n"));
+  ASSERT_TRUE(m.fabric.has_value());
+  EXPECT_EQ(m.fabric->vlan, 44);
+  const FabricNetworkSpec& p = m.fabric->networks.at("private");
+  EXPECT_EQ(ProvisionRange(p), (std::pair<std::string, std::string>{"10.0.1.2", "10.0.1.254"})) << "after the gateway";
+  EXPECT_FALSE(p.internet_nat);
+  EXPECT_EQ(p.routes.at("10.2.0.0/16"), "10.0.1.254");
+  EXPECT_EQ(ProvisionRange(m.fabric->networks.at("back")),
+            (std::pair<std::string, std::string>{"10.0.2.10", "10.0.2.20"}));
+  EXPECT_EQ(FabricNetworkName("p", "private"), "p-private");
+  // The canonical form keeps it; only resolvers, routes and description
+  // change in place.
+  Manifest again = MustParse(CanonicalYaml(m));
+  ASSERT_TRUE(again.fabric.has_value());
+  EXPECT_EQ(FabricFixed(again.fabric->networks.at("private")), FabricFixed(p));
+  EXPECT_EQ(FabricMutableHash(again.fabric->networks.at("private")), FabricMutableHash(p));
+  FabricNetworkSpec moved = p;
+  moved.resolvers = {"1.1.1.1"};
+  EXPECT_EQ(FabricFixed(moved), FabricFixed(p));
+  EXPECT_NE(FabricMutableHash(moved), FabricMutableHash(p));
+  moved.subnet = "10.0.9.0/24";
+  EXPECT_NE(FabricFixed(moved), FabricFixed(p));
+  // The networks NAPI must have already: not the fabric's.
+  auto marker = ParseOwnedMarker("u", "network", FabricNetworkDescription("u", "private", p));
+  ASSERT_TRUE(marker.has_value());
+  EXPECT_EQ(marker->name, "private");
+  EXPECT_FALSE(ParseOwnedMarker("u", "rule", FabricNetworkDescription("u", "private", p)).has_value());
+}
+
+TEST(ManifestFabricTest, RefusalsAreLocated) {
+  struct Case {
+    std::string name, fabric, error;
+  };
+  const std::vector<Case> cases = {
+      {"no vlan", "  networks: {a: {subnet: 10.0.1.0/24}}\n",
+       "t.yaml:5:3: fabric: vlan: is required: the account's VLAN id (2..4094) the networks go on\n"},
+      {"vlan out of range", "  vlan: 1\n  networks: {a: {subnet: 10.0.1.0/24}}\n",
+       "t.yaml:5:9: fabric.vlan: 1 is out of range 2..4094\n"},
+      {"no networks", "  vlan: 44\n", "t.yaml:5:3: fabric: networks: names none; a fabric holds at least one network\n"},
+      {"no subnet", "  vlan: 44\n  networks: {a: {gateway: 10.0.1.1}}\n",
+       "t.yaml:6:17: fabric.networks.a: subnet: is required (e.g. subnet: 10.0.1.0/24)\n"},
+      {"bad subnet", "  vlan: 44\n  networks: {a: {subnet: 10.0.1.7/24}}\n",
+       "t.yaml:6:17: fabric.networks.a.subnet: \"10.0.1.7/24\" is not an IPv4 subnet ADDRESS/BITS with 8 to 30 bits, the "
+       "address on its boundary (e.g. 10.0.1.0/24)\n"},
+      {"gateway outside", "  vlan: 44\n  networks: {a: {subnet: 10.0.1.0/24, gateway: 10.0.2.1}}\n",
+       "t.yaml:6:17: fabric.networks.a.gateway: \"10.0.2.1\" is not a host of 10.0.1.0/24\n"},
+      {"range backwards",
+       "  vlan: 44\n  networks: {a: {subnet: 10.0.1.0/24, provision_start: 10.0.1.9, provision_end: 10.0.1.3}}\n",
+       "t.yaml:6:17: fabric.networks.a.provision_end: 10.0.1.3 comes before provision_start 10.0.1.9\n"},
+      {"bad resolver", "  vlan: 44\n  networks: {a: {subnet: 10.0.1.0/24, resolvers: [dns]}}\n",
+       "t.yaml:6:17: fabric.networks.a.resolvers: \"dns\" is not an IPv4 address\n"},
+      {"overlap", "  vlan: 44\n  networks: {a: {subnet: 10.0.0.0/16}, b: {subnet: 10.0.1.0/24}}\n",
+       "t.yaml:5:3: fabric.networks.b.subnet: 10.0.1.0/24 overlaps network a's 10.0.0.0/16: the networks of one VLAN "
+       "need subnets of their own\n"},
+      {"unknown key", "  vlan: 44\n  networks: {a: {subnet: 10.0.1.0/24, mtu: 9000}}\n",
+       "t.yaml:6:39: fabric.networks.a.mtu: unknown key \"mtu\"; expected one of: description, gateway, internet_nat, "
+       "provision_end, provision_start, resolvers, routes, subnet\n"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(Errors(absl::StrCat(kFabricBase, "fabric:\n", c.fabric)), c.error) << c.name;
 }
 
 }  // namespace

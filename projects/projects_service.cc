@@ -294,6 +294,9 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   RETURN_IF_ERROR(cancel->Check());
   out.diff = DiffManifests(before.get(), *compiled);
   if (before) {
+    if (std::string fixed = FixedFabricChange(before->manifest.fabric, m.fabric); !fixed.empty()) {
+      return absl::InvalidArgumentError(fixed);
+    }
     std::vector<std::string> dropped = DroppedCoreServices(before->manifest, m);
     if (!dropped.empty()) {
       std::string why = absl::StrCat("core service", dropped.size() == 1 ? " " : "s ", absl::StrJoin(dropped, ", "),

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -964,6 +965,74 @@ TEST_F(ConvergenceTest, FirewallRulesAreOwnedChangedAndRemovedWithTheManifest) {
   json left = json::parse(c.Get("/rules?owner_uuid=" + owner)->body);
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0]["description"], "by hand");
+}
+
+// A fabric: the VLAN and network made in NAPI for the project's account,
+// the service's instances on it, its change in place; removed from the
+// manifest, the instances move off by a rollout first, then the network
+// and the VLAN go. A subnet change is refused at apply.
+TEST_F(ConvergenceTest, FabricNetworksAreMadeUsedAndRemovedWithTheManifest) {
+  const std::string owner = "930896af-bf8c-48d4-885c-6573a94b1853";
+  std::string v1 = absl::StrReplaceAll(
+      manifest_, {{"project: jupiter\n", "project: jupiter\nfabric:\n  vlan: 44\n  networks:\n"
+                                          "    private: {subnet: 10.0.1.0/24, gateway: 10.0.1.1}\n"},
+                  {"    scale: 1\n", "    scale: 1\n    networks: [private]\n"}});
+  ASSERT_NE(v1.find("networks: [private]"), std::string::npos);
+  httplib::Client c(sim_->addr());
+  auto napi = [&](const std::string& path) { return json::parse(c.Get(path)->body); };
+  auto mysql_nets = [&] {
+    std::set<std::string> out;
+    for (const auto& vm : napi("/vms?state=active&tag.mariposa.service=mysql")) {
+      for (const auto& n : vm["nics"]) out.insert(n["network_uuid"].get<std::string>());
+    }
+    return out;
+  };
+  WriteFile(dir_ + "/v1.yaml", v1);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
+  json nets = napi("/networks?fabric=true&provisionable_by=" + owner);
+  std::string private_uuid;
+  for (const auto& n : nets) {
+    if (n["name"] == "jupiter-private") private_uuid = n["uuid"];
+  }
+  ASSERT_FALSE(private_uuid.empty()) << nets.dump();
+  EXPECT_EQ(napi("/fabrics/" + owner + "/vlans/44")["vlan_id"], 44);
+  EXPECT_EQ(mysql_nets(), std::set<std::string>{private_uuid});
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "jupiter", "status"}).out.find("converged\n") != std::string::npos ||
+                                      M({"-j", "jupiter", "status"}).out.find(": converged") != std::string::npos; },
+                         absl::Seconds(20)));
+  RunResult status = M({"-j", "jupiter", "status"});
+  EXPECT_NE(status.out.find("private         in place  10.0.1.0/24  jupiter-private  " + private_uuid), std::string::npos)
+      << status.out;
+
+  // Resolvers change in place; a new subnet is refused and changes nothing.
+  std::string v2 = absl::StrReplaceAll(v1, {{"gateway: 10.0.1.1}", "gateway: 10.0.1.1, resolvers: [8.8.8.8]}"}});
+  WriteFile(dir_ + "/v2.yaml", v2);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v2.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return napi("/networks/" + private_uuid)["resolvers"] == json::array({"8.8.8.8"}); },
+                         absl::Seconds(20)));
+  std::string moved = absl::StrReplaceAll(v2, {{"subnet: 10.0.1.0/24, gateway: 10.0.1.1", "subnet: 10.0.9.0/24, gateway: 10.0.9.1"}});
+  WriteFile(dir_ + "/moved.yaml", moved);
+  RunResult refused = M({"apply", "-f", dir_ + "/moved.yaml", "--yes"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("fabric.networks.private.subnet"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("Give the network a new name"), std::string::npos) << refused.err;
+
+  // Removed: mysql moves off by a rollout, then the network and the VLAN go.
+  WriteFile(dir_ + "/v3.yaml", manifest_);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v3.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return napi("/fabrics/" + owner + "/vlans").empty(); }, absl::Seconds(30)))
+      << M({"-j", "jupiter", "status"}).out;
+  EXPECT_EQ(mysql_nets().count(private_uuid), 0u);
+  EXPECT_EQ(Running(), (std::map<std::string, int>{{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
+  RunResult events = M({"-j", "jupiter", "events"});
+  for (const char* e : {"fabric.vlan-created", "fabric.network-created", "fabric.network-updated",
+                        "fabric.network-deleted", "fabric.vlan-deleted"}) {
+    EXPECT_NE(events.out.find(e), std::string::npos) << e << "\n" << events.out;
+  }
+  // The deletion came after mysql's move: its instance was never left
+  // without its network.
+  EXPECT_LT(events.out.find("reprovision"), events.out.find("fabric.network-deleted")) << events.out;
 }
 
 // What a manifest asks of the data center is checked at apply (nothing is

@@ -420,6 +420,54 @@ TEST_F(ClientsTest, FwapiRulesAtTheCallersUuid) {
   EXPECT_TRUE(absl::IsNotFound(fw.DeleteRule(r.uuid, kOwner)));
 }
 
+// NAPI fabrics: a VLAN, a network on it (listed among the account's
+// fabric networks, with what it was made with), updated, then deleted
+// (the VLAN only once empty).
+TEST_F(ClientsTest, NapiFabricVlanAndNetwork) {
+  HttpNapiClient napi(Options(), RealClock::Get());
+  ASSERT_TRUE(napi.CreateFabricVlan(kOwner, {77, "p", "mine"}).ok());
+  EXPECT_FALSE(napi.CreateFabricVlan(kOwner, {77, "p", "again"}).ok()) << "a VLAN id is the account's once";
+  FabricNetwork n;
+  n.name = "p-private";
+  n.vlan_id = 77;
+  n.subnet = "10.7.0.0/24";
+  n.gateway = "10.7.0.1";
+  n.provision_start_ip = "10.7.0.2";
+  n.provision_end_ip = "10.7.0.254";
+  n.resolvers = {"8.8.8.8"};
+  n.routes = {{"10.8.0.0/16", "10.7.0.254"}};
+  n.description = "mariposa test";
+  auto made = napi.CreateFabricNetwork(kOwner, n);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_FALSE(made->uuid.empty());
+  auto listed = napi.ListFabricNetworks(kOwner);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  const FabricNetwork* found = nullptr;
+  for (const FabricNetwork& f : *listed) {
+    if (f.uuid == made->uuid) found = &f;
+  }
+  ASSERT_NE(found, nullptr);
+  EXPECT_EQ(found->subnet, "10.7.0.0/24");
+  EXPECT_EQ(found->vlan_id, 77);
+  EXPECT_EQ(found->routes, n.routes);
+  EXPECT_EQ(found->description, "mariposa test");
+  n.uuid = made->uuid;
+  n.resolvers = {"1.1.1.1"};
+  ASSERT_TRUE(napi.UpdateNetwork(n).ok());
+  listed = napi.ListFabricNetworks(kOwner);
+  ASSERT_TRUE(listed.ok());
+  for (const FabricNetwork& f : *listed) {
+    if (f.uuid == n.uuid) EXPECT_EQ(f.resolvers, std::vector<std::string>{"1.1.1.1"});
+  }
+  absl::Status busy = napi.DeleteFabricVlan(kOwner, 77);
+  EXPECT_FALSE(busy.ok()) << "a VLAN with networks stays";
+  ASSERT_TRUE(napi.DeleteFabricNetwork(kOwner, 77, n.uuid).ok());
+  ASSERT_TRUE(napi.DeleteFabricVlan(kOwner, 77).ok());
+  auto vlans = napi.ListFabricVlans(kOwner);
+  ASSERT_TRUE(vlans.ok());
+  for (const FabricVlan& v : *vlans) EXPECT_NE(v.vlan_id, 77);
+}
+
 TEST(HttpClientLimit, NoMoreInFlightThanAllowed) {
   EXPECT_LE(MostAtOnce(2), 2);
   EXPECT_GT(MostAtOnce(0), 2) << "without a limit the callers should overlap (else the test proves nothing)";
