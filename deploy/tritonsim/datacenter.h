@@ -342,6 +342,9 @@ class DataCenter {
   std::map<std::pair<std::string, int>, FabricVlan> vlans_;  // by (owner, vlan id)
   // The VLAN `vlan` (its id as text) of `owner`, or null with the reply.
   FabricVlan* FindVlanLocked(const std::string& owner, const std::string& vlan, Reply* err);
+  // Network `uuid` of `owner` on VLAN `vlan`, or null with the reply.
+  Network* FindFabricNetworkLocked(const std::string& owner, const std::string& vlan, const std::string& uuid,
+                                   Reply* err);
   static json VlanJson(const FabricVlan& v);
   // A host of the network's subnet named by body[field], as its index (1 ..
   // hosts), or 0.

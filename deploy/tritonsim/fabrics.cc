@@ -203,28 +203,29 @@ Reply DataCenter::CreateFabricNetwork(const std::string& owner, const std::strin
   return r;
 }
 
+DataCenter::Network* DataCenter::FindFabricNetworkLocked(const std::string& owner, const std::string& vlan,
+                                                         const std::string& uuid, Reply* err) {
+  FabricVlan* v = FindVlanLocked(owner, vlan, err);
+  if (v == nullptr) return nullptr;
+  auto it = networks_.find(uuid);
+  if (it == networks_.end() || it->second.owner_uuid != owner || it->second.vlan_id != v->vlan_id) {
+    *err = Error(404, "ResourceNotFound", "network not found");
+    return nullptr;
+  }
+  return &it->second;
+}
+
 Reply DataCenter::GetFabricNetwork(const std::string& owner, const std::string& vlan, const std::string& uuid) {
   absl::MutexLock l(&mu_);
   Reply r;
-  FabricVlan* v = FindVlanLocked(owner, vlan, &r);
-  if (v == nullptr) return r;
-  auto it = networks_.find(uuid);
-  if (it == networks_.end() || it->second.owner_uuid != owner || it->second.vlan_id != v->vlan_id) {
-    return Error(404, "ResourceNotFound", "network not found");
-  }
-  r.body = NetworkJson(it->second);
+  if (Network* n = FindFabricNetworkLocked(owner, vlan, uuid, &r)) r.body = NetworkJson(*n);
   return r;
 }
 
 Reply DataCenter::DeleteFabricNetwork(const std::string& owner, const std::string& vlan, const std::string& uuid) {
   absl::MutexLock l(&mu_);
   Reply r;
-  FabricVlan* v = FindVlanLocked(owner, vlan, &r);
-  if (v == nullptr) return r;
-  auto it = networks_.find(uuid);
-  if (it == networks_.end() || it->second.owner_uuid != owner || it->second.vlan_id != v->vlan_id) {
-    return Error(404, "ResourceNotFound", "network not found");
-  }
+  if (FindFabricNetworkLocked(owner, vlan, uuid, &r) == nullptr) return r;
   // NAPI refuses to delete a network that still has NICs.
   for (const auto& [id, vm] : vms_) {
     if (vm.state == "destroyed") continue;
@@ -234,7 +235,7 @@ Reply DataCenter::DeleteFabricNetwork(const std::string& owner, const std::strin
       }
     }
   }
-  networks_.erase(it);
+  networks_.erase(uuid);
   r.status = 204;
   return r;
 }
