@@ -1,5 +1,6 @@
 // The HTTP Triton clients against a real tritonsim.
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <mutex>
@@ -466,6 +467,54 @@ TEST_F(ClientsTest, NapiFabricVlanAndNetwork) {
   auto vlans = napi.ListFabricVlans(kOwner);
   ASSERT_TRUE(vlans.ok());
   for (const FabricVlan& v : *vlans) EXPECT_NE(v.vlan_id, 77);
+}
+
+// tritonsim's VOLAPI as sdc-volapi documents it: a volume is created,
+// becomes ready, is mounted by a VM (CreateVm's `volumes`), which then
+// references it; deleting it is refused while referenced; a VM naming a
+// volume that does not exist is refused.
+TEST_F(ClientsTest, VolapiVolumesAndTheirReferences) {
+  httplib::Client c(sim_->addr());
+  auto body = [](const httplib::Result& r) { return r ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json(); };
+  auto made = c.Post("/volumes", R"({"name": "p-data", "owner_uuid": ")" + std::string(kOwner) + R"(", "size": 20480})",
+                     "application/json");
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->status, 202) << made->body;
+  std::string uuid = body(made)["uuid"];
+  EXPECT_EQ(body(made)["state"], "creating");
+  EXPECT_EQ(c.Post("/volumes", R"({"name": "p-data", "owner_uuid": ")" + std::string(kOwner) + R"("})",
+                   "application/json")->status, 409) << "names are the account's once";
+  EXPECT_EQ(body(c.Post("/volumes", R"({"name": "p-odd", "owner_uuid": ")" + std::string(kOwner) + R"(", "size": 1})",
+                        "application/json"))["code"], "VolumeSizeNotAvailable");
+  bool ready = false;
+  for (int i = 0; i < 100 && !ready; ++i) {
+    ready = body(c.Get("/volumes/" + uuid))["state"] == "ready";
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(ready);
+  auto vm = [&](const std::string& id, const std::string& volume) {
+    nlohmann::json b = {{"uuid", id}, {"owner_uuid", kOwner}, {"brand", "lx"}, {"image_uuid", kImage}, {"ram", 128},
+                        {"networks", {"aaaaaaaa-0000-4000-8000-000000000001"}},
+                        {"volumes", {{{"name", volume}, {"type", "tritonnfs"}, {"mode", "rw"}, {"mountpoint", "/data"}}}}};
+    return c.Post("/vms", b.dump(), "application/json");
+  };
+  auto missing = vm("6a1c0c5e-0000-4000-8000-0000000000a1", "p-nothing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 409) << missing->body;
+  auto mounted = vm("6a1c0c5e-0000-4000-8000-0000000000a2", "p-data");
+  ASSERT_TRUE(mounted);
+  ASSERT_EQ(mounted->status, 202) << mounted->body;
+  EXPECT_EQ(body(c.Get("/volumes/" + uuid + "/references")), nlohmann::json::array({"6a1c0c5e-0000-4000-8000-0000000000a2"}));
+  auto refused = c.Delete("/volumes/" + uuid + "?owner_uuid=" + kOwner);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 409);
+  EXPECT_EQ(body(refused)["code"], "VolumeInUse");
+  HttpVmapiClient vmapi(Options(), mariposa::RealClock::Get());
+  auto gone = vmapi.DeleteVm(VmRef{"6a1c0c5e-0000-4000-8000-0000000000a2", kOwner});
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  ASSERT_TRUE(vmapi.WaitJob(gone->job_uuid, absl::Seconds(10)).ok());
+  EXPECT_EQ(c.Delete("/volumes/" + uuid + "?owner_uuid=" + kOwner)->status, 204);
+  EXPECT_EQ(body(c.Get("/volumesizes")).size(), 19u);
 }
 
 TEST(HttpClientLimit, NoMoreInFlightThanAllowed) {

@@ -130,6 +130,16 @@ class DataCenter {
   Reply DeleteFabricNetwork(const std::string& owner, const std::string& vlan, const std::string& uuid);
   Reply UpdateNetwork(const std::string& uuid, const json& body);
 
+  // VOLAPI (volumes.cc): /volumes, /volumes/:uuid[/references], /volumesizes.
+  // A volume is `creating` for the job latency, then `ready`; deleting one
+  // that active VMs reference is 409 VolumeInUse unless ?force=true.
+  Reply ListVolumes(const Params& q);
+  Reply GetVolume(const std::string& uuid, const Params& q);
+  Reply CreateVolume(const json& body);
+  Reply DeleteVolume(const std::string& uuid, const Params& q);
+  Reply VolumeReferences(const std::string& uuid);
+  static Reply VolumeSizes(const Params& q);
+
   // Control (fault injection).
   Reply SetServerStatus(const std::string& uuid, const std::string& status);
   // The server leaves CNAPI (decommissioned); its VMs are destroyed.
@@ -190,6 +200,13 @@ class DataCenter {
     uint32_t hosts() const { return (uint32_t{1} << (32 - prefix)) - 2; }
     bool full() const { return next >= (last != 0 ? last : hosts()); }
   };
+  // A VOLAPI volume (volumes.cc): an RFD 26 NFS shared volume.
+  struct Volume {
+    std::string uuid, owner_uuid, name, type = "tritonnfs", state = "creating", filesystem_path;
+    int64_t size = 10240;  // MiB
+    std::vector<std::string> networks;
+    int64_t create_ms = 0;
+  };
   // An account's fabric VLAN (fabrics.cc).
   struct FabricVlan {
     std::string owner_uuid, name, description;
@@ -212,6 +229,9 @@ class DataCenter {
     int64_t create_ms = 0, modified_ms = 0;
     json tags = json::object(), customer_metadata = json::object(), internal_metadata = json::object();
     json disks;  // kvm/bhyve only
+    // RFD 26 volumes it mounts (CreateVm's `volumes`: {name, type, mode,
+    // mountpoint}); it references them while active (volumes.cc).
+    json volumes = json::array();
     std::vector<Nic> nics;
     // delegate_dataset: "zones/<uuid>/data", with the files written there;
     // root_files: what lives on the zone root (a reprovision replaces it).
@@ -340,6 +360,12 @@ class DataCenter {
   std::map<std::string, Network> networks_;
   std::map<std::string, NetworkPool> pools_;
   std::map<std::pair<std::string, int>, FabricVlan> vlans_;  // by (owner, vlan id)
+  std::map<std::string, Volume> volumes_;  // by uuid, deleted ones dropped
+  json VolumeJson(const Volume& v) const;
+  // The uuids of the active VMs that mount `v`.
+  std::vector<std::string> RefsLocked(const Volume& v) const;
+  // CreateVm's `volumes`: each names a ready volume of `owner`; "" or why not.
+  std::string CheckMountsLocked(const json& volumes, const std::string& owner) const;
   // The VLAN `vlan` (its id as text) of `owner`, or null with the reply.
   FabricVlan* FindVlanLocked(const std::string& owner, const std::string& vlan, Reply* err);
   // Network `uuid` of `owner` on VLAN `vlan`, or null with the reply.

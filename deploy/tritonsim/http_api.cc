@@ -226,6 +226,30 @@ void InstallNapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   }));
 }
 
+// VOLAPI: /volumes, /volumesizes (volumes.cc).
+void InstallVolapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
+  auto W = [&](const std::string& op, Handler h) { return Wrap(op, dc, lat, std::move(h)); };
+  s->Get("/volumes", W("ListVolumes", [dc](const httplib::Request&, const Params& q, const json&) {
+    return dc->ListVolumes(q);
+  }));
+  s->Post("/volumes", W("CreateVolume", [dc](const httplib::Request&, const Params&, const json& b) {
+    return dc->CreateVolume(b);
+  }));
+  s->Get("/volumes/" + kId, W("GetVolume", [dc](const httplib::Request& r, const Params& q, const json&) {
+    return dc->GetVolume(r.matches[1], q);
+  }));
+  s->Delete("/volumes/" + kId, W("DeleteVolume", [dc](const httplib::Request& r, const Params& q, const json&) {
+    return dc->DeleteVolume(r.matches[1], q);
+  }));
+  s->Get("/volumes/" + kId + "/references", W("GetVolumeReferences", [dc](const httplib::Request& r, const Params&,
+                                                                           const json&) {
+    return dc->VolumeReferences(r.matches[1]);
+  }));
+  s->Get("/volumesizes", W("ListVolumeSizes", [](const httplib::Request&, const Params& q, const json&) {
+    return DataCenter::VolumeSizes(q);
+  }));
+}
+
 // FWAPI: /rules (fwapi.h).
 void InstallFwapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   auto W = [&](const std::string& op, Handler h) { return Wrap(op, dc, lat, std::move(h)); };
@@ -342,6 +366,7 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat, co
   if (all || api == "papi") InstallPapi(s, dc, lat);
   if (all || api == "napi") InstallNapi(s, dc, lat);
   if (all || api == "fwapi") InstallFwapi(s, dc, lat);
+  if (all) InstallVolapi(s, dc, lat);  // the main address only (not yet one of --api-ports)
   if (all) InstallControl(s, dc, lat);
 }
 

@@ -118,6 +118,10 @@ void DataCenter::WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) c
   *out += vm.internal_metadata.dump();
   Key("docker", out);
   *out += vm.docker ? "true" : "false";
+  if (!vm.volumes.empty()) {
+    Key("volumes", out);
+    *out += vm.volumes.dump();
+  }
   Key("datasets", out);
   *out += json(vm.datasets).dump();
   Key("nics", out);
@@ -618,6 +622,12 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
     vm.datasets = {"zones/" + vm.uuid + "/data"};
   }
   vm.firewall_enabled = body.value("firewall_enabled", false);
+  if (body.contains("volumes")) {
+    if (std::string bad = CheckMountsLocked(body["volumes"], vm.owner_uuid); !bad.empty()) {
+      return Validation(409, "volumes", "Invalid", bad);
+    }
+    vm.volumes = body["volumes"];
+  }
   for (size_t idx = 0; idx < nets.size(); ++idx) {
     Nic nic;
     nic.interface = "net" + std::to_string(idx);
