@@ -194,12 +194,12 @@ void Reconciler::ChangeFirewall(const Snapshot& s, const Decision& d, std::vecto
     absl::MutexLock l(&mu_);
     ProjectState& ps = projects_[p.uuid];
     if (st.ok()) {
-      ps.firewall_failures.erase(c.name);
-      if (c.kind != FirewallChange::Kind::kDelete) ps.firewall_owned = true;
+      ps.firewall.failures.erase(c.name);
+      if (c.kind != FirewallChange::Kind::kDelete) ps.firewall.may_own = true;
       events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, absl::StrCat("firewall.rule-", done), "",
                                     absl::StrCat(c.name, ": ", what)});
     } else {
-      ps.firewall_failures[c.name] = std::string(st.message());
+      ps.firewall.failures[c.name] = std::string(st.message());
       events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "firewall.rule-failed", "",
                                     absl::StrCat(c.name, " not ", done, ": ", st.message())});
       LogWarn("firewall rule change failed", {{"project", p.name}, {"rule", c.name}, {"error", st.ToString()}});
@@ -251,11 +251,11 @@ void Reconciler::ChangeFabric(const Snapshot& s, const Decision& d, std::vector<
     absl::MutexLock l(&mu_);
     ProjectState& ps = projects_[p.uuid];
     if (st.ok()) {
-      ps.fabric_failures.erase(what);
-      if (c.kind == K::kCreateVlan || c.kind == K::kCreateNetwork) ps.fabric_owned = true;
+      ps.fabric.failures.erase(what);
+      if (c.kind == K::kCreateVlan || c.kind == K::kCreateNetwork) ps.fabric.may_own = true;
       events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "fabric." + kind, "", detail});
     } else {
-      ps.fabric_failures[what] = std::string(st.message());
+      ps.fabric.failures[what] = std::string(st.message());
       events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "fabric.change-failed", "",
                                     absl::StrCat(detail, ": ", st.message())});
       LogWarn("fabric change failed", {{"project", p.name}, {"what", what}, {"error", st.ToString()}});

@@ -635,6 +635,36 @@ void Reconciler::GatherServers(Snapshot* snapshot, bool last_seen) {
   }
 }
 
+template <typename T>
+bool Reconciler::Recall(const Snapshot& s, OwnedReading<T> ProjectState::*member, bool wanted, bool last_seen,
+                        std::optional<T>* seen, std::string* error, std::map<std::string, std::string>* failures) {
+  absl::MutexLock l(&mu_);
+  const OwnedReading<T>& o = projects_[s.project.uuid].*member;
+  *failures = o.failures;
+  if (last_seen) {
+    *seen = o.seen;
+    *error = o.error;
+    return false;
+  }
+  return wanted || o.may_own || s.project.deleting;
+}
+
+template <typename T>
+void Reconciler::Keep(const Snapshot& s, OwnedReading<T> ProjectState::*member, absl::StatusOr<T> read, bool owns,
+                      std::optional<T>* seen, std::string* error) {
+  absl::MutexLock l(&mu_);
+  OwnedReading<T>& o = projects_[s.project.uuid].*member;
+  if (!read.ok()) {
+    *error = o.error = std::string(read.status().message());
+    o.seen.reset();
+    return;
+  }
+  o.may_own = owns;
+  o.error.clear();
+  o.seen = *read;
+  *seen = std::move(*read);
+}
+
 // The rules the project owns in FWAPI (their description's marker), read
 // while the goal has rules or the project may own some (always while it is
 // being deleted); `last_seen`: the last sync's reading.
@@ -644,37 +674,21 @@ void Reconciler::GatherFirewall(Snapshot* snapshot, bool last_seen) {
   if (!s.fwapi) return;
   s.firewall_owner = TenantOf(s.project);
   bool wanted = s.goal && !s.goal->firewall.empty();
-  {
-    absl::MutexLock l(&mu_);
-    ProjectState& ps = projects_[s.project.uuid];
-    s.firewall_failures = ps.firewall_failures;
-    if (last_seen) {
-      s.firewall = ps.firewall;
-      s.firewall_error = ps.firewall_error;
-      return;
-    }
-    if (!wanted && !ps.firewall_owned && !s.project.deleting) return;
+  if (!Recall(s, &ProjectState::firewall, wanted, last_seen, &s.firewall, &s.firewall_error, &s.firewall_failures)) {
+    return;
   }
   auto rules = options_.fwapi->ListRules(s.firewall_owner);
   NoteApi("FWAPI", rules.status());
-  absl::MutexLock l(&mu_);
-  ProjectState& ps = projects_[s.project.uuid];
-  if (!rules.ok()) {
-    s.firewall_error = ps.firewall_error = std::string(rules.status().message());
-    ps.firewall.reset();
-    return;
-  }
-  std::vector<OwnedRule> owned;
-  for (const triton::FwRule& r : *rules) {
-    if (r.global) continue;
-    if (auto m = ParseFirewallDescription(s.project.uuid, r.description)) {
-      owned.push_back({r.uuid, m->name, m->hash, r.rule, r.enabled});
+  absl::StatusOr<std::vector<OwnedRule>> owned =
+      rules.ok() ? absl::StatusOr<std::vector<OwnedRule>>(std::vector<OwnedRule>{}) : rules.status();
+  if (rules.ok()) {
+    for (const triton::FwRule& r : *rules) {
+      auto m = r.global ? std::nullopt : ParseFirewallDescription(s.project.uuid, r.description);
+      if (m) owned->push_back({r.uuid, m->name, m->hash, r.rule, r.enabled});
     }
   }
-  ps.firewall_owned = !owned.empty();
-  ps.firewall_error.clear();
-  ps.firewall = owned;
-  s.firewall = std::move(owned);
+  bool owns = owned.ok() && !owned->empty();
+  Keep(s, &ProjectState::firewall, std::move(owned), owns, &s.firewall, &s.firewall_error);
 }
 
 // The account's fabric VLANs and the networks the project owns (their
@@ -685,40 +699,24 @@ void Reconciler::GatherFabric(Snapshot* snapshot, bool last_seen) {
   Snapshot& s = *snapshot;
   if (options_.napi == nullptr) return;
   bool wanted = s.goal && s.goal->fabric;
+  if (!Recall(s, &ProjectState::fabric, wanted, last_seen, &s.fabric, &s.fabric_error, &s.fabric_failures)) return;
   const std::string& owner = TenantOf(s.project);
-  {
-    absl::MutexLock l(&mu_);
-    ProjectState& ps = projects_[s.project.uuid];
-    s.fabric_failures = ps.fabric_failures;
-    if (last_seen) {
-      s.fabric = ps.fabric;
-      s.fabric_error = ps.fabric_error;
-      return;
-    }
-    if (!wanted && !ps.fabric_owned && !s.project.deleting) return;
-  }
   auto vlans = options_.napi->ListFabricVlans(owner);
   absl::StatusOr<std::vector<triton::FabricNetwork>> networks =
       vlans.ok() ? options_.napi->ListFabricNetworks(owner) : vlans.status();
   NoteApi("NAPI", networks.status());
-  absl::MutexLock l(&mu_);
-  ProjectState& ps = projects_[s.project.uuid];
-  if (!networks.ok()) {
-    s.fabric_error = ps.fabric_error = std::string(networks.status().message());
-    ps.fabric.reset();
-    return;
+  absl::StatusOr<Snapshot::FabricSeen> seen =
+      networks.ok() ? absl::StatusOr<Snapshot::FabricSeen>(Snapshot::FabricSeen{std::move(*vlans), {}})
+                    : networks.status();
+  bool owns = false;
+  if (networks.ok()) {
+    for (const triton::FabricVlan& v : seen->vlans) owns |= ParseOwnedMarker(s.project.uuid, "vlan", v.description).has_value();
+    for (triton::FabricNetwork& n : *networks) {
+      if (ParseOwnedMarker(s.project.uuid, "network", n.description)) seen->networks.push_back(std::move(n));
+    }
+    owns = owns || !seen->networks.empty();
   }
-  Snapshot::FabricSeen seen;
-  seen.vlans = std::move(*vlans);
-  bool owns_vlan = false;
-  for (const triton::FabricVlan& v : seen.vlans) owns_vlan |= ParseOwnedMarker(s.project.uuid, "vlan", v.description).has_value();
-  for (triton::FabricNetwork& n : *networks) {
-    if (ParseOwnedMarker(s.project.uuid, "network", n.description)) seen.networks.push_back(std::move(n));
-  }
-  ps.fabric_owned = owns_vlan || !seen.networks.empty();
-  ps.fabric_error.clear();
-  ps.fabric = seen;
-  s.fabric = std::move(seen);
+  Keep(s, &ProjectState::fabric, std::move(seen), owns, &s.fabric, &s.fabric_error);
 }
 
 bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,

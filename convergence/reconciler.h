@@ -120,6 +120,18 @@ struct SyncResult {
   absl::Duration total;    // the whole sync
 };
 
+// What a project owns in one API (FWAPI's rules, NAPI's fabric) as the last
+// sync read it: `seen` (nullopt: not read; `error` says why), whether it may
+// own any (read while it may; unknown at start), and why each item's last
+// change failed.
+template <typename T>
+struct OwnedReading {
+  std::optional<T> seen;
+  std::string error;
+  bool may_own = true;
+  std::map<std::string, std::string> failures;
+};
+
 class Reconciler {
  public:
   // All collaborators must outlive the reconciler.
@@ -267,6 +279,18 @@ class Reconciler {
   void GatherServers(Snapshot* s, bool last_seen);
   void GatherFirewall(Snapshot* s, bool last_seen);
   void GatherFabric(Snapshot* s, bool last_seen);
+  struct ProjectState;
+  // What the project owns in one API (`member` of its ProjectState):
+  // Recall copies the last reading into `seen`, `error` and `failures` and
+  // says whether to read now (not for `last_seen`, nor when nothing is
+  // wanted and nothing may be owned, unless the project is being deleted);
+  // Keep records a reading (`owns`: it found something of the project's).
+  template <typename T>
+  bool Recall(const Snapshot& s, OwnedReading<T> ProjectState::*member, bool wanted, bool last_seen,
+              std::optional<T>* seen, std::string* error, std::map<std::string, std::string>* failures);
+  template <typename T>
+  void Keep(const Snapshot& s, OwnedReading<T> ProjectState::*member, absl::StatusOr<T> read, bool owns,
+            std::optional<T>* seen, std::string* error);
   // The Decision's fabric changes, sent to NAPI in order while this node
   // holds the project (a failed VLAN create skips its networks); an event
   // for each, failures kept for status.
@@ -426,18 +450,9 @@ class Reconciler {
     absl::Time view_observed_at = absl::InfinitePast();
     std::vector<triton::Server> servers;  // CNAPI's, as the last sync read them
     bool servers_known = false;
-    // FWAPI: the rules the project owns as the last sync read them (nullopt:
-    // not read, firewall_error: why), whether it may own any (read while
-    // it may; unknown at start), and why each rule's last change failed.
-    std::optional<std::vector<OwnedRule>> firewall;
-    std::string firewall_error;
-    bool firewall_owned = true;
-    std::map<std::string, std::string> firewall_failures;
-    // NAPI fabric: the same, for the project's VLAN and networks.
-    std::optional<Snapshot::FabricSeen> fabric;
-    std::string fabric_error;
-    bool fabric_owned = true;
-    std::map<std::string, std::string> fabric_failures;
+    // What the project owns in FWAPI (rules) and NAPI (its fabric).
+    OwnedReading<std::vector<OwnedRule>> firewall;
+    OwnedReading<Snapshot::FabricSeen> fabric;
     // The pump's: creates the last sync's job window held (tasks resolved),
     // what they were decided on, changes_ then, when that sync ended, and
     // the jobs the pump saw end (the next sync counts them).
