@@ -989,6 +989,13 @@ TEST_F(ConvergenceTest, FabricNetworksAreMadeUsedAndRemovedWithTheManifest) {
   };
   WriteFile(dir_ + "/v1.yaml", v1);
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  // kill -9 while the VLAN and network are being made: each restart finds
+  // what it made; NAPI ends with one network of that name.
+  for (int i = 0; i < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30 * i));
+    daemon_->Kill();
+    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  }
   ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
   json nets = napi("/networks?fabric=true&provisionable_by=" + owner);
   std::string private_uuid;
@@ -996,6 +1003,9 @@ TEST_F(ConvergenceTest, FabricNetworksAreMadeUsedAndRemovedWithTheManifest) {
     if (n["name"] == "jupiter-private") private_uuid = n["uuid"];
   }
   ASSERT_FALSE(private_uuid.empty()) << nets.dump();
+  int named = 0;
+  for (const auto& n : nets) named += n["name"] == "jupiter-private";
+  EXPECT_EQ(named, 1) << nets.dump();
   EXPECT_EQ(napi("/fabrics/" + owner + "/vlans/44")["vlan_id"], 44);
   EXPECT_EQ(mysql_nets(), std::set<std::string>{private_uuid});
   ASSERT_TRUE(Eventually([&] { return M({"-j", "jupiter", "status"}).out.find("converged\n") != std::string::npos ||
