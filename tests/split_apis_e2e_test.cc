@@ -28,11 +28,11 @@ class SplitApisTest : public ::testing::Test {
       size_t eq = line.find('=');
       if (eq != std::string::npos) api_[line.substr(0, eq)] = line.substr(eq + 1);
     }
-    ASSERT_EQ(api_.size(), 7u) << "one address per API in the addr file";
-    // mariposad does not call FWAPI yet (docs/status.md): its routes are
+    ASSERT_EQ(api_.size(), 8u) << "one address per API in the addr file";
+    // mariposad does not call VOLAPI yet (docs/status.md): its routes are
     // checked here, but it is given to mariposad nowhere.
-    fwapi_ = api_["fwapi"];
-    api_.erase("fwapi");
+    volapi_ = api_["volapi"];
+    api_.erase("volapi");
   }
   std::unique_ptr<ServerProcess> Mariposad(const std::vector<std::string>& api_args) {
     std::vector<std::string> argv = {"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/d",
@@ -56,7 +56,7 @@ class SplitApisTest : public ::testing::Test {
   std::string dir_;
   std::unique_ptr<Tritonsim> sim_;
   std::map<std::string, std::string> api_;  // the APIs mariposad calls
-  std::string fwapi_;
+  std::string volapi_;
 };
 
 TEST_F(SplitApisTest, EachPortAnswersOnlyItsOwnApi) {
@@ -64,14 +64,15 @@ TEST_F(SplitApisTest, EachPortAnswersOnlyItsOwnApi) {
   const char* routes[][3] = {{"vmapi", "/vms", "/servers"},    {"cnapi", "/servers", "/vms"},
                              {"imgapi", "/images", "/packages"}, {"papi", "/packages", "/networks"},
                              {"napi", "/networks", "/images"},   {"wfapi", "/jobs", "/vms"},
-                             {"fwapi", "/rules", "/vms"}};
+                             {"fwapi", "/rules", "/vms"},      {"volapi", "/volumes", "/rules"}};
   std::map<std::string, std::string> all = api_;
-  all["fwapi"] = fwapi_;
+  all["volapi"] = volapi_;
   for (const auto& r : routes) {
     EXPECT_EQ(Status(all[r[0]], r[1]), 200) << r[0] << " " << r[1];
     EXPECT_EQ(Status(all[r[0]], r[2]), 404) << r[0] << " " << r[2];
   }
   EXPECT_EQ(Status(api_["vmapi"], "/rules"), 404) << "FWAPI's routes are on FWAPI's port only";
+  EXPECT_EQ(Status(api_["vmapi"], "/volumes"), 404) << "VOLAPI's routes are on VOLAPI's port only";
   for (const auto& [api, url] : all) {
     EXPECT_EQ(Status(url, "/ping"), 200) << api;
     EXPECT_EQ(Status(url, "/_sim/stats"), 404) << api << ": the control API is on the main address only";

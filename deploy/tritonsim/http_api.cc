@@ -366,7 +366,7 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat, co
   if (all || api == "papi") InstallPapi(s, dc, lat);
   if (all || api == "napi") InstallNapi(s, dc, lat);
   if (all || api == "fwapi") InstallFwapi(s, dc, lat);
-  if (all) InstallVolapi(s, dc, lat);  // the main address only (not yet one of --api-ports)
+  if (all || api == "volapi") InstallVolapi(s, dc, lat);
   if (all) InstallControl(s, dc, lat);
 }
 

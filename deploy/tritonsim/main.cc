@@ -47,7 +47,7 @@ Serves VMAPI, CNAPI, IMGAPI, PAPI, NAPI and workflow jobs on one loopback HTTP p
   --api-ports              besides --listen (every API and the control API), serve each API
                            on a port of its own on the same host, answering only that API's
                            routes (others 404, as a real service would): vmapi, cnapi, imgapi
-                           (with the updates source), papi, napi, fwapi and wfapi (workflow jobs,
+                           (with the updates source), papi, napi, fwapi, volapi and wfapi (workflow jobs,
                            named in job replies' workflow-api header); --addr-file gets a
                            line "API=http://HOST:PORT" for each after the base URL
   --threads N              HTTP worker threads (default 512); each keep-alive connection
@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::unique_ptr<httplib::Server>>> api_servers;
   std::vector<std::string> api_urls;
   if (api_ports) {
-    for (const char* api : {"vmapi", "cnapi", "imgapi", "papi", "napi", "fwapi", "wfapi"}) {
+    for (const char* api : {"vmapi", "cnapi", "imgapi", "papi", "napi", "fwapi", "volapi", "wfapi"}) {
       auto s = std::make_unique<httplib::Server>();
       int p = Bind(s.get(), host, 0, threads);
       if (p <= 0) {
