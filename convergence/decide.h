@@ -354,12 +354,13 @@ struct InPlaceSettings {
   // a missing ALLOW rule allows, turning it off would open what it blocks).
   std::optional<bool> firewall_enabled;
 };
-InPlaceSettings InPlaceFor(const Snapshot& s, bool firewall_in_place, const std::string& service);
+// `firewall_in_place`: DecideFirewall's, when known; nullopt: found here,
+// and only when the service needs it (the sender's creates and retags).
+InPlaceSettings InPlaceFor(const Snapshot& s, std::optional<bool> firewall_in_place, const std::string& service);
 // What of `want` instance `i` lacks: "cns-names", "firewall", both joined
 // by '+', or "" (the reason of its retag).
 std::string InPlaceDifference(const InstanceState& i, const InPlaceSettings& want);
-// DecideFirewall's firewall_in_place alone.
-bool FirewallInPlace(const Snapshot& s);
+
 
 // Only the accounting of `s.finished` against `s.memory` (crash-loop
 // failures, backoff, install failures, events, per-job task progress): what

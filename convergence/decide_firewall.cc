@@ -117,13 +117,7 @@ void DecideFirewall(const Snapshot& s, Decision* d) {
   }
 }
 
-bool FirewallInPlace(const Snapshot& s) {
-  Decision d;
-  DecideFirewall(s, &d);
-  return d.firewall_in_place;
-}
-
-InPlaceSettings InPlaceFor(const Snapshot& s, bool firewall_in_place, const std::string& service) {
+InPlaceSettings InPlaceFor(const Snapshot& s, std::optional<bool> firewall_in_place, const std::string& service) {
   InPlaceSettings want;
   if (!s.goal) return want;
   auto g = s.goal->services.find(service);
@@ -132,8 +126,16 @@ InPlaceSettings InPlaceFor(const Snapshot& s, bool firewall_in_place, const std:
   if (!s.fwapi) return want;  // rules not applied: the instances' firewall stays as it is made
   FirewallNeeds needs = FirewallNeedsOf(Wanted(s));
   if (needs.tagged.count(service)) want.firewall = FirewallTagValue(s.project.uuid, service);
-  if (!needs.enabled.count(service)) want.firewall_enabled = false;
-  else if (firewall_in_place) want.firewall_enabled = true;
+  if (!needs.enabled.count(service)) {
+    want.firewall_enabled = false;
+  } else {
+    if (!firewall_in_place) {
+      Decision d;
+      DecideFirewall(s, &d);
+      firewall_in_place = d.firewall_in_place;
+    }
+    if (*firewall_in_place) want.firewall_enabled = true;
+  }
   return want;
 }
 

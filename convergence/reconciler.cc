@@ -795,7 +795,7 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
   req->tags = g.spec.tags;
   req->tags[kTagProject] = p.uuid;
   req->tags[kTagService] = g.record.name;
-  InPlaceSettings in_place = InPlaceFor(s, FirewallInPlace(s), g.record.name);
+  InPlaceSettings in_place = InPlaceFor(s, std::nullopt, g.record.name);
   if (!in_place.cns.empty()) req->tags[kCnsServicesTag] = in_place.cns;
   if (!in_place.firewall.empty()) req->tags[kTagFirewall] = in_place.firewall;
   req->firewall_enabled = in_place.firewall_enabled.value_or(false);

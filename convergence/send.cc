@@ -169,7 +169,7 @@ void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out,
     // removed, firewall_enabled turned on or off; the job followed is the
     // last one.
     j.kind = "retag";
-    InPlaceSettings want = InPlaceFor(s, FirewallInPlace(s), j.service);
+    InPlaceSettings want = InPlaceFor(s, std::nullopt, j.service);
     InstanceState now = inst != out->by_uuid.end() && inst->second != nullptr ? *inst->second : InstanceState{};
     std::map<std::string, std::string> set;
     std::vector<std::string> remove, said;

@@ -24,6 +24,13 @@ absl::StatusOr<json> ParseJson(const HttpResponse& r, absl::string_view what) {
   return j;
 }
 
+// A listing's answer: a JSON array.
+absl::StatusOr<json> ParseJsonList(const HttpResponse& r, absl::string_view what) {
+  ASSIGN_OR_RETURN(json j, ParseJson(r, what));
+  if (!j.is_array()) return absl::DataLossError(absl::StrCat(what, ": answer is not an array"));
+  return j;
+}
+
 std::string Str(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return "";
@@ -295,8 +302,7 @@ absl::StatusOr<std::vector<Server>> HttpCnapiClient::ListServers() {
     ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListServers", "GET",
                                                 absl::StrCat("/servers?extras=agents,capacity&limit=", kPage,
                                                              "&offset=", out.size())));
-    ASSIGN_OR_RETURN(json page, ParseJson(r, "ListServers"));
-    if (!page.is_array()) return absl::DataLossError("ListServers: answer is not an array");
+    ASSIGN_OR_RETURN(json page, ParseJsonList(r, "ListServers"));
     for (const auto& s : page) out.push_back(ToServer(s));
     if (static_cast<int>(page.size()) < kPage) break;
   }
@@ -389,8 +395,7 @@ absl::StatusOr<std::vector<Image>> HttpImgapiClient::ListImages(const ImageFilte
     std::string path = absl::StrCat("/images?", base, base.empty() ? "" : "&", "limit=", limit);
     if (!marker.empty()) absl::StrAppend(&path, "&marker=", UrlEncode(marker));
     ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListImages", "GET", path));
-    ASSIGN_OR_RETURN(json page, ParseJson(r, "ListImages"));
-    if (!page.is_array()) return absl::DataLossError("ListImages: answer is not an array");
+    ASSIGN_OR_RETURN(json page, ParseJsonList(r, "ListImages"));
     for (const auto& i : page) {
       if (!marker.empty() && Str(i, "uuid") == marker) continue;
       out.push_back(ToImage(i));
@@ -453,8 +458,7 @@ absl::StatusOr<std::vector<Package>> HttpPapiClient::ListPackages() {
   for (int offset = 0;; offset += kPage) {
     ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListPackages", "GET", absl::StrCat("/packages?limit=", kPage,
                                                                                      "&offset=", offset)));
-    ASSIGN_OR_RETURN(json page, ParseJson(r, "ListPackages"));
-    if (!page.is_array()) return absl::DataLossError("ListPackages: answer is not an array");
+    ASSIGN_OR_RETURN(json page, ParseJsonList(r, "ListPackages"));
     for (const auto& p : page) {
       Package k;
       k.uuid = Str(p, "uuid");
@@ -481,8 +485,7 @@ absl::StatusOr<std::vector<Network>> HttpNapiClient::ListNetworks() {
   for (const char* what : {"ListNetworks", "ListNetworkPools"}) {
     bool pools = std::string(what) == "ListNetworkPools";
     ASSIGN_OR_RETURN(HttpResponse r, http_.Call(what, "GET", pools ? "/network_pools" : "/networks"));
-    ASSIGN_OR_RETURN(json list, ParseJson(r, what));
-    if (!list.is_array()) return absl::DataLossError(absl::StrCat(what, ": answer is not an array"));
+    ASSIGN_OR_RETURN(json list, ParseJsonList(r, what));
     for (const auto& n : list) {
       Network k;
       k.uuid = Str(n, "uuid");
@@ -529,8 +532,7 @@ json MutableBody(const FabricNetwork& n) {
 
 absl::StatusOr<std::vector<FabricVlan>> HttpNapiClient::ListFabricVlans(const std::string& owner) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListFabricVLANs", "GET", Vlans(owner)));
-  ASSIGN_OR_RETURN(json list, ParseJson(r, "ListFabricVLANs"));
-  if (!list.is_array()) return absl::DataLossError("ListFabricVLANs: answer is not an array");
+  ASSIGN_OR_RETURN(json list, ParseJsonList(r, "ListFabricVLANs"));
   std::vector<FabricVlan> out;
   for (const auto& j : list) out.push_back({j.value("vlan_id", 0), Str(j, "name"), Str(j, "description")});
   return out;
@@ -549,8 +551,7 @@ absl::StatusOr<std::vector<FabricNetwork>> HttpNapiClient::ListFabricNetworks(co
   // One call for every VLAN: ListNetworks filtered to the account's fabric.
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListNetworks", "GET",
                                               "/networks?fabric=true&provisionable_by=" + UrlEncode(owner)));
-  ASSIGN_OR_RETURN(json list, ParseJson(r, "ListNetworks"));
-  if (!list.is_array()) return absl::DataLossError("ListNetworks: answer is not an array");
+  ASSIGN_OR_RETURN(json list, ParseJsonList(r, "ListNetworks"));
   std::vector<FabricNetwork> out;
   for (const auto& j : list) out.push_back(ToFabricNetwork(j));
   return out;
@@ -582,8 +583,7 @@ absl::Status HttpNapiClient::DeleteFabricNetwork(const std::string& owner, int v
 
 absl::StatusOr<std::vector<FwRule>> HttpFwapiClient::ListRules(const std::string& owner_uuid) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListRules", "GET", "/rules?owner_uuid=" + UrlEncode(owner_uuid)));
-  ASSIGN_OR_RETURN(json list, ParseJson(r, "ListRules"));
-  if (!list.is_array()) return absl::DataLossError("ListRules: answer is not an array");
+  ASSIGN_OR_RETURN(json list, ParseJsonList(r, "ListRules"));
   std::vector<FwRule> out;
   for (const auto& j : list) {
     FwRule f;
