@@ -234,14 +234,31 @@ Decision Decider::Run() {
   }
   DecideFirewall(s_, &d_);
   DecideFabric(s_, &d_);
+  DecideVolumes(s_, &d_);
   if (s_.project.deleting) {
-    // Its agents are uninstalled as well (rolling), its firewall rules
-    // deleted; the project goes when nothing of it is left.
+    // Its agents are uninstalled as well (rolling), its firewall rules,
+    // fabric and volumes of deletion_policy delete deleted; the project goes
+    // when nothing of it is left but what it retains.
     Uninstalls();
     uninstalled_ = true;
+    bool fabric_gone = d_.fabric_changes.empty() && s_.fabric_error.empty();
+    for (const FabricNetworkView& v : d_.fabric_networks) fabric_gone = fabric_gone && absl::StartsWith(v.state, "retained");
+    bool volumes_gone = d_.volume_changes.empty() && s_.volumes_error.empty();
+    for (const VolumeView& v : d_.volumes) volumes_gone = volumes_gone && VolumeSettled(v);
     if (instances_.empty() && d_.leftover == 0 && d_.uninstalls.empty() && d_.firewall_changes.empty() &&
-        (!s_.fwapi || s_.firewall) && d_.fabric_changes.empty() && d_.fabric_networks.empty() &&
-        s_.fabric_error.empty()) {
+        (!s_.fwapi || s_.firewall) && fabric_gone && volumes_gone) {
+      // What the project leaves behind on purpose is said where the
+      // operator reads the deletion.
+      for (const VolumeView& v : d_.volumes) {
+        if (!absl::StartsWith(v.state, "retained")) continue;
+        d_.events.push_back({0, now_, "mariposad", s_.project.name, "volume.retained", "",
+                             absl::StrCat(v.name, " (", v.volapi_name, " ", v.uuid, ") is kept with its data: ",
+                                          v.state, "; delete it in VOLAPI when it is no longer wanted")});
+      }
+      for (const FabricNetworkView& v : d_.fabric_networks) {
+        d_.events.push_back({0, now_, "mariposad", s_.project.name, "fabric.network-retained", "",
+                             absl::StrCat(v.name, " (", v.napi_name, " ", v.uuid, ") is kept: ", v.state)});
+      }
       d_.delete_project = true;
       d_.converged = true;
       return std::move(d_);
@@ -267,7 +284,11 @@ Decision Decider::Run() {
   bool all = s_.actual_known && d_.leftover == 0 && d_.firewall_changes.empty();
   for (const FirewallRuleView& v : d_.firewall_rules) all = all && v.state == "in place";
   all = all && d_.fabric_changes.empty();
-  for (const FabricNetworkView& v : d_.fabric_networks) all = all && v.state == "in place";
+  for (const FabricNetworkView& v : d_.fabric_networks) {
+    all = all && (v.state == "in place" || absl::StartsWith(v.state, "retained"));
+  }
+  all = all && d_.volume_changes.empty();
+  for (const VolumeView& v : d_.volumes) all = all && VolumeSettled(v);
   for (const auto& kv : d_.verdicts) all = all && kv.second.state == VerdictState::kConverged;
   d_.converged = all;
   return std::move(d_);

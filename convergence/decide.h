@@ -123,6 +123,9 @@ struct Snapshot {
   };
   std::map<std::string, Recipe> recipes;
   std::map<std::string, std::string> spec_errors;
+  // Services whose creates wait for the project's own resources being made
+  // (a fabric network, a volume): service -> what (a hold, not a failure).
+  std::map<std::string, std::string> resource_waits;
   std::map<std::string, std::string> network_names;  // NAPI name -> uuid (for health checks' network)
   std::map<std::string, std::set<std::string>> filter_images;  // reprovision task -> image uuids of --image
   std::map<std::string, std::string> meta;         // effective meta: store over the manifest's defaults
@@ -164,6 +167,15 @@ struct Snapshot {
   std::optional<FabricSeen> fabric;
   std::string fabric_error;
   std::map<std::string, std::string> fabric_failures;
+  // VOLAPI (the manifest's volumes:): whether mariposad has its address,
+  // and the account's volumes named as the project's (projects/volumes.h)
+  // as read for this sync; nullopt when not read (no address, nothing wanted
+  // or owned, or the read failed: volumes_error). volume_failures: volume
+  // name -> why its last change failed.
+  bool volapi = false;
+  std::optional<std::vector<triton::Volume>> volumes;
+  std::string volumes_error;
+  std::map<std::string, std::string> volume_failures;
   std::vector<ApiProblem> api_problems;
   double jitter = 0.5;  // in [0, 1], drawn by Gather (backoff spread)
   int global_jobs_free = 1 << 30;  // jobs any project may still start (the daemon-wide limit)
@@ -288,6 +300,25 @@ struct FabricNetworkView {
   std::string name, napi_name, subnet, uuid, state, error;
 };
 
+// A change to one of the project's volumes in VOLAPI (DecideVolumes).
+struct VolumeChange {
+  enum class Kind { kCreate, kDelete };
+  Kind kind = Kind::kCreate;
+  std::string name;      // the manifest's
+  triton::Volume volume;  // owner, name, size, networks for a create; uuid for a delete
+};
+
+// A volume as `status` shows it: "ready", "to create", "creating", "to
+// delete", "deleting", "deleted", "waiting: …", "retained (not in the
+// manifest)", "retained (deletion_policy: retain)", "failed", "not applied"
+// (no VOLAPI address), "unknown" (VOLAPI not read); `error`: why its last
+// change failed.
+struct VolumeView {
+  std::string name, volapi_name, network, uuid, state, error;
+  int64_t size_mib = 0;
+  std::vector<std::string> mounted_by;  // VMs that mount it (VOLAPI's refs)
+};
+
 // One rule as `status` shows it: "in place", "to create", "to update",
 // "to delete", "not applied" (no FWAPI address) or "unknown" (FWAPI could
 // not be read); `error`: why the last change failed.
@@ -319,6 +350,8 @@ struct Decision {
   std::vector<FabricChange> fabric_changes;
   std::vector<FabricNetworkView> fabric_networks;  // every network wanted or owned, by name
   std::vector<FirewallRuleView> firewall_rules;  // every rule wanted or owned, by name
+  std::vector<VolumeChange> volume_changes;
+  std::vector<VolumeView> volumes;  // every volume wanted or owned, by name
   // Every wanted rule is in FWAPI as written: instances may turn their
   // firewall on (before, an ALLOW rule not made yet would cut traffic).
   bool firewall_in_place = true;
@@ -344,6 +377,15 @@ void DecideFabric(const Snapshot& s, Decision* d);
 // The uuid of the project's fabric network `name` (the manifest's name), or
 // "" while it is not made.
 std::string FabricNetworkUuid(const Snapshot& s, const std::string& name);
+
+// The volumes part of Decide: the volumes to create and delete in VOLAPI
+// (a delete only once no VM mounts it, and only when the manifest says so),
+// each volume's view and the problems.
+void DecideVolumes(const Snapshot& s, Decision* d);
+// Whether a volume's state counts as settled for convergence.
+bool VolumeSettled(const VolumeView& v);
+// The project's volume `name` (the manifest's) as VOLAPI holds it, or null.
+const triton::Volume* FindVolume(const Snapshot& s, const std::string& name);
 
 // What an instance of `service` should carry in place (not rolled out):
 // CNS names, the firewall tag, firewall_enabled.

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "convergence/decide.h"
 #include "projects/fabric.h"
 #include "projects/firewall.h"
@@ -125,8 +126,17 @@ void DecideFabric(const Snapshot& s, Decision* d) {
     for (const InstanceState& i : s.instances) {
       users += std::count(i.networks.begin(), i.networks.end(), n->uuid) > 0;
     }
+    // A volume served on it (its NFS server has a NIC there) keeps it: a
+    // retained volume keeps its network, and a deleted one frees it.
+    std::vector<std::string> served;
+    for (const triton::Volume& vol : s.volumes ? *s.volumes : std::vector<triton::Volume>{}) {
+      if (std::count(vol.networks.begin(), vol.networks.end(), n->uuid) > 0) served.push_back(vol.name);
+    }
     FabricNetworkView v{name, n->name, n->subnet, n->uuid, "to delete", failed(name)};
-    if (users > 0) {
+    if (!served.empty()) {
+      v.state = absl::StrCat("retained: volume ", absl::StrJoin(served, ", "), " is served on it");
+      v.error.clear();
+    } else if (users > 0) {
       v.state = absl::StrCat("waiting: ", users, " instances still on it");
     } else {
       triton::FabricNetwork gone = *n;

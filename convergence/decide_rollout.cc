@@ -248,6 +248,7 @@ std::string Decider::CatalogHold(const Action& a, const HoldState& h) const {
   }
   if (!create) return "";
   if (auto spec = s_.spec_errors.find(a.service); spec != s_.spec_errors.end()) return spec->second;
+  if (auto w = s_.resource_waits.find(a.service); w != s_.resource_waits.end()) return w->second;
   if (auto pl = h.placement.find(a.service); pl != h.placement.end()) return pl->second;
   return "";
 }

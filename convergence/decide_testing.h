@@ -33,6 +33,7 @@ inline std::shared_ptr<const ProjectGoal> GoalOf(const std::string& text, int64_
   g->meta_defaults = c.manifest.meta;
   g->firewall = c.manifest.firewall;
   g->fabric = c.manifest.fabric;
+  g->volumes = c.manifest.volumes;
   for (const auto& kv : c.manifest.services) {
     const ServiceSpec& s = kv.second;
     ServiceRecord rec{s.name, s.service_type, s.compute_type, s.brand, s.image, s.package, s.count,

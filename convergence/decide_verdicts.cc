@@ -200,6 +200,9 @@ bool Decider::HeldVerdict(const VerdictFacts& f, ServiceVerdict* v) {
     v->fix = absl::StrCat("apply a manifest whose ", field, " the data center has (`mariposa diff` checks it first)");
     Problem(absl::StrCat(field, "-unavailable"), svc, absl::StrCat("service ", svc, ": ", held), held, v->fix,
             not_created);
+  } else if (auto w = s_.resource_waits.find(svc); w != s_.resource_waits.end() && held == w->second) {
+    v->state = VerdictState::kProgressing;  // the resource is being made by this project's syncs
+    v->reason = held;
   } else if (held.rfind("frozen", 0) == 0) {
     v->state = VerdictState::kPaused;
     v->reason = held;

@@ -141,6 +141,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   std::vector<JobRecord> sent = Send(s, steps, installs, imports, d.uninstalls, &d.memory, &r, &events, &problems);
   ChangeFirewall(s, d, &events);
   ChangeFabric(s, d, &events);
+  ChangeVolumes(s, d, &events);
   // The backlog the pump may send (PumpProject): creates without placement
   // rules (those are placed against the instances of a fresh listing).
   std::vector<Step> backlog;
@@ -259,6 +260,46 @@ void Reconciler::ChangeFabric(const Snapshot& s, const Decision& d, std::vector<
       events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "fabric.change-failed", "",
                                     absl::StrCat(detail, ": ", st.message())});
       LogWarn("fabric change failed", {{"project", p.name}, {"what", what}, {"error", st.ToString()}});
+    }
+  }
+}
+
+void Reconciler::ChangeVolumes(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events) {
+  if (options_.volapi == nullptr || d.volume_changes.empty()) return;
+  const ProjectRecord& p = s.project;
+  if (const Fence* f = ScopedFence::Current(); f != nullptr) {
+    if (!store_->CheckFence(*f).ok()) return;  // another node holds the project: it decides again
+  }
+  const std::string& owner = TenantOf(p);
+  for (const VolumeChange& c : d.volume_changes) {
+    absl::Status st;
+    std::string done;
+    if (c.kind == VolumeChange::Kind::kCreate) {
+      triton::Volume v = c.volume;
+      v.owner_uuid = owner;
+      st = options_.volapi->CreateVolume(v);
+      // Made by an earlier attempt that died before it knew: the next sync
+      // reads it (the name is the owner's own).
+      if (absl::IsAlreadyExists(st)) st = absl::OkStatus();
+      done = "created";
+    } else {
+      st = options_.volapi->DeleteVolume(c.volume.uuid, owner);
+      if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
+      done = "deleted";
+    }
+    NoteApi("VOLAPI", st);
+    std::string detail = absl::StrCat(c.name, " (", c.volume.name, c.volume.uuid.empty() ? "" : " ", c.volume.uuid, ")");
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[p.uuid];
+    if (st.ok()) {
+      ps.volumes.failures.erase(c.name);
+      if (c.kind == VolumeChange::Kind::kCreate) ps.volumes.may_own = true;
+      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "volume." + done, "", detail});
+    } else {
+      ps.volumes.failures[c.name] = std::string(st.message());
+      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "volume.change-failed", "",
+                                    absl::StrCat(detail, " not ", done, ": ", st.message())});
+      LogWarn("volume change failed", {{"project", p.name}, {"volume", c.name}, {"error", st.ToString()}});
     }
   }
 }

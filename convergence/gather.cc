@@ -51,6 +51,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   else if (s.actual_known && last_seen) ShowTrackedTimes(&s);
   else if (s.actual_known) TrackTimes(&s, now);
   GatherFabric(&s, last_seen);  // before the recipes: services name its networks
+  GatherVolumes(&s, last_seen);  // likewise, the volumes they mount
   std::set<std::string> label_keys;
   RETURN_IF_ERROR(GatherRecipes(&s, last_seen, &label_keys));
   if (!last_seen) GatherLabelledVms(&s, label_keys);  // only creates need them
@@ -539,6 +540,24 @@ void Reconciler::BuildRecipe(Snapshot* s, const std::string& service, const Serv
     if (pkg.ok()) r.dimensions = DimensionsOf(spec, *pkg);
     else hold(spec.package.empty() ? "resources" : "package", pkg.status());
   }
+  // Waits for what the project's own syncs make (not a failure: the
+  // fabric and volumes are made before the instances that use them).
+  auto wait = [&](const std::string& why) {
+    if (!s->resource_waits.count(service)) s->resource_waits[service] = why;
+  };
+  for (const VolumeMount& m : spec.volumes) {
+    const triton::Volume* v = FindVolume(*s, m.volume);
+    if (!s->volapi) {
+      return hold("volumes", absl::FailedPreconditionError("mariposad has no VOLAPI address to make the volumes"));
+    }
+    if (v != nullptr && v->state == "failed") {
+      return hold("volumes", absl::FailedPreconditionError(absl::StrCat("volume ", m.volume, " failed in VOLAPI")));
+    }
+    if (v == nullptr || v->state != "ready") {
+      wait(absl::StrCat("volume ", m.volume, " is ", v == nullptr ? "not made" : v->state,
+                        " yet (`mariposa status` shows the volumes)"));
+    }
+  }
   if (spec.networks.empty()) return;
   // In the manifest's order (the first is the primary NIC): the project's
   // fabric networks by their uuid once made, the others from NAPI.
@@ -557,8 +576,7 @@ void Reconciler::BuildRecipe(Snapshot* s, const std::string& service, const Serv
     }
     std::string uuid = FabricNetworkUuid(*s, name);
     if (uuid.empty()) {
-      return hold("networks", absl::FailedPreconditionError(absl::StrCat(
-                                  "fabric network ", name, " is not made yet (`mariposa status` shows the fabric)")));
+      return wait(absl::StrCat("fabric network ", name, " is not made yet (`mariposa status` shows the fabric)"));
     }
     r.networks.push_back(uuid);
   }
@@ -717,6 +735,28 @@ void Reconciler::GatherFabric(Snapshot* snapshot, bool last_seen) {
     owns = owns || !seen->networks.empty();
   }
   Keep(s, &ProjectState::fabric, std::move(seen), owns, &s.fabric, &s.fabric_error);
+}
+
+// The account's volumes named as the project's (projects/volumes.h), read
+// while the goal has volumes or the project may own some (always while it
+// is being deleted); `last_seen`: the last sync's reading.
+void Reconciler::GatherVolumes(Snapshot* snapshot, bool last_seen) {
+  Snapshot& s = *snapshot;
+  s.volapi = options_.volapi != nullptr;
+  if (!s.volapi) return;
+  bool wanted = s.goal && !s.goal->volumes.empty();
+  if (!Recall(s, &ProjectState::volumes, wanted, last_seen, &s.volumes, &s.volumes_error, &s.volume_failures)) return;
+  auto all = options_.volapi->ListVolumes(TenantOf(s.project));
+  NoteApi("VOLAPI", all.status());
+  absl::StatusOr<std::vector<triton::Volume>> owned =
+      all.ok() ? absl::StatusOr<std::vector<triton::Volume>>(std::vector<triton::Volume>{}) : all.status();
+  if (all.ok()) {
+    for (triton::Volume& v : *all) {
+      if (ProjectVolumeName(s.project.name, v.name)) owned->push_back(std::move(v));
+    }
+  }
+  bool owns = owned.ok() && !owned->empty();
+  Keep(s, &ProjectState::volumes, std::move(owned), owns, &s.volumes, &s.volumes_error);
 }
 
 bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,

@@ -41,6 +41,7 @@ absl::StatusOr<std::shared_ptr<const ProjectGoal>> GoalCache::Get(ProjectStore* 
   goal->meta_defaults = parsed.manifest->meta;
   goal->firewall = parsed.manifest->firewall;
   goal->fabric = parsed.manifest->fabric;
+  goal->volumes = parsed.manifest->volumes;
   for (ServiceRecord& r : rows) {
     auto spec = parsed.manifest->services.find(r.name);
     if (spec == parsed.manifest->services.end()) {

@@ -34,6 +34,7 @@ struct ProjectGoal {
   std::map<std::string, ServiceGoalSpec> services;   // by name
   std::map<std::string, FirewallRuleSpec> firewall;  // the manifest's firewall rules, by name
   std::optional<FabricSpec> fabric;                  // the manifest's fabric
+  std::map<std::string, VolumeSpec> volumes;         // the manifest's volumes, by name
 };
 
 // The spec whose health checks (and start.window) an instance of `service`

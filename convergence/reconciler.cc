@@ -782,6 +782,9 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
   req->brand = recipe.brand.empty() ? BrandFor(g) : recipe.brand;
   req->image_uuid = s.images.at(g.record.name).uuid;
   req->delegate_dataset = g.spec.delegate_dataset;
+  for (const VolumeMount& m : g.spec.volumes) {
+    req->volumes.push_back({VolapiVolumeName(p.name, m.volume), m.mountpoint, m.mode});
+  }
   const Dimensions dim = recipe.dimensions ? *recipe.dimensions : RawDimensions(g.spec);
   req->billing_id = dim.billing_id;
   req->ram = dim.ram;

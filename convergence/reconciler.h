@@ -91,6 +91,7 @@ struct ReconcilerOptions {
   // For the manifests' firewall rules; optional (without it they are not
   // applied and status says so).
   triton::FwapiClient* fwapi = nullptr;
+  triton::VolapiClient* volapi = nullptr;  // optional: the manifests' volumes
   health::Coordinator* health = nullptr;               // shards the services' health checks over agents; optional
   bool health_loopback = false;  // check 10.a.b.c at 127.a.b.c (tritonsim --listen-vms)
   // update.auto_rollback: rolls a project back to a version (uuid) if the
@@ -279,6 +280,7 @@ class Reconciler {
   void GatherServers(Snapshot* s, bool last_seen);
   void GatherFirewall(Snapshot* s, bool last_seen);
   void GatherFabric(Snapshot* s, bool last_seen);
+  void GatherVolumes(Snapshot* s, bool last_seen);
   struct ProjectState;
   // What the project owns in one API (`member` of its ProjectState):
   // Recall copies the last reading into `seen`, `error` and `failures` and
@@ -295,6 +297,8 @@ class Reconciler {
   // holds the project (a failed VLAN create skips its networks); an event
   // for each, failures kept for status.
   void ChangeFabric(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events);
+  // The Decision's volume changes, sent to VOLAPI likewise.
+  void ChangeVolumes(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events);
   // The Decision's firewall changes, sent to FWAPI one by one while this
   // node holds the project; an event for each, failures kept for status.
   void ChangeFirewall(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events);
@@ -453,6 +457,7 @@ class Reconciler {
     // What the project owns in FWAPI (rules) and NAPI (its fabric).
     OwnedReading<std::vector<OwnedRule>> firewall;
     OwnedReading<Snapshot::FabricSeen> fabric;
+    OwnedReading<std::vector<triton::Volume>> volumes;  // named as the project's (VOLAPI)
     // The pump's: creates the last sync's job window held (tasks resolved),
     // what they were decided on, changes_ then, when that sync ended, and
     // the jobs the pump saw end (the next sync counts them).

@@ -125,6 +125,17 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
     f->set_state(v.state);
     f->set_error(v.error);
   }
+  for (const VolumeView& v : d.volumes) {
+    v1::VolumeStatus* o = resp->add_volumes();
+    o->set_name(v.name);
+    o->set_volapi_name(v.volapi_name);
+    o->set_size_mib(v.size_mib);
+    o->set_network(v.network);
+    o->set_uuid(v.uuid);
+    o->set_state(v.state);
+    for (const std::string& vm : v.mounted_by) o->add_mounted_by(vm);
+    o->set_error(v.error);
+  }
   for (const Problem& p : d.problems) ProblemToProto(p, resp->add_problems());
   for (const Problem& p : reconciler_->ExecuteProblems(s.project.uuid)) ProblemToProto(p, resp->add_problems());
   if (controller_problems_) controller_problems_(resp);

@@ -343,6 +343,9 @@ void Daemon::Triton() {
   if (!endpoints.at("fwapi").url.empty()) {
     fwapi_ = std::make_unique<triton::HttpFwapiClient>(http_for("fwapi"), clock_, hook);
   }
+  if (!endpoints.at("volapi").url.empty()) {
+    volapi_ = std::make_unique<triton::HttpVolapiClient>(http_for("volapi"), clock_, hook);
+  }
   if (!flags_.image_source_url.empty()) {
     triton::HttpOptions src = http_for("imgapi");
     src.base_url = flags_.image_source_url;
@@ -377,6 +380,7 @@ convergence::ReconcilerOptions Daemon::ReconcilerOptionsFor() {
   ropts.papi = papi_.get();
   ropts.napi = napi_.get();
   ropts.fwapi = fwapi_.get();
+  ropts.volapi = volapi_.get();
   ropts.health = health_.get();
   ropts.health_loopback = flags_.health_loopback;
   ropts.rollback = [p = projects_.get()](const std::string& project, const std::string& to,

@@ -137,6 +137,7 @@ class Daemon {
   std::unique_ptr<triton::HttpPapiClient> papi_;
   std::unique_ptr<triton::HttpNapiClient> napi_;
   std::unique_ptr<triton::HttpFwapiClient> fwapi_;  // null: no FWAPI address
+  std::unique_ptr<triton::HttpVolapiClient> volapi_;  // null: no VOLAPI address
   std::unique_ptr<convergence::Reconciler> reconciler_;
   // Several nodes on PostgreSQL: the project leases this node holds.
   std::unique_ptr<convergence::LeaseKeeper> leases_;

@@ -131,6 +131,7 @@ v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest&
   DiffMaps("firewall", FirewallValue(b), FirewallValue(after), 0, d.mutable_project_fields());
   DiffMaps("fabric", b.fabric ? FabricValue(*b.fabric) : Value::Map(), after.fabric ? FabricValue(*after.fabric) : Value::Map(),
            2, d.mutable_project_fields());
+  DiffMaps("volumes", VolumesValue(b.volumes), VolumesValue(after.volumes), 1, d.mutable_project_fields());
   return d;
 }
 

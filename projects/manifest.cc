@@ -111,7 +111,7 @@ absl::StatusOr<int64_t> ParseManifestSize(absl::string_view s) {
 namespace {
 
 const std::set<std::string>& ReservedKeys() {
-  static const auto* k = new std::set<std::string>{"volumes", "cns", "triggers", "autoscale",
+  static const auto* k = new std::set<std::string>{"cns", "triggers", "autoscale",
                                                   "webhooks", "schedule", "containerpilot"};
   return *k;
 }
@@ -483,6 +483,7 @@ class Parser {
       Firewall(n, p);
     };
     f["fabric"] = [&](const YamlNode& n, const std::string& p) { Fabric(n, p); };
+    f["volumes"] = [&](const YamlNode& n, const std::string& p) { Volumes(n, p); };
     f["services"] = [&](const YamlNode& n, const std::string& p) {
       if (n.IsNull()) return;
       if (!n.IsMap()) {
@@ -539,6 +540,7 @@ class Parser {
     }
     if (groups_node != nullptr) Groups(*groups_node, groups_path);
     if (firewall_node != nullptr) FirewallServices(*firewall_node);
+    VolumeChecks();
     for (const auto& [name, svc] : m_.services) {
       std::string cns = absl::StrCat(m_.project, "-", name);
       if (!svc.cns && svc.compute_type != "agent" && svc.compute_type != "core" && cns.size() > 63) {
@@ -708,6 +710,117 @@ class Parser {
     }
   }
 
+  // volumes: NAME -> {size, network, deletion_policy, remove}
+  // (docs/manifest.md "Volumes").
+  void Volumes(const YamlNode& n, const std::string& path) {
+    Named(n, path, "volume", [&](const std::string& name) { return m_.volumes.count(name) > 0; },
+          [&](const std::string& name, const YamlNode&, const YamlNode& def, const std::string& vp) {
+            VolumeSpec& v = m_.volumes[name];
+            volume_nodes_[name] = &def;
+            Fields f;
+            f["size"] = [&](const YamlNode& x, const std::string& p) {
+              std::optional<int64_t> bytes;
+              Size(x, p, &bytes);
+              if (bytes && (*bytes <= 0 || *bytes % (int64_t{1} << 30) != 0)) {
+                Error(x, p, "VOLAPI makes volumes of whole GiB (write e.g. 10g, 20g, 100g)");
+              } else if (bytes) {
+                v.size_mib = *bytes >> 20;
+              }
+            };
+            f["network"] = [&](const YamlNode& x, const std::string& p) { String(x, p, &v.network); };
+            f["deletion_policy"] = [&](const YamlNode& x, const std::string& p) {
+              OneOf(x, p, &v.deletion_policy, {"retain", "delete"});
+            };
+            f["remove"] = [&](const YamlNode& x, const std::string& p) { Bool(x, p, &v.remove); };
+            if (!def.IsNull()) ParseMap(def, vp, f);  // `data:` alone: every default
+            return true;
+          });
+  }
+
+  // A service's volumes: a list of {name, mountpoint, mode} or
+  // "NAME:MOUNTPOINT[:ro]".
+  void Mounts(const YamlNode& n, const std::string& path, ServiceSpec* s) {
+    if (n.IsNull()) return;
+    if (!n.IsSequence()) {
+      Error(n, path, absl::StrCat("must be a list of {name, mountpoint, mode} or NAME:MOUNTPOINT, not ", KindName(n)));
+      return;
+    }
+    for (size_t i = 0; i < n.size(); ++i) {
+      const YamlNode& item = n[i];
+      std::string ip = absl::StrCat(path, "[", i, "]");
+      VolumeMount m;
+      if (item.IsScalar()) {
+        std::string why;
+        auto parsed = ParseVolumeMount(item.Scalar(), &why);
+        if (!parsed) {
+          Error(item, ip, why);
+          continue;
+        }
+        m = *parsed;
+      } else {
+        Fields f;
+        f["name"] = [&](const YamlNode& v, const std::string& p) { String(v, p, &m.volume); };
+        f["mountpoint"] = [&](const YamlNode& v, const std::string& p) { String(v, p, &m.mountpoint); };
+        f["mode"] = [&](const YamlNode& v, const std::string& p) { OneOf(v, p, &m.mode, {"rw", "ro"}); };
+        int64_t errors = error_count_;
+        ParseMap(item, ip, f);
+        if (error_count_ != errors) continue;
+      }
+      if (!IsDnsLabel(m.volume)) {
+        Error(item, ip, absl::StrCat("volume name \"", m.volume, "\" is not a DNS label (a name under the manifest's volumes:)"));
+      } else if (m.mountpoint.size() < 2 || m.mountpoint[0] != '/' || m.mountpoint.find_first_of(" \t:") != std::string::npos) {
+        Error(item, ip, absl::StrCat("mountpoint \"", m.mountpoint, "\" must be an absolute path other than /, without spaces"));
+      } else if (std::any_of(s->volumes.begin(), s->volumes.end(),
+                             [&](const VolumeMount& o) { return o.mountpoint == m.mountpoint; })) {
+        Error(item, ip, absl::StrCat("mountpoint ", m.mountpoint, " is used twice"));
+      } else {
+        s->volumes.push_back(m);
+      }
+    }
+  }
+
+  // Ties volumes to the fabric and the services that mount them.
+  void VolumeChecks() {
+    for (auto& [name, v] : m_.volumes) {
+      std::string vp = Join("volumes", name);
+      const YamlNode& at = *volume_nodes_[name];
+      bool fabric_has = m_.fabric && m_.fabric->networks.count(v.network);
+      if (v.network.empty() && m_.fabric && m_.fabric->networks.size() == 1) {
+        v.network = m_.fabric->networks.begin()->first;
+      } else if (v.network.empty()) {
+        Error(at, Join(vp, "network"),
+              "missing: name the fabric network the volume is served on (one of fabric.networks, or the uuid of a "
+              "fabric network of the account)");
+      } else if (!fabric_has && !IsUuid(v.network)) {
+        Error(at, Join(vp, "network"), absl::StrCat("\"", v.network, "\" is neither a network of the manifest's "
+                                                    "fabric nor a uuid; volumes are served on fabric networks"));
+      }
+    }
+    for (const auto& [sname, s] : m_.services) {
+      for (size_t i = 0; i < s.volumes.size(); ++i) {
+        const VolumeMount& m = s.volumes[i];
+        const YamlNode& at = *mounts_[sname];
+        std::string ip = absl::StrCat("services.", sname, ".volumes[", i, "]");
+        auto v = m_.volumes.find(m.volume);
+        if (s.compute_type == "agent" || s.compute_type == "core") {
+          Error(at, ip, "agents and core zones mount no volumes of the project; remove volumes:");
+        } else if (v == m_.volumes.end()) {
+          Error(at, ip, absl::StrCat("volume \"", m.volume, "\" is not declared in the manifest's volumes:"));
+        } else if (v->second.remove) {
+          Error(at, ip, absl::StrCat("volume ", m.volume, " has remove: true (it is to be deleted); stop mounting "
+                                     "it, or drop remove: to keep it"));
+        } else if (m_.fabric && m_.fabric->networks.count(v->second.network) &&
+                   std::find(s.networks.begin(), s.networks.end(), v->second.network) == s.networks.end()) {
+          Error(at, ip, absl::StrCat("service ", sname, " is not on network ", v->second.network, ", which volume ",
+                                     m.volume, " is served on; add ", v->second.network, " to its networks"));
+        }
+      }
+    }
+  }
+
+  std::map<std::string, const YamlNode*> volume_nodes_;  // volume -> its definition
+  std::map<std::string, const YamlNode*> mounts_;        // service -> its volumes: node
+
   // Each firewall rule's from: and to: nodes (FirewallServices locates its
   // errors there).
   std::map<std::string, std::pair<const YamlNode*, const YamlNode*>> sides_;
@@ -810,6 +923,10 @@ class Parser {
       Servers(v, p, s);
     };
     f["cns"] = [&](const YamlNode& v, const std::string& p) { Cns(v, p, s); };
+    f["volumes"] = [&](const YamlNode& v, const std::string& p) {
+      mounts_[s->name] = &v;
+      Mounts(v, p, s);
+    };
     ParseMap(n, path, f, {{"scale", "count"}, {"labels", "tags"}, {"affinity", "placement"}}, &s->reserved);
     if (n.IsMap()) ServiceRules(n, path, at, s);
   }
@@ -1373,6 +1490,13 @@ void InstanceFields(const ServiceSpec& s, std::map<std::string, Value>* all) {
   }
   if (!s.tags.empty()) (*all)["tags"] = StrMap(s.tags);
   if (!s.networks.empty()) (*all)["networks"] = StrList(s.networks);
+  if (!s.volumes.empty()) {
+    std::vector<std::string> mounts;
+    for (const VolumeMount& m : s.volumes) {
+      mounts.push_back(absl::StrCat(m.volume, ":", m.mountpoint, m.mode == "ro" ? ":ro" : ""));
+    }
+    (*all)["volumes"] = StrList(mounts);
+  }
 }
 
 Value InstanceValue(const ServiceSpec& s) {
@@ -1487,6 +1611,19 @@ Value FabricValue(const FabricSpec& f) {
   return out;
 }
 
+Value VolumesValue(const std::map<std::string, VolumeSpec>& volumes) {
+  Value out = Value::Map();
+  for (const auto& [name, v] : volumes) {
+    std::map<std::string, Value> x;
+    if (v.size_mib > 0) x["size"] = Value::Str(FormatManifestSize(v.size_mib << 20));
+    x["network"] = Value::Str(v.network);
+    if (v.deletion_policy != "retain") x["deletion_policy"] = Value::Str(v.deletion_policy);
+    if (v.remove) x["remove"] = Value::Bool(true);
+    out.Append(name, Value::FromMap(std::move(x)));
+  }
+  return out;
+}
+
 std::vector<std::string> CnsNames(const std::string& project, const std::string& service, const ServiceSpec& s) {
   if (s.compute_type == "agent" || s.compute_type == "core") return {};
   if (s.cns) return *s.cns;
@@ -1545,6 +1682,7 @@ std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
     root["firewall"] = std::move(rules);
   }
   if (m.fabric) root["fabric"] = FabricValue(*m.fabric);
+  if (!m.volumes.empty()) root["volumes"] = VolumesValue(m.volumes);
   Value services = Value::Map();
   for (const auto& kv : m.services) {
     Value spec = ServiceSpecValue(kv.second);

@@ -18,6 +18,7 @@
 #include "common/value.h"
 #include "projects/fabric.h"
 #include "projects/firewall.h"
+#include "projects/volumes.h"
 
 namespace mariposa {
 
@@ -128,6 +129,9 @@ struct ServiceSpec {
   // default, <project>-<service>; empty: none (`cns: false`). Each a DNS
   // label, with an optional :port (CNS's SRV form).
   std::optional<std::vector<std::string>> cns;
+  // The project's volumes it mounts (projects/volumes.h), in the manifest's
+  // order; part of the instance spec (a change rolls out).
+  std::vector<VolumeMount> volumes;
   std::map<std::string, Value> reserved;  // RFD 36 keys not run yet, stored as given
 };
 
@@ -136,6 +140,7 @@ struct ServiceSpec {
 // A firewall rule, and the fabric, as the canonical form and the diff write them.
 Value FirewallRuleValue(const FirewallRuleSpec& r);
 Value FabricValue(const FabricSpec& f);
+Value VolumesValue(const std::map<std::string, VolumeSpec>& volumes);
 
 inline constexpr char kCnsServicesTag[] = "triton.cns.services";
 std::vector<std::string> CnsNames(const std::string& project, const std::string& service, const ServiceSpec& s);
@@ -159,6 +164,7 @@ struct Manifest {
   std::map<std::string, ServiceSpec> services;
   std::map<std::string, FirewallRuleSpec> firewall;  // rule name -> rule (projects/firewall.h)
   std::optional<FabricSpec> fabric;                  // the project's VLAN and networks (projects/fabric.h)
+  std::map<std::string, VolumeSpec> volumes;         // volume name -> volume (projects/volumes.h)
   std::map<std::string, Value> reserved;  // top-level RFD 36 keys not run yet
   std::vector<ManifestDiagnostic> warnings;
   std::vector<TemplateUse> templates;

@@ -293,9 +293,17 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
 
   RETURN_IF_ERROR(cancel->Check());
   out.diff = DiffManifests(before.get(), *compiled);
+  for (const auto& [name, v] : m.volumes) {  // data loss is said before it is asked for
+    auto was = before ? before->manifest.volumes.find(name) : m.volumes.end();
+    if (v.remove && (!before || was == before->manifest.volumes.end() || !was->second.remove)) {
+      out.warnings.push_back(absl::StrCat("volume ", name, " (", VolapiVolumeName(m.project, name),
+                                          ") will be deleted from VOLAPI once no instance mounts it: its data is lost"));
+    }
+  }
   if (before) {
-    if (std::string fixed = FixedFabricChange(before->manifest.fabric, m.fabric); !fixed.empty()) {
-      return absl::InvalidArgumentError(fixed);
+    for (const std::string& fixed : {FixedFabricChange(before->manifest.fabric, m.fabric),
+                                      FixedVolumeChange(before->manifest.volumes, m.volumes)}) {
+      if (!fixed.empty()) return absl::InvalidArgumentError(fixed);
     }
     std::vector<std::string> dropped = DroppedCoreServices(before->manifest, m);
     if (!dropped.empty()) {

@@ -62,6 +62,16 @@ Result Status(Context& c, const Parsed& p) {
     out << "\n";
     c.Table({"FABRIC NETWORK", "STATE", "SUBNET", "NAPI NAME", "UUID", "LAST ERROR"}, fab);
   }
+  if (resp.volumes_size() > 0) {
+    Rows vols;
+    for (const auto& v : resp.volumes()) {
+      vols.push_back({v.name(), v.state(), v.size_mib() > 0 ? absl::StrCat(v.size_mib() / 1024, "G") : "default",
+                      v.network().empty() ? "-" : v.network(), v.volapi_name(), v.uuid().empty() ? "-" : v.uuid(),
+                      absl::StrCat(v.mounted_by_size()), v.error().empty() ? "-" : v.error()});
+    }
+    out << "\n";
+    c.Table({"VOLUME", "STATE", "SIZE", "NETWORK", "VOLAPI NAME", "UUID", "MOUNTS", "LAST ERROR"}, vols);
+  }
   if (resp.firewall_rules_size() > 0) {
     Rows fw;
     for (const auto& f : resp.firewall_rules()) {

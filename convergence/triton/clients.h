@@ -90,6 +90,12 @@ struct CreateVmRequest {
   bool delegate_dataset = false;  // a ZFS dataset of its own, kept by a reprovision
   bool firewall_enabled = false;  // the manifest's firewall rules apply to it (projects/firewall.h)
   std::optional<Locality> locality;
+  // VOLAPI volumes it mounts (VMAPI's `volumes`: name, type tritonnfs, mode,
+  // mountpoint), by their VOLAPI name.
+  struct Mount {
+    std::string name, mountpoint, mode = "rw";
+  };
+  std::vector<Mount> volumes;
 };
 
 // VMAPI's update action: what changes in place (vmadm update). Metadata
@@ -342,6 +348,30 @@ class FwapiClient {
   // Rule text, enabled and description of rule r.uuid.
   virtual absl::Status UpdateRule(const FwRule& r) = 0;
   virtual absl::Status DeleteRule(const std::string& uuid, const std::string& owner_uuid) = 0;
+};
+
+// A VOLAPI volume (sdc-volapi's volume object, RFD 26 tritonnfs).
+struct Volume {
+  std::string uuid;
+  std::string owner_uuid;
+  std::string name;
+  int64_t size = 0;                   // MiB
+  std::string state;                  // creating | ready | failed | deleting
+  std::vector<std::string> networks;  // fabric network uuids
+  std::vector<std::string> refs;      // the VMs that mount it
+};
+
+// VOLAPI.
+class VolapiClient {
+ public:
+  virtual ~VolapiClient() = default;
+  // The owner's volumes, every state but deleted.
+  virtual absl::StatusOr<std::vector<Volume>> ListVolumes(const std::string& owner_uuid) = 0;
+  // Name, size (0: VOLAPI's default) and networks of `v`. ALREADY_EXISTS
+  // when the owner has a volume of that name (a retried create).
+  virtual absl::Status CreateVolume(const Volume& v) = 0;
+  // FAILED_PRECONDITION while a VM mounts it (VolumeInUse).
+  virtual absl::Status DeleteVolume(const std::string& uuid, const std::string& owner_uuid) = 0;
 };
 
 }  // namespace mariposa::triton

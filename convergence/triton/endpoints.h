@@ -23,10 +23,10 @@ inline const std::vector<std::string>& ApiNames() {
 }
 
 // APIs mariposad uses when it has their address and does without otherwise:
-// FWAPI (a manifest's firewall rules; without it they are not applied and
-// status says so).
+// FWAPI (a manifest's firewall rules) and VOLAPI (its volumes); without
+// them those are not applied and status says so.
 inline const std::vector<std::string>& OptionalApiNames() {
-  static const std::vector<std::string> kNames = {"fwapi"};
+  static const std::vector<std::string> kNames = {"fwapi", "volapi"};
   return kNames;
 }
 

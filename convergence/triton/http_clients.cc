@@ -188,6 +188,13 @@ absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
   if (req.vcpus > 0) body["vcpus"] = req.vcpus;
   if (req.delegate_dataset) body["delegate_dataset"] = true;
   if (req.firewall_enabled) body["firewall_enabled"] = true;
+  if (!req.volumes.empty()) {
+    json mounts = json::array();
+    for (const auto& m : req.volumes) {
+      mounts.push_back({{"name", m.name}, {"type", "tritonnfs"}, {"mode", m.mode}, {"mountpoint", m.mountpoint}});
+    }
+    body["volumes"] = mounts;
+  }
   if (req.locality) {
     body["locality"] = {{"strict", req.locality->strict}, {"near", req.locality->near}, {"far", req.locality->far}};
   }
@@ -625,6 +632,43 @@ absl::Status HttpFwapiClient::DeleteRule(const std::string& uuid, const std::str
   return http_
       .Call("DeleteRule", "DELETE", absl::StrCat("/rules/", UrlEncode(uuid), "?owner_uuid=", UrlEncode(owner_uuid)))
       .status();
+}
+
+absl::StatusOr<std::vector<Volume>> HttpVolapiClient::ListVolumes(const std::string& owner_uuid) {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListVolumes", "GET", "/volumes?owner_uuid=" + UrlEncode(owner_uuid)));
+  ASSIGN_OR_RETURN(json list, ParseJsonList(r, "ListVolumes"));
+  std::vector<Volume> out;
+  for (const auto& j : list) {
+    Volume v;
+    v.uuid = Str(j, "uuid");
+    v.owner_uuid = Str(j, "owner_uuid");
+    v.name = Str(j, "name");
+    v.size = j.value("size", int64_t{0});
+    v.state = Str(j, "state");
+    v.networks = j.value("networks", std::vector<std::string>{});
+    v.refs = j.value("refs", std::vector<std::string>{});
+    if (v.state != "deleted") out.push_back(std::move(v));
+  }
+  return out;
+}
+
+absl::Status HttpVolapiClient::CreateVolume(const Volume& v) {
+  json body = {{"owner_uuid", v.owner_uuid}, {"name", v.name}, {"type", "tritonnfs"}, {"networks", v.networks}};
+  if (v.size > 0) body["size"] = v.size;
+  auto made = http_.Call("CreateVolume", "POST", "/volumes", body.dump());
+  if (!made.ok() && TritonCode(made.status()) == "VolumeAlreadyExists") {
+    return absl::AlreadyExistsError(made.status().message());
+  }
+  return made.status();
+}
+
+absl::Status HttpVolapiClient::DeleteVolume(const std::string& uuid, const std::string& owner_uuid) {
+  auto gone = http_.Call("DeleteVolume", "DELETE",
+                         absl::StrCat("/volumes/", UrlEncode(uuid), "?owner_uuid=", UrlEncode(owner_uuid)));
+  if (!gone.ok() && TritonCode(gone.status()) == "VolumeInUse") {
+    return absl::FailedPreconditionError(gone.status().message());
+  }
+  return gone.status();
 }
 
 }  // namespace mariposa::triton

@@ -118,6 +118,18 @@ class HttpFwapiClient : public FwapiClient {
   HttpClient http_;
 };
 
+class HttpVolapiClient : public VolapiClient {
+ public:
+  HttpVolapiClient(HttpOptions options, const Clock* clock, MetricsHook hook = nullptr)
+      : http_("volapi", std::move(options), clock, std::move(hook)) {}
+  absl::StatusOr<std::vector<Volume>> ListVolumes(const std::string& owner_uuid) override;
+  absl::Status CreateVolume(const Volume& v) override;
+  absl::Status DeleteVolume(const std::string& uuid, const std::string& owner_uuid) override;
+
+ private:
+  HttpClient http_;
+};
+
 }  // namespace mariposa::triton
 
 #endif  // MARIPOSA_CONVERGENCE_TRITON_HTTP_CLIENTS_H_

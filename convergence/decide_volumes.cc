@@ -1,0 +1,123 @@
+// The project's volumes in VOLAPI (projects/volumes.h): created before the
+// instances that mount them, deleted only when the manifest says so and no
+// VM mounts them, retained otherwise.
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/ids.h"
+#include "convergence/decide.h"
+#include "projects/volumes.h"
+
+namespace mariposa::convergence {
+namespace {
+
+constexpr char kImpact[] = "instances that mount the project's volumes are not created until the volumes are ready";
+
+void Problem_(Decision* d, const std::string& error, const std::string& reason, const std::string& fix) {
+  d->problems.push_back({"volumes", "", error, reason, fix, kImpact});
+}
+
+}  // namespace
+
+bool VolumeSettled(const VolumeView& v) {
+  return v.state == "ready" || v.state == "deleted" || absl::StartsWith(v.state, "retained");
+}
+
+const triton::Volume* FindVolume(const Snapshot& s, const std::string& name) {
+  if (!s.volumes) return nullptr;
+  std::string volapi_name = VolapiVolumeName(s.project.name, name);
+  for (const triton::Volume& v : *s.volumes) {
+    if (v.name == volapi_name) return &v;
+  }
+  return nullptr;
+}
+
+void DecideVolumes(const Snapshot& s, Decision* d) {
+  static const std::map<std::string, VolumeSpec> kNone;
+  const std::map<std::string, VolumeSpec>& goal = s.goal ? s.goal->volumes : kNone;
+  const bool deleting = s.project.deleting;
+  if (!s.volapi || !s.volumes) {
+    if (goal.empty()) return;  // nothing wanted, nothing known to be owned: not read
+    for (const auto& [name, spec] : goal) {
+      VolumeView v{name, VolapiVolumeName(s.project.name, name), spec.network, "", s.volapi ? "unknown" : "not applied",
+                   ""};
+      v.size_mib = spec.size_mib;
+      d->volumes.push_back(std::move(v));
+    }
+    if (!s.volapi) {
+      Problem_(d, "the project's volumes are not made: mariposad has no VOLAPI address",
+               "VOLAPI is optional; mariposad was started without --volapi, VOLAPI_SERVICE or --triton",
+               "restart mariposad with --volapi URL (or VOLAPI_SERVICE in --sapi-metadata)");
+    } else {
+      Problem_(d, "the project's volumes could not be read from VOLAPI", s.volumes_error,
+               "check VOLAPI (mariposad's log, `mariposa admin status`); it is read again at the next sync");
+    }
+    return;
+  }
+  std::map<std::string, const triton::Volume*> owned;
+  for (const triton::Volume& v : *s.volumes) {
+    if (auto name = ProjectVolumeName(s.project.name, v.name)) owned[*name] = &v;
+  }
+  std::set<std::string> names;
+  for (const auto& kv : goal) names.insert(kv.first);
+  for (const auto& kv : owned) names.insert(kv.first);
+  for (const std::string& name : names) {
+    auto g = goal.find(name);
+    const VolumeSpec* spec = g == goal.end() ? nullptr : &g->second;
+    auto o = owned.find(name);
+    const triton::Volume* have = o == owned.end() ? nullptr : o->second;
+    auto f = s.volume_failures.find(name);
+    VolumeView v{name, VolapiVolumeName(s.project.name, name), spec ? spec->network : "", have ? have->uuid : "", "",
+                 f == s.volume_failures.end() ? "" : f->second};
+    v.size_mib = have ? have->size : spec ? spec->size_mib : 0;
+    if (have) v.mounted_by = have->refs;
+    const bool remove = spec && (spec->remove || (deleting && spec->deletion_policy == "delete"));
+    if (remove) {
+      if (have == nullptr) {
+        v.state = "deleted";
+      } else if (have->state == "deleting") {
+        v.state = "deleting";
+      } else if (!have->refs.empty()) {
+        v.state = absl::StrCat("waiting: ", have->refs.size(), " instances mount it");
+      } else {
+        v.state = "to delete";
+        d->volume_changes.push_back({VolumeChange::Kind::kDelete, name, *have});
+      }
+    } else if (spec == nullptr || deleting) {
+      if (have == nullptr) continue;
+      v.state = spec == nullptr ? "retained (not in the manifest)" : "retained (deletion_policy: retain)";
+    } else if (have == nullptr) {
+      std::string net = IsUuid(spec->network) ? spec->network : FabricNetworkUuid(s, spec->network);
+      if (net.empty()) {
+        v.state = absl::StrCat("waiting: fabric network ", spec->network, " is not made yet");
+      } else {
+        v.state = "to create";
+        triton::Volume want;
+        want.name = v.volapi_name;
+        want.size = spec->size_mib;
+        want.networks = {net};
+        d->volume_changes.push_back({VolumeChange::Kind::kCreate, name, want});
+      }
+    } else {
+      v.state = have->state;  // ready, creating, failed
+      if (have->state == "failed") {
+        Problem_(d, absl::StrCat("volume ", name, " failed in VOLAPI"),
+                 absl::StrCat("VOLAPI could not make ", v.volapi_name, " (", have->uuid, ")"),
+                 absl::StrCat("delete it (sdc-volapi DeleteVolume ", have->uuid,
+                              "); Mariposa makes it again at the next sync"));
+      }
+    }
+    if (VolumeSettled(v)) v.error.clear();
+    d->volumes.push_back(std::move(v));
+  }
+  for (const VolumeView& v : d->volumes) {
+    if (v.error.empty()) continue;
+    Problem_(d, absl::StrCat("volume ", v.name, " is not ", v.state), v.error,
+             absl::StrCat("fix what VOLAPI refused (the manifest's volumes.", v.name,
+                          ", e.g. a size VOLAPI offers: GET /volumesizes); it is tried again at each sync"));
+  }
+}
+
+}  // namespace mariposa::convergence
