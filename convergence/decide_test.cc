@@ -939,6 +939,135 @@ TEST(DecideTest, FabricVlanAndNetworks) {
   EXPECT_FALSE(d.converged);
 }
 
+// Volumes (DecideVolumes), as a table: made on their fabric network once it
+// exists, deleted only when the manifest says so and nothing mounts them,
+// retained otherwise; a volume of another project (by name) is never
+// touched.
+TEST(DecideTest, VolumesAreMadeDeletedOnlyWhenAskedAndRetainedOtherwise) {
+  const std::string fabric = "fabric:\n  vlan: 44\n  networks:\n    private: {subnet: 10.0.1.0/24}\n";
+  const std::string with = "project: p\n" + fabric +
+                           "volumes:\n  data: {size: 20g}\n"
+                           "services:\n  db: {image: db@1, count: 1, networks: [private], volumes: [data:/d]}\n";
+  const std::string removed = "project: p\n" + fabric + "services:\n  db: {image: db@1, count: 1, networks: [private]}\n";
+  const std::string remove = "project: p\n" + fabric + "volumes:\n  data: {size: 20g, remove: true}\n"
+                             "services:\n  db: {image: db@1, count: 1, networks: [private]}\n";
+  auto vol = [](const std::string& name, const std::string& state, std::vector<std::string> refs = {}) {
+    triton::Volume v;
+    v.uuid = "v-" + name;
+    v.name = name;
+    v.size = 20480;
+    v.state = state;
+    v.networks = {"n1"};
+    v.refs = std::move(refs);
+    return v;
+  };
+  struct Case {
+    std::string name;
+    std::string manifest;
+    std::vector<triton::Volume> volumes;
+    bool network_made;
+    std::string changes;  // kinds
+    std::string state;    // data's view
+    bool converged;
+  };
+  const triton::Volume theirs = vol("pq.data", "ready");  // another project's (pq), same account
+  const std::vector<Case> cases = {
+      {"nothing yet: made on the network", with, {theirs}, true, "data+", "to create", false},
+      {"network not made yet: waits", with, {}, false, "", "waiting: fabric network private is not made yet", false},
+      {"creating", with, {vol("p.data", "creating")}, true, "", "creating", false},
+      {"ready", with, {vol("p.data", "ready", {"db-uuid-1"})}, true, "", "ready", true},
+      {"failed in VOLAPI: a problem", with, {vol("p.data", "failed")}, true, "", "failed", false},
+      {"left out of the manifest: retained", removed, {vol("p.data", "ready")}, true, "",
+       "retained (not in the manifest)", true},
+      {"remove: true while mounted: waits", remove, {vol("p.data", "ready", {"a", "b"})}, true, "",
+       "waiting: 2 instances mount it", false},
+      {"remove: true, nothing mounts it: deleted", remove, {vol("p.data", "ready"), theirs}, true, "data-",
+       "to delete", false},
+      {"remove: true, being deleted", remove, {vol("p.data", "deleting")}, true, "", "deleting", false},
+      {"remove: true, gone", remove, {}, true, "", "deleted", true},
+  };
+  for (const Case& c : cases) {
+    Snapshot s = SnapshotOf(GoalOf(c.manifest));
+    FabricNetworkSpec net = s.goal->fabric->networks.at("private");
+    triton::FabricNetwork n1;
+    n1.uuid = "n1";
+    n1.name = "p-private";
+    n1.vlan_id = 44;
+    n1.subnet = net.subnet;
+    std::tie(n1.provision_start_ip, n1.provision_end_ip) = ProvisionRange(net);
+    n1.description = FabricNetworkDescription("p-uuid", "private", net);
+    s.fabric = Snapshot::FabricSeen{{{44, "p", FabricVlanDescription("p-uuid", 44)}},
+                                    c.network_made ? std::vector<triton::FabricNetwork>{n1}
+                                                   : std::vector<triton::FabricNetwork>{}};
+    s.volapi = true;
+    s.volumes = c.volumes;
+    s.instances = {Instance(s, "db", 1)};
+    s.instances[0].networks = {"n1"};
+    Decision d = Decide(s, kT0);
+    std::vector<std::string> got;
+    for (const VolumeChange& v : d.volume_changes) {
+      got.push_back(v.name + (v.kind == VolumeChange::Kind::kCreate ? "+" : "-"));
+      EXPECT_NE(v.volume.name, "pq.data") << c.name;
+    }
+    EXPECT_EQ(absl::StrJoin(got, " "), c.changes) << c.name;
+    ASSERT_EQ(d.volumes.size(), 1u) << c.name << ": only the project's own";
+    EXPECT_EQ(d.volumes[0].state, c.state) << c.name;
+    EXPECT_EQ(d.converged, c.converged) << c.name;
+    if (!d.volume_changes.empty() && d.volume_changes[0].kind == VolumeChange::Kind::kCreate) {
+      const triton::Volume& v = d.volume_changes[0].volume;
+      EXPECT_EQ(v.name, "p.data");
+      EXPECT_EQ(v.size, 20480);
+      EXPECT_EQ(v.networks, std::vector<std::string>{"n1"});
+    }
+    if (c.state == "failed") {
+      EXPECT_TRUE(std::any_of(d.problems.begin(), d.problems.end(),
+                              [](const Problem& p) { return p.error == "volume data failed in VOLAPI"; }));
+    }
+  }
+  // Without VOLAPI: not applied, said, never converged.
+  Snapshot s = SnapshotOf(GoalOf(with));
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(d.volumes.size(), 1u);
+  EXPECT_EQ(d.volumes[0].state, "not applied");
+  EXPECT_FALSE(d.converged);
+  EXPECT_TRUE(std::any_of(d.problems.begin(), d.problems.end(), [](const Problem& p) {
+    return p.fix.find("--volapi") != std::string::npos;
+  }));
+}
+
+// Deleting the project deletes the volumes whose deletion_policy says so
+// (after the instances that mount them) and keeps the others, with an
+// event; the project goes when nothing but what it retains is left.
+TEST(DecideTest, ADeletedProjectKeepsTheVolumesItRetains) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nvolumes:\n  data: {network: 11111111-2222-4333-8444-555555555555}\n"
+                                 "  scratch: {network: 11111111-2222-4333-8444-555555555555, deletion_policy: delete}\n"
+                                 "services:\n  web: {image: web@1, count: 0}\n"));
+  s.project.deleting = true;
+  s.volapi = true;
+  triton::Volume data{"v1", "o", "p.data", 10240, "ready", {}, {}};
+  triton::Volume scratch{"v2", "o", "p.scratch", 10240, "ready", {}, {"vm-1"}};
+  s.volumes = std::vector<triton::Volume>{data, scratch};
+  Decision d = Decide(s, kT0);
+  EXPECT_TRUE(d.volume_changes.empty()) << "scratch is still mounted";
+  EXPECT_FALSE(d.delete_project);
+  s.volumes->at(1).refs.clear();
+  d = Decide(s, kT0);
+  ASSERT_EQ(d.volume_changes.size(), 1u);
+  EXPECT_EQ(d.volume_changes[0].volume.uuid, "v2");
+  EXPECT_FALSE(d.delete_project);
+  s.volumes->pop_back();
+  d = Decide(s, kT0);
+  EXPECT_TRUE(d.delete_project);
+  ASSERT_EQ(d.volumes.size(), 2u);
+  EXPECT_EQ(d.volumes[0].state, "retained (deletion_policy: retain)");
+  EXPECT_TRUE(std::any_of(d.events.begin(), d.events.end(), [](const EventRecord& e) {
+    return e.kind == "volume.retained" && e.detail.find("p.data v1") != std::string::npos;
+  }));
+  s.volumes.reset();
+  s.volumes_error = "VOLAPI: timeout";  // not read: not yet
+  EXPECT_FALSE(Decide(s, kT0).delete_project);
+}
+
 // A project being deleted deletes its rules, and goes only when none is
 // left.
 TEST(DecideTest, ADeletedProjectDeletesItsFirewallRulesFirst) {

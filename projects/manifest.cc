@@ -799,7 +799,8 @@ class Parser {
     for (const auto& [sname, s] : m_.services) {
       for (size_t i = 0; i < s.volumes.size(); ++i) {
         const VolumeMount& m = s.volumes[i];
-        const YamlNode& at = *mounts_[sname];
+        const YamlNode& list = *mounts_[sname];
+        const YamlNode& at = list.size() == s.volumes.size() ? list[i] : list;
         std::string ip = absl::StrCat("services.", sname, ".volumes[", i, "]");
         auto v = m_.volumes.find(m.volume);
         if (s.compute_type == "agent" || s.compute_type == "core") {

@@ -195,16 +195,16 @@ cns: {zone: example.com}
 services:
   web:
     image: x
-    volumes: [data:/data]
+    autoscale: {min: 1, max: 4}
     containerpilot: /etc/cp.json
 )");
   ASSERT_EQ(m.warnings.size(), 3u);
   EXPECT_EQ(m.warnings[0].ToString(), "t.yaml:3:1: cns: accepted and stored, but Mariposa does not act on \"cns\" yet");
   EXPECT_EQ(m.warnings[1].ToString(),
-            "t.yaml:7:5: services.web.volumes: accepted and stored, but Mariposa does not act on \"volumes\" yet");
+            "t.yaml:7:5: services.web.autoscale: accepted and stored, but Mariposa does not act on \"autoscale\" yet");
   EXPECT_TRUE(m.reserved.count("cns"));
   EXPECT_TRUE(m.services.at("web").reserved.count("containerpilot"));
-  EXPECT_NE(CanonicalYaml(m).find("volumes"), std::string::npos);
+  EXPECT_NE(CanonicalYaml(m).find("autoscale"), std::string::npos);
   // Stored as structure: the canonical form reads back to the same hash.
   Manifest again = MustParse(CanonicalYaml(m));
   EXPECT_EQ(CanonicalHash(again), CanonicalHash(m));
@@ -267,9 +267,9 @@ TEST(ManifestTest, GoldenErrors) {
       {"bad project name", "project: Jupiter_1\n",
        "t.yaml:1:10: project: project name \"Jupiter_1\" is not a DNS label (lower-case letters, digits and '-', at most 63)\n"},
       {"unknown top key", "project: p\nservice: {}\n",
-       "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, fabric, firewall, meta, networks, project, services\n"},
+       "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, fabric, firewall, meta, networks, project, services, volumes\n"},
       {"unknown service key", "project: p\nservices:\n  web:\n    image: x\n    imgae: y\n",
-       "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"},
+       "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update, volumes\n"},
       {"duplicate key", "project: p\nproject: q\n", "t.yaml:2:1: project: duplicate key\n"},
       {"alias twice", "project: p\nservices:\n  web: {image: x, count: 1, scale: 2}\n",
        "t.yaml:3:29: services.web.scale: \"scale\" and \"count\" mean the same; keep one\n"},
@@ -349,7 +349,7 @@ services:
             "t.yaml:5:12: services.web.count: \"lots\" is not a whole number\n"
             "t.yaml:6:13: services.web.ports[0]: 0 is out of range 1..65535\n"
             "t.yaml:8:17: services.web.healthchecks.h.type: \"gopher\" is not one of: http, https, tcp\n"
-            "t.yaml:10:5: services.db.frobnicate: unknown key \"frobnicate\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update\n"
+            "t.yaml:10:5: services.db.frobnicate: unknown key \"frobnicate\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update, volumes\n"
             "t.yaml:10:5: services.db.image: missing: every service needs an image (name[@version], uuid or docker reference)\n");
 }
 
@@ -369,6 +369,99 @@ services:
             "t.yaml:8:10: services.w.environment.B: meta key \"db.password\" is not set (referenced as {{ "
             ".this.meta.db.password }}); set it with `mariposa meta set db.password VALUE` or add it under meta:");
   EXPECT_TRUE(CheckMetaReferences(m, {{"db.password", "x"}}, "t.yaml").empty());
+}
+
+const char kVolumeBase[] =
+    "project: p\nfabric:\n  vlan: 44\n  networks: {private: {subnet: 10.0.1.0/24}, back: {subnet: 10.0.2.0/24}}\n";
+
+TEST(ManifestVolumesTest, FormsAndTheirDefaults) {
+  Manifest m = MustParse(absl::StrCat(kVolumeBase, R"(volumes:
+  data: {size: 20g, network: private}
+  logs: {network: back, deletion_policy: delete}
+  old: {network: private, remove: true}
+services:
+  db:
+    image: x
+    networks: [private, back]
+    volumes:
+      - {name: data, mountpoint: /var/lib/mysql}
+      - logs:/var/log/db:ro
+)"));
+  ASSERT_EQ(m.volumes.size(), 3u);
+  EXPECT_EQ(m.volumes.at("data").size_mib, 20480);
+  EXPECT_EQ(m.volumes.at("data").deletion_policy, "retain") << "data loss is explicit";
+  EXPECT_EQ(m.volumes.at("logs").size_mib, 0) << "VOLAPI's default";
+  EXPECT_EQ(m.volumes.at("logs").deletion_policy, "delete");
+  EXPECT_TRUE(m.volumes.at("old").remove);
+  EXPECT_EQ(m.services.at("db").volumes,
+            (std::vector<VolumeMount>{{"data", "/var/lib/mysql", "rw"}, {"logs", "/var/log/db", "ro"}}));
+  // Mounts are part of the instance spec (a change rolls out); the canonical
+  // form reads back to the same manifest.
+  Manifest again = MustParse(CanonicalYaml(m));
+  EXPECT_EQ(CanonicalHash(again), CanonicalHash(m));
+  EXPECT_EQ(again.services.at("db").volumes, m.services.at("db").volumes);
+  Manifest unmounted = m;
+  unmounted.services.at("db").volumes.pop_back();
+  EXPECT_NE(InstanceSpecHash(unmounted.services.at("db")), InstanceSpecHash(m.services.at("db")));
+  // One fabric network: it is the default.
+  Manifest one = MustParse(
+      "project: p\nfabric: {vlan: 44, networks: {private: {subnet: 10.0.1.0/24}}}\nvolumes: {data: }\n"
+      "services:\n  db: {image: x, networks: [private], volumes: [data:/d]}\n");
+  EXPECT_EQ(one.volumes.at("data").network, "private");
+  // VOLAPI's names: the project's, then a dot; nobody else's reads as one.
+  EXPECT_EQ(VolapiVolumeName("p", "data"), "p.data");
+  EXPECT_EQ(ProjectVolumeName("p", "p.data"), std::optional<std::string>("data"));
+  EXPECT_EQ(ProjectVolumeName("p", "pq.data"), std::nullopt);
+  EXPECT_EQ(ProjectVolumeName("p", "p.da.ta"), std::nullopt);
+  EXPECT_EQ(ProjectVolumeName("p-x", "p.x-data"), std::nullopt);
+  // Neither size nor network changes in place.
+  std::map<std::string, VolumeSpec> bigger = m.volumes;
+  bigger["data"].size_mib = 40960;
+  EXPECT_NE(FixedVolumeChange(m.volumes, bigger).find("volumes.data.size: VOLAPI cannot change"), std::string::npos);
+  std::map<std::string, VolumeSpec> moved = m.volumes;
+  moved["logs"].network = "private";
+  EXPECT_NE(FixedVolumeChange(m.volumes, moved).find("volumes.logs.network"), std::string::npos);
+  moved = m.volumes;
+  moved.erase("data");
+  moved["logs"].deletion_policy = "retain";
+  EXPECT_EQ(FixedVolumeChange(m.volumes, moved), "") << "removing one, or changing its policy, is fine";
+}
+
+TEST(ManifestVolumesTest, RefusalsAreLocated) {
+  struct Case {
+    std::string name, text, error;
+  };
+  const std::string svc = "services:\n  db:\n    image: x\n    networks: [private]\n";
+  const std::vector<Case> cases = {
+      {"odd size", "volumes: {data: {size: 1500m, network: private}}\n",
+       "t.yaml:5:24: volumes.data.size: VOLAPI makes volumes of whole GiB (write e.g. 10g, 20g, 100g)\n"},
+      {"no network of two", "volumes: {data: {size: 10g}}\n",
+       "t.yaml:5:17: volumes.data.network: missing: name the fabric network the volume is served on (one of "
+       "fabric.networks, or the uuid of a fabric network of the account)\n"},
+      {"unknown network", "volumes: {data: {network: public}}\n",
+       "t.yaml:5:17: volumes.data.network: \"public\" is neither a network of the manifest's fabric nor a uuid; "
+       "volumes are served on fabric networks\n"},
+      {"bad policy", "volumes: {data: {network: private, deletion_policy: snapshot}}\n",
+       "t.yaml:5:53: volumes.data.deletion_policy: \"snapshot\" is not one of: retain, delete\n"},
+      {"undeclared", svc + "    volumes: [data:/d]\n",
+       "t.yaml:9:15: services.db.volumes[0]: volume \"data\" is not declared in the manifest's volumes:\n"},
+      {"relative mountpoint", "volumes: {data: {network: private}}\n" + svc + "    volumes: [data:d]\n",
+       "t.yaml:10:15: services.db.volumes[0]: mountpoint \"d\" must be an absolute path other than /, without spaces\n"},
+      {"bad mode", "volumes: {data: {network: private}}\n" + svc + "    volumes: [data:/d:rx]\n",
+       "t.yaml:10:15: services.db.volumes[0]: \"data:/d:rx\": the mode after the mountpoint is ro or rw, not \"rx\"\n"},
+      {"twice", "volumes: {data: {network: private}}\n" + svc + "    volumes: [data:/d, data:/d]\n",
+       "t.yaml:10:24: services.db.volumes[1]: mountpoint /d is used twice\n"},
+      {"mounting a removed one", "volumes: {data: {network: private, remove: true}}\n" + svc + "    volumes: [data:/d]\n",
+       "t.yaml:10:15: services.db.volumes[0]: volume data has remove: true (it is to be deleted); stop mounting it, or "
+       "drop remove: to keep it\n"},
+      {"not on its network", "volumes: {data: {network: back}}\n" + svc + "    volumes: [data:/d]\n",
+       "t.yaml:10:15: services.db.volumes[0]: service db is not on network back, which volume data is served on; add "
+       "back to its networks\n"},
+      {"an agent", "volumes: {data: {network: private}}\nservices:\n  a:\n    image: x\n    compute_type: agent\n"
+                   "    volumes: [data:/d]\n",
+       "t.yaml:10:15: services.a.volumes[0]: agents and core zones mount no volumes of the project; remove volumes:\n"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(Errors(absl::StrCat(kVolumeBase, c.text)), c.error) << c.name;
 }
 
 }  // namespace

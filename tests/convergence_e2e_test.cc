@@ -1045,6 +1045,95 @@ TEST_F(ConvergenceTest, FabricNetworksAreMadeUsedAndRemovedWithTheManifest) {
   EXPECT_LT(events.out.find("reprovision"), events.out.find("fabric.network-deleted")) << events.out;
 }
 
+// Volumes: made through VOLAPI before the instance that mounts them (kill -9
+// twice while they are being made: one volume of each name), mounted by
+// VMAPI's `volumes`; a size change is refused; a volume left out of the
+// manifest is retained with its data, one marked remove: true is deleted
+// once nothing mounts it; deleting the project keeps what it retains.
+TEST_F(ConvergenceTest, VolumesAreMadeMountedAndDeletedOnlyWhenAsked) {
+  const std::string owner = "930896af-bf8c-48d4-885c-6573a94b1853";
+  std::string v1 = absl::StrReplaceAll(
+      manifest_, {{"project: jupiter\n", "project: jupiter\nfabric:\n  vlan: 45\n  networks:\n"
+                                          "    private: {subnet: 10.0.4.0/24}\n"
+                                          "volumes:\n  data: {size: 20g}\n  scratch: {deletion_policy: delete}\n"},
+                  {"    scale: 1\n", "    scale: 1\n    networks: [private]\n    volumes: [data:/var/lib/mysql, "
+                                      "scratch:/tmp/scratch]\n"}});
+  httplib::Client c(sim_->addr());
+  auto get = [&](const std::string& path) { return json::parse(c.Get(path)->body); };
+  auto volumes = [&] {
+    std::map<std::string, json> out;
+    for (const auto& v : get("/volumes?owner_uuid=" + owner)) out[v["name"]] = v;
+    return out;
+  };
+  WriteFile(dir_ + "/v1.yaml", v1);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
+  for (int i = 0; i < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40 * i));
+    daemon_->Kill();
+    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  }
+  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
+  json all = get("/volumes?owner_uuid=" + owner);
+  ASSERT_EQ(all.size(), 2u) << all.dump();
+  std::map<std::string, json> vols = volumes();
+  ASSERT_TRUE(vols.count("jupiter.data") && vols.count("jupiter.scratch")) << all.dump();
+  EXPECT_EQ(vols["jupiter.data"]["size"], 20480);
+  json mysql = get("/vms?state=running&tag.mariposa.service=mysql");
+  ASSERT_EQ(mysql.size(), 1u);
+  std::string mysql_uuid = mysql[0]["uuid"];
+  EXPECT_EQ(vols["jupiter.data"]["refs"], json::array({mysql_uuid}));
+  json mounts = get("/vms/" + mysql_uuid)["volumes"];
+  ASSERT_EQ(mounts.size(), 2u) << mounts.dump();
+  EXPECT_EQ(mounts[0]["name"], "jupiter.data");
+  EXPECT_EQ(mounts[0]["mountpoint"], "/var/lib/mysql");
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "jupiter", "status"}).out.find(": converged") != std::string::npos; },
+                         absl::Seconds(20)));
+  RunResult status = M({"-j", "jupiter", "status"});
+  std::string data_row = status.out.substr(status.out.find("\ndata ") + 1);
+  data_row = data_row.substr(0, data_row.find('\n'));
+  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(data_row, ' ', absl::SkipEmpty())),
+            (std::vector<std::string>{"data", "ready", "20G", "private", "jupiter.data",
+                                      vols["jupiter.data"]["uuid"].get<std::string>(), "1", "-"}))
+      << status.out;
+
+  // VOLAPI resizes nothing: refused at apply, nothing changed.
+  std::string bigger = absl::StrReplaceAll(v1, {{"data: {size: 20g}", "data: {size: 40g}"}});
+  WriteFile(dir_ + "/bigger.yaml", bigger);
+  RunResult refused = M({"apply", "-f", dir_ + "/bigger.yaml", "--yes"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("volumes.data.size: VOLAPI cannot change a volume's size"), std::string::npos) << refused.err;
+
+  // data leaves the manifest (retained); scratch is marked for deletion:
+  // mysql rolls out without them, then scratch goes; data stays.
+  std::string v2 = absl::StrReplaceAll(v1, {{"  data: {size: 20g}\n", ""},
+                                            {"scratch: {deletion_policy: delete}", "scratch: {remove: true}"},
+                                            {"    volumes: [data:/var/lib/mysql, scratch:/tmp/scratch]\n", ""}});
+  WriteFile(dir_ + "/v2.yaml", v2);
+  RunResult applied = M({"apply", "-f", dir_ + "/v2.yaml", "--yes"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_NE(applied.err.find("volume scratch (jupiter.scratch) will be deleted from VOLAPI once no instance mounts it: "
+                             "its data is lost"),
+            std::string::npos)
+      << applied.err;
+  ASSERT_TRUE(Eventually([&] { return !volumes().count("jupiter.scratch"); }, absl::Seconds(30)))
+      << M({"-j", "jupiter", "status"}).out;
+  ASSERT_TRUE(Eventually([&] { return volumes()["jupiter.data"]["refs"].empty(); }, absl::Seconds(30)));
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "jupiter", "status"}).out.find(": converged") != std::string::npos; },
+                         absl::Seconds(20)));
+  status = M({"-j", "jupiter", "status"});
+  EXPECT_NE(status.out.find("retained (not in the manifest)"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("scratch  deleted"), std::string::npos) << status.out;
+  RunResult events = M({"-j", "jupiter", "events"});
+  EXPECT_LT(events.out.find("reprovision"), events.out.find("volume.deleted")) << events.out;
+
+  // Deleting the project keeps data (and the network it is served on).
+  ASSERT_EQ(M({"project", "delete", "jupiter", "--force", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "jupiter", "status"}).exit_code != 0; }, absl::Seconds(30)));
+  EXPECT_EQ(volumes().count("jupiter.data"), 1u);
+  RunResult gone = M({"events"});
+  EXPECT_NE(gone.out.find("volume.retained"), std::string::npos) << gone.out;
+}
+
 // What a manifest asks of the data center is checked at apply (nothing is
 // stored when a package, network or image type is wrong, and the error names
 // what exists); what it gets reaches VMAPI: the smallest package that fits

@@ -476,44 +476,55 @@ TEST_F(ClientsTest, NapiFabricVlanAndNetwork) {
 TEST_F(ClientsTest, VolapiVolumesAndTheirReferences) {
   httplib::Client c(sim_->addr());
   auto body = [](const httplib::Result& r) { return r ? nlohmann::json::parse(r->body, nullptr, false) : nlohmann::json(); };
-  auto made = c.Post("/volumes", R"({"name": "p-data", "owner_uuid": ")" + std::string(kOwner) + R"(", "size": 20480})",
-                     "application/json");
-  ASSERT_TRUE(made);
-  ASSERT_EQ(made->status, 202) << made->body;
-  std::string uuid = body(made)["uuid"];
-  EXPECT_EQ(body(made)["state"], "creating");
-  EXPECT_EQ(c.Post("/volumes", R"({"name": "p-data", "owner_uuid": ")" + std::string(kOwner) + R"("})",
-                   "application/json")->status, 409) << "names are the account's once";
-  EXPECT_EQ(body(c.Post("/volumes", R"({"name": "p-odd", "owner_uuid": ")" + std::string(kOwner) + R"(", "size": 1})",
-                        "application/json"))["code"], "VolumeSizeNotAvailable");
+  HttpVolapiClient volapi(Options(), mariposa::RealClock::Get());
+  Volume want;
+  want.owner_uuid = kOwner;
+  want.name = "p.data";
+  want.size = 20480;
+  ASSERT_TRUE(volapi.CreateVolume(want).ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(volapi.CreateVolume(want))) << "names are the account's once: a retry is told";
+  Volume odd = want;
+  odd.name = "p.odd";
+  odd.size = 1;
+  absl::Status refused_size = volapi.CreateVolume(odd);
+  EXPECT_NE(refused_size.message().find("VolumeSizeNotAvailable"), std::string::npos) << refused_size;
+  std::string uuid;
   bool ready = false;
   for (int i = 0; i < 100 && !ready; ++i) {
-    ready = body(c.Get("/volumes/" + uuid))["state"] == "ready";
+    auto listed = volapi.ListVolumes(kOwner);
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    ASSERT_EQ(listed->size(), 1u);
+    uuid = (*listed)[0].uuid;
+    EXPECT_EQ((*listed)[0].size, 20480);
+    ready = (*listed)[0].state == "ready";
     if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_TRUE(ready);
-  auto vm = [&](const std::string& id, const std::string& volume) {
-    nlohmann::json b = {{"uuid", id}, {"owner_uuid", kOwner}, {"brand", "lx"}, {"image_uuid", kImage}, {"ram", 128},
-                        {"networks", {"aaaaaaaa-0000-4000-8000-000000000001"}},
-                        {"volumes", {{{"name", volume}, {"type", "tritonnfs"}, {"mode", "rw"}, {"mountpoint", "/data"}}}}};
-    return c.Post("/vms", b.dump(), "application/json");
-  };
-  auto missing = vm("6a1c0c5e-0000-4000-8000-0000000000a1", "p-nothing");
-  ASSERT_TRUE(missing);
-  EXPECT_EQ(missing->status, 409) << missing->body;
-  auto mounted = vm("6a1c0c5e-0000-4000-8000-0000000000a2", "p-data");
-  ASSERT_TRUE(mounted);
-  ASSERT_EQ(mounted->status, 202) << mounted->body;
-  EXPECT_EQ(body(c.Get("/volumes/" + uuid + "/references")), nlohmann::json::array({"6a1c0c5e-0000-4000-8000-0000000000a2"}));
-  auto refused = c.Delete("/volumes/" + uuid + "?owner_uuid=" + kOwner);
-  ASSERT_TRUE(refused);
-  EXPECT_EQ(refused->status, 409);
-  EXPECT_EQ(body(refused)["code"], "VolumeInUse");
+  EXPECT_TRUE(volapi.ListVolumes("00000000-0000-4000-8000-000000000000")->empty()) << "another account's";
   HttpVmapiClient vmapi(Options(), mariposa::RealClock::Get());
+  auto vm = [&](const std::string& id, const std::string& volume) {
+    CreateVmRequest r;
+    r.uuid = id;
+    r.owner_uuid = kOwner;
+    r.brand = "lx";
+    r.image_uuid = kImage;
+    r.ram = 128;
+    r.networks = {"aaaaaaaa-0000-4000-8000-000000000001"};
+    r.volumes = {{volume, "/data", "rw"}};
+    return vmapi.CreateVm(r);
+  };
+  EXPECT_FALSE(vm("6a1c0c5e-0000-4000-8000-0000000000a1", "p.nothing").ok());
+  auto mounted = vm("6a1c0c5e-0000-4000-8000-0000000000a2", "p.data");
+  ASSERT_TRUE(mounted.ok()) << mounted.status();
+  EXPECT_EQ(body(c.Get("/volumes/" + uuid + "/references")), nlohmann::json::array({"6a1c0c5e-0000-4000-8000-0000000000a2"}));
+  EXPECT_EQ((*volapi.ListVolumes(kOwner))[0].refs, std::vector<std::string>{"6a1c0c5e-0000-4000-8000-0000000000a2"});
+  absl::Status in_use = volapi.DeleteVolume(uuid, kOwner);
+  EXPECT_TRUE(absl::IsFailedPrecondition(in_use)) << in_use;
+  EXPECT_NE(in_use.message().find("VolumeInUse"), std::string::npos) << in_use;
   auto gone = vmapi.DeleteVm(VmRef{"6a1c0c5e-0000-4000-8000-0000000000a2", kOwner});
   ASSERT_TRUE(gone.ok()) << gone.status();
   ASSERT_TRUE(vmapi.WaitJob(gone->job_uuid, absl::Seconds(10)).ok());
-  EXPECT_EQ(c.Delete("/volumes/" + uuid + "?owner_uuid=" + kOwner)->status, 204);
+  EXPECT_TRUE(volapi.DeleteVolume(uuid, kOwner).ok());
   EXPECT_EQ(body(c.Get("/volumesizes")).size(), 19u);
 }
 
