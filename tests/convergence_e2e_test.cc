@@ -58,6 +58,21 @@ class ConvergenceTest : public ::testing::Test {
   RunResult M(const std::vector<std::string>& args, const std::string& input = "") {
     return Cli(daemon_->addr(), args, input);
   }
+  // Applies `text` (as v1.yaml), kills mariposad with SIGKILL twice while
+  // it acts on it (each restart must find what the last one made), and
+  // waits for jupiter's instances to run; "" when they do, else why not.
+  std::string ApplyKilledTwice(const std::string& text) {
+    WriteFile(dir_ + "/v1.yaml", text);
+    RunResult r = M({"apply", "-f", dir_ + "/v1.yaml", "--yes"});
+    if (r.exit_code != 0) return "apply: " + r.err;
+    for (int i = 0; i < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(40 * i));
+      daemon_->Kill();
+      if (!daemon_->Start()) return "restart: " + daemon_->log();
+    }
+    if (!WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) return "not running: " + daemon_->log();
+    return "";
+  }
   // The uuid in "queued <kind> task <uuid>".
   static std::string TaskOf(const RunResult& r) {
     size_t at = r.out.find("task ");
@@ -899,16 +914,9 @@ TEST_F(ConvergenceTest, FirewallRulesAreOwnedChangedAndRemovedWithTheManifest) {
     }
     return out;
   };
-  WriteFile(dir_ + "/v1.yaml", v1);
-  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
   // kill -9 while the rules are being made, then again: each restart
   // finds what it made, nothing is made twice.
-  for (int i = 0; i < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(40 * i));
-    daemon_->Kill();
-    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
-  }
-  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
+  ASSERT_EQ(ApplyKilledTwice(v1), "");
   json got = json::parse(M({"-o", "json", "project", "get", "jupiter"}).out);
   std::string project = got["project"].value("uuid", "");
   ASSERT_EQ(project.size(), 36u) << got.dump();
@@ -987,16 +995,9 @@ TEST_F(ConvergenceTest, FabricNetworksAreMadeUsedAndRemovedWithTheManifest) {
     }
     return out;
   };
-  WriteFile(dir_ + "/v1.yaml", v1);
-  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
   // kill -9 while the VLAN and network are being made: each restart finds
   // what it made; NAPI ends with one network of that name.
-  for (int i = 0; i < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(30 * i));
-    daemon_->Kill();
-    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
-  }
-  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
+  ASSERT_EQ(ApplyKilledTwice(v1), "");
   json nets = napi("/networks?fabric=true&provisionable_by=" + owner);
   std::string private_uuid;
   for (const auto& n : nets) {
@@ -1065,14 +1066,7 @@ TEST_F(ConvergenceTest, VolumesAreMadeMountedAndDeletedOnlyWhenAsked) {
     for (const auto& v : get("/volumes?owner_uuid=" + owner)) out[v["name"]] = v;
     return out;
   };
-  WriteFile(dir_ + "/v1.yaml", v1);
-  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
-  for (int i = 0; i < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(40 * i));
-    daemon_->Kill();
-    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
-  }
-  ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}})) << daemon_->log();
+  ASSERT_EQ(ApplyKilledTwice(v1), "");
   json all = get("/volumes?owner_uuid=" + owner);
   ASSERT_EQ(all.size(), 2u) << all.dump();
   std::map<std::string, json> vols = volumes();
