@@ -26,6 +26,13 @@ std::string ImagePlanText(const v1::ServiceChange& c) {
   const v1::ImagePlan& p = c.image_plan();
   const std::string target = ImageRef(p.image_uuid(), p.label());
   std::string out;
+  if (!c.runs().empty() && c.action() != v1::ServiceChange::DELETE) {
+    // Nothing is created now: each run makes its instances, then removes them.
+    return absl::StrCat(c.action() == v1::ServiceChange::CREATE ? "create" : "update", " \"", c.service(), "\" ",
+                        c.runs(), " service of image ", target, ": ", Plural(c.to_count(), "instance"),
+                        " per run, ", c.runs() == "event" ? "on `mariposa run`" : "at each scheduled time",
+                        "; none now\n");
+  }
   if (c.action() == v1::ServiceChange::CREATE) {
     absl::StrAppend(&out, "create \"", c.service(), "\" service (",
                     p.agent() ? Plural(p.instances(), "instance") : Plural(c.to_count(), "instance"), ") of image ",
@@ -92,6 +99,7 @@ std::string PlanSummary(const v1::Diff& d) {
       agent_servers += std::max<int64_t>(0, c.image_plan().instances() - c.image_plan().already());
       continue;
     }
+    if (!c.runs().empty() && c.action() != v1::ServiceChange::DELETE) continue;  // its runs make instances
     switch (c.action()) {
       case v1::ServiceChange::CREATE:
         create += c.to_count();

@@ -10,13 +10,17 @@ enum class Cell { kReject, kTerminate, kFifo, kConcurrent };
 
 // QUEUE.md, "What may run together": rows are the task already queued or
 // active, columns the task being added; order start, stop, scale,
-// reprovision, freeze.
-constexpr Cell kTable[5][5] = {
-    /* start       */ {Cell::kReject, Cell::kTerminate, Cell::kFifo, Cell::kFifo, Cell::kTerminate},
-    /* stop        */ {Cell::kReject, Cell::kReject, Cell::kReject, Cell::kReject, Cell::kTerminate},
-    /* scale       */ {Cell::kFifo, Cell::kTerminate, Cell::kReject, Cell::kConcurrent, Cell::kTerminate},
-    /* reprovision */ {Cell::kFifo, Cell::kTerminate, Cell::kConcurrent, Cell::kTerminate, Cell::kTerminate},
-    /* freeze      */ {Cell::kTerminate, Cell::kTerminate, Cell::kTerminate, Cell::kTerminate, Cell::kReject},
+// reprovision, freeze, run. A run (a scheduled or event service's) goes
+// with everything: its concurrency policy is the service's (Decide), and a
+// freeze holds the runs not started yet but lets an active one finish.
+constexpr Cell kTable[6][6] = {
+    /* start       */ {Cell::kReject, Cell::kTerminate, Cell::kFifo, Cell::kFifo, Cell::kTerminate, Cell::kConcurrent},
+    /* stop        */ {Cell::kReject, Cell::kReject, Cell::kReject, Cell::kReject, Cell::kTerminate, Cell::kConcurrent},
+    /* scale       */ {Cell::kFifo, Cell::kTerminate, Cell::kReject, Cell::kConcurrent, Cell::kTerminate, Cell::kConcurrent},
+    /* reprovision */ {Cell::kFifo, Cell::kTerminate, Cell::kConcurrent, Cell::kTerminate, Cell::kTerminate, Cell::kConcurrent},
+    /* freeze      */ {Cell::kTerminate, Cell::kTerminate, Cell::kTerminate, Cell::kTerminate, Cell::kReject, Cell::kReject},
+    /* run         */ {Cell::kConcurrent, Cell::kConcurrent, Cell::kConcurrent, Cell::kConcurrent, Cell::kConcurrent,
+                       Cell::kConcurrent},
 };
 
 std::string Scope(const std::set<std::string>& s) {
@@ -26,7 +30,7 @@ std::string Scope(const std::set<std::string>& s) {
 }  // namespace
 
 const char* KindName(TaskKind k) {
-  static const char* kNames[] = {"start", "stop", "scale", "reprovision", "freeze"};
+  static const char* kNames[] = {"start", "stop", "scale", "reprovision", "freeze", "run"};
   return kNames[static_cast<int>(k)];
 }
 

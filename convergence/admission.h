@@ -13,7 +13,7 @@
 
 namespace mariposa::convergence {
 
-enum class TaskKind { kStart, kStop, kScale, kReprovision, kFreeze };
+enum class TaskKind { kStart, kStop, kScale, kReprovision, kFreeze, kRun };
 
 struct TaskInfo {
   std::string uuid;

@@ -341,6 +341,7 @@ const char* VerdictName(VerdictState v) {
 
 std::string WorkKind(const Action& a) {
   if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart || a.kind == ActionKind::kRetag) return "";
+  if (!a.run.empty()) return "";  // a freeze holds a run before it starts (decide_runs.cc), not its steps
   if (a.reason == "replace-broken" || a.reason == "remove-broken") return "replace-unhealthy";
   if (a.reason == "reprovision") return "reprovision";
   return "scale";
@@ -357,7 +358,10 @@ bool Quiet(const Snapshot& s, const Decision& d) {
   for (const TaskRecord& t : s.tasks) quiet = quiet && t.kind == "freeze";
   if (quiet) {
     for (const auto& [name, g] : s.goal->services) {
-      quiet = quiet && g.spec.compute_type != "agent" && g.spec.compute_type != "core";
+      // Agents read CNAPI, core zones the admin's VMs, and a schedule fires
+      // by the clock: each needs its syncs.
+      quiet = quiet && g.spec.compute_type != "agent" && g.spec.compute_type != "core" &&
+              g.spec.service_type != "scheduled";
     }
   }
   return quiet;

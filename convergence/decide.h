@@ -172,6 +172,9 @@ struct Snapshot {
   // as read for this sync; nullopt when not read (no address, nothing wanted
   // or owned, or the read failed: volumes_error). volume_failures: volume
   // name -> why its last change failed.
+  // Runs of scheduled and event services that ended, newest first (read
+  // while the goal has such services; `tasks` has the open ones).
+  std::vector<TaskRecord> finished_runs;
   bool volapi = false;
   std::optional<std::vector<triton::Volume>> volumes;
   std::string volumes_error;
@@ -326,8 +329,18 @@ struct FirewallRuleView {
   std::string name, summary, uuid, state, error;
 };
 
+// A scheduled or event service's runs as `status` shows them.
+struct RunsView {
+  std::vector<std::string> active;  // "RUN: i/n ended", oldest first
+  std::string last;                 // "RUN completed 2026-…: …" ("" = none yet)
+  std::string last_state;           // completed | failed | terminated | ""
+  std::optional<absl::Time> next;   // scheduled: the next fire time
+  std::string held;                 // why a due run is not started ("" = none)
+};
+
 struct Decision {
   std::vector<Step> steps;
+  std::map<std::string, RunsView> runs;  // by service: scheduled and event services
   std::vector<Held> held;
   // The creates among `held` that only the job window held, named, in
   // order: the executor may send them as job slots free up, without

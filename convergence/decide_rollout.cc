@@ -4,9 +4,13 @@ namespace mariposa::convergence::decide_internal {
 
 void Decider::Plan() {
   PlanInput in;
+  // Scheduled and event services are not planned to a count: Runs() acts
+  // on their instances.
+  std::set<std::string> runs;
   if (s_.goal && !s_.project.deleting) {
     for (const auto& kv : s_.goal->services) {
-      if (kv.second.spec.compute_type == "agent") continue;
+      if (RunsToCompletion(kv.second.spec)) runs.insert(kv.first);
+      if (kv.second.spec.compute_type == "agent" || runs.count(kv.first)) continue;
       ServiceGoal g = GoalFor(kv.second, s_.images);
       g.stopped = stopped_.count(kv.first) > 0;
       auto r = rolling_.find(kv.first);
@@ -16,7 +20,9 @@ void Decider::Plan() {
   }
   if (cache_ == nullptr) {
     in.instances.reserve(instances_.size());
-    for (const InstanceState* i : instances_) in.instances.push_back(*i);
+    for (const InstanceState* i : instances_) {
+      if (!runs.count(i->service)) in.instances.push_back(*i);
+    }
   }  // (the cache takes them grouped, below)
   in.reprovision = reprovision_;
   for (const std::string& svc : rolled_back_) in.reprovision.erase(svc);
@@ -48,7 +54,7 @@ void Decider::Plan() {
     std::vector<const InstanceState*> removed;
     for (const InstanceState* ip : instances_) {
     const InstanceState& i = *ip;
-      if (i.state != "destroyed" && !in.services.count(i.service)) removed.push_back(&i);
+      if (i.state != "destroyed" && !in.services.count(i.service) && !runs.count(i.service)) removed.push_back(&i);
     }
     actions = cache_->Plan(services, removed, now_);
   }
@@ -57,6 +63,7 @@ void Decider::Plan() {
     if (!a.instance.empty() && job_on_.count(a.instance)) continue;
     planned_.push_back(a);
   }
+  Runs();
   Retags();
 }
 
@@ -69,7 +76,7 @@ void Decider::Retags() {
   std::set<std::string> acted;
   for (const Action& a : planned_) acted.insert(a.instance);
   for (const auto& [svc, g] : s_.goal->services) {
-    if (g.spec.compute_type == "agent" || g.spec.compute_type == "core") continue;
+    if (g.spec.compute_type == "agent" || g.spec.compute_type == "core" || RunsToCompletion(g.spec)) continue;
     InPlaceSettings want = InPlaceFor(s_, d_.firewall_in_place, svc);
     ServiceGoal goal = GoalFor(g, s_.images);
     for (const InstanceState* i : of_[svc]) {
@@ -128,7 +135,8 @@ void Decider::Hold() {
       return it == m2.end() ? std::string() : it->second;
     };
     std::string task;
-    if (a.reason == "reprovision") task = find(reprovision_task_of_);
+    if (!a.run.empty()) task = a.run;
+    else if (a.reason == "reprovision") task = find(reprovision_task_of_);
     else if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) task = find(run_task_of_);
     steps_.push_back({a, task, ""});
   }

@@ -11,7 +11,8 @@ void Decider::Verdicts() {
   if (!s_.goal) return;
   VerdictScope scope = ScopeOfVerdicts();
   for (const auto& [svc, g] : s_.goal->services) {
-    if (g.spec.compute_type != "agent") ServiceVerdictOf(svc, g, scope);
+    if (RunsToCompletion(g.spec)) RunVerdict(svc, g);
+    else if (g.spec.compute_type != "agent") ServiceVerdictOf(svc, g, scope);
   }
 }
 

@@ -160,6 +160,13 @@ class Decider {
   RolloutWork RolloutScope(const TaskRecord& t, const std::vector<std::string>& scope);
   void Plan();
   void Retags();
+  // Scheduled and event services (decide_runs.cc): new runs when due, each
+  // active run's creates, its end and outcome, the removal of finished
+  // runs' instances past run.history, the service's verdict.
+  void Runs();
+  void RunsOf(const std::string& svc, const ServiceGoalSpec& g);
+  void Schedule(const std::string& svc, const ServiceGoalSpec& g, RunsView* view);
+  void RunVerdict(const std::string& svc, const ServiceGoalSpec& g);
   void StartsDone();
   void Hold();
   // What Hold() counts over the planned actions (decide_rollout.cc).

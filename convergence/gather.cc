@@ -68,16 +68,24 @@ absl::StatusOr<Snapshot> Reconciler::GatherGoal(const std::string& name) {
   Snapshot s;
   ASSIGN_OR_RETURN(s.project, store_->GetProject(name));
   const std::string& uuid = s.project.uuid;
-  // Tasks are read after the project: a task newer than the goal read here
+  // The goal is the project's version as read above; tasks are read after
+  // it, and the version numbers after them: a task newer than the goal
   // waits for the next sync (Decide: a task works toward its own version).
-  ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_->ListTasks(uuid, 0));
-  for (TaskRecord& t : tasks) {
-    if (t.state == "queued" || t.state == "active" || t.state == "terminating") s.tasks.push_back(std::move(t));
-  }
-  ASSIGN_OR_RETURN(s.version_numbers, VersionNumbers(store_, uuid));
   if (!s.project.current_version.empty() && !s.project.deleting) {
     ASSIGN_OR_RETURN(s.goal, goals_.Get(store_, uuid, s.project.current_version));
   }
+  // Scheduled and event services read their finished runs too (outcomes,
+  // history, the schedule's last run).
+  bool runs = false;
+  if (s.goal) {
+    for (const auto& [name, g] : s.goal->services) runs |= RunsToCompletion(g.spec);
+  }
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_->ListTasks(uuid, runs ? kFinishedRunsRead : 0));
+  for (TaskRecord& t : tasks) {
+    if (t.state == "queued" || t.state == "active" || t.state == "terminating") s.tasks.push_back(std::move(t));
+    else if (t.kind == "run") s.finished_runs.push_back(std::move(t));
+  }
+  ASSIGN_OR_RETURN(s.version_numbers, VersionNumbers(store_, uuid));
   s.policy.backoff_base = options_.backoff_base;
   s.policy.backoff_cap = options_.backoff_cap;
   s.policy.replace_interval = options_.replace_interval;

@@ -38,6 +38,7 @@ absl::StatusOr<std::shared_ptr<const ProjectGoal>> GoalCache::Get(ProjectStore* 
   goal->number = v.number;
   goal->origin = v.origin;
   goal->author = v.author;
+  goal->created_at = v.created_at;
   goal->meta_defaults = parsed.manifest->meta;
   goal->firewall = parsed.manifest->firewall;
   goal->fabric = parsed.manifest->fabric;

@@ -30,6 +30,7 @@ struct ProjectGoal {
   int64_t number = 0;
   std::string origin;  // how the version was made: apply | rollback | scale
   std::string author;
+  absl::Time created_at = absl::InfinitePast();  // when the version was stored
   std::map<std::string, std::string> meta_defaults;  // the manifest's meta
   std::map<std::string, ServiceGoalSpec> services;   // by name
   std::map<std::string, FirewallRuleSpec> firewall;  // the manifest's firewall rules, by name

@@ -46,6 +46,8 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
   i.cns = tag(kCnsServicesTag);
   i.firewall = tag(kTagFirewall);
   i.firewall_enabled = vm.firewall_enabled;
+  i.run = tag(kTagRun);
+  i.exit_status = vm.exit_status;
   for (const triton::Nic& n : vm.nics) i.networks.push_back(n.network_uuid);
   auto v = version_numbers.find(tag(kTagVersion));
   i.version = v == version_numbers.end() ? 0 : v->second;

@@ -23,6 +23,8 @@ inline constexpr char kTagProject[] = "mariposa.project";
 inline constexpr char kTagService[] = "mariposa.service";
 inline constexpr char kTagVersion[] = "mariposa.version";
 inline constexpr char kTagSpec[] = "mariposa.spec";
+// The run (task uuid) an instance of a scheduled or event service belongs to.
+inline constexpr char kTagRun[] = "mariposa.run";
 // stop.preserve_stopped: "<RFC 3339 time> <reason>" on an instance taken out
 // of service and kept; it reads as state "preserved" and counts nowhere.
 inline constexpr char kTagPreserved[] = "mariposa.preserved";

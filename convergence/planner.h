@@ -43,6 +43,8 @@ struct InstanceState {
   std::string firewall;   // its tag mariposa.firewall (projects/firewall.h; set in place too)
   bool firewall_enabled = false;  // VMAPI's firewall_enabled (set in place too)
   std::vector<std::string> networks;  // the uuids of the networks its NICs are on
+  std::string run;       // its tag mariposa.run: the run (task uuid) of a scheduled or event service
+  int exit_status = -1;  // VMAPI's exit_status once its process exited (a run's outcome)
   int64_t version = 0;  // number of the project version it was created for
   absl::Time created;
   absl::Time modified = absl::InfinitePast();  // VMAPI's last_modified (orders change-feed items)
@@ -142,8 +144,9 @@ struct Action {
   // scale-up, scale-down, replace-broken, remove-broken, reprovision,
   // service-removed, preserved-expired, stop, start
   std::string reason;
+  std::string run;  // a create or delete of a run's instance: the run (task uuid); decide_runs.cc
   bool operator==(const Action& o) const {
-    return kind == o.kind && service == o.service && instance == o.instance && reason == o.reason;
+    return kind == o.kind && service == o.service && instance == o.instance && reason == o.reason && run == o.run;
   }
 };
 

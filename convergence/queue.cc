@@ -19,6 +19,7 @@ TaskKind KindOf(const std::string& k) {
   if (k == "stop") return TaskKind::kStop;
   if (k == "scale") return TaskKind::kScale;
   if (k == "reprovision") return TaskKind::kReprovision;
+  if (k == "run") return TaskKind::kRun;
   return TaskKind::kFreeze;
 }
 

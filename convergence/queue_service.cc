@@ -212,11 +212,12 @@ grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRe
                                    v1::AddTaskResponse* resp) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   MARIPOSA_AUTHORIZE(ctx, req->project(), req->kind() == "start" || req->kind() == "stop" ? req->kind() : "");
-  if (req->kind() != "reprovision" && req->kind() != "start" && req->kind() != "stop") {
+  if (req->kind() != "reprovision" && req->kind() != "start" && req->kind() != "stop" && req->kind() != "run") {
     return ToGrpc(absl::InvalidArgumentError(absl::StrCat(
-        "task kind \"", req->kind(), "\" cannot be queued here; use reprovision, start or stop (scale with "
+        "task kind \"", req->kind(), "\" cannot be queued here; use reprovision, start, stop or run (scale with "
         "`mariposa scale`, freeze with `mariposa freeze`)")));
   }
+  if (req->kind() == "run") return AddRun(ctx, *req, resp);
   if (absl::Status s = CheckRange("--canary", req->canary(), 0, Limits::kMaxCount, "0 = every instance"); !s.ok()) {
     return ToGrpc(s);
   }
@@ -277,6 +278,44 @@ grpc::Status QueueService::AddTask(grpc::ServerContext* ctx, const v1::AddTaskRe
     if (!services.ok()) return ToGrpc(services.status());
     t.canary = ManifestCanary(*services, t.services);
   }
+  auto added = queue_.Add(t);
+  if (!added.ok()) return ToGrpc(added.status());
+  if (on_change_) on_change_(added->project_uuid);
+  return ToGrpc(ToProto(*added, resp->mutable_task()));
+}
+
+// `mariposa run SERVICE`: a run of one scheduled or event service now, as
+// the service's runs are (Decide starts it, under its concurrency policy).
+grpc::Status QueueService::AddRun(grpc::ServerContext* ctx, const v1::AddTaskRequest& req, v1::AddTaskResponse* resp) {
+  auto p = store_->GetProject(req.project());
+  if (!p.ok()) return ToGrpc(p.status());
+  if (req.services_size() != 1 || !req.group().empty()) {
+    return ToGrpc(absl::InvalidArgumentError("a run is of one service: `mariposa run SERVICE`"));
+  }
+  if (p->current_version.empty()) {
+    return ToGrpc(absl::FailedPreconditionError(absl::StrCat("project ", p->name, " has no version; apply one first")));
+  }
+  auto services = store_->ListServices(p->current_version);
+  if (!services.ok()) return ToGrpc(services.status());
+  const std::string& name = req.services(0);
+  auto s = std::find_if(services->begin(), services->end(), [&](const ServiceRecord& r) { return r.name == name; });
+  if (s == services->end()) {
+    return ToGrpc(absl::NotFoundError(absl::StrCat("project ", p->name, " has no service \"", name, "\"")));
+  }
+  if (s->service_type != "event" && s->service_type != "scheduled") {
+    return ToGrpc(absl::FailedPreconditionError(absl::StrCat(
+        "service ", name, " is ", s->service_type, ": it runs all the time. Runs are of services with service_type "
+        "event (on demand) or scheduled")));
+  }
+  TaskRecord t;
+  t.project_uuid = p->uuid;
+  t.kind = "run";
+  t.services = {name};
+  t.origin = "user";
+  t.trigger = req.thaw() ? "thaw" : "run";
+  t.version_uuid = p->current_version;
+  t.actor = AuthorOf(ctx);
+  t.reason = "run by " + t.actor;
   auto added = queue_.Add(t);
   if (!added.ok()) return ToGrpc(added.status());
   if (on_change_) on_change_(added->project_uuid);

@@ -28,6 +28,7 @@ class QueueService final : public v1::Queue::Service {
   void set_on_change(std::function<void(const std::string& project_uuid)> f) { on_change_ = std::move(f); }
 
  private:
+  grpc::Status AddRun(grpc::ServerContext* ctx, const v1::AddTaskRequest& req, v1::AddTaskResponse* resp);
   // `uuid`: the task's uuid (a unique prefix resolved), or `task` as given.
   std::string TaskProject(const std::string& task, std::string* uuid);
   // The services named by `services` or `group` (empty = whole project),

@@ -155,6 +155,9 @@ class Reconciler {
   // of a second, when it took longer): then the project needs a sync.
   std::optional<SyncResult> PumpProject(const std::string& project_uuid);
   static constexpr int kEndedWindowsPerSync = 64;
+  // Finished tasks read by a sync of a project with scheduled or event
+  // services (their runs' outcomes and history).
+  static constexpr int kFinishedRunsRead = 200;
 
   // Gather and Decide without executing: what `status` shows. It never
   // waits on Triton: the actual state is the last sync's observation (its

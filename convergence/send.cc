@@ -227,6 +227,7 @@ void Reconciler::CreateRequest(const Snapshot& s, const Step& st, Outbox* out, S
   auto req = std::make_shared<triton::CreateVmRequest>();
   std::vector<PlacementRuleText> rules;
   absl::Status prepared = InstanceRequest(s, g, st.alias, NewUuid(), req.get(), &rules);
+  if (!st.action.run.empty()) req->tags[kTagRun] = st.action.run;  // the run it belongs to (decide_runs.cc)
   j.kind = "create";
   j.instance = req->uuid;
   j.alias = req->alias;

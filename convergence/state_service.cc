@@ -46,9 +46,21 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
       const ServiceGoalSpec& g = kv.second;
       v1::ServiceStatus* st = resp->add_services();
       st->set_name(kv.first);
-      st->set_desired(g.record.count);
+      // A scheduled or event service wants instances only while it runs.
+      auto runs = d.runs.find(kv.first);
+      st->set_desired(runs == d.runs.end() ? g.record.count
+                                           : g.record.count * static_cast<int64_t>(runs->second.active.size()));
       st->set_agent(g.spec.compute_type == "agent");
       for (const std::string& n : CnsNames(s.project.name, kv.first, g.spec)) st->add_cns_names(n);
+      if (auto r = d.runs.find(kv.first); r != d.runs.end()) {
+        v1::RunsStatus* rs = st->mutable_runs();
+        rs->set_service_type(g.spec.service_type);
+        if (!g.spec.schedule.empty()) rs->set_schedule(absl::StrCat(g.spec.schedule, " (", g.spec.time_zone, ")"));
+        for (const std::string& a : r->second.active) rs->add_active(a);
+        rs->set_last(r->second.last);
+        if (r->second.next) SetTimestamp(*r->second.next, rs->mutable_next());
+        rs->set_held(r->second.held);
+      }
       auto v = d.verdicts.find(kv.first);
       if (v != d.verdicts.end()) {
         const ServiceVerdict& sv = v->second;

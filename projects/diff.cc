@@ -88,6 +88,11 @@ v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest&
     auto ai = after.services.find(name);
     v1::ServiceChange* c = d.add_services();
     c->set_service(name);
+    if (ai != after.services.end() && RunsToCompletion(ai->second)) {
+      const ServiceSpec& r = ai->second;
+      c->set_runs(r.service_type == "event" ? "event"
+                                            : absl::StrCat("scheduled \"", r.schedule, "\" (", r.time_zone, ")"));
+    }
     if (bi == b.services.end()) {
       c->set_action(v1::ServiceChange::CREATE);
       c->set_to_count(ai->second.count);
@@ -119,6 +124,9 @@ v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest&
     bool spec = bc.instance_hash.at(name) != after_c.instance_hash.at(name) ||
                 !SameChecks(x.healthchecks, y.healthchecks);
     c->set_spec_changed(spec);
+    // A scheduled or event service's next run is made of the new spec;
+    // nothing running is replaced.
+    if (RunsToCompletion(y)) spec = false;
     if (spec) c->set_instances_replaced(std::min(x.count, y.count));
     c->set_rolls_out(spec && y.update_on_change == "rollout" && y.compute_type != "agent" && x.count > 0 &&
                      y.count > 0);

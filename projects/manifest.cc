@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "common/ids.h"
 #include "common/value.h"
+#include "projects/cron.h"
 #include "projects/interpolate.h"
 #include "projects/limits.h"
 #include "projects/yaml_document.h"
@@ -112,7 +113,7 @@ namespace {
 
 const std::set<std::string>& ReservedKeys() {
   static const auto* k = new std::set<std::string>{"cns", "triggers", "autoscale",
-                                                  "webhooks", "schedule", "containerpilot"};
+                                                  "webhooks", "containerpilot"};
   return *k;
 }
 
@@ -880,6 +881,11 @@ class Parser {
     const YamlNode* strategy = nullptr;
     const YamlNode* servers = nullptr;
     const YamlNode* delegate = nullptr;
+    const YamlNode* schedule = nullptr;
+    const YamlNode* run = nullptr;
+    const YamlNode* service_type = nullptr;
+    const YamlNode* healthchecks = nullptr;
+    const YamlNode* restart = nullptr;
     bool restart_given = false;
   };
 
@@ -888,7 +894,10 @@ class Parser {
   void ParseService(const YamlNode& n, const std::string& path, ServiceSpec* s) {
     ServiceNodes at;
     Fields f;
-    f["service_type"] = [&](const YamlNode& v, const std::string& p) { ServiceType(v, p, s); };
+    f["service_type"] = [&](const YamlNode& v, const std::string& p) {
+      at.service_type = &v;
+      ServiceType(v, p, s);
+    };
     f["compute_type"] = [&](const YamlNode& v, const std::string& p) { ComputeType(v, p, s); };
     f["image"] = [&](const YamlNode& v, const std::string& p) {
       at.image = &v;
@@ -910,9 +919,15 @@ class Parser {
     f["environment"] = [&](const YamlNode& v, const std::string& p) { StringMap(v, p, &s->environment, true); };
     f["mdata"] = [&](const YamlNode& v, const std::string& p) { StringMap(v, p, &s->mdata, true); };
     f["command"] = [&](const YamlNode& v, const std::string& p) { Command(v, p, s); };
-    f["healthchecks"] = [&](const YamlNode& v, const std::string& p) { HealthChecks(v, p, s); };
+    f["healthchecks"] = [&](const YamlNode& v, const std::string& p) {
+      at.healthchecks = &v;
+      HealthChecks(v, p, s);
+    };
     f["start"] = [&](const YamlNode& v, const std::string& p) { StartKeys(v, p, s); };
-    f["restart"] = [&](const YamlNode& v, const std::string& p) { at.restart_given |= RestartKeys(v, p, s); };
+    f["restart"] = [&](const YamlNode& v, const std::string& p) {
+      at.restart = &v;
+      at.restart_given |= RestartKeys(v, p, s);
+    };
     f["stop"] = [&](const YamlNode& v, const std::string& p) { StopKeys(v, p, s); };
     f["update"] = [&](const YamlNode& v, const std::string& p) { at.strategy = UpdateKeys(v, p, s); };
     f["delegate_dataset"] = [&](const YamlNode& v, const std::string& p) {
@@ -924,23 +939,110 @@ class Parser {
       Servers(v, p, s);
     };
     f["cns"] = [&](const YamlNode& v, const std::string& p) { Cns(v, p, s); };
+    f["schedule"] = [&](const YamlNode& v, const std::string& p) {
+      at.schedule = &v;
+      Schedule(v, p, s);
+    };
+    f["run"] = [&](const YamlNode& v, const std::string& p) {
+      at.run = &v;
+      RunKeys(v, p, s);
+    };
     f["volumes"] = [&](const YamlNode& v, const std::string& p) {
       mounts_[s->name] = &v;
       Mounts(v, p, s);
     };
     ParseMap(n, path, f, {{"scale", "count"}, {"labels", "tags"}, {"affinity", "placement"}}, &s->reserved);
     if (n.IsMap()) ServiceRules(n, path, at, s);
+    if (n.IsMap()) RunRules(n, path, at, s);
   }
 
   void ServiceType(const YamlNode& v, const std::string& p, ServiceSpec* s) {
     std::string t;
     if (!Scalar(v, p, &t)) return;
-    if (t == "scheduled" || t == "event") {
-      Error(v, p, absl::StrCat("service_type \"", t, "\" is not supported yet; only \"continuous\" services run"));
-    } else if (t != "continuous") {
+    if (t != "continuous" && t != "scheduled" && t != "event") {
       Error(v, p, absl::StrCat("\"", t, "\" is not one of: continuous, scheduled, event"));
     } else {
       s->service_type = t;
+    }
+  }
+
+  // schedule: "CRON", or {cron, time_zone}.
+  void Schedule(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    const YamlNode* cron_node = &v;
+    if (v.IsMap()) {
+      Fields f;
+      f["cron"] = [&](const YamlNode& x, const std::string& xp) {
+        cron_node = &x;
+        String(x, xp, &s->schedule);
+      };
+      f["time_zone"] = [&](const YamlNode& x, const std::string& xp) {
+        String(x, xp, &s->time_zone);
+        absl::TimeZone tz;
+        if (x.IsScalar() && !absl::LoadTimeZone(s->time_zone, &tz)) {
+          Error(x, xp, absl::StrCat("\"", s->time_zone, "\" is not a time zone of the tz database (e.g. UTC, "
+                                    "Europe/Berlin, America/New_York)"));
+        }
+      };
+      ParseMap(v, p, f);
+      if (s->schedule.empty()) Error(v, p, "cron: is required (e.g. cron: \"0 3 * * *\")");
+    } else {
+      String(v, p, &s->schedule);
+    }
+    if (s->schedule.empty()) return;
+    if (auto spec = ParseCron(s->schedule); !spec.ok()) Error(*cron_node, p, std::string(spec.status().message()));
+  }
+
+  // run: {concurrency, starting_deadline, deadline, history: {succeeded, failed}}.
+  void RunKeys(const YamlNode& v, const std::string& p, ServiceSpec* s) {
+    Fields f;
+    f["concurrency"] = [&](const YamlNode& x, const std::string& xp) {
+      OneOf(x, xp, &s->run_concurrency, {"forbid", "replace", "allow"});
+    };
+    f["starting_deadline"] = [&](const YamlNode& x, const std::string& xp) {
+      Duration(x, xp, &s->run_starting_deadline);
+    };
+    f["deadline"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->run_deadline); };
+    f["history"] = [&](const YamlNode& x, const std::string& xp) {
+      Fields h;
+      h["succeeded"] = [&](const YamlNode& y, const std::string& yp) { Int(y, yp, &s->run_keep_succeeded, 0, 100); };
+      h["failed"] = [&](const YamlNode& y, const std::string& yp) { Int(y, yp, &s->run_keep_failed, 0, 100); };
+      ParseMap(x, xp, h);
+    };
+    ParseMap(v, p, f);
+  }
+
+  // What runs to completion takes and what it does not.
+  void RunRules(const YamlNode& n, const std::string& path, const ServiceNodes& at, const ServiceSpec* s) {
+    const bool runs = RunsToCompletion(*s);
+    if (!runs) {
+      for (auto [node, key] : {std::pair{at.schedule, "schedule"}, {at.run, "run"}}) {
+        if (node != nullptr) {
+          Error(*node, Join(path, key), absl::StrCat(key, ": is for service_type scheduled or event; this service is ",
+                                                     s->service_type));
+        }
+      }
+      return;
+    }
+    if (s->compute_type == "agent" || s->compute_type == "core") {
+      Error(*at.service_type, Join(path, "service_type"),
+            absl::StrCat("agents and core zones run continuously; ", s->service_type, " is for the project's own jobs"));
+    }
+    if (s->service_type == "scheduled" && s->schedule.empty() && at.schedule == nullptr) {
+      Error(n, Join(path, "schedule"), "missing: a scheduled service needs schedule: (e.g. schedule: \"0 3 * * *\", "
+                                       "or {cron: \"0 3 * * *\", time_zone: Europe/Berlin})");
+    }
+    if (s->service_type == "event" && at.schedule != nullptr) {
+      Error(*at.schedule, Join(path, "schedule"), "an event service runs on `mariposa run`, not on a schedule; use "
+                                                 "service_type: scheduled, or remove schedule:");
+    }
+    if (at.healthchecks != nullptr) {
+      Error(*at.healthchecks, Join(path, "healthchecks"),
+            "a run's instances end by design: health checks are for continuous services; remove healthchecks:");
+    }
+    if (at.restart != nullptr) {
+      Error(*at.restart, Join(path, "restart"),
+            "a run's instances are not restarted: a run ends when they do (run.deadline stops a run that hangs); "
+            "remove restart:");
     }
   }
 
@@ -1530,7 +1632,7 @@ Value ServiceSpecValue(const ServiceSpec& s) {
   restart.Append("condition", StrList(s.restart_condition))
       .Append("max_attempts", Value::Int(s.restart_max_attempts))
       .Append("window", Dur(s.restart_window));
-  all["restart"] = std::move(restart);
+  if (!RunsToCompletion(s)) all["restart"] = std::move(restart);  // a run's instances are never restarted
   Value stop = Value::Map();
   stop.Append("preserve_stopped", Value::Str(s.preserve_stopped)).Append("timeout", Dur(s.stop_timeout));
   all["stop"] = std::move(stop);
@@ -1559,6 +1661,23 @@ Value ServiceSpecValue(const ServiceSpec& s) {
   // Not in the instance's spec hash: new names are set on the instances in
   // place (a tag), not rolled out.
   if (s.cns) all["cns"] = s.cns->empty() ? Value::Bool(false) : StrList(*s.cns);
+  if (!s.schedule.empty()) {
+    Value sched = Value::Map();
+    sched.Append("cron", Value::Str(s.schedule));
+    sched.Append("time_zone", Value::Str(s.time_zone));
+    all["schedule"] = std::move(sched);
+  }
+  if (RunsToCompletion(s)) {
+    Value run = Value::Map();
+    run.Append("concurrency", Value::Str(s.run_concurrency));
+    if (s.run_deadline > absl::ZeroDuration()) run.Append("deadline", Dur(s.run_deadline));
+    Value history = Value::Map();
+    history.Append("failed", Value::Int(s.run_keep_failed));
+    history.Append("succeeded", Value::Int(s.run_keep_succeeded));
+    run.Append("history", std::move(history));
+    if (s.run_starting_deadline > absl::ZeroDuration()) run.Append("starting_deadline", Dur(s.run_starting_deadline));
+    all["run"] = std::move(run);
+  }
   for (const auto& kv : s.reserved) all[kv.first] = kv.second;
   return Value::FromMap(std::move(all));
 }
@@ -1611,6 +1730,8 @@ Value FabricValue(const FabricSpec& f) {
   out.Append("vlan", Value::Int(f.vlan));
   return out;
 }
+
+bool RunsToCompletion(const ServiceSpec& s) { return s.service_type == "scheduled" || s.service_type == "event"; }
 
 Value VolumesValue(const std::map<std::string, VolumeSpec>& volumes) {
   Value out = Value::Map();

@@ -73,6 +73,11 @@ struct ServerSelector {
   std::vector<std::string> exclude;   // "headnode", uuids or hostnames
 };
 
+// Whether a service runs to completion (scheduled, event) instead of
+// continuously.
+struct ServiceSpec;
+bool RunsToCompletion(const ServiceSpec& s);
+
 struct ServiceSpec {
   std::string name;
   std::string service_type = "continuous";
@@ -132,6 +137,16 @@ struct ServiceSpec {
   // The project's volumes it mounts (projects/volumes.h), in the manifest's
   // order; part of the instance spec (a change rolls out).
   std::vector<VolumeMount> volumes;
+  // service_type scheduled (a run at each `schedule` time) and event (a run
+  // on `mariposa run`): each run creates `count` instances, waits for them
+  // to end, records the outcome and removes them (docs/manifest.md "Runs").
+  std::string schedule;            // cron (projects/cron.h); scheduled only
+  std::string time_zone = "UTC";   // of the schedule, from the tz database
+  std::string run_concurrency = "forbid";  // forbid | replace | allow: a run due while one is active
+  absl::Duration run_starting_deadline = absl::ZeroDuration();  // a run this late is missed (0 = never)
+  absl::Duration run_deadline = absl::ZeroDuration();           // a run this long is stopped, failed (0 = none)
+  int run_keep_succeeded = 0;  // finished runs whose (stopped) instances are kept for inspection
+  int run_keep_failed = 1;
   std::map<std::string, Value> reserved;  // RFD 36 keys not run yet, stored as given
 };
 

@@ -1867,7 +1867,7 @@ absl::StatusOr<std::vector<TaskRecord>> SqlProjectStore::QueryTasksOn(Database* 
 }
 
 absl::StatusOr<TaskRecord> SqlProjectStore::AddTask(const TaskRecord& task, const TaskAdmitter& admit) {
-  static const std::set<std::string> kKinds = {"start", "stop", "scale", "reprovision", "freeze"};
+  static const std::set<std::string> kKinds = {"start", "stop", "scale", "reprovision", "freeze", "run"};
   if (!kKinds.count(task.kind)) return absl::InvalidArgumentError(absl::StrCat("unknown task kind \"", task.kind, "\""));
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, BeginLocked());

@@ -53,6 +53,19 @@ Result Status(Context& c, const Parsed& p) {
     if (s.cns_names_size() > 0) cns.push_back(absl::StrCat(s.name(), " ", absl::StrJoin(s.cns_names(), ",")));
   }
   if (!cns.empty()) out << "\nCNS service names: " << absl::StrJoin(cns, "; ") << "\n";
+  Rows runs;
+  for (const auto& s : resp.services()) {
+    if (!s.has_runs()) continue;
+    const auto& r = s.runs();
+    runs.push_back({s.name(), r.schedule().empty() ? r.service_type() : r.schedule(),
+                    r.active().empty() ? "-" : absl::StrJoin(r.active(), "; "), r.last().empty() ? "-" : r.last(),
+                    r.has_next() ? Time(r.next()) : (r.service_type() == "event" ? "on `mariposa run`" : "-"),
+                    r.held().empty() ? "-" : r.held()});
+  }
+  if (!runs.empty()) {
+    out << "\n";
+    c.Table({"RUNS OF", "SCHEDULE", "ACTIVE", "LAST", "NEXT", "HELD"}, runs);
+  }
   if (resp.fabric_networks_size() > 0) {
     Rows fab;
     for (const auto& f : resp.fabric_networks()) {

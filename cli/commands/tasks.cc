@@ -37,6 +37,52 @@ Result AddTask(Context& c, const Parsed& p, const std::string& kind) {
   return 0;
 }
 
+// `mariposa run SERVICE`: a run now; --wait follows it to its end and
+// exits 0 only when it completed (every instance exited 0).
+Result Run(Context& c, const Parsed& p) {
+  v1::AddTaskRequest req;
+  req.set_project(c.project());
+  req.set_kind("run");
+  req.add_services(p.args()[0]);
+  req.set_thaw(p.Has("--thaw"));
+  v1::AddTaskResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().queue->AddTask(c.d().Ctx().get(), req, &resp)));
+  const std::string uuid = resp.task().uuid();
+  if (!p.Has("--wait")) {
+    if (c.Structured()) c.Print(resp.task());
+    else c.out() << "queued run task " << uuid << " of " << p.args()[0] << "\n";
+    return 0;
+  }
+  if (!c.Structured()) c.out() << "queued run task " << uuid << " of " << p.args()[0] << "; waiting for it to end\n";
+  absl::Time start = c.clock->Now();
+  absl::Duration asked = c.d().deadlines().command;
+  absl::Duration timeout = asked > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(60);
+  while (true) {
+    v1::GetTaskRequest get;
+    get.set_task(uuid);
+    v1::GetTaskResponse got;
+    grpc::Status st = c.d().queue->GetTask(c.d().Ctx().get(), get, &got);
+    if (!st.ok() && c.d().CommandTimedOut()) break;
+    RETURN_IF_ERROR(c.d().Check(st));
+    const v1::Task& t = got.task();
+    if (t.state() == "completed" || t.state() == "failed" || t.state() == "terminated") {
+      if (c.Structured()) c.Print(t);
+      else PrintTask(c, t);
+      if (t.state() != "completed") {
+        c.err() << "mariposa: run " << uuid << " " << t.state() << (t.error().empty() ? "" : ": " + t.error())
+                << "\n";
+        return 1;
+      }
+      return 0;
+    }
+    if (c.clock->Now() - start >= timeout) break;
+    c.clock->SleepFor(absl::Milliseconds(300));
+  }
+  c.err() << "mariposa: run " << uuid << " has not ended (--timeout); `mariposa queue get " << uuid
+          << "` shows where it stands\n";
+  return 1;
+}
+
 }  // namespace
 
 std::vector<Flag> ScopeFlags() {
@@ -67,6 +113,21 @@ void AddTasks(cli::Registry& r) {
          .flags = reprovision,
          .project = ProjectUse::kRequired,
          .run = [](Context& c, const Parsed& p) { return AddTask(c, p, "reprovision"); }});
+  r.Add({.path = "run",
+         .args = "SERVICE",
+         .summary = "run a scheduled or event service now",
+         .help = "Queues a run of SERVICE (service_type event, or scheduled outside its schedule): its instances\n"
+                 "are created, run until they exit, the outcome is recorded on the task (completed when every\n"
+                 "instance exited 0, else failed with the statuses) and they are removed (run.history keeps the\n"
+                 "last ones). The service's run.concurrency applies; a freeze holds it until thawed. --wait\n"
+                 "follows the run to its end and exits 0 only when it completed.",
+         .group = g,
+         .flags = {{{"--wait"}, "", "wait for the run to end; exit 0 only when it completed"},
+                   {{"--thaw"}, "", "end a freeze that covers the service (else the run is refused)"}},
+         .min_args = 1,
+         .max_args = 1,
+         .project = ProjectUse::kRequired,
+         .run = Run});
   std::vector<Flag> scope = JoinFlags({ScopeFlags(), WaitFlags()});
   for (const auto& [kind, summary, help] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"start", "start stopped instances",

@@ -39,6 +39,7 @@ struct Vm {
   std::map<std::string, std::string> internal_metadata;  // non-string values as JSON text
   bool docker = false;
   bool firewall_enabled = false;
+  int exit_status = -1;  // vmadm's exit_status of its init process; -1 while it has not exited
   int64_t quota = 0;    // GiB
   int64_t cpu_cap = 0;  // percent of one CPU
   std::vector<Nic> nics;

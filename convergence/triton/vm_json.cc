@@ -165,6 +165,7 @@ class VmSax {
     else if (f == "cpu_cap" && num) vm_->cpu_cap = *num;
     else if (f == "docker" && flag) vm_->docker = *flag;
     else if (f == "firewall_enabled" && flag) vm_->firewall_enabled = *flag;
+    else if (f == "exit_status" && num) vm_->exit_status = static_cast<int>(*num);
     return true;
   }
   // A map value that is an object or an array: built as a tree, kept as text.

@@ -270,6 +270,25 @@ Reply DataCenter::KillVm(const std::string& uuid, const std::string& to_state) {
   return r;
 }
 
+void DataCenter::ExitLocked(Vm* v, int status) {
+  v->state = "stopped";
+  v->zone_state = "installed";
+  v->exit_status = status;
+  v->exit_ms = NowMs();
+  Touch(v);
+}
+
+Reply DataCenter::ExitVm(const std::string& uuid, int status) {
+  absl::MutexLock l(&mu_);
+  auto it = vms_.find(uuid);
+  if (it == vms_.end() || it->second.state == "destroyed") return Error(404, "ResourceNotFound", "VM not found");
+  if (it->second.state != "running") return Error(409, "VmNotRunning", "VM is not running");
+  ExitLocked(&it->second, status);
+  Reply r;
+  r.body = {{"uuid", uuid}, {"state", "stopped"}, {"exit_status", status}};
+  return r;
+}
+
 Reply DataCenter::WriteFile(const std::string& uuid, const std::string& path, const std::string& content) {
   absl::MutexLock l(&mu_);
   auto it = vms_.find(uuid);

@@ -145,6 +145,8 @@ class DataCenter {
   // The server leaves CNAPI (decommissioned); its VMs are destroyed.
   Reply DeleteServer(const std::string& uuid_or_hostname);
   Reply KillVm(const std::string& uuid, const std::string& to_state);
+  // The VM's process exits with `status`: it stops (a job's end).
+  Reply ExitVm(const std::string& uuid, int status);
   Reply SetVmHealth(const std::string& uuid, VmHealth h);
   // A file written inside the guest: under /zones/<uuid>/data/ it lands on
   // the delegate dataset (kept by a reprovision), elsewhere on the root
@@ -238,6 +240,10 @@ class DataCenter {
     std::vector<std::string> datasets;
     std::map<std::string, std::string> dataset_files, root_files;
     int reprovisions = 0;
+    // The exit of its init process (vmadm's exit_status, exit_timestamp):
+    // -1 while it has not exited.
+    int exit_status = -1;
+    int64_t exit_ms = 0;
     bool autoboot = true, firewall_enabled = false, docker = false;
     VmHealth health = VmHealth::kHealthy;
     // Bumped by Touch() on every change; the serialized form (all but the
@@ -342,6 +348,8 @@ class DataCenter {
   Reply StartJobLocked(const std::string& name, const std::string& task, const std::string& vm_uuid,
                        const json& params, std::function<std::string()> effect, int status = 202);
   void ScheduleLocked(int64_t delay_ms, std::function<void()> fire);
+  void ExitLocked(Vm* vm, int status);
+  void ScheduleExitLocked(const Vm& vm);
   int64_t LatencyLocked();
   void TagIndexAddLocked(const Vm& vm);
   void TagIndexRemoveLocked(const Vm& vm);

@@ -275,6 +275,9 @@ void InstallControl(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   s->Post("/_sim/servers/([^/]+)/delete", [dc](const httplib::Request& r, httplib::Response& res) {
     Send(dc->DeleteServer(r.matches[1]), &res);
   });
+  s->Post("/_sim/vms/" + kId + "/exit/(\\d+)", [dc](const httplib::Request& r, httplib::Response& res) {
+    Send(dc->ExitVm(r.matches[1], std::stoi(r.matches[2])), &res);
+  });
   s->Post("/_sim/vms/" + kId + "/(kill|destroy)", [dc](const httplib::Request& r, httplib::Response& res) {
     Send(dc->KillVm(r.matches[1], r.matches[2] == "kill" ? "stopped" : "destroyed"), &res);
   });

@@ -63,6 +63,8 @@ ctl commands (URL from --addr or $TRITONSIM_URL):
   server-down SERVER | server-up SERVER      SERVER is a uuid or hostname
   server-delete SERVER                       the server leaves CNAPI (its VMs are destroyed)
   kill-vm VM | destroy-vm VM                 the VM stops, or vanishes (destroyed)
+  exit-vm VM STATUS                          the VM's process exits with STATUS (0-255): it stops,
+                                             with exit_status (a job's end)
   vm-health VM healthy|unhealthy|refuse|hang what its listeners answer
   write-file VM PATH TEXT                    a file in the guest: under /zones/VM/data/ on its
                                              delegate dataset (kept by reprovision), else on its root
@@ -106,6 +108,8 @@ int Ctl(std::vector<std::string> args) {
     path = "/_sim/servers/" + args[1] + "/delete";
   } else if ((cmd == "kill-vm" || cmd == "destroy-vm") && need(1)) {
     path = "/_sim/vms/" + args[1] + (cmd == "kill-vm" ? "/kill" : "/destroy");
+  } else if (cmd == "exit-vm" && need(2)) {
+    path = "/_sim/vms/" + args[1] + "/exit/" + args[2];
   } else if (cmd == "vm-health" && need(2)) {
     path = "/_sim/vms/" + args[1] + "/health/" + args[2];
   } else if (cmd == "write-file" && need(3)) {

@@ -159,6 +159,12 @@ void DataCenter::WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) c
   *out += vm.autoboot ? "true" : "false";
   Key("firewall_enabled", out);
   *out += vm.firewall_enabled ? "true" : "false";
+  if (vm.exit_status >= 0) {
+    Key("exit_status", out);
+    *out += std::to_string(vm.exit_status);
+    Key("exit_timestamp", out);
+    AppendQuoted(Iso(vm.exit_ms), out);
+  }
   out->push_back('}');
 }
 
@@ -660,9 +666,31 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
     v.state = v.autoboot ? "running" : "stopped";
     v.zone_state = v.autoboot ? "running" : "installed";
     Touch(&v);
+    ScheduleExitLocked(v);
     return "";
   });
   return out;
+}
+
+// The simulator's stand-in for the process a job runs: customer_metadata
+// `tritonsim:run-for` (a duration: "2s", "500ms") makes the VM's process
+// exit that long after it starts, with `tritonsim:exit-status` (default 0).
+void DataCenter::ScheduleExitLocked(const Vm& v) {
+  if (v.state != "running" || !v.customer_metadata.contains("tritonsim:run-for")) return;
+  const json& run_for = v.customer_metadata["tritonsim:run-for"];
+  absl::Duration d;
+  if (!run_for.is_string() || !absl::ParseDuration(run_for.get<std::string>(), &d)) return;
+  int status = 0;
+  if (v.customer_metadata.contains("tritonsim:exit-status")) {
+    const json& st = v.customer_metadata["tritonsim:exit-status"];
+    if (st.is_string()) (void)absl::SimpleAtoi(st.get<std::string>(), &status);
+    else if (st.is_number_integer()) status = st.get<int>();
+  }
+  std::string id = v.uuid;
+  ScheduleLocked(absl::ToInt64Milliseconds(d), [this, id, status] {
+    auto it = vms_.find(id);
+    if (it != vms_.end() && it->second.state == "running") ExitLocked(&it->second, status);
+  });
 }
 
 Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json& body) {
