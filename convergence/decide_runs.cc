@@ -87,7 +87,10 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
   }
   // Active runs: their creates, deadline, end and outcome.
   std::set<std::string> ending = replaced;  // runs this decision stops: their instances go
-  std::vector<std::pair<std::string, std::string>> ended_now;  // runs that end now by themselves, and how
+  struct Ended {
+    std::string uuid, state, note;
+  };
+  std::vector<Ended> ended_now;  // runs that end now, oldest first: their outcome
   for (const TaskRecord* t : open) {
     if (!active.count(t->uuid) || (t->state != "active" && t->state != "queued")) continue;
     const std::vector<const InstanceState*>& mine = of_run[t->uuid];
@@ -109,8 +112,10 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
     }
     const bool started = t->state == "active" && t->started_at != absl::InfinitePast();
     if (started && spec.run_deadline > absl::ZeroDuration() && now_ - t->started_at > spec.run_deadline) {
-      Change(*t, "failed", absl::StrCat("run.deadline ", FormatManifestDuration(spec.run_deadline), " passed with ",
-                                        live, " of ", count, " instances still running; they are removed"));
+      std::string note = absl::StrCat("run.deadline ", FormatManifestDuration(spec.run_deadline), " passed with ", live,
+                                      " of ", count, " instances still running; they are removed");
+      Change(*t, "failed", note);
+      ended_now.push_back({t->uuid, "failed", note});
       ending.insert(t->uuid);
       continue;
     }
@@ -121,43 +126,43 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
         planned_.push_back(a);
       }
     }
-    view.active.push_back(absl::StrCat(t->uuid, ": ", ended, "/", count, " ended"));
     // Done when every create was sent and answered, every instance made is
     // seen (a finished create shows in the next listing), and none runs.
     bool done = made >= count && in_flight == 0 && live == 0 && static_cast<int64_t>(mine.size()) >= t->created;
-    if (!done) continue;
-    if (t->failed > 0) bad.push_back(absl::StrCat(t->failed, " instances could not be created"));
-    if (bad.empty()) {
-      Change(*t, "completed", absl::StrCat(count, "/", count, " exited 0"));
-    } else {
-      Change(*t, "failed", absl::StrCat(bad.size(), " of ", count, " did not exit 0: ", absl::StrJoin(bad, "; ")));
+    if (!done) {
+      view.active.push_back(absl::StrCat(t->uuid, ": ", ended, "/", count, " ended"));
+      continue;
     }
-    ended_now.push_back({t->uuid, bad.empty() ? "completed" : "failed"});
+    if (t->failed > 0) bad.push_back(absl::StrCat(t->failed, " instances could not be created"));
+    std::string note = bad.empty() ? absl::StrCat(count, "/", count, " exited 0")
+                                   : absl::StrCat(bad.size(), " of ", count, " did not exit 0: ", absl::StrJoin(bad, "; "));
+    Change(*t, bad.empty() ? "completed" : "failed", note);
+    ended_now.push_back({t->uuid, bad.empty() ? "completed" : "failed", note});
   }
   // Finished runs' instances go, but for those of the last run.history
   // succeeded and failed runs (kept stopped, for inspection); a run stopped
   // by its deadline or replaced keeps nothing running.
   std::set<std::string> keep = active;
-  for (const std::string& e : ending) keep.erase(e);
+  for (const Ended& e : ended_now) keep.erase(e.uuid);
   int succeeded = 0, failed = 0;
-  auto history = [&](const std::string& uuid, const std::string& state) {
+  auto history = [&](const std::string& uuid, const std::string& state, absl::Time at, const std::string& note) {
+    if (view.last.empty()) {
+      view.last = absl::StrCat(uuid, " ", state, " ", Stamp(at), note.empty() ? "" : ": " + note);
+      view.last_state = state;
+    }
+    if (ending.count(uuid)) return;  // stopped: nothing of it stays running
     if (state == "completed" && succeeded++ < spec.run_keep_succeeded) keep.insert(uuid);
     if (state == "failed" && failed++ < spec.run_keep_failed) keep.insert(uuid);
   };
-  for (auto it = ended_now.rbegin(); it != ended_now.rend(); ++it) history(it->first, it->second);  // newest first
+  for (auto it = ended_now.rbegin(); it != ended_now.rend(); ++it) history(it->uuid, it->state, now_, it->note);
   for (const TaskRecord& t : s_.finished_runs) {  // newest first
-    if (t.services.empty() || t.services[0] != svc) continue;
-    if (view.last.empty()) {
-      view.last = absl::StrCat(t.uuid, " ", t.state, " ", Stamp(t.finished_at), t.error.empty() ? "" : ": " + t.error);
-      view.last_state = t.state;
-    }
-    history(t.uuid, t.state);
+    if (!t.services.empty() && t.services[0] == svc) history(t.uuid, t.state, t.finished_at, t.error);
   }
   for (const auto& [run, instances] : of_run) {
     if (keep.count(run)) continue;
     bool open_run = std::any_of(open.begin(), open.end(), [&](const TaskRecord* t) { return t->uuid == run; });
     bool ends = ending.count(run) || std::any_of(ended_now.begin(), ended_now.end(),
-                                                  [&](const auto& e) { return e.first == run; });
+                                                  [&](const Ended& e) { return e.uuid == run; });
     if (open_run && !ends) continue;  // queued or active
     for (const InstanceState* i : instances) {
       if (job_on_.count(i->uuid) || i->state == "destroyed") continue;

@@ -1068,6 +1068,199 @@ TEST(DecideTest, ADeletedProjectKeepsTheVolumesItRetains) {
   EXPECT_FALSE(Decide(s, kT0).delete_project);
 }
 
+// Runs of an event service (decide_runs.cc), as a table: a queued run
+// starts and creates `count` instances tagged with it; it ends when they
+// have all exited and records the outcome; its instances go unless
+// run.history keeps them; run.deadline, run.concurrency and freezes.
+TEST(DecideTest, RunsStartEndAndRecordTheirOutcome) {
+  const std::string base = "project: p\nservices:\n  job:\n    service_type: event\n    image: job@1\n    count: 2\n";
+  auto run_task = [](const std::string& uuid, const std::string& state, std::string origin = "user") {
+    TaskRecord t = Task(uuid, "run", state, {"job"});
+    t.origin = std::move(origin);
+    if (state == "active") t.started_at = kT0 - absl::Minutes(1);
+    return t;
+  };
+  auto inst = [](const Snapshot& s, int n, const std::string& run, const std::string& state, int exit_status = -1) {
+    InstanceState i = Instance(s, "job", n, state);
+    i.run = run;
+    i.exit_status = exit_status;
+    return i;
+  };
+  struct Case {
+    std::string name;
+    std::string run_keys;  // the service's run: settings
+    std::function<void(Snapshot*)> setup;
+    std::string changes;  // task changes "uuid:state"
+    std::string steps;    // "create:RUN", "delete:INSTANCE"
+    std::string verdict;
+  };
+  const std::vector<Case> cases = {
+      {"queued: starts and creates its instances", "",
+       [&](Snapshot* s) { s->tasks = {run_task("r1", "queued")}; }, "r1:active", "create:r1 create:r1", "progressing"},
+      {"active, running: waits", "",
+       [&](Snapshot* s) {
+         s->tasks = {run_task("r1", "active")};
+         s->tasks[0].created = 2;
+         s->instances = {inst(*s, 1, "r1", "running"), inst(*s, 2, "r1", "running")};
+       },
+       "", "", "progressing"},
+      {"all exited 0: completed, removed", "",
+       [&](Snapshot* s) {
+         s->tasks = {run_task("r1", "active")};
+         s->tasks[0].created = 2;
+         s->instances = {inst(*s, 1, "r1", "stopped", 0), inst(*s, 2, "r1", "stopped", 0)};
+       },
+       "r1:completed", "delete:job-uuid-1 delete:job-uuid-2", "converged"},
+      {"one exited 3: failed, kept for inspection (history.failed 1)", "",
+       [&](Snapshot* s) {
+         s->tasks = {run_task("r1", "active")};
+         s->tasks[0].created = 2;
+         s->instances = {inst(*s, 1, "r1", "stopped", 0), inst(*s, 2, "r1", "stopped", 3)};
+       },
+       "r1:failed", "", "degraded"},
+      {"a created instance not listed yet: not ended", "",
+       [&](Snapshot* s) {
+         s->tasks = {run_task("r1", "active")};
+         s->tasks[0].created = 2;
+         s->instances = {inst(*s, 1, "r1", "stopped", 0)};
+       },
+       "", "", "progressing"},
+      {"past run.deadline: failed, its instances removed", "    run: {deadline: 30s}\n",
+       [&](Snapshot* s) {
+         s->tasks = {run_task("r1", "active")};
+         s->tasks[0].created = 2;
+         s->instances = {inst(*s, 1, "r1", "running"), inst(*s, 2, "r1", "stopped", 0)};
+       },
+       "r1:failed", "delete:job-uuid-1 delete:job-uuid-2", "degraded"},
+      {"forbid: a user's run waits for the active one", "",
+       [&](Snapshot* s) {
+         s->tasks = {run_task("r1", "active"), run_task("r2", "queued")};
+         s->tasks[0].created = 2;
+         s->tasks[1].created_at = kT0;
+         s->instances = {inst(*s, 1, "r1", "running"), inst(*s, 2, "r1", "running")};
+       },
+       "", "", "progressing"},
+      {"forbid: a scheduled run is skipped", "",
+       [&](Snapshot* s) {
+         s->tasks = {run_task("r1", "active"), run_task("r2", "queued", "auto")};
+         s->tasks[0].created = 2;
+         s->tasks[1].created_at = kT0;
+         s->instances = {inst(*s, 1, "r1", "running"), inst(*s, 2, "r1", "running")};
+       },
+       "r2:terminated", "", "progressing"},
+      {"replace: the active run goes, the new one starts", "    run: {concurrency: replace}\n",
+       [&](Snapshot* s) {
+         s->tasks = {run_task("r1", "active"), run_task("r2", "queued")};
+         s->tasks[0].created = 2;
+         s->tasks[1].created_at = kT0;
+         s->instances = {inst(*s, 1, "r1", "running"), inst(*s, 2, "r1", "running")};
+       },
+       "r1:terminated r2:active", "create:r2 create:r2 delete:job-uuid-1 delete:job-uuid-2", "progressing"},
+      {"allow: both run", "    run: {concurrency: allow}\n",
+       [&](Snapshot* s) {
+         s->tasks = {run_task("r1", "active"), run_task("r2", "queued")};
+         s->tasks[0].created = 2;
+         s->tasks[1].created_at = kT0;
+         s->instances = {inst(*s, 1, "r1", "running"), inst(*s, 2, "r1", "running")};
+       },
+       "r2:active", "create:r2 create:r2", "progressing"},
+      {"frozen: a queued run waits", "",
+       [&](Snapshot* s) {
+         TaskRecord f = Task("f1", "freeze", "active", {"job"});
+         s->tasks = {f, run_task("r1", "queued")};
+       },
+       "", "", "converged"},
+      {"history: the older failed run's instances go", "",
+       [&](Snapshot* s) {
+         TaskRecord newer = run_task("r2", "failed"), older = run_task("r1", "failed");
+         newer.finished_at = kT0 - absl::Minutes(1);
+         older.finished_at = kT0 - absl::Minutes(5);
+         newer.error = "1 of 2 did not exit 0";
+         s->finished_runs = {newer, older};
+         s->instances = {inst(*s, 1, "r1", "stopped", 3), inst(*s, 2, "r2", "stopped", 3)};
+       },
+       "", "delete:job-uuid-1", "degraded"},
+  };
+  for (const Case& c : cases) {
+    Snapshot s = SnapshotOf(GoalOf(base + c.run_keys));
+    c.setup(&s);
+    Decision d = Decide(s, kT0);
+    std::vector<std::string> changes, steps;
+    for (const TaskChange& t : d.task_changes) changes.push_back(t.task + ":" + t.state);
+    for (const Step& st : d.steps) {
+      steps.push_back(st.action.kind == ActionKind::kCreate ? "create:" + st.task : "delete:" + st.action.instance);
+      if (st.action.kind == ActionKind::kCreate) EXPECT_EQ(st.action.run, st.task) << c.name;
+    }
+    std::sort(steps.begin(), steps.end());
+    EXPECT_EQ(absl::StrJoin(changes, " "), c.changes) << c.name;
+    EXPECT_EQ(absl::StrJoin(steps, " "), c.steps) << c.name;
+    EXPECT_EQ(VerdictName(d.verdicts.at("job").state), c.verdict) << c.name << ": " << d.verdicts.at("job").reason;
+    for (const TaskChange& t : d.task_changes) {
+      if (t.state == "failed" || t.state == "completed" || t.state == "terminated") {
+        EXPECT_FALSE(t.note.empty()) << c.name << ": the outcome is recorded";
+      }
+    }
+  }
+}
+
+// A schedule (decide_runs.cc Schedule): a fire time not acted on adds a
+// run; one acted on (a run created since) does not; one later than
+// run.starting_deadline is recorded missed; a freeze holds it; a schedule
+// does not run for times before it was applied.
+TEST(DecideTest, SchedulesAddRunsWhenDue) {
+  const std::string text = "project: p\nservices:\n  tick:\n    service_type: scheduled\n    schedule: \"*/5 * * * *\"\n"
+                           "    image: job@1\nRUNKEYS";
+  // kT0 is 08:00:00 UTC; the schedule fired at 08:00, 07:55, …
+  auto snapshot = [&](const std::string& run_keys, absl::Time applied) {
+    auto g = std::make_shared<ProjectGoal>(*GoalOf(absl::StrReplaceAll(text, {{"RUNKEYS", run_keys}})));
+    g->created_at = applied;
+    return SnapshotOf(g);
+  };
+  absl::Time now = kT0 + absl::Minutes(2);
+  Snapshot s = snapshot("", kT0 - absl::Hours(1));
+  Decision d = Decide(s, now);
+  ASSERT_EQ(d.new_tasks.size(), 1u);
+  EXPECT_EQ(d.new_tasks[0].kind, "run");
+  EXPECT_EQ(d.new_tasks[0].origin, "auto");
+  EXPECT_EQ(d.new_tasks[0].trigger, "schedule");
+  EXPECT_EQ(d.new_tasks[0].reason, "scheduled for 2027-01-15T08:00:00Z");
+  ASSERT_TRUE(d.runs.at("tick").next.has_value());
+  EXPECT_EQ(*d.runs.at("tick").next, kT0 + absl::Minutes(5));
+  // Acted on: a run made after it.
+  TaskRecord made = Task("r1", "run", "completed", {"tick"});
+  made.origin = "auto";
+  made.created_at = kT0 + absl::Seconds(3);
+  s.finished_runs = {made};
+  EXPECT_TRUE(Decide(s, now).new_tasks.empty());
+  // Applied after the last fire time: nothing until the next.
+  EXPECT_TRUE(Decide(snapshot("", kT0 + absl::Minutes(1)), now).new_tasks.empty());
+  // Later than run.starting_deadline: recorded, as missed.
+  d = Decide(snapshot("    run: {starting_deadline: 1m}\n", kT0 - absl::Hours(1)), now);
+  ASSERT_EQ(d.new_tasks.size(), 1u);
+  EXPECT_EQ(d.new_tasks[0].trigger, "missed");
+  EXPECT_EQ(d.new_tasks[0].reason, "scheduled for 2027-01-15T08:00:00Z, 2m late");
+  // A missed run is terminated when it comes up, with why.
+  Snapshot m = snapshot("    run: {starting_deadline: 1m}\n", kT0 - absl::Hours(1));
+  TaskRecord missed = Task("r2", "run", "queued", {"tick"});
+  missed.origin = "auto";
+  missed.trigger = "missed";
+  missed.reason = "scheduled for 2027-01-15T08:00:00Z, 2m late";
+  missed.created_at = now;
+  m.tasks = {missed};
+  d = Decide(m, now);
+  ASSERT_EQ(d.task_changes.size(), 1u);
+  EXPECT_EQ(d.task_changes[0].state, "terminated");
+  EXPECT_EQ(d.task_changes[0].note, "missed: scheduled for 2027-01-15T08:00:00Z, 2m late (run.starting_deadline 1m)");
+  // Frozen: held, said.
+  Snapshot f = snapshot("", kT0 - absl::Hours(1));
+  f.tasks = {Task("f1", "freeze", "active", {"tick"})};
+  d = Decide(f, now);
+  EXPECT_TRUE(d.new_tasks.empty());
+  EXPECT_NE(d.runs.at("tick").held.find("waits: frozen since"), std::string::npos) << d.runs.at("tick").held;
+  // A scheduled service keeps its project out of Quiet (its syncs fire it).
+  EXPECT_FALSE(Quiet(s, Decide(s, now)));
+}
+
 // A project being deleted deletes its rules, and goes only when none is
 // left.
 TEST(DecideTest, ADeletedProjectDeletesItsFirewallRulesFirst) {

@@ -269,7 +269,7 @@ TEST(ManifestTest, GoldenErrors) {
       {"unknown top key", "project: p\nservice: {}\n",
        "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, fabric, firewall, meta, networks, project, services, volumes\n"},
       {"unknown service key", "project: p\nservices:\n  web:\n    image: x\n    imgae: y\n",
-       "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update, volumes\n"},
+       "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, run, scale, schedule, servers, service_type, start, stop, tags, update, volumes\n"},
       {"duplicate key", "project: p\nproject: q\n", "t.yaml:2:1: project: duplicate key\n"},
       {"alias twice", "project: p\nservices:\n  web: {image: x, count: 1, scale: 2}\n",
        "t.yaml:3:29: services.web.scale: \"scale\" and \"count\" mean the same; keep one\n"},
@@ -285,8 +285,9 @@ TEST(ManifestTest, GoldenErrors) {
        "t.yaml:3:43: services.web.update.auto_rollback: \"maybe\" is not true or false\n"},
       {"enum", "project: p\nservices:\n  web: {image: x, compute_type: vmware}\n",
        "t.yaml:3:33: services.web.compute_type: \"vmware\" is not one of: docker, infrastructure (lx, smartmachine), kvm (bhyve, vm, hvm), agent, core\n"},
-      {"not supported yet", "project: p\nservices:\n  job: {image: x, service_type: scheduled}\n",
-       "t.yaml:3:33: services.job.service_type: service_type \"scheduled\" is not supported yet; only \"continuous\" services run\n"},
+      {"scheduled without a schedule", "project: p\nservices:\n  job: {image: x, service_type: scheduled}\n",
+       "t.yaml:3:8: services.job.schedule: missing: a scheduled service needs schedule: (e.g. schedule: \"0 3 * * *\", "
+       "or {cron: \"0 3 * * *\", time_zone: Europe/Berlin})\n"},
       {"missing image", "project: p\nservices:\n  web: {count: 1}\n",
        "t.yaml:3:8: services.web.image: missing: every service needs an image (name[@version], uuid or docker reference)\n"},
       {"bad service name", "project: p\nservices:\n  Web_1: {image: x}\n",
@@ -349,7 +350,7 @@ services:
             "t.yaml:5:12: services.web.count: \"lots\" is not a whole number\n"
             "t.yaml:6:13: services.web.ports[0]: 0 is out of range 1..65535\n"
             "t.yaml:8:17: services.web.healthchecks.h.type: \"gopher\" is not one of: http, https, tcp\n"
-            "t.yaml:10:5: services.db.frobnicate: unknown key \"frobnicate\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, scale, servers, service_type, start, stop, tags, update, volumes\n"
+            "t.yaml:10:5: services.db.frobnicate: unknown key \"frobnicate\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, run, scale, schedule, servers, service_type, start, stop, tags, update, volumes\n"
             "t.yaml:10:5: services.db.image: missing: every service needs an image (name[@version], uuid or docker reference)\n");
 }
 
@@ -971,6 +972,82 @@ TEST(ManifestFabricTest, RefusalsAreLocated) {
        "provision_end, provision_start, resolvers, routes, subnet\n"},
   };
   for (const Case& c : cases) EXPECT_EQ(Errors(absl::StrCat(kFabricBase, "fabric:\n", c.fabric)), c.error) << c.name;
+}
+
+TEST(ManifestRunsTest, ScheduledAndEventServices) {
+  Manifest m = MustParse(R"(project: p
+services:
+  report:
+    service_type: scheduled
+    schedule: {cron: "0 3 * * MON-FRI", time_zone: Europe/Berlin}
+    image: x
+    count: 2
+    run: {concurrency: replace, starting_deadline: 5m, deadline: 1h, history: {succeeded: 2, failed: 3}}
+  migrate:
+    service_type: event
+    image: x
+  nightly:
+    service_type: scheduled
+    schedule: "@daily"
+    image: x
+)");
+  const ServiceSpec& r = m.services.at("report");
+  EXPECT_TRUE(RunsToCompletion(r));
+  EXPECT_EQ(r.schedule, "0 3 * * MON-FRI");
+  EXPECT_EQ(r.time_zone, "Europe/Berlin");
+  EXPECT_EQ(r.run_concurrency, "replace");
+  EXPECT_EQ(r.run_starting_deadline, absl::Minutes(5));
+  EXPECT_EQ(r.run_deadline, absl::Hours(1));
+  EXPECT_EQ(r.run_keep_succeeded, 2);
+  EXPECT_EQ(r.run_keep_failed, 3);
+  const ServiceSpec& e = m.services.at("migrate");
+  EXPECT_EQ(e.run_concurrency, "forbid") << "Kubernetes' default is allow; a migration run twice at once is worse";
+  EXPECT_EQ(e.run_keep_succeeded, 0);
+  EXPECT_EQ(e.run_keep_failed, 1);
+  EXPECT_EQ(m.services.at("nightly").time_zone, "UTC");
+  // The canonical form reads back to the same manifest; the run settings are
+  // not the instances' spec (a new schedule replaces nothing).
+  Manifest again = MustParse(CanonicalYaml(m));
+  EXPECT_EQ(CanonicalHash(again), CanonicalHash(m));
+  Manifest later = m;
+  later.services.at("report").schedule = "0 4 * * *";
+  EXPECT_EQ(InstanceSpecHash(later.services.at("report")), InstanceSpecHash(r));
+  EXPECT_NE(CanonicalHash(later), CanonicalHash(m));
+}
+
+TEST(ManifestRunsTest, RefusalsAreLocated) {
+  struct Case {
+    std::string name, service, error;
+  };
+  const std::vector<Case> cases = {
+      {"bad cron", "service_type: scheduled, schedule: \"61 * * * *\"",
+       "t.yaml:3:52: services.j.schedule: minute: \"61\" is not a value, range or step of 0-59\n"},
+      {"bad zone", "service_type: scheduled, schedule: {cron: \"@daily\", time_zone: Mars/Olympus}",
+       "t.yaml:3:80: services.j.schedule.time_zone: \"Mars/Olympus\" is not a time zone of the tz database (e.g. UTC, "
+       "Europe/Berlin, America/New_York)\n"},
+      {"event with a schedule", "service_type: event, schedule: \"@daily\"",
+       "t.yaml:3:48: services.j.schedule: an event service runs on `mariposa run`, not on a schedule; use "
+       "service_type: scheduled, or remove schedule:\n"},
+      {"continuous with a schedule", "schedule: \"@daily\"",
+       "t.yaml:3:27: services.j.schedule: schedule: is for service_type scheduled or event; this service is "
+       "continuous\n"},
+      {"continuous with run", "run: {deadline: 1h}",
+       "t.yaml:3:22: services.j.run: run: is for service_type scheduled or event; this service is continuous\n"},
+      {"health checks", "service_type: event, healthchecks: {h: {type: tcp, port: 1}}",
+       "t.yaml:3:52: services.j.healthchecks: a run's instances end by design: health checks are for continuous "
+       "services; remove healthchecks:\n"},
+      {"restart", "service_type: event, restart: {condition: always}",
+       "t.yaml:3:47: services.j.restart: a run's instances are not restarted: a run ends when they do (run.deadline "
+       "stops a run that hangs); remove restart:\n"},
+      {"bad concurrency", "service_type: event, run: {concurrency: queue}",
+       "t.yaml:3:57: services.j.run.concurrency: \"queue\" is not one of: forbid, replace, allow\n"},
+      {"an agent", "service_type: event, compute_type: agent",
+       "t.yaml:3:31: services.j.service_type: agents and core zones run continuously; event is for the project's own "
+       "jobs\n"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(Errors(absl::StrCat("project: p\nservices:\n  j: {image: x, ", c.service, "}\n")), c.error) << c.name;
+  }
 }
 
 }  // namespace
