@@ -1046,6 +1046,101 @@ TEST_F(ConvergenceTest, FabricNetworksAreMadeUsedAndRemovedWithTheManifest) {
   EXPECT_LT(events.out.find("reprovision"), events.out.find("fabric.network-deleted")) << events.out;
 }
 
+// Scheduled and event services, through the CLI against tritonsim (whose
+// tritonsim:run-for metadata makes a VM's process exit): `mariposa run
+// --wait` follows a run to its outcome (exit 0 only when every instance
+// exited 0), a failed run keeps its instance for inspection, a run survives
+// mariposad's SIGKILL without making an instance twice, a freeze refuses a
+// run, and a schedule fires by itself.
+TEST_F(ConvergenceTest, ScheduledAndEventServicesRunToCompletion) {
+  const std::string jobs = R"(project: jobs
+services:
+  ok:
+    service_type: event
+    image: autopilotpattern/wordpress@1.2.0
+    count: 2
+    mdata: {"tritonsim:run-for": 1s}
+  migrate:
+    service_type: event
+    image: autopilotpattern/wordpress@1.2.0
+    mdata: {"tritonsim:run-for": 500ms, "tritonsim:exit-status": "3"}
+  report:
+    service_type: scheduled
+    schedule: {cron: "* * * * *", time_zone: Europe/Berlin}
+    image: autopilotpattern/wordpress@1.2.0
+    mdata: {"tritonsim:run-for": 500ms}
+)";
+  WriteFile(dir_ + "/jobs.yaml", jobs);
+  RunResult applied = M({"apply", "-f", dir_ + "/jobs.yaml", "--yes"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  EXPECT_NE(applied.out.find("2 instances per run, on `mariposa run`; none now"), std::string::npos) << applied.out;
+  httplib::Client c(sim_->addr());
+  auto vms = [&](const std::string& run) { return json::parse(c.Get("/vms?tag.mariposa.run=" + run)->body); };
+  auto live = [&](const std::string& run) {
+    int n = 0;
+    for (const auto& vm : vms(run)) n += vm["state"] != "destroyed";
+    return n;
+  };
+  auto task_of = [](const RunResult& r) {
+    size_t at = r.out.find("run task ");
+    return at == std::string::npos ? std::string() : r.out.substr(at + 9, 36);
+  };
+
+  RunResult ok = M({"-j", "jobs", "run", "ok", "--wait"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("state:    completed"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("2/2 exited 0"), std::string::npos) << ok.out;
+  std::string ok_run = task_of(ok);
+  ASSERT_EQ(ok_run.size(), 36u) << ok.out;
+  EXPECT_EQ(vms(ok_run).size(), 2u);
+  ASSERT_TRUE(Eventually([&] { return live(ok_run) == 0; }, absl::Seconds(20))) << "a run's instances are removed";
+
+  RunResult bad = M({"-j", "jobs", "run", "migrate", "--wait"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("1 of 1 did not exit 0: jobs-migrate-1 exited 3"), std::string::npos) << bad.err;
+  std::string bad_run = task_of(bad);
+  json kept = vms(bad_run);
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0]["state"], "stopped") << "run.history.failed 1 keeps it for inspection";
+  EXPECT_EQ(kept[0]["exit_status"], 3);
+  RunResult status = M({"-j", "jobs", "status"});
+  EXPECT_NE(status.out.find("migrate  degraded"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("RUNS OF"), std::string::npos) << status.out;
+
+  // SIGKILL in the middle of a run: it goes on, and makes no instance twice.
+  RunResult queued = M({"-j", "jobs", "run", "ok"});
+  ASSERT_EQ(queued.exit_code, 0) << queued.err;
+  std::string again = task_of(queued);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  daemon_->Kill();
+  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "jobs", "queue", "get", again}).out.find("completed") != std::string::npos; },
+                         absl::Seconds(40)))
+      << M({"-j", "jobs", "queue", "get", again}).out << daemon_->log();
+  EXPECT_EQ(vms(again).size(), 2u) << vms(again).dump();
+
+  // A freeze refuses a run (until thawed).
+  ASSERT_EQ(M({"-j", "jobs", "freeze", "--service", "ok", "--reason", "maintenance"}).exit_code, 0);
+  RunResult frozen = M({"-j", "jobs", "run", "ok"});
+  EXPECT_EQ(frozen.exit_code, 1);
+  EXPECT_NE(frozen.err.find("frozen"), std::string::npos) << frozen.err;
+  ASSERT_EQ(M({"-j", "jobs", "thaw", "--service", "ok"}).exit_code, 0);
+
+  // The schedule fires by itself (every minute, in Berlin's time).
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (absl::string_view line : absl::StrSplit(M({"-j", "jobs", "queue", "list"}).out, '\n')) {
+          std::vector<std::string> cols = absl::StrSplit(line, ' ', absl::SkipEmpty());
+          if (cols.size() > 4 && cols[2] == "report" && cols[3] == "completed" && cols[4] == "auto/schedule") return true;
+        }
+        return false;
+      },
+      absl::Seconds(90)))
+      << M({"-j", "jobs", "queue", "list"}).out << M({"-j", "jobs", "status"}).out;
+  status = M({"-j", "jobs", "status"});
+  EXPECT_NE(status.out.find("* * * * * (Europe/Berlin)"), std::string::npos) << status.out;
+}
+
 // Volumes: made through VOLAPI before the instance that mounts them (kill -9
 // twice while they are being made: one volume of each name), mounted by
 // VMAPI's `volumes`; a size change is refused; a volume left out of the
