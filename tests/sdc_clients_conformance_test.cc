@@ -50,7 +50,7 @@ TEST(SdcClientsConformanceTest, JoyentClientsWorkUnchanged) {
                             "22222222-2222-4222-8222-222222222222"});
   std::cout << r.out;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_THAT(r.out, ::testing::HasSubstr("32 passed, 0 failed"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("46 passed, 0 failed"));
 }
 
 TEST(SdcClientsConformanceTest, ChangefeedListenerAndSnoopWorkUnchanged) {

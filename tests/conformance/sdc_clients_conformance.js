@@ -165,10 +165,69 @@ async function main() {
         r.err && r.err.statusCode === 404 && r.err.body.code === 'ResourceNotFound',
         r.err ? r.err.statusCode : 'no error');
 
+    // NAPI fabrics
+    var napi = new sdc.NAPI(opts);
+    r = await call(napi, 'createFabricVLAN', OWNER, {vlan_id: 44, name: 'conformance', description: 'c'});
+    check('createFabricVLAN', !r.err && r.obj.vlan_id === 44 && r.obj.name === 'conformance',
+        r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(napi, 'listFabricVLANs', OWNER, {});
+    check('listFabricVLANs', !r.err && r.obj.some(function (v) { return v.vlan_id === 44; }),
+        r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(napi, 'createFabricNetwork', OWNER, 44, {name: 'conformance-private', subnet: '10.9.1.0/24',
+        provision_start_ip: '10.9.1.2', provision_end_ip: '10.9.1.250', gateway: '10.9.1.1',
+        resolvers: ['8.8.8.8']});
+    var fabricNet = r.obj && r.obj.uuid;
+    check('createFabricNetwork', !r.err && !!fabricNet && r.obj.vlan_id === 44 && r.obj.fabric === true,
+        r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(napi, 'createFabricNetwork', OWNER, 44, {name: 'conformance-overlap', subnet: '10.9.0.0/16',
+        provision_start_ip: '10.9.0.2', provision_end_ip: '10.9.0.250'});
+    check('createFabricNetwork of an overlapping subnet is refused', r.err && r.err.statusCode >= 400,
+        r.err ? JSON.stringify(r.err.body) : 'no error');
+    r = await call(napi, 'listFabricNetworks', OWNER, 44, {});
+    check('listFabricNetworks', !r.err && r.obj.length === 1 && r.obj[0].uuid === fabricNet,
+        r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(napi, 'deleteFabricVLAN', OWNER, 44, {});
+    check('deleteFabricVLAN with a network on it is refused', r.err && r.err.statusCode >= 400,
+        r.err ? r.err.statusCode : 'no error');
+
+    // VOLAPI
+    var volapi = new sdc.VOLAPI({url: url, agent: false, userAgent: 'mariposa-conformance'});
+    r = await call(volapi, 'ping');
+    check('VOLAPI ping', !r.err, r.err && r.err.message);
+    r = await call(volapi, 'createVolume', {name: 'conformance.data', owner_uuid: OWNER, type: 'tritonnfs',
+        size: 20480, networks: [fabricNet]});
+    var volUuid = r.obj && r.obj.uuid;
+    check('createVolume', !r.err && !!volUuid && r.obj.state === 'creating' && r.obj.size === 20480,
+        r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(volapi, 'createVolume', {name: 'conformance.data', owner_uuid: OWNER, type: 'tritonnfs',
+        networks: [fabricNet]});
+    check('createVolume of a name in use is 409 VolumeAlreadyExists',
+        r.err && r.err.statusCode === 409 && r.err.body.code === 'VolumeAlreadyExists',
+        r.err ? JSON.stringify(r.err.body) : 'no error');
+    var ready = false;
+    for (var k = 0; k < 200 && !ready; k++) {
+        r = await call(volapi, 'getVolume', {uuid: volUuid, owner_uuid: OWNER});
+        ready = !r.err && r.obj.state === 'ready';
+        if (!ready) await sleep(20);
+    }
+    check('getVolume: ready after its job', ready, r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(volapi, 'listVolumes', {owner_uuid: OWNER});
+    check('listVolumes by owner', !r.err && r.obj.length === 1 && r.obj[0].name === 'conformance.data',
+        r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(volapi, 'listVolumeSizes', {});
+    check('listVolumeSizes', !r.err && r.obj.length > 0 && r.obj[0].size === 10240,
+        r.err ? r.err.message : JSON.stringify(r.obj));
+    r = await call(volapi, 'deleteVolume', {uuid: volUuid, owner_uuid: OWNER});
+    check('deleteVolume', !r.err, r.err && r.err.message);
+    r = await call(napi, 'deleteFabricNetwork', OWNER, 44, fabricNet, {});
+    check('deleteFabricNetwork', !r.err, r.err && r.err.message);
+
     vmapi.close();
     cnapi.close();
     imgapi.close();
     fwapi.close();
+    napi.close();
+    volapi.close();
     checks.finish();
 }
 
