@@ -134,6 +134,8 @@ v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest&
     c->set_action(c->fields().empty() ? v1::ServiceChange::UNCHANGED : v1::ServiceChange::UPDATE);
   }
   AddChange("description", b.description, after.description, d.mutable_project_fields());
+  auto cns = [](const Manifest& m) { return m.cns ? (m.cns->empty() ? std::string("false") : *m.cns) : std::string(); };
+  AddChange("cns", cns(b), cns(after), d.mutable_project_fields());
   DiffMaps("deployment_groups", GroupsValue(b), GroupsValue(after), 0, d.mutable_project_fields());
   DiffMaps("meta", MetaValue(b), MetaValue(after), 0, d.mutable_project_fields());
   DiffMaps("firewall", FirewallValue(b), FirewallValue(after), 0, d.mutable_project_fields());

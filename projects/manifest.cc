@@ -112,7 +112,7 @@ absl::StatusOr<int64_t> ParseManifestSize(absl::string_view s) {
 namespace {
 
 const std::set<std::string>& ReservedKeys() {
-  static const auto* k = new std::set<std::string>{"cns", "triggers", "autoscale",
+  static const auto* k = new std::set<std::string>{"triggers", "autoscale",
                                                   "webhooks", "containerpilot"};
   return *k;
 }
@@ -485,6 +485,7 @@ class Parser {
     };
     f["fabric"] = [&](const YamlNode& n, const std::string& p) { Fabric(n, p); };
     f["volumes"] = [&](const YamlNode& n, const std::string& p) { Volumes(n, p); };
+    f["cns"] = [&](const YamlNode& n, const std::string& p) { ProjectCns(n, p); };
     f["services"] = [&](const YamlNode& n, const std::string& p) {
       if (n.IsNull()) return;
       if (!n.IsMap()) {
@@ -542,6 +543,16 @@ class Parser {
     if (groups_node != nullptr) Groups(*groups_node, groups_path);
     if (firewall_node != nullptr) FirewallServices(*firewall_node);
     VolumeChecks();
+    for (auto& [name, svc] : m_.services) {
+      if (svc.cns || svc.compute_type == "agent" || svc.compute_type == "core" || !m_.cns) continue;
+      svc.cns = m_.cns->empty() ? std::vector<std::string>{} : std::vector<std::string>{*m_.cns + "-" + name};
+      if (!svc.cns->empty()) {
+        if (std::string why = CnsNameProblem(svc.cns->front()); !why.empty()) {
+          Error(1, 1, "cns", absl::StrCat("service ", name, "'s default name: ", why, "; shorten cns: or name the "
+                                          "service's own with its cns:"));
+        }
+      }
+    }
     for (const auto& [name, svc] : m_.services) {
       std::string cns = absl::StrCat(m_.project, "-", name);
       if (!svc.cns && svc.compute_type != "agent" && svc.compute_type != "core" && cns.size() > 63) {
@@ -1278,6 +1289,28 @@ class Parser {
 
   // cns: false (no names), a name, or a list of names; each a lowercase DNS
   // label with an optional :port.
+  // The top-level cns: false (no default CNS names), or a DNS label that
+  // replaces the project's name in the default names (<NAME>-<service>).
+  void ProjectCns(const YamlNode& v, const std::string& p) {
+    std::string t;
+    if (!v.IsScalar()) {
+      Error(v, p, absl::StrCat("must be false or a name (the default CNS names become NAME-SERVICE), not ",
+                               KindName(v)));
+      return;
+    }
+    t = v.Scalar();
+    std::string lower = absl::AsciiStrToLower(t);
+    if (lower == "false" || lower == "no" || lower == "off") {
+      m_.cns = "";
+    } else if (lower == "true" || lower == "yes" || lower == "on") {
+      m_.cns.reset();  // the default: <project>-<service>
+    } else if (!IsDnsLabel(t)) {
+      Error(v, p, absl::StrCat("\"", t, "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
+    } else {
+      m_.cns = t;
+    }
+  }
+
   void Cns(const YamlNode& v, const std::string& p, ServiceSpec* s) {
     std::vector<std::string> names;
     if (v.IsScalar()) {
@@ -1805,6 +1838,7 @@ std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
   }
   if (m.fabric) root["fabric"] = FabricValue(*m.fabric);
   if (!m.volumes.empty()) root["volumes"] = VolumesValue(m.volumes);
+  if (m.cns) root["cns"] = m.cns->empty() ? Value::Bool(false) : Value::Str(*m.cns);
   Value services = Value::Map();
   for (const auto& kv : m.services) {
     Value spec = ServiceSpecValue(kv.second);

@@ -180,6 +180,10 @@ struct Manifest {
   std::map<std::string, FirewallRuleSpec> firewall;  // rule name -> rule (projects/firewall.h)
   std::optional<FabricSpec> fabric;                  // the project's VLAN and networks (projects/fabric.h)
   std::map<std::string, VolumeSpec> volumes;         // volume name -> volume (projects/volumes.h)
+  // The top-level cns: the default CNS names of services that name none:
+  // nullopt: <project>-<service>; "": none (`cns: false`); NAME:
+  // <NAME>-<service>. Resolved into each such service's cns when parsed.
+  std::optional<std::string> cns;
   std::map<std::string, Value> reserved;  // top-level RFD 36 keys not run yet
   std::vector<ManifestDiagnostic> warnings;
   std::vector<TemplateUse> templates;

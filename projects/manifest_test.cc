@@ -191,7 +191,7 @@ TEST(ManifestTest, ProjectOverride) {
 TEST(ManifestTest, ReservedKeysAreStoredWithWarnings) {
   Manifest m = MustParse(R"(
 project: p
-cns: {zone: example.com}
+webhooks: {zone: example.com}
 services:
   web:
     image: x
@@ -199,16 +199,17 @@ services:
     containerpilot: /etc/cp.json
 )");
   ASSERT_EQ(m.warnings.size(), 3u);
-  EXPECT_EQ(m.warnings[0].ToString(), "t.yaml:3:1: cns: accepted and stored, but Mariposa does not act on \"cns\" yet");
+  EXPECT_EQ(m.warnings[0].ToString(),
+            "t.yaml:3:1: webhooks: accepted and stored, but Mariposa does not act on \"webhooks\" yet");
   EXPECT_EQ(m.warnings[1].ToString(),
             "t.yaml:7:5: services.web.autoscale: accepted and stored, but Mariposa does not act on \"autoscale\" yet");
-  EXPECT_TRUE(m.reserved.count("cns"));
+  EXPECT_TRUE(m.reserved.count("webhooks"));
   EXPECT_TRUE(m.services.at("web").reserved.count("containerpilot"));
   EXPECT_NE(CanonicalYaml(m).find("autoscale"), std::string::npos);
   // Stored as structure: the canonical form reads back to the same hash.
   Manifest again = MustParse(CanonicalYaml(m));
   EXPECT_EQ(CanonicalHash(again), CanonicalHash(m));
-  EXPECT_EQ(again.reserved.at("cns").ToJson(), "{\"zone\":\"example.com\"}");
+  EXPECT_EQ(again.reserved.at("webhooks").ToJson(), "{\"zone\":\"example.com\"}");
 }
 
 TEST(ManifestTest, YamlAnchorsNullsAndCompile) {
@@ -267,7 +268,7 @@ TEST(ManifestTest, GoldenErrors) {
       {"bad project name", "project: Jupiter_1\n",
        "t.yaml:1:10: project: project name \"Jupiter_1\" is not a DNS label (lower-case letters, digits and '-', at most 63)\n"},
       {"unknown top key", "project: p\nservice: {}\n",
-       "t.yaml:2:1: service: unknown key \"service\"; expected one of: deployment_groups, description, fabric, firewall, meta, networks, project, services, volumes\n"},
+       "t.yaml:2:1: service: unknown key \"service\"; expected one of: cns, deployment_groups, description, fabric, firewall, meta, networks, project, services, volumes\n"},
       {"unknown service key", "project: p\nservices:\n  web:\n    image: x\n    imgae: y\n",
        "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, run, scale, schedule, servers, service_type, start, stop, tags, update, volumes\n"},
       {"duplicate key", "project: p\nproject: q\n", "t.yaml:2:1: project: duplicate key\n"},
@@ -1048,6 +1049,27 @@ TEST(ManifestRunsTest, RefusalsAreLocated) {
   for (const Case& c : cases) {
     EXPECT_EQ(Errors(absl::StrCat("project: p\nservices:\n  j: {image: x, ", c.service, "}\n")), c.error) << c.name;
   }
+}
+
+TEST(ManifestCnsTest, TheProjectsCnsKey) {
+  const std::string services = "services:\n  web: {image: x}\n  db: {image: x, cns: [mysql]}\n  a: {image: x, compute_type: agent}\n";
+  Manifest off = MustParse("project: shop\ncns: false\n" + services);
+  EXPECT_EQ(CnsNames("shop", "web", off.services.at("web")), std::vector<std::string>{}) << "no default names";
+  EXPECT_EQ(CnsNames("shop", "db", off.services.at("db")), std::vector<std::string>{"mysql"}) << "a service's own win";
+  EXPECT_EQ(CnsNames("shop", "a", off.services.at("a")), std::vector<std::string>{});
+  Manifest renamed = MustParse("project: shop\ncns: store\n" + services);
+  EXPECT_EQ(CnsNames("shop", "web", renamed.services.at("web")), std::vector<std::string>{"store-web"});
+  EXPECT_EQ(CnsNames("shop", "db", renamed.services.at("db")), std::vector<std::string>{"mysql"});
+  Manifest plain = MustParse("project: shop\n" + services);
+  EXPECT_EQ(CnsNames("shop", "web", plain.services.at("web")), std::vector<std::string>{"shop-web"});
+  // Kept by the canonical form, and a change shows.
+  Manifest again = MustParse(CanonicalYaml(renamed));
+  EXPECT_EQ(CanonicalHash(again), CanonicalHash(renamed));
+  EXPECT_NE(CanonicalHash(renamed), CanonicalHash(plain));
+  EXPECT_EQ(Errors("project: shop\ncns: Store_1\n" + services),
+            "t.yaml:2:6: cns: \"Store_1\" is not a DNS label (lower-case letters, digits and '-', at most 63)\n");
+  EXPECT_EQ(Errors("project: shop\ncns: {zone: x}\n" + services),
+            "t.yaml:2:6: cns: must be false or a name (the default CNS names become NAME-SERVICE), not a map\n");
 }
 
 }  // namespace
