@@ -176,6 +176,9 @@ struct Snapshot {
   // while the goal has such services; `tasks` has the open ones).
   std::vector<TaskRecord> finished_runs;
   bool volapi = false;
+  // The volumes of the version current when the project's deletion was
+  // asked (the goal is null then): their deletion_policy says which go.
+  std::map<std::string, VolumeSpec> volumes_at_deletion;
   std::optional<std::vector<triton::Volume>> volumes;
   std::string volumes_error;
   std::map<std::string, std::string> volume_failures;

@@ -1042,6 +1042,9 @@ TEST(DecideTest, ADeletedProjectKeepsTheVolumesItRetains) {
   Snapshot s = SnapshotOf(GoalOf("project: p\nvolumes:\n  data: {network: 11111111-2222-4333-8444-555555555555}\n"
                                  "  scratch: {network: 11111111-2222-4333-8444-555555555555, deletion_policy: delete}\n"
                                  "services:\n  web: {image: web@1, count: 0}\n"));
+  // As Gather reads a project being deleted: no goal, the last version's volumes.
+  s.volumes_at_deletion = s.goal->volumes;
+  s.goal = nullptr;
   s.project.deleting = true;
   s.volapi = true;
   triton::Volume data{"v1", "o", "p.data", 10240, "ready", {}, {}};

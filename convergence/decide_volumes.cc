@@ -35,8 +35,7 @@ const triton::Volume* FindVolume(const Snapshot& s, const std::string& name) {
 }
 
 void DecideVolumes(const Snapshot& s, Decision* d) {
-  static const std::map<std::string, VolumeSpec> kNone;
-  const std::map<std::string, VolumeSpec>& goal = s.goal ? s.goal->volumes : kNone;
+  const std::map<std::string, VolumeSpec>& goal = s.goal ? s.goal->volumes : s.volumes_at_deletion;
   const bool deleting = s.project.deleting;
   if (!s.volapi || !s.volumes) {
     if (goal.empty()) return;  // nothing wanted, nothing known to be owned: not read

@@ -73,6 +73,9 @@ absl::StatusOr<Snapshot> Reconciler::GatherGoal(const std::string& name) {
   // waits for the next sync (Decide: a task works toward its own version).
   if (!s.project.current_version.empty() && !s.project.deleting) {
     ASSIGN_OR_RETURN(s.goal, goals_.Get(store_, uuid, s.project.current_version));
+  } else if (!s.project.current_version.empty()) {
+    ASSIGN_OR_RETURN(std::shared_ptr<const ProjectGoal> last, goals_.Get(store_, uuid, s.project.current_version));
+    s.volumes_at_deletion = last->volumes;
   }
   // Scheduled and event services read their finished runs too (outcomes,
   // history, the schedule's last run).
@@ -752,7 +755,7 @@ void Reconciler::GatherVolumes(Snapshot* snapshot, bool last_seen) {
   Snapshot& s = *snapshot;
   s.volapi = options_.volapi != nullptr;
   if (!s.volapi) return;
-  bool wanted = s.goal && !s.goal->volumes.empty();
+  bool wanted = (s.goal && !s.goal->volumes.empty()) || !s.volumes_at_deletion.empty();
   if (!Recall(s, &ProjectState::volumes, wanted, last_seen, &s.volumes, &s.volumes_error, &s.volume_failures)) return;
   auto all = options_.volapi->ListVolumes(TenantOf(s.project));
   NoteApi("VOLAPI", all.status());

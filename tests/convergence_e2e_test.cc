@@ -1046,6 +1046,68 @@ TEST_F(ConvergenceTest, FabricNetworksAreMadeUsedAndRemovedWithTheManifest) {
   EXPECT_LT(events.out.find("reprovision"), events.out.find("fabric.network-deleted")) << events.out;
 }
 
+// Issue 35's whole: deploy/examples/saturn.yaml (a fabric, firewall rules, a
+// volume, CNS names, a scheduled and an event service) applies and
+// converges, changes (a rule, the CNS names, a count) and is deleted with
+// everything it made, through the CLI against tritonsim.
+TEST_F(ConvergenceTest, AnApplicationWithItsNetworkFirewallVolumeAndJobs) {
+  const std::string owner = "930896af-bf8c-48d4-885c-6573a94b1853";
+  const std::string v1 = ReadFile("deploy/examples/saturn.yaml");
+  httplib::Client c(sim_->addr());
+  auto get = [&](const std::string& path) { return json::parse(c.Get(path)->body); };
+  auto converged = [&] { return M({"-j", "saturn", "status"}).out.find(": converged") != std::string::npos; };
+  WriteFile(dir_ + "/saturn.yaml", v1);
+  RunResult applied = M({"apply", "-f", dir_ + "/saturn.yaml", "--yes"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  ASSERT_TRUE(Eventually(converged, absl::Seconds(60))) << M({"-j", "saturn", "status"}).out << daemon_->log();
+  json web = get("/vms?state=running&tag.mariposa.service=web");
+  ASSERT_EQ(web.size(), 2u);
+  EXPECT_EQ(web[0]["tags"]["triton.cns.services"], "shop-web");
+  EXPECT_EQ(web[0]["firewall_enabled"], true);
+  json db = get("/vms?state=running&tag.mariposa.service=db");
+  ASSERT_EQ(db.size(), 1u);
+  EXPECT_EQ(get("/vms/" + db[0]["uuid"].get<std::string>())["volumes"][0]["name"], "saturn.db-data");
+  EXPECT_EQ(get("/rules?owner_uuid=" + owner).size(), 2u);
+  EXPECT_EQ(get("/volumes?owner_uuid=" + owner).size(), 1u);
+  RunResult run = M({"-j", "saturn", "run", "migrate", "--wait"});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  RunResult status = M({"-j", "saturn", "status"});
+  for (const char* part : {"FABRIC NETWORK", "VOLUME", "FIREWALL RULE", "RUNS OF", "CNS service names",
+                           "30 3 * * * (Europe/Berlin)"}) {
+    EXPECT_NE(status.out.find(part), std::string::npos) << part << "\n" << status.out;
+  }
+
+  // A change: a rule's port, the CNS names, one more web.
+  std::string v2 = absl::StrReplaceAll(v1, {{"ports: [3306]", "ports: [3307]"}, {"cns: shop ", "cns: store "},
+                                            {"count: 2", "count: 3"}});
+  WriteFile(dir_ + "/v2.yaml", v2);
+  RunResult diff = M({"-j", "saturn", "diff", "-f", dir_ + "/v2.yaml"});
+  EXPECT_NE(diff.out.find("firewall.web-to-db"), std::string::npos) << diff.out;
+  EXPECT_NE(diff.out.find("cns: shop -> store"), std::string::npos) << diff.out;
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v2.yaml", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        json w = get("/vms?state=running&tag.mariposa.service=web");
+        bool named = w.size() == 3;
+        for (const auto& vm : w) named = named && vm["tags"].value("triton.cns.services", "") == "store-web";
+        return named && converged();
+      },
+      absl::Seconds(60)))
+      << M({"-j", "saturn", "status"}).out;
+  bool port = false;
+  for (const auto& r : get("/rules?owner_uuid=" + owner)) port |= r["rule"].get<std::string>().find("3307") != std::string::npos;
+  EXPECT_TRUE(port);
+
+  // Deleted: instances, rules, volume (deletion_policy: delete), network and VLAN.
+  ASSERT_EQ(M({"project", "delete", "saturn", "--force", "--yes"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "saturn", "status"}).exit_code != 0; }, absl::Seconds(60)))
+      << M({"-j", "saturn", "status"}).out;
+  EXPECT_TRUE(get("/vms?state=active&tag.mariposa.project=*").empty());
+  EXPECT_TRUE(get("/rules?owner_uuid=" + owner).empty());
+  EXPECT_TRUE(get("/volumes?owner_uuid=" + owner).empty());
+  EXPECT_TRUE(get("/fabrics/" + owner + "/vlans").empty());
+}
+
 // Scheduled and event services, through the CLI against tritonsim (whose
 // tritonsim:run-for metadata makes a VM's process exit): `mariposa run
 // --wait` follows a run to its outcome (exit 0 only when every instance
