@@ -504,6 +504,13 @@ absl::Status Reconciler::GatherRecipes(Snapshot* snapshot, bool last_seen, std::
     if (catalog.ok() && (*catalog)->networks) {
       for (const triton::Network& n : *(*catalog)->networks) s.network_names[n.name] = n.uuid;
     }
+    // A health check's network may name a fabric network of the manifest
+    // (its name wins, as in services' networks).
+    if (s.goal->fabric) {
+      for (const auto& [name, net] : s.goal->fabric->networks) {
+        if (std::string uuid = FabricNetworkUuid(s, name); !uuid.empty()) s.network_names[name] = uuid;
+      }
+    }
     for (const auto& kv : s.goal->services) BuildRecipe(&s, kv.first, kv.second, catalog);
     // Meta drift: an instance whose recorded hash differs is outdated.
     for (InstanceState& i : s.instances) {
