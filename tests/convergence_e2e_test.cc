@@ -1098,8 +1098,14 @@ TEST_F(ConvergenceTest, AnApplicationWithItsNetworkFirewallVolumeAndJobs) {
   for (const auto& r : get("/rules?owner_uuid=" + owner)) port |= r["rule"].get<std::string>().find("3307") != std::string::npos;
   EXPECT_TRUE(port);
 
-  // Deleted: instances, rules, volume (deletion_policy: delete), network and VLAN.
+  // Deleted: instances, rules, volume (deletion_policy: delete), network and
+  // VLAN, with mariposad killed (SIGKILL) twice while it removes them.
   ASSERT_EQ(M({"project", "delete", "saturn", "--force", "--yes"}).exit_code, 0);
+  for (int i = 0; i < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 * (i + 1)));
+    daemon_->Kill();
+    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  }
   ASSERT_TRUE(Eventually([&] { return M({"-j", "saturn", "status"}).exit_code != 0; }, absl::Seconds(60)))
       << M({"-j", "saturn", "status"}).out;
   EXPECT_TRUE(get("/vms?state=active&tag.mariposa.project=*").empty());
