@@ -277,15 +277,8 @@ void Decider::AgentStep(const std::string& svc, const triton::Image& image, cons
 // The automatic reprovision task an agent rollout runs under: "new:SVC", or
 // "" when the queue does not admit it now (the reason is held).
 std::string Decider::AgentTask(const std::string& svc) {
-  TaskRecord t;
-  t.project_uuid = s_.project.uuid;
-  t.kind = "reprovision";
-  t.services = {svc};
-  t.origin = "auto";
+  TaskRecord t = AutoTask("reprovision", svc, "agent-rollout");
   t.trigger = "apply";
-  t.auto_kind = "agent-rollout";
-  t.version_uuid = s_.goal->version_uuid;
-  t.actor = "mariposad";
   std::vector<std::string> terminate;
   absl::Status ok = QueueAdmitter()(s_.tasks, &t, &terminate);
   if (!ok.ok() || !t.wait_for.empty()) {

@@ -199,13 +199,7 @@ void Decider::Schedule(const std::string& svc, const ServiceGoalSpec& g, RunsVie
     view->held = absl::StrCat("the run due at ", Stamp(*due), " waits: ", frozen);
     return;
   }
-  TaskRecord t;
-  t.project_uuid = s_.project.uuid;
-  t.kind = "run";
-  t.services = {svc};
-  t.origin = "auto";
-  t.auto_kind = "run";
-  t.version_uuid = s_.goal->version_uuid;
+  TaskRecord t = AutoTask("run", svc, "run");
   t.reason = absl::StrCat("scheduled for ", Stamp(*due));
   const absl::Duration late = now_ - *due;
   t.trigger = spec.run_starting_deadline > absl::ZeroDuration() && late > spec.run_starting_deadline ? "missed"

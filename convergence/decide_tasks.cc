@@ -309,15 +309,8 @@ void Decider::NewScaleTasks(std::map<std::string, std::string>* blocked) {
 // instances (triggered by drift, a server down or health), the user's own
 // `mariposa scale`, or a scale after an apply.
 TaskRecord Decider::ScaleTaskFor(const std::string& svc, const std::string& reason) {
-  TaskRecord t;
-  t.project_uuid = s_.project.uuid;
-  t.kind = "scale";
-  t.services = {svc};
-  t.origin = "auto";
-  t.version_uuid = s_.goal ? s_.goal->version_uuid : "";
-  t.actor = "mariposad";
   bool replacing = reason == "replace-broken" || reason == "remove-broken";
-  t.auto_kind = replacing ? "replace-unhealthy" : "scale";
+  TaskRecord t = AutoTask("scale", svc, replacing ? "replace-unhealthy" : "scale");
   t.trigger = replacing ? "drift" : "apply";
   if (replacing) {
     for (const InstanceState* i : of_[svc]) {

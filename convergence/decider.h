@@ -242,6 +242,19 @@ class Decider {
   bool NotRestartedVerdict(const VerdictFacts& f, ServiceVerdict* v);
   void ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v);
   void Stale();  // an observation too old for verdicts: every one unknown, and why
+  // An automatic task of `kind` on one service, toward the goal's version,
+  // by mariposad (the caller sets trigger and the rest).
+  TaskRecord AutoTask(const std::string& kind, const std::string& svc, const std::string& auto_kind) const {
+    TaskRecord t;
+    t.project_uuid = s_.project.uuid;
+    t.kind = kind;
+    t.services = {svc};
+    t.origin = "auto";
+    t.auto_kind = auto_kind;
+    t.version_uuid = s_.goal ? s_.goal->version_uuid : "";
+    t.actor = "mariposad";
+    return t;
+  }
   const ServiceGoalSpec* GoalOf(const std::string& service) const {
     if (!s_.goal) return nullptr;
     auto it = s_.goal->services.find(service);
