@@ -196,6 +196,14 @@ TEST_F(CliInProcess, EveryCommand) {
   r = run({"-j", "jupiter", "start", "--service", "nginx"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("queued start task"), std::string::npos) << r.out;
+  // A run is of a scheduled or event service only (convergence_e2e_test
+  // runs them).
+  r = run({"-j", "jupiter", "run", "nginx"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("service nginx is continuous: it runs all the time"), std::string::npos) << r.err;
+  r = run({"-j", "jupiter", "run", "nosuch"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("has no service \"nosuch\""), std::string::npos) << r.err;
   r = run({"-j", "jupiter", "reprovision", "--service", "wordpress", "--rolling", "1"});
   ASSERT_EQ(r.code, 0) << r.err;
   std::string rollout = r.out.substr(r.out.rfind(' ') + 1, 36);
