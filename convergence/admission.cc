@@ -11,15 +11,15 @@ enum class Cell { kReject, kTerminate, kFifo, kConcurrent };
 // QUEUE.md, "What may run together": rows are the task already queued or
 // active, columns the task being added; order start, stop, scale,
 // reprovision, freeze, run. A run (a scheduled or event service's) goes
-// with everything: its concurrency policy is the service's (Decide), and a
-// freeze holds the runs not started yet but lets an active one finish.
+// with every other kind: its concurrency policy is the service's (Decide).
+// A freeze (and `queue terminate`, which adds one) ends it like any task.
 constexpr Cell kTable[6][6] = {
     /* start       */ {Cell::kReject, Cell::kTerminate, Cell::kFifo, Cell::kFifo, Cell::kTerminate, Cell::kConcurrent},
     /* stop        */ {Cell::kReject, Cell::kReject, Cell::kReject, Cell::kReject, Cell::kTerminate, Cell::kConcurrent},
     /* scale       */ {Cell::kFifo, Cell::kTerminate, Cell::kReject, Cell::kConcurrent, Cell::kTerminate, Cell::kConcurrent},
     /* reprovision */ {Cell::kFifo, Cell::kTerminate, Cell::kConcurrent, Cell::kTerminate, Cell::kTerminate, Cell::kConcurrent},
     /* freeze      */ {Cell::kTerminate, Cell::kTerminate, Cell::kTerminate, Cell::kTerminate, Cell::kReject, Cell::kReject},
-    /* run         */ {Cell::kConcurrent, Cell::kConcurrent, Cell::kConcurrent, Cell::kConcurrent, Cell::kConcurrent,
+    /* run         */ {Cell::kConcurrent, Cell::kConcurrent, Cell::kConcurrent, Cell::kConcurrent, Cell::kTerminate,
                        Cell::kConcurrent},
 };
 

@@ -56,7 +56,7 @@ TEST_P(TableTest, Cell) {
 }
 
 constexpr TaskKind S = TaskKind::kStart, P = TaskKind::kStop, C = TaskKind::kScale, R = TaskKind::kReprovision,
-                   F = TaskKind::kFreeze;
+                   F = TaskKind::kFreeze, N = TaskKind::kRun;
 constexpr Want X = Want::kReject, K = Want::kTerminate, Q = Want::kFifo, Y = Want::kConcurrent;
 
 // The freeze row as QUEUE.md reads it for user commands is covered below;
@@ -66,10 +66,14 @@ INSTANTIATE_TEST_SUITE_P(Queue, TableTest,
                              Cell{S, S, X}, Cell{S, P, K}, Cell{S, C, Q}, Cell{S, R, Q}, Cell{S, F, K},  //
                              Cell{P, S, X}, Cell{P, P, X}, Cell{P, C, X}, Cell{P, R, X}, Cell{P, F, K},  //
                              Cell{C, S, Q}, Cell{C, P, K}, Cell{C, C, X}, Cell{C, R, Y}, Cell{C, F, K},  //
-                             Cell{R, S, Q}, Cell{R, P, K}, Cell{R, C, Y}, Cell{R, R, K}, Cell{R, F, K}));
+                             Cell{R, S, Q}, Cell{R, P, K}, Cell{R, C, Y}, Cell{R, R, K}, Cell{R, F, K},  //
+                             // A run goes with every other kind (run.concurrency decides between
+                             // runs); a freeze, and `queue terminate`, end it.
+                             Cell{N, S, Y}, Cell{N, P, Y}, Cell{N, C, Y}, Cell{N, R, Y}, Cell{N, F, K}, Cell{N, N, Y},
+                             Cell{S, N, Y}, Cell{P, N, Y}, Cell{C, N, Y}, Cell{R, N, Y}));
 
 TEST(AdmissionTest, FreezeRowTerminatesOnlyWithThaw) {
-  for (TaskKind k : {S, P, C, R}) {
+  for (TaskKind k : {S, P, C, R, N}) {
     TaskInfo in = T("new", k);
     Admission refused = Admit({T("fz", F)}, in);
     EXPECT_EQ(refused.verdict, Verdict::kReject) << KindName(k);

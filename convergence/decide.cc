@@ -341,7 +341,7 @@ const char* VerdictName(VerdictState v) {
 
 std::string WorkKind(const Action& a) {
   if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart || a.kind == ActionKind::kRetag) return "";
-  if (!a.run.empty()) return "";  // a freeze holds a run before it starts (decide_runs.cc), not its steps
+  if (!a.run.empty()) return "run";
   if (a.reason == "replace-broken" || a.reason == "remove-broken") return "replace-unhealthy";
   if (a.reason == "reprovision") return "reprovision";
   return "scale";

@@ -121,7 +121,10 @@ void Decider::Hold() {
     if (j.kind == "start") ++h.starting[j.service];
   }
   for (const Action& a : planned_) {
-    std::string why = FrozenBy(a.service, WorkKind(a));
+    // A freeze holds a run before it starts and ends an active one
+    // (decide_runs.cc); a run's own creates and the removal of its
+    // instances are not held by it.
+    std::string why = a.run.empty() ? FrozenBy(a.service, WorkKind(a)) : std::string();
     if (why.empty()) why = HistoryHold(a, &h);
     if (why.empty()) why = CatalogHold(a, h);
     if (why.empty()) why = StartHold(a, &h);

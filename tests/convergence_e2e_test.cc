@@ -1137,6 +1137,10 @@ services:
     schedule: {cron: "* * * * *", time_zone: Europe/Berlin}
     image: autopilotpattern/wordpress@1.2.0
     mdata: {"tritonsim:run-for": 500ms}
+  slow:
+    service_type: event
+    image: autopilotpattern/wordpress@1.2.0
+    mdata: {"tritonsim:run-for": 10m}
 )";
   WriteFile(dir_ + "/jobs.yaml", jobs);
   RunResult applied = M({"apply", "-f", dir_ + "/jobs.yaml", "--yes"});
@@ -1186,6 +1190,16 @@ services:
                          absl::Seconds(40)))
       << M({"-j", "jobs", "queue", "get", again}).out << daemon_->log();
   EXPECT_EQ(vms(again).size(), 2u) << vms(again).dump();
+
+  // `queue terminate` ends an active run; its instance is removed.
+  RunResult slow = M({"-j", "jobs", "run", "slow"});
+  ASSERT_EQ(slow.exit_code, 0) << slow.err;
+  std::string slow_run = task_of(slow);
+  ASSERT_TRUE(Eventually([&] { return live(slow_run) == 1; }, absl::Seconds(20)));
+  ASSERT_EQ(M({"queue", "terminate", slow_run}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return live(slow_run) == 0; }, absl::Seconds(20)));
+  EXPECT_NE(M({"-j", "jobs", "queue", "get", slow_run}).out.find("state:    terminated"), std::string::npos);
+  ASSERT_EQ(M({"-j", "jobs", "thaw"}).exit_code, 0);
 
   // A freeze refuses a run (until thawed).
   ASSERT_EQ(M({"-j", "jobs", "freeze", "--service", "ok", "--reason", "maintenance"}).exit_code, 0);
