@@ -301,6 +301,14 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
     }
   }
   if (before) {
+    for (const auto& [name, v] : before->manifest.volumes) {
+      if (m.volumes.count(name) || v.remove) continue;
+      out.warnings.push_back(absl::StrCat(
+          "volume ", name, " leaves the manifest: it is retained in VOLAPI with its data (", VolapiVolumeName(m.project, name),
+          "); to delete it, keep it in the manifest with remove: true"));
+    }
+  }
+  if (before) {
     for (const std::string& fixed : {FixedFabricChange(before->manifest.fabric, m.fabric),
                                       FixedVolumeChange(before->manifest.volumes, m.volumes)}) {
       if (!fixed.empty()) return absl::InvalidArgumentError(fixed);
