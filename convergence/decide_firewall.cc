@@ -21,6 +21,7 @@ triton::FwRule RuleFor(const Snapshot& s, const std::string& name, const Firewal
   f.rule = FirewallRuleText(s.project.uuid, r);
   f.description = FirewallDescription(s.project.uuid, name, f.rule, r);
   f.enabled = r.enabled;
+  f.log = r.log;
   return f;
 }
 

@@ -61,7 +61,8 @@ std::string PortsText(const FirewallRuleSpec& r) {
 
 std::string Rule(const std::string& project_uuid, const FirewallRuleSpec& r, bool summary) {
   return absl::StrCat("FROM ", Targets(project_uuid, r.from, summary), " TO ", Targets(project_uuid, r.to, summary),
-                      " ", r.action == "block" ? "BLOCK" : "ALLOW", " ", r.protocol, " ", PortsText(r));
+                      " ", r.action == "block" ? "BLOCK" : "ALLOW", " ", r.protocol, " ", PortsText(r),
+                      r.priority > 0 ? absl::StrCat(" PRIORITY ", r.priority) : "");
 }
 
 }  // namespace
@@ -149,7 +150,9 @@ std::string FirewallRuleUuid(const std::string& project_uuid, const std::string&
 }
 
 std::string FirewallRuleHash(const std::string& rule_text, const FirewallRuleSpec& r) {
-  return Sha256Hex(absl::StrCat(rule_text, "\n", r.enabled ? "enabled" : "disabled", "\n", r.description))
+  // `log` counts only when on: rules made before it existed keep their hash.
+  return Sha256Hex(absl::StrCat(rule_text, "\n", r.enabled ? "enabled" : "disabled", "\n", r.description,
+                                r.log ? "\nlog" : ""))
       .substr(0, 12);
 }
 

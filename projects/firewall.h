@@ -36,6 +36,8 @@ struct FirewallRuleSpec {
   std::string action = "allow";    // allow block
   bool enabled = true;
   std::string description;
+  int priority = 0;  // fwrule's PRIORITY (0..100; higher wins when rules conflict); 0 = none written
+  bool log = false;  // FWAPI's log: connections the rule matches are logged (cfwlogd)
 };
 
 // "web", "any", "ip 10.0.0.1", "subnet 10.0.0.0/8": the endpoint, or an

@@ -600,6 +600,8 @@ class Parser {
     };
     f["action"] = [&](const YamlNode& v, const std::string& p) { OneOf(v, p, &r.action, {"allow", "block"}); };
     f["enabled"] = [&](const YamlNode& v, const std::string& p) { Bool(v, p, &r.enabled); };
+    f["priority"] = [&](const YamlNode& v, const std::string& p) { Int(v, p, &r.priority, 0, 100); };
+    f["log"] = [&](const YamlNode& v, const std::string& p) { Bool(v, p, &r.log); };
     f["description"] = [&](const YamlNode& v, const std::string& p) { String(v, p, &r.description); };
     int64_t errors = error_count_;
     ParseMap(def, rp, f);
@@ -1740,6 +1742,8 @@ Value FirewallRuleValue(const FirewallRuleSpec& r) {
   if (!r.ports.empty()) v["ports"] = StrList(r.ports);
   if (r.action != "allow") v["action"] = Value::Str(r.action);
   if (!r.enabled) v["enabled"] = Value::Bool(false);
+  if (r.priority > 0) v["priority"] = Value::Int(r.priority);
+  if (r.log) v["log"] = Value::Bool(true);
   if (!r.description.empty()) v["description"] = Value::Str(r.description);
   return Value::FromMap(std::move(v));
 }

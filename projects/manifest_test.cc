@@ -801,6 +801,8 @@ TEST(ManifestFirewallTest, FormsBecomeFwruleText) {
        "FROM any TO " + web + " ALLOW icmp (TYPE 8 AND TYPE 0)", "FROM any TO web ALLOW icmp (TYPE 8 AND TYPE 0)"},
       {"icmp, all types", "{from: any, to: web, protocol: icmp}", "FROM any TO " + web + " ALLOW icmp TYPE all",
        "FROM any TO web ALLOW icmp TYPE all"},
+      {"a priority", "{from: any, to: web, ports: 80, action: block, priority: 10}",
+       "FROM any TO " + web + " BLOCK tcp PORT 80 PRIORITY 10", "FROM any TO web BLOCK tcp PORT 80 PRIORITY 10"},
   };
   for (const Case& c : cases) {
     Manifest m = MustParse(absl::StrCat(kTwo, "firewall:\n  r: ", c.rule, "\n"));
@@ -843,7 +845,7 @@ TEST(ManifestFirewallTest, RefusalsAreLocated) {
       {"twice", "{from: [web, web], to: db}", "t.yaml:6:19: firewall.r.from[1]: \"web\" is listed twice\n"},
       {"unknown key", "{from: web, to: db, port: 80}",
        "t.yaml:6:26: firewall.r.port: unknown key \"port\"; expected one of: action, description, enabled, from, "
-       "ports, protocol, to\n"},
+       "log, ports, priority, protocol, to\n"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(Errors(absl::StrCat(kTwo, "firewall:\n  r: ", c.rule, "\n")), c.error) << c.name;
@@ -859,6 +861,25 @@ TEST(ManifestFirewallTest, RefusalsAreLocated) {
 // Which instances carry the tag and which turn their firewall on: an
 // ALLOW rule's TO side, a BLOCK rule's FROM side; a disabled rule turns
 // nothing on.
+// log: FWAPI's field, not the rule text; it changes the rule in place (its
+// hash), and a rule without it keeps the hash it had before log existed.
+TEST(ManifestFirewallTest, LogIsTheRulesFieldAndChangesItInPlace) {
+  Manifest m = MustParse(absl::StrCat(kTwo, "firewall:\n  r: {from: web, to: db, ports: 5432, log: true}\n"));
+  const FirewallRuleSpec& r = m.firewall.at("r");
+  EXPECT_TRUE(r.log);
+  EXPECT_EQ(FirewallRuleSummary(r), "FROM web TO db ALLOW tcp PORT 5432");
+  Manifest again = MustParse(CanonicalYaml(m));
+  EXPECT_TRUE(again.firewall.at("r").log);
+  FirewallRuleSpec quiet = r;
+  quiet.log = false;
+  EXPECT_NE(FirewallRuleHash("x", r), FirewallRuleHash("x", quiet));
+  FirewallRuleSpec plain;
+  EXPECT_EQ(FirewallRuleHash("x", plain),
+            Sha256Hex(std::string("x\nenabled\n")).substr(0, 12)) << "rules made before log keep their hash";
+  EXPECT_EQ(Errors(absl::StrCat(kTwo, "firewall:\n  r: {from: web, to: db, priority: 101}\n")),
+            "t.yaml:6:36: firewall.r.priority: 101 is out of range 0..100\n");
+}
+
 TEST(ManifestFirewallTest, NeedsOfTheRules) {
   Manifest m = MustParse(absl::StrCat("project: p\nservices:\n  web: {image: x}\n  db: {image: x}\n  cache: {image: x}\n"
                                       "  smtp: {image: x}\n  off: {image: x}\n",

@@ -401,14 +401,16 @@ TEST_F(ClientsTest, FwapiRulesAtTheCallersUuid) {
     EXPECT_EQ(f.owner_uuid, kOwner);
   }
   EXPECT_EQ(mine, 1);
-  r.rule = "FROM any TO tag \"role\" = \"web\" ALLOW tcp PORT 443";
+  r.rule = "FROM any TO tag \"role\" = \"web\" ALLOW tcp PORT 443 PRIORITY 5";
   r.enabled = false;
+  r.log = true;
   ASSERT_TRUE(fw.UpdateRule(r).ok());
   listed = fw.ListRules(kOwner);
   ASSERT_TRUE(listed.ok());
   for (const FwRule& f : *listed) {
     if (f.uuid == r.uuid) {
       EXPECT_EQ(f.rule, r.rule);
+      EXPECT_TRUE(f.log);
       EXPECT_FALSE(f.enabled);
     }
   }

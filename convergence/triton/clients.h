@@ -335,6 +335,7 @@ struct FwRule {
   std::string description;
   bool enabled = true;
   bool global = false;
+  bool log = false;  // connections it matches are logged
 };
 
 // FWAPI.

@@ -600,6 +600,7 @@ absl::StatusOr<std::vector<FwRule>> HttpFwapiClient::ListRules(const std::string
     f.description = Str(j, "description");
     f.enabled = j.value("enabled", false);
     f.global = j.value("global", false);
+    f.log = j.value("log", false);
     out.push_back(std::move(f));
   }
   return out;
@@ -608,7 +609,8 @@ absl::StatusOr<std::vector<FwRule>> HttpFwapiClient::ListRules(const std::string
 namespace {
 
 json RuleBody(const FwRule& r) {
-  return json{{"owner_uuid", r.owner_uuid}, {"rule", r.rule}, {"enabled", r.enabled}, {"description", r.description}};
+  return json{{"owner_uuid", r.owner_uuid}, {"rule", r.rule},
+              {"enabled", r.enabled}, {"description", r.description}, {"log", r.log}};
 }
 
 }  // namespace
