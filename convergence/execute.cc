@@ -170,9 +170,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
 void Reconciler::ChangeFirewall(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events) {
   if (options_.fwapi == nullptr || d.firewall_changes.empty()) return;
   const ProjectRecord& p = s.project;
-  if (const Fence* f = ScopedFence::Current(); f != nullptr) {
-    if (!store_->CheckFence(*f).ok()) return;  // another node holds the project: it decides again
-  }
+  if (!HoldsProject()) return;  // another node holds the project: it decides again
   static const char* kDone[] = {"created", "updated", "deleted"};
   for (const FirewallChange& c : d.firewall_changes) {
     absl::Status st;
@@ -192,28 +190,18 @@ void Reconciler::ChangeFirewall(const Snapshot& s, const Decision& d, std::vecto
     NoteApi("FWAPI", st);
     const char* done = kDone[static_cast<int>(c.kind)];
     std::string what = c.kind == FirewallChange::Kind::kDelete ? c.rule.uuid : c.rule.rule;
-    absl::MutexLock l(&mu_);
-    ProjectState& ps = projects_[p.uuid];
-    if (st.ok()) {
-      ps.firewall.failures.erase(c.name);
-      if (c.kind != FirewallChange::Kind::kDelete) ps.firewall.may_own = true;
-      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, absl::StrCat("firewall.rule-", done), "",
-                                    absl::StrCat(c.name, ": ", what)});
-    } else {
-      ps.firewall.failures[c.name] = std::string(st.message());
-      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "firewall.rule-failed", "",
-                                    absl::StrCat(c.name, " not ", done, ": ", st.message())});
-      LogWarn("firewall rule change failed", {{"project", p.name}, {"rule", c.name}, {"error", st.ToString()}});
-    }
+    Record(p, &ProjectState::firewall, st,
+           {c.name, c.kind != FirewallChange::Kind::kDelete, "rule",
+            Event(p, absl::StrCat("firewall.rule-", done), absl::StrCat(c.name, ": ", what)),
+            Event(p, "firewall.rule-failed", absl::StrCat(c.name, " not ", done))},
+           events);
   }
 }
 
 void Reconciler::ChangeFabric(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events) {
   if (options_.napi == nullptr || d.fabric_changes.empty()) return;
   const ProjectRecord& p = s.project;
-  if (const Fence* f = ScopedFence::Current(); f != nullptr) {
-    if (!store_->CheckFence(*f).ok()) return;  // another node holds the project: it decides again
-  }
+  if (!HoldsProject()) return;  // another node holds the project: it decides again
   const std::string& owner = TenantOf(p);
   bool vlan_failed = false;
   for (const FabricChange& c : d.fabric_changes) {
@@ -249,27 +237,17 @@ void Reconciler::ChangeFabric(const Snapshot& s, const Decision& d, std::vector<
     NoteApi("NAPI", st);
     std::string detail = c.name.empty() ? absl::StrCat("VLAN ", c.vlan.vlan_id)
                                         : absl::StrCat(c.name, " (", c.network.name, ", ", c.network.subnet, ")");
-    absl::MutexLock l(&mu_);
-    ProjectState& ps = projects_[p.uuid];
-    if (st.ok()) {
-      ps.fabric.failures.erase(what);
-      if (c.kind == K::kCreateVlan || c.kind == K::kCreateNetwork) ps.fabric.may_own = true;
-      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "fabric." + kind, "", detail});
-    } else {
-      ps.fabric.failures[what] = std::string(st.message());
-      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "fabric.change-failed", "",
-                                    absl::StrCat(detail, ": ", st.message())});
-      LogWarn("fabric change failed", {{"project", p.name}, {"what", what}, {"error", st.ToString()}});
-    }
+    Record(p, &ProjectState::fabric, st,
+           {what, c.kind == K::kCreateVlan || c.kind == K::kCreateNetwork, "what", Event(p, "fabric." + kind, detail),
+            Event(p, "fabric.change-failed", detail)},
+           events);
   }
 }
 
 void Reconciler::ChangeVolumes(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events) {
   if (options_.volapi == nullptr || d.volume_changes.empty()) return;
   const ProjectRecord& p = s.project;
-  if (const Fence* f = ScopedFence::Current(); f != nullptr) {
-    if (!store_->CheckFence(*f).ok()) return;  // another node holds the project: it decides again
-  }
+  if (!HoldsProject()) return;  // another node holds the project: it decides again
   const std::string& owner = TenantOf(p);
   for (const VolumeChange& c : d.volume_changes) {
     absl::Status st;
@@ -289,19 +267,34 @@ void Reconciler::ChangeVolumes(const Snapshot& s, const Decision& d, std::vector
     }
     NoteApi("VOLAPI", st);
     std::string detail = absl::StrCat(c.name, " (", c.volume.name, c.volume.uuid.empty() ? "" : " ", c.volume.uuid, ")");
-    absl::MutexLock l(&mu_);
-    ProjectState& ps = projects_[p.uuid];
-    if (st.ok()) {
-      ps.volumes.failures.erase(c.name);
-      if (c.kind == VolumeChange::Kind::kCreate) ps.volumes.may_own = true;
-      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "volume." + done, "", detail});
-    } else {
-      ps.volumes.failures[c.name] = std::string(st.message());
-      events->push_back(EventRecord{0, clock_->Now(), "mariposad", p.name, "volume.change-failed", "",
-                                    absl::StrCat(detail, " not ", done, ": ", st.message())});
-      LogWarn("volume change failed", {{"project", p.name}, {"volume", c.name}, {"error", st.ToString()}});
-    }
+    Record(p, &ProjectState::volumes, st,
+           {c.name, c.kind == VolumeChange::Kind::kCreate, "volume", Event(p, "volume." + done, detail),
+            Event(p, "volume.change-failed", absl::StrCat(detail, " not ", done))},
+           events);
   }
+}
+
+bool Reconciler::HoldsProject() {
+  const Fence* f = ScopedFence::Current();
+  return f == nullptr || store_->CheckFence(*f).ok();
+}
+
+template <typename T>
+void Reconciler::Record(const ProjectRecord& p, OwnedReading<T> ProjectState::*member, const absl::Status& st,
+                        ChangeOutcome o, std::vector<EventRecord>* events) {
+  absl::MutexLock l(&mu_);
+  OwnedReading<T>& owned = projects_[p.uuid].*member;
+  if (st.ok()) {
+    owned.failures.erase(o.key);
+    if (o.made) owned.may_own = true;
+    events->push_back(std::move(o.done));
+    return;
+  }
+  owned.failures[o.key] = std::string(st.message());
+  absl::StrAppend(&o.failed.detail, ": ", st.message());
+  LogWarn(absl::StrCat(o.failed.kind, " (", o.failed.detail, ")"),
+          {{"project", p.name}, {o.label, o.key}, {"error", st.ToString()}});
+  events->push_back(std::move(o.failed));
 }
 
 // update.auto_rollback: the project is rolled back to the version before,

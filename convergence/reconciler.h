@@ -296,6 +296,26 @@ class Reconciler {
   template <typename T>
   void Keep(const Snapshot& s, OwnedReading<T> ProjectState::*member, absl::StatusOr<T> read, bool owns,
             std::optional<T>* seen, std::string* error);
+  // The outcome of one change sent to such an API: on success the item's
+  // failure is forgotten (and, for a create, the project may own some) and
+  // `done` is the event; on failure it is kept for status and `failed` is
+  // the event (its detail gets ": <error>"), logged with `what` as `label`.
+  struct ChangeOutcome {
+    std::string key;    // the failures' key: the item's name
+    bool made = false;  // a create
+    std::string label;  // the log field naming the item
+    EventRecord done, failed;
+  };
+  template <typename T>
+  void Record(const ProjectRecord& p, OwnedReading<T> ProjectState::*member, const absl::Status& st,
+              ChangeOutcome o, std::vector<EventRecord>* events);
+  // An event of mariposad's about project `p`, now.
+  EventRecord Event(const ProjectRecord& p, std::string kind, std::string detail) const {
+    return EventRecord{0, clock_->Now(), "mariposad", p.name, std::move(kind), "", std::move(detail)};
+  }
+  // Whether this node may still act on the project (several nodes: it holds
+  // the fence the sync runs under; one node: always).
+  bool HoldsProject();
   // The Decision's fabric changes, sent to NAPI in order while this node
   // holds the project (a failed VLAN create skips its networks); an event
   // for each, failures kept for status.
