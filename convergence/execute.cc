@@ -6,6 +6,7 @@
 //              problems (Remember)
 //   tell       the health coordinator's targets (AssignHealth) and the
 //              per-service metrics (ServiceMetrics)
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -156,7 +157,9 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   Remember(s, &d, std::move(problems), std::move(backlog), s.in_flight.size() + sent.size(), changes,
            quiet && sent.empty() && problems.empty());
   std::vector<Problem> late;  // events are written after the state is kept: their failure joins it
+  SettlePending(s, &events);
   StoreError(p.name, &late, "events", store_->AppendEvents(events));
+  Unpend(p, &late);
   if (!late.empty()) {
     absl::MutexLock l(&mu_);
     auto& executed = projects_[p.uuid].executed;
@@ -173,28 +176,30 @@ void Reconciler::ChangeFirewall(const Snapshot& s, const Decision& d, std::vecto
   if (!HoldsProject()) return;  // another node holds the project: it decides again
   static const char* kDone[] = {"created", "updated", "deleted"};
   for (const FirewallChange& c : d.firewall_changes) {
-    absl::Status st;
-    switch (c.kind) {
-      case FirewallChange::Kind::kCreate:
-        st = options_.fwapi->CreateRule(c.rule);
-        // Made by an earlier attempt that died before it knew: the next
-        // sync reads it and compares.
-        if (absl::IsAlreadyExists(st)) st = absl::OkStatus();
-        break;
-      case FirewallChange::Kind::kUpdate: st = options_.fwapi->UpdateRule(c.rule); break;
-      case FirewallChange::Kind::kDelete:
-        st = options_.fwapi->DeleteRule(c.rule.uuid, c.rule.owner_uuid);
-        if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
-        break;
-    }
-    NoteApi("FWAPI", st);
+    using K = FirewallChange::Kind;
     const char* done = kDone[static_cast<int>(c.kind)];
-    std::string what = c.kind == FirewallChange::Kind::kDelete ? c.rule.uuid : c.rule.rule;
-    Record(p, &ProjectState::firewall, st,
-           {c.name, c.kind != FirewallChange::Kind::kDelete, "rule",
-            Event(p, absl::StrCat("firewall.rule-", done), absl::StrCat(c.name, ": ", what)),
-            Event(p, "firewall.rule-failed", absl::StrCat(c.name, " not ", done))},
-           events);
+    std::string what = c.kind == K::kDelete ? c.rule.uuid : c.rule.rule;
+    ChangeOutcome o{c.name, c.kind != K::kDelete, "rule",
+                    Event(p, absl::StrCat("firewall.rule-", done), absl::StrCat(c.name, ": ", what)),
+                    Event(p, "firewall.rule-failed", absl::StrCat(c.name, " not ", done))};
+    absl::Status st = Intend(p, "firewall", o);
+    if (st.ok()) {
+      switch (c.kind) {
+        case K::kCreate:
+          st = options_.fwapi->CreateRule(c.rule);
+          // Made by an earlier attempt that died before it knew: the next
+          // sync reads it and compares.
+          if (absl::IsAlreadyExists(st)) st = absl::OkStatus();
+          break;
+        case K::kUpdate: st = options_.fwapi->UpdateRule(c.rule); break;
+        case K::kDelete:
+          st = options_.fwapi->DeleteRule(c.rule.uuid, c.rule.owner_uuid);
+          if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
+          break;
+      }
+      NoteApi("FWAPI", st);
+    }
+    Record(p, &ProjectState::firewall, st, std::move(o), events);
   }
 }
 
@@ -203,44 +208,36 @@ void Reconciler::ChangeFabric(const Snapshot& s, const Decision& d, std::vector<
   const ProjectRecord& p = s.project;
   if (!HoldsProject()) return;  // another node holds the project: it decides again
   const std::string& owner = TenantOf(p);
+  static const char* kDone[] = {"vlan-created", "network-created", "network-updated", "network-deleted",
+                                "vlan-deleted"};
   bool vlan_failed = false;
   for (const FabricChange& c : d.fabric_changes) {
     using K = FabricChange::Kind;
-    absl::Status st;
-    std::string kind, what = c.name.empty() ? "vlan" : c.name;
-    switch (c.kind) {
-      case K::kCreateVlan:
-        st = options_.napi->CreateFabricVlan(owner, c.vlan);
-        kind = "vlan-created";
-        vlan_failed = !st.ok();
-        break;
-      case K::kCreateNetwork:
-        if (vlan_failed) continue;  // after the VLAN, at the next sync
-        st = options_.napi->CreateFabricNetwork(owner, c.network).status();
-        kind = "network-created";
-        break;
-      case K::kUpdateNetwork:
-        st = options_.napi->UpdateNetwork(c.network);
-        kind = "network-updated";
-        break;
-      case K::kDeleteNetwork:
-        st = options_.napi->DeleteFabricNetwork(owner, c.network.vlan_id, c.network.uuid);
-        if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
-        kind = "network-deleted";
-        break;
-      case K::kDeleteVlan:
-        st = options_.napi->DeleteFabricVlan(owner, c.vlan.vlan_id);
-        if (absl::IsNotFound(st)) st = absl::OkStatus();
-        kind = "vlan-deleted";
-        break;
-    }
-    NoteApi("NAPI", st);
+    if (c.kind == K::kCreateNetwork && vlan_failed) continue;  // after the VLAN, at the next sync
     std::string detail = c.name.empty() ? absl::StrCat("VLAN ", c.vlan.vlan_id)
                                         : absl::StrCat(c.name, " (", c.network.name, ", ", c.network.subnet, ")");
-    Record(p, &ProjectState::fabric, st,
-           {what, c.kind == K::kCreateVlan || c.kind == K::kCreateNetwork, "what", Event(p, "fabric." + kind, detail),
-            Event(p, "fabric.change-failed", detail)},
-           events);
+    ChangeOutcome o{c.name.empty() ? "vlan" : c.name, c.kind == K::kCreateVlan || c.kind == K::kCreateNetwork, "what",
+                    Event(p, absl::StrCat("fabric.", kDone[static_cast<int>(c.kind)]), detail),
+                    Event(p, "fabric.change-failed", detail)};
+    absl::Status st = Intend(p, "fabric", o);
+    if (st.ok()) {
+      switch (c.kind) {
+        case K::kCreateVlan: st = options_.napi->CreateFabricVlan(owner, c.vlan); break;
+        case K::kCreateNetwork: st = options_.napi->CreateFabricNetwork(owner, c.network).status(); break;
+        case K::kUpdateNetwork: st = options_.napi->UpdateNetwork(c.network); break;
+        case K::kDeleteNetwork:
+          st = options_.napi->DeleteFabricNetwork(owner, c.network.vlan_id, c.network.uuid);
+          if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
+          break;
+        case K::kDeleteVlan:
+          st = options_.napi->DeleteFabricVlan(owner, c.vlan.vlan_id);
+          if (absl::IsNotFound(st)) st = absl::OkStatus();
+          break;
+      }
+      NoteApi("NAPI", st);
+    }
+    if (c.kind == K::kCreateVlan) vlan_failed = !st.ok();
+    Record(p, &ProjectState::fabric, st, std::move(o), events);
   }
 }
 
@@ -250,28 +247,82 @@ void Reconciler::ChangeVolumes(const Snapshot& s, const Decision& d, std::vector
   if (!HoldsProject()) return;  // another node holds the project: it decides again
   const std::string& owner = TenantOf(p);
   for (const VolumeChange& c : d.volume_changes) {
-    absl::Status st;
-    std::string done;
-    if (c.kind == VolumeChange::Kind::kCreate) {
-      triton::Volume v = c.volume;
-      v.owner_uuid = owner;
-      st = options_.volapi->CreateVolume(v);
-      // Made by an earlier attempt that died before it knew: the next sync
-      // reads it (the name is the owner's own).
-      if (absl::IsAlreadyExists(st)) st = absl::OkStatus();
-      done = "created";
-    } else {
-      st = options_.volapi->DeleteVolume(c.volume.uuid, owner);
-      if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
-      done = "deleted";
-    }
-    NoteApi("VOLAPI", st);
+    const bool create = c.kind == VolumeChange::Kind::kCreate;
+    const char* done = create ? "created" : "deleted";
     std::string detail = absl::StrCat(c.name, " (", c.volume.name, c.volume.uuid.empty() ? "" : " ", c.volume.uuid, ")");
-    Record(p, &ProjectState::volumes, st,
-           {c.name, c.kind == VolumeChange::Kind::kCreate, "volume", Event(p, "volume." + done, detail),
-            Event(p, "volume.change-failed", absl::StrCat(detail, " not ", done))},
-           events);
+    ChangeOutcome o{c.name, create, "volume", Event(p, absl::StrCat("volume.", done), detail),
+                    Event(p, "volume.change-failed", absl::StrCat(detail, " not ", done))};
+    absl::Status st = Intend(p, "volumes", o);
+    if (st.ok()) {
+      if (create) {
+        triton::Volume v = c.volume;
+        v.owner_uuid = owner;
+        st = options_.volapi->CreateVolume(v);
+        // Made by an earlier attempt that died before it knew: the next sync
+        // reads it (the name is the owner's own).
+        if (absl::IsAlreadyExists(st)) st = absl::OkStatus();
+      } else {
+        st = options_.volapi->DeleteVolume(c.volume.uuid, owner);
+        if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
+      }
+      NoteApi("VOLAPI", st);
+    }
+    Record(p, &ProjectState::volumes, st, std::move(o), events);
   }
+}
+
+absl::Status Reconciler::Intend(const ProjectRecord& p, const char* api, const ChangeOutcome& o) {
+  std::string key = absl::StrCat(o.done.kind, " ", o.key);
+  std::map<std::string, ServiceMemory> memory;
+  {
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[p.uuid];
+    // The same change again: an earlier attempt's event gives way to this one's.
+    ps.pending.erase(std::remove_if(ps.pending.begin(), ps.pending.end(),
+                                    [&](const PendingChange& c) { return c.key == key; }),
+                     ps.pending.end());
+    ps.pending.push_back({api, key, o.done});
+    ps.intended.insert(key);
+    memory = ps.memory;
+  }
+  absl::Status st = WriteMemory(p, memory);
+  if (st.ok()) return st;
+  return absl::UnavailableError(
+      absl::StrCat("not sent: the store cannot keep the change's record (", st.message(), "); tried again next sync"));
+}
+
+void Reconciler::SettlePending(const Snapshot& s, std::vector<EventRecord>* events) {
+  absl::MutexLock l(&mu_);
+  ProjectState& ps = projects_[s.project.uuid];
+  if (ps.pending.empty()) return;
+  auto known = [&](const std::string& api) {
+    if (api == "firewall") return s.firewall.has_value() && s.firewall_error.empty();
+    if (api == "fabric") return s.fabric.has_value() && s.fabric_error.empty();
+    return api == "volumes" && s.volumes.has_value() && s.volumes_error.empty();
+  };
+  for (PendingChange& c : ps.pending) {
+    if (ps.intended.count(c.key) || !known(c.api)) continue;
+    // Decide sent it again when it had not happened; it did not, so it had.
+    EventRecord e = c.done;
+    absl::StrAppend(&e.detail, " (sent before mariposad restarted; its API now shows it done)");
+    events->push_back(std::move(e));
+    ps.intended.insert(c.key);
+  }
+}
+
+void Reconciler::Unpend(const ProjectRecord& p, std::vector<Problem>* problems) {
+  std::map<std::string, ServiceMemory> memory;
+  {
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[p.uuid];
+    if (ps.intended.empty()) return;
+    ps.pending.erase(std::remove_if(ps.pending.begin(), ps.pending.end(),
+                                    [&](const PendingChange& c) { return ps.intended.count(c.key) > 0; }),
+                     ps.pending.end());
+    ps.intended.clear();
+    memory = ps.memory;
+  }
+  StoreError(p.name, problems, "the project's memory of failures (backoff, crash loops)", WriteMemory(p, memory));
 }
 
 bool Reconciler::HoldsProject() {

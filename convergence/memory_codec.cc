@@ -88,13 +88,22 @@ ServiceMemory FromService(const json& j) {
 
 }  // namespace
 
-std::string EncodeMemory(const std::map<std::string, ServiceMemory>& memory) {
+std::string EncodeMemory(const std::map<std::string, ServiceMemory>& memory,
+                         const std::vector<PendingChange>& pending) {
   json services = json::object();
   for (const auto& [name, m] : memory) services[name] = Service(m);
-  return json{{"v", 1}, {"services", services}}.dump();
+  json out{{"v", 1}, {"services", services}};
+  // Absent when empty: the text of a memory without any stays as it was.
+  for (const PendingChange& c : pending) {
+    const EventRecord& e = c.done;
+    out["pending"].push_back({{"api", c.api}, {"key", c.key}, {"time", T(e.time)}, {"actor", e.actor},
+                              {"project", e.project}, {"kind", e.kind}, {"subject", e.subject}, {"detail", e.detail}});
+  }
+  return out.dump();
 }
 
-absl::StatusOr<std::map<std::string, ServiceMemory>> DecodeMemory(const std::string& text) {
+absl::StatusOr<std::map<std::string, ServiceMemory>> DecodeMemory(const std::string& text,
+                                                                  std::vector<PendingChange>* pending) {
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return absl::DataLossError("the controller's memory is not JSON");
   if (j.value("v", 0) != 1) {
@@ -104,6 +113,13 @@ absl::StatusOr<std::map<std::string, ServiceMemory>> DecodeMemory(const std::str
   std::map<std::string, ServiceMemory> out;
   try {
     for (const auto& [name, m] : j.at("services").items()) out[name] = FromService(m);
+    if (pending != nullptr && j.contains("pending")) {
+      for (const json& c : j.at("pending")) {
+        pending->push_back({c.at("api"), c.at("key"),
+                            EventRecord{0, FromT(c.at("time")), c.at("actor"), c.at("project"), c.at("kind"),
+                                        c.at("subject"), c.at("detail")}});
+      }
+    }
   } catch (const json::exception& e) {
     return absl::DataLossError(absl::StrCat("the controller's memory cannot be read: ", e.what()));
   }

@@ -14,16 +14,31 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "convergence/decide.h"
+#include "projects/store.h"
 
 namespace mariposa::convergence {
 
-// By service. Deterministic: the same memory encodes to the same text (the
-// reconciler writes only when it changes).
-std::string EncodeMemory(const std::map<std::string, ServiceMemory>& memory);
-absl::StatusOr<std::map<std::string, ServiceMemory>> DecodeMemory(const std::string& text);
+// A change to FWAPI, NAPI or VOLAPI that is sent (or about to be) and
+// whose event is not yet in the log. It is kept before the call, so that a
+// kill -9 between the call and the event does not lose the event: the sync
+// after the restart writes it once the API's reading (`api`: "firewall",
+// "fabric", "volumes") shows nothing left to do, or drops it when it sends
+// the same change again (`key`: the event's kind and the item).
+struct PendingChange {
+  std::string api, key;
+  EventRecord done;
+};
+
+// By service, with the pending changes. Deterministic: the same memory
+// encodes to the same text (the reconciler writes only when it changes).
+std::string EncodeMemory(const std::map<std::string, ServiceMemory>& memory,
+                         const std::vector<PendingChange>& pending = {});
+absl::StatusOr<std::map<std::string, ServiceMemory>> DecodeMemory(const std::string& text,
+                                                                  std::vector<PendingChange>* pending = nullptr);
 
 }  // namespace mariposa::convergence
 

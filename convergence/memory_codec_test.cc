@@ -83,10 +83,39 @@ TEST(MemoryCodec, EmptyIsEmpty) {
   EXPECT_TRUE(back->empty());
 }
 
+// Changes sent to FWAPI, NAPI or VOLAPI whose events are not yet written
+// come back whole; a memory without any keeps the text it had.
+TEST(MemoryCodec, PendingChangesRoundTrip) {
+  std::vector<PendingChange> pending = {
+      {"fabric", "fabric.vlan-created vlan", EventRecord{0, At(5), "mariposad", "jupiter", "fabric.vlan-created", "", "VLAN 44"}},
+      {"volumes", "volume.deleted data", EventRecord{0, At(6), "mariposad", "jupiter", "volume.deleted", "s", "data (x)"}}};
+  std::string text = EncodeMemory(Full(), pending);
+  std::vector<PendingChange> back;
+  auto decoded = DecodeMemory(text, &back);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_EQ(back.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back[i].api, pending[i].api);
+    EXPECT_EQ(back[i].key, pending[i].key);
+    EXPECT_EQ(back[i].done.time, pending[i].done.time);
+    EXPECT_EQ(back[i].done.kind, pending[i].done.kind);
+    EXPECT_EQ(back[i].done.subject, pending[i].done.subject);
+    EXPECT_EQ(back[i].done.detail, pending[i].done.detail);
+    EXPECT_EQ(back[i].done.project, "jupiter");
+  }
+  EXPECT_EQ(EncodeMemory(*decoded, back), text);
+  EXPECT_EQ(EncodeMemory(Full(), {}), EncodeMemory(Full()));
+  EXPECT_EQ(EncodeMemory(Full()).find("pending"), std::string::npos);
+  // A reader that does not ask for them still reads the services.
+  EXPECT_TRUE(DecodeMemory(text).ok());
+}
+
 TEST(MemoryCodec, RefusesWhatItCannotRead) {
   for (const char* bad : {"", "not json", "[]", R"({"v": 2, "services": {}})", R"({"services": {}})",
-                          R"({"v": 1})", R"({"v": 1, "services": {"web": {"spec_hash": 3}}})"}) {
-    auto got = DecodeMemory(bad);
+                          R"({"v": 1})", R"({"v": 1, "services": {"web": {"spec_hash": 3}}})",
+                          R"({"v": 1, "services": {}, "pending": [{"api": "fabric"}]})"}) {
+    std::vector<PendingChange> pending;
+    auto got = DecodeMemory(bad, &pending);
     EXPECT_FALSE(got.ok()) << bad;
     EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss) << bad;
   }

@@ -529,10 +529,11 @@ void Reconciler::RecallMemory(const ProjectRecord& p) {
     if (projects_[p.uuid].memory_recalled) return;
   }
   std::map<std::string, ServiceMemory> kept;
+  std::vector<PendingChange> pending;
   std::string body;
   auto text = store_->GetControllerMemory(p.uuid);
   if (text.ok() && !text->empty()) {
-    auto decoded = DecodeMemory(*text);
+    auto decoded = DecodeMemory(*text, &pending);
     if (decoded.ok()) {
       kept = *std::move(decoded);
       body = *text;
@@ -552,23 +553,29 @@ void Reconciler::RecallMemory(const ProjectRecord& p) {
   if (ps.memory_recalled) return;
   ps.memory_recalled = true;
   ps.memory = std::move(kept);
+  ps.pending = std::move(pending);
   ps.memory_kept = std::move(body);
 }
 
 void Reconciler::KeepMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory,
                             std::vector<Problem>* problems) {
-  std::string body = EncodeMemory(memory);
-  {
-    absl::MutexLock l(&mu_);
-    if (projects_[p.uuid].memory_kept == body) return;
-  }
-  absl::Status st = store_->PutControllerMemory(p.uuid, body);
-  StoreError(p.name, problems, "the project's memory of failures (backoff, crash loops)", st);
-  if (!st.ok()) return;
-  absl::MutexLock l(&mu_);
-  projects_[p.uuid].memory_kept = std::move(body);
+  StoreError(p.name, problems, "the project's memory of failures (backoff, crash loops)", WriteMemory(p, memory));
 }
 
+absl::Status Reconciler::WriteMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory) {
+  std::string body;
+  {
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[p.uuid];
+    body = EncodeMemory(memory, ps.pending);
+    if (ps.memory_kept == body) return absl::OkStatus();
+  }
+  absl::Status st = store_->PutControllerMemory(p.uuid, body);
+  if (!st.ok()) return st;
+  absl::MutexLock l(&mu_);
+  projects_[p.uuid].memory_kept = std::move(body);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Reconciler::View> Reconciler::Inspect(const std::string& project) {
   if (options_.lease) {

@@ -37,6 +37,7 @@
 #include "convergence/catalog.h"
 #include "convergence/decide.h"
 #include "convergence/goal.h"
+#include "convergence/memory_codec.h"
 #include "convergence/metrics.h"
 #include "convergence/placement.h"
 #include "convergence/throttles.h"
@@ -309,6 +310,17 @@ class Reconciler {
   template <typename T>
   void Record(const ProjectRecord& p, OwnedReading<T> ProjectState::*member, const absl::Status& st,
               ChangeOutcome o, std::vector<EventRecord>* events);
+  // Keeps `o`'s event as pending (memory_codec.h's PendingChange) before its
+  // change is sent to `api`'s API; an error when the store cannot keep it
+  // (the change is then not sent).
+  absl::Status Intend(const ProjectRecord& p, const char* api, const ChangeOutcome& o);
+  // After a sync's changes: the pending changes of an earlier mariposad
+  // whose API now shows nothing left to do get their events (in `events`);
+  // Unpend, once the batch is written, forgets all but those still unknown.
+  void SettlePending(const Snapshot& s, std::vector<EventRecord>* events);
+  void Unpend(const ProjectRecord& p, std::vector<Problem>* problems);
+  // Writes the memory with the pending changes when it differs from the kept.
+  absl::Status WriteMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory);
   // An event of mariposad's about project `p`, now.
   EventRecord Event(const ProjectRecord& p, std::string kind, std::string detail) const {
     return EventRecord{0, clock_->Now(), "mariposad", p.name, std::move(kind), "", std::move(detail)};
@@ -459,6 +471,11 @@ class Reconciler {
     bool times_recalled = false;  // `tracked` was filled from the store (InstanceTimes)
     int64_t epoch = 0;  // several nodes: the lease epoch this state was built under
     std::string memory_kept;
+    // Changes sent to FWAPI, NAPI or VOLAPI whose events are not yet in the
+    // log (memory_codec.h), kept with `memory`; `intended`: the keys of
+    // those this sync sent (their events are in its batch).
+    std::vector<PendingChange> pending;
+    std::set<std::string> intended;
     int in_flight = 0;                            // jobs in flight after the last sync
     std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's
     PlanCache plan;                               // used by the one worker syncing the project
