@@ -98,6 +98,38 @@ std::vector<Grant> Authorizer::GrantsOf(const std::string& subject) {
   return out;
 }
 
+namespace {
+
+std::string Md(const std::multimap<grpc::string_ref, grpc::string_ref>& md, const char* key) {
+  auto it = md.find(key);
+  return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
+}
+
+}  // namespace
+
+Authorizer::Presented Authorizer::FromGateway(const std::multimap<grpc::string_ref, grpc::string_ref>& md,
+                                              Identity* who) {
+  Presented in;
+  if (o_.gateway_token.empty() || !ConstantTimeEqual(Md(md, kGatewayToken), o_.gateway_token)) {
+    in.refused = "the call carries the HTTP gateway's headers without its secret";
+    return in;
+  }
+  std::string peer = Md(md, kGatewayPeer);
+  who->transport = Md(md, kGatewayTransport);
+  who->peer = peer;
+  in.tls = who->transport == "https";
+  in.cert_cn = Md(md, kGatewayCert);
+  int64_t uid = -1;
+  if (absl::SimpleAtoi(Md(md, kGatewayUid), &uid) && uid >= 0) {
+    in.local = LocalPeer{uid, -1, who->transport, peer};
+    who->peer = absl::StrCat(peer, " uid ", uid, " (http)");
+  } else {
+    who->peer = absl::StrCat(peer, " (", who->transport, ")");
+  }
+  if (md.count("authorization")) in.authorization = Md(md, "authorization");
+  return in;
+}
+
 Identity Authorizer::Resolve(const grpc::ServerContext* ctx) {
   Identity who;
   who.name = "anonymous";
@@ -105,35 +137,47 @@ Identity Authorizer::Resolve(const grpc::ServerContext* ctx) {
   std::string peer = ctx->peer();
   who.peer = peer;
   who.transport = "insecure tcp";
-  // The connection: a local listener's (fd:N) or gRPC's own (TLS, or TCP
-  // with --insecure-listen).
-  std::optional<LocalPeer> local;
-  if (absl::StartsWith(peer, "fd:")) {
-    int fd = -1;
-    if (absl::SimpleAtoi(peer.substr(3), &fd)) {
-      absl::MutexLock l(&mu_);
-      auto it = connections_.find(fd);
-      if (it != connections_.end()) local = it->second;
+  const auto& md = ctx->client_metadata();
+  Presented in;
+  if (md.count(kGatewayToken) || md.count(kGatewayPeer) || md.count(kGatewayUid) || md.count(kGatewayCert)) {
+    in = FromGateway(md, &who);
+    if (!in.refused.empty()) {
+      who.refused = in.refused;
+      return who;
     }
-  }
-  std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
-  bool tls = false;
-  if (auth != nullptr) {
-    auto type = auth->FindPropertyValues("transport_security_type");
-    tls = !type.empty() && type.front() == "ssl";
-  }
-  if (local) {
-    who.transport = local->transport;
-    who.peer = local->pid >= 0 ? absl::StrCat(local->transport, " pid ", local->pid, " uid ", local->uid)
-                               : absl::StrCat(local->address, " uid ", local->uid);
-  } else if (tls) {
-    who.transport = "tls";
+  } else {
+    // The connection: a local listener's (fd:N) or gRPC's own (TLS, or TCP
+    // with --insecure-listen).
+    if (absl::StartsWith(peer, "fd:")) {
+      int fd = -1;
+      if (absl::SimpleAtoi(peer.substr(3), &fd)) {
+        absl::MutexLock l(&mu_);
+        auto it = connections_.find(fd);
+        if (it != connections_.end()) in.local = it->second;
+      }
+    }
+    std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
+    if (auth != nullptr) {
+      auto type = auth->FindPropertyValues("transport_security_type");
+      in.tls = !type.empty() && type.front() == "ssl";
+      if (in.tls && auth->IsPeerAuthenticated()) {
+        auto cn = auth->FindPropertyValues("x509_common_name");
+        if (!cn.empty()) in.cert_cn = std::string(cn.front().data(), cn.front().size());
+      }
+    }
+    if (in.local) {
+      const LocalPeer& l = *in.local;
+      who.transport = l.transport;
+      who.peer = l.pid >= 0 ? absl::StrCat(l.transport, " pid ", l.pid, " uid ", l.uid)
+                            : absl::StrCat(l.address, " uid ", l.uid);
+    } else if (in.tls) {
+      who.transport = "tls";
+    }
+    if (md.count("authorization")) in.authorization = Md(md, "authorization");
   }
   // 1. A bearer token wins: it is what the caller chose to present.
-  const auto& md = ctx->client_metadata();
-  auto bearer = md.find("authorization");
-  if (bearer != md.end()) {
-    std::string value(bearer->second.data(), bearer->second.size());
+  if (in.authorization) {
+    const std::string& value = *in.authorization;
     if (!absl::StartsWithIgnoreCase(value, "bearer ")) {
       who.refused = "the authorization header is not \"Bearer TOKEN\"";
       return who;
@@ -164,23 +208,20 @@ Identity Authorizer::Resolve(const grpc::ServerContext* ctx) {
     return who;
   }
   // 2. A verified client certificate.
-  if (tls && auth->IsPeerAuthenticated()) {
-    auto cn = auth->FindPropertyValues("x509_common_name");
-    if (!cn.empty()) {
-      who.name = absl::StrCat("cert:", std::string(cn.front().data(), cn.front().size()));
-      who.method = "certificate";
-      who.grants = GrantsOf(who.name);
-      return who;
-    }
+  if (!in.cert_cn.empty()) {
+    who.name = absl::StrCat("cert:", in.cert_cn);
+    who.method = "certificate";
+    who.grants = GrantsOf(who.name);
+    return who;
   }
   // 3. A local user.
-  if (local && local->uid >= 0) {
-    who.method = local->transport == "unix socket" ? "unix" : "loopback";
-    if (local->uid == 0 || local->uid == o_.daemon_uid) {
-      who.name = UserName(local->uid);
+  if (in.local && in.local->uid >= 0) {
+    who.method = in.local->transport == "unix socket" ? "unix" : "loopback";
+    if (in.local->uid == 0 || in.local->uid == o_.daemon_uid) {
+      who.name = UserName(in.local->uid);
       who.grants = {Grant{Role::kAdmin, ""}};
     } else {
-      who.name = absl::StrCat("user:", UserName(local->uid));
+      who.name = absl::StrCat("user:", UserName(in.local->uid));
       who.grants = GrantsOf(who.name);
     }
   }

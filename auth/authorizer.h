@@ -10,6 +10,11 @@
 //      owning the client's socket): root and mariposad's own user are admin
 //      on every project, other users "user:NAME" have their grants;
 //   4. otherwise anonymous, with no grants.
+// A call the HTTP gateway (gateway/gateway.h) forwards carries the gateway's
+// secret and what the gateway learned of its HTTP caller (the Bearer token,
+// the verified client certificate's CN, the loopback uid, the address); it
+// is identified by the same steps as a gRPC caller. Without the secret
+// those headers are refused, never believed.
 // What they may do: auth/rbac.h's table, by the method gRPC routed the call
 // to (recorded by this class's interceptor). Every refusal is an event
 // (auth.denied) naming the identity, the peer and the method.
@@ -20,6 +25,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <functional>
 #include <string>
 #include <vector>
@@ -55,6 +61,13 @@ struct LocalPeer {
   std::string address;    // the client's address
 };
 
+// Metadata the HTTP gateway sets on the calls it forwards.
+inline constexpr char kGatewayToken[] = "x-mariposa-gateway";
+inline constexpr char kGatewayPeer[] = "x-mariposa-http-peer";            // "ADDRESS:PORT"
+inline constexpr char kGatewayTransport[] = "x-mariposa-http-transport";  // "loopback http" | "https" | "http"
+inline constexpr char kGatewayUid[] = "x-mariposa-http-uid";              // the loopback caller's uid
+inline constexpr char kGatewayCert[] = "x-mariposa-http-cert";            // the verified client certificate's CN
+
 // Tokens: "mpt_" + 40 hex digits. Only Sha256Hex(token) is stored.
 std::string NewTokenSecret();
 
@@ -67,6 +80,8 @@ class Authorizer : public Access {
     // A token that only this process knows (the embedded health agent's):
     // identity "mariposad", role health-agent. Empty: none.
     std::string internal_token;
+    // The HTTP gateway's secret (kGateway* metadata). Empty: none.
+    std::string gateway_token;
     // Asked after the caller is allowed: OK, or why the controller takes no
     // call of this kind now (UNAVAILABLE while readonly, for writes).
     std::function<grpc::Status(const MethodRule&)> gate;
@@ -104,7 +119,16 @@ class Authorizer : public Access {
     bool identified = false;
     Identity who;
   };
+  // What a caller presents, from its gRPC connection or the gateway.
+  struct Presented {
+    std::optional<LocalPeer> local;
+    bool tls = false;
+    std::string cert_cn;  // a verified client certificate's
+    std::optional<std::string> authorization;
+    std::string refused;  // the gateway's headers without its secret
+  };
   Identity Resolve(const grpc::ServerContext* ctx);
+  Presented FromGateway(const std::multimap<grpc::string_ref, grpc::string_ref>& md, Identity* who);
   std::vector<Grant> GrantsOf(const std::string& subject);
   std::string ProjectName(const std::string& ref);
   void RecordDenied(const Identity& who, const std::string& method, const std::string& project,

@@ -41,6 +41,8 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
   resp->set_leftover(d.leftover);
   resp->set_read_now(view->read_now);
   resp->set_watch(view->watch);
+  std::map<std::string, std::string> hostnames;  // server uuid -> hostname, when the sync read CNAPI
+  for (const triton::Server& sv : s.servers) hostnames[sv.uuid] = sv.hostname;
   if (s.goal) {
     for (const auto& kv : s.goal->services) {
       const ServiceGoalSpec& g = kv.second;
@@ -107,6 +109,7 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
         else if (i->state != "preserved" && !(st->stopped() && i->state == "stopped")) st->set_broken(st->broken() + 1);
         if (i->health == "healthy") st->set_healthy(st->healthy() + 1);
         if (live && !current) st->set_updating(st->updating() + 1);
+        if (req->omit_instances() || (!req->service().empty() && req->service() != kv.first)) continue;
         v1::InstanceStatus* is = st->add_instances();
         is->set_uuid(i->uuid);
         is->set_alias(i->alias);
@@ -116,6 +119,11 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
         is->set_stale_meta(i->stale_meta);
         is->set_stale_checks(i->stale_checks);
         is->set_version(i->version);
+        is->set_image_uuid(i->image_uuid);
+        is->set_server_uuid(i->server_uuid);
+        is->set_ip(i->ip);
+        auto host = hostnames.find(i->server_uuid);
+        if (host != hostnames.end()) is->set_server_hostname(host->second);
         SetTimestamp(i->created, is->mutable_created_at());
       }
     }

@@ -78,6 +78,7 @@ std::vector<FlagSpec> BuildSpecs() {
       {"health-lease", "DURATION", "a health agent silent this long is dropped and its checks move to the others (default 10s)", [](DaemonFlags& f) { return &f.health_lease; }, nullptr},
       {"health-loopback", "", "check an instance's 10.a.b.c address at 127.a.b.c, where tritonsim --listen-vms answers for it", nullptr, [](DaemonFlags& f) { return &f.health_loopback; }},
       {"metrics-listen", "HOST:PORT", "serve Prometheus metrics at http://HOST:PORT/metrics (port 0 picks a free port); off unless given", [](DaemonFlags& f) { return &f.metrics_listen; }, nullptr},
+      {"http-listen", "HOST:PORT", "serve the HTTP/JSON API and the web console at http://HOST:PORT/ (https:// with --tls-cert; port 0 picks a free port; docs/http-api.md); off unless given", [](DaemonFlags& f) { return &f.http_listen; }, nullptr},
       {"help", "", "this text", nullptr, nullptr},
   };
   // Each API's own timeout and connection limit (named in --api-timeout's help).
@@ -217,6 +218,12 @@ absl::StatusOr<DaemonConfig> CheckDaemonFlags(DaemonFlags flags, const std::map<
                " is not a loopback address and there is no TLS: anyone on the network could read "
                "tokens and secrets in transit. Give --tls-cert and --tls-key (docs/security.md), listen on 127.0.0.1, "
                "or accept the risk with --insecure-listen");
+  }
+  if (!f.http_listen.empty() && !c.tls && !auth::IsLocalAddress(f.http_listen) && !f.insecure_listen) {
+    return bad("--http-listen ", f.http_listen,
+               " is not a loopback address and there is no TLS: anyone on the network could read tokens and secrets "
+               "in transit. Give --tls-cert and --tls-key (docs/security.md), listen on 127.0.0.1, or accept the "
+               "risk with --insecure-listen");
   }
   if (f.embedded_health && f.socket_path == "none" && (c.tls || !auth::IsLocalAddress(f.listen))) {
     return bad("--embedded-health connects to mariposad over a local listener: keep --socket or listen on loopback");

@@ -25,7 +25,7 @@ struct DaemonFlags {
   std::string store_spec, node_name, advertise, lease_ttl = "10s";
   std::string owner, admin_owner, network, resync = "5s", backoff_cap = "2m", watch = "on", relist = "5m";
   std::string image_source_url, image_channel = "release", max_jobs = "64", max_jobs_project = "32";
-  std::string health_lease = "10s", metrics_listen;
+  std::string health_lease = "10s", metrics_listen, http_listen;
   bool insecure_listen = false, standby = false, init = false, accept_store_loss = false;
   bool embedded_health = false, remote_agents = false, health_loopback = false;
   bool help = false;

@@ -23,6 +23,7 @@
 #include "daemon/grpc_metrics.h"
 #include "daemon/process.h"
 #include "daemon/request_parse.h"
+#include "gateway/gateway.h"
 #include "health/events.h"
 #include "projects/limits.h"
 #include "projects/store_open.h"
@@ -261,6 +262,7 @@ Daemon::Exit Daemon::Services() {
   aopts_.clock = clock_;
   aopts_.daemon_uid = geteuid();
   if (flags_.embedded_health) aopts_.internal_token = auth::NewTokenSecret();
+  if (!flags_.http_listen.empty()) aopts_.gateway_token = auth::NewTokenSecret();
   authorizer_ = std::make_unique<auth::Authorizer>(aopts_);
   SetAccess(authorizer_.get());
   auth_service_ = std::make_unique<auth::AuthService>(store_.get(), authorizer_.get(), sealer_.get(), clock_);
@@ -531,11 +533,13 @@ Daemon::Exit Daemon::Listen() {
   int port = 0;
   if (Exit e = ListenLocal(&builder, &port)) return e;
   if (Exit e = BuildServer(&builder, &port)) return e;
+  if (Exit e = ServeHttp()) return e;
   std::vector<std::string> addrs = {bound_};
   if (!flags_.metrics_listen.empty()) {
     addrs.push_back(absl::StrCat(flags_.metrics_listen.substr(0, flags_.metrics_listen.rfind(':')), ":",
                                  metrics_->port()));
   }
+  if (gateway_) addrs.push_back(gateway_->url());
   WriteAddrFile(flags_.addr_file, addrs);
   return std::nullopt;
 }
@@ -626,6 +630,38 @@ Daemon::Exit Daemon::BuildServer(grpc::ServerBuilder* builder, const int* port) 
   return std::nullopt;
 }
 
+// --http-listen: the HTTP/JSON API and console, forwarding to this
+// server's own services in process (gateway/gateway.h).
+Daemon::Exit Daemon::ServeHttp() {
+  if (flags_.http_listen.empty()) return std::nullopt;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(Limits::kMaxGrpcMessageBytes);
+  args.SetMaxSendMessageSize(Limits::kMaxRequestBytes);
+  gateway::GatewayOptions o;
+  o.listen = flags_.http_listen;
+  o.tls_cert = flags_.tls_cert;
+  o.tls_key = flags_.tls_key;
+  o.tls_client_ca = flags_.tls_client_ca;
+  o.insecure = flags_.insecure_listen;
+  o.channel = server_->InProcessChannel(args);
+  o.token = aopts_.gateway_token;
+  o.clock = clock_;
+  o.max_body = Limits::kMaxRequestBytes;
+  o.version = kMariposaVersion;
+  auto g = gateway::Gateway::Start(std::move(o));
+  if (!g.ok()) {
+    LogError("cannot serve HTTP", {{"listen", flags_.http_listen}, {"error", g.status().ToString()}});
+    std::cerr << "mariposad: " << g.status().message() << "\n";
+    return 1;
+  }
+  gateway_ = *std::move(g);
+  listeners_.push_back(absl::StrCat(gateway_->url(), " (HTTP API and console: tokens",
+                                    flags_.tls_client_ca.empty() ? "" : ", client certificates",
+                                    config_.tls ? "" : ", the loopback caller's uid for non-browsers", ")"));
+  admin_->set_facts(listeners_, absl::StrCat(flags_.secrets_key, " (key ", sealer_->current_key_id(), ")"), standing_);
+  return std::nullopt;
+}
+
 // VMAPI's change feed: each sync reads only what changed (vm_feed.h).
 void Daemon::Watch() {
   triton::VmFeedOptions fo;
@@ -699,6 +735,7 @@ void Daemon::Serve() {
   std::thread signals = OnSignal(sigs_, [this](int sig) {
     LogInfo("shutting down", {{"signal", strsignal(sig)}});
     for (auto& l : locals_) l->Stop();
+    if (gateway_) gateway_->Stop();  // its event streams end with the gRPC ones
     events_->Stop();  // open `events -f` streams end now, not at the shutdown deadline
     if (embedded_) embedded_->Stop();
     if (health_agents_) health_agents_->Stop();

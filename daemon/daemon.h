@@ -50,6 +50,7 @@
 #include "daemon/config.h"
 #include "daemon/controller_state.h"
 #include "daemon/wake_bus.h"
+#include "gateway/gateway.h"
 #include "health/agent.h"
 #include "health/agents_service.h"
 #include "health/coordinator.h"
@@ -99,6 +100,7 @@ class Daemon {
   Exit Listen();
   Exit ListenLocal(grpc::ServerBuilder* builder, int* port);
   Exit BuildServer(grpc::ServerBuilder* builder, const int* port);  // *port: set by BuildAndStart
+  Exit ServeHttp();  // --http-listen
   void Watch();
   void StartWork();
   void StartEmbeddedAgent();
@@ -160,6 +162,7 @@ class Daemon {
   std::string bound_;                      // the --listen address bound
   std::unique_ptr<EventsService> events_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<gateway::Gateway> gateway_;  // --http-listen
   std::unique_ptr<triton::VmFeed> feed_;
   std::unique_ptr<health::Agent> embedded_;
 };

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "projects/limits.h"
 #include "projects/request_guard.h"
@@ -22,12 +23,23 @@ grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEvent
       !s.ok()) {
     return ToGrpc(s);
   }
+  auto wanted = [&](const std::string& kind) {
+    if (req->kinds().empty()) return true;
+    for (const std::string& k : req->kinds()) {
+      if (kind == k || (absl::EndsWith(k, ".") && absl::StartsWith(kind, k))) return true;
+    }
+    return false;
+  };
   int64_t after = req->after_index();
   if (req->tail()) {
     auto last = store_->LastEventIndex();
     if (!last.ok()) return ToGrpc(last.status());
     after = *last;
   }
+  // Accepted: said at once, before any event (the HTTP gateway answers a
+  // refusal as an HTTP error, an open stream as Server-Sent Events).
+  ctx->AddInitialMetadata("x-mariposa-stream", "open");
+  writer->SendInitialMetadata();
   while (!ctx->IsCancelled()) {
     if (stopping_.load()) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE,
@@ -37,7 +49,7 @@ grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEvent
     if (!list.ok()) return ToGrpc(list.status());
     for (const EventRecord& e : *list) {
       after = e.index;
-      if (!CanSee(ctx, e.project)) continue;
+      if (!CanSee(ctx, e.project) || !wanted(e.kind)) continue;
       v1::Event out;
       EventToProto(e, &out);
       if (!writer->Write(out)) return grpc::Status::OK;  // the client went away
