@@ -1,0 +1,629 @@
+// Mariposa's web console: a page of mariposad's HTTP/JSON API
+// (docs/console.md). Everything it shows comes from /v1/…; it keeps the
+// token in this tab's sessionStorage only and never displays it. Text is
+// always set with textContent, never parsed as HTML.
+'use strict';
+
+const session = {
+  token: sessionStorage.getItem('mariposa.token') || '',
+  who: null,
+};
+let pageCleanup = [];  // stops the current page's streams and timers
+
+// ---- API -------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, info) {
+    super(info.message || `HTTP ${status}`);
+    this.status = status;
+    this.info = info;
+  }
+}
+
+async function api(method, path, body) {
+  const opts = {method, headers: {}};
+  if (session.token) opts.headers['Authorization'] = 'Bearer ' + session.token;
+  if (body !== undefined) {
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, opts);
+  const text = await res.text();
+  let data;
+  try { data = JSON.parse(text); } catch (e) { data = {message: text}; }
+  if (!res.ok) {
+    if (res.status === 401 && location.hash !== '#/login') {
+      session.token = '';
+      sessionStorage.removeItem('mariposa.token');
+    }
+    throw new ApiError(res.status, data);
+  }
+  return data;
+}
+
+const enc = encodeURIComponent;
+
+// Server-Sent Events over fetch (EventSource cannot send a token): calls
+// onEvent with each parsed `data:` and reconnects from the last id.
+function watch(path, onEvent) {
+  const ctl = {stopped: false, abort: null, lastId: ''};
+  async function run() {
+    while (!ctl.stopped) {
+      const abort = new AbortController();
+      ctl.abort = abort;
+      try {
+        const headers = {'Authorization': 'Bearer ' + session.token};
+        if (ctl.lastId) headers['Last-Event-ID'] = ctl.lastId;
+        const res = await fetch(path, {headers, signal: abort.signal});
+        if (!res.ok) return;
+        const reader = res.body.getReader();
+        const decoder = new TextDecoder();
+        let buf = '';
+        for (;;) {
+          const {value, done} = await reader.read();
+          if (done) break;
+          buf += decoder.decode(value, {stream: true});
+          let at;
+          while ((at = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, at);
+            buf = buf.slice(at + 2);
+            let data = '', id = '', kind = '';
+            for (const line of block.split('\n')) {
+              if (line.startsWith('data: ')) data += line.slice(6);
+              else if (line.startsWith('id: ')) id = line.slice(4);
+              else if (line.startsWith('event: ')) kind = line.slice(7);
+            }
+            if (id) ctl.lastId = id;
+            if (data && kind !== 'error') onEvent(JSON.parse(data));
+          }
+        }
+      } catch (e) {
+        if (ctl.stopped) return;
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+  run();
+  return () => { ctl.stopped = true; if (ctl.abort) ctl.abort.abort(); };
+}
+
+// ---- DOM helpers -------------------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else if (k === 'style') el.style.cssText = v;  // CSSOM: allowed by the page's CSP, unlike style=
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+// Replaces el's children with nodes (nested arrays flattened; null, false
+// and undefined left out).
+function fill(el, ...nodes) {
+  el.replaceChildren(...nodes.flat(Infinity).filter((n) => n !== null && n !== undefined && n !== false)
+      .map((n) => (n instanceof Node ? n : document.createTextNode(String(n)))));
+}
+
+function badge(prefix, value) {
+  return h('span', {class: `badge ${prefix}-${value || 'unknown'}`}, value || 'unknown');
+}
+
+function when(ts) {
+  if (!ts) return '';
+  const d = new Date(ts);
+  return isNaN(d) ? ts : d.toISOString().replace('T', ' ').slice(0, 19);
+}
+
+// RFD 40's four parts, as the API returns them.
+function errorBox(e) {
+  const info = e instanceof ApiError ? e.info : {error: String(e.message || e)};
+  const parts = [['Error', info.error || info.message], ['Reason', info.reason], ['Fix', info.fix],
+                 ['Impact', info.impact]];
+  return h('div', {class: 'error', role: 'alert'},
+      h('strong', {}, info.status ? `${info.status}` : 'Error'),
+      h('dl', {}, parts.filter(([, v]) => v).map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
+}
+
+function say(text) { document.getElementById('live').textContent = text; }
+
+function table(headers, rows) {
+  return h('table', {},
+      h('thead', {}, h('tr', {}, headers.map((t) => h('th', {scope: 'col'}, t)))),
+      h('tbody', {}, rows));
+}
+
+async function allowed(action, project) {
+  try {
+    const r = await api('GET', `/v1/auth/can-i?action=${enc(action)}&project=${enc(project || '')}`);
+    return r.allowed;
+  } catch (e) {
+    return false;
+  }
+}
+
+function render(...nodes) {
+  fill(document.getElementById('main'), nodes);
+}
+
+// ---- pages -------------------------------------------------------------------
+
+function loginPage(error) {
+  const input = h('input', {id: 'token', type: 'password', autocomplete: 'off', required: true,
+                            'aria-describedby': 'token-help'});
+  const form = h('form', {class: 'login', onsubmit: async (ev) => {
+    ev.preventDefault();
+    session.token = input.value.trim();
+    try {
+      session.who = await api('GET', '/v1/auth/whoami');
+      sessionStorage.setItem('mariposa.token', session.token);
+      location.hash = '#/';
+      route();
+    } catch (e) {
+      session.token = '';
+      loginPage(e);
+    }
+  }},
+  h('div', {class: 'field'},
+      h('label', {for: 'token'}, 'Token'), input,
+      h('span', {id: 'token-help', class: 'muted'},
+          'A token from `mariposa admin token create`. It stays in this tab and is never shown.')),
+  h('button', {type: 'submit', id: 'login'}, 'Log in'));
+  render(h('h1', {}, 'Log in'), error ? errorBox(error) : null, form);
+  input.focus();
+}
+
+async function projectsPage() {
+  render(h('h1', {}, 'Projects'), h('p', {class: 'muted'}, 'Loading…'));
+  const [list, canApply] = await Promise.all([api('GET', '/v1/projects'), allowed('Projects/Apply', '')]);
+  const rows = await Promise.all(list.projects.map(async (p) => {
+    let verdict = 'unknown', counts = '';
+    try {
+      const st = await api('GET', `/v1/projects/${enc(p.name)}/state?omit_instances=true`);
+      const svcs = st.services || [];
+      const bad = svcs.find((s) => s.verdict !== 'converged');
+      verdict = svcs.length === 0 ? 'converged' : bad ? bad.verdict : 'converged';
+      const ready = svcs.reduce((n, s) => n + Number(s.ready), 0);
+      const desired = svcs.reduce((n, s) => n + Number(s.desired), 0);
+      counts = `${ready}/${desired} ready`;
+    } catch (e) {
+      counts = e.message;
+    }
+    return h('tr', {'data-project': p.name},
+        h('td', {}, h('a', {href: `#/p/${enc(p.name)}`}, p.name)),
+        h('td', {}, p.description),
+        h('td', {}, `v${p.current_version_number}`),
+        h('td', {}, String(p.service_count)),
+        h('td', {}, badge('v', verdict), ' ', counts),
+        h('td', {}, p.deleting ? 'being deleted' : ''));
+  }));
+  render(h('h1', {}, 'Projects'),
+      canApply ? h('p', {}, h('a', {href: '#/apply', id: 'new-project'}, 'Apply a manifest')) : null,
+      rows.length ? table(['Project', 'Description', 'Version', 'Services', 'State', ''], rows)
+                  : h('p', {id: 'no-projects'}, 'No projects you may see.'));
+}
+
+function tabs(name, current) {
+  const t = [['overview', 'Overview'], ['queue', 'Queue'], ['events', 'Events'], ['versions', 'Versions'],
+             ['apply', 'Apply']];
+  return h('nav', {class: 'tabs', 'aria-label': 'Project'},
+      t.map(([id, label]) => h('a', {href: `#/p/${enc(name)}/${id}`, 'aria-current': id === current ? 'page' : null},
+                               label)));
+}
+
+// Reloads `load` when the project's events arrive (debounced) and every 5 s.
+function live(name, load) {
+  let pending = null;
+  const again = () => {
+    if (pending) return;
+    pending = setTimeout(() => { pending = null; load(); }, 300);
+  };
+  const stop = watch(`/v1/projects/${enc(name)}/events:watch?tail=true`, again);
+  const timer = setInterval(load, 5000);
+  pageCleanup.push(stop, () => clearInterval(timer), () => clearTimeout(pending));
+}
+
+async function overviewPage(name) {
+  const head = [h('h1', {}, name), tabs(name, 'overview')];
+  const out = h('div', {id: 'overview'});
+  render(head, out);
+  const [canScale, canFreeze] = await Promise.all([allowed('Projects/Scale', name), allowed('Queue/Freeze', name)]);
+  let message = null;
+  const load = async () => {
+    let st, tasks;
+    try {
+      [st, tasks] = await Promise.all([api('GET', `/v1/projects/${enc(name)}/state?omit_instances=true`),
+                                       api('GET', `/v1/projects/${enc(name)}/tasks?finished_limit=0`)]);
+    } catch (e) {
+      fill(out, errorBox(e));
+      return;
+    }
+    const svcs = st.services || [];
+    const converged = st.converged;
+    const rows = svcs.map((s) => {
+      const input = h('input', {type: 'number', min: '0', value: s.desired, 'aria-label': `Count of ${s.name}`,
+                                class: 'scale-count', style: 'width: 6em'});
+      const scale = canScale && !s.agent ? h('form', {class: 'row', onsubmit: async (ev) => {
+        ev.preventDefault();
+        try {
+          await api('POST', `/v1/projects/${enc(name)}:scale`, {changes: [`${s.name}=${input.value}`]});
+          message = h('div', {class: 'notice', role: 'status'}, `${s.name} scaled to ${input.value}`);
+        } catch (e) {
+          message = errorBox(e);
+        }
+        load();
+      }}, input, h('button', {type: 'submit', class: 'secondary'}, 'Scale')) : null;
+      return h('tr', {'data-service': s.name},
+          h('td', {}, h('a', {href: `#/p/${enc(name)}/instances/${enc(s.name)}`}, s.name)),
+          h('td', {}, badge('v', s.verdict), s.frozen ? h('span', {class: 'badge v-paused'}, 'frozen') : null),
+          h('td', {}, `${s.ready}/${s.desired}`),
+          h('td', {}, String(s.running)), h('td', {}, String(s.healthy)), h('td', {}, String(s.updating)),
+          h('td', {}, s.reason, s.fix ? h('div', {class: 'muted'}, 'Fix: ', s.fix) : null),
+          h('td', {}, scale));
+    });
+    const rollouts = (tasks.tasks || []).filter((t) => t.kind === 'reprovision' && ['queued', 'active'].includes(t.state));
+    const problems = (st.problems || []).map((p) => h('div', {class: 'error', role: 'alert'},
+        h('strong', {}, p.kind + (p.service ? ` (${p.service})` : '')),
+        h('dl', {}, [['Error', p.error], ['Reason', p.reason], ['Fix', p.fix], ['Impact', p.impact]]
+            .filter(([, v]) => v).map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))));
+    fill(out,
+        h('p', {id: 'verdict'}, 'Project: ', badge('v', converged ? 'converged' : 'progressing'),
+          ` version ${st.version}`, st.observed_at ? h('span', {class: 'muted'}, ` · read ${when(st.observed_at)}`) : ''),
+        message,
+        problems.length ? [h('h2', {}, 'Problems'), problems] : null,
+        rollouts.length ? [h('h2', {}, 'Rollout'), rollouts.map(rolloutView)] : null,
+        h('h2', {}, 'Services'),
+        table(['Service', 'Verdict', 'Ready', 'Running', 'Healthy', 'Updating', 'Why / fix', ''], rows),
+        canFreeze ? null : h('p', {class: 'muted'}, 'Your role may look, not change.'));
+  };
+  await load();
+  live(name, load);
+}
+
+function rolloutView(t) {
+  const planned = Number(t.steps_planned), done = Number(t.steps_done);
+  const pct = planned > 0 ? Math.round(100 * done / planned) : 0;
+  return h('div', {class: 'rollout', 'data-task': t.uuid},
+      h('p', {}, h('strong', {}, `${t.kind} of ${(t.services || []).join(', ') || 'the project'}`), ' ', badge('t', t.state),
+        ' ', h('span', {class: 'progress', role: 'progressbar', 'aria-valuemin': '0', 'aria-valuemax': String(planned),
+                          'aria-valuenow': String(done), 'aria-label': 'Rollout progress'},
+               h('span', {style: `width: ${pct}%`})),
+        ` ${done}/${planned} steps · ${t.created} created, ${t.deleted} removed, ${t.failed} failed`),
+      h('p', {class: 'muted'},
+        Number(t.canary) > 0 ? `canary: stops after ${t.canary} · ` : '',
+        Number(t.rolling) > 0 ? `batches of ${t.rolling} · ` : 'batches as update.rolling · ',
+        t.paused ? `paused: ${t.paused} · ` : '',
+        (t.wait_for || []).length ? `waits for ${t.wait_for.join(', ')} · ` : '',
+        t.error ? `error: ${t.error}` : 'health gate: each batch waits for its instances to be ready'));
+}
+
+async function instancesPage(name, service) {
+  render(h('h1', {}, `${name} / ${service}`), tabs(name, 'overview'), h('p', {class: 'muted'}, 'Loading…'));
+  let st;
+  try {
+    st = await api('GET', `/v1/projects/${enc(name)}/state?service=${enc(service)}`);
+  } catch (e) {
+    render(h('h1', {}, `${name} / ${service}`), tabs(name, 'overview'), errorBox(e));
+    return;
+  }
+  const svc = (st.services || []).find((s) => s.name === service) || {instances: []};
+  const all = svc.instances || [];
+  const filter = h('input', {id: 'instance-filter', type: 'search', placeholder: 'alias, state, health, server…'});
+  const box = h('div', {class: 'virtual', role: 'table', 'aria-label': `Instances of ${service}`,
+                        'aria-rowcount': String(all.length), tabindex: '0'});
+  const spacer = h('div', {class: 'spacer'});
+  box.append(spacer);
+  const rowH = 30;
+  let shown = all;
+  const draw = () => {
+    const first = Math.max(0, Math.floor(box.scrollTop / rowH) - 10);
+    const last = Math.min(shown.length, first + Math.ceil(box.clientHeight / rowH) + 20);
+    spacer.style.height = `${shown.length * rowH}px`;
+    const rows = [];
+    for (let i = first; i < last; i++) {
+      const x = shown[i];
+      rows.push(h('div', {class: 'vrow', role: 'row', style: `top: ${i * rowH}px`, 'aria-rowindex': String(i + 1)},
+          h('span', {role: 'cell'}, x.alias || x.uuid), h('span', {role: 'cell'}, badge('s', x.state)),
+          h('span', {role: 'cell'}, badge('h', x.health)),
+          h('span', {role: 'cell', title: x.image_uuid}, x.image_uuid.slice(0, 8)),
+          h('span', {role: 'cell'}, `v${x.version}${x.current_spec ? '' : ' (old spec)'}`),
+          h('span', {role: 'cell', title: x.server_uuid}, x.server_hostname || x.server_uuid.slice(0, 8)),
+          h('span', {role: 'cell'}, x.ip)));
+    }
+    fill(spacer, ...rows);
+  };
+  filter.addEventListener('input', () => {
+    const q = filter.value.toLowerCase();
+    shown = q ? all.filter((x) => [x.alias, x.state, x.health, x.server_hostname, x.server_uuid, x.image_uuid, x.ip]
+        .some((v) => (v || '').toLowerCase().includes(q))) : all;
+    box.scrollTop = 0;
+    draw();
+  });
+  box.addEventListener('scroll', draw);
+  render(h('h1', {}, `${name} / ${service}`), tabs(name, 'overview'),
+      h('p', {}, badge('v', svc.verdict), ` ${svc.ready}/${svc.desired} ready · ${all.length} instances`),
+      h('div', {class: 'field'}, h('label', {for: 'instance-filter'}, 'Filter'), filter),
+      h('div', {class: 'vhead', role: 'row'}, ['Instance', 'State', 'Health', 'Image', 'Version', 'Server', 'IP']
+          .map((t) => h('span', {role: 'columnheader'}, t))),
+      box);
+  draw();
+}
+
+async function queuePage(name) {
+  const out = h('div', {id: 'queue'});
+  render(h('h1', {}, name), tabs(name, 'queue'), out);
+  const [canFreeze, canThaw, canCancel] = await Promise.all([
+    allowed('Queue/Freeze', name), allowed('Queue/Thaw', name), allowed('Queue/TerminateTask', name)]);
+  let message = null;
+  const act = async (fn, ok) => {
+    try {
+      await fn();
+      message = h('div', {class: 'notice', role: 'status'}, ok);
+      say(ok);
+    } catch (e) {
+      message = errorBox(e);
+    }
+    load();
+  };
+  const reason = h('input', {id: 'freeze-reason', type: 'text', placeholder: 'why (shown to others)'});
+  const controls = h('div', {class: 'row'},
+      canFreeze ? [h('label', {for: 'freeze-reason'}, 'Reason'), reason,
+                   h('button', {id: 'freeze', type: 'button', onclick: () => act(
+                       () => api('POST', `/v1/projects/${enc(name)}:freeze`, {reason: reason.value}), 'Frozen')},
+                     'Freeze project')] : null,
+      canThaw ? h('button', {id: 'thaw', type: 'button', class: 'secondary', onclick: () => act(
+                    () => api('POST', `/v1/projects/${enc(name)}:thaw`, {}), 'Thawed')}, 'Thaw project') : null);
+  const load = async () => {
+    let tasks;
+    try {
+      tasks = await api('GET', `/v1/projects/${enc(name)}/tasks?finished_limit=50`);
+    } catch (e) {
+      fill(out, errorBox(e));
+      return;
+    }
+    const rows = (tasks.tasks || []).map((t) => {
+      const open = ['queued', 'active', 'terminating'].includes(t.state);
+      return h('tr', {'data-task': t.uuid, 'data-kind': t.kind},
+          h('td', {title: t.uuid}, t.uuid.slice(0, 8)), h('td', {}, t.kind),
+          h('td', {}, (t.services || []).join(', ') || 'all'), h('td', {}, badge('t', t.state)),
+          h('td', {}, Number(t.steps_planned) > 0 ? `${t.steps_done}/${t.steps_planned}` : ''),
+          h('td', {}, `${t.origin}${t.trigger ? ' (' + t.trigger + ')' : ''}`), h('td', {}, t.actor),
+          h('td', {}, when(t.created_at)), h('td', {}, t.error || t.reason || t.paused),
+          h('td', {}, open && canCancel && t.state !== 'terminating'
+              ? h('button', {type: 'button', class: 'danger cancel', 'aria-label': `Cancel task ${t.uuid.slice(0, 8)}`,
+                             onclick: () => act(() => api('POST', `/v1/tasks/${enc(t.uuid)}:terminate`,
+                                                          {reason: 'cancelled in the console'}), 'Task cancelled')},
+                  t.kind === 'freeze' ? 'End' : 'Cancel')
+              : null));
+    });
+    fill(out, controls, message,
+        table(['Task', 'Kind', 'Scope', 'State', 'Progress', 'Origin', 'Actor', 'Created', 'Note', ''], rows));
+  };
+  await load();
+  live(name, load);
+}
+
+async function eventsPage(name) {
+  const filter = h('input', {id: 'event-filter', type: 'search', placeholder: 'kind or text, e.g. task. or mysql'});
+  const body = h('tbody', {});
+  let events = [];
+  const draw = () => {
+    const q = filter.value.toLowerCase();
+    const shown = events.filter((e) => !q || [e.kind, e.subject, e.detail, e.actor]
+        .some((v) => (v || '').toLowerCase().includes(q))).slice(-500).reverse();
+    fill(body, ...shown.map((e) => h('tr', {'data-kind': e.kind},
+        h('td', {}, e.index), h('td', {}, when(e.time)), h('td', {}, e.kind), h('td', {}, e.actor),
+        h('td', {}, e.detail))));
+  };
+  filter.addEventListener('input', draw);
+  render(h('h1', {}, name), tabs(name, 'events'),
+      h('div', {class: 'field'}, h('label', {for: 'event-filter'}, 'Filter'), filter),
+      h('table', {}, h('thead', {}, h('tr', {}, ['#', 'Time', 'Kind', 'Actor', 'Detail']
+          .map((t) => h('th', {scope: 'col'}, t)))), body));
+  try {
+    const r = await api('GET', `/v1/projects/${enc(name)}/events?newest=true&limit=500`);
+    events = r.events || [];
+  } catch (e) {
+    render(h('h1', {}, name), tabs(name, 'events'), errorBox(e));
+    return;
+  }
+  draw();
+  const after = events.length ? events[events.length - 1].index : 0;
+  pageCleanup.push(watch(`/v1/projects/${enc(name)}/events:watch?after_index=${after}`, (e) => {
+    events.push(e);
+    if (events.length > 2000) events = events.slice(-1000);
+    draw();
+  }));
+}
+
+// Lines of `a` and `b` as kept, removed and added (longest common subsequence).
+function lineDiff(a, b) {
+  const x = a.split('\n'), y = b.split('\n');
+  const n = x.length, m = y.length;
+  const L = Array.from({length: n + 1}, () => new Int32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) L[i][j] = x[i] === y[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+  }
+  const out = [];
+  let i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && x[i] === y[j]) { out.push([' ', x[i]]); i++; j++; }
+    else if (j < m && (i === n || L[i][j + 1] >= L[i + 1][j])) { out.push(['+', y[j]]); j++; }
+    else { out.push(['-', x[i]]); i++; }
+  }
+  return out;
+}
+
+async function versionsPage(name, params) {
+  let list;
+  try {
+    list = await api('GET', `/v1/projects/${enc(name)}/versions`);
+  } catch (e) {
+    render(h('h1', {}, name), tabs(name, 'versions'), errorBox(e));
+    return;
+  }
+  const versions = (list.versions || []).slice().sort((p, q) => Number(q.number) - Number(p.number));
+  const pick = (which, v) => h('input', {type: 'radio', name: which, value: v.number, 'aria-label': `${which} v${v.number}`,
+                                         checked: params.get(which) === String(v.number)});
+  const rows = versions.map((v) => h('tr', {'data-version': v.number},
+      h('td', {}, pick('a', v)), h('td', {}, pick('b', v)),
+      h('td', {}, h('a', {href: `#/p/${enc(name)}/versions?show=${v.number}`}, `v${v.number}`)),
+      h('td', {}, when(v.created_at)), h('td', {}, v.author), h('td', {}, (v.tags || []).join(', ')),
+      h('td', {}, v.origin), h('td', {}, v.message)));
+  const form = h('form', {onsubmit: (ev) => {
+    ev.preventDefault();
+    const fd = new FormData(form);
+    location.hash = `#/p/${enc(name)}/versions?a=${fd.get('a') || ''}&b=${fd.get('b') || ''}`;
+  }}, table(['A', 'B', 'Version', 'Created', 'Author', 'Tags', 'Origin', 'Message'], rows),
+  h('button', {type: 'submit', id: 'compare'}, 'Compare A with B'));
+  const get = (n) => api('GET', `/v1/projects/${enc(name)}/versions/${enc(n)}?include_manifest=true`);
+  let detail = null;
+  try {
+    if (params.get('show')) {
+      const v = await get(params.get('show'));
+      detail = [h('h2', {}, `Manifest of v${v.version.number}`), h('pre', {id: 'manifest'}, v.version.manifest)];
+    } else if (params.get('a') && params.get('b')) {
+      const [a, b] = await Promise.all([get(params.get('a')), get(params.get('b'))]);
+      const lines = lineDiff(a.version.manifest, b.version.manifest);
+      detail = [h('h2', {}, `v${a.version.number} → v${b.version.number}`),
+                h('pre', {class: 'diff', id: 'diff'}, lines.map(([k, t]) =>
+                    h('div', {class: k === '+' ? 'add' : k === '-' ? 'del' : ''}, `${k} ${t}`)))];
+    }
+  } catch (e) {
+    detail = errorBox(e);
+  }
+  render(h('h1', {}, name), tabs(name, 'versions'), form, detail);
+}
+
+function diffView(resp) {
+  const d = resp.diff || {};
+  const rows = (d.services || []).filter((s) => s.action !== 'UNCHANGED').map((s) => h('tr', {},
+      h('td', {}, s.service), h('td', {}, s.action.toLowerCase()),
+      h('td', {}, `${s.from_count} → ${s.to_count}`),
+      h('td', {}, (s.fields || []).map((f) => h('div', {}, `${f.path}: ${f.from} → ${f.to}`)),
+        Number(s.instances_replaced) > 0 ? h('div', {}, `${s.instances_replaced} instances replaced`) : null)));
+  return h('div', {id: 'plan'},
+      d.empty ? h('p', {}, 'No change: the manifest is the version in force.') : table(['Service', 'Change', 'Count', 'Fields'], rows),
+      (d.project_fields || []).map((f) => h('div', {}, `${f.path}: ${f.from} → ${f.to}`)),
+      (resp.warnings || []).map((w) => h('div', {class: 'notice'}, 'Warning: ', w)));
+}
+
+async function applyPage(name) {
+  const project = h('input', {id: 'apply-project', type: 'text', value: name || '', required: true});
+  const text = h('textarea', {id: 'manifest', rows: '18', cols: '90', spellcheck: 'false'});
+  const file = h('input', {id: 'manifest-file', type: 'file', accept: '.yaml,.yml,.json,text/*'});
+  const out = h('div', {id: 'apply-result'});
+  const applyBtn = h('button', {type: 'button', id: 'apply', disabled: true}, 'Apply');
+  let base = null;  // the version the plan was made against (--previous)
+  file.addEventListener('change', async () => {
+    if (file.files[0]) text.value = await file.files[0].text();
+    guess();
+  });
+  const guess = () => {
+    const m = /^project:\s*([a-z0-9-]+)/m.exec(text.value);
+    if (m && !project.value) project.value = m[1];
+    applyBtn.disabled = true;
+  };
+  text.addEventListener('input', guess);
+  const plan = async () => {
+    try {
+      const r = await api('POST', `/v1/projects/${enc(project.value)}:apply`, {manifest: text.value, dry_run: true});
+      base = r.base_version;
+      fill(out, h('h2', {}, `Plan against ${base ? 'v' + r.base_version_number : 'a new project'}`),
+                          diffView(r));
+      applyBtn.disabled = !r.changed;
+    } catch (e) {
+      fill(out, errorBox(e));
+    }
+  };
+  applyBtn.addEventListener('click', async () => {
+    try {
+      // Refused if another version was applied since the plan.
+      const r = await api('POST', `/v1/projects/${enc(project.value)}:apply`,
+                          {manifest: text.value, previous_version: base || '', force: false});
+      applyBtn.disabled = true;
+      const where = `#/p/${enc(r.project || project.value)}`;
+      fill(out, h('div', {class: 'notice', role: 'status', id: 'applied'},
+          `Applied as version ${r.version.number}. `, r.rollout_task ? `Rollout task ${r.rollout_task.slice(0, 8)}. ` : '',
+          h('a', {href: where}, 'Watch it converge')));
+      say(`Applied as version ${r.version.number}`);
+    } catch (e) {
+      fill(out, errorBox(e));
+    }
+  });
+  render(h('h1', {}, name ? `${name}: apply` : 'Apply a manifest'), name ? tabs(name, 'apply') : null,
+      h('div', {class: 'field'}, h('label', {for: 'apply-project'}, 'Project'), project),
+      h('div', {class: 'field'}, h('label', {for: 'manifest-file'}, 'Upload a manifest'), file),
+      h('div', {class: 'field', style: 'max-width: none'}, h('label', {for: 'manifest'}, 'Manifest (YAML)'), text),
+      h('div', {class: 'row'}, h('button', {type: 'button', id: 'plan', class: 'secondary', onclick: plan}, 'Plan'),
+        applyBtn),
+      out);
+  if (name) {
+    try {
+      const v = await api('GET', `/v1/projects/${enc(name)}/versions/current?include_manifest=true`);
+      if (!text.value) text.value = v.version.manifest;
+    } catch (e) { /* a new project */ }
+  }
+}
+
+// ---- routing -----------------------------------------------------------------
+
+function sessionBar() {
+  const nav = document.getElementById('session');
+  if (!session.who) {
+    fill(nav);
+    return;
+  }
+  const roles = (session.who.grants || []).map((g) => `${g.role}${g.project ? ' on ' + g.project : ''}`).join(', ');
+  fill(nav, h('span', {id: 'whoami'}, `${session.who.name} (${roles || 'no role'})`),
+      h('button', {type: 'button', class: 'secondary', id: 'logout', style: 'color: #0b57a4', onclick: () => {
+        session.token = '';
+        session.who = null;
+        sessionStorage.removeItem('mariposa.token');
+        location.hash = '#/login';
+      }}, 'Log out'));
+}
+
+async function route() {
+  for (const stop of pageCleanup) stop();
+  pageCleanup = [];
+  const [path, query] = (location.hash.slice(1) || '/').split('?');
+  const params = new URLSearchParams(query || '');
+  if (!session.token || path === '/login') {
+    session.who = null;
+    sessionBar();
+    return loginPage();
+  }
+  try {
+    if (!session.who) session.who = await api('GET', '/v1/auth/whoami');
+    sessionBar();
+    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    if (parts.length === 0) return await projectsPage();
+    if (parts[0] === 'apply') return await applyPage('');
+    if (parts[0] === 'p' && parts[1]) {
+      const name = parts[1];
+      switch (parts[2] || 'overview') {
+        case 'overview': return await overviewPage(name);
+        case 'instances': return await instancesPage(name, parts[3] || '');
+        case 'queue': return await queuePage(name);
+        case 'events': return await eventsPage(name);
+        case 'versions': return await versionsPage(name, params);
+        case 'apply': return await applyPage(name);
+      }
+    }
+    render(h('h1', {}, 'Not found'), h('p', {}, h('a', {href: '#/'}, 'Projects')));
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) return loginPage(e);
+    render(errorBox(e));
+  }
+}
+
+window.addEventListener('hashchange', route);
+route();
