@@ -98,7 +98,7 @@ function h(tag, attrs, ...children) {
     else if (k === 'style') el.style.cssText = v;  // CSSOM: allowed by the page's CSP, unlike style=
     else el.setAttribute(k, v === true ? '' : v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -149,13 +149,15 @@ async function allowed(action, project) {
   }
 }
 
-function render(...nodes) {
-  fill(document.getElementById('main'), nodes);
+// Each navigation renders into a root of its own: a page still loading
+// when the user moves on renders into a root no longer in the document.
+function render(root, ...nodes) {
+  fill(root, nodes);
 }
 
 // ---- pages -------------------------------------------------------------------
 
-function loginPage(error) {
+function loginPage(root, error) {
   const input = h('input', {id: 'token', type: 'password', autocomplete: 'off', required: true,
                             'aria-describedby': 'token-help'});
   const form = h('form', {class: 'login', onsubmit: async (ev) => {
@@ -164,11 +166,11 @@ function loginPage(error) {
     try {
       session.who = await api('GET', '/v1/auth/whoami');
       sessionStorage.setItem('mariposa.token', session.token);
-      location.hash = '#/';
-      route();
+      if (location.hash === '#/') route();
+      else location.hash = '#/';  // hashchange routes
     } catch (e) {
       session.token = '';
-      loginPage(e);
+      loginPage(root, e);
     }
   }},
   h('div', {class: 'field'},
@@ -176,12 +178,12 @@ function loginPage(error) {
       h('span', {id: 'token-help', class: 'muted'},
           'A token from `mariposa admin token create`. It stays in this tab and is never shown.')),
   h('button', {type: 'submit', id: 'login'}, 'Log in'));
-  render(h('h1', {}, 'Log in'), error ? errorBox(error) : null, form);
+  render(root, h('h1', {}, 'Log in'), error ? errorBox(error) : null, form);
   input.focus();
 }
 
-async function projectsPage() {
-  render(h('h1', {}, 'Projects'), h('p', {class: 'muted'}, 'Loading…'));
+async function projectsPage(root) {
+  render(root, h('h1', {}, 'Projects'), h('p', {class: 'muted'}, 'Loading…'));
   const [list, canApply] = await Promise.all([api('GET', '/v1/projects'), allowed('Projects/Apply', '')]);
   const rows = await Promise.all(list.projects.map(async (p) => {
     let verdict = 'unknown', counts = '';
@@ -204,7 +206,7 @@ async function projectsPage() {
         h('td', {}, badge('v', verdict), ' ', counts),
         h('td', {}, p.deleting ? 'being deleted' : ''));
   }));
-  render(h('h1', {}, 'Projects'),
+  render(root, h('h1', {}, 'Projects'),
       canApply ? h('p', {}, h('a', {href: '#/apply', id: 'new-project'}, 'Apply a manifest')) : null,
       rows.length ? table(['Project', 'Description', 'Version', 'Services', 'State', ''], rows)
                   : h('p', {id: 'no-projects'}, 'No projects you may see.'));
@@ -219,7 +221,8 @@ function tabs(name, current) {
 }
 
 // Reloads `load` when the project's events arrive (debounced) and every 5 s.
-function live(name, load) {
+function live(root, name, load) {
+  if (!root.isConnected) return;  // the user moved on
   let pending = null;
   const again = () => {
     if (pending) return;
@@ -230,13 +233,15 @@ function live(name, load) {
   pageCleanup.push(stop, () => clearInterval(timer), () => clearTimeout(pending));
 }
 
-async function overviewPage(name) {
+async function overviewPage(root, name) {
   const head = [h('h1', {}, name), tabs(name, 'overview')];
   const out = h('div', {id: 'overview'});
-  render(head, out);
+  render(root, head, out);
   const [canScale, canFreeze] = await Promise.all([allowed('Projects/Scale', name), allowed('Queue/Freeze', name)]);
   let message = null;
-  const load = async () => {
+  const load = async (force) => {
+    // Not while the user types a count: the table would be redrawn under them.
+    if (!force && out.contains(document.activeElement) && document.activeElement.tagName === 'INPUT') return;
     let st, tasks;
     try {
       [st, tasks] = await Promise.all([api('GET', `/v1/projects/${enc(name)}/state?omit_instances=true`),
@@ -258,7 +263,7 @@ async function overviewPage(name) {
         } catch (e) {
           message = errorBox(e);
         }
-        load();
+        load(true);
       }}, input, h('button', {type: 'submit', class: 'secondary'}, 'Scale')) : null;
       return h('tr', {'data-service': s.name},
           h('td', {}, h('a', {href: `#/p/${enc(name)}/instances/${enc(s.name)}`}, s.name)),
@@ -284,7 +289,7 @@ async function overviewPage(name) {
         canFreeze ? null : h('p', {class: 'muted'}, 'Your role may look, not change.'));
   };
   await load();
-  live(name, load);
+  live(root, name, load);
 }
 
 function rolloutView(t) {
@@ -304,21 +309,24 @@ function rolloutView(t) {
         t.error ? `error: ${t.error}` : 'health gate: each batch waits for its instances to be ready'));
 }
 
-async function instancesPage(name, service) {
-  render(h('h1', {}, `${name} / ${service}`), tabs(name, 'overview'), h('p', {class: 'muted'}, 'Loading…'));
+async function instancesPage(root, name, service) {
+  render(root, h('h1', {}, `${name} / ${service}`), tabs(name, 'overview'), h('p', {class: 'muted'}, 'Loading…'));
   let st;
   try {
     st = await api('GET', `/v1/projects/${enc(name)}/state?service=${enc(service)}`);
   } catch (e) {
-    render(h('h1', {}, `${name} / ${service}`), tabs(name, 'overview'), errorBox(e));
+    render(root, h('h1', {}, `${name} / ${service}`), tabs(name, 'overview'), errorBox(e));
     return;
   }
   const svc = (st.services || []).find((s) => s.name === service) || {instances: []};
-  const all = svc.instances || [];
+  // In natural order: web-2 before web-10.
+  const all = (svc.instances || []).slice().sort((a, b) =>
+      (a.alias || a.uuid).localeCompare(b.alias || b.uuid, undefined, {numeric: true}));
   const filter = h('input', {id: 'instance-filter', type: 'search', placeholder: 'alias, state, health, server…'});
-  const box = h('div', {class: 'virtual', role: 'table', 'aria-label': `Instances of ${service}`,
-                        'aria-rowcount': String(all.length), tabindex: '0'});
-  const spacer = h('div', {class: 'spacer'});
+  // One ARIA table: the header row, then the scrolled rows (only those in
+  // view are in the page; aria-rowindex says where each is).
+  const box = h('div', {class: 'virtual', role: 'rowgroup', tabindex: '0', 'aria-label': 'Scroll the instances'});
+  const spacer = h('div', {class: 'spacer', role: 'presentation'});
   box.append(spacer);
   const rowH = 30;
   let shown = all;
@@ -329,7 +337,7 @@ async function instancesPage(name, service) {
     const rows = [];
     for (let i = first; i < last; i++) {
       const x = shown[i];
-      rows.push(h('div', {class: 'vrow', role: 'row', style: `top: ${i * rowH}px`, 'aria-rowindex': String(i + 1)},
+      rows.push(h('div', {class: 'vrow', role: 'row', style: `top: ${i * rowH}px`, 'aria-rowindex': String(i + 2)},
           h('span', {role: 'cell'}, x.alias || x.uuid), h('span', {role: 'cell'}, badge('s', x.state)),
           h('span', {role: 'cell'}, badge('h', x.health)),
           h('span', {role: 'cell', title: x.image_uuid}, x.image_uuid.slice(0, 8)),
@@ -347,18 +355,22 @@ async function instancesPage(name, service) {
     draw();
   });
   box.addEventListener('scroll', draw);
-  render(h('h1', {}, `${name} / ${service}`), tabs(name, 'overview'),
+  render(root, h('h1', {}, `${name} / ${service}`), tabs(name, 'overview'),
       h('p', {}, badge('v', svc.verdict), ` ${svc.ready}/${svc.desired} ready · ${all.length} instances`),
       h('div', {class: 'field'}, h('label', {for: 'instance-filter'}, 'Filter'), filter),
-      h('div', {class: 'vhead', role: 'row'}, ['Instance', 'State', 'Health', 'Image', 'Version', 'Server', 'IP']
-          .map((t) => h('span', {role: 'columnheader'}, t))),
-      box);
+      h('div', {role: 'table', 'aria-label': `Instances of ${service}`, 'aria-rowcount': String(all.length + 1),
+                 class: 'vtable'},
+        h('div', {role: 'rowgroup'},
+          h('div', {class: 'vhead', role: 'row', 'aria-rowindex': '1'},
+            ['Instance', 'State', 'Health', 'Image', 'Version', 'Server', 'IP']
+                .map((t) => h('span', {role: 'columnheader'}, t)))),
+        box));
   draw();
 }
 
-async function queuePage(name) {
+async function queuePage(root, name) {
   const out = h('div', {id: 'queue'});
-  render(h('h1', {}, name), tabs(name, 'queue'), out);
+  render(root, h('h1', {}, name), tabs(name, 'queue'), out);
   const [canFreeze, canThaw, canCancel] = await Promise.all([
     allowed('Queue/Freeze', name), allowed('Queue/Thaw', name), allowed('Queue/TerminateTask', name)]);
   let message = null;
@@ -407,10 +419,10 @@ async function queuePage(name) {
         table(['Task', 'Kind', 'Scope', 'State', 'Progress', 'Origin', 'Actor', 'Created', 'Note', ''], rows));
   };
   await load();
-  live(name, load);
+  live(root, name, load);
 }
 
-async function eventsPage(name) {
+async function eventsPage(root, name) {
   const filter = h('input', {id: 'event-filter', type: 'search', placeholder: 'kind or text, e.g. task. or mysql'});
   const body = h('tbody', {});
   let events = [];
@@ -423,7 +435,7 @@ async function eventsPage(name) {
         h('td', {}, e.detail))));
   };
   filter.addEventListener('input', draw);
-  render(h('h1', {}, name), tabs(name, 'events'),
+  render(root, h('h1', {}, name), tabs(name, 'events'),
       h('div', {class: 'field'}, h('label', {for: 'event-filter'}, 'Filter'), filter),
       h('table', {}, h('thead', {}, h('tr', {}, ['#', 'Time', 'Kind', 'Actor', 'Detail']
           .map((t) => h('th', {scope: 'col'}, t)))), body));
@@ -431,11 +443,12 @@ async function eventsPage(name) {
     const r = await api('GET', `/v1/projects/${enc(name)}/events?newest=true&limit=500`);
     events = r.events || [];
   } catch (e) {
-    render(h('h1', {}, name), tabs(name, 'events'), errorBox(e));
+    render(root, h('h1', {}, name), tabs(name, 'events'), errorBox(e));
     return;
   }
   draw();
   const after = events.length ? events[events.length - 1].index : 0;
+  if (!root.isConnected) return;
   pageCleanup.push(watch(`/v1/projects/${enc(name)}/events:watch?after_index=${after}`, (e) => {
     events.push(e);
     if (events.length > 2000) events = events.slice(-1000);
@@ -461,12 +474,12 @@ function lineDiff(a, b) {
   return out;
 }
 
-async function versionsPage(name, params) {
+async function versionsPage(root, name, params) {
   let list;
   try {
     list = await api('GET', `/v1/projects/${enc(name)}/versions`);
   } catch (e) {
-    render(h('h1', {}, name), tabs(name, 'versions'), errorBox(e));
+    render(root, h('h1', {}, name), tabs(name, 'versions'), errorBox(e));
     return;
   }
   const versions = (list.versions || []).slice().sort((p, q) => Number(q.number) - Number(p.number));
@@ -499,7 +512,7 @@ async function versionsPage(name, params) {
   } catch (e) {
     detail = errorBox(e);
   }
-  render(h('h1', {}, name), tabs(name, 'versions'), form, detail);
+  render(root, h('h1', {}, name), tabs(name, 'versions'), form, detail);
 }
 
 function diffView(resp) {
@@ -509,13 +522,13 @@ function diffView(resp) {
       h('td', {}, `${s.from_count} → ${s.to_count}`),
       h('td', {}, (s.fields || []).map((f) => h('div', {}, `${f.path}: ${f.from} → ${f.to}`)),
         Number(s.instances_replaced) > 0 ? h('div', {}, `${s.instances_replaced} instances replaced`) : null)));
-  return h('div', {id: 'plan'},
+  return h('div', {id: 'plan-diff'},
       d.empty ? h('p', {}, 'No change: the manifest is the version in force.') : table(['Service', 'Change', 'Count', 'Fields'], rows),
       (d.project_fields || []).map((f) => h('div', {}, `${f.path}: ${f.from} → ${f.to}`)),
       (resp.warnings || []).map((w) => h('div', {class: 'notice'}, 'Warning: ', w)));
 }
 
-async function applyPage(name) {
+async function applyPage(root, name) {
   const project = h('input', {id: 'apply-project', type: 'text', value: name || '', required: true});
   const text = h('textarea', {id: 'manifest', rows: '18', cols: '90', spellcheck: 'false'});
   const file = h('input', {id: 'manifest-file', type: 'file', accept: '.yaml,.yml,.json,text/*'});
@@ -526,10 +539,12 @@ async function applyPage(name) {
     if (file.files[0]) text.value = await file.files[0].text();
     guess();
   });
+  let typed = Boolean(name);  // the project field was set by hand (or is this page's)
+  project.addEventListener('input', () => { typed = true; });
   const guess = () => {
     const m = /^project:\s*([a-z0-9-]+)/m.exec(text.value);
-    if (m && !project.value) project.value = m[1];
-    applyBtn.disabled = true;
+    if (m && !typed) project.value = m[1];
+    applyBtn.disabled = true;  // plan again first
   };
   text.addEventListener('input', guess);
   const plan = async () => {
@@ -558,7 +573,7 @@ async function applyPage(name) {
       fill(out, errorBox(e));
     }
   });
-  render(h('h1', {}, name ? `${name}: apply` : 'Apply a manifest'), name ? tabs(name, 'apply') : null,
+  render(root, h('h1', {}, name ? `${name}: apply` : 'Apply a manifest'), name ? tabs(name, 'apply') : null,
       h('div', {class: 'field'}, h('label', {for: 'apply-project'}, 'Project'), project),
       h('div', {class: 'field'}, h('label', {for: 'manifest-file'}, 'Upload a manifest'), file),
       h('div', {class: 'field', style: 'max-width: none'}, h('label', {for: 'manifest'}, 'Manifest (YAML)'), text),
@@ -596,32 +611,34 @@ async function route() {
   pageCleanup = [];
   const [path, query] = (location.hash.slice(1) || '/').split('?');
   const params = new URLSearchParams(query || '');
+  const root = h('div', {class: 'page'});
+  fill(document.getElementById('main'), root);
   if (!session.token || path === '/login') {
     session.who = null;
     sessionBar();
-    return loginPage();
+    return loginPage(root);
   }
   try {
     if (!session.who) session.who = await api('GET', '/v1/auth/whoami');
     sessionBar();
     const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
-    if (parts.length === 0) return await projectsPage();
-    if (parts[0] === 'apply') return await applyPage('');
+    if (parts.length === 0) return await projectsPage(root);
+    if (parts[0] === 'apply') return await applyPage(root, '');
     if (parts[0] === 'p' && parts[1]) {
       const name = parts[1];
       switch (parts[2] || 'overview') {
-        case 'overview': return await overviewPage(name);
-        case 'instances': return await instancesPage(name, parts[3] || '');
-        case 'queue': return await queuePage(name);
-        case 'events': return await eventsPage(name);
-        case 'versions': return await versionsPage(name, params);
-        case 'apply': return await applyPage(name);
+        case 'overview': return await overviewPage(root, name);
+        case 'instances': return await instancesPage(root, name, parts[3] || '');
+        case 'queue': return await queuePage(root, name);
+        case 'events': return await eventsPage(root, name);
+        case 'versions': return await versionsPage(root, name, params);
+        case 'apply': return await applyPage(root, name);
       }
     }
-    render(h('h1', {}, 'Not found'), h('p', {}, h('a', {href: '#/'}, 'Projects')));
+    render(root, h('h1', {}, 'Not found'), h('p', {}, h('a', {href: '#/'}, 'Projects')));
   } catch (e) {
-    if (e instanceof ApiError && e.status === 401) return loginPage(e);
-    render(errorBox(e));
+    if (e instanceof ApiError && e.status === 401) return loginPage(root, e);
+    render(root, errorBox(e));
   }
 }
 

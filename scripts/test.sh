@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh || exit 1
 # Joyent's sdc-clients for the conformance test, pinned by the lockfile.
 (cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error) || exit 1
+# axe-core for the console's accessibility check in the browser test.
+(cd tests/console && npm ci --no-audit --no-fund --loglevel=error) || exit 1
 # Time is injected: no clock reads or sleeps outside common/clock.h and main().
 python3 scripts/check_clock.py --self-test || exit 1
 # The benchmark table's parser (scripts/bench.sh) against the benchmarks' line formats.
