@@ -14,9 +14,15 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "auth/rbac.h"
+#include "gateway/routes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mariposa/v1/admin.grpc.pb.h"
@@ -514,6 +520,233 @@ TEST_F(SecurityTest, InsecureListenIsSaidInStatus) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("no credential"));
   EXPECT_EQ(d.Stop(), 0);
+}
+
+}  // namespace
+}  // namespace mariposa::testing
+
+namespace mariposa::testing {
+namespace {
+
+// The HTTP URL mariposad wrote to its address file (--http-listen).
+std::string HttpUrl(const ServerProcess& d) {
+  for (const std::string& a : d.extra_addrs()) {
+    if (a.rfind("http", 0) == 0) return a;
+  }
+  return "";
+}
+
+// An HTTP request built for `route`: its path fields "nosuch", an empty JSON
+// body where it takes one.
+std::string PathFor(const gateway::Route& r) {
+  std::string path = r.path;
+  for (const std::string& p : r.Params()) path = absl::StrReplaceAll(path, {{"{" + p + "}", "nosuch"}});
+  return path;
+}
+
+httplib::Result Send(httplib::Client* c, const gateway::Route& r, const httplib::Headers& h) {
+  std::string path = PathFor(r);
+  if (r.verb == "GET") return c->Get(path, h);
+  if (r.verb == "DELETE") return c->Delete(path, h);
+  if (r.verb == "PUT") return c->Put(path, h, r.body ? "{}" : "", "application/json");
+  if (r.verb == "PATCH") return c->Patch(path, h, r.body ? "{}" : "", "application/json");
+  return c->Post(path, h, r.body ? "{}" : "", "application/json");
+}
+
+// Every HTTP route goes through the gRPC path's authorization: a token of
+// each role gets 403 exactly where the RPC's least role is above it, a
+// token nobody issued 401 everywhere; refusals are JSON with the code, the
+// fix, and are audited with the HTTP caller's address.
+TEST_F(SecurityTest, EveryHttpRouteTimesEveryRole) {
+  daemon_ = std::make_unique<ServerProcess>(DaemonArgv({"--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}),
+                                            dir_ + "/data");
+  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  std::string url = HttpUrl(*daemon_);
+  ASSERT_FALSE(url.empty()) << daemon_->log();
+  auto routes = gateway::Routes::Read(gateway::Routes::Served());
+  ASSERT_TRUE(routes.ok()) << routes.status();
+  std::map<std::string, std::string> tokens;
+  for (const char* role : {"viewer", "deployer", "operator", "admin"}) tokens[role] = Token(absl::StrCat("h-", role), role);
+  httplib::Client c(url);
+  c.set_read_timeout(10, 0);
+  int checked = 0;
+  for (const gateway::Route& r : routes->all()) {
+    std::string rule = absl::StrCat(r.method->service()->name(), "/", r.method->name());
+    const std::string& least = ExpectedLeastRole().at(rule);
+    for (const auto& [role, token] : tokens) {
+      httplib::Headers h = {{"Authorization", "Bearer " + token}};
+      int status = 0;
+      std::string body;
+      if (r.Streaming()) {
+        // An open stream answers 200 and waits: its status is read, then it is left.
+        c.Get(PathFor(r), h, [&](const httplib::Response& res) { status = res.status; return res.status != 200; },
+              [&](const char* data, size_t n) { body.append(data, n); return false; });
+      } else {
+        auto res = Send(&c, r, h);
+        ASSERT_TRUE(res) << r.verb << " " << r.path;
+        status = res->status;
+        body = res->body;
+      }
+      ++checked;
+      if (RoleMayCall(role, least)) {
+        EXPECT_NE(status, 403) << r.verb << " " << PathFor(r) << " as " << role << ": " << body;
+        EXPECT_NE(status, 401) << r.verb << " " << PathFor(r) << " as " << role << ": " << body;
+      } else {
+        EXPECT_EQ(status, 403) << r.verb << " " << PathFor(r) << " as " << role << ": " << body;
+        auto j = nlohmann::json::parse(body, nullptr, false);
+        EXPECT_EQ(j.value("status", ""), "PERMISSION_DENIED") << body;
+        EXPECT_THAT(j.value("fix", ""), HasSubstr("mariposa admin token create")) << body;
+      }
+    }
+    auto res = Send(&c, r, {{"Authorization", "Bearer mpt_0000000000000000000000000000000000000000"}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 401) << r.verb << " " << r.path << ": " << res->body;
+  }
+  EXPECT_GT(checked, 200);
+  RunResult events = M({"events", "--all", "--limit", "1000"});
+  EXPECT_THAT(events.out, HasSubstr("token:h-viewer (127.0.0.1:"));
+  EXPECT_THAT(events.out, HasSubstr(" (http))"));
+}
+
+// Plain HTTP on loopback: a non-browser caller is the uid owning its socket
+// (as the gRPC loopback listener); a browser's request (Origin, Sec-Fetch-*)
+// is anonymous without a token; other Host names are refused (DNS
+// rebinding); the gateway's headers sent over gRPC are refused; the
+// OpenAPI document and event streams resume from Last-Event-ID.
+TEST_F(SecurityTest, HttpLoopbackIdentityBrowsersAndForgedGatewayHeaders) {
+  daemon_ = std::make_unique<ServerProcess>(DaemonArgv({"--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}),
+                                            dir_ + "/data");
+  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  httplib::Client c(HttpUrl(*daemon_));
+  auto who = [&](const httplib::Headers& h) {
+    auto res = c.Get("/v1/auth/whoami", h);
+    return res ? nlohmann::json::parse(res->body, nullptr, false) : nlohmann::json();
+  };
+  nlohmann::json me = who({});
+  if (getuid() == 0) EXPECT_EQ(me.value("name", ""), "root") << me.dump();
+  else EXPECT_EQ(me.value("name", "").rfind("user:", 0), 0u) << me.dump();
+  EXPECT_EQ(me.value("method", ""), "loopback") << me.dump();
+  EXPECT_EQ(who({{"Origin", "http://127.0.0.1:1"}}).value("name", ""), "anonymous");
+  EXPECT_EQ(who({{"Sec-Fetch-Mode", "cors"}}).value("name", ""), "anonymous");
+  auto browser = c.Post("/v1/projects:apply", {{"Origin", "http://example.com"}}, "{}", "application/json");
+  ASSERT_TRUE(browser);
+  EXPECT_NE(browser->status, 200);
+  auto rebound = c.Get("/v1/auth/whoami", {{"Host", "attacker.example:80"}});
+  ASSERT_TRUE(rebound);
+  EXPECT_EQ(rebound->status, 403);
+  EXPECT_THAT(rebound->body, HasSubstr("not a loopback name"));
+  auto form = c.Post("/v1/projects", "name=x", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(form);
+  EXPECT_EQ(form->status, 415);
+  // The gateway's headers over gRPC, without its secret (or with a guess).
+  auto channel = grpc::CreateChannel(daemon_->addr(), grpc::InsecureChannelCredentials());
+  for (const std::string& secret : {std::string(""), std::string("mpt_guess")}) {
+    grpc::ClientContext ctx;
+    if (!secret.empty()) ctx.AddMetadata("x-mariposa-gateway", secret);
+    ctx.AddMetadata("x-mariposa-http-uid", "0");
+    ctx.AddMetadata("x-mariposa-http-cert", "admin");
+    v1::WhoAmIResponse out;
+    grpc::Status s = v1::Auth::NewStub(channel)->WhoAmI(&ctx, v1::WhoAmIRequest(), &out);
+    v1::ListProjectsResponse lp;
+    grpc::ClientContext ctx2;
+    if (!secret.empty()) ctx2.AddMetadata("x-mariposa-gateway", secret);
+    ctx2.AddMetadata("x-mariposa-http-uid", "0");
+    grpc::Status s2 = v1::Projects::NewStub(channel)->ListProjects(&ctx2, v1::ListProjectsRequest(), &lp);
+    EXPECT_EQ(s2.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s2.error_message();
+    EXPECT_THAT(s2.error_message(), HasSubstr("gateway's headers without its secret"));
+  }
+  // The OpenAPI document names every route.
+  auto doc = c.Get("/v1/openapi.json");
+  ASSERT_TRUE(doc);
+  auto j = nlohmann::json::parse(doc->body, nullptr, false);
+  auto routes = gateway::Routes::Read(gateway::Routes::Served());
+  ASSERT_TRUE(routes.ok());
+  for (const gateway::Route& r : routes->all()) EXPECT_TRUE(j["paths"].contains(r.path)) << r.path;
+  // Events as SSE, resumed after the index the client last saw.
+  ASSERT_EQ(M({"apply", "-f", "deploy/examples/jupiter.yaml", "--yes"}).exit_code, 0);
+  // The ids of the first `n` events of a stream.
+  auto ids = [&](const httplib::Headers& h, size_t n) {
+    std::string text;
+    std::vector<std::string> out;
+    c.set_read_timeout(5, 0);
+    c.Get("/v1/projects/jupiter/events:watch", h, [&](const char* data, size_t len) {
+      text.append(data, len);
+      out.clear();
+      for (size_t at = text.find("id: "); at != std::string::npos; at = text.find("id: ", at + 1)) {
+        out.push_back(text.substr(at + 4, text.find('\n', at) - at - 4));
+      }
+      return out.size() < n;
+    });
+    return out;
+  };
+  std::vector<std::string> first = ids({}, 3);
+  ASSERT_EQ(first.size(), 3u);
+  std::vector<std::string> resumed = ids({{"Last-Event-ID", first[0]}}, 2);
+  ASSERT_EQ(resumed.size(), 2u);
+  EXPECT_EQ(resumed[0], first[1]) << "the event after the last one seen";
+  EXPECT_EQ(resumed[1], first[2]);
+  // A refused stream is an HTTP error, not an empty stream.
+  auto missing = c.Get("/v1/projects/nosuch/events:watch");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+}
+
+// HTTPS with the gRPC listener's certificate: a client certificate of the
+// configured CA is "cert:CN" with its grants; one of another CA is not; a
+// token works beside them; the audit names the HTTPS caller.
+TEST_F(SecurityTest, HttpsClientCertificatesAndTokens) {
+  ASSERT_EQ(MakeCa(dir_, "ca"), "");
+  ASSERT_EQ(MakeCert(dir_, "ca", "server"), "");
+  ASSERT_EQ(MakeCert(dir_, "ca", "alice"), "");
+  ASSERT_EQ(MakeCa(dir_, "evil"), "");
+  ASSERT_EQ(MakeCert(dir_, "evil", "mallory"), "");
+  char tmpl[] = "/tmp/mpsXXXXXX";
+  sock_dir_ = mkdtemp(tmpl);
+  daemon_ = std::make_unique<ServerProcess>(
+      DaemonArgv({"--listen", "127.0.0.1:0", "--tls-cert", dir_ + "/server.pem", "--tls-key", dir_ + "/server.key",
+                  "--tls-client-ca", dir_ + "/ca.pem", "--socket", sock_dir_ + "/s", "--http-listen", "127.0.0.1:0"}),
+      dir_ + "/data");
+  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  std::string url = HttpUrl(*daemon_);
+  ASSERT_EQ(url.rfind("https://", 0), 0u) << url;
+  ASSERT_EQ(Local({"admin", "grant", "cert:alice", "viewer", "-j", "jupiter"}).exit_code, 0);
+  auto client = [&](const std::string& cert) {
+    std::string host = url.substr(8, url.rfind(':') - 8);
+    int port = std::stoi(url.substr(url.rfind(':') + 1));
+    auto c = cert.empty() ? std::make_unique<httplib::SSLClient>(host, port)
+                          : std::make_unique<httplib::SSLClient>(host, port, dir_ + "/" + cert + ".pem",
+                                                                 dir_ + "/" + cert + ".key");
+    c->set_ca_cert_path((dir_ + "/ca.pem").c_str());
+    c->enable_server_certificate_verification(true);
+    return c;
+  };
+  auto who = [](httplib::SSLClient* c, const httplib::Headers& h = {}) {
+    auto res = c->Get("/v1/auth/whoami", h);
+    return res ? nlohmann::json::parse(res->body, nullptr, false) : nlohmann::json{{"error", httplib::to_string(res.error())}};
+  };
+  nlohmann::json alice = who(client("alice").get());
+  EXPECT_EQ(alice.value("name", ""), "cert:alice") << alice.dump();
+  EXPECT_EQ(alice.value("method", ""), "certificate");
+  EXPECT_EQ(alice.value("transport", ""), "https");
+  EXPECT_EQ(who(client("mallory").get()).value("name", ""), "anonymous") << "another CA's certificate";
+  EXPECT_EQ(who(client("").get()).value("name", ""), "anonymous") << "no certificate, no token";
+  RunResult made = Local({"admin", "token", "create", "--name", "web-ci", "--role", "deployer", "--all-projects"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::string token(absl::StripAsciiWhitespace(made.out.substr(0, made.out.find('\n'))));
+  EXPECT_EQ(who(client("").get(), {{"Authorization", "Bearer " + token}}).value("name", ""), "token:web-ci");
+  // alice may look, not change; the token may apply.
+  auto c = client("alice");
+  const std::string body = nlohmann::json{{"manifest", ReadFile("deploy/examples/jupiter.yaml")}}.dump();
+  auto refused = c->Post("/v1/projects/jupiter:apply", body, "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403) << refused->body;
+  auto applied =
+      client("")->Post("/v1/projects/jupiter:apply", {{"Authorization", "Bearer " + token}}, body, "application/json");
+  ASSERT_TRUE(applied);
+  EXPECT_EQ(applied->status, 200) << applied->body;
+  RunResult events = Local({"-j", "jupiter", "events"});
+  EXPECT_THAT(events.out, HasSubstr("token:web-ci (127.0.0.1:"));
+  EXPECT_THAT(events.out, HasSubstr("(https)"));
 }
 
 }  // namespace
