@@ -237,7 +237,14 @@ async function overviewPage(root, name) {
   const head = [h('h1', {}, name), tabs(name, 'overview')];
   const out = h('div', {id: 'overview'});
   render(root, head, out);
-  const [canScale, canFreeze] = await Promise.all([allowed('Projects/Scale', name), allowed('Queue/Freeze', name)]);
+  const [canScale, canFreeze, project] = await Promise.all([
+    allowed('Projects/Scale', name), allowed('Queue/Freeze', name),
+    api('GET', `/v1/projects/${enc(name)}`).catch(() => ({project: {}}))]);
+  // Each service's update settings (canary, batches, deadlines) from its spec.
+  const updates = {};
+  for (const svc of project.project.services || []) {
+    try { updates[svc.name] = JSON.parse(svc.spec_json).update || {}; } catch (e) { updates[svc.name] = {}; }
+  }
   let message = null;
   const load = async (force) => {
     // Not while the user types a count: the table would be redrawn under them.
@@ -283,7 +290,7 @@ async function overviewPage(root, name) {
           ` version ${st.version}`, st.observed_at ? h('span', {class: 'muted'}, ` · read ${when(st.observed_at)}`) : ''),
         message,
         problems.length ? [h('h2', {}, 'Problems'), problems] : null,
-        rollouts.length ? [h('h2', {}, 'Rollout'), rollouts.map(rolloutView)] : null,
+        rollouts.length ? [h('h2', {}, 'Rollout'), rollouts.map((t) => rolloutView(t, svcs, updates))] : null,
         h('h2', {}, 'Services'),
         table(['Service', 'Verdict', 'Ready', 'Running', 'Healthy', 'Updating', 'Why / fix', ''], rows),
         canFreeze ? null : h('p', {class: 'muted'}, 'Your role may look, not change.'));
@@ -292,21 +299,36 @@ async function overviewPage(root, name) {
   live(root, name, load);
 }
 
-function rolloutView(t) {
-  const planned = Number(t.steps_planned), done = Number(t.steps_done);
-  const pct = planned > 0 ? Math.round(100 * done / planned) : 0;
+// A reprovision's progress: its scope's instances ready at the new spec out
+// of those wanted, its batches and canary, the health gate and deadlines.
+function rolloutView(t, svcs, updates) {
+  const scope = (t.services || []).length ? svcs.filter((s) => t.services.includes(s.name)) : svcs;
+  const desired = scope.reduce((n, s) => n + Number(s.desired), 0);
+  const ready = scope.reduce((n, s) => n + Number(s.ready), 0);
+  const pct = desired > 0 ? Math.round(100 * ready / desired) : 0;
+  const u = scope.length ? (updates[scope[0].name] || {}) : {};
+  const canary = Number(t.canary) > 0 ? t.canary : u.canary;
+  const batch = Number(t.rolling) > 0 ? t.rolling : u.rolling;
+  const facts = [
+    batch ? `batches of ${batch}` : null,
+    u.max_surge !== undefined ? `at most ${u.max_surge} above count` : null,
+    Number(canary) > 0 ? `canary: stops after ${canary} for a look` : null,
+    'health gate: each new instance must be ready (healthy when checked) before the next batch',
+    u.min_healthy_time ? `ready for ${u.min_healthy_time}` : null,
+    u.healthy_deadline ? `healthy deadline ${u.healthy_deadline}` : null,
+    u.progress_deadline ? `progress deadline ${u.progress_deadline}` : 'no progress deadline',
+    u.auto_rollback ? 'rolls back on its own if it fails' : null,
+  ].filter(Boolean);
   return h('div', {class: 'rollout', 'data-task': t.uuid},
       h('p', {}, h('strong', {}, `${t.kind} of ${(t.services || []).join(', ') || 'the project'}`), ' ', badge('t', t.state),
-        ' ', h('span', {class: 'progress', role: 'progressbar', 'aria-valuemin': '0', 'aria-valuemax': String(planned),
-                          'aria-valuenow': String(done), 'aria-label': 'Rollout progress'},
+        ' ', h('span', {class: 'progress', role: 'progressbar', 'aria-valuemin': '0', 'aria-valuemax': String(desired),
+                          'aria-valuenow': String(ready), 'aria-label': 'Instances ready at the new spec'},
                h('span', {style: `width: ${pct}%`})),
-        ` ${done}/${planned} steps · ${t.created} created, ${t.deleted} removed, ${t.failed} failed`),
-      h('p', {class: 'muted'},
-        Number(t.canary) > 0 ? `canary: stops after ${t.canary} · ` : '',
-        Number(t.rolling) > 0 ? `batches of ${t.rolling} · ` : 'batches as update.rolling · ',
-        t.paused ? `paused: ${t.paused} · ` : '',
-        (t.wait_for || []).length ? `waits for ${t.wait_for.join(', ')} · ` : '',
-        t.error ? `error: ${t.error}` : 'health gate: each batch waits for its instances to be ready'));
+        ` ${ready}/${desired} ready at the new spec · ${t.created} created, ${t.deleted} removed, ${t.failed} failed`),
+      h('p', {class: 'muted'}, facts.join(' · ')),
+      t.paused ? h('p', {}, `Paused: ${t.paused}`) : null,
+      (t.wait_for || []).length ? h('p', {}, `Waits for ${t.wait_for.join(', ')}`) : null,
+      t.error ? h('p', {class: 'error'}, `Error: ${t.error}`) : null);
 }
 
 async function instancesPage(root, name, service) {

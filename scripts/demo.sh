@@ -3,8 +3,12 @@
 # data center) and a local mariposad on SQLite against it, apply the example
 # project, and show it converging, scaling, a killed instance being replaced,
 # a diff, a rollout on apply, the versions, a rollback that rolls back, a
-# stateful service updated in place (reprovision with a delegate dataset) and a freeze.
+# stateful service updated in place (reprovision with a delegate dataset), a freeze,
+# and the HTTP/JSON API and web console (its address and a login token are printed;
+# `bash scripts/demo.sh --keep` keeps everything serving until Ctrl-C).
 set -euo pipefail
+KEEP=0
+[ "${1:-}" = "--keep" ] && KEEP=1
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bazel build -c opt //daemon:mariposad //cli:mariposa //deploy/tritonsim
@@ -17,12 +21,17 @@ for _ in $(seq 100); do [ -s "$WORK/tritonsim.addr" ] && break; sleep 0.1; done
 TRITON=$(cat "$WORK/tritonsim.addr")
 "$BIN/daemon/mariposad" --listen 127.0.0.1:0 --data-dir "$WORK/data" --addr-file "$WORK/addr" --triton "$TRITON" \
   --owner 930896af-bf8c-48d4-885c-6573a94b1853 --network aaaaaaaa-0000-4000-8000-000000000001 --resync 1s --image-source "$TRITON/updates" --admin-owner a5a0b0c3-1d2e-4f60-8a7b-9c0d1e2f3a4b \
-  --metrics-listen 127.0.0.1:0 2>"$WORK/mariposad.log" &
+  --metrics-listen 127.0.0.1:0 --http-listen 127.0.0.1:0 2>"$WORK/mariposad.log" &
 DPID=$!
 trap 'kill "$DPID" "$SPID" 2>/dev/null; wait "$DPID" "$SPID" 2>/dev/null || true' EXIT
 for _ in $(seq 100); do [ -s "$WORK/addr" ] && break; sleep 0.1; done
 export MARIPOSA_ADDR=$(head -1 "$WORK/addr")
 METRICS=$(sed -n 2p "$WORK/addr")
+HTTP=$(grep '^http' "$WORK/addr")
+# The console logs in with a token (a browser is never taken for the local user).
+"$BIN/cli/mariposa" admin token create --name demo-console --role admin --all-projects --expires 1d 2>/dev/null |
+  head -1 > "$WORK/console.token"
+console_line() { echo "Web console: $HTTP/console/  (log in with the token in $WORK/console.token: $(cat "$WORK/console.token"))"; }
 m() { echo; echo "\$ mariposa $*"; "$BIN/cli/mariposa" "$@"; }
 vms() {
   echo; echo "# VMs in the data center (VMAPI):"
@@ -41,6 +50,7 @@ converge() {  # waits until VMAPI runs the expected number of instances
   echo "did not converge to $1 instances" >&2; return 1
 }
 echo "tritonsim on $TRITON (8 servers), mariposad pid $DPID on $MARIPOSA_ADDR, data in $WORK"
+console_line
 sed -e 's/g4-highcpu-1G/g4-highcpu-1g/' deploy/examples/jupiter.yaml > "$WORK/jupiter-typo.yaml"
 echo "# a package PAPI does not have is refused, naming the close matches; nothing is stored"
 m apply -f "$WORK/jupiter-typo.yaml" --yes || true
@@ -128,5 +138,17 @@ echo; echo "# Prometheus metrics (http://$METRICS/metrics), the controller's fam
 curl -s "http://$METRICS/metrics" > "$WORK/metrics.txt"
 grep -E '^mariposa_(service_desired|service_ready|service_instances\{.*state="running"|tasks|frozen|workqueue|replacements|build_info)' \
   "$WORK/metrics.txt" | sed -n '1,30p'
+echo; echo "# the same state over HTTP/JSON (docs/http-api.md; the OpenAPI document is $HTTP/v1/openapi.json):"
+echo "\$ curl -H 'Authorization: Bearer …' $HTTP/v1/projects/jupiter/state?omit_instances=true"
+curl -s -H "Authorization: Bearer $(cat "$WORK/console.token")" "$HTTP/v1/projects/jupiter/state?omit_instances=true" |
+  python3 -c 'import json,sys
+st = json.load(sys.stdin)
+print("  converged:", st["converged"], " version:", st["version"])
+[print("  %-10s %-12s %s/%s ready" % (s["name"], s["verdict"], s["ready"], s["desired"])) for s in st["services"]]'
 echo
+console_line
 echo "Demo done. Health checks run with mariposad --embedded-health or mariposa-health agents (docs/health.md); what is not built yet: docs/status.md."
+if [ "$KEEP" = 1 ]; then
+  echo "Serving until Ctrl-C (--keep)."
+  wait "$DPID"
+fi

@@ -146,7 +146,7 @@ class SecurityTest : public ::testing::Test {
   }
   // The daemon on TLS (client certificates verified against "ca"), with its
   // Unix socket at a short path for the local admin.
-  void StartTls() {
+  void StartTls(const std::vector<std::string>& extra = {}) {
     ASSERT_EQ(MakeCa(dir_, "ca"), "");
     ASSERT_EQ(MakeCert(dir_, "ca", "server"), "");
     ASSERT_EQ(MakeCert(dir_, "ca", "alice"), "");
@@ -154,10 +154,11 @@ class SecurityTest : public ::testing::Test {
     ASSERT_EQ(MakeCert(dir_, "evil", "mallory"), "");
     char tmpl[] = "/tmp/mpsXXXXXX";
     sock_dir_ = mkdtemp(tmpl);
-    daemon_ = std::make_unique<ServerProcess>(
-        DaemonArgv({"--listen", "127.0.0.1:0", "--tls-cert", dir_ + "/server.pem", "--tls-key", dir_ + "/server.key",
-                    "--tls-client-ca", dir_ + "/ca.pem", "--socket", sock_dir_ + "/s"}),
-        dir_ + "/data");
+    std::vector<std::string> argv = {"--listen", "127.0.0.1:0", "--tls-cert", dir_ + "/server.pem", "--tls-key",
+                                     dir_ + "/server.key", "--tls-client-ca", dir_ + "/ca.pem", "--socket",
+                                     sock_dir_ + "/s"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    daemon_ = std::make_unique<ServerProcess>(DaemonArgv(argv), dir_ + "/data");
     ASSERT_TRUE(daemon_->Start()) << daemon_->log();
   }
   RunResult Local(const std::vector<std::string>& args) { return Cli("unix:" + sock_dir_ + "/s", args); }
@@ -695,18 +696,7 @@ TEST_F(SecurityTest, HttpLoopbackIdentityBrowsersAndForgedGatewayHeaders) {
 // configured CA is "cert:CN" with its grants; one of another CA is not; a
 // token works beside them; the audit names the HTTPS caller.
 TEST_F(SecurityTest, HttpsClientCertificatesAndTokens) {
-  ASSERT_EQ(MakeCa(dir_, "ca"), "");
-  ASSERT_EQ(MakeCert(dir_, "ca", "server"), "");
-  ASSERT_EQ(MakeCert(dir_, "ca", "alice"), "");
-  ASSERT_EQ(MakeCa(dir_, "evil"), "");
-  ASSERT_EQ(MakeCert(dir_, "evil", "mallory"), "");
-  char tmpl[] = "/tmp/mpsXXXXXX";
-  sock_dir_ = mkdtemp(tmpl);
-  daemon_ = std::make_unique<ServerProcess>(
-      DaemonArgv({"--listen", "127.0.0.1:0", "--tls-cert", dir_ + "/server.pem", "--tls-key", dir_ + "/server.key",
-                  "--tls-client-ca", dir_ + "/ca.pem", "--socket", sock_dir_ + "/s", "--http-listen", "127.0.0.1:0"}),
-      dir_ + "/data");
-  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  StartTls({"--http-listen", "127.0.0.1:0"});
   std::string url = HttpUrl(*daemon_);
   ASSERT_EQ(url.rfind("https://", 0), 0u) << url;
   ASSERT_EQ(Local({"admin", "grant", "cert:alice", "viewer", "-j", "jupiter"}).exit_code, 0);

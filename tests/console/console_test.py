@@ -44,7 +44,7 @@ services:
     image: autopilotpattern/wordpress@1.2.0
     count: 3
     start: {window: 1s}
-    update: {rolling: 1}
+    update: {rolling: 1, progress_deadline: 10m}
   db:
     image: percona@5.7.1
     compute_type: lx
@@ -303,7 +303,12 @@ class ConsoleTest(unittest.TestCase):
         self.assertIn("Rollout task", self.find("#applied").text)
         self.go("#/p/jupiter")
         bar = self.find(".rollout [role=progressbar]")
-        self.assertIn("reprovision of web", self.find(".rollout").text)
+        rollout = self.find(".rollout").text
+        self.assertIn("reprovision of web", rollout)
+        self.assertIn("batches of 1", rollout)
+        self.assertIn("health gate", rollout)
+        self.assertIn("progress deadline 10m", rollout)
+        self.assertRegex(rollout, r"\d/3 ready at the new spec")
         self.assertEqual(bar.get_attribute("aria-valuemin"), "0")
         self.shot("rollout")
         self.until(lambda: not self.driver.find_elements(By.CSS_SELECTOR, ".rollout")
