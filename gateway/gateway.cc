@@ -297,7 +297,7 @@ bool Gateway::Impl::Identify(const httplib::Request& req, grpc::ClientContext* c
     }
     ctx->AddMetadata("authorization", value);
   }
-  if (tls) {
+  if (tls && !o.tls_client_ca.empty()) {  // certificates are asked for (and verified) only then
     std::string cn = CertCommonName(req.ssl);
     if (!cn.empty() && Printable(cn)) ctx->AddMetadata(auth::kGatewayCert, cn);
   } else if (loopback && !FromBrowser(req)) {
