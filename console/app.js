@@ -341,9 +341,10 @@ async function instancesPage(root, name, service) {
     return;
   }
   const svc = (st.services || []).find((s) => s.name === service) || {instances: []};
-  // In natural order: web-2 before web-10.
-  const all = (svc.instances || []).slice().sort((a, b) =>
-      (a.alias || a.uuid).localeCompare(b.alias || b.uuid, undefined, {numeric: true}));
+  // In natural order: web-2 before web-10 (one collator: localeCompare with
+  // options builds one per call, seconds at 10,000 instances).
+  const natural = new Intl.Collator(undefined, {numeric: true});
+  const all = (svc.instances || []).slice().sort((a, b) => natural.compare(a.alias || a.uuid, b.alias || b.uuid));
   const filter = h('input', {id: 'instance-filter', type: 'search', placeholder: 'alias, state, health, server…'});
   // One ARIA table: the header row, then the scrolled rows (only those in
   // view are in the page; aria-rowindex says where each is).
