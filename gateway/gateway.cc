@@ -12,6 +12,7 @@
 #include <httplib.h>
 #include <zlib.h>
 
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -353,10 +354,79 @@ void Gateway::Impl::Unary(const httplib::Request& req, const Route& r, const Mes
   Json(res, 200, ToJson(*reply), &req);
 }
 
-// The stream is opened here, so that a refusal (a bad token, a missing
-// role, an unknown project) is an HTTP error; once the server says it is
-// open (its initial metadata, x-mariposa-stream), the events follow as SSE,
-// with a comment every 15 s so that a client that went away is noticed.
+// One server-streaming call relayed as Server-Sent Events. Opened in the
+// request's handler (Open), so that a refusal (a bad token, a missing role,
+// an unknown project) is an HTTP error; once the server says it is open (its
+// initial metadata, x-mariposa-stream), Relay writes each message as an
+// event, with a comment every 15 s so that a client that went away is
+// noticed. `done` runs once, when the call has ended.
+struct EventStream {
+  std::shared_ptr<grpc::ClientContext> ctx;
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
+  grpc::CompletionQueue cq;
+  const google::protobuf::Descriptor* type = nullptr;
+  const Clock* clock = nullptr;
+  std::function<void()> done;
+  bool relayed = false;  // Relay ran (it ends the call itself)
+
+  bool Open(const Message& in) {
+    call->StartCall(Tag(1));
+    bool open = Await(&cq);
+    call->Write(Serialize(in), Tag(2));
+    open = open && Await(&cq);
+    call->WritesDone(Tag(3));
+    open = open && Await(&cq);
+    call->ReadInitialMetadata(Tag(4));
+    return open && Await(&cq) && ctx->GetServerInitialMetadata().count("x-mariposa-stream") > 0;
+  }
+
+  grpc::Status Finish() {
+    grpc::Status st;
+    call->Finish(&st, Tag(9));
+    Await(&cq);
+    Drain(&cq);
+    done();
+    return st;
+  }
+
+  // The next message, or nullptr when the call ended; keepalives meanwhile.
+  std::unique_ptr<Message> Next(httplib::DataSink& sink, bool* client_gone) {
+    grpc::ByteBuffer buf;
+    call->Read(&buf, Tag(5));
+    void* tag;
+    bool ok = false;
+    grpc::CompletionQueue::NextStatus next;
+    while ((next = cq.AsyncNext(&tag, &ok, absl::ToChronoTime(clock->Now() + absl::Seconds(15)))) ==
+           grpc::CompletionQueue::TIMEOUT) {
+      if (!sink.write(": keepalive\n\n", 13)) Gone(client_gone);  // the Read then ends
+    }
+    std::unique_ptr<Message> m = New(type);
+    if (next != grpc::CompletionQueue::GOT_EVENT || !ok || !Parse(buf, m.get())) return nullptr;
+    return m;
+  }
+
+  void Gone(bool* client_gone) {
+    *client_gone = true;
+    ctx->TryCancel();
+  }
+
+  void Relay(httplib::DataSink& sink) {
+    bool client_gone = !sink.write(": open\n\n", 8);
+    while (!client_gone) {
+      std::unique_ptr<Message> m = Next(sink, &client_gone);
+      if (m == nullptr) break;
+      std::string event = SseEvent(*m);
+      if (!sink.write(event.data(), event.size())) Gone(&client_gone);
+    }
+    grpc::Status st = Finish();
+    if (!client_gone && !st.ok()) {
+      std::string event = absl::StrCat("event: error\ndata: ", ErrorBody(st.error_code(), st.error_message()), "\n\n");
+      sink.write(event.data(), event.size());
+    }
+    sink.done();
+  }
+};
+
 void Gateway::Impl::Stream(const Route& r, const Message& in, std::shared_ptr<grpc::ClientContext> ctx,
                            httplib::Response* res) {
   {
@@ -364,66 +434,34 @@ void Gateway::Impl::Stream(const Route& r, const Message& in, std::shared_ptr<gr
     if (stopping) return Error(res, grpc::StatusCode::UNAVAILABLE, "mariposad is stopping");
     streams.insert(ctx.get());
   }
-  auto cq = std::make_shared<grpc::CompletionQueue>();
-  std::shared_ptr<grpc::GenericClientAsyncReaderWriter> call = stub->PrepareCall(ctx.get(), r.GrpcName(), cq.get());
-  auto finish = [this, ctx, cq, call] {
-    grpc::Status st;
-    call->Finish(&st, Tag(9));
-    Await(cq.get());
-    Drain(cq.get());
+  auto stream = std::make_shared<EventStream>();
+  stream->ctx = ctx;
+  stream->call = stub->PrepareCall(ctx.get(), r.GrpcName(), &stream->cq);
+  stream->type = r.method->output_type();
+  stream->clock = o.clock;
+  stream->done = [this, ctx] {
     absl::MutexLock l(&mu);
     streams.erase(ctx.get());
-    return st;
   };
-  call->StartCall(Tag(1));
-  bool open = Await(cq.get());
-  call->Write(Serialize(in), Tag(2));
-  open = open && Await(cq.get());
-  call->WritesDone(Tag(3));
-  open = open && Await(cq.get());
-  call->ReadInitialMetadata(Tag(4));
-  open = open && Await(cq.get()) && ctx->GetServerInitialMetadata().count("x-mariposa-stream") > 0;
-  if (!open) {
-    grpc::Status st = finish();
+  if (!stream->Open(in)) {
+    grpc::Status st = stream->Finish();
     return Error(res, st.ok() ? grpc::StatusCode::UNAVAILABLE : st.error_code(),
                  st.ok() ? "the stream ended before it began" : st.error_message());
   }
   res->set_header("Cache-Control", "no-store");
   res->set_header("X-Accel-Buffering", "no");
-  const google::protobuf::Descriptor* type = r.method->output_type();
-  const Clock* clock = o.clock;
   res->set_chunked_content_provider(
-      "text/event-stream", [ctx, cq, call, finish, type, clock](size_t, httplib::DataSink& sink) {
-        bool client_gone = !sink.write(": open\n\n", 8);
-        while (!client_gone) {
-          grpc::ByteBuffer buf;
-          call->Read(&buf, Tag(5));
-          void* tag;
-          bool ok = false;
-          grpc::CompletionQueue::NextStatus next;
-          while ((next = cq->AsyncNext(&tag, &ok, absl::ToChronoTime(clock->Now() + absl::Seconds(15)))) ==
-                 grpc::CompletionQueue::TIMEOUT) {
-            if (!sink.write(": keepalive\n\n", 13)) {
-              client_gone = true;
-              ctx->TryCancel();  // the Read then ends
-            }
-          }
-          if (next != grpc::CompletionQueue::GOT_EVENT || !ok) break;
-          std::unique_ptr<Message> m = New(type);
-          if (!Parse(buf, m.get())) break;
-          std::string event = SseEvent(*m);
-          if (!sink.write(event.data(), event.size())) {
-            client_gone = true;
-            ctx->TryCancel();
-          }
-        }
-        grpc::Status st = finish();
-        if (!client_gone && !st.ok()) {
-          std::string event = absl::StrCat("event: error\ndata: ", ErrorBody(st.error_code(), st.error_message()), "\n\n");
-          sink.write(event.data(), event.size());
-        }
-        sink.done();
+      "text/event-stream",
+      [stream](size_t, httplib::DataSink& sink) {
+        stream->relayed = true;
+        stream->Relay(sink);
         return true;
+      },
+      [stream](bool) {
+        // A client gone before the first write: the call is ended here.
+        if (stream->relayed) return;
+        stream->ctx->TryCancel();
+        stream->Finish();
       });
 }
 
