@@ -212,11 +212,16 @@ TEST_F(HostileInputTest, CorpusAnsweredCheaplyWithoutCrashOrBloat) {
   double peak = StatusMiB(pid, "VmHWM");
   // mariposad hands freed pages back once a second (malloc_trim): wait for
   // that pass rather than catch it just before.
+  // What stays is glibc's arenas as fragmented by the run's threads, which
+  // varies: 19-32 MiB above idle here, 51.5 once under CI's load (idle 30.2,
+  // after 81.7, peak 84.2). 64 MiB still catches a leak of the corpus's size
+  // (its 200,000-key manifest alone is hundreds of MiB if kept).
+  constexpr double kKeptMiB = 64.0;
   double after = StatusMiB(pid, "VmRSS");
-  Eventually([&] { return (after = StatusMiB(pid, "VmRSS")) < idle_rss + 50.0; }, absl::Seconds(3));
+  Eventually([&] { return (after = StatusMiB(pid, "VmRSS")) < idle_rss + kKeptMiB; }, absl::Seconds(3));
   std::cout << "RSS idle " << idle_rss << " MiB, after the corpus " << after << " MiB, peak " << peak << " MiB\n";
   EXPECT_LT(peak, 300.0);
-  EXPECT_LT(after, idle_rss + 50.0);
+  EXPECT_LT(after, idle_rss + kKeptMiB);
 
   // Still serves: the largest valid project is applied and read back whole.
   v1::ApplyResponse big;
