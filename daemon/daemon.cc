@@ -534,6 +534,8 @@ Daemon::Exit Daemon::Listen() {
   if (Exit e = ListenLocal(&builder, &port)) return e;
   if (Exit e = BuildServer(&builder, &port)) return e;
   if (Exit e = ServeHttp()) return e;
+  // What `admin status` says of this node: every listener, HTTP's included.
+  admin_->set_facts(listeners_, absl::StrCat(flags_.secrets_key, " (key ", sealer_->current_key_id(), ")"), standing_);
   std::vector<std::string> addrs = {bound_};
   if (!flags_.metrics_listen.empty()) {
     addrs.push_back(absl::StrCat(flags_.metrics_listen.substr(0, flags_.metrics_listen.rfind(':')), ":",
@@ -626,7 +628,6 @@ Daemon::Exit Daemon::BuildServer(grpc::ServerBuilder* builder, const int* port) 
     listeners_.insert(listeners_.begin(), absl::StrCat(bound_, accepts));
   }
   for (auto& l : locals_) l->Start(server_.get(), authorizer_.get(), clock_);
-  admin_->set_facts(listeners_, absl::StrCat(flags_.secrets_key, " (key ", sealer_->current_key_id(), ")"), standing_);
   return std::nullopt;
 }
 
@@ -658,7 +659,6 @@ Daemon::Exit Daemon::ServeHttp() {
   listeners_.push_back(absl::StrCat(gateway_->url(), " (HTTP API and console: tokens",
                                     flags_.tls_client_ca.empty() ? "" : ", client certificates",
                                     config_.tls ? "" : ", the loopback caller's uid for non-browsers", ")"));
-  admin_->set_facts(listeners_, absl::StrCat(flags_.secrets_key, " (key ", sealer_->current_key_id(), ")"), standing_);
   return std::nullopt;
 }
 

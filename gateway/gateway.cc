@@ -1,15 +1,14 @@
 #include "gateway/gateway.h"
 
 #include <arpa/inet.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
-
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/message.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <zlib.h>
 
 #include <functional>
@@ -129,8 +128,7 @@ std::string Gzip(const std::string& in) {
 void Json(httplib::Response* res, int status, const std::string& body, const httplib::Request* req = nullptr) {
   res->status = status;
   res->set_header("Cache-Control", "no-store");
-  if (req != nullptr && body.size() > 8192 &&
-      absl::StrContains(req->get_header_value("Accept-Encoding"), "gzip")) {
+  if (req != nullptr && body.size() > 8192 && absl::StrContains(req->get_header_value("Accept-Encoding"), "gzip")) {
     std::string packed = Gzip(body);
     if (!packed.empty()) {
       res->set_header("Content-Encoding", "gzip");
@@ -221,7 +219,8 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions o) {
   impl->loopback = auth::IsLocalAddress(o.listen);
   if (!impl->tls && !impl->loopback && !o.insecure) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "--http-listen ", o.listen, " is not a loopback address and mariposad has no TLS certificate: tokens would "
+        "--http-listen ", o.listen,
+        " is not a loopback address and mariposad has no TLS certificate: tokens would "
         "cross the network in clear; give --tls-cert and --tls-key, listen on 127.0.0.1, or pass --insecure-listen"));
   }
   if (impl->tls) {
@@ -274,7 +273,8 @@ void Gateway::Impl::Handle(const httplib::Request& req, httplib::Response& res) 
   SecurityHeaders(&res);
   if (loopback && !LoopbackHost(req.get_header_value("Host"))) {
     Error(&res, grpc::StatusCode::PERMISSION_DENIED,
-          absl::StrCat("Host ", req.get_header_value("Host"), " is not a loopback name; this listener answers only to "
+          absl::StrCat("Host ", req.get_header_value("Host"),
+                       " is not a loopback name; this listener answers only to "
                        "127.0.0.1, [::1] or localhost (a name pointed at it by another site is refused)"));
     return;
   }
@@ -284,16 +284,16 @@ void Gateway::Impl::Handle(const httplib::Request& req, httplib::Response& res) 
   std::optional<Routes::Match> m = routes.Find(req.method, req.path, &path_known);
   if (!m) {
     if (path_known) {
-      return Error(&res, grpc::StatusCode::UNIMPLEMENTED,
-                   absl::StrCat(req.method, " is not served on ", req.path, "; /v1/openapi.json lists each path's verbs"));
+      return Error(
+          &res, grpc::StatusCode::UNIMPLEMENTED,
+          absl::StrCat(req.method, " is not served on ", req.path, "; /v1/openapi.json lists each path's verbs"));
     }
     return Error(&res, grpc::StatusCode::NOT_FOUND,
                  absl::StrCat("no route ", req.method, " ", req.path, "; /v1/openapi.json lists the routes"));
   }
   const Route& r = *m->route;
-  if (!req.body.empty() && !absl::StartsWith(absl::AsciiStrToLower(req.get_header_value("Content-Type")),
-                                             "application/json")) {
-    res.status = 415;
+  if (!req.body.empty() &&
+      !absl::StartsWith(absl::AsciiStrToLower(req.get_header_value("Content-Type")), "application/json")) {
     return Json(&res, 415, ErrorBody(3, "the body must be JSON: send Content-Type: application/json"));
   }
   std::unique_ptr<Message> in = New(r.method->input_type());
@@ -473,9 +473,11 @@ void Gateway::Impl::Static(const httplib::Request& req, httplib::Response& res) 
   }
   std::string path = req.path == "/console/" ? "/console/index.html" : req.path;
   const Asset* a = FindAsset(path);
-  if (a == nullptr) return Error(&res, grpc::StatusCode::NOT_FOUND, absl::StrCat("no file ", req.path, " in the console"));
-  res.set_header("Content-Security-Policy",
-                 "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+  if (a == nullptr)
+    return Error(&res, grpc::StatusCode::NOT_FOUND, absl::StrCat("no file ", req.path, " in the console"));
+  res.set_header(
+      "Content-Security-Policy",
+      "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
   res.set_header("Cache-Control", "no-cache");
   res.set_content(reinterpret_cast<const char*>(a->data), a->size, a->type);
 }

@@ -34,8 +34,10 @@ void EachBytes(const Descriptor* d, json* j, const std::function<void(json*)>& f
       const FieldDescriptor* v = field->message_type()->FindFieldByName("value");
       if (!value.is_object()) continue;
       for (auto& [k, item] : value.items()) {
-        if (v->type() == FieldDescriptor::TYPE_BYTES) f(&item);
-        else if (v->type() == FieldDescriptor::TYPE_MESSAGE) EachBytes(v->message_type(), &item, f);
+        if (v->type() == FieldDescriptor::TYPE_BYTES)
+          f(&item);
+        else if (v->type() == FieldDescriptor::TYPE_MESSAGE)
+          EachBytes(v->message_type(), &item, f);
       }
       continue;
     }
@@ -45,8 +47,10 @@ void EachBytes(const Descriptor* d, json* j, const std::function<void(json*)>& f
       values.push_back(&value);
     }
     for (json* v : values) {
-      if (field->type() == FieldDescriptor::TYPE_BYTES) f(v);
-      else if (field->type() == FieldDescriptor::TYPE_MESSAGE) EachBytes(field->message_type(), v, f);
+      if (field->type() == FieldDescriptor::TYPE_BYTES)
+        f(v);
+      else if (field->type() == FieldDescriptor::TYPE_MESSAGE)
+        EachBytes(field->message_type(), v, f);
     }
   }
 }
@@ -63,11 +67,11 @@ absl::StatusOr<json> QueryValue(const FieldDescriptor* field, const std::string&
     case FieldDescriptor::CPPTYPE_BOOL:
       if (text.empty() || text == "true" || text == "1") return json(true);
       if (text == "false" || text == "0") return json(false);
-      return absl::InvalidArgumentError(absl::StrCat("query parameter ", field->name(), "=", text,
-                                                     " is not a boolean; give true or false"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("query parameter ", field->name(), "=", text, " is not a boolean; give true or false"));
     case FieldDescriptor::CPPTYPE_MESSAGE:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "query parameter ", field->name(), " is a message; send it in a JSON body (a POST or PUT route)"));
+      return absl::InvalidArgumentError(absl::StrCat("query parameter ", field->name(),
+                                                     " is a message; send it in a JSON body (a POST or PUT route)"));
     default:
       return json(text);  // numbers and enums as strings: protobuf's JSON parser takes both
   }
@@ -75,7 +79,8 @@ absl::StatusOr<json> QueryValue(const FieldDescriptor* field, const std::string&
 
 }  // namespace
 
-absl::Status BuildRequest(const Route& route, const std::string& body, const std::multimap<std::string, std::string>& query,
+absl::Status BuildRequest(const Route& route, const std::string& body,
+                          const std::multimap<std::string, std::string>& query,
                           const std::map<std::string, std::string>& params, google::protobuf::Message* out) {
   const Descriptor* d = out->GetDescriptor();
   json j = json::object();
@@ -89,9 +94,8 @@ absl::Status BuildRequest(const Route& route, const std::string& body, const std
       }
     }
   } else if (!body.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(route.verb, " ", route.path,
-                                                   " takes no body; give the fields as query parameters (",
-                                                   FieldNames(d), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        route.verb, " ", route.path, " takes no body; give the fields as query parameters (", FieldNames(d), ")"));
   }
   for (const auto& [key, text] : query) {
     const FieldDescriptor* field = FieldOf(d, key);
@@ -101,8 +105,10 @@ absl::Status BuildRequest(const Route& route, const std::string& body, const std
     }
     absl::StatusOr<json> v = QueryValue(field, text);
     if (!v.ok()) return v.status();
-    if (field->is_repeated()) j[field->name()].push_back(*v);
-    else j[field->name()] = *v;
+    if (field->is_repeated())
+      j[field->name()].push_back(*v);
+    else
+      j[field->name()] = *v;
   }
   for (const auto& [key, value] : params) j[key] = value;
   EachBytes(d, &j, [](json* v) {

@@ -20,7 +20,8 @@ namespace mariposa::gateway {
 // Fills `out` (route.method's request) from the JSON body (routes with
 // body "*"), the query parameters, then the path's fields. INVALID_ARGUMENT
 // says which part does not fit and how.
-absl::Status BuildRequest(const Route& route, const std::string& body, const std::multimap<std::string, std::string>& query,
+absl::Status BuildRequest(const Route& route, const std::string& body,
+                          const std::multimap<std::string, std::string>& query,
                           const std::map<std::string, std::string>& params, google::protobuf::Message* out);
 
 // The JSON of a reply: every field, defaults included.

@@ -19,21 +19,27 @@ std::string Ref(const Descriptor* d) { return "#/components/schemas/" + d->full_
 
 json Scalar(const FieldDescriptor* f, std::vector<const Descriptor*>* todo) {
   switch (f->type()) {
-    case FieldDescriptor::TYPE_BOOL: return {{"type", "boolean"}};
+    case FieldDescriptor::TYPE_BOOL:
+      return {{"type", "boolean"}};
     case FieldDescriptor::TYPE_INT32:
     case FieldDescriptor::TYPE_SINT32:
-    case FieldDescriptor::TYPE_SFIXED32: return {{"type", "integer"}, {"format", "int32"}};
+    case FieldDescriptor::TYPE_SFIXED32:
+      return {{"type", "integer"}, {"format", "int32"}};
     case FieldDescriptor::TYPE_UINT32:
-    case FieldDescriptor::TYPE_FIXED32: return {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}};
+    case FieldDescriptor::TYPE_FIXED32:
+      return {{"type", "integer"}, {"format", "int32"}, {"minimum", 0}};
     // 64-bit integers are strings in protobuf's JSON mapping (numbers are read too).
     case FieldDescriptor::TYPE_INT64:
     case FieldDescriptor::TYPE_SINT64:
     case FieldDescriptor::TYPE_SFIXED64:
     case FieldDescriptor::TYPE_UINT64:
-    case FieldDescriptor::TYPE_FIXED64: return {{"type", "string"}, {"format", "int64"}};
+    case FieldDescriptor::TYPE_FIXED64:
+      return {{"type", "string"}, {"format", "int64"}};
     case FieldDescriptor::TYPE_FLOAT:
-    case FieldDescriptor::TYPE_DOUBLE: return {{"type", "number"}};
-    case FieldDescriptor::TYPE_STRING: return {{"type", "string"}};
+    case FieldDescriptor::TYPE_DOUBLE:
+      return {{"type", "number"}};
+    case FieldDescriptor::TYPE_STRING:
+      return {{"type", "string"}};
     case FieldDescriptor::TYPE_BYTES:
       return {{"type", "string"}, {"description", "UTF-8 text (a plain string, not base64)"}};
     case FieldDescriptor::TYPE_ENUM: {
@@ -90,12 +96,12 @@ std::string OpenApi(const Routes& routes, const std::string& version) {
       for (int i = 0; i < in->field_count(); ++i) {
         const FieldDescriptor* f = in->field(i);
         if (in_path.count(f->name()) || f->type() == FieldDescriptor::TYPE_MESSAGE) continue;
-        params.push_back({{"name", f->name()}, {"in", "query"}, {"required", false}, {"schema", FieldSchema(f, &todo)}});
+        params.push_back(
+            {{"name", f->name()}, {"in", "query"}, {"required", false}, {"schema", FieldSchema(f, &todo)}});
       }
     } else {
       todo.push_back(in);
-      op["requestBody"] = {{"required", false},
-                           {"content", {{"application/json", {{"schema", {{"$ref", Ref(in)}}}}}}}};
+      op["requestBody"] = {{"required", false}, {"content", {{"application/json", {{"schema", {{"$ref", Ref(in)}}}}}}}};
     }
     if (r.Streaming()) {
       params.push_back({{"name", "Last-Event-ID"},
@@ -143,11 +149,11 @@ std::string OpenApi(const Routes& routes, const std::string& version) {
               {"info",
                {{"title", "Mariposa"},
                 {"version", version},
-                {"description", "mariposad's HTTP/JSON API: every gRPC method of the mariposa.v1 services, generated "
-                                "from the protos (docs/http-api.md)."}}},
+                {"description",
+                 "mariposad's HTTP/JSON API: every gRPC method of the mariposa.v1 services, generated "
+                 "from the protos (docs/http-api.md)."}}},
               {"components",
-               {{"schemas", schemas},
-                {"securitySchemes", {{"token", {{"type", "http"}, {"scheme", "bearer"}}}}}}},
+               {{"schemas", schemas}, {"securitySchemes", {{"token", {{"type", "http"}, {"scheme", "bearer"}}}}}}},
               {"security", json::array({{{"token", json::array()}}})},
               {"paths", paths}};
   return doc.dump(1);

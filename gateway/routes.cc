@@ -15,15 +15,10 @@ namespace {
 
 using google::protobuf::MethodDescriptor;
 
-// A template segment: a literal, or {field} with an optional ":verb" after it.
-struct Segment {
-  std::string literal, field, suffix;
-};
-
-std::vector<Segment> Parse(const std::string& path) {
-  std::vector<Segment> out;
+std::vector<Route::Segment> Parse(const std::string& path) {
+  std::vector<Route::Segment> out;
   for (absl::string_view part : absl::StrSplit(absl::string_view(path).substr(1), '/')) {
-    Segment s;
+    Route::Segment s;
     if (absl::StartsWith(part, "{")) {
       size_t close = part.find('}');
       s.field = std::string(part.substr(1, close - 1));
@@ -41,13 +36,25 @@ void Add(const MethodDescriptor* m, const v1::HttpRule& r, std::vector<Route>* o
   route.method = m;
   route.body = r.body() == "*";
   switch (r.pattern_case()) {
-    case v1::HttpRule::kGet: route.verb = "GET", route.path = r.get(); break;
-    case v1::HttpRule::kPost: route.verb = "POST", route.path = r.post(); break;
-    case v1::HttpRule::kPut: route.verb = "PUT", route.path = r.put(); break;
-    case v1::HttpRule::kDelete: route.verb = "DELETE", route.path = r.delete_(); break;
-    case v1::HttpRule::kPatch: route.verb = "PATCH", route.path = r.patch(); break;
-    default: return;
+    case v1::HttpRule::kGet:
+      route.verb = "GET", route.path = r.get();
+      break;
+    case v1::HttpRule::kPost:
+      route.verb = "POST", route.path = r.post();
+      break;
+    case v1::HttpRule::kPut:
+      route.verb = "PUT", route.path = r.put();
+      break;
+    case v1::HttpRule::kDelete:
+      route.verb = "DELETE", route.path = r.delete_();
+      break;
+    case v1::HttpRule::kPatch:
+      route.verb = "PATCH", route.path = r.patch();
+      break;
+    default:
+      return;
   }
+  route.segments = Parse(route.path);
   out->push_back(std::move(route));
   for (const v1::HttpRule& more : r.additional_bindings()) Add(m, more, out);
 }
@@ -58,7 +65,7 @@ std::string Route::GrpcName() const { return absl::StrCat("/", method->service()
 
 std::vector<std::string> Route::Params() const {
   std::vector<std::string> out;
-  for (const Segment& s : Parse(path)) {
+  for (const Segment& s : segments) {
     if (!s.field.empty()) out.push_back(s.field);
   }
   return out;
@@ -68,7 +75,7 @@ bool Route::Streaming() const { return method->server_streaming(); }
 
 const std::vector<std::string>& Routes::Served() {
   static const auto* kServed = new std::vector<std::string>{
-      "mariposa.v1.Projects", "mariposa.v1.Queue",  "mariposa.v1.State", "mariposa.v1.Events",
+      "mariposa.v1.Projects", "mariposa.v1.Queue", "mariposa.v1.State", "mariposa.v1.Events",
       "mariposa.v1.Images",   "mariposa.v1.Admin", "mariposa.v1.Auth"};
   return *kServed;
 }
@@ -102,10 +109,11 @@ absl::StatusOr<Routes> Routes::Read(const std::vector<std::string>& services) {
     }
     // The same verb and shape twice: one of them would never be reached.
     std::string shape = r.verb;
-    for (const Segment& s : Parse(r.path)) absl::StrAppend(&shape, "/", s.field.empty() ? s.literal : "*" + s.suffix);
+    for (const Route::Segment& s : r.segments)
+      absl::StrAppend(&shape, "/", s.field.empty() ? s.literal : "*" + s.suffix);
     if (!seen.insert(shape).second) {
-      return absl::FailedPreconditionError(absl::StrCat(r.verb, " ", r.path, " (", r.method->full_name(),
-                                                        ") takes the same requests as another route"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(r.verb, " ", r.path, " (", r.method->full_name(), ") takes the same requests as another route"));
     }
   }
   return out;
@@ -118,13 +126,13 @@ std::optional<Routes::Match> Routes::Find(const std::string& verb, const std::st
   std::optional<Match> best;
   int best_score = -1;
   for (const Route& r : routes_) {
-    std::vector<Segment> t = Parse(r.path);
+    const std::vector<Route::Segment>& t = r.segments;
     if (t.size() != parts.size()) continue;
     Match m{&r, {}};
     int score = 0;
     bool ok = true;
     for (size_t i = 0; ok && i < t.size(); ++i) {
-      const Segment& s = t[i];
+      const Route::Segment& s = t[i];
       if (s.field.empty()) {
         ok = parts[i] == s.literal;
         score += 2;

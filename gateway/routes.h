@@ -18,10 +18,16 @@ class MethodDescriptor;
 namespace mariposa::gateway {
 
 struct Route {
-  std::string verb;  // GET POST PUT DELETE PATCH
-  std::string path;  // the template: "/v1/projects/{project}:apply"
+  std::string verb;   // GET POST PUT DELETE PATCH
+  std::string path;   // the template: "/v1/projects/{project}:apply"
   bool body = false;  // the JSON body is the request ("*")
   const google::protobuf::MethodDescriptor* method = nullptr;
+  // `path` by segment, parsed once: a literal, or {field} with an optional
+  // ":verb" after it.
+  struct Segment {
+    std::string literal, field, suffix;
+  };
+  std::vector<Segment> segments;
   // "/mariposa.v1.Projects/Apply", as gRPC names it.
   std::string GrpcName() const;
   // The {field} names of the path, in order.

@@ -53,9 +53,9 @@ TEST(Routes, EveryServedMethodHasARoute) {
   // The services a gRPC client can reach that are not served over HTTP.
   std::set<std::string> served(Routes::Served().begin(), Routes::Served().end());
   std::set<std::string> unserved;
-  for (const char* f : {"mariposa/v1/health.proto", "mariposa/v1/projects.proto", "mariposa/v1/admin.proto",
-                        "mariposa/v1/queue.proto", "mariposa/v1/state.proto", "mariposa/v1/events.proto",
-                        "mariposa/v1/images.proto", "mariposa/v1/auth.proto"}) {
+  for (const char* f :
+       {"mariposa/v1/health.proto", "mariposa/v1/projects.proto", "mariposa/v1/admin.proto", "mariposa/v1/queue.proto",
+        "mariposa/v1/state.proto", "mariposa/v1/events.proto", "mariposa/v1/images.proto", "mariposa/v1/auth.proto"}) {
     const auto* fd = pool->FindFileByName(f);
     ASSERT_NE(fd, nullptr) << f;
     for (int i = 0; i < fd->service_count(); ++i) {
@@ -118,9 +118,9 @@ TEST(JsonMapping, BodyQueryAndPathFillTheRequestWithBytesAsText) {
   std::map<std::string, std::string> params;
   const Route& apply = RouteFor("POST", "/v1/projects/web:apply", &params);
   v1::ApplyRequest a;
-  ASSERT_TRUE(BuildRequest(apply, R"({"manifest": "project: web\n", "dryRun": true, "previous_version": "3"})", {},
-                           params, &a)
-                  .ok());
+  ASSERT_TRUE(
+      BuildRequest(apply, R"({"manifest": "project: web\n", "dryRun": true, "previous_version": "3"})", {}, params, &a)
+          .ok());
   EXPECT_EQ(a.project(), "web");
   EXPECT_EQ(a.manifest(), "project: web\n") << "bytes fields are text, not base64";
   EXPECT_TRUE(a.dry_run()) << "lowerCamelCase is read too";
@@ -177,8 +177,9 @@ TEST(JsonMapping, RepliesPrintEveryFieldWithProtoNames) {
 }
 
 TEST(Errors, CodeMessageAndRfd40Parts) {
-  json j = json::parse(ErrorBody(7, "token:ci may not call Queue/Freeze: it needs the operator role on project web; an "
-                                    "admin grants it with `mariposa admin grant token:ci operator -j web`"));
+  json j = json::parse(ErrorBody(7,
+                                 "token:ci may not call Queue/Freeze: it needs the operator role on project web; an "
+                                 "admin grants it with `mariposa admin grant token:ci operator -j web`"));
   EXPECT_EQ(j["code"], 7);
   EXPECT_EQ(j["status"], "PERMISSION_DENIED");
   EXPECT_EQ(j["error"], "token:ci may not call Queue/Freeze: it needs the operator role on project web");
