@@ -1071,6 +1071,41 @@ TEST(DecideTest, ADeletedProjectKeepsTheVolumesItRetains) {
   EXPECT_FALSE(Decide(s, kT0).delete_project);
 }
 
+// `project delete --delete-volumes`: every volume of the project goes,
+// whatever its deletion_policy and whether or not the manifest still names
+// it, once nothing mounts it; a volume of another project stays.
+TEST(DecideTest, DeleteVolumesTakesEveryVolumeOfTheProject) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nvolumes:\n  data: {network: 11111111-2222-4333-8444-555555555555}\n"
+                                 "services:\n  web: {image: web@1, count: 0}\n"));
+  s.volumes_at_deletion = s.goal->volumes;
+  s.goal = nullptr;
+  s.project.deleting = true;
+  s.volapi = true;
+  triton::Volume data{"v1", "o", "p.data", 10240, "ready", {}, {"vm-1"}};
+  triton::Volume old{"v2", "o", "p.old", 10240, "ready", {}, {}};  // left out of the manifest earlier
+  triton::Volume other{"v3", "o", "q.data", 10240, "ready", {}, {}};
+  s.volumes = std::vector<triton::Volume>{data, old, other};
+  Decision d = Decide(s, kT0);
+  EXPECT_TRUE(d.volume_changes.empty()) << "without --delete-volumes both are retained";
+  EXPECT_TRUE(d.delete_project);
+  s.project.delete_volumes = true;
+  d = Decide(s, kT0);
+  ASSERT_EQ(d.volume_changes.size(), 1u) << "data is still mounted";
+  EXPECT_EQ(d.volume_changes[0].volume.uuid, "v2");
+  EXPECT_FALSE(d.delete_project);
+  s.volumes->at(0).refs.clear();
+  d = Decide(s, kT0);
+  ASSERT_EQ(d.volume_changes.size(), 2u);
+  EXPECT_EQ(d.volume_changes[0].volume.uuid, "v1");
+  EXPECT_EQ(d.volume_changes[1].volume.uuid, "v2");
+  s.volumes = std::vector<triton::Volume>{other};
+  d = Decide(s, kT0);
+  EXPECT_TRUE(d.volume_changes.empty());
+  EXPECT_TRUE(d.delete_project) << "q.data is another project's";
+  ASSERT_EQ(d.volumes.size(), 1u);
+  EXPECT_EQ(d.volumes[0].state, "deleted");
+}
+
 // Runs of an event service (decide_runs.cc), as a table: a queued run
 // starts and creates `count` instances tagged with it; it ends when they
 // have all exited and records the outcome; its instances go unless

@@ -72,8 +72,13 @@ void DecideVolumes(const Snapshot& s, Decision* d) {
                  f == s.volume_failures.end() ? "" : f->second};
     v.size_mib = have ? have->size : spec ? spec->size_mib : 0;
     if (have) v.mounted_by = have->refs;
-    const bool remove = spec && (spec->remove || (deleting && spec->deletion_policy == "delete"));
+    // Deleted when the manifest says so, or with the project by its
+    // deletion_policy or --delete-volumes (which takes the volumes left out
+    // of the manifest too).
+    const bool remove = (spec && spec->remove) ||
+                        (deleting && (s.project.delete_volumes || (spec && spec->deletion_policy == "delete")));
     if (remove) {
+      if (have == nullptr && spec == nullptr) continue;
       if (have == nullptr) {
         v.state = "deleted";
       } else if (have->state == "deleting") {

@@ -25,7 +25,9 @@
 #include "convergence/sync_helpers.h"
 #include "convergence/placement.h"
 #include "convergence/queue.h"
+#include "projects/firewall.h"
 #include "projects/interpolate.h"
+#include "projects/volumes.h"
 
 namespace mariposa::convergence {
 namespace {
@@ -436,18 +438,47 @@ const std::string& Reconciler::TenantOf(const ProjectRecord& p) const {
   return p.owner.empty() ? options_.owner_uuid : p.owner;
 }
 
-absl::StatusOr<int64_t> Reconciler::CountInstances(const std::string& project_uuid) {
+absl::StatusOr<ProjectHoldings> Reconciler::Holdings(const std::string& project_uuid) {
   ASSIGN_OR_RETURN(ProjectRecord p, store_->GetProject(project_uuid));
-  int64_t total = 0;
+  ProjectHoldings h;
   for (const std::string& owner : OwnersOf(p)) {
     triton::VmFilter f;
     f.tags = {{kTagProject, p.uuid}};
     f.owner_uuid = owner;
     f.state = "active";
     ASSIGN_OR_RETURN(int64_t n, vmapi_->CountVms(f));
-    total += n;
+    h.instances += n;
   }
-  return total;
+  // Owned as the syncs tell (GatherFirewall, GatherFabric, GatherVolumes).
+  const std::string& owner = TenantOf(p);
+  if (options_.fwapi != nullptr) {
+    auto rules = options_.fwapi->ListRules(owner);
+    if (!rules.ok()) h.unread.push_back(absl::StrCat("FWAPI: ", rules.status().message()));
+    for (const triton::FwRule& r : rules.ok() ? *rules : std::vector<triton::FwRule>{}) {
+      auto m = r.global ? std::nullopt : ParseFirewallDescription(p.uuid, r.description);
+      if (m) h.firewall_rules.push_back(m->name);
+    }
+  }
+  if (options_.napi != nullptr) {
+    auto vlans = options_.napi->ListFabricVlans(owner);
+    absl::StatusOr<std::vector<triton::FabricNetwork>> networks =
+        vlans.ok() ? options_.napi->ListFabricNetworks(owner) : vlans.status();
+    if (!networks.ok()) h.unread.push_back(absl::StrCat("NAPI: ", networks.status().message()));
+    for (const triton::FabricNetwork& n : networks.ok() ? *networks : std::vector<triton::FabricNetwork>{}) {
+      if (auto m = ParseOwnedMarker(p.uuid, "network", n.description)) h.fabric.push_back("network " + m->name);
+    }
+    for (const triton::FabricVlan& v : networks.ok() ? *vlans : std::vector<triton::FabricVlan>{}) {
+      if (ParseOwnedMarker(p.uuid, "vlan", v.description)) h.fabric.push_back(absl::StrCat("VLAN ", v.vlan_id));
+    }
+  }
+  if (options_.volapi != nullptr) {
+    auto all = options_.volapi->ListVolumes(owner);
+    if (!all.ok()) h.unread.push_back(absl::StrCat("VOLAPI: ", all.status().message()));
+    for (const triton::Volume& v : all.ok() ? *all : std::vector<triton::Volume>{}) {
+      if (auto name = ProjectVolumeName(p.name, v.name)) h.volumes.push_back(*name);
+    }
+  }
+  return h;
 }
 
 std::vector<std::string> Reconciler::OwnersOf(const ProjectRecord& p) const {

@@ -225,8 +225,10 @@ class Reconciler {
   // Every account whose VMs may be `p`'s instances: its own, and the admin
   // account (core zones) when there is one. Listings are scoped to these.
   std::vector<std::string> OwnersOf(const ProjectRecord& p) const;
-  // How many active VMs the project (uuid) has under its accounts.
-  absl::StatusOr<int64_t> CountInstances(const std::string& project_uuid);
+  // How many active VMs the project (uuid) has under its accounts, and what
+  // it owns in FWAPI, NAPI and VOLAPI (the APIs mariposad has addresses
+  // for): what deleting it must remove first.
+  absl::StatusOr<ProjectHoldings> Holdings(const std::string& project_uuid);
   // An image reference (uuid or name@version), cached briefly.
   // `cached_only`: the last answer, however old; UNAVAILABLE when none.
   absl::StatusOr<triton::Image> ResolveImage(const std::string& ref, bool cached_only = false);

@@ -39,6 +39,7 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
   resp->set_actual_known(s.actual_known);
   if (s.actual_known && s.observed_at != absl::InfinitePast()) SetTimestamp(s.observed_at, resp->mutable_observed_at());
   resp->set_leftover(d.leftover);
+  resp->set_deleting(s.project.deleting);
   resp->set_read_now(view->read_now);
   resp->set_watch(view->watch);
   std::map<std::string, std::string> hostnames;  // server uuid -> hostname, when the sync read CNAPI

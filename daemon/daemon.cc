@@ -508,7 +508,7 @@ void Daemon::WireProjects() {
       }
     }
   });
-  projects_->set_instance_counter([r](const std::string& project_uuid) { return r->CountInstances(project_uuid); });
+  projects_->set_holdings([r](const std::string& project_uuid) { return r->Holdings(project_uuid); });
   convergence::ImagesServiceOptions iopts;
   iopts.imgapi = imgapi_.get();
   iopts.source = image_source_.get();

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "convergence/meta_drift.h"
 #include "convergence/queue.h"
+#include "projects/deletion.h"
 #include "projects/diff.h"
 #include "projects/limits.h"
 #include "projects/manifest.h"
@@ -682,12 +683,15 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
   if (!s.ok()) return ToGrpc(s);
   auto p = store_->GetProject(req->project());
   if (!p.ok()) return ToGrpc(p.status());
-  if (instance_counter_) {
-    // With a data center attached, the instances go first: deleting only the
-    // goal state would orphan them. Its agents are uninstalled as well.
-    auto n = instance_counter_(p->uuid);
-    if (!n.ok()) return ToGrpc(Annotate(n.status(), "counting the project's instances"));
+  if (holdings_) {
+    // With a data center attached, what the project has there goes first:
+    // deleting only the goal state would orphan its instances, firewall
+    // rules, fabric and volumes. Its agents are uninstalled as well.
+    auto held = holdings_(p->uuid);
+    if (!held.ok()) return ToGrpc(Annotate(held.status(), "reading what the project has in the data center"));
+    const int64_t n = held->instances;
     std::vector<std::string> agents, core;
+    std::map<std::string, VolumeSpec> volumes;  // the current version's
     if (!p->current_version.empty()) {
       auto stored = StoredManifest(*p, p->current_version);
       if (!stored.ok()) return ToGrpc(stored.status());
@@ -695,16 +699,17 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
         if (kv.second.compute_type == "agent") agents.push_back(kv.first);
         if (kv.second.compute_type == "core") core.push_back(kv.first);
       }
+      volumes = (*stored)->manifest.volumes;
     }
-    if (*n > 0 || !agents.empty()) {
+    if (n > 0 || !agents.empty() || held->OwnsMore()) {
       if (!core.empty()) {  // core zones are never destroyed by a project's deletion
         return ToGrpc(absl::FailedPreconditionError(absl::StrCat(
             "project ", p->name, " manages Triton core zones (", absl::StrJoin(core, ", "),
             "); deleting it would destroy them, so it is refused. To really destroy them, apply a manifest "
             "without them (`mariposa apply --force`) first, then delete the project")));
       }
-      if (!req->force()) {
-        std::string what = *n > 0 ? absl::StrCat(*n, " instances") : "";
+      if (!req->force() && (n > 0 || !agents.empty())) {
+        std::string what = n > 0 ? absl::StrCat(n, " instances") : "";
         if (!agents.empty()) {
           absl::StrAppend(&what, what.empty() ? "" : " and ", "agent services (", absl::StrJoin(agents, ", "),
                           ") installed on its servers");
@@ -713,9 +718,15 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
             "project ", p->name, " has ", what, "; `mariposa project delete ", p->name,
             " --force` removes them (agents are uninstalled) and then the project")));
       }
-      auto marked = store_->MarkProjectDeleting(p->uuid, AuthorOf(ctx));
+      DeletionPlan plan = PlanDeletion(*held, agents, volumes, req->delete_volumes());
+      std::string detail = absl::StrCat("removed first: ", absl::StrJoin(plan.removes, "; "), "; then the project");
+      if (!plan.retains.empty()) absl::StrAppend(&detail, "; kept: ", absl::StrJoin(plan.retains, "; "));
+      for (std::string& r : plan.removes) resp->add_removes(std::move(r));
+      for (std::string& r : plan.retains) resp->add_retains(std::move(r));
+      auto marked = store_->MarkProjectDeleting(p->uuid, AuthorOf(ctx), req->delete_volumes(), detail);
       if (!marked.ok()) return ToGrpc(marked);
-      resp->set_instances_to_remove(*n);
+      resp->set_instances_to_remove(n);
+      resp->set_pending(true);
       if (on_change_) on_change_(p->uuid);
       return grpc::Status::OK;
     }

@@ -58,10 +58,11 @@ class ProjectsService final : public v1::Projects::Service {
   using ImagePlanner = std::function<absl::StatusOr<std::map<std::string, ImagePlan>>(
       const std::string& project_uuid, const Manifest&, const std::set<std::string>& services)>;
   void set_image_planner(ImagePlanner f) { image_planner_ = std::move(f); }
-  // How many instances a project (uuid) has in the data center; set when
-  // mariposad converges against one, so that deletes do not orphan them.
-  void set_instance_counter(std::function<absl::StatusOr<int64_t>(const std::string&)> f) {
-    instance_counter_ = std::move(f);
+  // What a project (uuid) has in the data center (its instances, firewall
+  // rules, fabric, volumes); set when mariposad converges against one, so
+  // that deletes orphan none of them.
+  void set_holdings(std::function<absl::StatusOr<ProjectHoldings>(const std::string&)> f) {
+    holdings_ = std::move(f);
   }
 
   grpc::Status CreateProject(grpc::ServerContext*, const v1::CreateProjectRequest*, v1::CreateProjectResponse*) override;
@@ -120,7 +121,7 @@ class ProjectsService final : public v1::Projects::Service {
   ProjectStore* store_;
   const Clock* clock_;
   std::function<void(const std::string&)> on_change_;
-  std::function<absl::StatusOr<int64_t>(const std::string&)> instance_counter_;
+  std::function<absl::StatusOr<ProjectHoldings>(const std::string&)> holdings_;
   CatalogCheck catalog_check_;
   std::string default_owner_;
   ImagePlanner image_planner_;

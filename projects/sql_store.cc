@@ -942,6 +942,7 @@ absl::StatusOr<ProjectRecord> SqlProjectStore::GetProjectOn(Database* db, const 
   p.current_number = st.Int(5);
   p.service_count = static_cast<int>(st.Int(6));
   p.deleting = st.Int(7) != 0;
+  p.delete_volumes = st.Int(7) == 2;
   for (absl::string_view svc : absl::StrSplit(st.Text(8), ',', absl::SkipEmpty())) p.stopped.insert(std::string(svc));
   p.owner = st.Text(9);
   if (current != nullptr) {
@@ -2053,16 +2054,18 @@ absl::Status SqlProjectStore::AddTaskProgressLocked(const std::string& uuid, con
   return st.Run();
 }
 
-absl::Status SqlProjectStore::MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor) {
+absl::Status SqlProjectStore::MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor,
+                                                 bool delete_volumes, const std::string& detail) {
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, BeginLocked());
   ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(name_or_uuid));
-  ASSIGN_OR_RETURN(auto st, db_->Prepare("UPDATE projects SET deleting = 1 WHERE uuid = ?"));
-  st.Bind(1, p.uuid);
+  // deleting: 1, or 2 with --delete-volumes (an integer column since
+  // schema 5: no migration); asked again, --delete-volumes is never undone.
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("UPDATE projects SET deleting = CASE WHEN deleting > ?1 THEN deleting "
+                                         "ELSE ?1 END WHERE uuid = ?2"));
+  st.Bind(1, int64_t{delete_volumes ? 2 : 1}).Bind(2, p.uuid);
   RETURN_IF_ERROR(st.Run());
-  RETURN_IF_ERROR(AppendEventLocked(actor, p.name, "project.delete-requested", p.uuid,
-                                    "instances are removed, then the project")
-                      .status());
+  RETURN_IF_ERROR(AppendEventLocked(actor, p.name, "project.delete-requested", p.uuid, detail).status());
   return txn->Commit();
 }
 

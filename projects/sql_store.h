@@ -141,7 +141,8 @@ class SqlProjectStore : public ProjectStore {
   absl::Status AddTaskProgress(const std::string& uuid, const TaskProgress& delta) override;
   absl::StatusOr<TaskRecord> SetTaskPaused(const std::string& uuid, const std::string& actor,
                                            const std::string& reason, bool paused) override;
-  absl::Status MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor) override;
+  absl::Status MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor, bool delete_volumes,
+                                   const std::string& detail) override;
   absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() override;
   absl::Status RecordJobs(const std::vector<JobRecord>& jobs) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobsExcept(const std::string& project_uuid,

@@ -52,6 +52,20 @@ struct GrantRecord {
   std::string created_by;
 };
 
+// What the data center holds of a project, read when it is deleted: its
+// active instances, and what it owns in FWAPI, NAPI and VOLAPI. `unread`
+// names each of those APIs that could not be read ("FWAPI: why"): the
+// project may own more there.
+struct ProjectHoldings {
+  int64_t instances = 0;
+  std::vector<std::string> firewall_rules;  // the manifest's names
+  std::vector<std::string> fabric;          // "VLAN 60", "network private"
+  std::vector<std::string> volumes;         // the manifest's names
+  std::vector<std::string> unread;
+  // Anything besides instances, or not known.
+  bool OwnsMore() const { return !firewall_rules.empty() || !fabric.empty() || !volumes.empty() || !unread.empty(); }
+};
+
 struct ProjectRecord {
   std::string uuid;
   std::string name;
@@ -61,6 +75,9 @@ struct ProjectRecord {
   int64_t current_number = 0;
   int service_count = 0;
   bool deleting = false;  // delete requested with --force: instances are being removed first
+  // Deleting with --delete-volumes: every volume of the project goes, not
+  // only those of deletion_policy delete.
+  bool delete_volumes = false;
   std::set<std::string> stopped;  // services a stop task has stopped (until a start task)
   // The Triton account (uuid) the project's instances belong to; fixed at
   // creation. "" only for a project made before accounts were recorded and
@@ -425,9 +442,12 @@ class ProjectStore {
   // as fitting). FAILED_PRECONDITION for a task that already ended.
   virtual absl::StatusOr<TaskRecord> SetTaskState(const std::string& uuid, const std::string& state,
                                                   const std::string& error) = 0;
-  // Marks a project for deletion once its instances are gone (the
-  // controller removes them, then calls DeleteProject).
-  virtual absl::Status MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor) = 0;
+  // Marks a project for deletion once its instances and what else it owns
+  // in the data center are gone (the controller removes them, then calls
+  // DeleteProject); `detail` is the event's. `delete_volumes`: its volumes
+  // go whatever their deletion_policy.
+  virtual absl::Status MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor,
+                                           bool delete_volumes, const std::string& detail) = 0;
   virtual absl::Status AddTaskProgress(const std::string& uuid, const TaskProgress& delta) = 0;
   // Pauses an open reprovision task (`note` non-empty: who, when, why) or
   // resumes it (`note` empty), with an event. FAILED_PRECONDITION for a

@@ -437,7 +437,7 @@ TEST_F(ConvergenceTest, ProjectDeleteRemovesInstancesOnlyWithForce) {
   EXPECT_EQ(M({"project", "get", "jupiter"}).exit_code, 0);
   r = M({"project", "delete", "jupiter", "--yes", "--force"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, ::testing::HasSubstr("removing 6 instances"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("removes first:\n  6 instances\n"));
   EXPECT_TRUE(WaitFor({})) << daemon_->log();
   bool gone = false;
   for (int i = 0; i < 50 && !gone; ++i) {
@@ -1130,6 +1130,79 @@ TEST_F(ConvergenceTest, AnApplicationWithItsNetworkFirewallVolumeAndJobs) {
   EXPECT_TRUE(get("/rules?owner_uuid=" + owner).empty());
   EXPECT_TRUE(get("/volumes?owner_uuid=" + owner).empty());
   EXPECT_TRUE(get("/fabrics/" + owner + "/vlans").empty());
+}
+
+// A project with no instances still owns its firewall rules, fabric and
+// volumes: deleting it removes them first (no --force needed: no instance
+// is destroyed), keeps the volumes of deletion_policy retain with the
+// network they are served on, and --delete-volumes deletes every volume.
+TEST_F(ConvergenceTest, DeletingAProjectWithoutInstancesOrphansNothing) {
+  const std::string owner = "930896af-bf8c-48d4-885c-6573a94b1853";
+  httplib::Client c(sim_->addr());
+  auto get = [&](const std::string& path) { return json::parse(c.Get(path)->body); };
+  auto manifest = [](const std::string& project, int vlan) {
+    return absl::StrCat("project: ", project, "\nfabric:\n  vlan: ", vlan, "\n  networks:\n    data: {subnet: 10.", vlan,
+                        ".0.0/24}\nvolumes:\n  keep: {size: 10g}\n  scratch: {size: 10g, deletion_policy: delete}\n"
+                        "firewall:\n  in: {from: any, to: job, ports: [80]}\nservices:\n  job:\n    service_type: event\n"
+                        "    image: autopilotpattern/wordpress@1.2.0\n    networks: [data]\n"
+                        "    volumes: [keep:/keep, scratch:/scratch]\n");
+  };
+  auto of = [&](const std::string& project, const json& list, const char* field) {
+    std::vector<std::string> out;
+    for (const auto& x : list) {
+      std::string v = x.value(field, "");
+      if (v.find(project) != std::string::npos) out.push_back(x.value("name", v));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  auto made = [&](const std::string& project) {
+    return M({"-j", project, "status"}).out.find(": converged") != std::string::npos &&
+           of(project + ".", get("/volumes?owner_uuid=" + owner), "name").size() == 2;
+  };
+  for (const std::string& p : {"lone", "lone2"}) {
+    WriteFile(dir_ + "/" + p + ".yaml", manifest(p, p == "lone" ? 63 : 64));
+    ASSERT_EQ(M({"apply", "-f", dir_ + "/" + p + ".yaml", "--yes"}).exit_code, 0);
+  }
+  ASSERT_TRUE(Eventually([&] { return made("lone") && made("lone2"); }, absl::Seconds(30)))
+      << M({"-j", "lone", "status"}).out << M({"-j", "lone2", "status"}).out;
+  ASSERT_EQ(get("/rules?owner_uuid=" + owner).size(), 2u);
+
+  // Without a flag: no --force needed, the rule and the scratch volume go,
+  // keep stays with its network; the project goes.
+  RunResult r = M({"project", "delete", "lone", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("deleting project lone; mariposad removes first:\n  firewall rules in\n"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("volume scratch (deletion_policy: delete: its data is lost)"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("and keeps:\n  volume keep (deletion_policy: retain) with its data"));
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "lone", "status"}).exit_code != 0; }, absl::Seconds(30)))
+      << M({"-j", "lone", "status"}).out;
+  EXPECT_EQ(get("/rules?owner_uuid=" + owner).size(), 1u) << "lone2's rule only";
+  EXPECT_EQ(of("lone.", get("/volumes?owner_uuid=" + owner), "name"), std::vector<std::string>{"lone.keep"});
+  json vlans = get("/fabrics/" + owner + "/vlans");
+  EXPECT_EQ(vlans.size(), 2u) << "lone's VLAN stays for the network keep is served on: " << vlans.dump();
+  RunResult events = M({"events"});
+  EXPECT_THAT(events.out, ::testing::HasSubstr("volume.retained"));
+  EXPECT_THAT(events.out, ::testing::HasSubstr("fabric.network-retained"));
+  EXPECT_THAT(events.out, ::testing::HasSubstr("removed first: firewall rules in;"));
+
+  // --delete-volumes: every volume goes, then the network and the VLAN.
+  r = M({"project", "delete", "lone2", "--yes", "--delete-volumes"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("volume keep (--delete-volumes: its data is lost)"));
+  EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("and keeps:")));
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "lone2", "status"}).exit_code != 0; }, absl::Seconds(30)))
+      << M({"-j", "lone2", "status"}).out;
+  EXPECT_TRUE(get("/rules?owner_uuid=" + owner).empty());
+  EXPECT_TRUE(of("lone2.", get("/volumes?owner_uuid=" + owner), "name").empty());
+  EXPECT_EQ(get("/fabrics/" + owner + "/vlans").size(), 1u) << "lone2's VLAN is gone, lone's retained one stays";
+
+  // A project with nothing in the data center is still deleted at once.
+  WriteFile(dir_ + "/empty.yaml", "project: empty\nservices:\n  web: {image: autopilotpattern/nginx@1.4.0, count: 0}\n");
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/empty.yaml", "--yes"}).exit_code, 0);
+  r = M({"project", "delete", "empty", "--yes"});
+  EXPECT_EQ(r.out, "deleted project empty\n");
+  EXPECT_NE(M({"-j", "empty", "status"}).exit_code, 0);
 }
 
 // Scheduled and event services, through the CLI against tritonsim (whose
@@ -2000,7 +2073,7 @@ TEST_F(ConvergenceTest, ProjectsInTwoAccounts) {
   // Deleting mars removes bob's instances and leaves the impostor alone.
   r = M({"project", "delete", "mars", "--yes", "--force"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, ::testing::HasSubstr("removing 2 instances"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("removes first:\n  2 instances\n"));
   bool gone = false;
   for (int i = 0; i < 100 && !gone; ++i) {
     gone = owners(mars_uuid) == std::map<std::string, int>{{kMallory, 1}};

@@ -129,16 +129,21 @@ void PrintDiff(Context& c, const v1::Diff& d) {
         break;
       case v1::ServiceChange::UPDATE: {
         bool only_count = s.fields_size() == 1 && s.fields(0).path() == "count";
+        // A scheduled or event service's count is per run: nothing is
+        // scaled now, and it has no instances between runs.
+        const bool runs = !s.runs().empty();
         if (s.from_count() != s.to_count()) {
           int64_t delta = s.to_count() - s.from_count();
-          out << "scale \"" << s.service() << "\" " << s.from_count() << " -> " << s.to_count() << " ("
-              << (delta > 0 ? "+" : "") << delta << ")\n";
+          out << (runs ? "instances per run of \"" : "scale \"") << s.service() << "\" " << s.from_count() << " -> "
+              << s.to_count() << " (" << (delta > 0 ? "+" : "") << delta << (runs ? ", from the next run" : "")
+              << ")\n";
         }
         if (only_count) break;
         // With an image plan its header names the service; agents have no
         // count and are updated by their rollout.
         bool agent = s.has_image_plan() && s.image_plan().agent();
         if (s.has_image_plan()) out << cli::ImagePlanText(s);
+        else if (runs) out << "update \"" << s.service() << "\" " << s.runs() << " service (" << Plural(s.to_count(), "instance") << " per run):\n";
         else out << "update \"" << s.service() << "\" (" << Plural(s.to_count(), "instance") << "):\n";
         for (const auto& f : s.fields()) {
           if (f.path() == "count") continue;
@@ -148,7 +153,10 @@ void PrintDiff(Context& c, const v1::Diff& d) {
         }
         bool cns = false;
         for (const auto& f : s.fields()) cns |= f.path() == "cns" || absl::StartsWith(f.path(), "cns[");
-        if (cns && !agent) {
+        if (cns && runs) {
+          out << "    CNS names are given to the instances of its next runs (tag triton.cns.services; a run under "
+                 "way keeps the names it was made with)\n";
+        } else if (cns && !agent) {
           out << "    CNS names are set in place on its " << Plural(s.to_count(), "instance")
               << " (tag triton.cns.services; nothing is replaced)\n";
         }
@@ -229,7 +237,9 @@ void PrintTask(Context& c, const v1::Task& t) {
         << t.created() << ", deleted " << t.deleted() << ", replaced " << t.replaced() << ", failed " << t.failed()
         << "\n";
   }
-  if (!t.error().empty()) out << "error:    " << t.error() << "\n";
+  // A completed task's text is its outcome (a run's "1/1 exited 0"), not
+  // an error.
+  if (!t.error().empty()) out << (t.state() == "completed" ? "outcome:  " : "error:    ") << t.error() << "\n";
 }
 
 Result WaitSettled(Context& c, const std::string& project) {

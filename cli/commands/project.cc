@@ -46,7 +46,11 @@ Result Get(Context& c, const Parsed& a) {
       << "\ncreated:     " << Time(p.created_at()) << "\nversion:     "
       << (p.current_version_number() ? absl::StrCat(p.current_version_number(), " (", p.current_version(), ")") : "none")
       << "\n";
-  if (p.deleting()) out << "deleting:    yes (instances are being removed, then the project)\n";
+  if (p.deleting()) {
+    out << "deleting:    yes (its instances, firewall rules, fabric and volumes are removed or retained, then the "
+           "project; `mariposa -j "
+        << p.name() << " status` shows what is left)\n";
+  }
   if (!p.stopped().empty()) out << "stopped:     " << absl::StrJoin(p.stopped(), ", ") << "\n";
   for (const auto& g : p.deployment_groups()) out << "group:       " << g.name() << ": " << absl::StrJoin(g.services(), ", ") << "\n";
   if (p.services_size() > 0) {
@@ -64,8 +68,11 @@ Result Get(Context& c, const Parsed& a) {
 Result Delete(Context& c, const Parsed& p) {
   const std::string& name = p.args()[0];
   bool force = p.Has("--force");
+  bool volumes = p.Has("--delete-volumes");
   ASSIGN_OR_RETURN(bool go, c.Confirm(absl::StrCat("Delete project ", name, " with all its versions and meta",
-                                                   force ? ", removing its instances?" : "?"),
+                                                   force ? ", removing its instances" : "",
+                                                   volumes ? ", deleting every volume of it and their data" : "",
+                                                   "?"),
                                       p.Has("--yes")));
   if (!go) {
     c.out() << "not deleted\n";
@@ -74,14 +81,19 @@ Result Delete(Context& c, const Parsed& p) {
   v1::DeleteProjectRequest req;
   req.set_project(name);
   req.set_force(force);
+  req.set_delete_volumes(volumes);
   v1::DeleteProjectResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->DeleteProject(c.d().Ctx().get(), req, &resp)));
-  if (resp.instances_to_remove() > 0) {
-    c.out() << "removing " << resp.instances_to_remove() << " instances of " << name
-            << "; the project is deleted once they are gone\n";
-  } else {
+  if (!resp.pending()) {
     c.out() << "deleted project " << name << "\n";
+    return 0;
   }
+  c.out() << "deleting project " << name << "; mariposad removes first:\n";
+  for (const std::string& r : resp.removes()) c.out() << "  " << r << "\n";
+  if (!resp.retains().empty()) c.out() << "and keeps:\n";
+  for (const std::string& r : resp.retains()) c.out() << "  " << r << "\n";
+  c.out() << "the project is deleted once they are gone (`mariposa -j " << name
+          << " status` shows what is left; the event project.delete says it is done)\n";
   return 0;
 }
 
@@ -99,9 +111,13 @@ void AddProject(cli::Registry& r) {
          .max_args = 1, .project = ProjectUse::kOptional, .run = Get});
   r.Add({.path = "project delete", .args = "NAME", .summary = "delete a project with its versions and meta",
          .help = "With mariposad converging a data center, a project that still has instances is refused;\n"
-                 "--force removes its instances first and deletes the project once they are gone.",
+                 "--force removes its instances first. Its firewall rules and fabric networks are removed\n"
+                 "as well, and its volumes of deletion_policy delete; the others are retained with their\n"
+                 "data unless --delete-volumes. The project is deleted once all of that is gone.",
          .group = g,
-         .flags = {{{"-y", "--yes"}, "", "do not ask"}, {{"--force"}, "", "remove its instances first"}},
+         .flags = {{{"-y", "--yes"}, "", "do not ask"},
+                   {{"--force"}, "", "remove its instances first"},
+                   {{"--delete-volumes"}, "", "delete every volume of the project too, whatever its deletion_policy: their data is lost"}},
          .min_args = 1, .max_args = 1, .run = Delete});
   r.Alias("projects", "project");
 }

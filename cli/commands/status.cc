@@ -16,7 +16,8 @@ Result Status(Context& c, const Parsed& p) {
   bool stale = false;
   for (const auto& pr : resp.problems()) stale |= pr.kind() == "observation-stale";
   out << "project " << resp.project() << " at version " << resp.version() << ": "
-      << (resp.converged() ? "converged"
+      << (resp.deleting() ? "being deleted (what is listed below is removed or retained first)"
+          : resp.converged() ? "converged"
           : !resp.actual_known() ? "unknown (actual state cannot be read)"
           : stale ? "unknown (the actual state read is too old; see the problems)"
                   : "not converged")
