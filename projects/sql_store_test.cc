@@ -110,6 +110,30 @@ TEST_P(StoreTest, ProjectCrud) {
   EXPECT_EQ((*ev)[1].actor, "alice");
 }
 
+// A deletion request marks the project deleting (with --delete-volumes or
+// not) and records its event; asked again without the flag, the flag stays.
+TEST_P(StoreTest, MarkProjectDeletingKeepsDeleteVolumes) {
+  ASSERT_TRUE(store_->CreateProject("jupiter", "", "alice").ok());
+  ASSERT_TRUE(store_->CreateProject("apollo", "", "alice").ok());
+  ASSERT_TRUE(store_->MarkProjectDeleting("jupiter", "alice", false, "removed first: 2 instances").ok());
+  auto p = store_->GetProject("jupiter");
+  EXPECT_TRUE(p->deleting);
+  EXPECT_FALSE(p->delete_volumes);
+  ASSERT_TRUE(store_->MarkProjectDeleting("jupiter", "alice", true, "removed first: volume data").ok());
+  EXPECT_TRUE(store_->GetProject("jupiter")->delete_volumes);
+  ASSERT_TRUE(store_->MarkProjectDeleting("jupiter", "bob", false, "again").ok());
+  p = OpenAgain()->GetProject("jupiter");
+  EXPECT_TRUE(p->deleting);
+  EXPECT_TRUE(p->delete_volumes) << "--delete-volumes is never undone";
+  EXPECT_FALSE(store_->GetProject("apollo")->deleting);
+  auto ev = store_->ListEvents("jupiter", 0, 100);
+  ASSERT_TRUE(ev.ok());
+  ASSERT_EQ(ev->size(), 4u);
+  EXPECT_EQ((*ev)[1].kind, "project.delete-requested");
+  EXPECT_EQ((*ev)[1].detail, "removed first: 2 instances");
+  EXPECT_EQ((*ev)[3].actor, "bob");
+}
+
 // A project's account is recorded at creation (by create or by the first
 // apply); projects without one are claimed once, with an event each.
 TEST_P(StoreTest, ProjectAccounts) {
