@@ -285,14 +285,39 @@ async function overviewPage(root, name) {
         h('strong', {}, p.kind + (p.service ? ` (${p.service})` : '')),
         h('dl', {}, [['Error', p.error], ['Reason', p.reason], ['Fix', p.fix], ['Impact', p.impact]]
             .filter(([, v]) => v).map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))));
+    // What the project holds besides its services (docs/manifest.md): its
+    // runs, CNS names, fabric networks, volumes and firewall rules.
+    const runs = svcs.filter((s) => s.runs && s.runs.service_type).map((s) => h('tr', {'data-runs': s.name},
+        h('td', {}, s.name), h('td', {}, s.runs.schedule || 'event (on `mariposa run`)'),
+        h('td', {}, (s.runs.active || []).join('; ') || '-'), h('td', {}, s.runs.last || '-'),
+        h('td', {}, s.runs.next ? when(s.runs.next) : '-'), h('td', {}, s.runs.held || '-')));
+    const cns = svcs.filter((s) => (s.cns_names || []).length)
+        .map((s) => h('tr', {}, h('td', {}, s.name), h('td', {}, s.cns_names.join(', '))));
+    const mib = (n) => Number(n) ? `${Math.round(Number(n) / 1024)} GiB` : 'default';
+    const nets = (st.fabric_networks || []).map((n) => h('tr', {'data-network': n.name},
+        h('td', {}, n.name), h('td', {}, n.state), h('td', {}, n.subnet), h('td', {}, n.napi_name),
+        h('td', {}, n.error || '-')));
+    const vols = (st.volumes || []).map((v) => h('tr', {'data-volume': v.name},
+        h('td', {}, v.name), h('td', {}, v.state), h('td', {}, mib(v.size_mib)), h('td', {}, v.network || '-'),
+        h('td', {}, v.volapi_name), h('td', {}, String((v.mounted_by || []).length)), h('td', {}, v.error || '-')));
+    const rules = (st.firewall_rules || []).map((r) => h('tr', {'data-rule': r.name},
+        h('td', {}, r.name), h('td', {}, r.state), h('td', {}, r.rule), h('td', {}, r.error || '-')));
+    const section = (title, headers, list) => list.length ? [h('h2', {}, title), table(headers, list)] : null;
     fill(out,
-        h('p', {id: 'verdict'}, 'Project: ', badge('v', converged ? 'converged' : 'progressing'),
+        h('p', {id: 'verdict'}, 'Project: ',
+          st.deleting ? h('span', {class: 'badge v-progressing'}, 'being deleted')
+                      : badge('v', converged ? 'converged' : 'progressing'),
           ` version ${st.version}`, st.observed_at ? h('span', {class: 'muted'}, ` · read ${when(st.observed_at)}`) : ''),
         message,
         problems.length ? [h('h2', {}, 'Problems'), problems] : null,
         rollouts.length ? [h('h2', {}, 'Rollout'), rollouts.map((t) => rolloutView(t, svcs, updates))] : null,
         h('h2', {}, 'Services'),
         table(['Service', 'Verdict', 'Ready', 'Running', 'Healthy', 'Updating', 'Why / fix', ''], rows),
+        section('Runs', ['Service', 'Schedule', 'Active', 'Last', 'Next', 'Held'], runs),
+        section('CNS names', ['Service', 'Names (triton.cns.services)'], cns),
+        section('Fabric networks', ['Network', 'State', 'Subnet', 'NAPI name', 'Last error'], nets),
+        section('Volumes', ['Volume', 'State', 'Size', 'Network', 'VOLAPI name', 'Mounts', 'Last error'], vols),
+        section('Firewall rules', ['Rule', 'State', 'Rule text', 'Last error'], rules),
         canFreeze ? null : h('p', {class: 'muted'}, 'Your role may look, not change.'));
   };
   await load();

@@ -34,6 +34,35 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
+SATURN = """project: saturn
+cns: shop
+fabric:
+  vlan: 70
+  networks:
+    private: {subnet: 10.70.0.0/24}
+volumes:
+  data: {size: 10g}
+firewall:
+  web-to-db: {from: web, to: db, ports: [3306]}
+services:
+  web:
+    image: autopilotpattern/nginx@1.4.0
+    networks: [private]
+    start: {window: 1s}
+  db:
+    image: autopilotpattern/nginx@1.4.0
+    networks: [private]
+    volumes: [data:/var/lib/db]
+    start: {window: 1s}
+  report:
+    service_type: scheduled
+    schedule: {cron: "30 3 * * *", time_zone: Europe/Berlin}
+    image: autopilotpattern/wordpress@1.2.0
+  migrate:
+    service_type: event
+    image: autopilotpattern/wordpress@1.2.0
+"""
+
 OWNER = "930896af-bf8c-48d4-885c-6573a94b1853"
 NETWORK = "aaaaaaaa-0000-4000-8000-000000000001"
 
@@ -437,6 +466,21 @@ class ConsoleTest(unittest.TestCase):
         self.assertEqual(kinds, {"meta.set"})
         self.shot("events")
         self.axe_check("the events page")
+
+    def test_12_what_a_project_holds_besides_services(self):
+        self.stack.cli("apply", "-f", self.write("saturn.yaml", SATURN), "--yes")
+        self.login(self.admin)
+        self.go("#/p/saturn")
+        self.until(lambda: "converged" in self.find("#verdict").text, timeout=60, what="saturn converged")
+        self.until(lambda: "ready" in self.row_text("tr[data-volume='data']"), what="the volume ready")
+        self.assertIn("in place", self.row_text("tr[data-network='private']"))
+        self.assertIn("10.70.0.0/24", self.row_text("tr[data-network='private']"))
+        self.assertIn("FROM web TO db ALLOW tcp PORT 3306", self.row_text("tr[data-rule='web-to-db']"))
+        self.assertIn("30 3 * * * (Europe/Berlin)", self.row_text("tr[data-runs='report']"))
+        self.assertIn("event", self.row_text("tr[data-runs='migrate']"))
+        self.assertIn("shop-web", self.text())
+        self.shot("resources")
+        self.axe_check("the overview of a project with runs, a fabric, a volume and rules")
 
 
 class JUnit(unittest.TextTestResult):
