@@ -262,7 +262,7 @@ async function overviewPage(root, name) {
     const rows = svcs.map((s) => {
       const input = h('input', {type: 'number', min: '0', value: s.desired, 'aria-label': `Count of ${s.name}`,
                                 class: 'scale-count', style: 'width: 6em'});
-      const scale = canScale && !s.agent ? h('form', {class: 'row', onsubmit: async (ev) => {
+      const scale = canScale && !s.agent && !(s.runs && s.runs.service_type) ? h('form', {class: 'row', onsubmit: async (ev) => {
         ev.preventDefault();
         try {
           await api('POST', `/v1/projects/${enc(name)}:scale`, {changes: [`${s.name}=${input.value}`]});

@@ -479,6 +479,10 @@ class ConsoleTest(unittest.TestCase):
         self.assertIn("30 3 * * * (Europe/Berlin)", self.row_text("tr[data-runs='report']"))
         self.assertIn("event", self.row_text("tr[data-runs='migrate']"))
         self.assertIn("shop-web", self.text())
+        # A run's count is per run: no scale control for it.
+        self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "tr[data-service='migrate'] .scale-count"), [])
+        self.assertTrue(self.driver.find_elements(By.CSS_SELECTOR, "tr[data-service='web'] .scale-count"))
+        self.driver.execute_script("document.querySelector(\"tr[data-runs='migrate']\").scrollIntoView()")
         self.shot("resources")
         self.axe_check("the overview of a project with runs, a fabric, a volume and rules")
 
