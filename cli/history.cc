@@ -4,7 +4,9 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 
 namespace mariposa::cli {
 namespace {
@@ -17,7 +19,10 @@ std::string Scope(const v1::Task& t) { return t.services().empty() ? "the projec
 
 }  // namespace
 
+const char* const kHistoryEventKinds[4] = {"firewall.", "fabric.", "volume.", "project.delete-requested"};
+
 std::vector<HistoryRow> History(const std::vector<v1::Version>& versions, const std::vector<v1::Task>& tasks,
+                                const std::vector<v1::Event>& events,
                                 std::string (*format_time)(const google::protobuf::Timestamp&)) {
   std::map<std::string, int64_t> number_of;  // version uuid -> number
   int64_t current = 0;
@@ -67,6 +72,19 @@ std::vector<HistoryRow> History(const std::vector<v1::Version>& versions, const 
     const std::string& why = !t.error().empty() ? t.error() : t.reason();
     if (!why.empty()) absl::StrAppend(&r.result, ": ", why);
     out.push_back({std::move(r), 1, seq++});
+  }
+  // "fabric.network-created" reads "fabric network created", then its detail.
+  for (const v1::Event& e : events) {
+    HistoryRow r;
+    r.at_nanos = Nanos(e.time());
+    r.when = format_time(e.time());
+    r.who = e.actor();
+    r.what = absl::StrCat(absl::StrReplaceAll(e.kind(), {{".", " "}, {"-", " "}}), " ", e.detail());
+    r.result = absl::EndsWith(e.kind(), "-failed")     ? "failed"
+               : absl::EndsWith(e.kind(), "-retained") || absl::EndsWith(e.kind(), ".retained") ? "kept"
+               : absl::EndsWith(e.kind(), "-requested") ? "requested"
+                                                          : "done";
+    out.push_back({std::move(r), 2, e.index()});
   }
   std::stable_sort(out.begin(), out.end(), [](const Keyed& a, const Keyed& b) {
     if (a.row.at_nanos != b.row.at_nanos) return a.row.at_nanos < b.row.at_nanos;

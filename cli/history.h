@@ -20,9 +20,15 @@ struct HistoryRow {
   std::string result;
 };
 
-// Oldest first; a version comes before the tasks it started. `format_time`
-// formats a timestamp for `when`.
+// The event kinds history shows besides versions and tasks: what mariposad
+// did in FWAPI, NAPI and VOLAPI, and deletion requests.
+extern const char* const kHistoryEventKinds[4];
+
+// Oldest first; a version comes before the tasks it started, and those
+// before the events of the same instant. `format_time` formats a timestamp
+// for `when`.
 std::vector<HistoryRow> History(const std::vector<v1::Version>& versions, const std::vector<v1::Task>& tasks,
+                                const std::vector<v1::Event>& events,
                                 std::string (*format_time)(const google::protobuf::Timestamp&));
 
 }  // namespace mariposa::cli

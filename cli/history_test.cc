@@ -51,7 +51,7 @@ TEST(History, OneTimelineOfVersionsAndTheirTasks) {
   freeze.set_actor("bo@ops");
   freeze.set_reason("release window");
   freeze.set_created(5);  // not a count of a freeze
-  auto rows = History({v3, v1, v2}, {back, roll, freeze}, &Secs);
+  auto rows = History({v3, v1, v2}, {back, roll, freeze}, {}, &Secs);
   ASSERT_EQ(rows.size(), 6u);
   EXPECT_EQ(rows[0].what, "version 1: apply (2 services, 0123456789ab) \"first\"");
   EXPECT_EQ(rows[0].who, "ana@ops");
@@ -69,7 +69,45 @@ TEST(History, OneTimelineOfVersionsAndTheirTasks) {
   EXPECT_EQ(rows[5].when, "301");
 }
 
-TEST(History, EmptyIsEmpty) { EXPECT_TRUE(History({}, {}, &Secs).empty()); }
+TEST(History, EmptyIsEmpty) { EXPECT_TRUE(History({}, {}, {}, &Secs).empty()); }
+
+v1::Event Event(int64_t index, int64_t at, const std::string& kind, const std::string& detail) {
+  v1::Event e;
+  e.set_index(index);
+  e.mutable_time()->set_seconds(at);
+  e.set_actor("mariposad");
+  e.set_kind(kind);
+  e.set_detail(detail);
+  return e;
+}
+
+// mariposad's changes to FWAPI, NAPI and VOLAPI join the timeline: after
+// the version and the task of the same instant, in their own order, each
+// with its result.
+TEST(History, ChangesToOtherResourcesAreInTheTimeline) {
+  v1::Version v1 = Version(1, 100, "ana@ops");
+  v1::Task scale = Task("scale", 100, "v1", "completed");
+  auto rows = History({v1}, {scale},
+                      {Event(9, 100, "fabric.network-created", "private (saturn-private, 10.60.0.0/24)"),
+                       Event(8, 100, "fabric.vlan-created", "VLAN 60"),
+                       Event(12, 150, "volume.change-failed", "data (saturn.data) not created: VOLAPI: 503"),
+                       Event(14, 200, "project.delete-requested", "removed first: 2 instances; then the project"),
+                       Event(15, 210, "volume.retained", "data (saturn.data v1) is kept with its data"),
+                       Event(16, 210, "fabric.network-retained", "private (saturn-private n1) is kept")},
+                      &Secs);
+  std::vector<std::string> got;
+  for (const HistoryRow& r : rows) got.push_back(absl::StrCat(r.when, " ", r.what, " => ", r.result));
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "100 version 1: apply (2 services, 0123456789ab) => current",
+                     "100 scale the project for version 1 => completed",
+                     "100 fabric vlan created VLAN 60 => done",
+                     "100 fabric network created private (saturn-private, 10.60.0.0/24) => done",
+                     "150 volume change failed data (saturn.data) not created: VOLAPI: 503 => failed",
+                     "200 project delete requested removed first: 2 instances; then the project => requested",
+                     "210 volume retained data (saturn.data v1) is kept with its data => kept",
+                     "210 fabric network retained private (saturn-private n1) is kept => kept",
+                 }));
+}
 
 }  // namespace
 }  // namespace mariposa::cli

@@ -939,16 +939,27 @@ grpc::Status ProjectsService::ListEvents(grpc::ServerContext* ctx, const v1::Lis
     return ToGrpc(s);
   }
   int limit = req->limit() == 0 ? 100 : static_cast<int>(std::min<int64_t>(req->limit(), Limits::kMaxListLimit));
-  auto list = req->newest() ? store_->ListNewestEvents(req->project(), req->after_index(), limit)
-                            : store_->ListEvents(req->project(), req->after_index(), limit);
+  const std::vector<std::string> kinds(req->kinds().begin(), req->kinds().end());
+  if (kinds.size() > 32) {
+    return ToGrpc(absl::InvalidArgumentError(
+        absl::StrCat("kinds: ", kinds.size(), " given, at most 32; name a prefix (\"volume.\") for many kinds")));
+  }
+  for (const std::string& k : kinds) {
+    if (k.empty() || k == ".") {
+      return ToGrpc(absl::InvalidArgumentError(
+          "kinds: an empty kind; give a kind (\"volume.deleted\") or a prefix ending in \".\" (\"volume.\")"));
+    }
+  }
+  auto list = req->newest() ? store_->ListNewestEvents(req->project(), req->after_index(), limit, kinds)
+                            : store_->ListEvents(req->project(), req->after_index(), limit, kinds);
   if (!list.ok()) return ToGrpc(list.status());
   for (const auto& e : *list) {
     if (CanSee(ctx, e.project)) EventToProto(e, resp->add_events());
   }
   // What else there is, so that a reader knows it saw a window.
   if (!list->empty()) {
-    auto earlier = store_->CountEvents(req->project(), req->after_index(), list->front().index);
-    auto later = store_->CountEvents(req->project(), list->back().index, std::numeric_limits<int64_t>::max());
+    auto earlier = store_->CountEvents(req->project(), req->after_index(), list->front().index, kinds);
+    auto later = store_->CountEvents(req->project(), list->back().index, std::numeric_limits<int64_t>::max(), kinds);
     if (!earlier.ok()) return ToGrpc(earlier.status());
     if (!later.ok()) return ToGrpc(later.status());
     resp->set_earlier(*earlier);

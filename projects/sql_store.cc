@@ -1482,27 +1482,54 @@ absl::StatusOr<int> SqlProjectStore::ImportMeta(const std::string& project_uuid,
 }
 
 absl::StatusOr<std::vector<EventRecord>> SqlProjectStore::ListEvents(const std::string& project,
-                                                                        int64_t after_index, int limit) {
+                                                                        int64_t after_index, int limit,
+                                                                        const std::vector<std::string>& kinds) {
   absl::MutexLock l(&mu_);
-  return QueryEventsLocked("ASC", project, after_index, limit);
+  return QueryEventsLocked("ASC", project, after_index, limit, kinds);
 }
 
 absl::StatusOr<std::vector<EventRecord>> SqlProjectStore::ListNewestEvents(const std::string& project,
-                                                                              int64_t after_index, int limit) {
+                                                                              int64_t after_index, int limit,
+                                                                              const std::vector<std::string>& kinds) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(std::vector<EventRecord> out, QueryEventsLocked("DESC", project, after_index, limit));
+  ASSIGN_OR_RETURN(std::vector<EventRecord> out, QueryEventsLocked("DESC", project, after_index, limit, kinds));
   std::reverse(out.begin(), out.end());
   return out;
 }
 
+namespace {
+
+// " AND (kind = ?4 OR substr(kind, 1, length(?5)) = ?5 ...)" for `kinds`
+// (exact, or a prefix ending in "."), one parameter each from `first`; ""
+// for none. Bound by BindKinds.
+std::string KindsClause(const std::vector<std::string>& kinds, int first) {
+  if (kinds.empty()) return "";
+  std::vector<std::string> terms;
+  int n = first;
+  for (const std::string& k : kinds) {
+    terms.push_back(absl::EndsWith(k, ".") ? absl::StrCat("substr(kind, 1, length(?", n, ")) = ?", n)
+                                           : absl::StrCat("kind = ?", n));
+    ++n;
+  }
+  return absl::StrCat(" AND (", absl::StrJoin(terms, " OR "), ")");
+}
+
+void BindKinds(Statement& st, const std::vector<std::string>& kinds, int first) {
+  for (size_t k = 0; k < kinds.size(); ++k) st.Bind(first + static_cast<int>(k), kinds[k]);
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<EventRecord>> SqlProjectStore::QueryEventsLocked(const char* order,
                                                                                const std::string& project,
-                                                                               int64_t after_index, int limit) {
+                                                                               int64_t after_index, int limit,
+                                                                               const std::vector<std::string>& kinds) {
   ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat(
                                 "SELECT idx, time, actor, project, kind, subject, detail FROM events "
-                                "WHERE idx > ?1 AND (?2 = '' OR project = ?2) ORDER BY idx ",
-                                order, " LIMIT ?3")));
+                                "WHERE idx > ?1 AND (?2 = '' OR project = ?2)", KindsClause(kinds, 4),
+                                " ORDER BY idx ", order, " LIMIT ?3")));
   st.Bind(1, after_index).Bind(2, project).Bind(3, limit);
+  BindKinds(st, kinds, 4);
   std::vector<EventRecord> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
@@ -1513,11 +1540,13 @@ absl::StatusOr<std::vector<EventRecord>> SqlProjectStore::QueryEventsLocked(cons
 }
 
 absl::StatusOr<int64_t> SqlProjectStore::CountEvents(const std::string& project, int64_t after_index,
-                                                        int64_t before_index) {
+                                                        int64_t before_index, const std::vector<std::string>& kinds) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT COUNT(*) FROM events WHERE idx > ?1 AND idx < ?3 "
-                                         "AND (?2 = '' OR project = ?2)"));
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("SELECT COUNT(*) FROM events WHERE idx > ?1 AND idx < ?3 "
+                                                      "AND (?2 = '' OR project = ?2)",
+                                                      KindsClause(kinds, 4))));
   st.Bind(1, after_index).Bind(2, project).Bind(3, before_index);
+  BindKinds(st, kinds, 4);
   ASSIGN_OR_RETURN(bool row, st.Step());
   return row ? st.Int(0) : 0;
 }

@@ -107,11 +107,14 @@ class SqlProjectStore : public ProjectStore {
                                       std::optional<int64_t> cas, const std::string& actor) override;
   absl::StatusOr<int> ImportMeta(const std::string& project_uuid, const std::map<std::string, std::string>& entries,
                                  bool secret, const std::string& actor) override;
-  absl::StatusOr<std::vector<EventRecord>> ListEvents(const std::string& project, int64_t after_index,
-                                                      int limit) override;
+  using ProjectStore::ListEvents;
+  using ProjectStore::ListNewestEvents;
+  absl::StatusOr<std::vector<EventRecord>> ListEvents(const std::string& project, int64_t after_index, int limit,
+                                                      const std::vector<std::string>& kinds) override;
   absl::StatusOr<std::vector<EventRecord>> ListNewestEvents(const std::string& project, int64_t after_index,
-                                                            int limit) override;
-  absl::StatusOr<int64_t> CountEvents(const std::string& project, int64_t after_index, int64_t before_index) override;
+                                                            int limit, const std::vector<std::string>& kinds) override;
+  absl::StatusOr<int64_t> CountEvents(const std::string& project, int64_t after_index, int64_t before_index,
+                                      const std::vector<std::string>& kinds) override;
   absl::StatusOr<int64_t> LastEventIndex() override;
   absl::Status AppendEvents(const std::vector<EventRecord>& events) override;
   absl::StatusOr<int64_t> AppendEvent(const std::string& actor, const std::string& project, const std::string& kind,
@@ -220,7 +223,8 @@ class SqlProjectStore : public ProjectStore {
   }
   // Events after `after_index` in index `order` ("ASC"/"DESC"), at most `limit`.
   absl::StatusOr<std::vector<EventRecord>> QueryEventsLocked(const char* order, const std::string& project,
-                                                             int64_t after_index, int limit)
+                                                             int64_t after_index, int limit,
+                                                             const std::vector<std::string>& kinds)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Inserts a project row and its project.create event; its uuid.
   absl::StatusOr<std::string> InsertProjectLocked(const std::string& name, const std::string& description,

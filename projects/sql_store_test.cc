@@ -325,6 +325,35 @@ TEST_P(StoreTest, EventsAreAppendOnly) {
   EXPECT_FALSE((*db)->Exec("UPDATE events SET actor = 'mallory'").ok());
 }
 
+// Events by kind: exact kinds and prefixes ending in ".", in the list, the
+// newest and the counts alike; a prefix matches no kind merely starting
+// with its letters ("volume." is not "volumes.x").
+TEST_P(StoreTest, EventsFilteredByKindAndPrefix) {
+  ASSERT_TRUE(store_->CreateProject("jupiter", "", "alice").ok());  // event 1: project.create
+  std::vector<EventRecord> add;
+  for (const char* kind : {"volume.created", "fabric.vlan-created", "instance.create", "volumes.x", "volume.deleted",
+                           "project.delete-requested", "fabric.network-created"}) {
+    add.push_back(EventRecord{0, clock_.Now(), "mariposad", "jupiter", kind, "", ""});
+  }
+  ASSERT_TRUE(store_->AppendEvents(add).ok());
+  auto kinds_of = [](const absl::StatusOr<std::vector<EventRecord>>& list) {
+    std::vector<std::string> out;
+    for (const EventRecord& e : *list) out.push_back(e.kind);
+    return out;
+  };
+  const std::vector<std::string> wanted = {"volume.", "project.delete-requested", "fabric.vlan-created"};
+  EXPECT_EQ(kinds_of(store_->ListEvents("jupiter", 0, 100, wanted)),
+            (std::vector<std::string>{"volume.created", "fabric.vlan-created", "volume.deleted",
+                                      "project.delete-requested"}));
+  EXPECT_EQ(kinds_of(store_->ListNewestEvents("jupiter", 0, 2, wanted)),
+            (std::vector<std::string>{"volume.deleted", "project.delete-requested"}));
+  EXPECT_EQ(*store_->CountEvents("jupiter", 0, 1000, wanted), 4);
+  EXPECT_EQ(*store_->CountEvents("jupiter", 0, 1000, {}), 8);
+  EXPECT_EQ(kinds_of(store_->ListEvents("", 0, 100, {"fabric."})),
+            (std::vector<std::string>{"fabric.vlan-created", "fabric.network-created"}));
+  EXPECT_TRUE(store_->ListEvents("other", 0, 100, {"fabric."})->empty());
+}
+
 // The convergence engine's kept memory: one body per project, replaced by
 // each put, nothing for a project that does not exist, gone with its project.
 TEST_P(StoreTest, ControllerMemoryIsKeptPerProject) {

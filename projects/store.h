@@ -371,15 +371,26 @@ class ProjectStore {
                                          const std::map<std::string, std::string>& entries, bool secret,
                                          const std::string& actor) = 0;
 
-  // Events after `after_index`, oldest first; `project` empty for all.
+  // Events after `after_index`, oldest first; `project` empty for all;
+  // `kinds` non-empty: only those kinds, or those under a prefix ending in
+  // "." ("volume.").
   virtual absl::StatusOr<std::vector<EventRecord>> ListEvents(const std::string& project, int64_t after_index,
-                                                              int limit) = 0;
+                                                              int limit, const std::vector<std::string>& kinds) = 0;
+  absl::StatusOr<std::vector<EventRecord>> ListEvents(const std::string& project, int64_t after_index, int limit) {
+    return ListEvents(project, after_index, limit, {});
+  }
   // The newest `limit` events after `after_index` (oldest first).
   virtual absl::StatusOr<std::vector<EventRecord>> ListNewestEvents(const std::string& project, int64_t after_index,
-                                                                    int limit) = 0;
-  // How many events of `project` ("" = all) have an index in (after, before).
-  virtual absl::StatusOr<int64_t> CountEvents(const std::string& project, int64_t after_index,
-                                              int64_t before_index) = 0;
+                                                                    int limit,
+                                                                    const std::vector<std::string>& kinds) = 0;
+  absl::StatusOr<std::vector<EventRecord>> ListNewestEvents(const std::string& project, int64_t after_index,
+                                                            int limit) {
+    return ListNewestEvents(project, after_index, limit, {});
+  }
+  // How many events of `project` ("" = all) and `kinds` have an index in
+  // (after, before).
+  virtual absl::StatusOr<int64_t> CountEvents(const std::string& project, int64_t after_index, int64_t before_index,
+                                              const std::vector<std::string>& kinds) = 0;
   virtual absl::StatusOr<int64_t> LastEventIndex() = 0;
   // Appends a controller event (instance.create, …); returns its index.
   // Appends controller events in one transaction (one fsync for many).

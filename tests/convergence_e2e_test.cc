@@ -1115,6 +1115,19 @@ TEST_F(ConvergenceTest, AnApplicationWithItsNetworkFirewallVolumeAndJobs) {
   bool port = false;
   for (const auto& r : get("/rules?owner_uuid=" + owner)) port |= r["rule"].get<std::string>().find("3307") != std::string::npos;
   EXPECT_TRUE(port);
+  // The history has what mariposad made and changed in FWAPI, NAPI and
+  // VOLAPI beside the versions and tasks; `events --kind` picks them out.
+  RunResult history = M({"-j", "saturn", "history"});
+  for (const char* row : {"fabric vlan created VLAN 60", "fabric network created private (saturn-private",
+                          "volume created db-data (saturn.db-data", "firewall rule created web-in:",
+                          "firewall rule updated web-to-db:", "version 2: apply"}) {
+    EXPECT_NE(history.out.find(row), std::string::npos) << row << "\n" << history.out;
+  }
+  RunResult volumes = M({"-j", "saturn", "events", "--kind", "volume.,fabric.vlan-created"});
+  EXPECT_NE(volumes.out.find("volume.created"), std::string::npos) << volumes.out;
+  EXPECT_NE(volumes.out.find("fabric.vlan-created"), std::string::npos) << volumes.out;
+  EXPECT_EQ(volumes.out.find("firewall."), std::string::npos) << volumes.out;
+  EXPECT_EQ(volumes.out.find("fabric.network-created"), std::string::npos) << volumes.out;
 
   // Deleted: instances, rules, volume (deletion_policy: delete), network and
   // VLAN, with mariposad killed (SIGKILL) twice while it removes them.

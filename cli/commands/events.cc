@@ -15,7 +15,7 @@ void EventLine(Context& c, const v1::Event& e) {
 // Prints events as they are written; when mariposad goes away (a restart)
 // it reconnects and resumes after the last index it printed. Ends when
 // interrupted, or quietly when --timeout passes.
-Result Follow(Context& c, const std::string& project, int64_t after, bool tail) {
+Result Follow(Context& c, const std::string& project, int64_t after, bool tail, const std::vector<std::string>& kinds) {
   if (tail) {
     // From now on: the newest event's index, so that a reconnect resumes
     // there and not from the beginning.
@@ -32,6 +32,7 @@ Result Follow(Context& c, const std::string& project, int64_t after, bool tail) 
     v1::WatchEventsRequest req;
     req.set_project(project);
     req.set_after_index(after);
+    for (const std::string& k : kinds) req.add_kinds(k);
     auto ctx = c.d().Ctx(/*watch=*/true);
     auto reader = c.d().events->Watch(ctx.get(), req);
     v1::Event e;
@@ -57,7 +58,8 @@ Result Events(Context& c, const Parsed& p) {
   bool all = p.Has("--all");
   bool after_given = p.Has("--after");
   ASSIGN_OR_RETURN(int64_t after, p.Int("--after", 0, 0));
-  if (p.Has("--follow")) return Follow(c, project, after, !after_given);
+  const std::vector<std::string> kinds = SplitList(p.Value("--kind"));
+  if (p.Has("--follow")) return Follow(c, project, after, !after_given, kinds);
   ASSIGN_OR_RETURN(int64_t limit, p.Int("--limit", 100, 1));
   // Default: the newest --limit; --after: from that index on (oldest first);
   // --all: everything, read a page at a time.
@@ -66,6 +68,7 @@ Result Events(Context& c, const Parsed& p) {
   req.set_after_index(after);
   req.set_limit(all ? 1000 : static_cast<int32_t>(limit));
   req.set_newest(!all && !after_given);
+  for (const std::string& k : kinds) req.add_kinds(k);
   std::vector<v1::Event> events;
   v1::ListEventsResponse resp;
   while (true) {
@@ -114,7 +117,9 @@ void AddEvents(cli::Registry& r) {
                    {{"--after"}, "INDEX", "from this index on"},
                    {{"--all"}, "", "every event"},
                    {{"-A", "--all-projects"}, "", "every project's, even with -j"},
-                   {{"-f", "--follow"}, "", "print new events as they happen"}},
+                   {{"-f", "--follow"}, "", "print new events as they happen"},
+                   {{"-k", "--kind"}, "KINDS", "only these kinds, comma-separated; a prefix ending in . takes all "
+                                              "under it (volume.,fabric.,task.completed)"}},
          .project = ProjectUse::kOptional,
          .run = Events});
 }

@@ -16,8 +16,18 @@ Result History(Context& c, const Parsed& p) {
   treq.set_finished_limit(100000);
   v1::ListTasksResponse tasks;
   RETURN_IF_ERROR(c.d().Check(c.d().queue->ListTasks(c.d().Ctx().get(), treq, &tasks)));
-  std::vector<cli::HistoryRow> rows = cli::History({versions.versions().begin(), versions.versions().end()},
-                                                   {tasks.tasks().begin(), tasks.tasks().end()}, &Time);
+  // The newest n of mariposad's changes to the project's other resources:
+  // no more can be among the newest n rows.
+  v1::ListEventsRequest ereq;
+  ereq.set_project(vreq.project());
+  ereq.set_newest(true);
+  ereq.set_limit(static_cast<int32_t>(std::min<int64_t>(n, 1000)));
+  for (const char* k : cli::kHistoryEventKinds) ereq.add_kinds(k);
+  v1::ListEventsResponse events;
+  RETURN_IF_ERROR(c.d().Check(c.d().projects->ListEvents(c.d().Ctx().get(), ereq, &events)));
+  std::vector<cli::HistoryRow> rows =
+      cli::History({versions.versions().begin(), versions.versions().end()}, {tasks.tasks().begin(), tasks.tasks().end()},
+                   {events.events().begin(), events.events().end()}, &Time);
   size_t earlier = rows.size() > static_cast<size_t>(n) ? rows.size() - n : 0;
   rows.erase(rows.begin(), rows.begin() + earlier);  // the newest n
   if (c.Structured()) {
@@ -36,7 +46,9 @@ Result History(Context& c, const Parsed& p) {
 }  // namespace
 
 void AddHistory(cli::Registry& r) {
-  r.Add({.path = "history", .summary = "versions and tasks in one timeline: when, who, what, result",
+  r.Add({.path = "history",
+         .summary = "versions, tasks and changes to firewall rules, fabric and volumes in one timeline: when, who, "
+                    "what, result",
          .group = "Manifests and versions", .flags = {{{"-n", "--limit"}, "N", "the newest N entries (50)"}},
          .project = ProjectUse::kRequired, .run = History});
 }
