@@ -465,17 +465,17 @@ absl::StatusOr<ProjectHoldings> Reconciler::Holdings(const std::string& project_
         vlans.ok() ? options_.napi->ListFabricNetworks(owner) : vlans.status();
     if (!networks.ok()) h.unread.push_back(absl::StrCat("NAPI: ", networks.status().message()));
     for (const triton::FabricNetwork& n : networks.ok() ? *networks : std::vector<triton::FabricNetwork>{}) {
-      if (auto m = ParseOwnedMarker(p.uuid, "network", n.description)) h.fabric.push_back("network " + m->name);
+      if (auto m = ParseOwnedMarker(p.uuid, "network", n.description)) h.networks.push_back({m->name, n.uuid, n.vlan_id});
     }
     for (const triton::FabricVlan& v : networks.ok() ? *vlans : std::vector<triton::FabricVlan>{}) {
-      if (ParseOwnedMarker(p.uuid, "vlan", v.description)) h.fabric.push_back(absl::StrCat("VLAN ", v.vlan_id));
+      if (ParseOwnedMarker(p.uuid, "vlan", v.description)) h.vlans.push_back(v.vlan_id);
     }
   }
   if (options_.volapi != nullptr) {
     auto all = options_.volapi->ListVolumes(owner);
     if (!all.ok()) h.unread.push_back(absl::StrCat("VOLAPI: ", all.status().message()));
     for (const triton::Volume& v : all.ok() ? *all : std::vector<triton::Volume>{}) {
-      if (auto name = ProjectVolumeName(p.name, v.name)) h.volumes.push_back(*name);
+      if (auto name = ProjectVolumeName(p.name, v.name)) h.volumes.push_back({*name, v.networks});
     }
   }
   return h;

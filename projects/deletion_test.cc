@@ -24,8 +24,11 @@ TEST(PlanDeletion, WhatGoesAndWhatIsKept) {
   ProjectHoldings all;
   all.instances = 3;
   all.firewall_rules = {"web-in", "web-to-db"};
-  all.fabric = {"network private", "VLAN 60"};
-  all.volumes = {"data", "logs", "old"};
+  all.networks = {{"private", "n1", 60}, {"public", "n2", 60}, {"other", "n3", 61}};
+  all.vlans = {60, 61};
+  all.volumes = {{"data", {"n1"}}, {"logs", {"n1"}}, {"old", {"n2"}}};
+  ProjectHoldings deleted = all;  // every volume deleted by its policy: the whole fabric goes
+  deleted.volumes = {{"logs", {"n1"}}};
   ProjectHoldings one;
   one.instances = 1;
   ProjectHoldings unread;
@@ -35,16 +38,21 @@ TEST(PlanDeletion, WhatGoesAndWhatIsKept) {
       {"nothing held", {}, {}, {}, false, "", ""},
       {"one instance", one, {}, {}, false, "1 instance", ""},
       {"agents", {}, {"cn-agent"}, {}, false, "agent services cn-agent (uninstalled from their servers)", ""},
-      {"each by its policy; one left out of the manifest is retained", all, {}, policies, false,
+      {"each by its policy; one left out of the manifest is retained, with the networks they are served on", all, {},
+       policies, false,
        "3 instances | firewall rules web-in, web-to-db | volume logs (deletion_policy: delete: its data is lost) | "
-       "fabric network private, VLAN 60",
+       "fabric network other, VLAN 61",
        "volume data (deletion_policy: retain) with its data; --delete-volumes deletes it | volume old (not in the "
-       "manifest) with its data; --delete-volumes deletes it | the fabric network each kept volume is served on, and "
-       "its VLAN"},
-      {"--delete-volumes takes every volume", all, {}, policies, true,
+       "manifest) with its data; --delete-volumes deletes it | fabric network private (volume data is served on it) | "
+       "fabric network public (volume old is served on it) | VLAN 60 (a kept network is on it)"},
+      {"--delete-volumes takes every volume, then the whole fabric", all, {}, policies, true,
        "3 instances | firewall rules web-in, web-to-db | volume data (--delete-volumes: its data is lost) | volume logs "
        "(--delete-volumes: its data is lost) | volume old (--delete-volumes: its data is lost) | fabric network "
-       "private, VLAN 60",
+       "private, network public, network other, VLAN 60, VLAN 61",
+       ""},
+      {"deletion_policy delete everywhere: nothing kept", deleted, {}, policies, false,
+       "3 instances | firewall rules web-in, web-to-db | volume logs (deletion_policy: delete: its data is lost) | "
+       "fabric network private, network public, network other, VLAN 60, VLAN 61",
        ""},
       {"an API not read", unread, {}, {}, false,
        "what it owns in FWAPI: connection refused (not readable now; removed once it is)", ""},
@@ -60,13 +68,13 @@ TEST(PlanDeletion, OwnsMoreThanInstances) {
   ProjectHoldings h;
   h.instances = 5;
   EXPECT_FALSE(h.OwnsMore());
-  using List = std::vector<std::string> ProjectHoldings::*;
-  for (List list : {&ProjectHoldings::firewall_rules, &ProjectHoldings::fabric, &ProjectHoldings::volumes,
-                    &ProjectHoldings::unread}) {
-    ProjectHoldings one;
-    (one.*list).push_back("x");
-    EXPECT_TRUE(one.OwnsMore());
-  }
+  std::vector<ProjectHoldings> each(5);
+  each[0].firewall_rules = {"x"};
+  each[1].networks = {{"x", "n1", 1}};
+  each[2].vlans = {1};
+  each[3].volumes = {{"x", {}}};
+  each[4].unread = {"NAPI: down"};
+  for (const ProjectHoldings& one : each) EXPECT_TRUE(one.OwnsMore());
 }
 
 }  // namespace

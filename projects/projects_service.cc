@@ -719,10 +719,20 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
             " --force` removes them (agents are uninstalled) and then the project")));
       }
       DeletionPlan plan = PlanDeletion(*held, agents, volumes, req->delete_volumes());
+      for (const std::string& r : plan.retains) resp->add_retains(r);
+      if (plan.removes.empty()) {
+        // Only what it keeps is left (a volume retained earlier): nothing to
+        // wait for. What is kept is said where the deletion is read.
+        for (const std::string& r : plan.retains) {
+          auto said = store_->AppendEvent(AuthorOf(ctx), p->name, "project.retained", p->uuid,
+                                          absl::StrCat(r, " (kept when the project was deleted)"));
+          if (!said.ok()) return ToGrpc(said.status());
+        }
+        return ToGrpc(store_->DeleteProject(p->uuid, AuthorOf(ctx)));
+      }
       std::string detail = absl::StrCat("removed first: ", absl::StrJoin(plan.removes, "; "), "; then the project");
       if (!plan.retains.empty()) absl::StrAppend(&detail, "; kept: ", absl::StrJoin(plan.retains, "; "));
       for (std::string& r : plan.removes) resp->add_removes(std::move(r));
-      for (std::string& r : plan.retains) resp->add_retains(std::move(r));
       auto marked = store_->MarkProjectDeleting(p->uuid, AuthorOf(ctx), req->delete_volumes(), detail);
       if (!marked.ok()) return ToGrpc(marked);
       resp->set_instances_to_remove(n);

@@ -59,11 +59,22 @@ struct GrantRecord {
 struct ProjectHoldings {
   int64_t instances = 0;
   std::vector<std::string> firewall_rules;  // the manifest's names
-  std::vector<std::string> fabric;          // "VLAN 60", "network private"
-  std::vector<std::string> volumes;         // the manifest's names
+  struct Network {
+    std::string name, uuid;  // the manifest's name, NAPI's uuid
+    int vlan_id = 0;
+  };
+  std::vector<Network> networks;  // fabric networks
+  std::vector<int> vlans;         // fabric VLANs
+  struct Volume {
+    std::string name;                   // the manifest's
+    std::vector<std::string> networks;  // the uuids of the networks it is served on
+  };
+  std::vector<Volume> volumes;
   std::vector<std::string> unread;
   // Anything besides instances, or not known.
-  bool OwnsMore() const { return !firewall_rules.empty() || !fabric.empty() || !volumes.empty() || !unread.empty(); }
+  bool OwnsMore() const {
+    return !firewall_rules.empty() || !networks.empty() || !vlans.empty() || !volumes.empty() || !unread.empty();
+  }
 };
 
 struct ProjectRecord {

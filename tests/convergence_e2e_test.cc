@@ -1188,6 +1188,9 @@ TEST_F(ConvergenceTest, DeletingAProjectWithoutInstancesOrphansNothing) {
   EXPECT_THAT(r.out, ::testing::HasSubstr("deleting project lone; mariposad removes first:\n  firewall rules in\n"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("volume scratch (deletion_policy: delete: its data is lost)"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("and keeps:\n  volume keep (deletion_policy: retain) with its data"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("  fabric network data (volume keep is served on it)\n  VLAN 63 (a kept "
+                                          "network is on it)\n"));
+  EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("  fabric network data\n")));
   ASSERT_TRUE(Eventually([&] { return M({"-j", "lone", "status"}).exit_code != 0; }, absl::Seconds(30)))
       << M({"-j", "lone", "status"}).out;
   EXPECT_EQ(get("/rules?owner_uuid=" + owner).size(), 1u) << "lone2's rule only";
@@ -1199,6 +1202,7 @@ TEST_F(ConvergenceTest, DeletingAProjectWithoutInstancesOrphansNothing) {
   EXPECT_THAT(events.out, ::testing::HasSubstr("fabric.network-retained"));
   EXPECT_THAT(events.out, ::testing::HasSubstr("removed first: firewall rules in;"));
 
+  EXPECT_THAT(M({"-j", "lone2", "history"}).out, ::testing::HasSubstr("firewall rule created in:"));
   // --delete-volumes: every volume goes, then the network and the VLAN.
   r = M({"project", "delete", "lone2", "--yes", "--delete-volumes"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -1209,6 +1213,20 @@ TEST_F(ConvergenceTest, DeletingAProjectWithoutInstancesOrphansNothing) {
   EXPECT_TRUE(get("/rules?owner_uuid=" + owner).empty());
   EXPECT_TRUE(of("lone2.", get("/volumes?owner_uuid=" + owner), "name").empty());
   EXPECT_EQ(get("/fabrics/" + owner + "/vlans").size(), 1u) << "lone2's VLAN is gone, lone's retained one stays";
+
+  // A new project of the same name has a history of its own: the old one's
+  // events keep its name but are not in it. It takes the volume kept by
+  // name; deleting it again keeps the volume, at once (nothing to remove).
+  WriteFile(dir_ + "/lone-again.yaml", "project: lone\nservices:\n  web: {image: autopilotpattern/nginx@1.4.0, count: 0}\n");
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/lone-again.yaml", "--yes"}).exit_code, 0);
+  RunResult history = M({"-j", "lone", "history"});
+  EXPECT_THAT(history.out, ::testing::HasSubstr("version 1: apply"));
+  EXPECT_THAT(history.out, ::testing::Not(::testing::HasSubstr("firewall rule"))) << history.out;
+  EXPECT_EQ(M({"project", "delete", "lone", "--yes"}).out,
+            "deleted project lone\nkept:\n  volume keep (not in the manifest) with its data; --delete-volumes deletes "
+            "it\n");
+  EXPECT_EQ(of("lone.", get("/volumes?owner_uuid=" + owner), "name"), std::vector<std::string>{"lone.keep"});
+  EXPECT_THAT(M({"events"}).out, ::testing::HasSubstr("project.retained"));
 
   // A project with nothing in the data center is still deleted at once.
   WriteFile(dir_ + "/empty.yaml", "project: empty\nservices:\n  web: {image: autopilotpattern/nginx@1.4.0, count: 0}\n");

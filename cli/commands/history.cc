@@ -25,9 +25,21 @@ Result History(Context& c, const Parsed& p) {
   for (const char* k : cli::kHistoryEventKinds) ereq.add_kinds(k);
   v1::ListEventsResponse events;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->ListEvents(c.d().Ctx().get(), ereq, &events)));
-  std::vector<cli::HistoryRow> rows =
-      cli::History({versions.versions().begin(), versions.versions().end()}, {tasks.tasks().begin(), tasks.tasks().end()},
-                   {events.events().begin(), events.events().end()}, &Time);
+  // Events name the project; an earlier project of the same name (deleted)
+  // is not this one's history.
+  v1::GetProjectRequest preq;
+  preq.set_project(vreq.project());
+  v1::GetProjectResponse project;
+  RETURN_IF_ERROR(c.d().Check(c.d().projects->GetProject(c.d().Ctx().get(), preq, &project)));
+  const google::protobuf::Timestamp& since = project.project().created_at();
+  std::vector<v1::Event> own;
+  for (const v1::Event& e : events.events()) {
+    if (std::make_pair(e.time().seconds(), e.time().nanos()) >= std::make_pair(since.seconds(), since.nanos())) {
+      own.push_back(e);
+    }
+  }
+  std::vector<cli::HistoryRow> rows = cli::History({versions.versions().begin(), versions.versions().end()},
+                                                   {tasks.tasks().begin(), tasks.tasks().end()}, own, &Time);
   size_t earlier = rows.size() > static_cast<size_t>(n) ? rows.size() - n : 0;
   rows.erase(rows.begin(), rows.begin() + earlier);  // the newest n
   if (c.Structured()) {

@@ -86,6 +86,8 @@ Result Delete(Context& c, const Parsed& p) {
   RETURN_IF_ERROR(c.d().Check(c.d().projects->DeleteProject(c.d().Ctx().get(), req, &resp)));
   if (!resp.pending()) {
     c.out() << "deleted project " << name << "\n";
+    if (!resp.retains().empty()) c.out() << "kept:\n";
+    for (const std::string& r : resp.retains()) c.out() << "  " << r << "\n";
     return 0;
   }
   c.out() << "deleting project " << name << "; mariposad removes first:\n";
