@@ -465,7 +465,9 @@ absl::StatusOr<ProjectHoldings> Reconciler::Holdings(const std::string& project_
         vlans.ok() ? options_.napi->ListFabricNetworks(owner) : vlans.status();
     if (!networks.ok()) h.unread.push_back(absl::StrCat("NAPI: ", networks.status().message()));
     for (const triton::FabricNetwork& n : networks.ok() ? *networks : std::vector<triton::FabricNetwork>{}) {
-      if (auto m = ParseOwnedMarker(p.uuid, "network", n.description)) h.networks.push_back({m->name, n.uuid, n.vlan_id});
+      if (auto m = ParseOwnedMarker(p.uuid, "network", n.description)) {
+        h.networks.push_back({m->name, n.uuid, n.vlan_id});
+      }
     }
     for (const triton::FabricVlan& v : networks.ok() ? *vlans : std::vector<triton::FabricVlan>{}) {
       if (ParseOwnedMarker(p.uuid, "vlan", v.description)) h.vlans.push_back(v.vlan_id);

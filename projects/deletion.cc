@@ -10,9 +10,12 @@ namespace mariposa {
 DeletionPlan PlanDeletion(const ProjectHoldings& held, const std::vector<std::string>& agents,
                           const std::map<std::string, VolumeSpec>& volumes, bool delete_volumes) {
   DeletionPlan out;
-  if (held.instances > 0) out.removes.push_back(absl::StrCat(held.instances, held.instances == 1 ? " instance" : " instances"));
+  if (held.instances > 0) {
+    out.removes.push_back(absl::StrCat(held.instances, held.instances == 1 ? " instance" : " instances"));
+  }
   if (!agents.empty()) {
-    out.removes.push_back(absl::StrCat("agent services ", absl::StrJoin(agents, ", "), " (uninstalled from their servers)"));
+    out.removes.push_back(
+        absl::StrCat("agent services ", absl::StrJoin(agents, ", "), " (uninstalled from their servers)"));
   }
   if (!held.firewall_rules.empty()) {
     out.removes.push_back(absl::StrCat("firewall rules ", absl::StrJoin(held.firewall_rules, ", ")));

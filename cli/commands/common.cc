@@ -142,9 +142,14 @@ void PrintDiff(Context& c, const v1::Diff& d) {
         // With an image plan its header names the service; agents have no
         // count and are updated by their rollout.
         bool agent = s.has_image_plan() && s.image_plan().agent();
-        if (s.has_image_plan()) out << cli::ImagePlanText(s);
-        else if (runs) out << "update \"" << s.service() << "\" " << s.runs() << " service (" << Plural(s.to_count(), "instance") << " per run):\n";
-        else out << "update \"" << s.service() << "\" (" << Plural(s.to_count(), "instance") << "):\n";
+        if (s.has_image_plan()) {
+          out << cli::ImagePlanText(s);
+        } else if (runs) {
+          out << "update \"" << s.service() << "\" " << s.runs() << " service (" << Plural(s.to_count(), "instance")
+              << " per run):\n";
+        } else {
+          out << "update \"" << s.service() << "\" (" << Plural(s.to_count(), "instance") << "):\n";
+        }
         for (const auto& f : s.fields()) {
           if (f.path() == "count") continue;
           if (f.from().empty()) out << "    + " << f.path() << ": " << f.to() << "\n";

@@ -119,7 +119,9 @@ void AddProject(cli::Registry& r) {
          .group = g,
          .flags = {{{"-y", "--yes"}, "", "do not ask"},
                    {{"--force"}, "", "remove its instances first"},
-                   {{"--delete-volumes"}, "", "delete every volume of the project too, whatever its deletion_policy: their data is lost"}},
+                   {{"--delete-volumes"},
+                    "",
+                    "delete every volume of the project too, whatever its deletion_policy: their data is lost"}},
          .min_args = 1, .max_args = 1, .run = Delete});
   r.Alias("projects", "project");
 }
