@@ -402,6 +402,10 @@ void DecideVolumes(const Snapshot& s, Decision* d);
 bool VolumeSettled(const VolumeView& v);
 // The project's volume `name` (the manifest's) as VOLAPI holds it, or null.
 const triton::Volume* FindVolume(const Snapshot& s, const std::string& name);
+// Whether the project's volume of that VOLAPI name is to be deleted: its
+// entry says remove: true, or the project is being deleted and its
+// deletion_policy (or --delete-volumes) says so.
+bool VolumeToBeDeleted(const Snapshot& s, const std::string& volapi_name);
 
 // What an instance of `service` should carry in place (not rolled out):
 // CNS names, the firewall tag, firewall_enabled.

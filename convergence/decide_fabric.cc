@@ -127,15 +127,19 @@ void DecideFabric(const Snapshot& s, Decision* d) {
       users += std::count(i.networks.begin(), i.networks.end(), n->uuid) > 0;
     }
     // A volume served on it (its NFS server has a NIC there) keeps it: a
-    // retained volume keeps its network, and a deleted one frees it.
-    std::vector<std::string> served;
+    // retained volume keeps its network, and one being deleted holds it
+    // until it is gone.
+    std::vector<std::string> served, going;
     for (const triton::Volume& vol : s.volumes ? *s.volumes : std::vector<triton::Volume>{}) {
-      if (std::count(vol.networks.begin(), vol.networks.end(), n->uuid) > 0) served.push_back(vol.name);
+      if (std::count(vol.networks.begin(), vol.networks.end(), n->uuid) == 0) continue;
+      (VolumeToBeDeleted(s, vol.name) ? going : served).push_back(vol.name);
     }
     FabricNetworkView v{name, n->name, n->subnet, n->uuid, "to delete", failed(name)};
     if (!served.empty()) {
       v.state = absl::StrCat("retained: volume ", absl::StrJoin(served, ", "), " is served on it");
       v.error.clear();
+    } else if (!going.empty()) {
+      v.state = absl::StrCat("waiting: volume ", absl::StrJoin(going, ", "), " is served on it until it is deleted");
     } else if (users > 0) {
       v.state = absl::StrCat("waiting: ", users, " instances still on it");
     } else {

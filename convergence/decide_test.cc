@@ -939,6 +939,53 @@ TEST(DecideTest, FabricVlanAndNetworks) {
   EXPECT_FALSE(d.converged);
 }
 
+// A network that left the manifest stays while a volume is served on it:
+// retained with a retained volume, waiting while the volume is being
+// deleted, deleted once it is gone.
+TEST(DecideTest, AFabricNetworkStaysForTheVolumesServedOnIt) {
+  const std::string with = "project: p\nservices:\n  db: {image: db@1, count: 1, networks: [private]}\n"
+                           "fabric:\n  vlan: 44\n  networks:\n    private: {subnet: 10.0.1.0/24}\n";
+  const FabricNetworkSpec spec = GoalOf(with)->fabric->networks.at("private");
+  triton::FabricNetwork n1;
+  n1.uuid = "n1";
+  n1.name = "p-private";
+  n1.vlan_id = 44;
+  n1.subnet = spec.subnet;
+  n1.description = FabricNetworkDescription("p-uuid", "private", spec);
+  const triton::FabricVlan ours{44, "p", FabricVlanDescription("p-uuid", 44)};
+  const triton::Volume data{"v1", "o", "p.data", 10240, "ready", {"n1"}, {}};
+  struct Case {
+    std::string name, volumes;  // the manifest's volumes: section ("" = none)
+    bool in_volapi;
+    std::string state, changes;
+  };
+  const std::vector<Case> cases = {
+      {"a retained volume keeps it", "", true, "retained: volume p.data is served on it", ""},
+      {"a volume being deleted holds it", "volumes:\n  data: {remove: true, network: 11111111-2222-4333-8444-555555555555}\n", true,
+       "waiting: volume p.data is served on it until it is deleted", "vol-"},
+      {"once the volume is gone it goes, then the VLAN", "volumes:\n  data: {remove: true, network: 11111111-2222-4333-8444-555555555555}\n", false,
+       "to delete", "net- vlan-"},
+  };
+  for (const Case& c : cases) {
+    Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  db: {image: db@1, count: 1}\n" + c.volumes));
+    s.fabric = Snapshot::FabricSeen{{ours}, {n1}};
+    s.instances = {Instance(s, "db", 1)};
+    s.volapi = true;
+    s.volumes = c.in_volapi ? std::vector<triton::Volume>{data} : std::vector<triton::Volume>{};
+    Decision d = Decide(s, kT0);
+    ASSERT_EQ(d.fabric_networks.size(), 1u) << c.name;
+    EXPECT_EQ(d.fabric_networks[0].state, c.state) << c.name;
+    std::vector<std::string> got;
+    for (const VolumeChange& v : d.volume_changes) got.push_back(v.kind == VolumeChange::Kind::kDelete ? "vol-" : "vol+");
+    for (const FabricChange& f : d.fabric_changes) {
+      got.push_back(f.kind == FabricChange::Kind::kDeleteNetwork ? "net-"
+                    : f.kind == FabricChange::Kind::kDeleteVlan  ? "vlan-"
+                                                                  : "other");
+    }
+    EXPECT_EQ(absl::StrJoin(got, " "), c.changes) << c.name;
+  }
+}
+
 // Volumes (DecideVolumes), as a table: made on their fabric network once it
 // exists, deleted only when the manifest says so and nothing mounts them,
 // retained otherwise; a volume of another project (by name) is never

@@ -34,8 +34,30 @@ const triton::Volume* FindVolume(const Snapshot& s, const std::string& name) {
   return nullptr;
 }
 
+namespace {
+
+// The rule VolumeToBeDeleted and DecideVolumes share; `spec` is the
+// manifest's entry (nullptr: not in it).
+bool ToBeDeleted(const Snapshot& s, const VolumeSpec* spec) {
+  return (spec && spec->remove) ||
+         (s.project.deleting && (s.project.delete_volumes || (spec && spec->deletion_policy == "delete")));
+}
+
+const std::map<std::string, VolumeSpec>& GoalVolumes(const Snapshot& s) {
+  return s.goal ? s.goal->volumes : s.volumes_at_deletion;
+}
+
+}  // namespace
+
+bool VolumeToBeDeleted(const Snapshot& s, const std::string& volapi_name) {
+  auto name = ProjectVolumeName(s.project.name, volapi_name);
+  if (!name) return false;
+  auto g = GoalVolumes(s).find(*name);
+  return ToBeDeleted(s, g == GoalVolumes(s).end() ? nullptr : &g->second);
+}
+
 void DecideVolumes(const Snapshot& s, Decision* d) {
-  const std::map<std::string, VolumeSpec>& goal = s.goal ? s.goal->volumes : s.volumes_at_deletion;
+  const std::map<std::string, VolumeSpec>& goal = GoalVolumes(s);
   const bool deleting = s.project.deleting;
   if (!s.volapi || !s.volumes) {
     if (goal.empty()) return;  // nothing wanted, nothing known to be owned: not read
@@ -75,8 +97,7 @@ void DecideVolumes(const Snapshot& s, Decision* d) {
     // Deleted when the manifest says so, or with the project by its
     // deletion_policy or --delete-volumes (which takes the volumes left out
     // of the manifest too).
-    const bool remove = (spec && spec->remove) ||
-                        (deleting && (s.project.delete_volumes || (spec && spec->deletion_policy == "delete")));
+    const bool remove = ToBeDeleted(s, spec);
     if (remove) {
       if (have == nullptr && spec == nullptr) continue;
       if (have == nullptr) {

@@ -95,7 +95,10 @@ Result Status(Context& c, const Parsed& p) {
     c.Table({"FIREWALL RULE", "STATE", "RULE", "LAST ERROR"}, fw);
   }
   if (resp.leftover() > 0) {
-    out << "\n" << resp.leftover() << " instances of services no longer in the manifest are being removed\n";
+    out << "\n"
+        << resp.leftover()
+        << (resp.deleting() ? " instances of the project are being removed (project delete)\n"
+                            : " instances of services no longer in the manifest are being removed\n");
   }
   for (const auto& pr : resp.problems()) PrintProblem(pr, out);
   if (!p.Has("--verbose")) return 0;
