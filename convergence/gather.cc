@@ -716,13 +716,7 @@ void Reconciler::GatherFirewall(Snapshot* snapshot, bool last_seen) {
   auto rules = options_.fwapi->ListRules(s.firewall_owner);
   NoteApi("FWAPI", rules.status());
   absl::StatusOr<std::vector<OwnedRule>> owned =
-      rules.ok() ? absl::StatusOr<std::vector<OwnedRule>>(std::vector<OwnedRule>{}) : rules.status();
-  if (rules.ok()) {
-    for (const triton::FwRule& r : *rules) {
-      auto m = r.global ? std::nullopt : ParseFirewallDescription(s.project.uuid, r.description);
-      if (m) owned->push_back({r.uuid, m->name, m->hash, r.rule, r.enabled});
-    }
-  }
+      rules.ok() ? absl::StatusOr<std::vector<OwnedRule>>(OwnedRules(s.project.uuid, *rules)) : rules.status();
   bool owns = owned.ok() && !owned->empty();
   Keep(s, &ProjectState::firewall, std::move(owned), owns, &s.firewall, &s.firewall_error);
 }
@@ -747,9 +741,7 @@ void Reconciler::GatherFabric(Snapshot* snapshot, bool last_seen) {
   bool owns = false;
   if (networks.ok()) {
     for (const triton::FabricVlan& v : seen->vlans) owns |= ParseOwnedMarker(s.project.uuid, "vlan", v.description).has_value();
-    for (triton::FabricNetwork& n : *networks) {
-      if (ParseOwnedMarker(s.project.uuid, "network", n.description)) seen->networks.push_back(std::move(n));
-    }
+    seen->networks = OwnedNetworks(s.project.uuid, std::move(*networks));
     owns = owns || !seen->networks.empty();
   }
   Keep(s, &ProjectState::fabric, std::move(seen), owns, &s.fabric, &s.fabric_error);
@@ -767,14 +759,36 @@ void Reconciler::GatherVolumes(Snapshot* snapshot, bool last_seen) {
   auto all = options_.volapi->ListVolumes(TenantOf(s.project));
   NoteApi("VOLAPI", all.status());
   absl::StatusOr<std::vector<triton::Volume>> owned =
-      all.ok() ? absl::StatusOr<std::vector<triton::Volume>>(std::vector<triton::Volume>{}) : all.status();
-  if (all.ok()) {
-    for (triton::Volume& v : *all) {
-      if (ProjectVolumeName(s.project.name, v.name)) owned->push_back(std::move(v));
-    }
-  }
+      all.ok() ? absl::StatusOr<std::vector<triton::Volume>>(OwnedVolumes(s.project.name, std::move(*all)))
+               : all.status();
   bool owns = owned.ok() && !owned->empty();
   Keep(s, &ProjectState::volumes, std::move(owned), owns, &s.volumes, &s.volumes_error);
+}
+
+std::vector<OwnedRule> OwnedRules(const std::string& project_uuid, const std::vector<triton::FwRule>& rules) {
+  std::vector<OwnedRule> out;
+  for (const triton::FwRule& r : rules) {
+    auto m = r.global ? std::nullopt : ParseFirewallDescription(project_uuid, r.description);
+    if (m) out.push_back({r.uuid, m->name, m->hash, r.rule, r.enabled});
+  }
+  return out;
+}
+
+std::vector<triton::FabricNetwork> OwnedNetworks(const std::string& project_uuid,
+                                                 std::vector<triton::FabricNetwork> networks) {
+  std::vector<triton::FabricNetwork> out;
+  for (triton::FabricNetwork& n : networks) {
+    if (ParseOwnedMarker(project_uuid, "network", n.description)) out.push_back(std::move(n));
+  }
+  return out;
+}
+
+std::vector<triton::Volume> OwnedVolumes(const std::string& project_name, std::vector<triton::Volume> volumes) {
+  std::vector<triton::Volume> out;
+  for (triton::Volume& v : volumes) {
+    if (ProjectVolumeName(project_name, v.name)) out.push_back(std::move(v));
+  }
+  return out;
 }
 
 bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,

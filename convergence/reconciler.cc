@@ -449,14 +449,14 @@ absl::StatusOr<ProjectHoldings> Reconciler::Holdings(const std::string& project_
     ASSIGN_OR_RETURN(int64_t n, vmapi_->CountVms(f));
     h.instances += n;
   }
-  // Owned as the syncs tell (GatherFirewall, GatherFabric, GatherVolumes).
+  // Owned as the syncs tell (GatherFirewall, GatherFabric, GatherVolumes);
+  // what Owned* keeps has its marker or name, read again for the name.
   const std::string& owner = TenantOf(p);
   if (options_.fwapi != nullptr) {
     auto rules = options_.fwapi->ListRules(owner);
     if (!rules.ok()) h.unread.push_back(absl::StrCat("FWAPI: ", rules.status().message()));
-    for (const triton::FwRule& r : rules.ok() ? *rules : std::vector<triton::FwRule>{}) {
-      auto m = r.global ? std::nullopt : ParseFirewallDescription(p.uuid, r.description);
-      if (m) h.firewall_rules.push_back(m->name);
+    for (const OwnedRule& r : rules.ok() ? OwnedRules(p.uuid, *rules) : std::vector<OwnedRule>{}) {
+      h.firewall_rules.push_back(r.name);
     }
   }
   if (options_.napi != nullptr) {
@@ -464,10 +464,9 @@ absl::StatusOr<ProjectHoldings> Reconciler::Holdings(const std::string& project_
     absl::StatusOr<std::vector<triton::FabricNetwork>> networks =
         vlans.ok() ? options_.napi->ListFabricNetworks(owner) : vlans.status();
     if (!networks.ok()) h.unread.push_back(absl::StrCat("NAPI: ", networks.status().message()));
-    for (const triton::FabricNetwork& n : networks.ok() ? *networks : std::vector<triton::FabricNetwork>{}) {
-      if (auto m = ParseOwnedMarker(p.uuid, "network", n.description)) {
-        h.networks.push_back({m->name, n.uuid, n.vlan_id});
-      }
+    for (const triton::FabricNetwork& n :
+         networks.ok() ? OwnedNetworks(p.uuid, std::move(*networks)) : std::vector<triton::FabricNetwork>{}) {
+      h.networks.push_back({ParseOwnedMarker(p.uuid, "network", n.description)->name, n.uuid, n.vlan_id});
     }
     for (const triton::FabricVlan& v : networks.ok() ? *vlans : std::vector<triton::FabricVlan>{}) {
       if (ParseOwnedMarker(p.uuid, "vlan", v.description)) h.vlans.push_back(v.vlan_id);
@@ -476,8 +475,8 @@ absl::StatusOr<ProjectHoldings> Reconciler::Holdings(const std::string& project_
   if (options_.volapi != nullptr) {
     auto all = options_.volapi->ListVolumes(owner);
     if (!all.ok()) h.unread.push_back(absl::StrCat("VOLAPI: ", all.status().message()));
-    for (const triton::Volume& v : all.ok() ? *all : std::vector<triton::Volume>{}) {
-      if (auto name = ProjectVolumeName(p.name, v.name)) h.volumes.push_back({*name, v.networks});
+    for (const triton::Volume& v : all.ok() ? OwnedVolumes(p.name, std::move(*all)) : std::vector<triton::Volume>{}) {
+      h.volumes.push_back({*ProjectVolumeName(p.name, v.name), v.networks});
     }
   }
   return h;

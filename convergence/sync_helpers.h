@@ -43,6 +43,14 @@ inline void StoreError(const std::string& project, std::vector<Problem>* problem
                        "progress is not recorded; work may be repeated until the store accepts writes"});
 }
 
+// What of an account's firewall rules, fabric networks and volumes the
+// project owns (their markers; volumes by name): what a sync reads
+// (gather.cc) and what deleting the project must remove (Holdings).
+std::vector<OwnedRule> OwnedRules(const std::string& project_uuid, const std::vector<triton::FwRule>& rules);
+std::vector<triton::FabricNetwork> OwnedNetworks(const std::string& project_uuid,
+                                                 std::vector<triton::FabricNetwork> networks);
+std::vector<triton::Volume> OwnedVolumes(const std::string& project_name, std::vector<triton::Volume> volumes);
+
 }  // namespace mariposa::convergence
 
 #endif  // MARIPOSA_CONVERGENCE_SYNC_HELPERS_H_
