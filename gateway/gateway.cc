@@ -6,16 +6,17 @@
 #include <google/protobuf/message.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <httplib.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <zlib.h>
 
 #include <functional>
+#include <map>
 #include <set>
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,7 @@
 #include "common/log.h"
 #include "gateway/console_assets.h"
 #include "gateway/errors.h"
+#include "gateway/http_server.h"
 #include "gateway/json_mapping.h"
 #include "gateway/openapi.h"
 #include "gateway/routes.h"
@@ -52,25 +54,15 @@ bool Parse(const grpc::ByteBuffer& buf, Message* m) {
   return m->ParseFromString(bytes);
 }
 
-void* Tag(intptr_t n) { return reinterpret_cast<void*>(n); }
-
-// Waits for the one operation outstanding on `cq`.
-bool Await(grpc::CompletionQueue* cq) {
-  void* tag;
-  bool ok = false;
-  return cq->Next(&tag, &ok) && ok;
-}
-
-void Drain(grpc::CompletionQueue* cq) {
-  cq->Shutdown();
-  void* tag;
-  bool ok;
-  while (cq->Next(&tag, &ok)) {
-  }
-}
+// A step of an in-process call: the completion queue's threads run `then`
+// with the step's outcome.
+struct Op {
+  std::function<void(bool ok)> then;
+};
+void* Then(std::function<void(bool ok)> f) { return new Op{std::move(f)}; }
 
 // A browser sends these; curl, scripts and the CLI do not.
-bool FromBrowser(const httplib::Request& req) {
+bool FromBrowser(const HttpRequest& req) {
   return req.has_header("Origin") || req.has_header("Sec-Fetch-Mode") || req.has_header("Sec-Fetch-Site");
 }
 
@@ -101,7 +93,7 @@ std::string CertCommonName(const SSL* ssl) {
   return n > 0 ? std::string(cn, n) : "";
 }
 
-void SecurityHeaders(httplib::Response* res) {
+void SecurityHeaders(HttpResponse* res) {
   res->set_header("X-Content-Type-Options", "nosniff");
   res->set_header("X-Frame-Options", "DENY");
   res->set_header("Referrer-Policy", "no-referrer");
@@ -122,26 +114,43 @@ std::string Gzip(const std::string& in) {
   return rc == Z_STREAM_END ? out : "";
 }
 
-// The type carries a charset, so httplib does not compress it itself: it
-// would pick brotli at its slowest setting, 7 s for a 10,000-instance
-// state. Large answers are gzipped here, fast, when the client takes gzip.
-void Json(httplib::Response* res, int status, const std::string& body, const httplib::Request* req = nullptr) {
-  res->status = status;
-  res->set_header("Cache-Control", "no-store");
-  if (req != nullptr && body.size() > 8192 && absl::StrContains(req->get_header_value("Accept-Encoding"), "gzip")) {
+// A JSON answer. Large ones are gzipped here, fast, when the client takes
+// gzip (brotli at its slowest setting took 7 s for a 10,000-instance state).
+HttpResponse Json(int status, std::string body, bool gzip = false) {
+  HttpResponse res;
+  SecurityHeaders(&res);
+  res.status = status;
+  res.set_header("Cache-Control", "no-store");
+  res.set_header("Content-Type", "application/json; charset=utf-8");
+  if (gzip && body.size() > 8192) {
     std::string packed = Gzip(body);
     if (!packed.empty()) {
-      res->set_header("Content-Encoding", "gzip");
-      res->set_header("Vary", "Accept-Encoding");
-      res->set_content(packed, "application/json; charset=utf-8");
-      return;
+      res.set_header("Content-Encoding", "gzip");
+      res.set_header("Vary", "Accept-Encoding");
+      res.body = std::move(packed);
+      return res;
     }
   }
-  res->set_content(body, "application/json; charset=utf-8");
+  res.body = std::move(body);
+  return res;
 }
 
-void Error(httplib::Response* res, grpc::StatusCode code, const std::string& message) {
-  Json(res, HttpStatus(code), ErrorBody(code, message));
+HttpResponse Error(grpc::StatusCode code, const std::string& message) {
+  return Json(HttpStatus(code), ErrorBody(code, message));
+}
+
+// The gRPC code whose RFD 40 reason fits a refusal the HTTP server makes
+// itself (http_server.h).
+int CodeOfStatus(int status) {
+  switch (status) {
+    case 408: return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case 413:
+    case 431: return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case 501: return grpc::StatusCode::UNIMPLEMENTED;
+    case 503: return grpc::StatusCode::UNAVAILABLE;
+    case 500: return grpc::StatusCode::INTERNAL;
+    default: return grpc::StatusCode::INVALID_ARGUMENT;
+  }
 }
 
 // One Server-Sent Event: `id:` when the message has an `index`.
@@ -161,23 +170,31 @@ struct Gateway::Impl {
   GatewayOptions o;
   Routes routes;
   std::string openapi;
-  std::unique_ptr<httplib::Server> server;
+  std::unique_ptr<HttpServer> server;
   std::unique_ptr<grpc::GenericStub> stub;
-  std::thread thread;
+  grpc::CompletionQueue cq;
+  std::vector<std::thread> cq_threads;
   std::string host;
   int port = 0;
   bool tls = false, loopback = false;
   absl::Mutex mu;
-  std::set<grpc::ClientContext*> streams ABSL_GUARDED_BY(mu);
+  std::set<grpc::ClientContext*> calls ABSL_GUARDED_BY(mu);  // in flight, cancelled at Stop
+  std::map<std::string, int> streams_of ABSL_GUARDED_BY(mu);  // open event streams by caller
+  int streams ABSL_GUARDED_BY(mu) = 0;
   bool stopping ABSL_GUARDED_BY(mu) = false;
 
-  void Handle(const httplib::Request& req, httplib::Response& res);
-  void Static(const httplib::Request& req, httplib::Response& res);
-  // The caller as the gRPC listeners would identify it, for the Authorizer.
-  bool Identify(const httplib::Request& req, grpc::ClientContext* ctx, httplib::Response* res);
-  void Unary(const httplib::Request& req, const Route& r, const Message& in, grpc::ClientContext* ctx,
-             httplib::Response* res);
-  void Stream(const Route& r, const Message& in, std::shared_ptr<grpc::ClientContext> ctx, httplib::Response* res);
+  void Handle(const std::shared_ptr<HttpExchange>& ex);
+  HttpResponse Static(const HttpRequest& req);
+  // The caller as the gRPC listeners would identify it, for the Authorizer;
+  // `caller` is who it is for the stream limit. false: refused (`refusal`).
+  bool Identify(const HttpRequest& req, grpc::ClientContext* ctx, std::string* caller, HttpResponse* refusal);
+  void Unary(const std::shared_ptr<HttpExchange>& ex, const Route& r, const Message& in,
+             std::shared_ptr<grpc::ClientContext> ctx);
+  void Stream(const std::shared_ptr<HttpExchange>& ex, const Route& r, const Message& in,
+              std::shared_ptr<grpc::ClientContext> ctx, const std::string& caller);
+  // A call begins (false when stopping) and ends.
+  bool Track(grpc::ClientContext* ctx);
+  void Untrack(grpc::ClientContext* ctx);
 };
 
 Gateway::Gateway(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -188,15 +205,35 @@ std::string Gateway::url() const {
   return absl::StrCat(impl_->tls ? "https://" : "http://", host, ":", impl_->port);
 }
 
+int Gateway::connections() const { return impl_->server->connections(); }
+
 void Gateway::Stop() {
   {
     absl::MutexLock l(&impl_->mu);
     if (impl_->stopping) return;
     impl_->stopping = true;
-    for (grpc::ClientContext* c : impl_->streams) c->TryCancel();
+    for (grpc::ClientContext* c : impl_->calls) c->TryCancel();
   }
-  impl_->server->stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->server->Stop();
+  {
+    absl::MutexLock l(&impl_->mu);
+    impl_->mu.Await(absl::Condition(
+        +[](std::set<grpc::ClientContext*>* calls) { return calls->empty(); }, &impl_->calls));
+  }
+  impl_->cq.Shutdown();
+  for (std::thread& t : impl_->cq_threads) t.join();
+}
+
+bool Gateway::Impl::Track(grpc::ClientContext* ctx) {
+  absl::MutexLock l(&mu);
+  if (stopping) return false;
+  calls.insert(ctx);
+  return true;
+}
+
+void Gateway::Impl::Untrack(grpc::ClientContext* ctx) {
+  absl::MutexLock l(&mu);
+  calls.erase(ctx);
 }
 
 absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions o) {
@@ -223,263 +260,292 @@ absl::StatusOr<std::unique_ptr<Gateway>> Gateway::Start(GatewayOptions o) {
         " is not a loopback address and mariposad has no TLS certificate: tokens would "
         "cross the network in clear; give --tls-cert and --tls-key, listen on 127.0.0.1, or pass --insecure-listen"));
   }
-  if (impl->tls) {
-    std::string cert = o.tls_cert, key = o.tls_key, ca = o.tls_client_ca;
-    impl->server = std::make_unique<httplib::SSLServer>([cert, key, ca](SSL_CTX& ctx) {
-      SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
-      if (SSL_CTX_use_certificate_chain_file(&ctx, cert.c_str()) != 1) return false;
-      if (SSL_CTX_use_PrivateKey_file(&ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) return false;
-      if (!ca.empty()) {
-        if (SSL_CTX_load_verify_locations(&ctx, ca.c_str(), nullptr) != 1) return false;
-        // Asked for, not required: a caller may present a token instead.
-        SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, [](int, X509_STORE_CTX*) { return 1; });
-      }
-      return true;
-    });
-  } else {
-    impl->server = std::make_unique<httplib::Server>();
-  }
-  if (!impl->server->is_valid()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot serve HTTPS with ", o.tls_cert, " and ", o.tls_key, ": the files cannot be used"));
-  }
   impl->stub = std::make_unique<grpc::GenericStub>(o.channel);
-  int threads = o.threads;
-  impl->server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  if (o.max_body > 0) impl->server->set_payload_max_length(o.max_body);
-  impl->server->set_keep_alive_timeout(30);
   Impl* p = impl.get();
-  auto handler = [p](const httplib::Request& req, httplib::Response& res) { p->Handle(req, res); };
-  impl->server->Get(".*", handler);
-  impl->server->Post(".*", handler);
-  impl->server->Put(".*", handler);
-  impl->server->Delete(".*", handler);
-  impl->server->Patch(".*", handler);
-  impl->server->Options(".*", handler);
+  // Two threads finish the in-process calls (replies are turned into JSON
+  // there); the HTTP server's own I/O threads read and write the sockets.
+  for (int i = 0; i < 2; ++i) {
+    impl->cq_threads.emplace_back([p] {
+      void* tag;
+      bool ok;
+      while (p->cq.Next(&tag, &ok)) {
+        std::unique_ptr<Op> op(static_cast<Op*>(tag));
+        op->then(ok);
+      }
+    });
+  }
+  HttpServerOptions so;
+  so.host = impl->host;
+  so.port = want_port;
+  so.limits = o.limits;
+  if (o.max_body > 0) so.limits.max_body = o.max_body;
+  so.tls_cert = o.tls_cert;
+  so.tls_key = o.tls_key;
+  so.tls_client_ca = o.tls_client_ca;
+  so.error_body = [](int status, const std::string& why) { return ErrorBody(CodeOfStatus(status), why); };
   impl->o = std::move(o);
-  if (want_port == 0) {
-    impl->port = impl->server->bind_to_any_port(impl->host);
-  } else {
-    impl->port = impl->server->bind_to_port(impl->host, want_port) ? want_port : -1;
+  auto server = HttpServer::Start(std::move(so), [p](std::shared_ptr<HttpExchange> ex) { p->Handle(ex); });
+  if (!server.ok()) {
+    impl->cq.Shutdown();
+    for (std::thread& t : impl->cq_threads) t.join();
+    if (absl::IsFailedPrecondition(server.status())) return server.status();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for HTTP on ", impl->o.listen, ": ", server.status().message()));
   }
-  if (impl->port <= 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", impl->o.listen, ": ", strerror(errno)));
-  }
-  impl->thread = std::thread([p] { p->server->listen_after_bind(); });
+  impl->server = *std::move(server);
+  impl->port = impl->server->port();
   return std::unique_ptr<Gateway>(new Gateway(std::move(impl)));
 }
 
-void Gateway::Impl::Handle(const httplib::Request& req, httplib::Response& res) {
-  SecurityHeaders(&res);
-  if (loopback && !LoopbackHost(req.get_header_value("Host"))) {
-    Error(&res, grpc::StatusCode::PERMISSION_DENIED,
-          absl::StrCat("Host ", req.get_header_value("Host"),
-                       " is not a loopback name; this listener answers only to "
-                       "127.0.0.1, [::1] or localhost (a name pointed at it by another site is refused)"));
-    return;
+void Gateway::Impl::Handle(const std::shared_ptr<HttpExchange>& ex) {
+  const HttpRequest& req = ex->request();
+  if (loopback && !LoopbackHost(req.header("Host"))) {
+    return ex->Reply(Error(grpc::StatusCode::PERMISSION_DENIED,
+                           absl::StrCat("Host ", absl::CHexEscape(req.header("Host").substr(0, 256)),
+                                        " is not a loopback name; this listener answers only to "
+                                        "127.0.0.1, [::1] or localhost (a name pointed at it by another site is "
+                                        "refused)")));
   }
-  if (req.method == "GET" && (req.path == "/" || absl::StartsWith(req.path, "/console"))) return Static(req, res);
-  if (req.method == "GET" && req.path == "/v1/openapi.json") return Json(&res, 200, openapi, &req);
+  if (req.method == "GET" && (req.path == "/" || absl::StartsWith(req.path, "/console"))) {
+    return ex->Reply(Static(req));
+  }
+  bool gzip = absl::StrContains(req.header("Accept-Encoding"), "gzip");
+  if (req.method == "GET" && req.path == "/v1/openapi.json") return ex->Reply(Json(200, openapi, gzip));
   bool path_known = false;
   std::optional<Routes::Match> m = routes.Find(req.method, req.path, &path_known);
   if (!m) {
+    std::string shown = absl::CHexEscape(req.path.substr(0, 512));
     if (path_known) {
-      return Error(
-          &res, grpc::StatusCode::UNIMPLEMENTED,
-          absl::StrCat(req.method, " is not served on ", req.path, "; /v1/openapi.json lists each path's verbs"));
+      return ex->Reply(
+          Error(grpc::StatusCode::UNIMPLEMENTED,
+                absl::StrCat(req.method, " is not served on ", shown, "; /v1/openapi.json lists each path's verbs")));
     }
-    return Error(&res, grpc::StatusCode::NOT_FOUND,
-                 absl::StrCat("no route ", req.method, " ", req.path, "; /v1/openapi.json lists the routes"));
+    return ex->Reply(Error(grpc::StatusCode::NOT_FOUND, absl::StrCat("no route ", absl::CHexEscape(req.method), " ",
+                                                                     shown, "; /v1/openapi.json lists the routes")));
   }
   const Route& r = *m->route;
-  if (!req.body.empty() &&
-      !absl::StartsWith(absl::AsciiStrToLower(req.get_header_value("Content-Type")), "application/json")) {
-    return Json(&res, 415, ErrorBody(3, "the body must be JSON: send Content-Type: application/json"));
+  if (!req.body.empty() && !absl::StartsWith(absl::AsciiStrToLower(req.header("Content-Type")), "application/json")) {
+    return ex->Reply(Json(415, ErrorBody(3, "the body must be JSON: send Content-Type: application/json")));
+  }
+  absl::StatusOr<std::multimap<std::string, std::string>> query = ParseQuery(req.query);
+  if (!query.ok()) return ex->Reply(Error(grpc::StatusCode::INVALID_ARGUMENT, std::string(query.status().message())));
+  if (r.Streaming() && req.has_header("Last-Event-ID") &&
+      r.method->input_type()->FindFieldByName("after_index") != nullptr) {
+    // Where to resume: the event after the last one the client saw.
+    absl::StatusOr<int64_t> last = ParseLastEventId(req.header("Last-Event-ID"));
+    if (!last.ok()) return ex->Reply(Error(grpc::StatusCode::INVALID_ARGUMENT, std::string(last.status().message())));
+    query->erase("after_index");
+    query->emplace("after_index", absl::StrCat(*last));
   }
   std::unique_ptr<Message> in = New(r.method->input_type());
-  std::multimap<std::string, std::string> query(req.params.begin(), req.params.end());
-  if (r.Streaming()) {
-    // Where to resume: the event after the last one the client saw.
-    std::string last = req.get_header_value("Last-Event-ID");
-    if (!last.empty() && r.method->input_type()->FindFieldByName("after_index") != nullptr) {
-      query.erase("after_index");
-      query.emplace("after_index", last);
-    }
-  }
-  if (absl::Status st = BuildRequest(r, req.body, query, m->params, in.get()); !st.ok()) {
-    return Error(&res, grpc::StatusCode::INVALID_ARGUMENT, std::string(st.message()));
+  if (absl::Status st = BuildRequest(r, req.body, *query, m->params, in.get()); !st.ok()) {
+    return ex->Reply(Error(grpc::StatusCode::INVALID_ARGUMENT, std::string(st.message())));
   }
   auto ctx = std::make_shared<grpc::ClientContext>();
-  if (!Identify(req, ctx.get(), &res)) return;
-  if (r.Streaming()) return Stream(r, *in, std::move(ctx), &res);
+  std::string caller;
+  HttpResponse refusal;
+  if (!Identify(req, ctx.get(), &caller, &refusal)) return ex->Reply(std::move(refusal));
+  if (r.Streaming()) return Stream(ex, r, *in, std::move(ctx), caller);
   ctx->set_deadline(absl::ToChronoTime(o.clock->Now() + absl::Minutes(5)));
-  Unary(req, r, *in, ctx.get(), &res);
+  Unary(ex, r, *in, std::move(ctx));
 }
 
-bool Gateway::Impl::Identify(const httplib::Request& req, grpc::ClientContext* ctx, httplib::Response* res) {
+bool Gateway::Impl::Identify(const HttpRequest& req, grpc::ClientContext* ctx, std::string* caller,
+                             HttpResponse* refusal) {
   ctx->AddMetadata(auth::kGatewayToken, o.token);
   ctx->AddMetadata(auth::kGatewayPeer, absl::StrCat(req.remote_addr, ":", req.remote_port));
   ctx->AddMetadata(auth::kGatewayTransport, tls ? "https" : loopback ? "loopback http" : "http");
+  *caller = absl::StrCat("address ", req.remote_addr);
   if (req.has_header("Authorization")) {
-    std::string value = req.get_header_value("Authorization");
+    std::string value = req.header("Authorization");
     if (!Printable(value)) {
-      Error(res, grpc::StatusCode::UNAUTHENTICATED, "the Authorization header is not \"Bearer TOKEN\" in ASCII");
+      *refusal =
+          Error(grpc::StatusCode::UNAUTHENTICATED, "the Authorization header is not \"Bearer TOKEN\" in ASCII");
       return false;
     }
     ctx->AddMetadata("authorization", value);
   }
   if (tls && !o.tls_client_ca.empty()) {  // certificates are asked for (and verified) only then
     std::string cn = CertCommonName(req.ssl);
-    if (!cn.empty() && Printable(cn)) ctx->AddMetadata(auth::kGatewayCert, cn);
+    if (!cn.empty() && Printable(cn)) {
+      ctx->AddMetadata(auth::kGatewayCert, cn);
+      *caller = "cert:" + cn;
+    }
   } else if (loopback && !FromBrowser(req)) {
     int64_t uid = auth::LoopbackPeerUid(req.remote_port, port);
-    if (uid >= 0) ctx->AddMetadata(auth::kGatewayUid, absl::StrCat(uid));
+    if (uid >= 0) {
+      ctx->AddMetadata(auth::kGatewayUid, absl::StrCat(uid));
+      *caller = absl::StrCat("uid ", uid);
+    }
+  }
+  // A token names the caller (the Authorizer prefers it too); counted for
+  // the stream limit without keeping the secret itself.
+  if (req.has_header("Authorization")) {
+    *caller = absl::StrCat("credential #", std::hash<std::string>()(req.header("Authorization")) % 1000000);
   }
   return true;
 }
 
-void Gateway::Impl::Unary(const httplib::Request& req, const Route& r, const Message& in, grpc::ClientContext* ctx,
-                          httplib::Response* res) {
-  grpc::CompletionQueue cq;
-  auto call = stub->PrepareUnaryCall(ctx, r.GrpcName(), Serialize(in), &cq);
-  call->StartCall();
+// One unary call, in process; the answer is written when it finishes.
+struct UnaryCall {
+  std::shared_ptr<grpc::ClientContext> ctx;
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> call;
   grpc::ByteBuffer out;
   grpc::Status st;
-  call->Finish(&out, &st, Tag(1));
-  Await(&cq);
-  Drain(&cq);
-  if (!st.ok()) return Error(res, st.error_code(), st.error_message());
-  std::unique_ptr<Message> reply = New(r.method->output_type());
-  if (!Parse(out, reply.get())) return Error(res, grpc::StatusCode::INTERNAL, "the reply could not be read");
-  Json(res, 200, ToJson(*reply), &req);
+};
+
+void Gateway::Impl::Unary(const std::shared_ptr<HttpExchange>& ex, const Route& r, const Message& in,
+                          std::shared_ptr<grpc::ClientContext> ctx) {
+  if (!Track(ctx.get())) return ex->Reply(Error(grpc::StatusCode::UNAVAILABLE, "mariposad is stopping"));
+  auto c = std::make_shared<UnaryCall>();
+  c->ctx = std::move(ctx);
+  c->call = stub->PrepareUnaryCall(c->ctx.get(), r.GrpcName(), Serialize(in), &cq);
+  c->call->StartCall();
+  bool gzip = absl::StrContains(ex->request().header("Accept-Encoding"), "gzip");
+  const google::protobuf::Descriptor* type = r.method->output_type();
+  c->call->Finish(&c->out, &c->st, Then([this, c, ex, gzip, type](bool) {
+    Untrack(c->ctx.get());
+    if (!c->st.ok()) return ex->Reply(Error(c->st.error_code(), c->st.error_message()));
+    std::unique_ptr<Message> reply = New(type);
+    if (!Parse(c->out, reply.get())) return ex->Reply(Error(grpc::StatusCode::INTERNAL, "the reply could not be read"));
+    ex->Reply(Json(200, ToJson(*reply), gzip));
+  }));
 }
 
-// One server-streaming call relayed as Server-Sent Events. Opened in the
-// request's handler (Open), so that a refusal (a bad token, a missing role,
-// an unknown project) is an HTTP error; once the server says it is open (its
-// initial metadata, x-mariposa-stream), Relay writes each message as an
-// event, with a comment every 15 s so that a client that went away is
-// noticed. `done` runs once, when the call has ended.
-struct EventStream {
+// One server-streaming call relayed as Server-Sent Events. A refusal before
+// the server says the stream is open (its initial metadata,
+// x-mariposa-stream) is an HTTP error; after it, each message is an event,
+// with a comment on a quiet stream. A client that leaves cancels the call at
+// once; the next message is read only when the last one was written, so a
+// slow reader slows the stream, not mariposad's memory.
+struct StreamCall : std::enable_shared_from_this<StreamCall> {
   std::shared_ptr<grpc::ClientContext> ctx;
   std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call;
-  grpc::CompletionQueue cq;
+  std::shared_ptr<HttpExchange> ex;
   const google::protobuf::Descriptor* type = nullptr;
-  const Clock* clock = nullptr;
-  std::function<void()> done;
-  bool relayed = false;  // Relay ran (it ends the call itself)
+  std::function<void()> done;  // the call has ended
+  grpc::ByteBuffer buf;
+  grpc::Status st;
+  bool open = false;
+  std::atomic<bool> gone{false};
 
-  bool Open(const Message& in) {
-    call->StartCall(Tag(1));
-    bool open = Await(&cq);
-    call->Write(Serialize(in), Tag(2));
-    open = open && Await(&cq);
-    call->WritesDone(Tag(3));
-    open = open && Await(&cq);
-    call->ReadInitialMetadata(Tag(4));
-    return open && Await(&cq) && ctx->GetServerInitialMetadata().count("x-mariposa-stream") > 0;
+  void Begin(const Message& in) {
+    auto self = shared_from_this();
+    call->StartCall(Then([self, bytes = Serialize(in)](bool ok) mutable {
+      if (!ok) return self->Finish();
+      self->call->Write(bytes, Then([self](bool ok) {
+        if (!ok) return self->Finish();
+        self->call->WritesDone(Then([self](bool ok) {
+          if (!ok) return self->Finish();
+          self->call->ReadInitialMetadata(Then([self](bool ok) {
+            if (!ok || self->ctx->GetServerInitialMetadata().count("x-mariposa-stream") == 0) return self->Finish();
+            self->Opened();
+          }));
+        }));
+      }));
+    }));
   }
 
-  grpc::Status Finish() {
-    grpc::Status st;
-    call->Finish(&st, Tag(9));
-    Await(&cq);
-    Drain(&cq);
-    done();
-    return st;
+  void Opened() {
+    open = true;
+    HttpResponse head;
+    SecurityHeaders(&head);
+    head.set_header("Content-Type", "text/event-stream");
+    head.set_header("Cache-Control", "no-store");
+    head.set_header("X-Accel-Buffering", "no");
+    auto self = shared_from_this();
+    ex->Open(std::move(head), ": keepalive\n\n", [self] {
+      self->gone = true;
+      self->ctx->TryCancel();
+    });
+    ex->Send(": open\n\n", [self](bool) { self->Read(); });
   }
 
-  // The next message, or nullptr when the call ended; keepalives meanwhile.
-  std::unique_ptr<Message> Next(httplib::DataSink& sink, bool* client_gone) {
-    grpc::ByteBuffer buf;
-    call->Read(&buf, Tag(5));
-    void* tag;
-    bool ok = false;
-    grpc::CompletionQueue::NextStatus next;
-    while ((next = cq.AsyncNext(&tag, &ok, absl::ToChronoTime(clock->Now() + absl::Seconds(15)))) ==
-           grpc::CompletionQueue::TIMEOUT) {
-      if (!sink.write(": keepalive\n\n", 13)) Gone(client_gone);  // the Read then ends
-    }
-    std::unique_ptr<Message> m = New(type);
-    if (next != grpc::CompletionQueue::GOT_EVENT || !ok || !Parse(buf, m.get())) return nullptr;
-    return m;
+  void Read() {
+    auto self = shared_from_this();
+    call->Read(&buf, Then([self](bool ok) {
+      std::unique_ptr<Message> m = New(self->type);
+      if (!ok || !Parse(self->buf, m.get())) return self->Finish();
+      self->ex->Send(SseEvent(*m), [self](bool written) {
+        if (!written) self->ctx->TryCancel();  // the next Read then ends the call
+        self->Read();
+      });
+    }));
   }
 
-  void Gone(bool* client_gone) {
-    *client_gone = true;
-    ctx->TryCancel();
-  }
-
-  void Relay(httplib::DataSink& sink) {
-    bool client_gone = !sink.write(": open\n\n", 8);
-    while (!client_gone) {
-      std::unique_ptr<Message> m = Next(sink, &client_gone);
-      if (m == nullptr) break;
-      std::string event = SseEvent(*m);
-      if (!sink.write(event.data(), event.size())) Gone(&client_gone);
-    }
-    grpc::Status st = Finish();
-    if (!client_gone && !st.ok()) {
-      std::string event = absl::StrCat("event: error\ndata: ", ErrorBody(st.error_code(), st.error_message()), "\n\n");
-      sink.write(event.data(), event.size());
-    }
-    sink.done();
+  void Finish() {
+    auto self = shared_from_this();
+    call->Finish(&st, Then([self](bool) {
+      self->done();
+      if (!self->open) {
+        return self->ex->Reply(Error(self->st.ok() ? grpc::StatusCode::UNAVAILABLE : self->st.error_code(),
+                                     self->st.ok() ? "the stream ended before it began" : self->st.error_message()));
+      }
+      std::string last;
+      if (!self->gone && !self->st.ok()) {
+        last = absl::StrCat("event: error\ndata: ", ErrorBody(self->st.error_code(), self->st.error_message()), "\n\n");
+      }
+      self->ex->End(std::move(last));
+    }));
   }
 };
 
-void Gateway::Impl::Stream(const Route& r, const Message& in, std::shared_ptr<grpc::ClientContext> ctx,
-                           httplib::Response* res) {
+void Gateway::Impl::Stream(const std::shared_ptr<HttpExchange>& ex, const Route& r, const Message& in,
+                           std::shared_ptr<grpc::ClientContext> ctx, const std::string& caller) {
   {
     absl::MutexLock l(&mu);
-    if (stopping) return Error(res, grpc::StatusCode::UNAVAILABLE, "mariposad is stopping");
-    streams.insert(ctx.get());
+    if (stopping) return ex->Reply(Error(grpc::StatusCode::UNAVAILABLE, "mariposad is stopping"));
+    if (streams_of[caller] >= o.max_streams_per_caller) {
+      return ex->Reply(Error(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                             absl::StrCat(caller, " has ", streams_of[caller],
+                                          " event streams open over HTTP, the most one caller may; close one "
+                                          "(each tab of the console holds one) and retry")));
+    }
+    if (streams >= o.max_streams) {
+      return ex->Reply(Error(grpc::StatusCode::UNAVAILABLE,
+                             absl::StrCat("this listener has ", streams,
+                                          " event streams open, its most; retry in a moment")));
+    }
+    ++streams_of[caller];
+    ++streams;
+    calls.insert(ctx.get());
   }
-  auto stream = std::make_shared<EventStream>();
-  stream->ctx = ctx;
-  stream->call = stub->PrepareCall(ctx.get(), r.GrpcName(), &stream->cq);
-  stream->type = r.method->output_type();
-  stream->clock = o.clock;
-  stream->done = [this, ctx] {
+  auto s = std::make_shared<StreamCall>();
+  s->ctx = std::move(ctx);
+  s->ex = ex;
+  s->type = r.method->output_type();
+  s->call = stub->PrepareCall(s->ctx.get(), r.GrpcName(), &cq);
+  grpc::ClientContext* key = s->ctx.get();
+  s->done = [this, key, caller] {
     absl::MutexLock l(&mu);
-    streams.erase(ctx.get());
+    if (--streams_of[caller] <= 0) streams_of.erase(caller);
+    --streams;
+    calls.erase(key);
   };
-  if (!stream->Open(in)) {
-    grpc::Status st = stream->Finish();
-    return Error(res, st.ok() ? grpc::StatusCode::UNAVAILABLE : st.error_code(),
-                 st.ok() ? "the stream ended before it began" : st.error_message());
-  }
-  res->set_header("Cache-Control", "no-store");
-  res->set_header("X-Accel-Buffering", "no");
-  res->set_chunked_content_provider(
-      "text/event-stream",
-      [stream](size_t, httplib::DataSink& sink) {
-        stream->relayed = true;
-        stream->Relay(sink);
-        return true;
-      },
-      [stream](bool) {
-        // A client gone before the first write: the call is ended here.
-        if (stream->relayed) return;
-        stream->ctx->TryCancel();
-        stream->Finish();
-      });
+  s->Begin(in);
 }
 
-void Gateway::Impl::Static(const httplib::Request& req, httplib::Response& res) {
+HttpResponse Gateway::Impl::Static(const HttpRequest& req) {
+  HttpResponse res;
+  SecurityHeaders(&res);
   if (req.path == "/" || req.path == "/console") {
     res.status = 302;
     res.set_header("Location", "/console/");
-    return;
+    return res;
   }
   std::string path = req.path == "/console/" ? "/console/index.html" : req.path;
   const Asset* a = FindAsset(path);
-  if (a == nullptr)
-    return Error(&res, grpc::StatusCode::NOT_FOUND, absl::StrCat("no file ", req.path, " in the console"));
+  if (a == nullptr) {
+    return Error(grpc::StatusCode::NOT_FOUND,
+                 absl::StrCat("no file ", absl::CHexEscape(req.path.substr(0, 512)), " in the console"));
+  }
   res.set_header(
       "Content-Security-Policy",
       "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
   res.set_header("Cache-Control", "no-cache");
-  res.set_content(reinterpret_cast<const char*>(a->data), a->size, a->type);
+  res.set_header("Content-Type", a->type);
+  res.body.assign(reinterpret_cast<const char*>(a->data), a->size);
+  return res;
 }
 
 }  // namespace mariposa::gateway

@@ -1,6 +1,8 @@
 // mariposad's HTTP/JSON API and web console (docs/http-api.md,
 // docs/console.md), beside gRPC.
 //
+// Served by an event-driven HTTP server (gateway/http_server.h) with limits
+// on connections, heads, bodies and deadlines; no client holds a thread.
 // Each API request is matched to its RPC (gateway/routes.h), mapped to the
 // request message (gateway/json_mapping.h) and forwarded over an in-process
 // channel to mariposad's own gRPC server: authorization, tenancy, limits,
@@ -21,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "gateway/http_server.h"
 
 namespace grpc {
 class Channel;
@@ -37,9 +40,13 @@ struct GatewayOptions {
   std::shared_ptr<grpc::Channel> channel;  // mariposad's in-process channel
   std::string token;                       // the Authorizer's gateway_token
   const Clock* clock = nullptr;
-  size_t max_body = 0;  // bytes; 0: no limit
+  size_t max_body = 0;  // bytes; 0: the HttpLimits default
   std::string version;  // mariposad's, for the OpenAPI document
-  int threads = 64;     // requests (and event streams) served at once
+  HttpLimits limits;    // connections, heads, bodies, deadlines (http_server.h)
+  // Event streams open at once: by one caller (a token, a certificate, a
+  // local uid, else an address), and on the listener.
+  int max_streams_per_caller = 16;
+  int max_streams = 512;
 };
 
 class Gateway {
@@ -51,6 +58,8 @@ class Gateway {
   std::string url() const;
   // Ends the event streams and stops serving.
   void Stop();
+  // Connections open now.
+  int connections() const;
 
   struct Impl;
 

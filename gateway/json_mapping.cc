@@ -4,10 +4,16 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -79,6 +85,69 @@ absl::StatusOr<json> QueryValue(const FieldDescriptor* field, const std::string&
 
 }  // namespace
 
+absl::Status CheckJsonDepth(absl::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) {
+        return absl::InvalidArgumentError(absl::StrCat("the JSON body nests objects and arrays more than ", max_depth,
+                                                       " deep (at byte ", i, "); flatten it"));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::multimap<std::string, std::string>> ParseQuery(absl::string_view query) {
+  std::multimap<std::string, std::string> out;
+  if (query.empty()) return out;
+  for (absl::string_view part : absl::StrSplit(query, '&')) {
+    if (part.empty()) continue;
+    if (out.size() >= 100) {
+      return absl::InvalidArgumentError("the query string has more than 100 parameters; send fewer");
+    }
+    std::string text(part);
+    std::replace(text.begin(), text.end(), '+', ' ');
+    size_t eq = text.find('=');
+    std::optional<std::string> key = PercentDecode(text.substr(0, eq));
+    std::optional<std::string> value = eq == std::string::npos ? std::string() : PercentDecode(text.substr(eq + 1));
+    if (!key || !value) {
+      return absl::InvalidArgumentError(absl::StrCat("the query string has a bad %-escape in \"",
+                                                     absl::CHexEscape(part.substr(0, 64)),
+                                                     "\"; write % as %25 and give two hex digits after each %"));
+    }
+    if (key->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the query string has a parameter without a name (\"", absl::CHexEscape(part.substr(0, 64)),
+                       "\"); write NAME=VALUE"));
+    }
+    out.emplace(*std::move(key), *std::move(value));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> ParseLastEventId(absl::string_view text) {
+  int64_t v = 0;
+  if (text.empty() || text.size() > 18 || !absl::c_all_of(text, absl::ascii_isdigit) || !absl::SimpleAtoi(text, &v)) {
+    return absl::InvalidArgumentError(absl::StrCat("Last-Event-ID \"", absl::CHexEscape(text.substr(0, 64)),
+                                                   "\" is not an event index; send the id: of the last event read"));
+  }
+  return v;
+}
+
 absl::Status BuildRequest(const Route& route, const std::string& body,
                           const std::multimap<std::string, std::string>& query,
                           const std::map<std::string, std::string>& params, google::protobuf::Message* out) {
@@ -86,6 +155,7 @@ absl::Status BuildRequest(const Route& route, const std::string& body,
   json j = json::object();
   if (route.body) {
     if (!body.empty()) {
+      if (absl::Status st = CheckJsonDepth(body, kMaxJsonDepth); !st.ok()) return st;
       j = json::parse(body, nullptr, false);
       if (j.is_discarded() || !j.is_object()) {
         return absl::InvalidArgumentError(absl::StrCat("the body of ", route.verb, " ", route.path,

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "gateway/routes.h"
 
 namespace google::protobuf {
@@ -23,6 +25,23 @@ namespace mariposa::gateway {
 absl::Status BuildRequest(const Route& route, const std::string& body,
                           const std::multimap<std::string, std::string>& query,
                           const std::map<std::string, std::string>& params, google::protobuf::Message* out);
+
+// The deepest nesting of objects and arrays a request body may have. The
+// mapping and protobuf's parser recurse on it, so it is checked first, by a
+// scan that does not recurse (CheckJsonDepth).
+inline constexpr int kMaxJsonDepth = 64;
+// INVALID_ARGUMENT when `text` nests objects and arrays deeper than
+// `max_depth` (a scan of the bytes, without recursion, strings skipped).
+absl::Status CheckJsonDepth(absl::string_view text, int max_depth);
+
+// A query string ("a=1&b=x%20y&flag") as decoded pairs; '+' is a space.
+// INVALID_ARGUMENT for a bad %-escape, an empty name or more than 100
+// parameters.
+absl::StatusOr<std::multimap<std::string, std::string>> ParseQuery(absl::string_view query);
+
+// The Last-Event-ID header of an event stream: the index of the last event
+// the client saw, a non-negative decimal number.
+absl::StatusOr<int64_t> ParseLastEventId(absl::string_view text);
 
 // The JSON of a reply: every field, defaults included.
 std::string ToJson(const google::protobuf::Message& m);

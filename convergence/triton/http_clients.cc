@@ -9,64 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "convergence/triton/triton_json.h"
 #include "convergence/triton/vm_json.h"
 
 namespace mariposa::triton {
 namespace {
 
 using json = nlohmann::json;
-
-absl::StatusOr<json> ParseJson(const HttpResponse& r, absl::string_view what) {
-  json j = json::parse(r.body, nullptr, false);
-  if (j.is_discarded()) {
-    return absl::DataLossError(absl::StrCat(what, ": answer is not JSON: ", r.body.substr(0, 120)));
-  }
-  return j;
-}
-
-// A listing's answer: a JSON array.
-absl::StatusOr<json> ParseJsonList(const HttpResponse& r, absl::string_view what) {
-  ASSIGN_OR_RETURN(json j, ParseJson(r, what));
-  if (!j.is_array()) return absl::DataLossError(absl::StrCat(what, ": answer is not an array"));
-  return j;
-}
-
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return "";
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-Job ToJob(const json& j) {
-  Job out;
-  out.uuid = Str(j, "uuid");
-  out.name = Str(j, "name");
-  out.execution = Str(j, "execution");
-  json params = j.value("params", json::object());
-  out.task = Str(params, "task");
-  out.vm_uuid = Str(params, "vm_uuid");
-  for (const auto& r : j.value("chain_results", json::array())) {
-    std::string result = r.contains("result") && r["result"].is_string() ? r["result"].get<std::string>() : "";
-    out.steps.push_back(absl::StrCat(Str(r, "name"), result.empty() ? "" : ": ", result));
-    if (r.contains("error") && r["error"].is_object()) out.error = Str(r["error"], "message");
-    else if (r.contains("error") && r["error"].is_string() && !r["error"].get<std::string>().empty()) {
-      out.error = r["error"].get<std::string>();
-    }
-  }
-  return out;
-}
-
-absl::StatusOr<JobRef> ToJobRef(const HttpResponse& r, absl::string_view what) {
-  ASSIGN_OR_RETURN(json j, ParseJson(r, what));
-  JobRef ref;
-  ref.vm_uuid = Str(j, "vm_uuid");
-  ref.job_uuid = Str(j, "job_uuid");
-  ref.image_uuid = Str(j, "image_uuid");
-  auto wf = r.headers.find("workflow-api");
-  if (wf != r.headers.end()) ref.workflow_api = wf->second;
-  if (ref.job_uuid.empty()) return absl::DataLossError(absl::StrCat(what, ": answer has no job_uuid"));
-  return ref;
-}
 
 std::string FilterQuery(const VmFilter& f) {
   std::vector<std::string> q;
@@ -199,7 +148,7 @@ absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
     body["locality"] = {{"strict", req.locality->strict}, {"near", req.locality->near}, {"far", req.locality->far}};
   }
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("CreateVm", "POST", "/vms", body.dump()));
-  return ToJobRef(r, "CreateVm");
+  return ParseJobRef(r.body, r.headers, "CreateVm");
 }
 
 absl::StatusOr<JobRef> HttpVmapiClient::Act(const VmRef& vm, VmAction action, absl::Duration timeout) {
@@ -211,13 +160,13 @@ absl::StatusOr<JobRef> HttpVmapiClient::Act(const VmRef& vm, VmAction action, ab
     absl::StrAppend(&path, "&timeout=", std::max<int64_t>(1, absl::ToInt64Seconds(absl::Ceil(timeout, absl::Seconds(1)))));
   }
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", path));
-  return ToJobRef(r, "VmAction");
+  return ParseJobRef(r.body, r.headers, "VmAction");
 }
 
 absl::StatusOr<JobRef> HttpVmapiClient::Reprovision(const VmRef& vm, const std::string& image_uuid) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", VmPath(vm, "action=reprovision"),
                                               json({{"image_uuid", image_uuid}}).dump()));
-  return ToJobRef(r, "Reprovision");
+  return ParseJobRef(r.body, r.headers, "Reprovision");
 }
 
 absl::StatusOr<JobRef> HttpVmapiClient::Update(const VmRef& vm, const UpdateVmRequest& req) {
@@ -236,30 +185,29 @@ absl::StatusOr<JobRef> HttpVmapiClient::Update(const VmRef& vm, const UpdateVmRe
   if (req.firewall_enabled) body["firewall_enabled"] = *req.firewall_enabled;
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", VmPath(vm, "action=update"),
                                               body.dump()));
-  return ToJobRef(r, "Update");
+  return ParseJobRef(r.body, r.headers, "Update");
 }
 
 absl::StatusOr<JobRef> HttpVmapiClient::DeleteVm(const VmRef& vm) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("DeleteVm", "DELETE", VmPath(vm)));
-  return ToJobRef(r, "DeleteVm");
+  return ParseJobRef(r.body, r.headers, "DeleteVm");
 }
 
 absl::StatusOr<JobRef> HttpVmapiClient::SetTags(const VmRef& vm, const std::map<std::string, std::string>& tags,
                                                 bool replace) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmTags", replace ? "PUT" : "POST", VmPath(vm, "", "/tags"),
                                               json(tags).dump()));
-  return ToJobRef(r, "SetTags");
+  return ParseJobRef(r.body, r.headers, "SetTags");
 }
 
 absl::StatusOr<JobRef> HttpVmapiClient::DeleteTag(const VmRef& vm, const std::string& key) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmTags", "DELETE", VmPath(vm, "", "/tags/" + UrlEncode(key))));
-  return ToJobRef(r, "DeleteTag");
+  return ParseJobRef(r.body, r.headers, "DeleteTag");
 }
 
 absl::StatusOr<Job> HttpVmapiClient::GetJob(const std::string& uuid) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetJob", "GET", "/jobs/" + UrlEncode(uuid)));
-  ASSIGN_OR_RETURN(json j, ParseJson(r, "GetJob"));
-  return ToJob(j);
+  return ParseJob(r.body, "GetJob");
 }
 
 absl::StatusOr<Job> HttpVmapiClient::WaitJob(const std::string& uuid, absl::Duration timeout) {
@@ -270,38 +218,6 @@ absl::Status HttpVmapiClient::Ping() { return http_.Call("Ping", "GET", "/ping")
 
 // ---------------------------------------------------------------- CNAPI
 
-namespace {
-Server ToServer(const json& j) {
-  Server s;
-  s.uuid = Str(j, "uuid");
-  s.hostname = Str(j, "hostname");
-  s.status = Str(j, "status");
-  s.headnode = j.value("headnode", false);
-  s.reserved = j.value("reserved", false);
-  s.setup = j.value("setup", true);
-  s.ram = j.value("ram", int64_t{0});
-  s.unreserved_ram = j.value("unreserved_ram", int64_t{0});
-  s.traits_json = j.value("traits", json::object()).dump();
-  for (const auto& a : j.value("agents", json::array())) {
-    s.agents.push_back(Agent{Str(a, "name"), Str(a, "version"), Str(a, "image_uuid"), Str(a, "uuid")});
-  }
-  return s;
-}
-
-Task ToTask(const json& j) {
-  Task t;
-  t.id = Str(j, "id");
-  t.task = Str(j, "task");
-  t.server_uuid = Str(j, "server_uuid");
-  t.status = Str(j, "status");
-  json h = j.value("history", json::array());
-  if (t.status == "failure" && h.is_array() && !h.empty() && h[0].contains("event") && h[0]["event"].contains("error")) {
-    t.error = Str(h[0]["event"]["error"], "message");
-  }
-  return t;
-}
-}  // namespace
-
 absl::StatusOr<std::vector<Server>> HttpCnapiClient::ListServers() {
   std::vector<Server> out;
   const int kPage = 1000;
@@ -309,8 +225,8 @@ absl::StatusOr<std::vector<Server>> HttpCnapiClient::ListServers() {
     ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListServers", "GET",
                                                 absl::StrCat("/servers?extras=agents,capacity&limit=", kPage,
                                                              "&offset=", out.size())));
-    ASSIGN_OR_RETURN(json page, ParseJsonList(r, "ListServers"));
-    for (const auto& s : page) out.push_back(ToServer(s));
+    ASSIGN_OR_RETURN(std::vector<Server> page, ParseServers(r.body, "ListServers"));
+    out.insert(out.end(), page.begin(), page.end());
     if (static_cast<int>(page.size()) < kPage) break;
   }
   return out;
@@ -318,16 +234,14 @@ absl::StatusOr<std::vector<Server>> HttpCnapiClient::ListServers() {
 
 absl::StatusOr<Server> HttpCnapiClient::GetServer(const std::string& uuid) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetServer", "GET", "/servers/" + UrlEncode(uuid)));
-  ASSIGN_OR_RETURN(json j, ParseJson(r, "GetServer"));
-  return ToServer(j);
+  return ParseServer(r.body, "GetServer");
 }
 
 absl::StatusOr<std::string> HttpCnapiClient::InstallAgent(const std::string& server_uuid,
                                                           const std::string& image_uuid) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("InstallAgent", "POST", "/servers/" + UrlEncode(server_uuid) + "/install-agent",
                                               json({{"image_uuid", image_uuid}}).dump()));
-  ASSIGN_OR_RETURN(json j, ParseJson(r, "InstallAgent"));
-  return Str(j, "id");
+  return ParseTaskId(r.body, "InstallAgent");
 }
 
 absl::StatusOr<std::string> HttpCnapiClient::UninstallAgents(const std::string& server_uuid,
@@ -335,14 +249,12 @@ absl::StatusOr<std::string> HttpCnapiClient::UninstallAgents(const std::string& 
   ASSIGN_OR_RETURN(HttpResponse r,
                    http_.Call("UninstallAgents", "POST", "/servers/" + UrlEncode(server_uuid) + "/uninstall-agents",
                               json({{"agents", names}}).dump()));
-  ASSIGN_OR_RETURN(json j, ParseJson(r, "UninstallAgents"));
-  return Str(j, "id");
+  return ParseTaskId(r.body, "UninstallAgents");
 }
 
 absl::StatusOr<Task> HttpCnapiClient::GetTask(const std::string& id) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetTask", "GET", "/tasks/" + UrlEncode(id)));
-  ASSIGN_OR_RETURN(json j, ParseJson(r, "GetTask"));
-  return ToTask(j);
+  return ParseTask(r.body, "GetTask");
 }
 
 absl::StatusOr<Task> HttpCnapiClient::WaitTask(const std::string& id, absl::Duration timeout) {
@@ -350,38 +262,6 @@ absl::StatusOr<Task> HttpCnapiClient::WaitTask(const std::string& id, absl::Dura
 }
 
 // ---------------------------------------------------------------- IMGAPI
-
-namespace {
-
-int64_t Int(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
-}
-
-std::vector<std::string> Strings(const json& j, const char* key) {
-  std::vector<std::string> out;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_array()) return out;
-  for (const auto& v : *it) {
-    if (v.is_string()) out.push_back(v.get<std::string>());
-  }
-  return out;
-}
-
-Image ToImage(const json& j) {
-  Image i{Str(j, "uuid"), Str(j, "name"),  Str(j, "version"), Str(j, "state"),      Str(j, "os"),
-          Str(j, "type"), Str(j, "owner"), Str(j, "origin"),  Str(j, "published_at")};
-  auto req = j.find("requirements");
-  if (req != j.end() && req->is_object()) i.requirements_brand = Str(*req, "brand");
-  auto files = j.find("files");
-  if (files != j.end() && files->is_array() && !files->empty() && (*files)[0].is_object()) {
-    i.size = Int((*files)[0], "size");
-  }
-  i.channels = Strings(j, "channels");
-  i.changes = Str(j, "changes");
-  return i;
-}
-}  // namespace
 
 absl::StatusOr<std::vector<Image>> HttpImgapiClient::ListImages(const ImageFilter& f) {
   std::vector<std::string> q;
@@ -402,10 +282,10 @@ absl::StatusOr<std::vector<Image>> HttpImgapiClient::ListImages(const ImageFilte
     std::string path = absl::StrCat("/images?", base, base.empty() ? "" : "&", "limit=", limit);
     if (!marker.empty()) absl::StrAppend(&path, "&marker=", UrlEncode(marker));
     ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListImages", "GET", path));
-    ASSIGN_OR_RETURN(json page, ParseJsonList(r, "ListImages"));
-    for (const auto& i : page) {
-      if (!marker.empty() && Str(i, "uuid") == marker) continue;
-      out.push_back(ToImage(i));
+    ASSIGN_OR_RETURN(std::vector<Image> page, ParseImages(r.body, "ListImages"));
+    for (Image& i : page) {
+      if (!marker.empty() && i.uuid == marker) continue;
+      out.push_back(std::move(i));
     }
     if (static_cast<int>(page.size()) < limit || out.empty() || out.back().uuid == marker) break;
     marker = out.back().uuid;
@@ -415,8 +295,7 @@ absl::StatusOr<std::vector<Image>> HttpImgapiClient::ListImages(const ImageFilte
 
 absl::StatusOr<Image> HttpImgapiClient::GetImage(const std::string& uuid) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("GetImage", "GET", "/images/" + UrlEncode(uuid)));
-  ASSIGN_OR_RETURN(json j, ParseJson(r, "GetImage"));
-  return ToImage(j);
+  return ParseImage(r.body, "GetImage");
 }
 
 absl::StatusOr<Image> HttpImgapiClient::FindImage(const std::string& name, const std::string& version) {
@@ -435,7 +314,7 @@ absl::StatusOr<JobRef> HttpImgapiClient::ImportRemote(const std::string& uuid, c
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ImageAction", "POST",
                                               absl::StrCat("/images/", UrlEncode(uuid),
                                                            "?action=import-remote&source=", UrlEncode(source))));
-  return ToJobRef(r, "ImportRemote");
+  return ParseJobRef(r.body, r.headers, "ImportRemote");
 }
 
 absl::StatusOr<JobRef> HttpImgapiClient::CreateFromVm(const std::string& vm_uuid, const std::string& name,
@@ -445,7 +324,7 @@ absl::StatusOr<JobRef> HttpImgapiClient::CreateFromVm(const std::string& vm_uuid
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("CreateImage", "POST",
                                               "/images?action=create-from-vm&vm_uuid=" + UrlEncode(vm_uuid),
                                               body.dump()));
-  return ToJobRef(r, "CreateFromVm");
+  return ParseJobRef(r.body, r.headers, "CreateFromVm");
 }
 
 absl::StatusOr<Job> HttpImgapiClient::WaitJob(const JobRef& ref, absl::Duration timeout) {
@@ -454,8 +333,7 @@ absl::StatusOr<Job> HttpImgapiClient::WaitJob(const JobRef& ref, absl::Duration 
                                                  : http_.base_url();
   return Poll<Job>(clock_, timeout, absl::StrCat("job ", ref.job_uuid), [&]() -> absl::StatusOr<Job> {
     ASSIGN_OR_RETURN(HttpResponse r, http_.CallAt(base, "GetJob", "GET", "/jobs/" + UrlEncode(ref.job_uuid)));
-    ASSIGN_OR_RETURN(json j, ParseJson(r, "GetJob"));
-    return ToJob(j);
+    return ParseJob(r.body, "GetJob");
   });
 }
 
@@ -465,23 +343,8 @@ absl::StatusOr<std::vector<Package>> HttpPapiClient::ListPackages() {
   for (int offset = 0;; offset += kPage) {
     ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListPackages", "GET", absl::StrCat("/packages?limit=", kPage,
                                                                                      "&offset=", offset)));
-    ASSIGN_OR_RETURN(json page, ParseJsonList(r, "ListPackages"));
-    for (const auto& p : page) {
-      Package k;
-      k.uuid = Str(p, "uuid");
-      k.name = Str(p, "name");
-      k.version = Str(p, "version");
-      k.active = p.value("active", true);
-      k.max_physical_memory = Int(p, "max_physical_memory");
-      k.quota = Int(p, "quota");
-      k.max_swap = Int(p, "max_swap");
-      k.max_lwps = Int(p, "max_lwps");
-      k.cpu_cap = Int(p, "cpu_cap");
-      k.vcpus = Int(p, "vcpus");
-      k.zfs_io_priority = Int(p, "zfs_io_priority");
-      k.owner_uuids = Strings(p, "owner_uuids");
-      out.push_back(std::move(k));
-    }
+    ASSIGN_OR_RETURN(std::vector<Package> page, ParsePackages(r.body, "ListPackages"));
+    out.insert(out.end(), page.begin(), page.end());
     if (static_cast<int>(page.size()) < kPage) break;
   }
   return out;
@@ -492,17 +355,8 @@ absl::StatusOr<std::vector<Network>> HttpNapiClient::ListNetworks() {
   for (const char* what : {"ListNetworks", "ListNetworkPools"}) {
     bool pools = std::string(what) == "ListNetworkPools";
     ASSIGN_OR_RETURN(HttpResponse r, http_.Call(what, "GET", pools ? "/network_pools" : "/networks"));
-    ASSIGN_OR_RETURN(json list, ParseJsonList(r, what));
-    for (const auto& n : list) {
-      Network k;
-      k.uuid = Str(n, "uuid");
-      k.name = Str(n, "name");
-      k.subnet = Str(n, "subnet");
-      k.fabric = n.value("fabric", false);
-      k.pool = pools;
-      k.owner_uuids = Strings(n, "owner_uuids");
-      out.push_back(std::move(k));
-    }
+    ASSIGN_OR_RETURN(std::vector<Network> list, ParseNetworks(r.body, pools, what));
+    out.insert(out.end(), list.begin(), list.end());
   }
   return out;
 }
@@ -510,26 +364,6 @@ absl::StatusOr<std::vector<Network>> HttpNapiClient::ListNetworks() {
 namespace {
 
 std::string Vlans(const std::string& owner) { return absl::StrCat("/fabrics/", UrlEncode(owner), "/vlans"); }
-
-FabricNetwork ToFabricNetwork(const json& j) {
-  FabricNetwork n;
-  n.uuid = Str(j, "uuid");
-  n.name = Str(j, "name");
-  n.subnet = Str(j, "subnet");
-  n.gateway = Str(j, "gateway");
-  n.provision_start_ip = Str(j, "provision_start_ip");
-  n.provision_end_ip = Str(j, "provision_end_ip");
-  n.description = Str(j, "description");
-  n.vlan_id = j.value("vlan_id", 0);
-  n.resolvers = Strings(j, "resolvers");
-  if (j.contains("routes") && j["routes"].is_object()) {
-    for (const auto& [d, g] : j["routes"].items()) {
-      if (g.is_string()) n.routes[d] = g.get<std::string>();
-    }
-  }
-  n.internet_nat = j.value("internet_nat", true);
-  return n;
-}
 
 json MutableBody(const FabricNetwork& n) {
   return json{{"resolvers", n.resolvers}, {"routes", n.routes}, {"description", n.description}};
@@ -539,10 +373,7 @@ json MutableBody(const FabricNetwork& n) {
 
 absl::StatusOr<std::vector<FabricVlan>> HttpNapiClient::ListFabricVlans(const std::string& owner) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListFabricVLANs", "GET", Vlans(owner)));
-  ASSIGN_OR_RETURN(json list, ParseJsonList(r, "ListFabricVLANs"));
-  std::vector<FabricVlan> out;
-  for (const auto& j : list) out.push_back({j.value("vlan_id", 0), Str(j, "name"), Str(j, "description")});
-  return out;
+  return ParseFabricVlans(r.body, "ListFabricVLANs");
 }
 
 absl::Status HttpNapiClient::CreateFabricVlan(const std::string& owner, const FabricVlan& v) {
@@ -558,10 +389,7 @@ absl::StatusOr<std::vector<FabricNetwork>> HttpNapiClient::ListFabricNetworks(co
   // One call for every VLAN: ListNetworks filtered to the account's fabric.
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListNetworks", "GET",
                                               "/networks?fabric=true&provisionable_by=" + UrlEncode(owner)));
-  ASSIGN_OR_RETURN(json list, ParseJsonList(r, "ListNetworks"));
-  std::vector<FabricNetwork> out;
-  for (const auto& j : list) out.push_back(ToFabricNetwork(j));
-  return out;
+  return ParseFabricNetworks(r.body, "ListNetworks");
 }
 
 absl::StatusOr<FabricNetwork> HttpNapiClient::CreateFabricNetwork(const std::string& owner, const FabricNetwork& n) {
@@ -574,8 +402,7 @@ absl::StatusOr<FabricNetwork> HttpNapiClient::CreateFabricNetwork(const std::str
   body["internet_nat"] = n.internet_nat;
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("CreateFabricNetwork", "POST",
                                               absl::StrCat(Vlans(owner), "/", n.vlan_id, "/networks"), body.dump()));
-  ASSIGN_OR_RETURN(json j, ParseJson(r, "CreateFabricNetwork"));
-  return ToFabricNetwork(j);
+  return ParseFabricNetwork(r.body, "CreateFabricNetwork");
 }
 
 absl::Status HttpNapiClient::UpdateNetwork(const FabricNetwork& n) {
@@ -590,20 +417,7 @@ absl::Status HttpNapiClient::DeleteFabricNetwork(const std::string& owner, int v
 
 absl::StatusOr<std::vector<FwRule>> HttpFwapiClient::ListRules(const std::string& owner_uuid) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListRules", "GET", "/rules?owner_uuid=" + UrlEncode(owner_uuid)));
-  ASSIGN_OR_RETURN(json list, ParseJsonList(r, "ListRules"));
-  std::vector<FwRule> out;
-  for (const auto& j : list) {
-    FwRule f;
-    f.uuid = Str(j, "uuid");
-    f.owner_uuid = Str(j, "owner_uuid");
-    f.rule = Str(j, "rule");
-    f.description = Str(j, "description");
-    f.enabled = j.value("enabled", false);
-    f.global = j.value("global", false);
-    f.log = j.value("log", false);
-    out.push_back(std::move(f));
-  }
-  return out;
+  return ParseFwRules(r.body, "ListRules");
 }
 
 namespace {
@@ -638,20 +452,7 @@ absl::Status HttpFwapiClient::DeleteRule(const std::string& uuid, const std::str
 
 absl::StatusOr<std::vector<Volume>> HttpVolapiClient::ListVolumes(const std::string& owner_uuid) {
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListVolumes", "GET", "/volumes?owner_uuid=" + UrlEncode(owner_uuid)));
-  ASSIGN_OR_RETURN(json list, ParseJsonList(r, "ListVolumes"));
-  std::vector<Volume> out;
-  for (const auto& j : list) {
-    Volume v;
-    v.uuid = Str(j, "uuid");
-    v.owner_uuid = Str(j, "owner_uuid");
-    v.name = Str(j, "name");
-    v.size = j.value("size", int64_t{0});
-    v.state = Str(j, "state");
-    v.networks = j.value("networks", std::vector<std::string>{});
-    v.refs = j.value("refs", std::vector<std::string>{});
-    if (v.state != "deleted") out.push_back(std::move(v));
-  }
-  return out;
+  return ParseVolumes(r.body, "ListVolumes");
 }
 
 absl::Status HttpVolapiClient::CreateVolume(const Volume& v) {
