@@ -114,6 +114,51 @@ std::chrono::steady_clock::duration Chrono(absl::Duration d) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(absl::ToChronoNanoseconds(d));
 }
 
+using Parser = http::request_parser<http::string_body>;
+
+void Configure(Parser* p, const HttpLimits& limits) {
+  p->header_limit(static_cast<uint32_t>(limits.max_header_bytes));
+  p->body_limit(limits.max_body);
+}
+
+// The answer to a parse error of a request head or body; 0: none (the
+// connection just ends: the client left, or a deadline passed).
+HeadCheck ParseRefusal(const beast::error_code& ec, const HttpLimits& limits) {
+  if (ec == http::error::header_limit) {
+    return {431, absl::StrCat("the request head is over ", limits.max_header_bytes,
+                              " bytes (request line and header fields together)")};
+  }
+  if (ec == http::error::body_limit) {
+    return {413, absl::StrCat("the body is over ", limits.max_body,
+                              " bytes; at most that many are read (docs/http-api.md, \"Limits\")")};
+  }
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == net::error::operation_aborted ||
+      ec == beast::error::timeout || ec == net::error::eof || ec == net::error::connection_reset) {
+    return {};
+  }
+  if (ec == http::error::bad_content_length || ec == http::error::bad_transfer_encoding) {
+    return {400, absl::StrCat("the request's body framing is invalid (", ec.message(),
+                              "): send one Content-Length, or Transfer-Encoding: chunked, not both")};
+  }
+  return {400, absl::StrCat("the request is not HTTP/1.1 this server reads: ", ec.message())};
+}
+
+// The request's head from the parser, then CheckHead.
+HeadCheck FillHead(const Parser& p, const HttpLimits& limits, HttpRequest* req) {
+  const auto& msg = p.get();
+  *req = HttpRequest();
+  req->method = std::string(msg.method_string());
+  req->target = std::string(msg.target());
+  size_t q = req->target.find('?');
+  req->path = req->target.substr(0, q);
+  if (q != std::string::npos) req->query = req->target.substr(q + 1);
+  for (const auto& f : msg) {
+    req->headers.emplace_back(absl::AsciiStrToLower(std::string(f.name_string())), std::string(f.value()));
+  }
+  int64_t length = p.content_length() ? static_cast<int64_t>(*p.content_length()) : -1;
+  return CheckHead(req->method, req->headers, length, p.chunked(), limits);
+}
+
 struct Shared {
   HttpServerOptions o;
   HttpHandler handler;
@@ -216,48 +261,24 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   void ReadHead() {
     ReleaseBody();
     parser_.emplace();
-    parser_->header_limit(static_cast<uint32_t>(shared_->o.limits.max_header_bytes));
-    parser_->body_limit(shared_->o.limits.max_body);
+    Configure(&*parser_, shared_->o.limits);
     Lowest().expires_after(Chrono(shared_->o.limits.header_timeout));
     http::async_read_header(stream_, buf_, *parser_,
                             [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHead(ec); });
   }
 
   void OnHead(beast::error_code ec) {
-    if (ec == http::error::header_limit) {
-      return Refuse(431, absl::StrCat("the request head is over ", shared_->o.limits.max_header_bytes,
-                                      " bytes (request line and header fields together)"));
+    const HttpLimits& limits = shared_->o.limits;
+    if (ec) {
+      HeadCheck refusal = ParseRefusal(ec, limits);
+      return refusal.status != 0 ? Refuse(refusal.status, refusal.why) : CloseNow();
     }
-    if (ec == http::error::body_limit) {  // a Content-Length over the limit, seen in the head
-      return Refuse(413, absl::StrCat("the body is over ", shared_->o.limits.max_body,
-                                      " bytes; at most that many are read (docs/http-api.md, \"Limits\")"));
-    }
-    if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
-        ec == net::error::operation_aborted || ec == beast::error::timeout || ec == net::error::eof ||
-        ec == net::error::connection_reset) {
-      return CloseNow();
-    }
-    if (ec == http::error::bad_content_length || ec == http::error::bad_transfer_encoding) {
-      return Refuse(400, absl::StrCat("the request's body framing is invalid (", ec.message(),
-                                      "): send one Content-Length, or Transfer-Encoding: chunked, not both"));
-    }
-    if (ec) return Refuse(400, absl::StrCat("the request is not HTTP/1.1 this server reads: ", ec.message()));
-    auto& msg = parser_->get();
-    req_ = HttpRequest();
-    req_.method = std::string(msg.method_string());
-    req_.target = std::string(msg.target());
-    size_t q = req_.target.find('?');
-    req_.path = req_.target.substr(0, q);
-    if (q != std::string::npos) req_.query = req_.target.substr(q + 1);
-    for (const auto& f : msg) {
-      req_.headers.emplace_back(absl::AsciiStrToLower(std::string(f.name_string())), std::string(f.value()));
-    }
+    HeadCheck check = FillHead(*parser_, limits, &req_);
     req_.remote_addr = peer_.address().to_string();
     req_.remote_port = peer_.port();
     if constexpr (kTls) req_.ssl = stream_.native_handle();
-    int64_t length = parser_->content_length() ? static_cast<int64_t>(*parser_->content_length()) : -1;
-    HeadCheck check = CheckHead(req_.method, req_.headers, length, parser_->chunked(), shared_->o.limits);
     if (check.status != 0) return Refuse(check.status, check.why);
+    int64_t length = parser_->content_length() ? static_cast<int64_t>(*parser_->content_length()) : -1;
     if (parser_->is_done()) return Dispatch();
     int64_t want = parser_->chunked() ? static_cast<int64_t>(shared_->o.limits.max_body) : length;
     if (!shared_->TakeBody(want)) {
@@ -281,8 +302,8 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
     Lowest().expires_after(Chrono(shared_->o.limits.body_timeout));
     http::async_read(stream_, buf_, *parser_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
       if (ec == http::error::body_limit) {
-        return self->Refuse(413, absl::StrCat("the body is over ", self->shared_->o.limits.max_body,
-                                              " bytes; at most that many are read (docs/http-api.md, \"Limits\")"));
+        HeadCheck refusal = ParseRefusal(ec, self->shared_->o.limits);
+        return self->Refuse(refusal.status, refusal.why);
       }
       if (ec == beast::error::timeout) {
         return self->Refuse(408, absl::StrCat("the body did not arrive within ",
@@ -505,7 +526,7 @@ class Session : public SessionBase, public std::enable_shared_from_this<Session<
   Stream stream_;
   tcp::endpoint peer_;
   beast::flat_buffer buf_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<Parser> parser_;
   HttpRequest req_;
   bool keep_alive_ = false;
   int64_t body_reserved_ = 0;
@@ -634,6 +655,33 @@ absl::Status SetUpTls(const HttpServerOptions& o, ssl::context* ctx) {
 }
 
 }  // namespace
+
+HeadCheck ReadRequest(absl::string_view bytes, const HttpLimits& limits, HttpRequest* out) {
+  Parser p;
+  Configure(&p, limits);
+  p.eager(true);
+  net::const_buffer in(bytes.data(), bytes.size());
+  bool checked = false;
+  for (;;) {
+    beast::error_code ec;
+    size_t used = p.put(in, ec);
+    in += used;
+    if (ec == http::error::need_more) ec = {};
+    if (ec) {
+      HeadCheck refusal = ParseRefusal(ec, limits);
+      return refusal.status != 0 ? refusal : HeadCheck{-1, "the bytes end before the request does"};
+    }
+    if (p.is_header_done() && !checked) {
+      checked = true;
+      HeadCheck check = FillHead(p, limits, out);
+      if (check.status != 0) return check;
+    }
+    if (p.is_done()) break;
+    if (in.size() == 0 || used == 0) return {-1, "the bytes end before the request does"};
+  }
+  out->body = p.get().body();
+  return {};
+}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions o, HttpHandler handler) {
   auto shared = std::make_shared<Shared>();

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 typedef struct ssl_st SSL;
@@ -80,6 +81,13 @@ struct HeadCheck {
 };
 HeadCheck CheckHead(const std::string& method, const std::vector<std::pair<std::string, std::string>>& headers,
                     int64_t content_length, bool chunked, const HttpLimits& limits);
+
+// One request read from `bytes` (all of it at hand) as the server reads it:
+// the same parser, limits and CheckHead. status 0: `out` holds the request;
+// else the status the server would answer (400, 413, 431, 501) and why, or
+// status -1 when the bytes end before the request does. For the fuzz
+// target (fuzz/http_request_fuzz.cc) and tests.
+HeadCheck ReadRequest(absl::string_view bytes, const HttpLimits& limits, HttpRequest* out);
 
 // One request and its answer. Thread-safe; the answer is written on the
 // connection's strand.

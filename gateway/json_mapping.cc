@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "projects/limits.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -168,6 +169,12 @@ absl::Status BuildRequest(const Route& route, const std::string& body,
         route.verb, " ", route.path, " takes no body; give the fields as query parameters (", FieldNames(d), ")"));
   }
   for (const auto& [key, text] : query) {
+    // JSON (and protobuf's strings) are UTF-8: a %-escape may decode to
+    // anything else, which would not survive the mapping.
+    if (ValidUtf8(key) != key || ValidUtf8(text) != text) {
+      return absl::InvalidArgumentError(absl::StrCat("query parameter \"", absl::CHexEscape(key.substr(0, 64)),
+                                                     "\" is not UTF-8 text; send UTF-8, %-encoded"));
+    }
     const FieldDescriptor* field = FieldOf(d, key);
     if (field == nullptr) {
       return absl::InvalidArgumentError(
@@ -180,7 +187,13 @@ absl::Status BuildRequest(const Route& route, const std::string& body,
     else
       j[field->name()] = *v;
   }
-  for (const auto& [key, value] : params) j[key] = value;
+  for (const auto& [key, value] : params) {
+    if (ValidUtf8(value) != value) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the path's {", key, "} is not UTF-8 text; send UTF-8, %-encoded"));
+    }
+    j[key] = value;
+  }
   EachBytes(d, &j, [](json* v) {
     if (v->is_string()) *v = absl::Base64Escape(v->get<std::string>());
   });

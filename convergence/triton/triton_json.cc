@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "convergence/triton/vm_json.h"
 
 namespace mariposa::triton {
 namespace {
@@ -77,19 +78,9 @@ bool Bool(const json& j, const char* key, bool otherwise) {
 int64_t Int(const json& j, const char* key) {
   const json* v = Field(j, key);
   if (v == nullptr) return 0;
+  if (v->is_number_unsigned()) return SaturatingInt64(v->get<uint64_t>());
   if (v->is_number_integer()) return v->get<int64_t>();
-  if (v->is_number_unsigned()) {
-    uint64_t u = v->get<uint64_t>();
-    return u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
-                                                                           : static_cast<int64_t>(u);
-  }
-  if (v->is_number_float()) {
-    double d = v->get<double>();
-    if (!std::isfinite(d)) return 0;
-    if (d >= 9.2e18) return std::numeric_limits<int64_t>::max();
-    if (d <= -9.2e18) return std::numeric_limits<int64_t>::min();
-    return static_cast<int64_t>(d);
-  }
+  if (v->is_number_float()) return SaturatingInt64(v->get<double>());
   return 0;
 }
 

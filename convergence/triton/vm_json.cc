@@ -1,5 +1,8 @@
 #include "convergence/triton/vm_json.h"
 
+#include <cmath>
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include <map>
@@ -12,6 +15,22 @@ namespace mariposa::triton {
 namespace {
 
 using json = nlohmann::json;
+
+}  // namespace
+
+int64_t SaturatingInt64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
+  if (v <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+int64_t SaturatingInt64(uint64_t v) {
+  return v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                                          : static_cast<int64_t>(v);
+}
+
+namespace {
 
 // SAX events of an array of VM objects (or of one object) into Vm records.
 // Depths: 1 the page array, 2 a VM object, 3 a field's object or array,
@@ -30,11 +49,11 @@ class VmSax {
   }
   bool number_unsigned(json::number_unsigned_t v) {
     if (capture_) return capture_->number_unsigned(v) && Captured();
-    return Scalar(json(v).dump(), nullptr, std::nullopt, static_cast<int64_t>(v));
+    return Scalar(json(v).dump(), nullptr, std::nullopt, SaturatingInt64(v));
   }
   bool number_float(json::number_float_t v, const std::string& text) {
     if (capture_) return capture_->number_float(v, text) && Captured();
-    return Scalar(json(v).dump(), nullptr, std::nullopt, static_cast<int64_t>(v));
+    return Scalar(json(v).dump(), nullptr, std::nullopt, SaturatingInt64(v));
   }
   bool string(std::string& s) {
     if (capture_) return capture_->string(s) && Captured();

@@ -18,6 +18,12 @@ namespace mariposa::triton {
 // skipped; tag and metadata values that are not strings are kept as their
 // JSON text; `image_uuid` falls back to the first disk's (HVM brands).
 // DataLoss when the text is not JSON or not an array of objects.
+// A JSON number as an int64: truncated toward zero, held at int64's bounds
+// (a float beyond them, or an unsigned beyond its maximum, is not undefined
+// behaviour here), NaN 0.
+int64_t SaturatingInt64(double v);
+int64_t SaturatingInt64(uint64_t v);
+
 absl::StatusOr<size_t> ParseVmPage(absl::string_view text, std::vector<Vm>* out);
 
 // One VM object (GetVm).

@@ -1,0 +1,16 @@
+// VOLAPI's answer: volumes; none in state "deleted" is kept.
+#include "convergence/triton/triton_json.h"
+#include "fuzz/triton_json_fuzz.h"
+
+namespace {
+void Read(const std::string& body) {
+  auto volumes = mariposa::triton::ParseVolumes(body, "ListVolumes");
+  if (volumes.ok()) {
+    for (const auto& v : *volumes) {
+      if (v.state == "deleted") __builtin_trap();
+    }
+  }
+}
+}  // namespace
+
+TRITON_FUZZ(Read)
