@@ -10,7 +10,7 @@ bin=$1
 shift
 dirs=()
 for d in "$@"; do [ -e "$d" ] && dirs+=("$d"); done
-if "$bin" -help=1 2>&1 | grep -q "libFuzzer"; then
+if [ "$("$bin" -help=1 2>&1 | grep -c libFuzzer)" -gt 0 ]; then
   work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/corpus.XXXXXX")
   findings=${FUZZ_FINDINGS:-${TEST_UNDECLARED_OUTPUTS_DIR:-/tmp}}
   mkdir -p "$findings"

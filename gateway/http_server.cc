@@ -666,7 +666,9 @@ HeadCheck ReadRequest(absl::string_view bytes, const HttpLimits& limits, HttpReq
     beast::error_code ec;
     size_t used = p.put(in, ec);
     in += used;
-    if (ec == http::error::need_more) ec = {};
+    // The parser wants what it was shown plus more; there is no more (and
+    // showing it the same bytes again breaks its assumptions).
+    if (ec == http::error::need_more) return {-1, "the bytes end before the request does"};
     if (ec) {
       HeadCheck refusal = ParseRefusal(ec, limits);
       return refusal.status != 0 ? refusal : HeadCheck{-1, "the bytes end before the request does"};

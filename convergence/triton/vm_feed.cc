@@ -42,6 +42,17 @@ bool SplitUrl(const std::string& url, std::string* host, std::string* port) {
 
 }  // namespace
 
+namespace {
+
+// `key` of object `j` when it is a string, else "" (json::value throws on
+// another type: a feed item from a faulty VMAPI must not end mariposad).
+std::string StringField(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
 absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
   // The item without its resourceObject (most of its bytes), which
   // ParseVm reads straight from the text.
@@ -55,7 +66,7 @@ absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
     return absl::DataLossError("change item has no changedResourceId");
   }
   const json& kind = j.contains("changeKind") ? j["changeKind"] : json();
-  if (!kind.is_object() || kind.value("resource", "") != "vm") {
+  if (!kind.is_object() || StringField(kind, "resource") != "vm") {
     return absl::DataLossError("change item is not about a vm (changeKind.resource)");
   }
   FeedItem item;
@@ -100,8 +111,8 @@ absl::Status CheckBootstrap(const std::string& text) {
     return absl::DataLossError(absl::StrCat("expected the bootstrap (an object with bootstrapRoute), got: ",
                                             text.substr(0, 200)));
   }
-  if (j.value("resource", "") != "vm") {
-    return absl::DataLossError(absl::StrCat("the bootstrap is for resource \"", j.value("resource", ""),
+  if (StringField(j, "resource") != "vm") {
+    return absl::DataLossError(absl::StrCat("the bootstrap is for resource \"", StringField(j, "resource").substr(0, 64),
                                             "\", not \"vm\""));
   }
   return absl::OkStatus();
