@@ -113,7 +113,11 @@ void PrintTask(Context& c, const v1::Task& t);
 // --wait: follows the project's verdicts until every service is converged
 // (0), one is paused or failed (1, with the reason and fix), or the wait
 // ends: --timeout, else 10 minutes.
-Result WaitSettled(Context& c, const std::string& project);
+// `version` (> 0): the version this command made; if the project's current
+// version becomes another (mariposad's auto_rollback, or another apply), the
+// wait ends with exit 1 saying which version replaced it and why, never
+// "converged" for a version that is not the one applied.
+Result WaitSettled(Context& c, const std::string& project, int64_t version = 0);
 // "a,b,,c" -> a, b, c
 std::vector<std::string> SplitList(const std::optional<std::string>& v);
 // The options of --wait (and --timeout's mention in its help).

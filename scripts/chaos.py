@@ -31,7 +31,8 @@ OWNER = "930896af-bf8c-48d4-885c-6573a94b1853"
 NETWORK = "aaaaaaaa-0000-4000-8000-000000000001"
 PGBIN = None
 BIN = "bazel-bin"
-DB_NET, TR_NET = "10.201.0", "10.202.0"
+# Link-local addresses only: the bridges live in namespaces this script makes.
+DB_NET, TR_NET = "169.254.201", "169.254.202"
 
 
 def sh(*argv, check=True, **kw):

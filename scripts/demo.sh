@@ -33,6 +33,8 @@ HTTP=$(grep '^http' "$WORK/addr")
   head -1 > "$WORK/console.token"
 console_line() { echo "Web console: $HTTP/console/  (log in with the token in $WORK/console.token: $(cat "$WORK/console.token"))"; }
 m() { echo; echo "\$ mariposa $*"; "$BIN/cli/mariposa" "$@"; }
+# status answers in its exit code: 0 converged, 3 not converged, 4 unknown.
+mstatus() { m "$@" || { rc=$?; [ $rc -eq 3 ] || [ $rc -eq 4 ] || return $rc; echo "(exit $rc: not converged yet)"; }; }
 vms() {
   echo; echo "# VMs in the data center (VMAPI):"
   curl -s "$TRITON/images" > "$WORK/images.json"
@@ -61,7 +63,7 @@ curl -s "$TRITON/vms?state=running&tag.mariposa.service=*&sort=alias.ASC" |
   python3 -c 'import json,sys
 [print("  %-24s billing_id %s  ram %5d MiB  quota %3d GiB  cpu_cap %3d  %s" % (v["alias"], v["billing_id"][-4:], v["ram"], v["quota"], v["cpu_cap"], v["nics"][0]["ip"])) for v in json.load(sys.stdin)]'
 
-m -j jupiter status
+mstatus -j jupiter status
 m -j jupiter scale wordpress=+2 --wait
 sed -e 's/count: 3/count: 5/' -e 's/window: 60s/window: 2s/' deploy/examples/jupiter.yaml > "$WORK/jupiter-fast.yaml"
 echo "# a 2s start window (not part of the instance: nothing to roll out)"
@@ -78,14 +80,14 @@ victim=$(curl -s "$TRITON/vms?state=running&alias=jupiter-mysql" | python3 -c 'i
 "$BIN/deploy/tritonsim/tritonsim" ctl --addr "$TRITON" kill-vm "$victim" >/dev/null
 sleep 2; converge 8 && vms
 m -j jupiter stop --service nginx
-sleep 3; m -j jupiter status
+sleep 3; mstatus -j jupiter status
 m -j jupiter start --service nginx
 converge 8 && vms
 echo "# a secret comes from stdin or a prompt, never argv; mariposad seals it (AES-256-GCM) before storing it"
 printf 'correct horse' | m -j jupiter meta set mysql.password - --secret
 m -j jupiter meta list
 echo "# wordpress's instances still hold the old password: status names them (SPEC \"stale meta\")"
-sleep 2; m -j jupiter status -v
+sleep 2; mstatus -j jupiter status -v
 m -j jupiter versions
 echo; echo "# who am I? root on loopback is admin with no set-up; a CI token is a deployer of jupiter only"
 m auth whoami

@@ -38,7 +38,7 @@ findings=$(pwd)/fuzz/findings
 mkdir -p "$findings"
 # Each target runs for $seconds; bazel's own timeout is set above that.
 timeout_s=$(( seconds + 120 ))
-"${bz[@]}" test --config=fuzz --symlink_prefix=/ --jobs=2 --local_test_jobs=2 \
+"${bz[@]}" test --config=fuzz --symlink_prefix=/ --jobs=2 --local_test_jobs="${FUZZ_JOBS:-2}" \
   --test_env=FUZZ_SECONDS="$seconds" --test_env=FUZZ_FINDINGS="$findings" \
   --test_timeout="$timeout_s" --test_output=errors "${labels[@]}"
 rc=$?

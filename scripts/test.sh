@@ -21,6 +21,14 @@ plain_logs=$(realpath bazel-testlogs)
 # then points there); the count covers both runs.
 bazel test --config=asan //projects:all //convergence:planner_test //daemon:backups_test //daemon:controller_state_test //cli:registry_test //common:sqlite_wal_test //common:bounded_test "$@"
 asan_rc=$?
-python3 scripts/count_tests.py "$plain_logs" "$(realpath bazel-testlogs)"
+asan_logs=$(realpath bazel-testlogs)
+# Every fuzz target (fuzz/) built with libFuzzer and the sanitizers, 5 s each
+# from its seeds (scripts/fuzz.sh; its own output base). Its table of
+# executions is printed; its tests are counted below.
+bash scripts/fuzz.sh --seconds 5
+fuzz_rc=$?
+fuzz_logs=$(cat "${FUZZ_OUTPUT_BASE:-$HOME/.cache/mariposa-fuzz}/testlogs-path" 2>/dev/null)
+python3 scripts/count_tests.py "$plain_logs" "$asan_logs" $fuzz_logs
 [ $rc -ne 0 ] && exit $rc
-exit $asan_rc
+[ $asan_rc -ne 0 ] && exit $asan_rc
+exit $fuzz_rc

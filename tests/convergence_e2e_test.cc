@@ -1137,7 +1137,7 @@ TEST_F(ConvergenceTest, AnApplicationWithItsNetworkFirewallVolumeAndJobs) {
     daemon_->Kill();
     ASSERT_TRUE(daemon_->Start()) << daemon_->log();
   }
-  ASSERT_TRUE(Eventually([&] { return M({"-j", "saturn", "status"}).exit_code != 0; }, absl::Seconds(60)))
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "saturn", "status"}).exit_code == 1; }, absl::Seconds(60)))
       << M({"-j", "saturn", "status"}).out;
   EXPECT_TRUE(get("/vms?state=active&tag.mariposa.project=*").empty());
   EXPECT_TRUE(get("/rules?owner_uuid=" + owner).empty());
@@ -1191,7 +1191,7 @@ TEST_F(ConvergenceTest, DeletingAProjectWithoutInstancesOrphansNothing) {
   EXPECT_THAT(r.out, ::testing::HasSubstr("  fabric network data (volume keep is served on it)\n  VLAN 63 (a kept "
                                           "network is on it)\n"));
   EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("  fabric network data\n")));
-  ASSERT_TRUE(Eventually([&] { return M({"-j", "lone", "status"}).exit_code != 0; }, absl::Seconds(30)))
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "lone", "status"}).exit_code == 1; }, absl::Seconds(30)))
       << M({"-j", "lone", "status"}).out;
   EXPECT_EQ(get("/rules?owner_uuid=" + owner).size(), 1u) << "lone2's rule only";
   EXPECT_EQ(of("lone.", get("/volumes?owner_uuid=" + owner), "name"), std::vector<std::string>{"lone.keep"});
@@ -1208,7 +1208,7 @@ TEST_F(ConvergenceTest, DeletingAProjectWithoutInstancesOrphansNothing) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, ::testing::HasSubstr("volume keep (--delete-volumes: its data is lost)"));
   EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("and keeps:")));
-  ASSERT_TRUE(Eventually([&] { return M({"-j", "lone2", "status"}).exit_code != 0; }, absl::Seconds(30)))
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "lone2", "status"}).exit_code == 1; }, absl::Seconds(30)))
       << M({"-j", "lone2", "status"}).out;
   EXPECT_TRUE(get("/rules?owner_uuid=" + owner).empty());
   EXPECT_TRUE(of("lone2.", get("/volumes?owner_uuid=" + owner), "name").empty());
@@ -1233,7 +1233,7 @@ TEST_F(ConvergenceTest, DeletingAProjectWithoutInstancesOrphansNothing) {
   ASSERT_EQ(M({"apply", "-f", dir_ + "/empty.yaml", "--yes"}).exit_code, 0);
   r = M({"project", "delete", "empty", "--yes"});
   EXPECT_EQ(r.out, "deleted project empty\n");
-  EXPECT_NE(M({"-j", "empty", "status"}).exit_code, 0);
+  EXPECT_EQ(M({"-j", "empty", "status"}).exit_code, 1);  // gone
 }
 
 // Scheduled and event services, through the CLI against tritonsim (whose
@@ -1424,7 +1424,7 @@ TEST_F(ConvergenceTest, VolumesAreMadeMountedAndDeletedOnlyWhenAsked) {
 
   // Deleting the project keeps data (and the network it is served on).
   ASSERT_EQ(M({"project", "delete", "jupiter", "--force", "--yes"}).exit_code, 0);
-  ASSERT_TRUE(Eventually([&] { return M({"-j", "jupiter", "status"}).exit_code != 0; }, absl::Seconds(30)));
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "jupiter", "status"}).exit_code == 1; }, absl::Seconds(30)));
   EXPECT_EQ(volumes().count("jupiter.data"), 1u);
   RunResult gone = M({"events"});
   EXPECT_NE(gone.out.find("volume.retained"), std::string::npos) << gone.out;

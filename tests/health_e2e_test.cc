@@ -96,6 +96,25 @@ TEST_F(HealthTest, CorrelatedFailureIsHeldByTheBudget) {
   EXPECT_THAT(events, ::testing::HasSubstr("replacement.budget-exceeded"));
 }
 
+// Issue 48, 1: `apply --wait` of a version that mariposad rolled back
+// (update.auto_rollback) exits 1 and says so; it printed "converged" and
+// exited 0 for the restored version.
+TEST_F(HealthTest, ApplyWaitOfARolledBackVersionFails) {
+  std::string v1 = RollingWeb("aw");
+  v1.replace(v1.find("auto_rollback: true}"), 20, "auto_rollback: true, on_change: rollout}");
+  WriteFile(dir_ + "/v1.yaml", v1);
+  ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes", "--wait", "--timeout", "60s"}).exit_code, 0) << daemon_->log();
+  ASSERT_TRUE(WaitHealthy("aw", 2));
+  std::string v2 = v1;
+  v2.replace(v2.find("ports: [8080]"), 13, "ports: [8081]");
+  WriteFile(dir_ + "/v2.yaml", v2);
+  RunResult r = M({"apply", "-f", dir_ + "/v2.yaml", "--yes", "--wait", "--timeout", "90s"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err << daemon_->log();
+  EXPECT_THAT(r.err, ::testing::HasSubstr("version 2 did not converge: version 3 replaced it, a rollback to version 1"))
+      << r.out << r.err;
+  EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("converged after"))) << r.out;
+}
+
 // update.auto_rollback: a rollout whose new instances never pass is failed,
 // the project goes back to the previous version, and the instances follow.
 TEST_F(HealthTest, RolloutThatNeverPassesIsRolledBack) {

@@ -43,7 +43,7 @@ Result ApplyAtOnce(Context& c, const Parsed& p, v1::ApplyRequest req) {
   c.out() << (resp.project_created() ? "created project and " : "") << "applied version " << resp.version().number()
           << " (" << resp.version().uuid() << ")\n";
   PrintRollout(c, resp.rollout_task(), resp.rollout_services());
-  if (p.Has("--wait")) return WaitSettled(c, resp.version().project_uuid());
+  if (p.Has("--wait")) return WaitSettled(c, resp.version().project_uuid(), resp.version().number());
   return 0;
 }
 
@@ -125,7 +125,7 @@ Result RunApply(Context& c, const Parsed& p, bool dry_run) {
             << " (" << resp.version().uuid() << ")\n";
   }
   PrintRollout(c, resp.rollout_task(), resp.rollout_services());
-  if (wait) return WaitSettled(c, resp.version().project_uuid());
+  if (wait) return WaitSettled(c, resp.version().project_uuid(), resp.changed() ? resp.version().number() : 0);
   return 0;
 }
 

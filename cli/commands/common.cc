@@ -247,7 +247,34 @@ void PrintTask(Context& c, const v1::Task& t) {
   if (!t.error().empty()) out << (t.state() == "completed" ? "outcome:  " : "error:    ") << t.error() << "\n";
 }
 
-Result WaitSettled(Context& c, const std::string& project) {
+namespace {
+
+// The version a --wait waited for is no longer current: what replaced it.
+Result Superseded(Context& c, const v1::GetStateResponse& st, int64_t version) {
+  v1::GetVersionRequest req;
+  req.set_project(st.project());
+  req.set_version(absl::StrCat(st.version()));
+  v1::GetVersionResponse got;
+  std::string why;
+  if (c.d().projects->GetVersion(c.d().Ctx().get(), req, &got).ok()) {
+    const v1::Version& v = got.version();
+    why = v.origin() == "rollback"
+              ? absl::StrCat(", a rollback to version ", v.rolled_back_to(), " by ", v.author())
+              : absl::StrCat(", applied by ", v.author());
+    if (!v.message().empty()) absl::StrAppend(&why, " (", v.message(), ")");
+  }
+  c.err() << "mariposa: version " << version << " did not converge: version " << st.version()
+          << " replaced it" << why << "
+  `mariposa -j " << st.project()
+          << " events --kind task.` and `mariposa versions` show what happened
+";
+  for (const auto& p : st.problems()) PrintProblem(p, c.err());
+  return 1;
+}
+
+}  // namespace
+
+Result WaitSettled(Context& c, const std::string& project, int64_t version) {
   absl::Time start = c.clock->Now();
   absl::Duration asked = c.d().deadlines().command;
   absl::Duration timeout = asked > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(10);
@@ -264,6 +291,7 @@ Result WaitSettled(Context& c, const std::string& project) {
     grpc::Status got = c.d().state->GetState(c.d().Ctx().get(), req, &st);
     if (!got.ok() && c.d().CommandTimedOut()) return gave_up();
     RETURN_IF_ERROR(c.d().Check(got));
+    if (version > 0 && st.version() > version) return Superseded(c, st, version);
     std::vector<std::string> parts;
     std::vector<std::string> stuck;
     std::set<std::string> left_behind;  // services with instances on an older spec and no rollout

@@ -33,7 +33,7 @@ Result Rollback(Context& c, const Parsed& p) {
           << ") has the content of version " << resp.version().rolled_back_to() << "\n";
   for (const auto& w : resp.warnings()) c.err() << "warning: " << w << "\n";
   PrintRollout(c, resp.rollout_task(), resp.rollout_services());
-  if (p.Has("--wait")) return WaitSettled(c, resp.version().project_uuid());
+  if (p.Has("--wait")) return WaitSettled(c, resp.version().project_uuid(), resp.version().number());
   return 0;
 }
 

@@ -20,7 +20,7 @@ Result Scale(Context& c, const Parsed& p) {
   }
   PrintDiff(c, resp.diff());
   if (!dry_run) c.out() << "applied version " << resp.version().number() << " (" << resp.version().uuid() << ")\n";
-  if (p.Has("--wait") && !dry_run) return WaitSettled(c, c.project());
+  if (p.Has("--wait") && !dry_run) return WaitSettled(c, c.project(), resp.version().number());
   return 0;
 }
 

@@ -11,10 +11,17 @@ Result Status(Context& c, const Parsed& p) {
   req.set_project(c.project());
   v1::GetStateResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().state->GetState(c.d().Ctx().get(), req, &resp)));
-  if (c.PrintIfStructured(resp)) return 0;
-  std::ostream& out = c.out();
   bool stale = false;
   for (const auto& pr : resp.problems()) stale |= pr.kind() == "observation-stale";
+  // The answer in the exit code, for scripts (as `kubectl rollout status`):
+  // 0 converged, 3 not converged (or being deleted), 4 unknown; 1 and 2
+  // stay errors and usage errors.
+  const int code = resp.deleting()                  ? 3
+                   : resp.converged()               ? 0
+                   : !resp.actual_known() || stale  ? 4
+                                                    : 3;
+  if (c.PrintIfStructured(resp)) return code;
+  std::ostream& out = c.out();
   out << "project " << resp.project() << " at version " << resp.version() << ": "
       << (resp.deleting() ? "being deleted (what is listed below is removed or retained first)"
           : resp.converged() ? "converged"
@@ -101,7 +108,7 @@ Result Status(Context& c, const Parsed& p) {
                             : " instances of services no longer in the manifest are being removed\n");
   }
   for (const auto& pr : resp.problems()) PrintProblem(pr, out);
-  if (!p.Has("--verbose")) return 0;
+  if (!p.Has("--verbose")) return code;
   Rows inst;
   for (const auto& s : resp.services()) {
     for (const auto& i : s.instances()) {
@@ -125,7 +132,7 @@ Result Status(Context& c, const Parsed& p) {
     out << "\n";
     c.Table({"SERVICE", "HOSTNAME", "SERVER", "AGENT VERSION", "IMAGE", "STATE", "LAST ERROR"}, servers);
   }
-  return 0;
+  return code;
 }
 
 }  // namespace
@@ -135,7 +142,9 @@ void AddStatus(cli::Registry& r) {
          .summary = "per service: verdict, desired, running, healthy, updating, frozen; problems",
          .help = "Goal versus actual (needs mariposad --triton): per service its verdict and desired, ready,\n"
                  "running, provisioning, broken, stopped and old-spec counts, frozen; then every problem as\n"
-                 "Error / Reason / Fix / Impact. -v lists every instance (and agent servers).",
+                 "Error / Reason / Fix / Impact. -v lists every instance (and agent servers).\n"
+                 "Exit code: 0 converged, 3 not converged (or being deleted), 4 unknown (the actual state\n"
+                 "cannot be read, or what was read is too old); 1 an error.",
          .group = "State",
          .flags = {{{"-v", "--verbose"}, "", "every instance too"}},
          .project = ProjectUse::kRequired,
