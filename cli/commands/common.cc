@@ -263,11 +263,9 @@ Result Superseded(Context& c, const v1::GetStateResponse& st, int64_t version) {
               : absl::StrCat(", applied by ", v.author());
     if (!v.message().empty()) absl::StrAppend(&why, " (", v.message(), ")");
   }
-  c.err() << "mariposa: version " << version << " did not converge: version " << st.version()
-          << " replaced it" << why << "
-  `mariposa -j " << st.project()
-          << " events --kind task.` and `mariposa versions` show what happened
-";
+  c.err() << "mariposa: version " << version << " did not converge: version " << st.version() << " replaced it"
+          << why << "\n  `mariposa -j " << st.project()
+          << " events --kind task.` and `mariposa versions` show what happened\n";
   for (const auto& p : st.problems()) PrintProblem(p, c.err());
   return 1;
 }
