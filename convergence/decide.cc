@@ -363,6 +363,9 @@ bool Quiet(const Snapshot& s, const Decision& d) {
       quiet = quiet && g.spec.compute_type != "agent" && g.spec.compute_type != "core" &&
               g.spec.service_type != "scheduled";
     }
+    // FWAPI, NAPI and VOLAPI have no change feed: what the project owns
+    // there is read at each resync, so a hand edit is found within one.
+    quiet = quiet && s.goal->firewall.empty() && !s.goal->fabric && s.goal->volumes.empty();
   }
   return quiet;
 }

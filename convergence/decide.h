@@ -84,6 +84,8 @@ struct OwnedRule {
   std::string uuid, name, hash;  // name and hash from its description's marker
   std::string rule;              // the text as FWAPI holds it
   bool enabled = true;
+  bool log = false;
+  std::string description;       // as FWAPI holds it (the marker and the manifest's description)
 };
 
 struct Snapshot {
@@ -287,6 +289,7 @@ struct FirewallChange {
   Kind kind = Kind::kCreate;
   std::string name;
   triton::FwRule rule;  // uuid and owner always; text, description, enabled for create and update
+  std::string drift;    // an update that puts back what was changed in FWAPI by hand: what was
 };
 
 // A change to the project's fabric in NAPI (DecideFabric), in the order to
@@ -438,7 +441,8 @@ std::string WorkKind(const Action& a);
 // task, a health change, a change feed item): the decision is converged and
 // does nothing, no job is in flight or ended, no task is open but freezes,
 // and no service reads what the feed does not bring (agents: CNAPI; core
-// zones). Watching VMAPI's feed, such a project is not synced at each
+// zones), nor does the project own objects in FWAPI, NAPI or VOLAPI (they
+// have no feed: they are read at each resync, so hand edits are found). Watching VMAPI's feed, such a project is not synced at each
 // resync (Reconciler::Resync) — at least every relist.
 bool Quiet(const Snapshot& s, const Decision& d);
 

@@ -1,5 +1,6 @@
 // The project's firewall rules in FWAPI (projects/firewall.h): which to
 // create, update and delete, and what each instance carries in place.
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "convergence/decide.h"
@@ -47,6 +48,32 @@ void NotApplied(const Snapshot& s, const std::string& state, Problem p, Decision
   d->firewall_in_place = false;
 }
 
+// Rule text as compared: FWAPI answers with its own normal form (spacing,
+// keyword case), which is not a change.
+std::string Normal(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      if (!out.empty() && out.back() != ' ') out.push_back(' ');
+    } else {
+      out.push_back(absl::ascii_tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+// What differs between the rule FWAPI holds and the one Mariposa wrote,
+// when its marker says it is current: changed by hand. "" when nothing.
+std::string Drift(const OwnedRule& o, const triton::FwRule& f) {
+  std::vector<std::string> what;
+  if (Normal(o.rule) != Normal(f.rule)) what.push_back(absl::StrCat("rule \"", o.rule, "\" instead of \"", f.rule, "\""));
+  if (o.enabled != f.enabled) what.push_back(o.enabled ? "enabled instead of disabled" : "disabled instead of enabled");
+  if (o.log != f.log) what.push_back(o.log ? "logging instead of not" : "not logging instead of logging");
+  if (o.description != f.description) what.push_back(absl::StrCat("description \"", o.description, "\""));
+  return absl::StrJoin(what, ", ");
+}
+
 }  // namespace
 
 void DecideFirewall(const Snapshot& s, Decision* d) {
@@ -86,10 +113,22 @@ void DecideFirewall(const Snapshot& s, Decision* d) {
     if (o == owned.end()) {
       v.state = "to create";
       d->firewall_changes.push_back({FirewallChange::Kind::kCreate, name, f});
-    } else if (o->second->hash != FirewallRuleHash(f.rule, r) || o->second->enabled != r.enabled) {
+    } else if (o->second->hash != FirewallRuleHash(f.rule, r)) {  // the manifest changed
       v.state = "to update";
       v.uuid = f.uuid = o->second->uuid;
       d->firewall_changes.push_back({FirewallChange::Kind::kUpdate, name, f});
+    } else if (std::string drift = Drift(*o->second, f); !drift.empty()) {
+      // Its marker says current, FWAPI holds something else: changed by hand.
+      v.state = "to update";
+      v.uuid = f.uuid = o->second->uuid;
+      d->firewall_changes.push_back({FirewallChange::Kind::kUpdate, name, f, drift});
+      d->problems.push_back({"firewall-drift", "",
+                             absl::StrCat("firewall rule ", name, " (", f.uuid, ") was changed in FWAPI by hand: ",
+                                          drift),
+                             "FWAPI holds another rule than the manifest's, under the project's marker",
+                             absl::StrCat("nothing to do: it is updated back to the manifest's at this sync; change "
+                                          "firewall.", name, " in the manifest to change the rule"),
+                             "until it is put back, the traffic the rule allows or blocks is not as the manifest says"});
     } else {
       v.uuid = o->second->uuid;
     }

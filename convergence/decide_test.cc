@@ -5,6 +5,8 @@
 #include <functional>
 
 #include "convergence/decide_testing.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 
@@ -771,7 +773,13 @@ TEST(DecideTest, FirewallRulesAndTheirInstances) {
   const FirewallRuleSpec& w2d = goal->firewall.at("w2d");
   auto owned = [&](const std::string& uuid, const FirewallRuleSpec& r, const std::string& name = "w2d") {
     std::string t = FirewallRuleText("p-uuid", r);
-    return OwnedRule{uuid, name, FirewallRuleHash(t, r), t, r.enabled};
+    return OwnedRule{uuid, name, FirewallRuleHash(t, r), t, r.enabled, r.log, FirewallDescription("p-uuid", name, t, r)};
+  };
+  // The rule as FWAPI holds it after a hand edit that kept its description.
+  auto edited = [&](std::function<void(OwnedRule*)> edit) {
+    OwnedRule o = owned(FirewallRuleUuid("p-uuid", "w2d"), w2d);
+    edit(&o);
+    return o;
   };
   FirewallRuleSpec other = w2d;
   other.ports = {"5433"};
@@ -805,6 +813,27 @@ TEST(DecideTest, FirewallRulesAndTheirInstances) {
       {"changed by hand: updated at the uuid it has",
        [&](Snapshot* s) { s->firewall = std::vector<OwnedRule>{owned("u-other", other)}; }, "update:w2d:u-other",
        "to update", 2, false, false},
+      {"its text edited by hand in FWAPI, the description kept: updated back",
+       [&](Snapshot* s) {
+         s->firewall = std::vector<OwnedRule>{edited([](OwnedRule* o) { o->rule = "FROM any TO all vms ALLOW tcp PORT 22"; })};
+       },
+       "update:w2d:" + mine, "to update", 2, false, false},
+      {"disabled by hand in FWAPI: updated back",
+       [&](Snapshot* s) { s->firewall = std::vector<OwnedRule>{edited([](OwnedRule* o) { o->enabled = false; })}; },
+       "update:w2d:" + mine, "to update", 2, false, false},
+      {"logging turned on by hand: updated back",
+       [&](Snapshot* s) { s->firewall = std::vector<OwnedRule>{edited([](OwnedRule* o) { o->log = true; })}; },
+       "update:w2d:" + mine, "to update", 2, false, false},
+      {"FWAPI's own spacing and keyword case: in place",
+       [&](Snapshot* s) {
+         s->firewall = std::vector<OwnedRule>{edited([](OwnedRule* o) {
+           o->rule = "  " + absl::AsciiStrToLower(o->rule) + " ";
+           for (size_t i = o->rule.find(' ', 3); i != std::string::npos; i = o->rule.find(' ', i + 3)) o->rule.insert(i, " ");
+         })};
+         for (auto& i : s->instances) i.firewall = FirewallTagValue("p-uuid", i.service);
+         s->instances[1].firewall_enabled = true;
+       },
+       "", "in place", 0, true, true},
       {"a rule the manifest no longer has is deleted",
        [&](Snapshot* s) {
          s->firewall = std::vector<OwnedRule>{owned(mine, w2d), owned("u-old", other, "old")};
@@ -839,6 +868,10 @@ TEST(DecideTest, FirewallRulesAndTheirInstances) {
       if (v.name == "w2d") state = v.state;
     }
     EXPECT_EQ(state, c.state) << c.name;
+    // A hand edit is named as such, with what was changed.
+    bool drift_named = false;
+    for (const Problem& p : d.problems) drift_named |= p.kind == "firewall-drift" && absl::StrContains(p.error, "by hand");
+    EXPECT_EQ(drift_named, absl::StrContains(c.name, "updated back")) << c.name;
     EXPECT_EQ(Count(d, ActionKind::kRetag), c.retags) << c.name;
     InPlaceSettings db = InPlaceFor(s, d.firewall_in_place, "db");
     EXPECT_EQ(db.firewall_enabled.value_or(false), c.db_on) << c.name;
@@ -1386,6 +1419,15 @@ TEST(QuietTest, OnlyAConvergedProjectWithNothingGoingOn) {
     c.change(&s);
     EXPECT_EQ(Quiet(s, Decide(s, kT0)), c.quiet) << c.name;
   }
+  // Firewall rules live in FWAPI, which has no feed: read at each resync,
+  // never quiet (a rule edited by hand is found within one).
+  Snapshot fw = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 0}\n"
+                                  "firewall:\n  in: {from: any, to: web, ports: 80}\n"));
+  Decision fd = Decide(fw, kT0);
+  fd.converged = true;
+  fd.problems.clear();
+  fd.events.clear();
+  EXPECT_FALSE(Quiet(fw, fd));
   // Agents read CNAPI, core zones the admin's VMs: never quiet.
   Snapshot agents = SnapshotOf(GoalOf("project: p\nservices:\n  a: {image: cn-agent@2, compute_type: agent}\n"));
   Decision d = Decide(agents, kT0);

@@ -179,6 +179,7 @@ void Reconciler::ChangeFirewall(const Snapshot& s, const Decision& d, std::vecto
     using K = FirewallChange::Kind;
     const char* done = kDone[static_cast<int>(c.kind)];
     std::string what = c.kind == K::kDelete ? c.rule.uuid : c.rule.rule;
+    if (!c.drift.empty()) absl::StrAppend(&what, " (put back: changed in FWAPI by hand: ", c.drift, ")");
     ChangeOutcome o{c.name, c.kind != K::kDelete, "rule",
                     Event(p, absl::StrCat("firewall.rule-", done), absl::StrCat(c.name, ": ", what)),
                     Event(p, "firewall.rule-failed", absl::StrCat(c.name, " not ", done))};

@@ -769,7 +769,7 @@ std::vector<OwnedRule> OwnedRules(const std::string& project_uuid, const std::ve
   std::vector<OwnedRule> out;
   for (const triton::FwRule& r : rules) {
     auto m = r.global ? std::nullopt : ParseFirewallDescription(project_uuid, r.description);
-    if (m) out.push_back({r.uuid, m->name, m->hash, r.rule, r.enabled});
+    if (m) out.push_back({r.uuid, m->name, m->hash, r.rule, r.enabled, r.log, r.description});
   }
   return out;
 }

@@ -938,6 +938,20 @@ TEST_F(ConvergenceTest, FirewallRulesAreOwnedChangedAndRemovedWithTheManifest) {
   EXPECT_NE(status.out.find("wp-to-db       in place  FROM wordpress TO mysql ALLOW tcp PORT 3306"), std::string::npos)
       << status.out;
 
+  // Issue 48, 2: web-in edited by hand in FWAPI, its description kept (it
+  // still carries the project's marker): found at the next resync, named,
+  // and put back at the same uuid.
+  json hand = {{"owner_uuid", owner}, {"rule", "FROM any TO all vms ALLOW tcp PORT 22"}};
+  ASSERT_EQ(c.Put("/rules/" + web_in_uuid, hand.dump(), "application/json")->status, 202);
+  ASSERT_TRUE(Eventually([&] { return rules().count(web_in) == 1; }, absl::Seconds(20))) << json(rules()).dump();
+  EXPECT_EQ(rules()[web_in]["uuid"], web_in_uuid);
+  RunResult put_back = M({"-j", "jupiter", "events", "--kind", "firewall."});
+  EXPECT_NE(put_back.out.find("put back: changed in FWAPI by hand: rule \"FROM any TO all vms ALLOW tcp PORT 22\""),
+            std::string::npos)
+      << put_back.out;
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "jupiter", "status"}).exit_code == 0; }, absl::Seconds(20)))
+      << M({"-j", "jupiter", "status"}).out;
+
   // web-in changes, wp-to-db goes: updated in place, deleted; mysql's and
   // wordpress's instances lose the tag, mysql's firewall goes off; none is
   // replaced.
