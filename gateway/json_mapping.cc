@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/json_depth.h"
 #include "projects/limits.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -87,29 +88,10 @@ absl::StatusOr<json> QueryValue(const FieldDescriptor* field, const std::string&
 }  // namespace
 
 absl::Status CheckJsonDepth(absl::string_view text, int max_depth) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) {
-        return absl::InvalidArgumentError(absl::StrCat("the JSON body nests objects and arrays more than ", max_depth,
-                                                       " deep (at byte ", i, "); flatten it"));
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return absl::OkStatus();
+  size_t at = JsonTooDeepAt(text, max_depth);
+  if (at == absl::string_view::npos) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("the JSON body nests objects and arrays more than ", max_depth,
+                                                 " deep (at byte ", at, "); flatten it"));
 }
 
 absl::StatusOr<std::multimap<std::string, std::string>> ParseQuery(absl::string_view query) {

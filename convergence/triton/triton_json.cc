@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "common/json_depth.h"
 #include "common/status_macros.h"
 #include "convergence/triton/vm_json.h"
 
@@ -17,27 +18,8 @@ using json = nlohmann::json;
 // destructor and dump() did in older versions; Triton's answers are flat).
 constexpr int kMaxDepth = 64;
 
-bool TooDeep(absl::string_view text) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
-
 absl::StatusOr<json> Parse(absl::string_view body, absl::string_view what) {
-  if (TooDeep(body)) return absl::DataLossError(absl::StrCat(what, ": answer nests deeper than ", kMaxDepth));
+  if (JsonTooDeepAt(body, kMaxDepth) != absl::string_view::npos) return absl::DataLossError(absl::StrCat(what, ": answer nests deeper than ", kMaxDepth));
   json j = json::parse(body.begin(), body.end(), nullptr, false);
   if (j.is_discarded()) {
     return absl::DataLossError(absl::StrCat(what, ": answer is not JSON: ", body.substr(0, 120)));
