@@ -235,6 +235,7 @@ Decision Decider::Run() {
   DecideFirewall(s_, &d_);
   DecideFabric(s_, &d_);
   DecideVolumes(s_, &d_);
+  HoldRetries();
   if (s_.project.deleting) {
     // Its agents are uninstalled as well (rolling), its firewall rules,
     // fabric and volumes of deletion_policy delete deleted; the project goes
@@ -348,6 +349,34 @@ std::string WorkKind(const Action& a) {
 }
 
 Decision Decide(const Snapshot& s, absl::Time now, PlanCache* cache) { return Decider(s, now, cache).Run(); }
+
+namespace {
+
+// Marks the changes whose last attempt failed and whose backoff has not
+// passed: they stay in the decision (a deletion still waits for them) but
+// are not sent. A held VLAN holds the whole fabric (its networks need it).
+template <typename C>
+void HoldFailed(std::vector<C>* changes, const std::map<std::string, absl::Time>& retry_at, absl::Time now,
+          const std::string& empty_name_key, bool all_if_empty_held) {
+  auto held = [&](const std::string& key) {
+    auto it = retry_at.find(key);
+    return it != retry_at.end() && it->second > now;
+  };
+  bool all = all_if_empty_held && held(empty_name_key);
+  for (C& c : *changes) c.held = all || held(c.name.empty() ? empty_name_key : c.name);
+}
+
+}  // namespace
+
+void Decider::HoldRetries() {
+  HoldFailed(&d_.firewall_changes, s_.firewall_retry_at, now_, "", false);
+  HoldFailed(&d_.fabric_changes, s_.fabric_retry_at, now_, "vlan", true);
+  HoldFailed(&d_.volume_changes, s_.volume_retry_at, now_, "", false);
+}
+
+absl::Duration ChangeBackoff(int attempts) {
+  return std::min(absl::Seconds(5) * (int64_t{1} << std::clamp(attempts - 1, 0, 20)), absl::Minutes(5));
+}
 
 bool Quiet(const Snapshot& s, const Decision& d) {
   bool quiet = d.converged && !d.delete_project && !s.project.deleting && s.goal != nullptr && d.steps.empty() &&

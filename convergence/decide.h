@@ -184,6 +184,9 @@ struct Snapshot {
   std::optional<std::vector<triton::Volume>> volumes;
   std::string volumes_error;
   std::map<std::string, std::string> volume_failures;
+  // A failed change to a rule, network ("vlan" for the VLAN) or volume is
+  // not tried again before this time (ChangeBackoff after its attempts).
+  std::map<std::string, absl::Time> firewall_retry_at, fabric_retry_at, volume_retry_at;
   std::vector<ApiProblem> api_problems;
   double jitter = 0.5;  // in [0, 1], drawn by Gather (backoff spread)
   int global_jobs_free = 1 << 30;  // jobs any project may still start (the daemon-wide limit)
@@ -290,6 +293,7 @@ struct FirewallChange {
   std::string name;
   triton::FwRule rule;  // uuid and owner always; text, description, enabled for create and update
   std::string drift;    // an update that puts back what was changed in FWAPI by hand: what was
+  bool held = false;    // failed before: waits for its backoff (Snapshot's retry_at); not sent
 };
 
 // A change to the project's fabric in NAPI (DecideFabric), in the order to
@@ -300,6 +304,7 @@ struct FabricChange {
   std::string name;  // the manifest's network name ("" for the VLAN)
   triton::FabricVlan vlan;
   triton::FabricNetwork network;  // uuid for update and delete; all of it for create
+  bool held = false;  // failed before: waits for its backoff (Snapshot's retry_at); not sent
 };
 
 // A fabric network as `status` shows it: "in place", "to create", "to
@@ -315,6 +320,7 @@ struct VolumeChange {
   Kind kind = Kind::kCreate;
   std::string name;      // the manifest's
   triton::Volume volume;  // owner, name, size, networks for a create; uuid for a delete
+  bool held = false;      // failed before: waits for its backoff (Snapshot's retry_at); not sent
 };
 
 // A volume as `status` shows it: "ready", "to create", "creating", "to
@@ -445,6 +451,10 @@ std::string WorkKind(const Action& a);
 // have no feed: they are read at each resync, so hand edits are found). Watching VMAPI's feed, such a project is not synced at each
 // resync (Reconciler::Resync) — at least every relist.
 bool Quiet(const Snapshot& s, const Decision& d);
+
+// How long a failed change to FWAPI, NAPI or VOLAPI waits before its next
+// attempt: 5 s, doubling with each failure, at most 5 minutes.
+absl::Duration ChangeBackoff(int attempts);
 
 }  // namespace mariposa::convergence
 

@@ -163,12 +163,12 @@ void DecideFabric(const Snapshot& s, Decision* d) {
     if (!v.error.empty()) {
       Problem_(d, absl::StrCat("fabric network ", v.name, " is not ", v.state), v.error,
                "fix what NAPI refused (the manifest's fabric.networks." + v.name + ", or NAPI itself); it is tried "
-               "again at each sync");
+               "again after a backoff (5 s, doubling, at most 5 minutes)");
     }
   }
   if (!failed("vlan").empty()) {
     Problem_(d, "the project's fabric VLAN could not be made or removed", failed("vlan"),
-             "fix what NAPI refused (the manifest's fabric.vlan, or NAPI itself); it is tried again at each sync");
+             "fix what NAPI refused (the manifest's fabric.vlan, or NAPI itself); it is tried again after a backoff (5 s, doubling, at most 5 minutes)");
   }
 }
 

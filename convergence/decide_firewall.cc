@@ -152,7 +152,7 @@ void DecideFirewall(const Snapshot& s, Decision* d) {
     if (v.error.empty()) continue;
     d->problems.push_back({"firewall", "", absl::StrCat("firewall rule ", v.name, " is not ", v.state.substr(3), "d"),
                            v.error, "fix what FWAPI refused (the manifest's firewall." + v.name +
-                           ", or FWAPI itself); it is tried again at each sync",
+                           ", or FWAPI itself); it is tried again after a backoff (5 s, doubling, at most 5 minutes)",
                            "the traffic this rule allows or blocks is not as the manifest says"});
   }
 }

@@ -1471,3 +1471,35 @@ TEST(HealthSpecForTest, StaleChecksAreOutdated) {
 
 }  // namespace
 }  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+// Issue 48, 5: a failing change to FWAPI, NAPI or VOLAPI is tried again
+// after a backoff (5 s, doubling, at most 5 minutes), not at every sync;
+// within it the change stays in the decision (a deletion waits for it) but
+// is held, not sent. A held VLAN holds its networks.
+TEST(ChangeBackoffTest, FailedChangesWaitTheirTurn) {
+  EXPECT_EQ(ChangeBackoff(1), absl::Seconds(5));
+  EXPECT_EQ(ChangeBackoff(2), absl::Seconds(10));
+  EXPECT_EQ(ChangeBackoff(4), absl::Seconds(40));
+  EXPECT_EQ(ChangeBackoff(7), absl::Minutes(5));
+  EXPECT_EQ(ChangeBackoff(1000), absl::Minutes(5));
+  auto goal = GoalOf("project: p\nservices:\n  web: {image: web@1, count: 1}\n"
+                     "firewall:\n  in: {from: any, to: web, ports: 80}\n");
+  Snapshot s = SnapshotOf(goal);
+  s.fwapi = true;
+  s.firewall_owner = "owner-uuid";
+  s.firewall = std::vector<OwnedRule>{};
+  s.firewall_failures["in"] = "FWAPI CreateRule: InvalidParameters";
+  s.firewall_retry_at["in"] = kT0 + absl::Seconds(3);
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(d.firewall_changes.size(), 1u);
+  EXPECT_TRUE(d.firewall_changes[0].held) << "within its backoff";
+  d = Decide(s, kT0 + absl::Seconds(3));
+  ASSERT_EQ(d.firewall_changes.size(), 1u);
+  EXPECT_FALSE(d.firewall_changes[0].held) << "its time has come";
+}
+
+}  // namespace
+}  // namespace mariposa::convergence

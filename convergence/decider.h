@@ -123,6 +123,8 @@ class Decider {
 
  private:
   void Memory();
+  // Failed FWAPI/NAPI/VOLAPI changes within their backoff are held.
+  void HoldRetries();
   void Event(const std::string& kind, const std::string& subject, const std::string& detail) {
     d_.events.push_back(EventRecord{0, now_, "mariposad", s_.project.name, kind, subject, detail});
   }

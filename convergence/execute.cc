@@ -176,6 +176,7 @@ void Reconciler::ChangeFirewall(const Snapshot& s, const Decision& d, std::vecto
   if (!HoldsProject()) return;  // another node holds the project: it decides again
   static const char* kDone[] = {"created", "updated", "deleted"};
   for (const FirewallChange& c : d.firewall_changes) {
+    if (c.held) continue;  // failed before: waits for its backoff
     using K = FirewallChange::Kind;
     const char* done = kDone[static_cast<int>(c.kind)];
     std::string what = c.kind == K::kDelete ? c.rule.uuid : c.rule.rule;
@@ -213,6 +214,7 @@ void Reconciler::ChangeFabric(const Snapshot& s, const Decision& d, std::vector<
                                 "vlan-deleted"};
   bool vlan_failed = false;
   for (const FabricChange& c : d.fabric_changes) {
+    if (c.held) continue;  // failed before: waits for its backoff
     using K = FabricChange::Kind;
     if (c.kind == K::kCreateNetwork && vlan_failed) continue;  // after the VLAN, at the next sync
     std::string detail = c.name.empty() ? absl::StrCat("VLAN ", c.vlan.vlan_id)
@@ -248,6 +250,7 @@ void Reconciler::ChangeVolumes(const Snapshot& s, const Decision& d, std::vector
   if (!HoldsProject()) return;  // another node holds the project: it decides again
   const std::string& owner = TenantOf(p);
   for (const VolumeChange& c : d.volume_changes) {
+    if (c.held) continue;  // failed before: waits for its backoff
     const bool create = c.kind == VolumeChange::Kind::kCreate;
     const char* done = create ? "created" : "deleted";
     std::string detail = absl::StrCat(c.name, " (", c.volume.name, c.volume.uuid.empty() ? "" : " ", c.volume.uuid, ")");
@@ -338,12 +341,19 @@ void Reconciler::Record(const ProjectRecord& p, OwnedReading<T> ProjectState::*m
   OwnedReading<T>& owned = projects_[p.uuid].*member;
   if (st.ok()) {
     owned.failures.erase(o.key);
+    owned.attempts.erase(o.key);
+    owned.retry_at.erase(o.key);
     if (o.made) owned.may_own = true;
     events->push_back(std::move(o.done));
     return;
   }
   owned.failures[o.key] = std::string(st.message());
-  absl::StrAppend(&o.failed.detail, ": ", st.message());
+  // Tried again after a backoff, not at every sync (each attempt an event).
+  int attempts = ++owned.attempts[o.key];
+  absl::Duration wait = ChangeBackoff(attempts);
+  owned.retry_at[o.key] = clock_->Now() + wait;
+  absl::StrAppend(&o.failed.detail, ": ", st.message(), " (attempt ", attempts, "; tried again in ",
+                  absl::FormatDuration(wait), ")");
   LogWarn(absl::StrCat(o.failed.kind, " (", o.failed.detail, ")"),
           {{"project", p.name}, {o.label, o.key}, {"error", st.ToString()}});
   events->push_back(std::move(o.failed));

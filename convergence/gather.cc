@@ -673,10 +673,12 @@ void Reconciler::GatherServers(Snapshot* snapshot, bool last_seen) {
 
 template <typename T>
 bool Reconciler::Recall(const Snapshot& s, OwnedReading<T> ProjectState::*member, bool wanted, bool last_seen,
-                        std::optional<T>* seen, std::string* error, std::map<std::string, std::string>* failures) {
+                        std::optional<T>* seen, std::string* error, std::map<std::string, std::string>* failures,
+                        std::map<std::string, absl::Time>* retry_at) {
   absl::MutexLock l(&mu_);
   const OwnedReading<T>& o = projects_[s.project.uuid].*member;
   *failures = o.failures;
+  *retry_at = o.retry_at;
   if (last_seen) {
     *seen = o.seen;
     *error = o.error;
@@ -710,7 +712,8 @@ void Reconciler::GatherFirewall(Snapshot* snapshot, bool last_seen) {
   if (!s.fwapi) return;
   s.firewall_owner = TenantOf(s.project);
   bool wanted = s.goal && !s.goal->firewall.empty();
-  if (!Recall(s, &ProjectState::firewall, wanted, last_seen, &s.firewall, &s.firewall_error, &s.firewall_failures)) {
+  if (!Recall(s, &ProjectState::firewall, wanted, last_seen, &s.firewall, &s.firewall_error, &s.firewall_failures,
+              &s.firewall_retry_at)) {
     return;
   }
   auto rules = options_.fwapi->ListRules(s.firewall_owner);
@@ -729,7 +732,10 @@ void Reconciler::GatherFabric(Snapshot* snapshot, bool last_seen) {
   Snapshot& s = *snapshot;
   if (options_.napi == nullptr) return;
   bool wanted = s.goal && s.goal->fabric;
-  if (!Recall(s, &ProjectState::fabric, wanted, last_seen, &s.fabric, &s.fabric_error, &s.fabric_failures)) return;
+  if (!Recall(s, &ProjectState::fabric, wanted, last_seen, &s.fabric, &s.fabric_error, &s.fabric_failures,
+              &s.fabric_retry_at)) {
+    return;
+  }
   const std::string& owner = TenantOf(s.project);
   auto vlans = options_.napi->ListFabricVlans(owner);
   absl::StatusOr<std::vector<triton::FabricNetwork>> networks =
@@ -755,7 +761,10 @@ void Reconciler::GatherVolumes(Snapshot* snapshot, bool last_seen) {
   s.volapi = options_.volapi != nullptr;
   if (!s.volapi) return;
   bool wanted = (s.goal && !s.goal->volumes.empty()) || !s.volumes_at_deletion.empty();
-  if (!Recall(s, &ProjectState::volumes, wanted, last_seen, &s.volumes, &s.volumes_error, &s.volume_failures)) return;
+  if (!Recall(s, &ProjectState::volumes, wanted, last_seen, &s.volumes, &s.volumes_error, &s.volume_failures,
+              &s.volume_retry_at)) {
+    return;
+  }
   auto all = options_.volapi->ListVolumes(TenantOf(s.project));
   NoteApi("VOLAPI", all.status());
   absl::StatusOr<std::vector<triton::Volume>> owned =

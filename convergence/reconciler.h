@@ -132,6 +132,8 @@ struct OwnedReading {
   std::string error;
   bool may_own = true;
   std::map<std::string, std::string> failures;
+  std::map<std::string, int> attempts;             // failed attempts in a row, by item
+  std::map<std::string, absl::Time> retry_at;      // not tried again before (ChangeBackoff)
 };
 
 class Reconciler {
@@ -289,13 +291,14 @@ class Reconciler {
   void GatherVolumes(Snapshot* s, bool last_seen);
   struct ProjectState;
   // What the project owns in one API (`member` of its ProjectState):
-  // Recall copies the last reading into `seen`, `error` and `failures` and
+  // Recall copies the last reading into `seen`, `error`, `failures` and `retry_at` and
   // says whether to read now (not for `last_seen`, nor when nothing is
   // wanted and nothing may be owned, unless the project is being deleted);
   // Keep records a reading (`owns`: it found something of the project's).
   template <typename T>
   bool Recall(const Snapshot& s, OwnedReading<T> ProjectState::*member, bool wanted, bool last_seen,
-              std::optional<T>* seen, std::string* error, std::map<std::string, std::string>* failures);
+              std::optional<T>* seen, std::string* error, std::map<std::string, std::string>* failures,
+              std::map<std::string, absl::Time>* retry_at);
   template <typename T>
   void Keep(const Snapshot& s, OwnedReading<T> ProjectState::*member, absl::StatusOr<T> read, bool owns,
             std::optional<T>* seen, std::string* error);
