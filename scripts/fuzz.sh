@@ -13,6 +13,7 @@
 # its fix. Ends with "fuzz: N targets, N passed, N failed" and a table of
 # executions; exit 1 when one failed. The build lives in its own output base
 # ($FUZZ_OUTPUT_BASE, default ~/.cache/mariposa-fuzz), so the gcc build's cache stays.
+# FUZZ_JOBS=1 fuzzes one target at a time (default: two at once).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds=5
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 command -v clang-14 >/dev/null || { echo "fuzz.sh: clang-14 is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
-base=${FUZZ_OUTPUT_BASE:-$HOME/.cache/mariposa-fuzz}
+base=${FUZZ_OUTPUT_BASE:-${HOME:-/tmp}/.cache/mariposa-fuzz}
 bz=(bazel --output_base="$base")
 targets=$(ls fuzz/*_fuzz.cc | xargs -n1 basename | sed 's/\.cc$//')
 [ -n "$only" ] && targets=$only

@@ -27,7 +27,7 @@ asan_logs=$(realpath bazel-testlogs)
 # executions is printed; its tests are counted below.
 bash scripts/fuzz.sh --seconds 5
 fuzz_rc=$?
-fuzz_logs=$(cat "${FUZZ_OUTPUT_BASE:-$HOME/.cache/mariposa-fuzz}/testlogs-path" 2>/dev/null)
+fuzz_logs=$(cat "${FUZZ_OUTPUT_BASE:-${HOME:-/tmp}/.cache/mariposa-fuzz}/testlogs-path" 2>/dev/null)
 python3 scripts/count_tests.py "$plain_logs" "$asan_logs" $fuzz_logs
 [ $rc -ne 0 ] && exit $rc
 [ $asan_rc -ne 0 ] && exit $asan_rc
