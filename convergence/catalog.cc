@@ -4,6 +4,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -343,6 +344,18 @@ std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& c
       } else if (absl::IsNotFound(image.status())) {
         error(absl::StrCat(path, ".image"), image.status());
       }
+    }
+  }
+  // A volume size VOLAPI does not make fails at every sync: refused here.
+  if (catalog.volume_sizes && !catalog.volume_sizes->empty()) {
+    for (const auto& [name, v] : m.volumes) {
+      if (v.size_mib <= 0 || absl::c_linear_search(*catalog.volume_sizes, v.size_mib)) continue;
+      std::vector<std::string> offered;
+      for (int64_t s : *catalog.volume_sizes) offered.push_back(FormatManifestSize(s << 20));
+      out.push_back({filename, 0, 0, absl::StrCat("volumes.", name, ".size"),
+                     absl::StrCat("size ", FormatManifestSize(v.size_mib << 20), " is not one VOLAPI makes volumes of; "
+                                  "give one of ", absl::StrJoin(offered, ", "), " (GET /volumesizes), or leave size "
+                                  "out for VOLAPI's default")});
     }
   }
   return out;

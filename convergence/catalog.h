@@ -73,6 +73,7 @@ absl::StatusOr<std::string> ChooseBrand(const ServiceSpec& spec, const triton::I
 struct Catalog {
   std::optional<std::vector<triton::Package>> packages;
   std::optional<std::vector<triton::Network>> networks;
+  std::optional<std::vector<int64_t>> volume_sizes;  // MiB, VOLAPI's (GET /volumesizes)
   std::function<absl::StatusOr<triton::Image>(const std::string&)> images;
 };
 // The account a service's instances belong to: core zones (compute_type:

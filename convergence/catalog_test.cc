@@ -275,3 +275,28 @@ TEST(CatalogTest, HealthCheckNetworksMustBeTheServices) {
 
 }  // namespace
 }  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+// Issue 48, 5: a volume size VOLAPI does not make is refused at apply,
+// naming the sizes it does; without VOLAPI's list nothing is checked.
+TEST(CatalogTest, VolumeSizesVolapiDoesNotMakeAreRefused) {
+  Manifest m;
+  VolumeSpec small, good, unset;
+  small.size_mib = 1024;
+  good.size_mib = 10240;
+  m.volumes = {{"small", small}, {"good", good}, {"unset", unset}};
+  Catalog cat;
+  EXPECT_TRUE(CheckCatalog(m, cat, "owner", "", "m.yaml").empty()) << "sizes not read: not checked";
+  cat.volume_sizes = std::vector<int64_t>{10240, 20480};
+  auto errors = CheckCatalog(m, cat, "owner", "", "m.yaml");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].path, "volumes.small.size");
+  EXPECT_NE(errors[0].message.find("size 1g is not one VOLAPI makes volumes of; give one of 10g, 20g"),
+            std::string::npos)
+      << errors[0].message;
+}
+
+}  // namespace
+}  // namespace mariposa::convergence

@@ -416,6 +416,12 @@ absl::StatusOr<std::shared_ptr<const Catalog>> Reconciler::CatalogNow(bool cache
       if (!networks.ok()) return networks.status();
       c->networks = std::move(*networks);
     }
+    if (options_.volapi != nullptr) {
+      // Sizes unread: not checked at apply (the sync says what VOLAPI refused).
+      auto sizes = options_.volapi->ListVolumeSizes();
+      NoteApi("VOLAPI", sizes.status());
+      if (sizes.ok()) c->volume_sizes = std::move(*sizes);
+    }
     return std::shared_ptr<const Catalog>(std::move(c));
   };
   auto got = read();

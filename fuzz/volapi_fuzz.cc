@@ -10,6 +10,12 @@ void Read(const std::string& body) {
       if (v.state == "deleted") __builtin_trap();
     }
   }
+  auto sizes = mariposa::triton::ParseVolumeSizes(body, "ListVolumeSizes");
+  if (sizes.ok()) {
+    for (int64_t s : *sizes) {
+      if (s <= 0) __builtin_trap();
+    }
+  }
 }
 }  // namespace
 

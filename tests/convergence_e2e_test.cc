@@ -1187,6 +1187,14 @@ TEST_F(ConvergenceTest, DeletingAProjectWithoutInstancesOrphansNothing) {
     return M({"-j", project, "status"}).out.find(": converged") != std::string::npos &&
            of(project + ".", get("/volumes?owner_uuid=" + owner), "name").size() == 2;
   };
+  // Issue 48, 5: a size VOLAPI does not make is refused at apply, nothing
+  // stored (it failed at every sync, 61 events a minute).
+  WriteFile(dir_ + "/odd.yaml", absl::StrReplaceAll(manifest("odd", 65), {{"keep: {size: 10g}", "keep: {size: 1g}"}}));
+  RunResult odd = M({"apply", "-f", dir_ + "/odd.yaml", "--yes"});
+  EXPECT_NE(odd.exit_code, 0);
+  EXPECT_THAT(odd.err, ::testing::HasSubstr("volumes.keep.size: size 1g is not one VOLAPI makes volumes of"))
+      << odd.out << odd.err;
+  EXPECT_EQ(M({"-j", "odd", "versions"}).exit_code, 1) << "no project was made";
   for (const std::string& p : {"lone", "lone2"}) {
     WriteFile(dir_ + "/" + p + ".yaml", manifest(p, p == "lone" ? 63 : 64));
     ASSERT_EQ(M({"apply", "-f", dir_ + "/" + p + ".yaml", "--yes"}).exit_code, 0);

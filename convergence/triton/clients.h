@@ -374,6 +374,8 @@ class VolapiClient {
   virtual absl::Status CreateVolume(const Volume& v) = 0;
   // FAILED_PRECONDITION while a VM mounts it (VolumeInUse).
   virtual absl::Status DeleteVolume(const std::string& uuid, const std::string& owner_uuid) = 0;
+  // The sizes (MiB) VOLAPI makes tritonnfs volumes of (GET /volumesizes).
+  virtual absl::StatusOr<std::vector<int64_t>> ListVolumeSizes() = 0;
 };
 
 }  // namespace mariposa::triton

@@ -474,4 +474,9 @@ absl::Status HttpVolapiClient::DeleteVolume(const std::string& uuid, const std::
   return gone.status();
 }
 
+absl::StatusOr<std::vector<int64_t>> HttpVolapiClient::ListVolumeSizes() {
+  ASSIGN_OR_RETURN(HttpResponse r, http_.Call("ListVolumeSizes", "GET", "/volumesizes?type=tritonnfs"));
+  return ParseVolumeSizes(r.body, "ListVolumeSizes");
+}
+
 }  // namespace mariposa::triton

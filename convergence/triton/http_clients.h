@@ -125,6 +125,7 @@ class HttpVolapiClient : public VolapiClient {
   absl::StatusOr<std::vector<Volume>> ListVolumes(const std::string& owner_uuid) override;
   absl::Status CreateVolume(const Volume& v) override;
   absl::Status DeleteVolume(const std::string& uuid, const std::string& owner_uuid) override;
+  absl::StatusOr<std::vector<int64_t>> ListVolumeSizes() override;
 
  private:
   HttpClient http_;

@@ -317,4 +317,12 @@ absl::StatusOr<std::vector<Volume>> ParseVolumes(absl::string_view body, absl::s
   });
 }
 
+absl::StatusOr<std::vector<int64_t>> ParseVolumeSizes(absl::string_view body, absl::string_view what) {
+  return Each<int64_t>(body, what, [](const json& j, std::vector<int64_t>* out) {
+    std::string type = Str(j, "type");
+    int64_t size = Int(j, "size");
+    if ((type.empty() || type == "tritonnfs") && size > 0) out->push_back(size);
+  });
+}
+
 }  // namespace mariposa::triton

@@ -39,8 +39,11 @@ absl::StatusOr<std::vector<FabricNetwork>> ParseFabricNetworks(absl::string_view
 absl::StatusOr<FabricNetwork> ParseFabricNetwork(absl::string_view body, absl::string_view what);
 // FWAPI
 absl::StatusOr<std::vector<FwRule>> ParseFwRules(absl::string_view body, absl::string_view what);
-// VOLAPI (volumes in state "deleted" left out)
+// VOLAPI (volumes in state "deleted" left out), and the sizes (MiB) it
+// offers for tritonnfs volumes (GET /volumesizes; entries of another type or
+// without a positive size left out).
 absl::StatusOr<std::vector<Volume>> ParseVolumes(absl::string_view body, absl::string_view what);
+absl::StatusOr<std::vector<int64_t>> ParseVolumeSizes(absl::string_view body, absl::string_view what);
 
 }  // namespace mariposa::triton
 
