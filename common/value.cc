@@ -45,7 +45,27 @@ Value& Value::Add(Value v) {
 
 std::string JsonQuote(const std::string& s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = s[i];
+    // YAML (libyaml) takes NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR for
+    // line breaks even inside quotes, and refuses DEL and a BOM there: they
+    // are escaped (as JSON and YAML both read them), so the text reads back.
+    auto next = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0; };
+    if (c == 0xc2 && next(1) == 0x85) {
+      out += "\\u0085";
+      i += 1;
+      continue;
+    }
+    if (c == 0xe2 && next(1) == 0x80 && (next(2) == 0xa8 || next(2) == 0xa9)) {
+      out += next(2) == 0xa8 ? "\\u2028" : "\\u2029";
+      i += 2;
+      continue;
+    }
+    if (c == 0xef && next(1) == 0xbb && next(2) == 0xbf) {
+      out += "\\ufeff";
+      i += 2;
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -53,7 +73,7 @@ std::string JsonQuote(const std::string& s) {
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (c < 0x20) out += absl::StrFormat("\\u%04x", c);
+        if (c < 0x20 || c == 0x7f) out += absl::StrFormat("\\u%04x", c);
         else out.push_back(static_cast<char>(c));
     }
   }

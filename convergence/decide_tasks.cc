@@ -111,7 +111,9 @@ void Decider::ReprovisionTask(const TaskRecord& t, const std::vector<std::string
   else if (t.state == "queued") Change(t, "active");
   if (t.canary > 0 && t.replaced + w.just_replaced >= t.canary) {
     Event("reprovision.canary-done", t.uuid,
-          absl::StrCat(t.canary, " instances replaced; `mariposa reprovision` continues with the rest"));
+          absl::StrCat(t.canary, " instances replaced; `mariposa -j ", s_.project.name, " reprovision",
+                       t.services.empty() ? "" : absl::StrCat(" --service ", absl::StrJoin(t.services, ",")),
+                       " --canary 0` replaces the rest"));
   }
   for (const std::string& svc : w.services) {
     reprovision_.erase(svc);

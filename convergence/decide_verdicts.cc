@@ -252,7 +252,12 @@ bool Decider::OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v) {
     v->reason = absl::StrCat(v->old_spec, " of ", f.live, " instances run an older spec; no rollout is running",
                              manual ? " (update.on_change: manual)" : "");
   }
-  v->fix = absl::StrCat("`mariposa -j ", s_.project.name, " reprovision --service ", f.svc, "` replaces them");
+  // With update.canary the manifest's canary would apply to the
+  // reprovision too (one more, then stop again): --canary 0 finishes it.
+  v->fix = absl::StrCat("`mariposa -j ", s_.project.name, " reprovision --service ", f.svc,
+                        spec.update_canary > 0 ? " --canary 0" : "", "` replaces them",
+                        spec.update_canary > 0 ? " all (--canary 0: the manifest's update.canary would stop it again)"
+                                               : "");
   std::string why = manual ? "the service rolls out only when asked (update.on_change / on_meta_change: manual)"
                     : spec.update_canary > 0
                         ? absl::StrCat("the rollout stopped after its canary (update.canary: ", spec.update_canary,

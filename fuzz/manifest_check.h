@@ -4,6 +4,7 @@
 #ifndef MARIPOSA_FUZZ_MANIFEST_CHECK_H_
 #define MARIPOSA_FUZZ_MANIFEST_CHECK_H_
 
+#include <cstdio>
 #include <string>
 
 #include "projects/limits.h"
@@ -11,20 +12,33 @@
 
 namespace mariposa::fuzz {
 
+// Says which promise broke, then stops (libFuzzer keeps the input).
+[[noreturn]] inline void Broken(const std::string& what) {
+  std::fprintf(stderr, "manifest check: %s\n", what.c_str());
+  __builtin_trap();
+}
+
 inline void CheckManifest(const std::string& text) {
   ParseOptions o;
   o.filename = "fuzz.yaml";
   ParseResult r = ParseManifest(text, o);
   if (r.manifest) {
-    if (!r.errors.empty()) __builtin_trap();
-    ParseResult again = ParseManifest(CanonicalYaml(*r.manifest), o);
-    if (!again.manifest || CanonicalHash(*again.manifest) != CanonicalHash(*r.manifest)) __builtin_trap();
+    if (!r.errors.empty()) Broken("accepted with errors");
+    std::string canonical = CanonicalYaml(*r.manifest);
+    ParseResult again = ParseManifest(canonical, o);
+    if (!again.manifest) {
+      Broken("the canonical form is refused: " + (again.errors.empty() ? "" : again.errors[0].ToString()) + "\n" +
+             canonical);
+    }
+    if (CanonicalHash(*again.manifest) != CanonicalHash(*r.manifest)) Broken("the canonical form hashes apart:\n" + canonical);
     (void)Compile(*r.manifest);
     return;
   }
-  if (r.errors.empty() || r.errors.size() > static_cast<size_t>(Limits::kMaxErrorsShown)) __builtin_trap();
+  if (r.errors.empty() || r.errors.size() > static_cast<size_t>(Limits::kMaxErrorsShown)) {
+    Broken("refused with " + std::to_string(r.errors.size()) + " errors");
+  }
   for (const auto& e : r.errors) {
-    if (e.line < 1 || e.column < 1 || e.message.empty()) __builtin_trap();
+    if (e.line < 1 || e.column < 1 || e.message.empty()) Broken("an error not located: " + e.ToString());
   }
 }
 

@@ -1715,6 +1715,11 @@ services:
   std::string tasks = M({"-o", "json", "-j", "canary", "queue", "list"}).out;
   EXPECT_THAT(tasks, ::testing::HasSubstr("\"canary\": \"1\""));
   EXPECT_THAT(M({"-j", "canary", "events"}).out, ::testing::HasSubstr("reprovision.canary-done"));
+  // Issue 48, 4: the fix printed, and the event, is the command that
+  // finishes: with the manifest's canary, a plain reprovision would stop again.
+  EXPECT_THAT(r.err, ::testing::HasSubstr("`mariposa -j canary reprovision --service web --canary 0` replaces them all"));
+  EXPECT_THAT(M({"-j", "canary", "events"}).out,
+              ::testing::HasSubstr("`mariposa -j canary reprovision --service web --canary 0` replaces the rest"));
   // `mariposa reprovision --canary 0` continues with the rest.
   r = M({"-j", "canary", "reprovision", "--service", "web", "--canary", "0", "--wait", "--timeout", "60s"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
