@@ -15,7 +15,11 @@ if [ "$("$bin" -help=1 2>&1 | grep -c libFuzzer)" -gt 0 ]; then
   findings=${FUZZ_FINDINGS:-${TEST_UNDECLARED_OUTPUTS_DIR:-/tmp}}
   mkdir -p "$findings"
   name=$(basename "$bin")
-  exec "$bin" -max_total_time="${FUZZ_SECONDS:-5}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  # FUZZ_SEED fixes libFuzzer's seed (the test run's smoke: the same inputs
+  # every time, so it does not fail at random); unset, a new seed each run.
+  seed=()
+  [ -n "${FUZZ_SEED:-}" ] && seed=(-seed="$FUZZ_SEED")
+  exec "$bin" "${seed[@]}" -max_total_time="${FUZZ_SECONDS:-5}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
     -print_final_stats=1 -artifact_prefix="$findings/$name-" "$work" "${dirs[@]}"
 fi
 exec "$bin" "${dirs[@]}"

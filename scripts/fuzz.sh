@@ -14,6 +14,8 @@
 # executions; exit 1 when one failed. The build lives in its own output base
 # ($FUZZ_OUTPUT_BASE, default ~/.cache/mariposa-fuzz), so the gcc build's cache stays.
 # FUZZ_JOBS=1 fuzzes one target at a time (default: two at once).
+# FUZZ_SEED=N fixes libFuzzer's seed (scripts/test.sh's smoke uses 1, so the
+# same inputs are tried at every run); unset, each run draws a new one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds=5
@@ -39,8 +41,8 @@ findings=$(pwd)/fuzz/findings
 mkdir -p "$findings"
 # Each target runs for $seconds; bazel's own timeout is set above that.
 timeout_s=$(( seconds + 120 ))
-"${bz[@]}" test --config=fuzz --symlink_prefix=/ --jobs=2 --local_test_jobs="${FUZZ_JOBS:-2}" \
-  --test_env=FUZZ_SECONDS="$seconds" --test_env=FUZZ_FINDINGS="$findings" \
+"${bz[@]}" test --config=fuzz --symlink_prefix=/ --cache_test_results=no --jobs=2 --local_test_jobs="${FUZZ_JOBS:-2}" \
+  --test_env=FUZZ_SECONDS="$seconds" --test_env=FUZZ_FINDINGS="$findings" --test_env=FUZZ_SEED="${FUZZ_SEED:-}" \
   --test_timeout="$timeout_s" --test_output=errors "${labels[@]}"
 rc=$?
 logs=$("${bz[@]}" info --config=fuzz bazel-testlogs 2>/dev/null)
