@@ -179,6 +179,9 @@ TEST_F(ConvergenceTest, FreezeHoldsReplacementThawResumesIt) {
   WriteFile(dir_ + "/v1.yaml", manifest_);
   ASSERT_EQ(M({"apply", "-f", dir_ + "/v1.yaml", "--yes"}).exit_code, 0);
   ASSERT_TRUE(WaitFor({{"nginx", 2}, {"wordpress", 3}, {"mysql", 1}}));
+  // Issue 48, 7: status answers in its exit code, 0 when converged.
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "jupiter", "status"}).exit_code == 0; }, absl::Seconds(20)));
+  EXPECT_EQ(M({"-o", "json", "-j", "jupiter", "status"}).exit_code, 0);
   auto r = M({"-j", "jupiter", "freeze", "--service", "mysql", "--reason", "db maintenance"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   httplib::Client c(sim_->addr());
@@ -191,6 +194,8 @@ TEST_F(ConvergenceTest, FreezeHoldsReplacementThawResumesIt) {
   r = M({"-j", "jupiter", "status"});
   EXPECT_THAT(r.out, ::testing::HasSubstr("mysql      paused"));
   EXPECT_THAT(r.out, ::testing::HasSubstr("frozen since"));
+  EXPECT_EQ(r.exit_code, 3) << "not converged: status's exit code says so";
+  EXPECT_EQ(M({"-o", "json", "-j", "jupiter", "status"}).exit_code, 3);
   // QUEUE.md: user commands in a frozen scope are refused and change nothing.
   r = M({"-j", "jupiter", "scale", "mysql=2"});
   EXPECT_EQ(r.exit_code, 1);
