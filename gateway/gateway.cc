@@ -205,7 +205,6 @@ std::string Gateway::url() const {
   return absl::StrCat(impl_->tls ? "https://" : "http://", host, ":", impl_->port);
 }
 
-int Gateway::connections() const { return impl_->server->connections(); }
 
 void Gateway::Stop() {
   {

@@ -58,8 +58,6 @@ class Gateway {
   std::string url() const;
   // Ends the event streams and stops serving.
   void Stop();
-  // Connections open now.
-  int connections() const;
 
   struct Impl;
 

@@ -572,7 +572,6 @@ class ServerImpl : public HttpServer {
   }
 
   int port() const override { return port_; }
-  int connections() const override { return shared_->connections.load(); }
 
   void Stop() override {
     if (stopped_.exchange(true)) return;

@@ -131,8 +131,6 @@ class HttpServer {
   virtual int port() const = 0;
   // Stops accepting, closes every connection and joins the I/O threads.
   virtual void Stop() = 0;
-  // Open connections and streams now (for tests and status).
-  virtual int connections() const = 0;
 };
 
 }  // namespace mariposa::gateway
