@@ -47,6 +47,10 @@ TaskProgress Decider::JobSucceeded(const JobRecord& j) {
     if (absl::StrContains(j.reason, "firewall")) {
       Event("instance.firewall", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
     }
+    if (absl::StrContains(j.reason, kPutBack)) {
+      Event("instance.put-back", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
+      if (GoalOf(j.service) != nullptr) ++d_.memory[j.service].put_backs[j.instance];
+    }
   } else if (j.kind == "import") {
     Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
     for (auto& kv : d_.memory) {

@@ -52,6 +52,9 @@ struct ServiceMemory {
   std::string import_error;
   int import_failures = 0;
   absl::Time import_retry = absl::InfinitePast();
+  // Instances changed by hand in VMAPI: uuid -> how many put-backs of them
+  // ended (Decider::Retags stops after kMaxPutBacks and says so).
+  std::map<std::string, int> put_backs;
 };
 
 // A Triton API that could not be read, since when.
@@ -305,7 +308,22 @@ struct FabricChange {
   triton::FabricVlan vlan;
   triton::FabricNetwork network;  // uuid for update and delete; all of it for create
   bool held = false;  // failed before: waits for its backoff (Snapshot's retry_at); not sent
+  std::string drift;  // an update that puts back what was changed in NAPI by hand: what was
 };
+
+// The services of the goal that mount volume `name` (its manifest name).
+std::vector<std::string> MountingServices(const Snapshot& s, const std::string& name);
+// The instances (aliases) that mount a copy of volume `name` that is gone:
+// of the current spec and made before `have` (VOLAPI's copy; nullptr:
+// none). An instance is made only once its volumes are ready, so one older
+// than the volume mounted an earlier one.
+std::vector<std::string> MountsOfEarlierCopy(const Snapshot& s, const std::string& name, const triton::Volume* have);
+
+// The problem of something the project owns outside VMAPI that was changed
+// by hand (`what` names it, `api` holds it, `drift` says how; `key` is the
+// manifest's entry): put back at this sync.
+Problem DriftProblem(const std::string& kind, const std::string& what, const std::string& api,
+                     const std::string& drift, const std::string& key, const std::string& impact);
 
 // A fabric network as `status` shows it: "in place", "to create", "to
 // update", "to delete", "waiting: N instances still on it", "cannot change
@@ -321,6 +339,9 @@ struct VolumeChange {
   std::string name;      // the manifest's
   triton::Volume volume;  // owner, name, size, networks for a create; uuid for a delete
   bool held = false;      // failed before: waits for its backoff (Snapshot's retry_at); not sent
+  // A create of a volume deleted outside Mariposa while instances mounted
+  // it: which (its data is lost; the volume.created event says so).
+  std::string lost;
 };
 
 // A volume as `status` shows it: "ready", "to create", "creating", "to
@@ -418,6 +439,10 @@ bool VolumeToBeDeleted(const Snapshot& s, const std::string& volapi_name);
 
 // What an instance of `service` should carry in place (not rolled out):
 // CNS names, the firewall tag, firewall_enabled.
+// A retag's reason says this when it puts back what was changed by hand in
+// VMAPI (followed by what: "package, tags, metadata").
+inline constexpr char kPutBack[] = "put back, changed in VMAPI by hand: ";
+
 struct InPlaceSettings {
   std::string cns, firewall;
   // nullopt: left as it is (FWAPI not managed, or on while the service's
@@ -428,8 +453,9 @@ struct InPlaceSettings {
 // `firewall_in_place`: DecideFirewall's, when known; nullopt: found here,
 // and only when the service needs it (the sender's creates and retags).
 InPlaceSettings InPlaceFor(const Snapshot& s, std::optional<bool> firewall_in_place, const std::string& service);
-// What of `want` instance `i` lacks: "cns-names", "firewall", both joined
-// by '+', or "" (the reason of its retag).
+// What of `want` instance `i` lacks: "cns-names", "firewall", and what was
+// changed by hand in VMAPI ("package", "tags", "metadata"), joined by '+',
+// or "" (the reason of its retag).
 std::string InPlaceDifference(const InstanceState& i, const InPlaceSettings& want);
 
 

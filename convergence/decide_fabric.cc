@@ -45,6 +45,21 @@ std::string FixedOf(const triton::FabricNetwork& n) {
   return FabricFixed(spec);
 }
 
+// What differs in what NAPI can change between the network NAPI holds and
+// the one Mariposa wrote, when its marker says it is current: changed by
+// hand. "" when nothing.
+std::string NetworkDrift(const triton::FabricNetwork& have, const triton::FabricNetwork& want) {
+  std::vector<std::string> what;
+  if (have.resolvers != want.resolvers) {
+    what.push_back(absl::StrCat("resolvers ", absl::StrJoin(have.resolvers, ","), " instead of ",
+                                absl::StrJoin(want.resolvers, ",")));
+  }
+  if (have.routes != want.routes) what.push_back("routes");
+  if (have.name != want.name) what.push_back(absl::StrCat("name ", have.name, " instead of ", want.name));
+  if (have.description != want.description) what.push_back(absl::StrCat("description \"", have.description, "\""));
+  return absl::StrJoin(what, ", ");
+}
+
 void Problem_(Decision* d, const std::string& error, const std::string& reason, const std::string& fix) {
   d->problems.push_back({"fabric", "", error, reason, fix,
                          "instances on the project's fabric networks are not created until they are in place"});
@@ -112,6 +127,15 @@ void DecideFabric(const Snapshot& s, Decision* d) {
         if (ParseOwnedMarker(s.project.uuid, "network", o->second->description)->hash != FabricMutableHash(spec)) {
           v.state = "to update";
           d->fabric_changes.push_back({FabricChange::Kind::kUpdateNetwork, name, {}, want});
+        } else if (std::string drift = NetworkDrift(*o->second, want); !drift.empty()) {
+          // Its marker says current, NAPI holds something else: changed by hand.
+          v.state = "to update";
+          FabricChange c{FabricChange::Kind::kUpdateNetwork, name, {}, want};
+          c.drift = drift;
+          d->fabric_changes.push_back(c);
+          d->problems.push_back(DriftProblem("fabric-drift", absl::StrCat("fabric network ", name, " (", want.uuid, ")"),
+                                             "NAPI", drift, absl::StrCat("fabric.networks.", name),
+                                             "until it is put back, instances on it get what NAPI holds"));
         }
       }
       if (v.state == "in place") v.error.clear();

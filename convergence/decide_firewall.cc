@@ -122,13 +122,10 @@ void DecideFirewall(const Snapshot& s, Decision* d) {
       v.state = "to update";
       v.uuid = f.uuid = o->second->uuid;
       d->firewall_changes.push_back({FirewallChange::Kind::kUpdate, name, f, drift});
-      d->problems.push_back({"firewall-drift", "",
-                             absl::StrCat("firewall rule ", name, " (", f.uuid, ") was changed in FWAPI by hand: ",
-                                          drift),
-                             "FWAPI holds another rule than the manifest's, under the project's marker",
-                             absl::StrCat("nothing to do: it is updated back to the manifest's at this sync; change "
-                                          "firewall.", name, " in the manifest to change the rule"),
-                             "until it is put back, the traffic the rule allows or blocks is not as the manifest says"});
+      d->problems.push_back(DriftProblem("firewall-drift", absl::StrCat("firewall rule ", name, " (", f.uuid, ")"),
+                                         "FWAPI", drift, absl::StrCat("firewall.", name),
+                                         "until it is put back, the traffic the rule allows or blocks is not as the "
+                                         "manifest says"));
     } else {
       v.uuid = o->second->uuid;
     }
@@ -155,6 +152,15 @@ void DecideFirewall(const Snapshot& s, Decision* d) {
                            ", or FWAPI itself); it is tried again after a backoff (5 s, doubling, at most 5 minutes)",
                            "the traffic this rule allows or blocks is not as the manifest says"});
   }
+}
+
+Problem DriftProblem(const std::string& kind, const std::string& what, const std::string& api,
+                     const std::string& drift, const std::string& key, const std::string& impact) {
+  return {kind, "", absl::StrCat(what, " was changed in ", api, " by hand: ", drift),
+          absl::StrCat(api, " holds another value than the manifest's, under the project's marker"),
+          absl::StrCat("nothing to do: it is put back to the manifest's at this sync; change ", key,
+                       " in the manifest to change it"),
+          impact};
 }
 
 InPlaceSettings InPlaceFor(const Snapshot& s, std::optional<bool> firewall_in_place, const std::string& service) {
@@ -185,6 +191,7 @@ std::string InPlaceDifference(const InstanceState& i, const InPlaceSettings& wan
   if (i.firewall != want.firewall || (want.firewall_enabled && *want.firewall_enabled != i.firewall_enabled)) {
     what.push_back("firewall");
   }
+  if (!i.hand_changed.empty()) what.push_back(i.hand_changed);
   return absl::StrJoin(what, "+");
 }
 

@@ -1,5 +1,7 @@
 #include "convergence/decider.h"
 
+#include "absl/strings/str_replace.h"
+
 namespace mariposa::convergence::decide_internal {
 
 void Decider::Plan() {
@@ -67,6 +69,9 @@ void Decider::Plan() {
   Retags();
 }
 
+// Put-backs of one instance changed by hand before Retags stops and says so.
+constexpr int kMaxPutBacks = 3;
+
 // What an instance carries in place (InPlaceFor: CNS names, the firewall
 // tag, firewall_enabled) is set without replacing it: each running or
 // stopped instance of the current spec that differs, with nothing else
@@ -79,13 +84,37 @@ void Decider::Retags() {
     if (g.spec.compute_type == "agent" || g.spec.compute_type == "core" || RunsToCompletion(g.spec)) continue;
     InPlaceSettings want = InPlaceFor(s_, d_.firewall_in_place, svc);
     ServiceGoal goal = GoalFor(g, s_.images);
+    auto mem = d_.memory.find(svc);
+    static const std::map<std::string, int> kNone;
+    const std::map<std::string, int>& put_backs = mem != d_.memory.end() ? mem->second.put_backs : kNone;
+    std::set<std::string> changed;
     for (const InstanceState* i : of_[svc]) {
       std::string why = InPlaceDifference(*i, want);
       if ((i->state != "running" && i->state != "stopped") || why.empty() || Outdated(*i, goal) ||
           job_on_.count(i->uuid) || acted.count(i->uuid)) {
         continue;
       }
+      if (!i->hand_changed.empty()) {
+        changed.insert(i->uuid);
+        auto tries = put_backs.find(i->uuid);
+        if (tries != put_backs.end() && tries->second >= kMaxPutBacks) {
+          Problem("instance-drift", svc,
+                  absl::StrCat(i->alias, " (", i->uuid, ") keeps differing from what Mariposa made it with: ",
+                               absl::StrReplaceAll(i->hand_changed, {{"+", ", "}})),
+                  absl::StrCat("it was put back ", tries->second,
+                               " times and changed again (a script or an operator editing it in VMAPI, or VMAPI "
+                               "normalizing a value the manifest sets)"),
+                  absl::StrCat("stop what edits it; `mariposa -j ", s_.project.name, " reprovision --service ", svc,
+                               "` replaces it, and a changed spec starts the count again"),
+                  absl::StrCat(i->alias, " does not run with the package, tags or metadata the manifest says"));
+          continue;
+        }
+      }
       planned_.push_back(Action{ActionKind::kRetag, svc, i->uuid, why});
+    }
+    if (mem == d_.memory.end()) continue;
+    for (auto it = mem->second.put_backs.begin(); it != mem->second.put_backs.end();) {  // forgotten once put back
+      it = changed.count(it->first) || job_on_.count(it->first) ? std::next(it) : mem->second.put_backs.erase(it);
     }
   }
 }

@@ -762,6 +762,79 @@ TEST(DecideTest, CnsNamesAreSetInPlace) {
   }
 }
 
+// Issue 48: an instance changed by hand in VMAPI (its package, tags or
+// metadata differ from what Mariposa made it with) is put back in place by
+// a retag naming what changed, the service is not converged meanwhile and
+// says so; after kMaxPutBacks put-backs that did not hold it stops, and a
+// problem says why.
+TEST(DecideTest, InstancesChangedByHandArePutBack) {
+  struct Case {
+    std::string name, changed;
+    int put_backs = 0;        // put-backs that already ended
+    bool in_flight = false;
+    std::string state = "running";
+    int retags;
+    VerdictState verdict;
+    bool problem = false;
+  };
+  const std::vector<Case> cases = {
+      {"unchanged", "", 0, false, "running", 0, VerdictState::kConverged},
+      {"metadata", "metadata", 0, false, "running", 1, VerdictState::kProgressing},
+      {"package and tags", "package+tags", 0, false, "running", 1, VerdictState::kProgressing},
+      {"stopped", "metadata", 0, false, "stopped", 1, VerdictState::kProgressing},
+      {"a put-back in flight", "metadata", 1, true, "running", 0, VerdictState::kProgressing},
+      {"changed again twice", "metadata", 2, false, "running", 1, VerdictState::kProgressing},
+      {"keeps changing", "package", 3, false, "running", 0, VerdictState::kDegraded, true},
+  };
+  for (const Case& c : cases) {
+    Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 1}\n"));
+    s.instances = {Instance(s, "web", 1, c.state)};
+    s.instances[0].cns = "p-web";
+    s.instances[0].hand_changed = c.changed;
+    if (c.state == "stopped") s.project.stopped.insert("web");
+    if (c.put_backs > 0) {
+      s.memory["web"].spec_hash = s.goal->services.at("web").record.spec_hash;  // else forgotten
+      s.memory["web"].put_backs[s.instances[0].uuid] = c.put_backs;
+    }
+    if (c.in_flight) s.in_flight = {JobOf("j1", "retag", "web", s.instances[0].uuid)};
+    Decision d = Decide(s, kT0);
+    EXPECT_EQ(Count(d, ActionKind::kRetag), c.retags) << c.name;
+    if (c.retags > 0) {
+      EXPECT_EQ(Count(d, ActionKind::kRetag, c.changed), 1) << c.name << ": the reason names it";
+    }
+    EXPECT_EQ(Count(d, ActionKind::kCreate) + Count(d, ActionKind::kDelete), 0) << c.name << ": never replaced";
+    if (c.state == "running") {
+      EXPECT_EQ(d.verdicts.at("web").state, c.verdict) << c.name;
+    }
+    EXPECT_EQ(d.converged, c.changed.empty()) << c.name;
+    if (!c.changed.empty() && c.state == "running") {
+      EXPECT_TRUE(absl::StrContains(d.verdicts.at("web").reason,
+                                    "p-web-1 (" + absl::StrReplaceAll(c.changed, {{"+", ", "}}) +
+                                        ") was changed in VMAPI by hand"))
+          << c.name << ": " << d.verdicts.at("web").reason;
+    }
+    bool problem = false;
+    for (const auto& pr : d.problems) problem |= pr.kind == "instance-drift";
+    EXPECT_EQ(problem, c.problem) << c.name;
+  }
+  // A put-back that ended is counted, with its event; one that holds is
+  // forgotten at the next sync.
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 1}\n"));
+  s.instances = {Instance(s, "web", 1, "running")};
+  s.instances[0].cns = "p-web";
+  FinishedJob f{JobOf("j1", "retag", "web", s.instances[0].uuid), true, ""};
+  f.job.reason = absl::StrCat(kPutBack, "metadata");
+  s.finished = {f};
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(d.memory.at("web").put_backs.size(), 0u) << "held: forgotten";
+  bool event = false;
+  for (const auto& e : d.events) event |= e.kind == "instance.put-back";
+  EXPECT_TRUE(event);
+  s.instances[0].hand_changed = "metadata";
+  d = Decide(s, kT0);
+  EXPECT_EQ(d.memory.at("web").put_backs.at(s.instances[0].uuid), 1);
+}
+
 // Firewall rules (DecideFirewall), as a table: what is created, updated and
 // deleted in FWAPI, what each instance carries in place, and when the
 // project is converged.
@@ -1049,11 +1122,22 @@ TEST(DecideTest, VolumesAreMadeDeletedOnlyWhenAskedAndRetainedOtherwise) {
     std::string changes;  // kinds
     std::string state;    // data's view
     bool converged;
+    bool db = true;       // an instance of db (of the current spec, made 10 minutes before kT0) mounts it
   };
   const triton::Volume theirs = vol("pq.data", "ready");  // another project's (pq), same account
+  triton::Volume remade = vol("p.data", "ready");
+  remade.create_timestamp = absl::FormatTime(absl::RFC3339_full, kT0 - absl::Minutes(1), absl::UTCTimeZone());
+  triton::Volume first = remade;
+  first.create_timestamp = absl::FormatTime(absl::RFC3339_full, kT0 - absl::Minutes(11), absl::UTCTimeZone());
+  const std::string lost = "lost: 1 instance mounts a copy deleted outside Mariposa";
   const std::vector<Case> cases = {
-      {"nothing yet: made on the network", with, {theirs}, true, "data+", "to create", false},
-      {"network not made yet: waits", with, {}, false, "", "waiting: fabric network private is not made yet", false},
+      {"nothing yet: made on the network", with, {theirs}, true, "data+", "to create", false, false},
+      {"network not made yet: waits", with, {}, false, "", "waiting: fabric network private is not made yet", false,
+       false},
+      // Issue 48: deleted by hand while mounted: made again, but a loss.
+      {"deleted by hand while db-1 mounts it: lost, made again", with, {}, true, "data+", lost, false},
+      {"made again: db-1 still mounts the lost copy", with, {remade}, true, "", lost, false},
+      {"made before db-1: the copy it mounts", with, {first}, true, "", "ready", true},
       {"creating", with, {vol("p.data", "creating")}, true, "", "creating", false},
       {"ready", with, {vol("p.data", "ready", {"db-uuid-1"})}, true, "", "ready", true},
       {"failed in VOLAPI: a problem", with, {vol("p.data", "failed")}, true, "", "failed", false},
@@ -1081,11 +1165,17 @@ TEST(DecideTest, VolumesAreMadeDeletedOnlyWhenAskedAndRetainedOtherwise) {
                                                    : std::vector<triton::FabricNetwork>{}};
     s.volapi = true;
     s.volumes = c.volumes;
-    s.instances = {Instance(s, "db", 1)};
-    s.instances[0].networks = {"n1"};
+    if (c.db) {
+      s.instances = {Instance(s, "db", 1)};
+      s.instances[0].networks = {"n1"};
+    }
     Decision d = Decide(s, kT0);
+    bool lost_problem = false;
+    for (const auto& pr : d.problems) lost_problem |= pr.kind == "volume-lost";
+    EXPECT_EQ(lost_problem, c.state == lost) << c.name;
     std::vector<std::string> got;
     for (const VolumeChange& v : d.volume_changes) {
+      EXPECT_EQ(v.lost.empty(), c.state != lost) << c.name;
       got.push_back(v.name + (v.kind == VolumeChange::Kind::kCreate ? "+" : "-"));
       EXPECT_NE(v.volume.name, "pq.data") << c.name;
     }

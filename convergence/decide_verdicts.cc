@@ -1,5 +1,8 @@
 #include "convergence/decider.h"
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
+
 namespace mariposa::convergence::decide_internal {
 
 // Each service's verdict (agent services have theirs from Agents()), the
@@ -91,7 +94,7 @@ void Decider::ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g,
     return;
   } else if (v.ready == g.record.count && f.live == g.record.count && v.old_spec == 0 && v.broken == 0 &&
              v.provisioning == 0 && v.checks_pending == 0 && v.starting == 0 && f.task == nullptr &&
-             f.held == nullptr && !f.acting) {
+             f.held == nullptr && !f.acting && f.hand_changed.empty()) {
     v.state = VerdictState::kConverged;
     v.reason = absl::StrCat(v.ready, "/", g.record.count, " ready");
   } else if (!CrashLoopVerdict(f, &v) && !HeldVerdict(f, &v) && !OlderSpecVerdict(f, &v) &&
@@ -100,6 +103,10 @@ void Decider::ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g,
       v.state = VerdictState::kDegraded;
       v.reason = absl::StrCat(v.unhealthy, " unhealthy");
       v.fix = "`mariposa health` shows the failing checks";
+    } else if (!f.hand_changed.empty() && !f.acting) {  // not put back again (Retags said why)
+      v.state = VerdictState::kDegraded;
+      v.reason = absl::StrCat(HandChanged(f), "; not put back again");
+      v.fix = "see the instance-drift problem below";
     } else {
       ProgressVerdict(f, &v);
     }
@@ -131,11 +138,16 @@ void Decider::CountForVerdict(VerdictFacts* f, ServiceVerdict* v) {
       if (!Restarts(f->goal, *i)) ++f->left_broken;
       continue;
     }
+    if (current && !i->hand_changed.empty() && (i->state == "running" || i->state == "stopped")) {
+      f->hand_changed.push_back(
+          absl::StrCat(i->alias, " (", absl::StrReplaceAll(i->hand_changed, {{"+", ", "}}), ")"));
+    }
     if (i->state != "running") continue;
     ++f->live;
     if (!current) {
       ++v->old_spec;
-      if (i->spec_hash == f->g.record.spec_hash) ++v->stale_meta;
+      if (i->stale_mount) ++f->stale_mount;
+      else if (i->spec_hash == f->g.record.spec_hash) ++v->stale_meta;
       continue;
     }
     // Ready: the one definition the rollouts use too (InstanceReady): healthy
@@ -241,6 +253,14 @@ bool Decider::OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   }
   const ServiceSpec& spec = f.g.spec;
   v->state = VerdictState::kDegraded;
+  if (f.stale_mount == v->old_spec) {  // the volume-lost problem says why and what to do
+    v->reason = absl::StrCat(f.stale_mount, " of ", f.live,
+                             " instances mount a copy of a volume deleted outside Mariposa; no rollout replaces them");
+    v->fix = absl::StrCat("restore the volume's data if you can, then `mariposa -j ", s_.project.name,
+                          " reprovision --service ", f.svc, spec.update_canary > 0 ? " --canary 0" : "",
+                          "` replaces them");
+    return true;
+  }
   bool manual = spec.update_on_change == "manual";
   if (v->stale_meta == v->old_spec) {  // only meta changed (meta_drift.h)
     manual = spec.update_on_meta_change == "manual";
@@ -285,6 +305,12 @@ bool Decider::NotRestartedVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   return true;
 }
 
+// "web-2 (metadata) changed in VMAPI by hand".
+std::string Decider::HandChanged(const VerdictFacts& f) {
+  return absl::StrCat(absl::StrJoin(f.hand_changed, ", "), f.hand_changed.size() == 1 ? " was" : " were",
+                      " changed in VMAPI by hand");
+}
+
 // Work going on: what is ready, and what is not yet.
 void Decider::ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   v->state = VerdictState::kProgressing;
@@ -298,6 +324,21 @@ void Decider::ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   }
   if (v->old_spec > 0) parts.push_back(absl::StrCat(v->old_spec, " on an older spec"));
   if (v->broken > 0) parts.push_back(absl::StrCat(v->broken, " broken"));
+  if (!f.hand_changed.empty()) parts.push_back(absl::StrCat(HandChanged(f), ": being put back"));
+  // What is set in place (Retags): CNS names, the firewall (a put-back is
+  // said above).
+  std::vector<std::string> in_place;
+  for (const Step& st : steps_) {
+    if (st.action.kind != ActionKind::kRetag || st.action.service != f.svc) continue;
+    auto i = by_uuid_.find(st.action.instance);
+    if (i != by_uuid_.end() && !i->second->hand_changed.empty()) continue;
+    in_place.push_back(absl::StrCat(i != by_uuid_.end() ? i->second->alias : st.action.instance, " (",
+                                    absl::StrReplaceAll(st.action.reason, {{"+", ", "}}), ")"));
+  }
+  for (const JobRecord& j : s_.in_flight) {
+    if (j.kind == "retag" && j.service == f.svc && !absl::StrContains(j.reason, kPutBack)) in_place.push_back(absl::StrCat(j.alias, " (", j.reason, ")"));
+  }
+  if (!in_place.empty()) parts.push_back(absl::StrCat("set in place: ", absl::StrJoin(in_place, ", ")));
   if (f.held != nullptr) parts.push_back(*f.held);
   else if (f.task != nullptr && !f.acting) parts.push_back(*f.task);
   v->reason = absl::StrJoin(parts, ", ");

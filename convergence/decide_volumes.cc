@@ -1,6 +1,7 @@
 // The project's volumes in VOLAPI (projects/volumes.h): created before the
 // instances that mount them, deleted only when the manifest says so and no
 // VM mounts them, retained otherwise.
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -46,6 +47,53 @@ bool ToBeDeleted(const Snapshot& s, const VolumeSpec* spec) {
 const std::map<std::string, VolumeSpec>& GoalVolumes(const Snapshot& s) {
   return s.goal ? s.goal->volumes : s.volumes_at_deletion;
 }
+
+triton::Volume VolumeFor(const std::string& volapi_name, const VolumeSpec& spec, const std::string& network) {
+  triton::Volume want;
+  want.name = volapi_name;
+  want.size = spec.size_mib;
+  want.networks = {network};
+  return want;
+}
+
+}  // namespace
+
+std::vector<std::string> MountingServices(const Snapshot& s, const std::string& name) {
+  std::vector<std::string> out;
+  if (!s.goal) return out;
+  for (const auto& [svc, g] : s.goal->services) {
+    for (const VolumeMount& m : g.spec.volumes) {
+      if (m.volume == name) {
+        out.push_back(svc);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> MountsOfEarlierCopy(const Snapshot& s, const std::string& name, const triton::Volume* have) {
+  std::vector<std::string> out;
+  std::vector<std::string> services = MountingServices(s, name);
+  if (services.empty()) return out;
+  absl::Time made = absl::InfiniteFuture();
+  std::string unparsed;
+  if (have && !absl::ParseTime(absl::RFC3339_full, have->create_timestamp, &made, &unparsed)) {
+    return out;  // not known: nothing to compare with
+  }
+  for (const InstanceState& i : s.instances) {
+    if (std::find(services.begin(), services.end(), i.service) == services.end()) continue;
+    // Made at the current spec, which mounts it (one of an older spec may
+    // not have: the mount may be new).
+    if (i.spec_hash != s.goal->services.at(i.service).record.spec_hash) continue;
+    if (i.state == "failed" || i.state == "provisioning" || i.created == absl::InfinitePast()) continue;
+    if (i.created < made) out.push_back(i.alias);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
 
 }  // namespace
 
@@ -113,17 +161,41 @@ void DecideVolumes(const Snapshot& s, Decision* d) {
     } else if (spec == nullptr || deleting) {
       if (have == nullptr) continue;
       v.state = spec == nullptr ? "retained (not in the manifest)" : "retained (deletion_policy: retain)";
+    } else if (std::vector<std::string> older = MountsOfEarlierCopy(s, name, have); !older.empty()) {
+      // Deleted outside Mariposa while instances mounted it: its data went
+      // with it. Made again (empty) so the service can be healed; the
+      // instances that mounted the earlier copy are replaced only when the
+      // operator says so (a backup may have to be restored first).
+      std::string who = absl::StrJoin(older, ", ");
+      std::string since = have ? absl::StrCat("; VOLAPI's ", have->uuid, " was made at ", have->create_timestamp,
+                                              ", after them, so they mount the earlier copy")
+                               : "; VOLAPI no longer has it";
+      v.state = absl::StrCat("lost: ", older.size(), older.size() == 1 ? " instance mounts" : " instances mount",
+                             " a copy deleted outside Mariposa");
+      d->problems.push_back(
+          {"volume-lost", "", absl::StrCat("volume ", name, " was deleted outside Mariposa while ", who, " mounted it"),
+           absl::StrCat("its data was deleted with it", since),
+           absl::StrCat(have ? "" : "Mariposa makes it again, empty, at this sync; ",
+                        "restore its data from a backup if there is one, then `mariposa -j ", s.project.name,
+                        " reprovision --service ", absl::StrJoin(MountingServices(s, name), ","),
+                        "` replaces the instances so they mount the new one"),
+           absl::StrCat("the data of ", v.volapi_name, " is lost; ", who, older.size() == 1 ? " uses" : " use",
+                        " a volume that is gone")});
+      if (have == nullptr) {
+        std::string net = IsUuid(spec->network) ? spec->network : FabricNetworkUuid(s, spec->network);
+        if (!net.empty()) {
+          VolumeChange c{VolumeChange::Kind::kCreate, name, VolumeFor(v.volapi_name, *spec, net)};
+          c.lost = who;
+          d->volume_changes.push_back(c);
+        }
+      }
     } else if (have == nullptr) {
       std::string net = IsUuid(spec->network) ? spec->network : FabricNetworkUuid(s, spec->network);
       if (net.empty()) {
         v.state = absl::StrCat("waiting: fabric network ", spec->network, " is not made yet");
       } else {
         v.state = "to create";
-        triton::Volume want;
-        want.name = v.volapi_name;
-        want.size = spec->size_mib;
-        want.networks = {net};
-        d->volume_changes.push_back({VolumeChange::Kind::kCreate, name, want});
+        d->volume_changes.push_back({VolumeChange::Kind::kCreate, name, VolumeFor(v.volapi_name, *spec, net)});
       }
     } else {
       v.state = have->state;  // ready, creating, failed

@@ -228,6 +228,9 @@ class Decider {
     const ServiceGoalSpec& g;
     ServiceGoal goal;
     int64_t live = 0, left_broken = 0;
+    // Current instances changed by hand in VMAPI: "alias (what)".
+    std::vector<std::string> hand_changed;
+    int64_t stale_mount = 0;  // instances that mount a copy of a volume deleted outside Mariposa
     const std::string* held = nullptr;  // the first reason its work is held
     const std::string* task = nullptr;  // its open task, named
     bool acting = false;
@@ -237,6 +240,7 @@ class Decider {
   VerdictScope ScopeOfVerdicts() const;
   void ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g, const VerdictScope& scope);
   void CountForVerdict(VerdictFacts* f, ServiceVerdict* v);
+  static std::string HandChanged(const VerdictFacts& f);
   void StoppedVerdict(const VerdictFacts& f, ServiceVerdict* v);
   bool CrashLoopVerdict(const VerdictFacts& f, ServiceVerdict* v);
   bool HeldVerdict(const VerdictFacts& f, ServiceVerdict* v);

@@ -219,6 +219,7 @@ void Reconciler::ChangeFabric(const Snapshot& s, const Decision& d, std::vector<
     if (c.kind == K::kCreateNetwork && vlan_failed) continue;  // after the VLAN, at the next sync
     std::string detail = c.name.empty() ? absl::StrCat("VLAN ", c.vlan.vlan_id)
                                         : absl::StrCat(c.name, " (", c.network.name, ", ", c.network.subnet, ")");
+    if (!c.drift.empty()) absl::StrAppend(&detail, " (put back: changed in NAPI by hand: ", c.drift, ")");
     ChangeOutcome o{c.name.empty() ? "vlan" : c.name, c.kind == K::kCreateVlan || c.kind == K::kCreateNetwork, "what",
                     Event(p, absl::StrCat("fabric.", kDone[static_cast<int>(c.kind)]), detail),
                     Event(p, "fabric.change-failed", detail)};
@@ -254,7 +255,12 @@ void Reconciler::ChangeVolumes(const Snapshot& s, const Decision& d, std::vector
     const bool create = c.kind == VolumeChange::Kind::kCreate;
     const char* done = create ? "created" : "deleted";
     std::string detail = absl::StrCat(c.name, " (", c.volume.name, c.volume.uuid.empty() ? "" : " ", c.volume.uuid, ")");
-    ChangeOutcome o{c.name, create, "volume", Event(p, absl::StrCat("volume.", done), detail),
+    std::string made = detail;
+    if (!c.lost.empty()) {
+      absl::StrAppend(&made, ": made again, empty; the earlier one was deleted outside Mariposa while ", c.lost,
+                      " mounted it, and its data with it");
+    }
+    ChangeOutcome o{c.name, create, "volume", Event(p, absl::StrCat("volume.", done), made),
                     Event(p, "volume.change-failed", absl::StrCat(detail, " not ", done))};
     absl::Status st = Intend(p, "volumes", o);
     if (st.ok()) {

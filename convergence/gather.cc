@@ -20,6 +20,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "convergence/catalog.h"
@@ -52,6 +53,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   else if (s.actual_known) TrackTimes(&s, now);
   GatherFabric(&s, last_seen);  // before the recipes: services name its networks
   GatherVolumes(&s, last_seen);  // likewise, the volumes they mount
+  MarkLostMounts(&s);
   std::set<std::string> label_keys;
   RETURN_IF_ERROR(GatherRecipes(&s, last_seen, &label_keys));
   if (!last_seen) GatherLabelledVms(&s, label_keys);  // only creates need them
@@ -152,6 +154,7 @@ Reconciler::Observation Reconciler::TakeKeptListing(Snapshot* snapshot, absl::Ti
   Snapshot& s = *snapshot;
   Observation o{now};
   bool watched = false;
+  std::vector<std::string> suspects;
   {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(s.project.uuid);
@@ -171,7 +174,8 @@ Reconciler::Observation Reconciler::TakeKeptListing(Snapshot* snapshot, absl::Ti
       if (aged && !ps.relisting && !ps.relisted) {
         ps.relisting = true;
         ps.relist_started = now;
-        relist_jobs_.push_back({s.project.uuid, OwnersOf(s.project), NonAgentServices(s), s.version_numbers, ps.epoch});
+        relist_jobs_.push_back(
+            {s.project.uuid, OwnersOf(s.project), NonAgentServices(s), s.version_numbers, ps.epoch, false, now});
       }
       // Taken, not copied (100,000 instances are ~60 MiB): the sync puts
       // its list back when it ends (SyncProject); a sync that fails leaves
@@ -180,8 +184,17 @@ Reconciler::Observation Reconciler::TakeKeptListing(Snapshot* snapshot, absl::Ti
       s.instances = std::move(*ps.listed);
       ps.listed.reset();
       o.incremental = true;
+      if (ps.audit_digest) {
+        for (std::string& u : DigestSuspects(s.instances, *ps.audit_digest, ps.audited_at)) {
+          if (!ps.audit_ignored.count(u) && !ps.feed_pending.count(u)) ps.audit_suspects.insert(std::move(u));
+        }
+        ps.audit_digest.reset();
+      }
+      suspects.assign(ps.audit_suspects.begin(), ps.audit_suspects.end());
+      ps.audit_suspects.clear();
     }
   }
+  ReadSuspects(&s, std::move(suspects));
   // Read through the live feed: VMAPI answers (an error an earlier call
   // met, such as a failed CreateVm, is not an unreadable actual state).
   if (o.incremental && watched) NoteApi("VMAPI", absl::OkStatus());
@@ -214,6 +227,30 @@ void Reconciler::Relister() {
       job = std::move(relist_jobs_.front());
       relist_jobs_.pop_front();
     }
+    if (job.digest) {
+      std::vector<triton::Vm> digest;
+      absl::Status st = absl::OkStatus();
+      for (const std::string& owner : job.owners.empty() ? std::vector<std::string>{""} : job.owners) {
+        triton::VmFilter f;
+        f.tags[kTagProject] = job.project;
+        f.state = "active";
+        f.owner_uuid = owner;
+        f.fields = {"uuid", "state", "last_modified"};
+        auto vms = vmapi_->ListVms(f);
+        if (!vms.ok()) {
+          st = vms.status();
+          break;
+        }
+        digest.insert(digest.end(), std::make_move_iterator(vms->begin()), std::make_move_iterator(vms->end()));
+      }
+      NoteApi("VMAPI", st);
+      absl::MutexLock l(&mu_);
+      auto it = projects_.find(job.project);
+      if (it == projects_.end() || it->second.epoch != job.epoch) continue;
+      it->second.auditing = false;
+      if (st.ok()) TakeDigest(job, std::move(digest));
+      continue;
+    }
     auto instances =
         Observer(vmapi_, job.owners).ObserveProject(job.project, job.version_numbers, job.services, options_.observe_parallel);
     NoteApi("VMAPI", instances.status());
@@ -229,6 +266,63 @@ void Reconciler::Relister() {
   }
 }
 
+void Reconciler::TakeDigest(const RelistJob& job, std::vector<triton::Vm> digest) {
+  ProjectState& ps = projects_[job.project];
+  ps.audited_at = job.started;
+  if (!ps.listed) {  // a sync holds it: that sync's end or the next one compares
+    ps.audit_digest = std::move(digest);
+    return;
+  }
+  bool missed = false;
+  for (std::string& u : DigestSuspects(*ps.listed, digest, job.started)) {
+    if (ps.audit_ignored.count(u) || ps.feed_pending.count(u)) continue;  // not the project's; or an item waits
+    ps.audit_suspects.insert(std::move(u));
+    missed = true;
+  }
+  if (missed) {
+    ps.quiet = false;
+    queue_.Add(job.project);
+  }
+}
+
+void Reconciler::ReadSuspects(Snapshot* s, std::vector<std::string> suspects) {
+  if (suspects.empty()) return;
+  LogWarn("VMAPI's change feed missed changes: the digest found them; reading them again",
+          {{"project", s->project.name}, {"vms", absl::StrJoin(suspects, ",")}});
+  std::vector<triton::Vm> read;
+  for (const std::string& owner : OwnersOf(s->project).empty() ? std::vector<std::string>{""} : OwnersOf(s->project)) {
+    for (size_t at = 0; at < suspects.size(); at += 100) {
+      triton::VmFilter f;
+      f.owner_uuid = owner;
+      f.uuids.assign(suspects.begin() + at, suspects.begin() + std::min(suspects.size(), at + 100));
+      auto vms = vmapi_->ListVms(f);
+      NoteApi("VMAPI", vms.status());
+      if (!vms.ok()) {
+        s->actual_known = false;  // what the feed missed cannot be read: nothing is claimed
+        return;
+      }
+      read.insert(read.end(), std::make_move_iterator(vms->begin()), std::make_move_iterator(vms->end()));
+    }
+  }
+  std::set<std::string> found;
+  for (const triton::Vm& vm : read) found.insert(vm.uuid);
+  ApplyVmChanges(read, s->project.uuid, s->version_numbers, OwnersOf(s->project), &s->instances);
+  std::set<std::string> have;
+  for (const InstanceState& i : s->instances) have.insert(i.uuid);
+  absl::MutexLock l(&mu_);
+  ProjectState& ps = projects_[s->project.uuid];
+  ps.in_sync.insert(ps.in_sync.end(), read.begin(), read.end());
+  for (const std::string& u : suspects) {
+    if (!found.count(u)) {  // VMAPI no longer has it at all
+      s->instances.erase(std::remove_if(s->instances.begin(), s->instances.end(),
+                                        [&](const InstanceState& i) { return i.uuid == u; }),
+                         s->instances.end());
+    } else if (!have.count(u)) {
+      ps.audit_ignored.insert(u);  // not one of the project's instances: not read again
+    }
+  }
+}
+
 // What the change feed brought since the listing: the latest of each VM,
 // skipped where the listing read a newer state (ApplyVmChanges).
 void Reconciler::ApplyFeed(Snapshot* s) {
@@ -239,6 +333,7 @@ void Reconciler::ApplyFeed(Snapshot* s) {
     if (it != projects_.end()) {
       for (auto& kv : it->second.feed_pending) changed.push_back(std::move(kv.second));
       it->second.feed_pending.clear();
+      it->second.in_sync.insert(it->second.in_sync.end(), changed.begin(), changed.end());
     }
   }
   ApplyVmChanges(changed, s->project.uuid, s->version_numbers, OwnersOf(s->project), &s->instances);
@@ -261,6 +356,12 @@ void Reconciler::ShowLastObservation(Snapshot* snapshot) {
   } else if (ps.view) {
     s.instances = *ps.view;
     s.observed_at = ps.view_observed_at;
+    // What came since: the items a running sync took and those waiting
+    // for the next one (a sync held up sending must not leave `status` on
+    // the state before them).
+    std::vector<triton::Vm> since = ps.in_sync;
+    for (const auto& kv : ps.feed_pending) since.push_back(kv.second);
+    ApplyVmChanges(since, uuid, s.version_numbers, OwnersOf(s.project), &s.instances);
   } else {
     s.actual_known = false;  // no sync has read it yet
   }
@@ -751,6 +852,17 @@ void Reconciler::GatherFabric(Snapshot* snapshot, bool last_seen) {
     owns = owns || !seen->networks.empty();
   }
   Keep(s, &ProjectState::fabric, std::move(seen), owns, &s.fabric, &s.fabric_error);
+}
+
+// Instances that mount a copy of a volume deleted outside Mariposa are
+// outdated (stale_mount).
+void Reconciler::MarkLostMounts(Snapshot* s) {
+  if (!s->goal || !s->volumes) return;
+  std::set<std::string> lost;
+  for (const auto& [name, spec] : s->goal->volumes) {
+    for (const std::string& alias : MountsOfEarlierCopy(*s, name, FindVolume(*s, name))) lost.insert(alias);
+  }
+  for (InstanceState& i : s->instances) i.stale_mount = lost.count(i.alias) > 0;
 }
 
 // The account's volumes named as the project's (projects/volumes.h), read

@@ -2,9 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <set>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "convergence/meta_drift.h"
@@ -17,6 +23,77 @@ absl::Time ParseTimestamp(const std::string& iso) {
   std::string err;
   if (absl::ParseTime(absl::RFC3339_full, iso, &t, &err)) return t;
   return absl::InfinitePast();
+}
+
+namespace {
+
+// FNV-1a, 64 bits: stable across processes and builds (unlike absl::Hash).
+struct Fnv {
+  uint64_t h = 1469598103934665603ULL;
+  void Add(absl::string_view s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 1099511628211ULL;
+    }
+    h ^= 0xff;  // a separator no UTF-8 text holds
+    h *= 1099511628211ULL;
+  }
+  std::string Hex() const { return absl::StrFormat("%012x", h & 0xffffffffffffULL); }
+};
+
+}  // namespace
+
+std::string MadeFingerprint(const std::string& billing_id, int64_t ram, const std::map<std::string, std::string>& tags,
+                            const std::map<std::string, std::string>& customer_metadata, bool with_billing_id) {
+  Fnv package, tag_hash, meta_hash;
+  if (with_billing_id) package.Add(billing_id);
+  package.Add(absl::StrCat(ram));
+  for (const auto& [k, v] : tags) {
+    if (absl::StartsWith(k, "mariposa.") || k == kCnsServicesTag) continue;
+    tag_hash.Add(k);
+    tag_hash.Add(v);
+  }
+  for (const auto& [k, v] : customer_metadata) {
+    if (k == kCnsStatusKey) continue;
+    meta_hash.Add(k);
+    meta_hash.Add(v);
+  }
+  return absl::StrCat(with_billing_id ? "P" : "R", package.Hex(), ".", tag_hash.Hex(), ".", meta_hash.Hex());
+}
+
+std::vector<std::string> DigestSuspects(const std::vector<InstanceState>& kept, const std::vector<triton::Vm>& digest,
+                                        absl::Time read_at) {
+  absl::flat_hash_map<std::string, const InstanceState*> by_uuid;
+  for (const InstanceState& i : kept) by_uuid[i.uuid] = &i;
+  std::set<std::string> out, seen;
+  for (const triton::Vm& vm : digest) {
+    if (vm.state == "destroyed") continue;
+    seen.insert(vm.uuid);
+    auto it = by_uuid.find(vm.uuid);
+    if (it == by_uuid.end()) {
+      out.insert(vm.uuid);  // created (or made the project's) without an item
+    } else if (absl::Time m = ParseTimestamp(vm.last_modified); m > it->second->modified) {
+      out.insert(vm.uuid);  // changed since the kept state
+    } else if (vm.state != it->second->state && it->second->state != "preserved" && m == absl::InfinitePast()) {
+      out.insert(vm.uuid);  // no time to compare by: the state decides
+    }
+  }
+  for (const InstanceState& i : kept) {
+    // Gone (a failed VM is not in a listing of active ones).
+    if (!seen.count(i.uuid) && i.state != "failed" && i.created < read_at && i.modified < read_at) out.insert(i.uuid);
+  }
+  return {out.begin(), out.end()};
+}
+
+std::string MadeDifference(const std::string& made, const std::string& now) {
+  std::vector<absl::string_view> a = absl::StrSplit(made, '.'), b = absl::StrSplit(now, '.');
+  if (a.size() != 3 || b.size() != 3 || a[0].empty() || (a[0][0] != 'P' && a[0][0] != 'R')) return "";
+  std::vector<std::string> what;
+  static const char* kParts[] = {"package", "tags", "metadata"};
+  for (int n = 0; n < 3; ++n) {
+    if (a[n] != b[n]) what.push_back(kParts[n]);
+  }
+  return absl::StrJoin(what, "+");
 }
 
 std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::string& project_uuid,
@@ -46,6 +123,10 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
   i.cns = tag(kCnsServicesTag);
   i.firewall = tag(kTagFirewall);
   i.firewall_enabled = vm.firewall_enabled;
+  if (std::string made = tag(kTagMade); !made.empty()) {
+    i.hand_changed = MadeDifference(
+        made, MadeFingerprint(vm.billing_id, vm.ram, vm.tags, vm.customer_metadata, made[0] == 'P'));
+  }
   i.run = tag(kTagRun);
   i.exit_status = vm.exit_status;
   for (const triton::Nic& n : vm.nics) i.networks.push_back(n.network_uuid);

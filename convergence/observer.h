@@ -31,6 +31,27 @@ inline constexpr char kTagPreserved[] = "mariposa.preserved";
 // Triton's own tags of a core zone (imgapi0 ...): its role and type.
 inline constexpr char kTagCoreRole[] = "smartdc_role";
 inline constexpr char kTagCoreType[] = "smartdc_type";
+// What Mariposa made an instance with, for noticing changes made by hand in
+// VMAPI: "<P|R><package>.<tags>.<metadata>", each part a 12-hex-digit hash
+// (MadeFingerprint). Set at create and by every put-back (a retag).
+inline constexpr char kTagMade[] = "mariposa.made";
+// The customer_metadata key users set to take an instance out of CNS's
+// service records by hand (`triton.cns.status: down`): never drift.
+inline constexpr char kCnsStatusKey[] = "triton.cns.status";
+
+// The fingerprint of what an instance carries that Mariposa set and nothing
+// else changes: its package (billing_id and ram; ram alone when created
+// without a billing_id: VMAPI may fill one in), its tags but Mariposa's own
+// (mariposa.*, and triton.cns.services, set in place apart), and its
+// customer_metadata but triton.cns.status. The same function reads what a
+// create asks and what VMAPI shows, so they match until someone edits it.
+std::string MadeFingerprint(const std::string& billing_id, int64_t ram,
+                            const std::map<std::string, std::string>& tags,
+                            const std::map<std::string, std::string>& customer_metadata, bool with_billing_id);
+// What differs between two fingerprints: "package", "tags", "metadata"
+// joined by '+'; "" when they agree or `made` is empty or malformed (an
+// instance made before fingerprints: nothing to compare with).
+std::string MadeDifference(const std::string& made, const std::string& now);
 
 class Observer {
  public:
@@ -92,6 +113,15 @@ std::map<std::string, std::string> AdoptionTags(const triton::Vm& vm, const std:
 void ApplyVmChanges(const std::vector<triton::Vm>& changed, const std::string& project_uuid,
                     const std::map<std::string, int64_t>& version_numbers, const std::vector<std::string>& owners,
                     std::vector<InstanceState>* instances);
+
+// The change feed's check (Reconciler's audit): `digest` is VMAPI's
+// listing of the project's VMs that are not destroyed, with only uuid,
+// state and last_modified, read from `read_at`. The uuids whose kept
+// instance is older than the digest's, missing from `kept`, or in `kept`
+// made before `read_at` but not in the digest (destroyed): what the feed
+// did not bring. Sorted. Pure.
+std::vector<std::string> DigestSuspects(const std::vector<InstanceState>& kept, const std::vector<triton::Vm>& digest,
+                                        absl::Time read_at);
 
 // "2026-11-22T12:00:00.123Z" -> absl::Time; InfinitePast when unreadable.
 absl::Time ParseTimestamp(const std::string& iso);

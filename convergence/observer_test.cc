@@ -1,8 +1,10 @@
 #include "convergence/observer.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "convergence/triton/fake_clients.h"
+#include "projects/manifest.h"
 #include "gtest/gtest.h"
 
 namespace mariposa::convergence {
@@ -40,6 +42,99 @@ TEST(ObserverTest, OnlyTheProjectsOwnVms) {
   EXPECT_EQ((*got)[1].version, 0);  // unknown version uuid: oldest
   // The query asked VMAPI for the project's tag only.
   EXPECT_EQ(vmapi.calls().back(), "ListVms");
+}
+
+// Issue 48: what Mariposa made an instance with is fingerprinted; a change
+// by hand to its package, its tags (not Mariposa's own) or its metadata
+// (not a user's CNS drain) is named.
+TEST(ObserverTest, ChangesByHandAreNamed) {
+  triton::Vm vm;
+  vm.uuid = "vm-1";
+  vm.state = "running";
+  vm.billing_id = "pkg-1";
+  vm.ram = 1024;
+  vm.tags = {{kTagProject, "p"}, {kTagService, "web"}, {kTagSpec, "s"}, {"role", "web"}, {kCnsServicesTag, "p-web"}};
+  vm.customer_metadata = {{"user-script", "run"}};
+  vm.tags[kTagMade] = MadeFingerprint(vm.billing_id, vm.ram, vm.tags, vm.customer_metadata, true);
+  struct Case {
+    std::string name;
+    std::function<void(triton::Vm*)> edit;
+    std::string changed;
+  };
+  const std::vector<Case> cases = {
+      {"nothing", [](triton::Vm*) {}, ""},
+      {"resized", [](triton::Vm* v) { v->ram = 2048; }, "package"},
+      {"another package", [](triton::Vm* v) { v->billing_id = "pkg-2"; }, "package"},
+      {"a tag changed", [](triton::Vm* v) { v->tags["role"] = "db"; }, "tags"},
+      {"a tag added", [](triton::Vm* v) { v->tags["owner"] = "bob"; }, "tags"},
+      {"a tag removed", [](triton::Vm* v) { v->tags.erase("role"); }, "tags"},
+      {"Mariposa's own tags", [](triton::Vm* v) { v->tags[kTagVersion] = "v2"; v->tags[kCnsServicesTag] = "x"; }, ""},
+      {"metadata changed", [](triton::Vm* v) { v->customer_metadata["user-script"] = "evil"; }, "metadata"},
+      {"metadata removed", [](triton::Vm* v) { v->customer_metadata.clear(); }, "metadata"},
+      {"a CNS drain", [](triton::Vm* v) { v->customer_metadata[kCnsStatusKey] = "down"; }, ""},
+      {"all three",
+       [](triton::Vm* v) {
+         v->ram = 1;
+         v->tags["role"] = "";
+         v->customer_metadata["k"] = "v";
+       },
+       "package+tags+metadata"},
+      {"made before fingerprints", [](triton::Vm* v) { v->tags.erase(kTagMade); v->ram = 1; }, ""},
+      {"a fingerprint edited into nonsense", [](triton::Vm* v) { v->tags[kTagMade] = "x"; v->ram = 1; }, ""},
+  };
+  for (const Case& c : cases) {
+    triton::Vm v = vm;
+    c.edit(&v);
+    auto i = Observer::FromVm(v, "p", {});
+    ASSERT_TRUE(i.has_value()) << c.name;
+    EXPECT_EQ(i->hand_changed, c.changed) << c.name;
+  }
+  // Made without a billing_id (no PAPI): one VMAPI fills in is no change.
+  triton::Vm raw = vm;
+  raw.billing_id.clear();
+  raw.tags[kTagMade] = MadeFingerprint("", raw.ram, raw.tags, raw.customer_metadata, false);
+  raw.billing_id = "00000000-0000-0000-0000-000000000000";
+  EXPECT_EQ(Observer::FromVm(raw, "p", {})->hand_changed, "");
+}
+
+// Issue 48, 10: the digest (uuid, state, last_modified) finds what the
+// change feed lost: a VM changed since the kept state, one the kept state
+// lacks, one gone from VMAPI; nothing when they agree.
+TEST(ObserverTest, TheDigestFindsWhatTheFeedMissed) {
+  const absl::Time t0 = absl::FromUnixSeconds(1800000000);
+  auto kept = [&](const std::string& uuid, const std::string& state, absl::Time modified) {
+    InstanceState i;
+    i.uuid = uuid;
+    i.state = state;
+    i.created = t0 - absl::Minutes(5);
+    i.modified = modified;
+    return i;
+  };
+  auto seen = [&](const std::string& uuid, const std::string& state, absl::Time modified) {
+    triton::Vm v;
+    v.uuid = uuid;
+    v.state = state;
+    v.last_modified = absl::FormatTime(absl::RFC3339_full, modified, absl::UTCTimeZone());
+    return v;
+  };
+  const absl::Time read = t0 + absl::Seconds(10);
+  std::vector<InstanceState> list = {kept("a", "running", t0), kept("b", "running", t0), kept("c", "running", t0),
+                                     kept("f", "failed", t0)};
+  // Agreeing (f, failed, is not in a listing of active VMs).
+  EXPECT_TRUE(DigestSuspects(list, {seen("a", "running", t0), seen("b", "running", t0), seen("c", "running", t0)}, read)
+                  .empty());
+  // a stopped (item lost), c destroyed (item lost), d new.
+  EXPECT_EQ(DigestSuspects(list,
+                           {seen("a", "stopped", t0 + absl::Seconds(3)), seen("b", "running", t0),
+                            seen("d", "running", t0 + absl::Seconds(1))},
+                           read),
+            (std::vector<std::string>{"a", "c", "d"}));
+  // Made after the digest was read: not missing from it.
+  InstanceState young = kept("e", "provisioning", read + absl::Seconds(1));
+  young.created = read + absl::Seconds(1);
+  list.push_back(young);
+  EXPECT_TRUE(DigestSuspects(list, {seen("a", "running", t0), seen("b", "running", t0), seen("c", "running", t0)}, read)
+                  .empty());
 }
 
 TEST(ObserverTest, VmapiErrorsCarryContext) {

@@ -69,7 +69,7 @@ absl::Time ReadySince(const InstanceState& i, absl::Duration start_window) { ret
 bool InstanceBroken(const InstanceState& i) { return BrokenState(i); }
 
 bool Outdated(const InstanceState& i, const ServiceGoal& goal) {
-  return i.spec_hash != goal.spec_hash || i.stale_meta || i.stale_checks ||
+  return i.spec_hash != goal.spec_hash || i.stale_meta || i.stale_checks || i.stale_mount ||
          (!goal.image_uuid.empty() && !i.image_uuid.empty() && i.image_uuid != goal.image_uuid);
 }
 
@@ -375,9 +375,10 @@ uint64_t InstancesFingerprint(const std::vector<const InstanceState*>& instances
   uint64_t h = 0;
   for (const InstanceState* i : instances) {
     h = absl::Hash<std::tuple<uint64_t, absl::string_view, absl::string_view, absl::string_view, bool,
-                              absl::string_view, bool, bool, int64_t, int64_t, absl::string_view, bool,
+                              absl::string_view, bool, bool, bool, int64_t, int64_t, absl::string_view, bool,
                               absl::string_view, int64_t, int64_t>>{}(
         std::make_tuple(h, i->uuid, i->state, i->health, i->checked, i->spec_hash, i->stale_meta, i->stale_checks,
+                        i->stale_mount,
                         i->version,
                         absl::ToUnixNanos(i->created), i->service, i->delegate_dataset, i->image_uuid,
                         absl::ToUnixNanos(i->up_since), absl::ToUnixNanos(i->healthy_since)));

@@ -38,10 +38,18 @@ struct InstanceState {
   // (HealthSpecFor): it keeps running those checks, and is outdated like an
   // older spec, so a changed check rolls out as Kubernetes probes do.
   bool stale_checks = false;
+  // Mounts a copy of one of the project's volumes that was deleted outside
+  // Mariposa (MountsOfEarlierCopy): outdated like an older spec, replaced
+  // by the operator's `reprovision` (no rollout starts on its own).
+  bool stale_mount = false;
   std::string meta_hash;  // its tag mariposa.meta
   std::string cns;        // its tag triton.cns.services (set in place: Decider::Retags)
   std::string firewall;   // its tag mariposa.firewall (projects/firewall.h; set in place too)
   bool firewall_enabled = false;  // VMAPI's firewall_enabled (set in place too)
+  // Changed by hand in VMAPI since Mariposa made it (observer.h's
+  // kTagMade): "package", "tags", "metadata" joined by '+'; "" when not
+  // (or not known). Put back in place (Decider::Retags).
+  std::string hand_changed;
   std::vector<std::string> networks;  // the uuids of the networks its NICs are on
   std::string run;       // its tag mariposa.run: the run (task uuid) of a scheduled or event service
   int exit_status = -1;  // VMAPI's exit_status once its process exited (a run's outcome)

@@ -656,6 +656,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     auto it = projects_.find(s.project.uuid);
     if (it != projects_.end()) {
       it->second.sync_cost = r.total;
+      it->second.in_sync.clear();
       // The list this sync decided on is the next one's starting point.
       if (listed_at != absl::InfinitePast()) {
         it->second.listed_at = listed_at;
@@ -896,6 +897,9 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
     rules->push_back({rule.key, rule.equal, rule.soft, value});
   }
   Runtime(g.spec, environment, command, req);
+  // What it is made with, to notice a change by hand (observer.h).
+  req->tags[kTagMade] =
+      MadeFingerprint(req->billing_id, req->ram, req->tags, req->customer_metadata, !req->billing_id.empty());
   return prepared;
 }
 
@@ -928,6 +932,7 @@ void Reconciler::Resync() {
   }
   std::set<std::string> now_known;
   std::set<std::string> quiet = QuietProjects(clock_->Now());
+  ScheduleAudits(*projects, clock_->Now());
   for (const ProjectRecord& p : *projects) {
     now_known.insert(p.name);
     if (!quiet.count(p.uuid)) queue_.Add(p.uuid);
@@ -962,6 +967,21 @@ std::set<std::string> Reconciler::QuietProjects(absl::Time now) {
     out.insert(uuid);
   }
   return out;
+}
+
+void Reconciler::ScheduleAudits(const std::vector<ProjectRecord>& projects, absl::Time now) {
+  absl::MutexLock l(&mu_);
+  if (!feed_ || !feed_->watching || options_.audit <= absl::ZeroDuration()) return;
+  for (const ProjectRecord& p : projects) {
+    auto it = projects_.find(p.uuid);
+    if (it == projects_.end()) continue;
+    ProjectState& ps = it->second;
+    // Only a watched listing is checked (a polled one is read in full).
+    if (ps.auditing || ps.listed_at < feed_->since || now - ps.audited_at < options_.audit) continue;
+    if (ps.audited_at == absl::InfinitePast() && now - ps.listed_at < options_.audit) continue;  // just listed
+    ps.auditing = true;
+    relist_jobs_.push_back({p.uuid, OwnersOf(p), {}, {}, ps.epoch, true, now});
+  }
 }
 
 void Reconciler::Wake() {
@@ -1037,7 +1057,11 @@ std::string Reconciler::WatchSummary() const {
   if (feed_->watching) {
     return absl::StrCat("watching VMAPI's change feed since ", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", feed_->since,
                                                                                 absl::UTCTimeZone()),
-                        " (a full listing every ", absl::FormatDuration(options_.relist), ")");
+                        options_.audit > absl::ZeroDuration()
+                            ? absl::StrCat(": a change it misses is found within ", absl::FormatDuration(options_.audit),
+                                           " (each project checked against a digest of its VMs)")
+                            : ": a change it misses is found only by the full listing",
+                        "; a full listing every ", absl::FormatDuration(options_.relist));
   }
   return absl::StrCat("polling VMAPI: every sync lists it (the change feed is not watched: ", feed_->why, ")");
 }

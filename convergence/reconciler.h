@@ -64,6 +64,10 @@ struct ReconcilerOptions {
   // project's listing stays current by the feed's items and is read again
   // in full only this often (the safety net); full_observe otherwise.
   absl::Duration relist = absl::Minutes(5);
+  // While watching, each project's VMs are also checked this often against
+  // a digest (uuid, state, last_modified: one cheap listing), so a change
+  // the feed lost is found within about this long (DigestSuspects).
+  absl::Duration audit = absl::Seconds(10);
   // `status` answers from the last observation; older than this, its
   // verdicts are unknown (ControllerPolicy::stale_after).
   absl::Duration stale_after = absl::Seconds(20);
@@ -271,6 +275,7 @@ class Reconciler {
   Observation TakeKeptListing(Snapshot* s, absl::Time now);
   void ShowLastObservation(Snapshot* s);
   void ListInstances(Snapshot* s);
+  static void MarkLostMounts(Snapshot* s);
   void ApplyFeed(Snapshot* s);
   static std::vector<std::string> NonAgentServices(const Snapshot& s);
   absl::Status GatherJobs(Snapshot* s, bool poll_jobs, absl::Time now);
@@ -424,6 +429,9 @@ class Reconciler {
   // (no feed item pending, younger than relist). Their observation is as
   // of now (the feed keeps it current).
   std::set<std::string> QuietProjects(absl::Time now);
+  // Asks the Relister for the digest check of each watched project not
+  // checked for options_.audit.
+  void ScheduleAudits(const std::vector<ProjectRecord>& projects, absl::Time now);
   // The admin account's core zones (tagged smartdc_role), by role.
   absl::StatusOr<std::map<std::string, std::vector<triton::Vm>>> CoreZones();
   // Takes the core zones of the goal's core services that no project
@@ -459,6 +467,10 @@ class Reconciler {
     // Changed VMs from the feed, not yet applied to `listed` (the latest
     // of each; the next sync applies them).
     std::map<std::string, triton::Vm> feed_pending;
+    // The VMs a running sync took (feed items, VMs re-read after the
+    // digest) until it puts its listing back: `status` shows them on the
+    // last observation meanwhile, as it shows feed_pending.
+    std::vector<triton::Vm> in_sync;
     // A full listing read beside the syncs (Relister): asked for at
     // `relist_started`, done (`relisted`) until a sync takes it in place of
     // `listed`, with the feed's items since it was asked (relist_pending).
@@ -466,6 +478,15 @@ class Reconciler {
     absl::Time relist_started;
     std::optional<std::vector<InstanceState>> relisted;
     std::map<std::string, triton::Vm> relist_pending;
+    // The digest check (options_.audit): one in flight; the last one done
+    // (read from then); VMs it found the feed did not bring, re-read by the
+    // next sync; a digest a sync compares (the listing was taken when it
+    // came); VMs re-read that are not the project's (not re-read again).
+    bool auditing = false;
+    absl::Time audit_started, audited_at = absl::InfinitePast();
+    std::set<std::string> audit_suspects;
+    std::optional<std::vector<triton::Vm>> audit_digest;
+    std::set<std::string> audit_ignored;
     std::set<std::string> adopted;  // core zones whose adoption was announced
     std::string name;
     std::map<std::string, ServiceMemory> memory;  // by service
@@ -562,7 +583,15 @@ class Reconciler {
     std::vector<std::string> owners, services;
     std::map<std::string, int64_t> version_numbers;
     int64_t epoch = 0;
+    bool digest = false;  // the digest check (audit), not a full listing
+    absl::Time started;
   };
+  // A digest check (Relister): the kept listing compared, or the digest
+  // kept for the next sync; the project woken when the feed missed some.
+  void TakeDigest(const RelistJob& job, std::vector<triton::Vm> digest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The VMs the digest found the feed did not bring, read again and applied
+  // to the sync's instances.
+  void ReadSuspects(Snapshot* s, std::vector<std::string> suspects);
   std::deque<RelistJob> relist_jobs_ ABSL_GUARDED_BY(mu_);
   std::thread relister_;
 };

@@ -8,11 +8,13 @@
 //   count      CountSent: jobs to follow, events, refusals
 //   record     the jobs, each task's step, and refusals counted like failed
 //              jobs (CountRefused)
+#include <algorithm>
 #include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "convergence/images.h"
@@ -184,6 +186,39 @@ void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out,
     if (want.firewall_enabled && *want.firewall_enabled != now.firewall_enabled) {
       enable = want.firewall_enabled;
       said.push_back(absl::StrCat("firewall ", *enable ? "on" : "off"));
+    }
+    if (!now.hand_changed.empty()) {
+      // Changed by hand in VMAPI: what a create would make of it now (its
+      // metadata and package set back, its tags replaced, its version tag
+      // kept), as before an in-place reprovision.
+      const ServiceGoalSpec* g = s.goal ? &s.goal->services.at(j.service) : nullptr;
+      if (g == nullptr || !s.images.count(j.service)) return;  // Decide held it
+      auto want = std::make_shared<triton::CreateVmRequest>();
+      std::vector<PlacementRuleText> ignored;
+      absl::Status prepared = InstanceRequest(s, *g, j.alias, id.uuid, want.get(), &ignored);
+      if (!now.version_uuid.empty()) want->tags[kTagVersion] = now.version_uuid;
+      said.push_back(absl::StrCat(kPutBack, absl::StrReplaceAll(now.hand_changed, {{"+", ", "}})));
+      j.reason = absl::StrJoin(said, "; ");
+      if (!prepared.ok()) {
+        out->refused.push_back(Refused(j, prepared));
+        ++r->failed;
+        return;
+      }
+      out->requests.push_back({j, [this, id, want, enable]() -> absl::StatusOr<triton::JobRef> {
+                            auto vm = vmapi_->GetVm(id);
+                            if (!vm.ok()) return vm.status();
+                            triton::UpdateVmRequest u = InPlaceUpdate(*want, *vm);
+                            // A user's drain (triton.cns.status) is theirs.
+                            u.remove_customer_metadata.erase(
+                                std::remove(u.remove_customer_metadata.begin(), u.remove_customer_metadata.end(),
+                                            std::string(kCnsStatusKey)),
+                                u.remove_customer_metadata.end());
+                            u.firewall_enabled = enable;
+                            auto updated = vmapi_->Update(id, u);
+                            if (!updated.ok()) return updated.status();
+                            return vmapi_->SetTags(id, want->tags, /*replace=*/true);
+                          }});
+      return;
     }
     j.reason = absl::StrJoin(said, "; ");
     out->requests.push_back({j, [this, id, set, remove, enable]() -> absl::StatusOr<triton::JobRef> {

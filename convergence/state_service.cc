@@ -102,7 +102,7 @@ grpc::Status StateService::GetState(grpc::ServerContext* ctx, const v1::GetState
       std::sort(mine.begin(), mine.end(),
                 [](const InstanceState* a, const InstanceState* b) { return a->alias < b->alias; });
       for (const InstanceState* i : mine) {
-        bool current = i->spec_hash == g.record.spec_hash && !i->stale_meta && !i->stale_checks;
+        bool current = i->spec_hash == g.record.spec_hash && !i->stale_meta && !i->stale_checks && !i->stale_mount;
         bool live = i->state == "running" || i->state == "provisioning";
         if (i->state == "running") st->set_running(st->running() + 1);
         else if (i->state == "provisioning") st->set_provisioning(st->provisioning() + 1);

@@ -68,6 +68,7 @@ std::vector<FlagSpec> BuildSpecs() {
       {"resync", "DURATION", "how often every project is re-checked (default 5s)", [](DaemonFlags& f) { return &f.resync; }, nullptr},
       {"watch", "on|off", "watch VMAPI's change feed and read only what changes (default on); off, or a VMAPI without the feed: every sync lists the project's VMs", [](DaemonFlags& f) { return &f.watch; }, nullptr},
       {"relist", "DURATION", "while watching, each project's VMs are still listed in full this often (default 5m)", [](DaemonFlags& f) { return &f.relist; }, nullptr},
+      {"audit", "DURATION", "while watching, each project's VMs are checked against a digest (uuid, state, last_modified) this often, to find what the change feed missed (default 10s; 0 = never)", [](DaemonFlags& f) { return &f.audit; }, nullptr},
       {"backoff-cap", "DURATION", "the longest wait after failed creates, installs or imports before the next attempt (default 2m; the wait starts at 1s and doubles)", [](DaemonFlags& f) { return &f.backoff_cap; }, nullptr},
       {"image-source", "URL", "an IMGAPI to import images from when the data center's IMGAPI lacks one a manifest names (like sdcadm's updates.tritondatacenter.com; tritonsim serves one at <its URL>/updates); without it such images are refused", [](DaemonFlags& f) { return &f.image_source_url; }, nullptr},
       {"image-channel", "NAME", "the source's channel (default release; \"\" = every channel)", [](DaemonFlags& f) { return &f.image_channel; }, nullptr},
@@ -199,6 +200,9 @@ absl::StatusOr<DaemonConfig> CheckDaemonFlags(DaemonFlags flags, const std::map<
   c.watch = f.watch == "on";
   if (!absl::ParseDuration(f.relist, &c.relist) || c.relist < absl::Seconds(1)) {
     return bad("--relist \"", f.relist, "\" is not a duration of at least 1s (e.g. 5m)");
+  }
+  if (!absl::ParseDuration(f.audit, &c.audit) || (c.audit != absl::ZeroDuration() && c.audit < absl::Seconds(1))) {
+    return bad("--audit \"", f.audit, "\" is not 0 or a duration of at least 1s (e.g. 10s)");
   }
   if (!absl::ParseDuration(f.backoff_cap, &c.backoff_cap) || c.backoff_cap < absl::Seconds(1)) {
     return bad("--backoff-cap \"", f.backoff_cap, "\" is not a duration of at least 1s (e.g. 2m)");

@@ -23,7 +23,7 @@ struct DaemonFlags {
   std::string tls_cert, tls_key, tls_client_ca, secrets_key, backup_dir, backup_interval = "1h", backup_keep = "24";
   std::string standby_listen, on_init_failure = "exit", max_agents = "256";
   std::string store_spec, node_name, advertise, lease_ttl = "10s";
-  std::string owner, admin_owner, network, resync = "5s", backoff_cap = "2m", watch = "on", relist = "5m";
+  std::string owner, admin_owner, network, resync = "5s", backoff_cap = "2m", watch = "on", relist = "5m", audit = "10s";
   std::string image_source_url, image_channel = "release", max_jobs = "64", max_jobs_project = "32";
   std::string health_lease = "10s", metrics_listen, http_listen;
   bool insecure_listen = false, standby = false, init = false, accept_store_loss = false;
@@ -53,7 +53,7 @@ absl::StatusOr<DaemonFlags> ParseDaemonArgs(const std::vector<std::string>& args
 // The checked, typed configuration.
 struct DaemonConfig {
   DaemonFlags flags;  // node_name filled in
-  absl::Duration resync, health_lease, backoff_cap, backup_interval, lease_ttl, relist;
+  absl::Duration resync, health_lease, backoff_cap, backup_interval, lease_ttl, relist, audit;
   bool watch = true;  // VMAPI's change feed (convergence/triton/vm_feed.h)
   int max_jobs = 0, max_jobs_per_project = 0, max_agents = 0, backup_keep = 0;
   std::map<std::string, triton::ApiEndpoint> endpoints;  // each API ("" urls: goal state only)

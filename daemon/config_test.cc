@@ -41,6 +41,7 @@ TEST(DaemonConfig, RefusedWithWhatAndHowToFix) {
       {"--backoff-cap 10ms", "--backoff-cap \"10ms\" is not a duration of at least 1s"},
       {"--watch yes", "--watch \"yes\" must be on or off"},
       {"--relist 500ms", "--relist \"500ms\" is not a duration of at least 1s"},
+      {"--audit 500ms", "--audit \"500ms\" is not 0 or a duration of at least 1s"},
       {"--triton http://127.0.0.1:8580", "--triton needs --owner UUID and --network UUID"},
       {"--max-health-agents 0", "--max-health-agents \"0\" must be a number of at least 1"},
       {"--tls-cert c.pem", "--tls-cert and --tls-key go together"},

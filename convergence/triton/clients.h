@@ -33,6 +33,7 @@ struct Vm {
   std::string server_uuid;
   std::string state;  // provisioning running stopped failed destroyed unknown …
   std::string image_uuid;
+  std::string billing_id;  // its package's uuid
   int64_t ram = 0;
   std::map<std::string, std::string> tags;  // non-string values as JSON text
   std::map<std::string, std::string> customer_metadata;
@@ -57,6 +58,7 @@ struct VmFilter {
   std::string image_uuid;
   std::vector<std::string> uuids;
   std::string predicate;                    // JSON text
+  std::vector<std::string> fields;          // VMAPI's fields: only these keys; empty = all
   int page_size = 1000;                     // 1..1000
   bool page_by_marker = true;               // else by offset
 };
@@ -361,6 +363,7 @@ struct Volume {
   std::string state;                  // creating | ready | failed | deleting
   std::vector<std::string> networks;  // fabric network uuids
   std::vector<std::string> refs;      // the VMs that mount it
+  std::string create_timestamp;       // ISO 8601
 };
 
 // VOLAPI.

@@ -157,6 +157,7 @@ absl::StatusOr<JobRef> FakeVmapiClient::CreateVm(const CreateVmRequest& req) {
   vm.brand = req.brand;
   vm.image_uuid = req.image_uuid;
   vm.ram = req.ram;
+  vm.billing_id = req.billing_id;
   vm.tags = req.tags;
   vm.customer_metadata = req.customer_metadata;
   vm.internal_metadata = req.internal_metadata;
@@ -204,6 +205,7 @@ absl::StatusOr<JobRef> FakeVmapiClient::Update(const VmRef& vm, const UpdateVmRe
     for (const auto& k : req.remove_customer_metadata) vm.customer_metadata.erase(k);
     for (const auto& k : req.remove_internal_metadata) vm.internal_metadata.erase(k);
     if (req.ram > 0) vm.ram = req.ram;
+    if (!req.billing_id.empty()) vm.billing_id = req.billing_id;
     if (req.quota > 0) vm.quota = req.quota;
     if (req.cpu_cap > 0) vm.cpu_cap = req.cpu_cap;
   });

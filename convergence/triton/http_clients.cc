@@ -27,6 +27,7 @@ std::string FilterQuery(const VmFilter& f) {
   if (!f.image_uuid.empty()) q.push_back("image_uuid=" + UrlEncode(f.image_uuid));
   if (!f.uuids.empty()) q.push_back("uuids=" + UrlEncode(absl::StrJoin(f.uuids, ",")));
   if (!f.predicate.empty()) q.push_back("predicate=" + UrlEncode(f.predicate));
+  if (!f.fields.empty()) q.push_back("fields=" + UrlEncode(absl::StrJoin(f.fields, ",")));
   return absl::StrJoin(q, "&");
 }
 
@@ -366,7 +367,7 @@ namespace {
 std::string Vlans(const std::string& owner) { return absl::StrCat("/fabrics/", UrlEncode(owner), "/vlans"); }
 
 json MutableBody(const FabricNetwork& n) {
-  return json{{"resolvers", n.resolvers}, {"routes", n.routes}, {"description", n.description}};
+  return json{{"name", n.name}, {"resolvers", n.resolvers}, {"routes", n.routes}, {"description", n.description}};
 }
 
 }  // namespace

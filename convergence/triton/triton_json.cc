@@ -313,6 +313,7 @@ absl::StatusOr<std::vector<Volume>> ParseVolumes(absl::string_view body, absl::s
     v.state = Str(j, "state");
     v.networks = Strings(j, "networks");
     v.refs = Strings(j, "refs");
+    v.create_timestamp = Str(j, "create_timestamp");
     if (v.state != "deleted") out->push_back(std::move(v));
   });
 }

@@ -174,6 +174,7 @@ class VmSax {
     else if (f == "alias") vm_->alias = std::move(value);
     else if (f == "owner_uuid") vm_->owner_uuid = std::move(value);
     else if (f == "brand") vm_->brand = std::move(value);
+    else if (f == "billing_id") vm_->billing_id = std::move(value);
     else if (f == "server_uuid") vm_->server_uuid = std::move(value);
     else if (f == "state") vm_->state = std::move(value);
     else if (f == "image_uuid") { if (!value.empty()) vm_->image_uuid = std::move(value); }
