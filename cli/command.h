@@ -117,7 +117,10 @@ void PrintTask(Context& c, const v1::Task& t);
 // version becomes another (mariposad's auto_rollback, or another apply), the
 // wait ends with exit 1 saying which version replaced it and why, never
 // "converged" for a version that is not the one applied.
-Result WaitSettled(Context& c, const std::string& project, int64_t version = 0);
+// `scope`: the services the command changed (scale, a task on services);
+// only they are waited for. Empty: the whole project.
+Result WaitSettled(Context& c, const std::string& project, int64_t version = 0,
+                   const std::vector<std::string>& scope = {});
 // "a,b,,c" -> a, b, c
 std::vector<std::string> SplitList(const std::optional<std::string>& v);
 // The options of --wait (and --timeout's mention in its help).

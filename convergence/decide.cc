@@ -286,6 +286,13 @@ Decision Decider::Run() {
     if (!s_.goal || !s_.goal->services.count(i.service) || s_.project.deleting) ++d_.leftover;
   }
   Stale();
+  if (s_.goal && s_.actual_known) {
+    for (const auto& [svc, g] : s_.goal->services) {
+      ServiceMemory& m = d_.memory[svc];
+      m.last_count = g.record.count;
+      m.last_seen = static_cast<int64_t>(of_[svc].size());
+    }
+  }
   bool all = s_.actual_known && d_.leftover == 0 && d_.firewall_changes.empty();
   for (const FirewallRuleView& v : d_.firewall_rules) all = all && v.state == "in place";
   all = all && d_.fabric_changes.empty();

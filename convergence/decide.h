@@ -55,6 +55,10 @@ struct ServiceMemory {
   // Instances changed by hand in VMAPI: uuid -> how many put-backs of them
   // ended (Decider::Retags stops after kMaxPutBacks and says so).
   std::map<std::string, int> put_backs;
+  // What the last Decide saw: the goal's count and the service's instances
+  // (a create at the same count after instances vanished replaces one
+  // destroyed out of band, not an apply's scale). -1: not known.
+  int64_t last_count = -1, last_seen = -1;
 };
 
 // A Triton API that could not be read, since when.

@@ -312,10 +312,26 @@ void Decider::NewScaleTasks(std::map<std::string, std::string>* blocked) {
 // `mariposa scale`, or a scale after an apply.
 TaskRecord Decider::ScaleTaskFor(const std::string& svc, const std::string& reason) {
   bool replacing = reason == "replace-broken" || reason == "remove-broken";
-  TaskRecord t = AutoTask("scale", svc, replacing ? "replace-unhealthy" : "scale");
-  t.trigger = replacing ? "drift" : "apply";
+  // Instances gone at the same count with no removal of ours: destroyed
+  // out of band (their replacement is not an apply's scale).
+  bool vanished = false;
+  if (!replacing && s_.goal && s_.goal->origin != "scale") {
+    auto m = s_.memory.find(svc);
+    const ServiceGoalSpec* g = GoalOf(svc);
+    if (m != s_.memory.end() && g != nullptr && m->second.last_count == g->record.count &&
+        m->second.last_seen > static_cast<int64_t>(of_[svc].size())) {
+      vanished = true;
+      for (const FinishedJob& f : s_.finished) vanished &= !(f.job.service == svc && RemovesKind(f.job.kind));
+      for (const JobRecord& j : s_.in_flight) vanished &= !(j.service == svc && RemovesKind(j.kind));
+    }
+  }
+  TaskRecord t = AutoTask("scale", svc, replacing || vanished ? "replace-unhealthy" : "scale");
+  t.trigger = vanished ? "destroyed" : replacing ? "drift" : "apply";
   if (replacing) {
     for (const InstanceState* i : of_[svc]) {
+      if (!InstanceBroken(*i)) continue;
+      if (i->state == "stopped") t.trigger = "stopped";
+      if (i->state == "failed") t.trigger = "failed";
       if (i->state == "unknown") t.trigger = "server-down";
       if (i->state == "running" && i->health == "unhealthy") t.trigger = "health";
     }

@@ -835,6 +835,54 @@ TEST(DecideTest, InstancesChangedByHandArePutBack) {
   EXPECT_EQ(d.memory.at("web").put_backs.at(s.instances[0].uuid), 1);
 }
 
+// Issue 48, 8: the automatic task says why it replaces: an instance
+// destroyed out of band (gone at the same count, no removal of ours), a
+// stopped one, a failed one; a count raised by an apply is the apply's.
+TEST(DecideTest, AutomaticTasksNameWhatTheyReplace) {
+  struct Case {
+    std::string name;
+    std::function<void(Snapshot*)> set;
+    std::string trigger;
+  };
+  const std::vector<Case> cases = {
+      {"destroyed out of band",
+       [](Snapshot* s) {
+         s->instances.pop_back();
+         s->memory["web"].last_count = 2;
+         s->memory["web"].last_seen = 2;
+       },
+       "destroyed"},
+      {"stopped", [](Snapshot* s) { s->instances[1].state = "stopped"; }, "stopped"},
+      {"failed", [](Snapshot* s) { s->instances[1].state = "failed"; }, "failed"},
+      {"raised by an apply",
+       [](Snapshot* s) {
+         s->instances.pop_back();
+         s->memory["web"].last_count = 1;
+         s->memory["web"].last_seen = 1;
+       },
+       "apply"},
+      {"removed by us (a job of ours ended)",
+       [](Snapshot* s) {
+         FinishedJob f{JobOf("j1", "delete", "web", s->instances[1].uuid), true, ""};
+         s->finished = {f};
+         s->instances.pop_back();
+         s->memory["web"].last_count = 2;
+         s->memory["web"].last_seen = 2;
+       },
+       "apply"},
+  };
+  for (const Case& c : cases) {
+    Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n"));
+    s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
+    s.memory["web"].spec_hash = s.goal->services.at("web").record.spec_hash;
+    c.set(&s);
+    Decision d = Decide(s, kT0);
+    ASSERT_EQ(d.new_tasks.size(), 1u) << c.name;
+    EXPECT_EQ(d.new_tasks[0].trigger, c.trigger) << c.name;
+    EXPECT_EQ(d.memory.at("web").last_count, 2) << c.name;
+  }
+}
+
 // Firewall rules (DecideFirewall), as a table: what is created, updated and
 // deleted in FWAPI, what each instance carries in place, and when the
 // project is converged.

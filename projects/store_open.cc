@@ -160,6 +160,7 @@ absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenStore(const std::string& da
   }
   std::vector<std::string> accepted;  // what --accept-store-loss let through, for the event log
   std::optional<HighWater> mark;
+  const bool mark_missing = !Exists(mark_path, nullptr);
   if (std::optional<std::string> text = ReadFile(mark_path); text && !init) {
     mark = ParseHighWater(*text);
     if (!mark) {
@@ -217,6 +218,26 @@ absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenStore(const std::string& da
                                               " (written after every commit). The write-ahead log was lost or "
                                               "damaged, or an older copy of mariposa.db was put in place"),
                                  OlderStoreFix(data_dir, backup_dir, mark), kImpact});
+    }
+  }
+  // The mark gone while the store has commits a release that writes it made
+  // (a store migrated from before the mark starts at 0): nothing shows
+  // whether this store is the newest one, so it is not taken as such.
+  if (!mark && mark_missing && held_one && !init && !accept_loss) {
+    auto now = (*store)->CurrentHighWater();
+    if (!now.ok() || now->commits > 0) {
+      return Refuse(refusal,
+                    StoreRefusal{absl::StrCat("the high-water mark of store ", path, " is missing"),
+                                 absl::StrCat("this data dir held a store (", marker, " exists) and the store has ",
+                                              now.ok() ? absl::StrCat(now->commits) : std::string("some"),
+                                              " commits counted, so mariposad wrote ", mark_path,
+                                              " after each of them; without it, an older copy of mariposa.db or a "
+                                              "lost write-ahead log cannot be told from the newest store"),
+                                 absl::StrCat("if this is the store mariposad last wrote (the mark was deleted by "
+                                              "hand), start once with --accept-store-loss: a new mark is written; "
+                                              "otherwise ",
+                                              OlderStoreFix(data_dir, backup_dir, mark)),
+                                 kImpact});
     }
   }
   if (mark && accept_loss) {

@@ -298,5 +298,26 @@ TEST(OpenStoreTest, UnreadableHighWaterMarkIsRewrittenNotFatal) {
   EXPECT_TRUE(ParseHighWater(ReadFile(k.dir + "/store-high-water")).has_value());
 }
 
+// Issue 48, 6: an older mariposa.db (here: its write-ahead log lost) with
+// its high-water mark deleted used to start silently although the marker
+// says the data dir held a store. Refused, saying why and how to go on;
+// --accept-store-loss starts it and writes a new mark; a store migrated
+// from before the mark existed (no commits counted) starts.
+TEST(OpenStoreTest, AMissingHighWaterMarkIsRefusedWhenTheStoreCountedCommits) {
+  Killed k = KilledWhileBusy("killed-nomark", 20);
+  unlink((k.dir + "/mariposa.db-wal").c_str());
+  unlink((k.dir + "/store-high-water").c_str());
+  StoreRefusal r;
+  ASSERT_FALSE(OpenStore(k.dir, false, &clock_for_test, &r, k.backups).ok());
+  EXPECT_NE(r.error.find("high-water mark of store"), std::string::npos) << r.ToString();
+  EXPECT_NE(r.error.find("is missing"), std::string::npos) << r.ToString();
+  EXPECT_NE(r.fix.find("--accept-store-loss"), std::string::npos) << r.fix;
+  EXPECT_NE(r.fix.find("mariposa-20260101T000000Z.db"), std::string::npos) << r.fix;
+  StoreRefusal again;
+  auto accepted = OpenStore(k.dir, false, &clock_for_test, &again, k.backups, /*accept_loss=*/true);
+  ASSERT_TRUE(accepted.ok()) << again.ToString();
+  EXPECT_TRUE(ParseHighWater(ReadFile(k.dir + "/store-high-water")).has_value());
+}
+
 }  // namespace
 }  // namespace mariposa

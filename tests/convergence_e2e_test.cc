@@ -482,6 +482,22 @@ TEST_F(ConvergenceTest, ApplyAndScaleWaitFollowProgress) {
   EXPECT_THAT(tasks, ::testing::HasSubstr("\"origin\": \"auto\""));    // the first apply's work
   EXPECT_THAT(tasks, ::testing::HasSubstr("\"created\": \"2\""));
 
+  // Issue 48, 9: a scale's --wait waits for what it changed: mysql, frozen
+  // with its instance killed, is not converged, and nginx's scale still
+  // ends as soon as nginx is.
+  ASSERT_EQ(M({"-j", "jupiter", "freeze", "--service", "mysql"}).exit_code, 0);
+  httplib::Client sim(sim_->addr());
+  std::string mysql = json::parse(sim.Get("/vms?state=running&tag.mariposa.service=mysql")->body)[0]["uuid"];
+  ASSERT_EQ(sim.Post("/_sim/vms/" + mysql + "/kill")->status / 100, 2);
+  ASSERT_TRUE(Eventually([&] { return M({"-j", "jupiter", "status"}).exit_code == 3; }, absl::Seconds(10)));
+  r = M({"-j", "jupiter", "scale", "nginx=+1", "--wait", "--timeout", "30s"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("nginx converged after"));
+  EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("mysql")));
+  EXPECT_EQ(Running()["nginx"], 3);
+  EXPECT_EQ(M({"-j", "jupiter", "status"}).exit_code, 3) << "the project as a whole is not converged";
+  ASSERT_EQ(M({"-j", "jupiter", "thaw", "--service", "mysql"}).exit_code, 0);
+
   std::string broken = R"(project: broken
 services:
   web:

@@ -272,7 +272,7 @@ Result Superseded(Context& c, const v1::GetStateResponse& st, int64_t version) {
 
 }  // namespace
 
-Result WaitSettled(Context& c, const std::string& project, int64_t version) {
+Result WaitSettled(Context& c, const std::string& project, int64_t version, const std::vector<std::string>& scope) {
   absl::Time start = c.clock->Now();
   absl::Duration asked = c.d().deadlines().command;
   absl::Duration timeout = asked > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(10);
@@ -296,7 +296,11 @@ Result WaitSettled(Context& c, const std::string& project, int64_t version) {
     for (const auto& p : st.problems()) {
       if (p.kind() == "older-spec") left_behind.insert(p.service());
     }
+    const std::set<std::string> in_scope(scope.begin(), scope.end());
+    bool scope_converged = !in_scope.empty();
     for (const auto& s : st.services()) {
+      if (!in_scope.empty() && !in_scope.count(s.name())) continue;  // not what this command changed
+      scope_converged = scope_converged && s.verdict() == "converged";
       parts.push_back(absl::StrCat(s.name(), " ", s.verdict(), s.reason().empty() ? "" : ": " + s.reason()));
       if (s.verdict() == "failed" || s.verdict() == "paused" || left_behind.count(s.name())) {
         stuck.push_back(absl::StrCat(s.name(), " is ", s.verdict(), ": ", s.reason(),
@@ -313,6 +317,11 @@ Result WaitSettled(Context& c, const std::string& project, int64_t version) {
     }
     if (st.converged()) {
       c.out() << "converged after " << secs << "s\n";
+      return 0;
+    }
+    if (scope_converged) {
+      c.out() << absl::StrJoin(scope, ", ") << " converged after " << secs
+              << "s (the rest of the project is not: `mariposa -j " << st.project() << " status` shows it)\n";
       return 0;
     }
     if (!stuck.empty()) {

@@ -20,7 +20,11 @@ Result Scale(Context& c, const Parsed& p) {
   }
   PrintDiff(c, resp.diff());
   if (!dry_run) c.out() << "applied version " << resp.version().number() << " (" << resp.version().uuid() << ")\n";
-  if (p.Has("--wait") && !dry_run) return WaitSettled(c, c.project(), resp.version().number());
+  if (p.Has("--wait") && !dry_run) {
+    std::vector<std::string> scaled;  // "web=+1" -> web: only what it changed is waited for
+    for (const std::string& change : p.args()) scaled.push_back(change.substr(0, change.find('=')));
+    return WaitSettled(c, c.project(), resp.version().number(), scaled);
+  }
   return 0;
 }
 

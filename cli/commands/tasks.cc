@@ -33,7 +33,9 @@ Result AddTask(Context& c, const Parsed& p, const std::string& kind) {
   RETURN_IF_ERROR(c.d().Check(c.d().queue->AddTask(c.d().Ctx().get(), req, &resp)));
   if (c.Structured()) c.Print(resp.task());
   else c.out() << "queued " << kind << " task " << resp.task().uuid() << "\n";
-  if (p.Has("--wait")) return WaitSettled(c, req.project());
+  if (p.Has("--wait")) {
+    return WaitSettled(c, req.project(), 0, {resp.task().services().begin(), resp.task().services().end()});
+  }
   return 0;
 }
 
