@@ -14,17 +14,17 @@ Result Scale(Context& c, const Parsed& p) {
   v1::ScaleResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->Scale(c.d().Ctx().get(), req, &resp)));
   if (c.PrintIfStructured(resp)) return 0;
+  std::vector<std::string> scaled;  // "web=+1" -> web: only what it names is waited for
+  for (const std::string& change : p.args()) scaled.push_back(change.substr(0, change.find('=')));
   if (resp.diff().empty()) {
     c.out() << "no changes\n";
-    return 0;
+    // Already at that count: --wait still answers whether it is there (a
+    // frozen or failing service is not).
+    return p.Has("--wait") && !dry_run ? WaitSettled(c, c.project(), 0, scaled) : 0;
   }
   PrintDiff(c, resp.diff());
   if (!dry_run) c.out() << "applied version " << resp.version().number() << " (" << resp.version().uuid() << ")\n";
-  if (p.Has("--wait") && !dry_run) {
-    std::vector<std::string> scaled;  // "web=+1" -> web: only what it changed is waited for
-    for (const std::string& change : p.args()) scaled.push_back(change.substr(0, change.find('=')));
-    return WaitSettled(c, c.project(), resp.version().number(), scaled);
-  }
+  if (p.Has("--wait") && !dry_run) return WaitSettled(c, c.project(), resp.version().number(), scaled);
   return 0;
 }
 
