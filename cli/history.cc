@@ -90,9 +90,27 @@ std::vector<HistoryRow> History(const std::vector<v1::Version>& versions, const 
     if (a.row.at_nanos != b.row.at_nanos) return a.row.at_nanos < b.row.at_nanos;
     return a.order != b.order ? a.order < b.order : a.seq < b.seq;
   });
+  // The same row again and again (a change that fails at every attempt) is
+  // one row, counted, as Kubernetes counts a repeated event.
   std::vector<HistoryRow> rows;
   rows.reserve(out.size());
-  for (Keyed& k : out) rows.push_back(std::move(k.row));
+  int repeats = 1;
+  std::string last_when;
+  auto close = [&] {
+    if (repeats > 1) absl::StrAppend(&rows.back().result, " (", repeats, " times, the last at ", last_when, ")");
+  };
+  for (Keyed& k : out) {
+    if (!rows.empty() && rows.back().who == k.row.who && rows.back().what == k.row.what &&
+        rows.back().result == k.row.result && k.order == 2) {
+      ++repeats;
+      last_when = k.row.when;
+      continue;
+    }
+    close();
+    repeats = 1;
+    rows.push_back(std::move(k.row));
+  }
+  close();
   return rows;
 }
 

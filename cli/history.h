@@ -25,7 +25,8 @@ struct HistoryRow {
 extern const char* const kHistoryEventKinds[4];
 
 // Oldest first; a version comes before the tasks it started, and those
-// before the events of the same instant. `format_time` formats a timestamp
+// before the events of the same instant. The same event row repeated in a
+// row is one row whose result ends "(N times, the last at WHEN)". `format_time` formats a timestamp
 // for `when`.
 std::vector<HistoryRow> History(const std::vector<v1::Version>& versions, const std::vector<v1::Task>& tasks,
                                 const std::vector<v1::Event>& events,

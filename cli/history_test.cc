@@ -91,6 +91,9 @@ TEST(History, ChangesToOtherResourcesAreInTheTimeline) {
                       {Event(9, 100, "fabric.network-created", "private (saturn-private, 10.60.0.0/24)"),
                        Event(8, 100, "fabric.vlan-created", "VLAN 60"),
                        Event(12, 150, "volume.change-failed", "data (saturn.data) not created: VOLAPI: 503"),
+                       // Issue 48, 9: the same failure at each retry is one row, counted.
+                       Event(13, 155, "volume.change-failed", "data (saturn.data) not created: VOLAPI: 503"),
+                       Event(17, 165, "volume.change-failed", "data (saturn.data) not created: VOLAPI: 503"),
                        Event(14, 200, "project.delete-requested", "removed first: 2 instances; then the project"),
                        Event(15, 210, "volume.retained", "data (saturn.data v1) is kept with its data"),
                        Event(16, 210, "fabric.network-retained", "private (saturn-private n1) is kept")},
@@ -102,7 +105,8 @@ TEST(History, ChangesToOtherResourcesAreInTheTimeline) {
                      "100 scale the project for version 1 => completed",
                      "100 fabric vlan created VLAN 60 => done",
                      "100 fabric network created private (saturn-private, 10.60.0.0/24) => done",
-                     "150 volume change failed data (saturn.data) not created: VOLAPI: 503 => failed",
+                     "150 volume change failed data (saturn.data) not created: VOLAPI: 503 => failed (3 times, the "
+                     "last at 165)",
                      "200 project delete requested removed first: 2 instances; then the project => requested",
                      "210 volume retained data (saturn.data v1) is kept with its data => kept",
                      "210 fabric network retained private (saturn-private n1) is kept => kept",
