@@ -1,8 +1,8 @@
 #include "projects/projects_service.h"
 
-#include <limits>
-
 #include <algorithm>
+#include <future>
+#include <limits>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -147,17 +147,19 @@ std::set<std::string> ChangedServices(const CompiledManifest* before, const Comp
 
 }  // namespace
 
-absl::Status ProjectsService::PlanImages(const std::string& project_uuid, const Manifest& m, bool allow_downgrade,
-                                         bool dry_run, Outcome* out) {
+std::set<std::string> ImagesToPlan(const v1::Diff& diff) {
   std::set<std::string> wanted;
-  for (const v1::ServiceChange& c : out->diff.services()) {
+  for (const v1::ServiceChange& c : diff.services()) {
     if (c.action() == v1::ServiceChange::CREATE ||
         (c.action() == v1::ServiceChange::UPDATE && c.from_image() != c.to_image())) {
       wanted.insert(c.service());
     }
   }
-  if (wanted.empty()) return absl::OkStatus();
-  auto plans = image_planner_(project_uuid, m, wanted);
+  return wanted;
+}
+
+absl::Status ProjectsService::PlanImages(const absl::StatusOr<std::map<std::string, ImagePlan>>& plans,
+                                         bool allow_downgrade, bool dry_run, Outcome* out) {
   if (!plans.ok()) {
     out->warnings.push_back(absl::StrCat("the image plan could not be made (", plans.status().message(),
                                          "); downgrades were not checked"));
@@ -281,8 +283,22 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   // scale re-uses a text checked when it was applied (an auto_rollback must
   // not be refused), and the sync reports what has gone since.
   std::vector<std::string> catalog_warnings;
+  // Apply's two checks against Triton (the catalog; the image plan) are
+  // asked at the same time: each is bounded (5 s in mariposad), and so are
+  // both together.
+  const v1::Diff diff = DiffManifests(before.get(), *compiled);
+  std::optional<absl::StatusOr<std::map<std::string, ImagePlan>>> plans;
+  const std::set<std::string> to_plan = ImagesToPlan(diff);
+  std::future<absl::StatusOr<std::vector<ManifestDiagnostic>>> catalog;
+  const std::string owner = existing.ok() ? existing->owner : default_owner_;
   if (catalog_check_ && origin == "apply") {
-    auto catalog_errors = catalog_check_(m, opts.filename, existing.ok() ? existing->owner : default_owner_);
+    catalog = std::async(std::launch::async, [&] { return catalog_check_(m, opts.filename, owner); });
+  }
+  if (image_planner_ && origin == "apply" && !to_plan.empty()) {
+    plans = image_planner_(existing.ok() ? existing->uuid : "", m, to_plan);
+  }
+  if (catalog.valid()) {
+    auto catalog_errors = catalog.get();
     if (!catalog_errors.ok()) {
       catalog_warnings.push_back(absl::StrCat(
           "packages, networks, brands and images were not checked (", catalog_errors.status().message(),
@@ -293,7 +309,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   }
 
   RETURN_IF_ERROR(cancel->Check());
-  out.diff = DiffManifests(before.get(), *compiled);
+  out.diff = diff;
   for (const auto& [name, v] : m.volumes) {  // data loss is said before it is asked for
     auto was = before ? before->manifest.volumes.find(name) : m.volumes.end();
     if (v.remove && (!before || was == before->manifest.volumes.end() || !was->second.remove)) {
@@ -328,8 +344,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
       }
     }
   }
-  if (image_planner_ && origin == "apply") RETURN_IF_ERROR(PlanImages(existing.ok() ? existing->uuid : "", m,
-                                                                      allow_downgrade, dry_run, &out));
+  if (plans) RETURN_IF_ERROR(PlanImages(*plans, allow_downgrade, dry_run, &out));
   for (const auto& w : m.warnings) out.warnings.push_back(w.ToString());
   for (auto& w : catalog_warnings) out.warnings.push_back(std::move(w));
 

@@ -97,8 +97,8 @@ class ProjectsService final : public v1::Projects::Service {
   // Fills the image plans of `out->diff` for the services whose image
   // changes; a downgrade without `allow_downgrade` is refused (a warning
   // on a dry run). The planner failing leaves the plans out, with a warning.
-  absl::Status PlanImages(const std::string& project_uuid, const Manifest& m, bool allow_downgrade, bool dry_run,
-                          Outcome* out);
+  absl::Status PlanImages(const absl::StatusOr<std::map<std::string, ImagePlan>>& plans, bool allow_downgrade,
+                          bool dry_run, Outcome* out);
   // Queues the reprovision task that rolls out the services an apply or
   // rollback changed (update.on_change: rollout); its uuid, or "" (a
   // refusal is added to `warnings`).

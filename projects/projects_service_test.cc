@@ -5,6 +5,7 @@
 
 #include <grpcpp/server_context.h>
 
+#include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "gtest/gtest.h"
 #include "projects/sql_store.h"
@@ -56,6 +57,31 @@ class CatalogCheckTest : public ::testing::Test {
   int checks_ = 0;
   std::string checked_owner_;
 };
+
+// Issue 48, 9: apply's two checks against Triton (the catalog, the image
+// plan) are asked at the same time, so their bounds (5 s each in mariposad)
+// do not add up: the catalog check waits here until the planner was asked,
+// which happens only if they run side by side.
+TEST_F(CatalogCheckTest, TheCatalogCheckAndTheImagePlanAreAskedTogether) {
+  absl::Notification planner_asked;
+  bool together = false;
+  service_->set_catalog_check([&](const Manifest&, const std::string&, const std::string&)
+                                  -> absl::StatusOr<std::vector<ManifestDiagnostic>> {
+    together = planner_asked.WaitForNotificationWithTimeout(absl::Seconds(20));
+    return std::vector<ManifestDiagnostic>{};
+  });
+  service_->set_image_planner([&](const std::string&, const Manifest&, const std::set<std::string>& services)
+                                  -> absl::StatusOr<std::map<std::string, ImagePlan>> {
+    planner_asked.Notify();
+    std::map<std::string, ImagePlan> out;
+    for (const std::string& s : services) out[s].label = "nginx@1";
+    return out;
+  });
+  v1::ApplyResponse resp;
+  ASSERT_TRUE(Apply(kV1, &resp).ok());
+  EXPECT_TRUE(together) << "the catalog check ran alone: the image plan was asked only after it";
+  EXPECT_EQ(Versions(), 1);
+}
 
 // A project belongs to one Triton account: the one it was created for, else
 // mariposad's --owner; the catalog (packages, networks) is checked for it.

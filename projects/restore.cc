@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/sql.h"
 #include "common/status_macros.h"
+#include "projects/high_water.h"
 #include "projects/sql_store.h"
 #include "projects/store_open.h"
 
@@ -125,6 +127,7 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
   RETURN_IF_ERROR(CopyFile(backup, copy));
   RestoreResult r;
   r.store = store;
+  std::optional<HighWater> restored_mark;  // the restored store's own, written with it
   {
     auto schema = SchemaOf(copy);
     if (!schema.ok()) {
@@ -148,6 +151,7 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
         auto last = (*opened)->LastEventIndex();
         if (projects.ok()) r.projects = static_cast<int>(projects->size());
         if (last.ok()) r.last_event = *last;
+        if (auto mark = (*opened)->CurrentHighWater(); mark.ok()) restored_mark = *mark;
       }
     }
     if (!verified.ok()) {
@@ -157,7 +161,8 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
     }
   }
   // The high-water mark belongs to the store being replaced: the restored one
-  // is older on purpose. Moved first, so a failure changes nothing else.
+  // is older on purpose. Moved first, so a failure changes nothing else; the
+  // restored store's own is written once it is in place.
   std::string mark = data_dir + "/" + kHighWaterFile;
   if (Exists(mark)) {
     std::string aside = absl::StrCat(mark, ".before-restore-",
@@ -189,6 +194,11 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
   if (dir >= 0) {
     fsync(dir);
     close(dir);
+  }
+  // Its own high-water mark: a start finds the store it was given, and a
+  // later loss of this store is measured against it.
+  if (restored_mark) {
+    std::ofstream(mark, std::ios::trunc) << FormatHighWater(*restored_mark);
   }
   // The data dir holds a store now: mariposad must not start on an empty one.
   std::string marker = data_dir + "/" + kStoreMarker;
