@@ -31,6 +31,20 @@ FinishedJob Refused(const JobRecord& j, const absl::Status& st) {
   return FinishedJob{j, false, std::string(st.message())};
 }
 
+// Waits for a job that must be done before the next call (only the last
+// job of a request is followed): an error unless it succeeded.
+absl::Status Finished(triton::VmapiClient* vmapi, const absl::StatusOr<triton::JobRef>& job, const char* what) {
+  if (!job.ok()) return job.status();
+  if (job->job_uuid.empty()) return absl::OkStatus();  // done at once (no job)
+  auto j = vmapi->WaitJob(job->job_uuid, absl::Minutes(1));
+  if (!j.ok()) return j.status();
+  if (j->execution != "succeeded") {
+    return absl::AbortedError(absl::StrCat(what, " job ", j->uuid, " ", j->execution, j->error.empty() ? "" : ": ",
+                                           j->error));
+  }
+  return absl::OkStatus();
+}
+
 // The VMAPI update that brings `current` to what `want` would create, before
 // an in-place reprovision: metadata replaced (keys no longer wanted
 // removed; of internal_metadata only sdc-docker's docker:* keys, which are
@@ -214,8 +228,11 @@ void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out,
                                             std::string(kCnsStatusKey)),
                                 u.remove_customer_metadata.end());
                             u.firewall_enabled = enable;
-                            auto updated = vmapi_->Update(id, u);
-                            if (!updated.ok()) return updated.status();
+                            // Done before the tags (followed) are set: the
+                            // next sync must not see the metadata still changed.
+                            if (absl::Status st = Finished(vmapi_, vmapi_->Update(id, u), "update"); !st.ok()) {
+                              return st;
+                            }
                             return vmapi_->SetTags(id, want->tags, /*replace=*/true);
                           }});
       return;
@@ -243,6 +260,10 @@ void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out,
     out->requests.push_back({j, [this, id, running, timeout, mark]() -> absl::StatusOr<triton::JobRef> {
                           auto tagged = vmapi_->SetTags(id, {{kTagPreserved, mark}}, false);
                           if (!tagged.ok() || !running) return tagged;
+                          // Tagged before it stops: a stopped instance
+                          // without the tag would read as broken and be
+                          // preserved again (the same event twice).
+                          if (absl::Status st = Finished(vmapi_, tagged, "tag"); !st.ok()) return st;
                           return vmapi_->Act(id, triton::VmAction::kStop, timeout);
                         }});
   } else {
