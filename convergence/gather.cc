@@ -215,6 +215,23 @@ void Reconciler::TakeRelisted(const Snapshot* s, ProjectState* ps) {
   ps->listed_at = ps->relist_started;
 }
 
+namespace {
+
+// `f` listed once per owner (once naming none when there are none), together.
+absl::StatusOr<std::vector<triton::Vm>> ListForOwners(triton::VmapiClient* vmapi, const std::vector<std::string>& owners,
+                                                      triton::VmFilter f) {
+  std::vector<triton::Vm> out;
+  for (const std::string& owner : owners.empty() ? std::vector<std::string>{""} : owners) {
+    f.owner_uuid = owner;
+    auto vms = vmapi->ListVms(f);
+    if (!vms.ok()) return vms.status();
+    out.insert(out.end(), std::make_move_iterator(vms->begin()), std::make_move_iterator(vms->end()));
+  }
+  return out;
+}
+
+}  // namespace
+
 // The safety-net listings, one at a time, beside the syncs.
 void Reconciler::Relister() {
   for (;;) {
@@ -228,27 +245,17 @@ void Reconciler::Relister() {
       relist_jobs_.pop_front();
     }
     if (job.digest) {
-      std::vector<triton::Vm> digest;
-      absl::Status st = absl::OkStatus();
-      for (const std::string& owner : job.owners.empty() ? std::vector<std::string>{""} : job.owners) {
-        triton::VmFilter f;
-        f.tags[kTagProject] = job.project;
-        f.state = "active";
-        f.owner_uuid = owner;
-        f.fields = {"uuid", "state", "last_modified"};
-        auto vms = vmapi_->ListVms(f);
-        if (!vms.ok()) {
-          st = vms.status();
-          break;
-        }
-        digest.insert(digest.end(), std::make_move_iterator(vms->begin()), std::make_move_iterator(vms->end()));
-      }
-      NoteApi("VMAPI", st);
+      triton::VmFilter f;
+      f.tags[kTagProject] = job.project;
+      f.state = "active";
+      f.fields = {"uuid", "state", "last_modified"};
+      auto digest = ListForOwners(vmapi_, job.owners, f);
+      NoteApi("VMAPI", digest.status());
       absl::MutexLock l(&mu_);
       auto it = projects_.find(job.project);
       if (it == projects_.end() || it->second.epoch != job.epoch) continue;
       it->second.auditing = false;
-      if (st.ok()) TakeDigest(job, std::move(digest));
+      if (digest.ok()) TakeDigest(job, *std::move(digest));
       continue;
     }
     auto instances =
@@ -290,19 +297,16 @@ void Reconciler::ReadSuspects(Snapshot* s, std::vector<std::string> suspects) {
   LogWarn("VMAPI's change feed missed changes: the digest found them; reading them again",
           {{"project", s->project.name}, {"vms", absl::StrJoin(suspects, ",")}});
   std::vector<triton::Vm> read;
-  for (const std::string& owner : OwnersOf(s->project).empty() ? std::vector<std::string>{""} : OwnersOf(s->project)) {
-    for (size_t at = 0; at < suspects.size(); at += 100) {
-      triton::VmFilter f;
-      f.owner_uuid = owner;
-      f.uuids.assign(suspects.begin() + at, suspects.begin() + std::min(suspects.size(), at + 100));
-      auto vms = vmapi_->ListVms(f);
-      NoteApi("VMAPI", vms.status());
-      if (!vms.ok()) {
-        s->actual_known = false;  // what the feed missed cannot be read: nothing is claimed
-        return;
-      }
-      read.insert(read.end(), std::make_move_iterator(vms->begin()), std::make_move_iterator(vms->end()));
+  for (size_t at = 0; at < suspects.size(); at += 100) {
+    triton::VmFilter f;
+    f.uuids.assign(suspects.begin() + at, suspects.begin() + std::min(suspects.size(), at + 100));
+    auto vms = ListForOwners(vmapi_, OwnersOf(s->project), f);
+    NoteApi("VMAPI", vms.status());
+    if (!vms.ok()) {
+      s->actual_known = false;  // what the feed missed cannot be read: nothing is claimed
+      return;
     }
+    read.insert(read.end(), std::make_move_iterator(vms->begin()), std::make_move_iterator(vms->end()));
   }
   std::set<std::string> found;
   for (const triton::Vm& vm : read) found.insert(vm.uuid);
