@@ -295,6 +295,25 @@ std::string CheckNetworkProblem(const ServiceSpec& s, const std::string& want,
 
 }  // namespace
 
+const char kDefaultFabricNetwork[] = "My-Fabric-Network";
+
+absl::StatusOr<triton::Network> DefaultFabricNetwork(const std::vector<triton::Network>& all,
+                                                     const std::string& owner) {
+  std::vector<std::string> fabrics;
+  for (const triton::Network& n : all) {
+    if (!n.fabric || n.pool || std::find(n.owner_uuids.begin(), n.owner_uuids.end(), owner) == n.owner_uuids.end()) {
+      continue;
+    }
+    if (absl::EqualsIgnoreCase(n.name, kDefaultFabricNetwork)) return n;
+    fabrics.push_back(n.name);
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "account ", owner, " has no default fabric network (", kDefaultFabricNetwork,
+      ", which Triton makes for each account when fabrics are set up) in NAPI; name the fabric network the volume is "
+      "served on: one of the manifest's fabric.networks, or the uuid of a fabric network of the account",
+      fabrics.empty() ? std::string(" (it has none)") : absl::StrCat(" (it has ", absl::StrJoin(fabrics, ", "), ")")));
+}
+
 const char kNoAdminOwner[] =
     "core zones belong to Triton's admin account, which mariposad was not given; start it with --admin-owner "
     "UUID (the headnode's ufds_admin_uuid: `sdc-sapi /applications?name=sdc | json -Ha metadata.ufds_admin_uuid`)";
@@ -344,6 +363,15 @@ std::vector<ManifestDiagnostic> CheckCatalog(const Manifest& m, const Catalog& c
       } else if (absl::IsNotFound(image.status())) {
         error(absl::StrCat(path, ".image"), image.status());
       }
+    }
+  }
+  // A volume with no network is made on the account's default fabric
+  // network: refused here when the account has none.
+  if (catalog.networks) {
+    for (const auto& [name, v] : m.volumes) {
+      if (!v.network.empty() || v.remove) continue;
+      auto def = DefaultFabricNetwork(*catalog.networks, tenant);
+      if (!def.ok()) error(absl::StrCat("volumes.", name, ".network"), def.status());
     }
   }
   // A volume size VOLAPI does not make fails at every sync: refused here.

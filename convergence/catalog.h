@@ -58,6 +58,17 @@ absl::StatusOr<std::vector<std::string>> ChooseNetworks(const std::vector<std::s
                                                         const std::vector<triton::Network>& all,
                                                         const std::string& owner);
 
+// The account's default fabric network, where a volume whose manifest
+// names no network is made (as CloudAPI's CreateVolume does with no
+// networks). CloudAPI reads it from UFDS (dclocalconfig defaultnetwork),
+// which mariposad does not reach; Triton makes it for each account when
+// fabrics are set up as the fabric network "My-Fabric-Network" (VLAN 2),
+// and that is the one taken: the account's fabric network of that name,
+// compared without case. NOT_FOUND says how to name one instead.
+extern const char kDefaultFabricNetwork[];
+absl::StatusOr<triton::Network> DefaultFabricNetwork(const std::vector<triton::Network>& all,
+                                                     const std::string& owner);
+
 // The brand an instance of `spec` runs as with `image`:
 // docker -> lx (a Docker image); infrastructure -> joyent (zone-dataset) or
 // lx (lx-dataset); kvm -> bhyve, or kvm when asked (zvol). The image's

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
+
 namespace mariposa::convergence {
 namespace {
 
@@ -296,6 +298,54 @@ TEST(CatalogTest, VolumeSizesVolapiDoesNotMakeAreRefused) {
   EXPECT_NE(errors[0].message.find("size 1g is not one VOLAPI makes volumes of; give one of 10g, 20g"),
             std::string::npos)
       << errors[0].message;
+}
+
+// Issue 48, 11: a volume that names no network is made on the account's
+// default fabric network, as CloudAPI does; an account without one is
+// refused at apply, naming the fabric networks it has.
+TEST(CatalogTest, AVolumeWithNoNetworkTakesTheAccountsDefaultFabricNetwork) {
+  const triton::Network mine{"n-mine", "My-Fabric-Network", "192.168.128.0/22", true, false, {"owner"}};
+  const triton::Network lower{"n-lower", "my-fabric-network", "192.168.128.0/22", true, false, {"owner"}};
+  const triton::Network theirs{"n-theirs", "My-Fabric-Network", "192.168.128.0/22", true, false, {"other"}};
+  const triton::Network other{"n-other", "back", "10.9.0.0/24", true, false, {"owner"}};
+  const triton::Network external{"n-ext", "My-Fabric-Network", "10.0.0.0/8", false, false, {}};
+  struct Case {
+    std::string name;
+    std::vector<triton::Network> all;
+    std::string want;  // the uuid, or a part of the error
+  };
+  const std::vector<Case> cases = {
+      {"the account's", {theirs, other, mine}, "n-mine"},
+      {"the name compared without case", {lower}, "n-lower"},
+      {"another account's is not", {theirs, other}, "has no default fabric network (My-Fabric-Network"},
+      {"its other fabric networks are named", {other}, "(it has back)"},
+      {"a network that is not a fabric is not", {external}, "(it has none)"},
+  };
+  for (const Case& c : cases) {
+    auto got = DefaultFabricNetwork(c.all, "owner");
+    if (absl::StartsWith(c.want, "n-")) {
+      ASSERT_TRUE(got.ok()) << c.name << ": " << got.status();
+      EXPECT_EQ(got->uuid, c.want) << c.name;
+    } else {
+      ASSERT_FALSE(got.ok()) << c.name;
+      EXPECT_TRUE(absl::IsNotFound(got.status())) << c.name;
+      EXPECT_NE(got.status().message().find(c.want), std::string::npos) << c.name << ": " << got.status();
+    }
+  }
+  Manifest m;
+  VolumeSpec none, named, removed;
+  named.network = "11111111-2222-4333-8444-555555555555";
+  removed.remove = true;
+  m.volumes = {{"uploads", none}, {"data", named}, {"old", removed}};
+  Catalog cat;
+  EXPECT_TRUE(CheckCatalog(m, cat, "owner", "", "m.yaml").empty()) << "networks not read: not checked";
+  cat.networks = std::vector<triton::Network>{mine};
+  EXPECT_TRUE(CheckCatalog(m, cat, "owner", "", "m.yaml").empty());
+  cat.networks = std::vector<triton::Network>{theirs};
+  auto errors = CheckCatalog(m, cat, "owner", "", "m.yaml");
+  ASSERT_EQ(errors.size(), 1u) << "only the volume that names no network, and not one being removed";
+  EXPECT_EQ(errors[0].path, "volumes.uploads.network");
+  EXPECT_NE(errors[0].message.find("name the fabric network the volume is served on"), std::string::npos);
 }
 
 }  // namespace

@@ -191,6 +191,11 @@ struct Snapshot {
   std::optional<std::vector<triton::Volume>> volumes;
   std::string volumes_error;
   std::map<std::string, std::string> volume_failures;
+  // The account's default fabric network (catalog.h DefaultFabricNetwork),
+  // read while a goal volume names no network: its uuid and name, or why
+  // it is not known (default_fabric.uuid empty).
+  triton::Network default_fabric;
+  std::string default_fabric_error;
   // A failed change to a rule, network ("vlan" for the VLAN) or volume is
   // not tried again before this time (ChangeBackoff after its attempts).
   std::map<std::string, absl::Time> firewall_retry_at, fabric_retry_at, volume_retry_at;

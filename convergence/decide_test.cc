@@ -1253,6 +1253,38 @@ TEST(DecideTest, VolumesAreMadeDeletedOnlyWhenAskedAndRetainedOtherwise) {
   }));
 }
 
+// Issue 48, 11: a volume that names no network (as an earlier release
+// stored it) is made on the account's default fabric network; while that is
+// not known it waits, with a problem saying how to name one.
+TEST(DecideTest, AVolumeWithNoNetworkIsMadeOnTheAccountsDefault) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nvolumes:\n  uploads: {size: 10g}\n"
+                                 "services:\n  web: {image: web@1, count: 1, volumes: [uploads:/u]}\n"));
+  s.volapi = true;
+  s.volumes = std::vector<triton::Volume>{};
+  s.default_fabric = {"n-default", "My-Fabric-Network", "192.168.128.0/22", true, false, {"owner"}};
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(d.volume_changes.size(), 1u);
+  EXPECT_EQ(d.volume_changes[0].volume.networks, std::vector<std::string>{"n-default"});
+  EXPECT_EQ(d.volume_changes[0].volume.size, 10240);
+  ASSERT_EQ(d.volumes.size(), 1u);
+  EXPECT_EQ(d.volumes[0].network, "My-Fabric-Network (the account's default)");
+  EXPECT_EQ(d.volumes[0].state, "to create");
+
+  s.default_fabric = {};
+  s.default_fabric_error = "account owner has no default fabric network (My-Fabric-Network, …)";
+  d = Decide(s, kT0);
+  EXPECT_TRUE(d.volume_changes.empty());
+  ASSERT_EQ(d.volumes.size(), 1u);
+  EXPECT_EQ(d.volumes[0].state,
+            "waiting: the account's default fabric network is not known: account owner has no default fabric "
+            "network (My-Fabric-Network, …)");
+  EXPECT_FALSE(d.converged);
+  EXPECT_TRUE(std::any_of(d.problems.begin(), d.problems.end(), [](const Problem& p) {
+    return p.error == "volume uploads names no network and the account's default fabric network is not known" &&
+           p.fix.find("volumes.uploads.network") != std::string::npos;
+  }));
+}
+
 // Deleting the project deletes the volumes whose deletion_policy says so
 // (after the instances that mount them) and keeps the others, with an
 // event; the project goes when nothing but what it retains is left.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/ids.h"
+#include "convergence/catalog.h"
 #include "convergence/decide.h"
 #include "projects/volumes.h"
 
@@ -54,6 +55,30 @@ triton::Volume VolumeFor(const std::string& volapi_name, const VolumeSpec& spec,
   want.size = spec.size_mib;
   want.networks = {network};
   return want;
+}
+
+// The uuid of the network a volume is made on: its fabric network's once
+// made, the uuid it names, or the account's default fabric network when it
+// names none. "" while not known, with *why saying what it waits for.
+std::string VolumeNetworkUuid(const Snapshot& s, const VolumeSpec& spec, std::string* why) {
+  if (spec.network.empty()) {
+    if (s.default_fabric.uuid.empty()) {
+      *why = absl::StrCat("the account's default fabric network is not known: ", s.default_fabric_error);
+    }
+    return s.default_fabric.uuid;
+  }
+  if (IsUuid(spec.network)) return spec.network;
+  std::string uuid = FabricNetworkUuid(s, spec.network);
+  if (uuid.empty()) *why = absl::StrCat("fabric network ", spec.network, " is not made yet");
+  return uuid;
+}
+
+// The network column of `status`: as the manifest names it, or the
+// account's default.
+std::string VolumeNetworkShown(const Snapshot& s, const VolumeSpec& spec) {
+  if (!spec.network.empty()) return spec.network;
+  return absl::StrCat(s.default_fabric.name.empty() ? kDefaultFabricNetwork : s.default_fabric.name,
+                      " (the account's default)");
 }
 
 }  // namespace
@@ -110,7 +135,8 @@ void DecideVolumes(const Snapshot& s, Decision* d) {
   if (!s.volapi || !s.volumes) {
     if (goal.empty()) return;  // nothing wanted, nothing known to be owned: not read
     for (const auto& [name, spec] : goal) {
-      VolumeView v{name, VolapiVolumeName(s.project.name, name), spec.network, "", s.volapi ? "unknown" : "not applied",
+      VolumeView v{name, VolapiVolumeName(s.project.name, name), VolumeNetworkShown(s, spec), "",
+                   s.volapi ? "unknown" : "not applied",
                    ""};
       v.size_mib = spec.size_mib;
       d->volumes.push_back(std::move(v));
@@ -138,7 +164,8 @@ void DecideVolumes(const Snapshot& s, Decision* d) {
     auto o = owned.find(name);
     const triton::Volume* have = o == owned.end() ? nullptr : o->second;
     auto f = s.volume_failures.find(name);
-    VolumeView v{name, VolapiVolumeName(s.project.name, name), spec ? spec->network : "", have ? have->uuid : "", "",
+    VolumeView v{name, VolapiVolumeName(s.project.name, name), spec ? VolumeNetworkShown(s, *spec) : "",
+                 have ? have->uuid : "", "",
                  f == s.volume_failures.end() ? "" : f->second};
     v.size_mib = have ? have->size : spec ? spec->size_mib : 0;
     if (have) v.mounted_by = have->refs;
@@ -181,8 +208,9 @@ void DecideVolumes(const Snapshot& s, Decision* d) {
                         "` replaces the instances so they mount the new one"),
            absl::StrCat("the data of ", v.volapi_name, " is lost; ", who, older.size() == 1 ? " uses" : " use",
                         " a volume that is gone")});
+      std::string why;
       if (have == nullptr) {
-        std::string net = IsUuid(spec->network) ? spec->network : FabricNetworkUuid(s, spec->network);
+        std::string net = VolumeNetworkUuid(s, *spec, &why);
         if (!net.empty()) {
           VolumeChange c{VolumeChange::Kind::kCreate, name, VolumeFor(v.volapi_name, *spec, net)};
           c.lost = who;
@@ -190,9 +218,16 @@ void DecideVolumes(const Snapshot& s, Decision* d) {
         }
       }
     } else if (have == nullptr) {
-      std::string net = IsUuid(spec->network) ? spec->network : FabricNetworkUuid(s, spec->network);
+      std::string why;
+      std::string net = VolumeNetworkUuid(s, *spec, &why);
       if (net.empty()) {
-        v.state = absl::StrCat("waiting: fabric network ", spec->network, " is not made yet");
+        v.state = absl::StrCat("waiting: ", why);
+        if (spec->network.empty()) {
+          Problem_(d, absl::StrCat("volume ", name, " names no network and the account's default fabric network is not known"),
+                   s.default_fabric_error,
+                   absl::StrCat("name the fabric network it is served on in the manifest (volumes.", name,
+                                ".network: one of fabric.networks, or a fabric network's uuid) and apply"));
+        }
       } else {
         v.state = "to create";
         d->volume_changes.push_back({VolumeChange::Kind::kCreate, name, VolumeFor(v.volapi_name, *spec, net)});

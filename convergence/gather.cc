@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/algorithm/container.h"
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -608,6 +609,15 @@ absl::Status Reconciler::GatherRecipes(Snapshot* snapshot, bool last_seen, std::
     auto catalog = CatalogNow(last_seen);
     if (catalog.ok() && (*catalog)->networks) {
       for (const triton::Network& n : *(*catalog)->networks) s.network_names[n.name] = n.uuid;
+    }
+    // Where a volume that names no network is made.
+    if (absl::c_any_of(s.goal->volumes, [](const auto& v) { return v.second.network.empty(); })) {
+      absl::StatusOr<triton::Network> def =
+          !catalog.ok() ? absl::StatusOr<triton::Network>(catalog.status())
+          : !(*catalog)->networks ? absl::FailedPreconditionError("mariposad has no NAPI address to find it")
+                                  : DefaultFabricNetwork(*(*catalog)->networks, TenantOf(s.project));
+      if (def.ok()) s.default_fabric = *def;
+      else s.default_fabric_error = std::string(def.status().message());
     }
     // A health check's network may name a fabric network of the manifest
     // (its name wins, as in services' networks).

@@ -799,13 +799,11 @@ class Parser {
       std::string vp = Join("volumes", name);
       const YamlNode& at = *volume_nodes_[name];
       bool fabric_has = m_.fabric && m_.fabric->networks.count(v.network);
+      // Left out with no fabric of one network: the account's default
+      // fabric network, found in NAPI as CloudAPI does (catalog.h).
       if (v.network.empty() && m_.fabric && m_.fabric->networks.size() == 1) {
         v.network = m_.fabric->networks.begin()->first;
-      } else if (v.network.empty()) {
-        Error(at, Join(vp, "network"),
-              "missing: name the fabric network the volume is served on (one of fabric.networks, or the uuid of a "
-              "fabric network of the account)");
-      } else if (!fabric_has && !IsUuid(v.network)) {
+      } else if (!v.network.empty() && !fabric_has && !IsUuid(v.network)) {
         Error(at, Join(vp, "network"), absl::StrCat("\"", v.network, "\" is neither a network of the manifest's "
                                                     "fabric nor a uuid; volumes are served on fabric networks"));
       }

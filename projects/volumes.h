@@ -18,8 +18,10 @@ namespace mariposa {
 struct VolumeSpec {
   int64_t size_mib = 0;  // 0: VOLAPI's default (10 GiB)
   // The fabric network it is served on: a network of the manifest's fabric
-  // (by its name) or an existing fabric network's uuid. "": the fabric's
-  // one network.
+  // (by its name) or an existing fabric network's uuid. Left out: the
+  // fabric's one network when the manifest has a fabric of one network,
+  // otherwise "" (the account's default fabric network, found in NAPI as
+  // CloudAPI does: convergence/catalog.h DefaultFabricNetwork).
   std::string network;
   std::string deletion_policy = "retain";  // retain | delete: what deleting the project does to it
   bool remove = false;  // delete it from VOLAPI once no instance mounts it (its data is lost)
