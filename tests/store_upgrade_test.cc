@@ -57,8 +57,8 @@ TEST(StoreUpgradeFixturesTest, EveryEarlierSchemaHasAStore) {
 TEST_P(StoreUpgradeTest, StartsMigratesKeepsItsVersionsAndConverges) {
   const std::string fixture = absl::StrCat(kFixtures, "/", GetParam());
   const std::string dir = TempDir("upgrade-" + GetParam());
-  ASSERT_EQ(RunProcess({"cp", "-r", fixture, dir + "/data"}).exit_code, 0);
-  ASSERT_EQ(RunProcess({"chmod", "-R", "u+w,go-rwx", dir + "/data"}).exit_code, 0);
+  ASSERT_EQ(RunProcess({"/bin/cp", "-rL", fixture, dir + "/data"}).exit_code, 0);
+  ASSERT_EQ(RunProcess({"/bin/chmod", "-R", "u+w,go-rwx", dir + "/data"}).exit_code, 0);
   Tritonsim sim({"--servers", "8", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "20"});
   ASSERT_TRUE(sim.Start()) << sim.log();
   ServerProcess daemon({"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir + "/data", "--triton",

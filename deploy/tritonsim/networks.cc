@@ -111,6 +111,9 @@ std::string DataCenter::LoadNetworksLocked(const json& seed) {
       nw.mtu = n.value("mtu", 1500);
       nw.fabric = n.value("fabric", false);
       nw.owner_uuids = n.value("owner_uuids", std::vector<std::string>{});
+      // A seeded fabric network is its one owner's (as NAPI keeps a fabric
+      // network's owner_uuid): VOLAPI serves that account's volumes on it.
+      if (nw.fabric && nw.owner_uuids.size() == 1) nw.owner_uuid = nw.owner_uuids[0];
       networks_[nw.uuid] = nw;
     }
   }
