@@ -926,13 +926,28 @@ std::vector<triton::Volume> OwnedVolumes(const std::string& project_name, std::v
   return out;
 }
 
+bool ListingShowsJobEnd(const JobRecord& job, const InstanceState* listed) {
+  if (job.kind == "create") return listed != nullptr && listed->state != "provisioning";
+  if (job.kind == "delete") return listed == nullptr || listed->state == "destroyed";
+  if (job.kind == "start") return listed != nullptr && listed->state == "running";
+  if (job.kind == "stop") return listed != nullptr && listed->state == "stopped";
+  return false;  // the others change what a state does not show
+}
+
 bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,
                               const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances) {
   const std::string& project_uuid = project.uuid;
   const std::vector<std::string> owners = OwnersOf(project);
+  std::map<std::string, const InstanceState*> listed;
+  for (const InstanceState& i : *instances) listed[i.uuid] = &i;
   std::vector<std::string> vms;
   for (const FinishedJob& f : finished) {
-    if (f.job.api == "vmapi" && !f.job.instance.empty()) vms.push_back(f.job.instance);
+    if (f.job.api != "vmapi" || f.job.instance.empty()) continue;
+    auto it = listed.find(f.job.instance);
+    // What the change feed already brought is not read again: during a
+    // mass scale that is every create (issue 49).
+    if (ListingShowsJobEnd(f.job, it == listed.end() ? nullptr : it->second)) continue;
+    vms.push_back(f.job.instance);
   }
   if (vms.empty()) return true;
   std::vector<absl::StatusOr<triton::Vm>> got(vms.size(), absl::UnknownError("not read"));

@@ -7,6 +7,7 @@
 #include "convergence/observer.h"
 #include "health/coordinator.h"
 #include "convergence/queue.h"
+#include "convergence/sync_helpers.h"
 #include "convergence/triton/fake_clients.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -76,6 +77,32 @@ class ReconcilerTest : public ::testing::Test {
   triton::FakeImgapiClient imgapi_;
   std::unique_ptr<Reconciler> reconciler_;
 };
+
+// Issue 49: after a job ends its VM is read again unless the kept listing
+// (kept current by the change feed) already shows what the job did.
+TEST(ListingShowsJobEndTest, OnlyWhatAStateShowsIsTakenFromTheListing) {
+  struct Case {
+    std::string kind, listed_state;  // "" listed: not in the listing
+    bool shows;
+  };
+  const std::vector<Case> cases = {
+      {"create", "", false},         {"create", "provisioning", false}, {"create", "running", true},
+      {"create", "failed", true},    {"create", "stopped", true},       {"delete", "", true},
+      {"delete", "destroyed", true}, {"delete", "running", false},      {"start", "running", true},
+      {"start", "stopped", false},   {"stop", "stopped", true},         {"stop", "running", false},
+      {"reprovision", "running", false}, {"retag", "running", false},   {"preserve", "stopped", false},
+  };
+  for (const Case& c : cases) {
+    JobRecord job;
+    job.kind = c.kind;
+    job.instance = "vm-1";
+    InstanceState i;
+    i.uuid = "vm-1";
+    i.state = c.listed_state;
+    EXPECT_EQ(ListingShowsJobEnd(job, c.listed_state.empty() ? nullptr : &i), c.shows)
+        << c.kind << " with the VM " << (c.listed_state.empty() ? "not listed" : c.listed_state);
+  }
+}
 
 TEST_F(ReconcilerTest, CreatesWithOwnershipThenConverges) {
   Apply("project: p\nservices:\n  web: {image: web@1, count: 3, tags: {role: front}}\n");

@@ -51,6 +51,13 @@ std::vector<triton::FabricNetwork> OwnedNetworks(const std::string& project_uuid
                                                  std::vector<triton::FabricNetwork> networks);
 std::vector<triton::Volume> OwnedVolumes(const std::string& project_name, std::vector<triton::Volume> volumes);
 
+// Whether the kept listing (`listed`: the job's VM in it, nullptr when it
+// has none) already shows what a finished VMAPI job did, as the change feed
+// brings it: a create out of provisioning, a deleted VM gone or destroyed,
+// a start running, a stop stopped. Such a VM is not read again after its
+// job (RefreshEnded); any other job's VM is.
+bool ListingShowsJobEnd(const JobRecord& job, const InstanceState* listed);
+
 }  // namespace mariposa::convergence
 
 #endif  // MARIPOSA_CONVERGENCE_SYNC_HELPERS_H_

@@ -113,6 +113,24 @@ TEST_F(WatchTest, ADestroyedInstanceIsReplacedFromTheFeedNotTheResync) {
   EXPECT_TRUE(Eventually([&] { return Converged(d->addr()); }, absl::Seconds(15))) << StatusText(d->addr());
 }
 
+// Issue 49: a scale while watching does not read each new VM again after
+// its create job (the feed brought it already): before, every create cost
+// a GetVm, which made watching slower than polling for a mass scale.
+TEST_F(WatchTest, AScaleIsNotReadAgainVmByVm) {
+  StartSim({});
+  auto d = Mariposad("60s");
+  ASSERT_EQ(Cli(d->addr(), {"apply", "--yes", "-f", "deploy/examples/jupiter.yaml"}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return Converged(d->addr()); }, absl::Seconds(30))) << d->log();
+  int64_t reads = Calls("GetVm"), creates = Calls("CreateVm");
+  RunResult scaled = Cli(d->addr(), {"--timeout", "60s", "-j", "jupiter", "scale", "wordpress=+20", "--wait"});
+  ASSERT_EQ(scaled.exit_code, 0) << scaled.out << scaled.err << d->log();
+  EXPECT_EQ(Active("wordpress").size(), 23u);
+  EXPECT_GE(Calls("CreateVm") - creates, 20);
+  // A VM whose item had not arrived when its job was seen to end is read;
+  // most arrive first.
+  EXPECT_LT(Calls("GetVm") - reads, 10) << "GetVm per create while watching";
+}
+
 // Watching, a converged project with nothing to do is not synced at each
 // resync (it would decide over all its instances again for nothing): the
 // resyncs are counted as quiet, status stays current, and a change (a

@@ -54,13 +54,43 @@ std::string StringField(const json& j, const char* key) {
 }  // namespace
 
 absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
-  // The item without its resourceObject (most of its bytes), which
-  // ParseVm reads straight from the text.
-  json::parser_callback_t skip_object = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth == 1 && event == json::parse_event_t::key && parsed == "resourceObject") return false;
-    return true;
-  };
-  json j = json::parse(text, skip_object, false);
+  // The resourceObject (most of the item's bytes) is found first and read
+  // once, by ParseVm, straight from the text; the rest of the item is read
+  // with it left out (a feed of a mass change is thousands of items).
+  size_t open = std::string::npos, end = std::string::npos;
+  size_t object_at = text.find("\"resourceObject\"");
+  if (object_at != std::string::npos) {
+    open = text.find_first_not_of(" \t\r\n:", object_at + 16);
+    if (open != std::string::npos && text.compare(open, 4, "null") == 0) open = std::string::npos;  // fetched by uuid
+  }
+  if (open != std::string::npos) {
+    if (text[open] != '{') {
+      return absl::DataLossError("change item's resourceObject is not an object");
+    }
+    // The object's end: braces outside strings.
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (end = open; end < text.size(); ++end) {
+      char c = text[end];
+      if (in_string) {
+        if (escaped) escaped = false;
+        else if (c == '\\') escaped = true;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{') {
+        ++depth;
+      } else if (c == '}' && --depth == 0) {
+        break;
+      }
+    }
+    if (end >= text.size()) return absl::DataLossError("change item's resourceObject is cut short");
+  }
+  json j = open == std::string::npos
+               ? json::parse(text, nullptr, false)
+               : json::parse(absl::StrCat(absl::string_view(text).substr(0, open), "null",
+                                          absl::string_view(text).substr(end + 1)),
+                             nullptr, false);
   if (j.is_discarded() || !j.is_object()) return absl::DataLossError("change item is not a JSON object");
   if (!j.contains("changedResourceId") || !j["changedResourceId"].is_string()) {
     return absl::DataLossError("change item has no changedResourceId");
@@ -76,27 +106,7 @@ absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
       if (s.is_string()) item.sub_resources.push_back(s.get<std::string>());
     }
   }
-  size_t object_at = text.find("\"resourceObject\"");
-  if (object_at != std::string::npos) {
-    size_t open = text.find('{', object_at);
-    if (open == std::string::npos) return absl::DataLossError("change item's resourceObject is not an object");
-    // The object's end: braces outside strings.
-    int depth = 0;
-    size_t end = open;
-    for (bool in_string = false; end < text.size(); ++end) {
-      char c = text[end];
-      if (in_string) {
-        if (c == '\\') ++end;
-        else if (c == '"') in_string = false;
-      } else if (c == '"') {
-        in_string = true;
-      } else if (c == '{') {
-        ++depth;
-      } else if (c == '}' && --depth == 0) {
-        break;
-      }
-    }
-    if (end >= text.size()) return absl::DataLossError("change item's resourceObject is cut short");
+  if (open != std::string::npos) {
     auto vm = ParseVm(absl::string_view(text).substr(open, end - open + 1));
     if (!vm.ok()) return absl::DataLossError(absl::StrCat("change item's resourceObject: ", vm.status().message()));
     if (vm->uuid != item.uuid) return absl::DataLossError("change item's resourceObject is another VM");
@@ -382,8 +392,17 @@ std::string VmFeed::ReadItems(Conn* c) {
     size_t more = beast::get_lowest_layer(c->ws).socket().available(aec);
     if (aec || more == 0 || ready.size() + fetch.size() >= 1000) {
       if (std::string e = Deliver(&ready, &fetch); !e.empty()) return e;
+      if (!Coalesce()) return "stopped";
     }
   }
+}
+
+bool VmFeed::Coalesce() {
+  absl::MutexLock l(&mu_);
+  if (opt_.coalesce > absl::ZeroDuration()) {
+    opt_.clock->AwaitUntil(&mu_, absl::Condition(&stop_), opt_.clock->Now() + opt_.coalesce);
+  }
+  return !stop_;
 }
 
 // Hands `ready` over, after reading the VMs of `fetch` (items that carried

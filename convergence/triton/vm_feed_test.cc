@@ -23,6 +23,13 @@ TEST(ParseFeedItem, ReadsVmapisItems) {
       {std::string(R"({"changeKind":{"resource":"vm","subResources":["tags"]},"changedResourceId":")") + kUuid +
            R"("})",
        true, false, ""},
+      // A null resourceObject: the VM is read by its uuid.
+      {std::string(R"({"changeKind":{"resource":"vm","subResources":["state"]},"changedResourceId":")") + kUuid +
+           R"(","resourceObject": null})",
+       true, false, ""},
+      {std::string(R"({"changeKind":{"resource":"vm","subResources":["state"]},"changedResourceId":")") + kUuid +
+           R"(","resourceObject":[1]})",
+       false, false, "not an object"},
       {"heartbeat", false, false, "not a JSON object"},
       {R"({"changeKind":{"resource":"vm","subResources":[]}})", false, false, "changedResourceId"},
       {std::string(R"({"changeKind":{"resource":"server","subResources":[]},"changedResourceId":")") + kUuid + R"("})",

@@ -82,6 +82,13 @@ class ChangeFeed {
   // The next `n` changes are not published (lost items: a listener that
   // relies on the feed alone misses them; its full listings must not).
   void SkipNext(int n) { skip_ = n; }
+  // After a session sends what waited, it sends again no sooner than this
+  // (items published meanwhile go out together). VMAPI sends each item as
+  // it comes; the simulator shares the host's cores with the listener it
+  // is measured with, and a write and a wake per item of a mass change
+  // would be the simulator's cost counted as the listener's. 0: each item
+  // at once, as VMAPI.
+  void SetFlushMs(int ms) { flush_ms_ = ms < 0 ? 0 : ms; }
   // Some listener is registered: changes must be published.
   bool Listening() const { return listening_.load() > 0; }
   // One change of `id`: `changed` top-level keys, `object` its JSON text.
@@ -110,6 +117,7 @@ class ChangeFeed {
   std::atomic<int> listening_{0};
   std::atomic<uint64_t> published_{0};
   std::atomic<int> skip_{0};
+  std::atomic<int> flush_ms_{10};
   mutable absl::Mutex mu_;
   std::set<Session*> sessions_ ABSL_GUARDED_BY(mu_);
 };

@@ -52,6 +52,10 @@ Serves VMAPI, CNAPI, IMGAPI, PAPI, NAPI and workflow jobs on one loopback HTTP p
                            line "API=http://HOST:PORT" for each after the base URL
   --threads N              HTTP worker threads (default 512); each keep-alive connection
                            holds one while it lasts (up to 5 s idle), as many as clients keep open
+  --feed-flush-ms N        a feed session sends again no sooner than N ms after it sent (default
+                           10): items of a mass change go out together instead of a write and a
+                           wake each on the cores the listener is measured on; 0: each at once,
+                           as VMAPI sends them
   --no-changefeed          no change feed: GET /changefeeds answers 404, as a VMAPI older than
                            the feed would (by default VMAPI publishes every VM change on its
                            websocket, as sdc-vmapi does; see docs/tritonsim.md)
@@ -210,7 +214,7 @@ int main(int argc, char** argv) {
   tritonsim::Options opts;
   opts.clock = mariposa::RealClock::Get();
   std::string listen = "127.0.0.1:8580", addr_file, seed_file;
-  int api_latency = 0, threads = 512;
+  int api_latency = 0, threads = 512, feed_flush_ms = 10;
   bool listen_vms = false, api_ports = false, changefeed = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -243,6 +247,7 @@ int main(int argc, char** argv) {
     else if (a == "--api-latency") api_latency = atoi(v.c_str());
     else if (a == "--rng-seed") opts.seed = strtoull(v.c_str(), nullptr, 10);
     else if (a == "--threads") threads = atoi(v.c_str());
+    else if (a == "--feed-flush-ms") feed_flush_ms = atoi(v.c_str());
     else return Usage("unknown argument " + a);
   }
   size_t colon = listen.rfind(':');
@@ -310,6 +315,7 @@ int main(int argc, char** argv) {
     listeners = std::make_unique<tritonsim::VmListeners>(&dc);
   }
   tritonsim::ChangeFeed feed;
+  feed.SetFlushMs(feed_flush_ms);
   if (changefeed) dc.SetChangeFeed(&feed);
   tritonsim::InstallRoutes(&server, &dc, &latency);
   std::vector<std::thread> serving;
