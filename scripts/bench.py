@@ -122,11 +122,12 @@ def parse(text):
     return out
 
 
-def run(binary, args, timeout):
+def run(binary, args, timeout, bin_dir=BIN):
     """One run of a benchmark from its runfiles folder (where it finds the
-    binaries it starts); its output, or None when it failed."""
-    runfiles = os.path.join(BIN, binary + ".runfiles", "mariposa")
-    exe = os.path.abspath(os.path.join(BIN, binary))
+    binaries it starts); its output, or None when it failed. `bin_dir`: the
+    build's bazel-bin/tests/bench (another tree's for --reference)."""
+    runfiles = os.path.join(bin_dir, binary + ".runfiles", "mariposa")
+    exe = os.path.abspath(os.path.join(bin_dir, binary))
     try:
         p = subprocess.run([exe] + args, cwd=runfiles, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -164,17 +165,27 @@ def verdict(name, median):
 
 def markdown(result):
     m = result["machine"]
+    ref = result.get("reference")
     lines = [f"Commit {m['commit']}, {m['date']}, {m['cores']} cores, load {m['load_1m_at_start']} at start "
-             f"({m.get('load_1m_at_end', '?')} at the end); `{result['command']}`.", "",
-             "| figure | median | spread (min..max) | runs | target | |", "|---|---|---|---|---|---|"]
+             f"({m.get('load_1m_at_end', '?')} at the end); `{result['command']}`."]
+    if ref:
+        lines.append(f"Reference {ref['commit']}, built beside it and run in turn with it, run for run.")
+    lines += ["", "| figure | median | spread (min..max) | runs | target | |" + (" reference median (spread) | |" if ref else ""),
+              "|---|---|---|---|---|---|" + ("---|---|" if ref else "")]
+    worse = {w.split(":")[0] for w in compare(result, ref)} if ref else set()
     for name in FIGURES:
         if name not in result["figures"]:
             continue
         f = result["figures"][name]
         better, target, what = FIGURES[name]
         tgt = "-" if target is None else (f"<= {target:g}" if better == "lower" else f">= {target:g}")
-        lines.append(f"| {name}: {what} | {f['median']:.2f} | {f['min']:.2f}..{f['max']:.2f} | {f['runs']} | {tgt} | "
-                     f"{verdict(name, f['median'])} |")
+        row = (f"| {name}: {what} | {f['median']:.2f} | {f['min']:.2f}..{f['max']:.2f} | {f['runs']} | {tgt} | "
+               f"{verdict(name, f['median'])} |")
+        if ref:
+            r = ref["figures"].get(name)
+            row += (f" {r['median']:.2f} ({r['min']:.2f}..{r['max']:.2f}) | {'WORSE than the reference' if name in worse else ''} |"
+                    if r else " not measured | |")
+        lines.append(row)
     for name in result.get("missing", []):
         lines.append(f"| {name}: {FIGURES[name][2]} | not measured (its benchmark failed: see the log) | | | | |")
     return "\n".join(lines) + "\n"
@@ -229,6 +240,11 @@ def self_test():
     new = {"figures": summarise({"P3_ratio": [0.05, 0.06, 0.07], "P1_plan_ratio": [2.85, 2.9, 2.95]})}
     worse = compare(new, old)
     assert len(worse) == 1 and worse[0].startswith("P3_ratio: 0.11 -> 0.06"), worse
+    with_ref = {"machine": {"commit": "new", "date": "-", "cores": 2, "load_1m_at_start": 0}, "command": "x",
+                "figures": new["figures"], "reference": {"commit": "0f400ad", "figures": old["figures"]}}
+    md = markdown(with_ref)
+    assert "Reference 0f400ad" in md and "WORSE than the reference" in md.split("P3_ratio")[1].split("\n")[0], md
+    assert "WORSE" not in md.split("P1_plan_ratio")[1].split("\n")[0], md
     print("bench.py: self-test passed")
     return 0
 
@@ -242,6 +258,11 @@ def main():
                     help="short runs: P1-P8 at their quick sizes, agents at 200 ms tasks, no P9/P10")
     ap.add_argument("--compare", metavar="OLD.json", help="name every figure worse than in OLD.json beyond its noise")
     ap.add_argument("--out", default="bench-results", help="file name stem for the .md and .json (default bench-results)")
+    ap.add_argument("--reference-bin", metavar="DIR",
+                    help="bazel-bin/tests/bench of another commit's build (bench.sh --reference COMMIT makes it): "
+                         "each run of a benchmark is followed by a run of the reference's, and every figure worse "
+                         "than the reference's beyond the noise is named (exit 1)")
+    ap.add_argument("--reference-commit", default="", help=argparse.SUPPRESS)
     ap.add_argument("--command", default="bash scripts/bench.sh", help=argparse.SUPPRESS)
     a = ap.parse_args()
     given = sys.argv[1:]
@@ -249,7 +270,7 @@ def main():
         i = given.index("--command")
         given = given[:i] + given[i + 2:]
     result = {"machine": machine(), "command": " ".join([a.command] + given), "figures": {}}
-    samples = {}
+    samples, ref_samples = {}, {}
     plan = [("projects_bench", [], 600), ("projects_bench", ["--postgres"], 600), ("nodes_bench", [], 900),
             ("convergence_bench", ["--quick"], 1800),
             ("health_bench", ["--quick"] if a.quick else [], 1800),
@@ -258,10 +279,12 @@ def main():
         for r in range(a.runs):
             print(f"bench: {binary} {' '.join(args)} run {r + 1}/{a.runs}", file=sys.stderr, flush=True)
             out = run(binary, args, timeout)
-            if out is None:
-                continue
-            for name, value in parse(out).items():
+            for name, value in parse(out or "").items():
                 samples.setdefault(name, []).append(value)
+            if a.reference_bin:  # the reference right after, so both meet the same machine
+                print(f"bench: {binary} {' '.join(args)} run {r + 1}/{a.runs} (reference)", file=sys.stderr, flush=True)
+                for name, value in parse(run(binary, args, timeout, a.reference_bin) or "").items():
+                    ref_samples.setdefault(name, []).append(value)
     if not a.quick:  # watching against polling at 100,000 instances, once (~15 min)
         print("bench: watch_bench", file=sys.stderr, flush=True)
         for name, value in parse(run("watch_bench", [], 3600) or "").items():
@@ -273,6 +296,8 @@ def main():
             if name.startswith(("P9", "P10")):
                 samples.setdefault(name, []).append(value)
     result["figures"] = summarise(samples)
+    if a.reference_bin:
+        result["reference"] = {"commit": a.reference_commit or a.reference_bin, "figures": summarise(ref_samples)}
     wanted = [n for n in FIGURES if not (a.quick and n.startswith(("P9", "P10", "WATCH", "POLL")))]
     result["missing"] = [n for n in wanted if n not in result["figures"]]
     result["machine"]["load_1m_at_end"] = round(os.getloadavg()[0], 2)
@@ -283,6 +308,14 @@ def main():
         f.write(md)
     print(md)
     rc = 1 if result["missing"] else 0
+    if a.reference_bin:
+        worse = compare(result, result["reference"])
+        if worse:
+            print(f"Worse than the reference {result['reference']['commit']} beyond the noise, same run:\n  " +
+                  "\n  ".join(worse))
+            rc = 1
+        else:
+            print(f"Nothing worse than the reference {result['reference']['commit']} beyond the noise.")
     if a.compare:
         with open(a.compare) as f:
             worse = compare(result, json.load(f))
