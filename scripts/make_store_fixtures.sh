@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes the upgrade fixtures of tests/fixtures/stores: for each earlier
 # store schema, the store an earlier release of mariposad wrote. Each commit
-# named below is the last one at its schema; its own demo (scripts/demo.sh
+# named below is the last one at its schema (schema 1 was never released:
+# the store's first commit made schema 2); its own demo (scripts/demo.sh
 # of that commit: tritonsim, a local mariposad on SQLite, the example
 # projects applied, scaled, rolled out and rolled back) is run, then one
 # more project is applied whose manifest has a volume with no network (a
@@ -22,6 +23,10 @@ shift || true
 COMMITS=("$@")
 if [ ${#COMMITS[@]} -eq 0 ]; then
   COMMITS=(
+    "2:249e2b7^"   # before tasks in the store (schema 3)
+    "3:ce47b45^"   # before the executor's throttles (4)
+    "4:cdb52dc^"   # before start/stop tasks (5)
+    "5:bba2031^"   # before the convergence core (6)
     "6:1bb2053^"   # before RBAC (schema 7)
     "7:22f804d^"   # before controller states (8)
     "8:7df0195^"   # before the controller's memory (9)
@@ -44,9 +49,10 @@ for entry in "${COMMITS[@]}"; do
   git -C "$WT" checkout -q -f "$sha"
   # The demo as that commit wrote it, with three changes: no dependency
   # install (this machine has them), one more project at the end, and on
-  # exit, after mariposad has stopped, the data directory copied out.
+  # exit, after mariposad has stopped, the data directory copied out (the
+  # demo of schema 2 ran no tritonsim: SPID may be unset).
   sed -e 's|^bash scripts/install-deps.sh$|:|' \
-      -e "s|^trap '\(.*\)' EXIT$|trap 'kill \"\$DPID\" \"\$SPID\" 2>/dev/null; wait \"\$DPID\" \"\$SPID\" 2>/dev/null \|\| true; rm -rf \"\$FIXTURE_OUT\"; cp -r \"\$WORK/data\" \"\$FIXTURE_OUT\"' EXIT|" \
+      -e "s|^trap '\(.*\)' EXIT$|trap 'kill \"\$DPID\" \${SPID:-} 2>/dev/null; wait \"\$DPID\" \${SPID:-} 2>/dev/null \|\| true; rm -rf \"\$FIXTURE_OUT\"; cp -r \"\$WORK/data\" \"\$FIXTURE_OUT\"' EXIT|" \
       "$WT/scripts/demo.sh" > "$WT/scripts/fixture-demo.sh"
   grep -q 'FIXTURE_OUT' "$WT/scripts/fixture-demo.sh" || { echo "no trap line to patch in $sha" >&2; exit 1; }
   # The volume project is applied as the demo's last step.
