@@ -2,6 +2,8 @@
 // simulated clock — one sync at a time, checking the calls and the result.
 #include "convergence/reconciler.h"
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "convergence/observer.h"
@@ -139,6 +141,31 @@ TEST_F(ReconcilerTest, CreatesWithOwnershipThenConverges) {
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->converged);
   EXPECT_EQ(vmapi_.calls(), std::vector<std::string>{"ListVms"});  // observing only
+}
+
+// Issue 48, 3: a preserve tags the instance and stops it only once the tag
+// job has finished. Stopped before, a sync could see it stopped without its
+// `mariposa.preserved` tag, read it as broken and preserve it again (the
+// same instance.preserve event twice).
+TEST_F(ReconcilerTest, APreserveStopsOnlyOnceItsTagIsSet) {
+  const std::string two = "project: p\nservices:\n  web: {image: web@1, count: 2, stop: {preserve_stopped: always}}\n";
+  Apply(two);
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  ASSERT_EQ(Running(), 2);
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 1, stop: {preserve_stopped: always}}\n");
+  vmapi_.set_auto_complete(false);  // the tag job runs until told
+  vmapi_.ClearCalls();
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  std::vector<std::string> calls = vmapi_.calls();
+  bool tagged = false, stopped = false;
+  for (const std::string& c : calls) {
+    tagged |= absl::StartsWith(c, "SetTags");
+    stopped |= absl::StartsWith(c, "Act stop");
+  }
+  EXPECT_TRUE(tagged) << absl::StrJoin(calls, "\n");
+  EXPECT_FALSE(stopped) << "stopped while its preserve tag job still ran:\n" << absl::StrJoin(calls, "\n");
+  EXPECT_EQ(Running(), 2);
 }
 
 TEST_F(ReconcilerTest, ReplacesBrokenAndHoldsWhenFrozen) {
