@@ -3,12 +3,13 @@
 # store schema, the store an earlier release of mariposad wrote. Each commit
 # named below is the last one at its schema (schema 1 was never released:
 # the store's first commit made schema 2); its own demo (scripts/demo.sh
-# of that commit: tritonsim, a local mariposad on SQLite, the example
-# projects applied, scaled, rolled out and rolled back) is run, then one
+# of that commit: a local mariposad on SQLite, the example projects applied,
+# scaled, rolled out and rolled back, against tritonsim from schema 3 on)
+# is run, then one
 # more project is applied whose manifest has a volume with no network (a
 # key those releases stored with a warning), and the data directory is kept.
 #
-#   bash scripts/make_store_fixtures.sh [OUT_DIR] [COMMIT...]
+#   bash scripts/make_store_fixtures.sh [OUT_DIR] [SCHEMA:COMMIT...]
 #
 # It builds each commit in a worktree of its own (/tmp/mariposa-fixtures-wt)
 # and takes about 5 minutes per commit on 2 cores. tests/store_upgrade_test
@@ -16,7 +17,6 @@
 # "Upgrades").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
 OUT=${1:-tests/fixtures/stores}
 shift || true
 # schema -> the last commit that wrote it
@@ -38,6 +38,7 @@ if [ ${#COMMITS[@]} -eq 0 ]; then
   )
 fi
 WT=/tmp/mariposa-fixtures-wt
+LOGS=${TMPDIR:-/tmp}  # each demo's output: schema-N.log
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 [ -d "$WT" ] || git worktree add --detach "$WT" HEAD >/dev/null
@@ -70,9 +71,16 @@ volumes:
 YAML
 m apply -f "$WORK/uploads.yaml" --yes || echo "(uploads refused by this release)"
 EOF
-  (cd "$WT" && FIXTURE_OUT="$OUT/schema-$schema" bash scripts/fixture-demo.sh > "$OUT/schema-$schema.log" 2>&1) ||
-    { echo "demo at $sha failed: see $OUT/schema-$schema.log" >&2; exit 1; }
-  rm -f "$OUT/schema-$schema"/*.sock "$OUT/schema-$schema"/*-wal "$OUT/schema-$schema"/*-shm
+  (cd "$WT" && FIXTURE_OUT="$OUT/schema-$schema" bash scripts/fixture-demo.sh > "$LOGS/schema-$schema.log" 2>&1) ||
+    { echo "demo at $sha failed: see $LOGS/schema-$schema.log" >&2; exit 1; }
+  # mariposad stopped cleanly: its WAL was checkpointed into mariposa.db.
+  if [ -s "$OUT/schema-$schema/mariposa.db-wal" ]; then
+    echo "schema $schema: mariposad left a write-ahead log; see $LOGS/schema-$schema.log" >&2
+    exit 1
+  fi
+  rm -rf "$OUT/schema-$schema"/*.sock "$OUT/schema-$schema"/*-wal "$OUT/schema-$schema"/*-shm \
+    "$OUT/schema-$schema/backups" "$OUT/schema-$schema/mariposad.lock"
   echo "$sha" > "$OUT/schema-$schema/COMMIT"
   ls -la "$OUT/schema-$schema"
 done
+git worktree remove --force "$WT"

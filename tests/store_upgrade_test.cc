@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <string>
@@ -34,7 +35,9 @@ std::vector<std::string> Fixtures() {
   if (DIR* d = opendir(kFixtures)) {
     while (dirent* e = readdir(d)) {
       std::string name = e->d_name;
-      if (name.rfind("schema-", 0) == 0) out.push_back(name);
+      struct stat st;
+      std::string path = absl::StrCat(kFixtures, "/", name);
+      if (name.rfind("schema-", 0) == 0 && stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) out.push_back(name);
     }
     closedir(d);
   }
