@@ -26,7 +26,9 @@ FWAPI, NAPI, VOLAPI), never from Mariposa, and checks:
               the digest period for lost feed items, --audit), and only
               against a truth that stayed the same across the status call.
   wait        an `apply/scale --wait` that exits 0 left tritonsim at its goal
-              (same rule) and its version current.
+              (same rule) and its version current; one that exits 1 saying
+              its version was replaced names a newer version the store holds
+              (other non-zero exits are not judged).
   aliases     no alias active twice, ever (checked after every step).
   durability  every acknowledged version and meta write is there after each
               step, kill -9 included.
@@ -388,6 +390,8 @@ class Oracle:
             self.frozen = False
             if kind == "apply_wait" and code == 0 and "converged after" in out:
                 self.after_wait(done, out)
+            elif kind == "apply_wait" and code == 1:
+                self.after_failed_wait(done, out, err)
             return done + f" -> exit {code}"
         if kind in ("scale", "scale_wait") and self.goal and self.goal["services"]:
             s = rng.choice(sorted(self.goal["services"]))
@@ -407,6 +411,8 @@ class Oracle:
                                    f"({t['states'].get(s)})")
             elif kind == "scale_wait" and code == 0 and "converged after" in out:
                 self.after_wait(f"scale {s}={n}", out)
+            elif kind == "scale_wait" and code == 1:
+                self.after_failed_wait(f"scale {s}={n}", out, err)
             return f"{kind} {s}={n} -> exit {code}"
         if kind == "freeze_thaw":
             if self.frozen:
@@ -510,6 +516,17 @@ class Oracle:
             time.sleep(AUDIT_S + 2)
             return f"settle (status exit {code})"
         return kind + " (skipped)"
+
+    def after_failed_wait(self, what, out, err):
+        """A --wait that exited 1 saying its version was replaced: the
+        store must hold a newer version (never a replacement made up)."""
+        m = re.search(r"version (\d+) did not converge: version (\d+) replaced it", err)
+        if not m:
+            return
+        mine, newer = int(m.group(1)), int(m.group(2))
+        if newer <= mine or self.newest_version() < newer:
+            self.violation(f"`{what} --wait` exit 1 says version {newer} replaced version {mine}, but the newest "
+                           f"version is {self.newest_version()}\n{out}{err}")
 
     def after_wait(self, what, out=""):
         """A --wait that said converged: tritonsim must be at the goal."""
