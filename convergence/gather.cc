@@ -938,6 +938,7 @@ bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::
                               const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances) {
   const std::string& project_uuid = project.uuid;
   const std::vector<std::string> owners = OwnersOf(project);
+  if (finished.empty()) return true;  // most pump rounds of a large project: nothing to look up
   std::map<std::string, const InstanceState*> listed;
   for (const InstanceState& i : *instances) listed[i.uuid] = &i;
   std::vector<std::string> vms;

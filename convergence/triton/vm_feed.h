@@ -71,8 +71,11 @@ struct VmFeedOptions {
   // After handing items over, the next read waits this long, so what
   // arrives meanwhile is read and handed over together: a mass change (a
   // scale of thousands) costs a wake per batch instead of one per item.
-  // It is the most an item waits behind the one before it. 0: none.
-  absl::Duration coalesce = absl::Milliseconds(20);
+  // It is the most an item waits behind the one before it. 0 (the
+  // default): none. A wait makes a job's end seen before its VM's item more
+  // often, and that VM is then read again (RefreshEnded): with 20 ms, a
+  // scale of 20 read every new VM again in one test run out of three.
+  absl::Duration coalesce = absl::ZeroDuration();
   const Clock* clock = nullptr;
   VmapiClient* vmapi = nullptr;  // fetches VMs of items without resourceObject
 };
