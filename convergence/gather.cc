@@ -344,6 +344,13 @@ void Reconciler::ApplyFeed(Snapshot* s) {
   ApplyVmChanges(changed, s->project.uuid, s->version_numbers, OwnersOf(s->project), &s->instances);
 }
 
+void Reconciler::CopyView(ProjectState* ps) {
+  ps->view = std::make_shared<const std::vector<InstanceState>>(*ps->listed);
+  ps->view_gen = ps->listed_gen;
+  ps->view_observed_at = ps->observed_at;
+  ps->view_wanted = false;
+}
+
 void Reconciler::ShowLastObservation(Snapshot* snapshot) {
   Snapshot& s = *snapshot;
   const std::string& uuid = s.project.uuid;
@@ -352,9 +359,9 @@ void Reconciler::ShowLastObservation(Snapshot* snapshot) {
   absl::MutexLock l(&mu_);
   ProjectState& ps = projects_[uuid];
   if (ps.listed && ps.view_gen != ps.listed_gen) {
-    ps.view = std::make_shared<const std::vector<InstanceState>>(*ps.listed);
-    ps.view_gen = ps.listed_gen;
-    ps.view_observed_at = ps.observed_at;
+    CopyView(&ps);
+  } else if (!ps.listed) {
+    ps.view_wanted = true;  // a sync holds it: it copies it when done
   }
   if (api_.count("VMAPI")) {
     s.actual_known = false;  // the last read failed: nothing is claimed

@@ -663,6 +663,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
         it->second.listed = std::move(s.instances);
         it->second.observed_at = s.observed_at;
         ++it->second.listed_gen;
+        if (it->second.view_wanted) CopyView(&it->second);
       } else {
         it->second.listed.reset();
       }

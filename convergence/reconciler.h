@@ -295,6 +295,8 @@ class Reconciler {
   void GatherFabric(Snapshot* s, bool last_seen);
   void GatherVolumes(Snapshot* s, bool last_seen);
   struct ProjectState;
+  // The view readers see: a copy of the list the last sync put back.
+  void CopyView(ProjectState* ps) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the project owns in one API (`member` of its ProjectState):
   // Recall copies the last reading into `seen`, `error`, `failures` and `retry_at` and
   // says whether to read now (not for `last_seen`, nor when nothing is
@@ -513,9 +515,13 @@ class Reconciler {
     std::optional<std::vector<InstanceState>> listed;
     // For readers (Inspect): when the sync that put `listed` back observed
     // it, a counter of those puts, and a copy made on a reader's demand
-    // (kept while a sync holds `listed`).
+    // (kept while a sync holds `listed`). A reader that found `listed`
+    // taken sets view_wanted: the sync copies its list when it puts it back,
+    // so back-to-back syncs (a slow Triton) never leave readers on a view
+    // older than the last sync.
     absl::Time observed_at = absl::InfinitePast();
     uint64_t listed_gen = 0, view_gen = 0;
+    bool view_wanted = false;
     std::shared_ptr<const std::vector<InstanceState>> view;
     absl::Time view_observed_at = absl::InfinitePast();
     std::vector<triton::Server> servers;  // CNAPI's, as the last sync read them

@@ -120,7 +120,7 @@ class Cluster:
         self.sim = subprocess.Popen(
             [os.path.join(self.bin, "deploy/tritonsim/tritonsim"), "--listen", "127.0.0.1:0", "--addr-file", af,
              "--servers", "4", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "20",
-             "--job-jitter", "0.5"],
+             "--job-jitter", "0.5", "--listen-vms"],
             stdout=open(os.path.join(self.work, "sim.log"), "a"), stderr=subprocess.STDOUT)
         self.sim_url = self._wait_file(af, self.sim, "tritonsim")
         self.http = Http(self.sim_url)
@@ -132,9 +132,18 @@ class Cluster:
         self.daemon = subprocess.Popen(
             [os.path.join(self.bin, "daemon/mariposad"), "--listen", "127.0.0.1:0", "--addr-file", af,
              "--data-dir", os.path.join(self.work, "data"), "--triton", self.sim_url, "--owner", OWNER,
-             "--network", NETWORK, "--resync", "300ms", "--backoff-cap", "4s", "--audit", f"{AUDIT_S}s"],
+             "--network", NETWORK, "--resync", "300ms", "--backoff-cap", "4s", "--audit", f"{AUDIT_S}s",
+             "--embedded-health", "--health-loopback", "--metrics-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"],
             stdout=open(os.path.join(self.work, "mariposad.log"), "a"), stderr=subprocess.STDOUT)
         self.addr = self._wait_file(af, self.daemon, "mariposad")
+        # --addr-file: gRPC, then /metrics, then the HTTP API (the console's).
+        for _ in range(100):
+            lines = [x.strip() for x in open(af).read().split("\n") if x.strip()]
+            if len(lines) >= 3:
+                break
+            time.sleep(0.05)
+        self.metrics_url = "http://" + lines[1]
+        self.http_url = lines[2] if lines[2].startswith("http") else "http://" + lines[2]
 
     def kill9(self):
         self.daemon.send_signal(signal.SIGKILL)
@@ -156,6 +165,29 @@ class Cluster:
         return r.returncode, r.stdout, r.stderr
 
 
+def first_error(err):
+    """The first line of a command's error, for the history ("" if none)."""
+    line = next((x for x in err.splitlines() if x.strip()), "")
+    return f" ({line[:160]})" if line else ""
+
+
+def probe_health(vm):
+    """What the instance's check would see, asked of the instance itself
+    (tritonsim --listen-vms: its primary nic a.b.c.d answers on 127.b.c.d):
+    "healthy" (200), "answers N", "refused" or "no answer"."""
+    ip = next((n.get("ip") for n in vm.get("nics", []) if n.get("primary")), None)
+    if not ip:
+        return "no primary nic"
+    url = "http://127." + ".".join(ip.split(".")[1:]) + ":8080/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=0.5) as r:
+            return "healthy" if r.status == 200 else f"answers {r.status}"
+    except urllib.error.HTTPError as e:
+        return f"answers {e.code}"
+    except (urllib.error.URLError, OSError) as e:
+        return "no answer" if "timed out" in str(e) else "refused"
+
+
 # ---------------------------------------------------------------- histories
 
 SERVICES = {
@@ -171,7 +203,7 @@ def random_manifest(rng):
     names = rng.sample(sorted(SERVICES), rng.randint(1, 3))
     fabric = rng.random() < 0.5
     lines = [f"project: {PROJECT}"]
-    goal = {"services": {}, "fabric": None, "volume": False, "rules": 0}
+    goal = {"services": {}, "fabric": None, "volume": False, "rules": 0, "checks": [], "job": None}
     if rng.random() < 0.5:
         lines.append("cns: shop")
     if fabric:
@@ -201,6 +233,21 @@ def random_manifest(rng):
             lines.append(f"    tags: {{role: {n}}}")
         if n == "db" and goal["volume"] and rng.random() < 0.7:
             lines.append("    volumes: [data:/var/lib/mysql]")
+        if n != "db" and rng.random() < 0.5:
+            # tritonsim --listen-vms: the instance answers on 8080 as its
+            # health is set (`vm-health`); the embedded agent checks it.
+            lines += ["    ports: [8080]", "    healthchecks:",
+                      "      http: {type: http, port: 8080, path: /healthz, interval: 200ms, timeout: 150ms, retries: 2}"]
+            goal["checks"].append(n)
+    if rng.random() < 0.4:
+        # An event service: `mariposa run job` makes its instances, which
+        # exit (tritonsim:run-for) with the status the manifest gives them.
+        count, status = rng.randint(1, 2), rng.choice(["0", "0", "3"])
+        lines += ["  job:", "    service_type: event", "    image: autopilotpattern/wordpress@1.2.0",
+                  f"    count: {count}", "    networks: [external]",
+                  f"    mdata: {{\"tritonsim:run-for\": 500ms, \"tritonsim:exit-status\": \"{status}\"}}",
+                  "    run: {history: {succeeded: 1, failed: 1}}"]
+        goal["job"] = count
     text = "\n".join(lines) + "\n"
     if "{{ .meta.who }}" in text:  # its default; `meta set who` overrides it
         text = text.replace("services:\n", "meta:\n  who: world\nservices:\n", 1)
@@ -208,17 +255,26 @@ def random_manifest(rng):
 
 
 ACTIONS = ["apply", "apply", "apply_wait", "scale", "scale_wait", "freeze_thaw", "rollback", "meta",
-           "reprovision", "kill_vm", "destroy_vm", "job_failures", "latency", "fail503", "feed_drop",
-           "feed_skip", "kill9", "edit_metadata", "edit_tags", "edit_package", "edit_rule", "edit_resolvers",
-           "settle", "settle", "settle"]
+           "reprovision", "run", "cancel", "kill_vm", "destroy_vm", "vm_unhealthy", "job_failures", "latency",
+           "fail503", "feed_drop", "feed_skip", "kill9", "edit_metadata", "edit_tags", "edit_package", "edit_rule",
+           "edit_resolvers", "settle", "settle", "settle"]
+
+
+def plan_of(seed, n):
+    """The first n steps of a seed's history: (index, kind). Step i's own
+    choices (a manifest, a VM, a count) come from Random((seed, i)), so a
+    step means the same in any sub-history (shrinking keeps indexes)."""
+    rng = random.Random(seed)
+    return [(i, "apply_wait" if i == 0 else rng.choice(ACTIONS)) for i in range(n)]
 
 
 class Oracle:
-    def __init__(self, seed, bindir, work, steps, deadline, replay):
+    def __init__(self, seed, bindir, work, steps, deadline):
         self.seed = seed
-        self.rng = random.Random(seed)
+        self.rng = random.Random(seed)  # draws each step's kind only
+        self.srng = random.Random(seed)  # the current step's own choices
         self.c = Cluster(bindir, work)
-        self.steps, self.deadline, self.replay = steps, deadline, replay
+        self.steps, self.deadline = steps, deadline
         self.history = []
         self.goal = None          # of the version in force, as the oracle applied it
         self.versions = []        # (number, goal) acknowledged
@@ -236,7 +292,7 @@ class Oracle:
         vms = h.get(f"/vms?owner_uuid={OWNER}&tag.mariposa.project=*&state=active")
         project_uuid = self.project_uuid()
         mine = [v for v in vms if v["tags"].get("mariposa.project") == project_uuid]
-        t = {"services": {}, "states": {}, "aliases": [], "preserved": 0}
+        t = {"services": {}, "states": {}, "aliases": [], "preserved": 0, "unhealthy": []}
         for v in mine:
             if "mariposa.preserved" in v["tags"]:
                 t["preserved"] += 1
@@ -247,6 +303,10 @@ class Oracle:
             t["services"][s] = t["services"].get(s, 0) + 1
             t["states"].setdefault(s, []).append(v["state"])
             t["aliases"].append(v["alias"])
+            if self.goal and s in self.goal.get("checks", []) and v["state"] == "running":
+                health = probe_health(v)
+                if health != "healthy":
+                    t["unhealthy"].append(f"{v['alias']} ({health})")
         rules = h.get(f"/rules?owner_uuid={OWNER}")
         t["rules"] = sorted(r["rule"] for r in rules if project_uuid and project_uuid in (r.get("description") or ""))
         nets = h.get(f"/networks?fabric=true&provisionable_by={OWNER}")
@@ -261,7 +321,7 @@ class Oracle:
     def newest_version(self):
         code, out, err = self.c.cli("-o", "json", "versions")
         if code != 0:
-            self.violation(f"`versions` failed after an acknowledged write: {err.strip()}")
+            self.violation(f"`versions` failed after an acknowledged write: {err.strip()}", "durability")
         return max(int(v["number"]) for v in json.loads(out)["versions"])
 
     def project_uuid(self):
@@ -298,47 +358,100 @@ class Oracle:
             out.append(f"fabric network resolvers {t['fabric']}, goal {g['fabric']}")
         if g["volume"] and not t["volume"]:
             out.append("volume data is not ready")
+        if t["unhealthy"]:
+            out.append(f"instances whose health check fails: {sorted(t['unhealthy'])}")
         return "; ".join(out)
 
     # ---- invariants
 
-    def violation(self, what):
-        msg = f"seed {self.seed}, step {len(self.history)} ({self.history[-1] if self.history else '-'}): {what}"
+    def violation(self, what, kind):
+        """Stop the history: `kind` names the invariant broken (a shrunk
+        history must break the same one)."""
+        last = self.history[-1][2] if self.history else "-"
+        msg = f"seed {self.seed}, step {len(self.history)} ({last}): {what}"
         log("VIOLATION " + msg)
         self.violations.append(msg)
+        self.violation_kind = kind
         raise Violation(msg)
 
     def check(self, step):
         t0 = self.truth()
         if len(set(t0["aliases"])) != len(t0["aliases"]):
-            self.violation(f"an alias active twice: {sorted(t0['aliases'])}")
+            self.violation(f"an alias active twice: {sorted(t0['aliases'])}", "alias")
+        # What each surface says, read between two readings of the truth:
+        # `status` (the CLI), the HTTP API's state (the console's data) and
+        # the /metrics verdicts (dashboards and alerts).
         code, out, err = self.c.cli("status")
+        state = self.http_state()
+        verdicts = self.metric_verdicts()
         t1 = self.truth()
-        if code == 0:
-            m = re.search(r"actual state as read (\S+) ago", out)
-            age = parse_age(m.group(1)) if m else 0.0
-            quiet = time.time() - self.last_action
-            if quiet > age + AUDIT_S + 1.5 and t0 == t1:
-                self.claims_checked += 1
-                d = self.differs(t1)
-                if d:
-                    self.violation(f"`status` says converged (state as read {age}s ago, nothing done for "
-                                   f"{quiet:.1f}s) while tritonsim differs: {d}\n{out}")
-        elif code not in (3, 4):
-            self.violation(f"`status` exit {code}: {err.strip()}")
+        if code not in (0, 3, 4):
+            self.violation(f"`status` exit {code}: {err.strip()}", "status-exit")
+        m = re.search(r"actual state as read (\S+) ago", out)
+        age = parse_age(m.group(1)) if m else 0.0
+        self.claim("`status` says converged", code == 0, age, t0, t1, out)
+        if state is not None:
+            s_age = time.time() - parse_stamp(state.get("observedAt") or state.get("observed_at") or "")
+            self.claim("the HTTP API's state (the console's data) says converged", bool(state.get("converged")),
+                       s_age, t0, t1, json.dumps(state)[:2000])
+        if verdicts:
+            # Every service's verdict is converged in /metrics: the same
+            # promise, made by the sync whose observation `status` dates.
+            ok = all(v == "converged" for v in verdicts.values())
+            self.claim("/metrics says every service converged", ok, age, t0, t1, str(verdicts))
         self.durability()
         self.events()
+
+    def claim(self, who, converged, age, t0, t1, shown):
+        """A surface said converged: tritonsim must be at the goal, once
+        nothing was done for longer than the age it states plus the digest
+        period, and the truth stayed the same across the reading."""
+        if not converged:
+            return
+        quiet = time.time() - self.last_action
+        if quiet > age + AUDIT_S + 1.5 and t0 == t1:
+            self.claims_checked += 1
+            d = self.differs(t1)
+            if d:
+                self.violation(f"{who} (state as read {age:.1f}s ago, nothing done for {quiet:.1f}s) while "
+                               f"tritonsim differs: {d}\n{shown}", "converged")
+
+    def http_state(self):
+        try:
+            with urllib.request.urlopen(f"{self.c.http_url}/v1/projects/{PROJECT}/state?omit_instances=true",
+                                        timeout=10) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None  # no project yet
+            self.violation(f"the HTTP API's state answered {e.code}: {e.read()[:300]!r}", "http-state")
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            self.violation(f"the HTTP API's state could not be read: {e}", "http-state")
+
+    def metric_verdicts(self):
+        """service -> verdict, from mariposa_service_verdict{project=oracle}."""
+        try:
+            with urllib.request.urlopen(f"{self.c.metrics_url}/metrics", timeout=10) as r:
+                text = r.read().decode()
+        except (urllib.error.URLError, OSError) as e:
+            self.violation(f"/metrics could not be read: {e}", "metrics")
+        out = {}
+        for m in re.finditer(r'^mariposa_service_verdict\{([^}]*)\} (\S+)$', text, re.M):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+            if labels.get("project") == PROJECT and float(m.group(2)) == 1:
+                out[labels.get("service")] = labels.get("verdict")
+        return out
 
     def durability(self):
         code, out, err = self.c.cli("-o", "json", "versions")
         if code != 0:
-            self.violation(f"`versions` failed: {err.strip()}")
+            self.violation(f"`versions` failed: {err.strip()}", "durability")
         have = set()
         for v in json.loads(out).get("versions", []):
             have.add(int(v.get("number", 0)))
         for n, _ in self.versions:
             if n not in have:
-                self.violation(f"acknowledged version {n} is gone (have {sorted(have)})")
+                self.violation(f"acknowledged version {n} is gone (have {sorted(have)})", "durability")
         if self.meta:
             code, out, err = self.c.cli("-o", "json", "meta", "list")
             got = {}
@@ -346,7 +459,7 @@ class Oracle:
                 got[e.get("key")] = e.get("value")
             for k, v in self.meta.items():
                 if got.get(k) != v:
-                    self.violation(f"acknowledged meta {k}={v} reads {got.get(k)!r}")
+                    self.violation(f"acknowledged meta {k}={v} reads {got.get(k)!r}", "durability")
 
     def events(self):
         code, out, _ = self.c.cli("-o", "json", "events", "-n", "300")
@@ -362,13 +475,13 @@ class Oracle:
             key = (kind, e.get("detail"), str(e.get("time", ""))[:19])
             if kind.startswith("instance.") and last.get(subject, (None,))[0] == key:
                 self.violation(f"event twice: {kind} {subject} {key} (indexes {last[subject][1]} and "
-                               f"{e.get('index')})")
+                               f"{e.get('index')})", "event-twice")
             last[subject] = (key, e.get("index"))
 
     # ---- steps
 
     def act(self, kind):
-        rng, c = self.rng, self.c
+        rng, c = self.srng, self.c
         h = c.http
         done = kind
         if kind in ("apply", "apply_wait"):
@@ -388,11 +501,9 @@ class Oracle:
                 self.versions.append((self.newest_version(), goal))
             self.goal = goal
             self.frozen = False
-            if kind == "apply_wait" and code == 0 and "converged after" in out:
-                self.after_wait(done, out)
-            elif kind == "apply_wait" and code == 1:
-                self.after_failed_wait(done, out, err)
-            return done + f" -> exit {code}"
+            if kind == "apply_wait":
+                self.judge_wait(done, code, out, err)
+            return done + f" -> exit {code}" + first_error(err)
         if kind in ("scale", "scale_wait") and self.goal and self.goal["services"]:
             s = rng.choice(sorted(self.goal["services"]))
             n = rng.randint(0, 3)
@@ -403,17 +514,9 @@ class Oracle:
             if "applied version" in out:
                 self.goal = dict(self.goal, services=dict(self.goal["services"], **{s: n}))
                 self.versions.append((self.newest_version(), self.goal))
-            if kind == "scale_wait" and code == 0 and "converged after" in out and s in out.split("converged after")[0]:
-                # Only the scaled service was waited for: check it alone.
-                t = self.truth()
-                if t["services"].get(s, 0) != n or any(x != "running" for x in t["states"].get(s, [])):
-                    self.violation(f"`scale {s}={n} --wait` exit 0 but tritonsim has {t['services'].get(s, 0)} "
-                                   f"({t['states'].get(s)})")
-            elif kind == "scale_wait" and code == 0 and "converged after" in out:
-                self.after_wait(f"scale {s}={n}", out)
-            elif kind == "scale_wait" and code == 1:
-                self.after_failed_wait(f"scale {s}={n}", out, err)
-            return f"{kind} {s}={n} -> exit {code}"
+            if kind == "scale_wait" and ("applied version" in out or code == 0):
+                self.judge_wait(f"scale {s}={n}", code, out, err, service=s, count=n)
+            return f"{kind} {s}={n} -> exit {code}" + first_error(err)
         if kind == "freeze_thaw":
             if self.frozen:
                 code, _, _ = c.cli("thaw")
@@ -438,6 +541,31 @@ class Oracle:
         if kind == "reprovision" and self.goal and self.goal["services"]:
             code, _, _ = c.cli("reprovision", "--canary", str(rng.randint(0, 2)), "--thaw")
             return f"reprovision -> exit {code}"
+        if kind == "run" and self.goal and self.goal.get("job"):
+            code, out, err = c.cli("run", "job", "--wait", "--timeout", "60s", "--thaw")
+            self.judge_run(code, out, err)
+            return f"run job --wait -> exit {code}" + first_error(err)
+        if kind == "cancel":
+            code, out, _ = c.cli("-o", "json", "queue", "list")
+            tasks = [t for t in (json.loads(out).get("tasks", []) if code == 0 else [])
+                     if t.get("state") in ("queued", "active")]
+            if not tasks:
+                return "cancel (no task)"
+            t = rng.choice(sorted(tasks, key=lambda x: x["uuid"]))
+            code, _, err = c.cli("queue", "terminate", t["uuid"], "--reason", "oracle")
+            # A terminate freezes the task's scope (RFD 36) until a thaw.
+            self.frozen = self.frozen or code == 0
+            return f"cancel {t.get('kind')} task -> exit {code}"
+        if kind == "vm_unhealthy" and self.goal and self.goal.get("checks"):
+            vms = [v for v in h.get(f"/vms?owner_uuid={OWNER}&tag.mariposa.project=*&state=running")
+                   if v["tags"].get("mariposa.service") in self.goal["checks"] and not v["tags"].get("mariposa.run")]
+            if not vms:
+                return kind + " (no checked VM)"
+            vm = rng.choice(sorted(vms, key=lambda v: v["uuid"]))
+            how = rng.choice(["unhealthy", "unhealthy", "refuse"])
+            h.call("POST", f"/_sim/vms/{vm['uuid']}/health/{how}")
+            self.faults += 1
+            return f"vm-health {vm['alias']} {how}"
         if kind in ("kill_vm", "destroy_vm", "edit_metadata", "edit_tags", "edit_package"):
             t = h.get(f"/vms?owner_uuid={OWNER}&tag.mariposa.project=*&state=running")
             if not t:
@@ -517,16 +645,62 @@ class Oracle:
             return f"settle (status exit {code})"
         return kind + " (skipped)"
 
-    def after_failed_wait(self, what, out, err):
-        """A --wait that exited 1 saying its version was replaced: the
-        store must hold a newer version (never a replacement made up)."""
-        m = re.search(r"version (\d+) did not converge: version (\d+) replaced it", err)
-        if not m:
+    def judge_wait(self, what, code, out, err, service=None, count=None):
+        """Every --wait exit code must match what happened (docs/cli.md):
+        0 only at the goal; 1 with a reason that holds; nothing else."""
+        if code == 0:
+            if "converged after" not in out:
+                if "no changes" in out or "nothing was changed" in out + err:
+                    return
+                self.violation(f"`{what} --wait` exit 0 without saying converged\n{out}{err}", "wait-exit")
+            if service is not None and service in out.split("converged after")[0].split("\n")[-1]:
+                # Only the scaled service was waited for: check it alone.
+                t = self.truth()
+                if t["services"].get(service, 0) != count or any(x != "running" for x in t["states"].get(service, [])):
+                    self.violation(f"`{what} --wait` exit 0 but tritonsim has {t['services'].get(service, 0)} "
+                                   f"({t['states'].get(service)})", "wait-converged")
+                return
+            self.after_wait(what, out)
             return
-        mine, newer = int(m.group(1)), int(m.group(2))
-        if newer <= mine or self.newest_version() < newer:
-            self.violation(f"`{what} --wait` exit 1 says version {newer} replaced version {mine}, but the newest "
-                           f"version is {self.newest_version()}\n{out}{err}")
+        if code != 1:
+            self.violation(f"`{what} --wait` exit {code} (only 0 and 1 are its answers)\n{out}{err}", "wait-exit")
+        m = re.search(r"version (\d+) did not converge: version (\d+) replaced it", err)
+        if m:
+            mine, newer = int(m.group(1)), int(m.group(2))
+            if newer <= mine or self.newest_version() < newer:
+                self.violation(f"`{what} --wait` exit 1 says version {newer} replaced version {mine}, but the newest "
+                               f"version is {self.newest_version()}\n{out}{err}", "wait-replaced")
+            return
+        if "not converged after" in err or "did not answer" in err:
+            return  # the deadline passed: a true answer whatever the state
+        stuck = re.findall(r"^mariposa: (\S+) is (\w+): (.*)$", err, re.M)
+        if not stuck:
+            self.violation(f"`{what} --wait` exit 1 without a reason\n{out}{err}", "wait-exit")
+        for svc, verdict, why in stuck:
+            if verdict not in ("paused", "failed", "degraded", "progressing"):
+                self.violation(f"`{what} --wait` exit 1: {svc} is {verdict}?\n{err}", "wait-exit")
+            if not why.strip():
+                self.violation(f"`{what} --wait` exit 1: {svc} is {verdict} with no reason given\n{err}", "wait-exit")
+
+    def judge_run(self, code, out, err):
+        """`run job --wait`: 0 only when the run completed (every instance
+        exited 0, as tritonsim recorded), 1 when it did not."""
+        m = re.search(r"run task ([0-9a-f-]{36})", out) or re.search(r"task:\s+([0-9a-f-]{36})", out)
+        if code not in (0, 1):
+            self.violation(f"`run job --wait` exit {code}\n{out}{err}", "run-exit")
+        if not m:
+            if code == 0:
+                self.violation(f"`run job --wait` exit 0 naming no task\n{out}{err}", "run-exit")
+            return
+        vms = self.c.http.get(f"/vms?owner_uuid={OWNER}&tag.mariposa.run={m.group(1)}")
+        exited = [v.get("exit_status") for v in vms if v.get("exit_status") is not None]
+        ok = len(exited) >= (self.goal or {}).get("job", 1) and all(x == 0 for x in exited)
+        if code == 0 and not ok:
+            self.violation(f"`run job --wait` exit 0 (completed) but tritonsim has its instances exiting {exited} "
+                           f"({len(vms)} made)\n{out}", "run-exit")
+        if code == 1 and ok and len(exited) == len(vms) and "terminated" not in out + err:
+            self.violation(f"`run job --wait` exit 1 but each of its {len(vms)} instances exited 0\n{out}{err}",
+                           "run-exit")
 
     def after_wait(self, what, out=""):
         """A --wait that said converged: tritonsim must be at the goal."""
@@ -537,27 +711,33 @@ class Oracle:
             t2 = self.truth()
             if t2 == t:
                 self.violation(f"`{what} --wait` exit 0 (converged) while tritonsim differs: {d}\n{out}\n"
-                               f"{self.c.cli('status')[1]}")
+                               f"{self.c.cli('status')[1]}", "wait-converged")
 
-    def run(self):
+    def run(self, plan=None):
+        """Runs the seed's history until --steps or the deadline, or exactly
+        `plan` (a list of (index, kind)) when given. history: (index, kind,
+        what was done)."""
         os.makedirs(self.c.work, exist_ok=True)
         self.c.start_sim()
         self.c.start_daemon()
         try:
             n = 0
             while True:
-                if self.replay is not None and n >= self.replay:
-                    break
-                if self.replay is None and (n >= self.steps or time.time() >= self.deadline):
-                    break
-                kind = self.rng.choice(ACTIONS) if n > 0 else "apply_wait"
+                if plan is not None:
+                    if n >= len(plan):
+                        break
+                    idx, kind = plan[n]
+                else:
+                    if n >= self.steps or time.time() >= self.deadline:
+                        break
+                    idx, kind = n, ("apply_wait" if n == 0 else self.rng.choice(ACTIONS))
+                self.srng = random.Random(f"{self.seed}:{idx}")
                 what = self.act(kind)
-                self.history.append(what)
-                if not kind.startswith(("kill_vm", "destroy", "edit", "fail", "feed", "job", "latency", "settle")):
-                    pass
-                self.last_action = time.time() if kind != "settle" else self.last_action
-                log(f"[{self.seed}:{n}] {what}")
-                time.sleep(self.rng.uniform(0.1, 1.0))
+                self.history.append((idx, kind, what))
+                if kind != "settle":
+                    self.last_action = time.time()
+                log(f"[{self.seed}:{idx}] {what}")
+                time.sleep(self.srng.uniform(0.1, 1.0))
                 self.check(kind)
                 n += 1
         except Violation:
@@ -565,6 +745,67 @@ class Oracle:
         finally:
             self.c.stop()
         return n
+
+
+def plan_text(plan):
+    return ",".join(f"{i}:{k}" for i, k in plan)
+
+
+def parse_plan(text):
+    out = []
+    for part in text.split(","):
+        i, k = part.split(":")
+        if k not in ACTIONS:
+            raise SystemExit(f"oracle: --plan: {k!r} is not a step kind ({', '.join(sorted(set(ACTIONS)))})")
+        out.append((int(i), k))
+    return out
+
+
+def shrink(seed, bindir, plan, kind, minutes):
+    """The shortest sub-history found within `minutes` that breaks the same
+    invariant (ddmin over the steps; each candidate replayed on fresh
+    binaries once, so a violation that needs luck may not shrink far)."""
+    end = time.time() + minutes * 60
+    tries = 0
+    n = 2
+    while len(plan) > 1 and time.time() < end:
+        chunk = -(-len(plan) // n)
+        smaller = None
+        for start in range(0, len(plan), chunk):
+            cand = plan[:start] + plan[start + chunk:]
+            if not cand or time.time() >= end:
+                continue
+            tries += 1
+            work = tempfile.mkdtemp(prefix=f"oracle-shrink-{seed}-")
+            o = Oracle(seed, bindir, work, 10**9, float("inf"))
+            o.run(cand)
+            log(f"shrink: {len(cand)} steps -> {getattr(o, 'violation_kind', 'no violation')}")
+            shutil.rmtree(work, ignore_errors=True)
+            if getattr(o, "violation_kind", None) == kind:
+                # The replay may have stopped earlier than its end.
+                smaller = cand[:len(o.history)]
+                break
+        if smaller is not None:
+            plan, n = smaller, max(n - 1, 2)
+        elif n >= len(plan):
+            break
+        else:
+            n = min(len(plan), n * 2)
+    log(f"shrink: {tries} replays, {len(plan)} steps left")
+    return plan
+
+
+def parse_stamp(s):
+    """An RFC 3339 time (the HTTP API's timestamps) as epoch seconds; 0 when
+    absent (an age that large is never a quiet claim)."""
+    if not s:
+        return 0.0
+    import datetime
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z", s)
+    if not m:
+        return 0.0
+    base = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+    return base.timestamp() + float(m.group(2) or 0)
 
 
 def parse_age(s):
@@ -582,6 +823,10 @@ def main():
     ap.add_argument("--minutes", type=float, default=1.0)
     ap.add_argument("--steps", type=int, default=10**9)
     ap.add_argument("--replay", type=int, help="run only the first N steps of --seed")
+    ap.add_argument("--plan", help="run exactly these steps of --seed (INDEX:KIND,…, as a violation prints)")
+    ap.add_argument("--shrink-minutes", type=float, default=10.0,
+                    help="after a violation, look this long for a shorter history breaking the same invariant "
+                         "(0: print the history as it ran)")
     ap.add_argument("--bin", default="bazel-bin")
     ap.add_argument("--keep", action="store_true", help="keep each run's directory (logs, store)")
     args = ap.parse_args()
@@ -590,23 +835,36 @@ def main():
         seeds = list(range(a, b + 1))
     else:
         seeds = [args.seed if args.seed is not None else 1]
+    plan = None
+    if args.plan:
+        plan = parse_plan(args.plan)
+    elif args.replay is not None:
+        plan = plan_of(seeds[0], args.replay)
     per_seed = args.minutes * 60 / len(seeds)
     failed = []
     totals = {"steps": 0, "faults": 0, "claims": 0}
     for s in seeds:
         work = tempfile.mkdtemp(prefix=f"oracle-{s}-")
-        o = Oracle(s, args.bin, work, args.steps, time.time() + per_seed, args.replay)
-        n = o.run()
+        o = Oracle(s, args.bin, work, args.steps, time.time() + per_seed)
+        n = o.run(plan)
         totals["steps"] += n
         totals["faults"] += o.faults
         totals["claims"] += o.claims_checked
         if o.violations:
             failed.append(s)
-            print(f"\nseed {s}: violation at step {len(o.history)}; history (replay: scripts/oracle.py --seed {s} "
-                  f"--replay {len(o.history)}):")
-            for i, h in enumerate(o.history):
-                print(f"  {i}: {h}")
+            print(f"\nseed {s}: violation at step {len(o.history)} ({o.violation_kind}): {o.violations[0]}")
+            print(f"history ({len(o.history)} steps):")
+            for i, k, what in o.history:
+                print(f"  {i}: {what}")
             print(f"  logs: {work}")
+            steps = [(i, k) for i, k, _ in o.history]
+            if args.shrink_minutes > 0 and len(steps) > 1:
+                short = shrink(s, args.bin, steps, o.violation_kind, args.shrink_minutes)
+                print(f"shortest history found breaking `{o.violation_kind}` ({len(short)} of {len(steps)} steps):")
+                for i, k in short:
+                    print(f"  {i}: {k}")
+                steps = short
+            print(f"replay: scripts/oracle.py --seed {s} --plan {plan_text(steps)}")
         else:
             log(f"seed {s}: {n} steps, {o.faults} faults, {o.claims_checked} converged claims checked, no violation")
             if not args.keep:

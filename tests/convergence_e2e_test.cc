@@ -12,8 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "common/clock.h"
 #include "tests/process.h"
 
 namespace mariposa::testing {
@@ -1613,6 +1615,14 @@ services:
   std::set<std::string> still;
   for (const auto& vm : vms("app")) still.insert(vm["uuid"].get<std::string>());
   EXPECT_EQ(still, app_before);
+  // A --wait on the stale service stops at once with the reason and the
+  // fix, as for an older spec: nothing will roll it (it waited out its
+  // whole --timeout before, found by the oracle).
+  RunResult waited = M({"-j", "drift", "scale", "app=2", "--wait", "--timeout", "30s"});
+  EXPECT_EQ(waited.exit_code, 1) << waited.out << waited.err;
+  EXPECT_THAT(waited.err, ::testing::HasSubstr("app is degraded: 2 of 2 instances were created with older meta values"));
+  EXPECT_THAT(waited.err, ::testing::Not(::testing::HasSubstr("not converged after")));
+  EXPECT_THAT(waited.err, ::testing::HasSubstr("reprovision --service app"));
 
   auto r = M({"-j", "drift", "reprovision", "--service", "app", "--wait", "--timeout", "60s"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -1821,6 +1831,7 @@ TEST_F(ConvergenceTest, FreezeStopsAScaleUpAtOnce) {
   EXPECT_LE(active(), at_freeze + 4) << daemon_->log();
   EXPECT_LT(active(), 400u);
 }
+
 
 }  // namespace
 }  // namespace mariposa::testing
@@ -2160,6 +2171,68 @@ TEST_F(ConvergenceTest, ProjectsInTwoAccounts) {
   }
   EXPECT_TRUE(gone) << json(owners(mars_uuid)).dump();
   EXPECT_EQ(owners(jupiter_uuid), (std::map<std::string, int>{{kDefault, 6}}));
+}
+
+
+// Issue 48 (found by the oracle): with a slow Triton (100 ms an answer) a
+// sync of a project with a fabric takes longer than --resync, so syncs run
+// back to back, each holding the project's list; `status` kept the copy
+// made before them, dated then ("as read 10s ago") as long as they went
+// on, and an apply --wait judged the services from it: instances the
+// rollout had already replaced, "no rollout is running", exit 1 for a
+// rollout that succeeded. A reader that finds the list held now gets the
+// next sync's copy.
+TEST_F(ConvergenceTest, StatusFollowsBackToBackSyncs) {
+  const std::string v1 = R"(project: slow
+fabric:
+  vlan: 71
+  networks:
+    private: {subnet: 10.71.0.0/24, gateway: 10.71.0.1, resolvers: [9.9.9.9]}
+services:
+  api:
+    image: autopilotpattern/wordpress@1.2.0
+    count: 3
+    start: {window: 1s}
+    networks: [external, private]
+  db:
+    image: percona@5.7.1
+    count: 3
+    start: {window: 1s}
+    compute_type: lx
+    networks: [external, private]
+)";
+  WriteFile(dir_ + "/slow1.yaml", v1);
+  RunResult r = M({"apply", "-f", dir_ + "/slow1.yaml", "--yes", "--wait", "--timeout", "60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  httplib::Client c(sim_->addr());
+  ASSERT_EQ(c.Post("/_sim/knobs", R"({"api_latency_ms": 100})", "application/json")->status, 200);
+  // A rollout of both services: a volume mounted by db, api scaled down.
+  std::string v2 = absl::StrReplaceAll(
+      v1, {{"resolvers: [9.9.9.9]}\n", "resolvers: [8.8.8.8]}\nvolumes:\n  data: {size: 10g, network: private}\n"},
+           {"    compute_type: lx\n", "    compute_type: lx\n    volumes: [data:/var/lib/mysql]\n"}});
+  v2 = absl::StrReplaceAll(v2, {{"wordpress@1.2.0\n    count: 3", "wordpress@1.2.0\n    count: 1"}});
+  WriteFile(dir_ + "/slow2.yaml", v2);
+  r = M({"-j", "slow", "apply", "-f", dir_ + "/slow2.yaml", "--yes"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  double oldest = 0;
+  int reads = 0;
+  Clock* clock = RealClock::Get();
+  absl::Time end = clock->Now() + absl::Seconds(8);
+  while (clock->Now() < end) {
+    RunResult st = M({"-o", "json", "-j", "slow", "status"});
+    json j = json::parse(st.out, nullptr, false);
+    std::string key = j.is_object() && j.contains("observedAt") ? "observedAt" : "observed_at";
+    absl::Time at;
+    std::string err;
+    if (j.is_object() && j.contains(key) && absl::ParseTime(absl::RFC3339_full, j[key].get<std::string>(), &at, &err)) {
+      oldest = std::max(oldest, absl::ToDoubleSeconds(clock->Now() - at));
+      ++reads;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  ASSERT_EQ(c.Post("/_sim/knobs", R"({"api_latency_ms": 0})", "application/json")->status, 200);
+  EXPECT_GT(reads, 5);
+  EXPECT_LT(oldest, 3.0) << "status showed a state that old while syncs ran\n" << daemon_->log();
 }
 
 }  // namespace

@@ -294,7 +294,9 @@ Result WaitSettled(Context& c, const std::string& project, int64_t version, cons
     std::vector<std::string> stuck;
     std::set<std::string> left_behind;  // services with instances on an older spec and no rollout
     for (const auto& p : st.problems()) {
-      if (p.kind() == "older-spec") left_behind.insert(p.service());
+      // Instances on an older spec or older meta values that nothing
+      // will roll (update.on_change / on_meta_change: manual).
+      if (p.kind() == "older-spec" || p.kind() == "stale-meta") left_behind.insert(p.service());
     }
     const std::set<std::string> in_scope(scope.begin(), scope.end());
     bool scope_converged = !in_scope.empty();
