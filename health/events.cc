@@ -6,8 +6,40 @@
 
 namespace mariposa::health {
 
+namespace {
+
+// "[ALIAS ]CHECK: FROM -> TO[ (…)]": TO, when `detail` is of `check`.
+std::string RecordedTo(const std::string& detail, const std::string& check) {
+  const std::string head = check + ": ";
+  size_t at = detail.rfind(head, 0) == 0 ? 0 : detail.find(" " + head);
+  if (at == std::string::npos) return "";
+  size_t arrow = detail.find(" -> ", at);
+  if (arrow == std::string::npos) return "";
+  size_t from = arrow + 4, end = detail.find(' ', from);
+  return detail.substr(from, end == std::string::npos ? std::string::npos : end - from);
+}
+
+}  // namespace
+
+std::vector<bool> AlreadyRecorded(const std::vector<HealthChange>& changes, const std::vector<EventRecord>& recent) {
+  std::vector<bool> out(changes.size(), false);
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const HealthChange& c = changes[i];
+    if (c.flapping || c.from != Health::kUnknown) continue;
+    for (auto e = recent.rbegin(); e != recent.rend(); ++e) {  // the newest of this instance's check
+      if (e->kind != "instance.health" || e->subject != c.instance) continue;
+      std::string to = RecordedTo(e->detail, c.check);
+      if (to.empty()) continue;
+      out[i] = to == HealthName(c.to);
+      break;
+    }
+  }
+  return out;
+}
+
 absl::Status WriteHealthEvents(ProjectStore* store, const std::vector<HealthChange>& changes) {
   std::map<std::string, std::string> names;  // project uuid -> name, once per batch
+  std::map<std::string, std::vector<EventRecord>> recent;  // by project uuid: its newest health events
   std::vector<EventRecord> events;
   events.reserve(changes.size());
   for (const HealthChange& c : changes) {
@@ -15,6 +47,17 @@ absl::Status WriteHealthEvents(ProjectStore* store, const std::vector<HealthChan
     if (name == names.end()) {
       auto p = store->GetProject(c.group);
       name = names.emplace(c.group, p.ok() ? p->name : c.group).first;
+    }
+    // A first result after mariposad (or the agent) started says nothing
+    // new when the log already holds that state: the event is not written
+    // twice (a restart, a check moved to another agent).
+    if (c.from == Health::kUnknown && !c.flapping) {
+      auto r = recent.find(c.group);
+      if (r == recent.end()) {
+        auto got = store->ListNewestEvents(name->second, 0, kRecentHealthEvents, {"instance.health"});
+        r = recent.emplace(c.group, got.ok() ? std::move(*got) : std::vector<EventRecord>{}).first;
+      }
+      if (AlreadyRecorded({c}, r->second)[0]) continue;
     }
     EventRecord e;
     e.actor = "mariposad";
@@ -28,6 +71,7 @@ absl::Status WriteHealthEvents(ProjectStore* store, const std::vector<HealthChan
                                          c.detail.empty() ? "" : " (" + c.detail + ")");
     events.push_back(std::move(e));
   }
+  if (events.empty()) return absl::OkStatus();
   return store->AppendEvents(events);
 }
 

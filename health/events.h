@@ -14,7 +14,16 @@
 namespace mariposa::health {
 
 // Writes `changes` (group = project uuid) as events in one transaction.
+// A change from `unknown` (the first result after mariposad or an agent
+// started) is left out when the project's newest kRecentHealthEvents health
+// events already end that instance's check in the same state.
 absl::Status WriteHealthEvents(ProjectStore* store, const std::vector<HealthChange>& changes);
+
+inline constexpr int kRecentHealthEvents = 2000;
+
+// For each change: whether it repeats what `recent` (events, oldest first)
+// last recorded for its instance's check — only a change from unknown can.
+std::vector<bool> AlreadyRecorded(const std::vector<HealthChange>& changes, const std::vector<EventRecord>& recent);
 
 // Collects changes and writes them every `every` in one transaction, off
 // the caller's thread: the controller acts on the coordinator's state at

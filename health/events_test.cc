@@ -50,5 +50,51 @@ TEST_F(EventsTest, EventsNameTheInstance) {
   EXPECT_EQ(Events().back().subject, "i-2");
 }
 
+// Found by the oracle (issue 48): after a kill -9, the restarted mariposad's
+// first result of each check ("unknown -> healthy") was written again right
+// after the same event of the process before it.
+TEST_F(EventsTest, AFirstResultTheLogAlreadyHoldsIsNotWrittenAgain) {
+  HealthChange first{uuid_, "i-3", "http", Health::kUnknown, Health::kHealthy, false, "", "shop-web-3"};
+  ASSERT_TRUE(WriteHealthEvents(store_.get(), {first}).ok());
+  size_t n = Events().size();
+  ASSERT_TRUE(WriteHealthEvents(store_.get(), {first}).ok());  // the restarted process's
+  EXPECT_EQ(Events().size(), n) << Events().back().detail;
+  // A different state after the restart is written.
+  HealthChange now_bad = first;
+  now_bad.to = Health::kUnhealthy;
+  ASSERT_TRUE(WriteHealthEvents(store_.get(), {now_bad}).ok());
+  EXPECT_EQ(Events().back().detail, "shop-web-3 http: unknown -> unhealthy");
+}
+
+TEST(AlreadyRecordedTest, OnlyAFirstResultEqualToTheNewestRecordedState) {
+  auto ev = [](const std::string& subject, const std::string& detail) {
+    EventRecord e;
+    e.kind = "instance.health";
+    e.subject = subject;
+    e.detail = detail;
+    return e;
+  };
+  std::vector<EventRecord> log = {ev("i-1", "web-1 http: unknown -> healthy"),
+                                  ev("i-1", "web-1 tcp: unknown -> unhealthy (refused)"),
+                                  ev("i-2", "http: healthy -> unhealthy (status 503)"),
+                                  ev("i-1", "web-1 http: healthy -> starting")};
+  struct Case {
+    HealthChange change;
+    bool repeated;
+  } cases[] = {
+      {{"p", "i-1", "http", Health::kUnknown, Health::kStarting, false, ""}, true},    // newest http: starting
+      {{"p", "i-1", "http", Health::kUnknown, Health::kHealthy, false, ""}, false},    // an older one said healthy
+      {{"p", "i-1", "tcp", Health::kUnknown, Health::kUnhealthy, false, ""}, true},    // per check
+      {{"p", "i-2", "http", Health::kUnknown, Health::kUnhealthy, false, ""}, true},   // no alias in the text
+      {{"p", "i-2", "http", Health::kHealthy, Health::kUnhealthy, false, ""}, false},  // not a first result
+      {{"p", "i-2", "http", Health::kUnknown, Health::kUnhealthy, true, ""}, false},   // flapping
+      {{"p", "i-3", "http", Health::kUnknown, Health::kHealthy, false, ""}, false},    // never recorded
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(AlreadyRecorded({c.change}, log)[0], c.repeated)
+        << c.change.instance << " " << c.change.check << " -> " << HealthName(c.change.to);
+  }
+}
+
 }  // namespace
 }  // namespace mariposa::health

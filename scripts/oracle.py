@@ -284,6 +284,7 @@ class Oracle:
         self.faults = 0
         self.violations = []
         self.claims_checked = 0
+        self.claims_by = {}  # surface -> converged claims checked
 
     # ---- truth, from tritonsim only
 
@@ -385,6 +386,8 @@ class Oracle:
         state = self.http_state()
         verdicts = self.metric_verdicts()
         t1 = self.truth()
+        if code == 1 and not self.versions and "no project" in err:
+            return  # nothing applied yet (a shrunk history may start without an apply)
         if code not in (0, 3, 4):
             self.violation(f"`status` exit {code}: {err.strip()}", "status-exit")
         m = re.search(r"actual state as read (\S+) ago", out)
@@ -411,6 +414,7 @@ class Oracle:
         quiet = time.time() - self.last_action
         if quiet > age + AUDIT_S + 1.5 and t0 == t1:
             self.claims_checked += 1
+            self.claims_by[who.split(" says")[0]] = self.claims_by.get(who.split(" says")[0], 0) + 1
             d = self.differs(t1)
             if d:
                 self.violation(f"{who} (state as read {age:.1f}s ago, nothing done for {quiet:.1f}s) while "
@@ -443,6 +447,8 @@ class Oracle:
         return out
 
     def durability(self):
+        if not self.versions and not self.meta:
+            return
         code, out, err = self.c.cli("-o", "json", "versions")
         if code != 0:
             self.violation(f"`versions` failed: {err.strip()}", "durability")
@@ -628,6 +634,14 @@ class Oracle:
                     self.faults += 1
                     return "edit the fabric network's resolvers"
             return "edit_resolvers (none)"
+        if kind == "plant":
+            # --self-test only: the oracle's own goal is made wrong (one more
+            # instance than applied), so a true `converged` must be flagged.
+            if self.goal and self.goal["services"]:
+                svc = sorted(self.goal["services"])[0]
+                self.goal = dict(self.goal, services=dict(self.goal["services"], **{svc: self.goal["services"][svc] + 1}))
+                return f"plant: the oracle expects one more {svc} than applied"
+            return "plant (no goal)"
         if kind == "settle":
             # Faults off; wait for the project to converge (or time out): a
             # converged claim is then checked against a quiet truth.
@@ -635,7 +649,8 @@ class Oracle:
             if self.frozen:
                 c.cli("thaw")
                 self.frozen = False
-            end = time.time() + 40
+            end = time.time() + (40 if self.versions else 0)  # nothing applied: nothing to wait for
+            code = None
             while time.time() < end:
                 code, _, _ = c.cli("status")
                 if code == 0:
@@ -755,7 +770,7 @@ def parse_plan(text):
     out = []
     for part in text.split(","):
         i, k = part.split(":")
-        if k not in ACTIONS:
+        if k not in ACTIONS and k != "plant":
             raise SystemExit(f"oracle: --plan: {k!r} is not a step kind ({', '.join(sorted(set(ACTIONS)))})")
         out.append((int(i), k))
     return out
@@ -816,6 +831,28 @@ def parse_age(s):
     return v / 1000 if m.group(2) == "ms" else v * 60 if m.group(2) == "m" else v
 
 
+def self_test(bindir):
+    """A history with a planted error in the oracle's goal: the violation
+    must be found, named `converged`, and shrunk to apply, plant, settle."""
+    plan = [(0, "apply_wait"), (1, "latency"), (2, "plant"), (3, "feed_skip"), (4, "settle"), (5, "edit_tags")]
+    work = tempfile.mkdtemp(prefix="oracle-self-test-")
+    o = Oracle(1, bindir, work, 10**9, float("inf"))
+    o.run(plan)
+    shutil.rmtree(work, ignore_errors=True)
+    kind = getattr(o, "violation_kind", None)
+    if kind != "converged":
+        print(f"oracle self-test FAILED: the planted goal was not found (violation: {kind})")
+        return 1
+    short = shrink(1, bindir, [(i, k) for i, k, _ in o.history], kind, 5)
+    kinds = [k for _, k in short]
+    log(f"self-test: found at step {len(o.history)}, shrunk to {plan_text(short)}")
+    if kinds != ["apply_wait", "plant", "settle"]:
+        print(f"oracle self-test FAILED: shrunk to {plan_text(short)}, not apply_wait, plant, settle")
+        return 1
+    print("oracle self-test passed: the planted violation was found and shrunk to 3 steps")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int)
@@ -829,7 +866,12 @@ def main():
                          "(0: print the history as it ran)")
     ap.add_argument("--bin", default="bazel-bin")
     ap.add_argument("--keep", action="store_true", help="keep each run's directory (logs, store)")
+    ap.add_argument("--self-test", action="store_true",
+                    help="check the oracle itself: a planted wrong goal must be found and shrunk to the steps "
+                         "that show it (exit 0 when it is)")
     args = ap.parse_args()
+    if args.self_test:
+        sys.exit(self_test(args.bin))
     if args.seeds:
         a, b = (int(x) for x in args.seeds.split("-"))
         seeds = list(range(a, b + 1))
@@ -866,7 +908,8 @@ def main():
                 steps = short
             print(f"replay: scripts/oracle.py --seed {s} --plan {plan_text(steps)}")
         else:
-            log(f"seed {s}: {n} steps, {o.faults} faults, {o.claims_checked} converged claims checked, no violation")
+            log(f"seed {s}: {n} steps, {o.faults} faults, {o.claims_checked} converged claims checked "
+                f"({', '.join(f'{k} {v}' for k, v in sorted(o.claims_by.items())) or 'none'}), no violation")
             if not args.keep:
                 shutil.rmtree(work, ignore_errors=True)
     log(f"oracle: {len(seeds)} seeds, {totals['steps']} steps, {totals['faults']} faults, "
