@@ -75,6 +75,9 @@ class CheckEngine::Loop {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     multi_ = curl_multi_init();
+    // Keep-alive: one connection cache for every check, up to
+    // kKeptConnections (the least recently used closes first).
+    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(kKeptConnections));
     thread_ = std::thread([this] { Run(); });
   }
 
@@ -109,6 +112,7 @@ class CheckEngine::Loop {
     std::function<void(const CheckResult&)> done;
     absl::Time start;
     std::string body;
+    size_t body_read = 0;
     bool stopped_reading = false;  // we ended the transfer on purpose (status known, or kMaxBody read)
     char error[CURL_ERROR_SIZE] = {0};
     std::list<std::unique_ptr<Http>>::iterator self;  // its place in http_
@@ -127,7 +131,11 @@ class CheckEngine::Loop {
   static size_t OnBody(char* data, size_t size, size_t n, void* user) {
     auto* c = static_cast<Http*>(user);
     size_t len = size * n;
-    if (c->spec.expect_body.empty()) {  // the status is all we need
+    // Read to the end (up to kMaxBody) so the connection can be used
+    // again; kept only when the check matches the body.
+    c->body_read += len;
+    if (c->spec.expect_body.empty()) {
+      if (c->body_read <= kMaxBody) return len;
       c->stopped_reading = true;
       return 0;
     }
@@ -172,8 +180,11 @@ class CheckEngine::Loop {
     curl_easy_setopt(e, CURLOPT_URL, url.c_str());
     curl_easy_setopt(e, CURLOPT_PRIVATE, c.get());
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+    // A target's connection is used again (HTTP keep-alive) while it is
+    // younger than kConnectionLifetime: a listener that stops accepting
+    // is seen within that, a dead peer at once (libcurl connects anew when
+    // a kept connection was closed).
+    curl_easy_setopt(e, CURLOPT_MAXLIFETIME_CONN, static_cast<long>(absl::ToInt64Seconds(kConnectionLifetime)));
     long ms = static_cast<long>(absl::ToInt64Milliseconds(c->spec.timeout));
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms);
@@ -221,8 +232,8 @@ class CheckEngine::Loop {
       detail = c->error[0] != '\0' ? c->error : curl_easy_strerror(rc);
     }
     curl_multi_remove_handle(multi_, c->easy);
-    // Handles are kept for the next checks (options reset; each check still
-    // opens a fresh connection).
+    // Handles are kept for the next checks (options reset; connections
+    // live in the multi handle's cache, not in the easy handle).
     if (idle_.size() < kIdleHandles) {
       curl_easy_reset(c->easy);
       idle_.push_back(c->easy);

@@ -1,7 +1,7 @@
 // The check engine of HEALTH.md: http, https and tcp checks, thousands at
 // once, on one event-loop thread. HTTP(S) goes through libcurl's multi
-// interface (a new connection per check, TLS through it); tcp checks are
-// non-blocking sockets polled in the same loop (curl_multi_poll's extra
+// interface (a target's connection kept for its next check, TLS through
+// it); tcp checks are non-blocking sockets polled in the same loop (curl_multi_poll's extra
 // descriptors). Every check ends by its own deadline and reads at most
 // kMaxBody bytes, so a target that hangs, drips or sends 10 GiB costs its
 // timeout and a bounded buffer, never a thread. Thread-safe: Submit from any
@@ -24,6 +24,11 @@
 namespace mariposa::health {
 
 inline constexpr size_t kMaxBody = 64 * 1024;  // bytes read for expect_body / expect
+// HTTP(S) checks keep their connection to a target (keep-alive) for the next
+// check of it, at most this long after it was opened, and at most this many
+// connections in all (the least recently used is closed first).
+inline constexpr absl::Duration kConnectionLifetime = absl::Seconds(60);
+inline constexpr size_t kKeptConnections = 1024;
 
 struct CheckSpec {
   std::string type = "http";  // http | https | tcp

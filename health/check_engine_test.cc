@@ -279,6 +279,55 @@ TEST(CheckEngineTest, HttpsWithASelfSignedCertificate) {
   t.join();
 }
 
+// Issue 49, 2: checks of one target use one connection while it keeps it
+// open (keep-alive); a target that closes it (Connection: close) gets a new
+// one each time, and a kept connection the target closed is not a failure.
+TEST(CheckEngineTest, HttpChecksKeepTheirConnection) {
+  std::atomic<int> connections{0};
+  RawServer keep([&connections](int fd, const std::atomic<bool>& stop) {
+    connections++;
+    while (!stop) {
+      std::string got;
+      char buf[1024];
+      while (got.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        if (n <= 0) return;
+        got.append(buf, static_cast<size_t>(n));
+      }
+      SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + std::string(1000, 'x'));
+    }
+  });
+  CheckEngine engine(RealClock::Get());
+  for (int i = 0; i < 10; ++i) {
+    auto r = Check(engine, HttpCheck(keep.port()));
+    ASSERT_TRUE(r.pass) << r.detail;
+  }
+  EXPECT_EQ(connections.load(), 1) << "10 checks of one target opened " << connections.load() << " connections";
+
+  std::atomic<int> closed{0};
+  RawServer close_each([&closed](int fd, const std::atomic<bool>&) {
+    closed++;
+    ReadRequest(fd);
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+  });
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(Check(engine, HttpCheck(close_each.port())).pass);
+  EXPECT_EQ(closed.load(), 5);
+
+  // A server that answers once and closes without saying so: the next
+  // check finds the kept connection dead and connects again.
+  std::atomic<int> quiet{0};
+  RawServer quiet_close([&quiet](int fd, const std::atomic<bool>&) {
+    quiet++;
+    ReadRequest(fd);
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  });
+  for (int i = 0; i < 4; ++i) {
+    auto r = Check(engine, HttpCheck(quiet_close.port()));
+    EXPECT_TRUE(r.pass) << i << ": " << r.detail;
+  }
+  EXPECT_EQ(quiet.load(), 4);
+}
+
 TEST(CheckEngineTest, ManyAtOnceOnOneThread) {
   CheckEngine engine(RealClock::Get());
   RawServer ok = Http(200, "ok");

@@ -1,7 +1,8 @@
 // Health benchmarks (PERFORMANCE.md P5-P7), each with its same-run baseline:
 //   P5 tcp checks/s through the CheckEngine vs a raw non-blocking
 //      connect/close loop, same concurrency;
-//   P6 http checks/s (new connection each) vs a raw HTTP GET loop;
+//   P6 http checks/s vs a raw HTTP GET loop, both keeping connections
+//      (keep-alive); the same with a new connection each, for comparison;
 //   P7 a HealthMonitor with N endpoints at an interval: checks per second
 //      against N/interval, start lateness p99, CPU;
 //   P8 store transactions from health against checks/s with 1 % flapping,
@@ -82,26 +83,26 @@ constexpr int64_t kFlipMs = 1000;
 // The target: on `tcp_fd` accept and close; on `http_fd` read a request,
 // answer 200 "ok", close; on `flap_fd` the same but 503 in every other
 // second (kFlipMs). One thread, epoll. Runs in a forked child.
-[[noreturn]] void Serve(int tcp_fd, int http_fd, int flap_fd) {
+[[noreturn]] void Serve(int tcp_fd, int http_fd, int flap_fd, int keep_fd) {
   int ep = epoll_create1(0);
   epoll_event ev{};
   ev.events = EPOLLIN;
-  ev.data.fd = tcp_fd;
-  epoll_ctl(ep, EPOLL_CTL_ADD, tcp_fd, &ev);
-  ev.data.fd = http_fd;
-  epoll_ctl(ep, EPOLL_CTL_ADD, http_fd, &ev);
-  ev.data.fd = flap_fd;
-  epoll_ctl(ep, EPOLL_CTL_ADD, flap_fd, &ev);
+  for (int fd : {tcp_fd, http_fd, flap_fd, keep_fd}) {
+    ev.data.fd = fd;
+    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+  }
   static const char kAnswer[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
   static const char kDown[] = "HTTP/1.1 503 Down\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno";
+  static const char kKept[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
   std::map<int, std::string> bufs;
   std::set<int> flapping;  // connections accepted on flap_fd
+  std::set<int> kept;      // connections accepted on keep_fd: a reply per request, left open
   epoll_event evs[256];
   while (true) {
     int n = epoll_wait(ep, evs, 256, -1);
     for (int i = 0; i < n; ++i) {
       int fd = evs[i].data.fd;
-      if (fd == tcp_fd || fd == http_fd || fd == flap_fd) {
+      if (fd == tcp_fd || fd == http_fd || fd == flap_fd || fd == keep_fd) {
         while (true) {
           int c = accept4(fd, nullptr, nullptr, SOCK_NONBLOCK);
           if (c < 0) break;
@@ -115,11 +116,22 @@ constexpr int64_t kFlipMs = 1000;
           epoll_ctl(ep, EPOLL_CTL_ADD, c, &ce);
           bufs[c].clear();
           if (fd == flap_fd) flapping.insert(c);
+          if (fd == keep_fd) kept.insert(c);
         }
         continue;
       }
       char b[2048];
       ssize_t r = read(fd, b, sizeof(b));
+      if (r > 0 && kept.count(fd)) {
+        std::string& s = bufs[fd];
+        s.append(b, r);
+        size_t end;
+        while ((end = s.find("\r\n\r\n")) != std::string::npos) {
+          (void)!write(fd, kKept, sizeof(kKept) - 1);
+          s.erase(0, end + 4);
+        }
+        continue;
+      }
       if (r > 0) {
         std::string& s = bufs[fd];
         s.append(b, r);
@@ -137,6 +149,7 @@ constexpr int64_t kFlipMs = 1000;
       }
       bufs.erase(fd);
       flapping.erase(fd);
+      kept.erase(fd);
       close(fd);
     }
   }
@@ -204,6 +217,65 @@ int RawLoop(int port, int n, int conc, bool http) {
   }
   close(ep);
   return failed;
+}
+
+// Raw baseline with keep-alive: `conc` connections, each sending its next
+// GET when the last answer (Content-Length: 2) is read, `n` in all; the
+// server leaves them open. Returns failures.
+int RawKeepAliveLoop(int port, int n, int conc) {
+  int ep = epoll_create1(0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  static const char kGet[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  int sent = 0, finished = 0, failed = 0;
+  std::map<int, std::string> bufs;
+  std::vector<int> fds;
+  for (int i = 0; i < conc && i < n; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      close(fd);
+      continue;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    fds.push_back(fd);
+    (void)!write(fd, kGet, sizeof(kGet) - 1);
+    sent++;
+  }
+  if (fds.empty()) return n;
+  epoll_event evs[256];
+  while (finished < sent) {
+    int k = epoll_wait(ep, evs, 256, 1000);
+    if (k == 0) break;  // the server stopped answering
+    for (int i = 0; i < k; ++i) {
+      int fd = evs[i].data.fd;
+      char b[4096];
+      ssize_t r = read(fd, b, sizeof(b));
+      if (r <= 0) continue;
+      std::string& s = bufs[fd];
+      s.append(b, r);
+      size_t head;
+      while ((head = s.find("\r\n\r\n")) != std::string::npos && s.size() >= head + 4 + 2) {
+        failed += s.compare(0, 12, "HTTP/1.1 200") != 0;
+        s.erase(0, head + 4 + 2);
+        finished++;
+        if (sent < n) {
+          (void)!write(fd, kGet, sizeof(kGet) - 1);
+          sent++;
+        }
+      }
+    }
+  }
+  for (int fd : fds) close(fd);
+  close(ep);
+  return failed + (n - finished);
 }
 
 // The engine: `n` checks, `conc` in flight, submitted from this thread.
@@ -478,16 +550,18 @@ int main(int argc, char** argv) {
   bool quick = smoke || (argc > 1 && std::string(argv[1]) == "--quick");
   bool only_p8 = argc > 1 && std::string(argv[1]) == "--p8";
   bool only_p7 = argc > 1 && std::string(argv[1]) == "--p7";  // P7 at its quick size alone, for a profile
-  int tcp_port = 0, http_port = 0, flap_port = 0;
+  int tcp_port = 0, http_port = 0, flap_port = 0, keep_port = 0;
   int tcp_fd = ListenOn(&tcp_port);
   int http_fd = ListenOn(&http_port);
   int flap_fd = ListenOn(&flap_port);
+  int keep_fd = ListenOn(&keep_port);
   // Fork the target before any thread exists.
   pid_t server = fork();
-  if (server == 0) Serve(tcp_fd, http_fd, flap_fd);
+  if (server == 0) Serve(tcp_fd, http_fd, flap_fd, keep_fd);
   close(tcp_fd);
   close(http_fd);
   close(flap_fd);
+  close(keep_fd);
   const int rounds = smoke ? 1 : quick ? 3 : 5;
   const int n = smoke ? 500 : quick ? 10000 : 30000;
   const int conc = 64;
@@ -502,14 +576,24 @@ int main(int argc, char** argv) {
   }
   {
     mariposa::health::CheckEngine engine(mariposa::RealClock::Get());
-    for (bool http : {false, true}) {
+    // P5 tcp; P6 http against a server that keeps connections (the engine
+    // keeps a target's connection; the raw loop sends on `conc` kept ones);
+    // and http against one that closes each (a new connection per check on
+    // both sides), shown for comparison.
+    enum Kind { kTcp, kHttpKept, kHttpClosed };
+    for (Kind kind : {kTcp, kHttpKept, kHttpClosed}) {
       std::vector<Sample> base, subj;
       for (int r = 0; r < rounds; ++r) {
-        int port = http ? http_port : tcp_port;
-        base.push_back(Measure(n, [&] { return RawLoop(port, n, conc, http); }));
-        subj.push_back(Measure(n, [&] { return EngineLoop(engine, port, n, conc, http); }));
+        int port = kind == kTcp ? tcp_port : kind == kHttpKept ? keep_port : http_port;
+        if (kind == kHttpKept) {
+          base.push_back(Measure(n, [&] { return RawKeepAliveLoop(port, n, conc); }));
+        } else {
+          base.push_back(Measure(n, [&] { return RawLoop(port, n, conc, kind != kTcp); }));
+        }
+        subj.push_back(Measure(n, [&] { return EngineLoop(engine, port, n, conc, kind != kTcp); }));
       }
-      Report(http ? "P6 http" : "P5 tcp ", base, subj, 0.7);
+      Report(kind == kTcp ? "P5 tcp " : kind == kHttpKept ? "P6 http" : "P6 http, a new connection each", base, subj,
+             0.7);
     }
   }
   if (smoke) {
