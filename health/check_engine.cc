@@ -185,6 +185,9 @@ class CheckEngine::Loop {
     // is seen within that, a dead peer at once (libcurl connects anew when
     // a kept connection was closed).
     curl_easy_setopt(e, CURLOPT_MAXLIFETIME_CONN, static_cast<long>(absl::ToInt64Seconds(kConnectionLifetime)));
+    // Straight to the instance: $http_proxy and its kind (set for a global
+    // zone's downloads) are not for checks, nor read for each one.
+    curl_easy_setopt(e, CURLOPT_PROXY, "");
     long ms = static_cast<long>(absl::ToInt64Milliseconds(c->spec.timeout));
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms);

@@ -328,6 +328,19 @@ TEST(CheckEngineTest, HttpChecksKeepTheirConnection) {
   EXPECT_EQ(quiet.load(), 4);
 }
 
+// A proxy set for the agent's downloads is not used for checks: they go
+// straight to the instance.
+TEST(CheckEngineTest, ChecksIgnoreTheProxyEnvironment) {
+  RawServer ok = Http(200, "ok");
+  setenv("http_proxy", "http://127.0.0.1:1", 1);  // nothing listens there
+  setenv("all_proxy", "http://127.0.0.1:1", 1);
+  CheckEngine engine(RealClock::Get());
+  auto r = Check(engine, HttpCheck(ok.port()));
+  unsetenv("http_proxy");
+  unsetenv("all_proxy");
+  EXPECT_TRUE(r.pass) << r.detail;
+}
+
 TEST(CheckEngineTest, ManyAtOnceOnOneThread) {
   CheckEngine engine(RealClock::Get());
   RawServer ok = Http(200, "ok");

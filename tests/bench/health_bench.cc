@@ -550,6 +550,7 @@ int main(int argc, char** argv) {
   bool quick = smoke || (argc > 1 && std::string(argv[1]) == "--quick");
   bool only_p8 = argc > 1 && std::string(argv[1]) == "--p8";
   bool only_p7 = argc > 1 && std::string(argv[1]) == "--p7";  // P7 at its quick size alone, for a profile
+  bool only_p6 = argc > 1 && std::string(argv[1]) == "--p6";  // the engine's side of P6 alone, for a profile
   int tcp_port = 0, http_port = 0, flap_port = 0, keep_port = 0;
   int tcp_fd = ListenOn(&tcp_port);
   int http_fd = ListenOn(&http_port);
@@ -567,6 +568,14 @@ int main(int argc, char** argv) {
   const int conc = 64;
   printf("health_bench: %d rounds of %d checks, %d in flight; target server pid %d (tcp :%d, http :%d)\n", rounds, n,
          conc, server, tcp_port, http_port);
+  if (only_p6) {
+    mariposa::health::CheckEngine engine(mariposa::RealClock::Get());
+    Sample s = Measure(100000, [&] { return EngineLoop(engine, keep_port, 100000, conc, true); });
+    printf("P6 engine alone: %.0f/s, %.0f per CPU-s\n", s.rate, s.per_cpu);
+    kill(server, SIGKILL);
+    waitpid(server, nullptr, 0);
+    return 0;
+  }
   if (only_p7 || only_p8) {
     if (only_p7) P7(tcp_port, 20000, absl::Seconds(2), 5);
     else P8(tcp_port, flap_port, 5000, 7);
