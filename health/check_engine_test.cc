@@ -328,6 +328,35 @@ TEST(CheckEngineTest, HttpChecksKeepTheirConnection) {
   EXPECT_EQ(quiet.load(), 4);
 }
 
+// A handle set up for one check is used again only by checks set up the
+// same way: a check's headers and method are its own.
+TEST(CheckEngineTest, ChecksOfOneTargetKeepTheirOwnHeadersAndMethod) {
+  RawServer server([](int fd, const std::atomic<bool>&) {
+    std::string got;
+    char buf[1024];
+    while (got.find("\r\n\r\n") == std::string::npos) {
+      ssize_t n = recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) return;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    int status = got.find("X-Probe: 1") != std::string::npos ? 200 : got.rfind("HEAD ", 0) == 0 ? 204 : 403;
+    SendAll(fd, absl::StrCat("HTTP/1.1 ", status, " X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"));
+  });
+  CheckEngine engine(RealClock::Get());
+  CheckSpec with = HttpCheck(server.port());
+  with.headers = {{"X-Probe", "1"}};
+  CheckSpec head = HttpCheck(server.port());
+  head.method = "HEAD";
+  head.expect_status = {{204, 204}};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(Check(engine, with).pass) << i;
+    auto r = Check(engine, HttpCheck(server.port()));
+    EXPECT_FALSE(r.pass) << i;
+    EXPECT_EQ(r.detail, "status 403");
+    EXPECT_TRUE(Check(engine, head).pass) << i;
+  }
+}
+
 // A proxy set for the agent's downloads is not used for checks: they go
 // straight to the instance.
 TEST(CheckEngineTest, ChecksIgnoreTheProxyEnvironment) {
