@@ -70,15 +70,17 @@ class RawServer {
   std::vector<std::thread> workers_;
 };
 
-// Reads the request head (up to a blank line or 8 KiB).
-void ReadRequest(int fd) {
+// Reads the request head (up to a blank line or 8 KiB); "" when the peer
+// closed before a whole head came.
+std::string ReadRequest(int fd) {
   std::string got;
   char buf[1024];
   while (got.find("\r\n\r\n") == std::string::npos && got.size() < 8192) {
     ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) return;
+    if (n <= 0) return "";
     got.append(buf, static_cast<size_t>(n));
   }
+  return got;
 }
 
 void SendAll(int fd, const std::string& s) {
@@ -287,13 +289,7 @@ TEST(CheckEngineTest, HttpChecksKeepTheirConnection) {
   RawServer keep([&connections](int fd, const std::atomic<bool>& stop) {
     connections++;
     while (!stop) {
-      std::string got;
-      char buf[1024];
-      while (got.find("\r\n\r\n") == std::string::npos) {
-        ssize_t n = recv(fd, buf, sizeof(buf), 0);
-        if (n <= 0) return;
-        got.append(buf, static_cast<size_t>(n));
-      }
+      if (ReadRequest(fd).empty()) return;
       SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + std::string(1000, 'x'));
     }
   });
@@ -332,13 +328,7 @@ TEST(CheckEngineTest, HttpChecksKeepTheirConnection) {
 // same way: a check's headers and method are its own.
 TEST(CheckEngineTest, ChecksOfOneTargetKeepTheirOwnHeadersAndMethod) {
   RawServer server([](int fd, const std::atomic<bool>&) {
-    std::string got;
-    char buf[1024];
-    while (got.find("\r\n\r\n") == std::string::npos) {
-      ssize_t n = recv(fd, buf, sizeof(buf), 0);
-      if (n <= 0) return;
-      got.append(buf, static_cast<size_t>(n));
-    }
+    std::string got = ReadRequest(fd);
     int status = got.find("X-Probe: 1") != std::string::npos ? 200 : got.rfind("HEAD ", 0) == 0 ? 204 : 403;
     SendAll(fd, absl::StrCat("HTTP/1.1 ", status, " X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"));
   });

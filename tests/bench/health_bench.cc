@@ -155,14 +155,20 @@ constexpr int64_t kFlipMs = 1000;
   }
 }
 
-// Raw baseline: `n` connections, `conc` in flight; with `http`, a GET each,
-// read to EOF, status checked. Returns failures.
-int RawLoop(int port, int n, int conc, bool http) {
-  int ep = epoll_create1(0);
+// 127.0.0.1:port.
+sockaddr_in Loopback(int port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = htons(port);
+  return a;
+}
+
+// Raw baseline: `n` connections, `conc` in flight; with `http`, a GET each,
+// read to EOF, status checked. Returns failures.
+int RawLoop(int port, int n, int conc, bool http) {
+  int ep = epoll_create1(0);
+  sockaddr_in a = Loopback(port);
   static const char kGet[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   int started = 0, finished = 0, failed = 0;
   std::map<int, std::string> bufs;
@@ -224,10 +230,7 @@ int RawLoop(int port, int n, int conc, bool http) {
 // server leaves them open. Returns failures.
 int RawKeepAliveLoop(int port, int n, int conc) {
   int ep = epoll_create1(0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
+  sockaddr_in a = Loopback(port);
   static const char kGet[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   int sent = 0, finished = 0, failed = 0;
   std::map<int, std::string> bufs;
