@@ -696,6 +696,29 @@ class Oracle:
                 self.violation(f"`{what} --wait` exit 1: {svc} is {verdict}?\n{err}", "wait-exit")
             if not why.strip():
                 self.violation(f"`{what} --wait` exit 1: {svc} is {verdict} with no reason given\n{err}", "wait-exit")
+            if "run an older spec; no rollout is running" in why and "manual" not in why:
+                self.recheck_no_rollout(what, svc, err)
+
+    def recheck_no_rollout(self, what, svc, err):
+        """A --wait that gave up saying instances of `svc` run an older spec
+        and no rollout is running: an instance the version in force created
+        runs that version's spec, so when tritonsim shows every active
+        instance of `svc` created by it (its `mariposa.version` tag), the
+        claim was false (a view older than the rollout's end)."""
+        code, out, _ = self.c.cli("-o", "json", "versions")
+        if code != 0:
+            return
+        versions = json.loads(out).get("versions", [])
+        if not versions:
+            return
+        current = max(versions, key=lambda v: int(v.get("number", 0)))
+        vms = [v for v in self.c.http.get(f"/vms?owner_uuid={OWNER}&tag.mariposa.service={svc}&state=active")
+               if v["tags"].get("mariposa.project") == self.project_uuid() and not v["tags"].get("mariposa.run")
+               and "mariposa.preserved" not in v["tags"]]
+        if vms and all(v["tags"].get("mariposa.version") == current.get("uuid") for v in vms):
+            self.violation(f"`{what} --wait` exit 1 saying {svc} has instances on an older spec and no rollout is "
+                           f"running, while tritonsim shows all {len(vms)} of its instances created by version "
+                           f"{current.get('number')}, the one in force\n{err}", "wait-false-failure")
 
     def judge_run(self, code, out, err):
         """`run job --wait`: 0 only when the run completed (every instance
