@@ -8,35 +8,42 @@ truth read from tritonsim only, invariants checked after every step.
 
 A history is a sequence of steps drawn from the seed: operator actions
 (apply of a random manifest within the language, scale, freeze/thaw,
-rollback, meta set, reprovision with a canary, each sometimes with --wait)
-and faults (kill-vm, destroy-vm, a job failure rate, API latency, 503s,
+rollback, meta set, reprovision with a canary, a run of an event service,
+queue terminate, each that can wait sometimes with --wait) and faults
+(kill-vm, destroy-vm, vm-health, a job failure rate, API latency, 503s,
 change feed drops and skipped items, kill -9 of mariposad, hand edits of
 instance metadata, tags and package, of a firewall rule and of a fabric
 network's resolvers). The same seed gives the same history.
 
 After each step the oracle reads the truth from tritonsim's APIs (VMAPI,
-FWAPI, NAPI, VOLAPI), never from Mariposa, and checks:
+FWAPI, NAPI, VOLAPI) and from each checked instance's own port, never from
+Mariposa, and checks:
 
-  converged   `status` exit 0 ("converged") only when tritonsim matches the
-              goal: every service at its count, all running, no VM of the
-              project outside the goal, no alias active twice, the firewall
-              rules, the fabric network and the volume as the manifest says.
-              A claim is checked once nothing was done for longer than the
-              bound Mariposa states (the observation age it prints, plus
-              the digest period for lost feed items, --audit), and only
-              against a truth that stayed the same across the status call.
-  wait        an `apply/scale --wait` that exits 0 left tritonsim at its goal
-              (same rule) and its version current; one that exits 1 saying
-              its version was replaced names a newer version the store holds
-              (other non-zero exits are not judged).
+  converged   `status` exit 0, the HTTP API's state (the console's data) and
+              /metrics (every service's verdict) say "converged" only when
+              tritonsim matches the goal: every service at its count, all
+              running, every checked instance healthy, no VM of the project
+              outside the goal, no alias active twice, the firewall rules,
+              the fabric network and the volume as the manifest says. A
+              claim is checked once nothing was done for longer than the
+              bound Mariposa states (the observation age, plus the digest
+              period for lost feed items, --audit), and only against a truth
+              that stayed the same across the reading.
+  wait        every --wait exit: 0 only with tritonsim at the goal of what it
+              waited for; 1 only with a reason (its version replaced by one
+              the store holds, the deadline, a service paused, failed or
+              degraded — "older spec, no rollout" checked against the VMs'
+              mariposa.version); `run --wait` against the exit statuses
+              tritonsim recorded; any other exit code is a violation.
   aliases     no alias active twice, ever (checked after every step).
   durability  every acknowledged version and meta write is there after each
               step, kill -9 included.
-  events      no event twice (same kind, subject and detail in the same
-              second).
+  events      no instance event twice in a row within a second.
 
-A violation prints the seed, the step and the history up to it (replay it
-with --replay), and the run exits 1. Exit 0: no violation.
+A violation prints the seed, the invariant, the history, then shrinks it
+(ddmin, --shrink-minutes) and prints the `--plan` that replays the shortest
+history found; the run exits 1. Exit 0: no violation. --self-test checks the
+oracle itself.
 """
 import argparse
 import json
@@ -521,7 +528,7 @@ class Oracle:
                 self.goal = dict(self.goal, services=dict(self.goal["services"], **{s: n}))
                 self.versions.append((self.newest_version(), self.goal))
             if kind == "scale_wait" and ("applied version" in out or code == 0):
-                self.judge_wait(f"scale {s}={n}", code, out, err, service=s, count=n)
+                self.judge_wait(f"scale {s}={n}", code, out, err)
             return f"{kind} {s}={n} -> exit {code}" + first_error(err)
         if kind == "freeze_thaw":
             if self.frozen:
@@ -533,11 +540,18 @@ class Oracle:
             return f"freeze -> exit {code}"
         if kind == "rollback" and len(self.versions) >= 2:
             n, goal = rng.choice(self.versions[:-1])
-            code, out, err = c.cli("rollback", str(n), "--yes", "--thaw")
-            if code == 0:
+            wait = rng.random() < 0.5
+            code, out, err = c.cli("rollback", str(n), "--yes", "--thaw",
+                                   *(["--wait", "--timeout", "60s"] if wait else []))
+            # Stored when the store holds a newer version (a --wait may still
+            # exit 1 after storing it).
+            newest = self.newest_version()
+            if newest > self.versions[-1][0]:
                 self.goal = goal
-                self.versions.append((self.newest_version(), goal))
-            return f"rollback {n} -> exit {code}"
+                self.versions.append((newest, goal))
+                if wait:
+                    self.judge_wait(f"rollback {n}", code, out, err)
+            return f"rollback {n}{' --wait' if wait else ''} -> exit {code}" + first_error(err)
         if kind == "meta":
             v = rng.choice(["world", "moon", "mars"])
             code, _, _ = c.cli("meta", "set", "who", v)
@@ -545,8 +559,12 @@ class Oracle:
                 self.meta["who"] = v
             return f"meta set who={v} -> exit {code}"
         if kind == "reprovision" and self.goal and self.goal["services"]:
-            code, _, _ = c.cli("reprovision", "--canary", str(rng.randint(0, 2)), "--thaw")
-            return f"reprovision -> exit {code}"
+            wait = rng.random() < 0.5
+            code, out, err = c.cli("reprovision", "--canary", str(rng.randint(0, 2)), "--thaw",
+                                   *(["--wait", "--timeout", "60s"] if wait else []))
+            if wait and "task" in out:
+                self.judge_wait("reprovision", code, out, err)
+            return f"reprovision{' --wait' if wait else ''} -> exit {code}" + first_error(err)
         if kind == "run" and self.goal and self.goal.get("job"):
             code, out, err = c.cli("run", "job", "--wait", "--timeout", "60s", "--thaw")
             self.judge_run(code, out, err)
@@ -660,7 +678,7 @@ class Oracle:
             return f"settle (status exit {code})"
         return kind + " (skipped)"
 
-    def judge_wait(self, what, code, out, err, service=None, count=None):
+    def judge_wait(self, what, code, out, err):
         """Every --wait exit code must match what happened (docs/cli.md):
         0 only at the goal; 1 with a reason that holds; nothing else."""
         if code == 0:
@@ -668,12 +686,11 @@ class Oracle:
                 if "no changes" in out or "nothing was changed" in out + err:
                     return
                 self.violation(f"`{what} --wait` exit 0 without saying converged\n{out}{err}", "wait-exit")
-            if service is not None and service in out.split("converged after")[0].split("\n")[-1]:
-                # Only the scaled service was waited for: check it alone.
-                t = self.truth()
-                if t["services"].get(service, 0) != count or any(x != "running" for x in t["states"].get(service, [])):
-                    self.violation(f"`{what} --wait` exit 0 but tritonsim has {t['services'].get(service, 0)} "
-                                   f"({t['states'].get(service)})", "wait-converged")
+            head = out.split("converged after")[0].split("\n")[-1].strip()
+            if head:
+                # "web, db converged after Ns (the rest … is not)": only the
+                # services the command changed were waited for.
+                self.after_scoped_wait(what, [x.strip() for x in head.split(",")], out)
                 return
             self.after_wait(what, out)
             return
@@ -739,6 +756,21 @@ class Oracle:
         if code == 1 and ok and len(exited) == len(vms) and "terminated" not in out + err:
             self.violation(f"`run job --wait` exit 1 but each of its {len(vms)} instances exited 0\n{out}{err}",
                            "run-exit")
+
+    def after_scoped_wait(self, what, services, out):
+        """A --wait that said the services it waited for converged: each at
+        its count in tritonsim, all running, every checked one healthy."""
+        t = self.truth()
+        for svc in services:
+            if not self.goal or svc not in self.goal["services"]:
+                continue
+            want = self.goal["services"][svc]
+            bad = [x for x in t["states"].get(svc, []) if x != "running"]
+            sick = [u for u in t["unhealthy"] if u.startswith(f"{PROJECT}-{svc}-")]
+            if t["services"].get(svc, 0) != want or bad or sick:
+                self.violation(f"`{what} --wait` exit 0 saying {svc} converged but tritonsim has "
+                               f"{t['services'].get(svc, 0)} of {want} ({t['states'].get(svc)}; unhealthy {sick})\n{out}",
+                               "wait-converged")
 
     def after_wait(self, what, out=""):
         """A --wait that said converged: tritonsim must be at the goal."""
