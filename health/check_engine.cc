@@ -113,7 +113,7 @@ class CheckEngine::Loop {
     absl::Time start;
     std::string body;
     size_t body_read = 0;
-    bool stopped_reading = false;  // we ended the transfer on purpose (status known, or kMaxBody read)
+    bool stopped_reading = false;  // we ended the transfer on purpose (more than kMaxBody)
     char error[CURL_ERROR_SIZE] = {0};
     std::list<std::unique_ptr<Http>>::iterator self;  // its place in http_
   };

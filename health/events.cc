@@ -22,13 +22,17 @@ std::string RecordedTo(const std::string& detail, const std::string& check) {
 }  // namespace
 
 std::vector<bool> AlreadyRecorded(const std::vector<HealthChange>& changes, const std::vector<EventRecord>& recent) {
+  std::map<std::string, std::vector<const EventRecord*>> by_instance;  // oldest first
+  for (const EventRecord& e : recent) {
+    if (e.kind == "instance.health") by_instance[e.subject].push_back(&e);
+  }
   std::vector<bool> out(changes.size(), false);
   for (size_t i = 0; i < changes.size(); ++i) {
     const HealthChange& c = changes[i];
-    if (c.flapping || c.from != Health::kUnknown) continue;
-    for (auto e = recent.rbegin(); e != recent.rend(); ++e) {  // the newest of this instance's check
-      if (e->kind != "instance.health" || e->subject != c.instance) continue;
-      std::string to = RecordedTo(e->detail, c.check);
+    auto events = by_instance.find(c.instance);
+    if (c.flapping || c.from != Health::kUnknown || events == by_instance.end()) continue;
+    for (auto e = events->second.rbegin(); e != events->second.rend(); ++e) {  // the newest of this check
+      std::string to = RecordedTo((*e)->detail, c.check);
       if (to.empty()) continue;
       out[i] = to == HealthName(c.to);
       break;
@@ -38,30 +42,40 @@ std::vector<bool> AlreadyRecorded(const std::vector<HealthChange>& changes, cons
 }
 
 absl::Status WriteHealthEvents(ProjectStore* store, const std::vector<HealthChange>& changes) {
+  // A first result after mariposad (or the agent) started says nothing new
+  // when the log already holds that state: it is not written twice (a
+  // restart, a check moved to another agent). One read of each project's
+  // newest health events per batch, and only for a batch with such results.
+  std::map<std::string, std::vector<size_t>> firsts;  // project uuid -> indexes of first results
+  for (size_t i = 0; i < changes.size(); ++i) {
+    if (changes[i].from == Health::kUnknown && !changes[i].flapping) firsts[changes[i].group].push_back(i);
+  }
   std::map<std::string, std::string> names;  // project uuid -> name, once per batch
-  std::map<std::string, std::vector<EventRecord>> recent;  // by project uuid: its newest health events
+  auto name_of = [&](const std::string& group) -> const std::string& {
+    auto name = names.find(group);
+    if (name == names.end()) {
+      auto p = store->GetProject(group);
+      name = names.emplace(group, p.ok() ? p->name : group).first;
+    }
+    return name->second;
+  };
+  std::vector<bool> skip(changes.size(), false);
+  for (const auto& [group, indexes] : firsts) {
+    auto recent = store->ListNewestEvents(name_of(group), 0, kRecentHealthEvents, {"instance.health"});
+    if (!recent.ok()) continue;  // written, at worst twice
+    std::vector<HealthChange> these;
+    for (size_t i : indexes) these.push_back(changes[i]);
+    std::vector<bool> repeated = AlreadyRecorded(these, *recent);
+    for (size_t k = 0; k < indexes.size(); ++k) skip[indexes[k]] = repeated[k];
+  }
   std::vector<EventRecord> events;
   events.reserve(changes.size());
-  for (const HealthChange& c : changes) {
-    auto name = names.find(c.group);
-    if (name == names.end()) {
-      auto p = store->GetProject(c.group);
-      name = names.emplace(c.group, p.ok() ? p->name : c.group).first;
-    }
-    // A first result after mariposad (or the agent) started says nothing
-    // new when the log already holds that state: the event is not written
-    // twice (a restart, a check moved to another agent).
-    if (c.from == Health::kUnknown && !c.flapping) {
-      auto r = recent.find(c.group);
-      if (r == recent.end()) {
-        auto got = store->ListNewestEvents(name->second, 0, kRecentHealthEvents, {"instance.health"});
-        r = recent.emplace(c.group, got.ok() ? std::move(*got) : std::vector<EventRecord>{}).first;
-      }
-      if (AlreadyRecorded({c}, r->second)[0]) continue;
-    }
+  for (size_t i = 0; i < changes.size(); ++i) {
+    if (skip[i]) continue;
+    const HealthChange& c = changes[i];
     EventRecord e;
     e.actor = "mariposad";
-    e.project = name->second;
+    e.project = name_of(c.group);
     e.kind = c.flapping ? "instance.flapping" : "instance.health";
     e.subject = c.instance;
     // "jupiter-web-1 http: healthy -> unhealthy (…)": the instance by name.

@@ -300,7 +300,7 @@ class Oracle:
         vms = h.get(f"/vms?owner_uuid={OWNER}&tag.mariposa.project=*&state=active")
         project_uuid = self.project_uuid()
         mine = [v for v in vms if v["tags"].get("mariposa.project") == project_uuid]
-        t = {"services": {}, "states": {}, "aliases": [], "preserved": 0, "unhealthy": []}
+        t = {"services": {}, "states": {}, "aliases": [], "preserved": 0, "unhealthy": {}}
         for v in mine:
             if "mariposa.preserved" in v["tags"]:
                 t["preserved"] += 1
@@ -314,7 +314,7 @@ class Oracle:
             if self.goal and s in self.goal.get("checks", []) and v["state"] == "running":
                 health = probe_health(v)
                 if health != "healthy":
-                    t["unhealthy"].append(f"{v['alias']} ({health})")
+                    t["unhealthy"].setdefault(s, []).append(f"{v['alias']} ({health})")
         rules = h.get(f"/rules?owner_uuid={OWNER}")
         t["rules"] = sorted(r["rule"] for r in rules if project_uuid and project_uuid in (r.get("description") or ""))
         nets = h.get(f"/networks?fabric=true&provisionable_by={OWNER}")
@@ -349,12 +349,8 @@ class Oracle:
         if g is None:
             return ""
         out = []
-        for s, n in g["services"].items():
-            if t["services"].get(s, 0) != n:
-                out.append(f"{s}: {t['services'].get(s, 0)} active, goal {n}")
-            bad = [x for x in t["states"].get(s, []) if x != "running"]
-            if bad:
-                out.append(f"{s}: not running: {bad}")
+        for s in g["services"]:
+            out += self.service_differs(t, s)
         for s in t["services"]:
             if s not in g["services"]:
                 out.append(f"{s}: {t['services'][s]} active outside the goal")
@@ -366,9 +362,29 @@ class Oracle:
             out.append(f"fabric network resolvers {t['fabric']}, goal {g['fabric']}")
         if g["volume"] and not t["volume"]:
             out.append("volume data is not ready")
-        if t["unhealthy"]:
-            out.append(f"instances whose health check fails: {sorted(t['unhealthy'])}")
         return "; ".join(out)
+
+    def service_differs(self, t, s):
+        """What differs for goal service `s`: its count, instances not
+        running, checked instances not healthy."""
+        n = self.goal["services"][s]
+        out = []
+        if t["services"].get(s, 0) != n:
+            out.append(f"{s}: {t['services'].get(s, 0)} active, goal {n}")
+        bad = [x for x in t["states"].get(s, []) if x != "running"]
+        if bad:
+            out.append(f"{s}: not running: {bad}")
+        if t["unhealthy"].get(s):
+            out.append(f"{s}: instances whose health check fails: {sorted(t['unhealthy'][s])}")
+        return out
+
+    def service_vms(self, state, svc=None):
+        """The project's instances of its services (not runs' nor preserved
+        ones) in `state`, as tritonsim lists them."""
+        tag = f"tag.mariposa.service={svc}" if svc else "tag.mariposa.project=*"
+        return [v for v in self.c.http.get(f"/vms?owner_uuid={OWNER}&{tag}&state={state}")
+                if v["tags"].get("mariposa.project") == self.project_uuid() and not v["tags"].get("mariposa.run")
+                and "mariposa.preserved" not in v["tags"]]
 
     # ---- invariants
 
@@ -581,8 +597,7 @@ class Oracle:
             self.frozen = self.frozen or code == 0
             return f"cancel {t.get('kind')} task -> exit {code}"
         if kind == "vm_unhealthy" and self.goal and self.goal.get("checks"):
-            vms = [v for v in h.get(f"/vms?owner_uuid={OWNER}&tag.mariposa.project=*&state=running")
-                   if v["tags"].get("mariposa.service") in self.goal["checks"] and not v["tags"].get("mariposa.run")]
+            vms = [v for v in self.service_vms("running") if v["tags"].get("mariposa.service") in self.goal["checks"]]
             if not vms:
                 return kind + " (no checked VM)"
             vm = rng.choice(sorted(vms, key=lambda v: v["uuid"]))
@@ -729,9 +744,7 @@ class Oracle:
         if not versions:
             return
         current = max(versions, key=lambda v: int(v.get("number", 0)))
-        vms = [v for v in self.c.http.get(f"/vms?owner_uuid={OWNER}&tag.mariposa.service={svc}&state=active")
-               if v["tags"].get("mariposa.project") == self.project_uuid() and not v["tags"].get("mariposa.run")
-               and "mariposa.preserved" not in v["tags"]]
+        vms = self.service_vms("active", svc)
         if vms and all(v["tags"].get("mariposa.version") == current.get("uuid") for v in vms):
             self.violation(f"`{what} --wait` exit 1 saying {svc} has instances on an older spec and no rollout is "
                            f"running, while tritonsim shows all {len(vms)} of its instances created by version "
@@ -764,13 +777,10 @@ class Oracle:
         for svc in services:
             if not self.goal or svc not in self.goal["services"]:
                 continue
-            want = self.goal["services"][svc]
-            bad = [x for x in t["states"].get(svc, []) if x != "running"]
-            sick = [u for u in t["unhealthy"] if u.startswith(f"{PROJECT}-{svc}-")]
-            if t["services"].get(svc, 0) != want or bad or sick:
-                self.violation(f"`{what} --wait` exit 0 saying {svc} converged but tritonsim has "
-                               f"{t['services'].get(svc, 0)} of {want} ({t['states'].get(svc)}; unhealthy {sick})\n{out}",
-                               "wait-converged")
+            d = self.service_differs(t, svc)
+            if d:
+                self.violation(f"`{what} --wait` exit 0 saying {svc} converged while tritonsim differs: "
+                               f"{'; '.join(d)}\n{out}", "wait-converged")
 
     def after_wait(self, what, out=""):
         """A --wait that said converged: tritonsim must be at the goal."""
