@@ -40,7 +40,10 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   absl::Time now = clock_->Now();
   Observation o = ObserveInstances(&s, poll_jobs, last_seen, now);
   RETURN_IF_ERROR(GatherJobs(&s, poll_jobs, now));
-  if (o.incremental && !RefreshEnded(s.project, s.version_numbers, s.finished, &s.instances)) {
+  // The listing was read before the jobs were polled: a job that ended in
+  // between (a kept listing's, or a full one's) is read again, or its VM
+  // would look untouched with its job gone and the change be sent twice.
+  if (s.actual_known && !RefreshEnded(s.project, s.version_numbers, s.finished, &s.instances)) {
     ListInstances(&s);  // a VM could not be read: list them all
     o.listed_at = now;
   }

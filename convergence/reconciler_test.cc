@@ -168,6 +168,36 @@ TEST_F(ReconcilerTest, APreserveStopsOnlyOnceItsTagIsSet) {
   EXPECT_EQ(Running(), 2);
 }
 
+// Found by the oracle (CI, seed 2): a sync that lists every VM reads the
+// listing first and polls the jobs after it; a delete that ended in between
+// left the VM "running" in that listing with its job gone, and the same
+// scale-down was sent again (instance.delete twice in the same second).
+TEST_F(ReconcilerTest, AJobEndingBetweenTheListingAndItsPollIsNotSentAgain) {
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 2}\n");
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  ASSERT_EQ(Running(), 2);
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 0}\n");
+  vmapi_.set_auto_complete(false);
+  clock_.Advance(absl::Seconds(1));
+  auto r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->deleted, 2);
+  clock_.Advance(absl::Seconds(61));  // the next sync lists every VM
+  vmapi_.CompleteJobsAfterNextList();
+  vmapi_.ClearCalls();
+  r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<std::string> calls = vmapi_.calls();
+  EXPECT_EQ(r->deleted, 0) << absl::StrJoin(calls, "\n");
+  for (const std::string& c : calls) EXPECT_FALSE(absl::StartsWith(c, "DeleteVm")) << absl::StrJoin(calls, "\n");
+  EXPECT_EQ(Running(), 0);
+  clock_.Advance(absl::Seconds(1));
+  r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->deleted, 0);
+  EXPECT_TRUE(r->converged);
+}
+
 TEST_F(ReconcilerTest, ReplacesBrokenAndHoldsWhenFrozen) {
   Apply("project: p\nservices:\n  web: {image: web@1, count: 2}\n");
   ASSERT_TRUE(reconciler_->SyncProject("p").ok());

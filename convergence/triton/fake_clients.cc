@@ -76,6 +76,11 @@ void FakeVmapiClient::CompleteJobs(const std::set<std::string>& fail_vms) {
   }
 }
 
+void FakeVmapiClient::CompleteJobsAfterNextList() {
+  std::lock_guard<std::mutex> l(mu_);
+  complete_after_list_ = true;
+}
+
 void FakeVmapiClient::CompleteLocked(const std::string& job_uuid) {
   PendingJob& p = jobs_[job_uuid];
   if (p.job.done()) return;
@@ -122,6 +127,10 @@ absl::StatusOr<std::vector<Vm>> FakeVmapiClient::ListVms(const VmFilter& f) {
   std::vector<Vm> out;
   for (const auto& kv : vms_) {
     if (MatchesLocked(kv.second, f)) out.push_back(kv.second);
+  }
+  if (complete_after_list_) {
+    complete_after_list_ = false;
+    for (auto& kv : jobs_) CompleteLocked(kv.first);
   }
   return out;
 }

@@ -42,6 +42,9 @@ class FakeVmapiClient : public VmapiClient, public FakeBase {
   // Finishes every pending job; those whose VM is in `fail_vms` fail
   // without their effect.
   void CompleteJobs(const std::set<std::string>& fail_vms = {});
+  // The next ListVms answers with what it reads, then finishes every
+  // pending job: jobs that end between a listing and the poll of them.
+  void CompleteJobsAfterNextList();
   // Adds or replaces a VM directly (state as given).
   void PutVm(const Vm& vm);
   std::vector<Vm> AllVms() const;
@@ -76,6 +79,7 @@ class FakeVmapiClient : public VmapiClient, public FakeBase {
   bool HasLocked(const VmRef& vm) const;
 
   bool auto_complete_ = true;
+  bool complete_after_list_ = false;
   std::map<std::string, Vm> vms_;
   std::map<std::string, PendingJob> jobs_;
   std::vector<std::string> servers_;
