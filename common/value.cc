@@ -43,41 +43,61 @@ Value& Value::Add(Value v) {
   return *this;
 }
 
-std::string JsonQuote(const std::string& s) {
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size(); ++i) {
+void AppendJsonQuoted(absl::string_view s, std::string* out) {
+  out->push_back('"');
+  size_t i = 0, plain = 0;  // s[plain, i) is copied as it is, in one append
+  auto flush = [&] {
+    out->append(s.data() + plain, i - plain);
+  };
+  while (i < s.size()) {
     unsigned char c = s[i];
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      ++i;
+      continue;
+    }
+    if (c >= 0x80 && c != 0xc2 && c != 0xe2 && c != 0xef) {
+      ++i;
+      continue;
+    }
+    flush();
     // YAML (libyaml) takes NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR for
     // line breaks even inside quotes, and refuses DEL and a BOM there: they
     // are escaped (as JSON and YAML both read them), so the text reads back.
     auto next = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0; };
+    size_t used = 1;
     if (c == 0xc2 && next(1) == 0x85) {
-      out += "\\u0085";
-      i += 1;
-      continue;
+      out->append("\\u0085");
+      used = 2;
+    } else if (c == 0xe2 && next(1) == 0x80 && (next(2) == 0xa8 || next(2) == 0xa9)) {
+      out->append(next(2) == 0xa8 ? "\\u2028" : "\\u2029");
+      used = 3;
+    } else if (c == 0xef && next(1) == 0xbb && next(2) == 0xbf) {
+      out->append("\\ufeff");
+      used = 3;
+    } else {
+      switch (c) {
+        case '"': out->append("\\\""); break;
+        case '\\': out->append("\\\\"); break;
+        case '\n': out->append("\\n"); break;
+        case '\r': out->append("\\r"); break;
+        case '\t': out->append("\\t"); break;
+        default:
+          if (c < 0x20 || c == 0x7f) absl::StrAppendFormat(out, "\\u%04x", c);
+          else out->push_back(static_cast<char>(c));
+      }
     }
-    if (c == 0xe2 && next(1) == 0x80 && (next(2) == 0xa8 || next(2) == 0xa9)) {
-      out += next(2) == 0xa8 ? "\\u2028" : "\\u2029";
-      i += 2;
-      continue;
-    }
-    if (c == 0xef && next(1) == 0xbb && next(2) == 0xbf) {
-      out += "\\ufeff";
-      i += 2;
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) out += absl::StrFormat("\\u%04x", c);
-        else out.push_back(static_cast<char>(c));
-    }
+    i += used;
+    plain = i;
   }
-  return out + "\"";
+  flush();
+  out->push_back('"');
+}
+
+std::string JsonQuote(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  AppendJsonQuoted(s, &out);
+  return out;
 }
 
 namespace {
@@ -122,45 +142,52 @@ void AppendYamlScalar(const std::string& s, std::string* out) {
   if (plain) {
     out->append(s);
   } else {
-    out->append(JsonQuote(s));
+    AppendJsonQuoted(s, out);
   }
 }
 
 }  // namespace
 
 void Value::WriteJson(std::string* out, bool pretty, int indent) const {
-  std::string pad = pretty ? "\n" + std::string(2 * (indent + 1), ' ') : "";
-  std::string endpad = pretty ? "\n" + std::string(2 * indent, ' ') : "";
+  auto pad = [&](int level) {
+    if (!pretty) return;
+    out->push_back('\n');
+    out->append(2 * level, ' ');
+  };
   switch (kind_) {
-    case Kind::kNull: *out += "null"; break;
-    case Kind::kString: *out += JsonQuote(str_); break;
+    case Kind::kNull: out->append("null"); break;
+    case Kind::kString: AppendJsonQuoted(str_, out); break;
     case Kind::kInt: absl::StrAppend(out, int_); break;
-    case Kind::kDouble: *out += FormatDouble(double_); break;
-    case Kind::kBool: *out += bool_ ? "true" : "false"; break;
+    case Kind::kDouble: out->append(FormatDouble(double_)); break;
+    case Kind::kBool: out->append(bool_ ? "true" : "false"); break;
     case Kind::kMap: {
-      if (entries_.empty()) { *out += "{}"; break; }
-      *out += "{";
+      if (entries_.empty()) { out->append("{}"); break; }
+      out->push_back('{');
       bool first = true;
       for (const auto& e : entries_) {
-        if (!first) *out += ",";
+        if (!first) out->push_back(',');
         first = false;
-        *out += pad + JsonQuote(e.first) + (pretty ? ": " : ":");
+        pad(indent + 1);
+        AppendJsonQuoted(e.first, out);
+        out->append(pretty ? ": " : ":");
         e.second.WriteJson(out, pretty, indent + 1);
       }
-      *out += endpad + "}";
+      pad(indent);
+      out->push_back('}');
       break;
     }
     case Kind::kList: {
-      if (items_.empty()) { *out += "[]"; break; }
-      *out += "[";
+      if (items_.empty()) { out->append("[]"); break; }
+      out->push_back('[');
       bool first = true;
       for (const auto& i : items_) {
-        if (!first) *out += ",";
+        if (!first) out->push_back(',');
         first = false;
-        *out += pad;
+        pad(indent + 1);
         i.WriteJson(out, pretty, indent + 1);
       }
-      *out += endpad + "]";
+      pad(indent);
+      out->push_back(']');
       break;
     }
   }
@@ -205,9 +232,9 @@ void Value::WriteYaml(std::string* out, int indent, bool in_list) const {
             i.WriteYaml(out, indent + 1, true);
           }
         } else {
-          std::string scalar;
-          i.WriteYaml(&scalar, indent + 1, true);
-          *out += scalar.substr(1);  // drop the leading space
+          size_t at = out->size();
+          i.WriteYaml(out, indent + 1, true);
+          out->erase(at, 1);  // the scalar's leading space: "- " has one
         }
       }
       return;
@@ -219,7 +246,7 @@ void Value::WriteYaml(std::string* out, int indent, bool in_list) const {
       out->push_back('\n');
       return;
     case Kind::kInt: absl::StrAppend(out, " ", int_, "\n"); return;
-    case Kind::kDouble: *out += " " + FormatDouble(double_) + "\n"; return;
+    case Kind::kDouble: absl::StrAppend(out, " ", FormatDouble(double_), "\n"); return;
     case Kind::kBool: *out += bool_ ? " true\n" : " false\n"; return;
   }
 }

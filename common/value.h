@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
+
 namespace mariposa {
 
 class Value {
@@ -63,6 +65,8 @@ class Value {
 
 // JSON string escaping, quotes included.
 std::string JsonQuote(const std::string& s);
+// Appends JsonQuote(s) to `out`.
+void AppendJsonQuoted(absl::string_view s, std::string* out);
 
 }  // namespace mariposa
 

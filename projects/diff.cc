@@ -1,6 +1,8 @@
 #include "projects/diff.h"
 
+#include <algorithm>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -24,20 +26,68 @@ void AddChange(const std::string& path, const std::string& from, const std::stri
   c->set_to(to);
 }
 
-// Field-by-field changes of two maps; map-valued fields go one level deeper
-// (environment.A, tags.role, healthchecks.http).
+bool Same(const Value& a, const Value& b) {
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Value::Kind::kNull: return true;
+    case Value::Kind::kString: return a.str() == b.str();
+    case Value::Kind::kInt: return a.int_value() == b.int_value();
+    case Value::Kind::kDouble: return a.double_value() == b.double_value();
+    case Value::Kind::kBool: return a.bool_value() == b.bool_value();
+    case Value::Kind::kMap:
+      if (a.entries().size() != b.entries().size()) return false;
+      for (size_t k = 0; k < a.entries().size(); ++k) {
+        if (a.entries()[k].first != b.entries()[k].first || !Same(a.entries()[k].second, b.entries()[k].second)) {
+          return false;
+        }
+      }
+      return true;
+    case Value::Kind::kList:
+      if (a.items().size() != b.items().size()) return false;
+      for (size_t k = 0; k < a.items().size(); ++k) {
+        if (!Same(a.items()[k], b.items()[k])) return false;
+      }
+      return true;
+  }
+  return false;
+}
+
+using Entry = std::pair<std::string, Value>;
+
+std::vector<const Entry*> SortedEntries(const Value& v) {
+  std::vector<const Entry*> out;
+  out.reserve(v.entries().size());
+  for (const Entry& e : v.entries()) out.push_back(&e);
+  if (!std::is_sorted(out.begin(), out.end(), [](const Entry* x, const Entry* y) { return x->first < y->first; })) {
+    std::sort(out.begin(), out.end(), [](const Entry* x, const Entry* y) { return x->first < y->first; });
+  }
+  return out;
+}
+
+// Field-by-field changes of two maps, in key order; map-valued fields go one
+// level deeper (environment.A, tags.role, healthchecks.http). Equal fields
+// are skipped before they are rendered.
 void DiffMaps(const std::string& prefix, const Value& a, const Value& b, int depth,
               google::protobuf::RepeatedPtrField<v1::FieldChange>* out) {
-  std::map<std::string, const Value*> am, bm;
-  for (const auto& e : a.entries()) am[e.first] = &e.second;
-  for (const auto& e : b.entries()) bm[e.first] = &e.second;
-  std::set<std::string> keys;
-  for (const auto& kv : am) keys.insert(kv.first);
-  for (const auto& kv : bm) keys.insert(kv.first);
-  for (const auto& k : keys) {
-    const Value* x = am.count(k) ? am[k] : nullptr;
-    const Value* y = bm.count(k) ? bm[k] : nullptr;
-    std::string path = prefix.empty() ? k : absl::StrCat(prefix, ".", k);
+  std::vector<const Entry*> am = SortedEntries(a), bm = SortedEntries(b);
+  size_t i = 0, j = 0;
+  while (i < am.size() || j < bm.size()) {
+    const Value* x = nullptr;
+    const Value* y = nullptr;
+    const std::string* k;
+    if (j == bm.size() || (i < am.size() && am[i]->first < bm[j]->first)) {
+      k = &am[i]->first;
+      x = &am[i++]->second;
+    } else if (i == am.size() || bm[j]->first < am[i]->first) {
+      k = &bm[j]->first;
+      y = &bm[j++]->second;
+    } else {
+      k = &am[i]->first;
+      x = &am[i++]->second;
+      y = &bm[j++]->second;
+      if (Same(*x, *y)) continue;
+    }
+    std::string path = prefix.empty() ? *k : absl::StrCat(prefix, ".", *k);
     if (depth > 0 && x && y && x->kind() == Value::Kind::kMap && y->kind() == Value::Kind::kMap) {
       DiffMaps(path, *x, *y, depth - 1, out);
     } else {

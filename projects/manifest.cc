@@ -1643,9 +1643,25 @@ Value InstanceValue(const ServiceSpec& s) {
 
 }  // namespace
 
-Value ServiceSpecValue(const ServiceSpec& s) {
+Value ServiceSpecValue(const ServiceSpec& s, std::string* instance_json);
+
+Value ServiceSpecValue(const ServiceSpec& s) { return ServiceSpecValue(s, nullptr); }
+
+// With `instance_json`, also InstanceValue(s).ToJson() from the same fields.
+Value ServiceSpecValue(const ServiceSpec& s, std::string* instance_json) {
   std::map<std::string, Value> all;  // sorted key order
   InstanceFields(s, &all);
+  if (instance_json != nullptr) {
+    // As Value::FromMap(all).ToJson() writes it (never empty: the image).
+    instance_json->push_back('{');
+    for (const auto& [key, value] : all) {
+      if (instance_json->size() > 1) instance_json->push_back(',');
+      AppendJsonQuoted(key, instance_json);
+      instance_json->push_back(':');
+      instance_json->append(value.ToJson());
+    }
+    instance_json->push_back('}');
+  }
   all["service_type"] = Value::Str(s.service_type);
   if (s.compute_type != "agent") all["count"] = Value::Int(s.count);  // agents: one per server
   if (!s.placement.empty()) {
@@ -1842,11 +1858,13 @@ std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
   if (!m.volumes.empty()) root["volumes"] = VolumesValue(m.volumes);
   if (m.cns) root["cns"] = m.cns->empty() ? Value::Bool(false) : Value::Str(*m.cns);
   Value services = Value::Map();
+  std::string instance_json;
   for (const auto& kv : m.services) {
-    Value spec = ServiceSpecValue(kv.second);
+    instance_json.clear();
+    Value spec = ServiceSpecValue(kv.second, c != nullptr ? &instance_json : nullptr);
     if (c != nullptr) {
-      c->spec_json[kv.first] = spec.ToJson();
-      c->instance_hash[kv.first] = InstanceSpecHash(kv.second);
+      c->spec_json.emplace_hint(c->spec_json.end(), kv.first, spec.ToJson());
+      c->instance_hash.emplace_hint(c->instance_hash.end(), kv.first, Sha256Hex(instance_json));
     }
     services.Append(kv.first, std::move(spec));
   }

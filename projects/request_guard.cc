@@ -1,6 +1,5 @@
 #include "projects/request_guard.h"
 
-#include <malloc.h>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
@@ -14,9 +13,6 @@ namespace {
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
-
-// Requests above this many bytes leave enough behind to be worth a trim.
-constexpr size_t kLargeRequestBytes = 64 << 10;
 
 size_t MaxBytesFor(const FieldDescriptor& f) {
   if (f.name() == "value") return Limits::kMaxValueBytes;  // meta values, map entries
@@ -63,11 +59,7 @@ absl::Status ValidateRequestText(const Message& request) { return CheckMessage(r
 RequestGuard::RequestGuard(const grpc::ServerContext* ctx, const Clock* clock, const Message& request)
     : ctx_(ctx), clock_(clock), give_up_(clock->Now() + Limits::kMaxRequestWork),
       next_poll_ns_(absl::ToUnixNanos(give_up_ - Limits::kMaxRequestWork + kFirstCancelPoll)),
-      large_(request.ByteSizeLong() > kLargeRequestBytes), status_(ValidateRequestText(request)) {}
-
-RequestGuard::~RequestGuard() {
-  if (large_) malloc_trim(0);
-}
+      status_(ValidateRequestText(request)) {}
 
 absl::Status RequestGuard::Check() const {
   absl::Time now = clock_->Now();

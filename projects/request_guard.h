@@ -35,8 +35,9 @@ class RequestGuard : public Cancellation {
  public:
   // Reads `clock` once for the start of the work; validates `request`.
   RequestGuard(const grpc::ServerContext* ctx, const Clock* clock, const google::protobuf::Message& request);
-  // Trims the heap when the request was large (its parse trees are gone).
-  ~RequestGuard() override;
+  // The heap a large request leaves is given back by mariposad's trimmer
+  // (once a second, daemon/daemon.cc), not on the request's path.
+  ~RequestGuard() override = default;
   RequestGuard(const RequestGuard&) = delete;
   RequestGuard& operator=(const RequestGuard&) = delete;
 
@@ -64,7 +65,6 @@ class RequestGuard : public Cancellation {
   // When IsCancelled is next asked (unix nanoseconds); any thread.
   mutable std::atomic<int64_t> next_poll_ns_;
   mutable std::atomic<bool> cancelled_{false};
-  bool large_;
   absl::Status status_;
 };
 

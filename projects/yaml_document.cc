@@ -1,5 +1,7 @@
 #include "projects/yaml_document.h"
 
+#include <algorithm>
+
 #include <yaml.h>
 
 #include "absl/status/status.h"
@@ -83,6 +85,15 @@ class EventReader {
 };
 
 }  // namespace
+
+YamlNode* YamlDocument::NewNode() {
+  if (chunk_used_ == chunk_size_) {
+    chunk_size_ = std::min<size_t>(chunk_size_ == 0 ? 64 : 2 * chunk_size_, 4096);
+    chunks_.push_back(std::make_unique<YamlNode[]>(chunk_size_));
+    chunk_used_ = 0;
+  }
+  return &chunks_.back()[chunk_used_++];
+}
 
 absl::StatusOr<std::unique_ptr<YamlDocument>> YamlDocument::Parse(absl::string_view text, YamlMark* error_mark,
                                                                    const YamlLimits& limits,
@@ -184,8 +195,7 @@ absl::StatusOr<std::unique_ptr<YamlDocument>> YamlDocument::Parse(absl::string_v
           return fail(at, absl::StrCat(why, " at byte ", bad, " of this value; only UTF-8 text with tabs and "
                                        "newlines is accepted"));
         }
-        out->nodes_.emplace_back();
-        YamlNode* y = &out->nodes_.back();
+        YamlNode* y = out->NewNode();
         y->mark_ = at;
         if (IsNullScalar(e)) {
           y->kind_ = YamlNode::Kind::kNull;
@@ -203,8 +213,7 @@ absl::StatusOr<std::unique_ptr<YamlDocument>> YamlDocument::Parse(absl::string_v
           return too_much(at, absl::StrCat("nested more than ", limits.max_depth, " levels deep"));
         }
         if (++expanded > limits.max_nodes) return over_budget(at);
-        out->nodes_.emplace_back();
-        YamlNode* y = &out->nodes_.back();
+        YamlNode* y = out->NewNode();
         y->mark_ = at;
         y->open_ = true;
         bool seq = e.type == YAML_SEQUENCE_START_EVENT;
@@ -229,8 +238,7 @@ absl::StatusOr<std::unique_ptr<YamlDocument>> YamlDocument::Parse(absl::string_v
   }
 done:
   if (out->root_ == nullptr) {
-    out->nodes_.emplace_back();
-    out->root_ = &out->nodes_.back();
+    out->root_ = out->NewNode();
   }
   return out;
 }

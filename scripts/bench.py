@@ -226,6 +226,88 @@ WATCH_kill_p99_ms 85 ms 5230 0.016x (p50 40 ms over 40; polling p50 2900 ms over
 WATCH_idle_cores 0.0110 cores 0.3600 0.031x (mariposad idle at 100000 instances; target <= 0.02)
 """
 
+# --growth (issue 49, 4): each figure at three sizes, and its slope between
+# them: d log(cost) / d log(size); 1 is linear, 0 constant. A slope above
+# GROWTH_WORSE between any two sizes is named as worse than linear.
+GROWTH_WORSE = 1.15
+GROWTH = [
+    # (row, binary, args per size, sizes, line prefix, what the cost is)
+    ("P3 apply time / services", "projects_bench", lambda n: ["--only=P3", f"--services={n}"], [100, 1000, 10000],
+     "GROWTH_P3", "apply of N services (ms, median of 5)"),
+    ("P4 no-op apply p50 / projects in the store", "projects_bench", lambda n: ["--only=P4", f"--projects={n}"],
+     [10, 100, 1000], "GROWTH_P4", "no-op Apply p50 (us) with N projects stored"),
+    ("P2 scale time / instances", "convergence_bench", lambda n: [f"--growth={n}"], [1000, 10000, 100000],
+     "GROWTH_p2", "scale 0 -> N end to end (s), mariposad RSS (MiB) and idle CPU (cores) after it"),
+]
+
+
+def parse_growth(prefix, text):
+    """{cost: value} from a GROWTH_ line: the time (ms), and for P2 the RSS and
+    idle CPU."""
+    for line in (text or "").splitlines():
+        f = line.split()
+        if not f or f[0] != prefix:
+            continue
+        try:
+            if prefix == "GROWTH_P3":  # GROWTH_P3 N services T ms raw R ms X
+                return {"time_ms": float(f[3]), "raw_ms": float(f[6])}
+            if prefix == "GROWTH_P4":  # GROWTH_P4 N projects p50 T us echo E us X
+                return {"p50_us": float(f[4])}
+            if prefix == "GROWTH_p2":  # GROWTH_p2 N instances RATE instances/s Xx rss M MiB (...) idle C cores
+                n, rate = float(f[1]), float(f[3])
+                return {"time_s": n / rate if rate > 0 else float("inf"), "rss_mib": float(f[7]),
+                        "idle_cores": float(f[f.index("idle") + 1])}
+        except (IndexError, ValueError):
+            return None
+    return None
+
+
+def slope(x1, y1, x2, y2):
+    import math
+    if y1 <= 0 or y2 <= 0:
+        return None
+    return math.log(y2 / y1) / math.log(x2 / x1)
+
+
+def growth(out_stem, quick):
+    rows = []
+    for row, binary, args, sizes, prefix, what in GROWTH:
+        if quick:
+            sizes = sizes[:2]
+        got = {}
+        for n in sizes:
+            print(f"bench: growth {binary} {' '.join(args(n))}", file=sys.stderr, flush=True)
+            got[n] = parse_growth(prefix, run(binary, args(n), 3600))
+        costs = sorted({k for v in got.values() if v for k in v if k != "raw_ms"})
+        for cost in costs:
+            values = [(n, (got[n] or {}).get(cost)) for n in sizes]
+            slopes = [slope(a[0], a[1], b[0], b[1]) if a[1] is not None and b[1] is not None else None
+                      for a, b in zip(values, values[1:])]
+            known = [x for x in slopes if x is not None]
+            verdict = ("not measured" if not known else
+                       "worse than linear" if max(known) > GROWTH_WORSE else "linear or better")
+            rows.append({"row": row, "cost": cost, "what": what, "values": values, "slopes": slopes,
+                         "verdict": verdict})
+    result = {"machine": machine(), "command": "bash scripts/bench.sh --growth" + (" --quick" if quick else ""),
+              "rows": rows}
+    lines = [f"# Growth ({result['machine']['commit']}, {result['machine']['date']}, "
+             f"{result['machine']['cores']} cores)", "",
+             f"Command: `{result['command']}`. Slope: d log(cost) / d log(size) between neighbouring sizes "
+             f"(1 linear, 0 constant); above {GROWTH_WORSE} is named worse than linear.", "",
+             "| row | cost | sizes: values | slopes | verdict |", "|---|---|---|---|---|"]
+    for r in rows:
+        vals = ", ".join(f"{n:,}: {'-' if v is None else f'{v:.3g}'}" for n, v in r["values"])
+        sl = ", ".join("-" if x is None else f"{x:.2f}" for x in r["slopes"])
+        lines.append(f"| {r['row']} | {r['cost']} | {vals} | {sl} | {r['verdict']} |")
+    md = "\n".join(lines) + "\n"
+    with open(out_stem + ".json", "w") as f:
+        json.dump(result, f, indent=2)
+    with open(out_stem + ".md", "w") as f:
+        f.write(md)
+    print(md)
+    missing = [r for r in rows if r["verdict"] == "not measured"] or not rows
+    return 1 if missing else 0
+
 
 def self_test():
     """The parser against the benchmarks' line formats, and --compare."""
@@ -245,6 +327,13 @@ def self_test():
     md = markdown(with_ref)
     assert "Reference 0f400ad" in md and "WORSE than the reference" in md.split("P3_ratio")[1].split("\n")[0], md
     assert "WORSE" not in md.split("P1_plan_ratio")[1].split("\n")[0], md
+    assert parse_growth("GROWTH_P3", "GROWTH_P3 100 services 9.5 ms raw 1.2 ms 0.13x\n") == \
+        {"time_ms": 9.5, "raw_ms": 1.2}
+    assert parse_growth("GROWTH_P4", "GROWTH_P4 10 projects p50 120.0 us echo 60.0 us 2.00x") == {"p50_us": 120.0}
+    g = parse_growth("GROWTH_p2", "GROWTH_p2 1000 instances 2000 instances/s 0.90x rss 80.0 MiB "
+                                  "(81.92 KiB per instance) idle 0.010 cores")
+    assert g == {"time_s": 0.5, "rss_mib": 80.0, "idle_cores": 0.01}, g
+    assert abs(slope(100, 1.0, 1000, 10.0) - 1.0) < 1e-9 and abs(slope(10, 5.0, 100, 5.0)) < 1e-9
     print("bench.py: self-test passed")
     return 0
 
@@ -264,7 +353,13 @@ def main():
                          "than the reference's beyond the noise is named (exit 1)")
     ap.add_argument("--reference-commit", default="", help=argparse.SUPPRESS)
     ap.add_argument("--command", default="bash scripts/bench.sh", help=argparse.SUPPRESS)
+    ap.add_argument("--growth", action="store_true",
+                    help="how cost grows with size instead of the table: P3 at 100/1,000/10,000 services, the no-op "
+                         "apply with 10/100/1,000 projects, P2 with RSS and idle CPU at 1k/10k/100k instances "
+                         "(--quick: the two smaller sizes); writes OUT-growth.md/.json")
     a = ap.parse_args()
+    if a.growth:
+        return growth(a.out + "-growth", a.quick)
     given = sys.argv[1:]
     if "--command" in given:  # how it was started, not the wrapper's own argument
         i = given.index("--command")

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "convergence/triton/http_clients.h"
 
 namespace mariposa::bench {
@@ -38,6 +39,16 @@ inline long RssKiB(pid_t pid) {
   std::string s = Slurp(absl::StrCat("/proc/", pid, "/status"));
   size_t at = s.find("VmRSS:");
   return at == std::string::npos ? -1 : atol(s.c_str() + at + 6);
+}
+
+// CPU seconds (user + system) of a process so far.
+inline double CpuSeconds(pid_t pid) {
+  std::string stat = Slurp(absl::StrCat("/proc/", pid, "/stat"));
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::vector<std::string> f = absl::StrSplit(stat.substr(close + 2), ' ');
+  if (f.size() < 13) return -1;
+  return (std::stod(f[11]) + std::stod(f[12])) / sysconf(_SC_CLK_TCK);
 }
 
 inline double Pct(std::vector<double> v, double p) {

@@ -12,7 +12,8 @@
 //       time until it serves again and until it acts again.
 //
 // `bazel run -c opt //tests/bench:convergence_bench` (a few minutes);
-// `-- --p1` runs P1 alone; `-- --quick` stops after P1 and P2; `-- --memory` runs P9 and P10 only
+// `-- --p1` runs P1 alone; `-- --growth=N` P2 alone at N instances with
+// mariposad's RSS and idle CPU after it; `-- --quick` stops after P1 and P2; `-- --memory` runs P9 and P10 only
 // (P2's scale-up without its baselines); `-- --smoke` runs P1 and P2 at
 // tiny sizes in seconds and exits 1 when a benchmark could not do its work
 // (a refused manifest, instances that never run, a baseline with failed
@@ -173,14 +174,23 @@ bool P1(const Sizes& z) {
 // `quick`: P1 and P2 only. `memory_only`: no P1 and no P2 baselines (the
 // 10,000 of P2 are still created, so P9 tracks 100,000), then P9 and P10.
 // `smoke`: P1 and P2 at tiny sizes; 1 when either could not do its work.
-int Main(bool quick, bool memory_only, bool smoke) {
+// `growth` > 0: P2 alone at that many instances (10 services), then
+// mariposad's RSS and its idle CPU with them (issue 49, 4; scripts/bench.py
+// --growth).
+int Main(bool quick, bool memory_only, bool smoke, int growth = 0) {
   Sizes z;
   if (smoke) {
     z = Sizes{40, 10, 100, 2, 10, 50};
     quick = true;
   }
+  if (growth > 0) {
+    z.p2_services = 10;
+    z.p2_count = std::max(1, growth / 10);
+    z.baseline = std::min(2000, growth);
+    quick = true;
+  }
   bool ok = true;
-  if (!memory_only) ok = P1(z);
+  if (!memory_only && growth == 0) ok = P1(z);
 
   char tmpl[] = "/tmp/convergence-bench-XXXXXX";
   if (!mkdtemp(tmpl)) return 1;
@@ -250,6 +260,17 @@ int Main(bool quick, bool memory_only, bool smoke) {
            p2_total, rate, b1, rate / b1, took);
     printf("P2_baseline_8_clients %.0f vms/s - - (mariposad is %.2fx of it)\n", b8, rate / b8);
   }
+  if (growth > 0 && ok) {
+    // Settled: a few resyncs over everything, then 10 s of nothing changing.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    double cpu0 = CpuSeconds(d.pid);
+    auto i0 = Clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    double idle = (CpuSeconds(d.pid) - cpu0) / Secs(Clock::now() - i0);
+    long rss = RssKiB(d.pid);
+    printf("GROWTH_p2 %d instances %.0f instances/s %.2fx rss %.1f MiB (%.2f KiB per instance) idle %.3f cores\n",
+           p2_total, rate, rate / Pct(base1, 0.5), rss / 1024.0, static_cast<double>(rss) / p2_total, idle);
+  }
   if (quick) {
     StopChild(&d);
     StopChild(&sim);
@@ -301,8 +322,16 @@ int Main(bool quick, bool memory_only, bool smoke) {
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "--p1") return P1(Sizes{}) ? 0 : 1;  // P1 alone, for a profile
+  if (mode.rfind("--growth=", 0) == 0) {
+    int n = atoi(mode.c_str() + 9);
+    if (n < 10) {
+      fprintf(stderr, "--growth=N needs N >= 10 instances\n");
+      return 2;
+    }
+    return Main(false, false, false, n);
+  }
   if (!mode.empty() && mode != "--quick" && mode != "--memory" && mode != "--smoke") {
-    fprintf(stderr, "unknown argument %s; use --quick, --memory, --smoke or --p1\n", mode.c_str());
+    fprintf(stderr, "unknown argument %s; use --quick, --memory, --smoke, --p1 or --growth=N\n", mode.c_str());
     return 2;
   }
   return Main(mode == "--quick", mode == "--memory", mode == "--smoke");

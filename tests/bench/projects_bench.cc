@@ -14,12 +14,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/ids.h"
@@ -149,7 +152,11 @@ void P3Parts(const std::string &manifest, int rounds, double raw_median) {
 // `smoke`: tiny sizes, for the default test run: exit 1 only when the
 // benchmark cannot do its work (an apply refused, a no-op that changes).
 // `only`: "P3" or "P4" runs that one alone (for a profile), "" both.
-int Main(bool smoke, const std::string &only, bool postgres) {
+// `services` (P3's manifest) and `other_projects` (how many the store holds
+// during P4) are the sizes scripts/bench.py --growth varies; 0: the
+// defaults (1,000 services; P4 with its one project).
+int Main(bool smoke, const std::string &only, bool postgres, int services = 0,
+         int other_projects = 0) {
   char dir[] = "/tmp/mariposa-bench-XXXXXX";
   if (!mkdtemp(dir))
     return 1;
@@ -200,7 +207,8 @@ int Main(bool smoke, const std::string &only, bool postgres) {
   auto astub = v1::Admin::NewStub(channel);
 
   // P3: 5 rounds, baseline and subject alternating.
-  const int kServices = smoke ? 20 : 1000, kRounds = smoke ? 2 : 5;
+  const int kServices = services > 0 ? services : smoke ? 20 : 1000,
+            kRounds = smoke ? 2 : 5;
   std::vector<double> raw, ours;
   for (int round = 0; only != "P4" && round < kRounds; ++round) {
     std::string manifest = BigManifest("big", kServices, round);
@@ -223,8 +231,13 @@ int Main(bool smoke, const std::string &only, bool postgres) {
   if (only != "P4") {
     double raw_rate = kServices / Median(raw),
            our_rate = kServices / Median(ours);
-    std::printf("%s_apply_1000_services %.0f rows/s %.0f %.2f\n", p3, our_rate,
-                raw_rate, our_rate / raw_rate);
+    if (kServices == 1000 || smoke)
+      std::printf("%s_apply_1000_services %.0f rows/s %.0f %.2f\n", p3,
+                  our_rate, raw_rate, our_rate / raw_rate);
+    if (services > 0)
+      std::printf("GROWTH_%s %d services %.1f ms raw %.1f ms %.2fx\n", p3,
+                  kServices, 1e3 * Median(ours), 1e3 * Median(raw),
+                  our_rate / raw_rate);
     std::printf(
         "# %s apply median %.1f ms (min %.1f, max %.1f); raw insert median "
         "%.1f ms (min %.1f, max %.1f)\n",
@@ -236,6 +249,22 @@ int Main(bool smoke, const std::string &only, bool postgres) {
   }
   if (only != "P3") {
 
+    // The other projects the store holds (3 services each), applied first.
+    for (int k = 1; k < other_projects; ++k) {
+      v1::ApplyRequest other;
+      other.set_manifest(absl::StrCat(
+          "project: other-", k,
+          "\nservices:\n  web: {image: nginx@1, count: 3}\n  api: {image: "
+          "api@2, count: 2}\n  db: {image: pg@15, count: 1}\n"));
+      other.set_force(true);
+      grpc::ClientContext ctx;
+      v1::ApplyResponse r;
+      if (grpc::Status st = pstub->Apply(&ctx, other, &r); !st.ok()) {
+        std::fprintf(stderr, "apply of other-%d failed: %s\n", k,
+                     st.error_message().c_str());
+        return 1;
+      }
+    }
     // P4: no-op Apply (a small project, unchanged) vs Ping, one call in flight.
     v1::ApplyRequest noop;
     noop.set_manifest(
@@ -282,6 +311,9 @@ int Main(bool smoke, const std::string &only, bool postgres) {
                 a50 / e50);
     std::printf("%s_noop_apply_p99 %.1f us %.1f %.2f\n", p4, 1e6 * a99, 1e6 * e99,
                 a99 / e99);
+    if (other_projects > 0)
+      std::printf("GROWTH_%s %d projects p50 %.1f us echo %.1f us %.2fx\n", p4,
+                  other_projects, 1e6 * a50, 1e6 * e50, a50 / e50);
   }
   server->Shutdown();
   store->reset();
@@ -297,10 +329,22 @@ int Main(bool smoke, const std::string &only, bool postgres) {
 } // namespace mariposa
 
 int main(int argc, char **argv) {
-  // The same allocator settings as mariposad (see daemon/main.cc).
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  // The same allocator settings as mariposad (daemon/main.cc), and its
+  // trimmer: free heap pages given back once a second (daemon/daemon.cc).
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_TRIM_THRESHOLD, 32 << 20);
+  absl::Notification stopping;
+  std::thread trimmer([&] {
+    while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(1)))
+      malloc_trim(0);
+  });
+  struct Stop {
+    absl::Notification *n;
+    std::thread *t;
+    ~Stop() { n->Notify(); t->join(); }
+  } stop{&stopping, &trimmer};
   bool smoke = false, postgres = false;
+  int services = 0, projects = 0;
   std::string only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -310,9 +354,14 @@ int main(int argc, char **argv) {
       only = a.substr(7);
     else if (a == "--postgres")
       postgres = true;
+    else if (a.rfind("--services=", 0) == 0 && std::atoi(a.c_str() + 11) > 0)
+      services = std::atoi(a.c_str() + 11);
+    else if (a.rfind("--projects=", 0) == 0 && std::atoi(a.c_str() + 11) > 0)
+      projects = std::atoi(a.c_str() + 11);
     else {
       std::fprintf(stderr,
-                   "unknown argument %s; use --smoke, --postgres and/or --only=P3|P4\n",
+                   "unknown argument %s; use --smoke, --postgres, --only=P3|P4, "
+                   "--services=N and/or --projects=N\n",
                    a.c_str());
       return 2;
     }
@@ -322,5 +371,5 @@ int main(int argc, char **argv) {
     int r = mariposa::Main(smoke, only, false);
     return r != 0 ? r : mariposa::Main(smoke, only, true);
   }
-  return mariposa::Main(smoke, only, postgres);
+  return mariposa::Main(smoke, only, postgres, services, projects);
 }

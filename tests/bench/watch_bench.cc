@@ -54,16 +54,6 @@ struct Sizes {
   int servers = 200;  // 256 GiB each: 100,000 instances of 128 MiB (the smallest package) fit
 };
 
-// CPU seconds (user + system) of a process so far.
-double CpuSeconds(pid_t pid) {
-  std::string stat = Slurp(absl::StrCat("/proc/", pid, "/stat"));
-  size_t close = stat.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::vector<std::string> f = absl::StrSplit(stat.substr(close + 2), ' ');
-  if (f.size() < 13) return -1;
-  return (std::stod(f[11]) + std::stod(f[12])) / sysconf(_SC_CLK_TCK);
-}
-
 // Requests tritonsim answered (every operation), from its stats.
 int64_t Requests(const std::string& sim) {
   triton::HttpOptions o;
