@@ -237,7 +237,9 @@ int Main(bool quick, bool memory_only, bool smoke, int growth = 0) {
   auto t0 = Clock::now();
   int applied = Cli(d.addr, absl::StrCat("apply -f ", dir, "/p2.yaml --yes"), dir + "/p2-apply.out");
   std::string ten = ProjectUuid(d.addr, "ten", dir);
-  double took = applied == 0 ? WaitRunning(&vmapi, {ten}, p2_total, smoke ? 60 : 300, t0) : -1;
+  // 300 s, or a second per 50 instances for a larger --growth size.
+  int wait_s = smoke ? 60 : std::max(300, p2_total / 50);
+  double took = applied == 0 ? WaitRunning(&vmapi, {ten}, p2_total, wait_s, t0) : -1;
   for (int round = 0; round < (memory_only ? 0 : 1); ++round) baselines();
   double rate = took > 0 ? p2_total / took : 0;
   if (applied != 0 || took <= 0) {

@@ -73,7 +73,15 @@ double RawInsert(const std::string &where, const std::string &manifest) {
   bool pg = absl::StartsWith(where, "postgresql://");
   if (!pg)
     unlink(where.c_str());
-  CompiledManifest c = Compile(*ParseManifest(manifest, {}).manifest);
+  ParseResult parsed = ParseManifest(manifest, {});
+  if (!parsed.manifest) {
+    std::fprintf(stderr, "the benchmark's manifest is refused: %s\n",
+                 DiagnosticsToStatus(parsed.errors, parsed.total_errors)
+                     .ToString()
+                     .c_str());
+    return -1;
+  }
+  CompiledManifest c = Compile(std::move(*parsed.manifest));
   auto db = pg ? Database::OpenPostgres(where) : Database::Open(where);
   if (!db.ok())
     return -1;
