@@ -62,7 +62,11 @@ void DataCenter::AddUsedRamLocked(Server* s, int64_t delta) {
 
 void DataCenter::IndexServersLocked() {
   by_free_.clear();
-  for (const auto& kv : servers_) by_free_.insert({FreeRam(kv.second), kv.first});
+  servers_down_.clear();
+  for (const auto& kv : servers_) {
+    by_free_.insert({FreeRam(kv.second), kv.first});
+    if (kv.second.status != "running") servers_down_.insert(kv.first);
+  }
 }
 
 int64_t DataCenter::NowMs() const { return absl::ToUnixMillis(opts_.clock->Now()); }
@@ -224,6 +228,8 @@ Reply DataCenter::SetServerStatus(const std::string& uuid, const std::string& st
   auto it = FindServerLocked(uuid);
   if (it == servers_.end()) return Error(404, "ResourceNotFound", "Server " + uuid + " not found");
   it->second.status = status;
+  if (status == "running") servers_down_.erase(it->first);
+  else servers_down_.insert(it->first);
   if (status == "running") it->second.boot_ms = NowMs();
   // Its VMs' state shows the server's (unknown while it is not running).
   for (const std::string& vm : it->second.vms) {

@@ -362,6 +362,9 @@ class DataCenter {
   std::mt19937_64 rng_;
   std::unordered_map<std::string, Vm> vms_;
   std::map<std::string, Server> servers_;
+  // The servers whose status is not "running" (their VMs read "unknown"),
+  // so that a VM's state is known without a lookup while none is down.
+  std::set<std::string> servers_down_;
   std::set<std::pair<int64_t, std::string>> by_free_;  // (unreserved RAM, server uuid)
   std::map<std::string, Image> images_;
   std::map<std::string, Package> packages_;

@@ -11,9 +11,9 @@
 namespace tritonsim {
 
 std::string DataCenter::EffectiveStateLocked(const Vm& vm) const {
-  if (vm.state == "running" || vm.state == "stopped") {
-    auto s = servers_.find(vm.server_uuid);
-    if (s != servers_.end() && s->second.status != "running") return "unknown";
+  if (!servers_down_.empty() && (vm.state == "running" || vm.state == "stopped") &&
+      servers_down_.count(vm.server_uuid)) {
+    return "unknown";
   }
   return vm.state;
 }
@@ -306,30 +306,43 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
   };
   bool numeric = sort_field == "create_timestamp" || sort_field == "ram";
   std::vector<Match> matches;
+  // The filters, looked up once (a listing of N VMs is N checks per page).
+  const std::string* f_state = Get(q, "state");
+  const std::string* f_alias = Get(q, "alias");
+  const std::string* f_billing = Get(q, "billing_id");
+  const std::string* f_brand = Get(q, "brand");
+  const std::string* f_image = Get(q, "image_uuid");
+  const std::string* f_owner = Get(q, "owner_uuid");
+  const std::string* f_server = Get(q, "server_uuid");
+  const std::string* f_uuid = Get(q, "uuid");
+  const std::string* f_ram = Get(q, "ram");
+  std::vector<std::pair<std::string, const std::string*>> f_tags;
+  for (const auto& kv : q) {
+    if (kv.first.rfind("tag.", 0) == 0) f_tags.emplace_back(kv.first.substr(4), &kv.second);
+  }
   auto consider = [&](const Vm& vm) {
     std::string state = EffectiveStateLocked(vm);
-    if (const std::string* v = Get(q, "state")) {
-      if (*v == "active") {
+    if (f_state != nullptr) {
+      if (*f_state == "active") {
         if (state == "destroyed" || state == "failed") return;
-      } else if (state != *v) {
+      } else if (state != *f_state) {
         return;
       }
     }
-    if (const std::string* v = Get(q, "alias"); v && vm.alias.rfind(*v, 0) != 0) return;
-    if (const std::string* v = Get(q, "billing_id"); v && vm.billing_id != *v) return;
-    if (const std::string* v = Get(q, "brand"); v && vm.brand != *v) return;
-    if (const std::string* v = Get(q, "image_uuid"); v && vm.image_uuid != *v) return;
-    if (const std::string* v = Get(q, "owner_uuid"); v && vm.owner_uuid != *v) return;
-    if (const std::string* v = Get(q, "server_uuid"); v && vm.server_uuid != *v) return;
-    if (const std::string* v = Get(q, "uuid"); v && vm.uuid != *v) return;
-    if (const std::string* v = Get(q, "ram"); v && std::to_string(vm.ram) != *v) return;
+    if (f_alias && vm.alias.rfind(*f_alias, 0) != 0) return;
+    if (f_billing && vm.billing_id != *f_billing) return;
+    if (f_brand && vm.brand != *f_brand) return;
+    if (f_image && vm.image_uuid != *f_image) return;
+    if (f_owner && vm.owner_uuid != *f_owner) return;
+    if (f_server && vm.server_uuid != *f_server) return;
+    if (f_uuid && vm.uuid != *f_uuid) return;
+    if (f_ram && std::to_string(vm.ram) != *f_ram) return;
     if (!uuids_filter.empty() && !uuids_filter.count(vm.uuid)) return;
-    for (const auto& kv : q) {
-      if (kv.first.rfind("tag.", 0) != 0) continue;
-      auto t = vm.tags.find(kv.first.substr(4));
+    for (const auto& [key, want] : f_tags) {
+      auto t = vm.tags.find(key);
       if (t == vm.tags.end()) return;
-      std::string tv = t->is_string() ? t->get<std::string>() : t->dump();
-      if (kv.second != "*" && tv != kv.second) return;
+      if (*want == "*") continue;
+      if (t->is_string() ? t->get_ref<const std::string&>() != *want : t->dump() != *want) return;
     }
     if (!predicate.is_null()) {
       std::string err;
