@@ -237,6 +237,8 @@ GROWTH = [
      "GROWTH_P3", "apply of N services (ms, median of 5)"),
     ("P4 no-op apply p50 / projects in the store", "projects_bench", lambda n: ["--only=P4", f"--projects={n}"],
      [10, 100, 1000], "GROWTH_P4", "no-op Apply p50 (us) with N projects stored"),
+    ("TAKEOVER by projects on the two nodes", "nodes_bench", lambda n: [f"--takeover-projects={n}"],
+     [10, 100, 1000], "GROWTH_TAKEOVER", "kill -9 of a node until the other holds all its projects (s)"),
     ("P2 scale time / instances", "convergence_bench", lambda n: [f"--growth={n}"], [1000, 10000, 100000],
      "GROWTH_p2", "scale 0 -> N end to end (s), mariposad RSS (MiB) and idle CPU (cores) after it"),
 ]
@@ -254,6 +256,8 @@ def parse_growth(prefix, text):
                 return {"time_ms": float(f[3]), "raw_ms": float(f[6])}
             if prefix == "GROWTH_P4":  # GROWTH_P4 N projects p50 T us echo E us X
                 return {"p50_us": float(f[4])}
+            if prefix == "GROWTH_TAKEOVER":  # GROWTH_TAKEOVER N projects K taken all S s first F s
+                return {"all_s": float(f[6])}
             if prefix == "GROWTH_p2":  # GROWTH_p2 N instances RATE instances/s Xx rss M MiB (...) idle C cores
                 n, rate = float(f[1]), float(f[3])
                 return {"time_s": n / rate if rate > 0 else float("inf"), "rss_mib": float(f[7]),
@@ -334,6 +338,8 @@ def self_test():
     g = parse_growth("GROWTH_p2", "GROWTH_p2 1000 instances 2000 instances/s 0.90x rss 80.0 MiB "
                                   "(81.92 KiB per instance) idle 0.010 cores")
     assert g == {"time_s": 0.5, "rss_mib": 80.0, "idle_cores": 0.01}, g
+    assert parse_growth("GROWTH_TAKEOVER", "GROWTH_TAKEOVER 10 projects 5 taken all 11.20 s first 10.90 s") == \
+        {"all_s": 11.2}
     assert abs(slope(100, 1.0, 1000, 10.0) - 1.0) < 1e-9 and abs(slope(10, 5.0, 100, 5.0)) < 1e-9
     print("bench.py: self-test passed")
     return 0
@@ -357,7 +363,7 @@ def main():
     ap.add_argument("--growth", action="store_true",
                     help="how cost grows with size instead of the table: P3 at 10/100/1,000 services, the no-op "
                          "apply with 10/100/1,000 projects, P2 with RSS and idle CPU at 1k/10k/100k instances "
-                         "(--quick: the two smaller sizes); writes OUT-growth.md/.json")
+                         "and takeover with 10/100/1,000 projects (--quick: the two smaller sizes); writes OUT-growth.md/.json")
     a = ap.parse_args()
     if a.growth:
         return growth(a.out + "-growth", a.quick)

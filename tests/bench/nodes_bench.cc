@@ -12,11 +12,14 @@
 //         with 3 on one PostgreSQL; a fresh database and tritonsim (zero job
 //         latency) each round, rounds alternating 1, 3, 1, 3. 3 nodes must
 //         not be slower than 1.
+// `--takeover-projects=N`: TAKEOVER alone with N projects (how it grows).
 // Prints one line per figure: name value unit baseline ratio ("-" = none).
 #include <signal.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <cstdio>
 #include <fstream>
@@ -147,7 +150,9 @@ double ScaleUpOnNodes(testing::PgServer* pg, const std::string& dir, int n, int 
   return rate;
 }
 
-int Main(bool smoke) {
+// `takeover_projects` > 0 (scripts/bench.py --growth): that many projects
+// on the two nodes, TAKEOVER alone.
+int Main(bool smoke, int takeover_projects = 0) {
   char tmpl[] = "/tmp/mariposa-nodes-bench-XXXXXX";
   if (!mkdtemp(tmpl)) return 1;
   std::string dir = tmpl;
@@ -174,7 +179,7 @@ int Main(bool smoke) {
     return nodes[n].pid > 0;
   };
   if (!start_node("a") || !start_node("b")) return 1;
-  const int kProjects = 4;
+  const int kProjects = takeover_projects > 0 ? takeover_projects : 4;
   for (int i = 0; i < kProjects; ++i) {
     std::string f = absl::StrCat(dir, "/p", i, ".yaml");
     FILE* out = fopen(f.c_str(), "w");
@@ -187,7 +192,7 @@ int Main(bool smoke) {
   }
   // Every project held, and which node runs which.
   std::map<std::string, std::pair<std::string, std::string>> leases;
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < 300 + kProjects; ++i) {
     leases = Leases(nodes["a"].addr, dir);
     int held = 0;
     for (const auto& kv : leases) held += !kv.second.second.empty();
@@ -195,7 +200,7 @@ int Main(bool smoke) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   std::vector<double> from_ack, from_start;
-  const int kRounds = smoke ? 3 : 30;
+  const int kRounds = takeover_projects > 0 ? 0 : smoke ? 3 : 30;
   std::map<std::string, int> count;
   for (const auto& kv : leases) count[kv.first] = 1;
   for (int r = 0; r < kRounds; ++r) {
@@ -239,10 +244,12 @@ int Main(bool smoke) {
     from_ack.push_back(Secs(t2 - t1));
     from_start.push_back(Secs(t2 - t0));
   }
-  std::printf("WAKE_scale_to_first_create_p50 %.1f ms - -\n", 1e3 * Pct(from_ack, 0.5));
-  std::printf("WAKE_scale_to_first_create_p99 %.1f ms - -\n", 1e3 * Pct(from_ack, 0.99));
-  std::printf("# from the Scale call's start: p50 %.1f ms, p99 %.1f ms (%zu rounds; VMAPI polled every 0.5 ms)\n",
-              1e3 * Pct(from_start, 0.5), 1e3 * Pct(from_start, 0.99), from_ack.size());
+  if (kRounds > 0) {
+    std::printf("WAKE_scale_to_first_create_p50 %.1f ms - -\n", 1e3 * Pct(from_ack, 0.5));
+    std::printf("WAKE_scale_to_first_create_p99 %.1f ms - -\n", 1e3 * Pct(from_ack, 0.99));
+    std::printf("# from the Scale call's start: p50 %.1f ms, p99 %.1f ms (%zu rounds; VMAPI polled every 0.5 ms)\n",
+                1e3 * Pct(from_start, 0.5), 1e3 * Pct(from_start, 0.99), from_ack.size());
+  }
 
   // Takeover: kill -9 the node running p0.
   std::string victim = leases["p0"].second == "node-a" ? "a" : "b";
@@ -270,6 +277,12 @@ int Main(bool smoke) {
   for (auto& kv : nodes) StopChild(&kv.second);
   StopChild(&sim);
   if (all < 0) return 1;
+  if (takeover_projects > 0) {
+    std::printf("GROWTH_TAKEOVER %d projects %d taken all %.2f s first %.2f s\n", kProjects, victims_projects, all,
+                first);
+    std::system(absl::StrCat("rm -rf ", dir).c_str());
+    return 0;
+  }
 
   // P2 with 1 and 3 nodes.
   const int projects = smoke ? 3 : 10, services = smoke ? 1 : 2, per_service = smoke ? 20 : 500;
@@ -297,6 +310,13 @@ int Main(bool smoke) {
 }  // namespace mariposa::bench
 
 int main(int argc, char** argv) {
-  bool smoke = argc > 1 && std::string(argv[1]) == "--smoke";
-  return mariposa::bench::Main(smoke);
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode.rfind("--takeover-projects=", 0) == 0 && std::atoi(mode.c_str() + 20) > 0) {
+    return mariposa::bench::Main(false, std::atoi(mode.c_str() + 20));
+  }
+  if (!mode.empty() && mode != "--smoke") {
+    std::fprintf(stderr, "unknown argument %s; use --smoke or --takeover-projects=N\n", mode.c_str());
+    return 2;
+  }
+  return mariposa::bench::Main(mode == "--smoke");
 }
