@@ -7,6 +7,9 @@
 // server, tests/pg_server.h): P3pg against raw libpq inserts of the same rows
 // in one transaction at the same durability (synchronous_commit on, fsync
 // on), P4pg against the echo plus one database round trip (SELECT 1).
+// `--services=N` (P3's manifest) and `--projects=N` (the projects the store
+// holds during P4) vary the sizes for scripts/bench.py --growth, which reads
+// the GROWTH_ lines they add.
 // Prints one line per figure: name value unit baseline ratio.
 #include <malloc.h>
 #include <unistd.h>
