@@ -127,8 +127,11 @@ TEST_F(WatchTest, AScaleIsNotReadAgainVmByVm) {
   EXPECT_EQ(Active("wordpress").size(), 23u);
   EXPECT_GE(Calls("CreateVm") - creates, 20);
   // A VM whose item had not arrived when its job was seen to end is read;
-  // most arrive first.
-  EXPECT_LT(Calls("GetVm") - reads, 10) << "GetVm per create while watching";
+  // most arrive first, but how many depends on how busy the machine is
+  // (11 of 20 once with two test actions on two cores). Reading each new VM
+  // again costs one GetVm per create or more: that is what must not return.
+  int64_t created = Calls("CreateVm") - creates;
+  EXPECT_LT(Calls("GetVm") - reads, created) << "GetVm per create while watching (" << created << " creates)";
 }
 
 // Watching, a converged project with nothing to do is not synced at each
