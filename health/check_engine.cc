@@ -8,16 +8,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <thread>
+#include <unordered_map>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "health/http_response.h"
 
 namespace mariposa::health {
 namespace {
@@ -52,7 +59,59 @@ absl::Status ValidateShape(const CheckSpec& s) {
   if (s.type != "tcp" && (s.path.empty() || s.path[0] != '/')) {
     return absl::InvalidArgumentError(absl::StrCat("path \"", s.path, "\" must start with /"));
   }
+  if (s.type != "tcp") {
+    // What goes into the request line and headers as is: no byte may end a
+    // line or split the request line.
+    auto token = [](const std::string& t) {
+      return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return absl::ascii_isgraph(c) && c != ':'; });
+    };
+    auto printable = [](const std::string& t) {
+      return std::all_of(t.begin(), t.end(), [](char c) { return c == '\t' || absl::ascii_isprint(c) || c & 0x80; });
+    };
+    if (!token(s.method)) return absl::InvalidArgumentError(absl::StrCat("method \"", s.method, "\" is not a word"));
+    if (!std::all_of(s.path.begin(), s.path.end(), [](char c) { return absl::ascii_isgraph(c) || c & 0x80; })) {
+      return absl::InvalidArgumentError(absl::StrCat("path \"", s.path, "\" has a space or a control character"));
+    }
+    for (const auto& [name, value] : s.headers) {
+      if (!token(name)) return absl::InvalidArgumentError(absl::StrCat("header name \"", name, "\" is not a word"));
+      if (!printable(value)) {
+        return absl::InvalidArgumentError(absl::StrCat("header ", name, "'s value has a control character"));
+      }
+    }
+  }
   return absl::OkStatus();
+}
+
+// The verdict on a reply: its status among the expected ones, then its body
+// (the first kMaxBody bytes) against expect_body. `body_re` is the compiled
+// expect_body (null when it is empty).
+bool Verdict(const CheckSpec& spec, long status, const std::string& body, const std::regex* body_re,
+             std::string* detail) {
+  bool status_ok = false;
+  for (const auto& range : spec.expect_status) status_ok |= status >= range.first && status <= range.second;
+  if (!status_ok) {
+    *detail = absl::StrCat("status ", status);
+    return false;
+  }
+  if (spec.expect_body.empty()) return true;
+  if (body_re != nullptr && std::regex_search(body, *body_re)) return true;
+  *detail = absl::StrCat("body does not match /", spec.expect_body, "/");
+  return false;
+}
+
+// The request of a plain-http check, as sent.
+std::string RequestBytes(const CheckSpec& s) {
+  std::string out = absl::StrCat(s.method, " ", s.path, " HTTP/1.1\r\n");
+  bool host = false, accept = false;
+  for (const auto& [name, value] : s.headers) {
+    host |= absl::EqualsIgnoreCase(name, "Host");
+    accept |= absl::EqualsIgnoreCase(name, "Accept");
+    absl::StrAppend(&out, name, ": ", value, "\r\n");
+  }
+  if (!host) absl::StrAppend(&out, "Host: ", s.address, ":", s.port, "\r\n");
+  if (!accept) out += "Accept: */*\r\n";
+  out += "\r\n";
+  return out;
 }
 
 absl::Status BadRegex(const char* field, const std::string& pattern) {
@@ -117,6 +176,26 @@ class CheckEngine::Loop {
     char error[CURL_ERROR_SIZE] = {0};
     std::list<std::unique_ptr<Http>>::iterator self;  // its place in http_
   };
+  // A plain-http check: our own HTTP/1.1 on the loop (no libcurl), with the
+  // target's connection kept for its next check.
+  struct Plain {
+    int fd = -1;
+    CheckSpec spec;
+    std::function<void(const CheckResult&)> done;
+    absl::Time start, deadline;
+    std::string key;        // address:port, the kept connections' key
+    absl::Time opened;      // when its connection was opened
+    bool reused = false;    // the connection served an earlier check
+    enum Phase { kConnecting, kSending, kReading } phase = kConnecting;
+    std::string request;
+    size_t sent = 0;
+    std::optional<HttpResponseReader> reply;
+  };
+  struct IdleConnection {
+    int fd;
+    std::string key;
+    absl::Time opened;
+  };
   struct Tcp {
     int fd = -1;
     CheckSpec spec;
@@ -169,11 +248,11 @@ class CheckEngine::Loop {
     c->done = std::move(in.done);
     c->start = clock_->Now();
     CURL* e = nullptr;
-    if (idle_.empty()) {
+    if (idle_handles_.empty()) {
       e = curl_easy_init();
     } else {
-      e = idle_.back();
-      idle_.pop_back();
+      e = idle_handles_.back();
+      idle_handles_.pop_back();
     }
     c->easy = e;
     std::string url = absl::StrCat(c->spec.type, "://", c->spec.address, ":", c->spec.port, c->spec.path);
@@ -218,17 +297,8 @@ class CheckEngine::Loop {
     bool pass = false;
     std::string detail;
     if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && c->stopped_reading)) {
-      bool status_ok = false;
-      for (const auto& range : c->spec.expect_status) status_ok |= status >= range.first && status <= range.second;
-      if (!status_ok) {
-        detail = absl::StrCat("status ", status);
-      } else if (!c->spec.expect_body.empty()) {
-        const std::regex* re = Regex(c->spec.expect_body);
-        pass = re != nullptr && std::regex_search(c->body, *re);
-        if (!pass) detail = absl::StrCat("body does not match /", c->spec.expect_body, "/");
-      } else {
-        pass = true;
-      }
+      const std::regex* re = c->spec.expect_body.empty() ? nullptr : Regex(c->spec.expect_body);
+      pass = Verdict(c->spec, status, c->body, re, &detail);
     } else if (rc == CURLE_OPERATION_TIMEDOUT) {
       detail = absl::StrCat("timed out after ", Took(c->spec.timeout));
     } else {
@@ -237,14 +307,174 @@ class CheckEngine::Loop {
     curl_multi_remove_handle(multi_, c->easy);
     // Handles are kept for the next checks (options reset; connections
     // live in the multi handle's cache, not in the easy handle).
-    if (idle_.size() < kIdleHandles) {
+    if (idle_handles_.size() < kIdleHandles) {
       curl_easy_reset(c->easy);
-      idle_.push_back(c->easy);
+      idle_handles_.push_back(c->easy);
     } else {
       curl_easy_cleanup(c->easy);
     }
     curl_slist_free_all(c->headers);
     Finish(c->done, pass, std::move(detail), c->start);
+  }
+
+  // Opens a new non-blocking connection to the check's target, or returns
+  // an error (the connect failed at once).
+  absl::StatusOr<int> Connect(const CheckSpec& spec) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return absl::UnavailableError(absl::StrCat("socket: ", strerror(errno)));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(spec.port));
+    inet_pton(AF_INET, spec.address.c_str(), &addr.sin_addr);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 && errno != EINPROGRESS) {
+      std::string why = strerror(errno);
+      close(fd);
+      return absl::UnavailableError(why);
+    }
+    return fd;
+  }
+
+  static std::string ConnectFailed(const CheckSpec& spec, const std::string& why) {
+    return absl::StrCat("could not connect to ", spec.address, ":", spec.port, ": ", why);
+  }
+
+  // A kept connection to `key` young enough, or -1. Whether the target
+  // closed it while it was idle is not asked (a syscall per check): a check
+  // that fails on a kept connection is tried again on a new one (RetryFresh).
+  int TakeIdle(const std::string& key, absl::Time now, absl::Time* opened) {
+    for (auto range = idle_by_key_.equal_range(key); range.first != range.second;
+         range = idle_by_key_.equal_range(key)) {
+      auto at = range.first->second;
+      IdleConnection c = *at;
+      idle_by_key_.erase(range.first);
+      idle_.erase(at);
+      if (now - c.opened >= kConnectionLifetime) {
+        close(c.fd);
+        continue;
+      }
+      *opened = c.opened;
+      return c.fd;
+    }
+    return -1;
+  }
+
+  // Keeps a connection for the next check of its target; past
+  // kKeptConnections the least recently used is closed.
+  void PutIdle(int fd, const std::string& key, absl::Time opened) {
+    idle_.push_front({fd, key, opened});
+    idle_by_key_.emplace(key, idle_.begin());
+    if (idle_.size() <= kKeptConnections) return;
+    auto last = std::prev(idle_.end());
+    for (auto range = idle_by_key_.equal_range(last->key); range.first != range.second; ++range.first) {
+      if (range.first->second == last) {
+        idle_by_key_.erase(range.first);
+        break;
+      }
+    }
+    close(last->fd);
+    idle_.erase(last);
+  }
+
+  void StartPlain(Incoming in) {
+    auto c = std::make_unique<Plain>();
+    c->spec = std::move(in.spec);
+    c->done = std::move(in.done);
+    c->start = clock_->Now();
+    c->deadline = c->start + c->spec.timeout;
+    c->key = absl::StrCat(c->spec.address, ":", c->spec.port);
+    c->request = RequestBytes(c->spec);
+    c->fd = TakeIdle(c->key, c->start, &c->opened);
+    if (c->fd >= 0) {
+      c->reused = true;
+      c->phase = Plain::kSending;
+    } else if (!OpenPlain(c.get())) {
+      return;
+    }
+    ResetReply(c.get());
+    // A kept connection takes the request now (no wait for the next poll).
+    if (c->reused && StepPlain(c.get(), POLLOUT)) return;
+    plain_.push_back(std::move(c));
+  }
+
+  // A new connection for `c`; false when it failed at once (reported).
+  bool OpenPlain(Plain* c) {
+    absl::StatusOr<int> fd = Connect(c->spec);
+    if (!fd.ok()) {
+      Finish(c->done, false, ConnectFailed(c->spec, std::string(fd.status().message())), c->start);
+      return false;
+    }
+    c->fd = *fd;
+    c->opened = clock_->Now();
+    c->reused = false;
+    c->phase = Plain::kConnecting;
+    return true;
+  }
+
+  static void ResetReply(Plain* c) {
+    c->sent = 0;
+    c->reply.emplace(c->spec.method == "HEAD", kMaxBody, c->spec.expect_body.empty() ? 0 : kMaxBody);
+  }
+
+  // A kept connection failed to carry the check (the target closed it while
+  // it was idle, or left bytes on it that were not a reply): the check goes
+  // on with a new connection, once. A reply that says the target is unwell
+  // (a status, a body) is not an error and is not tried again.
+  bool RetryFresh(Plain* c) {
+    if (!c->reused) return false;
+    close(c->fd);
+    c->fd = -1;
+    if (!OpenPlain(c)) return true;  // reported
+    ResetReply(c);
+    return true;
+  }
+
+  // Advances a plain-http check; true when it has finished (and was reported).
+  bool StepPlain(Plain* c, short revents) {
+    auto end = [&](bool pass, std::string detail, bool keep) {
+      if (keep) {
+        PutIdle(c->fd, c->key, c->opened);
+      } else {
+        close(c->fd);
+      }
+      Finish(c->done, pass, std::move(detail), c->start);
+      return true;
+    };
+    auto failed = [&](const std::string& detail) {
+      if (RetryFresh(c)) return c->fd < 0;  // the new connection failed at once: reported
+      return end(false, detail, false);
+    };
+    if (c->phase == Plain::kConnecting) {
+      if ((revents & (POLLOUT | POLLERR | POLLHUP)) == 0) return false;
+      int err = 0;
+      socklen_t len = sizeof(err);
+      getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) return end(false, ConnectFailed(c->spec, strerror(err)), false);
+      c->phase = Plain::kSending;
+    }
+    if (c->phase == Plain::kSending) {
+      if ((revents & (POLLOUT | POLLERR | POLLHUP)) == 0) return false;
+      ssize_t n = ::send(c->fd, c->request.data() + c->sent, c->request.size() - c->sent, MSG_NOSIGNAL);
+      if (n < 0 && errno != EAGAIN) return failed(absl::StrCat("sending the request: ", strerror(errno)));
+      if (n > 0) c->sent += static_cast<size_t>(n);
+      if (c->sent < c->request.size()) return false;
+      c->phase = Plain::kReading;
+      return false;
+    }
+    if ((revents & (POLLIN | POLLERR | POLLHUP)) == 0) return false;
+    char buf[16384];
+    while (true) {
+      ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+      if (n < 0) return failed(absl::StrCat("reading the reply: ", strerror(errno)));
+      HttpResponseReader::State st =
+          n == 0 ? c->reply->Close() : c->reply->Feed(std::string_view(buf, static_cast<size_t>(n)));
+      if (st == HttpResponseReader::State::kMore) continue;
+      if (st == HttpResponseReader::State::kError) return failed(c->reply->error());
+      const std::regex* re = c->spec.expect_body.empty() ? nullptr : Regex(c->spec.expect_body);
+      std::string detail;
+      bool pass = Verdict(c->spec, c->reply->status(), c->reply->body(), re, &detail);
+      return end(pass, std::move(detail), n > 0 && c->reply->reusable());
+    }
   }
 
   void StartTcp(Incoming in) {
@@ -321,6 +551,11 @@ class CheckEngine::Loop {
     return false;
   }
 
+  static short Revents(const curl_waitfd& fd) {
+    return static_cast<short>((fd.revents & CURL_WAIT_POLLIN ? POLLIN : 0) |
+                              (fd.revents & CURL_WAIT_POLLOUT ? POLLOUT : 0));
+  }
+
   void Run() {
     while (true) {
       std::deque<Incoming> batch;
@@ -343,6 +578,8 @@ class CheckEngine::Loop {
           Finish(in.done, false, std::string(st.message()), clock_->Now());
         } else if (in.spec.type == "tcp") {
           StartTcp(std::move(in));
+        } else if (in.spec.type == "http") {
+          StartPlain(std::move(in));
         } else {
           StartHttp(std::move(in));
         }
@@ -353,6 +590,11 @@ class CheckEngine::Loop {
       absl::Duration wait = absl::Milliseconds(100);
       for (const auto& c : tcp_) {
         short events = c->phase == Tcp::kReading ? CURL_WAIT_POLLIN : CURL_WAIT_POLLOUT;
+        fds.push_back({c->fd, events, 0});
+        wait = std::min(wait, std::max(absl::ZeroDuration(), c->deadline - now));
+      }
+      for (const auto& c : plain_) {
+        short events = c->phase == Plain::kReading ? CURL_WAIT_POLLIN : CURL_WAIT_POLLOUT;
         fds.push_back({c->fd, events, 0});
         wait = std::min(wait, std::max(absl::ZeroDuration(), c->deadline - now));
       }
@@ -377,10 +619,7 @@ class CheckEngine::Loop {
       for (auto it = tcp_.begin(); it != tcp_.end(); ++k) {
         Tcp* c = it->get();
         short revents = 0;
-        if (k < fds.size() && fds[k].fd == c->fd) {
-          revents = static_cast<short>((fds[k].revents & CURL_WAIT_POLLIN ? POLLIN : 0) |
-                                       (fds[k].revents & CURL_WAIT_POLLOUT ? POLLOUT : 0));
-        }
+        if (k < fds.size() && fds[k].fd == c->fd) revents = Revents(fds[k]);
         bool finished = false;
         if (revents != 0) finished = StepTcp(c, revents);
         if (!finished && now >= c->deadline) {
@@ -389,6 +628,19 @@ class CheckEngine::Loop {
           finished = true;
         }
         it = finished ? tcp_.erase(it) : std::next(it);
+      }
+      for (auto it = plain_.begin(); it != plain_.end(); ++k) {
+        Plain* c = it->get();
+        short revents = 0;
+        if (k < fds.size() && fds[k].fd == c->fd) revents = Revents(fds[k]);
+        bool finished = false;
+        if (revents != 0) finished = StepPlain(c, revents);
+        if (!finished && now >= c->deadline) {
+          close(c->fd);
+          Finish(c->done, false, absl::StrCat("timed out after ", Took(c->spec.timeout)), c->start);
+          finished = true;
+        }
+        it = finished ? plain_.erase(it) : std::next(it);
       }
     }
     // Stopping: end what is still in flight.
@@ -404,15 +656,23 @@ class CheckEngine::Loop {
       Finish(c->done, false, "engine stopped", c->start);
     }
     tcp_.clear();
-    for (CURL* e : idle_) curl_easy_cleanup(e);
+    for (auto& c : plain_) {
+      close(c->fd);
+      Finish(c->done, false, "engine stopped", c->start);
+    }
+    plain_.clear();
+    for (const IdleConnection& c : idle_) close(c.fd);
     idle_.clear();
+    idle_by_key_.clear();
+    for (CURL* e : idle_handles_) curl_easy_cleanup(e);
+    idle_handles_.clear();
   }
 
   static constexpr size_t kIdleHandles = 1024;
   const Clock* clock_;  // check durations and tcp deadlines
   CURLM* multi_ = nullptr;
   std::atomic<bool> woken_{false};
-  std::vector<CURL*> idle_;  // loop thread only
+  std::vector<CURL*> idle_handles_;  // loop thread only
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<size_t> in_flight_{0};
@@ -421,6 +681,9 @@ class CheckEngine::Loop {
   // Loop thread only:
   std::list<std::unique_ptr<Http>> http_;
   std::list<std::unique_ptr<Tcp>> tcp_;
+  std::list<std::unique_ptr<Plain>> plain_;
+  std::list<IdleConnection> idle_;  // kept plain-http connections, most recently used first
+  std::unordered_multimap<std::string, std::list<IdleConnection>::iterator> idle_by_key_;
   std::map<std::string, std::regex> regexes_;
 };
 

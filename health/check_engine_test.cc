@@ -324,6 +324,93 @@ TEST(CheckEngineTest, HttpChecksKeepTheirConnection) {
   EXPECT_EQ(quiet.load(), 4);
 }
 
+// A kept connection is not trusted blindly: bytes the target left on it
+// that are not a reply, a body longer than the engine reads, a connection
+// older than kConnectionLifetime — each makes the next check connect anew,
+// and none of them fails a check of a healthy target.
+TEST(CheckEngineTest, AKeptConnectionIsUsedOnlyWhileItCanBeTrusted) {
+  std::atomic<int> junk_connections{0};
+  RawServer junk([&junk_connections](int fd, const std::atomic<bool>& stop) {
+    junk_connections++;
+    while (!stop) {
+      if (ReadRequest(fd).empty()) return;
+      SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+      Idle(stop, absl::Milliseconds(50));
+      SendAll(fd, "garbage after the reply\r\n");  // arrives after the check ended
+    }
+  });
+  CheckEngine engine(RealClock::Get());
+  for (int i = 0; i < 3; ++i) {
+    auto r = Check(engine, HttpCheck(junk.port()));
+    EXPECT_TRUE(r.pass) << i << ": " << r.detail;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(junk_connections.load(), 3);
+
+  std::atomic<int> big_connections{0};
+  RawServer big([&big_connections](int fd, const std::atomic<bool>& stop) {
+    big_connections++;
+    while (!stop) {
+      if (ReadRequest(fd).empty()) return;
+      std::string body(kMaxBody + 1000, 'b');
+      SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: ", body.size(), "\r\n\r\n", body));
+    }
+  });
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(Check(engine, HttpCheck(big.port())).pass) << i;
+  EXPECT_EQ(big_connections.load(), 3) << "a body read only in part left its connection kept";
+
+  std::atomic<int> connections{0};
+  RawServer keep([&connections](int fd, const std::atomic<bool>& stop) {
+    connections++;
+    while (!stop) {
+      if (ReadRequest(fd).empty()) return;
+      SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    }
+  });
+  SimulatedClock clock(absl::Now());
+  CheckEngine simulated(&clock);
+  EXPECT_TRUE(Check(simulated, HttpCheck(keep.port())).pass);
+  clock.Advance(kConnectionLifetime - absl::Seconds(1));
+  EXPECT_TRUE(Check(simulated, HttpCheck(keep.port())).pass);
+  EXPECT_EQ(connections.load(), 1);
+  clock.Advance(absl::Seconds(2));
+  EXPECT_TRUE(Check(simulated, HttpCheck(keep.port())).pass);
+  EXPECT_EQ(connections.load(), 2) << "a connection older than " << kConnectionLifetime << " was used again";
+}
+
+// A target gone since its connection was kept: the check tries a new
+// connection and reports why that failed.
+TEST(CheckEngineTest, AKeptConnectionToATargetNowGoneFailsAsRefused) {
+  CheckEngine engine(RealClock::Get());
+  int port = 0;
+  {
+    RawServer once([](int fd, const std::atomic<bool>& stop) {
+      if (ReadRequest(fd).empty()) return;
+      SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+      Idle(stop, absl::Seconds(30));  // the connection stays open until the server stops
+    });
+    port = once.port();
+    EXPECT_TRUE(Check(engine, HttpCheck(port)).pass);
+  }
+  auto r = Check(engine, HttpCheck(port));
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.detail, absl::StrCat("could not connect to 127.0.0.1:", port, ": Connection refused"));
+}
+
+TEST(CheckEngineTest, RequestBytesCannotBeInjected) {
+  CheckSpec s = HttpCheck(80);
+  s.headers = {{"X-A", "1\r\nX-Injected: yes"}};
+  EXPECT_EQ(ValidateCheck(s).message(), "header X-A's value has a control character");
+  s.headers = {{"X A", "1"}};
+  EXPECT_EQ(ValidateCheck(s).message(), "header name \"X A\" is not a word");
+  s.headers = {};
+  s.method = "GET / HTTP/1.0\r\n";
+  EXPECT_EQ(ValidateCheck(s).message(), "method \"GET / HTTP/1.0\r\n\" is not a word");
+  s.method = "GET";
+  s.path = "/a b";
+  EXPECT_EQ(ValidateCheck(s).message(), "path \"/a b\" has a space or a control character");
+}
+
 // A handle set up for one check is used again only by checks set up the
 // same way: a check's headers and method are its own.
 TEST(CheckEngineTest, ChecksOfOneTargetKeepTheirOwnHeadersAndMethod) {
