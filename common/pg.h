@@ -55,6 +55,11 @@ class PgResult {
   pg_result* r_;
 };
 
+// The LISTEN/NOTIFY channel of the nodes on one PostgreSQL (the daemon's
+// WakeBus), and the notice the store gives on it when events were committed.
+inline constexpr char kWakeChannel[] = "mariposa_wake";
+inline constexpr char kEventsNotice[] = "events";
+
 class PgConnection {
  public:
   // `uri`: a libpq URI or key=value string (several hosts allowed). Fails

@@ -222,8 +222,29 @@ absl::StatusOr<std::unique_ptr<Transaction>> Transaction::Begin(Database* db) {
   return std::unique_ptr<Transaction>(new Transaction(db));
 }
 
+void Database::NoticeAtCommit(absl::string_view payload) {
+  bool in_transaction = postgres() ? in_transaction_ : sqlite3_get_autocommit(db_) == 0;
+  notice_ = std::string(payload);
+  if (in_transaction) return;  // given by Transaction::Commit
+  if (GiveNotice(false).ok()) NoticeGiven();
+}
+
+absl::Status Database::GiveNotice(bool in_transaction) {
+  if (notice_.empty() || !postgres()) return absl::OkStatus();
+  auto r = PgRun("SELECT pg_notify($1, $2)", {std::string(kWakeChannel), notice_}, {});
+  if (!r.ok() && !in_transaction) notice_.clear();  // nothing to roll back: the wake-up is lost, readers poll
+  return r.status();
+}
+
+void Database::NoticeGiven() {
+  if (notice_.empty()) return;
+  notice_.clear();
+  if (on_notice_) on_notice_();
+}
+
 Transaction::~Transaction() {
   if (done_) return;
+  db_->notice_.clear();  // rolled back: nothing to tell
   if (db_->postgres()) {
     if (db_->pg_->ok()) db_->pg_->ExecScript("ROLLBACK").IgnoreError();
     db_->in_transaction_ = false;
@@ -237,7 +258,10 @@ Transaction::~Transaction() {
 absl::Status Transaction::Commit() {
   if (db_->postgres()) {
     absl::Status ready = db_->PgReady();
+    if (ready.ok()) ready = db_->GiveNotice(true);  // its error rolls the transaction back
     absl::Status s = ready.ok() ? db_->pg_->ExecScript("COMMIT") : ready;
+    if (s.ok()) db_->NoticeGiven();
+    else db_->notice_.clear();
     done_ = true;  // committed, or rolled back by the server; either way over
     db_->in_transaction_ = false;
     if (!s.ok() && s.code() == absl::StatusCode::kUnavailable) {
@@ -256,6 +280,7 @@ absl::Status Transaction::Commit() {
   if (!s.ok()) return s;
   done_ = true;
   if (wrote && db_->after_commit_) db_->after_commit_();
+  db_->NoticeGiven();
   return s;
 }
 

@@ -175,6 +175,13 @@ class Database {
     before_commit_ = std::move(before);
     after_commit_ = std::move(after);
   }
+  // A notice to give when the current transaction commits (at once outside
+  // one): on PostgreSQL `pg_notify(kWakeChannel, payload)` inside the
+  // transaction, so every node listening hears it exactly when the change is
+  // visible; then, on both dialects, `on_notice` (SetNoticeHook) in this
+  // process. A rolled-back transaction gives none.
+  void NoticeAtCommit(absl::string_view payload);
+  void SetNoticeHook(std::function<void()> on_notice) { on_notice_ = std::move(on_notice); }
   // Every commit that wrote rows on this connection, Transaction or not
   // (SQLite's commit hook); tests compare it with the commits the store
   // counted.
@@ -200,6 +207,10 @@ class Database {
   std::map<std::string, Cached, std::less<>> cache_;
   std::function<absl::Status()> before_commit_;
   std::function<void()> after_commit_;
+  std::function<void()> on_notice_;
+  std::string notice_;  // the payload to give at the next commit ("" = none)
+  absl::Status GiveNotice(bool in_transaction);  // PostgreSQL: pg_notify before COMMIT
+  void NoticeGiven();                            // after COMMIT: the hook
   int64_t commits_seen_ = 0;
   int64_t changes_at_last_commit_ = 0;  // sqlite3_total_changes64 then
   // PostgreSQL.

@@ -459,7 +459,14 @@ Daemon::Exit Daemon::Wire() {
 // another node changed is read again here (its readonly state too).
 void Daemon::WireWakeBus() {
   wake_bus_ = std::make_unique<WakeBus>(
-      flags_.store_spec, clock_, [r = reconciler_.get(), c = controller_.get()](const std::set<std::string>& what) {
+      flags_.store_spec, clock_,
+      [r = reconciler_.get(), c = controller_.get(), store = store_.get()](const std::set<std::string>& what) {
+        // Events committed on any node (or anything, after a lost
+        // connection): `events -f` and the console's streams read again.
+        if (WakeBus::SaysEvents(what)) {
+          if (ChangeSignal* events = store->EventsSignal()) events->Notify();
+        }
+        if (WakeBus::OnlyEvents(what)) return;  // nothing else changed
         if (absl::Status s = c->Reload(); !s.ok()) {
           LogWarn("cannot read the controller's state", {{"error", s.ToString()}});
         }

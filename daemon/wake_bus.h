@@ -22,7 +22,10 @@ namespace mariposa {
 
 class WakeBus {
  public:
-  static constexpr char kChannel[] = "mariposa_wake";
+  static constexpr const char* kChannel = kWakeChannel;
+  // Events were committed (the store's notice): event watchers read again;
+  // nothing else needs to look.
+  static constexpr const char* kEvents = kEventsNotice;
   // What a notification may say besides "look again": the images IMGAPI
   // holds changed (an import ended), so resolved images are forgotten.
   static constexpr char kImages[] = "images";
@@ -31,6 +34,10 @@ class WakeBus {
   // `on_wake` runs on the bus's thread for every batch of notifications (its
   // own included), with what they said ("" for a plain wake-up).
   using OnWake = std::function<void(const std::set<std::string>& what)>;
+  // Whether notifications say events were committed somewhere (or may
+  // have been: after a lost connection), and whether that is all they say.
+  static bool SaysEvents(const std::set<std::string>& what) { return what.count(kEvents) || what.count(kAnything); }
+  static bool OnlyEvents(const std::set<std::string>& what) { return what.size() == 1 && what.count(kEvents); }
   WakeBus(std::string uri, const Clock* clock, OnWake on_wake);
   ~WakeBus();
   // Connects and listens; UNAVAILABLE naming the database when it cannot.

@@ -3,11 +3,15 @@
 // (it may have missed something) and carries notifications again.
 #include "daemon/wake_bus.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <set>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "gtest/gtest.h"
+#include "projects/sql_store.h"
 #include "tests/pg_server.h"
 
 namespace mariposa {
@@ -86,6 +90,45 @@ TEST(WakeBusTest, StopsWhileWaiting) {
   WakeBus a((*pg)->uri(), RealClock::Get(), nullptr);
   ASSERT_TRUE(a.Start().ok());
   a.Stop();
+}
+
+// Issue 49, 3: events committed through one node wake the event watchers
+// of another at once (the store's notice on the channel, relayed by the
+// other node's bus as the daemon does), and the writer's own watchers
+// without the database's help.
+TEST(WakeBusTest, EventsCommittedOnOneNodeWakeTheWatchersOfAnother) {
+  auto pg = testing::PgServer::Start();
+  ASSERT_TRUE(pg.ok()) << pg.status();
+  auto a = SqlProjectStore::OpenPostgres((*pg)->uri(), RealClock::Get());
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = SqlProjectStore::OpenPostgres((*pg)->uri(), RealClock::Get());
+  ASSERT_TRUE(b.ok()) << b.status();
+  ChangeSignal* b_events = (*b)->EventsSignal();
+  ASSERT_NE(b_events, nullptr);
+  Counter b_other;  // wake-ups that were not only about events
+  WakeBus bus((*pg)->uri(), RealClock::Get(), [&](const std::set<std::string>& what) {
+    if (WakeBus::SaysEvents(what)) b_events->Notify();
+    if (!WakeBus::OnlyEvents(what)) b_other.Add();
+  });
+  ASSERT_TRUE(bus.Start().ok());
+  std::vector<absl::Duration> waits;
+  for (int i = 0; i < 20; ++i) {
+    int64_t b_seen = b_events->generation(), a_seen = (*a)->EventsSignal()->generation();
+    ASSERT_TRUE((*a)->AppendEvent("test", "", "test.event", absl::StrCat("e", i), "").ok());
+    absl::Time committed = absl::Now();
+    EXPECT_NE((*a)->EventsSignal()->generation(), a_seen) << "the writer's own watchers were not woken";
+    ASSERT_TRUE(b_events->AwaitChange(b_seen, committed + absl::Seconds(2), RealClock::Get()))
+        << "event " << i << " did not wake the other node's watchers within 2 s";
+    waits.push_back(absl::Now() - committed);
+  }
+  std::sort(waits.begin(), waits.end());
+  // The figure (p99 <= 50 ms) is the benchmark's; here only that it is a
+  // wake-up, not a poll: each well under the 1 s a watcher polls at.
+  EXPECT_LT(waits.back(), absl::Milliseconds(500)) << "slowest " << waits.back();
+  printf("cross-node event wake-up: p50 %s, max %s over %zu events\n",
+         absl::FormatDuration(waits[waits.size() / 2]).c_str(), absl::FormatDuration(waits.back()).c_str(), waits.size());
+  EXPECT_EQ(b_other.Get(), 0) << "an event notice woke the reconciler's side too";
+  bus.Stop();
 }
 
 }  // namespace

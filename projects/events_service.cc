@@ -40,7 +40,9 @@ grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEvent
   // refusal as an HTTP error, an open stream as Server-Sent Events).
   ctx->AddInitialMetadata("x-mariposa-stream", "open");
   writer->SendInitialMetadata();
+  ChangeSignal* signal = store_->EventsSignal();
   while (!ctx->IsCancelled()) {
+    int64_t seen = signal != nullptr ? signal->generation() : 0;  // before reading: no commit slept through
     if (stopping_.load()) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                           absl::StrCat("mariposad is stopping; resume after event ", after, " when it is back"));
@@ -54,7 +56,14 @@ grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEvent
       EventToProto(e, &out);
       if (!writer->Write(out)) return grpc::Status::OK;  // the client went away
     }
-    if (list->size() < 500) clock_->SleepFor(poll_);
+    if (list->size() >= 500) continue;
+    // A store without a signal is read every poll_; with one, poll_ only
+    // bounds the wait (a client gone is noticed within it).
+    if (signal == nullptr || stopping_.load()) {
+      if (!stopping_.load()) clock_->SleepFor(poll_);
+    } else {
+      signal->AwaitChange(seen, clock_->Now() + poll_, clock_);
+    }
   }
   return grpc::Status::OK;
 }

@@ -1,5 +1,8 @@
 // gRPC Events: the store's append-only event log as a server stream,
-// resumable from an index. New events are picked up within `poll`.
+// resumable from an index. A watcher reads again as soon as the store's
+// EventsSignal says events were committed (on PostgreSQL also those of other
+// nodes, relayed from the database's notices); at the latest after `poll`,
+// which is all a store without a signal gives.
 #ifndef MARIPOSA_PROJECTS_EVENTS_SERVICE_H_
 #define MARIPOSA_PROJECTS_EVENTS_SERVICE_H_
 
@@ -15,16 +18,19 @@ namespace mariposa {
 class EventsService final : public v1::Events::Service {
  public:
   // `store` must outlive the service.
-  // Watch polls the store every `poll` on `clock`.
-  EventsService(ProjectStore* store, const Clock* clock, absl::Duration poll = absl::Milliseconds(100))
+  // Watch reads the store again after `poll` at the latest (on `clock`).
+  EventsService(ProjectStore* store, const Clock* clock, absl::Duration poll = absl::Seconds(1))
       : store_(store), clock_(clock), poll_(poll) {}
 
   grpc::Status Watch(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
                      grpc::ServerWriter<v1::Event>* writer) override;
 
-  // Ends every watch within one poll with UNAVAILABLE (clients reconnect
+  // Ends every watch at once with UNAVAILABLE (clients reconnect
   // and resume), so that a graceful stop does not wait for them.
-  void Stop() { stopping_.store(true); }
+  void Stop() {
+    stopping_.store(true);
+    if (ChangeSignal* signal = store_->EventsSignal()) signal->Notify();  // wakes the watchers
+  }
 
  private:
   ProjectStore* store_;

@@ -904,7 +904,9 @@ absl::StatusOr<int64_t> SqlProjectStore::AppendEventLocked(const std::string& ac
   st.Bind(1, NowMicros()).Bind(2, actor).Bind(3, project).Bind(4, kind).Bind(5, subject).Bind(6, detail);
   ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return absl::InternalError("the event log gave no index for a new event");
-  return st.Int(0);
+  int64_t index = st.Int(0);
+  db_->NoticeAtCommit(kEventsNotice);  // watchers here and on every node look again
+  return index;
 }
 
 absl::StatusOr<ProjectRecord> SqlProjectStore::GetProjectOn(Database* db, const std::string& name_or_uuid,

@@ -109,6 +109,7 @@ class SqlProjectStore : public ProjectStore {
                                  bool secret, const std::string& actor) override;
   using ProjectStore::ListEvents;
   using ProjectStore::ListNewestEvents;
+  ChangeSignal* EventsSignal() override { return &events_signal_; }
   absl::StatusOr<std::vector<EventRecord>> ListEvents(const std::string& project, int64_t after_index, int limit,
                                                       const std::vector<std::string>& kinds) override;
   absl::StatusOr<std::vector<EventRecord>> ListNewestEvents(const std::string& project, int64_t after_index,
@@ -173,7 +174,9 @@ class SqlProjectStore : public ProjectStore {
  private:
   SqlProjectStore(std::unique_ptr<Database> db, const Clock* clock)
       : postgres_(db->postgres()), where_(db->postgres() ? db->path() : "sqlite:" + db->path()), db_(std::move(db)),
-        clock_(clock) {}
+        clock_(clock) {
+    db_->SetNoticeHook([this] { events_signal_.Notify(); });
+  }
   absl::Status Migrate(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MigratePostgres(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenPostgresAt(const std::string& uri, const Clock* clock,
@@ -292,6 +295,7 @@ class SqlProjectStore : public ProjectStore {
   std::map<std::string, std::pair<std::string, JobKey>> job_at_ ABSL_GUARDED_BY(mu_);  // uuid -> (project, key)
   // The high-water mark: the stamp of the newest commit (set inside it,
   // written out after it) and the file it is written to (-1: none).
+  ChangeSignal events_signal_;  // notified after each commit that wrote events
   HighWater pending_stamp_;
   int mark_fd_ = -1;
   std::string mark_path_;

@@ -328,6 +328,25 @@ TEST_P(StoreTest, EventsAreAppendOnly) {
 // Events by kind: exact kinds and prefixes ending in ".", in the list, the
 // newest and the counts alike; a prefix matches no kind merely starting
 // with its letters ("volume." is not "volumes.x").
+// Issue 49, 3: `events -f` follows commits, not a poll: every commit that
+// wrote events moves the store's EventsSignal once it is visible; a write
+// without events, and a refused one, do not.
+TEST_P(StoreTest, CommittedEventsMoveTheEventsSignal) {
+  ChangeSignal* signal = store_->EventsSignal();
+  ASSERT_NE(signal, nullptr);
+  int64_t at = signal->generation();
+  ASSERT_TRUE(store_->CreateProject("jupiter", "", "alice").ok());  // project.create
+  EXPECT_GT(signal->generation(), at);
+  at = signal->generation();
+  std::vector<EventRecord> add(3, EventRecord{0, clock_.Now(), "mariposad", "jupiter", "instance.create", "", ""});
+  ASSERT_TRUE(store_->AppendEvents(add).ok());
+  EXPECT_EQ(signal->generation(), at + 1) << "one commit of three events is one wake-up";
+  at = signal->generation();
+  EXPECT_FALSE(store_->CreateProject("jupiter", "", "alice").ok());  // refused: exists
+  ASSERT_TRUE(store_->AppendEvents({}).ok());
+  EXPECT_EQ(signal->generation(), at) << "nothing committed, nothing to wake for";
+}
+
 TEST_P(StoreTest, EventsFilteredByKindAndPrefix) {
   ASSERT_TRUE(store_->CreateProject("jupiter", "", "alice").ok());  // event 1: project.create
   std::vector<EventRecord> add;

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/change_signal.h"
 
 namespace mariposa {
 
@@ -403,6 +404,10 @@ class ProjectStore {
   virtual absl::StatusOr<int64_t> CountEvents(const std::string& project, int64_t after_index, int64_t before_index,
                                               const std::vector<std::string>& kinds) = 0;
   virtual absl::StatusOr<int64_t> LastEventIndex() = 0;
+  // Moves when events were committed (here, or on another node when the
+  // daemon relays the database's notices to it); null when the store cannot
+  // tell, and readers poll.
+  virtual ChangeSignal* EventsSignal() { return nullptr; }
   // Appends a controller event (instance.create, …); returns its index.
   // Appends controller events in one transaction (one fsync for many).
   virtual absl::Status AppendEvents(const std::vector<EventRecord>& events) = 0;
