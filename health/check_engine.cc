@@ -484,21 +484,12 @@ class CheckEngine::Loop {
     c->start = clock_->Now();
     c->deadline = c->start + c->spec.timeout;
     if (!c->spec.expect.empty()) c->expect = Regex(c->spec.expect);  // compiled when Run validated it
-    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (c->fd < 0) {
-      Finish(c->done, false, absl::StrCat("socket: ", strerror(errno)), c->start);
+    absl::StatusOr<int> fd = Connect(c->spec);
+    if (!fd.ok()) {
+      Finish(c->done, false, std::string(fd.status().message()), c->start);
       return;
     }
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(c->spec.port));
-    inet_pton(AF_INET, c->spec.address.c_str(), &addr.sin_addr);
-    if (connect(c->fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 && errno != EINPROGRESS) {
-      std::string why = strerror(errno);
-      close(c->fd);
-      Finish(c->done, false, why, c->start);
-      return;
-    }
+    c->fd = *fd;
     tcp_.push_back(std::move(c));
   }
 
