@@ -542,9 +542,26 @@ class CheckEngine::Loop {
     return false;
   }
 
-  static short Revents(const curl_waitfd& fd) {
-    return static_cast<short>((fd.revents & CURL_WAIT_POLLIN ? POLLIN : 0) |
-                              (fd.revents & CURL_WAIT_POLLOUT ? POLLOUT : 0));
+  // Steps each check of `checks` whose socket is ready (its entry in `fds`
+  // from *k on, in the same order) and ends those past their deadline.
+  template <typename Check, typename Step>
+  void Advance(std::list<std::unique_ptr<Check>>* checks, const std::vector<curl_waitfd>& fds, size_t* k,
+               absl::Time now, Step step) {
+    for (auto it = checks->begin(); it != checks->end(); ++*k) {
+      Check* c = it->get();
+      short revents = 0;
+      if (*k < fds.size() && fds[*k].fd == c->fd) {
+        revents = static_cast<short>((fds[*k].revents & CURL_WAIT_POLLIN ? POLLIN : 0) |
+                                     (fds[*k].revents & CURL_WAIT_POLLOUT ? POLLOUT : 0));
+      }
+      bool finished = revents != 0 && step(c, revents);
+      if (!finished && now >= c->deadline) {
+        close(c->fd);
+        Finish(c->done, false, absl::StrCat("timed out after ", Took(c->spec.timeout)), c->start);
+        finished = true;
+      }
+      it = finished ? checks->erase(it) : std::next(it);
+    }
   }
 
   void Run() {
@@ -604,35 +621,11 @@ class CheckEngine::Loop {
         EndHttp(c, rc);
         http_.erase(self);
       }
-      // Tcp progress and deadlines.
+      // Tcp and plain-http progress, and deadlines.
       now = clock_->Now();
       size_t k = 0;
-      for (auto it = tcp_.begin(); it != tcp_.end(); ++k) {
-        Tcp* c = it->get();
-        short revents = 0;
-        if (k < fds.size() && fds[k].fd == c->fd) revents = Revents(fds[k]);
-        bool finished = false;
-        if (revents != 0) finished = StepTcp(c, revents);
-        if (!finished && now >= c->deadline) {
-          close(c->fd);
-          Finish(c->done, false, absl::StrCat("timed out after ", Took(c->spec.timeout)), c->start);
-          finished = true;
-        }
-        it = finished ? tcp_.erase(it) : std::next(it);
-      }
-      for (auto it = plain_.begin(); it != plain_.end(); ++k) {
-        Plain* c = it->get();
-        short revents = 0;
-        if (k < fds.size() && fds[k].fd == c->fd) revents = Revents(fds[k]);
-        bool finished = false;
-        if (revents != 0) finished = StepPlain(c, revents);
-        if (!finished && now >= c->deadline) {
-          close(c->fd);
-          Finish(c->done, false, absl::StrCat("timed out after ", Took(c->spec.timeout)), c->start);
-          finished = true;
-        }
-        it = finished ? plain_.erase(it) : std::next(it);
-      }
+      Advance(&tcp_, fds, &k, now, [this](Tcp* c, short revents) { return StepTcp(c, revents); });
+      Advance(&plain_, fds, &k, now, [this](Plain* c, short revents) { return StepPlain(c, revents); });
     }
     // Stopping: end what is still in flight.
     for (auto& c : http_) {
