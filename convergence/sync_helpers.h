@@ -1,37 +1,25 @@
-// What the reconciler's files (reconciler.cc, gather.cc, send.cc) share: a
-// small pool that runs tasks on a few threads and waits for them all, and a
-// store write that failed as a problem of the sync.
+// What the reconciler's files (reconciler.cc, gather.cc, send.cc) share:
+// RunParallel (common/parallel.h), and a store write that failed as a
+// problem of the sync.
 #ifndef MARIPOSA_CONVERGENCE_SYNC_HELPERS_H_
 #define MARIPOSA_CONVERGENCE_SYNC_HELPERS_H_
 
 #include <algorithm>
 #include <atomic>
 #include <functional>
-#include <thread>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/parallel.h"
 #include "convergence/decide.h"
 
 namespace mariposa::convergence {
 
-// Runs `tasks` on up to `parallel` threads (this one included); returns when
-// all are done.
-inline void RunParallel(std::vector<std::function<void()>>* tasks, int parallel) {
-  std::atomic<size_t> next{0};
-  auto run = [&] {
-    for (size_t k; (k = next++) < tasks->size();) (*tasks)[k]();
-  };
-  std::vector<std::thread> pool;
-  int threads = std::min<int>(std::max(1, parallel), static_cast<int>(tasks->size()));
-  for (int t = 1; t < threads; ++t) pool.emplace_back(run);
-  run();
-  for (auto& t : pool) t.join();
-}
-
+// RunParallel: common/parallel.h (threads kept for the process's life).
+using ::mariposa::RunParallel;
 
 // A store write that failed, as a problem of the project's sync.
 inline void StoreError(const std::string& project, std::vector<Problem>* problems, const std::string& what,
