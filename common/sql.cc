@@ -226,14 +226,13 @@ void Database::NoticeAtCommit(absl::string_view payload) {
   bool in_transaction = postgres() ? in_transaction_ : sqlite3_get_autocommit(db_) == 0;
   notice_ = std::string(payload);
   if (in_transaction) return;  // given by Transaction::Commit
-  if (GiveNotice(false).ok()) NoticeGiven();
+  if (GiveNotice().ok()) NoticeGiven();
+  else notice_.clear();  // the wake-up is lost: watchers read again within their poll
 }
 
-absl::Status Database::GiveNotice(bool in_transaction) {
+absl::Status Database::GiveNotice() {
   if (notice_.empty() || !postgres()) return absl::OkStatus();
-  auto r = PgRun("SELECT pg_notify($1, $2)", {std::string(kWakeChannel), notice_}, {});
-  if (!r.ok() && !in_transaction) notice_.clear();  // nothing to roll back: the wake-up is lost, readers poll
-  return r.status();
+  return PgRun("SELECT pg_notify($1, $2)", {std::string(kWakeChannel), notice_}, {}).status();
 }
 
 void Database::NoticeGiven() {
@@ -258,7 +257,7 @@ Transaction::~Transaction() {
 absl::Status Transaction::Commit() {
   if (db_->postgres()) {
     absl::Status ready = db_->PgReady();
-    if (ready.ok()) ready = db_->GiveNotice(true);  // its error rolls the transaction back
+    if (ready.ok()) ready = db_->GiveNotice();  // its error rolls the transaction back
     absl::Status s = ready.ok() ? db_->pg_->ExecScript("COMMIT") : ready;
     if (s.ok()) db_->NoticeGiven();
     else db_->notice_.clear();

@@ -209,7 +209,7 @@ class Database {
   std::function<void()> after_commit_;
   std::function<void()> on_notice_;
   std::string notice_;  // the payload to give at the next commit ("" = none)
-  absl::Status GiveNotice(bool in_transaction);  // PostgreSQL: pg_notify before COMMIT
+  absl::Status GiveNotice();  // PostgreSQL: pg_notify (inside the transaction, before COMMIT)
   void NoticeGiven();                            // after COMMIT: the hook
   int64_t commits_seen_ = 0;
   int64_t changes_at_last_commit_ = 0;  // sqlite3_total_changes64 then

@@ -317,6 +317,17 @@ class CheckEngine::Loop {
     Finish(c->done, pass, std::move(detail), c->start);
   }
 
+  // A tcp or plain-http check from what was submitted, its deadline set.
+  template <typename Check>
+  std::unique_ptr<Check> Begin(Incoming in) {
+    auto c = std::make_unique<Check>();
+    c->spec = std::move(in.spec);
+    c->done = std::move(in.done);
+    c->start = clock_->Now();
+    c->deadline = c->start + c->spec.timeout;
+    return c;
+  }
+
   // Opens a new non-blocking connection to the check's target, or returns
   // an error (the connect failed at once).
   absl::StatusOr<int> Connect(const CheckSpec& spec) {
@@ -376,11 +387,7 @@ class CheckEngine::Loop {
   }
 
   void StartPlain(Incoming in) {
-    auto c = std::make_unique<Plain>();
-    c->spec = std::move(in.spec);
-    c->done = std::move(in.done);
-    c->start = clock_->Now();
-    c->deadline = c->start + c->spec.timeout;
+    auto c = Begin<Plain>(std::move(in));
     c->key = absl::StrCat(c->spec.address, ":", c->spec.port);
     c->request = RequestBytes(c->spec);
     c->fd = TakeIdle(c->key, c->start, &c->opened);
@@ -478,11 +485,7 @@ class CheckEngine::Loop {
   }
 
   void StartTcp(Incoming in) {
-    auto c = std::make_unique<Tcp>();
-    c->spec = std::move(in.spec);
-    c->done = std::move(in.done);
-    c->start = clock_->Now();
-    c->deadline = c->start + c->spec.timeout;
+    auto c = Begin<Tcp>(std::move(in));
     if (!c->spec.expect.empty()) c->expect = Regex(c->spec.expect);  // compiled when Run validated it
     absl::StatusOr<int> fd = Connect(c->spec);
     if (!fd.ok()) {

@@ -56,14 +56,11 @@ grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEvent
       EventToProto(e, &out);
       if (!writer->Write(out)) return grpc::Status::OK;  // the client went away
     }
-    if (list->size() >= 500) continue;
+    if (list->size() >= 500 || stopping_.load()) continue;
     // A store without a signal is read every poll_; with one, poll_ only
     // bounds the wait (a client gone is noticed within it).
-    if (signal == nullptr || stopping_.load()) {
-      if (!stopping_.load()) clock_->SleepFor(poll_);
-    } else {
-      signal->AwaitChange(seen, clock_->Now() + poll_, clock_);
-    }
+    if (signal != nullptr) signal->AwaitChange(seen, clock_->Now() + poll_, clock_);
+    else clock_->SleepFor(poll_);
   }
   return grpc::Status::OK;
 }
