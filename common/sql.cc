@@ -1,7 +1,11 @@
 #include "common/sql.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 
 namespace mariposa {
 namespace {
@@ -207,19 +211,60 @@ absl::StatusOr<Statement> Database::Prepare(absl::string_view sql) {
   return Statement(db_, stmt);  // the cached one is busy (nested use): a private copy
 }
 
-absl::StatusOr<std::unique_ptr<Transaction>> Transaction::Begin(Database* db) {
+absl::StatusOr<std::unique_ptr<Transaction>> Transaction::Begin(Database* db, WriteScope scope) {
   if (db->postgres()) {
     absl::Status s = db->Exec("BEGIN");
     if (!s.ok()) return s;
     db->in_transaction_ = true;
-    std::unique_ptr<Transaction> t(new Transaction(db));  // rolls back if the lock fails
-    auto locked = db->PgRun("SELECT pg_advisory_xact_lock($1)", {std::to_string(kStoreWriteLock)}, {true});
+    std::unique_ptr<Transaction> t(new Transaction(db, scope));  // rolls back if a lock fails
+    // The store's lock first, then the horizon: a transaction that waits for
+    // the store's lock holds no horizon back meanwhile.
+    std::string sql = absl::StrCat("SELECT ", scope == WriteScope::kStore ? "pg_advisory_xact_lock($1)"
+                                                                           : "pg_advisory_xact_lock_shared($1)");
+    std::vector<std::optional<std::string>> params = {std::to_string(kStoreWriteLock)};
+    if (!db->horizon_sequence_.empty()) {
+      absl::StrAppend(&sql, ", (SELECT pg_advisory_xact_lock_shared($2 + CASE WHEN is_called THEN last_value "
+                            "ELSE last_value - 1 END) FROM ", db->horizon_sequence_, ")");
+      params.push_back(std::to_string(kHorizonLockBase));
+    }
+    auto locked = db->PgRun(sql, params, std::vector<bool>(params.size(), true));
     if (!locked.ok()) return locked.status();
     return t;
   }
   absl::Status s = db->Exec("BEGIN IMMEDIATE");
   if (!s.ok()) return s;
-  return std::unique_ptr<Transaction>(new Transaction(db));
+  return std::unique_ptr<Transaction>(new Transaction(db, scope));
+}
+
+absl::Status Transaction::LockKey(absl::string_view key) {
+  if (!db_->postgres() || scope_ == WriteScope::kStore) return absl::OkStatus();
+  return db_->PgRun(absl::StrCat("SELECT pg_advisory_xact_lock(", kKeyLockClass, ", hashtext($1))"),
+                    {std::string(key)}, {false})
+      .status();
+}
+
+absl::StatusOr<int64_t> Database::ReadHorizon() {
+  if (!pg_ || horizon_sequence_.empty()) return std::numeric_limits<int64_t>::max();
+  // In this order, each its own statement: the sequence's last value L,
+  // then the lowest horizon still held H, then (the caller) the rows. A
+  // writer whose horizon lock is not seen took its start value after L was
+  // read, so it takes values above L; one that is seen takes values above
+  // H; one that ended before the locks were read is in the caller's
+  // snapshot, taken after (PostgreSQL makes a commit visible before it
+  // releases the transaction's locks).
+  ASSIGN_OR_RETURN(PgResult last, PgRun(absl::StrCat("SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 "
+                                                     "END FROM ", horizon_sequence_),
+                                        {}, {}));
+  if (last.rows() != 1) return absl::DataLossError(absl::StrCat("sequence ", horizon_sequence_, " has no value"));
+  int64_t bound = last.Int(0, 0);
+  ASSIGN_OR_RETURN(PgResult held,
+                   PgRun("SELECT MIN(((classid::bigint - $1) << 32) | objid::bigint) FROM pg_locks "
+                         "WHERE locktype = 'advisory' AND objsubid = 1 AND classid::bigint >= $1 AND "
+                         "classid::bigint < $1 + 16777216 AND "
+                         "database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                         {std::to_string(kHorizonLockBase >> 32)}, {true}));
+  if (held.rows() == 1 && !held.IsNull(0, 0)) bound = std::min(bound, held.Int(0, 0));
+  return bound;
 }
 
 void Database::NoticeAtCommit(absl::string_view payload) {

@@ -193,6 +193,19 @@ class Database {
   absl::StatusOr<PgResult> PgRun(const std::string& sql, const std::vector<std::optional<std::string>>& params,
                                  const std::vector<bool>& int8);
 
+  // PostgreSQL: the sequence whose values index an append-only log (the
+  // store's events), so that write transactions (which may take values from
+  // it in any order) publish a horizon and readers of the log can read only
+  // what no open transaction can still add to. See Transaction and
+  // ReadHorizon. Unset (and on SQLite, where writers take turns), there is
+  // no horizon.
+  void SetHorizonSequence(std::string sequence) { horizon_sequence_ = std::move(sequence); }
+  // The highest log index below which every index has been committed or
+  // rolled back for good: a reader that reads indexes up to it, with a
+  // statement run after this call, misses nothing that commits later.
+  // INT64_MAX when there is no horizon (SQLite; no sequence set).
+  absl::StatusOr<int64_t> ReadHorizon();
+
  private:
   friend class Transaction;
   Database(sqlite3* db, std::string path);
@@ -218,22 +231,44 @@ class Database {
   std::map<std::string, std::string, std::less<>> pg_sql_;  // SQLite text -> $N text
   int64_t pg_changes_ = 0;
   bool in_transaction_ = false;
+  std::string horizon_sequence_;
 };
 
-// A write transaction: on SQLite BEGIN IMMEDIATE; on PostgreSQL BEGIN and
-// the store's one advisory lock, so that writers on every node take turns as
-// SQLite's do (each sees every commit before it; event indexes commit in
-// order). ROLLBACK on destruction unless Commit()ed.
+// What a write transaction keeps others from writing at the same time on
+// PostgreSQL. (SQLite has one writer at a time whatever the scope: BEGIN
+// IMMEDIATE.)
+enum class WriteScope {
+  // The whole store: no other write transaction runs alongside (schema
+  // steps, copies, tokens and grants, settings, projects made or claimed).
+  kStore,
+  // Alongside other kShared transactions; the transaction locks what it
+  // writes with LockKey (a project's uuid) or row locks.
+  kShared,
+};
+
+// A write transaction: on SQLite BEGIN IMMEDIATE; on PostgreSQL BEGIN and,
+// in one round trip, the store's lock (exclusive for kStore, shared for
+// kShared) and, when the database has a horizon sequence, a shared lock
+// that publishes the sequence's value at the start: every value this
+// transaction takes from the sequence is above it, and ReadHorizon on any
+// node sees it until the transaction ends. ROLLBACK on destruction unless
+// Commit()ed.
 class Transaction {
  public:
-  static absl::StatusOr<std::unique_ptr<Transaction>> Begin(Database* db);
+  static absl::StatusOr<std::unique_ptr<Transaction>> Begin(Database* db, WriteScope scope = WriteScope::kStore);
   ~Transaction();
   absl::Status Commit();
+  // PostgreSQL, kShared: `key`'s lock (an advisory lock on a hash of it)
+  // until the transaction ends, so that writers of the same key (a
+  // project's uuid) take turns. Take keys in sorted order when taking
+  // several. No-op for kStore and on SQLite.
+  absl::Status LockKey(absl::string_view key);
 
  private:
-  explicit Transaction(Database* db)
-      : db_(db), changes_at_begin_(db->postgres() ? 0 : sqlite3_total_changes64(db->raw())) {}
+  explicit Transaction(Database* db, WriteScope scope)
+      : db_(db), scope_(scope), changes_at_begin_(db->postgres() ? 0 : sqlite3_total_changes64(db->raw())) {}
   Database* db_;
+  WriteScope scope_;
   int64_t changes_at_begin_;
   bool done_ = false;
 };
@@ -246,8 +281,14 @@ class Transaction {
 absl::Status InsertRows(Database* db, absl::string_view table, const std::vector<std::string>& columns, size_t rows,
                         const std::function<void(Statement& st, size_t row, int first)>& bind);
 
-// The advisory lock key of the store's write transactions on PostgreSQL.
+// The advisory lock keys of the store's write transactions on PostgreSQL:
+// the store's (shared or exclusive), keys' (two-int form: this class, then
+// a hash of the key), and horizons' (kHorizonLockBase + the sequence value
+// at the start; pg_locks shows it as classid = its upper 32 bits and objid
+// = its lower 32, objsubid 1).
 constexpr int64_t kStoreWriteLock = 0x6d6172697061;  // "maripa"
+constexpr int32_t kKeyLockClass = 0x6d6b6579;  // "mkey"
+constexpr int64_t kHorizonLockBase = int64_t{0x4d} << 56;
 
 }  // namespace mariposa
 

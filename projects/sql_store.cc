@@ -370,6 +370,7 @@ absl::StatusOr<std::unique_ptr<SqlProjectStore>> SqlProjectStore::OpenPostgresAt
   {
     absl::MutexLock l(&store->mu_);
     RETURN_IF_ERROR(Annotate(store->MigratePostgres(version), absl::StrCat("migrating the store at ", where)));
+    RETURN_IF_ERROR(Annotate(store->UseEventHorizonLocked(), absl::StrCat("opening the store at ", where)));
   }
   // The read connection (see Read): its own session, so that reads do not
   // wait for a writer's statements.
@@ -377,6 +378,25 @@ absl::StatusOr<std::unique_ptr<SqlProjectStore>> SqlProjectStore::OpenPostgresAt
   absl::MutexLock l(&store->reader_mu_);
   store->reader_ = std::move(reader);
   return store;
+}
+
+absl::Status SqlProjectStore::UseEventHorizonLocked() {
+  // Event indexes come from the identity column's sequence, taken by
+  // writers of every node at once (no store-wide write lock): readers stop
+  // at the horizon (Database::ReadHorizon), which holds only while the
+  // sequence hands out values one at a time (CACHE 1, the default).
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT pg_get_serial_sequence('events', 'idx'), (SELECT seqcache FROM "
+                                         "pg_sequence WHERE seqrelid = pg_get_serial_sequence('events', 'idx')::regclass)"));
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row || st.IsNull(0)) return absl::DataLossError("the event log's index (events.idx) has no sequence");
+  std::string sequence = st.Text(0);
+  if (st.Int(1) != 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sequence ", sequence, " caches ", st.Int(1), " values per session; event readers would miss events. Run "
+        "ALTER SEQUENCE ", sequence, " CACHE 1 on the database, then start mariposad again"));
+  }
+  db_->SetHorizonSequence(sequence);
+  return absl::OkStatus();
 }
 
 bool SqlProjectStore::IsPostgresSpec(const std::string& spec) {
@@ -703,7 +723,7 @@ absl::Status SqlProjectStore::PutControllerMemory(const std::string& project_uui
                                 "SELECT uuid, ?, ? FROM projects WHERE uuid = ? "
                                 "ON CONFLICT (project_uuid) DO UPDATE SET body = excluded.body, "
                                 "updated_at = excluded.updated_at"));
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginProjectLocked(project_uuid));
   st.Bind(1, body).Bind(2, NowMicros()).Bind(3, project_uuid);
   RETURN_IF_ERROR(st.Run());
   return txn->Commit();
@@ -733,7 +753,7 @@ absl::Status SqlProjectStore::UpdateInstanceTimes(const std::string& project_uui
                                                      const std::vector<std::string>& gone) {
   if (changed.empty() && gone.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginProjectLocked(project_uuid));
   ASSIGN_OR_RETURN(auto put, db_->Prepare(
                                  "INSERT INTO instance_times (project_uuid, instance, spec_hash, image_uuid, up_since, "
                                  "healthy_since, health) SELECT uuid, ?, ?, ?, ?, ?, ? FROM projects WHERE uuid = ? "
@@ -1042,7 +1062,7 @@ absl::StatusOr<std::pair<ProjectRecord, std::optional<VersionRecord>>> SqlProjec
 
 absl::Status SqlProjectStore::DeleteProject(const std::string& name_or_uuid, const std::string& actor) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginProjectLocked(name_or_uuid));
   ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(name_or_uuid));
   // projects.current_version is not a foreign key (it would be circular);
   // clear it, then let ON DELETE CASCADE remove versions, services, meta, tags.
@@ -1063,9 +1083,16 @@ absl::Status SqlProjectStore::DeleteProject(const std::string& name_or_uuid, con
 
 absl::StatusOr<CommitResult> SqlProjectStore::CommitVersion(const NewVersion& v) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginProjectLocked(v.project_name));
   CommitResult result;
   auto project = GetProjectLocked(v.project_name);
+  if (!project.ok() && absl::IsNotFound(project.status()) && v.create_project && postgres_) {
+    // A new project is made under the store's lock: two first applies of
+    // one name on two nodes take turns, and the second finds it made.
+    txn.reset();
+    ASSIGN_OR_RETURN(txn, BeginLocked(WriteScope::kStore));
+    project = GetProjectLocked(v.project_name);
+  }
   if (!project.ok()) {
     if (!absl::IsNotFound(project.status()) || !v.create_project) return project.status();
     if (!IsDnsLabel(v.project_name)) return absl::InvalidArgumentError("project name is not a DNS label");
@@ -1286,7 +1313,7 @@ absl::StatusOr<VersionRecord> SqlProjectStore::TagVersion(const std::string& pro
         "tag \"", tag, "\" must be a DNS label that starts with a letter and is not \"current\" or \"latest\""));
   }
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginProjectLocked(project_uuid));
   ASSIGN_OR_RETURN(VersionRecord v, GetVersionLocked(project_uuid, ref, false));
   ASSIGN_OR_RETURN(auto st, db_->Prepare("INSERT INTO version_tags (project_uuid, tag, version_uuid) VALUES (?, ?, ?) "
                                          "ON CONFLICT (project_uuid, tag) DO UPDATE SET version_uuid = excluded.version_uuid"));
@@ -1395,7 +1422,7 @@ absl::StatusOr<MetaRecord> SqlProjectStore::UpdateMeta(const std::string& projec
                                                           const std::string& kind, const MetaUpdate& update) {
   RETURN_IF_ERROR(CheckMetaKey(key));
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginProjectLocked(project_uuid));
   ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
   ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, key));
   RETURN_IF_ERROR(CheckCasLocked(key, cur, cas));
@@ -1421,7 +1448,7 @@ absl::StatusOr<MetaRecord> SqlProjectStore::SetMeta(const std::string& project_u
 absl::Status SqlProjectStore::DeleteMeta(const std::string& project_uuid, const std::string& key,
                                             std::optional<int64_t> cas, const std::string& actor) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginProjectLocked(project_uuid));
   ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
   ASSIGN_OR_RETURN(auto cur, FindMetaLocked(p.uuid, key));
   if (!cur) return absl::NotFoundError(absl::StrCat("no meta key \"", key, "\""));
@@ -1460,7 +1487,7 @@ absl::StatusOr<int> SqlProjectStore::ImportMeta(const std::string& project_uuid,
   }
   for (const auto& kv : entries) RETURN_IF_ERROR(CheckMetaKey(kv.first));
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginProjectLocked(project_uuid));
   ASSIGN_OR_RETURN(auto p, GetProjectLocked(project_uuid));
   // One read per key: whether it is new (the limit) and whether it is secret.
   std::vector<std::optional<MetaRecord>> current;
@@ -1526,12 +1553,15 @@ absl::StatusOr<std::vector<EventRecord>> SqlProjectStore::QueryEventsLocked(cons
                                                                                const std::string& project,
                                                                                int64_t after_index, int limit,
                                                                                const std::vector<std::string>& kinds) {
+  // Never past the horizon: on PostgreSQL an event below it may still be
+  // committed by a transaction that is open now (common/sql.h).
+  ASSIGN_OR_RETURN(int64_t horizon, db_->ReadHorizon());
   ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat(
                                 "SELECT idx, time, actor, project, kind, subject, detail FROM events "
-                                "WHERE idx > ?1 AND (?2 = '' OR project = ?2)", KindsClause(kinds, 4),
+                                "WHERE idx > ?1 AND idx <= ?4 AND (?2 = '' OR project = ?2)", KindsClause(kinds, 5),
                                 " ORDER BY idx ", order, " LIMIT ?3")));
-  st.Bind(1, after_index).Bind(2, project).Bind(3, limit);
-  BindKinds(st, kinds, 4);
+  st.Bind(1, after_index).Bind(2, project).Bind(3, limit).Bind(4, horizon);
+  BindKinds(st, kinds, 5);
   std::vector<EventRecord> out;
   while (true) {
     ASSIGN_OR_RETURN(bool row, st.Step());
@@ -1544,10 +1574,11 @@ absl::StatusOr<std::vector<EventRecord>> SqlProjectStore::QueryEventsLocked(cons
 absl::StatusOr<int64_t> SqlProjectStore::CountEvents(const std::string& project, int64_t after_index,
                                                         int64_t before_index, const std::vector<std::string>& kinds) {
   absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(int64_t horizon, db_->ReadHorizon());
   ASSIGN_OR_RETURN(auto st, db_->Prepare(absl::StrCat("SELECT COUNT(*) FROM events WHERE idx > ?1 AND idx < ?3 "
                                                       "AND (?2 = '' OR project = ?2)",
                                                       KindsClause(kinds, 4))));
-  st.Bind(1, after_index).Bind(2, project).Bind(3, before_index);
+  st.Bind(1, after_index).Bind(2, project).Bind(3, horizon < before_index ? horizon + 1 : before_index);
   BindKinds(st, kinds, 4);
   ASSIGN_OR_RETURN(bool row, st.Step());
   return row ? st.Int(0) : 0;
@@ -1557,7 +1588,7 @@ absl::StatusOr<int64_t> SqlProjectStore::AppendEvent(const std::string& actor, c
                                                         const std::string& kind, const std::string& subject,
                                                         const std::string& detail) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
   ASSIGN_OR_RETURN(int64_t index, AppendEventLocked(actor, project, kind, subject, detail));
   RETURN_IF_ERROR(txn->Commit());
   return index;
@@ -1566,7 +1597,7 @@ absl::StatusOr<int64_t> SqlProjectStore::AppendEvent(const std::string& actor, c
 absl::Status SqlProjectStore::AppendEvents(const std::vector<EventRecord>& events) {
   if (events.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
   for (const EventRecord& e : events) {
     RETURN_IF_ERROR(AppendEventLocked(e.actor, e.project, e.kind, e.subject, e.detail).status());
   }
@@ -1575,9 +1606,10 @@ absl::Status SqlProjectStore::AppendEvents(const std::vector<EventRecord>& event
 
 absl::StatusOr<int64_t> SqlProjectStore::LastEventIndex() {
   absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(int64_t horizon, db_->ReadHorizon());
   ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT COALESCE(MAX(idx), 0) FROM events"));
   ASSIGN_OR_RETURN(bool row, st.Step());
-  return row ? st.Int(0) : 0;
+  return std::min(row ? st.Int(0) : 0, horizon);
 }
 
 absl::StatusOr<int64_t> SqlProjectStore::Backup(const std::string& path) {
@@ -1692,15 +1724,39 @@ absl::StatusOr<int64_t> SqlProjectStore::DbNowMicrosLocked() {
   return st.Int(0);
 }
 
-absl::StatusOr<std::unique_ptr<Transaction>> SqlProjectStore::BeginLocked() {
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+absl::StatusOr<std::unique_ptr<Transaction>> SqlProjectStore::BeginLocked(WriteScope scope) {
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get(), scope));
   if (const Fence* f = ScopedFence::Current(); f != nullptr) RETURN_IF_ERROR(CheckFenceLocked(*f));
+  return txn;
+}
+
+absl::StatusOr<std::unique_ptr<Transaction>> SqlProjectStore::BeginProjectLocked(const std::string& name_or_uuid) {
+  ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
+  if (!postgres_) return txn;
+  // The uuid never changes; what the caller reads next is read once the lock
+  // is held, so it is what the last writer of the project committed.
+  std::string uuid = name_or_uuid;
+  if (auto p = GetProjectLocked(name_or_uuid); p.ok()) uuid = p->uuid;
+  RETURN_IF_ERROR(txn->LockKey(uuid));
+  return txn;
+}
+
+absl::StatusOr<std::unique_ptr<Transaction>> SqlProjectStore::BeginTaskLocked(const std::string& task_uuid) {
+  ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
+  if (!postgres_) return txn;
+  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT project_uuid FROM tasks WHERE uuid = ?"));
+  st.Bind(1, task_uuid);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (row) RETURN_IF_ERROR(txn->LockKey(st.Text(0)));
   return txn;
 }
 
 absl::Status SqlProjectStore::CheckFenceLocked(const Fence& f) {
   ASSIGN_OR_RETURN(int64_t now, DbNowMicrosLocked());
-  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT holder, epoch, expires_at FROM leases WHERE project_uuid = ?"));
+  // On PostgreSQL the lease row stays as read until the transaction ends: a
+  // takeover on another node waits for this write (SQLite: one writer).
+  ASSIGN_OR_RETURN(auto st, db_->Prepare(postgres_ ? "SELECT holder, epoch, expires_at FROM leases WHERE project_uuid = ? FOR SHARE"
+                                                   : "SELECT holder, epoch, expires_at FROM leases WHERE project_uuid = ?"));
   st.Bind(1, f.project);
   ASSIGN_OR_RETURN(bool row, st.Step());
   std::string holder = row ? st.Text(0) : "";
@@ -1725,7 +1781,8 @@ absl::Status SqlProjectStore::CheckFence(const Fence& fence) {
 absl::StatusOr<LeaseState> SqlProjectStore::Heartbeat(const std::string& node, const std::string& address,
                                                       absl::Time started_at) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  // This node's row only; reads what others committed.
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get(), WriteScope::kShared));
   LeaseState out;
   ASSIGN_OR_RETURN(int64_t now, DbNowMicrosLocked());
   out.now = FromMicros(now);
@@ -1768,7 +1825,15 @@ absl::StatusOr<std::vector<bool>> SqlProjectStore::WriteLeases(const std::vector
   std::vector<bool> made;
   if (writes.empty()) return made;
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  // Conditional writes of single rows, in the order of the projects' uuids
+  // (two nodes' batches never wait for each other in a cycle): a write that
+  // waits for another node's re-checks its condition on the row as that
+  // one left it (PostgreSQL's READ COMMITTED).
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get(), WriteScope::kShared));
+  std::vector<size_t> order(writes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return writes[a].project < writes[b].project; });
+  made.assign(writes.size(), false);
   ASSIGN_OR_RETURN(int64_t now, DbNowMicrosLocked());
   ASSIGN_OR_RETURN(auto insert, db_->Prepare("INSERT INTO leases (project_uuid, holder, epoch, expires_at) "
                                              "SELECT uuid, ?, ?, ? FROM projects WHERE uuid = ? "
@@ -1781,7 +1846,8 @@ absl::StatusOr<std::vector<bool>> SqlProjectStore::WriteLeases(const std::vector
   ASSIGN_OR_RETURN(auto release, db_->Prepare("UPDATE leases SET holder = '', expires_at = 0 WHERE "
                                               "project_uuid = ?4 AND epoch = ?5 AND holder = ?1"));
   // Numbers a statement does not use are harmless: they are sent typed.
-  for (const LeaseWrite& w : writes) {
+  for (size_t i : order) {
+    const LeaseWrite& w = writes[i];
     Statement* st = w.kind == LeaseWrite::kRenew     ? &renew
                     : w.kind == LeaseWrite::kRelease ? &release
                     : w.expected_epoch == 0          ? &insert
@@ -1790,7 +1856,7 @@ absl::StatusOr<std::vector<bool>> SqlProjectStore::WriteLeases(const std::vector
     st->Bind(1, w.node).Bind(2, w.epoch).Bind(3, absl::ToUnixMicros(w.expires)).Bind(4, w.project);
     if (st != &insert) st->Bind(5, w.expected_epoch).Bind(6, now);
     RETURN_IF_ERROR(st->Run());
-    made.push_back(db_->Changes() == 1);
+    made[i] = db_->Changes() == 1;
   }
   RETURN_IF_ERROR(txn->Commit());
   return made;
@@ -1798,7 +1864,7 @@ absl::StatusOr<std::vector<bool>> SqlProjectStore::WriteLeases(const std::vector
 
 absl::Status SqlProjectStore::LeaveNode(const std::string& node) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get()));
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get(), WriteScope::kShared));
   ASSIGN_OR_RETURN(auto rel, db_->Prepare("UPDATE leases SET holder = '', expires_at = 0 WHERE holder = ?"));
   rel.Bind(1, node);
   RETURN_IF_ERROR(rel.Run());
@@ -1902,7 +1968,7 @@ absl::StatusOr<TaskRecord> SqlProjectStore::AddTask(const TaskRecord& task, cons
   static const std::set<std::string> kKinds = {"start", "stop", "scale", "reprovision", "freeze", "run"};
   if (!kKinds.count(task.kind)) return absl::InvalidArgumentError(absl::StrCat("unknown task kind \"", task.kind, "\""));
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginProjectLocked(task.project_uuid));
   ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(task.project_uuid));
   ASSIGN_OR_RETURN(std::vector<TaskRecord> open,
                    QueryTasksLocked("project_uuid = ?1 AND state IN ('queued', 'active', 'terminating') ORDER BY created_at",
@@ -1991,7 +2057,7 @@ absl::StatusOr<TaskRecord> SqlProjectStore::SetTaskState(const std::string& uuid
   static const std::set<std::string> kStates = {"queued", "active", "terminating", "completed", "failed", "terminated"};
   if (!kStates.count(state)) return absl::InvalidArgumentError(absl::StrCat("unknown task state \"", state, "\""));
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginTaskLocked(uuid));
   ASSIGN_OR_RETURN(std::vector<TaskRecord> found, QueryTasksLocked("uuid = ?1", uuid));
   if (found.empty()) return absl::NotFoundError(absl::StrCat("no task ", uuid));
   if (Finished(found[0].state)) {
@@ -2032,7 +2098,7 @@ absl::StatusOr<TaskRecord> SqlProjectStore::SetTaskState(const std::string& uuid
 absl::StatusOr<TaskRecord> SqlProjectStore::SetTaskPaused(const std::string& uuid, const std::string& actor,
                                                              const std::string& reason, bool paused) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginTaskLocked(uuid));
   ASSIGN_OR_RETURN(std::vector<TaskRecord> found, QueryTasksLocked("uuid = ?1", uuid));
   if (found.empty()) return absl::NotFoundError(absl::StrCat("no task ", uuid, "; `mariposa queue list` shows them"));
   TaskRecord t = found[0];
@@ -2069,7 +2135,7 @@ absl::StatusOr<TaskRecord> SqlProjectStore::SetTaskPaused(const std::string& uui
 
 absl::Status SqlProjectStore::AddTaskProgress(const std::string& uuid, const TaskProgress& d) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
   RETURN_IF_ERROR(AddTaskProgressLocked(uuid, d));
   return txn->Commit();
 }
@@ -2088,7 +2154,7 @@ absl::Status SqlProjectStore::AddTaskProgressLocked(const std::string& uuid, con
 absl::Status SqlProjectStore::MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor,
                                                  bool delete_volumes, const std::string& detail) {
   absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginProjectLocked(name_or_uuid));
   ASSIGN_OR_RETURN(ProjectRecord p, GetProjectLocked(name_or_uuid));
   // deleting: 1, or 2 with --delete-volumes (an integer column since
   // schema 5: no migration); asked again, --delete-volumes is never undone.
@@ -2151,7 +2217,7 @@ absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
   if (jobs.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(LoadJobsLocked());
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
+  ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
   ASSIGN_OR_RETURN(auto st, db_->Prepare(
                                 "INSERT INTO jobs (job_uuid, project_uuid, api, task_uuid, service, instance, "
                                 "alias, kind, reason, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -2206,18 +2272,17 @@ absl::Status SqlProjectStore::FinishJobs(const std::vector<std::pair<std::string
   if (jobs.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(LoadJobsLocked());
-  ASSIGN_OR_RETURN(auto txn, BeginLocked());
-  ASSIGN_OR_RETURN(auto get, db_->Prepare("SELECT task_uuid FROM jobs WHERE job_uuid = ?"));
-  ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM jobs WHERE job_uuid = ?"));
+  ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
+  // One statement takes the job and names its task: of two nodes finishing
+  // the same job at once, one counts it.
+  ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM jobs WHERE job_uuid = ? RETURNING task_uuid"));
   for (const auto& [job_uuid, progress] : jobs) {
-    RETURN_IF_ERROR(get.Reset());
-    get.Bind(1, job_uuid);
-    ASSIGN_OR_RETURN(bool found, get.Step());
-    if (!found) continue;  // counted already
-    std::string task = get.Text(0);
     RETURN_IF_ERROR(del.Reset());
     del.Bind(1, job_uuid);
-    RETURN_IF_ERROR(del.Run());
+    ASSIGN_OR_RETURN(bool found, del.Step());
+    if (!found) continue;  // counted already
+    std::string task = del.Text(0);
+    RETURN_IF_ERROR(del.Reset());
     if (!task.empty()) RETURN_IF_ERROR(AddTaskProgressLocked(task, progress));
   }
   RETURN_IF_ERROR(txn->Commit());

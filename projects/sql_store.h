@@ -179,11 +179,23 @@ class SqlProjectStore : public ProjectStore {
   }
   absl::Status Migrate(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MigratePostgres(int target) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status UseEventHorizonLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenPostgresAt(const std::string& uri, const Clock* clock,
                                                                          int connect_timeout_s, int version);
   // A write transaction, checking the calling thread's fence (ScopedFence)
   // inside it.
-  absl::StatusOr<std::unique_ptr<Transaction>> BeginLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A write transaction (common/sql.h): kStore takes turns with every
+  // writer on every node; kShared runs alongside others and locks its
+  // project with LockKey (the project's uuid) before reading what it
+  // changes.
+  absl::StatusOr<std::unique_ptr<Transaction>> BeginLocked(WriteScope scope = WriteScope::kStore)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // kShared with the project's lock (a project that does not exist: none;
+  // the caller finds it missing); with the lock of the task's project.
+  absl::StatusOr<std::unique_ptr<Transaction>> BeginProjectLocked(const std::string& name_or_uuid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::unique_ptr<Transaction>> BeginTaskLocked(const std::string& task_uuid)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckFenceLocked(const Fence& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The time by the database's clock (PostgreSQL's, shared by every node;
   // the store's clock on SQLite).
