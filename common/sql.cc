@@ -328,26 +328,46 @@ absl::Status Transaction::Commit() {
   return s;
 }
 
-absl::Status InsertRows(Database* db, absl::string_view table, const std::vector<std::string>& columns, size_t rows,
-                        const std::function<void(Statement& st, size_t row, int first)>& bind) {
-  const int width = static_cast<int>(columns.size());
-  std::string one = absl::StrCat("(", std::string(2 * width - 1, '?'), ")");
-  for (int i = 1; i < 2 * width - 1; i += 2) one[i + 1] = ',';
+absl::Status ForEachBatch(Database* db, size_t rows, const std::function<std::string(size_t n)>& sql,
+                          const std::function<absl::Status(Statement& st, size_t first_row, size_t n)>& run) {
   size_t row = 0;
   for (size_t batch = 64; row < rows; batch /= 2) {
     if (rows - row < batch) continue;
-    std::string sql = absl::StrCat("INSERT INTO ", table, " (", absl::StrJoin(columns, ", "), ") VALUES ");
-    for (size_t i = 0; i < batch; ++i) absl::StrAppend(&sql, i ? ", " : "", one);
-    auto st = db->Prepare(sql);
+    auto st = db->Prepare(sql(batch));
     if (!st.ok()) return st.status();
     while (rows - row >= batch) {
-      for (size_t i = 0; i < batch; ++i) bind(*st, row + i, 1 + static_cast<int>(i) * width);
-      if (absl::Status s = st->Run(); !s.ok()) return s;
       if (absl::Status s = st->Reset(); !s.ok()) return s;
+      if (absl::Status s = run(*st, row, batch); !s.ok()) return s;
       row += batch;
     }
+    if (absl::Status s = st->Reset(); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+std::string ParamGroups(size_t n, int width) {
+  std::string one = absl::StrCat("(", std::string(2 * width - 1, '?'), ")");
+  for (int i = 1; i < 2 * width - 1; i += 2) one[i + 1] = ',';
+  std::string out;
+  out.reserve(n * (one.size() + 2));
+  for (size_t i = 0; i < n; ++i) absl::StrAppend(&out, i ? ", " : "", one);
+  return out;
+}
+
+absl::Status InsertRows(Database* db, absl::string_view table, const std::vector<std::string>& columns, size_t rows,
+                        const std::function<void(Statement& st, size_t row, int first)>& bind,
+                        absl::string_view suffix) {
+  const int width = static_cast<int>(columns.size());
+  return ForEachBatch(
+      db, rows,
+      [&](size_t n) {
+        return absl::StrCat("INSERT INTO ", table, " (", absl::StrJoin(columns, ", "), ") VALUES ",
+                            ParamGroups(n, width), suffix.empty() ? "" : " ", suffix);
+      },
+      [&](Statement& st, size_t first_row, size_t n) {
+        for (size_t i = 0; i < n; ++i) bind(st, first_row + i, 1 + static_cast<int>(i) * width);
+        return st.Run();
+      });
 }
 
 }  // namespace mariposa

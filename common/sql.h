@@ -273,13 +273,23 @@ class Transaction {
   bool done_ = false;
 };
 
-// Inserts `rows` rows into `table` (`columns`) with multi-row INSERTs: 64
-// rows a statement, then 32, 16, … for the rest, so at most seven statement
-// texts are ever prepared and 1,000 rows take 17 statements (on PostgreSQL,
-// 17 round trips instead of 1,000). `bind(st, row, first)` binds the row's
-// values at parameters first, first + 1, …
+// Runs one statement per batch of rows: 64 rows a statement, then 32, 16,
+// … for the rest, so that at most seven statement texts are ever prepared
+// and 1,000 rows take 17 statements (on PostgreSQL, 17 round trips instead
+// of 1,000). `sql(n)` is the text for n rows; `run(st, first_row, n)` binds
+// and runs it (a prepared statement, reset before each batch).
+absl::Status ForEachBatch(Database* db, size_t rows, const std::function<std::string(size_t n)>& sql,
+                          const std::function<absl::Status(Statement& st, size_t first_row, size_t n)>& run);
+// "(?, ?, ?), (?, ?, ?)": `n` groups of `width` parameters.
+std::string ParamGroups(size_t n, int width);
+
+// Inserts `rows` rows into `table` (`columns`) with multi-row INSERTs
+// (ForEachBatch), each followed by `suffix` (e.g. an ON CONFLICT clause; a
+// batch must then not hold one key twice). `bind(st, row, first)` binds the
+// row's values at parameters first, first + 1, …
 absl::Status InsertRows(Database* db, absl::string_view table, const std::vector<std::string>& columns, size_t rows,
-                        const std::function<void(Statement& st, size_t row, int first)>& bind);
+                        const std::function<void(Statement& st, size_t row, int first)>& bind,
+                        absl::string_view suffix = "");
 
 // The advisory lock keys of the store's write transactions on PostgreSQL:
 // the store's (shared or exclusive), keys' (two-int form: this class, then

@@ -754,28 +754,44 @@ absl::Status SqlProjectStore::UpdateInstanceTimes(const std::string& project_uui
   if (changed.empty() && gone.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, BeginProjectLocked(project_uuid));
-  ASSIGN_OR_RETURN(auto put, db_->Prepare(
-                                 "INSERT INTO instance_times (project_uuid, instance, spec_hash, image_uuid, up_since, "
-                                 "healthy_since, health) SELECT uuid, ?, ?, ?, ?, ?, ? FROM projects WHERE uuid = ? "
-                                 "ON CONFLICT (project_uuid, instance) DO UPDATE SET spec_hash = excluded.spec_hash, "
-                                 "image_uuid = excluded.image_uuid, up_since = excluded.up_since, "
-                                 "healthy_since = excluded.healthy_since, health = excluded.health"));
-  for (const InstanceTimes& t : changed) {
-    put.Bind(1, t.instance).Bind(2, t.spec_hash).Bind(3, t.image_uuid);
-    if (t.up_since == absl::InfiniteFuture()) put.BindNull(4);
-    else put.Bind(4, absl::ToUnixMicros(t.up_since));
-    if (t.healthy_since == absl::InfiniteFuture()) put.BindNull(5);
-    else put.Bind(5, absl::ToUnixMicros(t.healthy_since));
-    put.Bind(6, t.health).Bind(7, project_uuid);
-    RETURN_IF_ERROR(put.Run());
-    RETURN_IF_ERROR(put.Reset());
+  {
+    // The project's lock is held: it cannot go while this writes.
+    ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT 1 FROM projects WHERE uuid = ?"));
+    st.Bind(1, project_uuid);
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) return absl::OkStatus();  // deleted meanwhile: nothing to keep
   }
-  ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM instance_times WHERE project_uuid = ? AND instance = ?"));
-  for (const std::string& g : gone) {
-    del.Bind(1, project_uuid).Bind(2, g);
-    RETURN_IF_ERROR(del.Run());
-    RETURN_IF_ERROR(del.Reset());
+  std::map<std::string, size_t> last;  // an instance named twice: as named last
+  for (size_t i = 0; i < changed.size(); ++i) last[changed[i].instance] = i;
+  std::vector<const InstanceTimes*> rows;
+  for (size_t i = 0; i < changed.size(); ++i) {
+    if (last[changed[i].instance] == i) rows.push_back(&changed[i]);
   }
+  RETURN_IF_ERROR(InsertRows(
+      db_.get(), "instance_times",
+      {"project_uuid", "instance", "spec_hash", "image_uuid", "up_since", "healthy_since", "health"}, rows.size(),
+      [&](Statement& st, size_t row, int f) {
+        const InstanceTimes& t = *rows[row];
+        st.Bind(f, project_uuid).Bind(f + 1, t.instance).Bind(f + 2, t.spec_hash).Bind(f + 3, t.image_uuid);
+        if (t.up_since == absl::InfiniteFuture()) st.BindNull(f + 4);
+        else st.Bind(f + 4, absl::ToUnixMicros(t.up_since));
+        if (t.healthy_since == absl::InfiniteFuture()) st.BindNull(f + 5);
+        else st.Bind(f + 5, absl::ToUnixMicros(t.healthy_since));
+        st.Bind(f + 6, t.health);
+      },
+      "ON CONFLICT (project_uuid, instance) DO UPDATE SET spec_hash = excluded.spec_hash, "
+      "image_uuid = excluded.image_uuid, up_since = excluded.up_since, "
+      "healthy_since = excluded.healthy_since, health = excluded.health"));
+  RETURN_IF_ERROR(ForEachBatch(
+      db_.get(), gone.size(),
+      [](size_t n) {
+        return absl::StrCat("DELETE FROM instance_times WHERE project_uuid = ? AND instance IN (", ParamGroups(n, 1), ")");
+      },
+      [&](Statement& st, size_t first, size_t n) {
+        st.Bind(1, project_uuid);
+        for (size_t i = 0; i < n; ++i) st.Bind(2 + static_cast<int>(i), gone[first + i]);
+        return st.Run();
+      }));
   return txn->Commit();
 }
 
@@ -1074,10 +1090,7 @@ absl::Status SqlProjectStore::DeleteProject(const std::string& name_or_uuid, con
                       .status());
   RETURN_IF_ERROR(txn->Commit());
   // ON DELETE CASCADE removed its jobs.
-  if (auto gone = jobs_by_project_.find(p.uuid); gone != jobs_by_project_.end()) {
-    for (const auto& kv : gone->second) job_at_.erase(kv.first.job_uuid);
-    jobs_by_project_.erase(gone);
-  }
+  DropJobsLocked(p.uuid);
   return absl::OkStatus();
 }
 
@@ -1598,9 +1611,15 @@ absl::Status SqlProjectStore::AppendEvents(const std::vector<EventRecord>& event
   if (events.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
-  for (const EventRecord& e : events) {
-    RETURN_IF_ERROR(AppendEventLocked(e.actor, e.project, e.kind, e.subject, e.detail).status());
-  }
+  const int64_t now = NowMicros();
+  // Indexes in the order given (rows of one INSERT take them in order).
+  RETURN_IF_ERROR(InsertRows(db_.get(), "events", {"time", "actor", "project", "kind", "subject", "detail"},
+                             events.size(), [&](Statement& st, size_t row, int f) {
+                               const EventRecord& e = events[row];
+                               st.Bind(f, now).Bind(f + 1, e.actor).Bind(f + 2, e.project).Bind(f + 3, e.kind);
+                               st.Bind(f + 4, e.subject).Bind(f + 5, e.detail);
+                             }));
+  db_->NoticeAtCommit(kEventsNotice);  // watchers here and on every node look again
   return txn->Commit();
 }
 
@@ -1708,6 +1727,7 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> SqlProjectStore::Co
   }
   RETURN_IF_ERROR(write->Commit());
   to->jobs_loaded_ = false;  // read the copied jobs at the next ListJobs
+  to->jobs_epoch_.clear();
   to->jobs_by_project_.clear();
   to->job_at_.clear();
   return counts;
@@ -2202,6 +2222,19 @@ absl::Status SqlProjectStore::LoadJobsLocked() {
   return absl::OkStatus();
 }
 
+int64_t SqlProjectStore::FenceEpochOf(const std::string& project) {
+  const Fence* f = ScopedFence::Current();
+  return f != nullptr && f->project == project ? f->epoch : -1;
+}
+
+void SqlProjectStore::DropJobsLocked(const std::string& project) {
+  jobs_epoch_.erase(project);
+  auto p = jobs_by_project_.find(project);
+  if (p == jobs_by_project_.end()) return;
+  for (const auto& kv : p->second) job_at_.erase(kv.first.job_uuid);
+  jobs_by_project_.erase(p);
+}
+
 void SqlProjectStore::ForgetJobLocked(const std::string& job_uuid) {
   auto at = job_at_.find(job_uuid);
   if (at == job_at_.end()) return;
@@ -2218,22 +2251,36 @@ absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(LoadJobsLocked());
   ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
-  ASSIGN_OR_RETURN(auto st, db_->Prepare(
-                                "INSERT INTO jobs (job_uuid, project_uuid, api, task_uuid, service, instance, "
-                                "alias, kind, reason, sent_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                                "ON CONFLICT (job_uuid) DO UPDATE SET project_uuid = excluded.project_uuid, "
-                                "api = excluded.api, task_uuid = excluded.task_uuid, service = excluded.service, "
-                                "instance = excluded.instance, alias = excluded.alias, kind = excluded.kind, "
-                                "reason = excluded.reason, sent_at = excluded.sent_at"));
-  for (const JobRecord& j : jobs) {
-    st.Bind(1, j.job_uuid).Bind(2, j.project_uuid).Bind(3, j.api).Bind(4, j.task_uuid).Bind(5, j.service);
-    st.Bind(6, j.instance).Bind(7, j.alias).Bind(8, j.kind).Bind(9, j.reason).Bind(10, absl::ToUnixMicros(j.sent_at));
-    RETURN_IF_ERROR(st.Run());
-    RETURN_IF_ERROR(st.Reset());
+  // A job named twice in one call is recorded as it is named last.
+  std::map<std::string, size_t> last;
+  for (size_t i = 0; i < jobs.size(); ++i) last[jobs[i].job_uuid] = i;
+  std::vector<const JobRecord*> rows;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (last[jobs[i].job_uuid] == i) rows.push_back(&jobs[i]);
   }
+  RETURN_IF_ERROR(InsertRows(
+      db_.get(), "jobs",
+      {"job_uuid", "project_uuid", "api", "task_uuid", "service", "instance", "alias", "kind", "reason", "sent_at"},
+      rows.size(),
+      [&](Statement& st, size_t row, int f) {
+        const JobRecord& j = *rows[row];
+        st.Bind(f, j.job_uuid).Bind(f + 1, j.project_uuid).Bind(f + 2, j.api).Bind(f + 3, j.task_uuid);
+        st.Bind(f + 4, j.service).Bind(f + 5, j.instance).Bind(f + 6, j.alias).Bind(f + 7, j.kind);
+        st.Bind(f + 8, j.reason).Bind(f + 9, absl::ToUnixMicros(j.sent_at));
+      },
+      "ON CONFLICT (job_uuid) DO UPDATE SET project_uuid = excluded.project_uuid, api = excluded.api, "
+      "task_uuid = excluded.task_uuid, service = excluded.service, instance = excluded.instance, "
+      "alias = excluded.alias, kind = excluded.kind, reason = excluded.reason, sent_at = excluded.sent_at"));
   RETURN_IF_ERROR(txn->Commit());
-  if (postgres_) return absl::OkStatus();
   for (const JobRecord& j : jobs) {
+    if (postgres_) {
+      auto kept = jobs_epoch_.find(j.project_uuid);
+      if (kept == jobs_epoch_.end()) continue;
+      if (kept->second != FenceEpochOf(j.project_uuid)) {
+        DropJobsLocked(j.project_uuid);  // written from outside its lease: read again
+        continue;
+      }
+    }
     ForgetJobLocked(j.job_uuid);  // a job recorded again replaces itself
     // Stored at microseconds, as read back from the table.
     JobKey key{absl::ToUnixMicros(j.sent_at), j.job_uuid};
@@ -2248,14 +2295,23 @@ absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
 absl::StatusOr<std::vector<JobRecord>> SqlProjectStore::ListJobsExcept(const std::string& project_uuid,
                                                                           const std::set<std::string>& except) {
   absl::MutexLock l(&mu_);
-  if (postgres_) {
+  const int64_t epoch = postgres_ ? FenceEpochOf(project_uuid) : -1;
+  if (postgres_ && (epoch < 0 || jobs_epoch_.count(project_uuid) == 0 || jobs_epoch_[project_uuid] != epoch)) {
     ASSIGN_OR_RETURN(auto all, QueryJobsLocked(project_uuid));
-    if (except.empty()) return all;
-    std::vector<JobRecord> out;
-    for (JobRecord& j : all) {
-      if (!except.count(j.job_uuid)) out.push_back(std::move(j));
+    if (epoch < 0) {  // not this node's to keep
+      std::vector<JobRecord> out;
+      for (JobRecord& j : all) {
+        if (!except.count(j.job_uuid)) out.push_back(std::move(j));
+      }
+      return out;
     }
-    return out;
+    DropJobsLocked(project_uuid);
+    for (JobRecord& j : all) {
+      JobKey key{absl::ToUnixMicros(j.sent_at), j.job_uuid};
+      job_at_[j.job_uuid] = {j.project_uuid, key};
+      jobs_by_project_[j.project_uuid][key] = std::move(j);
+    }
+    jobs_epoch_[project_uuid] = epoch;
   }
   RETURN_IF_ERROR(LoadJobsLocked());
   std::vector<JobRecord> out;
@@ -2273,18 +2329,41 @@ absl::Status SqlProjectStore::FinishJobs(const std::vector<std::pair<std::string
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(LoadJobsLocked());
   ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
-  // One statement takes the job and names its task: of two nodes finishing
-  // the same job at once, one counts it.
-  ASSIGN_OR_RETURN(auto del, db_->Prepare("DELETE FROM jobs WHERE job_uuid = ? RETURNING task_uuid"));
+  // The statements that take the jobs name their tasks: of two nodes
+  // finishing one job at once, one counts it.
+  std::vector<std::string> uuids;
+  std::map<std::string, std::string> task_of;  // job -> task, for the jobs taken
+  for (const auto& job : jobs) uuids.push_back(job.first);
+  RETURN_IF_ERROR(ForEachBatch(
+      db_.get(), uuids.size(),
+      [](size_t n) { return absl::StrCat("DELETE FROM jobs WHERE job_uuid IN (", ParamGroups(n, 1), ") RETURNING job_uuid, task_uuid"); },
+      [&](Statement& st, size_t first, size_t n) -> absl::Status {
+        for (size_t i = 0; i < n; ++i) st.Bind(1 + static_cast<int>(i), uuids[first + i]);
+        while (true) {
+          ASSIGN_OR_RETURN(bool row, st.Step());
+          if (!row) return absl::OkStatus();
+          task_of[st.Text(0)] = st.Text(1);
+        }
+      }));
+  // One update per task, with its jobs' progress added up in their order.
+  std::vector<std::string> tasks;
+  std::map<std::string, TaskProgress> sum;
   for (const auto& [job_uuid, progress] : jobs) {
-    RETURN_IF_ERROR(del.Reset());
-    del.Bind(1, job_uuid);
-    ASSIGN_OR_RETURN(bool found, del.Step());
-    if (!found) continue;  // counted already
-    std::string task = del.Text(0);
-    RETURN_IF_ERROR(del.Reset());
-    if (!task.empty()) RETURN_IF_ERROR(AddTaskProgressLocked(task, progress));
+    auto taken = task_of.find(job_uuid);
+    if (taken == task_of.end() || taken->second.empty()) continue;  // counted already, or no task
+    const std::string task = taken->second;
+    task_of.erase(taken);  // a job named twice counts once
+    auto [it, fresh] = sum.try_emplace(task);
+    if (fresh) tasks.push_back(task);
+    TaskProgress& t = it->second;
+    t.steps_done += progress.steps_done;
+    if (progress.steps_planned >= 0) t.steps_planned = progress.steps_planned;
+    t.created += progress.created;
+    t.deleted += progress.deleted;
+    t.replaced += progress.replaced;
+    t.failed += progress.failed;
   }
+  for (const std::string& task : tasks) RETURN_IF_ERROR(AddTaskProgressLocked(task, sum[task]));
   RETURN_IF_ERROR(txn->Commit());
   for (const auto& job : jobs) ForgetJobLocked(job.first);
   return absl::OkStatus();

@@ -303,6 +303,14 @@ class SqlProjectStore : public ProjectStore {
   absl::Status LoadJobsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ForgetJobLocked(const std::string& job_uuid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool jobs_loaded_ ABSL_GUARDED_BY(mu_) = false;
+  // PostgreSQL: the projects whose jobs are kept below, each with the lease
+  // epoch it was read at. Only the lease holder writes a project's jobs
+  // (every such write is fenced), so what this node read and wrote at one
+  // epoch is the table; at another epoch, or unfenced, it is read again.
+  std::map<std::string, int64_t> jobs_epoch_ ABSL_GUARDED_BY(mu_);
+  // The calling thread's fence epoch when it is `project`'s (else -1).
+  static int64_t FenceEpochOf(const std::string& project);
+  void DropJobsLocked(const std::string& project) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<std::string, std::map<JobKey, JobRecord>> jobs_by_project_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::pair<std::string, JobKey>> job_at_ ABSL_GUARDED_BY(mu_);  // uuid -> (project, key)
   // The high-water mark: the stamp of the newest commit (set inside it,

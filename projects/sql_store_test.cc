@@ -721,6 +721,61 @@ TEST_P(StoreTest, LeasesAreConditionalAndFenceWrites) {
   if (!postgres()) other_commits_ = other->CommitsSeenForTest();
 }
 
+// PostgreSQL: a node keeps a project's jobs in memory while it holds the
+// project's lease at one epoch; when the lease went to another node and
+// came back, it reads them again (what the other node wrote and finished).
+TEST_P(StoreTest, KeptJobsAreReadAgainAtANewEpoch) {
+  if (!postgres()) GTEST_SKIP() << "a SQLite store has one node";
+  auto other = OpenAgain();
+  auto p = store_->CreateProject("p", "", "alice");
+  ASSERT_TRUE(p.ok());
+  absl::Time now = store_->Heartbeat("node-a", "", absl::FromUnixSeconds(1))->now;
+  auto lease = [&](SqlProjectStore* s, LeaseWrite::Kind kind, const std::string& node, int64_t expected,
+                   absl::Duration ttl) {
+    LeaseWrite w{kind, p->uuid, node, expected, kind == LeaseWrite::kAcquire ? expected + 1 : expected, now + ttl};
+    auto made = s->WriteLeases({w});
+    return made.ok() && (*made)[0];
+  };
+  auto job = [&](const std::string& uuid) {
+    return JobRecord{uuid, p->uuid, "vmapi", "", "web", "vm-" + uuid, "web0", "create", "", absl::FromUnixSeconds(5)};
+  };
+  auto names = [&](SqlProjectStore* s) {
+    std::vector<std::string> out;
+    auto jobs = s->ListJobsExcept(p->uuid, {});
+    EXPECT_TRUE(jobs.ok()) << jobs.status();
+    for (const JobRecord& j : *jobs) out.push_back(j.job_uuid);
+    return out;
+  };
+  ASSERT_TRUE(lease(store_.get(), LeaseWrite::kAcquire, "node-a", 0, absl::Minutes(10)));
+  {
+    ScopedFence f(Fence{p->uuid, "node-a", 1, absl::Seconds(2)});
+    ASSERT_TRUE(store_->RecordJobs({job("j1")}).ok());
+    EXPECT_EQ(names(store_.get()), std::vector<std::string>{"j1"});
+    ASSERT_TRUE(store_->RecordJobs({job("j2")}).ok());
+    EXPECT_EQ(names(store_.get()), (std::vector<std::string>{"j1", "j2"}));
+  }
+  // The lease lapses; node-b takes it, finishes j1 and sends j3.
+  ASSERT_TRUE(lease(store_.get(), LeaseWrite::kRenew, "node-a", 1, -absl::Hours(1)));
+  ASSERT_TRUE(lease(other.get(), LeaseWrite::kAcquire, "node-b", 1, absl::Minutes(10)));
+  {
+    ScopedFence f(Fence{p->uuid, "node-b", 2, absl::Seconds(2)});
+    ASSERT_TRUE(other->FinishJobs({{"j1", TaskProgress{}}}).ok());
+    ASSERT_TRUE(other->RecordJobs({job("j3")}).ok());
+    EXPECT_EQ(names(other.get()), (std::vector<std::string>{"j2", "j3"}));
+  }
+  // Back to node-a at epoch 3: it reads the table, not what it kept at 1.
+  ASSERT_TRUE(lease(other.get(), LeaseWrite::kRenew, "node-b", 2, -absl::Hours(1)));
+  ASSERT_TRUE(lease(store_.get(), LeaseWrite::kAcquire, "node-a", 2, absl::Minutes(10)));
+  {
+    ScopedFence f(Fence{p->uuid, "node-a", 3, absl::Seconds(2)});
+    EXPECT_EQ(names(store_.get()), (std::vector<std::string>{"j2", "j3"}));
+    ASSERT_TRUE(store_->FinishJobs({{"j2", TaskProgress{}}}).ok());
+    EXPECT_EQ(names(store_.get()), std::vector<std::string>{"j3"});
+  }
+  // Unfenced (a node reading another's project): the table.
+  EXPECT_EQ(names(other.get()), std::vector<std::string>{"j3"});
+}
+
 // A codec that marks what it sealed (the real one is auth/sealer.h).
 class MarkingCodec : public SecretCodec {
  public:
