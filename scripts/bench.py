@@ -34,6 +34,7 @@ FIGURES = {
     "P4pg_p99_ratio": ("lower", 3.0, "PostgreSQL store: no-op Apply p99 / (echo RPC + one database round trip) p99 (x)"),
     "WAKE_p99_ms": ("lower", 100.0, "two nodes: scale through one, until the project's node has its first new VM, p99 (ms)"),
     "P2_nodes_1_rate": ("higher", None, "P2 with 1 node on PostgreSQL: 10 projects x 1,000 applied until running (instances/s)"),
+    "P2_pg_over_sqlite": ("higher", 0.8, "P2 on one node: PostgreSQL store / SQLite store, the same work in the same run (x)"),
     "P2_nodes_3_ratio": ("higher", 1.0, "P2 with 3 nodes / with 1 node, same work, one PostgreSQL (x; 3 nodes not slower)"),
     "TAKEOVER_s": ("lower", 12.0, "two nodes: kill -9 of a project's node until another holds all its projects, lease TTL 10 s (s)"),
     "P5_ratio": ("higher", 0.7, "tcp checks: engine / raw loop, the lower of wall and per-CPU (x)"),
@@ -86,6 +87,8 @@ def parse(text):
                 out["P2_nodes_1_rate"] = num(f[1])
             elif f[0] == "P2_nodes_3_postgres":
                 out["P2_nodes_3_ratio"] = num(f[4])
+            elif f[0] == "P2_postgres_over_sqlite":
+                out["P2_pg_over_sqlite"] = num(f[1])
             elif f[0] == "TAKEOVER_after_kill9_s":
                 out["TAKEOVER_s"] = num(f[1])
             elif f[0] == "P3pg_apply_1000_services":
@@ -225,6 +228,8 @@ P8 9 endpoints/s, 1 % flapping: 9 checks/s, 1.0 state changes/s (0.02 %), 1.0 st
 AGENTS_ideal_over_elapsed 0.78 (target >= 0.8)
 P2_nodes_1_postgres 507 instances/s - - (10 projects x 1000; rounds: 507 293)
 P2_nodes_3_postgres 480 instances/s 507 0.95x (vs 1 node; target >= 1.0x, not slower; rounds: 480 500)
+P2_nodes_1_sqlite 743 instances/s - - (the same work on one node on SQLite; rounds: 743 664)
+P2_postgres_over_sqlite 0.84 x 743 0.84 (1 node: PostgreSQL / SQLite, same run; target >= 0.8)
 AGENTS_ideal_over_elapsed FAILED: the rollout did not finish
 WATCH_kill_p99_ms 85 ms 5230 0.016x (p50 40 ms over 40; polling p50 2900 ms over 8; target <= 1000 ms)
 WATCH_idle_cores 0.0110 cores 0.3600 0.031x (mariposad idle at 100000 instances; target <= 0.02)
@@ -324,7 +329,7 @@ def self_test():
             "P3_ratio": 0.1, "P4_p50_ratio": 2.31, "P4_p99_ratio": 2.0, "P5_ratio": 0.75, "P6_ratio": 0.51,
             "P7_cpu_cores": 0.64,
             "P8_rise_pct": 16.9, "AGENTS_ideal_over_elapsed": 0.78, "P2_nodes_1_rate": 507.0,
-            "P2_nodes_3_ratio": 0.95, "WATCH_kill_p99_ms": 85.0, "POLL_kill_p99_ms": 5230.0,
+            "P2_nodes_3_ratio": 0.95, "P2_pg_over_sqlite": 0.84, "WATCH_kill_p99_ms": 85.0, "POLL_kill_p99_ms": 5230.0,
             "WATCH_idle_cores": 0.011, "POLL_idle_cores": 0.36}
     got = parse(SAMPLE)
     assert got == want, f"parse: {got} != {want}"

@@ -11,13 +11,17 @@
 //         from the first apply until VMAPI runs them all, with 1 node and
 //         with 3 on one PostgreSQL; a fresh database and tritonsim (zero job
 //         latency) each round, rounds alternating 1, 3, 1, 3. 3 nodes must
-//         not be slower than 1.
+//         not be slower than 1. Each round also runs one node on SQLite
+//         (`--store` left at its default), the same work: P2 on
+//         PostgreSQL must reach 0.8x of it in the same run.
 // `--takeover-projects=N`: TAKEOVER alone with N projects (how it grows).
 // Prints one line per figure: name value unit baseline ratio ("-" = none).
 #include <signal.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <cstdlib>
 
@@ -80,12 +84,15 @@ int LiveNodes(const std::string& addr, const std::string& dir) {
   return live;
 }
 
-// One P2 round on `n` nodes; instances per second (-1: failed, said why).
+// One P2 round on `n` nodes (0: one node on SQLite); instances per second
+// (-1: failed, said why).
 double ScaleUpOnNodes(testing::PgServer* pg, const std::string& dir, int n, int round, int projects, int services,
                       int count) {
   std::string rdir = absl::StrCat(dir, "/p2-", n, "-", round);
   std::string db = absl::StrCat("p2_", n, "_", round);
-  if (mkdir(rdir.c_str(), 0700) != 0 || !pg->Psql("CREATE DATABASE " + db).ok()) {
+  const bool sqlite = n == 0;
+  n = std::max(n, 1);
+  if (mkdir(rdir.c_str(), 0700) != 0 || (!sqlite && !pg->Psql("CREATE DATABASE " + db).ok())) {
     std::fprintf(stderr, "P2 round %d: cannot make %s or database %s\n", round, rdir.c_str(), db.c_str());
     return -1;
   }
@@ -104,10 +111,14 @@ double ScaleUpOnNodes(testing::PgServer* pg, const std::string& dir, int n, int 
       std::vector<std::string> argv = MariposadArgv(rdir + "/" + name, sim.addr);
       argv[4] = rdir + "/" + name;            // --data-dir
       argv[6] = rdir + "/" + name + ".addr";  // --addr-file
-      for (const std::string& a : {std::string("--store"), uri, std::string("--node"), name,
-                                   std::string("--secrets-key"), rdir + "/secrets.key", std::string("--max-jobs"),
-                                   std::string("64"), std::string("--max-jobs-per-project"), std::string("64")}) {
+      for (const std::string& a : {std::string("--node"), name, std::string("--secrets-key"), rdir + "/secrets.key",
+                                   std::string("--max-jobs"), std::string("64"), std::string("--max-jobs-per-project"),
+                                   std::string("64")}) {
         argv.push_back(a);
+      }
+      if (!sqlite) {
+        argv.push_back("--store");
+        argv.push_back(uri);
       }
       nodes.push_back(StartServer(argv, rdir + "/" + name + ".addr", rdir + "/" + name + ".log"));
       if (nodes.back().pid <= 0) {
@@ -289,7 +300,7 @@ int Main(bool smoke, int takeover_projects = 0) {
   std::map<int, std::vector<double>> rates;
   int round = 0;
   for (int r = 0; r < (smoke ? 1 : 2); ++r) {
-    for (int n : {1, 3}) {
+    for (int n : {0, 1, 3}) {
       double rate = ScaleUpOnNodes(pg->get(), dir, n, round++, projects, services, per_service);
       if (rate <= 0) return 1;
       rates[n].push_back(rate);
@@ -302,6 +313,11 @@ int Main(bool smoke, int takeover_projects = 0) {
               three, one, three / one);
   for (double v : rates[3]) std::printf(" %.0f", v);
   std::printf(")\n");
+  double lite = Pct(rates[0], 0.5);
+  std::printf("P2_nodes_1_sqlite %.0f instances/s - - (the same work on one node on SQLite; rounds:", lite);
+  for (double v : rates[0]) std::printf(" %.0f", v);
+  std::printf(")\nP2_postgres_over_sqlite %.2f x %.0f %.2f (1 node: PostgreSQL / SQLite, same run; target >= 0.8)\n",
+              one / lite, lite, one / lite);
   std::system(absl::StrCat("rm -rf ", dir).c_str());
   return 0;
 }
