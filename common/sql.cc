@@ -217,16 +217,10 @@ absl::StatusOr<std::unique_ptr<Transaction>> Transaction::Begin(Database* db, Wr
     if (!s.ok()) return s;
     db->in_transaction_ = true;
     std::unique_ptr<Transaction> t(new Transaction(db, scope));  // rolls back if a lock fails
-    // The store's lock first, then the horizon: a transaction that waits for
-    // the store's lock holds no horizon back meanwhile.
-    std::string sql = absl::StrCat("SELECT ", scope == WriteScope::kStore ? "pg_advisory_xact_lock($1)"
-                                                                           : "pg_advisory_xact_lock_shared($1)");
+    db->horizon_published_ = false;
+    std::string sql = scope == WriteScope::kStore ? "SELECT pg_advisory_xact_lock($1)"
+                                                  : "SELECT pg_advisory_xact_lock_shared($1)";
     std::vector<std::optional<std::string>> params = {std::to_string(kStoreWriteLock)};
-    if (!db->horizon_sequence_.empty()) {
-      absl::StrAppend(&sql, ", (SELECT pg_advisory_xact_lock_shared($2 + CASE WHEN is_called THEN last_value "
-                            "ELSE last_value - 1 END) FROM ", db->horizon_sequence_, ")");
-      params.push_back(std::to_string(kHorizonLockBase));
-    }
     auto locked = db->PgRun(sql, params, std::vector<bool>(params.size(), true));
     if (!locked.ok()) return locked.status();
     return t;
@@ -241,6 +235,20 @@ absl::Status Transaction::LockKey(absl::string_view key) {
   return db_->PgRun(absl::StrCat("SELECT pg_advisory_xact_lock(", kKeyLockClass, ", hashtext($1))"),
                     {std::string(key)}, {false})
       .status();
+}
+
+absl::Status Database::PublishHorizon() {
+  if (!pg_ || horizon_sequence_.empty() || horizon_published_) return absl::OkStatus();
+  if (!in_transaction_) {
+    return absl::InternalError("a log entry written outside a transaction: readers could miss it");
+  }
+  RETURN_IF_ERROR(PgRun(absl::StrCat("SELECT pg_advisory_xact_lock_shared($1 + CASE WHEN is_called THEN last_value "
+                                     "ELSE last_value - 1 END) FROM ",
+                                     horizon_sequence_),
+                        {std::to_string(kHorizonLockBase)}, {true})
+                      .status());
+  horizon_published_ = true;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> Database::ReadHorizon() {

@@ -196,10 +196,17 @@ class Database {
   // PostgreSQL: the sequence whose values index an append-only log (the
   // store's events), so that write transactions (which may take values from
   // it in any order) publish a horizon and readers of the log can read only
-  // what no open transaction can still add to. See Transaction and
-  // ReadHorizon. Unset (and on SQLite, where writers take turns), there is
-  // no horizon.
+  // what no open transaction can still add to. Unset (and on SQLite, where
+  // writers take turns), there is no horizon.
   void SetHorizonSequence(std::string sequence) { horizon_sequence_ = std::move(sequence); }
+  // Before the current transaction first takes a value from the sequence:
+  // publishes the sequence's last value as this transaction's horizon (a
+  // shared advisory lock, seen by every node in pg_locks until the
+  // transaction ends; every value it takes later is above it). Once per
+  // transaction; a no-op without a horizon sequence. Only a transaction
+  // that writes to the log holds readers back, and its commit gives the
+  // notice that wakes them.
+  absl::Status PublishHorizon();
   // The highest log index below which every index has been committed or
   // rolled back for good: a reader that reads indexes up to it, with a
   // statement run after this call, misses nothing that commits later.
@@ -232,6 +239,7 @@ class Database {
   int64_t pg_changes_ = 0;
   bool in_transaction_ = false;
   std::string horizon_sequence_;
+  bool horizon_published_ = false;  // in the current transaction
 };
 
 // What a write transaction keeps others from writing at the same time on
@@ -246,13 +254,9 @@ enum class WriteScope {
   kShared,
 };
 
-// A write transaction: on SQLite BEGIN IMMEDIATE; on PostgreSQL BEGIN and,
-// in one round trip, the store's lock (exclusive for kStore, shared for
-// kShared) and, when the database has a horizon sequence, a shared lock
-// that publishes the sequence's value at the start: every value this
-// transaction takes from the sequence is above it, and ReadHorizon on any
-// node sees it until the transaction ends. ROLLBACK on destruction unless
-// Commit()ed.
+// A write transaction: on SQLite BEGIN IMMEDIATE; on PostgreSQL BEGIN and
+// the store's lock (exclusive for kStore, shared for kShared) in one round
+// trip. ROLLBACK on destruction unless Commit()ed.
 class Transaction {
  public:
   static absl::StatusOr<std::unique_ptr<Transaction>> Begin(Database* db, WriteScope scope = WriteScope::kStore);

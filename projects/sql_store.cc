@@ -934,6 +934,7 @@ absl::Status SqlProjectStore::Verify() {
 absl::StatusOr<int64_t> SqlProjectStore::AppendEventLocked(const std::string& actor, const std::string& project,
                                                               const std::string& kind, const std::string& subject,
                                                               const std::string& detail) {
+  RETURN_IF_ERROR(db_->PublishHorizon());
   ASSIGN_OR_RETURN(auto st, db_->Prepare(
                                 "INSERT INTO events (time, actor, project, kind, subject, detail) "
                                 "VALUES (?, ?, ?, ?, ?, ?) RETURNING idx"));
@@ -1612,6 +1613,7 @@ absl::Status SqlProjectStore::AppendEvents(const std::vector<EventRecord>& event
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
   const int64_t now = NowMicros();
+  RETURN_IF_ERROR(db_->PublishHorizon());
   // Indexes in the order given (rows of one INSERT take them in order).
   RETURN_IF_ERROR(InsertRows(db_.get(), "events", {"time", "actor", "project", "kind", "subject", "detail"},
                              events.size(), [&](Statement& st, size_t row, int f) {
