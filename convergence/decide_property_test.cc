@@ -26,7 +26,7 @@
 #include "absl/strings/str_join.h"
 #include "convergence/decide.h"
 #include "convergence/decide_testing.h"
-#include "convergence/queue.h"
+#include "projects/task_queue.h"
 #include "gtest/gtest.h"
 
 namespace mariposa::convergence {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "convergence/decide.h"
-#include "convergence/meta_drift.h"
+#include "projects/meta_drift.h"
 #include "projects/manifest.h"
 
 namespace mariposa::convergence::testing {

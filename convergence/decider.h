@@ -26,8 +26,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "convergence/images.h"
-#include "convergence/meta_drift.h"
-#include "convergence/queue.h"
+#include "projects/meta_drift.h"
+#include "projects/task_queue.h"
 #include "projects/interpolate.h"
 
 #include "convergence/decide.h"

@@ -13,7 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
-#include "convergence/queue.h"
+#include "projects/task_queue.h"
 #include "convergence/reconciler.h"
 #include "convergence/sync_helpers.h"
 

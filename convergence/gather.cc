@@ -25,11 +25,11 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "convergence/catalog.h"
-#include "convergence/meta_drift.h"
+#include "projects/meta_drift.h"
 #include "convergence/observer.h"
 #include "convergence/sync_helpers.h"
 #include "convergence/placement.h"
-#include "convergence/queue.h"
+#include "projects/task_queue.h"
 #include "convergence/reconciler.h"
 
 namespace mariposa::convergence {

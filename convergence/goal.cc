@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "convergence/meta_drift.h"
+#include "projects/meta_drift.h"
 
 namespace mariposa::convergence {
 

@@ -7,7 +7,8 @@
 #include "common/ids.h"
 #include "common/status_macros.h"
 #include "convergence/images.h"
-#include "projects/projects_service.h"
+#include "projects/access.h"
+#include "projects/api_edge.h"
 #include "projects/request_guard.h"
 
 namespace mariposa::convergence {

@@ -13,7 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "convergence/meta_drift.h"
+#include "projects/meta_drift.h"
 #include "projects/manifest.h"
 
 namespace mariposa::convergence {

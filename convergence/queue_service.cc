@@ -13,10 +13,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "convergence/admission.h"
+#include "projects/admission.h"
 #include "common/ids.h"
 #include "common/status_macros.h"
-#include "projects/projects_service.h"
+#include "projects/access.h"
+#include "projects/api_edge.h"
 
 namespace mariposa::convergence {
 namespace {

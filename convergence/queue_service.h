@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "convergence/queue.h"
+#include "projects/task_queue.h"
 #include "mariposa/v1/queue.grpc.pb.h"
 #include "projects/store.h"
 

@@ -8,7 +8,7 @@
 #include "common/clock.h"
 #include "convergence/observer.h"
 #include "health/coordinator.h"
-#include "convergence/queue.h"
+#include "projects/task_queue.h"
 #include "convergence/sync_helpers.h"
 #include "convergence/triton/fake_clients.h"
 #include "gmock/gmock.h"

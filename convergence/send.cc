@@ -12,6 +12,8 @@
 #include <set>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -22,8 +24,152 @@
 #include "convergence/sync_helpers.h"
 #include "convergence/placement.h"
 #include "convergence/reconciler.h"
+#include "projects/meta_drift.h"
+#include "projects/volumes.h"
+#include "projects/interpolate.h"
 
 namespace mariposa::convergence {
+
+namespace {
+
+// Triton brand for a service's compute type.
+std::string BrandFor(const ServiceGoalSpec& g) {
+  if (!g.record.brand.empty()) return g.record.brand;
+  if (g.spec.compute_type == "docker") return "lx";
+  if (g.spec.compute_type == "kvm") return "bhyve";
+  if (g.spec.compute_type == "core") return "joyent-minimal";
+  return "joyent";
+}
+
+// Where a service's environment and command (interpolated) go: a Docker container as sdc-docker makes one (`docker: true`,
+// internal_metadata docker:env as a JSON list of K=V, docker:cmd as
+// ["/bin/sh", "-c", command], like a Dockerfile's shell-form CMD); any other
+// instance gets customer_metadata `mariposa:env` (a JSON object) and, when
+// there is a command, a `user-script` that exports the environment and runs
+// it (the guest runs user-script at every boot).
+void Runtime(const ServiceSpec& spec, const std::map<std::string, std::string>& environment, const std::string& command,
+             triton::CreateVmRequest* req) {
+  if (spec.compute_type == "docker") {
+    req->docker = true;
+    nlohmann::json env = nlohmann::json::array();
+    for (const auto& kv : environment) env.push_back(kv.first + "=" + kv.second);
+    req->internal_metadata["docker:env"] = env.dump();
+    if (!command.empty()) req->internal_metadata["docker:cmd"] = nlohmann::json({"/bin/sh", "-c", command}).dump();
+    return;
+  }
+  if (!environment.empty()) req->customer_metadata["mariposa:env"] = nlohmann::json(environment).dump();
+  if (command.empty()) return;
+  std::string script = "#!/bin/sh\n";
+  for (const auto& kv : environment) {
+    absl::StrAppend(&script, "export ", kv.first, "='", absl::StrReplaceAll(kv.second, {{"'", "'\\''"}}), "'\n");
+  }
+  absl::StrAppend(&script, command, "\n");
+  req->customer_metadata["user-script"] = script;
+}
+
+// The dimensions of an instance when there is no PAPI: resources as given
+// (memory 1 GiB when unset), no billing_id.
+Dimensions RawDimensions(const ServiceSpec& spec) {
+  Dimensions d;
+  d.ram = spec.memory_bytes ? std::max<int64_t>(1, *spec.memory_bytes >> 20) : 1024;
+  if (spec.disk_bytes) d.quota = std::max<int64_t>(1, (*spec.disk_bytes + (int64_t{1} << 30) - 1) >> 30);
+  if (spec.cpu) d.cpu_cap = std::max<int64_t>(1, std::llround(*spec.cpu * 100));
+  return d;
+}
+
+}  // namespace
+
+// What VMAPI is asked to make of one instance of `g` (a create, or the
+// update before an in-place reprovision): image, package, networks, tags,
+// metadata with {{ }} filled in, and the placement rules' values.
+absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpec& g, const std::string& alias,
+                                         const std::string& uuid, triton::CreateVmRequest* req,
+                                         std::vector<PlacementRuleText>* rules) const {
+  const ProjectRecord& p = s.project;
+  req->uuid = uuid;  // chosen by the caller: a retried create cannot make a second VM
+  req->owner_uuid = Owner(p, g.spec);
+  req->alias = alias;
+  static const Snapshot::Recipe kNone;
+  auto found = s.recipes.find(g.record.name);  // Gather makes one for every non-agent service
+  const Snapshot::Recipe& recipe = found != s.recipes.end() ? found->second : kNone;
+  req->brand = recipe.brand.empty() ? BrandFor(g) : recipe.brand;
+  req->image_uuid = s.images.at(g.record.name).uuid;
+  req->delegate_dataset = g.spec.delegate_dataset;
+  for (const VolumeMount& m : g.spec.volumes) {
+    req->volumes.push_back({VolapiVolumeName(p.name, m.volume), m.mountpoint, m.mode});
+  }
+  const Dimensions dim = recipe.dimensions ? *recipe.dimensions : RawDimensions(g.spec);
+  req->billing_id = dim.billing_id;
+  req->ram = dim.ram;
+  req->quota = dim.quota;
+  req->cpu_cap = dim.cpu_cap;
+  req->max_swap = dim.max_swap;
+  req->max_lwps = dim.max_lwps;
+  req->zfs_io_priority = dim.zfs_io_priority;
+  req->vcpus = dim.vcpus;
+  req->networks = recipe.networks.empty() ? std::vector<std::string>{options_.network_uuid} : recipe.networks;
+  req->tags = g.spec.tags;
+  req->tags[kTagProject] = p.uuid;
+  req->tags[kTagService] = g.record.name;
+  InPlaceSettings in_place = InPlaceFor(s, std::nullopt, g.record.name);
+  if (!in_place.cns.empty()) req->tags[kCnsServicesTag] = in_place.cns;
+  if (!in_place.firewall.empty()) req->tags[kTagFirewall] = in_place.firewall;
+  req->firewall_enabled = in_place.firewall_enabled.value_or(false);
+  req->tags[kTagVersion] = p.current_version;
+  req->tags[kTagSpec] = g.record.spec_hash;
+  if (!recipe.meta_hash.empty()) req->tags[kTagMeta] = recipe.meta_hash;
+  if (g.spec.compute_type == "core") {  // what sdcadm and Triton's tools find core zones by
+    req->tags[kTagCoreRole] = g.record.name;
+    req->tags[kTagCoreType] = "core";
+  }
+  if (!g.spec.ports.empty()) {
+    std::string ports;
+    for (int port : g.spec.ports) absl::StrAppend(&ports, ports.empty() ? "" : ",", port);
+    req->tags["ports"] = ports;
+  }
+  req->customer_metadata = g.spec.mdata;
+  // {{ }} values are filled in now that the instance has a name and uuid.
+  InterpolationContext ctx;
+  ctx.meta = s.meta;
+  ctx.project_name = p.name;
+  ctx.project_uuid = p.uuid;
+  ctx.project_version = absl::StrCat(p.current_number);
+  ctx.service_name = g.record.name;
+  ctx.scale = g.record.count;
+  ctx.package_name = dim.package_name.empty() ? g.record.package : dim.package_name;
+  ctx.package_ram = dim.ram;
+  if (dim.quota > 0) ctx.package_disk = dim.quota * 1024;
+  if (dim.cpu_cap > 0) ctx.package_cpu = dim.cpu_cap;
+  ctx.instance_name = req->alias;
+  ctx.instance_uuid = req->uuid;
+  ctx.leave_unknown = true;  // the server is not known before placement
+  absl::Status prepared = absl::OkStatus();
+  auto fill = [&](std::string* value) {  // the first failure is kept; later values are left alone
+    if (!prepared.ok()) return;
+    auto v = Interpolate(*value, ctx);
+    if (v.ok()) *value = *v;
+    else prepared = v.status();
+  };
+  std::map<std::string, std::string> environment = g.spec.environment;
+  std::string command = g.spec.command;
+  for (auto* values : {&req->customer_metadata, &req->tags, &environment}) {
+    for (auto& kv : *values) {
+      if (kv.first.rfind("mariposa.", 0) != 0) fill(&kv.second);
+    }
+  }
+  fill(&command);
+  for (const PlacementRule& rule : g.spec.placement) {
+    std::string value = rule.value;
+    fill(&value);
+    rules->push_back({rule.key, rule.equal, rule.soft, value});
+  }
+  Runtime(g.spec, environment, command, req);
+  // What it is made with, to notice a change by hand (observer.h).
+  req->tags[kTagMade] =
+      MadeFingerprint(req->billing_id, req->ram, req->tags, req->customer_metadata, !req->billing_id.empty());
+  return prepared;
+}
+
 namespace {
 
 // A request refused outright (no job): counted at once (CountFinished).

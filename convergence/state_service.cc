@@ -8,8 +8,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "convergence/observer.h"
-#include "convergence/queue.h"
-#include "projects/projects_service.h"
+#include "projects/task_queue.h"
+#include "projects/access.h"
+#include "projects/api_edge.h"
 
 namespace mariposa::convergence {
 

@@ -13,7 +13,8 @@
 
 #include "projects/request_guard.h"
 #include "absl/strings/str_cat.h"
-#include "projects/projects_service.h"
+#include "projects/access.h"
+#include "projects/api_edge.h"
 
 namespace mariposa {
 

@@ -6,7 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "projects/limits.h"
 #include "projects/request_guard.h"
-#include "projects/projects_service.h"
+#include "projects/access.h"
+#include "projects/api_edge.h"
 
 namespace mariposa {
 

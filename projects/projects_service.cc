@@ -13,8 +13,8 @@
 #include "common/status_macros.h"
 #include "common/ids.h"
 #include "common/log.h"
-#include "convergence/meta_drift.h"
-#include "convergence/queue.h"
+#include "projects/meta_drift.h"
+#include "projects/task_queue.h"
 #include "projects/deletion.h"
 #include "projects/diff.h"
 #include "projects/limits.h"
@@ -83,18 +83,6 @@ absl::Status Required(const std::string& value, absl::string_view what) {
 }
 
 }  // namespace
-
-void SetTimestamp(absl::Time t, google::protobuf::Timestamp* ts) {
-  if (t == absl::InfinitePast()) return;
-  int64_t us = absl::ToUnixMicros(t);
-  ts->set_seconds(us / 1000000);
-  ts->set_nanos(static_cast<int>((us % 1000000) * 1000));
-}
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
 
 namespace {
 // The caller may change this manifest's project (or, for a dry run, read
@@ -222,15 +210,16 @@ absl::StatusOr<ProjectRecord> ProjectsService::Project(const std::string& name) 
   return store_->GetProject(name);
 }
 
-absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
-    const std::string& project, const std::string& text, const std::string& filename, const std::string& previous,
-    bool force, bool dry_run, const std::string& origin, int64_t rolled_back_to, const std::string& message,
-    const std::string& author, const Cancellation* cancel, bool stored_text, std::optional<bool> thaw,
-    bool allow_downgrade, const std::function<absl::Status(const Manifest&)>& admit) {
+absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyRequest& a) {
+  const std::string &text = a.text, &filename = a.filename, &previous = a.previous, &origin = a.origin,
+                    &author = a.author;
+  const bool force = a.force, dry_run = a.dry_run, allow_downgrade = a.allow_downgrade;
+  const Cancellation* cancel = a.cancel;
+  const std::optional<bool>& thaw = a.thaw;
   ParseOptions opts;
   opts.filename = filename.empty() ? "manifest" : filename;
-  opts.project_override = project;
-  opts.stored = stored_text;
+  opts.project_override = a.project;
+  opts.stored = a.stored_text;
   opts.cancel = cancel;
   ParseResult parsed = ParseManifest(text, opts);
   RETURN_IF_ERROR(parsed.interrupted);
@@ -238,7 +227,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   RETURN_IF_ERROR(cancel->Check());
   auto compiled = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest)));
   const Manifest& m = compiled->manifest;
-  if (admit) RETURN_IF_ERROR(admit(m));
+  if (a.admit) RETURN_IF_ERROR(a.admit(m));
   if (compiled->canonical.size() > Limits::kMaxCanonicalBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the manifest's canonical form (defaults written out) is ", compiled->canonical.size(),
@@ -363,7 +352,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   std::set<std::string> changed_services = ChangedServices(before.get(), *compiled);
   if (thaw.has_value() && existing.ok() && !changed_services.empty()) {
     ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_->ListTasks(existing->uuid, 0));
-    auto in_way = convergence::FreezesInTheWay(tasks, changed_services, *thaw);
+    auto in_way = FreezesInTheWay(tasks, changed_services, *thaw);
     if (!in_way.ok() && !dry_run) {
       return absl::FailedPreconditionError(absl::StrCat(in_way.status().message(), "; nothing was changed"));
     }
@@ -389,8 +378,8 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
   nv.canonical = compiled->canonical;
   nv.author = author;
   nv.origin = origin;
-  nv.rolled_back_to = rolled_back_to;
-  nv.message = message;
+  nv.rolled_back_to = a.rolled_back_to;
+  nv.message = a.message;
   nv.warnings = out.warnings;
   nv.description = m.description;
   std::map<std::string, std::string> group_of;
@@ -417,7 +406,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(
     for (const auto& c : out.diff.services()) {
       if (c.rolls_out()) out.rollout.push_back(c.service());
     }
-    out.canary = convergence::ManifestCanary(m, out.rollout);
+    out.canary = ManifestCanary(m, out.rollout);
     if (on_change_) on_change_(out.project_uuid);
   }
   return out;
@@ -480,7 +469,7 @@ std::string ProjectsService::QueueReprovision(const std::string& project_uuid, c
   t.actor = author;
   t.version_uuid = version_uuid;
   t.canary = canary;  // update.canary, as `mariposa reprovision` takes it
-  auto added = convergence::TaskQueue(store_).Add(t);
+  auto added = TaskQueue(store_).Add(t);
   if (!added.ok()) return not_queued(added.status());
   if (on_change_) on_change_(t.project_uuid);
   return added->uuid;
@@ -490,9 +479,21 @@ grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyReq
   RequestGuard guard(ctx, clock_, *req);
   if (!guard.status().ok()) return ToGrpc(guard.status());
   MARIPOSA_AUTHORIZE(ctx, req->project(), req->dry_run() ? "dry-run" : "");
-  auto out = ApplyText(req->project(), req->manifest(), req->filename(), req->previous_version(), req->force(),
-                       req->dry_run(), "apply", 0, req->message(), AuthorOf(ctx), &guard, false, req->thaw(),
-                       req->allow_downgrade(), [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); });
+  ApplyRequest a;
+  a.project = req->project();
+  a.text = req->manifest();
+  a.filename = req->filename();
+  a.previous = req->previous_version();
+  a.force = req->force();
+  a.dry_run = req->dry_run();
+  a.origin = "apply";
+  a.message = req->message();
+  a.author = AuthorOf(ctx);
+  a.cancel = &guard;
+  a.thaw = req->thaw();
+  a.allow_downgrade = req->allow_downgrade();
+  a.admit = [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); };
+  auto out = ApplyText(a);
   if (!out.ok()) return ToGrpc(out.status());
   resp->set_changed(req->dry_run() ? !out->diff.empty() : out->commit.changed);  // a plan: would it change
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -519,10 +520,21 @@ grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::Rollb
   if (req->version().empty()) return ToGrpc(absl::InvalidArgumentError("the version to roll back to is required"));
   auto target = store_->GetVersion(p->uuid, req->version(), true);
   if (!target.ok()) return ToGrpc(target.status());
-  auto out = ApplyText(p->name, target->manifest, absl::StrCat("version ", target->number), req->previous_version(),
-                       req->force(), req->dry_run(), "rollback", target->number,
-                       absl::StrCat("rollback to version ", target->number), AuthorOf(ctx), &guard, false,
-                       req->thaw(), true, [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); });
+  ApplyRequest a;
+  a.project = p->name;
+  a.text = target->manifest;
+  a.filename = absl::StrCat("version ", target->number);
+  a.previous = req->previous_version();
+  a.force = req->force();
+  a.dry_run = req->dry_run();
+  a.origin = "rollback";
+  a.rolled_back_to = target->number;
+  a.message = absl::StrCat("rollback to version ", target->number);
+  a.author = AuthorOf(ctx);
+  a.cancel = &guard;
+  a.thaw = req->thaw();
+  a.admit = [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); };
+  auto out = ApplyText(a);
   if (!out.ok()) return ToGrpc(Annotate(out.status(), absl::StrCat("rolling back to version ", target->number)));
   resp->set_changed(req->dry_run() ? !out->diff.empty() : out->commit.changed);  // a plan: would it change
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -543,9 +555,17 @@ absl::StatusOr<int64_t> ProjectsService::RollbackTo(const std::string& project, 
                                                     const std::string& message) {
   ASSIGN_OR_RETURN(ProjectRecord p, Project(project));
   ASSIGN_OR_RETURN(VersionRecord target, store_->GetVersion(p.uuid, to_version, true));
-  ASSIGN_OR_RETURN(Outcome out, ApplyText(p.name, target.manifest, absl::StrCat("version ", target.number),
-                                          expected_current, false, false, "rollback", target.number, message, author,
-                                          NotCancelled::Get()));
+  ApplyRequest a;
+  a.project = p.name;
+  a.text = target.manifest;
+  a.filename = absl::StrCat("version ", target.number);
+  a.previous = expected_current;
+  a.origin = "rollback";
+  a.rolled_back_to = target.number;
+  a.message = message;
+  a.author = author;
+  a.cancel = NotCancelled::Get();
+  ASSIGN_OR_RETURN(Outcome out, ApplyText(a));
   if (on_change_) on_change_(p.uuid);
   return out.commit.version.number;
 }
@@ -620,11 +640,20 @@ grpc::Status ProjectsService::Scale(grpc::ServerContext* ctx, const v1::ScaleReq
     if (!to.ok()) return ToGrpc(to.status());
     svc->second.count = *to;
   }
-  auto out = ApplyText(p->name, CanonicalYaml(m), "scale", req->previous_version().empty() ? p->current_version
-                                                                                          : req->previous_version(),
-                       false, req->dry_run(), "scale", 0, absl::StrCat("scale ", absl::StrJoin(req->changes(), " ")),
-                       AuthorOf(ctx), &guard, /*stored_text=*/true, req->thaw(), true,
-                       [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); });
+  ApplyRequest a;
+  a.project = p->name;
+  a.text = CanonicalYaml(m);
+  a.filename = "scale";
+  a.previous = req->previous_version().empty() ? p->current_version : req->previous_version();
+  a.dry_run = req->dry_run();
+  a.origin = "scale";
+  a.message = absl::StrCat("scale ", absl::StrJoin(req->changes(), " "));
+  a.author = AuthorOf(ctx);
+  a.cancel = &guard;
+  a.stored_text = true;
+  a.thaw = req->thaw();
+  a.admit = [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); };
+  auto out = ApplyText(a);
   if (!out.ok()) return ToGrpc(Annotate(out.status(), "scaling"));
   resp->set_changed(req->dry_run() ? !out->diff.empty() : out->commit.changed);  // a plan: would it change
   if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
@@ -870,7 +899,7 @@ void ProjectsService::MetaChanged(const ProjectRecord& p, const std::set<std::st
   std::vector<std::string> rollout;
   for (const auto& kv : (*current)->manifest.services) {
     if (kv.second.update_on_meta_change != "rollout") continue;
-    for (const std::string& k : convergence::MetaKeysOf(kv.second)) {
+    for (const std::string& k : MetaKeysOf(kv.second)) {
       if (keys.count(k)) {
         rollout.push_back(kv.first);
         break;
@@ -878,7 +907,7 @@ void ProjectsService::MetaChanged(const ProjectRecord& p, const std::set<std::st
     }
   }
   std::vector<std::string> warnings;
-  QueueReprovision(p.uuid, rollout, convergence::ManifestCanary((*current)->manifest, rollout), p.current_version,
+  QueueReprovision(p.uuid, rollout, ManifestCanary((*current)->manifest, rollout), p.current_version,
                    "meta", author, &warnings);
   for (const auto& w : warnings) LogWarn("meta rollout", {{"project", p.name}, {"warning", w}});
 }
@@ -995,14 +1024,4 @@ grpc::Status ProjectsService::ListEvents(grpc::ServerContext* ctx, const v1::Lis
 
 // Events are read back from a store that may be damaged; protobuf refuses
 // invalid UTF-8 in strings, so broken bytes become U+FFFD.
-void EventToProto(const EventRecord& e, v1::Event* out) {
-  out->set_index(e.index);
-  SetTimestamp(e.time, out->mutable_time());
-  out->set_actor(ValidUtf8(e.actor));
-  out->set_project(ValidUtf8(e.project));
-  out->set_kind(ValidUtf8(e.kind));
-  out->set_subject(ValidUtf8(e.subject));
-  out->set_detail(ValidUtf8(e.detail));
-}
-
 }  // namespace mariposa

@@ -13,20 +13,12 @@
 #include "common/clock.h"
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "projects/access.h"
+#include "projects/api_edge.h"
 #include "projects/image_plan.h"
 #include "projects/manifest.h"
 #include "projects/store.h"
 
 namespace mariposa {
-
-// Converts at the API edge: absl codes and gRPC codes share their numbers.
-grpc::Status ToGrpc(const absl::Status& s);
-
-// Sets `ts` from `t`; leaves it unset for InfinitePast (never happened).
-void SetTimestamp(absl::Time t, google::protobuf::Timestamp* ts);
-
-// An event of the store as the API shows it.
-void EventToProto(const EventRecord& e, v1::Event* out);
 
 class ProjectsService final : public v1::Projects::Service {
  public:
@@ -87,12 +79,24 @@ class ProjectsService final : public v1::Projects::Service {
   struct Outcome;
   // The one path from manifest text to a stored version, shared by Apply and
   // Rollback.
-  absl::StatusOr<Outcome> ApplyText(const std::string& project, const std::string& text, const std::string& filename,
-                                    const std::string& previous, bool force, bool dry_run, const std::string& origin,
-                                    int64_t rolled_back_to, const std::string& message, const std::string& author,
-                                    const Cancellation* cancel, bool stored_text = false,
-                                    std::optional<bool> thaw = std::nullopt, bool allow_downgrade = true,
-                                    const std::function<absl::Status(const Manifest&)>& admit = nullptr);
+  // What one ApplyText is asked to do, and on whose behalf.
+  struct ApplyRequest {
+    std::string project;   // overrides the manifest's `project:` when set
+    std::string text;      // the manifest
+    std::string filename;  // for located errors ("manifest" when empty)
+    std::string previous;  // the version the writer started from ("" = any)
+    bool force = false;
+    bool dry_run = false;
+    std::string origin;  // "apply", "rollback", "scale"
+    int64_t rolled_back_to = 0;
+    std::string message, author;
+    const Cancellation* cancel = nullptr;  // never null when called
+    bool stored_text = false;             // a text this store accepted before
+    std::optional<bool> thaw;             // user commands only: --thaw given or not
+    bool allow_downgrade = true;
+    std::function<absl::Status(const Manifest&)> admit;  // may the caller change this manifest's project
+  };
+  absl::StatusOr<Outcome> ApplyText(const ApplyRequest& a);
   absl::StatusOr<ProjectRecord> Project(const std::string& name);
   // Fills the image plans of `out->diff` for the services whose image
   // changes; a downgrade without `allow_downgrade` is refused (a warning

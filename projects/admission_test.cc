@@ -1,9 +1,9 @@
-#include "convergence/admission.h"
+#include "projects/admission.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace mariposa::convergence {
+namespace mariposa {
 namespace {
 
 using ::testing::HasSubstr;
@@ -130,4 +130,4 @@ TEST(AdmissionTest, SeveralExistingTasksCombine) {
 }
 
 }  // namespace
-}  // namespace mariposa::convergence
+}  // namespace mariposa

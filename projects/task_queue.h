@@ -1,11 +1,9 @@
 // The task queue on top of the store: admission by QUEUE.md's rules inside
 // the store's transaction, and termination (which freezes the same scope, as
-// RFD 36 asks). Thread-safe.
-//
-// Status: adding, listing and terminating tasks. Execution (steps, progress,
-// re-planning) comes with the executor, not built yet.
-#ifndef MARIPOSA_CONVERGENCE_QUEUE_H_
-#define MARIPOSA_CONVERGENCE_QUEUE_H_
+// RFD 36 asks). Tasks are run by the convergence engine
+// (convergence/reconciler.h). Thread-safe.
+#ifndef MARIPOSA_PROJECTS_TASK_QUEUE_H_
+#define MARIPOSA_PROJECTS_TASK_QUEUE_H_
 
 #include <map>
 #include <set>
@@ -15,7 +13,7 @@
 #include "projects/manifest.h"
 #include "projects/store.h"
 
-namespace mariposa::convergence {
+namespace mariposa {
 
 // True when `task` is an open freeze that holds `kind` of automatic work
 // (replace-unhealthy, scale, reprovision, agent-rollout) for `service`;
@@ -62,6 +60,6 @@ class TaskQueue {
   ProjectStore* store_;
 };
 
-}  // namespace mariposa::convergence
+}  // namespace mariposa
 
-#endif  // MARIPOSA_CONVERGENCE_QUEUE_H_
+#endif  // MARIPOSA_PROJECTS_TASK_QUEUE_H_

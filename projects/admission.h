@@ -1,17 +1,15 @@
 // Admission of a new task against the tasks already queued or active in the
 // same project: the concurrency table of QUEUE.md, scope overlap, and the
-// freeze rules. Pure; thread-safe.
-//
-// Status: the rules only. Persisting tasks and freezes, the executor and the
-// Queue API come with the rest of the convergence engine (not built yet).
-#ifndef MARIPOSA_CONVERGENCE_ADMISSION_H_
-#define MARIPOSA_CONVERGENCE_ADMISSION_H_
+// freeze rules. Pure; thread-safe. The store applies them inside the
+// transaction that adds a task (ProjectStore::AddTask with a TaskAdmitter).
+#ifndef MARIPOSA_PROJECTS_ADMISSION_H_
+#define MARIPOSA_PROJECTS_ADMISSION_H_
 
 #include <set>
 #include <string>
 #include <vector>
 
-namespace mariposa::convergence {
+namespace mariposa {
 
 enum class TaskKind { kStart, kStop, kScale, kReprovision, kFreeze, kRun };
 
@@ -47,6 +45,6 @@ const char* KindName(TaskKind k);
 // active tasks of the project) run. Rejections name the blocking task.
 Admission Admit(const std::vector<TaskInfo>& existing, const TaskInfo& incoming);
 
-}  // namespace mariposa::convergence
+}  // namespace mariposa
 
-#endif  // MARIPOSA_CONVERGENCE_ADMISSION_H_
+#endif  // MARIPOSA_PROJECTS_ADMISSION_H_

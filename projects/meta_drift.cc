@@ -1,10 +1,10 @@
-#include "convergence/meta_drift.h"
+#include "projects/meta_drift.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/ids.h"
 #include "projects/interpolate.h"
 
-namespace mariposa::convergence {
+namespace mariposa {
 
 std::set<std::string> MetaKeysOf(const ServiceSpec& spec) {
   std::set<std::string> keys;
@@ -34,4 +34,4 @@ std::string MetaHash(const std::set<std::string>& keys, const std::map<std::stri
   return Sha256Hex(text).substr(0, 16);
 }
 
-}  // namespace mariposa::convergence
+}  // namespace mariposa

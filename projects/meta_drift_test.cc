@@ -1,8 +1,8 @@
-#include "convergence/meta_drift.h"
+#include "projects/meta_drift.h"
 
 #include <gtest/gtest.h>
 
-namespace mariposa::convergence {
+namespace mariposa {
 namespace {
 
 TEST(MetaDriftTest, KeysComeFromEveryInstanceField) {
@@ -32,4 +32,4 @@ TEST(MetaDriftTest, HashChangesOnlyWithTheValuesTheServiceUses) {
 }
 
 }  // namespace
-}  // namespace mariposa::convergence
+}  // namespace mariposa

@@ -1,9 +1,9 @@
-#include "convergence/admission.h"
+#include "projects/admission.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace mariposa::convergence {
+namespace mariposa {
 namespace {
 
 enum class Cell { kReject, kTerminate, kFifo, kConcurrent };
@@ -84,4 +84,4 @@ Admission Admit(const std::vector<TaskInfo>& existing, const TaskInfo& in) {
   return out;
 }
 
-}  // namespace mariposa::convergence
+}  // namespace mariposa

@@ -1,11 +1,11 @@
-#include "convergence/queue.h"
+#include "projects/task_queue.h"
 
 #include "common/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "projects/sql_store.h"
 
-namespace mariposa::convergence {
+namespace mariposa {
 namespace {
 
 using ::testing::HasSubstr;
@@ -120,9 +120,9 @@ TEST_F(QueueTest, StateMachine) {
 }
 
 }  // namespace
-}  // namespace mariposa::convergence
+}  // namespace mariposa
 
-namespace mariposa::convergence {
+namespace mariposa {
 namespace {
 
 TaskRecord FreezeOf(std::vector<std::string> services, std::vector<std::string> only = {}) {
@@ -186,4 +186,4 @@ TEST(FreezesInTheWayTest, RefusedUnlessThaw) {
 }
 
 }  // namespace
-}  // namespace mariposa::convergence
+}  // namespace mariposa

@@ -2,8 +2,8 @@
 // records (tag mariposa.meta) a hash of the meta values its service's
 // templates use; an instance whose hash differs from the current values'
 // is stale. Pure functions; thread-safe.
-#ifndef MARIPOSA_CONVERGENCE_META_DRIFT_H_
-#define MARIPOSA_CONVERGENCE_META_DRIFT_H_
+#ifndef MARIPOSA_PROJECTS_META_DRIFT_H_
+#define MARIPOSA_PROJECTS_META_DRIFT_H_
 
 #include <map>
 #include <set>
@@ -11,7 +11,7 @@
 
 #include "projects/manifest.h"
 
-namespace mariposa::convergence {
+namespace mariposa {
 
 inline constexpr char kTagMeta[] = "mariposa.meta";
 
@@ -23,6 +23,6 @@ std::set<std::string> MetaKeysOf(const ServiceSpec& spec);
 // when there are none; a missing key hashes as missing).
 std::string MetaHash(const std::set<std::string>& keys, const std::map<std::string, std::string>& meta);
 
-}  // namespace mariposa::convergence
+}  // namespace mariposa
 
-#endif  // MARIPOSA_CONVERGENCE_META_DRIFT_H_
+#endif  // MARIPOSA_PROJECTS_META_DRIFT_H_

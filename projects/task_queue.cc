@@ -1,4 +1,4 @@
-#include "convergence/queue.h"
+#include "projects/task_queue.h"
 
 #include <nlohmann/json.hpp>
 
@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "convergence/admission.h"
+#include "projects/admission.h"
 
-namespace mariposa::convergence {
+namespace mariposa {
 namespace {
 
 TaskKind KindOf(const std::string& k) {
@@ -129,4 +129,4 @@ absl::StatusOr<TaskRecord> TaskQueue::Terminate(const std::string& task_uuid, co
   return store_->GetTask(task_uuid);
 }
 
-}  // namespace mariposa::convergence
+}  // namespace mariposa
