@@ -255,11 +255,12 @@ absl::StatusOr<int64_t> Database::ReadHorizon() {
   if (!pg_ || horizon_sequence_.empty()) return std::numeric_limits<int64_t>::max();
   // In this order, each its own statement: the sequence's last value L,
   // then the lowest horizon still held H, then (the caller) the rows. A
-  // writer whose horizon lock is not seen took its start value after L was
-  // read, so it takes values above L; one that is seen takes values above
-  // H; one that ended before the locks were read is in the caller's
+  // writer whose horizon lock is not seen yet takes its values after the
+  // locks were read, so above L; one whose lock is seen takes values above
+  // its H; one that ended before the locks were read is in the caller's
   // snapshot, taken after (PostgreSQL makes a commit visible before it
-  // releases the transaction's locks).
+  // releases the transaction's locks). So every index up to min(L, H) is
+  // committed or rolled back for good.
   ASSIGN_OR_RETURN(PgResult last, PgRun(absl::StrCat("SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 "
                                                      "END FROM ", horizon_sequence_),
                                         {}, {}));

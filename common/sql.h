@@ -207,8 +207,8 @@ class Database {
   // that writes to the log holds readers back, and its commit gives the
   // notice that wakes them.
   absl::Status PublishHorizon();
-  // The highest log index below which every index has been committed or
-  // rolled back for good: a reader that reads indexes up to it, with a
+  // The highest log index at or below which every index has been
+  // committed or rolled back for good: a reader that reads indexes up to it, with a
   // statement run after this call, misses nothing that commits later.
   // INT64_MAX when there is no horizon (SQLite; no sequence set).
   absl::StatusOr<int64_t> ReadHorizon();
