@@ -286,6 +286,19 @@ const char* const kStoreTables[] = {
     "tasks", "stopped_services", "jobs", "tokens", "grants", "settings", "controller_memory", "instance_times",
 };
 
+// The last item of each key, in order: the rows of one multi-row upsert,
+// which may not name a key twice.
+template <typename T, typename Key>
+std::vector<const T*> LastOfEach(const std::vector<T>& items, Key key) {
+  std::map<std::string, size_t> last;
+  for (size_t i = 0; i < items.size(); ++i) last[key(items[i])] = i;
+  std::vector<const T*> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (last[key(items[i])] == i) out.push_back(&items[i]);
+  }
+  return out;
+}
+
 absl::Time FromMicros(int64_t us) { return absl::FromUnixMicros(us); }
 
 std::string Redact(const std::string& value, bool secret) { return secret ? "<secret>" : value; }
@@ -761,12 +774,8 @@ absl::Status SqlProjectStore::UpdateInstanceTimes(const std::string& project_uui
     ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) return absl::OkStatus();  // deleted meanwhile: nothing to keep
   }
-  std::map<std::string, size_t> last;  // an instance named twice: as named last
-  for (size_t i = 0; i < changed.size(); ++i) last[changed[i].instance] = i;
-  std::vector<const InstanceTimes*> rows;
-  for (size_t i = 0; i < changed.size(); ++i) {
-    if (last[changed[i].instance] == i) rows.push_back(&changed[i]);
-  }
+  // An instance named twice: as named last.
+  std::vector<const InstanceTimes*> rows = LastOfEach(changed, [](const InstanceTimes& t) { return t.instance; });
   RETURN_IF_ERROR(InsertRows(
       db_.get(), "instance_times",
       {"project_uuid", "instance", "spec_hash", "image_uuid", "up_since", "healthy_since", "health"}, rows.size(),
@@ -2254,12 +2263,7 @@ absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
   RETURN_IF_ERROR(LoadJobsLocked());
   ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
   // A job named twice in one call is recorded as it is named last.
-  std::map<std::string, size_t> last;
-  for (size_t i = 0; i < jobs.size(); ++i) last[jobs[i].job_uuid] = i;
-  std::vector<const JobRecord*> rows;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    if (last[jobs[i].job_uuid] == i) rows.push_back(&jobs[i]);
-  }
+  std::vector<const JobRecord*> rows = LastOfEach(jobs, [](const JobRecord& j) { return j.job_uuid; });
   RETURN_IF_ERROR(InsertRows(
       db_.get(), "jobs",
       {"job_uuid", "project_uuid", "api", "task_uuid", "service", "instance", "alias", "kind", "reason", "sent_at"},
