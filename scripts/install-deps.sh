@@ -2,7 +2,7 @@
 # Installs the Debian packages Mariposa builds from (idempotent; needs root or sudo).
 set -euo pipefail
 PKGS=(bazel-bootstrap g++ pkg-config libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-      libabsl-dev libyaml-dev libyaml-cpp-dev prometheus-cpp-dev libsqlite3-dev libssl-dev googletest libgtest-dev libgmock-dev
+      libabsl-dev libyaml-dev libfyaml-dev libyaml-cpp-dev prometheus-cpp-dev libsqlite3-dev libssl-dev googletest libgtest-dev libgmock-dev
       libcurl4-openssl-dev libcpp-httplib-dev nlohmann-json3-dev python3 openssl prometheus systemd
       postgresql libpq-dev libboost-dev tzdata
       clang-14 libclang-rt-14-dev  # the fuzz targets (scripts/fuzz.sh): libFuzzer and the sanitizers

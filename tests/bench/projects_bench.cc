@@ -23,6 +23,8 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
+#include <libfyaml.h>
+#include <yaml.h>
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
@@ -34,6 +36,7 @@
 #include "projects/manifest.h"
 #include "projects/projects_service.h"
 #include "projects/sql_store.h"
+#include "projects/yaml_document.h"
 #include "tests/pg_server.h"
 
 namespace mariposa {
@@ -141,16 +144,82 @@ double RawInsert(const std::string &where, const std::string &manifest) {
 // (canonical text, per-service JSON and hashes) timed alone, in process,
 // median of `rounds`. They come before any row is written, so they bound
 // what the apply can reach against the raw insert.
-void P3Parts(const std::string &manifest, int rounds, double raw_median) {
-  std::vector<double> parse, compile;
+// Reads every event of `text` with libyaml, the parser under
+// projects/yaml_document.cc; false on a syntax error.
+bool LibyamlEvents(const std::string &text) {
+  yaml_parser_t p;
+  if (!yaml_parser_initialize(&p))
+    return false;
+  yaml_parser_set_input_string(
+      &p, reinterpret_cast<const unsigned char *>(text.data()), text.size());
+  bool ok = false;
+  yaml_event_t e;
+  while (yaml_parser_parse(&p, &e)) {
+    bool end = e.type == YAML_STREAM_END_EVENT;
+    yaml_event_delete(&e);
+    if (end) {
+      ok = true;
+      break;
+    }
+  }
+  yaml_parser_delete(&p);
+  return ok;
+}
+
+// The same with libfyaml's event parser (the other candidate issue 49
+// names), each scalar's text read as the document builder would.
+bool LibfyamlEvents(const std::string &text) {
+  fy_parse_cfg cfg{};
+  cfg.flags = FYPCF_QUIET;
+  fy_parser *p = fy_parser_create(&cfg);
+  if (p == nullptr || fy_parser_set_string(p, text.data(), text.size()) != 0) {
+    if (p != nullptr)
+      fy_parser_destroy(p);
+    return false;
+  }
+  bool ended = false;
+  while (fy_event *e = fy_parser_parse(p)) {
+    if (e->type == FYET_SCALAR) {
+      size_t len = 0;
+      (void)fy_token_get_text(e->scalar.value, &len);
+    }
+    ended |= e->type == FYET_STREAM_END;
+    fy_parser_event_free(p, e);
+  }
+  bool ok = ended && !fy_parser_get_stream_error(p);
+  fy_parser_destroy(p);
+  return ok;
+}
+
+// The parts of P3 one by one on a warm heap, the YAML front ends side by
+// side: libyaml's and libfyaml's event loops alone, the document tree
+// mariposad builds over libyaml's events, the manifest parse (tree plus
+// every key's rules) and the compile. 1 when a part could not do its work.
+int P3Parts(const std::string &manifest, int rounds, double raw_median) {
+  std::vector<double> libyaml, libfyaml, tree, parse, compile;
   for (int i = 0; i < rounds; ++i) {
     auto t0 = Clock::now();
-    ParseResult parsed = ParseManifest(manifest, {});
+    bool a = LibyamlEvents(manifest);
     auto t1 = Clock::now();
-    CompiledManifest c = Compile(std::move(*parsed.manifest));
+    bool b = LibfyamlEvents(manifest);
     auto t2 = Clock::now();
-    parse.push_back(Seconds(t1 - t0));
-    compile.push_back(Seconds(t2 - t1));
+    auto doc = YamlDocument::Parse(manifest, nullptr);
+    auto t3 = Clock::now();
+    ParseResult parsed = ParseManifest(manifest, {});
+    auto t4 = Clock::now();
+    if (!a || !b || !doc.ok() || !parsed.manifest) {
+      std::fprintf(stderr, "P3 parts: a front end refused the manifest "
+                           "(libyaml %d, libfyaml %d, tree %d, manifest %d)\n",
+                   a, b, doc.ok(), parsed.manifest.has_value());
+      return 1;
+    }
+    CompiledManifest c = Compile(std::move(*parsed.manifest));
+    auto t5 = Clock::now();
+    libyaml.push_back(Seconds(t1 - t0));
+    libfyaml.push_back(Seconds(t2 - t1));
+    tree.push_back(Seconds(t3 - t2));
+    parse.push_back(Seconds(t4 - t3));
+    compile.push_back(Seconds(t5 - t4));
   }
   double p = Median(parse), c = Median(compile);
   std::printf("# P3 parts: parse %.1f ms, compile (canonical text, spec JSON, "
@@ -158,6 +227,12 @@ void P3Parts(const std::string &manifest, int rounds, double raw_median) {
               "together %.2fx the raw insert (%.1f ms), before the apply "
               "writes a row\n",
               1e3 * p, 1e3 * c, (p + c) / raw_median, 1e3 * raw_median);
+  std::printf("# P3 YAML front ends, same manifest: libyaml events %.2f ms, "
+              "libfyaml events %.2f ms (%.2fx libyaml), the document tree "
+              "over libyaml %.2f ms, the manifest parse %.2f ms\n",
+              1e3 * Median(libyaml), 1e3 * Median(libfyaml),
+              Median(libfyaml) / Median(libyaml), 1e3 * Median(tree), 1e3 * p);
+  return 0;
 }
 
 // `smoke`: tiny sizes, for the default test run: exit 1 only when the
@@ -256,7 +331,8 @@ int Main(bool smoke, const std::string &only, bool postgres, int services = 0,
         1e3 * *std::max_element(ours.begin(), ours.end()), 1e3 * Median(raw),
         1e3 * *std::min_element(raw.begin(), raw.end()),
         1e3 * *std::max_element(raw.begin(), raw.end()));
-    P3Parts(BigManifest("big", kServices, 0), kRounds, Median(raw));
+    if (P3Parts(BigManifest("big", kServices, 0), kRounds, Median(raw)) != 0)
+      return 1;
   }
   if (only != "P3") {
 
