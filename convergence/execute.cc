@@ -119,8 +119,11 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
     StoreError(p.name, &problems, "events", store_->AppendEvents(events));
     StoreError(p.name, &problems, "the project's deletion", store_->DeleteProject(p.uuid, "mariposad"));
     if (options_.metrics != nullptr) options_.metrics->ForgetProject(p.name);
-    absl::MutexLock l(&mu_);
-    projects_.erase(p.uuid);
+    {
+      absl::MutexLock l(&mu_);
+      projects_.erase(p.uuid);
+    }
+    vms_.Forget(p.uuid);
     return r;
   }
   AutoRollbacks(p, d.rollbacks, &events, &problems);

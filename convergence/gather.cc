@@ -3,9 +3,10 @@
 //
 //   GatherGoal        the project, its open tasks, versions and goal, the
 //                     controller's policy, the kept memory, the job window
-//   ObserveInstances  the project's VMs: the kept listing with the change
-//                     feed's items applied (watching), or a listing of VMAPI
-//                     (polling), or the last sync's (status)
+//   ObserveInstances  the project's VMs from the informer (vm_cache.h): the
+//                     kept listing with the change feed's items applied
+//                     (watching), or a listing of VMAPI (polling), or the
+//                     last sync's (status)
 //   GatherJobs        the jobs that ended since the last sync, and the rest
 //   MarkStaleChecks   instances of older versions whose checks differ
 //   ReadHealth        the health monitor's word on each instance
@@ -122,266 +123,47 @@ std::vector<std::string> Reconciler::NonAgentServices(const Snapshot& s) {
   return names;
 }
 
-void Reconciler::ListInstances(Snapshot* s) {
-  auto instances = Observer(vmapi_, OwnersOf(s->project))
-                       .ObserveProject(s->project.uuid, s->version_numbers, NonAgentServices(*s),
-                                       options_.observe_parallel);
-  NoteApi("VMAPI", instances.status());
-  if (instances.ok()) {
-    s->instances = std::move(*instances);
-  } else {
-    s->actual_known = false;
-  }
+VmScope Reconciler::ScopeOf(const Snapshot& s) const {
+  return VmScope{s.project.uuid, s.project.name, OwnersOf(s.project), NonAgentServices(s), s.version_numbers};
 }
 
+void Reconciler::ListInstances(Snapshot* s) {
+  if (!vms_.List(ScopeOf(*s), &s->instances).ok()) s->actual_known = false;
+}
+
+// A sync that follows jobs starts from the project's kept listing while
+// the informer (vm_cache.h) says it may; every other sync lists the
+// project's VMs; `status` shows the last sync's.
 Reconciler::Observation Reconciler::ObserveInstances(Snapshot* snapshot, bool poll_jobs, bool last_seen,
                                                      absl::Time now) {
   Snapshot& s = *snapshot;
-  Observation o = poll_jobs ? TakeKeptListing(&s, now) : Observation{now};
+  const VmScope scope = ScopeOf(s);
+  Observation o{now};
+  if (poll_jobs) {
+    bool unreadable = false;
+    if (auto taken = vms_.Take(scope, now, &s.instances, &unreadable)) {
+      o.listed_at = taken->listed_at;
+      o.incremental = true;
+    }
+    if (unreadable) s.actual_known = false;  // what the feed missed cannot be read: nothing is claimed
+  }
   if (last_seen) {
-    ShowLastObservation(&s);
+    bool vmapi_failing;
+    {
+      absl::MutexLock l(&mu_);
+      vmapi_failing = api_.count("VMAPI") > 0;
+    }
+    if (!vms_.LastObservation(scope, vmapi_failing, &s.instances, &s.observed_at)) s.actual_known = false;
+    absl::MutexLock latencies(&latency_mu_);
+    s.api_latency = latency_;
   } else if (!o.incremental) {
     ListInstances(&s);
   }
   if (!last_seen && s.actual_known) {
     s.observed_at = now;
-    ApplyFeed(&s);
+    vms_.ApplyFeed(scope, &s.instances);
   }
   return o;
-}
-
-// A sync that follows jobs re-reads only the VMs whose jobs ended, from the
-// project's last full listing, while that is younger than full_observe
-// (watching the change feed: `relist`); every other sync lists the
-// project's VMs.
-Reconciler::Observation Reconciler::TakeKeptListing(Snapshot* snapshot, absl::Time now) {
-  Snapshot& s = *snapshot;
-  Observation o{now};
-  bool watched = false;
-  std::vector<std::string> suspects;
-  {
-    absl::MutexLock l(&mu_);
-    auto it = projects_.find(s.project.uuid);
-    if (it == projects_.end()) return o;
-    ProjectState& ps = it->second;
-    // Watching the feed, a listing read after the watch began is kept
-    // current by its items (ApplyFeed); every `relist` a full one is read
-    // beside the syncs and takes its place when done.
-    absl::Duration keep = options_.full_observe;
-    if (feed_ && feed_->watching && ps.listed_at >= feed_->since) {
-      keep = std::max(options_.relist, options_.full_observe);
-      watched = true;
-      TakeRelisted(&s, &ps);
-    }
-    bool aged = now - ps.listed_at >= keep;
-    if (ps.listed && (!aged || watched)) {
-      if (aged && !ps.relisting && !ps.relisted) {
-        ps.relisting = true;
-        ps.relist_started = now;
-        relist_jobs_.push_back(
-            {s.project.uuid, OwnersOf(s.project), NonAgentServices(s), s.version_numbers, ps.epoch, false, now});
-      }
-      // Taken, not copied (100,000 instances are ~60 MiB): the sync puts
-      // its list back when it ends (SyncProject); a sync that fails leaves
-      // none and the next one lists.
-      o.listed_at = ps.listed_at;
-      s.instances = std::move(*ps.listed);
-      ps.listed.reset();
-      o.incremental = true;
-      if (ps.audit_digest) {
-        for (std::string& u : DigestSuspects(s.instances, *ps.audit_digest, ps.audited_at)) {
-          if (!ps.audit_ignored.count(u) && !ps.feed_pending.count(u)) ps.audit_suspects.insert(std::move(u));
-        }
-        ps.audit_digest.reset();
-      }
-      suspects.assign(ps.audit_suspects.begin(), ps.audit_suspects.end());
-      ps.audit_suspects.clear();
-    }
-  }
-  ReadSuspects(&s, std::move(suspects));
-  // Read through the live feed: VMAPI answers (an error an earlier call
-  // met, such as a failed CreateVm, is not an unreadable actual state).
-  if (o.incremental && watched) NoteApi("VMAPI", absl::OkStatus());
-  return o;
-}
-
-// A full listing the Relister finished replaces the kept one, with every
-// feed item since it was asked for applied (some the syncs in between
-// applied to the old listing only).
-void Reconciler::TakeRelisted(const Snapshot* s, ProjectState* ps) {
-  if (!ps->relisted || ps->relisting) return;
-  std::vector<triton::Vm> since;
-  for (auto& kv : ps->relist_pending) since.push_back(std::move(kv.second));
-  ps->relist_pending.clear();
-  ApplyVmChanges(since, s->project.uuid, s->version_numbers, OwnersOf(s->project), &*ps->relisted);
-  ps->listed = std::move(ps->relisted);
-  ps->relisted.reset();
-  ps->listed_at = ps->relist_started;
-}
-
-namespace {
-
-// `f` listed once per owner (once naming none when there are none), together.
-absl::StatusOr<std::vector<triton::Vm>> ListForOwners(triton::VmapiClient* vmapi, const std::vector<std::string>& owners,
-                                                      triton::VmFilter f) {
-  std::vector<triton::Vm> out;
-  for (const std::string& owner : owners.empty() ? std::vector<std::string>{""} : owners) {
-    f.owner_uuid = owner;
-    auto vms = vmapi->ListVms(f);
-    if (!vms.ok()) return vms.status();
-    out.insert(out.end(), std::make_move_iterator(vms->begin()), std::make_move_iterator(vms->end()));
-  }
-  return out;
-}
-
-}  // namespace
-
-// The safety-net listings, one at a time, beside the syncs.
-void Reconciler::Relister() {
-  for (;;) {
-    RelistJob job;
-    {
-      absl::MutexLock l(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !relist_jobs_.empty(); };
-      mu_.Await(absl::Condition(&ready));
-      if (stop_) return;
-      job = std::move(relist_jobs_.front());
-      relist_jobs_.pop_front();
-    }
-    if (job.digest) {
-      triton::VmFilter f;
-      f.tags[kTagProject] = job.project;
-      f.state = "active";
-      f.fields = {"uuid", "state", "last_modified"};
-      auto digest = ListForOwners(vmapi_, job.owners, f);
-      NoteApi("VMAPI", digest.status());
-      absl::MutexLock l(&mu_);
-      auto it = projects_.find(job.project);
-      if (it == projects_.end() || it->second.epoch != job.epoch) continue;
-      it->second.auditing = false;
-      if (digest.ok()) TakeDigest(job, *std::move(digest));
-      continue;
-    }
-    auto instances =
-        Observer(vmapi_, job.owners).ObserveProject(job.project, job.version_numbers, job.services, options_.observe_parallel);
-    NoteApi("VMAPI", instances.status());
-    absl::MutexLock l(&mu_);
-    auto it = projects_.find(job.project);
-    if (it == projects_.end() || it->second.epoch != job.epoch || !it->second.relisting) continue;
-    it->second.relisting = false;
-    if (instances.ok()) {
-      it->second.relisted = std::move(*instances);
-    } else {
-      it->second.relist_pending.clear();  // asked again by the next sync
-    }
-  }
-}
-
-void Reconciler::TakeDigest(const RelistJob& job, std::vector<triton::Vm> digest) {
-  ProjectState& ps = projects_[job.project];
-  ps.audited_at = job.started;
-  if (!ps.listed) {  // a sync holds it: that sync's end or the next one compares
-    ps.audit_digest = std::move(digest);
-    return;
-  }
-  bool missed = false;
-  for (std::string& u : DigestSuspects(*ps.listed, digest, job.started)) {
-    if (ps.audit_ignored.count(u) || ps.feed_pending.count(u)) continue;  // not the project's; or an item waits
-    ps.audit_suspects.insert(std::move(u));
-    missed = true;
-  }
-  if (missed) {
-    ps.quiet = false;
-    queue_.Add(job.project);
-  }
-}
-
-void Reconciler::ReadSuspects(Snapshot* s, std::vector<std::string> suspects) {
-  if (suspects.empty()) return;
-  LogWarn("VMAPI's change feed missed changes: the digest found them; reading them again",
-          {{"project", s->project.name}, {"vms", absl::StrJoin(suspects, ",")}});
-  std::vector<triton::Vm> read;
-  for (size_t at = 0; at < suspects.size(); at += 100) {
-    triton::VmFilter f;
-    f.uuids.assign(suspects.begin() + at, suspects.begin() + std::min(suspects.size(), at + 100));
-    auto vms = ListForOwners(vmapi_, OwnersOf(s->project), f);
-    NoteApi("VMAPI", vms.status());
-    if (!vms.ok()) {
-      s->actual_known = false;  // what the feed missed cannot be read: nothing is claimed
-      return;
-    }
-    read.insert(read.end(), std::make_move_iterator(vms->begin()), std::make_move_iterator(vms->end()));
-  }
-  std::set<std::string> found;
-  for (const triton::Vm& vm : read) found.insert(vm.uuid);
-  ApplyVmChanges(read, s->project.uuid, s->version_numbers, OwnersOf(s->project), &s->instances);
-  std::set<std::string> have;
-  for (const InstanceState& i : s->instances) have.insert(i.uuid);
-  absl::MutexLock l(&mu_);
-  ProjectState& ps = projects_[s->project.uuid];
-  ps.in_sync.insert(ps.in_sync.end(), read.begin(), read.end());
-  for (const std::string& u : suspects) {
-    if (!found.count(u)) {  // VMAPI no longer has it at all
-      s->instances.erase(std::remove_if(s->instances.begin(), s->instances.end(),
-                                        [&](const InstanceState& i) { return i.uuid == u; }),
-                         s->instances.end());
-    } else if (!have.count(u)) {
-      ps.audit_ignored.insert(u);  // not one of the project's instances: not read again
-    }
-  }
-}
-
-// What the change feed brought since the listing: the latest of each VM,
-// skipped where the listing read a newer state (ApplyVmChanges).
-void Reconciler::ApplyFeed(Snapshot* s) {
-  std::vector<triton::Vm> changed;
-  {
-    absl::MutexLock l(&mu_);
-    auto it = projects_.find(s->project.uuid);
-    if (it != projects_.end()) {
-      for (auto& kv : it->second.feed_pending) changed.push_back(std::move(kv.second));
-      it->second.feed_pending.clear();
-      it->second.in_sync.insert(it->second.in_sync.end(), changed.begin(), changed.end());
-    }
-  }
-  ApplyVmChanges(changed, s->project.uuid, s->version_numbers, OwnersOf(s->project), &s->instances);
-}
-
-void Reconciler::CopyView(ProjectState* ps) {
-  ps->view = std::make_shared<const std::vector<InstanceState>>(*ps->listed);
-  ps->view_gen = ps->listed_gen;
-  ps->view_observed_at = ps->observed_at;
-  ps->view_wanted = false;
-}
-
-void Reconciler::ShowLastObservation(Snapshot* snapshot) {
-  Snapshot& s = *snapshot;
-  const std::string& uuid = s.project.uuid;
-  // The last sync's observation, copied once per sync that made one, on
-  // a reader's demand; while a sync holds the list, the copy before.
-  absl::MutexLock l(&mu_);
-  ProjectState& ps = projects_[uuid];
-  if (ps.listed && ps.view_gen != ps.listed_gen) {
-    CopyView(&ps);
-  } else if (!ps.listed) {
-    ps.view_wanted = true;  // a sync holds it: it copies it when done
-  }
-  if (api_.count("VMAPI")) {
-    s.actual_known = false;  // the last read failed: nothing is claimed
-  } else if (ps.view) {
-    s.instances = *ps.view;
-    s.observed_at = ps.view_observed_at;
-    // What came since: the items a running sync took and those waiting
-    // for the next one (a sync held up sending must not leave `status` on
-    // the state before them).
-    std::vector<triton::Vm> since = ps.in_sync;
-    for (const auto& kv : ps.feed_pending) since.push_back(kv.second);
-    ApplyVmChanges(since, uuid, s.version_numbers, OwnersOf(s.project), &s.instances);
-  } else {
-    s.actual_known = false;  // no sync has read it yet
-  }
-  absl::MutexLock latencies(&latency_mu_);
-  s.api_latency = latency_;
 }
 
 // Jobs: those that ended are handed to Decide once; a create whose reply

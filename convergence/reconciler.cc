@@ -38,7 +38,17 @@ Reconciler::Reconciler(ProjectStore* store, triton::VmapiClient* vmapi, triton::
       imgapi_(imgapi),
       clock_(clock),
       options_(std::move(options)),
-      queue_(clock, absl::Seconds(1), absl::Minutes(2)) {}
+      queue_(clock, absl::Seconds(1), absl::Minutes(2)),
+      vms_(vmapi,
+           VmCacheOptions{options_.full_observe, options_.relist, options_.audit, options_.observe_parallel},
+           VmCacheHooks{[this](const absl::Status& st) { NoteApi("VMAPI", st); },
+                        [this](const std::string& project) {
+                          {
+                            absl::MutexLock l(&mu_);
+                            if (auto it = projects_.find(project); it != projects_.end()) it->second.quiet = false;
+                          }
+                          queue_.Add(project);
+                        }}) {}
 
 Reconciler::~Reconciler() { Stop(); }
 
@@ -608,19 +618,10 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     auto it = projects_.find(s.project.uuid);
     if (it != projects_.end()) {
       it->second.sync_cost = r.total;
-      it->second.in_sync.clear();
-      // The list this sync decided on is the next one's starting point.
-      if (listed_at != absl::InfinitePast()) {
-        it->second.listed_at = listed_at;
-        it->second.listed = std::move(s.instances);
-        it->second.observed_at = s.observed_at;
-        ++it->second.listed_gen;
-        if (it->second.view_wanted) CopyView(&it->second);
-      } else {
-        it->second.listed.reset();
-      }
     }
   }
+  // The list this sync decided on is the next one's starting point.
+  vms_.PutBack(s.project.uuid, listed_at, std::move(s.instances), s.observed_at);
   return r;
 }
 
@@ -772,7 +773,7 @@ void Reconciler::Start() {
   }
   Resync();
   for (int n = 0; n < std::max(1, options_.parallel_syncs); ++n) workers_.emplace_back([this] { Worker(); });
-  relister_ = std::thread([this] { Relister(); });
+  vms_.Start();
   ticker_ = std::thread([this] {
     absl::MutexLock l(&mu_);
     while (!stop_) {
@@ -814,35 +815,20 @@ void Reconciler::Resync() {
 }
 
 std::set<std::string> Reconciler::QuietProjects(absl::Time now) {
-  std::set<std::string> out;
-  absl::MutexLock l(&mu_);
-  if (!feed_ || !feed_->watching) return out;
-  absl::Duration keep = std::max(options_.relist, options_.full_observe);
-  for (auto& [uuid, ps] : projects_) {
-    if (!ps.quiet || !ps.feed_pending.empty() || ps.relisted || ps.listed_at < feed_->since ||
-        now - ps.listed_at >= keep) {
-      continue;
+  std::set<std::string> quiet;
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto& [uuid, ps] : projects_) {
+      if (ps.quiet) quiet.insert(uuid);
     }
-    ps.observed_at = now;  // the watched listing, current as of now
-    ps.view_observed_at = now;
-    out.insert(uuid);
   }
-  return out;
+  return vms_.Current(quiet, now);
 }
 
 void Reconciler::ScheduleAudits(const std::vector<ProjectRecord>& projects, absl::Time now) {
-  absl::MutexLock l(&mu_);
-  if (!feed_ || !feed_->watching || options_.audit <= absl::ZeroDuration()) return;
-  for (const ProjectRecord& p : projects) {
-    auto it = projects_.find(p.uuid);
-    if (it == projects_.end()) continue;
-    ProjectState& ps = it->second;
-    // Only a watched listing is checked (a polled one is read in full).
-    if (ps.auditing || ps.listed_at < feed_->since || now - ps.audited_at < options_.audit) continue;
-    if (ps.audited_at == absl::InfinitePast() && now - ps.listed_at < options_.audit) continue;  // just listed
-    ps.auditing = true;
-    relist_jobs_.push_back({p.uuid, OwnersOf(p), {}, {}, ps.epoch, true, now});
-  }
+  std::map<std::string, std::vector<std::string>> owners;
+  for (const ProjectRecord& p : projects) owners[p.uuid] = OwnersOf(p);
+  vms_.ScheduleAudits(owners, now);
 }
 
 void Reconciler::Wake() {
@@ -855,24 +841,16 @@ void Reconciler::Wake() {
 }
 
 void Reconciler::VmsChanged(std::vector<triton::Vm> vms) {
+  std::set<std::string> got = vms_.VmsChanged(std::move(vms));
   std::set<std::string> woken;
   {
     absl::MutexLock l(&mu_);
-    for (triton::Vm& vm : vms) {
-      auto tag = vm.tags.find(kTagProject);
-      if (tag == vm.tags.end()) continue;
-      auto it = projects_.find(tag->second);  // a project not synced here yet is listed in full by its first sync
-      if (it == projects_.end()) continue;
+    for (const std::string& p : got) {
       // A project with jobs in flight is looked at every job_poll anyway
       // (its own creates are most of what the feed says then): a wake per
       // item would only ask VMAPI about its jobs more often.
-      if (it->second.in_flight == 0) woken.insert(tag->second);
-      auto keep = [&](std::map<std::string, triton::Vm>* pending) {
-        triton::Vm& kept = (*pending)[vm.uuid];
-        if (kept.uuid.empty() || ParseTimestamp(vm.last_modified) >= ParseTimestamp(kept.last_modified)) kept = vm;
-      };
-      keep(&it->second.feed_pending);
-      if (it->second.relisting || it->second.relisted) keep(&it->second.relist_pending);
+      auto it = projects_.find(p);
+      if (it != projects_.end() && it->second.in_flight == 0) woken.insert(p);
     }
   }
   // Queued, not marked changed: a pump (PumpProject) goes on sending the
@@ -884,9 +862,8 @@ void Reconciler::FeedChanged(const triton::VmFeedStatus& status) {
   std::vector<EventRecord> events;
   bool turned;  // watching began or ended: every project lists (again) or polls
   {
+    turned = vms_.FeedChanged(status);
     absl::MutexLock l(&mu_);
-    turned = (feed_ && feed_->watching) != status.watching;
-    feed_ = status;
     for (const auto& [uuid, ps] : projects_) {
       if (ps.name.empty()) continue;  // not synced here yet
       EventRecord e;
@@ -912,20 +889,7 @@ void Reconciler::FeedChanged(const triton::VmFeedStatus& status) {
   if (turned) Wake();
 }
 
-std::string Reconciler::WatchSummary() const {
-  absl::MutexLock l(&mu_);
-  if (!feed_) return "";
-  if (feed_->watching) {
-    return absl::StrCat("watching VMAPI's change feed since ", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", feed_->since,
-                                                                                absl::UTCTimeZone()),
-                        options_.audit > absl::ZeroDuration()
-                            ? absl::StrCat(": a change it misses is found within ", absl::FormatDuration(options_.audit),
-                                           " (each project checked against a digest of its VMs)")
-                            : ": a change it misses is found only by the full listing",
-                        "; a full listing every ", absl::FormatDuration(options_.relist));
-  }
-  return absl::StrCat("polling VMAPI: every sync lists it (the change feed is not watched: ", feed_->why, ")");
-}
+std::string Reconciler::WatchSummary() const { return vms_.WatchSummary(); }
 
 void Reconciler::ReleaseProject(const std::string& project_uuid) {
   bool had = false;
@@ -935,6 +899,7 @@ void Reconciler::ReleaseProject(const std::string& project_uuid) {
     had = it != projects_.end();
     if (had) projects_.erase(it);
   }
+  vms_.Forget(project_uuid);
   if (had && options_.health != nullptr) options_.health->Assign(project_uuid, {});
 }
 
@@ -1010,6 +975,7 @@ bool Reconciler::Leased(const std::string& key, std::optional<Fence>* fence) {
   // of an earlier holding.
   if (auto it = projects_.find(key); it != projects_.end() && it->second.epoch != (*fence)->epoch) {
     projects_.erase(it);
+    vms_.Forget(key);
   }
   projects_[key].epoch = (*fence)->epoch;
   return true;
@@ -1047,7 +1013,7 @@ void Reconciler::Stop() {
   for (auto& t : workers_) t.join();
   workers_.clear();
   if (ticker_.joinable()) ticker_.join();
-  if (relister_.joinable()) relister_.join();
+  vms_.Stop();
 }
 
 }  // namespace mariposa::convergence

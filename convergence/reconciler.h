@@ -1,10 +1,11 @@
 // The reconciler: Gather -> Decide -> Execute for one project at a time.
 //
 // Gather (gather.cc) reads everything one sync needs into an immutable
-// Snapshot (goal from the GoalCache, VMAPI instances — the kept listing with
-// VMAPI's change feed applied while it is watched, a listing otherwise —,
-// health, open tasks, freezes, jobs in flight and those that ended, images,
-// servers for agent services). Decide (decide.h) is pure. Execute (execute.cc) records
+// Snapshot (goal from the GoalCache, VMAPI instances from the informer —
+// VmCache, vm_cache.h: the kept listing with VMAPI's change feed applied
+// while it is watched, a listing otherwise —, health, open tasks, freezes,
+// jobs in flight and those that ended, images, servers for agent
+// services). Decide (decide.h) is pure. Execute (execute.cc) records
 // the decision: task transitions and automatic tasks, Triton requests sent
 // (send.cc) in parallel within the job window (placement counting the
 // instances placed earlier in the same step), each job recorded in the
@@ -44,6 +45,7 @@
 #include "convergence/work_queue.h"
 #include "convergence/triton/clients.h"
 #include "convergence/triton/vm_feed.h"
+#include "convergence/vm_cache.h"
 #include "health/coordinator.h"
 #include "projects/store.h"
 
@@ -272,11 +274,10 @@ class Reconciler {
   };
   absl::StatusOr<Snapshot> GatherGoal(const std::string& project);
   Observation ObserveInstances(Snapshot* s, bool poll_jobs, bool last_seen, absl::Time now);
-  Observation TakeKeptListing(Snapshot* s, absl::Time now);
-  void ShowLastObservation(Snapshot* s);
+  // The informer's scope for the snapshot's project.
+  VmScope ScopeOf(const Snapshot& s) const;
   void ListInstances(Snapshot* s);
   static void MarkLostMounts(Snapshot* s);
-  void ApplyFeed(Snapshot* s);
   static std::vector<std::string> NonAgentServices(const Snapshot& s);
   absl::Status GatherJobs(Snapshot* s, bool poll_jobs, absl::Time now);
   void MarkStaleChecks(Snapshot* s);
@@ -295,8 +296,6 @@ class Reconciler {
   void GatherFabric(Snapshot* s, bool last_seen);
   void GatherVolumes(Snapshot* s, bool last_seen);
   struct ProjectState;
-  // The view readers see: a copy of the list the last sync put back.
-  void CopyView(ProjectState* ps) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the project owns in one API (`member` of its ProjectState):
   // Recall copies the last reading into `seen`, `error`, `failures` and `retry_at` and
   // says whether to read now (not for `last_seen`, nor when nothing is
@@ -425,7 +424,6 @@ class Reconciler {
   void Worker();
   bool Leased(const std::string& key, std::optional<Fence>* fence);
   void Requeue(const std::string& key, const SyncResult& r);
-  void Relister();
   void Resync();
   // The projects Resync skips now: Quiet, their watched listing current
   // (no feed item pending, younger than relist). Their observation is as
@@ -466,29 +464,6 @@ class Reconciler {
   mutable absl::Mutex mu_;
   // What is kept of a project (by uuid) between its syncs.
   struct ProjectState {
-    // Changed VMs from the feed, not yet applied to `listed` (the latest
-    // of each; the next sync applies them).
-    std::map<std::string, triton::Vm> feed_pending;
-    // The VMs a running sync took (feed items, VMs re-read after the
-    // digest) until it puts its listing back: `status` shows them on the
-    // last observation meanwhile, as it shows feed_pending.
-    std::vector<triton::Vm> in_sync;
-    // A full listing read beside the syncs (Relister): asked for at
-    // `relist_started`, done (`relisted`) until a sync takes it in place of
-    // `listed`, with the feed's items since it was asked (relist_pending).
-    bool relisting = false;
-    absl::Time relist_started;
-    std::optional<std::vector<InstanceState>> relisted;
-    std::map<std::string, triton::Vm> relist_pending;
-    // The digest check (options_.audit): one in flight; the last one done
-    // (read from then); VMs it found the feed did not bring, re-read by the
-    // next sync; a digest a sync compares (the listing was taken when it
-    // came); VMs re-read that are not the project's (not re-read again).
-    bool auditing = false;
-    absl::Time audit_started, audited_at = absl::InfinitePast();
-    std::set<std::string> audit_suspects;
-    std::optional<std::vector<triton::Vm>> audit_digest;
-    std::set<std::string> audit_ignored;
     std::set<std::string> adopted;  // core zones whose adoption was announced
     std::string name;
     std::map<std::string, ServiceMemory> memory;  // by service
@@ -508,22 +483,6 @@ class Reconciler {
     std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's
     PlanCache plan;                               // used by the one worker syncing the project
     absl::Duration poll_after;                    // how soon its jobs in flight are looked at again
-    // The last full listing of its VMs and when it was made (updated by the
-    // incremental reads since); null until one is made.
-    // Taken by the next sync (Gather) and put back when it ends.
-    absl::Time listed_at;
-    std::optional<std::vector<InstanceState>> listed;
-    // For readers (Inspect): when the sync that put `listed` back observed
-    // it, a counter of those puts, and a copy made on a reader's demand
-    // (kept while a sync holds `listed`). A reader that found `listed`
-    // taken sets view_wanted: the sync copies its list when it puts it back,
-    // so back-to-back syncs (a slow Triton) never leave readers on a view
-    // older than the last sync.
-    absl::Time observed_at = absl::InfinitePast();
-    uint64_t listed_gen = 0, view_gen = 0;
-    bool view_wanted = false;
-    std::shared_ptr<const std::vector<InstanceState>> view;
-    absl::Time view_observed_at = absl::InfinitePast();
     std::vector<triton::Server> servers;  // CNAPI's, as the last sync read them
     bool servers_known = false;
     // What the project owns in FWAPI (rules) and NAPI (its fabric).
@@ -562,7 +521,6 @@ class Reconciler {
       backlog_from = nullptr;
     }
   };
-  void TakeRelisted(const Snapshot* s, ProjectState* ps) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One sync's clocks (gather.cc, TrackTimes).
   static void Track(ProjectState* ps, std::vector<InstanceState>* instances, absl::Time now,
                     std::vector<InstanceTimes>* changed, std::vector<std::string>* gone);
@@ -579,27 +537,11 @@ class Reconciler {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> paused_{false};
   std::atomic<uint64_t> changes_{0};  // bumped by every Wake and WakeProject
-  std::optional<triton::VmFeedStatus> feed_ ABSL_GUARDED_BY(mu_);  // none: no feed configured
   std::vector<std::thread> workers_;
   std::thread ticker_;
-  // Watching: the safety-net listings (`relist`), read one at a time beside
-  // the syncs (Relister), so that a project's sync never waits for one.
-  struct RelistJob {
-    std::string project;
-    std::vector<std::string> owners, services;
-    std::map<std::string, int64_t> version_numbers;
-    int64_t epoch = 0;
-    bool digest = false;  // the digest check (audit), not a full listing
-    absl::Time started;
-  };
-  // A digest check (Relister): the kept listing compared, or the digest
-  // kept for the next sync; the project woken when the feed missed some.
-  void TakeDigest(const RelistJob& job, std::vector<triton::Vm> digest) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The VMs the digest found the feed did not bring, read again and applied
-  // to the sync's instances.
-  void ReadSuspects(Snapshot* s, std::vector<std::string> suspects);
-  std::deque<RelistJob> relist_jobs_ ABSL_GUARDED_BY(mu_);
-  std::thread relister_;
+  // The informer: each project's VMs as last listed, the change feed's
+  // items, the safety-net listings (vm_cache.h).
+  VmCache vms_;
 };
 
 }  // namespace mariposa::convergence
