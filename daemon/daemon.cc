@@ -88,6 +88,35 @@ std::string AdvertisedAddress(const std::string& advertise, const std::string& b
   return bound;
 }
 
+// The data center the Projects service checks applies against and reads
+// before a delete: the reconciler's, apply's checks each bounded by
+// kApplyCheckDeadline.
+class ReconcilerDataCenter : public DataCenter {
+ public:
+  ReconcilerDataCenter(convergence::Reconciler* r, BoundedRunner* bounded) : r_(r), bounded_(bounded) {}
+  absl::StatusOr<std::vector<ManifestDiagnostic>> CheckCatalog(const Manifest& m, const std::string& filename,
+                                                               const std::string& owner) override {
+    convergence::Reconciler* r = r_;
+    return bounded_->Run<std::vector<ManifestDiagnostic>>(
+        [r, m, filename, owner] { return r->CheckManifest(m, filename, owner); }, kApplyCheckDeadline,
+        "PAPI, NAPI and IMGAPI (apply's check of packages, networks and images)");
+  }
+  absl::StatusOr<std::map<std::string, ImagePlan>> PlanImages(const std::string& project_uuid, const Manifest& m,
+                                                              const std::set<std::string>& services) override {
+    convergence::Reconciler* r = r_;
+    return bounded_->Run<std::map<std::string, ImagePlan>>(
+        [r, project_uuid, m, services] { return r->PlanImages(project_uuid, m, services); }, kApplyCheckDeadline,
+        "IMGAPI, VMAPI and CNAPI (the image plan)");
+  }
+  absl::StatusOr<ProjectHoldings> Holdings(const std::string& project_uuid) override {
+    return r_->Holdings(project_uuid);
+  }
+
+ private:
+  convergence::Reconciler* r_;
+  BoundedRunner* bounded_;
+};
+
 }  // namespace
 
 Daemon::Daemon(DaemonStart start)
@@ -496,17 +525,8 @@ void Daemon::WireProjects() {
   };
   projects_->set_on_change(changed);
   queue_->set_on_change(changed);
-  projects_->set_catalog_check([r, bounded](const Manifest& m, const std::string& filename, const std::string& owner) {
-    return bounded->Run<std::vector<ManifestDiagnostic>>(
-        [r, m, filename, owner] { return r->CheckManifest(m, filename, owner); }, kApplyCheckDeadline,
-        "PAPI, NAPI and IMGAPI (apply's check of packages, networks and images)");
-  });
-  projects_->set_image_planner([r, bounded](const std::string& project_uuid, const Manifest& m,
-                                            const std::set<std::string>& services) {
-    return bounded->Run<std::map<std::string, ImagePlan>>(
-        [r, project_uuid, m, services] { return r->PlanImages(project_uuid, m, services); }, kApplyCheckDeadline,
-        "IMGAPI, VMAPI and CNAPI (the image plan)");
-  });
+  data_center_ = std::make_unique<ReconcilerDataCenter>(r, bounded);
+  projects_->set_data_center(data_center_.get());
   admin_->set_problems([r](v1::StatusResponse* resp) {
     for (const auto& [project, list] : r->LastProblems()) {
       for (const auto& p : list) {
@@ -516,7 +536,6 @@ void Daemon::WireProjects() {
       }
     }
   });
-  projects_->set_holdings([r](const std::string& project_uuid) { return r->Holdings(project_uuid); });
   convergence::ImagesServiceOptions iopts;
   iopts.imgapi = imgapi_.get();
   iopts.source = image_source_.get();

@@ -146,6 +146,8 @@ class Daemon {
   std::unique_ptr<WakeBus> wake_bus_;
   // After the reconciler: its functions still running are waited for first.
   std::unique_ptr<BoundedRunner> bounded_;
+  // What the Projects service asks of the data center (the reconciler's).
+  std::unique_ptr<DataCenter> data_center_;
   // Health: the coordinator shards the services' checks over the agents that
   // connect (mariposa-health, or the embedded one) and turns their reports
   // into events; the reconciler reads instance health from it.

@@ -280,11 +280,9 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
   const std::set<std::string> to_plan = ImagesToPlan(diff);
   std::future<absl::StatusOr<std::vector<ManifestDiagnostic>>> catalog;
   const std::string owner = existing.ok() ? existing->owner : default_owner_;
-  if (catalog_check_ && origin == "apply") {
-    catalog = std::async(std::launch::async, [&] { return catalog_check_(m, opts.filename, owner); });
-  }
-  if (image_planner_ && origin == "apply" && !to_plan.empty()) {
-    plans = image_planner_(existing.ok() ? existing->uuid : "", m, to_plan);
+  if (data_center_ != nullptr && origin == "apply") {
+    catalog = std::async(std::launch::async, [&] { return data_center_->CheckCatalog(m, opts.filename, owner); });
+    if (!to_plan.empty()) plans = data_center_->PlanImages(existing.ok() ? existing->uuid : "", m, to_plan);
   }
   if (catalog.valid()) {
     auto catalog_errors = catalog.get();
@@ -727,11 +725,11 @@ grpc::Status ProjectsService::DeleteProject(grpc::ServerContext* ctx, const v1::
   if (!s.ok()) return ToGrpc(s);
   auto p = store_->GetProject(req->project());
   if (!p.ok()) return ToGrpc(p.status());
-  if (holdings_) {
+  if (data_center_ != nullptr) {
     // With a data center attached, what the project has there goes first:
     // deleting only the goal state would orphan its instances, firewall
     // rules, fabric and volumes. Its agents are uninstalled as well.
-    auto held = holdings_(p->uuid);
+    auto held = data_center_->Holdings(p->uuid);
     if (!held.ok()) return ToGrpc(Annotate(held.status(), "reading what the project has in the data center"));
     const int64_t n = held->instances;
     std::vector<std::string> agents, core;

@@ -14,6 +14,7 @@
 #include "mariposa/v1/projects.grpc.pb.h"
 #include "projects/access.h"
 #include "projects/api_edge.h"
+#include "projects/data_center.h"
 #include "projects/image_plan.h"
 #include "projects/manifest.h"
 #include "projects/store.h"
@@ -35,27 +36,13 @@ class ProjectsService final : public v1::Projects::Service {
   absl::StatusOr<int64_t> RollbackTo(const std::string& project, const std::string& to_version,
                                      const std::string& expected_current, const std::string& author,
                                      const std::string& message);
-  // Checks an applied manifest against the data center (packages, networks,
-  // brands): located errors refuse the apply; an error status (the catalog
-  // cannot be read) lets it through with a warning.
-  // `owner`: the project's account ("" = mariposad's --owner).
-  using CatalogCheck = std::function<absl::StatusOr<std::vector<ManifestDiagnostic>>(
-      const Manifest&, const std::string& filename, const std::string& owner)>;
-  void set_catalog_check(CatalogCheck f) { catalog_check_ = std::move(f); }
+  // The data center an apply is checked against and a delete reads (see
+  // projects/data_center.h); set before serving, when mariposad converges
+  // against Triton. None: nothing is checked against a data center.
+  void set_data_center(DataCenter* dc) { data_center_ = dc; }
   // The account recorded for a project that is created without one named
   // (mariposad's --owner; "" without Triton).
   void set_default_owner(std::string owner) { default_owner_ = std::move(owner); }
-  // sdcadm's plan of the services whose image an apply changes (project
-  // uuid "" = a new project); set when mariposad converges against Triton.
-  using ImagePlanner = std::function<absl::StatusOr<std::map<std::string, ImagePlan>>(
-      const std::string& project_uuid, const Manifest&, const std::set<std::string>& services)>;
-  void set_image_planner(ImagePlanner f) { image_planner_ = std::move(f); }
-  // What a project (uuid) has in the data center (its instances, firewall
-  // rules, fabric, volumes); set when mariposad converges against one, so
-  // that deletes orphan none of them.
-  void set_holdings(std::function<absl::StatusOr<ProjectHoldings>(const std::string&)> f) {
-    holdings_ = std::move(f);
-  }
 
   grpc::Status CreateProject(grpc::ServerContext*, const v1::CreateProjectRequest*, v1::CreateProjectResponse*) override;
   grpc::Status ListProjects(grpc::ServerContext*, const v1::ListProjectsRequest*, v1::ListProjectsResponse*) override;
@@ -125,10 +112,8 @@ class ProjectsService final : public v1::Projects::Service {
   ProjectStore* store_;
   const Clock* clock_;
   std::function<void(const std::string&)> on_change_;
-  std::function<absl::StatusOr<ProjectHoldings>(const std::string&)> holdings_;
-  CatalogCheck catalog_check_;
+  DataCenter* data_center_ = nullptr;
   std::string default_owner_;
-  ImagePlanner image_planner_;
   absl::Mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const CompiledManifest>> parsed_ ABSL_GUARDED_BY(cache_mu_);
   size_t parsed_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;

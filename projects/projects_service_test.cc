@@ -1,5 +1,5 @@
 // The Projects service's check of an applied manifest against the data
-// center (set_catalog_check): refusals store nothing, an unreadable catalog
+// center (set_data_center): refusals store nothing, an unreadable catalog
 // lets the apply through with a warning, and rollbacks are not checked.
 #include "projects/projects_service.h"
 
@@ -16,12 +16,34 @@ namespace {
 const char* kV1 = "project: p\nservices:\n  web: {image: nginx@1, package: small}\n";
 const char* kV2 = "project: p\nservices:\n  web: {image: nginx@1, package: retired}\n";
 
+// A data center whose answers the tests set.
+struct FakeDataCenter : DataCenter {
+  std::function<absl::StatusOr<std::vector<ManifestDiagnostic>>(const Manifest&, const std::string&,
+                                                                const std::string&)>
+      catalog;
+  std::function<absl::StatusOr<std::map<std::string, ImagePlan>>(const std::string&, const Manifest&,
+                                                                 const std::set<std::string>&)>
+      plan = [](const std::string&, const Manifest&, const std::set<std::string>&) {
+        return std::map<std::string, ImagePlan>{};
+      };
+  absl::StatusOr<std::vector<ManifestDiagnostic>> CheckCatalog(const Manifest& m, const std::string& filename,
+                                                               const std::string& owner) override {
+    return catalog(m, filename, owner);
+  }
+  absl::StatusOr<std::map<std::string, ImagePlan>> PlanImages(const std::string& project_uuid, const Manifest& m,
+                                                              const std::set<std::string>& services) override {
+    return plan(project_uuid, m, services);
+  }
+  absl::StatusOr<ProjectHoldings> Holdings(const std::string&) override { return ProjectHoldings{}; }
+};
+
 class CatalogCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
     store_ = std::move(*SqlProjectStore::Open(":memory:", &clock_));
     service_ = std::make_unique<ProjectsService>(store_.get(), &clock_);
-    service_->set_catalog_check([this](const Manifest& m, const std::string& filename, const std::string& owner)
+    service_->set_data_center(&dc_);
+    dc_.catalog = ([this](const Manifest& m, const std::string& filename, const std::string& owner)
                                     -> absl::StatusOr<std::vector<ManifestDiagnostic>> {
       ++checks_;
       checked_owner_ = owner;
@@ -51,6 +73,7 @@ class CatalogCheckTest : public ::testing::Test {
   }
 
   SimulatedClock clock_;
+  FakeDataCenter dc_;
   std::unique_ptr<SqlProjectStore> store_;
   std::unique_ptr<ProjectsService> service_;
   bool catalog_up_ = true;
@@ -65,12 +88,12 @@ class CatalogCheckTest : public ::testing::Test {
 TEST_F(CatalogCheckTest, TheCatalogCheckAndTheImagePlanAreAskedTogether) {
   absl::Notification planner_asked;
   bool together = false;
-  service_->set_catalog_check([&](const Manifest&, const std::string&, const std::string&)
+  dc_.catalog = ([&](const Manifest&, const std::string&, const std::string&)
                                   -> absl::StatusOr<std::vector<ManifestDiagnostic>> {
     together = planner_asked.WaitForNotificationWithTimeout(absl::Seconds(20));
     return std::vector<ManifestDiagnostic>{};
   });
-  service_->set_image_planner([&](const std::string&, const Manifest&, const std::set<std::string>& services)
+  dc_.plan = ([&](const std::string&, const Manifest&, const std::set<std::string>& services)
                                   -> absl::StatusOr<std::map<std::string, ImagePlan>> {
     planner_asked.Notify();
     std::map<std::string, ImagePlan> out;
