@@ -34,7 +34,9 @@ TEST(RunParallelTest, EveryTaskOnceAtMostParallelAtATimeAllDoneOnReturn) {
     EXPECT_EQ(running.load(), 0) << "returned before every task ended";
     for (int i = 0; i < 100; ++i) ASSERT_EQ(ran[i], 1) << "task " << i << " with parallel " << parallel;
     EXPECT_LE(most.load(), parallel);
-    if (parallel > 1) EXPECT_GT(most.load(), 1) << "nothing ran side by side with parallel " << parallel;
+    if (parallel > 1) {
+      EXPECT_GT(most.load(), 1) << "nothing ran side by side with parallel " << parallel;
+    }
   }
 }
 

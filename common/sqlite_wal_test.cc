@@ -46,7 +46,9 @@ Written WriteCommits(int commits, int restart_at = -1) {
   EXPECT_TRUE((*db)->Exec("CREATE TABLE t (i INTEGER PRIMARY KEY, pad TEXT)").ok());
   EXPECT_TRUE((*db)->Exec("PRAGMA wal_checkpoint(TRUNCATE)").ok());
   for (int i = 0; i < commits; ++i) {
-    if (i == restart_at) EXPECT_TRUE((*db)->Exec("PRAGMA wal_checkpoint(RESTART)").ok());
+    if (i == restart_at) {
+      EXPECT_TRUE((*db)->Exec("PRAGMA wal_checkpoint(RESTART)").ok());
+    }
     EXPECT_TRUE((*db)->Exec(absl::StrCat("INSERT INTO t VALUES (", i, ", printf('%.3000c', 'x'))")).ok());
   }
   Written w{Read(dir + "/w.db"), Read(dir + "/w.db-wal")};
@@ -105,7 +107,9 @@ TEST(CheckWal, AFlippedByteBeforeLaterCommitsIsDamage) {
       EXPECT_LE(r.recovered_commits + r.lost_commits, kCommits);
       EXPECT_NE(r.damage.find(absl::StrCat("frame ", frame, " of ")), std::string::npos) << r.damage;
       // The premise: SQLite itself opens it without complaint, with less.
-      if (within == 24) EXPECT_EQ(RowsSqliteRecovers(w, bad), r.recovered_commits);
+      if (within == 24) {
+        EXPECT_EQ(RowsSqliteRecovers(w, bad), r.recovered_commits);
+      }
     }
   }
 }

@@ -184,7 +184,9 @@ TEST(CatalogTest, BrandFollowsComputeTypeAndImage) {
     std::string label = c.compute_type + "/" + c.brand + " " + c.image_type + " " + c.requires;
     if (c.want.empty()) {
       EXPECT_FALSE(b.ok()) << label << " -> " << (b.ok() ? *b : "");
-      if (!b.ok()) EXPECT_TRUE(absl::IsInvalidArgument(b.status()));
+      if (!b.ok()) {
+        EXPECT_TRUE(absl::IsInvalidArgument(b.status()));
+      }
     } else {
       ASSERT_TRUE(b.ok()) << label << ": " << b.status();
       EXPECT_EQ(*b, c.want) << label;

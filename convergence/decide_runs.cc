@@ -16,10 +16,6 @@ namespace {
 
 bool Live(const InstanceState& i) { return i.state == "running" || i.state == "provisioning"; }
 
-bool Finished(const TaskRecord& t) {
-  return t.state == "completed" || t.state == "failed" || t.state == "terminated";
-}
-
 // A schedule looks back at most this far for a fire time it has not acted
 // on (mariposad down for longer runs the latest one only, as cron does).
 constexpr absl::Duration kLookBack = absl::Hours(24 * 7);

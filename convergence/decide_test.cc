@@ -531,7 +531,9 @@ TEST(DecideTest, RestartConditionChoosesWhatIsReplaced) {
   ASSERT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 1);
   EXPECT_EQ(Count(d, ActionKind::kCreate), 1);
   for (const Step& st : d.steps) {
-    if (st.action.kind == ActionKind::kDelete) EXPECT_EQ(st.action.instance, "web-uuid-20");
+    if (st.action.kind == ActionKind::kDelete) {
+      EXPECT_EQ(st.action.instance, "web-uuid-20");
+    }
   }
   // never: nothing is replaced or created; degraded, with the reason and a fix.
   d = with("never");
@@ -1477,7 +1479,9 @@ TEST(DecideTest, RunsStartEndAndRecordTheirOutcome) {
     for (const TaskChange& t : d.task_changes) changes.push_back(t.task + ":" + t.state);
     for (const Step& st : d.steps) {
       steps.push_back(st.action.kind == ActionKind::kCreate ? "create:" + st.task : "delete:" + st.action.instance);
-      if (st.action.kind == ActionKind::kCreate) EXPECT_EQ(st.action.run, st.task) << c.name;
+      if (st.action.kind == ActionKind::kCreate) {
+        EXPECT_EQ(st.action.run, st.task) << c.name;
+      }
     }
     std::sort(steps.begin(), steps.end());
     EXPECT_EQ(absl::StrJoin(changes, " "), c.changes) << c.name;

@@ -171,7 +171,9 @@ TEST(LeasesTest, NodesJoinDieAndPauseWithoutTwoHoldersOrAGap) {
       ASSERT_FALSE(l.holder.empty()) << proj << " has no holder at " << sec;
       ASSERT_LT(now, l.expires) << proj << " lease lapsed at " << sec;
       ASSERT_EQ(l.holder, OwnerOf(proj, live)) << proj << " at " << sec;
-      if (sec >= 60) ASSERT_NE(l.holder, "n2") << proj << ": the dead node, at " << sec;
+      if (sec >= 60) {
+        ASSERT_NE(l.holder, "n2") << proj << ": the dead node, at " << sec;
+      }
     }
   }
   EXPECT_GT(fenced, 0);

@@ -502,7 +502,9 @@ TEST(PlanCacheTest, SameAsPlanAndReusesUnchangedServices) {
     std::vector<Action> got = cache.Plan(services, removed, now);
     ASSERT_EQ(Describe(got), Describe(want)) << "round " << round;
     EXPECT_EQ(cache.planned() + cache.reused(), 20);
-    if (round > 0 && what == 5) EXPECT_GE(cache.reused(), 1) << round;
+    if (round > 0 && what == 5) {
+      EXPECT_GE(cache.reused(), 1) << round;
+    }
   }
   // Nothing changed and no time passed: every service is reused.
   std::map<std::string, PlanCache::ServiceInput> same;

@@ -91,7 +91,9 @@ TEST(BackupScheduler, WritesPrunesAndReportsFailures) {
   bool saw_failure_metric = false;
   for (const Sample& m : blocked.Metrics()) {
     if (m.name == "mariposa_backups_total" && m.labels.at("result") == "failure") saw_failure_metric = m.value == 1;
-    if (m.name == "mariposa_backup_last_success_timestamp_seconds") EXPECT_EQ(m.value, 0);
+    if (m.name == "mariposa_backup_last_success_timestamp_seconds") {
+      EXPECT_EQ(m.value, 0);
+    }
   }
   EXPECT_TRUE(saw_failure_metric);
 }

@@ -1,6 +1,5 @@
 // The check engine against real loopback servers, including bad ones: each
 // bad target must cost no more than the check's timeout and a bounded buffer.
-#define CPPHTTPLIB_OPENSSL_SUPPORT
 #include "health/check_engine.h"
 
 #include <arpa/inet.h>

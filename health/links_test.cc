@@ -88,7 +88,9 @@ TEST(PlanLinks, Properties) {
     LinkPlan p = PlanLinks({"localhost:1"}, links);
     bool any_up = false;
     for (const LinkView& l : links) any_up = any_up || l.connected;
-    if (!any_up) EXPECT_TRUE(p.close.empty()) << mask;
+    if (!any_up) {
+      EXPECT_TRUE(p.close.empty()) << mask;
+    }
     for (const std::string& o : p.open) {
       for (const LinkView& l : links) EXPECT_NE(o, l.address) << mask;
     }

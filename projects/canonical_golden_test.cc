@@ -8,8 +8,7 @@
 //
 // After a deliberate change of the canonical form (which would make every
 // stored version look changed), write the file anew:
-//   MARIPOSA_GOLDEN_WRITE=$PWD/projects/testdata/canonical.golden \
-//     bazel test //projects:canonical_golden_test
+//   MARIPOSA_GOLDEN_WRITE=$PWD/projects/testdata/canonical.golden bazel test //projects:canonical_golden_test
 #include <cstdlib>
 #include <fstream>
 #include <memory>

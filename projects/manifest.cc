@@ -541,7 +541,7 @@ class Parser {
                                                    "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
     }
     if (groups_node != nullptr) Groups(*groups_node, groups_path);
-    if (firewall_node != nullptr) FirewallServices(*firewall_node);
+    if (firewall_node != nullptr) FirewallServices();
     VolumeChecks();
     for (auto& [name, svc] : m_.services) {
       if (svc.cns || svc.compute_type == "agent" || svc.compute_type == "core" || !m_.cns) continue;
@@ -697,7 +697,7 @@ class Parser {
   // or core zones (their firewall is Triton's business), and each rule names
   // at least one (a rule of `any` to `any` would reach the account's every
   // instance).
-  void FirewallServices(const YamlNode& n) {
+  void FirewallServices() {
     for (const auto& [name, r] : m_.firewall) {
       std::string rp = Join("firewall", name);
       bool names_one = false;

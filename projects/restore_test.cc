@@ -52,7 +52,9 @@ class RestoreTest : public ::testing::Test {
     auto store = SqlProjectStore::Open(path, &clock_);
     ASSERT_TRUE(store.ok()) << store.status();
     for (const auto& n : names) ASSERT_TRUE((*store)->CreateProject(n, "", "test").ok());
-    if (!backup.empty()) ASSERT_TRUE((*store)->Backup(backup).ok());
+    if (!backup.empty()) {
+      ASSERT_TRUE((*store)->Backup(backup).ok());
+    }
   }
   std::vector<std::string> Projects(const std::string& path) {
     auto store = SqlProjectStore::Open(path, &clock_);

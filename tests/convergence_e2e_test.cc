@@ -1218,7 +1218,7 @@ TEST_F(ConvergenceTest, DeletingAProjectWithoutInstancesOrphansNothing) {
   EXPECT_THAT(odd.err, ::testing::HasSubstr("volumes.keep.size: size 1g is not one VOLAPI makes volumes of"))
       << odd.out << odd.err;
   EXPECT_EQ(M({"-j", "odd", "versions"}).exit_code, 1) << "no project was made";
-  for (const std::string& p : {"lone", "lone2"}) {
+  for (const std::string p : {"lone", "lone2"}) {
     WriteFile(dir_ + "/" + p + ".yaml", manifest(p, p == "lone" ? 63 : 64));
     ASSERT_EQ(M({"apply", "-f", dir_ + "/" + p + ".yaml", "--yes"}).exit_code, 0);
   }

@@ -460,7 +460,9 @@ TEST_F(ClientsTest, NapiFabricVlanAndNetwork) {
   listed = napi.ListFabricNetworks(kOwner);
   ASSERT_TRUE(listed.ok());
   for (const FabricNetwork& f : *listed) {
-    if (f.uuid == n.uuid) EXPECT_EQ(f.resolvers, std::vector<std::string>{"1.1.1.1"});
+    if (f.uuid == n.uuid) {
+      EXPECT_EQ(f.resolvers, std::vector<std::string>{"1.1.1.1"});
+    }
   }
   absl::Status busy = napi.DeleteFabricVlan(kOwner, 77);
   EXPECT_FALSE(busy.ok()) << "a VLAN with networks stays";
