@@ -6,7 +6,7 @@
 
 namespace mariposa::convergence {
 
-LeaseKeeper::LeaseKeeper(ProjectStore* store, const Clock* clock, LeaseKeeperOptions options,
+LeaseKeeper::LeaseKeeper(ControllerStore* store, const Clock* clock, LeaseKeeperOptions options,
                          std::function<void(const std::string&)> gained)
     : store_(store), clock_(clock), options_(std::move(options)), gained_(std::move(gained)), started_(clock->Now()),
       address_(options_.address) {}

@@ -1,6 +1,6 @@
 // One node's part in sharing the projects of one database (issue 33,
 // docs/operations.md "Several nodes"). Every `tick` the keeper records the
-// node's heartbeat, reads every lease (ProjectStore::Heartbeat), decides
+// node's heartbeat, reads every lease (ControllerStore::Heartbeat), decides
 // with PlanLeases (leases.h, pure) and writes its acquires, renewals and
 // releases (conditional writes). The reconciler asks it, before each sync,
 // whether this node may act on a project (Holds): a lease counts as held,
@@ -40,7 +40,7 @@ class LeaseKeeper {
  public:
   // `gained` is called (outside the keeper's lock) with each project whose
   // lease this node has just taken: the reconciler starts on it afresh.
-  LeaseKeeper(ProjectStore* store, const Clock* clock, LeaseKeeperOptions options,
+  LeaseKeeper(ControllerStore* store, const Clock* clock, LeaseKeeperOptions options,
               std::function<void(const std::string& project)> gained);
   ~LeaseKeeper();
 
@@ -86,7 +86,7 @@ class LeaseKeeper {
   std::vector<std::string> KeepMade(const std::vector<LeaseWrite>& writes, const std::vector<bool>& made,
                                     absl::Time act_until) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  ProjectStore* store_;
+  ControllerStore* store_;
   const Clock* clock_;
   LeaseKeeperOptions options_;
   std::function<void(const std::string&)> gained_;

@@ -43,7 +43,7 @@ grpc::Status GateCall(const ControllerMode& m, const auth::MethodRule& rule);
 
 class ControllerState {
  public:
-  ControllerState(ProjectStore* store, const Clock* clock) : store_(store), clock_(clock) {}
+  ControllerState(ControllerStore* store, const Clock* clock) : store_(store), clock_(clock) {}
   // Reads the stored state (active when none).
   absl::Status Load();
   ControllerMode Get() const;
@@ -58,7 +58,7 @@ class ControllerState {
   grpc::Status Gate(const auth::MethodRule& rule) const { return GateCall(Get(), rule); }
 
  private:
-  ProjectStore* store_;
+  ControllerStore* store_;
   const Clock* clock_;
   mutable absl::Mutex mu_;
   ControllerMode mode_ ABSL_GUARDED_BY(mu_);
