@@ -385,7 +385,7 @@ absl::Status Reconciler::GatherRecipes(Snapshot* snapshot, bool last_seen, std::
   }
   if (s.goal) {
     for (const auto& kv : s.goal->services) {
-      auto image = ResolveImage(kv.second.record.image, last_seen);
+      auto image = triton_.Resolve(kv.second.record.image, last_seen);
       if (last_seen && absl::IsUnavailable(image.status())) continue;  // not looked up by a sync yet
       if (!image.ok()) s.image_errors[kv.first] = std::string(image.status().message());
       else if (!image->source.empty()) s.imports[kv.first] = *image;
@@ -398,7 +398,7 @@ absl::Status Reconciler::GatherRecipes(Snapshot* snapshot, bool last_seen, std::
     ASSIGN_OR_RETURN(std::vector<MetaRecord> stored, store_->ListMeta(uuid));
     for (const MetaRecord& m : stored) s.meta[m.key] = m.value;
     // What each service's instances are made of (catalog.h, meta_drift.h).
-    auto catalog = CatalogNow(last_seen);
+    auto catalog = triton_.Now(last_seen);
     if (catalog.ok() && (*catalog)->networks) {
       for (const triton::Network& n : *(*catalog)->networks) s.network_names[n.name] = n.uuid;
     }
@@ -427,7 +427,7 @@ absl::Status Reconciler::GatherRecipes(Snapshot* snapshot, bool last_seen, std::
   }
   for (const TaskRecord& t : s.tasks) {
     for (const std::string& want : t.filter_images) {
-      auto image = ResolveImage(want, last_seen);
+      auto image = triton_.Resolve(want, last_seen);
       if (image.ok()) s.filter_images[t.uuid].insert(image->uuid);
     }
   }

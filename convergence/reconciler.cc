@@ -48,7 +48,11 @@ Reconciler::Reconciler(ProjectStore* store, triton::VmapiClient* vmapi, triton::
                             if (auto it = projects_.find(project); it != projects_.end()) it->second.quiet = false;
                           }
                           queue_.Add(project);
-                        }}) {}
+                        }}),
+      triton_(clock,
+              TritonCatalogOptions{imgapi, options_.image_source, options_.image_source_url, options_.image_channel,
+                                   options_.papi, options_.napi, options_.volapi},
+              [this](const std::string& api, const absl::Status& st) { NoteApi(api, st); }) {}
 
 Reconciler::~Reconciler() { Stop(); }
 
@@ -108,71 +112,6 @@ std::vector<ApiProblem> Reconciler::ApiProblems() const {
   return out;
 }
 
-absl::StatusOr<triton::Image> Reconciler::LookUpImage(const std::string& ref) {
-  bool by_uuid = IsUuid(ref);
-  size_t at = ref.rfind('@');
-  std::string name = by_uuid ? "" : ref.substr(0, at);
-  std::string version = by_uuid || at == std::string::npos ? "" : ref.substr(at + 1);
-  absl::StatusOr<triton::Image> found = by_uuid ? imgapi_->GetImage(ref) : imgapi_->FindImage(name, version);
-  NoteApi("IMGAPI", found.status());
-  if (found.ok() || !absl::IsNotFound(found.status())) return found;
-  triton::ImgapiClient* source = options_.image_source;
-  const std::string where =
-      source == nullptr
-          ? " (no image source is configured: mariposad --image-source URL)"
-          : absl::StrCat(" or in the image source ", options_.image_source_url,
-                         options_.image_channel.empty() ? "" : absl::StrCat(" (channel ", options_.image_channel, ")"));
-  if (source != nullptr) {
-    absl::StatusOr<triton::Image> remote;
-    if (by_uuid) {
-      remote = source->GetImage(ref);
-    } else {
-      triton::ImageFilter f;
-      f.name = name;
-      f.version = version;
-      f.channel = options_.image_channel;
-      auto list = source->ListImages(f);
-      if (!list.ok()) {
-        remote = list.status();
-      } else if (list->empty()) {
-        remote = absl::NotFoundError("not in the source");
-      } else {
-        remote = *std::max_element(list->begin(), list->end(), OlderImage);
-      }
-    }
-    if (remote.ok()) {
-      remote->source = options_.image_source_url;
-      return remote;
-    }
-    if (!absl::IsNotFound(remote.status())) {
-      return absl::UnavailableError(absl::StrCat("image ", ref, " is not in IMGAPI, and the image source ",
-                                                 options_.image_source_url, " could not be read: ",
-                                                 remote.status().message()));
-    }
-  }
-  if (by_uuid) return absl::NotFoundError(absl::StrCat("image ", ref, " is not in IMGAPI", where));
-  // Name the versions that exist, nearest first.
-  std::vector<std::string> versions;
-  triton::ImageFilter f;
-  f.name = name;
-  auto local = imgapi_->ListImages(f);
-  if (local.ok()) {
-    for (const triton::Image& i : *local) versions.push_back(i.version);
-  }
-  if (source != nullptr) {
-    f.channel = options_.image_channel;
-    auto remote = source->ListImages(f);
-    if (remote.ok()) {
-      for (const triton::Image& i : *remote) versions.push_back(i.version);
-    }
-  }
-  std::vector<std::string> near = NearestVersions(version, versions);
-  return absl::NotFoundError(absl::StrCat(
-      "image ", ref, " is not in IMGAPI", where,
-      near.empty() ? absl::StrCat("; no image is named ", name)
-                   : absl::StrCat("; nearest versions: ", absl::StrJoin(near, ", "), " (write e.g. ", name, "@",
-                                  near[0], ")")));
-}
 
 absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const std::string& project_uuid,
                                                                         const Manifest& m,
@@ -185,7 +124,7 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
   std::map<std::string, std::string> labels, versions, names;
   auto version_of = [&](const std::string& uuid) {
     if (!labels.count(uuid)) {
-      auto im = ResolveImage(uuid);
+      auto im = triton_.Resolve(uuid);
       labels[uuid] = im.ok() ? absl::StrCat(im->name, "@", im->version) : "";
       versions[uuid] = im.ok() ? im->version : "";
       names[uuid] = im.ok() ? im->name : "";
@@ -195,7 +134,7 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
     auto it = m.services.find(name);
     if (it == m.services.end()) continue;
     const ServiceSpec& spec = it->second;
-    auto image = ResolveImage(spec.image);
+    auto image = triton_.Resolve(spec.image);
     if (!image.ok()) continue;
     ImagePlan plan;
     plan.image_uuid = image->uuid;
@@ -297,7 +236,7 @@ absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> Reconciler::Remove
       }
       std::string name = name_of(r.image);
       if (IsUuid(r.image)) {
-        auto im = ResolveImage(r.image);
+        auto im = triton_.Resolve(r.image);
         if (!im.ok()) continue;
         name = im->name;
       }
@@ -330,75 +269,20 @@ absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> Reconciler::Remove
   return out;
 }
 
-void Reconciler::ForgetImages() {
-  absl::MutexLock l(&mu_);
-  images_.clear();
-}
 
 void Reconciler::ImagesChanged() {
-  ForgetImages();
+  triton_.Forget();
   if (options_.images_changed) options_.images_changed();
 }
 
-absl::StatusOr<triton::Image> Reconciler::ResolveImage(const std::string& ref, bool cached_only) {
-  absl::Time now = clock_->Now();
-  {
-    absl::MutexLock l(&mu_);
-    auto it = images_.find(ref);
-    if (it != images_.end() &&
-        (cached_only || now - it->second.first < (it->second.second.ok() ? absl::Seconds(30) : absl::Seconds(5)))) {
-      return it->second.second;
-    }
-    if (cached_only) return absl::UnavailableError(absl::StrCat("image ", ref, " not looked up yet"));
-  }
-  absl::StatusOr<triton::Image> found = LookUpImage(ref);
-  absl::MutexLock l(&mu_);
-  if (images_.size() > 4096) images_.clear();
-  images_[ref] = {now, found};
-  return found;
-}
 
-absl::StatusOr<std::shared_ptr<const Catalog>> Reconciler::CatalogNow(bool cached_only) {
-  absl::Time now = clock_->Now();
-  {
-    absl::MutexLock l(&mu_);
-    if (cached_only || now - catalog_at_ < (catalog_.ok() ? absl::Seconds(30) : absl::Seconds(5))) return catalog_;
-  }
-  auto read = [&]() -> absl::StatusOr<std::shared_ptr<const Catalog>> {
-    auto c = std::make_shared<Catalog>();
-    if (options_.papi != nullptr) {
-      auto packages = options_.papi->ListPackages();
-      NoteApi("PAPI", packages.status());
-      if (!packages.ok()) return packages.status();
-      c->packages = std::move(*packages);  // absent without PAPI: not checked
-    }
-    if (options_.napi != nullptr) {
-      auto networks = options_.napi->ListNetworks();
-      NoteApi("NAPI", networks.status());
-      if (!networks.ok()) return networks.status();
-      c->networks = std::move(*networks);
-    }
-    if (options_.volapi != nullptr) {
-      // Sizes unread: not checked at apply (the sync says what VOLAPI refused).
-      auto sizes = options_.volapi->ListVolumeSizes();
-      NoteApi("VOLAPI", sizes.status());
-      if (sizes.ok()) c->volume_sizes = std::move(*sizes);
-    }
-    return std::shared_ptr<const Catalog>(std::move(c));
-  };
-  auto got = read();
-  absl::MutexLock l(&mu_);
-  catalog_at_ = now;
-  catalog_ = got;
-  return got;
-}
 
 absl::StatusOr<std::vector<ManifestDiagnostic>> Reconciler::CheckManifest(const Manifest& m,
                                                                           const std::string& filename,
                                                                           const std::string& owner) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const Catalog> read, CatalogNow());
+  ASSIGN_OR_RETURN(std::shared_ptr<const Catalog> read, triton_.Now());
   Catalog catalog = *read;
-  catalog.images = [this](const std::string& ref) { return ResolveImage(ref); };
+  catalog.images = [this](const std::string& ref) { return triton_.Resolve(ref); };
   return CheckCatalog(m, catalog, owner.empty() ? options_.owner_uuid : owner, options_.admin_owner_uuid, filename);
 }
 
@@ -493,7 +377,7 @@ void Reconciler::AdoptCoreZones(Snapshot* s) {
       }
       zones = std::move(*listed);
     }
-    auto image = ResolveImage(kv.second.record.image);
+    auto image = triton_.Resolve(kv.second.record.image);
     std::string goal_image = image.ok() && image->source.empty() ? image->uuid : "";
     for (triton::Vm vm : (*zones)[kv.first]) {
       auto tags = AdoptionTags(vm, s->project.uuid, kv.first, s->project.current_version, kv.second.record.spec_hash,

@@ -45,6 +45,7 @@
 #include "convergence/work_queue.h"
 #include "convergence/triton/clients.h"
 #include "convergence/triton/vm_feed.h"
+#include "convergence/triton_catalog.h"
 #include "convergence/vm_cache.h"
 #include "health/coordinator.h"
 #include "projects/store.h"
@@ -218,10 +219,9 @@ class Reconciler {
   // projects queue up and are synced when it is lifted.
   void SetPaused(bool paused);
 
-  // PAPI's packages and NAPI's networks, read at most every 30 s (5 s after
-  // a failure); what an API without a client gives is empty.
-  // `cached_only`: what was read last, however old, never asking.
-  absl::StatusOr<std::shared_ptr<const Catalog>> CatalogNow(bool cached_only = false);
+  // Images, packages, networks and volume sizes as Triton offers them, kept
+  // briefly (triton_catalog.h).
+  TritonCatalog& triton_catalog() { return triton_; }
   // Apply's check (CheckCatalog) of a manifest against the catalog and
   // IMGAPI; an error status when the catalog cannot be read.
   // `owner`: the project's account ("" = --owner).
@@ -237,21 +237,14 @@ class Reconciler {
   // it owns in FWAPI, NAPI and VOLAPI (the APIs mariposad has addresses
   // for): what deleting it must remove first.
   absl::StatusOr<ProjectHoldings> Holdings(const std::string& project_uuid);
-  // An image reference (uuid or name@version), cached briefly.
-  // `cached_only`: the last answer, however old; UNAVAILABLE when none.
-  absl::StatusOr<triton::Image> ResolveImage(const std::string& ref, bool cached_only = false);
   // How long a call to `api` (VMAPI, CNAPI, …) took: the HTTP clients'
   // metrics hook reports every call, and a stale status names slow APIs.
   void NoteLatency(const std::string& api, absl::Duration took);
-  // Uncached: IMGAPI, then the image source (the result's `source` set);
-  // NOT_FOUND names the nearest versions that exist in either.
-  absl::StatusOr<triton::Image> LookUpImage(const std::string& ref);
   // The agent services the version before `s.goal` had and it does not
   // (Snapshot::removed_agents); reads the store.
   absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> RemovedAgents(const Snapshot& s);
-  // Drops the resolved images (an import ended: the next sync finds it in IMGAPI).
-  void ForgetImages();
-  // ForgetImages, and tells the other nodes (options.images_changed).
+  // Forgets the resolved images, and tells the other nodes
+  // (options.images_changed).
   void ImagesChanged();
   // sdcadm's plan for `services` of manifest `m` (project uuid "" = a new
   // project): for each, its target image and which of its instances
@@ -530,9 +523,6 @@ class Reconciler {
   // request path never waits on mu_).
   mutable absl::Mutex latency_mu_;
   std::map<std::string, absl::Duration> latency_ ABSL_GUARDED_BY(latency_mu_);
-  std::map<std::string, std::pair<absl::Time, absl::StatusOr<triton::Image>>> images_ ABSL_GUARDED_BY(mu_);
-  absl::Time catalog_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  absl::StatusOr<std::shared_ptr<const Catalog>> catalog_ ABSL_GUARDED_BY(mu_) = absl::UnavailableError("not read");
   std::set<std::string> known_projects_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> paused_{false};
@@ -542,6 +532,7 @@ class Reconciler {
   // The informer: each project's VMs as last listed, the change feed's
   // items, the safety-net listings (vm_cache.h).
   VmCache vms_;
+  TritonCatalog triton_;
 };
 
 }  // namespace mariposa::convergence

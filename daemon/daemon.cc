@@ -501,7 +501,7 @@ void Daemon::WireWakeBus() {
         }
         // An import ended on another node (or anything, after a lost
         // connection): what this node resolved may be stale.
-        if (what.count(WakeBus::kImages) || what.count(WakeBus::kAnything)) r->ForgetImages();
+        if (what.count(WakeBus::kImages) || what.count(WakeBus::kAnything)) r->triton_catalog().Forget();
         r->Wake();
       });
   if (absl::Status s = wake_bus_->Start(); !s.ok()) {
@@ -541,9 +541,9 @@ void Daemon::WireProjects() {
   iopts.source = image_source_.get();
   iopts.source_url = flags_.image_source_url;
   iopts.channel = flags_.image_channel;
-  iopts.resolve = [r](const std::string& ref) { return r->LookUpImage(ref); };
+  iopts.resolve = [r](const std::string& ref) { return r->triton_catalog().LookUp(ref); };
   iopts.on_change = [r, bus = wake_bus_.get()] {
-    r->ForgetImages();
+    r->triton_catalog().Forget();
     r->Wake();
     if (bus != nullptr) bus->Publish(WakeBus::kImages);
   };
