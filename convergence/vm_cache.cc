@@ -270,11 +270,6 @@ bool VmCache::FeedChanged(const triton::VmFeedStatus& status) {
   return turned;
 }
 
-bool VmCache::HasFeed() const {
-  absl::MutexLock l(&mu_);
-  return feed_.has_value();
-}
-
 std::string VmCache::WatchSummary() const {
   absl::MutexLock l(&mu_);
   if (!feed_) return "";

@@ -111,8 +111,6 @@ class VmCache {
   std::set<std::string> VmsChanged(std::vector<triton::Vm> vms);
   // The watch began or ended; true when that changed whether it is watched.
   bool FeedChanged(const triton::VmFeedStatus& status);
-  // Whether the feed is configured at all (FeedChanged was called).
-  bool HasFeed() const;
   // What `status` says of how VMs are read ("" = no feed configured).
   std::string WatchSummary() const;
 
