@@ -72,7 +72,6 @@ absl::StatusOr<int> ResealAndFinish(ProjectStore* store, Sealer* sealer) {
 }
 
 grpc::Status AuthService::WhoAmI(grpc::ServerContext* ctx, const v1::WhoAmIRequest*, v1::WhoAmIResponse* resp) {
-  MARIPOSA_AUTHORIZE(ctx, "");
   Identity who = authorizer_->Identify(ctx);
   resp->set_name(who.name);
   resp->set_method(who.method);
@@ -87,7 +86,6 @@ grpc::Status AuthService::WhoAmI(grpc::ServerContext* ctx, const v1::WhoAmIReque
 }
 
 grpc::Status AuthService::CanI(grpc::ServerContext* ctx, const v1::CanIRequest* req, v1::CanIResponse* resp) {
-  MARIPOSA_AUTHORIZE(ctx, "");
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   auto method = MethodForVerb(req->action());
   if (!method) {
@@ -104,9 +102,8 @@ grpc::Status AuthService::CanI(grpc::ServerContext* ctx, const v1::CanIRequest* 
   return grpc::Status::OK;
 }
 
-grpc::Status AuthService::Permissions(grpc::ServerContext* ctx, const v1::PermissionsRequest*,
+grpc::Status AuthService::Permissions(grpc::ServerContext* /*ctx*/, const v1::PermissionsRequest*,
                                       v1::PermissionsResponse* resp) {
-  MARIPOSA_AUTHORIZE(ctx, "");
   for (const MethodRule& r : MethodRules()) {
     v1::PermissionRule* out = resp->add_rules();
     out->set_method(r.method);
@@ -118,7 +115,6 @@ grpc::Status AuthService::Permissions(grpc::ServerContext* ctx, const v1::Permis
 
 grpc::Status AuthService::CreateToken(grpc::ServerContext* ctx, const v1::CreateTokenRequest* req,
                                       v1::CreateTokenResponse* resp) {
-  MARIPOSA_AUTHORIZE(ctx, "");
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   if (!IsDnsLabel(req->name())) {
     return ToGrpc(absl::InvalidArgumentError(absl::StrCat(
@@ -146,9 +142,8 @@ grpc::Status AuthService::CreateToken(grpc::ServerContext* ctx, const v1::Create
   return grpc::Status::OK;
 }
 
-grpc::Status AuthService::ListTokens(grpc::ServerContext* ctx, const v1::ListTokensRequest*,
+grpc::Status AuthService::ListTokens(grpc::ServerContext* /*ctx*/, const v1::ListTokensRequest*,
                                      v1::ListTokensResponse* resp) {
-  MARIPOSA_AUTHORIZE(ctx, "");
   auto list = store_->ListTokens();
   if (!list.ok()) return ToGrpc(list.status());
   for (const TokenRecord& t : *list) ToProto(t, resp->add_tokens());
@@ -157,7 +152,6 @@ grpc::Status AuthService::ListTokens(grpc::ServerContext* ctx, const v1::ListTok
 
 grpc::Status AuthService::RevokeToken(grpc::ServerContext* ctx, const v1::RevokeTokenRequest* req,
                                       v1::RevokeTokenResponse* resp) {
-  MARIPOSA_AUTHORIZE(ctx, "");
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   auto t = store_->RevokeToken(req->token(), AuthorOf(ctx));
   if (!t.ok()) return ToGrpc(t.status());
@@ -167,7 +161,6 @@ grpc::Status AuthService::RevokeToken(grpc::ServerContext* ctx, const v1::Revoke
 
 grpc::Status AuthService::SetGrant(grpc::ServerContext* ctx, const v1::SetGrantRequest* req,
                                    v1::SetGrantResponse* resp) {
-  MARIPOSA_AUTHORIZE(ctx, "");
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   const v1::Grant& g = req->grant();
   if (!absl::StartsWith(g.subject(), "user:") && !absl::StartsWith(g.subject(), "cert:")) {
@@ -184,9 +177,8 @@ grpc::Status AuthService::SetGrant(grpc::ServerContext* ctx, const v1::SetGrantR
   return grpc::Status::OK;
 }
 
-grpc::Status AuthService::ListGrants(grpc::ServerContext* ctx, const v1::ListGrantsRequest*,
+grpc::Status AuthService::ListGrants(grpc::ServerContext* /*ctx*/, const v1::ListGrantsRequest*,
                                      v1::ListGrantsResponse* resp) {
-  MARIPOSA_AUTHORIZE(ctx, "");
   auto list = store_->ListGrants();
   if (!list.ok()) return ToGrpc(list.status());
   for (const GrantRecord& g : *list) ToProto(g, resp->add_grants());
@@ -195,14 +187,12 @@ grpc::Status AuthService::ListGrants(grpc::ServerContext* ctx, const v1::ListGra
 
 grpc::Status AuthService::DeleteGrant(grpc::ServerContext* ctx, const v1::DeleteGrantRequest* req,
                                       v1::DeleteGrantResponse*) {
-  MARIPOSA_AUTHORIZE(ctx, "");
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
   return ToGrpc(store_->DeleteGrant(req->subject(), req->project(), AuthorOf(ctx)));
 }
 
 grpc::Status AuthService::RotateKey(grpc::ServerContext* ctx, const v1::RotateKeyRequest*,
                                     v1::RotateKeyResponse* resp) {
-  MARIPOSA_AUTHORIZE(ctx, "");
   absl::MutexLock l(&rotate_mu_);
   std::string old_id = sealer_->current_key_id();
   if (auto st = sealer_->BeginRotation(); !st.ok()) return ToGrpc(st);

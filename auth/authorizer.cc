@@ -250,6 +250,11 @@ std::string Authorizer::ProjectName(const std::string& ref) {
   return p.ok() ? p->name : ref;
 }
 
+std::string Authorizer::ProjectOfTask(const std::string& task) {
+  auto t = o_.store->GetTask(task);
+  return t.ok() ? t->project_uuid : "";
+}
+
 bool Authorizer::Allows(const Identity& who, const std::string& method, const std::string& project, std::string* why) {
   const MethodRule* rule = RuleFor(method);
   if (rule == nullptr) {

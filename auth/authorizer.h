@@ -106,6 +106,7 @@ class Authorizer : public Access {
   // The author recorded for the call's changes.
   std::string Author(const grpc::ServerContext* ctx) override;
   std::string CallerName(const grpc::ServerContext* ctx) override { return Identify(ctx).name; }
+  std::string ProjectOfTask(const std::string& task) override;
   // Whether the caller may see `project_name` (list filters).
   bool CanSee(const grpc::ServerContext* ctx, const std::string& project_name) override;
 

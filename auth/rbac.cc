@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include <google/protobuf/descriptor.h>
+
+#include "mariposa/v1/access.pb.h"
+
 namespace mariposa::auth {
 
 std::string_view RoleName(Role r) {
@@ -65,80 +69,43 @@ bool RoleAllows(Role role, Permission p) {
   return Rank(role) >= Rank(p);
 }
 
+const std::vector<std::string>& ServedServices() {
+  static const auto* kServed = new std::vector<std::string>{
+      "mariposa.v1.Projects", "mariposa.v1.Events", "mariposa.v1.Queue", "mariposa.v1.State",
+      "mariposa.v1.Images",   "mariposa.v1.Admin",  "mariposa.v1.Auth",  "mariposa.v1.HealthAgents"};
+  return *kServed;
+}
+
+std::optional<Permission> ParsePermission(std::string_view role) {
+  for (Permission p : {Permission::kAnyone, Permission::kRead, Permission::kDeploy, Permission::kOperate, Permission::kAdmin,
+                       Permission::kHealthAgent}) {
+    if (PermissionName(p) == role) return p;
+  }
+  return std::nullopt;
+}
+
 const std::vector<MethodRule>& MethodRules() {
-  using P = Permission;
-  static const auto* rules = new std::vector<MethodRule>{
-      // Projects, versions, metadata.
-      {"Projects/CreateProject", P::kDeploy, false, true},
-      // A project for another Triton account (--owner).
-      {"Projects/CreateProject#owner", P::kAdmin, false, true},
-      {"Projects/ListProjects", P::kRead, false, false},
-      {"Projects/GetProject", P::kRead, false, false},
-      {"Projects/DeleteProject", P::kOperate, false, true},
-      {"Projects/Apply", P::kDeploy, false, true},
-      // A manifest with Triton core services (compute_type core or agent).
-      {"Projects/Apply#core", P::kAdmin, false, true},
-      // Dry runs (diff, --dry-run) only read: the plan of a change.
-      {"Projects/Apply#dry-run", P::kRead, false, false},
-      {"Projects/ListVersions", P::kRead, false, false},
-      {"Projects/GetVersion", P::kRead, false, false},
-      {"Projects/TagVersion", P::kDeploy, false, true},
-      {"Projects/Rollback", P::kDeploy, false, true},
-      {"Projects/Rollback#core", P::kAdmin, false, true},
-      {"Projects/Rollback#dry-run", P::kRead, false, false},
-      {"Projects/Scale", P::kDeploy, false, true},
-      {"Projects/Scale#core", P::kAdmin, false, true},
-      {"Projects/Scale#dry-run", P::kRead, false, false},
-      {"Projects/ListMeta", P::kRead, false, false},
-      {"Projects/GetMeta", P::kRead, false, false},
-      {"Projects/SetMeta", P::kDeploy, false, true},
-      {"Projects/DeleteMeta", P::kDeploy, false, true},
-      {"Projects/IncrMeta", P::kDeploy, false, true},
-      {"Projects/ImportMeta", P::kDeploy, false, true},
-      {"Projects/ListEvents", P::kRead, false, false},
-      {"Events/Watch", P::kRead, false, false},
-      // Tasks and freezes.
-      {"Queue/ListTasks", P::kRead, false, false},
-      {"Queue/GetTask", P::kRead, false, false},
-      {"Queue/AddTask", P::kDeploy, false, true},  // reprovision
-      {"Queue/AddTask#start", P::kOperate, false, true},
-      {"Queue/AddTask#stop", P::kOperate, false, true},
-      {"Queue/TerminateTask", P::kOperate, false, true},
-      {"Queue/PauseTask", P::kOperate, false, true},
-      {"Queue/ResumeTask", P::kOperate, false, true},
-      {"Queue/Freeze", P::kOperate, false, true},
-      {"Queue/Thaw", P::kOperate, false, true},
-      // State and health.
-      {"State/GetState", P::kRead, false, false},
-      {"State/GetHealth", P::kRead, false, false},
-      // Images: reading is any viewer's; changing IMGAPI is the data center's.
-      {"Images/List", P::kRead, false, false},
-      {"Images/Get", P::kRead, false, false},
-      {"Images/Avail", P::kRead, false, false},
-      {"Images/Changes", P::kRead, false, false},
-      {"Images/Import", P::kAdmin, true, true},
-      {"Images/Create", P::kAdmin, true, true},
-      // The controller.
-      {"Admin/Status", P::kRead, false, false},
-      {"Admin/Ping", P::kAnyone, false, false},
-      {"Admin/Nodes", P::kRead, false, false},
-      {"Admin/Backup", P::kAdmin, true, false},
-      // Readonly and back: allowed in readonly mode, or it could not end.
-      {"Admin/SetState", P::kAdmin, true, false},
-      // Identity, tokens, grants, keys.
-      {"Auth/WhoAmI", P::kAnyone, false, false},
-      {"Auth/CanI", P::kAnyone, false, false},
-      {"Auth/Permissions", P::kAnyone, false, false},
-      {"Auth/CreateToken", P::kAdmin, true, true},
-      {"Auth/ListTokens", P::kAdmin, true, false},
-      {"Auth/RevokeToken", P::kAdmin, true, true},
-      {"Auth/SetGrant", P::kAdmin, true, true},
-      {"Auth/ListGrants", P::kAdmin, true, false},
-      {"Auth/DeleteGrant", P::kAdmin, true, true},
-      {"Auth/RotateKey", P::kAdmin, true, true},
-      // Health agents.
-      {"HealthAgents/Connect", P::kHealthAgent, true, false},
-  };
+  static const auto* rules = [] {
+    auto* out = new std::vector<MethodRule>;
+    const auto* pool = google::protobuf::DescriptorPool::generated_pool();
+    for (const std::string& name : ServedServices()) {
+      const google::protobuf::ServiceDescriptor* s = pool->FindServiceByName(name);
+      if (s == nullptr) continue;  // rbac_test names it
+      for (int i = 0; i < s->method_count(); ++i) {
+        const google::protobuf::MethodDescriptor* m = s->method(i);
+        // A method without a rule, or with a role nobody has, stays out of
+        // the table: denied to everyone (rbac_test names it).
+        if (!m->options().HasExtension(v1::access)) continue;
+        const v1::AccessRule& a = m->options().GetExtension(v1::access);
+        std::string method = s->name() + "/" + m->name();
+        if (auto p = ParsePermission(a.role())) out->push_back({method, *p, a.global(), a.writes()});
+        for (const v1::AccessVariant& v : a.variants()) {
+          if (auto p = ParsePermission(v.role())) out->push_back({method + "#" + v.name(), *p, v.global(), v.writes()});
+        }
+      }
+    }
+    return out;
+  }();
   return *rules;
 }
 

@@ -1,5 +1,7 @@
-// Role-based access control: the roles, and the one table that says which
-// role every RPC needs (docs/security.md prints the same table). Pure; no I/O.
+// Role-based access control: the roles, and the table that says which role
+// every RPC needs, read from the (access) option each RPC carries in its
+// .proto (proto/mariposa/v1/access.proto; docs/security.md prints the same
+// table). Pure; no I/O.
 #ifndef MARIPOSA_AUTH_RBAC_H_
 #define MARIPOSA_AUTH_RBAC_H_
 
@@ -33,7 +35,7 @@ struct Grant {
 struct MethodRule {
   // "Projects/Apply" (service/method of mariposa.v1) or, where the request
   // decides, "Queue/AddTask#start".
-  const char* method;
+  std::string method;
   Permission permission;
   // Global: not about one project (backups, tokens, imports); only a grant
   // on every project satisfies it.
@@ -43,8 +45,13 @@ struct MethodRule {
   bool writes;
 };
 
-// Every RPC mariposad serves, with its variants. A method missing here is
-// denied to everyone.
+// The services mariposad serves ("mariposa.v1.Projects", …).
+const std::vector<std::string>& ServedServices();
+// "viewer" -> kRead, "anyone" -> kAnyone, …; nullopt for anything else.
+std::optional<Permission> ParsePermission(std::string_view role);
+
+// Every RPC mariposad serves, with its variants, in the protos' order. A
+// method missing here (no rule, or a role nobody has) is denied to everyone.
 const std::vector<MethodRule>& MethodRules();
 const MethodRule* RuleFor(std::string_view method);
 

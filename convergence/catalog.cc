@@ -143,10 +143,17 @@ absl::StatusOr<triton::Package> ChoosePackage(const ServiceSpec& spec, const std
                                         ")")));
 }
 
-Dimensions DimensionsOf(const ServiceSpec& spec, const triton::Package& p) {
-  Dimensions d;
+void ApplyResources(const ServiceSpec& spec, triton::Dimensions* d) {
+  if (spec.memory_bytes) d->ram = std::max<int64_t>(1, *spec.memory_bytes >> 20);
+  if (spec.disk_bytes) d->quota = std::max<int64_t>(1, (*spec.disk_bytes + (int64_t{1} << 30) - 1) >> 30);
+  if (spec.cpu) d->cpu_cap = std::max<int64_t>(1, std::llround(*spec.cpu * 100));
+}
+
+Sized DimensionsOf(const ServiceSpec& spec, const triton::Package& p) {
+  Sized out;
+  out.package_name = p.name;
+  triton::Dimensions& d = out.dim;
   d.billing_id = p.uuid;
-  d.package_name = p.name;
   d.ram = p.max_physical_memory;
   d.quota = p.quota / 1024;
   d.cpu_cap = p.cpu_cap;
@@ -155,12 +162,10 @@ Dimensions DimensionsOf(const ServiceSpec& spec, const triton::Package& p) {
   d.zfs_io_priority = p.zfs_io_priority;
   if (spec.compute_type == "kvm") d.vcpus = std::max<int64_t>(1, p.vcpus);
   if (!spec.package.empty()) {  // resources beside a named package take precedence
-    if (spec.memory_bytes) d.ram = std::max<int64_t>(1, *spec.memory_bytes >> 20);
-    if (spec.disk_bytes) d.quota = std::max<int64_t>(1, (*spec.disk_bytes + (int64_t{1} << 30) - 1) >> 30);
-    if (spec.cpu) d.cpu_cap = std::max<int64_t>(1, std::llround(*spec.cpu * 100));
+    ApplyResources(spec, &d);
     d.max_swap = std::max(d.max_swap, d.ram);
   }
-  return d;
+  return out;
 }
 
 std::vector<std::string> NapiNetworks(const ServiceSpec& spec, const std::optional<FabricSpec>& fabric) {

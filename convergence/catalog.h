@@ -36,18 +36,13 @@ absl::StatusOr<triton::Package> ChoosePackage(const ServiceSpec& spec, const std
 
 // The instance dimensions VMAPI gets: the package's, with resources given
 // beside a named package taking precedence (billing_id stays the package).
-struct Dimensions {
-  std::string billing_id;
+struct Sized {
   std::string package_name;
-  int64_t ram = 0;      // MiB
-  int64_t quota = 0;    // GiB
-  int64_t cpu_cap = 0;  // percent
-  int64_t max_swap = 0;
-  int64_t max_lwps = 0;
-  int64_t zfs_io_priority = 0;
-  int64_t vcpus = 0;  // hardware VMs only
+  triton::Dimensions dim;
 };
-Dimensions DimensionsOf(const ServiceSpec& spec, const triton::Package& package);
+Sized DimensionsOf(const ServiceSpec& spec, const triton::Package& package);
+// The service's own resources (memory, disk, cpu) over `d`'s.
+void ApplyResources(const ServiceSpec& spec, triton::Dimensions* d);
 
 // Each of `wanted` (network or pool, by uuid or name) as a uuid, in order.
 // The networks of `spec` NAPI must have already: those the manifest's own

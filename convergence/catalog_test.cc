@@ -106,7 +106,9 @@ TEST(CatalogTest, UnknownRetiredAndForeignPackagesSayWhatExists) {
 
 TEST(CatalogTest, DimensionsComeFromThePackageAndResourcesBesideANamedOneWin) {
   triton::Package general = Pkg("g4-general-4G", 4096, 130, 200);
-  Dimensions d = DimensionsOf(Spec("g4-general-4G"), general);
+  Sized sized = DimensionsOf(Spec("g4-general-4G"), general);
+  EXPECT_EQ(sized.package_name, "g4-general-4G");
+  triton::Dimensions d = sized.dim;
   EXPECT_EQ(d.billing_id, general.uuid);
   EXPECT_EQ(d.ram, 4096);
   EXPECT_EQ(d.quota, 130);
@@ -115,15 +117,15 @@ TEST(CatalogTest, DimensionsComeFromThePackageAndResourcesBesideANamedOneWin) {
   EXPECT_EQ(d.max_lwps, 4000);
   EXPECT_EQ(d.zfs_io_priority, 100);
   EXPECT_EQ(d.vcpus, 0);  // not a hardware VM
-  d = DimensionsOf(Spec("g4-general-4G", std::nullopt, 100), general);
+  d = DimensionsOf(Spec("g4-general-4G", std::nullopt, 100), general).dim;
   EXPECT_EQ(d.quota, 100);
   EXPECT_EQ(d.ram, 4096);
   // Chosen by resources: the package's values, rounded up.
-  d = DimensionsOf(Spec("", 600), Pkg("g4-highcpu-1G", 1024, 25, 100));
+  d = DimensionsOf(Spec("", 600), Pkg("g4-highcpu-1G", 1024, 25, 100)).dim;
   EXPECT_EQ(d.ram, 1024);
   ServiceSpec vm = Spec("g4-general-4G");
   vm.compute_type = "kvm";
-  EXPECT_EQ(DimensionsOf(vm, general).vcpus, 2);
+  EXPECT_EQ(DimensionsOf(vm, general).dim.vcpus, 2);
 }
 
 TEST(CatalogTest, NetworksByNameOrUuidInOrder) {

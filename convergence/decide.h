@@ -125,7 +125,7 @@ struct Snapshot {
   // spec_errors says why a service's cannot be chosen ("package: …",
   // "networks: …", "compute_type: …"), which holds its creates.
   struct Recipe {
-    std::optional<Dimensions> dimensions;  // absent without PAPI
+    std::optional<Sized> sized;  // the package and its dimensions; absent without PAPI
     std::vector<std::string> networks;     // uuids; empty: the daemon's network
     std::string brand;                     // "": not chosen (image not resolved)
     std::string meta_hash;                 // "": the service uses no meta

@@ -462,7 +462,7 @@ void Reconciler::BuildRecipe(Snapshot* s, const std::string& service, const Serv
   }
   if (options_.papi != nullptr) {
     auto pkg = ChoosePackage(spec, *(*catalog)->packages, Owner(s->project, spec));
-    if (pkg.ok()) r.dimensions = DimensionsOf(spec, *pkg);
+    if (pkg.ok()) r.sized = DimensionsOf(spec, *pkg);
     else hold(spec.package.empty() ? "resources" : "package", pkg.status());
   }
   // Waits for what the project's own syncs make (not a failure: the

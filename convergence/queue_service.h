@@ -29,8 +29,8 @@ class QueueService final : public v1::Queue::Service {
 
  private:
   grpc::Status AddRun(grpc::ServerContext* ctx, const v1::AddTaskRequest& req, v1::AddTaskResponse* resp);
-  // `uuid`: the task's uuid (a unique prefix resolved), or `task` as given.
-  std::string TaskProject(const std::string& task, std::string* uuid);
+  // The task's uuid (a unique prefix resolved), or `task` as given.
+  std::string TaskUuid(const std::string& task);
   // The services named by `services` or `group` (empty = whole project),
   // checked against the project's current version.
   absl::StatusOr<std::vector<std::string>> Scope(const ProjectRecord& p, const std::vector<std::string>& services,

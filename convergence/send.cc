@@ -69,11 +69,10 @@ void Runtime(const ServiceSpec& spec, const std::map<std::string, std::string>& 
 
 // The dimensions of an instance when there is no PAPI: resources as given
 // (memory 1 GiB when unset), no billing_id.
-Dimensions RawDimensions(const ServiceSpec& spec) {
-  Dimensions d;
-  d.ram = spec.memory_bytes ? std::max<int64_t>(1, *spec.memory_bytes >> 20) : 1024;
-  if (spec.disk_bytes) d.quota = std::max<int64_t>(1, (*spec.disk_bytes + (int64_t{1} << 30) - 1) >> 30);
-  if (spec.cpu) d.cpu_cap = std::max<int64_t>(1, std::llround(*spec.cpu * 100));
+triton::Dimensions RawDimensions(const ServiceSpec& spec) {
+  triton::Dimensions d;
+  d.ram = 1024;
+  ApplyResources(spec, &d);
   return d;
 }
 
@@ -98,15 +97,9 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
   for (const VolumeMount& m : g.spec.volumes) {
     req->volumes.push_back({VolapiVolumeName(p.name, m.volume), m.mountpoint, m.mode});
   }
-  const Dimensions dim = recipe.dimensions ? *recipe.dimensions : RawDimensions(g.spec);
-  req->billing_id = dim.billing_id;
-  req->ram = dim.ram;
-  req->quota = dim.quota;
-  req->cpu_cap = dim.cpu_cap;
-  req->max_swap = dim.max_swap;
-  req->max_lwps = dim.max_lwps;
-  req->zfs_io_priority = dim.zfs_io_priority;
-  req->vcpus = dim.vcpus;
+  const Sized sized = recipe.sized ? *recipe.sized : Sized{"", RawDimensions(g.spec)};
+  const triton::Dimensions& dim = sized.dim;
+  req->dim = sized.dim;
   req->networks = recipe.networks.empty() ? std::vector<std::string>{options_.network_uuid} : recipe.networks;
   req->tags = g.spec.tags;
   req->tags[kTagProject] = p.uuid;
@@ -136,7 +129,7 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
   ctx.project_version = absl::StrCat(p.current_number);
   ctx.service_name = g.record.name;
   ctx.scale = g.record.count;
-  ctx.package_name = dim.package_name.empty() ? g.record.package : dim.package_name;
+  ctx.package_name = sized.package_name.empty() ? g.record.package : sized.package_name;
   ctx.package_ram = dim.ram;
   if (dim.quota > 0) ctx.package_disk = dim.quota * 1024;
   if (dim.cpu_cap > 0) ctx.package_cpu = dim.cpu_cap;
@@ -166,7 +159,7 @@ absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpe
   Runtime(g.spec, environment, command, req);
   // What it is made with, to notice a change by hand (observer.h).
   req->tags[kTagMade] =
-      MadeFingerprint(req->billing_id, req->ram, req->tags, req->customer_metadata, !req->billing_id.empty());
+      MadeFingerprint(req->dim.billing_id, req->dim.ram, req->tags, req->customer_metadata, !req->dim.billing_id.empty());
   return prepared;
 }
 
@@ -207,13 +200,7 @@ triton::UpdateVmRequest InPlaceUpdate(const triton::CreateVmRequest& want, const
       u.remove_internal_metadata.push_back(kv.first);
     }
   }
-  u.billing_id = want.billing_id;
-  u.ram = want.ram;
-  u.quota = want.quota;
-  u.cpu_cap = want.cpu_cap;
-  u.max_swap = want.max_swap;
-  u.max_lwps = want.max_lwps;
-  u.zfs_io_priority = want.zfs_io_priority;
+  u.dim = want.dim;
   return u;
 }
 

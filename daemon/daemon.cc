@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "auth/client.h"
+#include "auth/rpc_guard.h"
 #include "common/log.h"
 #include "common/process_metrics.h"
 #include "convergence/observer.h"
@@ -640,7 +641,13 @@ Daemon::Exit Daemon::BuildServer(grpc::ServerBuilder* builder, const int* port) 
   for (grpc::Service* s : std::initializer_list<grpc::Service*>{
            projects_.get(), admin_.get(), queue_.get(), images_.get(), state_.get(), auth_service_.get(),
            events_.get(), health_agents_.get()}) {
-    if (s != nullptr) builder->RegisterService(s);
+    if (s == nullptr) continue;
+    // Every RPC's access rule is checked before its handler (auth/rpc_guard.h).
+    if (absl::Status guarded = auth::GuardEveryMethod(s); !guarded.ok()) {
+      LogError("cannot guard the API", {{"error", guarded.ToString()}});
+      return 1;
+    }
+    builder->RegisterService(s);
   }
   server_ = builder->BuildAndStart();
   if (!server_) {

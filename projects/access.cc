@@ -29,4 +29,9 @@ std::string CallerName(const grpc::ServerContext* ctx) {
   return a == nullptr ? "" : a->CallerName(ctx);
 }
 
+std::string ProjectOfTask(const std::string& task) {
+  Access* a = g_access.load();
+  return a == nullptr ? "" : a->ProjectOfTask(task);
+}
+
 }  // namespace mariposa

@@ -1,5 +1,7 @@
-// Who may call what: the hook every gRPC handler goes through. mariposad
-// installs its auth::Authorizer once, before serving (docs/security.md).
+// Who may call what. mariposad installs its auth::Authorizer once, before
+// serving (docs/security.md); auth/rpc_guard.h asks it before every handler,
+// by the rule each RPC carries in its .proto, and handlers ask again only
+// for what they learn from the request's body (a manifest's core services).
 // Without one — services driven in-process by unit tests — every call is
 // allowed and authored by its peer address.
 #ifndef MARIPOSA_PROJECTS_ACCESS_H_
@@ -26,6 +28,10 @@ class Access {
   virtual bool CanSee(const grpc::ServerContext* ctx, const std::string& project_name) = 0;
   // The authenticated caller alone: "root", "token:ci", "cert:agent-1".
   virtual std::string CallerName(const grpc::ServerContext* ctx) = 0;
+  // The uuid of the project of task `task` (a uuid or a unique prefix); ""
+  // when there is no such task (a call about it then needs a grant on every
+  // project, and NOT_FOUND follows).
+  virtual std::string ProjectOfTask(const std::string& task) = 0;
 };
 
 // Installs `a` for the life of the process (nullptr: none).
@@ -37,14 +43,9 @@ std::string AuthorOf(const grpc::ServerContext* ctx);
 bool CanSee(const grpc::ServerContext* ctx, const std::string& project_name);
 // "" without an installed Access.
 std::string CallerName(const grpc::ServerContext* ctx);
+// "" without an installed Access.
+std::string ProjectOfTask(const std::string& task);
 
 }  // namespace mariposa
-
-// Returns the refusal from the enclosing handler.
-#define MARIPOSA_AUTHORIZE(ctx, ...)                                                  \
-  do {                                                                               \
-    if (::grpc::Status denied_ = ::mariposa::Authorize(ctx, __VA_ARGS__); !denied_.ok()) \
-      return denied_;                                                                \
-  } while (0)
 
 #endif  // MARIPOSA_PROJECTS_ACCESS_H_

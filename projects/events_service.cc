@@ -14,7 +14,6 @@ namespace mariposa {
 grpc::Status EventsService::Watch(grpc::ServerContext* ctx, const v1::WatchEventsRequest* req,
                                   grpc::ServerWriter<v1::Event>* writer) {
   if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
-  MARIPOSA_AUTHORIZE(ctx, req->project());
   if (!req->project().empty()) {
     auto p = store_->GetProject(req->project());
     if (!p.ok()) return ToGrpc(p.status());

@@ -78,7 +78,7 @@ class ClientsTest : public ::testing::Test {
     r.owner_uuid = kOwner;
     r.brand = "lx";
     r.image_uuid = kImage;
-    r.ram = 128;
+    r.dim.ram = 128;
     r.networks = {"aaaaaaaa-0000-4000-8000-000000000001"};
     r.tags = tags;
     return r;
@@ -512,7 +512,7 @@ TEST_F(ClientsTest, VolapiVolumesAndTheirReferences) {
     r.owner_uuid = kOwner;
     r.brand = "lx";
     r.image_uuid = kImage;
-    r.ram = 128;
+    r.dim.ram = 128;
     r.networks = {"aaaaaaaa-0000-4000-8000-000000000001"};
     r.volumes = {{volume, "/data", "rw"}};
     return vmapi.CreateVm(r);

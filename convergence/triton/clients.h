@@ -69,27 +69,33 @@ struct Locality {
   std::vector<std::string> far;   // VM uuids
 };
 
+// An instance's size as VMAPI takes it (create and in-place update): its
+// package's uuid and values, or resources given beside it. 0 / "" = VMAPI's
+// default on a create, unchanged on an update.
+struct Dimensions {
+  std::string billing_id;  // the package's uuid
+  int64_t ram = 0;         // MiB
+  int64_t quota = 0;       // GiB of disk
+  int64_t cpu_cap = 0;     // percent of one CPU
+  int64_t max_swap = 0;    // MiB
+  int64_t max_lwps = 0;
+  int64_t zfs_io_priority = 0;
+  int64_t vcpus = 0;  // hardware VMs only
+};
+
 struct CreateVmRequest {
   std::string uuid;  // chosen by the caller, so a retried create is idempotent
   std::string owner_uuid;
   std::string alias;
   std::string brand;
   std::string image_uuid;
-  int64_t ram = 0;
-  std::string billing_id;
+  Dimensions dim;
   std::vector<std::string> networks;
   std::string server_uuid;  // optional
   std::map<std::string, std::string> tags;
   std::map<std::string, std::string> customer_metadata;
   std::map<std::string, std::string> internal_metadata;  // docker:cmd, docker:env … (sdc-docker's keys)
   bool docker = false;  // a Docker container (sdc-docker's `docker: true`)
-  int64_t quota = 0;    // GiB of disk; 0 = VMAPI's default
-  int64_t cpu_cap = 0;  // percent of one CPU; 0 = VMAPI's default
-  // From the package (0 = VMAPI's default): MiB, count, priority, HVM cpus.
-  int64_t max_swap = 0;
-  int64_t max_lwps = 0;
-  int64_t zfs_io_priority = 0;
-  int64_t vcpus = 0;
   bool delegate_dataset = false;  // a ZFS dataset of its own, kept by a reprovision
   bool firewall_enabled = false;  // the manifest's firewall rules apply to it (projects/firewall.h)
   std::optional<Locality> locality;
@@ -106,8 +112,7 @@ struct CreateVmRequest {
 struct UpdateVmRequest {
   std::map<std::string, std::string> customer_metadata, internal_metadata;
   std::vector<std::string> remove_customer_metadata, remove_internal_metadata;
-  std::string billing_id;
-  int64_t ram = 0, quota = 0, cpu_cap = 0, max_swap = 0, max_lwps = 0, zfs_io_priority = 0;
+  Dimensions dim;  // vcpus is not changed in place
   std::optional<bool> firewall_enabled;  // nullopt: unchanged
 };
 

@@ -165,16 +165,16 @@ absl::StatusOr<JobRef> FakeVmapiClient::CreateVm(const CreateVmRequest& req) {
   vm.owner_uuid = req.owner_uuid;
   vm.brand = req.brand;
   vm.image_uuid = req.image_uuid;
-  vm.ram = req.ram;
-  vm.billing_id = req.billing_id;
+  vm.ram = req.dim.ram;
+  vm.billing_id = req.dim.billing_id;
   vm.tags = req.tags;
   vm.customer_metadata = req.customer_metadata;
   vm.internal_metadata = req.internal_metadata;
   vm.docker = req.docker;
   vm.firewall_enabled = req.firewall_enabled;
   if (req.delegate_dataset) vm.datasets = {"zones/" + vm.uuid + "/data"};
-  vm.quota = req.quota;
-  vm.cpu_cap = req.cpu_cap;
+  vm.quota = req.dim.quota;
+  vm.cpu_cap = req.dim.cpu_cap;
   vm.state = "provisioning";
   vm.create_timestamp = absl::StrFormat("2026-01-01T00:00:%02d.%03dZ", (seq_ / 1000) % 60, seq_ % 1000);
   if (!servers_.empty()) vm.server_uuid = servers_[next_server_++ % servers_.size()];
@@ -213,10 +213,10 @@ absl::StatusOr<JobRef> FakeVmapiClient::Update(const VmRef& vm, const UpdateVmRe
     for (const auto& kv : req.internal_metadata) vm.internal_metadata[kv.first] = kv.second;
     for (const auto& k : req.remove_customer_metadata) vm.customer_metadata.erase(k);
     for (const auto& k : req.remove_internal_metadata) vm.internal_metadata.erase(k);
-    if (req.ram > 0) vm.ram = req.ram;
-    if (!req.billing_id.empty()) vm.billing_id = req.billing_id;
-    if (req.quota > 0) vm.quota = req.quota;
-    if (req.cpu_cap > 0) vm.cpu_cap = req.cpu_cap;
+    if (req.dim.ram > 0) vm.ram = req.dim.ram;
+    if (!req.dim.billing_id.empty()) vm.billing_id = req.dim.billing_id;
+    if (req.dim.quota > 0) vm.quota = req.dim.quota;
+    if (req.dim.cpu_cap > 0) vm.cpu_cap = req.dim.cpu_cap;
   });
 }
 

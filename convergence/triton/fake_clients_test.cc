@@ -11,7 +11,7 @@ CreateVmRequest Req(const std::string& uuid, const std::string& service) {
   r.owner_uuid = "00000000-0000-4000-8000-000000000000";
   r.brand = "lx";
   r.image_uuid = "img";
-  r.ram = 512;
+  r.dim.ram = 512;
   r.tags = {{"mariposa.service", service}};
   return r;
 }

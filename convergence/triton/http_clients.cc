@@ -107,6 +107,19 @@ absl::StatusOr<Vm> HttpVmapiClient::GetVm(const VmRef& vm) {
   return parsed;
 }
 
+namespace {
+// The size's keys that are set; vcpus only on a create.
+void PutDimensions(const Dimensions& d, bool with_vcpus, json* body) {
+  if (!d.billing_id.empty()) (*body)["billing_id"] = d.billing_id;
+  for (auto [key, value] : {std::make_pair("ram", d.ram), std::make_pair("quota", d.quota),
+                            std::make_pair("cpu_cap", d.cpu_cap), std::make_pair("max_swap", d.max_swap),
+                            std::make_pair("max_lwps", d.max_lwps), std::make_pair("zfs_io_priority", d.zfs_io_priority),
+                            std::make_pair("vcpus", with_vcpus ? d.vcpus : 0)}) {
+    if (value > 0) (*body)[key] = value;
+  }
+}
+}  // namespace
+
 absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
   // One NIC per network, the first primary (VMAPI's network objects).
   json networks = json::array();
@@ -118,8 +131,7 @@ absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
   json body = {{"owner_uuid", req.owner_uuid}, {"brand", req.brand}, {"networks", networks}};
   if (!req.uuid.empty()) body["uuid"] = req.uuid;
   if (!req.alias.empty()) body["alias"] = req.alias;
-  if (req.ram > 0) body["ram"] = req.ram;
-  if (!req.billing_id.empty()) body["billing_id"] = req.billing_id;
+  PutDimensions(req.dim, /*with_vcpus=*/true, &body);
   if (req.brand == "kvm" || req.brand == "bhyve") {
     body["disks"] = json::array({{{"image_uuid", req.image_uuid}}});
   } else {
@@ -130,12 +142,6 @@ absl::StatusOr<JobRef> HttpVmapiClient::CreateVm(const CreateVmRequest& req) {
   if (!req.customer_metadata.empty()) body["customer_metadata"] = req.customer_metadata;
   if (!req.internal_metadata.empty()) body["internal_metadata"] = req.internal_metadata;
   if (req.docker) body["docker"] = true;
-  if (req.quota > 0) body["quota"] = req.quota;
-  if (req.cpu_cap > 0) body["cpu_cap"] = req.cpu_cap;
-  if (req.max_swap > 0) body["max_swap"] = req.max_swap;
-  if (req.max_lwps > 0) body["max_lwps"] = req.max_lwps;
-  if (req.zfs_io_priority > 0) body["zfs_io_priority"] = req.zfs_io_priority;
-  if (req.vcpus > 0) body["vcpus"] = req.vcpus;
   if (req.delegate_dataset) body["delegate_dataset"] = true;
   if (req.firewall_enabled) body["firewall_enabled"] = true;
   if (!req.volumes.empty()) {
@@ -176,13 +182,7 @@ absl::StatusOr<JobRef> HttpVmapiClient::Update(const VmRef& vm, const UpdateVmRe
   if (!req.internal_metadata.empty()) body["internal_metadata"] = req.internal_metadata;
   if (!req.remove_customer_metadata.empty()) body["remove_customer_metadata"] = req.remove_customer_metadata;
   if (!req.remove_internal_metadata.empty()) body["remove_internal_metadata"] = req.remove_internal_metadata;
-  if (!req.billing_id.empty()) body["billing_id"] = req.billing_id;
-  for (auto [key, value] : {std::make_pair("ram", req.ram), std::make_pair("quota", req.quota),
-                            std::make_pair("cpu_cap", req.cpu_cap), std::make_pair("max_swap", req.max_swap),
-                            std::make_pair("max_lwps", req.max_lwps),
-                            std::make_pair("zfs_io_priority", req.zfs_io_priority)}) {
-    if (value > 0) body[key] = value;
-  }
+  PutDimensions(req.dim, /*with_vcpus=*/false, &body);
   if (req.firewall_enabled) body["firewall_enabled"] = *req.firewall_enabled;
   ASSIGN_OR_RETURN(HttpResponse r, http_.Call("VmAction", "POST", VmPath(vm, "action=update"),
                                               body.dump()));

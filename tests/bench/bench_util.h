@@ -61,7 +61,7 @@ inline triton::CreateVmRequest Req(int i) {
   r.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
   r.brand = "joyent";
   r.image_uuid = "11111111-1111-4111-8111-111111111111";
-  r.ram = 64;
+  r.dim.ram = 64;
   r.networks = {"aaaaaaaa-0000-4000-8000-000000000001"};
   r.tags = {{"group", absl::StrCat("g", i % 100)}, {"mariposa.service", "bench"}};
   return r;
