@@ -111,6 +111,17 @@ struct ProjectsService::Outcome {
   std::string project;  // the name the manifest targets
 };
 
+struct ProjectsService::Base {
+  std::optional<ProjectRecord> existing;          // none: a new project
+  std::optional<VersionRecord> current;           // its current version
+  std::shared_ptr<const CompiledManifest> before;  // that version's manifest
+};
+
+struct ProjectsService::Checked {
+  std::vector<std::string> warnings;  // what could not be checked
+  std::optional<absl::StatusOr<std::map<std::string, ImagePlan>>> plans;
+};
+
 namespace {
 
 // The services whose goal a new manifest changes: added, removed, or with
@@ -210,175 +221,60 @@ absl::StatusOr<ProjectRecord> ProjectsService::Project(const std::string& name) 
   return store_->GetProject(name);
 }
 
-absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyRequest& a) {
-  const std::string &text = a.text, &filename = a.filename, &previous = a.previous, &origin = a.origin,
-                    &author = a.author;
-  const bool force = a.force, dry_run = a.dry_run, allow_downgrade = a.allow_downgrade;
-  const Cancellation* cancel = a.cancel;
-  const std::optional<bool>& thaw = a.thaw;
-  ParseOptions opts;
-  opts.filename = filename.empty() ? "manifest" : filename;
-  opts.project_override = a.project;
-  opts.stored = a.stored_text;
-  opts.cancel = cancel;
-  ParseResult parsed = ParseManifest(text, opts);
-  RETURN_IF_ERROR(parsed.interrupted);
-  if (!parsed.manifest) return DiagnosticsToStatus(parsed.errors, parsed.total_errors);
-  RETURN_IF_ERROR(cancel->Check());
-  auto compiled = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest)));
-  const Manifest& m = compiled->manifest;
-  if (a.admit) RETURN_IF_ERROR(a.admit(m));
-  if (compiled->canonical.size() > Limits::kMaxCanonicalBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the manifest's canonical form (defaults written out) is ", compiled->canonical.size(),
-        " bytes, over the limit of ", Limits::kMaxCanonicalBytes, " bytes; split the project; nothing was changed"));
-  }
-  RETURN_IF_ERROR(cancel->Check());
+namespace {
 
-  Outcome out;
-  out.project = m.project;
-  std::map<std::string, std::string> store_meta;
-  std::shared_ptr<const CompiledManifest> before;
-  std::optional<VersionRecord> current;
-  absl::StatusOr<ProjectRecord> existing = absl::NotFoundError("");
-  if (auto read = store_->GetProjectWithCurrent(m.project); read.ok()) {
-    existing = std::move(read->first);
-    current = std::move(read->second);
-  } else {
-    existing = read.status();
-  }
-  if (existing.ok() && existing->deleting) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "project ", existing->name, " is being deleted (its instances are being removed); apply again once "
-        "`mariposa project get ", existing->name, "` says it does not exist"));
-  }
-  if (existing.ok()) {
-    // Stored meta matters only to a manifest that references it (a template).
-    if (!m.templates.empty()) {
-      ASSIGN_OR_RETURN(auto meta, store_->ListMeta(existing->uuid));
-      for (const auto& e : meta) store_meta[e.key] = e.value;
-    }
-    if (current) {
-      ASSIGN_OR_RETURN(before, StoredManifest(*existing, current->uuid));
-      out.base_version = current->uuid;
-      out.base_number = current->number;
-    }
-  } else if (!absl::IsNotFound(existing.status())) {
-    return existing.status();
-  }
-  std::vector<ManifestDiagnostic> meta_errors = CheckMetaReferences(m, store_meta, opts.filename);
-  if (!meta_errors.empty()) return DiagnosticsToStatus(meta_errors);
-  // What the data center must have. Only applies are checked: a rollback or
-  // scale re-uses a text checked when it was applied (an auto_rollback must
-  // not be refused), and the sync reports what has gone since.
-  std::vector<std::string> catalog_warnings;
-  // Apply's two checks against Triton (the catalog; the image plan) are
-  // asked at the same time: each is bounded (5 s in mariposad), and so are
-  // both together.
-  const v1::Diff diff = DiffManifests(before.get(), *compiled);
-  std::optional<absl::StatusOr<std::map<std::string, ImagePlan>>> plans;
-  const std::set<std::string> to_plan = ImagesToPlan(diff);
-  std::future<absl::StatusOr<std::vector<ManifestDiagnostic>>> catalog;
-  const std::string owner = existing.ok() ? existing->owner : default_owner_;
-  if (data_center_ != nullptr && origin == "apply") {
-    catalog = std::async(std::launch::async, [&] { return data_center_->CheckCatalog(m, opts.filename, owner); });
-    if (!to_plan.empty()) plans = data_center_->PlanImages(existing.ok() ? existing->uuid : "", m, to_plan);
-  }
-  if (catalog.valid()) {
-    auto catalog_errors = catalog.get();
-    if (!catalog_errors.ok()) {
-      catalog_warnings.push_back(absl::StrCat(
-          "packages, networks, brands and images were not checked (", catalog_errors.status().message(),
-          "); the sync holds instances whose package or network does not exist"));
-    } else if (!catalog_errors->empty()) {
-      return DiagnosticsToStatus(*catalog_errors);
-    }
-  }
-
-  RETURN_IF_ERROR(cancel->Check());
-  out.diff = diff;
+// Warnings and refusals that compare the manifest with the one it replaces:
+// volumes deleted or retained, fabric and volume fields that cannot change,
+// core services that would leave. OK or why nothing may change.
+absl::Status CompareWithBefore(const Manifest* before, const Manifest& m, bool dry_run, bool allow_downgrade,
+                               std::vector<std::string>* warnings) {
   for (const auto& [name, v] : m.volumes) {  // data loss is said before it is asked for
-    auto was = before ? before->manifest.volumes.find(name) : m.volumes.end();
-    if (v.remove && (!before || was == before->manifest.volumes.end() || !was->second.remove)) {
-      out.warnings.push_back(absl::StrCat("volume ", name, " (", VolapiVolumeName(m.project, name),
-                                          ") will be deleted from VOLAPI once no instance mounts it: its data is lost"));
+    auto was = before ? before->volumes.find(name) : m.volumes.end();
+    if (v.remove && (!before || was == before->volumes.end() || !was->second.remove)) {
+      warnings->push_back(absl::StrCat("volume ", name, " (", VolapiVolumeName(m.project, name),
+                                       ") will be deleted from VOLAPI once no instance mounts it: its data is lost"));
     }
   }
-  if (before) {
-    for (const auto& [name, v] : before->manifest.volumes) {
-      if (m.volumes.count(name) || v.remove) continue;
-      out.warnings.push_back(absl::StrCat(
-          "volume ", name, " leaves the manifest: it is retained in VOLAPI with its data (", VolapiVolumeName(m.project, name),
-          "); to delete it, keep it in the manifest with remove: true"));
-    }
+  if (before == nullptr) return absl::OkStatus();
+  for (const auto& [name, v] : before->volumes) {
+    if (m.volumes.count(name) || v.remove) continue;
+    warnings->push_back(absl::StrCat(
+        "volume ", name, " leaves the manifest: it is retained in VOLAPI with its data (", VolapiVolumeName(m.project, name),
+        "); to delete it, keep it in the manifest with remove: true"));
   }
-  if (before) {
-    for (const std::string& fixed : {FixedFabricChange(before->manifest.fabric, m.fabric),
-                                      FixedVolumeChange(before->manifest.volumes, m.volumes)}) {
-      if (!fixed.empty()) return absl::InvalidArgumentError(fixed);
-    }
-    std::vector<std::string> dropped = DroppedCoreServices(before->manifest, m);
-    if (!dropped.empty()) {
-      std::string why = absl::StrCat("core service", dropped.size() == 1 ? " " : "s ", absl::StrJoin(dropped, ", "),
-                                     " would leave the project and ", dropped.size() == 1 ? "its" : "their",
-                                     " zones be destroyed");
-      if (dry_run && !allow_downgrade) {
-        out.warnings.push_back(absl::StrCat(why, " (apply refuses it without --force)"));
-      } else if (!allow_downgrade) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            why, "; nothing was changed. Keep ", dropped.size() == 1 ? "it" : "them",
-            " in the manifest (with compute_type: core), or pass --force to destroy the zones"));
-      }
-    }
+  for (const std::string& fixed : {FixedFabricChange(before->fabric, m.fabric),
+                                    FixedVolumeChange(before->volumes, m.volumes)}) {
+    if (!fixed.empty()) return absl::InvalidArgumentError(fixed);
   }
-  if (plans) RETURN_IF_ERROR(PlanImages(*plans, allow_downgrade, dry_run, &out));
-  for (const auto& w : m.warnings) out.warnings.push_back(w.ToString());
-  for (auto& w : catalog_warnings) out.warnings.push_back(std::move(w));
+  std::vector<std::string> dropped = DroppedCoreServices(*before, m);
+  if (dropped.empty() || allow_downgrade) return absl::OkStatus();
+  std::string why = absl::StrCat("core service", dropped.size() == 1 ? " " : "s ", absl::StrJoin(dropped, ", "),
+                                 " would leave the project and ", dropped.size() == 1 ? "its" : "their",
+                                 " zones be destroyed");
+  if (dry_run) {
+    warnings->push_back(absl::StrCat(why, " (apply refuses it without --force)"));
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(why, "; nothing was changed. Keep ",
+                                                    dropped.size() == 1 ? "it" : "them",
+                                                    " in the manifest (with compute_type: core), or pass --force to "
+                                                    "destroy the zones"));
+}
 
-  // Resolve a --previous given as a number, tag or prefix to its uuid.
-  std::string expected = previous;
-  if (!previous.empty() && existing.ok()) {
-    auto v = store_->GetVersion(existing->uuid, previous, false);
-    if (!v.ok()) return Annotate(v.status(), "--previous");
-    expected = v->uuid;
-  }
-  // QUEUE.md: a user's change to services in a frozen scope is refused
-  // unless --thaw (`thaw` has a value for user commands only; the daemon's
-  // own auto_rollback acts for a rollout the freeze already ended).
-  std::vector<std::string> thaw_freezes;
-  // No service changed: no freeze can be in the way (nor are the tasks read).
-  std::set<std::string> changed_services = ChangedServices(before.get(), *compiled);
-  if (thaw.has_value() && existing.ok() && !changed_services.empty()) {
-    ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_->ListTasks(existing->uuid, 0));
-    auto in_way = FreezesInTheWay(tasks, changed_services, *thaw);
-    if (!in_way.ok() && !dry_run) {
-      return absl::FailedPreconditionError(absl::StrCat(in_way.status().message(), "; nothing was changed"));
-    }
-    if (!in_way.ok()) out.warnings.push_back(absl::StrCat(in_way.status().message(), " (apply is refused until then)"));
-    else thaw_freezes = *in_way;
-  }
-  // A dry run, or an unchanged manifest from a writer who is up to date,
-  // writes nothing: answer from what was read.
-  bool noop = out.diff.empty() && (force || expected == out.base_version);
-  if (dry_run || noop) {
-    if (current) out.commit.version = *current;
-    return out;
-  }
-
+// The version to commit: the texts, hashes, groups and services' rows.
+NewVersion VersionToCommit(const CompiledManifest& compiled, const std::string& text, const std::string& owner,
+                           const std::string& expected, bool force, const std::vector<std::string>& warnings) {
+  const Manifest& m = compiled.manifest;
   NewVersion nv;
   nv.project_name = m.project;
   nv.create_project = true;
-  nv.owner = default_owner_;
+  nv.owner = owner;
   nv.expected_current = expected;
   nv.force = force;
-  nv.hash = compiled->hash;
+  nv.hash = compiled.hash;
   nv.manifest = text;
-  nv.canonical = compiled->canonical;
-  nv.author = author;
-  nv.origin = origin;
-  nv.rolled_back_to = a.rolled_back_to;
-  nv.message = a.message;
-  nv.warnings = out.warnings;
+  nv.canonical = compiled.canonical;
+  nv.warnings = warnings;
   nv.description = m.description;
   std::map<std::string, std::string> group_of;
   for (const auto& g : m.deployment_groups) {
@@ -387,26 +283,169 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
   }
   for (const auto& kv : m.services) {
     const ServiceSpec& s = kv.second;
-    nv.services.push_back(ServiceRecord{s.name, s.service_type, s.compute_type, s.brand, s.image, s.package,
-                                        s.count, compiled->instance_hash.at(s.name), compiled->spec_json.at(s.name),
+    nv.services.push_back(ServiceRecord{s.name, s.service_type, s.compute_type, s.brand, s.image, s.package, s.count,
+                                        compiled.instance_hash.at(s.name), compiled.spec_json.at(s.name),
                                         group_of[s.name]});
   }
-  // The last point at which a caller who gave up leaves nothing behind.
-  RETURN_IF_ERROR(cancel->Check());
-  ASSIGN_OR_RETURN(out.commit, store_->CommitVersion(nv));
-  if (out.commit.changed) {
-    for (const std::string& f : thaw_freezes) {
-      auto ended = store_->SetTaskState(f, "terminated", absl::StrCat("thawed by ", author, " (", origin, " --thaw)"));
-      if (!ended.ok() && !absl::IsFailedPrecondition(ended.status())) return ended.status();
-    }
-    Remember(out.commit.version.uuid, compiled);
-    out.project_uuid = out.commit.version.project_uuid;
-    for (const auto& c : out.diff.services()) {
-      if (c.rolls_out()) out.rollout.push_back(c.service());
-    }
-    out.canary = ManifestCanary(m, out.rollout);
-    if (on_change_) on_change_(out.project_uuid);
+  return nv;
+}
+
+}  // namespace
+
+// The manifest parsed, admitted and compiled, within the canonical limit.
+absl::StatusOr<std::shared_ptr<const CompiledManifest>> ProjectsService::Compiled(const ApplyRequest& a,
+                                                                                const ParseOptions& opts) {
+  ParseResult parsed = ParseManifest(a.text, opts);
+  RETURN_IF_ERROR(parsed.interrupted);
+  if (!parsed.manifest) return DiagnosticsToStatus(parsed.errors, parsed.total_errors);
+  RETURN_IF_ERROR(a.cancel->Check());
+  auto compiled = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest)));
+  if (a.admit) RETURN_IF_ERROR(a.admit(compiled->manifest));
+  if (compiled->canonical.size() > Limits::kMaxCanonicalBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the manifest's canonical form (defaults written out) is ", compiled->canonical.size(),
+        " bytes, over the limit of ", Limits::kMaxCanonicalBytes, " bytes; split the project; nothing was changed"));
   }
+  RETURN_IF_ERROR(a.cancel->Check());
+  return compiled;
+}
+
+// The project as stored: its record, current version and that version's
+// manifest, and the stored meta a template references (checked here).
+absl::StatusOr<ProjectsService::Base> ProjectsService::ReadBase(const Manifest& m, const std::string& filename) {
+  Base b;
+  if (auto read = store_->GetProjectWithCurrent(m.project); read.ok()) {
+    b.existing = std::move(read->first);
+    b.current = std::move(read->second);
+  } else if (!absl::IsNotFound(read.status())) {
+    return read.status();
+  }
+  std::map<std::string, std::string> store_meta;
+  if (b.existing) {
+    if (b.existing->deleting) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "project ", b.existing->name, " is being deleted (its instances are being removed); apply again once "
+          "`mariposa project get ", b.existing->name, "` says it does not exist"));
+    }
+    // Stored meta matters only to a manifest that references it (a template).
+    if (!m.templates.empty()) {
+      ASSIGN_OR_RETURN(auto meta, store_->ListMeta(b.existing->uuid));
+      for (const auto& e : meta) store_meta[e.key] = e.value;
+    }
+    if (b.current) {
+      ASSIGN_OR_RETURN(b.before, StoredManifest(*b.existing, b.current->uuid));
+    }
+  }
+  std::vector<ManifestDiagnostic> meta_errors = CheckMetaReferences(m, store_meta, filename);
+  if (!meta_errors.empty()) return DiagnosticsToStatus(meta_errors);
+  return b;
+}
+
+// What the data center must have. Only applies are checked: a rollback or
+// scale re-uses a text checked when it was applied (an auto_rollback must not
+// be refused), and the sync reports what has gone since. The two checks
+// (the catalog; the image plan) are asked at the same time: each is bounded
+// (5 s in mariposad), and so are both together.
+absl::StatusOr<ProjectsService::Checked> ProjectsService::CheckDataCenter(const ApplyRequest& a, const Base& b,
+                                                                          const Manifest& m,
+                                                                          const std::string& filename,
+                                                                          const v1::Diff& diff) {
+  Checked out;
+  if (data_center_ == nullptr || a.origin != "apply") return out;
+  const std::set<std::string> to_plan = ImagesToPlan(diff);
+  const std::string owner = b.existing ? b.existing->owner : default_owner_;
+  auto catalog = std::async(std::launch::async, [&] { return data_center_->CheckCatalog(m, filename, owner); });
+  if (!to_plan.empty()) out.plans = data_center_->PlanImages(b.existing ? b.existing->uuid : "", m, to_plan);
+  auto catalog_errors = catalog.get();
+  if (!catalog_errors.ok()) {
+    out.warnings.push_back(absl::StrCat(
+        "packages, networks, brands and images were not checked (", catalog_errors.status().message(),
+        "); the sync holds instances whose package or network does not exist"));
+  } else if (!catalog_errors->empty()) {
+    return DiagnosticsToStatus(*catalog_errors);
+  }
+  return out;
+}
+
+// QUEUE.md: a user's change to services in a frozen scope is refused unless
+// --thaw (`thaw` has a value for user commands only; the daemon's own
+// auto_rollback acts for a rollout the freeze already ended). The freezes
+// --thaw ends.
+absl::StatusOr<std::vector<std::string>> ProjectsService::FreezesToThaw(const ApplyRequest& a, const Base& b,
+                                                                        const CompiledManifest& compiled,
+                                                                        Outcome* out) {
+  if (!a.thaw.has_value() || !b.existing) return std::vector<std::string>{};
+  // No service changed: no freeze can be in the way (nor are the tasks read).
+  std::set<std::string> changed_services = ChangedServices(b.before.get(), compiled);
+  if (changed_services.empty()) return std::vector<std::string>{};
+  ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, store_->ListTasks(b.existing->uuid, 0));
+  auto in_way = FreezesInTheWay(tasks, changed_services, *a.thaw);
+  if (in_way.ok()) return in_way;
+  if (!a.dry_run) return absl::FailedPreconditionError(absl::StrCat(in_way.status().message(), "; nothing was changed"));
+  out->warnings.push_back(absl::StrCat(in_way.status().message(), " (apply is refused until then)"));
+  return std::vector<std::string>{};
+}
+
+absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyRequest& a) {
+  ParseOptions opts;
+  opts.filename = a.filename.empty() ? "manifest" : a.filename;
+  opts.project_override = a.project;
+  opts.stored = a.stored_text;
+  opts.cancel = a.cancel;
+  ASSIGN_OR_RETURN(std::shared_ptr<const CompiledManifest> compiled, Compiled(a, opts));
+  const Manifest& m = compiled->manifest;
+  ASSIGN_OR_RETURN(Base b, ReadBase(m, opts.filename));
+  Outcome out;
+  out.project = m.project;
+  if (b.current) {
+    out.base_version = b.current->uuid;
+    out.base_number = b.current->number;
+  }
+  out.diff = DiffManifests(b.before.get(), *compiled);
+  ASSIGN_OR_RETURN(Checked checked, CheckDataCenter(a, b, m, opts.filename, out.diff));
+  RETURN_IF_ERROR(a.cancel->Check());
+  RETURN_IF_ERROR(CompareWithBefore(b.before ? &b.before->manifest : nullptr, m, a.dry_run, a.allow_downgrade,
+                                    &out.warnings));
+  if (checked.plans) RETURN_IF_ERROR(PlanImages(*checked.plans, a.allow_downgrade, a.dry_run, &out));
+  for (const auto& w : m.warnings) out.warnings.push_back(w.ToString());
+  for (auto& w : checked.warnings) out.warnings.push_back(std::move(w));
+
+  // Resolve a --previous given as a number, tag or prefix to its uuid.
+  std::string expected = a.previous;
+  if (!a.previous.empty() && b.existing) {
+    auto v = store_->GetVersion(b.existing->uuid, a.previous, false);
+    if (!v.ok()) return Annotate(v.status(), "--previous");
+    expected = v->uuid;
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> thaw_freezes, FreezesToThaw(a, b, *compiled, &out));
+  // A dry run, or an unchanged manifest from a writer who is up to date,
+  // writes nothing: answer from what was read.
+  bool noop = out.diff.empty() && (a.force || expected == out.base_version);
+  if (a.dry_run || noop) {
+    if (b.current) out.commit.version = *b.current;
+    return out;
+  }
+
+  NewVersion nv = VersionToCommit(*compiled, a.text, default_owner_, expected, a.force, out.warnings);
+  nv.author = a.author;
+  nv.origin = a.origin;
+  nv.rolled_back_to = a.rolled_back_to;
+  nv.message = a.message;
+  // The last point at which a caller who gave up leaves nothing behind.
+  RETURN_IF_ERROR(a.cancel->Check());
+  ASSIGN_OR_RETURN(out.commit, store_->CommitVersion(nv));
+  if (!out.commit.changed) return out;
+  for (const std::string& f : thaw_freezes) {
+    auto ended = store_->SetTaskState(f, "terminated", absl::StrCat("thawed by ", a.author, " (", a.origin, " --thaw)"));
+    if (!ended.ok() && !absl::IsFailedPrecondition(ended.status())) return ended.status();
+  }
+  Remember(out.commit.version.uuid, compiled);
+  out.project_uuid = out.commit.version.project_uuid;
+  for (const auto& c : out.diff.services()) {
+    if (c.rolls_out()) out.rollout.push_back(c.service());
+  }
+  out.canary = ManifestCanary(m, out.rollout);
+  if (on_change_) on_change_(out.project_uuid);
   return out;
 }
 

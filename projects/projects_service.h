@@ -64,9 +64,9 @@ class ProjectsService final : public v1::Projects::Service {
 
  private:
   struct Outcome;
-  // The one path from manifest text to a stored version, shared by Apply and
-  // Rollback.
-  // What one ApplyText is asked to do, and on whose behalf.
+  // What one ApplyText is asked to do, and on whose behalf. ApplyText is the
+  // one path from manifest text to a stored version, shared by Apply,
+  // Rollback and Scale.
   struct ApplyRequest {
     std::string project;   // overrides the manifest's `project:` when set
     std::string text;      // the manifest
@@ -84,6 +84,15 @@ class ProjectsService final : public v1::Projects::Service {
     std::function<absl::Status(const Manifest&)> admit;  // may the caller change this manifest's project
   };
   absl::StatusOr<Outcome> ApplyText(const ApplyRequest& a);
+  // ApplyText's steps (projects_service.cc).
+  struct Base;
+  struct Checked;
+  absl::StatusOr<std::shared_ptr<const CompiledManifest>> Compiled(const ApplyRequest& a, const ParseOptions& opts);
+  absl::StatusOr<Base> ReadBase(const Manifest& m, const std::string& filename);
+  absl::StatusOr<Checked> CheckDataCenter(const ApplyRequest& a, const Base& b, const Manifest& m,
+                                          const std::string& filename, const v1::Diff& diff);
+  absl::StatusOr<std::vector<std::string>> FreezesToThaw(const ApplyRequest& a, const Base& b,
+                                                         const CompiledManifest& compiled, Outcome* out);
   absl::StatusOr<ProjectRecord> Project(const std::string& name);
   // Fills the image plans of `out->diff` for the services whose image
   // changes; a downgrade without `allow_downgrade` is refused (a warning
