@@ -204,6 +204,99 @@ triton::UpdateVmRequest InPlaceUpdate(const triton::CreateVmRequest& want, const
   return u;
 }
 
+// What a retag sets and removes in place: CNS names, the firewall tag,
+// firewall_enabled; `said` for the job's reason.
+struct Retag {
+  std::map<std::string, std::string> set;
+  std::vector<std::string> remove, said;
+  std::optional<bool> enable;
+};
+
+Retag RetagOf(const InstanceState& now, const InPlaceSettings& want) {
+  Retag r;
+  for (const auto& [tag, is, to, what] :
+       {std::tuple{kCnsServicesTag, now.cns, want.cns, "cns-names"}, {kTagFirewall, now.firewall, want.firewall, "firewall tag"}}) {
+    if (is == to) continue;
+    if (to.empty()) r.remove.push_back(tag);
+    else r.set[tag] = to;
+    r.said.push_back(absl::StrCat(what, ": ", to.empty() ? "none" : to));
+  }
+  if (want.firewall_enabled && *want.firewall_enabled != now.firewall_enabled) {
+    r.enable = want.firewall_enabled;
+    r.said.push_back(absl::StrCat("firewall ", *r.enable ? "on" : "off"));
+  }
+  return r;
+}
+
+using Call = std::function<absl::StatusOr<triton::JobRef>()>;
+
+// In place (update.strategy reprovision): the new tags and metadata first,
+// then VMAPI reprovision to the new image.
+Call ReprovisionCall(triton::VmapiClient* vmapi, triton::VmRef id, triton::CreateVmRequest want) {
+  return [vmapi, id, want = std::move(want)]() -> absl::StatusOr<triton::JobRef> {
+    auto vm = vmapi->GetVm(id);
+    if (!vm.ok()) return vm.status();
+    triton::UpdateVmRequest u = InPlaceUpdate(want, *vm);
+    auto updated = vmapi->Update(id, u);
+    if (!updated.ok()) return updated.status();
+    auto tagged = vmapi->SetTags(id, want.tags, /*replace=*/true);
+    if (!tagged.ok()) return tagged.status();
+    return vmapi->Reprovision(id, want.image_uuid);
+  };
+}
+
+// An instance changed by hand put back as a create would make it now: its
+// metadata and package set back, its tags replaced.
+Call PutBackCall(triton::VmapiClient* vmapi, triton::VmRef id, std::shared_ptr<triton::CreateVmRequest> want,
+                 std::optional<bool> enable) {
+  return [vmapi, id, want, enable]() -> absl::StatusOr<triton::JobRef> {
+    auto vm = vmapi->GetVm(id);
+    if (!vm.ok()) return vm.status();
+    triton::UpdateVmRequest u = InPlaceUpdate(*want, *vm);
+    // A user's drain (triton.cns.status) is theirs.
+    u.remove_customer_metadata.erase(std::remove(u.remove_customer_metadata.begin(), u.remove_customer_metadata.end(),
+                                                 std::string(kCnsStatusKey)),
+                                     u.remove_customer_metadata.end());
+    u.firewall_enabled = enable;
+    // Done before the tags (followed) are set: the next sync must not see
+    // the metadata still changed.
+    if (absl::Status st = Finished(vmapi, vmapi->Update(id, u), "update"); !st.ok()) return st;
+    return vmapi->SetTags(id, want->tags, /*replace=*/true);
+  };
+}
+
+// The retag's tags removed and set, then firewall_enabled; the job followed
+// is the last one.
+Call RetagCall(triton::VmapiClient* vmapi, triton::VmRef id, Retag change) {
+  return [vmapi, id, change = std::move(change)]() -> absl::StatusOr<triton::JobRef> {
+    absl::StatusOr<triton::JobRef> last = absl::FailedPreconditionError("nothing to set in place");
+    for (const std::string& tag : change.remove) {
+      if (!(last = vmapi->DeleteTag(id, tag)).ok()) return last;
+    }
+    if (!change.set.empty() && !(last = vmapi->SetTags(id, change.set, false)).ok()) return last;
+    if (change.enable) {
+      triton::UpdateVmRequest u;
+      u.firewall_enabled = change.enable;
+      last = vmapi->Update(id, u);
+    }
+    return last;
+  };
+}
+
+// stop.preserve_stopped: tagged first (it stops counting at once), then
+// stopped when it still runs; the job followed is the last one.
+Call PreserveCall(triton::VmapiClient* vmapi, triton::VmRef id, bool running, absl::Duration timeout,
+                  std::string mark) {
+  return [vmapi, id, running, timeout, mark = std::move(mark)]() -> absl::StatusOr<triton::JobRef> {
+    auto tagged = vmapi->SetTags(id, {{kTagPreserved, mark}}, false);
+    if (!tagged.ok() || !running) return tagged;
+    // Tagged before it stops: a stopped instance without the tag would read
+    // as broken and be preserved again (the same event twice).
+    if (absl::Status st = Finished(vmapi, tagged, "tag"); !st.ok()) return st;
+    return vmapi->Act(id, triton::VmAction::kStop, timeout);
+  };
+}
+
 }  // namespace
 
 std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Step>& steps,
@@ -303,37 +396,15 @@ void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out,
       ++r->failed;
       return;
     }
-    out->requests.push_back({j, [this, id, want]() -> absl::StatusOr<triton::JobRef> {
-                          auto vm = vmapi_->GetVm(id);
-                          if (!vm.ok()) return vm.status();
-                          triton::UpdateVmRequest u = InPlaceUpdate(want, *vm);
-                          auto updated = vmapi_->Update(id, u);
-                          if (!updated.ok()) return updated.status();
-                          auto tagged = vmapi_->SetTags(id, want.tags, /*replace=*/true);
-                          if (!tagged.ok()) return tagged.status();
-                          return vmapi_->Reprovision(id, want.image_uuid);
-                        }});
+    out->requests.push_back({j, ReprovisionCall(vmapi_, id, std::move(want))});
   } else if (st.action.kind == ActionKind::kRetag) {
     // In place (Decider::Retags): CNS names and the firewall tag set or
     // removed, firewall_enabled turned on or off; the job followed is the
     // last one.
     j.kind = "retag";
-    InPlaceSettings want = InPlaceFor(s, std::nullopt, j.service);
     InstanceState now = inst != out->by_uuid.end() && inst->second != nullptr ? *inst->second : InstanceState{};
-    std::map<std::string, std::string> set;
-    std::vector<std::string> remove, said;
-    for (const auto& [tag, is, to, what] :
-         {std::tuple{kCnsServicesTag, now.cns, want.cns, "cns-names"}, {kTagFirewall, now.firewall, want.firewall, "firewall tag"}}) {
-      if (is == to) continue;
-      if (to.empty()) remove.push_back(tag);
-      else set[tag] = to;
-      said.push_back(absl::StrCat(what, ": ", to.empty() ? "none" : to));
-    }
-    std::optional<bool> enable;
-    if (want.firewall_enabled && *want.firewall_enabled != now.firewall_enabled) {
-      enable = want.firewall_enabled;
-      said.push_back(absl::StrCat("firewall ", *enable ? "on" : "off"));
-    }
+    Retag change = RetagOf(now, InPlaceFor(s, std::nullopt, j.service));
+    std::vector<std::string>& said = change.said;
     if (!now.hand_changed.empty()) {
       // Changed by hand in VMAPI: what a create would make of it now (its
       // metadata and package set back, its tags replaced, its version tag
@@ -351,54 +422,18 @@ void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out,
         ++r->failed;
         return;
       }
-      out->requests.push_back({j, [this, id, want, enable]() -> absl::StatusOr<triton::JobRef> {
-                            auto vm = vmapi_->GetVm(id);
-                            if (!vm.ok()) return vm.status();
-                            triton::UpdateVmRequest u = InPlaceUpdate(*want, *vm);
-                            // A user's drain (triton.cns.status) is theirs.
-                            u.remove_customer_metadata.erase(
-                                std::remove(u.remove_customer_metadata.begin(), u.remove_customer_metadata.end(),
-                                            std::string(kCnsStatusKey)),
-                                u.remove_customer_metadata.end());
-                            u.firewall_enabled = enable;
-                            // Done before the tags (followed) are set: the
-                            // next sync must not see the metadata still changed.
-                            if (absl::Status st = Finished(vmapi_, vmapi_->Update(id, u), "update"); !st.ok()) {
-                              return st;
-                            }
-                            return vmapi_->SetTags(id, want->tags, /*replace=*/true);
-                          }});
+      out->requests.push_back({j, PutBackCall(vmapi_, id, want, change.enable)});
       return;
     }
     j.reason = absl::StrJoin(said, "; ");
-    out->requests.push_back({j, [this, id, set, remove, enable]() -> absl::StatusOr<triton::JobRef> {
-                          absl::StatusOr<triton::JobRef> last = absl::FailedPreconditionError("nothing to set in place");
-                          for (const std::string& tag : remove) {
-                            if (!(last = vmapi_->DeleteTag(id, tag)).ok()) return last;
-                          }
-                          if (!set.empty() && !(last = vmapi_->SetTags(id, set, false)).ok()) return last;
-                          if (enable) {
-                            triton::UpdateVmRequest u;
-                            u.firewall_enabled = enable;
-                            last = vmapi_->Update(id, u);
-                          }
-                          return last;
-                        }});
+    out->requests.push_back({j, RetagCall(vmapi_, id, std::move(change))});
   } else if (st.action.kind == ActionKind::kPreserve) {
     // stop.preserve_stopped: tagged first (it stops counting at once),
     // then stopped when it still runs; the job followed is the last one.
     j.kind = "preserve";
     bool running = inst != out->by_uuid.end() && inst->second != nullptr && inst->second->state == "running";
     std::string mark = absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", clock_->Now(), absl::UTCTimeZone()), " ", j.reason);
-    out->requests.push_back({j, [this, id, running, timeout, mark]() -> absl::StatusOr<triton::JobRef> {
-                          auto tagged = vmapi_->SetTags(id, {{kTagPreserved, mark}}, false);
-                          if (!tagged.ok() || !running) return tagged;
-                          // Tagged before it stops: a stopped instance
-                          // without the tag would read as broken and be
-                          // preserved again (the same event twice).
-                          if (absl::Status st = Finished(vmapi_, tagged, "tag"); !st.ok()) return st;
-                          return vmapi_->Act(id, triton::VmAction::kStop, timeout);
-                        }});
+    out->requests.push_back({j, PreserveCall(vmapi_, id, running, timeout, mark)});
   } else {
     bool stop = st.action.kind == ActionKind::kStop;
     j.kind = stop ? "stop" : "start";

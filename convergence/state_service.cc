@@ -23,112 +23,106 @@ void ProblemToProto(const Problem& p, v1::Problem* out) {
   out->set_impact(p.impact);
 }
 
-grpc::Status StateService::GetState(grpc::ServerContext* /*ctx*/, const v1::GetStateRequest* req,
-                                    v1::GetStateResponse* resp) {
-  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
-  if (vmapi_ == nullptr || reconciler_ == nullptr) {
-    return ToGrpc(absl::FailedPreconditionError(
-        "mariposad runs without --triton: it keeps goal state only, there is no actual state to show"));
+namespace {
+
+void RunsToProto(const ServiceGoalSpec& g, const RunsView& r, v1::RunsStatus* rs) {
+  rs->set_service_type(g.spec.service_type);
+  if (!g.spec.schedule.empty()) rs->set_schedule(absl::StrCat(g.spec.schedule, " (", g.spec.time_zone, ")"));
+  for (const std::string& a : r.active) rs->add_active(a);
+  rs->set_last(r.last);
+  if (r.next) SetTimestamp(*r.next, rs->mutable_next());
+  rs->set_held(r.held);
+}
+
+void VerdictToProto(const ServiceVerdict& sv, v1::ServiceStatus* st) {
+  st->set_verdict(VerdictName(sv.state));
+  st->set_reason(sv.reason);
+  st->set_fix(sv.fix);
+  st->set_ready(sv.ready);
+  st->set_stopped(sv.stopped_by_user);
+  st->set_stopped_instances(sv.stopped);
+  st->set_unhealthy(sv.unhealthy);
+  if (sv.state == VerdictState::kPaused || sv.state == VerdictState::kFailed) st->set_paused(sv.reason);
+  if (sv.agent) {
+    st->set_desired(sv.desired);
+    st->set_running(sv.ready);
+    st->set_updating(sv.old_spec);
   }
-  auto view = reconciler_->Inspect(req->project());
-  if (!view.ok()) return ToGrpc(view.status());
-  const Snapshot& s = view->snapshot;
-  const Decision& d = view->decision;
-  resp->set_project(s.project.name);
-  resp->set_version(s.project.current_number);
-  resp->set_actual_known(s.actual_known);
-  if (s.actual_known && s.observed_at != absl::InfinitePast()) SetTimestamp(s.observed_at, resp->mutable_observed_at());
-  resp->set_leftover(d.leftover);
-  resp->set_deleting(s.project.deleting);
-  resp->set_read_now(view->read_now);
-  resp->set_watch(view->watch);
-  std::map<std::string, std::string> hostnames;  // server uuid -> hostname, when the sync read CNAPI
-  for (const triton::Server& sv : s.servers) hostnames[sv.uuid] = sv.hostname;
-  if (s.goal) {
-    for (const auto& kv : s.goal->services) {
-      const ServiceGoalSpec& g = kv.second;
-      v1::ServiceStatus* st = resp->add_services();
-      st->set_name(kv.first);
-      // A scheduled or event service wants instances only while it runs.
-      auto runs = d.runs.find(kv.first);
-      st->set_desired(runs == d.runs.end() ? g.record.count
-                                           : g.record.count * static_cast<int64_t>(runs->second.active.size()));
-      st->set_agent(g.spec.compute_type == "agent");
-      for (const std::string& n : CnsNames(s.project.name, kv.first, g.spec)) st->add_cns_names(n);
-      if (auto r = d.runs.find(kv.first); r != d.runs.end()) {
-        v1::RunsStatus* rs = st->mutable_runs();
-        rs->set_service_type(g.spec.service_type);
-        if (!g.spec.schedule.empty()) rs->set_schedule(absl::StrCat(g.spec.schedule, " (", g.spec.time_zone, ")"));
-        for (const std::string& a : r->second.active) rs->add_active(a);
-        rs->set_last(r->second.last);
-        if (r->second.next) SetTimestamp(*r->second.next, rs->mutable_next());
-        rs->set_held(r->second.held);
-      }
-      auto v = d.verdicts.find(kv.first);
-      if (v != d.verdicts.end()) {
-        const ServiceVerdict& sv = v->second;
-        st->set_verdict(VerdictName(sv.state));
-        st->set_reason(sv.reason);
-        st->set_fix(sv.fix);
-        st->set_ready(sv.ready);
-        st->set_stopped(sv.stopped_by_user);
-        st->set_stopped_instances(sv.stopped);
-        st->set_unhealthy(sv.unhealthy);
-        if (sv.state == VerdictState::kPaused || sv.state == VerdictState::kFailed) st->set_paused(sv.reason);
-        if (sv.agent) {
-          st->set_desired(sv.desired);
-          st->set_running(sv.ready);
-          st->set_updating(sv.old_spec);
-        }
-      }
-      for (const TaskRecord& t : s.tasks) st->set_frozen(st->frozen() || FreezeHolds(t, kv.first, ""));
-      auto rows = d.agent_servers.find(kv.first);
-      if (rows != d.agent_servers.end()) {
-        for (const AgentServer& a : rows->second) {
-          v1::AgentServer* out = st->add_servers();
-          out->set_server(a.server);
-          out->set_hostname(a.hostname);
-          out->set_version(a.version);
-          out->set_image_uuid(a.image_uuid);
-          out->set_state(a.state);
-          out->set_error(a.error);
-        }
-      }
-      if (st->agent()) continue;
-      std::vector<const InstanceState*> mine;
-      for (const InstanceState& i : s.instances) {
-        if (i.service == kv.first) mine.push_back(&i);
-      }
-      std::sort(mine.begin(), mine.end(),
-                [](const InstanceState* a, const InstanceState* b) { return a->alias < b->alias; });
-      for (const InstanceState* i : mine) {
-        bool current = i->spec_hash == g.record.spec_hash && !i->stale_meta && !i->stale_checks && !i->stale_mount;
-        bool live = i->state == "running" || i->state == "provisioning";
-        if (i->state == "running") st->set_running(st->running() + 1);
-        else if (i->state == "provisioning") st->set_provisioning(st->provisioning() + 1);
-        // A preserved instance (stop.preserve_stopped) is kept for inspection and counted nowhere.
-        else if (i->state != "preserved" && !(st->stopped() && i->state == "stopped")) st->set_broken(st->broken() + 1);
-        if (i->health == "healthy") st->set_healthy(st->healthy() + 1);
-        if (live && !current) st->set_updating(st->updating() + 1);
-        if (req->omit_instances() || (!req->service().empty() && req->service() != kv.first)) continue;
-        v1::InstanceStatus* is = st->add_instances();
-        is->set_uuid(i->uuid);
-        is->set_alias(i->alias);
-        is->set_state(i->state);
-        is->set_health(i->health);
-        is->set_current_spec(current);
-        is->set_stale_meta(i->stale_meta);
-        is->set_stale_checks(i->stale_checks);
-        is->set_version(i->version);
-        is->set_image_uuid(i->image_uuid);
-        is->set_server_uuid(i->server_uuid);
-        is->set_ip(i->ip);
-        auto host = hostnames.find(i->server_uuid);
-        if (host != hostnames.end()) is->set_server_hostname(host->second);
-        SetTimestamp(i->created, is->mutable_created_at());
-      }
-    }
+}
+
+void AgentServerToProto(const AgentServer& a, v1::AgentServer* out) {
+  out->set_server(a.server);
+  out->set_hostname(a.hostname);
+  out->set_version(a.version);
+  out->set_image_uuid(a.image_uuid);
+  out->set_state(a.state);
+  out->set_error(a.error);
+}
+
+// Counts `i` in the service's totals; `current`: it runs the goal's spec.
+void CountInstance(const InstanceState& i, bool current, v1::ServiceStatus* st) {
+  bool live = i.state == "running" || i.state == "provisioning";
+  if (i.state == "running") st->set_running(st->running() + 1);
+  else if (i.state == "provisioning") st->set_provisioning(st->provisioning() + 1);
+  // A preserved instance (stop.preserve_stopped) is kept for inspection and counted nowhere.
+  else if (i.state != "preserved" && !(st->stopped() && i.state == "stopped")) st->set_broken(st->broken() + 1);
+  if (i.health == "healthy") st->set_healthy(st->healthy() + 1);
+  if (live && !current) st->set_updating(st->updating() + 1);
+}
+
+void InstanceToProto(const InstanceState& i, bool current, const std::map<std::string, std::string>& hostnames,
+                     v1::InstanceStatus* is) {
+  is->set_uuid(i.uuid);
+  is->set_alias(i.alias);
+  is->set_state(i.state);
+  is->set_health(i.health);
+  is->set_current_spec(current);
+  is->set_stale_meta(i.stale_meta);
+  is->set_stale_checks(i.stale_checks);
+  is->set_version(i.version);
+  is->set_image_uuid(i.image_uuid);
+  is->set_server_uuid(i.server_uuid);
+  is->set_ip(i.ip);
+  auto host = hostnames.find(i.server_uuid);
+  if (host != hostnames.end()) is->set_server_hostname(host->second);
+  SetTimestamp(i.created, is->mutable_created_at());
+}
+
+// One service's status: its goal, runs, verdict, freezes, agent servers and
+// (unless omitted) instances.
+void ServiceToProto(const std::string& name, const ServiceGoalSpec& g, const Snapshot& s, const Decision& d,
+                    const std::map<std::string, std::string>& hostnames, const v1::GetStateRequest& req,
+                    v1::ServiceStatus* st) {
+  st->set_name(name);
+  // A scheduled or event service wants instances only while it runs.
+  auto runs = d.runs.find(name);
+  st->set_desired(runs == d.runs.end() ? g.record.count
+                                       : g.record.count * static_cast<int64_t>(runs->second.active.size()));
+  st->set_agent(g.spec.compute_type == "agent");
+  for (const std::string& n : CnsNames(s.project.name, name, g.spec)) st->add_cns_names(n);
+  if (runs != d.runs.end()) RunsToProto(g, runs->second, st->mutable_runs());
+  if (auto v = d.verdicts.find(name); v != d.verdicts.end()) VerdictToProto(v->second, st);
+  for (const TaskRecord& t : s.tasks) st->set_frozen(st->frozen() || FreezeHolds(t, name, ""));
+  if (auto rows = d.agent_servers.find(name); rows != d.agent_servers.end()) {
+    for (const AgentServer& a : rows->second) AgentServerToProto(a, st->add_servers());
   }
+  if (st->agent()) return;
+  std::vector<const InstanceState*> mine;
+  for (const InstanceState& i : s.instances) {
+    if (i.service == name) mine.push_back(&i);
+  }
+  std::sort(mine.begin(), mine.end(), [](const InstanceState* a, const InstanceState* b) { return a->alias < b->alias; });
+  for (const InstanceState* i : mine) {
+    bool current = i->spec_hash == g.record.spec_hash && !i->stale_meta && !i->stale_checks && !i->stale_mount;
+    CountInstance(*i, current, st);
+    if (req.omit_instances() || (!req.service().empty() && req.service() != name)) continue;
+    InstanceToProto(*i, current, hostnames, st->add_instances());
+  }
+}
+
+// The project's own objects outside VMAPI: FWAPI rules, NAPI networks,
+// VOLAPI volumes.
+void OwnedObjectsToProto(const Decision& d, v1::GetStateResponse* resp) {
   for (const FirewallRuleView& v : d.firewall_rules) {
     v1::FirewallRuleStatus* f = resp->add_firewall_rules();
     f->set_name(v.name);
@@ -157,6 +151,35 @@ grpc::Status StateService::GetState(grpc::ServerContext* /*ctx*/, const v1::GetS
     for (const std::string& vm : v.mounted_by) o->add_mounted_by(vm);
     o->set_error(v.error);
   }
+}
+
+}  // namespace
+
+grpc::Status StateService::GetState(grpc::ServerContext* /*ctx*/, const v1::GetStateRequest* req,
+                                    v1::GetStateResponse* resp) {
+  if (absl::Status text = ValidateRequestText(*req); !text.ok()) return ToGrpc(text);
+  if (vmapi_ == nullptr || reconciler_ == nullptr) {
+    return ToGrpc(absl::FailedPreconditionError(
+        "mariposad runs without --triton: it keeps goal state only, there is no actual state to show"));
+  }
+  auto view = reconciler_->Inspect(req->project());
+  if (!view.ok()) return ToGrpc(view.status());
+  const Snapshot& s = view->snapshot;
+  const Decision& d = view->decision;
+  resp->set_project(s.project.name);
+  resp->set_version(s.project.current_number);
+  resp->set_actual_known(s.actual_known);
+  if (s.actual_known && s.observed_at != absl::InfinitePast()) SetTimestamp(s.observed_at, resp->mutable_observed_at());
+  resp->set_leftover(d.leftover);
+  resp->set_deleting(s.project.deleting);
+  resp->set_read_now(view->read_now);
+  resp->set_watch(view->watch);
+  std::map<std::string, std::string> hostnames;  // server uuid -> hostname, when the sync read CNAPI
+  for (const triton::Server& sv : s.servers) hostnames[sv.uuid] = sv.hostname;
+  if (s.goal) {
+    for (const auto& [name, g] : s.goal->services) ServiceToProto(name, g, s, d, hostnames, *req, resp->add_services());
+  }
+  OwnedObjectsToProto(d, resp);
   for (const Problem& p : d.problems) ProblemToProto(p, resp->add_problems());
   for (const Problem& p : reconciler_->ExecuteProblems(s.project.uuid)) ProblemToProto(p, resp->add_problems());
   if (controller_problems_) controller_problems_(resp);
