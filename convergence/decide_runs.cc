@@ -5,6 +5,7 @@
 // finished runs are removed, but for the last run.history ones. The habits
 // of Kubernetes CronJobs and Nomad periodic jobs.
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -15,6 +16,83 @@ namespace mariposa::convergence::decide_internal {
 namespace {
 
 bool Live(const InstanceState& i) { return i.state == "running" || i.state == "provisioning"; }
+
+// What the queued runs of a service do now, oldest first, under its
+// run.concurrency: start, wait, or end (missed, skipped, replaced).
+struct RunStarts {
+  std::vector<TaskChange> changes;
+  std::string held;                  // why a run waits
+  std::set<std::string> active;      // runs active after this decision
+  std::set<std::string> replaced;    // active runs a newer one replaced
+};
+
+RunStarts StartRuns(const std::vector<const TaskRecord*>& open, const ServiceSpec& spec, const std::string& frozen,
+                    const std::function<bool(const TaskRecord&)>& newer, std::set<std::string> active) {
+  RunStarts out;
+  for (const TaskRecord* t : open) {
+    if (t->state != "queued" || newer(*t)) continue;
+    if (t->trigger == "missed") {
+      out.changes.push_back({t->uuid, "terminated", absl::StrCat("missed: ", t->reason, " (run.starting_deadline ",
+                                                                 FormatManifestDuration(spec.run_starting_deadline), ")")});
+      continue;
+    }
+    if (!frozen.empty()) {
+      out.held = frozen;
+      continue;
+    }
+    if (!active.empty() && spec.run_concurrency == "forbid") {
+      if (t->origin == "auto") {
+        out.changes.push_back({t->uuid, "terminated", absl::StrCat("skipped: run ", *active.begin(),
+                                                                   " is still active (run.concurrency: forbid)")});
+      } else {
+        out.held = absl::StrCat("run ", t->uuid, " waits for run ", *active.begin(), " (run.concurrency: forbid)");
+      }
+      continue;
+    }
+    if (!active.empty() && spec.run_concurrency == "replace") {
+      for (const std::string& old : active) {
+        for (const TaskRecord* o : open) {
+          if (o->uuid == old) {
+            out.changes.push_back({o->uuid, "terminated",
+                                   absl::StrCat("replaced by run ", t->uuid, " (run.concurrency: replace)")});
+          }
+        }
+        out.replaced.insert(old);
+      }
+      active.clear();
+    }
+    out.changes.push_back({t->uuid, "active", ""});
+    active.insert(t->uuid);
+  }
+  out.active = std::move(active);
+  return out;
+}
+
+// An active run's instances: made (or being made), ended, still live, and
+// why those that ended did not exit 0.
+struct RunProgress {
+  int64_t in_flight = 0, made = 0, ended = 0, live = 0;
+  std::vector<std::string> bad;
+};
+
+RunProgress ProgressOf(const TaskRecord& t, const std::vector<const InstanceState*>& mine,
+                       const std::vector<JobRecord>& jobs_in_flight) {
+  RunProgress p;
+  for (const JobRecord& j : jobs_in_flight) p.in_flight += j.task_uuid == t.uuid && j.kind == "create";
+  p.made = std::max<int64_t>(t.created + t.failed + p.in_flight, static_cast<int64_t>(mine.size()));
+  for (const InstanceState* i : mine) {
+    if (Live(*i)) {
+      ++p.live;
+      continue;
+    }
+    ++p.ended;
+    if (i->state == "stopped" && i->exit_status == 0) continue;
+    p.bad.push_back(i->state == "stopped" && i->exit_status > 0 ? absl::StrCat(i->alias, " exited ", i->exit_status)
+                    : i->state == "stopped"                    ? absl::StrCat(i->alias, " stopped without exiting")
+                                                               : absl::StrCat(i->alias, " is ", i->state));
+  }
+  return p;
+}
 
 // A schedule looks back at most this far for a fire time it has not acted
 // on (mariposad down for longer runs the latest one only, as cron does).
@@ -47,40 +125,12 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
     if (t->state == "active") active.insert(t->uuid);
   }
   // Queued runs start, under the service's concurrency policy.
-  const std::string frozen = FrozenBy(svc, "run");
-  std::set<std::string> replaced;
-  for (const TaskRecord* t : open) {
-    if (t->state != "queued" || Newer(*t)) continue;
-    if (t->trigger == "missed") {
-      Change(*t, "terminated", absl::StrCat("missed: ", t->reason, " (run.starting_deadline ",
-                                            FormatManifestDuration(spec.run_starting_deadline), ")"));
-      continue;
-    }
-    if (!frozen.empty()) {
-      view.held = frozen;
-      continue;
-    }
-    if (!active.empty() && spec.run_concurrency == "forbid") {
-      if (t->origin == "auto") {
-        Change(*t, "terminated", absl::StrCat("skipped: run ", *active.begin(),
-                                              " is still active (run.concurrency: forbid)"));
-      } else {
-        view.held = absl::StrCat("run ", t->uuid, " waits for run ", *active.begin(), " (run.concurrency: forbid)");
-      }
-      continue;
-    }
-    if (!active.empty() && spec.run_concurrency == "replace") {
-      for (const std::string& old : active) {
-        for (const TaskRecord* o : open) {
-          if (o->uuid == old) Change(*o, "terminated", absl::StrCat("replaced by run ", t->uuid, " (run.concurrency: replace)"));
-        }
-        replaced.insert(old);
-      }
-      active.clear();
-    }
-    Change(*t, "active");
-    active.insert(t->uuid);
-  }
+  RunStarts starts = StartRuns(open, spec, FrozenBy(svc, "run"), [&](const TaskRecord& t) { return Newer(t); },
+                               std::move(active));
+  for (TaskChange& c : starts.changes) d_.task_changes.push_back(std::move(c));
+  if (!starts.held.empty()) view.held = starts.held;
+  active = std::move(starts.active);
+  const std::set<std::string>& replaced = starts.replaced;
   // Active runs: their creates, deadline, end and outcome.
   std::set<std::string> ending = replaced;  // runs this decision stops: their instances go
   struct Ended {
@@ -90,22 +140,9 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
   for (const TaskRecord* t : open) {
     if (!active.count(t->uuid) || (t->state != "active" && t->state != "queued")) continue;
     const std::vector<const InstanceState*>& mine = of_run[t->uuid];
-    int64_t in_flight = 0;
-    for (const JobRecord& j : s_.in_flight) in_flight += j.task_uuid == t->uuid && j.kind == "create";
-    int64_t made = std::max<int64_t>(t->created + t->failed + in_flight, static_cast<int64_t>(mine.size()));
-    int64_t ended = 0, live = 0;
-    std::vector<std::string> bad;
-    for (const InstanceState* i : mine) {
-      if (Live(*i)) {
-        ++live;
-        continue;
-      }
-      ++ended;
-      if (i->state == "stopped" && i->exit_status == 0) continue;
-      bad.push_back(i->state == "stopped" && i->exit_status > 0 ? absl::StrCat(i->alias, " exited ", i->exit_status)
-                    : i->state == "stopped"                    ? absl::StrCat(i->alias, " stopped without exiting")
-                                                               : absl::StrCat(i->alias, " is ", i->state));
-    }
+    RunProgress p = ProgressOf(*t, mine, s_.in_flight);
+    const int64_t made = p.made, ended = p.ended, live = p.live, in_flight = p.in_flight;
+    std::vector<std::string>& bad = p.bad;
     const bool started = t->state == "active" && t->started_at != absl::InfinitePast();
     if (started && spec.run_deadline > absl::ZeroDuration() && now_ - t->started_at > spec.run_deadline) {
       std::string note = absl::StrCat("run.deadline ", FormatManifestDuration(spec.run_deadline), " passed with ", live,

@@ -1,6 +1,7 @@
 #include "convergence/planner.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -155,6 +156,61 @@ void PlanInPlace(const ServiceGoal& goal, const std::vector<const InstanceState*
   for (int64_t k = 0; k < n; ++k) actions.push_back({ActionKind::kReprovision, goal.name, old[k]->uuid, "reprovision"});
 }
 
+// The live count after scaling (`n`), deletes in flight of instances that
+// still run (`going`) and the creates just planned (`missing`).
+struct Counts {
+  int64_t n = 0, going = 0, missing = 0;
+};
+
+// stop.preserve_stopped: the oldest preserved beyond preserve_keep are destroyed.
+void ExpirePreserved(const ServiceGoal& goal, const std::vector<const InstanceState*>& of_service,
+                     std::vector<Action>& actions) {
+  std::vector<const InstanceState*> preserved;
+  for (const InstanceState* i : of_service) {
+    if (i->state == "preserved"sv) preserved.push_back(i);
+  }
+  std::sort(preserved.begin(), preserved.end(), [](const InstanceState* a, const InstanceState* b) {
+    return a->preserved_at != b->preserved_at ? a->preserved_at < b->preserved_at : Older(a, b);
+  });
+  for (size_t k = 0; k + std::max(goal.preserve_keep, 0) < preserved.size(); ++k) {
+    actions.push_back({ActionKind::kDelete, goal.name, preserved[k]->uuid, "preserved-expired"});
+  }
+}
+
+void RollingStep(const ServiceGoal& goal, const std::vector<const InstanceState*>& live,
+                 const std::function<bool(const InstanceState*)>& eligible,
+                 const std::function<bool(const InstanceState*)>& in_place, absl::Time now, Counts c,
+                 ActionKind remove_live, std::vector<Action>& actions) {
+  // One rolling step. New instances: up to `rolling` in flight, live never
+  // above count + max_surge. Old ones: removed oldest first, only while
+  // `floor` ready instances remain.
+  std::vector<const InstanceState*> old_running;
+  int64_t new_in_flight = c.missing, ready_new = 0, ready_old = 0, kept_old = 0;
+  for (const InstanceState* i : live) {
+    bool current = !Outdated(*i, goal);
+    bool ready = ReadyState(*i, now, goal);
+    if (current) {
+      if (ready) ready_new++;
+      else new_in_flight++;
+    } else {
+      if (i->state == "running"sv && eligible(i) && !in_place(i)) old_running.push_back(i);
+      if (!eligible(i) || in_place(i)) kept_old++;
+      if (ready) ready_old++;
+    }
+  }
+  std::sort(old_running.begin(), old_running.end(), Older);
+  int64_t floor = goal.max_surge > 0 ? goal.count : goal.count - goal.rolling;
+  int64_t deletable = std::clamp<int64_t>(ready_new + ready_old - floor, 0, old_running.size());
+  for (int64_t k = 0; k < deletable; ++k) {
+    actions.push_back({remove_live, goal.name, old_running[k]->uuid, "reprovision"});
+  }
+  // Bounded as if the creates land before the deletes.
+  int64_t still_needed = goal.count - kept_old - ready_new - new_in_flight;
+  int64_t creates = std::min({static_cast<int64_t>(goal.rolling) - new_in_flight,
+                              goal.count + goal.max_surge - c.n - c.going, still_needed});
+  for (int64_t k = 0; k < creates; ++k) actions.push_back({ActionKind::kCreate, goal.name, "", "reprovision"});
+}
+
 // One service's actions (Plan, for each service of the goal), appended.
 void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*>& of_service,
                  const ServiceFlags& flags, absl::Time now, std::vector<Action>& actions) {
@@ -190,16 +246,7 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
   // destroyed; the oldest preserved beyond preserve_keep are destroyed.
   ActionKind remove_broken = goal.preserve == "never" ? ActionKind::kDelete : ActionKind::kPreserve;
   ActionKind remove_live = goal.preserve == "always" ? ActionKind::kPreserve : ActionKind::kDelete;
-  std::vector<const InstanceState*> preserved;
-  for (const InstanceState* i : of_service) {
-    if (i->state == "preserved"sv) preserved.push_back(i);
-  }
-  std::sort(preserved.begin(), preserved.end(), [](const InstanceState* a, const InstanceState* b) {
-    return a->preserved_at != b->preserved_at ? a->preserved_at < b->preserved_at : Older(a, b);
-  });
-  for (size_t k = 0; k + std::max(goal.preserve_keep, 0) < preserved.size(); ++k) {
-    actions.push_back({ActionKind::kDelete, goal.name, preserved[k]->uuid, "preserved-expired"});
-  }
+  ExpirePreserved(goal, of_service, actions);
   std::sort(broken.begin(), broken.end(), Older);
   for (const InstanceState* i : broken) actions.push_back({remove_broken, goal.name, i->uuid, "remove-broken"});
 
@@ -253,34 +300,7 @@ void PlanService(const ServiceGoal& goal, const std::vector<const InstanceState*
     return;
   }
 
-  // One rolling step. New instances: up to `rolling` in flight, live never
-  // above count + max_surge. Old ones: removed oldest first, only while
-  // `floor` ready instances remain.
-  std::vector<const InstanceState*> old_running;
-  int64_t new_in_flight = missing, ready_new = 0, ready_old = 0, kept_old = 0;
-  for (const InstanceState* i : live) {
-    bool current = !Outdated(*i, goal);
-    bool ready = ReadyState(*i, now, goal);
-    if (current) {
-      if (ready) ready_new++;
-      else new_in_flight++;
-    } else {
-      if (i->state == "running"sv && eligible(i) && !in_place(i)) old_running.push_back(i);
-      if (!eligible(i) || in_place(i)) kept_old++;
-      if (ready) ready_old++;
-    }
-  }
-  std::sort(old_running.begin(), old_running.end(), Older);
-  int64_t floor = goal.max_surge > 0 ? goal.count : goal.count - goal.rolling;
-  int64_t deletable = std::clamp<int64_t>(ready_new + ready_old - floor, 0, old_running.size());
-  for (int64_t k = 0; k < deletable; ++k) {
-    actions.push_back({remove_live, goal.name, old_running[k]->uuid, "reprovision"});
-  }
-  // Bounded as if the creates land before the deletes.
-  int64_t still_needed = goal.count - kept_old - ready_new - new_in_flight;
-  int64_t creates = std::min({static_cast<int64_t>(goal.rolling) - new_in_flight,
-                              goal.count + goal.max_surge - n - going, still_needed});
-  for (int64_t k = 0; k < creates; ++k) actions.push_back({ActionKind::kCreate, goal.name, "", "reprovision"});
+  RollingStep(goal, live, eligible, in_place, now, {n, going, missing}, remove_live, actions);
 }
 
 // An instance chosen for removal is not started first.
