@@ -76,6 +76,78 @@ std::string FabricNetworkUuid(const Snapshot& s, const std::string& name) {
   return "";
 }
 
+namespace {
+
+// A network the manifest names: in place, to create, to update (its marker
+// old, or changed by hand), or what NAPI cannot change. `have`: the
+// project's network of that name (nullptr: none).
+FabricNetworkView WantedNetwork(const Snapshot& s, const FabricSpec& wanted, const std::string& name,
+                                const FabricNetworkSpec& spec, const triton::FabricNetwork* have,
+                                const std::string& failure, Decision* d) {
+  triton::FabricNetwork want = NetworkFor(s, wanted, name, spec);
+  FabricNetworkView v{name, want.name, spec.subnet, "", "in place", failure};
+  if (have == nullptr) {
+    v.state = "to create";
+    d->fabric_changes.push_back({FabricChange::Kind::kCreateNetwork, name, {}, want});
+  } else if (have->vlan_id != wanted.vlan || FixedOf(*have) != FabricFixed(spec)) {
+    v.uuid = have->uuid;
+    v.state = "cannot change in place";
+    Problem_(d, absl::StrCat("fabric network ", name, " differs from the manifest in what NAPI cannot change"),
+             absl::StrCat("NAPI has ", have->subnet, " on VLAN ", have->vlan_id, " (", FixedOf(*have),
+                          "); the manifest asks ", spec.subnet, " on VLAN ", wanted.vlan, " (", FabricFixed(spec), ")"),
+             "give the network a new name (its instances move by a rollout), then remove the old one");
+  } else {
+    v.uuid = want.uuid = have->uuid;
+    if (ParseOwnedMarker(s.project.uuid, "network", have->description)->hash != FabricMutableHash(spec)) {
+      v.state = "to update";
+      d->fabric_changes.push_back({FabricChange::Kind::kUpdateNetwork, name, {}, want});
+    } else if (std::string drift = NetworkDrift(*have, want); !drift.empty()) {
+      // Its marker says current, NAPI holds something else: changed by hand.
+      v.state = "to update";
+      FabricChange c{FabricChange::Kind::kUpdateNetwork, name, {}, want};
+      c.drift = drift;
+      d->fabric_changes.push_back(c);
+      d->problems.push_back(DriftProblem("fabric-drift", absl::StrCat("fabric network ", name, " (", want.uuid, ")"),
+                                         "NAPI", drift, absl::StrCat("fabric.networks.", name),
+                                         "until it is put back, instances on it get what NAPI holds"));
+    }
+  }
+  if (v.state == "in place") v.error.clear();
+  return v;
+}
+
+// A network of the project's the manifest no longer names: deleted once no
+// instance is on it and no volume is served on it ("to delete"), else kept.
+FabricNetworkView UnwantedNetwork(const Snapshot& s, const std::string& name, const triton::FabricNetwork& n,
+                                  const std::string& failure, Decision* d) {
+  int users = 0;
+  for (const InstanceState& i : s.instances) {
+    users += std::count(i.networks.begin(), i.networks.end(), n.uuid) > 0;
+  }
+  // A volume served on it (its NFS server has a NIC there) keeps it: a
+  // retained volume keeps its network, and one being deleted holds it
+  // until it is gone.
+  std::vector<std::string> served, going;
+  for (const triton::Volume& vol : s.volumes ? *s.volumes : std::vector<triton::Volume>{}) {
+    if (std::count(vol.networks.begin(), vol.networks.end(), n.uuid) == 0) continue;
+    (VolumeToBeDeleted(s, vol.name) ? going : served).push_back(vol.name);
+  }
+  FabricNetworkView v{name, n.name, n.subnet, n.uuid, "to delete", failure};
+  if (!served.empty()) {
+    v.state = absl::StrCat("retained: volume ", absl::StrJoin(served, ", "), " is served on it");
+    v.error.clear();
+  } else if (!going.empty()) {
+    v.state = absl::StrCat("waiting: volume ", absl::StrJoin(going, ", "), " is served on it until it is deleted");
+  } else if (users > 0) {
+    v.state = absl::StrCat("waiting: ", users, " instances still on it");
+  } else {
+    d->fabric_changes.push_back({FabricChange::Kind::kDeleteNetwork, name, {}, n});
+  }
+  return v;
+}
+
+}  // namespace
+
 void DecideFabric(const Snapshot& s, Decision* d) {
   const FabricSpec* wanted = Wanted(s);
   if (!s.fabric) {
@@ -108,69 +180,17 @@ void DecideFabric(const Snapshot& s, Decision* d) {
   }
   if (wanted != nullptr) {
     for (const auto& [name, spec] : wanted->networks) {
-      triton::FabricNetwork want = NetworkFor(s, *wanted, name, spec);
-      FabricNetworkView v{name, want.name, spec.subnet, "", "in place", failed(name)};
       auto o = owned.find(name);
-      if (o == owned.end()) {
-        v.state = "to create";
-        d->fabric_changes.push_back({FabricChange::Kind::kCreateNetwork, name, {}, want});
-      } else if (o->second->vlan_id != wanted->vlan || FixedOf(*o->second) != FabricFixed(spec)) {
-        v.uuid = o->second->uuid;
-        v.state = "cannot change in place";
-        Problem_(d, absl::StrCat("fabric network ", name, " differs from the manifest in what NAPI cannot change"),
-                 absl::StrCat("NAPI has ", o->second->subnet, " on VLAN ", o->second->vlan_id, " (",
-                              FixedOf(*o->second), "); the manifest asks ", spec.subnet, " on VLAN ", wanted->vlan,
-                              " (", FabricFixed(spec), ")"),
-                 "give the network a new name (its instances move by a rollout), then remove the old one");
-      } else {
-        v.uuid = want.uuid = o->second->uuid;
-        if (ParseOwnedMarker(s.project.uuid, "network", o->second->description)->hash != FabricMutableHash(spec)) {
-          v.state = "to update";
-          d->fabric_changes.push_back({FabricChange::Kind::kUpdateNetwork, name, {}, want});
-        } else if (std::string drift = NetworkDrift(*o->second, want); !drift.empty()) {
-          // Its marker says current, NAPI holds something else: changed by hand.
-          v.state = "to update";
-          FabricChange c{FabricChange::Kind::kUpdateNetwork, name, {}, want};
-          c.drift = drift;
-          d->fabric_changes.push_back(c);
-          d->problems.push_back(DriftProblem("fabric-drift", absl::StrCat("fabric network ", name, " (", want.uuid, ")"),
-                                             "NAPI", drift, absl::StrCat("fabric.networks.", name),
-                                             "until it is put back, instances on it get what NAPI holds"));
-        }
-      }
-      if (v.state == "in place") v.error.clear();
-      d->fabric_networks.push_back(std::move(v));
+      d->fabric_networks.push_back(
+          WantedNetwork(s, *wanted, name, spec, o == owned.end() ? nullptr : o->second, failed(name), d));
     }
   }
   std::map<int, int> left;  // owned networks left on each VLAN after this sync's deletes
   for (const auto& [name, n] : owned) {
     ++left[n->vlan_id];
     if (wanted != nullptr && wanted->networks.count(name)) continue;
-    int users = 0;
-    for (const InstanceState& i : s.instances) {
-      users += std::count(i.networks.begin(), i.networks.end(), n->uuid) > 0;
-    }
-    // A volume served on it (its NFS server has a NIC there) keeps it: a
-    // retained volume keeps its network, and one being deleted holds it
-    // until it is gone.
-    std::vector<std::string> served, going;
-    for (const triton::Volume& vol : s.volumes ? *s.volumes : std::vector<triton::Volume>{}) {
-      if (std::count(vol.networks.begin(), vol.networks.end(), n->uuid) == 0) continue;
-      (VolumeToBeDeleted(s, vol.name) ? going : served).push_back(vol.name);
-    }
-    FabricNetworkView v{name, n->name, n->subnet, n->uuid, "to delete", failed(name)};
-    if (!served.empty()) {
-      v.state = absl::StrCat("retained: volume ", absl::StrJoin(served, ", "), " is served on it");
-      v.error.clear();
-    } else if (!going.empty()) {
-      v.state = absl::StrCat("waiting: volume ", absl::StrJoin(going, ", "), " is served on it until it is deleted");
-    } else if (users > 0) {
-      v.state = absl::StrCat("waiting: ", users, " instances still on it");
-    } else {
-      triton::FabricNetwork gone = *n;
-      d->fabric_changes.push_back({FabricChange::Kind::kDeleteNetwork, name, {}, gone});
-      --left[n->vlan_id];
-    }
+    FabricNetworkView v = UnwantedNetwork(s, name, *n, failed(name), d);
+    if (v.state == "to delete") --left[n->vlan_id];
     d->fabric_networks.push_back(std::move(v));
   }
   for (int vlan : own_vlans) {

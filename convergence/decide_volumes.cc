@@ -120,6 +120,76 @@ std::vector<std::string> MountsOfEarlierCopy(const Snapshot& s, const std::strin
 
 namespace {
 
+// The volumes wanted when VOLAPI is not there or could not be read.
+void NotRead(const Snapshot& s, const std::map<std::string, VolumeSpec>& goal, Decision* d) {
+  if (goal.empty()) return;  // nothing wanted, nothing known to be owned: not read
+  for (const auto& [name, spec] : goal) {
+    VolumeView v{name, VolapiVolumeName(s.project.name, name), VolumeNetworkShown(s, spec), "",
+                 s.volapi ? "unknown" : "not applied",
+                 ""};
+    v.size_mib = spec.size_mib;
+    d->volumes.push_back(std::move(v));
+  }
+  if (!s.volapi) {
+    Problem_(d, "the project's volumes are not made: mariposad has no VOLAPI address",
+             "VOLAPI is optional; mariposad was started without --volapi, VOLAPI_SERVICE or --triton",
+             "restart mariposad with --volapi URL (or VOLAPI_SERVICE in --sapi-metadata)");
+  } else {
+    Problem_(d, "the project's volumes could not be read from VOLAPI", s.volumes_error,
+             "check VOLAPI (mariposad's log, `mariposa admin status`); it is read again at the next sync");
+  }
+}
+
+// Deleted outside Mariposa while instances mounted it: its data went with
+// it. Made again (empty) so the service can be healed; the instances that
+// mounted the earlier copy (`older`) are replaced only when the operator
+// says so (a backup may have to be restored first).
+void Lost(const Snapshot& s, const VolumeSpec& spec, const triton::Volume* have, const std::vector<std::string>& older,
+          VolumeView* v, Decision* d) {
+  const std::string& name = v->name;
+  std::string who = absl::StrJoin(older, ", ");
+  std::string since = have ? absl::StrCat("; VOLAPI's ", have->uuid, " was made at ", have->create_timestamp,
+                                          ", after them, so they mount the earlier copy")
+                           : "; VOLAPI no longer has it";
+  v->state = absl::StrCat("lost: ", older.size(), older.size() == 1 ? " instance mounts" : " instances mount",
+                          " a copy deleted outside Mariposa");
+  d->problems.push_back(
+      {"volume-lost", "", absl::StrCat("volume ", name, " was deleted outside Mariposa while ", who, " mounted it"),
+       absl::StrCat("its data was deleted with it", since),
+       absl::StrCat(have ? "" : "Mariposa makes it again, empty, at this sync; ",
+                    "restore its data from a backup if there is one, then `mariposa -j ", s.project.name,
+                    " reprovision --service ", absl::StrJoin(MountingServices(s, name), ","),
+                    "` replaces the instances so they mount the new one"),
+       absl::StrCat("the data of ", v->volapi_name, " is lost; ", who, older.size() == 1 ? " uses" : " use",
+                    " a volume that is gone")});
+  if (have != nullptr) return;
+  std::string why;
+  std::string net = VolumeNetworkUuid(s, spec, &why);
+  if (net.empty()) return;
+  VolumeChange c{VolumeChange::Kind::kCreate, name, VolumeFor(v->volapi_name, spec, net)};
+  c.lost = who;
+  d->volume_changes.push_back(c);
+}
+
+// A wanted volume VOLAPI does not have: made, once its network is known.
+void ToCreate(const Snapshot& s, const VolumeSpec& spec, VolumeView* v, Decision* d) {
+  const std::string& name = v->name;
+  std::string why;
+  std::string net = VolumeNetworkUuid(s, spec, &why);
+  if (!net.empty()) {
+    v->state = "to create";
+    d->volume_changes.push_back({VolumeChange::Kind::kCreate, name, VolumeFor(v->volapi_name, spec, net)});
+    return;
+  }
+  v->state = absl::StrCat("waiting: ", why);
+  if (spec.network.empty()) {
+    Problem_(d, absl::StrCat("volume ", name, " names no network and the account's default fabric network is not known"),
+             s.default_fabric_error,
+             absl::StrCat("name the fabric network it is served on in the manifest (volumes.", name,
+                          ".network: one of fabric.networks, or a fabric network's uuid) and apply"));
+  }
+}
+
 }  // namespace
 
 bool VolumeToBeDeleted(const Snapshot& s, const std::string& volapi_name) {
@@ -133,22 +203,7 @@ void DecideVolumes(const Snapshot& s, Decision* d) {
   const std::map<std::string, VolumeSpec>& goal = GoalVolumes(s);
   const bool deleting = s.project.deleting;
   if (!s.volapi || !s.volumes) {
-    if (goal.empty()) return;  // nothing wanted, nothing known to be owned: not read
-    for (const auto& [name, spec] : goal) {
-      VolumeView v{name, VolapiVolumeName(s.project.name, name), VolumeNetworkShown(s, spec), "",
-                   s.volapi ? "unknown" : "not applied",
-                   ""};
-      v.size_mib = spec.size_mib;
-      d->volumes.push_back(std::move(v));
-    }
-    if (!s.volapi) {
-      Problem_(d, "the project's volumes are not made: mariposad has no VOLAPI address",
-               "VOLAPI is optional; mariposad was started without --volapi, VOLAPI_SERVICE or --triton",
-               "restart mariposad with --volapi URL (or VOLAPI_SERVICE in --sapi-metadata)");
-    } else {
-      Problem_(d, "the project's volumes could not be read from VOLAPI", s.volumes_error,
-               "check VOLAPI (mariposad's log, `mariposa admin status`); it is read again at the next sync");
-    }
+    NotRead(s, goal, d);
     return;
   }
   std::map<std::string, const triton::Volume*> owned;
@@ -189,49 +244,9 @@ void DecideVolumes(const Snapshot& s, Decision* d) {
       if (have == nullptr) continue;
       v.state = spec == nullptr ? "retained (not in the manifest)" : "retained (deletion_policy: retain)";
     } else if (std::vector<std::string> older = MountsOfEarlierCopy(s, name, have); !older.empty()) {
-      // Deleted outside Mariposa while instances mounted it: its data went
-      // with it. Made again (empty) so the service can be healed; the
-      // instances that mounted the earlier copy are replaced only when the
-      // operator says so (a backup may have to be restored first).
-      std::string who = absl::StrJoin(older, ", ");
-      std::string since = have ? absl::StrCat("; VOLAPI's ", have->uuid, " was made at ", have->create_timestamp,
-                                              ", after them, so they mount the earlier copy")
-                               : "; VOLAPI no longer has it";
-      v.state = absl::StrCat("lost: ", older.size(), older.size() == 1 ? " instance mounts" : " instances mount",
-                             " a copy deleted outside Mariposa");
-      d->problems.push_back(
-          {"volume-lost", "", absl::StrCat("volume ", name, " was deleted outside Mariposa while ", who, " mounted it"),
-           absl::StrCat("its data was deleted with it", since),
-           absl::StrCat(have ? "" : "Mariposa makes it again, empty, at this sync; ",
-                        "restore its data from a backup if there is one, then `mariposa -j ", s.project.name,
-                        " reprovision --service ", absl::StrJoin(MountingServices(s, name), ","),
-                        "` replaces the instances so they mount the new one"),
-           absl::StrCat("the data of ", v.volapi_name, " is lost; ", who, older.size() == 1 ? " uses" : " use",
-                        " a volume that is gone")});
-      std::string why;
-      if (have == nullptr) {
-        std::string net = VolumeNetworkUuid(s, *spec, &why);
-        if (!net.empty()) {
-          VolumeChange c{VolumeChange::Kind::kCreate, name, VolumeFor(v.volapi_name, *spec, net)};
-          c.lost = who;
-          d->volume_changes.push_back(c);
-        }
-      }
+      Lost(s, *spec, have, older, &v, d);
     } else if (have == nullptr) {
-      std::string why;
-      std::string net = VolumeNetworkUuid(s, *spec, &why);
-      if (net.empty()) {
-        v.state = absl::StrCat("waiting: ", why);
-        if (spec->network.empty()) {
-          Problem_(d, absl::StrCat("volume ", name, " names no network and the account's default fabric network is not known"),
-                   s.default_fabric_error,
-                   absl::StrCat("name the fabric network it is served on in the manifest (volumes.", name,
-                                ".network: one of fabric.networks, or a fabric network's uuid) and apply"));
-        }
-      } else {
-        v.state = "to create";
-        d->volume_changes.push_back({VolumeChange::Kind::kCreate, name, VolumeFor(v.volapi_name, *spec, net)});
-      }
+      ToCreate(s, *spec, &v, d);
     } else {
       v.state = have->state;  // ready, creating, failed
       if (have->state == "failed") {
