@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "common/sqlite_wal.h"
 
 namespace mariposa {
@@ -137,6 +138,96 @@ absl::StatusOr<std::string> KeepDamagedCopies(const std::string& data_dir, const
   return dir;
 }
 
+namespace {
+
+// A damaged write-ahead log refuses the start, or with --accept-store-loss
+// is kept aside and noted in `accepted`.
+absl::Status CheckWalFirst(const std::string& data_dir, const Clock* clock, StoreRefusal* refusal,
+                           const std::string& backup_dir, bool accept_loss, const std::optional<HighWater>& mark,
+                           std::vector<std::string>* accepted) {
+  const std::string path = data_dir + "/mariposa.db";
+  if (std::optional<std::string> wal = ReadFile(path + "-wal")) {
+    WalReport w = CheckWal(*wal);
+    if (!w.ok && accept_loss) {
+      auto kept = KeepDamagedCopies(data_dir, clock);
+      if (!kept.ok()) {
+        return Refuse(refusal, StoreRefusal{"cannot keep copies of the damaged store", std::string(kept.status().message()),
+                                            "free space in the data dir, or copy it aside by hand and restore a backup",
+                                            kImpact});
+      }
+      LogError("store loss accepted (--accept-store-loss): starting on what SQLite recovers before the damage",
+               {{"damage", w.damage}, {"copies", *kept}});
+      accepted->push_back(absl::StrCat(w.damage, "; copies of the damaged files in ", *kept));
+    } else if (!w.ok) {
+      return Refuse(refusal,
+                    StoreRefusal{absl::StrCat("the write-ahead log of store ", path, " is damaged"),
+                                 absl::StrCat(w.damage, ". Starting would serve an older store as if it were "
+                                                        "whole: acknowledged writes would be gone with no error"),
+                                 OlderStoreFix(data_dir, backup_dir, mark), kImpact});
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The store against its high-water mark: older than the mark, or the mark
+// gone from a data dir that held a store, refuses the start (or with
+// --accept-store-loss, is noted in `accepted`).
+absl::Status CheckHighWater(SqlProjectStore& store, const std::string& data_dir, StoreRefusal* refusal,
+                            const std::string& backup_dir, bool accept_loss, bool init, bool held_one,
+                            const std::optional<HighWater>& mark, bool mark_missing,
+                            std::vector<std::string>* accepted) {
+  const std::string path = data_dir + "/mariposa.db";
+  const std::string mark_path = data_dir + "/" + kHighWaterFile;
+  const std::string marker = data_dir + "/" + kStoreMarker;
+  if (mark && !accept_loss) {
+    auto now = store.CurrentHighWater();
+    if (!now.ok()) {
+      return Refuse(refusal, StoreRefusal{absl::StrCat("cannot read the commit count of store ", path),
+                                          std::string(now.status().message()), kRestore, kImpact});
+    }
+    if (std::string loss = HighWaterLoss(*mark, *now); !loss.empty()) {
+      return Refuse(refusal,
+                    StoreRefusal{absl::StrCat("store ", path, " is older than the store mariposad last wrote"),
+                                 absl::StrCat(loss, ", by its high-water mark ", mark_path,
+                                              " (written after every commit). The write-ahead log was lost or "
+                                              "damaged, or an older copy of mariposa.db was put in place"),
+                                 OlderStoreFix(data_dir, backup_dir, mark), kImpact});
+    }
+  }
+  // The mark gone while the store has commits a release that writes it made
+  // (a store migrated from before the mark starts at 0): nothing shows
+  // whether this store is the newest one, so it is not taken as such.
+  if (!mark && mark_missing && held_one && !init && !accept_loss) {
+    auto now = store.CurrentHighWater();
+    if (!now.ok() || now->commits > 0) {
+      return Refuse(refusal,
+                    StoreRefusal{absl::StrCat("the high-water mark of store ", path, " is missing"),
+                                 absl::StrCat("this data dir held a store (", marker, " exists) and the store has ",
+                                              now.ok() ? absl::StrCat(now->commits) : std::string("some"),
+                                              " commits counted, so mariposad wrote ", mark_path,
+                                              " after each of them; without it, an older copy of mariposa.db or a "
+                                              "lost write-ahead log cannot be told from the newest store"),
+                                 absl::StrCat("if this is the store mariposad last wrote (the mark was deleted by "
+                                              "hand), start once with --accept-store-loss: a new mark is written; "
+                                              "otherwise ",
+                                              OlderStoreFix(data_dir, backup_dir, mark)),
+                                 kImpact});
+    }
+  }
+  if (mark && accept_loss) {
+    auto now = store.CurrentHighWater();
+    std::string loss = now.ok() ? HighWaterLoss(*mark, *now) : std::string(now.status().message());
+    if (!loss.empty()) {
+      LogError("store loss accepted (--accept-store-loss): the store is older than its high-water mark",
+               {{"loss", loss}, {"mark", mark_path}});
+      accepted->push_back(loss);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenStore(const std::string& data_dir, bool init,
                                                               const Clock* clock, StoreRefusal* refusal,
                                                               const std::string& backup_dir, bool accept_loss) {
@@ -170,28 +261,7 @@ absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenStore(const std::string& da
   }
   // Before SQLite recovers the write-ahead log: its recovery would drop every
   // commit after a damaged frame without a word.
-  if (exists) {
-    if (std::optional<std::string> wal = ReadFile(path + "-wal")) {
-      WalReport w = CheckWal(*wal);
-      if (!w.ok && accept_loss) {
-        auto kept = KeepDamagedCopies(data_dir, clock);
-        if (!kept.ok()) {
-          return Refuse(refusal, StoreRefusal{"cannot keep copies of the damaged store", std::string(kept.status().message()),
-                                              "free space in the data dir, or copy it aside by hand and restore a backup",
-                                              kImpact});
-        }
-        LogError("store loss accepted (--accept-store-loss): starting on what SQLite recovers before the damage",
-                 {{"damage", w.damage}, {"copies", *kept}});
-        accepted.push_back(absl::StrCat(w.damage, "; copies of the damaged files in ", *kept));
-      } else if (!w.ok) {
-        return Refuse(refusal,
-                      StoreRefusal{absl::StrCat("the write-ahead log of store ", path, " is damaged"),
-                                   absl::StrCat(w.damage, ". Starting would serve an older store as if it were "
-                                                          "whole: acknowledged writes would be gone with no error"),
-                                   OlderStoreFix(data_dir, backup_dir, mark), kImpact});
-      }
-    }
-  }
+  if (exists) RETURN_IF_ERROR(CheckWalFirst(data_dir, clock, refusal, backup_dir, accept_loss, mark, &accepted));
   auto store = SqlProjectStore::Open(path, clock);
   if (!store.ok()) {
     bool newer = absl::IsFailedPrecondition(store.status());
@@ -205,50 +275,8 @@ absl::StatusOr<std::unique_ptr<SqlProjectStore>> OpenStore(const std::string& da
     return Refuse(refusal, StoreRefusal{absl::StrCat("store ", path, " failed verification"),
                                         std::string(s.message()), kRestore, kImpact});
   }
-  if (mark && !accept_loss) {
-    auto now = (*store)->CurrentHighWater();
-    if (!now.ok()) {
-      return Refuse(refusal, StoreRefusal{absl::StrCat("cannot read the commit count of store ", path),
-                                          std::string(now.status().message()), kRestore, kImpact});
-    }
-    if (std::string loss = HighWaterLoss(*mark, *now); !loss.empty()) {
-      return Refuse(refusal,
-                    StoreRefusal{absl::StrCat("store ", path, " is older than the store mariposad last wrote"),
-                                 absl::StrCat(loss, ", by its high-water mark ", mark_path,
-                                              " (written after every commit). The write-ahead log was lost or "
-                                              "damaged, or an older copy of mariposa.db was put in place"),
-                                 OlderStoreFix(data_dir, backup_dir, mark), kImpact});
-    }
-  }
-  // The mark gone while the store has commits a release that writes it made
-  // (a store migrated from before the mark starts at 0): nothing shows
-  // whether this store is the newest one, so it is not taken as such.
-  if (!mark && mark_missing && held_one && !init && !accept_loss) {
-    auto now = (*store)->CurrentHighWater();
-    if (!now.ok() || now->commits > 0) {
-      return Refuse(refusal,
-                    StoreRefusal{absl::StrCat("the high-water mark of store ", path, " is missing"),
-                                 absl::StrCat("this data dir held a store (", marker, " exists) and the store has ",
-                                              now.ok() ? absl::StrCat(now->commits) : std::string("some"),
-                                              " commits counted, so mariposad wrote ", mark_path,
-                                              " after each of them; without it, an older copy of mariposa.db or a "
-                                              "lost write-ahead log cannot be told from the newest store"),
-                                 absl::StrCat("if this is the store mariposad last wrote (the mark was deleted by "
-                                              "hand), start once with --accept-store-loss: a new mark is written; "
-                                              "otherwise ",
-                                              OlderStoreFix(data_dir, backup_dir, mark)),
-                                 kImpact});
-    }
-  }
-  if (mark && accept_loss) {
-    auto now = (*store)->CurrentHighWater();
-    std::string loss = now.ok() ? HighWaterLoss(*mark, *now) : std::string(now.status().message());
-    if (!loss.empty()) {
-      LogError("store loss accepted (--accept-store-loss): the store is older than its high-water mark",
-               {{"loss", loss}, {"mark", mark_path}});
-      accepted.push_back(loss);
-    }
-  }
+  RETURN_IF_ERROR(CheckHighWater(**store, data_dir, refusal, backup_dir, accept_loss, init, held_one, mark,
+                                  mark_missing, &accepted));
   if (absl::Status s = (*store)->KeepHighWaterMark(mark_path); !s.ok()) {
     return Refuse(refusal, StoreRefusal{absl::StrCat("cannot write the store's high-water mark ", mark_path),
                                         std::string(s.message()), "check the data dir's permissions and free space",
