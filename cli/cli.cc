@@ -101,6 +101,46 @@ absl::StatusOr<std::string> HelpFor(const std::vector<std::string>& words) {
 
 bool IsOption(const std::string& s) { return s.size() > 1 && s[0] == '-'; }
 
+// The command's own arguments: what is left once its path's `used` words go.
+std::vector<std::string> CommandArgs(const std::vector<std::string>& rest, size_t used) {
+  std::vector<std::string> argv;
+  size_t dropped = 0;
+  for (const std::string& t : rest) {
+    if (dropped < used && !IsOption(t)) {
+      ++dropped;
+      continue;
+    }
+    argv.push_back(t);
+  }
+  return argv;
+}
+
+// Why `args` are too few or too many for `cmd`; "" when they fit.
+std::string ArgCountError(const cli::Command& cmd, const std::vector<std::string>& args) {
+  int n = static_cast<int>(args.size());
+  if (n >= cmd.min_args && (cmd.max_args < 0 || n <= cmd.max_args)) return "";
+  if (n > cmd.max_args && cmd.max_args >= 0) {
+    return absl::StrCat("too many arguments for ", cmd.path, ": \"", args[cmd.max_args], "\"",
+                        cmd.args.empty() ? " (it takes none)" : absl::StrCat(" (it takes ", cmd.args, ")"));
+  }
+  return absl::StrCat("expected ", cmd.path, " ", cmd.args);
+}
+
+// A connection to mariposad with the settings' credentials: a token file,
+// or a token checked before it is sent.
+absl::StatusOr<std::unique_ptr<cli::Client>> Dial(const cli::Settings& settings, const Io& io,
+                                                  const cli::Deadlines& deadlines) {
+  auth::ClientCredentials creds{settings.ca, settings.cert, settings.key, settings.token, ""};
+  if (!settings.token_file.empty()) {
+    ASSIGN_OR_RETURN(creds.token, auth::ReadTokenFile(settings.token_file));
+  } else if (!creds.token.empty()) {
+    RETURN_IF_ERROR(auth::CheckToken(creds.token, "the token ($MARIPOSA_TOKEN or the context's token)"));
+  }
+  auto client = std::make_unique<cli::Client>(settings.addr, creds, io.dial, io.clock, deadlines);
+  RETURN_IF_ERROR(client->Connect());
+  return client;
+}
+
 }  // namespace
 
 const cli::Registry& Commands() {
@@ -158,26 +198,9 @@ int Run(const std::vector<std::string>& args, const Io& io) {
   if (!found.ok()) return usage_error(std::string(found.status().message()), nullptr, DeepestNode(words));
   const cli::Command& cmd = **found;
   // The command's own arguments: what is left once its path's words go.
-  std::vector<std::string> argv;
-  size_t dropped = 0;
-  for (const std::string& t : rest) {
-    if (dropped < used && !IsOption(t)) {
-      ++dropped;
-      continue;
-    }
-    argv.push_back(t);
-  }
-  auto parsed = cli::ParseFlags(cmd.flags, argv, true, nullptr, absl::StrCat("mariposa ", cmd.path));
+  auto parsed = cli::ParseFlags(cmd.flags, CommandArgs(rest, used), true, nullptr, absl::StrCat("mariposa ", cmd.path));
   if (!parsed.ok()) return usage_error(std::string(parsed.status().message()), &cmd);
-  int n = static_cast<int>(parsed->args().size());
-  if (n < cmd.min_args || (cmd.max_args >= 0 && n > cmd.max_args)) {
-    return usage_error(
-        n > cmd.max_args && cmd.max_args >= 0
-            ? absl::StrCat("too many arguments for ", cmd.path, ": \"", parsed->args()[cmd.max_args], "\"",
-                           cmd.args.empty() ? " (it takes none)" : absl::StrCat(" (it takes ", cmd.args, ")"))
-            : absl::StrCat("expected ", cmd.path, " ", cmd.args),
-        &cmd);
-  }
+  if (std::string wrong = ArgCountError(cmd, parsed->args()); !wrong.empty()) return usage_error(wrong, &cmd);
   std::string output = globals->Value("--output").value_or("table");
   if (output != "table" && output != "json" && output != "yaml") {
     return usage_error(absl::StrCat("-o must be table, json or yaml, not \"", output, "\""), &cmd);
@@ -215,26 +238,12 @@ int Run(const std::vector<std::string>& args, const Io& io) {
   }
   std::unique_ptr<cli::Client> client;
   if (cmd.daemon) {
-    auth::ClientCredentials creds{settings.ca, settings.cert, settings.key, settings.token, ""};
-    if (!settings.token_file.empty()) {
-      auto t = auth::ReadTokenFile(settings.token_file);
-      if (!t.ok()) {
-        err << "mariposa: " << t.status().message() << "\n";
-        return 1;
-      }
-      creds.token = *t;
-    } else if (!creds.token.empty()) {
-      if (absl::Status s = auth::CheckToken(creds.token, "the token ($MARIPOSA_TOKEN or the context's token)");
-          !s.ok()) {
-        err << "mariposa: " << s.message() << "\n";
-        return 1;
-      }
-    }
-    client = std::make_unique<cli::Client>(settings.addr, creds, io.dial, io.clock, deadlines);
-    if (absl::Status st = client->Connect(); !st.ok()) {
-      err << "mariposa: " << st.message() << "\n";
+    auto dialed = Dial(settings, io, deadlines);
+    if (!dialed.ok()) {
+      err << "mariposa: " << dialed.status().message() << "\n";
       return 1;
     }
+    client = *std::move(dialed);
   }
   cli::Output output_stream(*io.out, output);
   Context ctx({io.clock, &reg, flags, io.env, settings.project, io.in_tty}, output_stream, err, *io.in, client.get());

@@ -6,6 +6,85 @@
 namespace mariposa::cmd {
 namespace {
 
+// Scheduled and event services' runs.
+void RunsTable(Context& c, const v1::GetStateResponse& resp) {
+  std::ostream& out = c.out();
+  Rows runs;
+  for (const auto& s : resp.services()) {
+    if (!s.has_runs()) continue;
+    const auto& r = s.runs();
+    runs.push_back({s.name(), r.schedule().empty() ? r.service_type() : r.schedule(),
+                    r.active().empty() ? "-" : absl::StrJoin(r.active(), "; "), r.last().empty() ? "-" : r.last(),
+                    r.has_next() ? Time(r.next()) : (r.service_type() == "event" ? "on `mariposa run`" : "-"),
+                    r.held().empty() ? "-" : r.held()});
+  }
+  if (!runs.empty()) {
+    out << "\n";
+    c.Table({"RUNS OF", "SCHEDULE", "ACTIVE", "LAST", "NEXT", "HELD"}, runs);
+  }
+}
+
+// What the project owns outside VMAPI: fabric networks, volumes, firewall
+// rules.
+void OwnedTables(Context& c, const v1::GetStateResponse& resp) {
+  std::ostream& out = c.out();
+  if (resp.fabric_networks_size() > 0) {
+    Rows fab;
+    for (const auto& f : resp.fabric_networks()) {
+      fab.push_back({f.name(), f.state(), f.subnet(), f.napi_name(), f.uuid().empty() ? "-" : f.uuid(),
+                     f.error().empty() ? "-" : f.error()});
+    }
+    out << "\n";
+    c.Table({"FABRIC NETWORK", "STATE", "SUBNET", "NAPI NAME", "UUID", "LAST ERROR"}, fab);
+  }
+  if (resp.volumes_size() > 0) {
+    Rows vols;
+    for (const auto& v : resp.volumes()) {
+      vols.push_back({v.name(), v.state(), v.size_mib() > 0 ? absl::StrCat(v.size_mib() / 1024, "G") : "default",
+                      v.network().empty() ? "-" : v.network(), v.volapi_name(), v.uuid().empty() ? "-" : v.uuid(),
+                      absl::StrCat(v.mounted_by_size()), v.error().empty() ? "-" : v.error()});
+    }
+    out << "\n";
+    c.Table({"VOLUME", "STATE", "SIZE", "NETWORK", "VOLAPI NAME", "UUID", "MOUNTS", "LAST ERROR"}, vols);
+  }
+  if (resp.firewall_rules_size() > 0) {
+    Rows fw;
+    for (const auto& f : resp.firewall_rules()) {
+      fw.push_back({f.name(), f.state(), f.rule().empty() ? "-" : f.rule(), f.error().empty() ? "-" : f.error()});
+    }
+    out << "\n";
+    c.Table({"FIREWALL RULE", "STATE", "RULE", "LAST ERROR"}, fw);
+  }
+}
+
+// --verbose: every instance, and every server of an agent service.
+void VerboseTables(Context& c, const v1::GetStateResponse& resp) {
+  std::ostream& out = c.out();
+  Rows inst;
+  for (const auto& s : resp.services()) {
+    for (const auto& i : s.instances()) {
+      inst.push_back({s.name(), i.alias(), i.uuid(), i.state(), i.health(),
+                      i.current_spec() ? "current" : i.stale_meta() ? "stale meta" : "old", absl::StrCat(i.version()),
+                      Time(i.created_at())});
+    }
+  }
+  Rows servers;
+  for (const auto& s : resp.services()) {
+    for (const auto& sv : s.servers()) {
+      servers.push_back({s.name(), sv.hostname(), sv.server(), sv.version().empty() ? "-" : sv.version(),
+                         sv.image_uuid().empty() ? "-" : sv.image_uuid().substr(0, 8), sv.state(), sv.error()});
+    }
+  }
+  if (!inst.empty() || servers.empty()) {
+    out << "\n";
+    c.Table({"SERVICE", "ALIAS", "UUID", "STATE", "HEALTH", "SPEC", "VERSION", "CREATED"}, inst);
+  }
+  if (!servers.empty()) {
+    out << "\n";
+    c.Table({"SERVICE", "HOSTNAME", "SERVER", "AGENT VERSION", "IMAGE", "STATE", "LAST ERROR"}, servers);
+  }
+}
+
 Result Status(Context& c, const Parsed& p) {
   v1::GetStateRequest req;
   req.set_project(c.project());
@@ -61,46 +140,8 @@ Result Status(Context& c, const Parsed& p) {
     if (s.cns_names_size() > 0) cns.push_back(absl::StrCat(s.name(), " ", absl::StrJoin(s.cns_names(), ",")));
   }
   if (!cns.empty()) out << "\nCNS service names: " << absl::StrJoin(cns, "; ") << "\n";
-  Rows runs;
-  for (const auto& s : resp.services()) {
-    if (!s.has_runs()) continue;
-    const auto& r = s.runs();
-    runs.push_back({s.name(), r.schedule().empty() ? r.service_type() : r.schedule(),
-                    r.active().empty() ? "-" : absl::StrJoin(r.active(), "; "), r.last().empty() ? "-" : r.last(),
-                    r.has_next() ? Time(r.next()) : (r.service_type() == "event" ? "on `mariposa run`" : "-"),
-                    r.held().empty() ? "-" : r.held()});
-  }
-  if (!runs.empty()) {
-    out << "\n";
-    c.Table({"RUNS OF", "SCHEDULE", "ACTIVE", "LAST", "NEXT", "HELD"}, runs);
-  }
-  if (resp.fabric_networks_size() > 0) {
-    Rows fab;
-    for (const auto& f : resp.fabric_networks()) {
-      fab.push_back({f.name(), f.state(), f.subnet(), f.napi_name(), f.uuid().empty() ? "-" : f.uuid(),
-                     f.error().empty() ? "-" : f.error()});
-    }
-    out << "\n";
-    c.Table({"FABRIC NETWORK", "STATE", "SUBNET", "NAPI NAME", "UUID", "LAST ERROR"}, fab);
-  }
-  if (resp.volumes_size() > 0) {
-    Rows vols;
-    for (const auto& v : resp.volumes()) {
-      vols.push_back({v.name(), v.state(), v.size_mib() > 0 ? absl::StrCat(v.size_mib() / 1024, "G") : "default",
-                      v.network().empty() ? "-" : v.network(), v.volapi_name(), v.uuid().empty() ? "-" : v.uuid(),
-                      absl::StrCat(v.mounted_by_size()), v.error().empty() ? "-" : v.error()});
-    }
-    out << "\n";
-    c.Table({"VOLUME", "STATE", "SIZE", "NETWORK", "VOLAPI NAME", "UUID", "MOUNTS", "LAST ERROR"}, vols);
-  }
-  if (resp.firewall_rules_size() > 0) {
-    Rows fw;
-    for (const auto& f : resp.firewall_rules()) {
-      fw.push_back({f.name(), f.state(), f.rule().empty() ? "-" : f.rule(), f.error().empty() ? "-" : f.error()});
-    }
-    out << "\n";
-    c.Table({"FIREWALL RULE", "STATE", "RULE", "LAST ERROR"}, fw);
-  }
+  RunsTable(c, resp);
+  OwnedTables(c, resp);
   if (resp.leftover() > 0) {
     out << "\n"
         << resp.leftover()
@@ -109,29 +150,7 @@ Result Status(Context& c, const Parsed& p) {
   }
   for (const auto& pr : resp.problems()) PrintProblem(pr, out);
   if (!p.Has("--verbose")) return code;
-  Rows inst;
-  for (const auto& s : resp.services()) {
-    for (const auto& i : s.instances()) {
-      inst.push_back({s.name(), i.alias(), i.uuid(), i.state(), i.health(),
-                      i.current_spec() ? "current" : i.stale_meta() ? "stale meta" : "old", absl::StrCat(i.version()),
-                      Time(i.created_at())});
-    }
-  }
-  Rows servers;
-  for (const auto& s : resp.services()) {
-    for (const auto& sv : s.servers()) {
-      servers.push_back({s.name(), sv.hostname(), sv.server(), sv.version().empty() ? "-" : sv.version(),
-                         sv.image_uuid().empty() ? "-" : sv.image_uuid().substr(0, 8), sv.state(), sv.error()});
-    }
-  }
-  if (!inst.empty() || servers.empty()) {
-    out << "\n";
-    c.Table({"SERVICE", "ALIAS", "UUID", "STATE", "HEALTH", "SPEC", "VERSION", "CREATED"}, inst);
-  }
-  if (!servers.empty()) {
-    out << "\n";
-    c.Table({"SERVICE", "HOSTNAME", "SERVER", "AGENT VERSION", "IMAGE", "STATE", "LAST ERROR"}, servers);
-  }
+  VerboseTables(c, resp);
   return code;
 }
 
