@@ -231,6 +231,93 @@ void Agent::Apply(Link* link, bool reset, Targets& add, const std::vector<std::p
   }
 }
 
+// Sends the outbox's changes (batched for up to `flush`) and a heartbeat at
+// least every `heartbeat_ms`, until `done`, stop, or a failed write (then
+// `cancel`).
+void Agent::WriteLoop(Link* link, const std::function<bool(const v1::AgentMessage&)>& write,
+                      const std::function<void()>& cancel, std::atomic<bool>* done,
+                      std::atomic<int64_t>* heartbeat_ms) {
+  absl::Time last = absl::InfinitePast();
+  while (!*done && !stop_) {
+    v1::AgentMessage m;
+    int64_t assigned = 0;
+    {
+      absl::MutexLock l(&mu_);
+      const Clock* clock = options_.clock;
+      absl::Duration every = absl::Milliseconds(heartbeat_ms->load());
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return *done || stop_ || !link->outbox.empty(); };
+      clock->AwaitUntil(&mu_, absl::Condition(&ready), last + every);
+      if (*done || stop_) break;
+      if (!link->outbox.empty() && link->outbox.size() < kChangesPerMessage &&
+          options_.flush > absl::ZeroDuration()) {
+        auto ended = [&] { return *done || stop_.load(); };
+        clock->AwaitUntil(&mu_, absl::Condition(&ended), clock->Now() + options_.flush);
+        if (*done || stop_) break;
+      }
+      while (!link->outbox.empty() && m.changes_size() < kChangesPerMessage) {
+        ToProto(link->outbox.front(), m.add_changes());
+        link->outbox.pop_front();
+      }
+      if (m.changes_size() == 0 && clock->Now() < last + every) continue;
+      for (const auto& kv : link->targets) assigned += static_cast<int64_t>(kv.second.size());
+    }
+    last = options_.clock->Now();
+    v1::AgentCountersMsg* c = m.mutable_counters();
+    c->set_checks_run(checks_run_);
+    c->set_checks_failed(checks_failed_);
+    c->set_assigned(assigned);
+    c->set_lateness_p99_ms(LatenessP99Ms());
+    if (!write(m)) {
+      cancel();
+      break;
+    }
+  }
+}
+
+// Applies the assignments mariposad sends (a message with `more` waits for
+// the rest) until the stream ends; whether it ever connected.
+bool Agent::ReadLoop(Link* link, const std::function<bool(v1::Assignment*)>& read,
+                     std::atomic<int64_t>* heartbeat_ms) {
+  bool was_connected = false;
+  bool reset = false;
+  Targets add;
+  std::vector<std::pair<std::string, std::string>> removes;
+  v1::Assignment a;
+  while (read(&a)) {
+    std::map<std::string, std::string> nodes;
+    for (const auto& n : a.nodes()) nodes[n.name()] = n.address();
+    {
+      absl::MutexLock l(&mu_);  // releasing it wakes the link keeper
+      link->node = a.node();
+      link->nodes = std::move(nodes);
+      link->connected = true;
+    }
+    if (!was_connected) {
+      was_connected = true;
+      sessions_++;
+      LogInfo("health agent connected to mariposad",
+              {{"agent", options_.id}, {"mariposad", link->address}, {"node", a.node()}});
+    }
+    if (a.lease_ms() > 0) {
+      *heartbeat_ms = std::min(absl::ToInt64Milliseconds(options_.heartbeat), a.lease_ms() / 3);
+    }
+    reset = reset || a.reset();
+    for (const auto& t : a.add()) add[t.group()][TargetKey(t.instance(), t.check())] = FromProto(t);
+    for (const auto& k : a.remove()) {
+      std::string key = TargetKey(k.instance(), k.check());
+      auto g = add.find(k.group());
+      if (g != add.end()) g->second.erase(key);
+      removes.push_back({k.group(), key});
+    }
+    if (a.more()) continue;
+    Apply(link, reset, add, removes);
+    reset = false;
+    add.clear();
+    removes.clear();
+  }
+  return was_connected;
+}
+
 void Agent::Session(Link* link) {
   auto channel = auth::Dial(link->address, options_.credentials);
   if (!channel.ok()) {
@@ -260,78 +347,10 @@ void Agent::Session(Link* link) {
   bool was_connected = false;
   if (stream->Write(hello)) {
     writer = std::thread([&] {
-      absl::Time last = absl::InfinitePast();
-      while (!done && !stop_) {
-        v1::AgentMessage m;
-        int64_t assigned = 0;
-        {
-          absl::MutexLock l(&mu_);
-          const Clock* clock = options_.clock;
-          absl::Duration every = absl::Milliseconds(heartbeat_ms.load());
-          auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done || stop_ || !link->outbox.empty(); };
-          clock->AwaitUntil(&mu_, absl::Condition(&ready), last + every);
-          if (done || stop_) break;
-          if (!link->outbox.empty() && link->outbox.size() < kChangesPerMessage &&
-              options_.flush > absl::ZeroDuration()) {
-            auto ended = [&] { return done || stop_.load(); };
-            clock->AwaitUntil(&mu_, absl::Condition(&ended), clock->Now() + options_.flush);
-            if (done || stop_) break;
-          }
-          while (!link->outbox.empty() && m.changes_size() < kChangesPerMessage) {
-            ToProto(link->outbox.front(), m.add_changes());
-            link->outbox.pop_front();
-          }
-          if (m.changes_size() == 0 && clock->Now() < last + every) continue;
-          for (const auto& kv : link->targets) assigned += static_cast<int64_t>(kv.second.size());
-        }
-        last = options_.clock->Now();
-        v1::AgentCountersMsg* c = m.mutable_counters();
-        c->set_checks_run(checks_run_);
-        c->set_checks_failed(checks_failed_);
-        c->set_assigned(assigned);
-        c->set_lateness_p99_ms(LatenessP99Ms());
-        if (!stream->Write(m)) {
-          ctx.TryCancel();
-          break;
-        }
-      }
+      WriteLoop(link, [&](const v1::AgentMessage& m) { return stream->Write(m); }, [&] { ctx.TryCancel(); }, &done,
+                &heartbeat_ms);
     });
-    bool reset = false;
-    Targets add;
-    std::vector<std::pair<std::string, std::string>> removes;
-    v1::Assignment a;
-    while (stream->Read(&a)) {
-      std::map<std::string, std::string> nodes;
-      for (const auto& n : a.nodes()) nodes[n.name()] = n.address();
-      {
-        absl::MutexLock l(&mu_);  // releasing it wakes the link keeper
-        link->node = a.node();
-        link->nodes = std::move(nodes);
-        link->connected = true;
-      }
-      if (!was_connected) {
-        was_connected = true;
-        sessions_++;
-        LogInfo("health agent connected to mariposad",
-                {{"agent", options_.id}, {"mariposad", link->address}, {"node", a.node()}});
-      }
-      if (a.lease_ms() > 0) {
-        heartbeat_ms = std::min(absl::ToInt64Milliseconds(options_.heartbeat), a.lease_ms() / 3);
-      }
-      reset = reset || a.reset();
-      for (const auto& t : a.add()) add[t.group()][TargetKey(t.instance(), t.check())] = FromProto(t);
-      for (const auto& k : a.remove()) {
-        std::string key = TargetKey(k.instance(), k.check());
-        auto g = add.find(k.group());
-        if (g != add.end()) g->second.erase(key);
-        removes.push_back({k.group(), key});
-      }
-      if (a.more()) continue;
-      Apply(link, reset, add, removes);
-      reset = false;
-      add.clear();
-      removes.clear();
-    }
+    was_connected = ReadLoop(link, [&](v1::Assignment* a) { return stream->Read(a); }, &heartbeat_ms);
   }
   {
     absl::MutexLock l(&mu_);  // releasing it wakes the writer and the link keeper

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <memory>
@@ -32,6 +33,11 @@
 namespace grpc {
 class ClientContext;
 }  // namespace grpc
+
+namespace mariposa::v1 {
+class AgentMessage;
+class Assignment;
+}  // namespace mariposa::v1
 
 namespace mariposa::health {
 
@@ -85,6 +91,10 @@ class Agent {
   void Run();                  // keeps the links (PlanLinks)
   void LinkLoop(Link* link);   // one link's sessions, with backoff
   void Session(Link* link);
+  // Session's two directions.
+  void WriteLoop(Link* link, const std::function<bool(const v1::AgentMessage&)>& write,
+                 const std::function<void()>& cancel, std::atomic<bool>* done, std::atomic<int64_t>* heartbeat_ms);
+  bool ReadLoop(Link* link, const std::function<bool(v1::Assignment*)>& read, std::atomic<int64_t>* heartbeat_ms);
   void Apply(Link* link, bool reset, Targets& add, const std::vector<std::pair<std::string, std::string>>& removes);
   void Close(std::unique_ptr<Link> link, bool reassign);  // ends it; drops the checks only it assigned
   // Gives the monitor the union of the links' targets of each group in `groups`.
