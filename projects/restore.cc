@@ -91,6 +91,53 @@ absl::Status CopyFile(const std::string& from, const std::string& to) {
   return s;
 }
 
+// The copy of the backup checked: a Mariposa store at a schema this
+// release reads, that verifies and whose secrets open; what it holds in `r`
+// and its own high-water mark in `mark`.
+absl::Status CheckCopy(const std::string& backup, const std::string& copy, const RestoreSecrets& secrets,
+                       const Clock* clock, RestoreResult* r, std::optional<HighWater>* mark) {
+  auto schema = SchemaOf(copy);
+  if (!schema.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(backup, " is not a readable SQLite store: ", schema.status().message()));
+  }
+  r->schema = *schema;
+  if (r->schema == 0) return absl::InvalidArgumentError(absl::StrCat(backup, " is not a Mariposa store (no schema version)"));
+  absl::Status verified;
+  {
+    // Closed at the end of this scope: SQLite folds its WAL into the copy.
+    auto opened = SqlProjectStore::Open(copy, clock);
+    verified = opened.ok() ? (*opened)->Verify() : opened.status();
+    if (verified.ok()) verified = OpenSecrets(copy, opened->get(), secrets, &r->secrets);
+    if (verified.ok()) {
+      auto projects = (*opened)->ListProjects();
+      auto last = (*opened)->LastEventIndex();
+      if (projects.ok()) r->projects = static_cast<int>(projects->size());
+      if (last.ok()) r->last_event = *last;
+      if (auto now = (*opened)->CurrentHighWater(); now.ok()) *mark = *now;
+    }
+  }
+  if (!verified.ok()) return absl::InvalidArgumentError(absl::StrCat(backup, " failed verification: ", verified.message()));
+  return absl::OkStatus();
+}
+
+// The store being replaced (and its -wal, -shm) moved to
+// STORE.before-restore-TIME (".2", ".3" … within one second); `aside` is
+// where, "" when there was none.
+absl::Status MoveAside(const std::string& store, const Clock* clock, std::string* aside) {
+  if (!Exists(store)) return absl::OkStatus();
+  std::string stamp = absl::FormatTime("%Y%m%dT%H%M%SZ", clock->Now(), absl::UTCTimeZone());
+  *aside = absl::StrCat(store, ".before-restore-", stamp);
+  // Two restores within a second never overwrite the store kept by the first.
+  for (int n = 2; Exists(*aside); ++n) *aside = absl::StrCat(store, ".before-restore-", stamp, ".", n);
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::string from = store + suffix;
+    if (Exists(from) && rename(from.c_str(), (*aside + suffix).c_str()) != 0) {
+      return Errno(absl::StrCat("cannot move ", from, " aside"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std::string& data_dir,
@@ -128,37 +175,9 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
   RestoreResult r;
   r.store = store;
   std::optional<HighWater> restored_mark;  // the restored store's own, written with it
-  {
-    auto schema = SchemaOf(copy);
-    if (!schema.ok()) {
-      cleanup();
-      return absl::InvalidArgumentError(absl::StrCat(backup, " is not a readable SQLite store: ",
-                                                     schema.status().message()));
-    }
-    r.schema = *schema;
-    if (r.schema == 0) {
-      cleanup();
-      return absl::InvalidArgumentError(absl::StrCat(backup, " is not a Mariposa store (no schema version)"));
-    }
-    absl::Status verified;
-    {
-      // Closed at the end of this scope: SQLite folds its WAL into the copy.
-      auto opened = SqlProjectStore::Open(copy, clock);
-      verified = opened.ok() ? (*opened)->Verify() : opened.status();
-      if (verified.ok()) verified = OpenSecrets(copy, opened->get(), secrets, &r.secrets);
-      if (verified.ok()) {
-        auto projects = (*opened)->ListProjects();
-        auto last = (*opened)->LastEventIndex();
-        if (projects.ok()) r.projects = static_cast<int>(projects->size());
-        if (last.ok()) r.last_event = *last;
-        if (auto mark = (*opened)->CurrentHighWater(); mark.ok()) restored_mark = *mark;
-      }
-    }
-    if (!verified.ok()) {
-      cleanup();
-      return absl::InvalidArgumentError(absl::StrCat(backup, " failed verification: ",
-                                                     verified.message()));
-    }
+  if (absl::Status checked = CheckCopy(backup, copy, secrets, clock, &r, &restored_mark); !checked.ok()) {
+    cleanup();
+    return checked;
   }
   // The high-water mark belongs to the store being replaced: the restored one
   // is older on purpose. Moved first, so a failure changes nothing else; the
@@ -172,21 +191,9 @@ absl::StatusOr<RestoreResult> RestoreStore(const std::string& backup, const std:
       return Errno(absl::StrCat("cannot move ", mark, " aside"));
     }
   }
-  if (Exists(store)) {
-    r.moved_aside = absl::StrCat(store, ".before-restore-",
-                                 absl::FormatTime("%Y%m%dT%H%M%SZ", clock->Now(), absl::UTCTimeZone()));
-    // Two restores within a second never overwrite the store kept by the first.
-    for (int n = 2; Exists(r.moved_aside); ++n) {
-      r.moved_aside = absl::StrCat(store, ".before-restore-",
-                                   absl::FormatTime("%Y%m%dT%H%M%SZ", clock->Now(), absl::UTCTimeZone()), ".", n);
-    }
-    for (const char* suffix : {"", "-wal", "-shm"}) {
-      std::string from = store + suffix;
-      if (Exists(from) && rename(from.c_str(), (r.moved_aside + suffix).c_str()) != 0) {
-        cleanup();
-        return Errno(absl::StrCat("cannot move ", from, " aside"));
-      }
-    }
+  if (absl::Status moved = MoveAside(store, clock, &r.moved_aside); !moved.ok()) {
+    cleanup();
+    return moved;
   }
   if (rename(copy.c_str(), store.c_str()) != 0) return Errno(absl::StrCat("cannot put the backup in place at ", store));
   cleanup();
