@@ -94,13 +94,19 @@ class ListChecksService final : public mariposa::v1::HealthAgent::Service {
   const mariposa::health::Agent* agent_;
 };
 
-}  // namespace
+// mariposa-health's own flags, beside the agent's options.
+struct Flags {
+  std::string listen = "127.0.0.1:0", metrics_listen, addr_file;
+};
 
-int main(int argc, char** argv) {
-  mariposa::health::Agent::Options options;
-  options.clock = mariposa::RealClock::Get();
-  mariposa::SetLogClock(options.clock);
-  std::string listen = "127.0.0.1:0", metrics_listen, addr_file, heartbeat = "2s", token_file;
+// Fills `options_out` and `flags` from the command line: -1 to go on, or the
+// exit code (0 after --help, 2 after a usage error, said on stderr).
+int ParseFlags(int argc, char** argv, mariposa::health::Agent::Options* options_out, Flags* flags) {
+  std::string& listen = flags->listen;
+  std::string& metrics_listen = flags->metrics_listen;
+  std::string& addr_file = flags->addr_file;
+  std::string heartbeat = "2s", token_file;
+  mariposa::health::Agent::Options& options = *options_out;
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   options.id = host;
@@ -148,6 +154,18 @@ int main(int argc, char** argv) {
   if (!absl::ParseDuration(heartbeat, &options.heartbeat) || options.heartbeat <= absl::ZeroDuration()) {
     return Usage(absl::StrCat("--heartbeat \"", heartbeat, "\" is not a positive duration (e.g. 2s)"));
   }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mariposa::health::Agent::Options options;
+  options.clock = mariposa::RealClock::Get();
+  mariposa::SetLogClock(options.clock);
+  Flags flags;
+  if (int exit = ParseFlags(argc, argv, &options, &flags); exit >= 0) return exit;
+  const std::string &listen = flags.listen, &metrics_listen = flags.metrics_listen, &addr_file = flags.addr_file;
 
   sigset_t sigs;
   sigemptyset(&sigs);
