@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "projects/limits.h"
 
 namespace mariposa {
@@ -95,151 +96,174 @@ YamlNode* YamlDocument::NewNode() {
   return &chunks_.back()[chunk_used_++];
 }
 
+// The tree of one document, event by event, within the limits: each open
+// map and sequence, the key awaiting its value, the anchors, and the nodes
+// counted with aliases expanded. A failure sets the error mark.
+class YamlDocument::Builder {
+ public:
+  Builder(YamlDocument* out, const YamlLimits& limits, YamlMark* error_mark)
+      : out_(out), limits_(limits), error_mark_(error_mark) {}
+
+  absl::Status Fail(YamlMark at, std::string msg) {  // syntax: INVALID_ARGUMENT
+    *error_mark_ = at;
+    return absl::InvalidArgumentError(std::move(msg));
+  }
+  absl::Status TooMuch(YamlMark at, std::string msg) {  // a limit: RESOURCE_EXHAUSTED
+    *error_mark_ = at;
+    return absl::ResourceExhaustedError(std::move(msg));
+  }
+
+  absl::Status Alias(const yaml_event_t& e, YamlMark at) {
+    std::string name(reinterpret_cast<const char*>(e.data.alias.anchor));
+    auto it = anchors_.find(name);
+    if (it == anchors_.end()) return Fail(at, absl::StrCat("alias *", name, " names no anchor defined before it"));
+    const YamlNode* target = it->second;
+    if (target->open_) {
+      YamlMark am = target->mark_;
+      return Fail(at, absl::StrCat("alias *", name, " is inside the node it names (anchor &", name, " at line ",
+                                   am.line + 1, ", column ", am.column + 1,
+                                   "): a recursive alias has no end; refer to something outside it"));
+    }
+    expanded_ += target->weight_;
+    if (expanded_ > limits_.max_nodes) return OverBudget(at);
+    Attach(target);
+    return absl::OkStatus();
+  }
+
+  absl::Status Scalar(const yaml_event_t& e, YamlMark at) {
+    if (++expanded_ > limits_.max_nodes) return OverBudget(at);
+    absl::string_view v(reinterpret_cast<const char*>(e.data.scalar.value), e.data.scalar.length);
+    if (v.size() > limits_.max_scalar_bytes) {
+      return TooMuch(at, absl::StrCat("a value of ", v.size(), " bytes is over the limit of ", limits_.max_scalar_bytes,
+                                      " bytes"));
+    }
+    std::string why;
+    size_t bad = FindBadText(v, &why);
+    if (bad != absl::string_view::npos) {
+      return Fail(at, absl::StrCat(why, " at byte ", bad, " of this value; only UTF-8 text with tabs and "
+                                   "newlines is accepted"));
+    }
+    YamlNode* y = out_->NewNode();
+    y->mark_ = at;
+    if (IsNullScalar(e)) {
+      y->kind_ = YamlNode::Kind::kNull;
+    } else {
+      y->kind_ = YamlNode::Kind::kScalar;
+      y->scalar_.assign(v.data(), v.size());
+    }
+    Anchor(e.data.scalar.anchor, y);
+    Attach(y);
+    return absl::OkStatus();
+  }
+
+  absl::Status Open(const yaml_event_t& e, YamlMark at) {
+    if (static_cast<int>(stack_.size()) >= limits_.max_depth) {
+      return TooMuch(at, absl::StrCat("nested more than ", limits_.max_depth, " levels deep"));
+    }
+    if (++expanded_ > limits_.max_nodes) return OverBudget(at);
+    YamlNode* y = out_->NewNode();
+    y->mark_ = at;
+    y->open_ = true;
+    bool seq = e.type == YAML_SEQUENCE_START_EVENT;
+    y->kind_ = seq ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap;
+    Anchor(seq ? e.data.sequence_start.anchor : e.data.mapping_start.anchor, y);
+    stack_.push_back(y);
+    pending_key_.push_back(nullptr);
+    return absl::OkStatus();
+  }
+
+  void Close() {
+    YamlNode* y = stack_.back();
+    stack_.pop_back();
+    pending_key_.pop_back();
+    y->open_ = false;
+    Attach(y);
+  }
+
+ private:
+  // Hangs a finished node (or an alias target) under the innermost open node.
+  void Attach(const YamlNode* child) {
+    if (stack_.empty()) {
+      out_->root_ = child;
+      return;
+    }
+    YamlNode* parent = stack_.back();
+    if (parent->kind_ == YamlNode::Kind::kSequence) {
+      parent->items_.push_back(child);
+    } else if (pending_key_.back() == nullptr) {
+      pending_key_.back() = child;
+    } else {
+      parent->pairs_.push_back(YamlPair{*pending_key_.back(), *child});
+      pending_key_.back() = nullptr;
+    }
+    parent->weight_ += child->weight_;
+  }
+  void Anchor(const unsigned char* name, YamlNode* node) {
+    if (name != nullptr) anchors_[reinterpret_cast<const char*>(name)] = node;
+  }
+  absl::Status OverBudget(YamlMark at) {
+    return TooMuch(at, absl::StrCat("the document expands to more than ", limits_.max_nodes,
+                                    " nodes (aliases count once per use); make it smaller or use fewer aliases"));
+  }
+
+  YamlDocument* out_;
+  const YamlLimits& limits_;
+  YamlMark* error_mark_;
+  std::vector<YamlNode*> stack_;              // open maps and sequences
+  std::vector<const YamlNode*> pending_key_;  // per open map: its key awaiting a value
+  absl::flat_hash_map<std::string, YamlNode*> anchors_;
+  int64_t expanded_ = 0;  // nodes of the document with aliases expanded
+};
+
 absl::StatusOr<std::unique_ptr<YamlDocument>> YamlDocument::Parse(absl::string_view text, YamlMark* error_mark,
                                                                    const YamlLimits& limits,
                                                                    const Cancellation* cancel) {
   YamlMark unused;
   if (error_mark == nullptr) error_mark = &unused;
-  // Syntax errors are INVALID_ARGUMENT; broken limits RESOURCE_EXHAUSTED
-  // (both located).
-  auto fail = [&](YamlMark at, std::string msg) {
-    *error_mark = at;
-    return absl::InvalidArgumentError(std::move(msg));
-  };
-  auto too_much = [&](YamlMark at, std::string msg) {
-    *error_mark = at;
-    return absl::ResourceExhaustedError(std::move(msg));
-  };
+  auto out = std::unique_ptr<YamlDocument>(new YamlDocument());
+  Builder b(out.get(), limits, error_mark);
   if (text.size() > limits.max_bytes) {
-    return too_much(YamlMark{}, absl::StrCat("the text is ", text.size(), " bytes, over the limit of ", limits.max_bytes,
-                                         " bytes; split the project or shorten its values"));
+    return b.TooMuch(YamlMark{}, absl::StrCat("the text is ", text.size(), " bytes, over the limit of ",
+                                              limits.max_bytes, " bytes; split the project or shorten its values"));
   }
   EventReader reader(text);
   if (!reader.initialized()) return absl::ResourceExhaustedError("cannot initialize the YAML parser");
-  auto out = std::unique_ptr<YamlDocument>(new YamlDocument());
-  std::vector<YamlNode*> stack;              // open maps and sequences
-  std::vector<const YamlNode*> pending_key;  // per open map: its key awaiting a value
-  absl::flat_hash_map<std::string, YamlNode*> anchors;
-  int64_t expanded = 0;  // nodes of the document with aliases expanded
   int64_t events = 0;
-
-  // Hangs a finished node (or an alias target) under the innermost open node.
-  auto attach = [&](const YamlNode* child) {
-    if (stack.empty()) {
-      out->root_ = child;
-      return;
-    }
-    YamlNode* parent = stack.back();
-    if (parent->kind_ == YamlNode::Kind::kSequence) {
-      parent->items_.push_back(child);
-    } else if (pending_key.back() == nullptr) {
-      pending_key.back() = child;
-    } else {
-      parent->pairs_.push_back(YamlPair{*pending_key.back(), *child});
-      pending_key.back() = nullptr;
-    }
-    parent->weight_ += child->weight_;
-  };
-  auto anchor = [&](const unsigned char* name, YamlNode* node) {
-    if (name != nullptr) anchors[reinterpret_cast<const char*>(name)] = node;
-  };
-  auto over_budget = [&](YamlMark at) {
-    return too_much(at, absl::StrCat("the document expands to more than ", limits.max_nodes,
-                                 " nodes (aliases count once per use); make it smaller or use fewer aliases"));
-  };
-
-  while (true) {
+  for (bool end = false; !end;) {
     if (!reader.Next()) {
       YamlMark at;
       std::string msg = reader.Problem(&at);
-      return fail(at, absl::StrCat("not valid YAML or JSON: ", msg));
+      return b.Fail(at, absl::StrCat("not valid YAML or JSON: ", msg));
     }
     const yaml_event_t& e = reader.event();
     YamlMark at = MarkOf(e.start_mark);
-    if (cancel != nullptr && (++events & 4095) == 0) {
-      if (absl::Status s = cancel->Check(); !s.ok()) return s;
-    }
+    if (cancel != nullptr && (++events & 4095) == 0) RETURN_IF_ERROR(cancel->Check());
+    absl::Status s;
     switch (e.type) {
-      case YAML_STREAM_START_EVENT:
       case YAML_STREAM_END_EVENT:
-        if (e.type == YAML_STREAM_END_EVENT) goto done;
+      case YAML_DOCUMENT_END_EVENT:  // only the first document counts
+        end = true;
         break;
-      case YAML_DOCUMENT_END_EVENT:
-        goto done;  // only the first document counts
-      case YAML_ALIAS_EVENT: {
-        std::string name(reinterpret_cast<const char*>(e.data.alias.anchor));
-        auto it = anchors.find(name);
-        if (it == anchors.end()) return fail(at, absl::StrCat("alias *", name, " names no anchor defined before it"));
-        const YamlNode* target = it->second;
-        if (target->open_) {
-          YamlMark am = target->mark_;
-          return fail(at, absl::StrCat("alias *", name, " is inside the node it names (anchor &", name, " at line ",
-                                       am.line + 1, ", column ", am.column + 1,
-                                       "): a recursive alias has no end; refer to something outside it"));
-        }
-        expanded += target->weight_;
-        if (expanded > limits.max_nodes) return over_budget(at);
-        attach(target);
+      case YAML_ALIAS_EVENT:
+        s = b.Alias(e, at);
         break;
-      }
-      case YAML_SCALAR_EVENT: {
-        if (++expanded > limits.max_nodes) return over_budget(at);
-        absl::string_view v(reinterpret_cast<const char*>(e.data.scalar.value), e.data.scalar.length);
-        if (v.size() > limits.max_scalar_bytes) {
-          return too_much(at, absl::StrCat("a value of ", v.size(), " bytes is over the limit of ",
-                                       limits.max_scalar_bytes, " bytes"));
-        }
-        std::string why;
-        size_t bad = FindBadText(v, &why);
-        if (bad != absl::string_view::npos) {
-          return fail(at, absl::StrCat(why, " at byte ", bad, " of this value; only UTF-8 text with tabs and "
-                                       "newlines is accepted"));
-        }
-        YamlNode* y = out->NewNode();
-        y->mark_ = at;
-        if (IsNullScalar(e)) {
-          y->kind_ = YamlNode::Kind::kNull;
-        } else {
-          y->kind_ = YamlNode::Kind::kScalar;
-          y->scalar_.assign(v.data(), v.size());
-        }
-        anchor(e.data.scalar.anchor, y);
-        attach(y);
+      case YAML_SCALAR_EVENT:
+        s = b.Scalar(e, at);
         break;
-      }
       case YAML_SEQUENCE_START_EVENT:
-      case YAML_MAPPING_START_EVENT: {
-        if (static_cast<int>(stack.size()) >= limits.max_depth) {
-          return too_much(at, absl::StrCat("nested more than ", limits.max_depth, " levels deep"));
-        }
-        if (++expanded > limits.max_nodes) return over_budget(at);
-        YamlNode* y = out->NewNode();
-        y->mark_ = at;
-        y->open_ = true;
-        bool seq = e.type == YAML_SEQUENCE_START_EVENT;
-        y->kind_ = seq ? YamlNode::Kind::kSequence : YamlNode::Kind::kMap;
-        anchor(seq ? e.data.sequence_start.anchor : e.data.mapping_start.anchor, y);
-        stack.push_back(y);
-        pending_key.push_back(nullptr);
+      case YAML_MAPPING_START_EVENT:
+        s = b.Open(e, at);
         break;
-      }
       case YAML_SEQUENCE_END_EVENT:
-      case YAML_MAPPING_END_EVENT: {
-        YamlNode* y = stack.back();
-        stack.pop_back();
-        pending_key.pop_back();
-        y->open_ = false;
-        attach(y);
+      case YAML_MAPPING_END_EVENT:
+        b.Close();
         break;
-      }
       default:
         break;
     }
+    if (!s.ok()) return s;
   }
-done:
-  if (out->root_ == nullptr) {
-    out->root_ = out->NewNode();
-  }
+  if (out->root_ == nullptr) out->root_ = out->NewNode();
   return out;
 }
 

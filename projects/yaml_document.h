@@ -92,6 +92,8 @@ class YamlDocument {
   const YamlNode& root() const { return *root_; }
 
  private:
+  // Builds the tree from the parser's events (yaml_document.cc).
+  class Builder;
   // A new node whose address never changes: nodes are made in chunks that
   // grow (a deque's 512-byte blocks cost a malloc every 5 nodes).
   YamlNode* NewNode();
