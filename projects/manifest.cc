@@ -486,43 +486,56 @@ class Parser {
     f["fabric"] = [&](const YamlNode& n, const std::string& p) { Fabric(n, p); };
     f["volumes"] = [&](const YamlNode& n, const std::string& p) { Volumes(n, p); };
     f["cns"] = [&](const YamlNode& n, const std::string& p) { ProjectCns(n, p); };
-    f["services"] = [&](const YamlNode& n, const std::string& p) {
-      if (n.IsNull()) return;
-      if (!n.IsMap()) {
-        Error(n, p, absl::StrCat("must be a map of service name to definition, not ", KindName(n)));
-        return;
-      }
-      if (n.size() > static_cast<size_t>(Limits::kMaxServices)) {
-        Error(n, p, absl::StrCat(n.size(), " services; a project may have at most ", Limits::kMaxServices,
-                                 ": split it into several projects"));
-        return;
-      }
-      for (const auto& kv : n) {
-        if (!Wanted()) return;
-        std::string name;
-        if (!Scalar(kv.first, p, &name)) continue;
-        std::string sp = Join(p, name);
-        if (!IsDnsLabel(name)) {
-          Error(kv.first, sp, absl::StrCat("service name \"", name,
-                                            "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
-          continue;
-        }
-        if (m_.services.count(name)) {
-          Error(kv.first, sp, "duplicate service");
-          continue;
-        }
-        ServiceSpec svc;
-        svc.name = name;
-        ParseService(kv.second, sp, &svc);
-        m_.services[name] = std::move(svc);
-      }
-    };
+    f["services"] = [&](const YamlNode& n, const std::string& p) { Services(n, p); };
     ParseMap(root, "", f, {}, &m_.reserved);
     // The project's networks are the default of every service naming none.
     for (auto& kv : m_.services) {
       if (kv.second.networks.empty() && kv.second.compute_type != "agent") kv.second.networks = m_.networks;
     }
 
+    ProjectName(project_node);
+    if (groups_node != nullptr) Groups(*groups_node, groups_path);
+    if (firewall_node != nullptr) FirewallServices();
+    VolumeChecks();
+    DefaultCnsNames();
+  }
+
+  // services: NAME -> definition.
+  void Services(const YamlNode& n, const std::string& p) {
+    if (n.IsNull()) return;
+    if (!n.IsMap()) {
+      Error(n, p, absl::StrCat("must be a map of service name to definition, not ", KindName(n)));
+      return;
+    }
+    if (n.size() > static_cast<size_t>(Limits::kMaxServices)) {
+      Error(n, p, absl::StrCat(n.size(), " services; a project may have at most ", Limits::kMaxServices,
+                               ": split it into several projects"));
+      return;
+    }
+    for (const auto& kv : n) {
+      if (!Wanted()) return;
+      std::string name;
+      if (!Scalar(kv.first, p, &name)) continue;
+      std::string sp = Join(p, name);
+      if (!IsDnsLabel(name)) {
+        Error(kv.first, sp, absl::StrCat("service name \"", name,
+                                          "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
+        continue;
+      }
+      if (m_.services.count(name)) {
+        Error(kv.first, sp, "duplicate service");
+        continue;
+      }
+      ServiceSpec svc;
+      svc.name = name;
+      ParseService(kv.second, sp, &svc);
+      m_.services[name] = std::move(svc);
+    }
+  }
+
+  // The project's name: the manifest's `project:`, or -j's, which must not
+  // retarget a manifest written for another project.
+  void ProjectName(const YamlNode* project_node) {
     if (!opts_.project_override.empty() && project_node != nullptr && m_.project != opts_.project_override) {
       // An exported MARIPOSA_PROJECT must not retarget a manifest written
       // for another project (and plan to delete that project's services).
@@ -540,9 +553,11 @@ class Parser {
       Error(*project_node, "project", absl::StrCat("project name \"", m_.project,
                                                    "\" is not a DNS label (lower-case letters, digits and '-', at most 63)"));
     }
-    if (groups_node != nullptr) Groups(*groups_node, groups_path);
-    if (firewall_node != nullptr) FirewallServices();
-    VolumeChecks();
+  }
+
+  // cns: (the project's) gives each service without its own a name; a
+  // default name longer than a DNS label is warned of.
+  void DefaultCnsNames() {
     for (auto& [name, svc] : m_.services) {
       if (svc.cns || svc.compute_type == "agent" || svc.compute_type == "core" || !m_.cns) continue;
       svc.cns = m_.cns->empty() ? std::vector<std::string>{} : std::vector<std::string>{*m_.cns + "-" + name};
@@ -1475,22 +1490,7 @@ class Parser {
     };
     f["expect_status"] = [&](const YamlNode& v, const std::string& p) {
       http_only.emplace_back("expect_status", &v);
-      std::vector<std::string> items;
-      StringList(v, p, &items);
-      for (size_t i = 0; i < items.size(); ++i) {
-        const YamlNode& at = v.IsSequence() ? v[i] : v;
-        std::vector<std::string> parts = absl::StrSplit(items[i], '-');
-        int lo = 0, hi = 0;
-        bool ok = parts.size() <= 2 && absl::SimpleAtoi(parts[0], &lo) &&
-                  absl::SimpleAtoi(parts.size() == 2 ? parts[1] : parts[0], &hi) && lo >= 100 &&
-                  hi <= 599 && lo <= hi;
-        if (!ok) {
-          Error(at, absl::StrCat(p, "[", i, "]"), absl::StrCat("\"", items[i], "\" is not a status code or range like 200-299 (100..599)"));
-          continue;
-        }
-        c->expect_status.emplace_back(lo, hi);
-      }
-      std::sort(c->expect_status.begin(), c->expect_status.end());
+      ExpectStatus(v, p, &c->expect_status);
     };
     auto regex_field = [&](std::string* out) {
       return [this, out](const YamlNode& v, const std::string& p) {
@@ -1537,19 +1537,46 @@ class Parser {
       if (c->type == "tcp") Error(n, Join(path, "port"), "missing: a tcp check needs a port");
       c->port = c->type == "https" ? 443 : 80;
     }
-    if (c->type == "tcp") {
-      for (auto& kv : http_only) Error(*kv.second, Join(path, kv.first), "only for http and https checks");
-    } else {
-      for (auto& kv : tcp_only) Error(*kv.second, Join(path, kv.first), "only for tcp checks");
-    }
-    if (c->type != "https") {
-      for (auto& kv : https_only) Error(*kv.second, Join(path, kv.first), "only for https checks");
-    }
+    CheckFieldsFitType(path, c->type, http_only, tcp_only, https_only);
     if (c->expect_status.empty() && c->type != "tcp") c->expect_status = {{200, 399}};
     if (c->timeout > c->interval) {
       Error(n, Join(path, "timeout"), absl::StrCat("timeout ", FormatManifestDuration(c->timeout),
                                                    " is longer than interval ", FormatManifestDuration(c->interval),
                                                    "; shorten the timeout or lengthen the interval"));
+    }
+  }
+
+  // expect_status: codes and ranges ("200", "200-299"), 100..599, sorted.
+  void ExpectStatus(const YamlNode& v, const std::string& p, std::vector<std::pair<int, int>>* out) {
+    std::vector<std::string> items;
+    StringList(v, p, &items);
+    for (size_t i = 0; i < items.size(); ++i) {
+      const YamlNode& at = v.IsSequence() ? v[i] : v;
+      std::vector<std::string> parts = absl::StrSplit(items[i], '-');
+      int lo = 0, hi = 0;
+      bool ok = parts.size() <= 2 && absl::SimpleAtoi(parts[0], &lo) &&
+                absl::SimpleAtoi(parts.size() == 2 ? parts[1] : parts[0], &hi) && lo >= 100 && hi <= 599 && lo <= hi;
+      if (!ok) {
+        Error(at, absl::StrCat(p, "[", i, "]"),
+              absl::StrCat("\"", items[i], "\" is not a status code or range like 200-299 (100..599)"));
+        continue;
+      }
+      out->emplace_back(lo, hi);
+    }
+    std::sort(out->begin(), out->end());
+  }
+
+  // A check's fields that only another type of check takes, named.
+  using FieldsSeen = std::vector<std::pair<std::string, const YamlNode*>>;
+  void CheckFieldsFitType(const std::string& path, const std::string& type, const FieldsSeen& http_only,
+                          const FieldsSeen& tcp_only, const FieldsSeen& https_only) {
+    if (type == "tcp") {
+      for (auto& kv : http_only) Error(*kv.second, Join(path, kv.first), "only for http and https checks");
+    } else {
+      for (auto& kv : tcp_only) Error(*kv.second, Join(path, kv.first), "only for tcp checks");
+    }
+    if (type != "https") {
+      for (auto& kv : https_only) Error(*kv.second, Join(path, kv.first), "only for https checks");
     }
   }
 
