@@ -341,6 +341,18 @@ class DataCenter {
   json ChainResults(const Job& j) const;
   json TaskJson(const Task& t) const;
   std::string EffectiveStateLocked(const Vm& vm) const;
+ public:
+  // A VM a listing matched, with its sort key (ListVms).
+  struct VmMatch {
+    const Vm* vm;             // null for a marker's probe
+    const std::string* uuid;  // the tie-breaker
+    int64_t num;      // numeric sort key (create_timestamp, ram)
+    std::string str;  // string sort key (everything else)
+  };
+ private:
+  std::vector<VmMatch> MatchingVmsLocked(const Params& q, const json& predicate,
+                                         const std::set<std::string>& uuids_filter,
+                                         const std::string& sort_field) const;
   // Chooses a server for `ram` MiB honouring locality; "" with `why` if none.
   std::string PlaceLocked(int64_t ram, const json& locality, std::string* why);
   // Starts a job that finishes after the configured latency; `effect` runs

@@ -219,70 +219,135 @@ void DataCenter::TagIndexRemoveLocked(const Vm& vm) {
   }
 }
 
-Reply DataCenter::ListVms(const Params& q, bool head) {
+namespace {
+
+// ListVms's query, checked as VMAPI checks it.
+struct ListQuery {
+  int64_t limit = 1000, offset = 0;
+  json marker;
+  std::string sort_field = "create_timestamp";
+  bool asc = false;
+  json predicate;
+  std::set<std::string> uuids;
+  std::vector<std::string> fields;
+  bool numeric() const { return sort_field == "create_timestamp" || sort_field == "ram"; }
+};
+
+// VMAPI's 409 for the first parameter it refuses, or nothing.
+std::optional<Reply> ReadListQuery(const Params& q, ListQuery* out) {
   Reply r;
   static const std::set<std::string> kAllowed = {"alias", "billing_id", "brand", "image_uuid", "owner_uuid",
                                                  "server_uuid", "uuid", "uuids", "ram", "state", "predicate",
                                                  "fields", "limit", "offset", "marker", "sort", "create_timestamp"};
   if (!CheckParams(q, kAllowed, true, 409, &r)) return r;
-  int64_t limit = 1000, offset = 0;
   if (const std::string* v = Get(q, "limit")) {
-    if (!ParseInt(*v, &limit) || limit < 1 || limit > 1000) return Validation(409, "limit", "Invalid", "must be 1..1000");
+    if (!ParseInt(*v, &out->limit) || out->limit < 1 || out->limit > 1000) {
+      return Validation(409, "limit", "Invalid", "must be 1..1000");
+    }
   }
   if (const std::string* v = Get(q, "offset")) {
-    if (!ParseInt(*v, &offset) || offset < 0) return Validation(409, "offset", "Invalid", "must be >= 0");
+    if (!ParseInt(*v, &out->offset) || out->offset < 0) return Validation(409, "offset", "Invalid", "must be >= 0");
   }
-  json marker;
   if (const std::string* v = Get(q, "marker")) {
     if (Get(q, "offset")) return Validation(409, "marker", "ConflictingParameters", "offset and marker cannot be used together");
-    marker = json::parse(*v, nullptr, false);
-    if (!marker.is_object() || !marker.contains("uuid")) {
+    out->marker = json::parse(*v, nullptr, false);
+    if (!out->marker.is_object() || !out->marker.contains("uuid")) {
       return Validation(409, "marker", "Invalid", "marker must be a JSON object with uuid and the sort fields");
     }
   }
-  std::string sort_field = "create_timestamp";
-  bool asc = false;
   if (const std::string* v = Get(q, "sort")) {
     std::string s = *v;
     size_t dot = s.rfind('.');
     if (dot != std::string::npos && (s.substr(dot + 1) == "ASC" || s.substr(dot + 1) == "DESC")) {
-      asc = s.substr(dot + 1) == "ASC";
+      out->asc = s.substr(dot + 1) == "ASC";
       s = s.substr(0, dot);
     }
     static const std::set<std::string> kSortable = {"uuid", "alias", "brand", "create_timestamp", "ram", "state",
                                                     "owner_uuid", "server_uuid", "image_uuid", "billing_id"};
     if (!kSortable.count(s)) return Validation(409, "sort", "Invalid", "cannot sort by " + s);
-    sort_field = s;
+    out->sort_field = s;
   }
   if (const std::string* v = Get(q, "state")) {
     static const std::set<std::string> kStates = {"running", "stopped", "active", "destroyed", "provisioning",
                                                   "failed", "incomplete", "unknown"};
     if (!kStates.count(*v)) return Validation(409, "state", "Invalid", "unknown state " + *v);
   }
-  json predicate;
   if (const std::string* v = Get(q, "predicate")) {
-    predicate = json::parse(*v, nullptr, false);
-    if (predicate.is_discarded()) return Validation(409, "predicate", "Invalid", "predicate is not valid JSON");
+    out->predicate = json::parse(*v, nullptr, false);
+    if (out->predicate.is_discarded()) return Validation(409, "predicate", "Invalid", "predicate is not valid JSON");
   }
-  std::set<std::string> uuids_filter;
   if (const std::string* v = Get(q, "uuids")) {
-    for (const auto& u : Split(*v, ',')) uuids_filter.insert(u);
+    for (const auto& u : Split(*v, ',')) out->uuids.insert(u);
   }
-  std::vector<std::string> fields;
-  if (const std::string* v = Get(q, "fields")) fields = Split(*v, ',');
+  if (const std::string* v = Get(q, "fields")) out->fields = Split(*v, ',');
+  return std::nullopt;
+}
 
-  absl::MutexLock l(&mu_);
-  // Candidates: the smallest tag index set, else every VM.
+// Requested order, then uuid DESC as the tie-breaker.
+bool Before(const ListQuery& lq, const DataCenter::VmMatch& a, const DataCenter::VmMatch& b) {
+  int c = lq.numeric() ? (a.num < b.num ? -1 : a.num > b.num) : a.str.compare(b.str);
+  if (c == 0) return *a.uuid > *b.uuid;
+  return lq.asc ? c < 0 : c > 0;
+}
+
+// Only the page is ordered: the rows after the marker (or the first offset +
+// limit) are selected in linear time, then sorted, so paging through N
+// matches costs O(N) per page rather than O(N log N). The page's first row.
+size_t Page(const ListQuery& lq, std::vector<DataCenter::VmMatch>* matches) {
+  auto before = [&](const DataCenter::VmMatch& a, const DataCenter::VmMatch& b) { return Before(lq, a, b); };
+  size_t start = lq.offset;
+  if (!lq.marker.is_null()) {
+    // Exclusive: the rows after the marker in this order. A marker whose VM
+    // no longer matches falls where its sort fields would.
+    const json& marker = lq.marker;
+    std::string mu = marker["uuid"].is_string() ? marker["uuid"].get<std::string>() : "";
+    std::optional<DataCenter::VmMatch> probe;
+    for (const DataCenter::VmMatch& m : *matches) {
+      if (*m.uuid == mu) {
+        probe = m;
+        break;
+      }
+    }
+    if (!probe && marker.contains(lq.sort_field)) {
+      DataCenter::VmMatch m{nullptr, &mu, 0, ""};
+      const json& mv = marker[lq.sort_field];
+      if (lq.numeric()) m.num = mv.is_number() ? mv.get<int64_t>() : ParseIsoMs(mv.is_string() ? mv.get<std::string>() : "");
+      else m.str = mv.is_string() ? mv.get<std::string>() : mv.dump();
+      probe = m;
+    }
+    if (probe) {
+      matches->erase(std::remove_if(matches->begin(), matches->end(),
+                                    [&](const DataCenter::VmMatch& m) { return !before(*probe, m); }),
+                     matches->end());
+    } else {
+      matches->clear();
+    }
+    start = 0;
+  }
+  size_t want = start + static_cast<size_t>(lq.limit);
+  if (matches->size() > want) {
+    std::nth_element(matches->begin(), matches->begin() + want, matches->end(), before);
+    matches->resize(want);
+  }
+  std::sort(matches->begin(), matches->end(), before);
+  return start;
+}
+
+}  // namespace
+
+// The VMs the query's filters let through, with their sort keys: candidates
+// from the smallest tag index set, else every VM. Throws runtime_error for
+// a predicate that cannot be evaluated.
+std::vector<DataCenter::VmMatch> DataCenter::MatchingVmsLocked(const Params& q, const json& predicate,
+                                                               const std::set<std::string>& uuids_filter,
+                                                               const std::string& sort_field) const {
+  std::vector<VmMatch> matches;
   const std::set<std::string>* best = nullptr;
   std::set<std::string> any_value;
-  bool tag_empty = false;
   for (const auto& kv : q) {
     if (kv.first.rfind("tag.", 0) != 0) continue;
     auto k = tag_index_.find(kv.first.substr(4));
-    if (k == tag_index_.end()) {
-      tag_empty = true;
-      break;
-    }
+    if (k == tag_index_.end()) return matches;
     if (kv.second == "*") {
       if (best == nullptr) {
         for (const auto& vs : k->second) any_value.insert(vs.second.begin(), vs.second.end());
@@ -291,30 +356,21 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
       continue;
     }
     auto vs = k->second.find(kv.second);
-    if (vs == k->second.end()) {
-      tag_empty = true;
-      break;
-    }
+    if (vs == k->second.end()) return matches;
     if (best == nullptr || vs->second.size() < best->size()) best = &vs->second;
   }
   // Filter and sort on the VM records; JSON is built only for a predicate
-  // and for the page that is returned.
-  struct Match {
-    const Vm* vm;
-    int64_t num;       // numeric sort key (create_timestamp, ram)
-    std::string str;   // string sort key (everything else)
-  };
-  bool numeric = sort_field == "create_timestamp" || sort_field == "ram";
-  std::vector<Match> matches;
-  // The filters, looked up once (a listing of N VMs is N checks per page).
+  // and for the page that is returned. The filters, looked up once (a
+  // listing of N VMs is N checks per page).
   const std::string* f_state = Get(q, "state");
+  const std::pair<const char*, std::string Vm::*> kExact[] = {
+      {"billing_id", &Vm::billing_id}, {"brand", &Vm::brand},        {"image_uuid", &Vm::image_uuid},
+      {"owner_uuid", &Vm::owner_uuid}, {"server_uuid", &Vm::server_uuid}, {"uuid", &Vm::uuid}};
+  std::vector<std::pair<const std::string*, std::string Vm::*>> exact;
+  for (const auto& [name, field] : kExact) {
+    if (const std::string* v = Get(q, name)) exact.emplace_back(v, field);
+  }
   const std::string* f_alias = Get(q, "alias");
-  const std::string* f_billing = Get(q, "billing_id");
-  const std::string* f_brand = Get(q, "brand");
-  const std::string* f_image = Get(q, "image_uuid");
-  const std::string* f_owner = Get(q, "owner_uuid");
-  const std::string* f_server = Get(q, "server_uuid");
-  const std::string* f_uuid = Get(q, "uuid");
   const std::string* f_ram = Get(q, "ram");
   std::vector<std::pair<std::string, const std::string*>> f_tags;
   for (const auto& kv : q) {
@@ -330,12 +386,9 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
       }
     }
     if (f_alias && vm.alias.rfind(*f_alias, 0) != 0) return;
-    if (f_billing && vm.billing_id != *f_billing) return;
-    if (f_brand && vm.brand != *f_brand) return;
-    if (f_image && vm.image_uuid != *f_image) return;
-    if (f_owner && vm.owner_uuid != *f_owner) return;
-    if (f_server && vm.server_uuid != *f_server) return;
-    if (f_uuid && vm.uuid != *f_uuid) return;
+    for (const auto& [want, field] : exact) {
+      if (vm.*field != *want) return;
+    }
     if (f_ram && std::to_string(vm.ram) != *f_ram) return;
     if (!uuids_filter.empty() && !uuids_filter.count(vm.uuid)) return;
     for (const auto& [key, want] : f_tags) {
@@ -350,86 +403,50 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
       if (!err.empty()) throw std::runtime_error(err);
       if (!ok) return;
     }
-    Match m{&vm, 0, ""};
+    VmMatch m{&vm, &vm.uuid, 0, ""};
     if (sort_field == "create_timestamp") m.num = vm.create_ms;
     else if (sort_field == "ram") m.num = vm.ram;
-    else if (sort_field == "uuid") m.str = vm.uuid;
-    else if (sort_field == "alias") m.str = vm.alias;
-    else if (sort_field == "brand") m.str = vm.brand;
     else if (sort_field == "state") m.str = state;
-    else if (sort_field == "owner_uuid") m.str = vm.owner_uuid;
-    else if (sort_field == "server_uuid") m.str = vm.server_uuid;
-    else if (sort_field == "image_uuid") m.str = vm.image_uuid;
-    else if (sort_field == "billing_id") m.str = vm.billing_id;
-    matches.push_back(std::move(m));
-  };
-  try {
-    if (!tag_empty) {
-      if (best != nullptr) {
-        for (const auto& u : *best) {
-          auto it = vms_.find(u);
-          if (it != vms_.end()) consider(it->second);
-        }
-      } else {
-        for (const auto& kv : vms_) consider(kv.second);
+    else if (sort_field == "alias") m.str = vm.alias;
+    else {
+      for (const auto& [name, field] : kExact) {
+        if (sort_field == name) m.str = vm.*field;
       }
     }
+    matches.push_back(std::move(m));
+  };
+  if (best != nullptr) {
+    for (const auto& u : *best) {
+      auto it = vms_.find(u);
+      if (it != vms_.end()) consider(it->second);
+    }
+  } else {
+    for (const auto& kv : vms_) consider(kv.second);
+  }
+  return matches;
+}
+
+Reply DataCenter::ListVms(const Params& q, bool head) {
+  ListQuery lq;
+  if (std::optional<Reply> refused = ReadListQuery(q, &lq)) return *refused;
+  absl::MutexLock l(&mu_);
+  std::vector<VmMatch> matches;
+  try {
+    matches = MatchingVmsLocked(q, lq.predicate, lq.uuids, lq.sort_field);
   } catch (const std::runtime_error& e) {
     return Validation(409, "predicate", "Invalid", e.what());
   }
-  // Requested order, then uuid DESC as the tie-breaker.
-  auto before = [&](const Match& a, const Match& b) {
-    int c = numeric ? (a.num < b.num ? -1 : a.num > b.num) : a.str.compare(b.str);
-    if (c == 0) return a.vm->uuid > b.vm->uuid;
-    return asc ? c < 0 : c > 0;
-  };
+  Reply r;
   r.headers["x-joyent-resource-count"] = std::to_string(matches.size());
   if (head) {
     r.body = nullptr;
     return r;
   }
-  // Only the page is ordered: the rows after the marker (or the first
-  // offset + limit) are selected in linear time, then sorted, so paging
-  // through N matches costs O(N) per page rather than O(N log N).
-  size_t start = offset;
-  if (!marker.is_null()) {
-    // Exclusive: the rows after the marker in this order. A marker whose VM
-    // no longer matches falls where its sort fields would.
-    std::string mu = marker["uuid"].is_string() ? marker["uuid"].get<std::string>() : "";
-    Vm probe_vm;
-    probe_vm.uuid = mu;
-    std::optional<Match> probe;
-    for (const Match& m : matches) {
-      if (m.vm->uuid == mu) {
-        probe = m;
-        break;
-      }
-    }
-    if (!probe && marker.contains(sort_field)) {
-      Match m{&probe_vm, 0, ""};
-      const json& mv = marker[sort_field];
-      if (numeric) m.num = mv.is_number() ? mv.get<int64_t>() : ParseIsoMs(mv.is_string() ? mv.get<std::string>() : "");
-      else m.str = mv.is_string() ? mv.get<std::string>() : mv.dump();
-      probe = m;
-    }
-    if (probe) {
-      matches.erase(std::remove_if(matches.begin(), matches.end(), [&](const Match& m) { return !before(*probe, m); }),
-                    matches.end());
-    } else {
-      matches.clear();
-    }
-    start = 0;
-  }
-  size_t want = start + static_cast<size_t>(limit);
-  if (matches.size() > want) {
-    std::nth_element(matches.begin(), matches.begin() + want, matches.end(), before);
-    matches.resize(want);
-  }
-  std::sort(matches.begin(), matches.end(), before);
-  if (fields.empty()) {
+  size_t start = Page(lq, &matches);
+  if (lq.fields.empty()) {
     // The hot path: the page written as text.
     std::string text = "[";
-    for (size_t i = start, n = 0; i < matches.size() && static_cast<int64_t>(n) < limit; ++i, ++n) {
+    for (size_t i = start, n = 0; i < matches.size() && static_cast<int64_t>(n) < lq.limit; ++i, ++n) {
       if (n > 0) text.push_back(',');
       AppendVmJson(*matches[i].vm, &text);
     }
@@ -439,10 +456,10 @@ Reply DataCenter::ListVms(const Params& q, bool head) {
     return r;
   }
   r.body = json::array();
-  for (size_t i = start; i < matches.size() && static_cast<int64_t>(r.body.size()) < limit; ++i) {
+  for (size_t i = start; i < matches.size() && static_cast<int64_t>(r.body.size()) < lq.limit; ++i) {
     json j = VmJson(*matches[i].vm);
     json f = json::object();
-    for (const auto& name : fields) {
+    for (const auto& name : lq.fields) {
       if (j.contains(name)) f[name] = j[name];
     }
     r.body.push_back(std::move(f));
