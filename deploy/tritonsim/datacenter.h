@@ -350,6 +350,11 @@ class DataCenter {
     std::string str;  // string sort key (everything else)
   };
  private:
+  // CreateVm's steps (vmapi.cc).
+  struct CreateCheck;
+  void CheckCreateLocked(const json& body, CreateCheck* c, json* errors);
+  static void SizeVm(const json& body, const CreateCheck& c, Vm* vm);
+  void AttachNicsLocked(const CreateCheck& c, Vm* vm);
   std::vector<VmMatch> MatchingVmsLocked(const Params& q, const json& predicate,
                                          const std::set<std::string>& uuids_filter,
                                          const std::string& sort_field) const;

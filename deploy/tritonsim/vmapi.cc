@@ -527,134 +527,157 @@ std::string DataCenter::PlaceLocked(int64_t ram, const json& locality, std::stri
   return best;
 }
 
-Reply DataCenter::CreateVm(const json& body, const Params& q) {
-  Reply r;
-  if (!CheckParams(q, {"sync", "origin", "creator_uuid", "context"}, false, 409, &r)) return r;
-  if (!body.is_object()) return Validation(409, "body", "Invalid", "body must be a JSON object");
-  json errors = json::array();
-  auto missing = [&](const std::string& f) { errors.push_back({{"field", f}, {"code", "Missing"}, {"message", "is missing"}}); };
+// CreateVm's request as read and checked.
+struct DataCenter::CreateCheck {
+  std::string owner, brand, image, uuid, server;
+  bool hvm = false;
+  int64_t ram = 1024;
+  const Package* pkg = nullptr;  // billing_id's package
+  std::vector<Network*> nets;
+  int primary = 0;
+};
+
+// VMAPI's checks of a create, each failure added to `errors` (field, code,
+// message) as VMAPI lists them.
+void DataCenter::CheckCreateLocked(const json& body, CreateCheck* c, json* errors) {
+  auto missing = [&](const std::string& f) { errors->push_back({{"field", f}, {"code", "Missing"}, {"message", "is missing"}}); };
   auto invalid = [&](const std::string& f, const std::string& m) {
-    errors.push_back({{"field", f}, {"code", "Invalid"}, {"message", m}});
+    errors->push_back({{"field", f}, {"code", "Invalid"}, {"message", m}});
   };
-  std::string owner = body.value("owner_uuid", "");
-  if (owner.empty()) missing("owner_uuid");
-  else if (!IsUuid(owner)) invalid("owner_uuid", "Invalid UUID");
-  std::string brand = body.value("brand", "");
+  c->owner = body.value("owner_uuid", "");
+  if (c->owner.empty()) missing("owner_uuid");
+  else if (!IsUuid(c->owner)) invalid("owner_uuid", "Invalid UUID");
+  c->brand = body.value("brand", "");
   static const std::set<std::string> kBrands = {"joyent", "joyent-minimal", "lx", "kvm", "bhyve", "builder"};
-  if (brand.empty()) missing("brand");
-  else if (!kBrands.count(brand)) invalid("brand", "Must be one of: joyent, joyent-minimal, lx, kvm, bhyve, builder");
+  if (c->brand.empty()) missing("brand");
+  else if (!kBrands.count(c->brand)) invalid("brand", "Must be one of: joyent, joyent-minimal, lx, kvm, bhyve, builder");
   if (!body.contains("networks") || !body["networks"].is_array() || body["networks"].empty()) missing("networks");
   if (!body.contains("ram") && !body.contains("billing_id")) missing("ram");
-  bool hvm = brand == "kvm" || brand == "bhyve";
-  std::string image;
-  if (hvm) {
+  c->hvm = c->brand == "kvm" || c->brand == "bhyve";
+  if (c->hvm) {
     if (body.contains("disks") && body["disks"].is_array() && !body["disks"].empty()) {
-      image = body["disks"][0].value("image_uuid", "");
+      c->image = body["disks"][0].value("image_uuid", "");
     }
-    if (image.empty()) missing("disks.0.image_uuid");
+    if (c->image.empty()) missing("disks.0.image_uuid");
   } else {
-    image = body.value("image_uuid", "");
-    if (image.empty()) missing("image_uuid");
+    c->image = body.value("image_uuid", "");
+    if (c->image.empty()) missing("image_uuid");
   }
-  int64_t ram = 1024;
   if (body.contains("ram")) {
     if (!body["ram"].is_number_integer() || body["ram"].get<int64_t>() <= 0) invalid("ram", "Must be a positive integer");
-    else ram = body["ram"].get<int64_t>();
+    else c->ram = body["ram"].get<int64_t>();
   }
-  std::string uuid = body.value("uuid", "");
-  if (!uuid.empty() && !IsUuid(uuid)) invalid("uuid", "Invalid UUID");
-  absl::MutexLock l(&mu_);
-  if (!image.empty()) {
-    auto im = images_.find(image);
+  c->uuid = body.value("uuid", "");
+  if (!c->uuid.empty() && !IsUuid(c->uuid)) invalid("uuid", "Invalid UUID");
+  if (!c->image.empty()) {
+    auto im = images_.find(c->image);
     if (im == images_.end() || im->second.state != "active") {
-      invalid(hvm ? "disks.0.image_uuid" : "image_uuid", "Image does not exist or is not active");
+      invalid(c->hvm ? "disks.0.image_uuid" : "image_uuid", "Image does not exist or is not active");
     }
   }
-  if (!uuid.empty() && vms_.count(uuid)) {
-    errors.push_back({{"field", "uuid"}, {"code", "Duplicate"}, {"message", "Already exists"}});
+  if (!c->uuid.empty() && vms_.count(c->uuid)) {
+    errors->push_back({{"field", "uuid"}, {"code", "Duplicate"}, {"message", "Already exists"}});
   }
-  std::string server = body.value("server_uuid", "");
-  if (!server.empty()) {
-    auto sv = servers_.find(server);
-    if (sv == servers_.end()) invalid("server_uuid", "Server does not exist");
-  }
+  c->server = body.value("server_uuid", "");
+  if (!c->server.empty() && servers_.find(c->server) == servers_.end()) invalid("server_uuid", "Server does not exist");
   // billing_id: a PAPI package, whose values fill in what the body leaves out.
-  const Package* pkg = nullptr;
   std::string billing = body.value("billing_id", "");
   if (!billing.empty()) {
     auto p = packages_.find(billing);
     if (!IsUuid(billing)) invalid("billing_id", "Invalid UUID");
     else if (p == packages_.end()) invalid("billing_id", "Package " + billing + " does not exist");
     else if (!p->second.active) invalid("billing_id", "Package " + p->second.name + " is not active");
-    else pkg = &p->second;
+    else c->pkg = &p->second;
   }
-  if (pkg != nullptr && !body.contains("ram")) ram = pkg->max_physical_memory;
+  if (c->pkg != nullptr && !body.contains("ram")) c->ram = c->pkg->max_physical_memory;
   // networks: uuids or names of networks or pools, as strings or
   // {"uuid"|"ipv4_uuid"|"name", "primary"}; each needs a free address.
-  std::vector<Network*> nets;
-  int primary = 0;
-  if (body.contains("networks") && body["networks"].is_array()) {
-    for (const auto& n : body["networks"]) {
-      std::string ref = n.is_string() ? n.get<std::string>()
-                        : n.is_object() ? n.value("uuid", n.value("ipv4_uuid", n.value("name", "")))
-                                        : "";
-      std::string why;
-      Network* net = ref.empty() ? nullptr : FindNetworkLocked(ref, owner, &why);
-      if (net == nullptr) {
-        invalid("networks", ref.empty() ? "each network needs a uuid or name" : why);
-        continue;
-      }
-      if (net->full()) invalid("networks", "network " + net->name + " has no free addresses");
-      if (n.is_object() && n.value("primary", false)) primary = static_cast<int>(nets.size());
-      nets.push_back(net);
+  if (!body.contains("networks") || !body["networks"].is_array()) return;
+  for (const auto& n : body["networks"]) {
+    std::string ref = n.is_string() ? n.get<std::string>()
+                      : n.is_object() ? n.value("uuid", n.value("ipv4_uuid", n.value("name", "")))
+                                      : "";
+    std::string why;
+    Network* net = ref.empty() ? nullptr : FindNetworkLocked(ref, c->owner, &why);
+    if (net == nullptr) {
+      invalid("networks", ref.empty() ? "each network needs a uuid or name" : why);
+      continue;
     }
+    if (net->full()) invalid("networks", "network " + net->name + " has no free addresses");
+    if (n.is_object() && n.value("primary", false)) c->primary = static_cast<int>(c->nets.size());
+    c->nets.push_back(net);
   }
+}
+
+// The VM's size: the body's values, else the package's (quota: MiB there,
+// GiB here), else VMAPI's defaults.
+void DataCenter::SizeVm(const json& body, const CreateCheck& c, Vm* vm) {
+  const Package* pkg = c.pkg;
+  vm->ram = c.ram;
+  vm->max_physical_memory = c.ram;
+  auto from = [&](const char* key, int64_t pkg_value, int64_t dflt) -> int64_t {
+    if (body.contains(key) && body[key].is_number_integer()) return body[key].get<int64_t>();
+    return pkg != nullptr ? pkg_value : dflt;
+  };
+  vm->quota = from("quota", pkg ? pkg->quota / 1024 : 0, 10);
+  vm->cpu_cap = from("cpu_cap", pkg ? pkg->cpu_cap : 0, 100);
+  vm->max_swap = from("max_swap", pkg ? pkg->max_swap : 0, 2 * c.ram);
+  vm->max_lwps = from("max_lwps", pkg ? pkg->max_lwps : 0, 2000);
+  vm->zfs_io_priority = from("zfs_io_priority", pkg ? pkg->zfs_io_priority : 0, 100);
+  vm->cpu_shares = from("cpu_shares", pkg ? pkg->fss : 0, 100);
+  vm->vcpus = c.hvm ? from("vcpus", pkg ? pkg->vcpus : 0, 1) : 0;
+}
+
+// One NIC per network, each with the next address of its network;
+// tritonsim's listeners answer for a.b.c.d on the loopback twin 127.b.c.d.
+void DataCenter::AttachNicsLocked(const CreateCheck& c, Vm* vm) {
+  for (size_t idx = 0; idx < c.nets.size(); ++idx) {
+    Nic nic;
+    nic.interface = "net" + std::to_string(idx);
+    nic.mac = NewMacLocked();
+    AllocateLocked(c.nets[idx], &nic);
+    nic.primary = static_cast<int>(idx) == c.primary;
+    vm->nics.push_back(nic);
+  }
+}
+
+Reply DataCenter::CreateVm(const json& body, const Params& q) {
+  Reply r;
+  if (!CheckParams(q, {"sync", "origin", "creator_uuid", "context"}, false, 409, &r)) return r;
+  if (!body.is_object()) return Validation(409, "body", "Invalid", "body must be a JSON object");
+  absl::MutexLock l(&mu_);
+  CreateCheck c;
+  json errors = json::array();
+  CheckCreateLocked(body, &c, &errors);
   if (!errors.empty()) {
     Reply e = Error(409, "ValidationFailed", "Invalid VM parameters");
     e.body["errors"] = errors;
     return e;
   }
   Vm vm;
-  vm.uuid = uuid.empty() ? NewUuidLocked() : uuid;
+  vm.uuid = c.uuid.empty() ? NewUuidLocked() : c.uuid;
   vm.alias = body.value("alias", "");
-  vm.owner_uuid = owner;
+  vm.owner_uuid = c.owner;
   vm.billing_id = body.value("billing_id", "");
-  vm.brand = brand;
-  vm.image_uuid = hvm ? "" : image;
-  if (!hvm) {
-    auto im = images_.find(image);
+  vm.brand = c.brand;
+  vm.image_uuid = c.hvm ? "" : c.image;
+  if (!c.hvm) {
+    auto im = images_.find(c.image);
     if (im != images_.end()) vm.root_files = im->second.root_files;  // an image made from a prototype
   }
-  if (hvm) vm.disks = body["disks"];
-  vm.ram = ram;
-  vm.max_physical_memory = ram;
-  // Unset values come from the package (quota: MiB there, GiB here), else
-  // VMAPI's defaults.
-  auto from = [&](const char* key, int64_t pkg_value, int64_t dflt) -> int64_t {
-    if (body.contains(key) && body[key].is_number_integer()) return body[key].get<int64_t>();
-    return pkg != nullptr ? pkg_value : dflt;
-  };
-  vm.quota = from("quota", pkg ? pkg->quota / 1024 : 0, 10);
-  vm.cpu_cap = from("cpu_cap", pkg ? pkg->cpu_cap : 0, 100);
-  vm.max_swap = from("max_swap", pkg ? pkg->max_swap : 0, 2 * ram);
-  vm.max_lwps = from("max_lwps", pkg ? pkg->max_lwps : 0, 2000);
-  vm.zfs_io_priority = from("zfs_io_priority", pkg ? pkg->zfs_io_priority : 0, 100);
-  vm.cpu_shares = from("cpu_shares", pkg ? pkg->fss : 0, 100);
-  vm.vcpus = hvm ? from("vcpus", pkg ? pkg->vcpus : 0, 1) : 0;
+  if (c.hvm) vm.disks = body["disks"];
+  SizeVm(body, c, &vm);
   vm.create_ms = vm.modified_ms = NowMs();
   vm.state = "provisioning";
   vm.zone_state = "installed";
-  if (body.contains("tags") && body["tags"].is_object()) vm.tags = body["tags"];
-  if (body.contains("customer_metadata") && body["customer_metadata"].is_object()) {
-    vm.customer_metadata = body["customer_metadata"];
-  }
-  if (body.contains("internal_metadata") && body["internal_metadata"].is_object()) {
-    vm.internal_metadata = body["internal_metadata"];
+  for (auto [key, field] : {std::pair{"tags", &vm.tags}, {"customer_metadata", &vm.customer_metadata},
+                            {"internal_metadata", &vm.internal_metadata}}) {
+    if (body.contains(key) && body[key].is_object()) *field = body[key];
   }
   vm.docker = body.contains("docker") && body["docker"].is_boolean() && body["docker"].get<bool>();
   vm.autoboot = body.value("autoboot", true);
   if (body.contains("delegate_dataset") && body["delegate_dataset"].is_boolean() && body["delegate_dataset"].get<bool>()) {
-    if (hvm) return Validation(409, "delegate_dataset", "Invalid", "a " + brand + " VM cannot have a delegate dataset");
+    if (c.hvm) return Validation(409, "delegate_dataset", "Invalid", "a " + c.brand + " VM cannot have a delegate dataset");
     vm.datasets = {"zones/" + vm.uuid + "/data"};
   }
   vm.firewall_enabled = body.value("firewall_enabled", false);
@@ -664,28 +687,19 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
     }
     vm.volumes = body["volumes"];
   }
-  for (size_t idx = 0; idx < nets.size(); ++idx) {
-    Nic nic;
-    nic.interface = "net" + std::to_string(idx);
-    nic.mac = NewMacLocked();
-    // Each NIC gets the next address of its network; tritonsim's listeners
-    // answer for a.b.c.d on the loopback twin 127.b.c.d.
-    AllocateLocked(nets[idx], &nic);
-    nic.primary = static_cast<int>(idx) == primary;
-    vm.nics.push_back(nic);
-  }
+  AttachNicsLocked(c, &vm);
   std::string why;
-  std::string placed = server.empty() ? PlaceLocked(ram, body.value("locality", json()), &why) : server;
+  std::string placed = c.server.empty() ? PlaceLocked(c.ram, body.value("locality", json()), &why) : c.server;
   if (!placed.empty()) {
     vm.server_uuid = placed;
-    AddUsedRamLocked(&servers_[placed], ram);
+    AddUsedRamLocked(&servers_[placed], c.ram);
     servers_[placed].vms.insert(vm.uuid);
   }
   std::string id = vm.uuid;
   TagIndexAddLocked(vm);
   vms_[id] = vm;
   FeedLocked(&vms_[id]);
-  Reply out = StartJobLocked("provision-8.0.0", "provision", id, body, [this, id, why]() -> std::string {
+  return StartJobLocked("provision-8.0.0", "provision", id, body, [this, id, why]() -> std::string {
     Vm& v = vms_[id];
     if (v.state != "provisioning") return "VM was deleted while provisioning";
     if (v.server_uuid.empty()) {
@@ -699,7 +713,6 @@ Reply DataCenter::CreateVm(const json& body, const Params& q) {
     ScheduleExitLocked(v);
     return "";
   });
-  return out;
 }
 
 // The simulator's stand-in for the process a job runs: customer_metadata
