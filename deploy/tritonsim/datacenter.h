@@ -355,6 +355,9 @@ class DataCenter {
   void CheckCreateLocked(const json& body, CreateCheck* c, json* errors);
   static void SizeVm(const json& body, const CreateCheck& c, Vm* vm);
   void AttachNicsLocked(const CreateCheck& c, Vm* vm);
+  // VmAction's update and reprovision (vmapi.cc).
+  void UpdateLocked(Vm* vm, const json& changes);
+  Reply ReprovisionLocked(Vm* vm, const json& body);
   std::vector<VmMatch> MatchingVmsLocked(const Params& q, const json& predicate,
                                          const std::set<std::string>& uuids_filter,
                                          const std::string& sort_field) const;

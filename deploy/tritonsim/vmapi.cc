@@ -736,6 +736,71 @@ void DataCenter::ScheduleExitLocked(const Vm& v) {
   });
 }
 
+// vmadm update's effect: sizes, alias, billing_id, firewall_enabled; set_*
+// merges metadata, remove_* deletes keys.
+void DataCenter::UpdateLocked(Vm* vm, const json& changes) {
+  Vm& v = *vm;
+  if (changes.contains("ram") && changes["ram"].is_number_integer()) {
+    int64_t delta = changes["ram"].get<int64_t>() - v.ram;
+    v.ram = changes["ram"].get<int64_t>();
+    v.max_physical_memory = v.ram;
+    auto s = servers_.find(v.server_uuid);
+    if (s != servers_.end()) AddUsedRamLocked(&s->second, delta);
+  }
+  if (changes.contains("alias") && changes["alias"].is_string()) v.alias = changes["alias"];
+  if (changes.contains("quota") && changes["quota"].is_number()) v.quota = changes["quota"];
+  if (changes.contains("cpu_cap") && changes["cpu_cap"].is_number()) v.cpu_cap = changes["cpu_cap"];
+  for (auto [key, field] : {std::pair<const char*, int64_t*>{"max_swap", &v.max_swap},
+                            {"max_lwps", &v.max_lwps}, {"zfs_io_priority", &v.zfs_io_priority}}) {
+    if (changes.contains(key) && changes[key].is_number_integer()) *field = changes[key].get<int64_t>();
+  }
+  if (changes.contains("billing_id") && changes["billing_id"].is_string()) v.billing_id = changes["billing_id"];
+  if (changes.contains("firewall_enabled") && changes["firewall_enabled"].is_boolean()) {
+    v.firewall_enabled = changes["firewall_enabled"];
+  }
+  for (auto [set, remove, target] : {std::make_tuple("customer_metadata", "remove_customer_metadata", &v.customer_metadata),
+                                     std::make_tuple("internal_metadata", "remove_internal_metadata", &v.internal_metadata)}) {
+    if (changes.contains(set) && changes[set].is_object()) target->update(changes[set]);
+    if (changes.contains(remove) && changes[remove].is_array()) {
+      for (const json& k : changes[remove]) {
+        if (k.is_string()) target->erase(k.get<std::string>());
+      }
+    }
+  }
+  Touch(&v);
+}
+
+// reprovision: the zone is halted and its root rewritten from the image
+// while the job runs (VMAPI shows it provisioning); uuid, NICs and the
+// delegate dataset stay; it boots from the new image.
+Reply DataCenter::ReprovisionLocked(Vm* vm, const json& body) {
+  std::string image = body.value("image_uuid", "");
+  if (image.empty()) return Validation(409, "image_uuid", "Missing", "is missing");
+  auto im = images_.find(image);
+  if (im == images_.end() || im->second.state != "active") {
+    return Validation(409, "image_uuid", "Invalid", "Image does not exist or is not active");
+  }
+  if (vm->brand == "kvm" || vm->brand == "bhyve") {
+    return Error(409, "BrandNotSupported", "Cannot reprovision a " + vm->brand + " VM");
+  }
+  vm->state = "provisioning";
+  vm->zone_state = "installed";
+  Touch(vm);
+  std::string id = vm->uuid;
+  return StartJobLocked("reprovision-7.0.0", "reprovision", id, body, [this, id, image]() -> std::string {
+    Vm& v = vms_[id];
+    if (v.state == "destroyed") return "VM was deleted while reprovisioning";
+    v.image_uuid = image;
+    auto im = images_.find(image);
+    v.root_files = im != images_.end() ? im->second.root_files : std::map<std::string, std::string>{};
+    v.reprovisions++;
+    v.state = "running";
+    v.zone_state = "running";
+    Touch(&v);
+    return "";
+  });
+}
+
 Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json& body) {
   Reply r;
   // Besides the action, VMAPI takes the caller's context (sdc-clients sends these).
@@ -785,66 +850,11 @@ Reply DataCenter::VmAction(const std::string& uuid, const Params& q, const json&
     if (state != "running") return Error(409, "VmNotRunning", "VM is not running");
     return StartJobLocked("reboot-7.0.0", "reboot", uuid, body, set_state("running"));
   }
-  if (*action == "reprovision") {
-    std::string image = body.value("image_uuid", "");
-    if (image.empty()) return Validation(409, "image_uuid", "Missing", "is missing");
-    auto im = images_.find(image);
-    if (im == images_.end() || im->second.state != "active") {
-      return Validation(409, "image_uuid", "Invalid", "Image does not exist or is not active");
-    }
-    if (vm.brand == "kvm" || vm.brand == "bhyve") return Error(409, "BrandNotSupported", "Cannot reprovision a " + vm.brand + " VM");
-    // The zone is halted and its root rewritten from the image while the
-    // job runs (VMAPI shows it provisioning); uuid, NICs and the delegate
-    // dataset stay; it boots from the new image.
-    vm.state = "provisioning";
-    vm.zone_state = "installed";
-    Touch(&vm);
-    return StartJobLocked("reprovision-7.0.0", "reprovision", uuid, body, [this, id, image]() -> std::string {
-      Vm& v = vms_[id];
-      if (v.state == "destroyed") return "VM was deleted while reprovisioning";
-      v.image_uuid = image;
-      auto im = images_.find(image);
-      v.root_files = im != images_.end() ? im->second.root_files : std::map<std::string, std::string>{};
-      v.reprovisions++;
-      v.state = "running";
-      v.zone_state = "running";
-      Touch(&v);
-      return "";
-    });
-  }
+  if (*action == "reprovision") return ReprovisionLocked(&vm, body);
   if (*action == "update") {
     json changes = body;
     return StartJobLocked("update-7.0.0", "update", uuid, body, [this, id, changes]() -> std::string {
-      Vm& v = vms_[id];
-      if (changes.contains("ram") && changes["ram"].is_number_integer()) {
-        int64_t delta = changes["ram"].get<int64_t>() - v.ram;
-        v.ram = changes["ram"].get<int64_t>();
-        v.max_physical_memory = v.ram;
-        auto s = servers_.find(v.server_uuid);
-        if (s != servers_.end()) AddUsedRamLocked(&s->second, delta);
-      }
-      if (changes.contains("alias") && changes["alias"].is_string()) v.alias = changes["alias"];
-      if (changes.contains("quota") && changes["quota"].is_number()) v.quota = changes["quota"];
-      if (changes.contains("cpu_cap") && changes["cpu_cap"].is_number()) v.cpu_cap = changes["cpu_cap"];
-      for (auto [key, field] : {std::pair<const char*, int64_t*>{"max_swap", &v.max_swap},
-                                {"max_lwps", &v.max_lwps}, {"zfs_io_priority", &v.zfs_io_priority}}) {
-        if (changes.contains(key) && changes[key].is_number_integer()) *field = changes[key].get<int64_t>();
-      }
-      if (changes.contains("billing_id") && changes["billing_id"].is_string()) v.billing_id = changes["billing_id"];
-      if (changes.contains("firewall_enabled") && changes["firewall_enabled"].is_boolean()) {
-        v.firewall_enabled = changes["firewall_enabled"];
-      }
-      // vmadm update: set_* merges, remove_* deletes keys.
-      for (auto [set, remove, target] : {std::make_tuple("customer_metadata", "remove_customer_metadata", &v.customer_metadata),
-                                         std::make_tuple("internal_metadata", "remove_internal_metadata", &v.internal_metadata)}) {
-        if (changes.contains(set) && changes[set].is_object()) target->update(changes[set]);
-        if (changes.contains(remove) && changes[remove].is_array()) {
-          for (const json& k : changes[remove]) {
-            if (k.is_string()) target->erase(k.get<std::string>());
-          }
-        }
-      }
-      Touch(&v);
+      UpdateLocked(&vms_[id], changes);
       return "";
     });
   }
