@@ -203,19 +203,20 @@ static int Bind(httplib::Server* server, const std::string& host, int port, int 
   return port;
 }
 
-int main(int argc, char** argv) {
-  // Large answers (a 1,000-VM page is ~1 MB) would otherwise get fresh pages
-  // from mmap on every call; first-touch page faults then cost more than the
-  // work itself, badly so on virtualized hosts. Keep freed memory for reuse.
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args[0] == "ctl") return Ctl(std::vector<std::string>(args.begin() + 1, args.end()));
-  tritonsim::Options opts;
-  opts.clock = mariposa::RealClock::Get();
+// tritonsim's flags, beside the data center's options.
+struct Flags {
   std::string listen = "127.0.0.1:8580", addr_file, seed_file;
   int api_latency = 0, threads = 512, feed_flush_ms = 10;
   bool listen_vms = false, api_ports = false, changefeed = true;
+};
+
+// Fills `opts_out` and `f`: -1 to go on, or the exit code (0 after --help,
+// 2 after a usage error).
+static int ParseFlags(const std::vector<std::string>& args, tritonsim::Options* opts_out, Flags* f) {
+  tritonsim::Options& opts = *opts_out;
+  std::string &listen = f->listen, &addr_file = f->addr_file, &seed_file = f->seed_file;
+  int &api_latency = f->api_latency, &threads = f->threads, &feed_flush_ms = f->feed_flush_ms;
+  bool &listen_vms = f->listen_vms, &api_ports = f->api_ports, &changefeed = f->changefeed;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
@@ -250,6 +251,57 @@ int main(int argc, char** argv) {
     else if (a == "--feed-flush-ms") feed_flush_ms = atoi(v.c_str());
     else return Usage("unknown argument " + a);
   }
+  return -1;
+}
+
+// --seed FILE: the data center's starting contents; false (said) when the
+// file cannot be read or is refused.
+static bool LoadSeedFile(const std::string& seed_file, tritonsim::DataCenter* dc) {
+  std::ifstream f(seed_file);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto seed = tritonsim::json::parse(ss.str(), nullptr, false);
+  std::string err = seed.is_discarded() ? "not valid JSON" : dc->LoadSeed(seed);
+  if (!f || !err.empty()) {
+    std::cerr << "tritonsim: seed " << seed_file << ": " << (f ? err : "cannot read") << "\n";
+    return false;
+  }
+  return true;
+}
+
+// --api-ports: each API also on a port of its own, answering only its
+// routes; false (said) when one cannot listen.
+static bool BindApiPorts(const std::string& host, int threads,
+                         std::vector<std::pair<std::string, std::unique_ptr<httplib::Server>>>* servers,
+                         std::vector<std::string>* urls) {
+  for (const char* api : {"vmapi", "cnapi", "imgapi", "papi", "napi", "fwapi", "volapi", "wfapi"}) {
+    auto s = std::make_unique<httplib::Server>();
+    int p = Bind(s.get(), host, 0, threads);
+    if (p <= 0) {
+      std::cerr << "tritonsim: cannot listen for " << api << " on " << host << "\n";
+      return false;
+    }
+    urls->push_back(std::string(api) + "=http://" + host + ":" + std::to_string(p));
+    servers->emplace_back(api, std::move(s));
+  }
+  return true;
+}
+
+int main(int argc, char** argv) {
+  // Large answers (a 1,000-VM page is ~1 MB) would otherwise get fresh pages
+  // from mmap on every call; first-touch page faults then cost more than the
+  // work itself, badly so on virtualized hosts. Keep freed memory for reuse.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "ctl") return Ctl(std::vector<std::string>(args.begin() + 1, args.end()));
+  tritonsim::Options opts;
+  opts.clock = mariposa::RealClock::Get();
+  Flags flags;
+  if (int exit = ParseFlags(args, &opts, &flags); exit >= 0) return exit;
+  const std::string &listen = flags.listen, &addr_file = flags.addr_file, &seed_file = flags.seed_file;
+  const int api_latency = flags.api_latency, threads = flags.threads, feed_flush_ms = flags.feed_flush_ms;
+  const bool listen_vms = flags.listen_vms, api_ports = flags.api_ports, changefeed = flags.changefeed;
   size_t colon = listen.rfind(':');
   if (colon == std::string::npos) return Usage("--listen must be HOST:PORT");
   std::string host = listen.substr(0, colon);
@@ -273,33 +325,12 @@ int main(int argc, char** argv) {
   // --api-ports: each API also on a port of its own, answering only its routes.
   std::vector<std::pair<std::string, std::unique_ptr<httplib::Server>>> api_servers;
   std::vector<std::string> api_urls;
-  if (api_ports) {
-    for (const char* api : {"vmapi", "cnapi", "imgapi", "papi", "napi", "fwapi", "volapi", "wfapi"}) {
-      auto s = std::make_unique<httplib::Server>();
-      int p = Bind(s.get(), host, 0, threads);
-      if (p <= 0) {
-        std::cerr << "tritonsim: cannot listen for " << api << " on " << host << "\n";
-        return 1;
-      }
-      api_urls.push_back(std::string(api) + "=http://" + host + ":" + std::to_string(p));
-      api_servers.emplace_back(api, std::move(s));
-    }
-  }
+  if (api_ports && !BindApiPorts(host, threads, &api_servers, &api_urls)) return 1;
   std::string base = "http://" + host + ":" + std::to_string(port);
   // Where job replies say their workflow API is (the workflow-api header).
   opts.base_url = api_ports ? api_urls.back().substr(std::string("wfapi=").size()) : base;
   tritonsim::DataCenter dc(opts);
-  if (!seed_file.empty()) {
-    std::ifstream f(seed_file);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    auto seed = tritonsim::json::parse(ss.str(), nullptr, false);
-    std::string err = seed.is_discarded() ? "not valid JSON" : dc.LoadSeed(seed);
-    if (!f || !err.empty()) {
-      std::cerr << "tritonsim: seed " << seed_file << ": " << (f ? err : "cannot read") << "\n";
-      return 1;
-    }
-  }
+  if (!seed_file.empty() && !LoadSeedFile(seed_file, &dc)) return 1;
   std::atomic<int> latency(api_latency);
   std::unique_ptr<tritonsim::VmListeners> listeners;
   if (listen_vms) {
