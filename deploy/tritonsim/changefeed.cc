@@ -236,6 +236,12 @@ struct ChangeFeed::Session {
   std::deque<std::shared_ptr<const std::string>> outbox;       // ABSL_GUARDED_BY(ChangeFeed::mu_)
   bool ended = false;                                          // ditto: drop asked, or too far behind
   std::string end_reason;
+  // The serving thread's own: bytes read, the message being assembled, the
+  // close frame to send before ending, whether it counts as listening.
+  std::string in, message;
+  int message_opcode = 0;
+  std::string close_with;
+  bool counted = false;
   void Wake() const {
     uint64_t one = 1;
     (void)!write(wake, &one, sizeof(one));
@@ -374,6 +380,89 @@ std::string ChangeFeed::Register(const std::string& text, bool v2, Session* s, s
   return "";
 }
 
+// What waits in the outbox goes out in one write (one segment where it
+// fits): a write per item costs a system call and a wake of the listener
+// each, which a mass change multiplies. Items published in the next
+// flush_ms_ wait to go out together; the listener's frames are still read
+// meanwhile (`readable` says so). False once the session ends.
+bool ChangeFeed::SendWaiting(Session* s, short* readable) {
+  uint64_t n;
+  (void)!read(s->wake, &n, sizeof(n));
+  std::deque<std::shared_ptr<const std::string>> batch;
+  bool open = true;
+  {
+    absl::MutexLock l(&mu_);
+    batch.swap(s->outbox);
+    if (s->ended) {
+      s->close_with = EncodeWsClose(1001, s->end_reason);
+      open = false;
+    }
+  }
+  std::string out;
+  for (const auto& f : batch) {
+    out += *f;
+    if (out.size() >= kSendChunk) {
+      if (!SendAll(s->fd, out)) open = false;
+      out.clear();
+    }
+    if (!open) break;
+  }
+  if (open && !out.empty() && !SendAll(s->fd, out)) open = false;
+  if (open && !batch.empty() && flush_ms_.load() > 0) {
+    pollfd only = {s->fd, POLLIN, 0};
+    if (poll(&only, 1, flush_ms_.load()) > 0) *readable = only.revents;
+  }
+  return open;
+}
+
+// The frames read so far: pings answered, a close returned, the first text
+// message taken as the registration (anything after it, "heartbeat"
+// included, is ignored). False once the session ends.
+bool ChangeFeed::ReadFrames(Session* s, const std::string& accept_version) {
+  for (;;) {
+    WsFrame f;
+    std::string why;
+    long used = DecodeWsFrame(s->in, kMaxMessage, &f, &why);
+    if (used == 0) return true;
+    if (used < 0) {
+      s->close_with = EncodeWsClose(1002, why);
+      return false;
+    }
+    s->in.erase(0, used);
+    if (f.opcode == 9) {
+      if (!SendAll(s->fd, EncodeWsFrame(10, f.payload))) return false;
+      continue;
+    }
+    if (f.opcode == 10) continue;
+    if (f.opcode == 8) {
+      s->close_with = EncodeWsFrame(8, f.payload.substr(0, 2));
+      return false;
+    }
+    if (f.opcode != 0) s->message_opcode = f.opcode;
+    s->message += f.payload;
+    if (s->message.size() > kMaxMessage) {
+      s->close_with = EncodeWsClose(1009, "message too large");
+      return false;
+    }
+    if (!f.fin) continue;
+    std::string text = std::move(s->message);
+    s->message.clear();
+    if (s->message_opcode != 1) continue;
+    {
+      absl::MutexLock l(&mu_);
+      if (!s->registered.empty()) continue;  // "heartbeat" and anything after the registration
+    }
+    std::string bootstrap;
+    std::string refused = Register(text, IsV2(accept_version), s, &bootstrap);
+    if (!refused.empty()) {
+      s->close_with = EncodeWsClose(1000, refused);
+      return false;
+    }
+    s->counted = true;
+    if (!SendAll(s->fd, EncodeWsFrame(1, bootstrap))) return false;
+  }
+}
+
 void ChangeFeed::Serve(int fd, const std::string& ws_key, const std::string& accept_version) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -389,10 +478,6 @@ void ChangeFeed::Serve(int fd, const std::string& ws_key, const std::string& acc
     absl::MutexLock l(&mu_);
     sessions_.insert(&s);
   }
-  bool counted = false;
-  std::string in, message;
-  int message_opcode = 0;
-  std::string close_with;  // a close frame to send before ending
   bool open = true;
   while (open) {
     pollfd p[2] = {{fd, POLLIN, 0}, {s.wake, POLLIN, 0}};
@@ -400,93 +485,15 @@ void ChangeFeed::Serve(int fd, const std::string& ws_key, const std::string& acc
       if (errno == EINTR) continue;
       break;
     }
-    if (p[1].revents & POLLIN) {
-      uint64_t n;
-      (void)!read(s.wake, &n, sizeof(n));
-      std::deque<std::shared_ptr<const std::string>> batch;
-      {
-        absl::MutexLock l(&mu_);
-        batch.swap(s.outbox);
-        if (s.ended) {
-          close_with = EncodeWsClose(1001, s.end_reason);
-          open = false;
-        }
-      }
-      // What waits goes out in one write (one segment where it fits):
-      // a write per item costs a system call and a wake of the listener
-      // each, which a mass change multiplies.
-      std::string out;
-      for (const auto& f : batch) {
-        out += *f;
-        if (out.size() >= kSendChunk) {
-          if (!SendAll(fd, out)) open = false;
-          out.clear();
-        }
-        if (!open) break;
-      }
-      if (open && !out.empty() && !SendAll(fd, out)) open = false;
-      // Items published in the next flush_ms_ wait to go out together;
-      // the listener's frames are still read meanwhile.
-      if (open && !batch.empty() && flush_ms_.load() > 0) {
-        pollfd only = {fd, POLLIN, 0};
-        if (poll(&only, 1, flush_ms_.load()) > 0) p[0].revents = only.revents;
-      }
-    }
+    if (p[1].revents & POLLIN) open = SendWaiting(&s, &p[0].revents);
     if (!open || !(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     char buf[16384];
     ssize_t n = recv(fd, buf, sizeof(buf), 0);
     if (n <= 0) break;
-    in.append(buf, n);
-    for (;;) {
-      WsFrame f;
-      std::string why;
-      long used = DecodeWsFrame(in, kMaxMessage, &f, &why);
-      if (used == 0) break;
-      if (used < 0) {
-        close_with = EncodeWsClose(1002, why);
-        open = false;
-        break;
-      }
-      in.erase(0, used);
-      if (f.opcode == 9) {
-        if (!SendAll(fd, EncodeWsFrame(10, f.payload))) open = false;
-        continue;
-      }
-      if (f.opcode == 10) continue;
-      if (f.opcode == 8) {
-        close_with = EncodeWsFrame(8, f.payload.substr(0, 2));
-        open = false;
-        break;
-      }
-      if (f.opcode != 0) message_opcode = f.opcode;
-      message += f.payload;
-      if (message.size() > kMaxMessage) {
-        close_with = EncodeWsClose(1009, "message too large");
-        open = false;
-        break;
-      }
-      if (!f.fin) continue;
-      std::string text = std::move(message);
-      message.clear();
-      if (message_opcode != 1) continue;
-      bool registered;
-      {
-        absl::MutexLock l(&mu_);
-        registered = !s.registered.empty();
-      }
-      if (registered) continue;  // "heartbeat" and anything after the registration
-      std::string bootstrap;
-      std::string refused = Register(text, IsV2(accept_version), &s, &bootstrap);
-      if (!refused.empty()) {
-        close_with = EncodeWsClose(1000, refused);
-        open = false;
-        break;
-      }
-      counted = true;
-      if (!SendAll(fd, EncodeWsFrame(1, bootstrap))) open = false;
-    }
+    s.in.append(buf, n);
+    open = ReadFrames(&s, accept_version);
   }
-  if (!close_with.empty() && SendAll(fd, close_with)) {
+  if (!s.close_with.empty() && SendAll(fd, s.close_with)) {
     // The closing handshake: the listener answers with its close frame (or
     // hangs up); what else it sends meanwhile is dropped.
     shutdown(fd, SHUT_WR);
@@ -500,7 +507,7 @@ void ChangeFeed::Serve(int fd, const std::string& ws_key, const std::string& acc
     absl::MutexLock l(&mu_);
     sessions_.erase(&s);
   }
-  if (counted) --listening_;
+  if (s.counted) --listening_;
   close(s.wake);
 }
 

@@ -111,6 +111,9 @@ class ChangeFeed {
   struct Session;
   // Validates a registration as the Publisher does; "" or the reason.
   std::string Register(const std::string& text, bool v2, Session* s, std::string* bootstrap);
+  // Serve's two directions (changefeed.cc).
+  bool SendWaiting(Session* s, short* readable);
+  bool ReadFrames(Session* s, const std::string& accept_version);
 
   std::vector<Resource> resources_;
   std::atomic<bool> enabled_{true};
