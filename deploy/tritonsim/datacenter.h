@@ -317,6 +317,7 @@ class DataCenter {
   std::string NewMacLocked();
   json VmJson(const Vm& vm) const;
   void AppendVmJson(const Vm& vm, std::string* out) const;
+  static void WriteNicsJson(const std::vector<Nic>& nics, std::string* out);
   void WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) const;
   // Records a change to `vm` (last_modified, cache revision) and publishes it.
   void Touch(Vm* vm);

@@ -60,6 +60,36 @@ void StrOrNull(const std::string& v, std::string* out) {
 // The one VM serializer: written straight to text (ListVms pages of 1,000
 // VMs are the hot path); VmJson parses it back for the rare callers that need
 // a tree.
+// A VM's NICs as VMAPI writes them.
+void DataCenter::WriteNicsJson(const std::vector<Nic>& nics, std::string* out) {
+  out->push_back('[');
+  for (size_t i = 0; i < nics.size(); ++i) {
+    const Nic& n = nics[i];
+    if (i > 0) out->push_back(',');
+    out->push_back('{');
+    Key("interface", out, true);
+    AppendQuoted(n.interface, out);
+    Key("mac", out);
+    AppendQuoted(n.mac, out);
+    Key("vlan_id", out);
+    *out += std::to_string(n.vlan_id);
+    Key("nic_tag", out);
+    AppendQuoted(n.nic_tag, out);
+    Key("ip", out);
+    AppendQuoted(n.ip, out);
+    Key("netmask", out);
+    AppendQuoted(n.netmask, out);
+    Key("gateway", out);
+    AppendQuoted(n.gateway, out);
+    Key("primary", out);
+    *out += n.primary ? "true" : "false";
+    Key("network_uuid", out);
+    AppendQuoted(n.network_uuid, out);
+    out->push_back('}');
+  }
+  out->push_back(']');
+}
+
 void DataCenter::WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) const {
   bool hvm = vm.brand == "kvm" || vm.brand == "bhyve";
   out->push_back('{');
@@ -86,22 +116,13 @@ void DataCenter::WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) c
     Key("image_uuid", out);
     AppendQuoted(vm.image_uuid, out);
   }
-  Key("ram", out);
-  *out += std::to_string(vm.ram);
-  Key("max_physical_memory", out);
-  *out += std::to_string(vm.max_physical_memory);
-  Key("quota", out);
-  *out += std::to_string(vm.quota);
-  Key("cpu_cap", out);
-  *out += std::to_string(vm.cpu_cap);
-  Key("max_swap", out);
-  *out += std::to_string(vm.max_swap);
-  Key("max_lwps", out);
-  *out += std::to_string(vm.max_lwps);
-  Key("zfs_io_priority", out);
-  *out += std::to_string(vm.zfs_io_priority);
-  Key("cpu_shares", out);
-  *out += std::to_string(vm.cpu_shares);
+  for (auto [key, value] : {std::pair<const char*, int64_t>{"ram", vm.ram}, {"max_physical_memory", vm.max_physical_memory},
+                            {"quota", vm.quota}, {"cpu_cap", vm.cpu_cap}, {"max_swap", vm.max_swap},
+                            {"max_lwps", vm.max_lwps}, {"zfs_io_priority", vm.zfs_io_priority},
+                            {"cpu_shares", vm.cpu_shares}}) {
+    Key(key, out);
+    *out += std::to_string(value);
+  }
   if (hvm) {
     Key("vcpus", out);
     *out += std::to_string(vm.vcpus);
@@ -125,32 +146,7 @@ void DataCenter::WriteVmJson(const Vm& vm, std::string* out, size_t* state_at) c
   Key("datasets", out);
   *out += json(vm.datasets).dump();
   Key("nics", out);
-  out->push_back('[');
-  for (size_t i = 0; i < vm.nics.size(); ++i) {
-    const Nic& n = vm.nics[i];
-    if (i > 0) out->push_back(',');
-    out->push_back('{');
-    Key("interface", out, true);
-    AppendQuoted(n.interface, out);
-    Key("mac", out);
-    AppendQuoted(n.mac, out);
-    Key("vlan_id", out);
-    *out += std::to_string(n.vlan_id);
-    Key("nic_tag", out);
-    AppendQuoted(n.nic_tag, out);
-    Key("ip", out);
-    AppendQuoted(n.ip, out);
-    Key("netmask", out);
-    AppendQuoted(n.netmask, out);
-    Key("gateway", out);
-    AppendQuoted(n.gateway, out);
-    Key("primary", out);
-    *out += n.primary ? "true" : "false";
-    Key("network_uuid", out);
-    AppendQuoted(n.network_uuid, out);
-    out->push_back('}');
-  }
-  out->push_back(']');
+  WriteNicsJson(vm.nics, out);
   Key("resolvers", out);
   *out += "[\"8.8.8.8\"]";
   Key("snapshots", out);
