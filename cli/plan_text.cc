@@ -5,7 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "convergence/images.h"
+#include "convergence/decide/images.h"
 
 namespace mariposa::cli {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "convergence/decide.h"
+#include "convergence/decide/decide.h"
 #include "projects/store.h"
 
 namespace mariposa::convergence {

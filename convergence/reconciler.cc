@@ -1,6 +1,6 @@
 #include "convergence/reconciler.h"
 
-#include "convergence/images.h"
+#include "convergence/decide/images.h"
 
 #include <algorithm>
 #include <atomic>
@@ -18,12 +18,12 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "convergence/images.h"
+#include "convergence/decide/images.h"
 #include "convergence/memory_codec.h"
 #include "projects/meta_drift.h"
-#include "convergence/observer.h"
+#include "convergence/informer/observer.h"
 #include "convergence/sync_helpers.h"
-#include "convergence/placement.h"
+#include "convergence/decide/placement.h"
 #include "projects/task_queue.h"
 #include "projects/firewall.h"
 #include "projects/interpolate.h"

@@ -6,7 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "common/clock.h"
-#include "convergence/observer.h"
+#include "convergence/informer/observer.h"
 #include "health/coordinator.h"
 #include "projects/task_queue.h"
 #include "convergence/sync_helpers.h"

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/parallel.h"
-#include "convergence/decide.h"
+#include "convergence/decide/decide.h"
 
 namespace mariposa::convergence {
 

@@ -20,7 +20,7 @@
 #include "auth/rpc_guard.h"
 #include "common/log.h"
 #include "common/process_metrics.h"
-#include "convergence/observer.h"
+#include "convergence/informer/observer.h"
 #include "daemon/grpc_metrics.h"
 #include "daemon/process.h"
 #include "daemon/request_parse.h"

@@ -21,7 +21,7 @@ struct VolumeSpec {
   // (by its name) or an existing fabric network's uuid. Left out: the
   // fabric's one network when the manifest has a fabric of one network,
   // otherwise "" (the account's default fabric network, found in NAPI as
-  // CloudAPI does: convergence/catalog.h DefaultFabricNetwork).
+  // CloudAPI does: convergence/decide/catalog.h DefaultFabricNetwork).
   std::string network;
   std::string deletion_policy = "retain";  // retain | delete: what deleting the project does to it
   bool remove = false;  // delete it from VOLAPI once no instance mounts it (its data is lost)

@@ -33,7 +33,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "convergence/planner.h"
+#include "convergence/decide/planner.h"
 #include "convergence/triton/http_clients.h"
 #include "tests/bench/bench_util.h"
 

@@ -1,0 +1,415 @@
+#include "convergence/decide/decider.h"
+
+#include "absl/strings/match.h"
+
+namespace mariposa::convergence::decide_internal {
+
+void Decider::CrashFailure(const std::string& service, const std::string& why) {
+  const ServiceGoalSpec* g = GoalOf(service);
+  auto m = d_.memory.find(service);
+  if (g == nullptr || m == d_.memory.end()) return;
+  RestartPolicy p = PolicyFor(g->spec, s_.policy);
+  if (m->second.history.Failure(p, now_, s_.jitter)) {
+    m->second.pause_reason =
+        absl::StrCat(m->second.history.consecutive(), " failures in a row (restart.max_attempts ", p.max_attempts,
+                     ", window ", absl::FormatDuration(p.window), "); replacement paused. Last: ", why);
+    Event("service.crashlooping", service, m->second.pause_reason);
+  }
+}
+
+// Each job that ended since the last sync: its task's progress, its event,
+// and what the service remembers of it (failures, backoff, install times).
+void Decider::FinishedJobs() {
+  for (const FinishedJob& f : s_.finished) {
+    TaskProgress prog = f.ok ? JobSucceeded(f.job) : JobFailed(f.job, f.error);
+    d_.job_progress.push_back({f.job.job_uuid, prog});
+  }
+}
+
+TaskProgress Decider::JobSucceeded(const JobRecord& j) {
+  TaskProgress prog;
+  auto m = d_.memory.find(j.service);
+  if (j.kind == "create") {
+    prog.created = 1;
+    if (j.reason == "replace-broken") prog.replaced = 1;
+    if (m != d_.memory.end()) m->second.history.Success();
+  } else if (RemovesKind(j.kind)) {
+    prog.deleted = 1;
+    if (j.reason == "reprovision") prog.replaced = 1;
+  } else if (j.kind == "reprovision") {
+    prog.replaced = 1;
+    Event("instance.reprovisioned", j.instance, j.alias);
+  } else if (j.kind == "retag") {
+    // The reason says what was set: "cns-names: …; firewall: …".
+    if (absl::StrContains(j.reason, "cns-names")) {
+      Event("instance.cns-names", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
+    }
+    if (absl::StrContains(j.reason, "firewall")) {
+      Event("instance.firewall", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
+    }
+    if (absl::StrContains(j.reason, kPutBack)) {
+      Event("instance.put-back", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
+      if (GoalOf(j.service) != nullptr) ++d_.memory[j.service].put_backs[j.instance];
+    }
+  } else if (j.kind == "import") {
+    Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
+    for (auto& kv : d_.memory) {
+      kv.second.import_error.clear();
+      kv.second.import_failures = 0;
+      kv.second.import_retry = absl::InfinitePast();
+    }
+  } else if (j.kind == "uninstall") {
+    prog.deleted = 1;
+    Event("agent.uninstalled", j.instance, absl::StrCat(j.alias, " on server ", j.instance, " (", j.reason, ")"));
+  } else if (j.kind == "install") {
+    prog.created = 1;
+    Event("agent.install", j.instance, absl::StrCat(j.alias, " on server ", j.instance));
+    if (m != d_.memory.end()) Installed(j, &m->second);
+  }
+  return prog;
+}
+
+// An agent installed: the server's failures are forgotten, the reinstall
+// task counts it, and a slow install is told (much longer than the median
+// of the last ones).
+void Decider::Installed(const JobRecord& j, ServiceMemory* m) {
+  if (!j.task_uuid.empty()) m->reinstalled[j.task_uuid].insert(j.instance);
+  m->install_failures.erase(j.instance);
+  m->install_attempts.erase(j.instance);
+  absl::Duration took = now_ - j.sent_at;
+  std::vector<absl::Duration>& times = m->install_times;
+  if (times.size() >= 5) {
+    std::vector<absl::Duration> sorted = times;
+    std::sort(sorted.begin(), sorted.end());
+    absl::Duration median = sorted[sorted.size() / 2];
+    if (took > 3 * median && took - median > absl::Seconds(5)) {
+      Event("agent.install-slow", j.instance,
+            absl::StrCat(j.alias, " took ", absl::FormatDuration(absl::Trunc(took, absl::Seconds(1))),
+                         ", over 3 times the median of the last ", times.size(), " installs (",
+                         absl::FormatDuration(absl::Trunc(median, absl::Milliseconds(100))), "); check the server"));
+    }
+  }
+  times.push_back(took);
+  if (times.size() > 50) times.erase(times.begin());
+}
+
+TaskProgress Decider::JobFailed(const JobRecord& j, const std::string& error) {
+  TaskProgress prog;
+  prog.failed = 1;
+  auto m = d_.memory.find(j.service);
+  if (j.kind == "create") {
+    Event("instance.create-failed", j.service, absl::StrCat(j.alias, ": ", error));
+    CrashFailure(j.service, absl::StrCat(j.alias, ": ", error));
+  } else if (j.kind == "import") {
+    Event("image.import-failed", j.instance, absl::StrCat(j.alias, " (", j.reason, "): ", error));
+    // Every service waiting for the image waits for the next attempt.
+    for (const auto& kv : s_.imports) {
+      if (kv.second.uuid != j.instance) continue;
+      ServiceMemory& mem = d_.memory[kv.first];
+      mem.import_error = error;
+      ++mem.import_failures;
+      mem.import_retry = now_ + RetryWait(s_.policy, mem.import_failures);
+    }
+  } else if (j.kind == "uninstall") {
+    Event("agent.uninstall-failed", j.instance, absl::StrCat(j.alias, ": ", error));
+  } else if (j.kind == "install") {
+    Event("agent.install-failed", j.instance, absl::StrCat(j.alias, " on server ", j.instance, ": ", error));
+    if (m != d_.memory.end()) {
+      m->second.install_failures[j.instance] = error;
+      int n = ++m->second.install_attempts[j.instance];
+      m->second.install_retry = std::max(m->second.install_retry, now_ + RetryWait(s_.policy, n));
+    }
+  } else {
+    Event(absl::StrCat("instance.", j.kind, "-failed"), j.instance, absl::StrCat(j.alias, ": ", error));
+  }
+  return prog;
+}
+
+void Decider::Instances() {
+  absl::flat_hash_set<absl::string_view> seen;
+  seen.reserve(s_.instances.size());
+  for (const InstanceState& i : s_.instances) seen.insert(i.uuid);
+  for (const JobRecord& j : s_.in_flight) {
+    if (j.api != "vmapi") continue;
+    const ServiceGoalSpec* g = GoalOf(j.service);
+    if (j.kind == "create" && !seen.count(j.instance) && g != nullptr) {
+      // Sent, not listed yet (a slow VMAPI): it is on its way.
+      InstanceState i;
+      i.uuid = j.instance;
+      i.service = j.service;
+      i.alias = j.alias;
+      i.state = "provisioning";
+      i.health = "unknown";
+      i.spec_hash = g->record.spec_hash;
+      i.version = s_.goal->number;
+      i.version_uuid = s_.goal->version_uuid;
+      i.created = j.sent_at;
+      synthetic_.push_back(std::move(i));
+    }
+  }
+  instances_.reserve(s_.instances.size() + synthetic_.size());
+  for (const InstanceState& i : s_.instances) instances_.push_back(&i);
+  for (const InstanceState& i : synthetic_) instances_.push_back(&i);
+  by_uuid_.reserve(instances_.size());
+  for (const InstanceState* i : instances_) {
+    of_[i->service].push_back(i);
+    by_uuid_[i->uuid] = i;
+  }
+  for (const JobRecord& j : s_.in_flight) {
+    if (j.api == "vmapi") job_on_[j.instance] = &j;
+  }
+}
+
+std::string Decider::Overdue(const TaskRecord& t, const std::vector<std::string>& scope) const {
+  if (t.state != "active" || t.started_at == absl::InfinitePast()) return "";
+  // The rollout's clock starts when it started or was last resumed.
+  absl::Time from = std::max(t.started_at, t.resumed_at);
+  absl::Time progress = from;  // the last time an instance of the new spec became ready
+  absl::Duration progress_deadline = absl::ZeroDuration();
+  bool pending = false;
+  for (const std::string& svc : scope) {
+    const ServiceGoalSpec* g = GoalOf(svc);
+    if (g == nullptr || g->spec.compute_type == "agent") continue;
+    ServiceGoal goal = GoalFor(*g, s_.images);
+    const absl::Duration healthy_deadline = g->spec.update_healthy_deadline;
+    if (g->spec.update_progress_deadline > absl::ZeroDuration()) {
+      progress_deadline = progress_deadline == absl::ZeroDuration()
+                              ? g->spec.update_progress_deadline
+                              : std::min(progress_deadline, g->spec.update_progress_deadline);
+    }
+    auto it = of_.find(svc);
+    if (it == of_.end()) continue;
+    for (const InstanceState* i : it->second) {
+      if (Outdated(*i, goal)) {
+        pending |= i->state == "running";
+        continue;
+      }
+      absl::Time ready_at = ReadySince(*i, goal.start_window);  // may be ahead (start.window)
+      if (ready_at <= now_) {
+        if (ready_at != absl::InfinitePast()) progress = std::max(progress, ready_at);
+        continue;
+      }
+      pending = true;
+      if (i->state != "running") continue;
+      absl::Time up = i->up_since == absl::InfinitePast() ? i->created : i->up_since;
+      // Not this rollout's. VMAPI's timestamps have milliseconds: an
+      // instance created in the millisecond the rollout started is its.
+      if (up < absl::FromUnixMillis(absl::ToUnixMillis(from)) || up == absl::InfiniteFuture()) continue;
+      // In place, an instance reprovisioned onto the new image that fails its
+      // checks stops the rollout: the next ones would get the same image.
+      if (goal.in_place && i->checked && i->health == "unhealthy") {
+        return absl::StrCat(i->alias, " of ", svc, " fails its health checks since it was reprovisioned onto ",
+                            g->record.image, "; no more instances are reprovisioned onto it");
+      }
+      // An instance this rollout brought up that is not ready in time.
+      if (healthy_deadline <= absl::ZeroDuration()) continue;
+      if (now_ - up > healthy_deadline) {
+        return absl::StrCat("update.healthy_deadline ", absl::FormatDuration(healthy_deadline), ": ", i->alias,
+                            " of ", svc, " was not ready ", absl::FormatDuration(now_ - up), " after it came up (",
+                            i->checked ? absl::StrCat("health ", i->health) : "no checks", ")");
+      }
+    }
+  }
+  if (pending && progress_deadline > absl::ZeroDuration() && now_ - progress > progress_deadline) {
+    return absl::StrCat("update.progress_deadline ", absl::FormatDuration(progress_deadline),
+                        ": no instance of the new spec became ready since ", Stamp(progress));
+  }
+  return "";
+}
+
+void Decider::Memory() {
+  if (!s_.goal) return;
+  for (const auto& kv : s_.goal->services) {
+    ServiceMemory m;
+    auto it = s_.memory.find(kv.first);
+    if (it != s_.memory.end() && it->second.spec_hash == kv.second.record.spec_hash) m = it->second;
+    m.spec_hash = kv.second.record.spec_hash;
+    d_.memory[kv.first] = std::move(m);
+  }
+}
+
+Decision Decider::Run() {
+  Memory();
+  FinishedJobs();
+  Instances();
+  if (!s_.actual_known) {
+    Verdicts();
+    return std::move(d_);
+  }
+  DecideFirewall(s_, &d_);
+  DecideFabric(s_, &d_);
+  DecideVolumes(s_, &d_);
+  HoldRetries();
+  if (s_.project.deleting) {
+    // Its agents are uninstalled as well (rolling), its firewall rules,
+    // fabric and volumes of deletion_policy delete deleted; the project goes
+    // when nothing of it is left but what it retains.
+    Uninstalls();
+    uninstalled_ = true;
+    bool fabric_gone = d_.fabric_changes.empty() && s_.fabric_error.empty();
+    for (const FabricNetworkView& v : d_.fabric_networks) fabric_gone = fabric_gone && absl::StartsWith(v.state, "retained");
+    bool volumes_gone = d_.volume_changes.empty() && s_.volumes_error.empty();
+    for (const VolumeView& v : d_.volumes) volumes_gone = volumes_gone && VolumeSettled(v);
+    if (instances_.empty() && d_.leftover == 0 && d_.uninstalls.empty() && d_.firewall_changes.empty() &&
+        (!s_.fwapi || s_.firewall) && fabric_gone && volumes_gone) {
+      // What the project leaves behind on purpose is said where the
+      // operator reads the deletion.
+      for (const VolumeView& v : d_.volumes) {
+        if (!absl::StartsWith(v.state, "retained")) continue;
+        d_.events.push_back({0, now_, "mariposad", s_.project.name, "volume.retained", "",
+                             absl::StrCat(v.name, " (", v.volapi_name, " ", v.uuid, ") is kept with its data: ",
+                                          v.state, "; delete it in VOLAPI when it is no longer wanted")});
+      }
+      for (const FabricNetworkView& v : d_.fabric_networks) {
+        d_.events.push_back({0, now_, "mariposad", s_.project.name, "fabric.network-retained", "",
+                             absl::StrCat(v.name, " (", v.napi_name, " ", v.uuid, ") is kept: ", v.state)});
+      }
+      d_.delete_project = true;
+      d_.converged = true;
+      return std::move(d_);
+    }
+  }
+  Tasks();
+  Plan();
+  StartsDone();
+  Hold();
+  ScaleTasks();
+  Imports();
+  Agents();
+  if (!uninstalled_) Uninstalls();
+  Window();
+  Names();  // the creates that go now, then the backlog's
+  Verdicts();
+  d_.steps = std::move(steps_);
+  for (const InstanceState* ip : instances_) {
+    const InstanceState& i = *ip;
+    if (!s_.goal || !s_.goal->services.count(i.service) || s_.project.deleting) ++d_.leftover;
+  }
+  Stale();
+  if (s_.goal && s_.actual_known) {
+    for (const auto& [svc, g] : s_.goal->services) {
+      ServiceMemory& m = d_.memory[svc];
+      m.last_count = g.record.count;
+      m.last_seen = static_cast<int64_t>(of_[svc].size());
+    }
+  }
+  bool all = s_.actual_known && d_.leftover == 0 && d_.firewall_changes.empty();
+  for (const FirewallRuleView& v : d_.firewall_rules) all = all && v.state == "in place";
+  all = all && d_.fabric_changes.empty();
+  for (const FabricNetworkView& v : d_.fabric_networks) {
+    all = all && (v.state == "in place" || absl::StartsWith(v.state, "retained"));
+  }
+  all = all && d_.volume_changes.empty();
+  for (const VolumeView& v : d_.volumes) all = all && VolumeSettled(v);
+  for (const auto& kv : d_.verdicts) all = all && kv.second.state == VerdictState::kConverged;
+  d_.converged = all;
+  return std::move(d_);
+}
+
+void Decider::Stale() {
+  if (s_.observed_at == absl::InfinitePast() || now_ - s_.observed_at <= s_.policy.stale_after) return;
+  std::string age = absl::FormatDuration(absl::Trunc(now_ - s_.observed_at, absl::Seconds(1)));
+  std::vector<std::string> slow;
+  for (const auto& [api, took] : s_.api_latency) {
+    if (took >= absl::Seconds(2)) {
+      slow.push_back(absl::StrCat(api, " (its last answer took ",
+                                  absl::FormatDuration(absl::Trunc(took, absl::Milliseconds(100))), ")"));
+    }
+  }
+  std::string why = slow.empty() ? "the sync that reads it again has not finished"
+                                 : absl::StrCat("Triton answers slowly: ", absl::StrJoin(slow, ", "));
+  for (auto& [svc, v] : d_.verdicts) {
+    v.state = VerdictState::kUnknown;
+    v.reason = absl::StrCat("as of ", age, " ago: ", v.reason);
+    v.fix = "the counts are the last observation's; a newer one replaces them when the sync ends";
+  }
+  Problem("observation-stale", "", absl::StrCat("the actual state of project ", s_.project.name, " was read ", age,
+                                                " ago"),
+          why,
+          slow.empty() ? "wait for the sync; `mariposa events -f` shows what it does"
+                       : "check those APIs (`svcs -xv` and the logs in their zones, `sdc-healthcheck`); mariposad keeps "
+                         "syncing, and `status` shows the newer state as soon as it is read",
+          "verdicts are unknown until then: nothing is claimed converged; instances are still created, replaced and "
+          "removed, as slowly as Triton answers");
+}
+
+}  // namespace mariposa::convergence::decide_internal
+
+namespace mariposa::convergence {
+
+using decide_internal::Decider;
+
+const char* VerdictName(VerdictState v) {
+  switch (v) {
+    case VerdictState::kConverged: return "converged";
+    case VerdictState::kProgressing: return "progressing";
+    case VerdictState::kDegraded: return "degraded";
+    case VerdictState::kPaused: return "paused";
+    case VerdictState::kFailed: return "failed";
+    case VerdictState::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+std::string WorkKind(const Action& a) {
+  if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart || a.kind == ActionKind::kRetag) return "";
+  if (!a.run.empty()) return "run";
+  if (a.reason == "replace-broken" || a.reason == "remove-broken") return "replace-unhealthy";
+  if (a.reason == "reprovision") return "reprovision";
+  return "scale";
+}
+
+Decision Decide(const Snapshot& s, absl::Time now, PlanCache* cache) { return Decider(s, now, cache).Run(); }
+
+namespace {
+
+// Marks the changes whose last attempt failed and whose backoff has not
+// passed: they stay in the decision (a deletion still waits for them) but
+// are not sent. A held VLAN holds the whole fabric (its networks need it).
+template <typename C>
+void HoldFailed(std::vector<C>* changes, const std::map<std::string, absl::Time>& retry_at, absl::Time now,
+          const std::string& empty_name_key, bool all_if_empty_held) {
+  auto held = [&](const std::string& key) {
+    auto it = retry_at.find(key);
+    return it != retry_at.end() && it->second > now;
+  };
+  bool all = all_if_empty_held && held(empty_name_key);
+  for (C& c : *changes) c.held = all || held(c.name.empty() ? empty_name_key : c.name);
+}
+
+}  // namespace
+
+void Decider::HoldRetries() {
+  HoldFailed(&d_.firewall_changes, s_.firewall_retry_at, now_, "", false);
+  HoldFailed(&d_.fabric_changes, s_.fabric_retry_at, now_, "vlan", true);
+  HoldFailed(&d_.volume_changes, s_.volume_retry_at, now_, "", false);
+}
+
+absl::Duration ChangeBackoff(int attempts) {
+  return std::min(absl::Seconds(5) * (int64_t{1} << std::clamp(attempts - 1, 0, 20)), absl::Minutes(5));
+}
+
+bool Quiet(const Snapshot& s, const Decision& d) {
+  bool quiet = d.converged && !d.delete_project && !s.project.deleting && s.goal != nullptr && d.steps.empty() &&
+               d.held.empty() && d.backlog.empty() && d.task_changes.empty() && d.new_tasks.empty() &&
+               d.rollbacks.empty() && d.installs.empty() && d.uninstalls.empty() && d.imports.empty() &&
+               d.job_progress.empty() && d.events.empty() && d.problems.empty() && d.leftover == 0 &&
+               s.in_flight.empty() && s.finished.empty();
+  for (const TaskRecord& t : s.tasks) quiet = quiet && t.kind == "freeze";
+  if (quiet) {
+    for (const auto& [name, g] : s.goal->services) {
+      // Agents read CNAPI, core zones the admin's VMs, and a schedule fires
+      // by the clock: each needs its syncs.
+      quiet = quiet && g.spec.compute_type != "agent" && g.spec.compute_type != "core" &&
+              g.spec.service_type != "scheduled";
+    }
+    // FWAPI, NAPI and VOLAPI have no change feed: what the project owns
+    // there is read at each resync, so a hand edit is found within one.
+    quiet = quiet && s.goal->firewall.empty() && !s.goal->fabric && s.goal->volumes.empty();
+  }
+  return quiet;
+}
+
+Decision CountFinished(const Snapshot& s, absl::Time now) { return Decider(s, now).RunFinished(); }
+
+}  // namespace mariposa::convergence

@@ -1,0 +1,393 @@
+#include "convergence/decide/decider.h"
+
+namespace mariposa::convergence::decide_internal {
+
+// The open tasks this Decide acts under: which services each covers, which
+// wait, and those that end now.
+void Decider::Tasks() {
+  for (const TaskRecord& t : s_.tasks) {
+    if (t.state == "queued" || t.state == "active" || t.state == "terminating") open_ids_.insert(t.uuid);
+  }
+  stopped_ = s_.project.stopped;
+  std::vector<std::string> all, agent_services;
+  if (s_.goal) {
+    for (const auto& kv : s_.goal->services) {
+      (kv.second.spec.compute_type != "agent" ? all : agent_services).push_back(kv.first);
+    }
+  }
+  for (const TaskRecord& t : s_.tasks) {
+    if (t.kind == "freeze") continue;
+    std::vector<std::string> scope = t.services.empty() ? all : t.services;
+    if (t.state == "terminating") {
+      Change(t, "terminated");
+    } else if (t.auto_kind == "agent-rollout") {
+      continue;  // Agents() drives it
+    } else if (TaskWaits(t, scope)) {
+      continue;
+    } else if (t.kind == "stop" || t.kind == "start") {
+      RunTask(t, scope);
+    } else if (t.kind == "reprovision") {  // scale: after the plan (ScaleTasks)
+      ReprovisionTask(t, scope, agent_services);
+    }
+  }
+}
+
+// A task for a newer version than the goal, or behind another task: its
+// services' work waits, and says why.
+bool Decider::TaskWaits(const TaskRecord& t, const std::vector<std::string>& scope) {
+  if (Newer(t)) {
+    for (const std::string& svc : scope) task_waits_[svc] = absl::StrCat("task ", t.uuid, " waits for its version");
+    return true;
+  }
+  std::string w = WaitingFor(t);
+  if (w.empty()) return false;
+  for (const std::string& svc : scope) {
+    task_waits_.emplace(svc, absl::StrCat(t.kind, " task ", t.uuid, " waits for task ", w));
+  }
+  return true;
+}
+
+// `mariposa stop` / `start`: the services stop or run from the moment the task
+// acts. A stop is done when nothing of its scope runs or is in flight; a start
+// when the plan starts nothing more in its scope (StartsDone).
+void Decider::RunTask(const TaskRecord& t, const std::vector<std::string>& scope) {
+  if (t.state == "queued") {
+    Change(t, "active");
+    for (const std::string& svc : t.services) {
+      if (t.kind == "stop") stopped_.insert(svc);
+      else stopped_.erase(svc);
+    }
+  }
+  for (const std::string& svc : scope) run_task_of_[svc] = t.uuid;
+  if (t.kind == "start") {
+    // A stopped instance the plan removes instead (the service has `count`
+    // running already) is not the start task's to wait for.
+    for (const std::string& svc : scope) starting_.insert(svc);
+    start_tasks_.push_back(&t);
+    return;
+  }
+  bool pending = false, in_flight = false;
+  for (const std::string& svc : scope) {
+    for (const InstanceState* i : of_[svc]) pending |= i->state == "running" || i->state == "provisioning";
+  }
+  for (const JobRecord& j : s_.in_flight) in_flight |= j.task_uuid == t.uuid;
+  if (!pending && !in_flight) {
+    Change(t, "completed");
+    for (const std::string& svc : scope) run_task_of_.erase(svc);
+  }
+}
+
+// A rollout (reprovision task): paused, past its deadline (failed, or rolled
+// back), or replacing what its filters and canary choose; completed when
+// nothing of it is left.
+void Decider::ReprovisionTask(const TaskRecord& t, const std::vector<std::string>& scope,
+                              const std::vector<std::string>& agent_services) {
+  if (!t.paused.empty()) {
+    // `mariposa pause`: no further step; what is in flight finishes.
+    for (const std::string& svc : scope) {
+      task_waits_[svc] = absl::StrCat("rollout ", t.uuid, " paused by ", t.paused, "; `mariposa resume ", t.uuid,
+                                      "` continues it");
+      paused_[svc] = &t;
+    }
+    return;
+  }
+  std::string overdue = s_.project.current_version == t.version_uuid ? Overdue(t, scope) : "";
+  if (AutoRollback(t, scope, overdue)) return;
+  if (!overdue.empty()) {
+    // The rollout failed; what it replaced stays, the rest keeps its old spec.
+    Change(t, "failed", overdue);
+    Event("rollout.failed", t.uuid, overdue);
+    return;
+  }
+  RolloutWork w = RolloutScope(t, scope);
+  if (w.pending > 0 || w.deleting > 0 || w.coming_up > 0) {
+    busy_tasks_.insert(t.uuid);
+    if (t.state == "queued") Change(t, "active");
+    return;
+  }
+  bool agents = false;  // Agents() ends a task that covers agent services too
+  for (const std::string& a : agent_services) agents |= Covers(t, a);
+  if (!agents) Change(t, "completed");
+  else if (t.state == "queued") Change(t, "active");
+  if (t.canary > 0 && t.replaced + w.just_replaced >= t.canary) {
+    Event("reprovision.canary-done", t.uuid,
+          absl::StrCat(t.canary, " instances replaced; `mariposa -j ", s_.project.name, " reprovision",
+                       t.services.empty() ? "" : absl::StrCat(" --service ", absl::StrJoin(t.services, ",")),
+                       " --canary 0` replaces the rest"));
+  }
+  for (const std::string& svc : w.services) {
+    reprovision_.erase(svc);
+    reprovision_only_.erase(svc);
+    reprovision_task_of_.erase(svc);
+  }
+}
+
+// update.auto_rollback: a new-spec instance of this rollout that is unhealthy,
+// or the rollout past its deadline, fails it; the executor rolls the project
+// back to the version before and queues a reprovision back to it.
+bool Decider::AutoRollback(const TaskRecord& t, const std::vector<std::string>& scope, const std::string& overdue) {
+  if (!s_.goal || s_.project.current_version != t.version_uuid) return false;
+  std::string bad_service, bad_instance;
+  bool auto_rollback = false;
+  for (const std::string& svc : scope) {
+    const ServiceGoalSpec* g = GoalOf(svc);
+    if (g == nullptr || !g->spec.update_auto_rollback) continue;
+    auto_rollback = true;
+    for (const InstanceState* i : of_[svc]) {
+      if (i->checked && i->state == "running" && i->spec_hash == g->record.spec_hash && i->health == "unhealthy") {
+        bad_service = svc;
+        bad_instance = i->alias;
+      }
+    }
+  }
+  std::string before;
+  for (const auto& v : s_.version_numbers) {
+    if (v.second == s_.goal->number - 1) before = v.first;
+  }
+  std::string why;
+  if (!bad_service.empty()) {
+    why = absl::StrCat("auto_rollback: ", bad_instance, " of the new spec of ", bad_service, " is unhealthy");
+  } else if (!overdue.empty() && auto_rollback) {
+    why = absl::StrCat("auto_rollback: ", overdue);
+  }
+  if (why.empty() || before.empty()) return false;
+  d_.rollbacks.push_back({t.uuid, before, s_.project.current_version, t.services,
+                          absl::StrCat(why, "; rolled back to version ", s_.goal->number - 1)});
+  rolled_back_.insert(scope.begin(), scope.end());
+  return true;
+}
+
+// What a rollout still has to do in its scope: the instances its filters and
+// canary choose, replacements in flight, instances of the new spec coming up.
+// Each service with work is the rollout's (reprovision_task_of_).
+Decider::RolloutWork Decider::RolloutScope(const TaskRecord& t, const std::vector<std::string>& scope) {
+  static const std::set<std::string> kNone;
+  auto images = s_.filter_images.find(t.uuid);
+  const std::set<std::string>& image_uuids = images == s_.filter_images.end() ? kNone : images->second;
+  RolloutWork w;
+  // This task's replacements in flight count toward its canary.
+  for (const JobRecord& j : s_.in_flight) w.deleting += j.task_uuid == t.uuid && RollsKind(j.kind);
+  // Replacements that ended since the task was read: counted into it by this
+  // sync (FinishedJobs), not yet in t.replaced.
+  for (const FinishedJob& f : s_.finished) {
+    w.just_replaced += f.ok && f.job.task_uuid == t.uuid && f.job.reason == "reprovision" && RollsKind(f.job.kind);
+  }
+  int64_t canary_left =
+      t.canary > 0 ? std::max<int64_t>(0, t.canary - t.replaced - w.just_replaced - w.deleting) : -1;
+  bool filtered = t.canary > 0 || !t.filter_versions.empty() || !t.filter_images.empty() ||
+                  !t.filter_servers.empty() || !t.filter_instances.empty();
+  for (const std::string& svc : scope) {
+    const ServiceGoalSpec* g = GoalOf(svc);
+    if (g == nullptr || g->spec.compute_type == "agent") continue;
+    ServiceGoal goal = GoalFor(*g, s_.images);
+    std::set<std::string> chosen;
+    for (const InstanceState* i : ReprovisionOrder(of_[svc], goal)) {
+      if (canary_left >= 0 && w.pending >= canary_left) break;
+      if (!MatchesFilters(t, *i, image_uuids) || job_on_.count(i->uuid)) continue;
+      chosen.insert(i->uuid);
+      ++w.pending;
+    }
+    // Instances of the new spec still coming up belong to the rollout too. In
+    // place, that is until they are ready again.
+    bool starting = false;
+    for (const InstanceState* i : of_[svc]) {
+      starting |= i->state == "provisioning" && i->spec_hash == goal.spec_hash;
+      if (goal.in_place && !Outdated(*i, goal) && i->state == "running" &&
+          !InstanceReady(*i, now_, goal.start_window)) {
+        starting = true;
+        ++w.coming_up;
+      }
+    }
+    if (chosen.empty() && !starting) continue;
+    reprovision_.insert(svc);
+    if (t.rolling > 0) rolling_[svc] = static_cast<int>(t.rolling);  // the task's --rolling
+    if (filtered) reprovision_only_[svc] = std::move(chosen);
+    reprovision_task_of_[svc] = t.uuid;
+    w.services.push_back(svc);
+  }
+  return w;
+}
+
+// Automatic work runs as `scale` tasks, one per service: added when work
+// appears (never in a frozen scope: admission refuses it), completed when
+// the plan has none left for the service. A user's scale task, or one
+// already open, is reused.
+void Decider::ScaleTasks() {
+  std::map<std::string, std::string> blocked = OpenScaleTasks();  // service -> why its scale task waits
+  NewScaleTasks(&blocked);
+  std::vector<Step> kept;
+  for (Step& st : steps_) {
+    if (IsScaleWork(st.action)) {
+      // A rollout acting on the service owns the creates that bring it back
+      // to `count` (its floor counts on them): they go ahead as its work
+      // even when a scale task is queued behind it.
+      auto rollout = reprovision_task_of_.find(st.action.service);
+      if (rollout != reprovision_task_of_.end()) {
+        st.task = rollout->second;
+        kept.push_back(std::move(st));
+        continue;
+      }
+      auto b = blocked.find(st.action.service);
+      if (b != blocked.end()) {
+        d_.held.push_back({st.action, b->second});
+        hold_reason_.emplace(st.action.service, b->second);
+        continue;
+      }
+      st.task = scale_task_of_[st.action.service];
+    }
+    kept.push_back(std::move(st));
+  }
+  steps_ = std::move(kept);
+  CrashLoopNotes();
+}
+
+// The open scale tasks: completed when the plan has no scale work left in
+// their scope and nothing of theirs is in flight; otherwise they own it.
+// Returns the services whose scale task waits, and why.
+std::map<std::string, std::string> Decider::OpenScaleTasks() {
+  std::set<std::string> scale_pending;
+  for (const Action& a : planned_) {
+    if (IsScaleWork(a)) scale_pending.insert(a.service);
+  }
+  std::map<std::string, std::string> blocked;
+  std::vector<std::string> all;
+  if (s_.goal) {
+    for (const auto& kv : s_.goal->services) all.push_back(kv.first);
+  }
+  for (const TaskRecord& t : s_.tasks) {
+    if (t.kind != "scale" || t.state == "terminating" || Newer(t)) continue;
+    std::vector<std::string> scope = t.services.empty() ? all : t.services;
+    if (std::string w = WaitingFor(t); !w.empty()) {
+      for (const std::string& svc : scope) {
+        scale_task_of_[svc] = t.uuid;
+        blocked[svc] = absl::StrCat("scale task ", t.uuid, " waits for task ", w);
+      }
+      continue;
+    }
+    bool pending = false, jobs = false;
+    for (const std::string& svc : scope) pending |= scale_pending.count(svc) > 0;
+    for (const JobRecord& j : s_.in_flight) jobs |= j.task_uuid == t.uuid;
+    if (!pending && !jobs) {
+      Change(t, "completed");
+      continue;
+    }
+    if (t.state == "queued") Change(t, "active");
+    for (const std::string& svc : scope) scale_task_of_[svc] = t.uuid;
+  }
+  return blocked;
+}
+
+// New automatic tasks for scale work no task owns, admitted against the open
+// ones (the store decides again in its transaction).
+void Decider::NewScaleTasks(std::map<std::string, std::string>* blocked) {
+  std::vector<TaskRecord> open = s_.tasks;
+  std::map<std::string, std::string> first_reason;
+  for (const Step& st : steps_) {
+    if (IsScaleWork(st.action) && !scale_task_of_.count(st.action.service) &&
+        !reprovision_task_of_.count(st.action.service)) {
+      first_reason.emplace(st.action.service, st.action.reason);
+    }
+  }
+  TaskAdmitter admit = QueueAdmitter();
+  for (const auto& [svc, reason] : first_reason) {
+    TaskRecord t = ScaleTaskFor(svc, reason);
+    std::vector<std::string> terminate;
+    absl::Status ok = admit(open, &t, &terminate);
+    if (!ok.ok()) {
+      (*blocked)[svc] = absl::StrCat("queue: ", ok.message());
+      continue;
+    }
+    if (!t.wait_for.empty()) (*blocked)[svc] = absl::StrCat("scale work waits for task ", t.wait_for.front());
+    scale_task_of_[svc] = absl::StrCat("new:", svc);
+    d_.new_tasks.push_back(t);
+    TaskRecord as_open = t;
+    as_open.uuid = scale_task_of_[svc];
+    as_open.state = "queued";
+    open.push_back(as_open);
+  }
+}
+
+// The automatic task for a service's scale work: a replacement of broken
+// instances (triggered by drift, a server down or health), the user's own
+// `mariposa scale`, or a scale after an apply.
+TaskRecord Decider::ScaleTaskFor(const std::string& svc, const std::string& reason) {
+  bool replacing = reason == "replace-broken" || reason == "remove-broken";
+  // Instances gone at the same count with no removal of ours: destroyed
+  // out of band (their replacement is not an apply's scale).
+  bool vanished = false;
+  if (!replacing && s_.goal && s_.goal->origin != "scale") {
+    auto m = s_.memory.find(svc);
+    const ServiceGoalSpec* g = GoalOf(svc);
+    if (m != s_.memory.end() && g != nullptr && m->second.last_count == g->record.count &&
+        m->second.last_seen > static_cast<int64_t>(of_[svc].size())) {
+      vanished = true;
+      for (const FinishedJob& f : s_.finished) vanished &= !(f.job.service == svc && RemovesKind(f.job.kind));
+      for (const JobRecord& j : s_.in_flight) vanished &= !(j.service == svc && RemovesKind(j.kind));
+    }
+  }
+  TaskRecord t = AutoTask("scale", svc, replacing || vanished ? "replace-unhealthy" : "scale");
+  t.trigger = vanished ? "destroyed" : replacing ? "drift" : "apply";
+  if (replacing) {
+    for (const InstanceState* i : of_[svc]) {
+      if (!InstanceBroken(*i)) continue;
+      if (i->state == "stopped") t.trigger = "stopped";
+      if (i->state == "failed") t.trigger = "failed";
+      if (i->state == "unknown") t.trigger = "server-down";
+      if (i->state == "running" && i->health == "unhealthy") t.trigger = "health";
+    }
+  } else if (s_.goal && s_.goal->origin == "scale") {  // `mariposa scale`: the user's own task
+    t.origin = "user";
+    t.trigger = "scale";
+    t.actor = s_.goal->author;
+  }
+  return t;
+}
+
+// A crash loop keeps its scale task open with the reason shown.
+void Decider::CrashLoopNotes() {
+  std::set<std::string> ended;
+  for (const TaskChange& c : d_.task_changes) {
+    if (c.state != "active") ended.insert(c.task);
+  }
+  for (const TaskRecord& t : s_.tasks) {
+    if (t.kind != "scale" || t.state != "active" || ended.count(t.uuid)) continue;
+    std::string why;
+    for (const std::string& svc : t.services) {
+      auto m = d_.memory.find(svc);
+      const ServiceGoalSpec* g = GoalOf(svc);
+      if (m != d_.memory.end() && g != nullptr && m->second.history.Paused(PolicyFor(g->spec, s_.policy), now_)) {
+        why = absl::StrCat("paused: ", svc, " is crash-looping (restart.max_attempts reached)");
+      }
+    }
+    if (why != t.error) Change(t, "active", why);
+  }
+}
+
+// Ordinals: the lowest free one per service, from the aliases
+// <project>-<service>-<n> of the instances known (and those in flight).
+void Decider::Names() {
+  std::map<std::string, std::set<int>> used;
+  for (const InstanceState* ip : instances_) {
+    const InstanceState& i = *ip;
+    std::string prefix = absl::StrCat(s_.project.name, "-", i.service, "-");
+    int n = 0;
+    if (i.alias.rfind(prefix, 0) == 0 && absl::SimpleAtoi(i.alias.substr(prefix.size()), &n)) used[i.service].insert(n);
+  }
+  std::map<std::string, int> from;  // service -> every ordinal below it is taken
+  std::vector<Step*> creates;       // those that go now, then the backlog
+  for (auto* list : {&steps_, &d_.backlog}) {
+    for (Step& st : *list) {
+      if (st.action.kind == ActionKind::kCreate) creates.push_back(&st);
+    }
+  }
+  for (Step* stp : creates) {
+    Step& st = *stp;
+    int& ordinal = from.emplace(st.action.service, 1).first->second;
+    std::set<int>& u = used[st.action.service];
+    while (u.count(ordinal)) ++ordinal;
+    u.insert(ordinal);
+    st.alias = absl::StrCat(s_.project.name, "-", st.action.service, "-", ordinal);
+  }
+}
+
+}  // namespace mariposa::convergence::decide_internal

@@ -1,0 +1,321 @@
+// The Decider: what one Decide call (decide.h) works with besides the
+// snapshot, and the steps it takes. Internal to Decide; its steps live in
+// one file per concern:
+//
+//   decide.cc           the run, finished jobs, instances, memory, staleness
+//   decide_tasks.cc     tasks: their states, scale tasks, names
+//   decide_rollout.cc   the plan, starts, what is held, the job window
+//   decide_agents.cc    agent services, their removal, image imports
+//   decide_verdicts.cc  each service's verdict and the problems
+#ifndef MARIPOSA_CONVERGENCE_DECIDER_H_
+#define MARIPOSA_CONVERGENCE_DECIDER_H_
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "convergence/decide/images.h"
+#include "projects/meta_drift.h"
+#include "projects/task_queue.h"
+#include "projects/interpolate.h"
+
+#include "convergence/decide/decide.h"
+
+namespace mariposa::convergence::decide_internal {
+
+// The wait after the n-th failure in a row of an install or an import:
+// backoff_base * 2^(n - 1), capped at backoff_cap.
+inline absl::Duration RetryWait(const ControllerPolicy& p, int n) {
+  return std::min(p.backoff_base * (1 << std::min(std::max(n, 1) - 1, 16)), p.backoff_cap);
+}
+
+inline bool Covers(const TaskRecord& t, const std::string& service) {
+  return t.services.empty() || std::find(t.services.begin(), t.services.end(), service) != t.services.end();
+}
+
+inline std::string Stamp(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
+
+inline RestartPolicy PolicyFor(const ServiceSpec& spec, const ControllerPolicy& c) {
+  RestartPolicy p;
+  p.max_attempts = spec.restart_max_attempts;
+  p.window = spec.restart_window;
+  p.backoff_base = c.backoff_base;
+  p.backoff_cap = c.backoff_cap;
+  return p;
+}
+
+// `images`: the services' resolved images (in-place services compare them).
+inline ServiceGoal GoalFor(const ServiceGoalSpec& g, const std::map<std::string, triton::Image>& images) {
+  ServiceGoal out{g.record.name, g.record.count, g.record.spec_hash, std::max(1, g.spec.update_rolling),
+                  std::max(0, g.spec.update_max_surge)};
+  out.start_window = g.spec.start_window;
+  out.min_healthy_time = g.spec.update_min_healthy_time;
+  const std::vector<std::string>& when = g.spec.restart_condition;
+  auto has = [&](const char* c) { return std::find(when.begin(), when.end(), c) != when.end(); };
+  out.restart_on_failure = has("on-failure") || has("always");
+  out.restart_on_cn = has("on-cn-restart") || has("always");
+  out.preserve = g.spec.preserve_stopped;
+  out.preserve_keep = std::max(1, g.spec.restart_max_attempts);
+  if (g.spec.update_strategy == "reprovision") {
+    out.in_place = true;
+    auto image = images.find(g.record.name);
+    if (image != images.end()) out.image_uuid = image->second.uuid;
+    // A service that keeps its state in delegate datasets never has one
+    // destroyed by a replacement: broken instances are kept, all of them.
+    if (out.preserve == "never") out.preserve = "on-failure";
+    out.preserve_keep = 1 << 30;
+  }
+  return out;
+}
+
+// A job that takes an instance out of the service (Removes).
+inline bool RemovesKind(const std::string& job_kind) { return job_kind == "delete" || job_kind == "preserve"; }
+// A job a rollout's step counts: an old instance removed or reprovisioned.
+inline bool RollsKind(const std::string& job_kind) { return RemovesKind(job_kind) || job_kind == "reprovision"; }
+
+inline bool IsReplacement(const Action& a) { return a.reason == "replace-broken" || a.reason == "remove-broken"; }
+
+inline bool IsScaleWork(const Action& a) {
+  std::string k = WorkKind(a);
+  return k == "scale" || k == "replace-unhealthy";
+}
+
+// Does instance `i` match a reprovision task's filters? Each non-empty list
+// must contain one of the instance's names for that property.
+inline bool MatchesFilters(const TaskRecord& t, const InstanceState& i, const std::set<std::string>& image_uuids) {
+  auto in = [](const std::vector<std::string>& list, std::initializer_list<std::string> names) {
+    if (list.empty()) return true;
+    for (const std::string& want : list) {
+      for (const std::string& n : names) {
+        if (!n.empty() && want == n) return true;
+      }
+    }
+    return false;
+  };
+  return in(t.filter_versions, {absl::StrCat(i.version), absl::StrCat("v", i.version), i.version_uuid}) &&
+         (t.filter_images.empty() || image_uuids.count(i.image_uuid) > 0) &&
+         in(t.filter_servers, {i.server_uuid}) && in(t.filter_instances, {i.uuid, i.alias});
+}
+
+// What one Decide call works with besides the snapshot.
+
+class Decider {
+ public:
+  Decider(const Snapshot& s, absl::Time now, PlanCache* cache = nullptr) : s_(s), now_(now), cache_(cache) {}
+  Decision Run();
+  // Only the finished jobs' accounting (CountFinished).
+  Decision RunFinished() {
+    Memory();
+    FinishedJobs();
+    return std::move(d_);
+  }
+
+ private:
+  void Memory();
+  // Failed FWAPI/NAPI/VOLAPI changes within their backoff are held.
+  void HoldRetries();
+  void Event(const std::string& kind, const std::string& subject, const std::string& detail) {
+    d_.events.push_back(EventRecord{0, now_, "mariposad", s_.project.name, kind, subject, detail});
+  }
+  void Change(const TaskRecord& t, const std::string& state, const std::string& note = "") {
+    d_.task_changes.push_back({t.uuid, state, note});
+  }
+  void Problem(const std::string& kind, const std::string& service, std::string error, std::string reason,
+               std::string fix, std::string impact) {
+    d_.problems.push_back({kind, service, std::move(error), std::move(reason), std::move(fix), std::move(impact)});
+  }
+  // A failure that counts toward the service's crash loop (and backoff).
+  void CrashFailure(const std::string& service, const std::string& why);
+  void FinishedJobs();
+  TaskProgress JobSucceeded(const JobRecord& j);
+  TaskProgress JobFailed(const JobRecord& j, const std::string& error);
+  void Installed(const JobRecord& j, ServiceMemory* m);
+  // A rollout past one of its services' deadlines (update.healthy_deadline,
+  // update.progress_deadline): why, or "".
+  std::string Overdue(const TaskRecord& t, const std::vector<std::string>& scope) const;
+  void Instances();
+  void Tasks();
+  bool TaskWaits(const TaskRecord& t, const std::vector<std::string>& scope);
+  void RunTask(const TaskRecord& t, const std::vector<std::string>& scope);
+  void ReprovisionTask(const TaskRecord& t, const std::vector<std::string>& scope,
+                       const std::vector<std::string>& agent_services);
+  bool AutoRollback(const TaskRecord& t, const std::vector<std::string>& scope, const std::string& overdue);
+  // What a rollout still has to do (decide_tasks.cc).
+  struct RolloutWork {
+    int64_t pending = 0;        // instances its filters and canary still choose
+    int64_t deleting = 0;       // its replacements in flight
+    int64_t just_replaced = 0;  // its replacements that ended in this sync
+    int64_t coming_up = 0;      // reprovisioned in place, not ready yet
+    std::vector<std::string> services;  // those it works on
+  };
+  RolloutWork RolloutScope(const TaskRecord& t, const std::vector<std::string>& scope);
+  void Plan();
+  void Retags();
+  // Scheduled and event services (decide_runs.cc): new runs when due, each
+  // active run's creates, its end and outcome, the removal of finished
+  // runs' instances past run.history, the service's verdict.
+  void Runs();
+  void RunsOf(const std::string& svc, const ServiceGoalSpec& g);
+  void Schedule(const std::string& svc, const ServiceGoalSpec& g, RunsView* view);
+  void RunVerdict(const std::string& svc, const ServiceGoalSpec& g);
+  void StartsDone();
+  void Hold();
+  // What Hold() counts over the planned actions (decide_rollout.cc).
+  struct HoldState {
+    std::map<std::string, std::string> placement;   // service -> why its creates wait for placement
+    std::map<std::string, int64_t> budget;          // service -> replacements left now
+    std::map<std::string, int64_t> removes_left;    // service -> removals of broken ones left now
+    std::set<std::string> over_budget;
+    std::map<std::string, int64_t> starting;        // service -> VMAPI starts in flight and taken now
+  };
+  void CrashLoopMemory();
+  std::map<std::string, std::string> PlacementHolds() const;
+  std::string HistoryHold(const Action& a, HoldState* h);
+  std::string CatalogHold(const Action& a, const HoldState& h) const;
+  std::string StartHold(const Action& a, HoldState* h) const;
+  void BudgetEvents(const std::set<std::string>& over_budget);
+  void ScaleTasks();
+  std::map<std::string, std::string> OpenScaleTasks();
+  void NewScaleTasks(std::map<std::string, std::string>* blocked);
+  TaskRecord ScaleTaskFor(const std::string& svc, const std::string& reason);
+  void CrashLoopNotes();
+  void Names();
+  void Imports();
+  void Uninstalls();
+  bool ImportVerdict(const std::string& svc, ServiceVerdict* v);
+  // An agent service's rollout as this Decide sees it (decide_agents.cc).
+  struct AgentRollout {
+    AgentGoal goal;
+    AgentPlan plan;
+    std::set<std::string> installing;  // servers with an install in flight
+    bool idle = false;                 // nothing to install and nothing installing
+    int max_attempts = 1;              // failed installs that skip a server
+    std::string frozen;                // the freeze holding it, or ""
+    std::vector<std::string> skipped_names;
+  };
+  void Agents();
+  void AgentService(const std::string& svc, const ServiceGoalSpec& g);
+  void AgentUnknown(const std::string& svc, const ServiceGoalSpec& g, ServiceVerdict* v);
+  void ForgetInstallFailures(const std::string& svc, const triton::Image& image, ServiceMemory* m);
+  void AddReinstalls(const std::string& svc, ServiceMemory* m, AgentGoal* goal);
+  std::vector<AgentServer> AgentRows(const AgentRollout& r, const ServiceMemory& m) const;
+  void AgentStep(const std::string& svc, const triton::Image& image, const ServiceMemory& m, const AgentRollout& r);
+  std::string AgentTask(const std::string& svc);
+  void EndAgentTask(const std::string& svc, const TaskRecord& task, const ServiceMemory& m, const AgentRollout& r);
+  void EndAgentTasks();
+  void AgentVerdict(const std::string& svc, const triton::Image& image, const ServiceMemory& m,
+                    const AgentRollout& r, ServiceVerdict* v);
+  void Window();
+  void Verdicts();
+  // What each service's verdict reads besides its instances (decide_verdicts.cc).
+  struct VerdictScope {
+    std::set<std::string> acting;                   // services with work in flight or a task acting
+    std::map<std::string, std::string> open_task;   // service -> a non-freeze task open in its scope
+  };
+  struct VerdictFacts {
+    const std::string& svc;
+    const ServiceGoalSpec& g;
+    ServiceGoal goal;
+    int64_t live = 0, left_broken = 0;
+    // Current instances changed by hand in VMAPI: "alias (what)".
+    std::vector<std::string> hand_changed;
+    int64_t stale_mount = 0;  // instances that mount a copy of a volume deleted outside Mariposa
+    const std::string* held = nullptr;  // the first reason its work is held
+    const std::string* task = nullptr;  // its open task, named
+    bool acting = false;
+  };
+  void CountCrashes();
+  void ApiProblems();
+  VerdictScope ScopeOfVerdicts() const;
+  void ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g, const VerdictScope& scope);
+  void CountForVerdict(VerdictFacts* f, ServiceVerdict* v);
+  static std::string HandChanged(const VerdictFacts& f);
+  void StoppedVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool CrashLoopVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool HeldVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool NotRestartedVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  void ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  void Stale();  // an observation too old for verdicts: every one unknown, and why
+  // An automatic task of `kind` on one service, toward the goal's version,
+  // by mariposad (the caller sets trigger and the rest).
+  TaskRecord AutoTask(const std::string& kind, const std::string& svc, const std::string& auto_kind) const {
+    TaskRecord t;
+    t.project_uuid = s_.project.uuid;
+    t.kind = kind;
+    t.services = {svc};
+    t.origin = "auto";
+    t.auto_kind = auto_kind;
+    t.version_uuid = s_.goal ? s_.goal->version_uuid : "";
+    t.actor = "mariposad";
+    return t;
+  }
+  const ServiceGoalSpec* GoalOf(const std::string& service) const {
+    if (!s_.goal) return nullptr;
+    auto it = s_.goal->services.find(service);
+    return it == s_.goal->services.end() ? nullptr : &it->second;
+  }
+  std::string FrozenBy(const std::string& service, const std::string& kind) const {
+    for (const TaskRecord& t : s_.tasks) {
+      if (!FreezeHolds(t, service, kind)) continue;
+      return absl::StrCat("frozen since ", Stamp(t.created_at), " by ", t.actor.empty() ? "?" : t.actor,
+                          t.reason.empty() ? "" : absl::StrCat(" (", t.reason, ")"));
+    }
+    return "";
+  }
+  bool Newer(const TaskRecord& t) const {
+    if (t.version_uuid.empty() || !s_.goal) return false;
+    auto it = s_.version_numbers.find(t.version_uuid);
+    return it != s_.version_numbers.end() && it->second > s_.goal->number;
+  }
+  std::string WaitingFor(const TaskRecord& t) const {
+    for (const std::string& w : t.wait_for) {
+      if (open_ids_.count(w)) return w;
+    }
+    return "";
+  }
+
+  const Snapshot& s_;
+  const absl::Time now_;
+  PlanCache* cache_;
+  Decision d_;
+  std::vector<InstanceState> synthetic_;        // creates in flight VMAPI does not list yet
+  std::vector<const InstanceState*> instances_;  // observed, then synthetic_
+  std::map<std::string, std::vector<const InstanceState*>> of_;
+  absl::flat_hash_map<absl::string_view, const InstanceState*> by_uuid_;
+  std::map<std::string, const JobRecord*> job_on_;  // instance -> its job in flight
+  std::set<std::string> open_ids_;
+  std::set<std::string> stopped_;
+  std::set<std::string> starting_;
+  std::vector<const TaskRecord*> start_tasks_;  // start tasks acting now
+  std::map<std::string, std::string> run_task_of_, reprovision_task_of_, scale_task_of_;
+  std::set<std::string> reprovision_;
+  // Tasks some service still works on; an agent service's end of a task
+  // (task uuid -> state, note) applies only when none does.
+  std::set<std::string> busy_tasks_;
+  bool uninstalled_ = false;  // Uninstalls() ran (early, for a deleted project)
+  std::map<std::string, std::pair<std::string, std::string>> agent_task_ends_;
+  std::map<std::string, std::set<std::string>> reprovision_only_;
+  std::map<std::string, int> rolling_;
+  std::set<std::string> rolled_back_;  // services whose rollout fails over to a rollback now
+  std::map<std::string, std::string> task_waits_;  // service -> why its task waits
+  std::map<std::string, const TaskRecord*> paused_;  // service -> its rollout `mariposa pause` holds
+  std::vector<Action> planned_;
+  std::vector<Step> steps_;
+  std::map<std::string, std::string> hold_reason_;  // service -> first reason its work is held
+};
+
+}  // namespace mariposa::convergence::decide_internal
+
+#endif  // MARIPOSA_CONVERGENCE_DECIDER_H_
