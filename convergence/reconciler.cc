@@ -38,6 +38,9 @@ Reconciler::Reconciler(ProjectStore* store, triton::VmapiClient* vmapi, triton::
       imgapi_(imgapi),
       clock_(clock),
       options_(std::move(options)),
+      sender_(store, vmapi, imgapi, clock, &options_,
+              Sender::Hooks{[this](const std::string& api, const absl::Status& st) { NoteApi(api, st); },
+                            [this] { ImagesChanged(); }}),
       queue_(clock, absl::Seconds(1), absl::Minutes(2)),
       vms_(vmapi,
            VmCacheOptions{options_.full_observe, options_.relist, options_.audit, options_.observe_parallel},
@@ -287,7 +290,7 @@ absl::StatusOr<std::vector<ManifestDiagnostic>> Reconciler::CheckManifest(const 
 }
 
 const std::string& Reconciler::TenantOf(const ProjectRecord& p) const {
-  return p.owner.empty() ? options_.owner_uuid : p.owner;
+  return convergence::TenantOf(p, options_);
 }
 
 absl::StatusOr<ProjectHoldings> Reconciler::Holdings(const std::string& project_uuid) {
@@ -573,7 +576,7 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   std::vector<Problem> problems;
   std::vector<JobRecord> sent;
   const Snapshot& from = *pump->from;
-  if (!steps->empty()) sent = Send(from, *steps, {}, {}, {}, &pump->memory, &r, &events, &problems);
+  if (!steps->empty()) sent = sender_.Send(from, *steps, {}, {}, {}, &pump->memory, &r, &events, &problems);
   StoreError(from.project.name, &problems, "events", store_->AppendEvents(events));
   if (r.failed > 0) KeepMemory(from.project, pump->memory, &problems);
   {

@@ -42,6 +42,7 @@
 #include "convergence/metrics.h"
 #include "convergence/decide/placement.h"
 #include "convergence/decide/throttles.h"
+#include "convergence/execute/sender.h"
 #include "convergence/work_queue.h"
 #include "convergence/triton/clients.h"
 #include "convergence/triton/vm_feed.h"
@@ -115,6 +116,12 @@ struct ReconcilerOptions {
   // ended): the other nodes forget what they resolved too. Optional.
   std::function<void()> images_changed;
 };
+
+// The Triton account a project's instances belong to: its own (--owner at
+// create), else mariposad's.
+inline const std::string& TenantOf(const ProjectRecord& p, const ReconcilerOptions& o) {
+  return p.owner.empty() ? o.owner_uuid : p.owner;
+}
 
 // What one sync did.
 struct SyncResult {
@@ -358,46 +365,6 @@ class Reconciler {
                 size_t in_flight, uint64_t changes, bool quiet);
   void AssignHealth(const Snapshot& s);
   void ServiceMetrics(const Snapshot& s, const Decision& d);
-  // Builds, sends (in dependency waves) and records the requests of
-  // `steps`, `installs` and `imports` (tasks resolved); refusals are counted into
-  // `memory` at once. Returns the jobs sent.
-  absl::Status InstanceRequest(const Snapshot& s, const ServiceGoalSpec& g, const std::string& alias,
-                               const std::string& uuid, triton::CreateVmRequest* req,
-                               std::vector<PlacementRuleText>* rules) const;
-  std::vector<JobRecord> Send(const Snapshot& s, const std::vector<Step>& steps, const std::vector<AgentInstall>& installs,
-                              const std::vector<ImageImport>& imports,
-                              const std::vector<AgentUninstall>& uninstalls, std::map<std::string, ServiceMemory>* memory, SyncResult* r,
-                              std::vector<EventRecord>* events, std::vector<Problem>* problems);
-  // Send's steps (send.cc).
-  struct Request {
-    JobRecord job;
-    std::function<absl::StatusOr<triton::JobRef>()> call;
-    int wave = 0;
-    absl::StatusOr<triton::JobRef> result = absl::UnknownError("not sent");
-    bool attempted = false;  // false: held back (the lease moved), nothing to count
-  };
-  struct Outbox {
-    std::vector<Request> requests;
-    std::vector<FinishedJob> refused;  // refused outright: counted like failed jobs
-    int waves = 1;
-    // Placement candidates (only when a create has rules), the instances
-    // the steps name, and this step's creates (uuid -> wave).
-    std::vector<PlacementCandidate> candidates;
-    absl::flat_hash_map<absl::string_view, const InstanceState*> by_uuid;
-    std::map<std::string, int> this_step;
-  };
-  void VmRequests(const Snapshot& s, const std::vector<Step>& steps, Outbox* out, SyncResult* r);
-  JobRecord StepJob(const Snapshot& s, const Step& st) const;
-  void VmActionRequest(const Snapshot& s, const Step& st, Outbox* out, SyncResult* r);
-  void CreateRequest(const Snapshot& s, const Step& st, Outbox* out, SyncResult* r);
-  void OtherRequests(const ProjectRecord& project, const std::vector<AgentInstall>& installs,
-                     const std::vector<AgentUninstall>& uninstalls, const std::vector<ImageImport>& imports,
-                     Outbox* out);
-  void SendWaves(const ProjectRecord& project, Outbox* out, std::vector<Problem>* problems);
-  std::vector<JobRecord> CountSent(const ProjectRecord& project, Outbox* out, SyncResult* r,
-                                   std::vector<EventRecord>* events);
-  void CountRefused(const Snapshot& s, std::vector<FinishedJob> refused, std::map<std::string, ServiceMemory>* memory,
-                    std::vector<EventRecord>* events, std::vector<Problem>* problems);
   // Counts the broken instances `d` replaces (by why: failed, stopped,
   // unhealthy, server-down) and the budget and crash-loop episodes in `events`.
   void RecordReplacements(const Snapshot& s, const Decision& d, const std::vector<EventRecord>& events);
@@ -452,6 +419,7 @@ class Reconciler {
   triton::ImgapiClient* imgapi_;
   const Clock* clock_;
   ReconcilerOptions options_;
+  Sender sender_;  // the send step (execute/send.cc)
   GoalCache goals_;
   WorkQueue queue_;
   mutable absl::Mutex mu_;

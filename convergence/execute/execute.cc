@@ -142,7 +142,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   for (ImageImport& i : d.imports) {
     if (added.Resolve(&i.task)) imports.push_back(std::move(i));
   }
-  std::vector<JobRecord> sent = Send(s, steps, installs, imports, d.uninstalls, &d.memory, &r, &events, &problems);
+  std::vector<JobRecord> sent = sender_.Send(s, steps, installs, imports, d.uninstalls, &d.memory, &r, &events, &problems);
   ChangeFirewall(s, d, &events);
   ChangeFabric(s, d, &events);
   ChangeVolumes(s, d, &events);

@@ -23,6 +23,7 @@
 #include "convergence/informer/observer.h"
 #include "convergence/sync_helpers.h"
 #include "convergence/decide/placement.h"
+#include "convergence/execute/sender.h"
 #include "convergence/reconciler.h"
 #include "projects/meta_drift.h"
 #include "projects/volumes.h"
@@ -81,7 +82,7 @@ triton::Dimensions RawDimensions(const ServiceSpec& spec) {
 // What VMAPI is asked to make of one instance of `g` (a create, or the
 // update before an in-place reprovision): image, package, networks, tags,
 // metadata with {{ }} filled in, and the placement rules' values.
-absl::Status Reconciler::InstanceRequest(const Snapshot& s, const ServiceGoalSpec& g, const std::string& alias,
+absl::Status Sender::InstanceRequest(const Snapshot& s, const ServiceGoalSpec& g, const std::string& alias,
                                          const std::string& uuid, triton::CreateVmRequest* req,
                                          std::vector<PlacementRuleText>* rules) const {
   const ProjectRecord& p = s.project;
@@ -299,7 +300,11 @@ Call PreserveCall(triton::VmapiClient* vmapi, triton::VmRef id, bool running, ab
 
 }  // namespace
 
-std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Step>& steps,
+std::string Sender::Owner(const ProjectRecord& p, const ServiceSpec& spec) const {
+  return OwnerFor(spec, TenantOf(p, options_), options_.admin_owner_uuid);
+}
+
+std::vector<JobRecord> Sender::Send(const Snapshot& s, const std::vector<Step>& steps,
                                         const std::vector<AgentInstall>& installs,
                                         const std::vector<ImageImport>& imports,
                                         const std::vector<AgentUninstall>& uninstalls,
@@ -327,7 +332,7 @@ std::vector<JobRecord> Reconciler::Send(const Snapshot& s, const std::vector<Ste
 }
 
 // Requests: built in order (placement sees the creates before it).
-void Reconciler::VmRequests(const Snapshot& s, const std::vector<Step>& steps, Outbox* out, SyncResult* r) {
+void Sender::VmRequests(const Snapshot& s, const std::vector<Step>& steps, Outbox* out, SyncResult* r) {
   // Placement candidates (only when a create has rules) and the instances
   // the steps name.
   bool rules = false;
@@ -347,7 +352,7 @@ void Reconciler::VmRequests(const Snapshot& s, const std::vector<Step>& steps, O
   }
 }
 
-JobRecord Reconciler::StepJob(const Snapshot& s, const Step& st) const {
+JobRecord Sender::StepJob(const Snapshot& s, const Step& st) const {
   JobRecord j;
   j.project_uuid = s.project.uuid;
   j.api = "vmapi";
@@ -359,14 +364,14 @@ JobRecord Reconciler::StepJob(const Snapshot& s, const Step& st) const {
 }
 
 // A step on an existing instance: delete, reprovision, preserve, stop, start.
-void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out, SyncResult* r) {
+void Sender::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out, SyncResult* r) {
   JobRecord j = StepJob(s, st);
   j.instance = st.action.instance;
   auto inst = out->by_uuid.find(j.instance);
   j.alias = inst != out->by_uuid.end() && inst->second != nullptr && !inst->second->alias.empty() ? inst->second->alias
                                                                                            : j.service;
   absl::Duration timeout;  // stop.timeout of the service
-  std::string owner = TenantOf(s.project);  // every call names the account the VM must belong to
+  std::string owner = TenantOf(s.project, options_);  // every call names the account the VM must belong to
   if (s.goal) {
     auto g = s.goal->services.find(j.service);
     if (g != s.goal->services.end()) {
@@ -444,7 +449,7 @@ void Reconciler::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out,
   }
 }
 
-void Reconciler::CreateRequest(const Snapshot& s, const Step& st, Outbox* out, SyncResult* r) {
+void Sender::CreateRequest(const Snapshot& s, const Step& st, Outbox* out, SyncResult* r) {
   JobRecord j = StepJob(s, st);
   const ServiceGoalSpec& g = s.goal->services.at(st.action.service);
   if (!s.images.count(g.record.name)) return;  // Decide held it
@@ -479,7 +484,7 @@ void Reconciler::CreateRequest(const Snapshot& s, const Step& st, Outbox* out, S
   out->requests.push_back({j, [this, req] { return vmapi_->CreateVm(*req); }, wave});
 }
 
-void Reconciler::OtherRequests(const ProjectRecord& project, const std::vector<AgentInstall>& installs,
+void Sender::OtherRequests(const ProjectRecord& project, const std::vector<AgentInstall>& installs,
                                const std::vector<AgentUninstall>& uninstalls, const std::vector<ImageImport>& imports,
                                Outbox* out) {
   // The non-VM jobs: CNAPI agent installs and uninstalls, IMGAPI imports.
@@ -523,7 +528,7 @@ void Reconciler::OtherRequests(const ProjectRecord& project, const std::vector<A
   }
 }
 
-void Reconciler::SendWaves(const ProjectRecord& project, Outbox* out, std::vector<Problem>* problems) {
+void Sender::SendWaves(const ProjectRecord& project, Outbox* out, std::vector<Problem>* problems) {
   for (int wave = 0; wave < out->waves; ++wave) {
     // Several nodes: a wave goes out only while this node still holds the
     // project's lease, by the database's clock, with time to act.
@@ -550,7 +555,7 @@ void Reconciler::SendWaves(const ProjectRecord& project, Outbox* out, std::vecto
 }
 
 // The answers: jobs to follow (and events), or refusals to count.
-std::vector<JobRecord> Reconciler::CountSent(const ProjectRecord& project, Outbox* out, SyncResult* r,
+std::vector<JobRecord> Sender::CountSent(const ProjectRecord& project, Outbox* out, SyncResult* r,
                                              std::vector<EventRecord>* events) {
   std::vector<JobRecord> sent;
   for (Request& q : out->requests) {
@@ -605,7 +610,7 @@ std::vector<JobRecord> Reconciler::CountSent(const ProjectRecord& project, Outbo
 
 // Requests refused outright, counted now by the same accounting as a job
 // that fails later, so the backoff and the crash loop start from them.
-void Reconciler::CountRefused(const Snapshot& s, std::vector<FinishedJob> refused,
+void Sender::CountRefused(const Snapshot& s, std::vector<FinishedJob> refused,
                               std::map<std::string, ServiceMemory>* memory, std::vector<EventRecord>* events,
                               std::vector<Problem>* problems) {
   const ProjectRecord& p = s.project;
