@@ -56,15 +56,15 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   if (s.actual_known && observe_only) RecallStoredTimes(&s);
   else if (s.actual_known && last_seen) ShowTrackedTimes(&s);
   else if (s.actual_known) TrackTimes(&s, now);
-  GatherFabric(&s, last_seen);  // before the recipes: services name its networks
-  GatherVolumes(&s, last_seen);  // likewise, the volumes they mount
+  owned_.GatherFabric(&s, last_seen);  // before the recipes: services name its networks
+  owned_.GatherVolumes(&s, last_seen);  // likewise, the volumes they mount
   MarkLostMounts(&s);
   std::set<std::string> label_keys;
   RETURN_IF_ERROR(GatherRecipes(&s, last_seen, &label_keys));
   if (!last_seen) GatherLabelledVms(&s, label_keys);  // only creates need them
   GatherRemovedAgents(&s);
   GatherServers(&s, last_seen);
-  GatherFirewall(&s, last_seen);
+  owned_.GatherFirewall(&s, last_seen);
   s.api_problems = ApiProblems();
   absl::BitGen gen;
   s.jitter = absl::Uniform(gen, 0.0, 1.0);
@@ -578,88 +578,6 @@ void Reconciler::GatherServers(Snapshot* snapshot, bool last_seen) {
   }
 }
 
-template <typename T>
-bool Reconciler::Recall(const Snapshot& s, OwnedReading<T> ProjectState::*member, bool wanted, bool last_seen,
-                        std::optional<T>* seen, std::string* error, std::map<std::string, std::string>* failures,
-                        std::map<std::string, absl::Time>* retry_at) {
-  absl::MutexLock l(&mu_);
-  const OwnedReading<T>& o = projects_[s.project.uuid].*member;
-  *failures = o.failures;
-  *retry_at = o.retry_at;
-  if (last_seen) {
-    *seen = o.seen;
-    *error = o.error;
-    return false;
-  }
-  return wanted || o.may_own || s.project.deleting;
-}
-
-template <typename T>
-void Reconciler::Keep(const Snapshot& s, OwnedReading<T> ProjectState::*member, absl::StatusOr<T> read, bool owns,
-                      std::optional<T>* seen, std::string* error) {
-  absl::MutexLock l(&mu_);
-  OwnedReading<T>& o = projects_[s.project.uuid].*member;
-  if (!read.ok()) {
-    *error = o.error = std::string(read.status().message());
-    o.seen.reset();
-    return;
-  }
-  o.may_own = owns;
-  o.error.clear();
-  o.seen = *read;
-  *seen = std::move(*read);
-}
-
-// The rules the project owns in FWAPI (their description's marker), read
-// while the goal has rules or the project may own some (always while it is
-// being deleted); `last_seen`: the last sync's reading.
-void Reconciler::GatherFirewall(Snapshot* snapshot, bool last_seen) {
-  Snapshot& s = *snapshot;
-  s.fwapi = options_.fwapi != nullptr;
-  if (!s.fwapi) return;
-  s.firewall_owner = TenantOf(s.project);
-  bool wanted = s.goal && !s.goal->firewall.empty();
-  if (!Recall(s, &ProjectState::firewall, wanted, last_seen, &s.firewall, &s.firewall_error, &s.firewall_failures,
-              &s.firewall_retry_at)) {
-    return;
-  }
-  auto rules = options_.fwapi->ListRules(s.firewall_owner);
-  NoteApi("FWAPI", rules.status());
-  absl::StatusOr<std::vector<OwnedRule>> owned =
-      rules.ok() ? absl::StatusOr<std::vector<OwnedRule>>(OwnedRules(s.project.uuid, *rules)) : rules.status();
-  bool owns = owned.ok() && !owned->empty();
-  Keep(s, &ProjectState::firewall, std::move(owned), owns, &s.firewall, &s.firewall_error);
-}
-
-// The account's fabric VLANs and the networks the project owns (their
-// description's marker), read while the goal has a fabric or the project
-// may own some (always while it is being deleted); `last_seen`: the last
-// sync's reading.
-void Reconciler::GatherFabric(Snapshot* snapshot, bool last_seen) {
-  Snapshot& s = *snapshot;
-  if (options_.napi == nullptr) return;
-  bool wanted = s.goal && s.goal->fabric;
-  if (!Recall(s, &ProjectState::fabric, wanted, last_seen, &s.fabric, &s.fabric_error, &s.fabric_failures,
-              &s.fabric_retry_at)) {
-    return;
-  }
-  const std::string& owner = TenantOf(s.project);
-  auto vlans = options_.napi->ListFabricVlans(owner);
-  absl::StatusOr<std::vector<triton::FabricNetwork>> networks =
-      vlans.ok() ? options_.napi->ListFabricNetworks(owner) : vlans.status();
-  NoteApi("NAPI", networks.status());
-  absl::StatusOr<Snapshot::FabricSeen> seen =
-      networks.ok() ? absl::StatusOr<Snapshot::FabricSeen>(Snapshot::FabricSeen{std::move(*vlans), {}})
-                    : networks.status();
-  bool owns = false;
-  if (networks.ok()) {
-    for (const triton::FabricVlan& v : seen->vlans) owns |= ParseOwnedMarker(s.project.uuid, "vlan", v.description).has_value();
-    seen->networks = OwnedNetworks(s.project.uuid, std::move(*networks));
-    owns = owns || !seen->networks.empty();
-  }
-  Keep(s, &ProjectState::fabric, std::move(seen), owns, &s.fabric, &s.fabric_error);
-}
-
 // Instances that mount a copy of a volume deleted outside Mariposa are
 // outdated (stale_mount).
 void Reconciler::MarkLostMounts(Snapshot* s) {
@@ -669,27 +587,6 @@ void Reconciler::MarkLostMounts(Snapshot* s) {
     for (const std::string& alias : MountsOfEarlierCopy(*s, name, FindVolume(*s, name))) lost.insert(alias);
   }
   for (InstanceState& i : s->instances) i.stale_mount = lost.count(i.alias) > 0;
-}
-
-// The account's volumes named as the project's (projects/volumes.h), read
-// while the goal has volumes or the project may own some (always while it
-// is being deleted); `last_seen`: the last sync's reading.
-void Reconciler::GatherVolumes(Snapshot* snapshot, bool last_seen) {
-  Snapshot& s = *snapshot;
-  s.volapi = options_.volapi != nullptr;
-  if (!s.volapi) return;
-  bool wanted = (s.goal && !s.goal->volumes.empty()) || !s.volumes_at_deletion.empty();
-  if (!Recall(s, &ProjectState::volumes, wanted, last_seen, &s.volumes, &s.volumes_error, &s.volume_failures,
-              &s.volume_retry_at)) {
-    return;
-  }
-  auto all = options_.volapi->ListVolumes(TenantOf(s.project));
-  NoteApi("VOLAPI", all.status());
-  absl::StatusOr<std::vector<triton::Volume>> owned =
-      all.ok() ? absl::StatusOr<std::vector<triton::Volume>>(OwnedVolumes(s.project.name, std::move(*all)))
-               : all.status();
-  bool owns = owned.ok() && !owned->empty();
-  Keep(s, &ProjectState::volumes, std::move(owned), owns, &s.volumes, &s.volumes_error);
 }
 
 std::vector<OwnedRule> OwnedRules(const std::string& project_uuid, const std::vector<triton::FwRule>& rules) {

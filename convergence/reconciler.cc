@@ -41,6 +41,12 @@ Reconciler::Reconciler(ProjectStore* store, triton::VmapiClient* vmapi, triton::
       sender_(store, vmapi, imgapi, clock, &options_,
               Sender::Hooks{[this](const std::string& api, const absl::Status& st) { NoteApi(api, st); },
                             [this] { ImagesChanged(); }}),
+      owned_(clock, &options_,
+             OwnedObjects::Hooks{[this](const std::string& api, const absl::Status& st) { NoteApi(api, st); },
+                                 [this](const ProjectRecord& p, const char* api, const OwnedObjects::ChangeOutcome& o) {
+                                   return Intend(p, api, o);
+                                 },
+                                 [this] { return HoldsProject(); }}),
       queue_(clock, absl::Seconds(1), absl::Minutes(2)),
       vms_(vmapi,
            VmCacheOptions{options_.full_observe, options_.relist, options_.audit, options_.observe_parallel},
@@ -304,36 +310,7 @@ absl::StatusOr<ProjectHoldings> Reconciler::Holdings(const std::string& project_
     ASSIGN_OR_RETURN(int64_t n, vmapi_->CountVms(f));
     h.instances += n;
   }
-  // Owned as the syncs tell (GatherFirewall, GatherFabric, GatherVolumes);
-  // what Owned* keeps has its marker or name, read again for the name.
-  const std::string& owner = TenantOf(p);
-  if (options_.fwapi != nullptr) {
-    auto rules = options_.fwapi->ListRules(owner);
-    if (!rules.ok()) h.unread.push_back(absl::StrCat("FWAPI: ", rules.status().message()));
-    for (const OwnedRule& r : rules.ok() ? OwnedRules(p.uuid, *rules) : std::vector<OwnedRule>{}) {
-      h.firewall_rules.push_back(r.name);
-    }
-  }
-  if (options_.napi != nullptr) {
-    auto vlans = options_.napi->ListFabricVlans(owner);
-    absl::StatusOr<std::vector<triton::FabricNetwork>> networks =
-        vlans.ok() ? options_.napi->ListFabricNetworks(owner) : vlans.status();
-    if (!networks.ok()) h.unread.push_back(absl::StrCat("NAPI: ", networks.status().message()));
-    for (const triton::FabricNetwork& n :
-         networks.ok() ? OwnedNetworks(p.uuid, std::move(*networks)) : std::vector<triton::FabricNetwork>{}) {
-      h.networks.push_back({ParseOwnedMarker(p.uuid, "network", n.description)->name, n.uuid, n.vlan_id});
-    }
-    for (const triton::FabricVlan& v : networks.ok() ? *vlans : std::vector<triton::FabricVlan>{}) {
-      if (ParseOwnedMarker(p.uuid, "vlan", v.description)) h.vlans.push_back(v.vlan_id);
-    }
-  }
-  if (options_.volapi != nullptr) {
-    auto all = options_.volapi->ListVolumes(owner);
-    if (!all.ok()) h.unread.push_back(absl::StrCat("VOLAPI: ", all.status().message()));
-    for (const triton::Volume& v : all.ok() ? OwnedVolumes(p.name, std::move(*all)) : std::vector<triton::Volume>{}) {
-      h.volumes.push_back({*ProjectVolumeName(p.name, v.name), v.networks});
-    }
-  }
+  owned_.AddHoldings(p, &h);
   return h;
 }
 
@@ -787,6 +764,7 @@ void Reconciler::ReleaseProject(const std::string& project_uuid) {
     if (had) projects_.erase(it);
   }
   vms_.Forget(project_uuid);
+  owned_.Forget(project_uuid);
   if (had && options_.health != nullptr) options_.health->Assign(project_uuid, {});
 }
 
@@ -863,6 +841,7 @@ bool Reconciler::Leased(const std::string& key, std::optional<Fence>* fence) {
   if (auto it = projects_.find(key); it != projects_.end() && it->second.epoch != (*fence)->epoch) {
     projects_.erase(it);
     vms_.Forget(key);
+    owned_.Forget(key);
   }
   projects_[key].epoch = (*fence)->epoch;
   return true;

@@ -43,6 +43,7 @@
 #include "convergence/decide/placement.h"
 #include "convergence/decide/throttles.h"
 #include "convergence/execute/sender.h"
+#include "convergence/owned/owned_objects.h"
 #include "convergence/work_queue.h"
 #include "convergence/triton/clients.h"
 #include "convergence/triton/vm_feed.h"
@@ -136,19 +137,6 @@ struct SyncResult {
   absl::Duration total;    // the whole sync
 };
 
-// What a project owns in one API (FWAPI's rules, NAPI's fabric) as the last
-// sync read it: `seen` (nullopt: not read; `error` says why), whether it may
-// own any (read while it may; unknown at start), and why each item's last
-// change failed.
-template <typename T>
-struct OwnedReading {
-  std::optional<T> seen;
-  std::string error;
-  bool may_own = true;
-  std::map<std::string, std::string> failures;
-  std::map<std::string, int> attempts;             // failed attempts in a row, by item
-  std::map<std::string, absl::Time> retry_at;      // not tried again before (ChangeBackoff)
-};
 
 class Reconciler {
  public:
@@ -292,39 +280,11 @@ class Reconciler {
   void GatherLabelledVms(Snapshot* s, const std::set<std::string>& label_keys);
   void GatherRemovedAgents(Snapshot* s);
   void GatherServers(Snapshot* s, bool last_seen);
-  void GatherFirewall(Snapshot* s, bool last_seen);
-  void GatherFabric(Snapshot* s, bool last_seen);
-  void GatherVolumes(Snapshot* s, bool last_seen);
   struct ProjectState;
-  // What the project owns in one API (`member` of its ProjectState):
-  // Recall copies the last reading into `seen`, `error`, `failures` and `retry_at` and
-  // says whether to read now (not for `last_seen`, nor when nothing is
-  // wanted and nothing may be owned, unless the project is being deleted);
-  // Keep records a reading (`owns`: it found something of the project's).
-  template <typename T>
-  bool Recall(const Snapshot& s, OwnedReading<T> ProjectState::*member, bool wanted, bool last_seen,
-              std::optional<T>* seen, std::string* error, std::map<std::string, std::string>* failures,
-              std::map<std::string, absl::Time>* retry_at);
-  template <typename T>
-  void Keep(const Snapshot& s, OwnedReading<T> ProjectState::*member, absl::StatusOr<T> read, bool owns,
-            std::optional<T>* seen, std::string* error);
-  // The outcome of one change sent to such an API: on success the item's
-  // failure is forgotten (and, for a create, the project may own some) and
-  // `done` is the event; on failure it is kept for status and `failed` is
-  // the event (its detail gets ": <error>"), logged with `what` as `label`.
-  struct ChangeOutcome {
-    std::string key;    // the failures' key: the item's name
-    bool made = false;  // a create
-    std::string label;  // the log field naming the item
-    EventRecord done, failed;
-  };
-  template <typename T>
-  void Record(const ProjectRecord& p, OwnedReading<T> ProjectState::*member, const absl::Status& st,
-              ChangeOutcome o, std::vector<EventRecord>* events);
   // Keeps `o`'s event as pending (memory_codec.h's PendingChange) before its
   // change is sent to `api`'s API; an error when the store cannot keep it
   // (the change is then not sent).
-  absl::Status Intend(const ProjectRecord& p, const char* api, const ChangeOutcome& o);
+  absl::Status Intend(const ProjectRecord& p, const char* api, const OwnedObjects::ChangeOutcome& o);
   // After a sync's changes: the pending changes of an earlier mariposad
   // whose API now shows nothing left to do get their events (in `events`);
   // Unpend, once the batch is written, forgets all but those still unknown.
@@ -339,15 +299,6 @@ class Reconciler {
   // Whether this node may still act on the project (several nodes: it holds
   // the fence the sync runs under; one node: always).
   bool HoldsProject();
-  // The Decision's fabric changes, sent to NAPI in order while this node
-  // holds the project (a failed VLAN create skips its networks); an event
-  // for each, failures kept for status.
-  void ChangeFabric(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events);
-  // The Decision's volume changes, sent to VOLAPI likewise.
-  void ChangeVolumes(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events);
-  // The Decision's firewall changes, sent to FWAPI one by one while this
-  // node holds the project; an event for each, failures kept for status.
-  void ChangeFirewall(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events);
   // `changes` is changes_ when the sync began (execute.cc).
   SyncResult Execute(const Snapshot& s, Decision d, uint64_t changes);
   // Execute's steps.
@@ -419,7 +370,8 @@ class Reconciler {
   triton::ImgapiClient* imgapi_;
   const Clock* clock_;
   ReconcilerOptions options_;
-  Sender sender_;  // the send step (execute/send.cc)
+  Sender sender_;        // the send step (execute/send.cc)
+  OwnedObjects owned_;  // what the project owns in FWAPI, NAPI, VOLAPI (owned/)
   GoalCache goals_;
   WorkQueue queue_;
   mutable absl::Mutex mu_;
@@ -446,10 +398,6 @@ class Reconciler {
     absl::Duration poll_after;                    // how soon its jobs in flight are looked at again
     std::vector<triton::Server> servers;  // CNAPI's, as the last sync read them
     bool servers_known = false;
-    // What the project owns in FWAPI (rules) and NAPI (its fabric).
-    OwnedReading<std::vector<OwnedRule>> firewall;
-    OwnedReading<Snapshot::FabricSeen> fabric;
-    OwnedReading<std::vector<triton::Volume>> volumes;  // named as the project's (VOLAPI)
     // The pump's: creates the last sync's job window held (tasks resolved),
     // what they were decided on, changes_ then, when that sync ended, and
     // the jobs the pump saw end (the next sync counts them).

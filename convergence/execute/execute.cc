@@ -124,6 +124,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
       projects_.erase(p.uuid);
     }
     vms_.Forget(p.uuid);
+    owned_.Forget(p.uuid);
     return r;
   }
   AutoRollbacks(p, d.rollbacks, &events, &problems);
@@ -143,9 +144,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
     if (added.Resolve(&i.task)) imports.push_back(std::move(i));
   }
   std::vector<JobRecord> sent = sender_.Send(s, steps, installs, imports, d.uninstalls, &d.memory, &r, &events, &problems);
-  ChangeFirewall(s, d, &events);
-  ChangeFabric(s, d, &events);
-  ChangeVolumes(s, d, &events);
+  owned_.Change(s, d, &events);
   // The backlog the pump may send (PumpProject): creates without placement
   // rules (those are placed against the instances of a fresh listing).
   std::vector<Step> backlog;
@@ -173,118 +172,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   return r;
 }
 
-void Reconciler::ChangeFirewall(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events) {
-  if (options_.fwapi == nullptr || d.firewall_changes.empty()) return;
-  const ProjectRecord& p = s.project;
-  if (!HoldsProject()) return;  // another node holds the project: it decides again
-  static const char* kDone[] = {"created", "updated", "deleted"};
-  for (const FirewallChange& c : d.firewall_changes) {
-    if (c.held) continue;  // failed before: waits for its backoff
-    using K = FirewallChange::Kind;
-    const char* done = kDone[static_cast<int>(c.kind)];
-    std::string what = c.kind == K::kDelete ? c.rule.uuid : c.rule.rule;
-    if (!c.drift.empty()) absl::StrAppend(&what, " (put back: changed in FWAPI by hand: ", c.drift, ")");
-    ChangeOutcome o{c.name, c.kind != K::kDelete, "rule",
-                    Event(p, absl::StrCat("firewall.rule-", done), absl::StrCat(c.name, ": ", what)),
-                    Event(p, "firewall.rule-failed", absl::StrCat(c.name, " not ", done))};
-    absl::Status st = Intend(p, "firewall", o);
-    if (st.ok()) {
-      switch (c.kind) {
-        case K::kCreate:
-          st = options_.fwapi->CreateRule(c.rule);
-          // Made by an earlier attempt that died before it knew: the next
-          // sync reads it and compares.
-          if (absl::IsAlreadyExists(st)) st = absl::OkStatus();
-          break;
-        case K::kUpdate: st = options_.fwapi->UpdateRule(c.rule); break;
-        case K::kDelete:
-          st = options_.fwapi->DeleteRule(c.rule.uuid, c.rule.owner_uuid);
-          if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
-          break;
-      }
-      NoteApi("FWAPI", st);
-    }
-    Record(p, &ProjectState::firewall, st, std::move(o), events);
-  }
-}
-
-void Reconciler::ChangeFabric(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events) {
-  if (options_.napi == nullptr || d.fabric_changes.empty()) return;
-  const ProjectRecord& p = s.project;
-  if (!HoldsProject()) return;  // another node holds the project: it decides again
-  const std::string& owner = TenantOf(p);
-  static const char* kDone[] = {"vlan-created", "network-created", "network-updated", "network-deleted",
-                                "vlan-deleted"};
-  bool vlan_failed = false;
-  for (const FabricChange& c : d.fabric_changes) {
-    if (c.held) continue;  // failed before: waits for its backoff
-    using K = FabricChange::Kind;
-    if (c.kind == K::kCreateNetwork && vlan_failed) continue;  // after the VLAN, at the next sync
-    std::string detail = c.name.empty() ? absl::StrCat("VLAN ", c.vlan.vlan_id)
-                                        : absl::StrCat(c.name, " (", c.network.name, ", ", c.network.subnet, ")");
-    if (!c.drift.empty()) absl::StrAppend(&detail, " (put back: changed in NAPI by hand: ", c.drift, ")");
-    ChangeOutcome o{c.name.empty() ? "vlan" : c.name, c.kind == K::kCreateVlan || c.kind == K::kCreateNetwork, "what",
-                    Event(p, absl::StrCat("fabric.", kDone[static_cast<int>(c.kind)]), detail),
-                    Event(p, "fabric.change-failed", detail)};
-    absl::Status st = Intend(p, "fabric", o);
-    if (st.ok()) {
-      switch (c.kind) {
-        case K::kCreateVlan: st = options_.napi->CreateFabricVlan(owner, c.vlan); break;
-        case K::kCreateNetwork: st = options_.napi->CreateFabricNetwork(owner, c.network).status(); break;
-        case K::kUpdateNetwork: st = options_.napi->UpdateNetwork(c.network); break;
-        case K::kDeleteNetwork:
-          st = options_.napi->DeleteFabricNetwork(owner, c.network.vlan_id, c.network.uuid);
-          if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
-          break;
-        case K::kDeleteVlan:
-          st = options_.napi->DeleteFabricVlan(owner, c.vlan.vlan_id);
-          if (absl::IsNotFound(st)) st = absl::OkStatus();
-          break;
-      }
-      NoteApi("NAPI", st);
-    }
-    if (c.kind == K::kCreateVlan) vlan_failed = !st.ok();
-    Record(p, &ProjectState::fabric, st, std::move(o), events);
-  }
-}
-
-void Reconciler::ChangeVolumes(const Snapshot& s, const Decision& d, std::vector<EventRecord>* events) {
-  if (options_.volapi == nullptr || d.volume_changes.empty()) return;
-  const ProjectRecord& p = s.project;
-  if (!HoldsProject()) return;  // another node holds the project: it decides again
-  const std::string& owner = TenantOf(p);
-  for (const VolumeChange& c : d.volume_changes) {
-    if (c.held) continue;  // failed before: waits for its backoff
-    const bool create = c.kind == VolumeChange::Kind::kCreate;
-    const char* done = create ? "created" : "deleted";
-    std::string detail = absl::StrCat(c.name, " (", c.volume.name, c.volume.uuid.empty() ? "" : " ", c.volume.uuid, ")");
-    std::string made = detail;
-    if (!c.lost.empty()) {
-      absl::StrAppend(&made, ": made again, empty; the earlier one was deleted outside Mariposa while ", c.lost,
-                      " mounted it, and its data with it");
-    }
-    ChangeOutcome o{c.name, create, "volume", Event(p, absl::StrCat("volume.", done), made),
-                    Event(p, "volume.change-failed", absl::StrCat(detail, " not ", done))};
-    absl::Status st = Intend(p, "volumes", o);
-    if (st.ok()) {
-      if (create) {
-        triton::Volume v = c.volume;
-        v.owner_uuid = owner;
-        st = options_.volapi->CreateVolume(v);
-        // Made by an earlier attempt that died before it knew: the next sync
-        // reads it (the name is the owner's own).
-        if (absl::IsAlreadyExists(st)) st = absl::OkStatus();
-      } else {
-        st = options_.volapi->DeleteVolume(c.volume.uuid, owner);
-        if (absl::IsNotFound(st)) st = absl::OkStatus();  // gone already
-      }
-      NoteApi("VOLAPI", st);
-    }
-    Record(p, &ProjectState::volumes, st, std::move(o), events);
-  }
-}
-
-absl::Status Reconciler::Intend(const ProjectRecord& p, const char* api, const ChangeOutcome& o) {
+absl::Status Reconciler::Intend(const ProjectRecord& p, const char* api, const OwnedObjects::ChangeOutcome& o) {
   std::string key = absl::StrCat(o.done.kind, " ", o.key);
   std::map<std::string, ServiceMemory> memory;
   {
@@ -341,31 +229,6 @@ void Reconciler::Unpend(const ProjectRecord& p, std::vector<Problem>* problems) 
 bool Reconciler::HoldsProject() {
   const Fence* f = ScopedFence::Current();
   return f == nullptr || store_->CheckFence(*f).ok();
-}
-
-template <typename T>
-void Reconciler::Record(const ProjectRecord& p, OwnedReading<T> ProjectState::*member, const absl::Status& st,
-                        ChangeOutcome o, std::vector<EventRecord>* events) {
-  absl::MutexLock l(&mu_);
-  OwnedReading<T>& owned = projects_[p.uuid].*member;
-  if (st.ok()) {
-    owned.failures.erase(o.key);
-    owned.attempts.erase(o.key);
-    owned.retry_at.erase(o.key);
-    if (o.made) owned.may_own = true;
-    events->push_back(std::move(o.done));
-    return;
-  }
-  owned.failures[o.key] = std::string(st.message());
-  // Tried again after a backoff, not at every sync (each attempt an event).
-  int attempts = ++owned.attempts[o.key];
-  absl::Duration wait = ChangeBackoff(attempts);
-  owned.retry_at[o.key] = clock_->Now() + wait;
-  absl::StrAppend(&o.failed.detail, ": ", st.message(), " (attempt ", attempts, "; tried again in ",
-                  absl::FormatDuration(wait), ")");
-  LogWarn(absl::StrCat(o.failed.kind, " (", o.failed.detail, ")"),
-          {{"project", p.name}, {o.label, o.key}, {"error", st.ToString()}});
-  events->push_back(std::move(o.failed));
 }
 
 // update.auto_rollback: the project is rolled back to the version before,
