@@ -100,6 +100,22 @@ inline TaskRecord Task(const std::string& uuid, const std::string& kind, const s
   return t;
 }
 
+// How many of the decision's steps are of `kind` (and `reason`, if given).
+inline int Count(const Decision& d, ActionKind kind, const std::string& reason = "") {
+  int n = 0;
+  for (const Step& s : d.steps) n += s.action.kind == kind && (reason.empty() || s.action.reason == reason);
+  return n;
+}
+
+// Whether the decision has a problem of `kind`, said whole (error, reason,
+// fix, impact).
+inline bool HasProblem(const Decision& d, const std::string& kind) {
+  for (const Problem& p : d.problems) {
+    if (p.kind == kind) return !p.error.empty() && !p.reason.empty() && !p.fix.empty() && !p.impact.empty();
+  }
+  return false;
+}
+
 }  // namespace mariposa::convergence::testing
 
 #endif  // MARIPOSA_CONVERGENCE_DECIDE_TESTING_H_
