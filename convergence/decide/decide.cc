@@ -5,11 +5,11 @@
 namespace mariposa::convergence::decide_internal {
 
 void Decider::CrashFailure(const std::string& service, const std::string& why) {
-  const ServiceGoalSpec* g = GoalOf(service);
+  const ServiceGoalSpec* g = f_.GoalOf(service);
   auto m = d_.memory.find(service);
   if (g == nullptr || m == d_.memory.end()) return;
-  RestartPolicy p = PolicyFor(g->spec, s_.policy);
-  if (m->second.history.Failure(p, now_, s_.jitter)) {
+  RestartPolicy p = PolicyFor(g->spec, f_.s.policy);
+  if (m->second.history.Failure(p, f_.now, f_.s.jitter)) {
     m->second.pause_reason =
         absl::StrCat(m->second.history.consecutive(), " failures in a row (restart.max_attempts ", p.max_attempts,
                      ", window ", absl::FormatDuration(p.window), "); replacement paused. Last: ", why);
@@ -20,7 +20,7 @@ void Decider::CrashFailure(const std::string& service, const std::string& why) {
 // Each job that ended since the last sync: its task's progress, its event,
 // and what the service remembers of it (failures, backoff, install times).
 void Decider::FinishedJobs() {
-  for (const FinishedJob& f : s_.finished) {
+  for (const FinishedJob& f : f_.s.finished) {
     TaskProgress prog = f.ok ? JobSucceeded(f.job) : JobFailed(f.job, f.error);
     d_.job_progress.push_back({f.job.job_uuid, prog});
   }
@@ -49,7 +49,7 @@ TaskProgress Decider::JobSucceeded(const JobRecord& j) {
     }
     if (absl::StrContains(j.reason, kPutBack)) {
       Event("instance.put-back", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
-      if (GoalOf(j.service) != nullptr) ++d_.memory[j.service].put_backs[j.instance];
+      if (f_.GoalOf(j.service) != nullptr) ++d_.memory[j.service].put_backs[j.instance];
     }
   } else if (j.kind == "import") {
     Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
@@ -76,7 +76,7 @@ void Decider::Installed(const JobRecord& j, ServiceMemory* m) {
   if (!j.task_uuid.empty()) m->reinstalled[j.task_uuid].insert(j.instance);
   m->install_failures.erase(j.instance);
   m->install_attempts.erase(j.instance);
-  absl::Duration took = now_ - j.sent_at;
+  absl::Duration took = f_.now - j.sent_at;
   std::vector<absl::Duration>& times = m->install_times;
   if (times.size() >= 5) {
     std::vector<absl::Duration> sorted = times;
@@ -103,12 +103,12 @@ TaskProgress Decider::JobFailed(const JobRecord& j, const std::string& error) {
   } else if (j.kind == "import") {
     Event("image.import-failed", j.instance, absl::StrCat(j.alias, " (", j.reason, "): ", error));
     // Every service waiting for the image waits for the next attempt.
-    for (const auto& kv : s_.imports) {
+    for (const auto& kv : f_.s.imports) {
       if (kv.second.uuid != j.instance) continue;
       ServiceMemory& mem = d_.memory[kv.first];
       mem.import_error = error;
       ++mem.import_failures;
-      mem.import_retry = now_ + RetryWait(s_.policy, mem.import_failures);
+      mem.import_retry = f_.now + RetryWait(f_.s.policy, mem.import_failures);
     }
   } else if (j.kind == "uninstall") {
     Event("agent.uninstall-failed", j.instance, absl::StrCat(j.alias, ": ", error));
@@ -117,7 +117,7 @@ TaskProgress Decider::JobFailed(const JobRecord& j, const std::string& error) {
     if (m != d_.memory.end()) {
       m->second.install_failures[j.instance] = error;
       int n = ++m->second.install_attempts[j.instance];
-      m->second.install_retry = std::max(m->second.install_retry, now_ + RetryWait(s_.policy, n));
+      m->second.install_retry = std::max(m->second.install_retry, f_.now + RetryWait(f_.s.policy, n));
     }
   } else {
     Event(absl::StrCat("instance.", j.kind, "-failed"), j.instance, absl::StrCat(j.alias, ": ", error));
@@ -127,11 +127,11 @@ TaskProgress Decider::JobFailed(const JobRecord& j, const std::string& error) {
 
 void Decider::Instances() {
   absl::flat_hash_set<absl::string_view> seen;
-  seen.reserve(s_.instances.size());
-  for (const InstanceState& i : s_.instances) seen.insert(i.uuid);
-  for (const JobRecord& j : s_.in_flight) {
+  seen.reserve(f_.s.instances.size());
+  for (const InstanceState& i : f_.s.instances) seen.insert(i.uuid);
+  for (const JobRecord& j : f_.s.in_flight) {
     if (j.api != "vmapi") continue;
-    const ServiceGoalSpec* g = GoalOf(j.service);
+    const ServiceGoalSpec* g = f_.GoalOf(j.service);
     if (j.kind == "create" && !seen.count(j.instance) && g != nullptr) {
       // Sent, not listed yet (a slow VMAPI): it is on its way.
       InstanceState i;
@@ -141,22 +141,22 @@ void Decider::Instances() {
       i.state = "provisioning";
       i.health = "unknown";
       i.spec_hash = g->record.spec_hash;
-      i.version = s_.goal->number;
-      i.version_uuid = s_.goal->version_uuid;
+      i.version = f_.s.goal->number;
+      i.version_uuid = f_.s.goal->version_uuid;
       i.created = j.sent_at;
-      synthetic_.push_back(std::move(i));
+      f_.synthetic.push_back(std::move(i));
     }
   }
-  instances_.reserve(s_.instances.size() + synthetic_.size());
-  for (const InstanceState& i : s_.instances) instances_.push_back(&i);
-  for (const InstanceState& i : synthetic_) instances_.push_back(&i);
-  by_uuid_.reserve(instances_.size());
-  for (const InstanceState* i : instances_) {
-    of_[i->service].push_back(i);
-    by_uuid_[i->uuid] = i;
+  f_.instances.reserve(f_.s.instances.size() + f_.synthetic.size());
+  for (const InstanceState& i : f_.s.instances) f_.instances.push_back(&i);
+  for (const InstanceState& i : f_.synthetic) f_.instances.push_back(&i);
+  f_.by_uuid.reserve(f_.instances.size());
+  for (const InstanceState* i : f_.instances) {
+    f_.of[i->service].push_back(i);
+    f_.by_uuid[i->uuid] = i;
   }
-  for (const JobRecord& j : s_.in_flight) {
-    if (j.api == "vmapi") job_on_[j.instance] = &j;
+  for (const JobRecord& j : f_.s.in_flight) {
+    if (j.api == "vmapi") f_.job_on[j.instance] = &j;
   }
 }
 
@@ -168,24 +168,24 @@ std::string Decider::Overdue(const TaskRecord& t, const std::vector<std::string>
   absl::Duration progress_deadline = absl::ZeroDuration();
   bool pending = false;
   for (const std::string& svc : scope) {
-    const ServiceGoalSpec* g = GoalOf(svc);
+    const ServiceGoalSpec* g = f_.GoalOf(svc);
     if (g == nullptr || g->spec.compute_type == "agent") continue;
-    ServiceGoal goal = GoalFor(*g, s_.images);
+    ServiceGoal goal = GoalFor(*g, f_.s.images);
     const absl::Duration healthy_deadline = g->spec.update_healthy_deadline;
     if (g->spec.update_progress_deadline > absl::ZeroDuration()) {
       progress_deadline = progress_deadline == absl::ZeroDuration()
                               ? g->spec.update_progress_deadline
                               : std::min(progress_deadline, g->spec.update_progress_deadline);
     }
-    auto it = of_.find(svc);
-    if (it == of_.end()) continue;
+    auto it = f_.of.find(svc);
+    if (it == f_.of.end()) continue;
     for (const InstanceState* i : it->second) {
       if (Outdated(*i, goal)) {
         pending |= i->state == "running";
         continue;
       }
       absl::Time ready_at = ReadySince(*i, goal.start_window);  // may be ahead (start.window)
-      if (ready_at <= now_) {
+      if (ready_at <= f_.now) {
         if (ready_at != absl::InfinitePast()) progress = std::max(progress, ready_at);
         continue;
       }
@@ -203,14 +203,14 @@ std::string Decider::Overdue(const TaskRecord& t, const std::vector<std::string>
       }
       // An instance this rollout brought up that is not ready in time.
       if (healthy_deadline <= absl::ZeroDuration()) continue;
-      if (now_ - up > healthy_deadline) {
+      if (f_.now - up > healthy_deadline) {
         return absl::StrCat("update.healthy_deadline ", absl::FormatDuration(healthy_deadline), ": ", i->alias,
-                            " of ", svc, " was not ready ", absl::FormatDuration(now_ - up), " after it came up (",
+                            " of ", svc, " was not ready ", absl::FormatDuration(f_.now - up), " after it came up (",
                             i->checked ? absl::StrCat("health ", i->health) : "no checks", ")");
       }
     }
   }
-  if (pending && progress_deadline > absl::ZeroDuration() && now_ - progress > progress_deadline) {
+  if (pending && progress_deadline > absl::ZeroDuration() && f_.now - progress > progress_deadline) {
     return absl::StrCat("update.progress_deadline ", absl::FormatDuration(progress_deadline),
                         ": no instance of the new spec became ready since ", Stamp(progress));
   }
@@ -218,11 +218,11 @@ std::string Decider::Overdue(const TaskRecord& t, const std::vector<std::string>
 }
 
 void Decider::Memory() {
-  if (!s_.goal) return;
-  for (const auto& kv : s_.goal->services) {
+  if (!f_.s.goal) return;
+  for (const auto& kv : f_.s.goal->services) {
     ServiceMemory m;
-    auto it = s_.memory.find(kv.first);
-    if (it != s_.memory.end() && it->second.spec_hash == kv.second.record.spec_hash) m = it->second;
+    auto it = f_.s.memory.find(kv.first);
+    if (it != f_.s.memory.end() && it->second.spec_hash == kv.second.record.spec_hash) m = it->second;
     m.spec_hash = kv.second.record.spec_hash;
     d_.memory[kv.first] = std::move(m);
   }
@@ -232,36 +232,36 @@ Decision Decider::Run() {
   Memory();
   FinishedJobs();
   Instances();
-  if (!s_.actual_known) {
+  if (!f_.s.actual_known) {
     Verdicts();
     return std::move(d_);
   }
-  DecideFirewall(s_, &d_);
-  DecideFabric(s_, &d_);
-  DecideVolumes(s_, &d_);
+  DecideFirewall(f_.s, &d_);
+  DecideFabric(f_.s, &d_);
+  DecideVolumes(f_.s, &d_);
   HoldRetries();
-  if (s_.project.deleting) {
+  if (f_.s.project.deleting) {
     // Its agents are uninstalled as well (rolling), its firewall rules,
     // fabric and volumes of deletion_policy delete deleted; the project goes
     // when nothing of it is left but what it retains.
     Uninstalls();
     uninstalled_ = true;
-    bool fabric_gone = d_.fabric_changes.empty() && s_.fabric_error.empty();
+    bool fabric_gone = d_.fabric_changes.empty() && f_.s.fabric_error.empty();
     for (const FabricNetworkView& v : d_.fabric_networks) fabric_gone = fabric_gone && absl::StartsWith(v.state, "retained");
-    bool volumes_gone = d_.volume_changes.empty() && s_.volumes_error.empty();
+    bool volumes_gone = d_.volume_changes.empty() && f_.s.volumes_error.empty();
     for (const VolumeView& v : d_.volumes) volumes_gone = volumes_gone && VolumeSettled(v);
-    if (instances_.empty() && d_.leftover == 0 && d_.uninstalls.empty() && d_.firewall_changes.empty() &&
-        (!s_.fwapi || s_.firewall) && fabric_gone && volumes_gone) {
+    if (f_.instances.empty() && d_.leftover == 0 && d_.uninstalls.empty() && d_.firewall_changes.empty() &&
+        (!f_.s.fwapi || f_.s.firewall) && fabric_gone && volumes_gone) {
       // What the project leaves behind on purpose is said where the
       // operator reads the deletion.
       for (const VolumeView& v : d_.volumes) {
         if (!absl::StartsWith(v.state, "retained")) continue;
-        d_.events.push_back({0, now_, "mariposad", s_.project.name, "volume.retained", "",
+        d_.events.push_back({0, f_.now, "mariposad", f_.s.project.name, "volume.retained", "",
                              absl::StrCat(v.name, " (", v.volapi_name, " ", v.uuid, ") is kept with its data: ",
                                           v.state, "; delete it in VOLAPI when it is no longer wanted")});
       }
       for (const FabricNetworkView& v : d_.fabric_networks) {
-        d_.events.push_back({0, now_, "mariposad", s_.project.name, "fabric.network-retained", "",
+        d_.events.push_back({0, f_.now, "mariposad", f_.s.project.name, "fabric.network-retained", "",
                              absl::StrCat(v.name, " (", v.napi_name, " ", v.uuid, ") is kept: ", v.state)});
       }
       d_.delete_project = true;
@@ -281,19 +281,19 @@ Decision Decider::Run() {
   Names();  // the creates that go now, then the backlog's
   Verdicts();
   d_.steps = std::move(steps_);
-  for (const InstanceState* ip : instances_) {
+  for (const InstanceState* ip : f_.instances) {
     const InstanceState& i = *ip;
-    if (!s_.goal || !s_.goal->services.count(i.service) || s_.project.deleting) ++d_.leftover;
+    if (!f_.s.goal || !f_.s.goal->services.count(i.service) || f_.s.project.deleting) ++d_.leftover;
   }
   Stale();
-  if (s_.goal && s_.actual_known) {
-    for (const auto& [svc, g] : s_.goal->services) {
+  if (f_.s.goal && f_.s.actual_known) {
+    for (const auto& [svc, g] : f_.s.goal->services) {
       ServiceMemory& m = d_.memory[svc];
       m.last_count = g.record.count;
-      m.last_seen = static_cast<int64_t>(of_[svc].size());
+      m.last_seen = static_cast<int64_t>(f_.of[svc].size());
     }
   }
-  bool all = s_.actual_known && d_.leftover == 0 && d_.firewall_changes.empty();
+  bool all = f_.s.actual_known && d_.leftover == 0 && d_.firewall_changes.empty();
   for (const FirewallRuleView& v : d_.firewall_rules) all = all && v.state == "in place";
   all = all && d_.fabric_changes.empty();
   for (const FabricNetworkView& v : d_.fabric_networks) {
@@ -307,10 +307,10 @@ Decision Decider::Run() {
 }
 
 void Decider::Stale() {
-  if (s_.observed_at == absl::InfinitePast() || now_ - s_.observed_at <= s_.policy.stale_after) return;
-  std::string age = absl::FormatDuration(absl::Trunc(now_ - s_.observed_at, absl::Seconds(1)));
+  if (f_.s.observed_at == absl::InfinitePast() || f_.now - f_.s.observed_at <= f_.s.policy.stale_after) return;
+  std::string age = absl::FormatDuration(absl::Trunc(f_.now - f_.s.observed_at, absl::Seconds(1)));
   std::vector<std::string> slow;
-  for (const auto& [api, took] : s_.api_latency) {
+  for (const auto& [api, took] : f_.s.api_latency) {
     if (took >= absl::Seconds(2)) {
       slow.push_back(absl::StrCat(api, " (its last answer took ",
                                   absl::FormatDuration(absl::Trunc(took, absl::Milliseconds(100))), ")"));
@@ -323,7 +323,7 @@ void Decider::Stale() {
     v.reason = absl::StrCat("as of ", age, " ago: ", v.reason);
     v.fix = "the counts are the last observation's; a newer one replaces them when the sync ends";
   }
-  Problem("observation-stale", "", absl::StrCat("the actual state of project ", s_.project.name, " was read ", age,
+  Problem("observation-stale", "", absl::StrCat("the actual state of project ", f_.s.project.name, " was read ", age,
                                                 " ago"),
           why,
           slow.empty() ? "wait for the sync; `mariposa events -f` shows what it does"
@@ -380,9 +380,9 @@ void HoldFailed(std::vector<C>* changes, const std::map<std::string, absl::Time>
 }  // namespace
 
 void Decider::HoldRetries() {
-  HoldFailed(&d_.firewall_changes, s_.firewall_retry_at, now_, "", false);
-  HoldFailed(&d_.fabric_changes, s_.fabric_retry_at, now_, "vlan", true);
-  HoldFailed(&d_.volume_changes, s_.volume_retry_at, now_, "", false);
+  HoldFailed(&d_.firewall_changes, f_.s.firewall_retry_at, f_.now, "", false);
+  HoldFailed(&d_.fabric_changes, f_.s.fabric_retry_at, f_.now, "vlan", true);
+  HoldFailed(&d_.volume_changes, f_.s.volume_retry_at, f_.now, "", false);
 }
 
 absl::Duration ChangeBackoff(int attempts) {

@@ -5,21 +5,21 @@ namespace mariposa::convergence::decide_internal {
 // Agents of services that left the manifest: uninstalled from every server
 // that runs them, `rolling` at a time; counted as leftover until done.
 void Decider::Uninstalls() {
-  for (const auto& kv : s_.removed_agents) {
+  for (const auto& kv : f_.s.removed_agents) {
     const std::string& svc = kv.first;
-    if (!s_.servers_known) {
+    if (!f_.s.servers_known) {
       ++d_.leftover;  // not known to be gone
       continue;
     }
     bool going = false;
-    for (const JobRecord& j : s_.in_flight) going |= j.api == "cnapi" && j.kind == "uninstall" && j.service == svc;
+    for (const JobRecord& j : f_.s.in_flight) going |= j.api == "cnapi" && j.kind == "uninstall" && j.service == svc;
     std::vector<const triton::Server*> todo;
     AgentGoal selection;
     selection.name = kv.second.name;
     selection.select = kv.second.select;
     selection.servers = kv.second.servers;
     selection.exclude = kv.second.exclude;
-    for (const triton::Server* sp : SelectServers(selection, s_.servers)) {
+    for (const triton::Server* sp : SelectServers(selection, f_.s.servers)) {
       const triton::Server& sv = *sp;
       bool has = false;
       for (const triton::Agent& a : sv.agents) has |= a.name == kv.second.name;
@@ -27,7 +27,7 @@ void Decider::Uninstalls() {
       ++d_.leftover;
       if (sv.status == "running") todo.push_back(&sv);
     }
-    std::string frozen = FrozenBy(svc, "agent-rollout");
+    std::string frozen = f_.FrozenBy(svc, "agent-rollout");
     if (going || todo.empty()) continue;
     std::sort(todo.begin(), todo.end(), [](const triton::Server* a, const triton::Server* b) {
       return a->hostname != b->hostname ? a->hostname < b->hostname : a->uuid < b->uuid;
@@ -46,21 +46,21 @@ void Decider::Uninstalls() {
 // task that needs it; a failed import is tried again after a backoff.
 void Decider::Imports() {
   std::set<std::string> going;
-  for (const JobRecord& j : s_.in_flight) {
+  for (const JobRecord& j : f_.s.in_flight) {
     if (j.api == "imgapi") going.insert(j.instance);
   }
-  for (const auto& kv : s_.imports) {
+  for (const auto& kv : f_.s.imports) {
     const std::string& svc = kv.first;
     const triton::Image& im = kv.second;
     if (!going.insert(im.uuid).second) continue;  // in flight, or asked for by another service
     const ServiceMemory& m = d_.memory[svc];
-    if (now_ < m.import_retry) {
+    if (f_.now < m.import_retry) {
       going.erase(im.uuid);
       continue;
     }
     std::string task;
-    for (const TaskRecord& t : s_.tasks) {
-      if (Covers(t, svc) && (t.state == "queued" || t.state == "active") && WaitingFor(t).empty()) {
+    for (const TaskRecord& t : f_.s.tasks) {
+      if (Covers(t, svc) && (t.state == "queued" || t.state == "active") && f_.WaitingFor(t).empty()) {
         task = t.uuid;
         break;
       }
@@ -72,8 +72,8 @@ void Decider::Imports() {
 // The verdict of a service waiting for its image's import; false when it
 // does not wait for one.
 bool Decider::ImportVerdict(const std::string& svc, ServiceVerdict* v) {
-  auto imp = s_.imports.find(svc);
-  if (imp == s_.imports.end()) return false;
+  auto imp = f_.s.imports.find(svc);
+  if (imp == f_.s.imports.end()) return false;
   const triton::Image& im = imp->second;
   const ServiceMemory& m = d_.memory[svc];
   std::string label = absl::StrCat(im.name, "@", im.version);
@@ -96,8 +96,8 @@ bool Decider::ImportVerdict(const std::string& svc, ServiceVerdict* v) {
 // Agent services (compute_type: agent): each rolls its image out to the
 // servers it selects, a step at a time, under a reprovision task.
 void Decider::Agents() {
-  if (!s_.goal) return;
-  for (const auto& [svc, g] : s_.goal->services) {
+  if (!f_.s.goal) return;
+  for (const auto& [svc, g] : f_.s.goal->services) {
     if (g.spec.compute_type == "agent") AgentService(svc, g);
   }
   EndAgentTasks();
@@ -108,8 +108,8 @@ void Decider::AgentService(const std::string& svc, const ServiceGoalSpec& g) {
   v.agent = true;
   if (ImportVerdict(svc, &v)) return;
   ServiceMemory& m = d_.memory[svc];
-  auto img = s_.images.find(svc);
-  if (img == s_.images.end() || !s_.servers_known) {
+  auto img = f_.s.images.find(svc);
+  if (img == f_.s.images.end() || !f_.s.servers_known) {
     AgentUnknown(svc, g, &v);
     return;
   }
@@ -118,16 +118,16 @@ void Decider::AgentService(const std::string& svc, const ServiceGoalSpec& g) {
   r.goal = AgentGoalFor(svc, g.spec, image);
   ForgetInstallFailures(svc, image, &m);
   AddReinstalls(svc, &m, &r.goal);
-  r.max_attempts = std::max(1, PolicyFor(g.spec, s_.policy).max_attempts);
+  r.max_attempts = std::max(1, PolicyFor(g.spec, f_.s.policy).max_attempts);
   for (const auto& [server, attempts] : m.install_attempts) {
     if (attempts >= r.max_attempts) r.goal.skip.insert(server);
   }
-  for (const JobRecord& j : s_.in_flight) {
+  for (const JobRecord& j : f_.s.in_flight) {
     if (j.api == "cnapi" && j.service == svc) r.installing.insert(j.instance);
   }
-  r.plan = PlanAgents(r.goal, s_.servers);
+  r.plan = PlanAgents(r.goal, f_.s.servers);
   r.idle = r.plan.install_on.empty() && r.installing.empty();
-  r.frozen = FrozenBy(svc, "agent-rollout");
+  r.frozen = f_.FrozenBy(svc, "agent-rollout");
   d_.agent_servers[svc] = AgentRows(r, m);
   for (const AgentServer& row : d_.agent_servers[svc]) {
     if (row.state == "skipped") r.skipped_names.push_back(row.hostname);
@@ -143,18 +143,18 @@ void Decider::AgentService(const std::string& svc, const ServiceGoalSpec& g) {
 
 // No image in IMGAPI, or CNAPI unread: what the agent service's verdict says.
 void Decider::AgentUnknown(const std::string& svc, const ServiceGoalSpec& g, ServiceVerdict* v) {
-  if (s_.images.count(svc)) {
+  if (f_.s.images.count(svc)) {
     v->state = VerdictState::kUnknown;
     v->reason = "CNAPI could not be read";
     d_.verdicts[svc] = *v;
     return;
   }
-  auto err = s_.image_errors.find(svc);
+  auto err = f_.s.image_errors.find(svc);
   v->state = VerdictState::kFailed;
   v->reason = absl::StrCat("image ", g.record.image, " is not in IMGAPI");
   v->fix = "import the image into IMGAPI, or apply a manifest naming one it has";
   Problem("image-missing", svc, absl::StrCat("image ", g.record.image, " of agent service ", svc, " not found"),
-          err != s_.image_errors.end() ? err->second : "IMGAPI did not return it", v->fix,
+          err != f_.s.image_errors.end() ? err->second : "IMGAPI did not return it", v->fix,
           absl::StrCat("no server gets ", svc, "; servers keep the version they run"));
   d_.verdicts[svc] = *v;
 }
@@ -170,9 +170,9 @@ void Decider::ForgetInstallFailures(const std::string& svc, const triton::Image&
     }
     m->install_image = image.uuid;
   }
-  for (const TaskRecord& t : s_.tasks) {
-    if (t.kind == "reprovision" && t.origin != "auto" && t.state == "queued" && Covers(t, svc) && !Newer(t) &&
-        WaitingFor(t).empty()) {
+  for (const TaskRecord& t : f_.s.tasks) {
+    if (t.kind == "reprovision" && t.origin != "auto" && t.state == "queued" && Covers(t, svc) && !f_.Newer(t) &&
+        f_.WaitingFor(t).empty()) {
       m->install_attempts.clear();
       m->install_failures.clear();
     }
@@ -185,12 +185,12 @@ void Decider::ForgetInstallFailures(const std::string& svc, const triton::Image&
 void Decider::AddReinstalls(const std::string& svc, ServiceMemory* m, AgentGoal* goal) {
   for (auto it = m->reinstalled.begin(); it != m->reinstalled.end();) {
     bool open = false;
-    for (const TaskRecord& t : s_.tasks) open |= t.uuid == it->first;
+    for (const TaskRecord& t : f_.s.tasks) open |= t.uuid == it->first;
     if (open) ++it;
     else it = m->reinstalled.erase(it);
   }
-  for (const TaskRecord& t : s_.tasks) {
-    if (t.kind != "reprovision" || t.origin == "auto" || !Covers(t, svc) || Newer(t) || !WaitingFor(t).empty() ||
+  for (const TaskRecord& t : f_.s.tasks) {
+    if (t.kind != "reprovision" || t.origin == "auto" || !Covers(t, svc) || f_.Newer(t) || !f_.WaitingFor(t).empty() ||
         (t.state != "queued" && t.state != "active")) {
       continue;
     }
@@ -200,7 +200,7 @@ void Decider::AddReinstalls(const std::string& svc, ServiceMemory* m, AgentGoal*
       return f.empty() || std::find(f.begin(), f.end(), sv->uuid) != f.end() ||
              std::find(f.begin(), f.end(), sv->hostname) != f.end();
     };
-    for (const triton::Server* sv : SelectServers(*goal, s_.servers)) {
+    for (const triton::Server* sv : SelectServers(*goal, f_.s.servers)) {
       if (named(sv) && !done.count(sv->uuid)) goal->reinstall.insert(sv->uuid);
     }
     break;  // one at a time
@@ -210,9 +210,9 @@ void Decider::AddReinstalls(const std::string& svc, ServiceMemory* m, AgentGoal*
 // Every set-up server as `status -v` and `core check` show it, by hostname.
 std::vector<AgentServer> Decider::AgentRows(const AgentRollout& r, const ServiceMemory& m) const {
   std::set<const triton::Server*> selected;
-  for (const triton::Server* sp : SelectServers(r.goal, s_.servers)) selected.insert(sp);
+  for (const triton::Server* sp : SelectServers(r.goal, f_.s.servers)) selected.insert(sp);
   std::vector<AgentServer> rows;
-  for (const triton::Server& sv : s_.servers) {
+  for (const triton::Server& sv : f_.s.servers) {
     if (!sv.setup) continue;
     AgentServer row;
     row.server = sv.uuid;
@@ -247,9 +247,9 @@ std::vector<AgentServer> Decider::AgentRows(const AgentRollout& r, const Service
 void Decider::AgentStep(const std::string& svc, const triton::Image& image, const ServiceMemory& m,
                         const AgentRollout& r) {
   const TaskRecord* task = nullptr;
-  for (const TaskRecord& t : s_.tasks) {
-    if (t.kind == "reprovision" && Covers(t, svc) && (t.state == "queued" || t.state == "active") && !Newer(t) &&
-        WaitingFor(t).empty()) {
+  for (const TaskRecord& t : f_.s.tasks) {
+    if (t.kind == "reprovision" && Covers(t, svc) && (t.state == "queued" || t.state == "active") && !f_.Newer(t) &&
+        f_.WaitingFor(t).empty()) {
       task = &t;
     }
   }
@@ -258,7 +258,7 @@ void Decider::AgentStep(const std::string& svc, const triton::Image& image, cons
   if (r.installing.empty()) install_on = r.plan.install_on;
   if (r.idle) {
     if (task != nullptr) EndAgentTask(svc, *task, m, r);
-  } else if (!r.frozen.empty() || now_ < m.install_retry) {
+  } else if (!r.frozen.empty() || f_.now < m.install_retry) {
     std::string why = r.frozen.empty() ? "backoff after a failed install" : r.frozen;
     for (const std::string& server : install_on) {
       d_.held.push_back({Action{ActionKind::kCreate, svc, server, "agent-rollout"}, why});
@@ -277,10 +277,10 @@ void Decider::AgentStep(const std::string& svc, const triton::Image& image, cons
 // The automatic reprovision task an agent rollout runs under: "new:SVC", or
 // "" when the queue does not admit it now (the reason is held).
 std::string Decider::AgentTask(const std::string& svc) {
-  TaskRecord t = AutoTask("reprovision", svc, "agent-rollout");
+  TaskRecord t = f_.AutoTask("reprovision", svc, "agent-rollout");
   t.trigger = "apply";
   std::vector<std::string> terminate;
-  absl::Status ok = QueueAdmitter()(s_.tasks, &t, &terminate);
+  absl::Status ok = QueueAdmitter()(f_.s.tasks, &t, &terminate);
   if (!ok.ok() || !t.wait_for.empty()) {
     hold_reason_.emplace(svc, ok.ok() ? "agent rollout waits for another task" : std::string(ok.message()));
     return "";
@@ -313,7 +313,7 @@ void Decider::EndAgentTask(const std::string& svc, const TaskRecord& task, const
 void Decider::EndAgentTasks() {
   for (const auto& [uuid, end] : agent_task_ends_) {
     if (busy_tasks_.count(uuid)) continue;
-    for (const TaskRecord& t : s_.tasks) {
+    for (const TaskRecord& t : f_.s.tasks) {
       if (t.uuid == uuid) Change(t, end.first, end.second);
     }
   }

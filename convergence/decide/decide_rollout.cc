@@ -9,34 +9,34 @@ void Decider::Plan() {
   // Scheduled and event services are not planned to a count: Runs() acts
   // on their instances.
   std::set<std::string> runs;
-  if (s_.goal && !s_.project.deleting) {
-    for (const auto& kv : s_.goal->services) {
+  if (f_.s.goal && !f_.s.project.deleting) {
+    for (const auto& kv : f_.s.goal->services) {
       if (RunsToCompletion(kv.second.spec)) runs.insert(kv.first);
       if (kv.second.spec.compute_type == "agent" || runs.count(kv.first)) continue;
-      ServiceGoal g = GoalFor(kv.second, s_.images);
-      g.stopped = stopped_.count(kv.first) > 0;
-      auto r = rolling_.find(kv.first);
-      if (r != rolling_.end()) g.rolling = r->second;
+      ServiceGoal g = GoalFor(kv.second, f_.s.images);
+      g.stopped = f_.stopped.count(kv.first) > 0;
+      auto r = f_.rolling.find(kv.first);
+      if (r != f_.rolling.end()) g.rolling = r->second;
       in.services[kv.first] = g;
     }
   }
   if (cache_ == nullptr) {
-    in.instances.reserve(instances_.size());
-    for (const InstanceState* i : instances_) {
+    in.instances.reserve(f_.instances.size());
+    for (const InstanceState* i : f_.instances) {
       if (!runs.count(i->service)) in.instances.push_back(*i);
     }
   }  // (the cache takes them grouped, below)
-  in.reprovision = reprovision_;
-  for (const std::string& svc : rolled_back_) in.reprovision.erase(svc);
-  in.reprovision_only = reprovision_only_;
-  in.starting = starting_;
-  for (const JobRecord& j : s_.in_flight) {
+  in.reprovision = f_.reprovision;
+  for (const std::string& svc : f_.rolled_back) in.reprovision.erase(svc);
+  in.reprovision_only = f_.reprovision_only;
+  in.starting = f_.starting;
+  for (const JobRecord& j : f_.s.in_flight) {
     if (j.api == "vmapi" && RemovesKind(j.kind)) in.deleting.insert(j.instance);
     if (j.api == "vmapi" && j.kind == "reprovision") in.reprovisioning.insert(j.instance);
   }
   std::vector<Action> actions;
   if (cache_ == nullptr) {
-    actions = mariposa::convergence::Plan(in, now_);
+    actions = mariposa::convergence::Plan(in, f_.now);
   } else {
     // The same plan, reusing each unchanged service's actions (PlanCache).
     std::map<std::string, PlanCache::ServiceInput> services;
@@ -49,20 +49,20 @@ void Decider::Plan() {
       si.flags.starting = in.starting.count(kv.first) > 0;
       si.flags.deleting = &in.deleting;
       si.flags.reprovisioning = &in.reprovisioning;
-      auto of = of_.find(kv.first);
-      if (of != of_.end()) si.instances = of->second;
+      auto of = f_.of.find(kv.first);
+      if (of != f_.of.end()) si.instances = of->second;
       si.fingerprint = InstancesFingerprint(si.instances);
     }
     std::vector<const InstanceState*> removed;
-    for (const InstanceState* ip : instances_) {
+    for (const InstanceState* ip : f_.instances) {
     const InstanceState& i = *ip;
       if (i.state != "destroyed" && !in.services.count(i.service) && !runs.count(i.service)) removed.push_back(&i);
     }
-    actions = cache_->Plan(services, removed, now_);
+    actions = cache_->Plan(services, removed, f_.now);
   }
   for (const Action& a : actions) {
     // An instance with a job in flight is being acted on already.
-    if (!a.instance.empty() && job_on_.count(a.instance)) continue;
+    if (!a.instance.empty() && f_.job_on.count(a.instance)) continue;
     planned_.push_back(a);
   }
   Runs();
@@ -77,21 +77,21 @@ constexpr int kMaxPutBacks = 3;
 // stopped instance of the current spec that differs, with nothing else
 // planned or in flight for it. The reason names what differs.
 void Decider::Retags() {
-  if (!s_.goal || s_.project.deleting) return;
+  if (!f_.s.goal || f_.s.project.deleting) return;
   std::set<std::string> acted;
   for (const Action& a : planned_) acted.insert(a.instance);
-  for (const auto& [svc, g] : s_.goal->services) {
+  for (const auto& [svc, g] : f_.s.goal->services) {
     if (g.spec.compute_type == "agent" || g.spec.compute_type == "core" || RunsToCompletion(g.spec)) continue;
-    InPlaceSettings want = InPlaceFor(s_, d_.firewall_in_place, svc);
-    ServiceGoal goal = GoalFor(g, s_.images);
+    InPlaceSettings want = InPlaceFor(f_.s, d_.firewall_in_place, svc);
+    ServiceGoal goal = GoalFor(g, f_.s.images);
     auto mem = d_.memory.find(svc);
     static const std::map<std::string, int> kNone;
     const std::map<std::string, int>& put_backs = mem != d_.memory.end() ? mem->second.put_backs : kNone;
     std::set<std::string> changed;
-    for (const InstanceState* i : of_[svc]) {
+    for (const InstanceState* i : f_.of[svc]) {
       std::string why = InPlaceDifference(*i, want);
       if ((i->state != "running" && i->state != "stopped") || why.empty() || Outdated(*i, goal) ||
-          job_on_.count(i->uuid) || acted.count(i->uuid)) {
+          f_.job_on.count(i->uuid) || acted.count(i->uuid)) {
         continue;
       }
       if (!i->hand_changed.empty()) {
@@ -104,7 +104,7 @@ void Decider::Retags() {
                   absl::StrCat("it was put back ", tries->second,
                                " times and changed again (a script or an operator editing it in VMAPI, or VMAPI "
                                "normalizing a value the manifest sets)"),
-                  absl::StrCat("stop what edits it; `mariposa -j ", s_.project.name, " reprovision --service ", svc,
+                  absl::StrCat("stop what edits it; `mariposa -j ", f_.s.project.name, " reprovision --service ", svc,
                                "` replaces it, and a changed spec starts the count again"),
                   absl::StrCat(i->alias, " does not run with the package, tags or metadata the manifest says"));
           continue;
@@ -114,22 +114,22 @@ void Decider::Retags() {
     }
     if (mem == d_.memory.end()) continue;
     for (auto it = mem->second.put_backs.begin(); it != mem->second.put_backs.end();) {  // forgotten once put back
-      it = changed.count(it->first) || job_on_.count(it->first) ? std::next(it) : mem->second.put_backs.erase(it);
+      it = changed.count(it->first) || f_.job_on.count(it->first) ? std::next(it) : mem->second.put_backs.erase(it);
     }
   }
 }
 
 void Decider::StartsDone() {
-  for (const TaskRecord* t : start_tasks_) {
+  for (const TaskRecord* t : f_.start_tasks) {
     bool pending = false;
     for (const Action& a : planned_) {
       pending |= a.kind == ActionKind::kStart && Covers(*t, a.service);
     }
-    for (const JobRecord& j : s_.in_flight) pending |= j.task_uuid == t->uuid;
+    for (const JobRecord& j : f_.s.in_flight) pending |= j.task_uuid == t->uuid;
     if (pending) continue;
     Change(*t, "completed");
-    for (auto it = run_task_of_.begin(); it != run_task_of_.end();) {
-      it = it->second == t->uuid ? run_task_of_.erase(it) : std::next(it);
+    for (auto it = f_.run_task_of.begin(); it != f_.run_task_of.end();) {
+      it = it->second == t->uuid ? f_.run_task_of.erase(it) : std::next(it);
     }
   }
 }
@@ -141,19 +141,19 @@ void Decider::Hold() {
   CrashLoopMemory();
   HoldState h{PlacementHolds()};
   for (auto& kv : d_.memory) {
-    const ServiceGoalSpec* g = GoalOf(kv.first);
+    const ServiceGoalSpec* g = f_.GoalOf(kv.first);
     if (g == nullptr) continue;
-    h.budget[kv.first] = kv.second.history.ReplaceBudget(g->record.count, s_.policy.replace_interval, now_);
+    h.budget[kv.first] = kv.second.history.ReplaceBudget(g->record.count, f_.s.policy.replace_interval, f_.now);
     h.removes_left[kv.first] = h.budget[kv.first];
   }
-  for (const JobRecord& j : s_.in_flight) {
+  for (const JobRecord& j : f_.s.in_flight) {
     if (j.kind == "start") ++h.starting[j.service];
   }
   for (const Action& a : planned_) {
     // A freeze holds a run before it starts and ends an active one
     // (decide_runs.cc); a run's own creates and the removal of its
     // instances are not held by it.
-    std::string why = a.run.empty() ? FrozenBy(a.service, WorkKind(a)) : std::string();
+    std::string why = a.run.empty() ? f_.FrozenBy(a.service, WorkKind(a)) : std::string();
     if (why.empty()) why = HistoryHold(a, &h);
     if (why.empty()) why = CatalogHold(a, h);
     if (why.empty()) why = StartHold(a, &h);
@@ -168,14 +168,14 @@ void Decider::Hold() {
     };
     std::string task;
     if (!a.run.empty()) task = a.run;
-    else if (a.reason == "reprovision") task = find(reprovision_task_of_);
-    else if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) task = find(run_task_of_);
+    else if (a.reason == "reprovision") task = find(f_.reprovision_task_of);
+    else if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) task = find(f_.run_task_of);
     steps_.push_back({a, task, ""});
   }
   // A task that waits (for its version, or for the task ahead of it) acts on
   // nothing yet; the work of the tasks acting now goes on (holding it would
   // keep the waiting task waiting forever). The wait is the reason shown.
-  for (const auto& kv : task_waits_) hold_reason_.emplace(kv.first, kv.second);
+  for (const auto& kv : f_.task_waits) hold_reason_.emplace(kv.first, kv.second);
   BudgetEvents(h.over_budget);
 }
 
@@ -183,15 +183,15 @@ void Decider::Hold() {
 // last failure that became ready ends a run of failures.
 void Decider::CrashLoopMemory() {
   for (auto& kv : d_.memory) {
-    const ServiceGoalSpec* g = GoalOf(kv.first);
+    const ServiceGoalSpec* g = f_.GoalOf(kv.first);
     if (g == nullptr || g->spec.compute_type == "agent") continue;
     ServiceHistory& h = kv.second.history;
-    if (h.EndPauseIfOver(PolicyFor(g->spec, s_.policy), now_)) {
+    if (h.EndPauseIfOver(PolicyFor(g->spec, f_.s.policy), f_.now)) {
       Event("service.crashloop-ended", kv.first, "the restart window has passed; creating instances again");
     }
-    for (const InstanceState* i : of_[kv.first]) {
+    for (const InstanceState* i : f_.of[kv.first]) {
       if (i->spec_hash == g->record.spec_hash && i->created > h.last_failure() &&
-          InstanceReady(*i, now_, g->spec.start_window)) {
+          InstanceReady(*i, f_.now, g->spec.start_window)) {
         h.Recovered();
         break;
       }
@@ -203,20 +203,20 @@ void Decider::CrashLoopMemory() {
 // VMs the rules may point at (it cannot hold yet), and why its creates wait.
 std::map<std::string, std::string> Decider::PlacementHolds() const {
   std::map<std::string, std::string> out;
-  if (!s_.goal) return out;
+  if (!f_.s.goal) return out;
   bool rules = false;  // the candidates are gathered only when a service has placement rules
-  for (const auto& kv : s_.goal->services) rules |= !kv.second.spec.placement.empty();
+  for (const auto& kv : f_.s.goal->services) rules |= !kv.second.spec.placement.empty();
   if (!rules) return out;
-  std::vector<PlacementCandidate> candidates = s_.labelled_vms;
-  for (const InstanceState* i : instances_) {
+  std::vector<PlacementCandidate> candidates = f_.s.labelled_vms;
+  for (const InstanceState* i : f_.instances) {
     if (i->state != "destroyed" && !i->server_uuid.empty()) candidates.push_back({i->uuid, i->alias, i->service, {}});
   }
-  for (const auto& kv : s_.goal->services) {
+  for (const auto& kv : f_.s.goal->services) {
     InterpolationContext ctx;
-    ctx.meta = s_.meta;
-    ctx.project_name = s_.project.name;
-    ctx.project_uuid = s_.project.uuid;
-    ctx.project_version = absl::StrCat(s_.goal->number);
+    ctx.meta = f_.s.meta;
+    ctx.project_name = f_.s.project.name;
+    ctx.project_uuid = f_.s.project.uuid;
+    ctx.project_version = absl::StrCat(f_.s.goal->number);
     ctx.service_name = kv.first;
     ctx.scale = kv.second.record.count;
     ctx.package_name = kv.second.record.package;
@@ -246,17 +246,17 @@ std::map<std::string, std::string> Decider::PlacementHolds() const {
 // failed provision never ran: removing it takes nothing away, so none of
 // these holds its removal.
 std::string Decider::HistoryHold(const Action& a, HoldState* h) {
-  const ServiceGoalSpec* g = GoalOf(a.service);
+  const ServiceGoalSpec* g = f_.GoalOf(a.service);
   auto m = d_.memory.find(a.service);
   bool create = a.kind == ActionKind::kCreate;
-  auto target = a.instance.empty() ? by_uuid_.end() : by_uuid_.find(a.instance);
-  bool cleanup = a.reason == "remove-broken" && target != by_uuid_.end() && target->second->state == "failed";
+  auto target = a.instance.empty() ? f_.by_uuid.end() : f_.by_uuid.find(a.instance);
+  bool cleanup = a.reason == "remove-broken" && target != f_.by_uuid.end() && target->second->state == "failed";
   if (m == d_.memory.end() || g == nullptr || cleanup) return "";
   const ServiceHistory& history = m->second.history;
-  if (history.Paused(PolicyFor(g->spec, s_.policy), now_) && (create || a.reason == "remove-broken")) {
+  if (history.Paused(PolicyFor(g->spec, f_.s.policy), f_.now) && (create || a.reason == "remove-broken")) {
     return absl::StrCat("crash loop: ", m->second.pause_reason);
   }
-  if (create && now_ < history.next_attempt()) {
+  if (create && f_.now < history.next_attempt()) {
     return absl::StrCat("backoff after a failed create, until ", Stamp(history.next_attempt()));
   }
   if (!IsReplacement(a)) return "";
@@ -266,7 +266,7 @@ std::string Decider::HistoryHold(const Action& a, HoldState* h) {
     return "replacement budget (max(1, 10 %) of count per interval) is spent";
   }
   --left;
-  if (create) m->second.history.Replaced(now_);  // spends the budget for later syncs too
+  if (create) m->second.history.Replaced(f_.now);  // spends the budget for later syncs too
   return "";
 }
 
@@ -276,26 +276,26 @@ std::string Decider::HistoryHold(const Action& a, HoldState* h) {
 std::string Decider::CatalogHold(const Action& a, const HoldState& h) const {
   bool create = a.kind == ActionKind::kCreate;
   if (create) {
-    if (auto img = s_.image_errors.find(a.service); img != s_.image_errors.end()) {
+    if (auto img = f_.s.image_errors.find(a.service); img != f_.s.image_errors.end()) {
       return absl::StrCat("image: ", img->second);
     }
   }
   if (a.kind != ActionKind::kStart && a.kind != ActionKind::kStop && a.kind != ActionKind::kRetag) {
-    if (auto imp = s_.imports.find(a.service); imp != s_.imports.end()) {
+    if (auto imp = f_.s.imports.find(a.service); imp != f_.s.imports.end()) {
       return absl::StrCat("image: ", imp->second.name, "@", imp->second.version, " is imported from ",
                           imp->second.source, " first");
     }
   }
   if (!create) return "";
-  if (auto spec = s_.spec_errors.find(a.service); spec != s_.spec_errors.end()) return spec->second;
-  if (auto w = s_.resource_waits.find(a.service); w != s_.resource_waits.end()) return w->second;
+  if (auto spec = f_.s.spec_errors.find(a.service); spec != f_.s.spec_errors.end()) return spec->second;
+  if (auto w = f_.s.resource_waits.find(a.service); w != f_.s.resource_waits.end()) return w->second;
   if (auto pl = h.placement.find(a.service); pl != h.placement.end()) return pl->second;
   return "";
 }
 
 // start.parallelism: VMAPI starts in flight and taken now.
 std::string Decider::StartHold(const Action& a, HoldState* h) const {
-  const ServiceGoalSpec* g = GoalOf(a.service);
+  const ServiceGoalSpec* g = f_.GoalOf(a.service);
   if (a.kind != ActionKind::kStart || g == nullptr) return "";
   int64_t& n = h->starting[a.service];
   if (n >= g->spec.start_parallelism) {
@@ -309,20 +309,20 @@ std::string Decider::StartHold(const Action& a, HoldState* h) const {
 void Decider::BudgetEvents(const std::set<std::string>& over_budget) {
   for (const std::string& svc : over_budget) {
     ServiceMemory& m = d_.memory[svc];
-    if (now_ - m.budget_event < s_.policy.replace_interval) continue;
-    m.budget_event = now_;
-    const ServiceGoalSpec* g = GoalOf(svc);
+    if (f_.now - m.budget_event < f_.s.policy.replace_interval) continue;
+    m.budget_event = f_.now;
+    const ServiceGoalSpec* g = f_.GoalOf(svc);
     Event("replacement.budget-exceeded", svc,
           absl::StrCat("more broken instances than the replacement budget (max(1, 10%) of ", g ? g->record.count : 0,
-                       " per ", absl::FormatDuration(s_.policy.replace_interval),
+                       " per ", absl::FormatDuration(f_.s.policy.replace_interval),
                        "); the rest wait — a correlated failure (CN or network outage) is likely"));
   }
 }
 
 // The job window: jobs in flight for this project and everywhere.
 void Decider::Window() {
-  int64_t free = std::min<int64_t>(s_.policy.max_jobs_per_project - static_cast<int64_t>(s_.in_flight.size()),
-                                   s_.global_jobs_free);
+  int64_t free = std::min<int64_t>(f_.s.policy.max_jobs_per_project - static_cast<int64_t>(f_.s.in_flight.size()),
+                                   f_.s.global_jobs_free);
   free = std::max<int64_t>(0, free);
   int64_t n = static_cast<int64_t>(d_.installs.size() + d_.uninstalls.size() + d_.imports.size());
   std::vector<Step> kept;
@@ -331,7 +331,7 @@ void Decider::Window() {
       kept.push_back(std::move(st));
       ++n;
     } else {
-      d_.held.push_back({st.action, absl::StrCat("job window: ", s_.in_flight.size(), " jobs of this project in flight")});
+      d_.held.push_back({st.action, absl::StrCat("job window: ", f_.s.in_flight.size(), " jobs of this project in flight")});
       if (st.action.kind == ActionKind::kCreate) d_.backlog.push_back(std::move(st));
     }
   }

@@ -101,8 +101,8 @@ constexpr absl::Duration kLookBack = absl::Hours(24 * 7);
 }  // namespace
 
 void Decider::Runs() {
-  if (!s_.goal || s_.project.deleting) return;
-  for (const auto& [svc, g] : s_.goal->services) {
+  if (!f_.s.goal || f_.s.project.deleting) return;
+  for (const auto& [svc, g] : f_.s.goal->services) {
     if (RunsToCompletion(g.spec)) RunsOf(svc, g);
   }
 }
@@ -112,20 +112,20 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
   const ServiceSpec& spec = g.spec;
   const int64_t count = std::max<int64_t>(1, g.record.count);
   std::vector<const TaskRecord*> open;  // the service's queued and active runs, oldest first
-  for (const TaskRecord& t : s_.tasks) {
+  for (const TaskRecord& t : f_.s.tasks) {
     if (t.kind == "run" && !t.services.empty() && t.services[0] == svc && (t.state == "queued" || t.state == "active")) {
       open.push_back(&t);
     }
   }
   std::sort(open.begin(), open.end(), [](const TaskRecord* a, const TaskRecord* b) { return a->created_at < b->created_at; });
   std::map<std::string, std::vector<const InstanceState*>> of_run;
-  for (const InstanceState* i : of_[svc]) of_run[i->run].push_back(i);
+  for (const InstanceState* i : f_.of[svc]) of_run[i->run].push_back(i);
   std::set<std::string> active;
   for (const TaskRecord* t : open) {
     if (t->state == "active") active.insert(t->uuid);
   }
   // Queued runs start, under the service's concurrency policy.
-  RunStarts starts = StartRuns(open, spec, FrozenBy(svc, "run"), [&](const TaskRecord& t) { return Newer(t); },
+  RunStarts starts = StartRuns(open, spec, f_.FrozenBy(svc, "run"), [&](const TaskRecord& t) { return f_.Newer(t); },
                                std::move(active));
   for (TaskChange& c : starts.changes) d_.task_changes.push_back(std::move(c));
   if (!starts.held.empty()) view.held = starts.held;
@@ -140,11 +140,11 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
   for (const TaskRecord* t : open) {
     if (!active.count(t->uuid) || (t->state != "active" && t->state != "queued")) continue;
     const std::vector<const InstanceState*>& mine = of_run[t->uuid];
-    RunProgress p = ProgressOf(*t, mine, s_.in_flight);
+    RunProgress p = ProgressOf(*t, mine, f_.s.in_flight);
     const int64_t made = p.made, ended = p.ended, live = p.live, in_flight = p.in_flight;
     std::vector<std::string>& bad = p.bad;
     const bool started = t->state == "active" && t->started_at != absl::InfinitePast();
-    if (started && spec.run_deadline > absl::ZeroDuration() && now_ - t->started_at > spec.run_deadline) {
+    if (started && spec.run_deadline > absl::ZeroDuration() && f_.now - t->started_at > spec.run_deadline) {
       std::string note = absl::StrCat("run.deadline ", FormatManifestDuration(spec.run_deadline), " passed with ", live,
                                       " of ", count, " instances still running; they are removed");
       Change(*t, "failed", note);
@@ -187,8 +187,8 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
     if (state == "completed" && succeeded++ < spec.run_keep_succeeded) keep.insert(uuid);
     if (state == "failed" && failed++ < spec.run_keep_failed) keep.insert(uuid);
   };
-  for (auto it = ended_now.rbegin(); it != ended_now.rend(); ++it) history(it->uuid, it->state, now_, it->note);
-  for (const TaskRecord& t : s_.finished_runs) {  // newest first
+  for (auto it = ended_now.rbegin(); it != ended_now.rend(); ++it) history(it->uuid, it->state, f_.now, it->note);
+  for (const TaskRecord& t : f_.s.finished_runs) {  // newest first
     if (!t.services.empty() && t.services[0] == svc) history(t.uuid, t.state, t.finished_at, t.error);
   }
   for (const auto& [run, instances] : of_run) {
@@ -198,7 +198,7 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
                                                   [&](const Ended& e) { return e.uuid == run; });
     if (open_run && !ends) continue;  // queued or active
     for (const InstanceState* i : instances) {
-      if (job_on_.count(i->uuid) || i->state == "destroyed") continue;
+      if (f_.job_on.count(i->uuid) || i->state == "destroyed") continue;
       Action a{ActionKind::kDelete, svc, i->uuid, "run-cleanup"};
       a.run = run;
       planned_.push_back(a);
@@ -215,26 +215,26 @@ void Decider::Schedule(const std::string& svc, const ServiceGoalSpec& g, RunsVie
   auto cron = ParseCron(spec.schedule);
   absl::TimeZone tz;
   if (!cron.ok() || !absl::LoadTimeZone(spec.time_zone, &tz)) return;  // checked at apply
-  view->next = NextFire(*cron, tz, now_);
-  absl::Time since = s_.goal->created_at;  // a new schedule does not run for times before it was applied
+  view->next = NextFire(*cron, tz, f_.now);
+  absl::Time since = f_.s.goal->created_at;  // a new schedule does not run for times before it was applied
   auto later = [&](const TaskRecord& t) {
     if (t.kind == "run" && t.origin == "auto" && !t.services.empty() && t.services[0] == svc) {
       since = std::max(since, t.created_at);
     }
   };
-  for (const TaskRecord& t : s_.tasks) later(t);
-  for (const TaskRecord& t : s_.finished_runs) later(t);
-  if (since == absl::InfinitePast()) since = now_ - kLookBack;
-  since = std::max(since, now_ - kLookBack);
-  std::optional<absl::Time> due = LastFire(*cron, tz, now_, now_ - since - absl::Nanoseconds(1));
+  for (const TaskRecord& t : f_.s.tasks) later(t);
+  for (const TaskRecord& t : f_.s.finished_runs) later(t);
+  if (since == absl::InfinitePast()) since = f_.now - kLookBack;
+  since = std::max(since, f_.now - kLookBack);
+  std::optional<absl::Time> due = LastFire(*cron, tz, f_.now, f_.now - since - absl::Nanoseconds(1));
   if (!due || *due <= since) return;
-  if (std::string frozen = FrozenBy(svc, "run"); !frozen.empty()) {
+  if (std::string frozen = f_.FrozenBy(svc, "run"); !frozen.empty()) {
     view->held = absl::StrCat("the run due at ", Stamp(*due), " waits: ", frozen);
     return;
   }
-  TaskRecord t = AutoTask("run", svc, "run");
+  TaskRecord t = f_.AutoTask("run", svc, "run");
   t.reason = absl::StrCat("scheduled for ", Stamp(*due));
-  const absl::Duration late = now_ - *due;
+  const absl::Duration late = f_.now - *due;
   t.trigger = spec.run_starting_deadline > absl::ZeroDuration() && late > spec.run_starting_deadline ? "missed"
                                                                                                     : "schedule";
   if (t.trigger == "missed") {
@@ -247,7 +247,7 @@ void Decider::RunVerdict(const std::string& svc, const ServiceGoalSpec& g) {
   ServiceVerdict& v = d_.verdicts[svc];
   const RunsView& r = d_.runs[svc];
   v.desired = 0;
-  for (const InstanceState* i : of_[svc]) {
+  for (const InstanceState* i : f_.of[svc]) {
     if (i->state == "provisioning") ++v.provisioning;
   }
   std::string next = r.next ? absl::StrCat("next run ", Stamp(*r.next)) : "runs on `mariposa run " + svc + "`";

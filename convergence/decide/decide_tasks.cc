@@ -5,17 +5,17 @@ namespace mariposa::convergence::decide_internal {
 // The open tasks this Decide acts under: which services each covers, which
 // wait, and those that end now.
 void Decider::Tasks() {
-  for (const TaskRecord& t : s_.tasks) {
-    if (t.state == "queued" || t.state == "active" || t.state == "terminating") open_ids_.insert(t.uuid);
+  for (const TaskRecord& t : f_.s.tasks) {
+    if (t.state == "queued" || t.state == "active" || t.state == "terminating") f_.open_ids.insert(t.uuid);
   }
-  stopped_ = s_.project.stopped;
+  f_.stopped = f_.s.project.stopped;
   std::vector<std::string> all, agent_services;
-  if (s_.goal) {
-    for (const auto& kv : s_.goal->services) {
+  if (f_.s.goal) {
+    for (const auto& kv : f_.s.goal->services) {
       (kv.second.spec.compute_type != "agent" ? all : agent_services).push_back(kv.first);
     }
   }
-  for (const TaskRecord& t : s_.tasks) {
+  for (const TaskRecord& t : f_.s.tasks) {
     if (t.kind == "freeze") continue;
     std::vector<std::string> scope = t.services.empty() ? all : t.services;
     if (t.state == "terminating") {
@@ -35,14 +35,14 @@ void Decider::Tasks() {
 // A task for a newer version than the goal, or behind another task: its
 // services' work waits, and says why.
 bool Decider::TaskWaits(const TaskRecord& t, const std::vector<std::string>& scope) {
-  if (Newer(t)) {
-    for (const std::string& svc : scope) task_waits_[svc] = absl::StrCat("task ", t.uuid, " waits for its version");
+  if (f_.Newer(t)) {
+    for (const std::string& svc : scope) f_.task_waits[svc] = absl::StrCat("task ", t.uuid, " waits for its version");
     return true;
   }
-  std::string w = WaitingFor(t);
+  std::string w = f_.WaitingFor(t);
   if (w.empty()) return false;
   for (const std::string& svc : scope) {
-    task_waits_.emplace(svc, absl::StrCat(t.kind, " task ", t.uuid, " waits for task ", w));
+    f_.task_waits.emplace(svc, absl::StrCat(t.kind, " task ", t.uuid, " waits for task ", w));
   }
   return true;
 }
@@ -54,26 +54,26 @@ void Decider::RunTask(const TaskRecord& t, const std::vector<std::string>& scope
   if (t.state == "queued") {
     Change(t, "active");
     for (const std::string& svc : t.services) {
-      if (t.kind == "stop") stopped_.insert(svc);
-      else stopped_.erase(svc);
+      if (t.kind == "stop") f_.stopped.insert(svc);
+      else f_.stopped.erase(svc);
     }
   }
-  for (const std::string& svc : scope) run_task_of_[svc] = t.uuid;
+  for (const std::string& svc : scope) f_.run_task_of[svc] = t.uuid;
   if (t.kind == "start") {
     // A stopped instance the plan removes instead (the service has `count`
     // running already) is not the start task's to wait for.
-    for (const std::string& svc : scope) starting_.insert(svc);
-    start_tasks_.push_back(&t);
+    for (const std::string& svc : scope) f_.starting.insert(svc);
+    f_.start_tasks.push_back(&t);
     return;
   }
   bool pending = false, in_flight = false;
   for (const std::string& svc : scope) {
-    for (const InstanceState* i : of_[svc]) pending |= i->state == "running" || i->state == "provisioning";
+    for (const InstanceState* i : f_.of[svc]) pending |= i->state == "running" || i->state == "provisioning";
   }
-  for (const JobRecord& j : s_.in_flight) in_flight |= j.task_uuid == t.uuid;
+  for (const JobRecord& j : f_.s.in_flight) in_flight |= j.task_uuid == t.uuid;
   if (!pending && !in_flight) {
     Change(t, "completed");
-    for (const std::string& svc : scope) run_task_of_.erase(svc);
+    for (const std::string& svc : scope) f_.run_task_of.erase(svc);
   }
 }
 
@@ -85,13 +85,13 @@ void Decider::ReprovisionTask(const TaskRecord& t, const std::vector<std::string
   if (!t.paused.empty()) {
     // `mariposa pause`: no further step; what is in flight finishes.
     for (const std::string& svc : scope) {
-      task_waits_[svc] = absl::StrCat("rollout ", t.uuid, " paused by ", t.paused, "; `mariposa resume ", t.uuid,
+      f_.task_waits[svc] = absl::StrCat("rollout ", t.uuid, " paused by ", t.paused, "; `mariposa resume ", t.uuid,
                                       "` continues it");
-      paused_[svc] = &t;
+      f_.paused[svc] = &t;
     }
     return;
   }
-  std::string overdue = s_.project.current_version == t.version_uuid ? Overdue(t, scope) : "";
+  std::string overdue = f_.s.project.current_version == t.version_uuid ? Overdue(t, scope) : "";
   if (AutoRollback(t, scope, overdue)) return;
   if (!overdue.empty()) {
     // The rollout failed; what it replaced stays, the rest keeps its old spec.
@@ -111,14 +111,14 @@ void Decider::ReprovisionTask(const TaskRecord& t, const std::vector<std::string
   else if (t.state == "queued") Change(t, "active");
   if (t.canary > 0 && t.replaced + w.just_replaced >= t.canary) {
     Event("reprovision.canary-done", t.uuid,
-          absl::StrCat(t.canary, " instances replaced; `mariposa -j ", s_.project.name, " reprovision",
+          absl::StrCat(t.canary, " instances replaced; `mariposa -j ", f_.s.project.name, " reprovision",
                        t.services.empty() ? "" : absl::StrCat(" --service ", absl::StrJoin(t.services, ",")),
                        " --canary 0` replaces the rest"));
   }
   for (const std::string& svc : w.services) {
-    reprovision_.erase(svc);
-    reprovision_only_.erase(svc);
-    reprovision_task_of_.erase(svc);
+    f_.reprovision.erase(svc);
+    f_.reprovision_only.erase(svc);
+    f_.reprovision_task_of.erase(svc);
   }
 }
 
@@ -126,14 +126,14 @@ void Decider::ReprovisionTask(const TaskRecord& t, const std::vector<std::string
 // or the rollout past its deadline, fails it; the executor rolls the project
 // back to the version before and queues a reprovision back to it.
 bool Decider::AutoRollback(const TaskRecord& t, const std::vector<std::string>& scope, const std::string& overdue) {
-  if (!s_.goal || s_.project.current_version != t.version_uuid) return false;
+  if (!f_.s.goal || f_.s.project.current_version != t.version_uuid) return false;
   std::string bad_service, bad_instance;
   bool auto_rollback = false;
   for (const std::string& svc : scope) {
-    const ServiceGoalSpec* g = GoalOf(svc);
+    const ServiceGoalSpec* g = f_.GoalOf(svc);
     if (g == nullptr || !g->spec.update_auto_rollback) continue;
     auto_rollback = true;
-    for (const InstanceState* i : of_[svc]) {
+    for (const InstanceState* i : f_.of[svc]) {
       if (i->checked && i->state == "running" && i->spec_hash == g->record.spec_hash && i->health == "unhealthy") {
         bad_service = svc;
         bad_instance = i->alias;
@@ -141,8 +141,8 @@ bool Decider::AutoRollback(const TaskRecord& t, const std::vector<std::string>& 
     }
   }
   std::string before;
-  for (const auto& v : s_.version_numbers) {
-    if (v.second == s_.goal->number - 1) before = v.first;
+  for (const auto& v : f_.s.version_numbers) {
+    if (v.second == f_.s.goal->number - 1) before = v.first;
   }
   std::string why;
   if (!bad_service.empty()) {
@@ -151,25 +151,25 @@ bool Decider::AutoRollback(const TaskRecord& t, const std::vector<std::string>& 
     why = absl::StrCat("auto_rollback: ", overdue);
   }
   if (why.empty() || before.empty()) return false;
-  d_.rollbacks.push_back({t.uuid, before, s_.project.current_version, t.services,
-                          absl::StrCat(why, "; rolled back to version ", s_.goal->number - 1)});
-  rolled_back_.insert(scope.begin(), scope.end());
+  d_.rollbacks.push_back({t.uuid, before, f_.s.project.current_version, t.services,
+                          absl::StrCat(why, "; rolled back to version ", f_.s.goal->number - 1)});
+  f_.rolled_back.insert(scope.begin(), scope.end());
   return true;
 }
 
 // What a rollout still has to do in its scope: the instances its filters and
 // canary choose, replacements in flight, instances of the new spec coming up.
-// Each service with work is the rollout's (reprovision_task_of_).
+// Each service with work is the rollout's (f_.reprovision_task_of).
 Decider::RolloutWork Decider::RolloutScope(const TaskRecord& t, const std::vector<std::string>& scope) {
   static const std::set<std::string> kNone;
-  auto images = s_.filter_images.find(t.uuid);
-  const std::set<std::string>& image_uuids = images == s_.filter_images.end() ? kNone : images->second;
+  auto images = f_.s.filter_images.find(t.uuid);
+  const std::set<std::string>& image_uuids = images == f_.s.filter_images.end() ? kNone : images->second;
   RolloutWork w;
   // This task's replacements in flight count toward its canary.
-  for (const JobRecord& j : s_.in_flight) w.deleting += j.task_uuid == t.uuid && RollsKind(j.kind);
+  for (const JobRecord& j : f_.s.in_flight) w.deleting += j.task_uuid == t.uuid && RollsKind(j.kind);
   // Replacements that ended since the task was read: counted into it by this
   // sync (FinishedJobs), not yet in t.replaced.
-  for (const FinishedJob& f : s_.finished) {
+  for (const FinishedJob& f : f_.s.finished) {
     w.just_replaced += f.ok && f.job.task_uuid == t.uuid && f.job.reason == "reprovision" && RollsKind(f.job.kind);
   }
   int64_t canary_left =
@@ -177,32 +177,32 @@ Decider::RolloutWork Decider::RolloutScope(const TaskRecord& t, const std::vecto
   bool filtered = t.canary > 0 || !t.filter_versions.empty() || !t.filter_images.empty() ||
                   !t.filter_servers.empty() || !t.filter_instances.empty();
   for (const std::string& svc : scope) {
-    const ServiceGoalSpec* g = GoalOf(svc);
+    const ServiceGoalSpec* g = f_.GoalOf(svc);
     if (g == nullptr || g->spec.compute_type == "agent") continue;
-    ServiceGoal goal = GoalFor(*g, s_.images);
+    ServiceGoal goal = GoalFor(*g, f_.s.images);
     std::set<std::string> chosen;
-    for (const InstanceState* i : ReprovisionOrder(of_[svc], goal)) {
+    for (const InstanceState* i : ReprovisionOrder(f_.of[svc], goal)) {
       if (canary_left >= 0 && w.pending >= canary_left) break;
-      if (!MatchesFilters(t, *i, image_uuids) || job_on_.count(i->uuid)) continue;
+      if (!MatchesFilters(t, *i, image_uuids) || f_.job_on.count(i->uuid)) continue;
       chosen.insert(i->uuid);
       ++w.pending;
     }
     // Instances of the new spec still coming up belong to the rollout too. In
     // place, that is until they are ready again.
     bool starting = false;
-    for (const InstanceState* i : of_[svc]) {
+    for (const InstanceState* i : f_.of[svc]) {
       starting |= i->state == "provisioning" && i->spec_hash == goal.spec_hash;
       if (goal.in_place && !Outdated(*i, goal) && i->state == "running" &&
-          !InstanceReady(*i, now_, goal.start_window)) {
+          !InstanceReady(*i, f_.now, goal.start_window)) {
         starting = true;
         ++w.coming_up;
       }
     }
     if (chosen.empty() && !starting) continue;
-    reprovision_.insert(svc);
-    if (t.rolling > 0) rolling_[svc] = static_cast<int>(t.rolling);  // the task's --rolling
-    if (filtered) reprovision_only_[svc] = std::move(chosen);
-    reprovision_task_of_[svc] = t.uuid;
+    f_.reprovision.insert(svc);
+    if (t.rolling > 0) f_.rolling[svc] = static_cast<int>(t.rolling);  // the task's --rolling
+    if (filtered) f_.reprovision_only[svc] = std::move(chosen);
+    f_.reprovision_task_of[svc] = t.uuid;
     w.services.push_back(svc);
   }
   return w;
@@ -221,8 +221,8 @@ void Decider::ScaleTasks() {
       // A rollout acting on the service owns the creates that bring it back
       // to `count` (its floor counts on them): they go ahead as its work
       // even when a scale task is queued behind it.
-      auto rollout = reprovision_task_of_.find(st.action.service);
-      if (rollout != reprovision_task_of_.end()) {
+      auto rollout = f_.reprovision_task_of.find(st.action.service);
+      if (rollout != f_.reprovision_task_of.end()) {
         st.task = rollout->second;
         kept.push_back(std::move(st));
         continue;
@@ -233,7 +233,7 @@ void Decider::ScaleTasks() {
         hold_reason_.emplace(st.action.service, b->second);
         continue;
       }
-      st.task = scale_task_of_[st.action.service];
+      st.task = f_.scale_task_of[st.action.service];
     }
     kept.push_back(std::move(st));
   }
@@ -251,28 +251,28 @@ std::map<std::string, std::string> Decider::OpenScaleTasks() {
   }
   std::map<std::string, std::string> blocked;
   std::vector<std::string> all;
-  if (s_.goal) {
-    for (const auto& kv : s_.goal->services) all.push_back(kv.first);
+  if (f_.s.goal) {
+    for (const auto& kv : f_.s.goal->services) all.push_back(kv.first);
   }
-  for (const TaskRecord& t : s_.tasks) {
-    if (t.kind != "scale" || t.state == "terminating" || Newer(t)) continue;
+  for (const TaskRecord& t : f_.s.tasks) {
+    if (t.kind != "scale" || t.state == "terminating" || f_.Newer(t)) continue;
     std::vector<std::string> scope = t.services.empty() ? all : t.services;
-    if (std::string w = WaitingFor(t); !w.empty()) {
+    if (std::string w = f_.WaitingFor(t); !w.empty()) {
       for (const std::string& svc : scope) {
-        scale_task_of_[svc] = t.uuid;
+        f_.scale_task_of[svc] = t.uuid;
         blocked[svc] = absl::StrCat("scale task ", t.uuid, " waits for task ", w);
       }
       continue;
     }
     bool pending = false, jobs = false;
     for (const std::string& svc : scope) pending |= scale_pending.count(svc) > 0;
-    for (const JobRecord& j : s_.in_flight) jobs |= j.task_uuid == t.uuid;
+    for (const JobRecord& j : f_.s.in_flight) jobs |= j.task_uuid == t.uuid;
     if (!pending && !jobs) {
       Change(t, "completed");
       continue;
     }
     if (t.state == "queued") Change(t, "active");
-    for (const std::string& svc : scope) scale_task_of_[svc] = t.uuid;
+    for (const std::string& svc : scope) f_.scale_task_of[svc] = t.uuid;
   }
   return blocked;
 }
@@ -280,11 +280,11 @@ std::map<std::string, std::string> Decider::OpenScaleTasks() {
 // New automatic tasks for scale work no task owns, admitted against the open
 // ones (the store decides again in its transaction).
 void Decider::NewScaleTasks(std::map<std::string, std::string>* blocked) {
-  std::vector<TaskRecord> open = s_.tasks;
+  std::vector<TaskRecord> open = f_.s.tasks;
   std::map<std::string, std::string> first_reason;
   for (const Step& st : steps_) {
-    if (IsScaleWork(st.action) && !scale_task_of_.count(st.action.service) &&
-        !reprovision_task_of_.count(st.action.service)) {
+    if (IsScaleWork(st.action) && !f_.scale_task_of.count(st.action.service) &&
+        !f_.reprovision_task_of.count(st.action.service)) {
       first_reason.emplace(st.action.service, st.action.reason);
     }
   }
@@ -298,10 +298,10 @@ void Decider::NewScaleTasks(std::map<std::string, std::string>* blocked) {
       continue;
     }
     if (!t.wait_for.empty()) (*blocked)[svc] = absl::StrCat("scale work waits for task ", t.wait_for.front());
-    scale_task_of_[svc] = absl::StrCat("new:", svc);
+    f_.scale_task_of[svc] = absl::StrCat("new:", svc);
     d_.new_tasks.push_back(t);
     TaskRecord as_open = t;
-    as_open.uuid = scale_task_of_[svc];
+    as_open.uuid = f_.scale_task_of[svc];
     as_open.state = "queued";
     open.push_back(as_open);
   }
@@ -315,30 +315,30 @@ TaskRecord Decider::ScaleTaskFor(const std::string& svc, const std::string& reas
   // Instances gone at the same count with no removal of ours: destroyed
   // out of band (their replacement is not an apply's scale).
   bool vanished = false;
-  if (!replacing && s_.goal && s_.goal->origin != "scale") {
-    auto m = s_.memory.find(svc);
-    const ServiceGoalSpec* g = GoalOf(svc);
-    if (m != s_.memory.end() && g != nullptr && m->second.last_count == g->record.count &&
-        m->second.last_seen > static_cast<int64_t>(of_[svc].size())) {
+  if (!replacing && f_.s.goal && f_.s.goal->origin != "scale") {
+    auto m = f_.s.memory.find(svc);
+    const ServiceGoalSpec* g = f_.GoalOf(svc);
+    if (m != f_.s.memory.end() && g != nullptr && m->second.last_count == g->record.count &&
+        m->second.last_seen > static_cast<int64_t>(f_.of[svc].size())) {
       vanished = true;
-      for (const FinishedJob& f : s_.finished) vanished &= !(f.job.service == svc && RemovesKind(f.job.kind));
-      for (const JobRecord& j : s_.in_flight) vanished &= !(j.service == svc && RemovesKind(j.kind));
+      for (const FinishedJob& f : f_.s.finished) vanished &= !(f.job.service == svc && RemovesKind(f.job.kind));
+      for (const JobRecord& j : f_.s.in_flight) vanished &= !(j.service == svc && RemovesKind(j.kind));
     }
   }
-  TaskRecord t = AutoTask("scale", svc, replacing || vanished ? "replace-unhealthy" : "scale");
+  TaskRecord t = f_.AutoTask("scale", svc, replacing || vanished ? "replace-unhealthy" : "scale");
   t.trigger = vanished ? "destroyed" : replacing ? "drift" : "apply";
   if (replacing) {
-    for (const InstanceState* i : of_[svc]) {
+    for (const InstanceState* i : f_.of[svc]) {
       if (!InstanceBroken(*i)) continue;
       if (i->state == "stopped") t.trigger = "stopped";
       if (i->state == "failed") t.trigger = "failed";
       if (i->state == "unknown") t.trigger = "server-down";
       if (i->state == "running" && i->health == "unhealthy") t.trigger = "health";
     }
-  } else if (s_.goal && s_.goal->origin == "scale") {  // `mariposa scale`: the user's own task
+  } else if (f_.s.goal && f_.s.goal->origin == "scale") {  // `mariposa scale`: the user's own task
     t.origin = "user";
     t.trigger = "scale";
-    t.actor = s_.goal->author;
+    t.actor = f_.s.goal->author;
   }
   return t;
 }
@@ -349,13 +349,13 @@ void Decider::CrashLoopNotes() {
   for (const TaskChange& c : d_.task_changes) {
     if (c.state != "active") ended.insert(c.task);
   }
-  for (const TaskRecord& t : s_.tasks) {
+  for (const TaskRecord& t : f_.s.tasks) {
     if (t.kind != "scale" || t.state != "active" || ended.count(t.uuid)) continue;
     std::string why;
     for (const std::string& svc : t.services) {
       auto m = d_.memory.find(svc);
-      const ServiceGoalSpec* g = GoalOf(svc);
-      if (m != d_.memory.end() && g != nullptr && m->second.history.Paused(PolicyFor(g->spec, s_.policy), now_)) {
+      const ServiceGoalSpec* g = f_.GoalOf(svc);
+      if (m != d_.memory.end() && g != nullptr && m->second.history.Paused(PolicyFor(g->spec, f_.s.policy), f_.now)) {
         why = absl::StrCat("paused: ", svc, " is crash-looping (restart.max_attempts reached)");
       }
     }
@@ -367,9 +367,9 @@ void Decider::CrashLoopNotes() {
 // <project>-<service>-<n> of the instances known (and those in flight).
 void Decider::Names() {
   std::map<std::string, std::set<int>> used;
-  for (const InstanceState* ip : instances_) {
+  for (const InstanceState* ip : f_.instances) {
     const InstanceState& i = *ip;
-    std::string prefix = absl::StrCat(s_.project.name, "-", i.service, "-");
+    std::string prefix = absl::StrCat(f_.s.project.name, "-", i.service, "-");
     int n = 0;
     if (i.alias.rfind(prefix, 0) == 0 && absl::SimpleAtoi(i.alias.substr(prefix.size()), &n)) used[i.service].insert(n);
   }
@@ -386,7 +386,7 @@ void Decider::Names() {
     std::set<int>& u = used[st.action.service];
     while (u.count(ordinal)) ++ordinal;
     u.insert(ordinal);
-    st.alias = absl::StrCat(s_.project.name, "-", st.action.service, "-", ordinal);
+    st.alias = absl::StrCat(f_.s.project.name, "-", st.action.service, "-", ordinal);
   }
 }
 

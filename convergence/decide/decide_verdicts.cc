@@ -11,9 +11,9 @@ namespace mariposa::convergence::decide_internal {
 void Decider::Verdicts() {
   CountCrashes();
   ApiProblems();
-  if (!s_.goal) return;
+  if (!f_.s.goal) return;
   VerdictScope scope = ScopeOfVerdicts();
-  for (const auto& [svc, g] : s_.goal->services) {
+  for (const auto& [svc, g] : f_.s.goal->services) {
     if (RunsToCompletion(g.spec)) RunVerdict(svc, g);
     else if (g.spec.compute_type != "agent") ServiceVerdictOf(svc, g, scope);
   }
@@ -25,26 +25,26 @@ void Decider::Verdicts() {
 void Decider::CountCrashes() {
   for (const Step& st : steps_) {
     if (!Removes(st.action.kind) || st.action.reason != "remove-broken") continue;
-    auto it = by_uuid_.find(st.action.instance);
-    const ServiceGoalSpec* g = GoalOf(st.action.service);
-    if (it == by_uuid_.end() || g == nullptr) continue;
+    auto it = f_.by_uuid.find(st.action.instance);
+    const ServiceGoalSpec* g = f_.GoalOf(st.action.service);
+    if (it == f_.by_uuid.end() || g == nullptr) continue;
     const InstanceState& i = *it->second;
     if (i.spec_hash != g->record.spec_hash) continue;
     if (i.state == "running" && i.health == "unhealthy") {
       CrashFailure(i.service, absl::StrCat(i.alias, " failed its health checks"));
-    } else if (i.state == "stopped" && now_ - i.created < g->spec.restart_window) {
+    } else if (i.state == "stopped" && f_.now - i.created < g->spec.restart_window) {
       CrashFailure(i.service, absl::StrCat(i.alias, " stopped soon after creation"));
     }
   }
 }
 
 void Decider::ApiProblems() {
-  for (const ApiProblem& a : s_.api_problems) {
+  for (const ApiProblem& a : f_.s.api_problems) {
     Problem("triton-unreachable", "", absl::StrCat(a.api, " is unreachable at ", a.url),
             absl::StrCat(a.error, " (since ", Stamp(a.since), ")"),
             absl::StrCat("check that ", a.api, " is up (`svcs -xv` in its zone) and reachable from mariposad at ", a.url,
                          "; mariposad retries on its own"),
-            absl::StrCat("project ", s_.project.name,
+            absl::StrCat("project ", f_.s.project.name,
                          ": no instance is created, replaced or removed, and its actual state is unknown until ", a.api,
                          " answers"));
   }
@@ -54,17 +54,17 @@ void Decider::ApiProblems() {
 // non-freeze task open in its scope that this Decide does not end.
 Decider::VerdictScope Decider::ScopeOfVerdicts() const {
   VerdictScope out;
-  for (const JobRecord& j : s_.in_flight) out.acting.insert(j.service);
+  for (const JobRecord& j : f_.s.in_flight) out.acting.insert(j.service);
   for (const Step& st : steps_) out.acting.insert(st.action.service);
   for (const AgentInstall& a : d_.installs) out.acting.insert(a.service);
-  for (const TaskRecord& t : s_.tasks) {
+  for (const TaskRecord& t : f_.s.tasks) {
     if (t.kind == "freeze" || t.state == "terminating") continue;
     bool ending = false;
     for (const TaskChange& c : d_.task_changes) {
       ending |= c.task == t.uuid && (c.state == "completed" || c.state == "failed" || c.state == "terminated");
     }
     if (ending) continue;
-    for (const auto& kv : s_.goal->services) {
+    for (const auto& kv : f_.s.goal->services) {
       if (Covers(t, kv.first)) out.open_task.emplace(kv.first, absl::StrCat(t.kind, " task ", t.uuid));
     }
   }
@@ -74,16 +74,16 @@ Decider::VerdictScope Decider::ScopeOfVerdicts() const {
 void Decider::ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g, const VerdictScope& scope) {
   ServiceVerdict v;
   v.desired = g.record.count;
-  v.stopped_by_user = stopped_.count(svc) > 0;
-  if (!s_.actual_known) {
+  v.stopped_by_user = f_.stopped.count(svc) > 0;
+  if (!f_.s.actual_known) {
     v.state = VerdictState::kUnknown;
-    bool pending = s_.api_problems.empty() && s_.observed_at == absl::InfinitePast();
+    bool pending = f_.s.api_problems.empty() && f_.s.observed_at == absl::InfinitePast();
     v.reason = pending ? "not read yet: the project's first sync has not finished" : "VMAPI could not be read";
     v.fix = pending ? "wait a moment; `mariposa events -f` shows the sync's work" : "see the problems below";
     d_.verdicts[svc] = v;
     return;
   }
-  VerdictFacts f{svc, g, GoalFor(g, s_.images)};
+  VerdictFacts f{svc, g, GoalFor(g, f_.s.images)};
   CountForVerdict(&f, &v);
   if (auto held = hold_reason_.find(svc); held != hold_reason_.end()) f.held = &held->second;
   if (auto task = scope.open_task.find(svc); task != scope.open_task.end()) f.task = &task->second;
@@ -117,7 +117,7 @@ void Decider::ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g,
 // The service's instances counted into the verdict: provisioning, stopped,
 // broken, on an older spec, ready, waiting for checks or starting.
 void Decider::CountForVerdict(VerdictFacts* f, ServiceVerdict* v) {
-  for (const InstanceState* i : of_[f->svc]) {
+  for (const InstanceState* i : f_.of[f->svc]) {
     bool current = !Outdated(*i, f->goal);
     if (i->state == "provisioning") {
       ++v->provisioning;
@@ -153,7 +153,7 @@ void Decider::CountForVerdict(VerdictFacts* f, ServiceVerdict* v) {
     // Ready: the one definition the rollouts use too (InstanceReady): healthy
     // when it has checks, else running for start.window; and so for
     // update.min_healthy_time.
-    if (InstanceReady(*i, now_, f->goal.start_window, f->goal.min_healthy_time)) ++v->ready;
+    if (InstanceReady(*i, f_.now, f->goal.start_window, f->goal.min_healthy_time)) ++v->ready;
     else if (i->checked) ++v->checks_pending;
     else ++v->starting;
   }
@@ -175,7 +175,7 @@ void Decider::StoppedVerdict(const VerdictFacts& f, ServiceVerdict* v) {
 
 bool Decider::CrashLoopVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   const ServiceMemory& m = d_.memory[f.svc];
-  if (!m.history.Paused(PolicyFor(f.g.spec, s_.policy), now_)) return false;
+  if (!m.history.Paused(PolicyFor(f.g.spec, f_.s.policy), f_.now)) return false;
   v->state = VerdictState::kPaused;
   v->reason = "crash loop: replacement paused";
   v->fix = absl::StrCat("see `mariposa events` (service.crashlooping) for why instances fail; apply a fixed spec, "
@@ -196,16 +196,16 @@ bool Decider::HeldVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   const int64_t count = f.g.record.count;
   std::string not_created = absl::StrCat(count - f.live, " instances of ", svc, " cannot be created; ", f.live,
                                          " keep running");
-  auto image_error = s_.image_errors.find(svc);
-  auto spec_error = s_.spec_errors.find(svc);
-  auto paused = paused_.find(svc);
-  if (image_error != s_.image_errors.end() && held.rfind("image:", 0) == 0) {
+  auto image_error = f_.s.image_errors.find(svc);
+  auto spec_error = f_.s.spec_errors.find(svc);
+  auto paused = f_.paused.find(svc);
+  if (image_error != f_.s.image_errors.end() && held.rfind("image:", 0) == 0) {
     v->state = VerdictState::kFailed;
     v->reason = absl::StrCat("image ", f.g.record.image, " not found");
     v->fix = absl::StrCat("import ", f.g.record.image, " into IMGAPI, or apply a manifest naming an image it has");
     Problem("image-missing", svc, absl::StrCat("image ", f.g.record.image, " of service ", svc, " is not in IMGAPI"),
             image_error->second, v->fix, not_created);
-  } else if (spec_error != s_.spec_errors.end() && held == spec_error->second) {
+  } else if (spec_error != f_.s.spec_errors.end() && held == spec_error->second) {
     // The package, networks or brand cannot be chosen (catalog.h).
     std::string field = held.substr(0, held.find(':'));
     v->state = VerdictState::kFailed;
@@ -213,7 +213,7 @@ bool Decider::HeldVerdict(const VerdictFacts& f, ServiceVerdict* v) {
     v->fix = absl::StrCat("apply a manifest whose ", field, " the data center has (`mariposa diff` checks it first)");
     Problem(absl::StrCat(field, "-unavailable"), svc, absl::StrCat("service ", svc, ": ", held), held, v->fix,
             not_created);
-  } else if (auto w = s_.resource_waits.find(svc); w != s_.resource_waits.end() && held == w->second) {
+  } else if (auto w = f_.s.resource_waits.find(svc); w != f_.s.resource_waits.end() && held == w->second) {
     v->state = VerdictState::kProgressing;  // the resource is being made by this project's syncs
     v->reason = held;
   } else if (held.rfind("frozen", 0) == 0) {
@@ -233,7 +233,7 @@ bool Decider::HeldVerdict(const VerdictFacts& f, ServiceVerdict* v) {
              "outage: check `sdc-server list`";
     Problem("budget-exceeded", svc, absl::StrCat(v->broken, " broken instances of ", svc), held, v->fix,
             absl::StrCat(v->ready, " of ", count, " ready"));
-  } else if (paused != paused_.end() && held == task_waits_.at(svc)) {
+  } else if (paused != f_.paused.end() && held == f_.task_waits.at(svc)) {
     const TaskRecord& t = *paused->second;
     v->state = VerdictState::kPaused;
     v->reason = absl::StrCat("rollout ", t.uuid, " paused by ", t.paused, " (", v->old_spec,
@@ -248,7 +248,7 @@ bool Decider::HeldVerdict(const VerdictFacts& f, ServiceVerdict* v) {
 // Instances on an older spec (or older meta values) that no rollout
 // replaces: manual updates, a canary's stop, a terminated rollout.
 bool Decider::OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v) {
-  if (v->old_spec == 0 || reprovision_task_of_.count(f.svc) || f.acting || v->broken != 0 || v->provisioning != 0) {
+  if (v->old_spec == 0 || f_.reprovision_task_of.count(f.svc) || f.acting || v->broken != 0 || v->provisioning != 0) {
     return false;
   }
   const ServiceSpec& spec = f.g.spec;
@@ -256,7 +256,7 @@ bool Decider::OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   if (f.stale_mount == v->old_spec) {  // the volume-lost problem says why and what to do
     v->reason = absl::StrCat(f.stale_mount, " of ", f.live,
                              " instances mount a copy of a volume deleted outside Mariposa; no rollout replaces them");
-    v->fix = absl::StrCat("restore the volume's data if you can, then `mariposa -j ", s_.project.name,
+    v->fix = absl::StrCat("restore the volume's data if you can, then `mariposa -j ", f_.s.project.name,
                           " reprovision --service ", f.svc, spec.update_canary > 0 ? " --canary 0" : "",
                           "` replaces them");
     return true;
@@ -274,7 +274,7 @@ bool Decider::OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   }
   // With update.canary the manifest's canary would apply to the
   // reprovision too (one more, then stop again): --canary 0 finishes it.
-  v->fix = absl::StrCat("`mariposa -j ", s_.project.name, " reprovision --service ", f.svc,
+  v->fix = absl::StrCat("`mariposa -j ", f_.s.project.name, " reprovision --service ", f.svc,
                         spec.update_canary > 0 ? " --canary 0" : "", "` replaces them",
                         spec.update_canary > 0 ? " all (--canary 0: the manifest's update.canary would stop it again)"
                                                : "");
@@ -295,7 +295,7 @@ bool Decider::NotRestartedVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   std::string when = absl::StrJoin(f.g.spec.restart_condition, ", ");
   v->reason = absl::StrCat(f.left_broken, " broken ", f.left_broken == 1 ? "instance is" : "instances are",
                            " not replaced (restart.condition: ", when, ")");
-  v->fix = absl::StrCat("`mariposa -j ", s_.project.name, " start --service ", f.svc,
+  v->fix = absl::StrCat("`mariposa -j ", f_.s.project.name, " start --service ", f.svc,
                         "` starts stopped ones; destroy a broken one to have it replaced, or add the condition "
                         "to restart.condition");
   Problem("not-restarted", f.svc, v->reason,
@@ -330,12 +330,12 @@ void Decider::ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   std::vector<std::string> in_place;
   for (const Step& st : steps_) {
     if (st.action.kind != ActionKind::kRetag || st.action.service != f.svc) continue;
-    auto i = by_uuid_.find(st.action.instance);
-    if (i != by_uuid_.end() && !i->second->hand_changed.empty()) continue;
-    in_place.push_back(absl::StrCat(i != by_uuid_.end() ? i->second->alias : st.action.instance, " (",
+    auto i = f_.by_uuid.find(st.action.instance);
+    if (i != f_.by_uuid.end() && !i->second->hand_changed.empty()) continue;
+    in_place.push_back(absl::StrCat(i != f_.by_uuid.end() ? i->second->alias : st.action.instance, " (",
                                     absl::StrReplaceAll(st.action.reason, {{"+", ", "}}), ")"));
   }
-  for (const JobRecord& j : s_.in_flight) {
+  for (const JobRecord& j : f_.s.in_flight) {
     if (j.kind == "retag" && j.service == f.svc && !absl::StrContains(j.reason, kPutBack)) in_place.push_back(absl::StrCat(j.alias, " (", j.reason, ")"));
   }
   if (!in_place.empty()) parts.push_back(absl::StrCat("set in place: ", absl::StrJoin(in_place, ", ")));

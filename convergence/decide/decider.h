@@ -31,6 +31,7 @@
 #include "projects/interpolate.h"
 
 #include "convergence/decide/decide.h"
+#include "convergence/decide/facts.h"
 
 namespace mariposa::convergence::decide_internal {
 
@@ -43,8 +44,6 @@ inline absl::Duration RetryWait(const ControllerPolicy& p, int n) {
 inline bool Covers(const TaskRecord& t, const std::string& service) {
   return t.services.empty() || std::find(t.services.begin(), t.services.end(), service) != t.services.end();
 }
-
-inline std::string Stamp(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
 
 inline RestartPolicy PolicyFor(const ServiceSpec& spec, const ControllerPolicy& c) {
   RestartPolicy p;
@@ -112,7 +111,7 @@ inline bool MatchesFilters(const TaskRecord& t, const InstanceState& i, const st
 
 class Decider {
  public:
-  Decider(const Snapshot& s, absl::Time now, PlanCache* cache = nullptr) : s_(s), now_(now), cache_(cache) {}
+  Decider(const Snapshot& s, absl::Time now, PlanCache* cache = nullptr) : f_(s, now), cache_(cache) {}
   Decision Run();
   // Only the finished jobs' accounting (CountFinished).
   Decision RunFinished() {
@@ -126,7 +125,7 @@ class Decider {
   // Failed FWAPI/NAPI/VOLAPI changes within their backoff are held.
   void HoldRetries();
   void Event(const std::string& kind, const std::string& subject, const std::string& detail) {
-    d_.events.push_back(EventRecord{0, now_, "mariposad", s_.project.name, kind, subject, detail});
+    d_.events.push_back(f_.Event(kind, subject, detail));
   }
   void Change(const TaskRecord& t, const std::string& state, const std::string& note = "") {
     d_.task_changes.push_back({t.uuid, state, note});
@@ -248,69 +247,15 @@ class Decider {
   bool NotRestartedVerdict(const VerdictFacts& f, ServiceVerdict* v);
   void ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v);
   void Stale();  // an observation too old for verdicts: every one unknown, and why
-  // An automatic task of `kind` on one service, toward the goal's version,
-  // by mariposad (the caller sets trigger and the rest).
-  TaskRecord AutoTask(const std::string& kind, const std::string& svc, const std::string& auto_kind) const {
-    TaskRecord t;
-    t.project_uuid = s_.project.uuid;
-    t.kind = kind;
-    t.services = {svc};
-    t.origin = "auto";
-    t.auto_kind = auto_kind;
-    t.version_uuid = s_.goal ? s_.goal->version_uuid : "";
-    t.actor = "mariposad";
-    return t;
-  }
-  const ServiceGoalSpec* GoalOf(const std::string& service) const {
-    if (!s_.goal) return nullptr;
-    auto it = s_.goal->services.find(service);
-    return it == s_.goal->services.end() ? nullptr : &it->second;
-  }
-  std::string FrozenBy(const std::string& service, const std::string& kind) const {
-    for (const TaskRecord& t : s_.tasks) {
-      if (!FreezeHolds(t, service, kind)) continue;
-      return absl::StrCat("frozen since ", Stamp(t.created_at), " by ", t.actor.empty() ? "?" : t.actor,
-                          t.reason.empty() ? "" : absl::StrCat(" (", t.reason, ")"));
-    }
-    return "";
-  }
-  bool Newer(const TaskRecord& t) const {
-    if (t.version_uuid.empty() || !s_.goal) return false;
-    auto it = s_.version_numbers.find(t.version_uuid);
-    return it != s_.version_numbers.end() && it->second > s_.goal->number;
-  }
-  std::string WaitingFor(const TaskRecord& t) const {
-    for (const std::string& w : t.wait_for) {
-      if (open_ids_.count(w)) return w;
-    }
-    return "";
-  }
 
-  const Snapshot& s_;
-  const absl::Time now_;
+  ProjectFacts f_;
   PlanCache* cache_;
   Decision d_;
-  std::vector<InstanceState> synthetic_;        // creates in flight VMAPI does not list yet
-  std::vector<const InstanceState*> instances_;  // observed, then synthetic_
-  std::map<std::string, std::vector<const InstanceState*>> of_;
-  absl::flat_hash_map<absl::string_view, const InstanceState*> by_uuid_;
-  std::map<std::string, const JobRecord*> job_on_;  // instance -> its job in flight
-  std::set<std::string> open_ids_;
-  std::set<std::string> stopped_;
-  std::set<std::string> starting_;
-  std::vector<const TaskRecord*> start_tasks_;  // start tasks acting now
-  std::map<std::string, std::string> run_task_of_, reprovision_task_of_, scale_task_of_;
-  std::set<std::string> reprovision_;
   // Tasks some service still works on; an agent service's end of a task
   // (task uuid -> state, note) applies only when none does.
   std::set<std::string> busy_tasks_;
   bool uninstalled_ = false;  // Uninstalls() ran (early, for a deleted project)
   std::map<std::string, std::pair<std::string, std::string>> agent_task_ends_;
-  std::map<std::string, std::set<std::string>> reprovision_only_;
-  std::map<std::string, int> rolling_;
-  std::set<std::string> rolled_back_;  // services whose rollout fails over to a rollback now
-  std::map<std::string, std::string> task_waits_;  // service -> why its task waits
-  std::map<std::string, const TaskRecord*> paused_;  // service -> its rollout `mariposa pause` holds
   std::vector<Action> planned_;
   std::vector<Step> steps_;
   std::map<std::string, std::string> hold_reason_;  // service -> first reason its work is held
