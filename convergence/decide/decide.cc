@@ -274,7 +274,7 @@ Decision Decider::Run() {
   StartsDone();
   Hold();
   ScaleTasks();
-  Imports();
+  Append(DecideImports(f_, d_.memory), &d_.imports);
   Agents();
   if (!uninstalled_) Uninstalls();
   Window();

@@ -90,7 +90,8 @@ void Decider::ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g,
   f.acting = scope.acting.count(svc) > 0;
   if (v.stopped_by_user) {
     StoppedVerdict(f, &v);
-  } else if (ImportVerdict(svc, &v)) {
+  } else if (ImportVerdict(f_, svc, d_.memory[svc], &v, &d_.problems)) {
+    d_.verdicts[svc] = v;
     return;
   } else if (v.ready == g.record.count && f.live == g.record.count && v.old_spec == 0 && v.broken == 0 &&
              v.provisioning == 0 && v.checks_pending == 0 && v.starting == 0 && f.task == nullptr &&

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -107,6 +108,57 @@ inline bool MatchesFilters(const TaskRecord& t, const InstanceState& i, const st
          in(t.filter_servers, {i.server_uuid}) && in(t.filter_instances, {i.uuid, i.alias});
 }
 
+template <typename T>
+void Append(std::vector<T>&& from, std::vector<T>* to) {
+  if (to->empty()) {
+    *to = std::move(from);
+    return;
+  }
+  to->insert(to->end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+}
+
+// One agent service's decision (decide_agents.cc): from the project's facts
+// and the service's memory alone.
+struct AgentOutcome {
+  ServiceVerdict verdict;
+  ServiceMemory memory;                           // what it remembers now
+  std::optional<AgentPlan> plan;                  // when its image and CNAPI are known
+  std::optional<std::vector<AgentServer>> servers;
+  std::vector<Held> held;
+  std::vector<AgentInstall> installs;
+  std::vector<TaskRecord> new_tasks;
+  std::vector<TaskChange> task_changes;
+  std::vector<Problem> problems;
+  std::string hold_reason;              // the first reason its work is held, or ""
+  std::string busy_task;                // the task it still works on, or ""
+  std::optional<TaskChange> task_end;   // its part of its task is done: how it ends
+};
+AgentOutcome DecideAgentService(const ProjectFacts& f, const std::string& svc, const ServiceGoalSpec& g,
+                                ServiceMemory memory);
+
+// The verdict of a service waiting for its image's import (and its problem
+// when the import fails); false when it does not wait for one.
+bool ImportVerdict(const ProjectFacts& f, const std::string& svc, const ServiceMemory& m, ServiceVerdict* v,
+                   std::vector<Problem>* problems);
+
+// The agents of services that left the manifest: uninstalled from every
+// server that runs them, `rolling` at a time; counted as leftover until done.
+struct UninstallOutcome {
+  std::vector<AgentUninstall> uninstalls;
+  std::vector<Held> held;
+  int64_t leftover = 0;
+};
+UninstallOutcome DecideUninstalls(const ProjectFacts& f);
+
+// Image imports: one per image at a time, for the open task that needs it,
+// after the backoff of a failed one.
+std::vector<ImageImport> DecideImports(const ProjectFacts& f, const std::map<std::string, ServiceMemory>& memory);
+
+// The agent tasks whose every service is done (`ends`: task -> how it
+// ends), but for those some service still works on (`busy`).
+std::vector<TaskChange> EndAgentTasks(const ProjectFacts& f, const std::map<std::string, TaskChange>& ends,
+                                      const std::set<std::string>& busy);
+
 // What one Decide call works with besides the snapshot.
 
 class Decider {
@@ -190,31 +242,9 @@ class Decider {
   TaskRecord ScaleTaskFor(const std::string& svc, const std::string& reason);
   void CrashLoopNotes();
   void Names();
-  void Imports();
-  void Uninstalls();
-  bool ImportVerdict(const std::string& svc, ServiceVerdict* v);
-  // An agent service's rollout as this Decide sees it (decide_agents.cc).
-  struct AgentRollout {
-    AgentGoal goal;
-    AgentPlan plan;
-    std::set<std::string> installing;  // servers with an install in flight
-    bool idle = false;                 // nothing to install and nothing installing
-    int max_attempts = 1;              // failed installs that skip a server
-    std::string frozen;                // the freeze holding it, or ""
-    std::vector<std::string> skipped_names;
-  };
+  // Agent services, each decided by DecideAgentService, merged (decide_agents.cc).
   void Agents();
-  void AgentService(const std::string& svc, const ServiceGoalSpec& g);
-  void AgentUnknown(const std::string& svc, const ServiceGoalSpec& g, ServiceVerdict* v);
-  void ForgetInstallFailures(const std::string& svc, const triton::Image& image, ServiceMemory* m);
-  void AddReinstalls(const std::string& svc, ServiceMemory* m, AgentGoal* goal);
-  std::vector<AgentServer> AgentRows(const AgentRollout& r, const ServiceMemory& m) const;
-  void AgentStep(const std::string& svc, const triton::Image& image, const ServiceMemory& m, const AgentRollout& r);
-  std::string AgentTask(const std::string& svc);
-  void EndAgentTask(const std::string& svc, const TaskRecord& task, const ServiceMemory& m, const AgentRollout& r);
-  void EndAgentTasks();
-  void AgentVerdict(const std::string& svc, const triton::Image& image, const ServiceMemory& m,
-                    const AgentRollout& r, ServiceVerdict* v);
+  void Uninstalls();
   void Window();
   void Verdicts();
   // What each service's verdict reads besides its instances (decide_verdicts.cc).
@@ -255,7 +285,6 @@ class Decider {
   // (task uuid -> state, note) applies only when none does.
   std::set<std::string> busy_tasks_;
   bool uninstalled_ = false;  // Uninstalls() ran (early, for a deleted project)
-  std::map<std::string, std::pair<std::string, std::string>> agent_task_ends_;
   std::vector<Action> planned_;
   std::vector<Step> steps_;
   std::map<std::string, std::string> hold_reason_;  // service -> first reason its work is held
