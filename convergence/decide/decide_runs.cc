@@ -98,36 +98,79 @@ RunProgress ProgressOf(const TaskRecord& t, const std::vector<const InstanceStat
 // on (mariposad down for longer runs the latest one only, as cron does).
 constexpr absl::Duration kLookBack = absl::Hours(24 * 7);
 
+// A due fire time of the schedule not acted on yet adds its run (origin
+// auto, trigger schedule; trigger missed when later than
+// run.starting_deadline); a freeze holds it until thawed.
+std::optional<TaskRecord> Schedule(const ProjectFacts& f, const std::string& svc, const ServiceGoalSpec& g,
+                                   RunsView* view) {
+  const ServiceSpec& spec = g.spec;
+  auto cron = ParseCron(spec.schedule);
+  absl::TimeZone tz;
+  if (!cron.ok() || !absl::LoadTimeZone(spec.time_zone, &tz)) return std::nullopt;  // checked at apply
+  view->next = NextFire(*cron, tz, f.now);
+  absl::Time since = f.s.goal->created_at;  // a new schedule does not run for times before it was applied
+  auto later = [&](const TaskRecord& t) {
+    if (t.kind == "run" && t.origin == "auto" && !t.services.empty() && t.services[0] == svc) {
+      since = std::max(since, t.created_at);
+    }
+  };
+  for (const TaskRecord& t : f.s.tasks) later(t);
+  for (const TaskRecord& t : f.s.finished_runs) later(t);
+  if (since == absl::InfinitePast()) since = f.now - kLookBack;
+  since = std::max(since, f.now - kLookBack);
+  std::optional<absl::Time> due = LastFire(*cron, tz, f.now, f.now - since - absl::Nanoseconds(1));
+  if (!due || *due <= since) return std::nullopt;
+  if (std::string frozen = f.FrozenBy(svc, "run"); !frozen.empty()) {
+    view->held = absl::StrCat("the run due at ", Stamp(*due), " waits: ", frozen);
+    return std::nullopt;
+  }
+  TaskRecord t = f.AutoTask("run", svc, "run");
+  t.reason = absl::StrCat("scheduled for ", Stamp(*due));
+  const absl::Duration late = f.now - *due;
+  t.trigger = spec.run_starting_deadline > absl::ZeroDuration() && late > spec.run_starting_deadline ? "missed"
+                                                                                                    : "schedule";
+  if (t.trigger == "missed") {
+    absl::StrAppend(&t.reason, ", ", FormatManifestDuration(absl::Trunc(late, absl::Seconds(1))), " late");
+  }
+  return t;
+}
+
 }  // namespace
 
 void Decider::Runs() {
   if (!f_.s.goal || f_.s.project.deleting) return;
   for (const auto& [svc, g] : f_.s.goal->services) {
-    if (RunsToCompletion(g.spec)) RunsOf(svc, g);
+    if (!RunsToCompletion(g.spec)) continue;
+    RunsOutcome o = DecideRuns(f_, svc, g);
+    d_.runs[svc] = std::move(o.view);
+    Append(std::move(o.task_changes), &d_.task_changes);
+    Append(std::move(o.planned), &planned_);
+    Append(std::move(o.new_tasks), &d_.new_tasks);
   }
 }
 
-void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
-  RunsView& view = d_.runs[svc];
+RunsOutcome DecideRuns(const ProjectFacts& f, const std::string& svc, const ServiceGoalSpec& g) {
+  RunsOutcome out;
+  RunsView& view = out.view;
   const ServiceSpec& spec = g.spec;
   const int64_t count = std::max<int64_t>(1, g.record.count);
   std::vector<const TaskRecord*> open;  // the service's queued and active runs, oldest first
-  for (const TaskRecord& t : f_.s.tasks) {
+  for (const TaskRecord& t : f.s.tasks) {
     if (t.kind == "run" && !t.services.empty() && t.services[0] == svc && (t.state == "queued" || t.state == "active")) {
       open.push_back(&t);
     }
   }
   std::sort(open.begin(), open.end(), [](const TaskRecord* a, const TaskRecord* b) { return a->created_at < b->created_at; });
   std::map<std::string, std::vector<const InstanceState*>> of_run;
-  for (const InstanceState* i : f_.of[svc]) of_run[i->run].push_back(i);
+  for (const InstanceState* i : f.Of(svc)) of_run[i->run].push_back(i);
   std::set<std::string> active;
   for (const TaskRecord* t : open) {
     if (t->state == "active") active.insert(t->uuid);
   }
   // Queued runs start, under the service's concurrency policy.
-  RunStarts starts = StartRuns(open, spec, f_.FrozenBy(svc, "run"), [&](const TaskRecord& t) { return f_.Newer(t); },
+  RunStarts starts = StartRuns(open, spec, f.FrozenBy(svc, "run"), [&](const TaskRecord& t) { return f.Newer(t); },
                                std::move(active));
-  for (TaskChange& c : starts.changes) d_.task_changes.push_back(std::move(c));
+  for (TaskChange& c : starts.changes) out.task_changes.push_back(std::move(c));
   if (!starts.held.empty()) view.held = starts.held;
   active = std::move(starts.active);
   const std::set<std::string>& replaced = starts.replaced;
@@ -140,14 +183,14 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
   for (const TaskRecord* t : open) {
     if (!active.count(t->uuid) || (t->state != "active" && t->state != "queued")) continue;
     const std::vector<const InstanceState*>& mine = of_run[t->uuid];
-    RunProgress p = ProgressOf(*t, mine, f_.s.in_flight);
+    RunProgress p = ProgressOf(*t, mine, f.s.in_flight);
     const int64_t made = p.made, ended = p.ended, live = p.live, in_flight = p.in_flight;
     std::vector<std::string>& bad = p.bad;
     const bool started = t->state == "active" && t->started_at != absl::InfinitePast();
-    if (started && spec.run_deadline > absl::ZeroDuration() && f_.now - t->started_at > spec.run_deadline) {
+    if (started && spec.run_deadline > absl::ZeroDuration() && f.now - t->started_at > spec.run_deadline) {
       std::string note = absl::StrCat("run.deadline ", FormatManifestDuration(spec.run_deadline), " passed with ", live,
                                       " of ", count, " instances still running; they are removed");
-      Change(*t, "failed", note);
+      out.task_changes.push_back({t->uuid, "failed", note});
       ended_now.push_back({t->uuid, "failed", note});
       ending.insert(t->uuid);
       continue;
@@ -156,7 +199,7 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
       for (int64_t k = made; k < count; ++k) {
         Action a{ActionKind::kCreate, svc, "", "run"};
         a.run = t->uuid;
-        planned_.push_back(a);
+        out.planned.push_back(a);
       }
     }
     // Done when every create was sent and answered, every instance made is
@@ -169,7 +212,7 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
     if (t->failed > 0) bad.push_back(absl::StrCat(t->failed, " instances could not be created"));
     std::string note = bad.empty() ? absl::StrCat(count, "/", count, " exited 0")
                                    : absl::StrCat(bad.size(), " of ", count, " did not exit 0: ", absl::StrJoin(bad, "; "));
-    Change(*t, bad.empty() ? "completed" : "failed", note);
+    out.task_changes.push_back({t->uuid, bad.empty() ? "completed" : "failed", note});
     ended_now.push_back({t->uuid, bad.empty() ? "completed" : "failed", note});
   }
   // Finished runs' instances go, but for those of the last run.history
@@ -187,8 +230,8 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
     if (state == "completed" && succeeded++ < spec.run_keep_succeeded) keep.insert(uuid);
     if (state == "failed" && failed++ < spec.run_keep_failed) keep.insert(uuid);
   };
-  for (auto it = ended_now.rbegin(); it != ended_now.rend(); ++it) history(it->uuid, it->state, f_.now, it->note);
-  for (const TaskRecord& t : f_.s.finished_runs) {  // newest first
+  for (auto it = ended_now.rbegin(); it != ended_now.rend(); ++it) history(it->uuid, it->state, f.now, it->note);
+  for (const TaskRecord& t : f.s.finished_runs) {  // newest first
     if (!t.services.empty() && t.services[0] == svc) history(t.uuid, t.state, t.finished_at, t.error);
   }
   for (const auto& [run, instances] : of_run) {
@@ -198,56 +241,22 @@ void Decider::RunsOf(const std::string& svc, const ServiceGoalSpec& g) {
                                                   [&](const Ended& e) { return e.uuid == run; });
     if (open_run && !ends) continue;  // queued or active
     for (const InstanceState* i : instances) {
-      if (f_.job_on.count(i->uuid) || i->state == "destroyed") continue;
+      if (f.job_on.count(i->uuid) || i->state == "destroyed") continue;
       Action a{ActionKind::kDelete, svc, i->uuid, "run-cleanup"};
       a.run = run;
-      planned_.push_back(a);
+      out.planned.push_back(a);
     }
   }
-  if (spec.service_type == "scheduled") Schedule(svc, g, &view);
+  if (spec.service_type == "scheduled") {
+    if (std::optional<TaskRecord> due = Schedule(f, svc, g, &view)) out.new_tasks.push_back(std::move(*due));
+  }
+  return out;
 }
 
-// A due fire time of the schedule not acted on yet adds its run (origin
-// auto, trigger schedule; trigger missed when later than
-// run.starting_deadline); a freeze holds it until thawed.
-void Decider::Schedule(const std::string& svc, const ServiceGoalSpec& g, RunsView* view) {
-  const ServiceSpec& spec = g.spec;
-  auto cron = ParseCron(spec.schedule);
-  absl::TimeZone tz;
-  if (!cron.ok() || !absl::LoadTimeZone(spec.time_zone, &tz)) return;  // checked at apply
-  view->next = NextFire(*cron, tz, f_.now);
-  absl::Time since = f_.s.goal->created_at;  // a new schedule does not run for times before it was applied
-  auto later = [&](const TaskRecord& t) {
-    if (t.kind == "run" && t.origin == "auto" && !t.services.empty() && t.services[0] == svc) {
-      since = std::max(since, t.created_at);
-    }
-  };
-  for (const TaskRecord& t : f_.s.tasks) later(t);
-  for (const TaskRecord& t : f_.s.finished_runs) later(t);
-  if (since == absl::InfinitePast()) since = f_.now - kLookBack;
-  since = std::max(since, f_.now - kLookBack);
-  std::optional<absl::Time> due = LastFire(*cron, tz, f_.now, f_.now - since - absl::Nanoseconds(1));
-  if (!due || *due <= since) return;
-  if (std::string frozen = f_.FrozenBy(svc, "run"); !frozen.empty()) {
-    view->held = absl::StrCat("the run due at ", Stamp(*due), " waits: ", frozen);
-    return;
-  }
-  TaskRecord t = f_.AutoTask("run", svc, "run");
-  t.reason = absl::StrCat("scheduled for ", Stamp(*due));
-  const absl::Duration late = f_.now - *due;
-  t.trigger = spec.run_starting_deadline > absl::ZeroDuration() && late > spec.run_starting_deadline ? "missed"
-                                                                                                    : "schedule";
-  if (t.trigger == "missed") {
-    absl::StrAppend(&t.reason, ", ", FormatManifestDuration(absl::Trunc(late, absl::Seconds(1))), " late");
-  }
-  d_.new_tasks.push_back(std::move(t));
-}
-
-void Decider::RunVerdict(const std::string& svc, const ServiceGoalSpec& g) {
-  ServiceVerdict& v = d_.verdicts[svc];
-  const RunsView& r = d_.runs[svc];
+ServiceVerdict RunVerdict(const ProjectFacts& f, const std::string& svc, const RunsView& r) {
+  ServiceVerdict v;
   v.desired = 0;
-  for (const InstanceState* i : f_.of[svc]) {
+  for (const InstanceState* i : f.Of(svc)) {
     if (i->state == "provisioning") ++v.provisioning;
   }
   std::string next = r.next ? absl::StrCat("next run ", Stamp(*r.next)) : "runs on `mariposa run " + svc + "`";
@@ -264,7 +273,7 @@ void Decider::RunVerdict(const std::string& svc, const ServiceGoalSpec& g) {
     v.reason = r.last.empty() ? absl::StrCat("no run yet; ", next) : absl::StrCat("last run ", r.last, "; ", next);
   }
   if (!r.held.empty()) v.reason = absl::StrCat(v.reason, "; held: ", r.held);
-  (void)g;
+  return v;
 }
 
 }  // namespace mariposa::convergence::decide_internal

@@ -14,7 +14,7 @@ void Decider::Verdicts() {
   if (!f_.s.goal) return;
   VerdictScope scope = ScopeOfVerdicts();
   for (const auto& [svc, g] : f_.s.goal->services) {
-    if (RunsToCompletion(g.spec)) RunVerdict(svc, g);
+    if (RunsToCompletion(g.spec)) d_.verdicts[svc] = RunVerdict(f_, svc, d_.runs[svc]);
     else if (g.spec.compute_type != "agent") ServiceVerdictOf(svc, g, scope);
   }
 }

@@ -117,6 +117,18 @@ void Append(std::vector<T>&& from, std::vector<T>* to) {
   to->insert(to->end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
 }
 
+// One scheduled or event service's runs (decide_runs.cc): the runs that
+// start, end or are due, the creates of active runs and the removal of
+// finished runs' instances past run.history.
+struct RunsOutcome {
+  RunsView view;
+  std::vector<TaskChange> task_changes;
+  std::vector<Action> planned;
+  std::vector<TaskRecord> new_tasks;  // a due run of its schedule
+};
+RunsOutcome DecideRuns(const ProjectFacts& f, const std::string& svc, const ServiceGoalSpec& g);
+ServiceVerdict RunVerdict(const ProjectFacts& f, const std::string& svc, const RunsView& runs);
+
 // One agent service's decision (decide_agents.cc): from the project's facts
 // and the service's memory alone.
 struct AgentOutcome {
@@ -217,9 +229,6 @@ class Decider {
   // active run's creates, its end and outcome, the removal of finished
   // runs' instances past run.history, the service's verdict.
   void Runs();
-  void RunsOf(const std::string& svc, const ServiceGoalSpec& g);
-  void Schedule(const std::string& svc, const ServiceGoalSpec& g, RunsView* view);
-  void RunVerdict(const std::string& svc, const ServiceGoalSpec& g);
   void StartsDone();
   void Hold();
   // What Hold() counts over the planned actions (decide_rollout.cc).
