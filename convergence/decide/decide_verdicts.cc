@@ -15,7 +15,14 @@ void Decider::Verdicts() {
   VerdictScope scope = ScopeOfVerdicts();
   for (const auto& [svc, g] : f_.s.goal->services) {
     if (RunsToCompletion(g.spec)) d_.verdicts[svc] = RunVerdict(f_, svc, d_.runs[svc]);
-    else if (g.spec.compute_type != "agent") ServiceVerdictOf(svc, g, scope);
+    if (RunsToCompletion(g.spec) || g.spec.compute_type == "agent") continue;
+    VerdictInputs in{&d_.memory[svc], &steps_};
+    if (auto held = hold_reason_.find(svc); held != hold_reason_.end()) in.held = &held->second;
+    if (auto task = scope.open_task.find(svc); task != scope.open_task.end()) in.task = &task->second;
+    in.acting = scope.acting.count(svc) > 0;
+    VerdictOutcome o = DecideVerdict(f_, svc, g, in);
+    d_.verdicts[svc] = std::move(o.verdict);
+    Append(std::move(o.problems), &d_.problems);
   }
 }
 
@@ -71,7 +78,59 @@ Decider::VerdictScope Decider::ScopeOfVerdicts() const {
   return out;
 }
 
-void Decider::ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g, const VerdictScope& scope) {
+namespace {
+
+// One service's verdict, computed with its own locals from the project's
+// facts, its memory, the reason its work is held, its open task and the
+// plan's steps.
+class ServiceVerdictDecision {
+ public:
+  ServiceVerdictDecision(const ProjectFacts& f, const std::string& svc, const ServiceGoalSpec& g,
+                         const VerdictInputs& in)
+      : f_(f), svc_(svc), g_(g), memory_(*in.memory), steps_(*in.steps), held_(in.held), task_(in.task),
+        acting_(in.acting) {}
+  VerdictOutcome Run() &&;
+
+ private:
+  struct VerdictFacts {
+    const std::string& svc;
+    const ServiceGoalSpec& g;
+    ServiceGoal goal;
+    int64_t live = 0, left_broken = 0;
+    // Current instances changed by hand in VMAPI: "alias (what)".
+    std::vector<std::string> hand_changed;
+    int64_t stale_mount = 0;  // instances that mount a copy of a volume deleted outside Mariposa
+    const std::string* held = nullptr;  // the first reason its work is held
+    const std::string* task = nullptr;  // its open task, named
+    bool acting = false;
+  };
+  void CountForVerdict(VerdictFacts* f, ServiceVerdict* v);
+  static std::string HandChanged(const VerdictFacts& f);
+  void StoppedVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool CrashLoopVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool HeldVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  bool NotRestartedVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  void ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v);
+  void Problem(const std::string& kind, const std::string& service, std::string error, std::string reason,
+               std::string fix, std::string impact) {
+    out_.problems.push_back({kind, service, std::move(error), std::move(reason), std::move(fix), std::move(impact)});
+  }
+
+  const ProjectFacts& f_;
+  const std::string& svc_;
+  const ServiceGoalSpec& g_;
+  const ServiceMemory& memory_;
+  const std::vector<Step>& steps_;
+  const std::string* held_;
+  const std::string* task_;
+  const bool acting_;
+  VerdictOutcome out_;
+};
+
+VerdictOutcome ServiceVerdictDecision::Run() && {
+  const std::string& svc = svc_;
+  const ServiceGoalSpec& g = g_;
   ServiceVerdict v;
   v.desired = g.record.count;
   v.stopped_by_user = f_.stopped.count(svc) > 0;
@@ -80,19 +139,19 @@ void Decider::ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g,
     bool pending = f_.s.api_problems.empty() && f_.s.observed_at == absl::InfinitePast();
     v.reason = pending ? "not read yet: the project's first sync has not finished" : "VMAPI could not be read";
     v.fix = pending ? "wait a moment; `mariposa events -f` shows the sync's work" : "see the problems below";
-    d_.verdicts[svc] = v;
-    return;
+    out_.verdict = std::move(v);
+    return std::move(out_);
   }
   VerdictFacts f{svc, g, GoalFor(g, f_.s.images)};
   CountForVerdict(&f, &v);
-  if (auto held = hold_reason_.find(svc); held != hold_reason_.end()) f.held = &held->second;
-  if (auto task = scope.open_task.find(svc); task != scope.open_task.end()) f.task = &task->second;
-  f.acting = scope.acting.count(svc) > 0;
+  f.held = held_;
+  f.task = task_;
+  f.acting = acting_;
   if (v.stopped_by_user) {
     StoppedVerdict(f, &v);
-  } else if (ImportVerdict(f_, svc, d_.memory[svc], &v, &d_.problems)) {
-    d_.verdicts[svc] = v;
-    return;
+  } else if (ImportVerdict(f_, svc, memory_, &v, &out_.problems)) {
+    out_.verdict = std::move(v);
+    return std::move(out_);
   } else if (v.ready == g.record.count && f.live == g.record.count && v.old_spec == 0 && v.broken == 0 &&
              v.provisioning == 0 && v.checks_pending == 0 && v.starting == 0 && f.task == nullptr &&
              f.held == nullptr && !f.acting && f.hand_changed.empty()) {
@@ -112,13 +171,14 @@ void Decider::ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g,
       ProgressVerdict(f, &v);
     }
   }
-  d_.verdicts[svc] = v;
+  out_.verdict = std::move(v);
+  return std::move(out_);
 }
 
 // The service's instances counted into the verdict: provisioning, stopped,
 // broken, on an older spec, ready, waiting for checks or starting.
-void Decider::CountForVerdict(VerdictFacts* f, ServiceVerdict* v) {
-  for (const InstanceState* i : f_.of[f->svc]) {
+void ServiceVerdictDecision::CountForVerdict(VerdictFacts* f, ServiceVerdict* v) {
+  for (const InstanceState* i : f_.Of(f->svc)) {
     bool current = !Outdated(*i, f->goal);
     if (i->state == "provisioning") {
       ++v->provisioning;
@@ -161,7 +221,7 @@ void Decider::CountForVerdict(VerdictFacts* f, ServiceVerdict* v) {
 }
 
 // A service stopped by `mariposa stop`.
-void Decider::StoppedVerdict(const VerdictFacts& f, ServiceVerdict* v) {
+void ServiceVerdictDecision::StoppedVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   bool down = v->provisioning == 0 && f.live == 0 && v->broken == 0;
   v->state = down && f.task == nullptr && !f.acting ? VerdictState::kConverged : VerdictState::kProgressing;
   v->reason = down ? absl::StrCat("stopped (", v->stopped, " instances)") : "stopping";
@@ -174,8 +234,8 @@ void Decider::StoppedVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   }
 }
 
-bool Decider::CrashLoopVerdict(const VerdictFacts& f, ServiceVerdict* v) {
-  const ServiceMemory& m = d_.memory[f.svc];
+bool ServiceVerdictDecision::CrashLoopVerdict(const VerdictFacts& f, ServiceVerdict* v) {
+  const ServiceMemory& m = memory_;
   if (!m.history.Paused(PolicyFor(f.g.spec, f_.s.policy), f_.now)) return false;
   v->state = VerdictState::kPaused;
   v->reason = "crash loop: replacement paused";
@@ -190,7 +250,7 @@ bool Decider::CrashLoopVerdict(const VerdictFacts& f, ServiceVerdict* v) {
 // Work held this Decide, by why: a missing image, a package, network or
 // brand the data center lacks, a freeze, placement, the replacement budget,
 // a paused rollout.
-bool Decider::HeldVerdict(const VerdictFacts& f, ServiceVerdict* v) {
+bool ServiceVerdictDecision::HeldVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   if (f.held == nullptr) return false;
   const std::string& held = *f.held;
   const std::string& svc = f.svc;
@@ -248,7 +308,7 @@ bool Decider::HeldVerdict(const VerdictFacts& f, ServiceVerdict* v) {
 
 // Instances on an older spec (or older meta values) that no rollout
 // replaces: manual updates, a canary's stop, a terminated rollout.
-bool Decider::OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v) {
+bool ServiceVerdictDecision::OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   if (v->old_spec == 0 || f_.reprovision_task_of.count(f.svc) || f.acting || v->broken != 0 || v->provisioning != 0) {
     return false;
   }
@@ -290,7 +350,7 @@ bool Decider::OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v) {
 }
 
 // Broken instances restart.condition does not cover.
-bool Decider::NotRestartedVerdict(const VerdictFacts& f, ServiceVerdict* v) {
+bool ServiceVerdictDecision::NotRestartedVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   if (f.left_broken == 0 || f.acting || v->provisioning != 0) return false;
   v->state = VerdictState::kDegraded;
   std::string when = absl::StrJoin(f.g.spec.restart_condition, ", ");
@@ -307,13 +367,13 @@ bool Decider::NotRestartedVerdict(const VerdictFacts& f, ServiceVerdict* v) {
 }
 
 // "web-2 (metadata) changed in VMAPI by hand".
-std::string Decider::HandChanged(const VerdictFacts& f) {
+std::string ServiceVerdictDecision::HandChanged(const VerdictFacts& f) {
   return absl::StrCat(absl::StrJoin(f.hand_changed, ", "), f.hand_changed.size() == 1 ? " was" : " were",
                       " changed in VMAPI by hand");
 }
 
 // Work going on: what is ready, and what is not yet.
-void Decider::ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v) {
+void ServiceVerdictDecision::ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   v->state = VerdictState::kProgressing;
   std::vector<std::string> parts;
   parts.push_back(absl::StrCat(v->ready, "/", f.g.record.count, " ready"));
@@ -343,6 +403,14 @@ void Decider::ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v) {
   if (f.held != nullptr) parts.push_back(*f.held);
   else if (f.task != nullptr && !f.acting) parts.push_back(*f.task);
   v->reason = absl::StrJoin(parts, ", ");
+}
+
+
+}  // namespace
+
+VerdictOutcome DecideVerdict(const ProjectFacts& f, const std::string& svc, const ServiceGoalSpec& g,
+                             const VerdictInputs& in) {
+  return ServiceVerdictDecision(f, svc, g, in).Run();
 }
 
 }  // namespace mariposa::convergence::decide_internal

@@ -129,6 +129,23 @@ struct RunsOutcome {
 RunsOutcome DecideRuns(const ProjectFacts& f, const std::string& svc, const ServiceGoalSpec& g);
 ServiceVerdict RunVerdict(const ProjectFacts& f, const std::string& svc, const RunsView& runs);
 
+// What a service's verdict reads besides the project's facts
+// (decide_verdicts.cc).
+struct VerdictInputs {
+  const ServiceMemory* memory;
+  const std::vector<Step>* steps;     // the plan's steps going now (its retags are named)
+  const std::string* held = nullptr;  // the first reason its work is held
+  const std::string* task = nullptr;  // a non-freeze task open in its scope, named
+  bool acting = false;                // work in flight or a task acting on it
+};
+struct VerdictOutcome {
+  ServiceVerdict verdict;
+  std::vector<Problem> problems;  // what explains it
+};
+// A service's verdict (not an agent's, not a scheduled or event service's).
+VerdictOutcome DecideVerdict(const ProjectFacts& f, const std::string& svc, const ServiceGoalSpec& g,
+                             const VerdictInputs& in);
+
 // One agent service's decision (decide_agents.cc): from the project's facts
 // and the service's memory alone.
 struct AgentOutcome {
@@ -261,30 +278,9 @@ class Decider {
     std::set<std::string> acting;                   // services with work in flight or a task acting
     std::map<std::string, std::string> open_task;   // service -> a non-freeze task open in its scope
   };
-  struct VerdictFacts {
-    const std::string& svc;
-    const ServiceGoalSpec& g;
-    ServiceGoal goal;
-    int64_t live = 0, left_broken = 0;
-    // Current instances changed by hand in VMAPI: "alias (what)".
-    std::vector<std::string> hand_changed;
-    int64_t stale_mount = 0;  // instances that mount a copy of a volume deleted outside Mariposa
-    const std::string* held = nullptr;  // the first reason its work is held
-    const std::string* task = nullptr;  // its open task, named
-    bool acting = false;
-  };
   void CountCrashes();
   void ApiProblems();
   VerdictScope ScopeOfVerdicts() const;
-  void ServiceVerdictOf(const std::string& svc, const ServiceGoalSpec& g, const VerdictScope& scope);
-  void CountForVerdict(VerdictFacts* f, ServiceVerdict* v);
-  static std::string HandChanged(const VerdictFacts& f);
-  void StoppedVerdict(const VerdictFacts& f, ServiceVerdict* v);
-  bool CrashLoopVerdict(const VerdictFacts& f, ServiceVerdict* v);
-  bool HeldVerdict(const VerdictFacts& f, ServiceVerdict* v);
-  bool OlderSpecVerdict(const VerdictFacts& f, ServiceVerdict* v);
-  bool NotRestartedVerdict(const VerdictFacts& f, ServiceVerdict* v);
-  void ProgressVerdict(const VerdictFacts& f, ServiceVerdict* v);
   void Stale();  // an observation too old for verdicts: every one unknown, and why
 
   ProjectFacts f_;
