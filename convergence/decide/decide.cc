@@ -160,63 +160,6 @@ void Decider::Instances() {
   }
 }
 
-std::string Decider::Overdue(const TaskRecord& t, const std::vector<std::string>& scope) const {
-  if (t.state != "active" || t.started_at == absl::InfinitePast()) return "";
-  // The rollout's clock starts when it started or was last resumed.
-  absl::Time from = std::max(t.started_at, t.resumed_at);
-  absl::Time progress = from;  // the last time an instance of the new spec became ready
-  absl::Duration progress_deadline = absl::ZeroDuration();
-  bool pending = false;
-  for (const std::string& svc : scope) {
-    const ServiceGoalSpec* g = f_.GoalOf(svc);
-    if (g == nullptr || g->spec.compute_type == "agent") continue;
-    ServiceGoal goal = GoalFor(*g, f_.s.images);
-    const absl::Duration healthy_deadline = g->spec.update_healthy_deadline;
-    if (g->spec.update_progress_deadline > absl::ZeroDuration()) {
-      progress_deadline = progress_deadline == absl::ZeroDuration()
-                              ? g->spec.update_progress_deadline
-                              : std::min(progress_deadline, g->spec.update_progress_deadline);
-    }
-    auto it = f_.of.find(svc);
-    if (it == f_.of.end()) continue;
-    for (const InstanceState* i : it->second) {
-      if (Outdated(*i, goal)) {
-        pending |= i->state == "running";
-        continue;
-      }
-      absl::Time ready_at = ReadySince(*i, goal.start_window);  // may be ahead (start.window)
-      if (ready_at <= f_.now) {
-        if (ready_at != absl::InfinitePast()) progress = std::max(progress, ready_at);
-        continue;
-      }
-      pending = true;
-      if (i->state != "running") continue;
-      absl::Time up = i->up_since == absl::InfinitePast() ? i->created : i->up_since;
-      // Not this rollout's. VMAPI's timestamps have milliseconds: an
-      // instance created in the millisecond the rollout started is its.
-      if (up < absl::FromUnixMillis(absl::ToUnixMillis(from)) || up == absl::InfiniteFuture()) continue;
-      // In place, an instance reprovisioned onto the new image that fails its
-      // checks stops the rollout: the next ones would get the same image.
-      if (goal.in_place && i->checked && i->health == "unhealthy") {
-        return absl::StrCat(i->alias, " of ", svc, " fails its health checks since it was reprovisioned onto ",
-                            g->record.image, "; no more instances are reprovisioned onto it");
-      }
-      // An instance this rollout brought up that is not ready in time.
-      if (healthy_deadline <= absl::ZeroDuration()) continue;
-      if (f_.now - up > healthy_deadline) {
-        return absl::StrCat("update.healthy_deadline ", absl::FormatDuration(healthy_deadline), ": ", i->alias,
-                            " of ", svc, " was not ready ", absl::FormatDuration(f_.now - up), " after it came up (",
-                            i->checked ? absl::StrCat("health ", i->health) : "no checks", ")");
-      }
-    }
-  }
-  if (pending && progress_deadline > absl::ZeroDuration() && f_.now - progress > progress_deadline) {
-    return absl::StrCat("update.progress_deadline ", absl::FormatDuration(progress_deadline),
-                        ": no instance of the new spec became ready since ", Stamp(progress));
-  }
-  return "";
-}
-
 void Decider::Memory() {
   if (!f_.s.goal) return;
   for (const auto& kv : f_.s.goal->services) {

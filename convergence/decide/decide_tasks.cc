@@ -1,10 +1,53 @@
 #include "convergence/decide/decider.h"
 
 namespace mariposa::convergence::decide_internal {
+namespace {
+
+// The project level's second step: what the open tasks say of each service,
+// written into the facts, and the task changes, events and rollbacks that
+// follow from them.
+class TaskGathering {
+ public:
+  explicit TaskGathering(ProjectFacts* f) : f_(*f) {}
+  TaskOutcome Run() && {
+    Tasks();
+    return std::move(out_);
+  }
+
+ private:
+  // What a rollout still has to do.
+  struct RolloutWork {
+    int64_t pending = 0;        // instances its filters and canary still choose
+    int64_t deleting = 0;       // its replacements in flight
+    int64_t just_replaced = 0;  // its replacements that ended in this sync
+    int64_t coming_up = 0;      // reprovisioned in place, not ready yet
+    std::vector<std::string> services;  // those it works on
+  };
+  void Tasks();
+  bool TaskWaits(const TaskRecord& t, const std::vector<std::string>& scope);
+  void RunTask(const TaskRecord& t, const std::vector<std::string>& scope);
+  void ReprovisionTask(const TaskRecord& t, const std::vector<std::string>& scope,
+                       const std::vector<std::string>& agent_services);
+  bool AutoRollback(const TaskRecord& t, const std::vector<std::string>& scope, const std::string& overdue);
+  RolloutWork RolloutScope(const TaskRecord& t, const std::vector<std::string>& scope);
+  // A rollout past one of its services' deadlines (update.healthy_deadline,
+  // update.progress_deadline): why, or "".
+  std::string Overdue(const TaskRecord& t, const std::vector<std::string>& scope) const;
+  void Change(const TaskRecord& t, const std::string& state, const std::string& note = "") {
+    out_.task_changes.push_back({t.uuid, state, note});
+  }
+  void Event(const std::string& kind, const std::string& subject, const std::string& detail) {
+    out_.events.push_back(f_.Event(kind, subject, detail));
+  }
+
+  ProjectFacts& f_;
+  TaskOutcome out_;
+};
+
 
 // The open tasks this Decide acts under: which services each covers, which
 // wait, and those that end now.
-void Decider::Tasks() {
+void TaskGathering::Tasks() {
   for (const TaskRecord& t : f_.s.tasks) {
     if (t.state == "queued" || t.state == "active" || t.state == "terminating") f_.open_ids.insert(t.uuid);
   }
@@ -34,7 +77,7 @@ void Decider::Tasks() {
 
 // A task for a newer version than the goal, or behind another task: its
 // services' work waits, and says why.
-bool Decider::TaskWaits(const TaskRecord& t, const std::vector<std::string>& scope) {
+bool TaskGathering::TaskWaits(const TaskRecord& t, const std::vector<std::string>& scope) {
   if (f_.Newer(t)) {
     for (const std::string& svc : scope) f_.task_waits[svc] = absl::StrCat("task ", t.uuid, " waits for its version");
     return true;
@@ -50,7 +93,7 @@ bool Decider::TaskWaits(const TaskRecord& t, const std::vector<std::string>& sco
 // `mariposa stop` / `start`: the services stop or run from the moment the task
 // acts. A stop is done when nothing of its scope runs or is in flight; a start
 // when the plan starts nothing more in its scope (StartsDone).
-void Decider::RunTask(const TaskRecord& t, const std::vector<std::string>& scope) {
+void TaskGathering::RunTask(const TaskRecord& t, const std::vector<std::string>& scope) {
   if (t.state == "queued") {
     Change(t, "active");
     for (const std::string& svc : t.services) {
@@ -80,7 +123,7 @@ void Decider::RunTask(const TaskRecord& t, const std::vector<std::string>& scope
 // A rollout (reprovision task): paused, past its deadline (failed, or rolled
 // back), or replacing what its filters and canary choose; completed when
 // nothing of it is left.
-void Decider::ReprovisionTask(const TaskRecord& t, const std::vector<std::string>& scope,
+void TaskGathering::ReprovisionTask(const TaskRecord& t, const std::vector<std::string>& scope,
                               const std::vector<std::string>& agent_services) {
   if (!t.paused.empty()) {
     // `mariposa pause`: no further step; what is in flight finishes.
@@ -101,7 +144,7 @@ void Decider::ReprovisionTask(const TaskRecord& t, const std::vector<std::string
   }
   RolloutWork w = RolloutScope(t, scope);
   if (w.pending > 0 || w.deleting > 0 || w.coming_up > 0) {
-    busy_tasks_.insert(t.uuid);
+    out_.busy.insert(t.uuid);
     if (t.state == "queued") Change(t, "active");
     return;
   }
@@ -125,7 +168,7 @@ void Decider::ReprovisionTask(const TaskRecord& t, const std::vector<std::string
 // update.auto_rollback: a new-spec instance of this rollout that is unhealthy,
 // or the rollout past its deadline, fails it; the executor rolls the project
 // back to the version before and queues a reprovision back to it.
-bool Decider::AutoRollback(const TaskRecord& t, const std::vector<std::string>& scope, const std::string& overdue) {
+bool TaskGathering::AutoRollback(const TaskRecord& t, const std::vector<std::string>& scope, const std::string& overdue) {
   if (!f_.s.goal || f_.s.project.current_version != t.version_uuid) return false;
   std::string bad_service, bad_instance;
   bool auto_rollback = false;
@@ -151,7 +194,7 @@ bool Decider::AutoRollback(const TaskRecord& t, const std::vector<std::string>& 
     why = absl::StrCat("auto_rollback: ", overdue);
   }
   if (why.empty() || before.empty()) return false;
-  d_.rollbacks.push_back({t.uuid, before, f_.s.project.current_version, t.services,
+  out_.rollbacks.push_back({t.uuid, before, f_.s.project.current_version, t.services,
                           absl::StrCat(why, "; rolled back to version ", f_.s.goal->number - 1)});
   f_.rolled_back.insert(scope.begin(), scope.end());
   return true;
@@ -160,7 +203,7 @@ bool Decider::AutoRollback(const TaskRecord& t, const std::vector<std::string>& 
 // What a rollout still has to do in its scope: the instances its filters and
 // canary choose, replacements in flight, instances of the new spec coming up.
 // Each service with work is the rollout's (f_.reprovision_task_of).
-Decider::RolloutWork Decider::RolloutScope(const TaskRecord& t, const std::vector<std::string>& scope) {
+TaskGathering::RolloutWork TaskGathering::RolloutScope(const TaskRecord& t, const std::vector<std::string>& scope) {
   static const std::set<std::string> kNone;
   auto images = f_.s.filter_images.find(t.uuid);
   const std::set<std::string>& image_uuids = images == f_.s.filter_images.end() ? kNone : images->second;
@@ -206,6 +249,75 @@ Decider::RolloutWork Decider::RolloutScope(const TaskRecord& t, const std::vecto
     w.services.push_back(svc);
   }
   return w;
+}
+
+std::string TaskGathering::Overdue(const TaskRecord& t, const std::vector<std::string>& scope) const {
+  if (t.state != "active" || t.started_at == absl::InfinitePast()) return "";
+  // The rollout's clock starts when it started or was last resumed.
+  absl::Time from = std::max(t.started_at, t.resumed_at);
+  absl::Time progress = from;  // the last time an instance of the new spec became ready
+  absl::Duration progress_deadline = absl::ZeroDuration();
+  bool pending = false;
+  for (const std::string& svc : scope) {
+    const ServiceGoalSpec* g = f_.GoalOf(svc);
+    if (g == nullptr || g->spec.compute_type == "agent") continue;
+    ServiceGoal goal = GoalFor(*g, f_.s.images);
+    const absl::Duration healthy_deadline = g->spec.update_healthy_deadline;
+    if (g->spec.update_progress_deadline > absl::ZeroDuration()) {
+      progress_deadline = progress_deadline == absl::ZeroDuration()
+                              ? g->spec.update_progress_deadline
+                              : std::min(progress_deadline, g->spec.update_progress_deadline);
+    }
+    auto it = f_.of.find(svc);
+    if (it == f_.of.end()) continue;
+    for (const InstanceState* i : it->second) {
+      if (Outdated(*i, goal)) {
+        pending |= i->state == "running";
+        continue;
+      }
+      absl::Time ready_at = ReadySince(*i, goal.start_window);  // may be ahead (start.window)
+      if (ready_at <= f_.now) {
+        if (ready_at != absl::InfinitePast()) progress = std::max(progress, ready_at);
+        continue;
+      }
+      pending = true;
+      if (i->state != "running") continue;
+      absl::Time up = i->up_since == absl::InfinitePast() ? i->created : i->up_since;
+      // Not this rollout's. VMAPI's timestamps have milliseconds: an
+      // instance created in the millisecond the rollout started is its.
+      if (up < absl::FromUnixMillis(absl::ToUnixMillis(from)) || up == absl::InfiniteFuture()) continue;
+      // In place, an instance reprovisioned onto the new image that fails its
+      // checks stops the rollout: the next ones would get the same image.
+      if (goal.in_place && i->checked && i->health == "unhealthy") {
+        return absl::StrCat(i->alias, " of ", svc, " fails its health checks since it was reprovisioned onto ",
+                            g->record.image, "; no more instances are reprovisioned onto it");
+      }
+      // An instance this rollout brought up that is not ready in time.
+      if (healthy_deadline <= absl::ZeroDuration()) continue;
+      if (f_.now - up > healthy_deadline) {
+        return absl::StrCat("update.healthy_deadline ", absl::FormatDuration(healthy_deadline), ": ", i->alias,
+                            " of ", svc, " was not ready ", absl::FormatDuration(f_.now - up), " after it came up (",
+                            i->checked ? absl::StrCat("health ", i->health) : "no checks", ")");
+      }
+    }
+  }
+  if (pending && progress_deadline > absl::ZeroDuration() && f_.now - progress > progress_deadline) {
+    return absl::StrCat("update.progress_deadline ", absl::FormatDuration(progress_deadline),
+                        ": no instance of the new spec became ready since ", Stamp(progress));
+  }
+  return "";
+}
+
+}  // namespace
+
+TaskOutcome GatherTasks(ProjectFacts* f) { return TaskGathering(f).Run(); }
+
+void Decider::Tasks() {
+  TaskOutcome o = GatherTasks(&f_);
+  Append(std::move(o.task_changes), &d_.task_changes);
+  Append(std::move(o.events), &d_.events);
+  Append(std::move(o.rollbacks), &d_.rollbacks);
+  busy_tasks_ = std::move(o.busy);
 }
 
 // Automatic work runs as `scale` tasks, one per service: added when work

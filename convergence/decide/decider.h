@@ -129,6 +129,17 @@ struct RunsOutcome {
 RunsOutcome DecideRuns(const ProjectFacts& f, const std::string& svc, const ServiceGoalSpec& g);
 ServiceVerdict RunVerdict(const ProjectFacts& f, const std::string& svc, const RunsView& runs);
 
+// The open tasks (decide_tasks.cc): what they say of each service, written
+// into `f` (stopped, starting, rolling, paused, waiting, reprovisioning), and
+// the task changes, events and rollbacks that follow.
+struct TaskOutcome {
+  std::vector<TaskChange> task_changes;
+  std::vector<EventRecord> events;
+  std::vector<Rollback> rollbacks;
+  std::set<std::string> busy;  // tasks some service still works on
+};
+TaskOutcome GatherTasks(ProjectFacts* f);
+
 // What a service's verdict reads besides the project's facts
 // (decide_verdicts.cc).
 struct VerdictInputs {
@@ -221,25 +232,8 @@ class Decider {
   TaskProgress JobSucceeded(const JobRecord& j);
   TaskProgress JobFailed(const JobRecord& j, const std::string& error);
   void Installed(const JobRecord& j, ServiceMemory* m);
-  // A rollout past one of its services' deadlines (update.healthy_deadline,
-  // update.progress_deadline): why, or "".
-  std::string Overdue(const TaskRecord& t, const std::vector<std::string>& scope) const;
   void Instances();
   void Tasks();
-  bool TaskWaits(const TaskRecord& t, const std::vector<std::string>& scope);
-  void RunTask(const TaskRecord& t, const std::vector<std::string>& scope);
-  void ReprovisionTask(const TaskRecord& t, const std::vector<std::string>& scope,
-                       const std::vector<std::string>& agent_services);
-  bool AutoRollback(const TaskRecord& t, const std::vector<std::string>& scope, const std::string& overdue);
-  // What a rollout still has to do (decide_tasks.cc).
-  struct RolloutWork {
-    int64_t pending = 0;        // instances its filters and canary still choose
-    int64_t deleting = 0;       // its replacements in flight
-    int64_t just_replaced = 0;  // its replacements that ended in this sync
-    int64_t coming_up = 0;      // reprovisioned in place, not ready yet
-    std::vector<std::string> services;  // those it works on
-  };
-  RolloutWork RolloutScope(const TaskRecord& t, const std::vector<std::string>& scope);
   void Plan();
   void Retags();
   // Scheduled and event services (decide_runs.cc): new runs when due, each
