@@ -4,35 +4,61 @@
 
 namespace mariposa::convergence::decide_internal {
 
-void Decider::CrashFailure(const std::string& service, const std::string& why) {
-  const ServiceGoalSpec* g = f_.GoalOf(service);
-  auto m = d_.memory.find(service);
-  if (g == nullptr || m == d_.memory.end()) return;
-  RestartPolicy p = PolicyFor(g->spec, f_.s.policy);
-  if (m->second.history.Failure(p, f_.now, f_.s.jitter)) {
+void CrashFailure(const ProjectFacts& f, const std::string& service, const std::string& why,
+                  std::map<std::string, ServiceMemory>* memory, std::vector<EventRecord>* events) {
+  const ServiceGoalSpec* g = f.GoalOf(service);
+  auto m = memory->find(service);
+  if (g == nullptr || m == memory->end()) return;
+  RestartPolicy p = PolicyFor(g->spec, f.s.policy);
+  if (m->second.history.Failure(p, f.now, f.s.jitter)) {
     m->second.pause_reason =
         absl::StrCat(m->second.history.consecutive(), " failures in a row (restart.max_attempts ", p.max_attempts,
                      ", window ", absl::FormatDuration(p.window), "); replacement paused. Last: ", why);
-    Event("service.crashlooping", service, m->second.pause_reason);
+    events->push_back(f.Event("service.crashlooping", service, m->second.pause_reason));
   }
 }
+
+namespace {
+
+// What the jobs that ended since the last sync leave behind.
+class JobAccounting {
+ public:
+  JobAccounting(const ProjectFacts& f, std::map<std::string, ServiceMemory>* memory) : f_(f), memory_(*memory) {}
+  JobsOutcome Run() && {
+    FinishedJobs();
+    return std::move(out_);
+  }
+
+ private:
+  void FinishedJobs();
+  TaskProgress JobSucceeded(const JobRecord& j);
+  TaskProgress JobFailed(const JobRecord& j, const std::string& error);
+  void Installed(const JobRecord& j, ServiceMemory* m);
+  void Event(const std::string& kind, const std::string& subject, const std::string& detail) {
+    out_.events.push_back(f_.Event(kind, subject, detail));
+  }
+
+  const ProjectFacts& f_;
+  std::map<std::string, ServiceMemory>& memory_;
+  JobsOutcome out_;
+};
 
 // Each job that ended since the last sync: its task's progress, its event,
 // and what the service remembers of it (failures, backoff, install times).
-void Decider::FinishedJobs() {
+void JobAccounting::FinishedJobs() {
   for (const FinishedJob& f : f_.s.finished) {
     TaskProgress prog = f.ok ? JobSucceeded(f.job) : JobFailed(f.job, f.error);
-    d_.job_progress.push_back({f.job.job_uuid, prog});
+    out_.job_progress.push_back({f.job.job_uuid, prog});
   }
 }
 
-TaskProgress Decider::JobSucceeded(const JobRecord& j) {
+TaskProgress JobAccounting::JobSucceeded(const JobRecord& j) {
   TaskProgress prog;
-  auto m = d_.memory.find(j.service);
+  auto m = memory_.find(j.service);
   if (j.kind == "create") {
     prog.created = 1;
     if (j.reason == "replace-broken") prog.replaced = 1;
-    if (m != d_.memory.end()) m->second.history.Success();
+    if (m != memory_.end()) m->second.history.Success();
   } else if (RemovesKind(j.kind)) {
     prog.deleted = 1;
     if (j.reason == "reprovision") prog.replaced = 1;
@@ -49,11 +75,11 @@ TaskProgress Decider::JobSucceeded(const JobRecord& j) {
     }
     if (absl::StrContains(j.reason, kPutBack)) {
       Event("instance.put-back", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
-      if (f_.GoalOf(j.service) != nullptr) ++d_.memory[j.service].put_backs[j.instance];
+      if (f_.GoalOf(j.service) != nullptr) ++memory_[j.service].put_backs[j.instance];
     }
   } else if (j.kind == "import") {
     Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
-    for (auto& kv : d_.memory) {
+    for (auto& kv : memory_) {
       kv.second.import_error.clear();
       kv.second.import_failures = 0;
       kv.second.import_retry = absl::InfinitePast();
@@ -64,7 +90,7 @@ TaskProgress Decider::JobSucceeded(const JobRecord& j) {
   } else if (j.kind == "install") {
     prog.created = 1;
     Event("agent.install", j.instance, absl::StrCat(j.alias, " on server ", j.instance));
-    if (m != d_.memory.end()) Installed(j, &m->second);
+    if (m != memory_.end()) Installed(j, &m->second);
   }
   return prog;
 }
@@ -72,7 +98,7 @@ TaskProgress Decider::JobSucceeded(const JobRecord& j) {
 // An agent installed: the server's failures are forgotten, the reinstall
 // task counts it, and a slow install is told (much longer than the median
 // of the last ones).
-void Decider::Installed(const JobRecord& j, ServiceMemory* m) {
+void JobAccounting::Installed(const JobRecord& j, ServiceMemory* m) {
   if (!j.task_uuid.empty()) m->reinstalled[j.task_uuid].insert(j.instance);
   m->install_failures.erase(j.instance);
   m->install_attempts.erase(j.instance);
@@ -93,19 +119,19 @@ void Decider::Installed(const JobRecord& j, ServiceMemory* m) {
   if (times.size() > 50) times.erase(times.begin());
 }
 
-TaskProgress Decider::JobFailed(const JobRecord& j, const std::string& error) {
+TaskProgress JobAccounting::JobFailed(const JobRecord& j, const std::string& error) {
   TaskProgress prog;
   prog.failed = 1;
-  auto m = d_.memory.find(j.service);
+  auto m = memory_.find(j.service);
   if (j.kind == "create") {
     Event("instance.create-failed", j.service, absl::StrCat(j.alias, ": ", error));
-    CrashFailure(j.service, absl::StrCat(j.alias, ": ", error));
+    CrashFailure(f_, j.service, absl::StrCat(j.alias, ": ", error), &memory_, &out_.events);
   } else if (j.kind == "import") {
     Event("image.import-failed", j.instance, absl::StrCat(j.alias, " (", j.reason, "): ", error));
     // Every service waiting for the image waits for the next attempt.
     for (const auto& kv : f_.s.imports) {
       if (kv.second.uuid != j.instance) continue;
-      ServiceMemory& mem = d_.memory[kv.first];
+      ServiceMemory& mem = memory_[kv.first];
       mem.import_error = error;
       ++mem.import_failures;
       mem.import_retry = f_.now + RetryWait(f_.s.policy, mem.import_failures);
@@ -114,7 +140,7 @@ TaskProgress Decider::JobFailed(const JobRecord& j, const std::string& error) {
     Event("agent.uninstall-failed", j.instance, absl::StrCat(j.alias, ": ", error));
   } else if (j.kind == "install") {
     Event("agent.install-failed", j.instance, absl::StrCat(j.alias, " on server ", j.instance, ": ", error));
-    if (m != d_.memory.end()) {
+    if (m != memory_.end()) {
       m->second.install_failures[j.instance] = error;
       int n = ++m->second.install_attempts[j.instance];
       m->second.install_retry = std::max(m->second.install_retry, f_.now + RetryWait(f_.s.policy, n));
@@ -123,6 +149,34 @@ TaskProgress Decider::JobFailed(const JobRecord& j, const std::string& error) {
     Event(absl::StrCat("instance.", j.kind, "-failed"), j.instance, absl::StrCat(j.alias, ": ", error));
   }
   return prog;
+}
+
+}  // namespace
+
+JobsOutcome AccountFinishedJobs(const ProjectFacts& f, std::map<std::string, ServiceMemory>* memory) {
+  return JobAccounting(f, memory).Run();
+}
+
+// What each goal service remembers when this Decide starts: the stored
+// memory, unless its spec changed.
+std::map<std::string, ServiceMemory> StartingMemory(const ProjectFacts& f) {
+  std::map<std::string, ServiceMemory> out;
+  if (!f.s.goal) return out;
+  for (const auto& kv : f.s.goal->services) {
+    ServiceMemory m;
+    auto it = f.s.memory.find(kv.first);
+    if (it != f.s.memory.end() && it->second.spec_hash == kv.second.record.spec_hash) m = it->second;
+    m.spec_hash = kv.second.record.spec_hash;
+    out[kv.first] = std::move(m);
+  }
+  return out;
+}
+
+void Decider::FinishedJobs() {
+  d_.memory = StartingMemory(f_);
+  JobsOutcome o = AccountFinishedJobs(f_, &d_.memory);
+  Append(std::move(o.job_progress), &d_.job_progress);
+  Append(std::move(o.events), &d_.events);
 }
 
 void Decider::Instances() {
@@ -160,19 +214,7 @@ void Decider::Instances() {
   }
 }
 
-void Decider::Memory() {
-  if (!f_.s.goal) return;
-  for (const auto& kv : f_.s.goal->services) {
-    ServiceMemory m;
-    auto it = f_.s.memory.find(kv.first);
-    if (it != f_.s.memory.end() && it->second.spec_hash == kv.second.record.spec_hash) m = it->second;
-    m.spec_hash = kv.second.record.spec_hash;
-    d_.memory[kv.first] = std::move(m);
-  }
-}
-
 Decision Decider::Run() {
-  Memory();
   FinishedJobs();
   Instances();
   if (!f_.s.actual_known) {

@@ -38,9 +38,9 @@ void Decider::CountCrashes() {
     const InstanceState& i = *it->second;
     if (i.spec_hash != g->record.spec_hash) continue;
     if (i.state == "running" && i.health == "unhealthy") {
-      CrashFailure(i.service, absl::StrCat(i.alias, " failed its health checks"));
+      CrashFailure(f_, i.service, absl::StrCat(i.alias, " failed its health checks"), &d_.memory, &d_.events);
     } else if (i.state == "stopped" && f_.now - i.created < g->spec.restart_window) {
-      CrashFailure(i.service, absl::StrCat(i.alias, " stopped soon after creation"));
+      CrashFailure(f_, i.service, absl::StrCat(i.alias, " stopped soon after creation"), &d_.memory, &d_.events);
     }
   }
 }

@@ -129,6 +129,19 @@ struct RunsOutcome {
 RunsOutcome DecideRuns(const ProjectFacts& f, const std::string& svc, const ServiceGoalSpec& g);
 ServiceVerdict RunVerdict(const ProjectFacts& f, const std::string& svc, const RunsView& runs);
 
+// The jobs that ended since the last sync (decide.cc): each one's task
+// progress and event, and what its service remembers of it (failures,
+// backoff, install times) written into `memory`.
+struct JobsOutcome {
+  std::vector<std::pair<std::string, TaskProgress>> job_progress;  // job uuid -> its task's progress
+  std::vector<EventRecord> events;
+};
+JobsOutcome AccountFinishedJobs(const ProjectFacts& f, std::map<std::string, ServiceMemory>* memory);
+std::map<std::string, ServiceMemory> StartingMemory(const ProjectFacts& f);
+// A failure that counts toward the service's crash loop (and backoff).
+void CrashFailure(const ProjectFacts& f, const std::string& service, const std::string& why,
+                  std::map<std::string, ServiceMemory>* memory, std::vector<EventRecord>* events);
+
 // The open tasks (decide_tasks.cc): what they say of each service, written
 // into `f` (stopped, starting, rolling, paused, waiting, reprovisioning), and
 // the task changes, events and rollbacks that follow.
@@ -207,13 +220,11 @@ class Decider {
   Decision Run();
   // Only the finished jobs' accounting (CountFinished).
   Decision RunFinished() {
-    Memory();
     FinishedJobs();
     return std::move(d_);
   }
 
  private:
-  void Memory();
   // Failed FWAPI/NAPI/VOLAPI changes within their backoff are held.
   void HoldRetries();
   void Event(const std::string& kind, const std::string& subject, const std::string& detail) {
@@ -226,12 +237,8 @@ class Decider {
                std::string fix, std::string impact) {
     d_.problems.push_back({kind, service, std::move(error), std::move(reason), std::move(fix), std::move(impact)});
   }
-  // A failure that counts toward the service's crash loop (and backoff).
-  void CrashFailure(const std::string& service, const std::string& why);
+  // The memory this Decide starts from, and the finished jobs accounted into it.
   void FinishedJobs();
-  TaskProgress JobSucceeded(const JobRecord& j);
-  TaskProgress JobFailed(const JobRecord& j, const std::string& error);
-  void Installed(const JobRecord& j, ServiceMemory* m);
   void Instances();
   void Tasks();
   void Plan();
