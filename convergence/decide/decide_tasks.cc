@@ -320,15 +320,48 @@ void Decider::Tasks() {
   busy_tasks_ = std::move(o.busy);
 }
 
+namespace {
+
+// The scale tasks automatic work runs under: which open ones end or own the
+// plan's scale work, which are added, and which steps wait for theirs.
+class ScaleTaskDecision {
+ public:
+  ScaleTaskDecision(ProjectFacts* f, const std::vector<Action>& planned, std::vector<Step> steps,
+                    const std::vector<TaskChange>& earlier, const std::map<std::string, ServiceMemory>& memory)
+      : f_(*f), planned_(planned), earlier_(earlier), memory_(memory) {
+    out_.steps = std::move(steps);
+  }
+  ScaleTaskOutcome Run() && {
+    ScaleTasks();
+    return std::move(out_);
+  }
+
+ private:
+  void ScaleTasks();
+  std::map<std::string, std::string> OpenScaleTasks();
+  void NewScaleTasks(std::map<std::string, std::string>* blocked);
+  TaskRecord ScaleTaskFor(const std::string& svc, const std::string& reason);
+  void CrashLoopNotes();
+  void Change(const TaskRecord& t, const std::string& state, const std::string& note = "") {
+    out_.task_changes.push_back({t.uuid, state, note});
+  }
+
+  ProjectFacts& f_;
+  const std::vector<Action>& planned_;
+  const std::vector<TaskChange>& earlier_;  // the task changes decided before
+  const std::map<std::string, ServiceMemory>& memory_;
+  ScaleTaskOutcome out_;
+};
+
 // Automatic work runs as `scale` tasks, one per service: added when work
 // appears (never in a frozen scope: admission refuses it), completed when
 // the plan has none left for the service. A user's scale task, or one
 // already open, is reused.
-void Decider::ScaleTasks() {
+void ScaleTaskDecision::ScaleTasks() {
   std::map<std::string, std::string> blocked = OpenScaleTasks();  // service -> why its scale task waits
   NewScaleTasks(&blocked);
   std::vector<Step> kept;
-  for (Step& st : steps_) {
+  for (Step& st : out_.steps) {
     if (IsScaleWork(st.action)) {
       // A rollout acting on the service owns the creates that bring it back
       // to `count` (its floor counts on them): they go ahead as its work
@@ -341,22 +374,22 @@ void Decider::ScaleTasks() {
       }
       auto b = blocked.find(st.action.service);
       if (b != blocked.end()) {
-        d_.held.push_back({st.action, b->second});
-        hold_reason_.emplace(st.action.service, b->second);
+        out_.held.push_back({st.action, b->second});
+        out_.hold_reasons.emplace_back(st.action.service, b->second);
         continue;
       }
       st.task = f_.scale_task_of[st.action.service];
     }
     kept.push_back(std::move(st));
   }
-  steps_ = std::move(kept);
+  out_.steps = std::move(kept);
   CrashLoopNotes();
 }
 
 // The open scale tasks: completed when the plan has no scale work left in
 // their scope and nothing of theirs is in flight; otherwise they own it.
 // Returns the services whose scale task waits, and why.
-std::map<std::string, std::string> Decider::OpenScaleTasks() {
+std::map<std::string, std::string> ScaleTaskDecision::OpenScaleTasks() {
   std::set<std::string> scale_pending;
   for (const Action& a : planned_) {
     if (IsScaleWork(a)) scale_pending.insert(a.service);
@@ -391,10 +424,10 @@ std::map<std::string, std::string> Decider::OpenScaleTasks() {
 
 // New automatic tasks for scale work no task owns, admitted against the open
 // ones (the store decides again in its transaction).
-void Decider::NewScaleTasks(std::map<std::string, std::string>* blocked) {
+void ScaleTaskDecision::NewScaleTasks(std::map<std::string, std::string>* blocked) {
   std::vector<TaskRecord> open = f_.s.tasks;
   std::map<std::string, std::string> first_reason;
-  for (const Step& st : steps_) {
+  for (const Step& st : out_.steps) {
     if (IsScaleWork(st.action) && !f_.scale_task_of.count(st.action.service) &&
         !f_.reprovision_task_of.count(st.action.service)) {
       first_reason.emplace(st.action.service, st.action.reason);
@@ -411,7 +444,7 @@ void Decider::NewScaleTasks(std::map<std::string, std::string>* blocked) {
     }
     if (!t.wait_for.empty()) (*blocked)[svc] = absl::StrCat("scale work waits for task ", t.wait_for.front());
     f_.scale_task_of[svc] = absl::StrCat("new:", svc);
-    d_.new_tasks.push_back(t);
+    out_.new_tasks.push_back(t);
     TaskRecord as_open = t;
     as_open.uuid = f_.scale_task_of[svc];
     as_open.state = "queued";
@@ -422,7 +455,7 @@ void Decider::NewScaleTasks(std::map<std::string, std::string>* blocked) {
 // The automatic task for a service's scale work: a replacement of broken
 // instances (triggered by drift, a server down or health), the user's own
 // `mariposa scale`, or a scale after an apply.
-TaskRecord Decider::ScaleTaskFor(const std::string& svc, const std::string& reason) {
+TaskRecord ScaleTaskDecision::ScaleTaskFor(const std::string& svc, const std::string& reason) {
   bool replacing = reason == "replace-broken" || reason == "remove-broken";
   // Instances gone at the same count with no removal of ours: destroyed
   // out of band (their replacement is not an apply's scale).
@@ -456,23 +489,44 @@ TaskRecord Decider::ScaleTaskFor(const std::string& svc, const std::string& reas
 }
 
 // A crash loop keeps its scale task open with the reason shown.
-void Decider::CrashLoopNotes() {
+void ScaleTaskDecision::CrashLoopNotes() {
   std::set<std::string> ended;
-  for (const TaskChange& c : d_.task_changes) {
-    if (c.state != "active") ended.insert(c.task);
-  }
+  auto ends = [&ended](const std::vector<TaskChange>& changes) {
+    for (const TaskChange& c : changes) {
+      if (c.state != "active") ended.insert(c.task);
+    }
+  };
+  ends(earlier_);
+  ends(out_.task_changes);
   for (const TaskRecord& t : f_.s.tasks) {
     if (t.kind != "scale" || t.state != "active" || ended.count(t.uuid)) continue;
     std::string why;
     for (const std::string& svc : t.services) {
-      auto m = d_.memory.find(svc);
+      auto m = memory_.find(svc);
       const ServiceGoalSpec* g = f_.GoalOf(svc);
-      if (m != d_.memory.end() && g != nullptr && m->second.history.Paused(PolicyFor(g->spec, f_.s.policy), f_.now)) {
+      if (m != memory_.end() && g != nullptr && m->second.history.Paused(PolicyFor(g->spec, f_.s.policy), f_.now)) {
         why = absl::StrCat("paused: ", svc, " is crash-looping (restart.max_attempts reached)");
       }
     }
     if (why != t.error) Change(t, "active", why);
   }
+}
+
+}  // namespace
+
+ScaleTaskOutcome DecideScaleTasks(ProjectFacts* f, const std::vector<Action>& planned, std::vector<Step> steps,
+                                  const std::vector<TaskChange>& earlier,
+                                  const std::map<std::string, ServiceMemory>& memory) {
+  return ScaleTaskDecision(f, planned, std::move(steps), earlier, memory).Run();
+}
+
+void Decider::ScaleTasks() {
+  ScaleTaskOutcome o = DecideScaleTasks(&f_, planned_, std::move(steps_), d_.task_changes, d_.memory);
+  steps_ = std::move(o.steps);
+  Append(std::move(o.held), &d_.held);
+  for (auto& [svc, why] : o.hold_reasons) hold_reason_.emplace(svc, std::move(why));
+  Append(std::move(o.new_tasks), &d_.new_tasks);
+  Append(std::move(o.task_changes), &d_.task_changes);
 }
 
 // Ordinals: the lowest free one per service, from the aliases

@@ -153,6 +153,20 @@ struct TaskOutcome {
 };
 TaskOutcome GatherTasks(ProjectFacts* f);
 
+// The scale tasks (decide_tasks.cc): the open ones completed or owning the
+// plan's scale work, new ones added for work no task owns, and the steps
+// (of `steps`) that wait for theirs held.
+struct ScaleTaskOutcome {
+  std::vector<Step> steps;  // those that go, each with its task
+  std::vector<Held> held;
+  std::vector<std::pair<std::string, std::string>> hold_reasons;  // service, why, in order
+  std::vector<TaskRecord> new_tasks;
+  std::vector<TaskChange> task_changes;
+};
+ScaleTaskOutcome DecideScaleTasks(ProjectFacts* f, const std::vector<Action>& planned, std::vector<Step> steps,
+                                  const std::vector<TaskChange>& earlier,
+                                  const std::map<std::string, ServiceMemory>& memory);
+
 // What a service's verdict reads besides the project's facts
 // (decide_verdicts.cc).
 struct VerdictInputs {
@@ -264,10 +278,6 @@ class Decider {
   std::string StartHold(const Action& a, HoldState* h) const;
   void BudgetEvents(const std::set<std::string>& over_budget);
   void ScaleTasks();
-  std::map<std::string, std::string> OpenScaleTasks();
-  void NewScaleTasks(std::map<std::string, std::string>* blocked);
-  TaskRecord ScaleTaskFor(const std::string& svc, const std::string& reason);
-  void CrashLoopNotes();
   void Names();
   // Agent services, each decided by DecideAgentService, merged (decide_agents.cc).
   void Agents();
