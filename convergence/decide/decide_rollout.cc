@@ -134,13 +134,50 @@ void Decider::StartsDone() {
   }
 }
 
+namespace {
+
+class HoldDecision {
+ public:
+  HoldDecision(const ProjectFacts& f, const std::vector<Action>& planned, std::map<std::string, ServiceMemory>* memory)
+      : f_(f), planned_(planned), memory_(*memory) {}
+  HoldOutcome Run() && {
+    Hold();
+    return std::move(out_);
+  }
+
+ private:
+  // What Hold() counts over the planned actions.
+  struct HoldState {
+    std::map<std::string, std::string> placement;   // service -> why its creates wait for placement
+    std::map<std::string, int64_t> budget;          // service -> replacements left now
+    std::map<std::string, int64_t> removes_left;    // service -> removals of broken ones left now
+    std::set<std::string> over_budget;
+    std::map<std::string, int64_t> starting;        // service -> VMAPI starts in flight and taken now
+  };
+  void Hold();
+  void CrashLoopMemory();
+  std::map<std::string, std::string> PlacementHolds() const;
+  std::string HistoryHold(const Action& a, HoldState* h);
+  std::string CatalogHold(const Action& a, const HoldState& h) const;
+  std::string StartHold(const Action& a, HoldState* h) const;
+  void BudgetEvents(const std::set<std::string>& over_budget);
+  void Event(const std::string& kind, const std::string& subject, const std::string& detail) {
+    out_.events.push_back(f_.Event(kind, subject, detail));
+  }
+
+  const ProjectFacts& f_;
+  const std::vector<Action>& planned_;
+  std::map<std::string, ServiceMemory>& memory_;
+  HoldOutcome out_;
+};
+
 // Each planned action goes ahead as a step of its task, or is held, and
 // why: a freeze, a crash loop or backoff, the replacement budget, a missing
 // image or one being imported, the catalog, placement, start.parallelism.
-void Decider::Hold() {
+void HoldDecision::Hold() {
   CrashLoopMemory();
   HoldState h{PlacementHolds()};
-  for (auto& kv : d_.memory) {
+  for (auto& kv : memory_) {
     const ServiceGoalSpec* g = f_.GoalOf(kv.first);
     if (g == nullptr) continue;
     h.budget[kv.first] = kv.second.history.ReplaceBudget(g->record.count, f_.s.policy.replace_interval, f_.now);
@@ -158,8 +195,8 @@ void Decider::Hold() {
     if (why.empty()) why = CatalogHold(a, h);
     if (why.empty()) why = StartHold(a, &h);
     if (!why.empty()) {
-      d_.held.push_back({a, why});
-      hold_reason_.emplace(a.service, why);
+      out_.held.push_back({a, why});
+      out_.hold_reasons.emplace_back(a.service, why);
       continue;
     }
     auto find = [&](const std::map<std::string, std::string>& m2) {
@@ -170,26 +207,26 @@ void Decider::Hold() {
     if (!a.run.empty()) task = a.run;
     else if (a.reason == "reprovision") task = find(f_.reprovision_task_of);
     else if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart) task = find(f_.run_task_of);
-    steps_.push_back({a, task, ""});
+    out_.steps.push_back({a, task, ""});
   }
   // A task that waits (for its version, or for the task ahead of it) acts on
   // nothing yet; the work of the tasks acting now goes on (holding it would
   // keep the waiting task waiting forever). The wait is the reason shown.
-  for (const auto& kv : f_.task_waits) hold_reason_.emplace(kv.first, kv.second);
+  for (const auto& kv : f_.task_waits) out_.hold_reasons.emplace_back(kv.first, kv.second);
   BudgetEvents(h.over_budget);
 }
 
 // Crash-loop pauses end after their window; an instance created after the
 // last failure that became ready ends a run of failures.
-void Decider::CrashLoopMemory() {
-  for (auto& kv : d_.memory) {
+void HoldDecision::CrashLoopMemory() {
+  for (auto& kv : memory_) {
     const ServiceGoalSpec* g = f_.GoalOf(kv.first);
     if (g == nullptr || g->spec.compute_type == "agent") continue;
     ServiceHistory& h = kv.second.history;
     if (h.EndPauseIfOver(PolicyFor(g->spec, f_.s.policy), f_.now)) {
       Event("service.crashloop-ended", kv.first, "the restart window has passed; creating instances again");
     }
-    for (const InstanceState* i : f_.of[kv.first]) {
+    for (const InstanceState* i : f_.Of(kv.first)) {
       if (i->spec_hash == g->record.spec_hash && i->created > h.last_failure() &&
           InstanceReady(*i, f_.now, g->spec.start_window)) {
         h.Recovered();
@@ -201,7 +238,7 @@ void Decider::CrashLoopMemory() {
 
 // Placement: each service with a hard "near" rule that points at none of the
 // VMs the rules may point at (it cannot hold yet), and why its creates wait.
-std::map<std::string, std::string> Decider::PlacementHolds() const {
+std::map<std::string, std::string> HoldDecision::PlacementHolds() const {
   std::map<std::string, std::string> out;
   if (!f_.s.goal) return out;
   bool rules = false;  // the candidates are gathered only when a service has placement rules
@@ -245,13 +282,13 @@ std::map<std::string, std::string> Decider::PlacementHolds() const {
 // the replacement budget (spent here by the replacements that go ahead). A
 // failed provision never ran: removing it takes nothing away, so none of
 // these holds its removal.
-std::string Decider::HistoryHold(const Action& a, HoldState* h) {
+std::string HoldDecision::HistoryHold(const Action& a, HoldState* h) {
   const ServiceGoalSpec* g = f_.GoalOf(a.service);
-  auto m = d_.memory.find(a.service);
+  auto m = memory_.find(a.service);
   bool create = a.kind == ActionKind::kCreate;
   auto target = a.instance.empty() ? f_.by_uuid.end() : f_.by_uuid.find(a.instance);
   bool cleanup = a.reason == "remove-broken" && target != f_.by_uuid.end() && target->second->state == "failed";
-  if (m == d_.memory.end() || g == nullptr || cleanup) return "";
+  if (m == memory_.end() || g == nullptr || cleanup) return "";
   const ServiceHistory& history = m->second.history;
   if (history.Paused(PolicyFor(g->spec, f_.s.policy), f_.now) && (create || a.reason == "remove-broken")) {
     return absl::StrCat("crash loop: ", m->second.pause_reason);
@@ -273,7 +310,7 @@ std::string Decider::HistoryHold(const Action& a, HoldState* h) {
 // What the data center lacks for it: the image (or it is being imported:
 // nothing is created, replaced or reprovisioned before it is here), the
 // package, networks or brand, a placement rule's target.
-std::string Decider::CatalogHold(const Action& a, const HoldState& h) const {
+std::string HoldDecision::CatalogHold(const Action& a, const HoldState& h) const {
   bool create = a.kind == ActionKind::kCreate;
   if (create) {
     if (auto img = f_.s.image_errors.find(a.service); img != f_.s.image_errors.end()) {
@@ -294,7 +331,7 @@ std::string Decider::CatalogHold(const Action& a, const HoldState& h) const {
 }
 
 // start.parallelism: VMAPI starts in flight and taken now.
-std::string Decider::StartHold(const Action& a, HoldState* h) const {
+std::string HoldDecision::StartHold(const Action& a, HoldState* h) const {
   const ServiceGoalSpec* g = f_.GoalOf(a.service);
   if (a.kind != ActionKind::kStart || g == nullptr) return "";
   int64_t& n = h->starting[a.service];
@@ -306,9 +343,9 @@ std::string Decider::StartHold(const Action& a, HoldState* h) const {
 }
 
 // A spent replacement budget is told once per replace_interval.
-void Decider::BudgetEvents(const std::set<std::string>& over_budget) {
+void HoldDecision::BudgetEvents(const std::set<std::string>& over_budget) {
   for (const std::string& svc : over_budget) {
-    ServiceMemory& m = d_.memory[svc];
+    ServiceMemory& m = memory_[svc];
     if (f_.now - m.budget_event < f_.s.policy.replace_interval) continue;
     m.budget_event = f_.now;
     const ServiceGoalSpec* g = f_.GoalOf(svc);
@@ -317,6 +354,21 @@ void Decider::BudgetEvents(const std::set<std::string>& over_budget) {
                        " per ", absl::FormatDuration(f_.s.policy.replace_interval),
                        "); the rest wait — a correlated failure (CN or network outage) is likely"));
   }
+}
+
+}  // namespace
+
+HoldOutcome DecideHolds(const ProjectFacts& f, const std::vector<Action>& planned,
+                        std::map<std::string, ServiceMemory>* memory) {
+  return HoldDecision(f, planned, memory).Run();
+}
+
+void Decider::Hold() {
+  HoldOutcome o = DecideHolds(f_, planned_, &d_.memory);
+  Append(std::move(o.events), &d_.events);
+  Append(std::move(o.steps), &steps_);
+  Append(std::move(o.held), &d_.held);
+  for (auto& [svc, why] : o.hold_reasons) hold_reason_.emplace(svc, std::move(why));
 }
 
 // The job window: jobs in flight for this project and everywhere.

@@ -153,6 +153,19 @@ struct TaskOutcome {
 };
 TaskOutcome GatherTasks(ProjectFacts* f);
 
+// Each planned action as a step of its task, or held, and why: a freeze, a
+// crash loop or backoff, the replacement budget, a missing image or one being
+// imported, the catalog, placement, start.parallelism (decide_rollout.cc).
+// Crash-loop pauses that end and the budget spent are written into `memory`.
+struct HoldOutcome {
+  std::vector<Step> steps;
+  std::vector<Held> held;
+  std::vector<std::pair<std::string, std::string>> hold_reasons;  // service, why, in order
+  std::vector<EventRecord> events;
+};
+HoldOutcome DecideHolds(const ProjectFacts& f, const std::vector<Action>& planned,
+                        std::map<std::string, ServiceMemory>* memory);
+
 // The scale tasks (decide_tasks.cc): the open ones completed or owning the
 // plan's scale work, new ones added for work no task owns, and the steps
 // (of `steps`) that wait for theirs held.
@@ -263,20 +276,6 @@ class Decider {
   void Runs();
   void StartsDone();
   void Hold();
-  // What Hold() counts over the planned actions (decide_rollout.cc).
-  struct HoldState {
-    std::map<std::string, std::string> placement;   // service -> why its creates wait for placement
-    std::map<std::string, int64_t> budget;          // service -> replacements left now
-    std::map<std::string, int64_t> removes_left;    // service -> removals of broken ones left now
-    std::set<std::string> over_budget;
-    std::map<std::string, int64_t> starting;        // service -> VMAPI starts in flight and taken now
-  };
-  void CrashLoopMemory();
-  std::map<std::string, std::string> PlacementHolds() const;
-  std::string HistoryHold(const Action& a, HoldState* h);
-  std::string CatalogHold(const Action& a, const HoldState& h) const;
-  std::string StartHold(const Action& a, HoldState* h) const;
-  void BudgetEvents(const std::set<std::string>& over_budget);
   void ScaleTasks();
   void Names();
   // Agent services, each decided by DecideAgentService, merged (decide_agents.cc).
