@@ -18,24 +18,51 @@
 #include <optional>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "absl/algorithm/container.h"
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/ids.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "convergence/decide/catalog.h"
+#include "convergence/decide/images.h"
 #include "projects/meta_drift.h"
 #include "convergence/informer/observer.h"
 #include "convergence/sync_helpers.h"
 #include "convergence/decide/placement.h"
 #include "projects/task_queue.h"
+#include "convergence/gather.h"
 #include "convergence/reconciler.h"
+#include "convergence/informer/observer.h"
+#include "common/parallel.h"
+#include "projects/volumes.h"
 
 namespace mariposa::convergence {
 
-absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_jobs, absl::Duration* observe,
+Gatherer::Gatherer(ProjectStore* store, triton::VmapiClient* vmapi, triton::ImgapiClient* imgapi, const Clock* clock,
+                   const ReconcilerOptions* options, GoalCache* goals, VmCache* vms, TritonCatalog* triton,
+                   OwnedObjects* owned, Shared shared, Hooks hooks)
+    : store_(store),
+      vmapi_(vmapi),
+      imgapi_(imgapi),
+      clock_(clock),
+      options_(*options),
+      goals_(*goals),
+      vms_(*vms),
+      triton_(*triton),
+      owned_(*owned),
+      mu_(*shared.mu),
+      projects_(*shared.projects),
+      api_(*shared.api),
+      latency_mu_(*shared.latency_mu),
+      latency_(*shared.latency),
+      hooks_(std::move(hooks)) {}
+
+absl::StatusOr<Snapshot> Gatherer::Gather(const std::string& name, bool poll_jobs, absl::Duration* observe,
                                              absl::Time* listed, bool last_seen, bool observe_only) {
   ASSIGN_OR_RETURN(Snapshot s, GatherGoal(name));
   absl::Time now = clock_->Now();
@@ -71,7 +98,7 @@ absl::StatusOr<Snapshot> Reconciler::Gather(const std::string& name, bool poll_j
   return s;
 }
 
-absl::StatusOr<Snapshot> Reconciler::GatherGoal(const std::string& name) {
+absl::StatusOr<Snapshot> Gatherer::GatherGoal(const std::string& name) {
   Snapshot s;
   ASSIGN_OR_RETURN(s.project, store_->GetProject(name));
   const std::string& uuid = s.project.uuid;
@@ -113,7 +140,9 @@ absl::StatusOr<Snapshot> Reconciler::GatherGoal(const std::string& name) {
   return s;
 }
 
-std::vector<std::string> Reconciler::NonAgentServices(const Snapshot& s) {
+namespace {
+
+std::vector<std::string> NonAgentServices(const Snapshot& s) {
   std::vector<std::string> names;
   if (s.goal) {
     for (const auto& kv : s.goal->services) {
@@ -123,18 +152,20 @@ std::vector<std::string> Reconciler::NonAgentServices(const Snapshot& s) {
   return names;
 }
 
-VmScope Reconciler::ScopeOf(const Snapshot& s) const {
-  return VmScope{s.project.uuid, s.project.name, OwnersOf(s.project), NonAgentServices(s), s.version_numbers};
+}  // namespace
+
+VmScope Gatherer::ScopeOf(const Snapshot& s) const {
+  return VmScope{s.project.uuid, s.project.name, OwnersOf(s.project, options_), NonAgentServices(s), s.version_numbers};
 }
 
-void Reconciler::ListInstances(Snapshot* s) {
+void Gatherer::ListInstances(Snapshot* s) {
   if (!vms_.List(ScopeOf(*s), &s->instances).ok()) s->actual_known = false;
 }
 
 // A sync that follows jobs starts from the project's kept listing while
 // the informer (vm_cache.h) says it may; every other sync lists the
 // project's VMs; `status` shows the last sync's.
-Reconciler::Observation Reconciler::ObserveInstances(Snapshot* snapshot, bool poll_jobs, bool last_seen,
+Gatherer::Observation Gatherer::ObserveInstances(Snapshot* snapshot, bool poll_jobs, bool last_seen,
                                                      absl::Time now) {
   Snapshot& s = *snapshot;
   const VmScope scope = ScopeOf(s);
@@ -168,7 +199,7 @@ Reconciler::Observation Reconciler::ObserveInstances(Snapshot* snapshot, bool po
 
 // Jobs: those that ended are handed to Decide once; a create whose reply
 // was lost waits until its VM shows up or the job timeout passes.
-absl::Status Reconciler::GatherJobs(Snapshot* snapshot, bool poll_jobs, absl::Time now) {
+absl::Status Gatherer::GatherJobs(Snapshot* snapshot, bool poll_jobs, absl::Time now) {
   Snapshot& s = *snapshot;
   const std::string& uuid = s.project.uuid;
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListJobs(uuid));
@@ -211,7 +242,7 @@ absl::Status Reconciler::GatherJobs(Snapshot* snapshot, bool poll_jobs, absl::Ti
   return absl::OkStatus();
 }
 
-void Reconciler::MarkStaleChecks(Snapshot* snapshot) {
+void Gatherer::MarkStaleChecks(Snapshot* snapshot) {
   Snapshot& s = *snapshot;
   const std::string& uuid = s.project.uuid;
   // The versions older instances were created from: their checks are the
@@ -237,7 +268,7 @@ void Reconciler::MarkStaleChecks(Snapshot* snapshot) {
   }
 }
 
-void Reconciler::ReadHealth(Snapshot* snapshot) {
+void Gatherer::ReadHealth(Snapshot* snapshot) {
   Snapshot& s = *snapshot;
   // Health from the monitor (a kept list carries the last sync's).
   auto checked = [&](const InstanceState& i) {
@@ -252,7 +283,7 @@ void Reconciler::ReadHealth(Snapshot* snapshot) {
   }
 }
 
-void Reconciler::RecallStoredTimes(Snapshot* snapshot) {
+void Gatherer::RecallStoredTimes(Snapshot* snapshot) {
   Snapshot& s = *snapshot;
   const std::string& uuid = s.project.uuid;
   // Another node runs the project: its last sync's clocks and health, as
@@ -271,7 +302,7 @@ void Reconciler::RecallStoredTimes(Snapshot* snapshot) {
   }
 }
 
-void Reconciler::ShowTrackedTimes(Snapshot* snapshot) {
+void Gatherer::ShowTrackedTimes(Snapshot* snapshot) {
   Snapshot& s = *snapshot;
   const std::string& uuid = s.project.uuid;
   // Read only: the syncs keep these times.
@@ -289,7 +320,7 @@ void Reconciler::ShowTrackedTimes(Snapshot* snapshot) {
 // (first seen: since its creation); kept across syncs, in place, and in
 // the store (InstanceTimes), so that a restart or a takeover goes on with
 // the same clocks. The first sync of a project reads them back.
-void Reconciler::TrackTimes(Snapshot* snapshot, absl::Time now) {
+void Gatherer::TrackTimes(Snapshot* snapshot, absl::Time now) {
   Snapshot& s = *snapshot;
   const std::string& uuid = s.project.uuid;
   std::optional<std::vector<InstanceTimes>> kept_times = TimesToRecall(s.project);
@@ -309,7 +340,7 @@ void Reconciler::TrackTimes(Snapshot* snapshot, absl::Time now) {
       }
       ps.times_recalled = true;
     }
-    Track(&ps, &s.instances, now, &changed, &gone);
+    TrackClocks(&ps, &s.instances, now, &changed, &gone);
   }
   // Advisory, like the kept memory: without it, after a restart running
   // instances count from their creation and healthy ones from their
@@ -322,7 +353,7 @@ void Reconciler::TrackTimes(Snapshot* snapshot, absl::Time now) {
 
 // What the store kept of the project's clocks, before its first sync here
 // (nullopt after it; empty when it cannot be read).
-std::optional<std::vector<InstanceTimes>> Reconciler::TimesToRecall(const ProjectRecord& project) {
+std::optional<std::vector<InstanceTimes>> Gatherer::TimesToRecall(const ProjectRecord& project) {
   {
     absl::MutexLock l(&mu_);
     if (projects_[project.uuid].times_recalled) return std::nullopt;
@@ -337,8 +368,8 @@ std::optional<std::vector<InstanceTimes>> Reconciler::TimesToRecall(const Projec
 // One sync's clocks: each instance's are carried on, restarted (a new
 // spec or image) or begun, and written into it; `changed` and `gone` are
 // what the store must learn.
-void Reconciler::Track(ProjectState* ps, std::vector<InstanceState>* instances, absl::Time now,
-                       std::vector<InstanceTimes>* changed, std::vector<std::string>* gone) {
+void TrackClocks(ProjectState* ps, std::vector<InstanceState>* instances, absl::Time now,
+                 std::vector<InstanceTimes>* changed, std::vector<std::string>* gone) {
   uint64_t round = ++ps->track_round;
   for (InstanceState& i : *instances) {
     bool running = i.state == "running", healthy = running && i.health == "healthy";
@@ -377,7 +408,7 @@ void Reconciler::Track(ProjectState* ps, std::vector<InstanceState>* instances, 
 
 // Images, the filters' images, meta and the label keys placement rules
 // name (`label_keys`).
-absl::Status Reconciler::GatherRecipes(Snapshot* snapshot, bool last_seen, std::set<std::string>* label_keys) {
+absl::Status Gatherer::GatherRecipes(Snapshot* snapshot, bool last_seen, std::set<std::string>* label_keys) {
   Snapshot& s = *snapshot;
   const std::string& uuid = s.project.uuid;
   for (const FinishedJob& f : s.finished) {
@@ -407,7 +438,7 @@ absl::Status Reconciler::GatherRecipes(Snapshot* snapshot, bool last_seen, std::
       absl::StatusOr<triton::Network> def =
           !catalog.ok() ? absl::StatusOr<triton::Network>(catalog.status())
           : !(*catalog)->networks ? absl::FailedPreconditionError("mariposad has no NAPI address to find it")
-                                  : DefaultFabricNetwork(*(*catalog)->networks, TenantOf(s.project));
+                                  : DefaultFabricNetwork(*(*catalog)->networks, TenantOf(s.project, options_));
       if (def.ok()) s.default_fabric = *def;
       else s.default_fabric_error = std::string(def.status().message());
     }
@@ -437,7 +468,7 @@ absl::Status Reconciler::GatherRecipes(Snapshot* snapshot, bool last_seen, std::
 // What a service's instances are made of (catalog.h, meta_drift.h): meta
 // hash, brand, package dimensions and networks; what cannot be chosen holds
 // the service (spec_errors).
-void Reconciler::BuildRecipe(Snapshot* s, const std::string& service, const ServiceGoalSpec& g,
+void Gatherer::BuildRecipe(Snapshot* s, const std::string& service, const ServiceGoalSpec& g,
                              const absl::StatusOr<std::shared_ptr<const Catalog>>& catalog) {
   const ServiceSpec& spec = g.spec;
   if (spec.compute_type == "agent") return;
@@ -461,7 +492,7 @@ void Reconciler::BuildRecipe(Snapshot* s, const std::string& service, const Serv
     return;
   }
   if (options_.papi != nullptr) {
-    auto pkg = ChoosePackage(spec, *(*catalog)->packages, Owner(s->project, spec));
+    auto pkg = ChoosePackage(spec, *(*catalog)->packages, OwnerOf(s->project, spec, options_));
     if (pkg.ok()) r.sized = DimensionsOf(spec, *pkg);
     else hold(spec.package.empty() ? "resources" : "package", pkg.status());
   }
@@ -489,7 +520,7 @@ void Reconciler::BuildRecipe(Snapshot* s, const std::string& service, const Serv
   const std::optional<FabricSpec>& fabric = s->goal->fabric;
   std::vector<std::string> napi = NapiNetworks(spec, fabric);
   if (options_.napi != nullptr && !napi.empty()) {
-    auto nets = ChooseNetworks(napi, *(*catalog)->networks, Owner(s->project, spec));
+    auto nets = ChooseNetworks(napi, *(*catalog)->networks, OwnerOf(s->project, spec, options_));
     if (!nets.ok()) return hold("networks", nets.status());
     napi = std::move(*nets);
   }
@@ -507,11 +538,11 @@ void Reconciler::BuildRecipe(Snapshot* s, const std::string& service, const Serv
   }
 }
 
-void Reconciler::GatherLabelledVms(Snapshot* snapshot, const std::set<std::string>& label_keys) {
+void Gatherer::GatherLabelledVms(Snapshot* snapshot, const std::set<std::string>& label_keys) {
   Snapshot& s = *snapshot;
   for (const std::string& key : label_keys) {
     triton::VmFilter f;
-    f.owner_uuid = TenantOf(s.project);  // placement by labels looks at the project's account only
+    f.owner_uuid = TenantOf(s.project, options_);  // placement by labels looks at the project's account only
     f.state = "active";
     f.tags = {{key, "*"}};
     auto vms = vmapi_->ListVms(f);
@@ -524,7 +555,7 @@ void Reconciler::GatherLabelledVms(Snapshot* snapshot, const std::set<std::strin
 }
 
 // Agent services the previous version had and this one does not.
-void Reconciler::GatherRemovedAgents(Snapshot* snapshot) {
+void Gatherer::GatherRemovedAgents(Snapshot* snapshot) {
   Snapshot& s = *snapshot;
   const std::string& uuid = s.project.uuid;
   if ((s.goal && s.project.current_number > 1) || (s.project.deleting && s.project.current_number >= 1)) {
@@ -552,7 +583,7 @@ void Reconciler::GatherRemovedAgents(Snapshot* snapshot) {
 }
 
 // The servers (CNAPI) when the goal has agent services or removes some.
-void Reconciler::GatherServers(Snapshot* snapshot, bool last_seen) {
+void Gatherer::GatherServers(Snapshot* snapshot, bool last_seen) {
   Snapshot& s = *snapshot;
   const std::string& uuid = s.project.uuid;
   bool agents = !s.removed_agents.empty();
@@ -580,7 +611,7 @@ void Reconciler::GatherServers(Snapshot* snapshot, bool last_seen) {
 
 // Instances that mount a copy of a volume deleted outside Mariposa are
 // outdated (stale_mount).
-void Reconciler::MarkLostMounts(Snapshot* s) {
+void MarkLostMounts(Snapshot* s) {
   if (!s->goal || !s->volumes) return;
   std::set<std::string> lost;
   for (const auto& [name, spec] : s->goal->volumes) {
@@ -623,10 +654,10 @@ bool ListingShowsJobEnd(const JobRecord& job, const InstanceState* listed) {
   return false;  // the others change what a state does not show
 }
 
-bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,
+bool Gatherer::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,
                               const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances) {
   const std::string& project_uuid = project.uuid;
-  const std::vector<std::string> owners = OwnersOf(project);
+  const std::vector<std::string> owners = OwnersOf(project, options_);
   if (finished.empty()) return true;  // most pump rounds of a large project: nothing to look up
   std::map<std::string, const InstanceState*> listed;
   for (const InstanceState& i : *instances) listed[i.uuid] = &i;
@@ -676,6 +707,202 @@ bool Reconciler::RefreshEnded(const ProjectRecord& project, const std::map<std::
   }
   *instances = std::move(out);
   return true;
+}
+
+std::vector<ApiProblem> Gatherer::ApiProblems() const {
+  absl::MutexLock l(&mu_);
+  std::vector<ApiProblem> out;
+  for (const auto& kv : api_) out.push_back(kv.second);
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> Gatherer::RemovedAgents(const Snapshot& s) {
+  std::map<std::string, Snapshot::RemovedAgent> out;
+  auto name_of = [](const std::string& ref) { return ref.substr(0, ref.rfind('@')); };
+  std::set<std::string> kept;  // agent names the goal still runs (none while the project is deleted)
+  if (s.goal) {
+    for (const auto& kv : s.goal->services) {
+      if (kv.second.spec.compute_type == "agent") kept.insert(name_of(kv.second.record.image));
+    }
+  }
+  // Every agent service an earlier version had (the current one too while
+  // the project is deleted), as the newest of them defined it: a removal is
+  // finished even after later versions.
+  std::set<std::string> seen;
+  for (int64_t n = s.project.current_number - (s.goal ? 1 : 0); n >= 1; --n) {
+    ASSIGN_OR_RETURN(VersionRecord prev, store_->GetVersion(s.project.uuid, absl::StrCat(n), false));
+    ASSIGN_OR_RETURN(std::vector<ServiceRecord> old, store_->ListServices(prev.uuid));
+    for (const ServiceRecord& r : old) {
+      if (r.compute_type != "agent" || (s.goal && s.goal->services.count(r.name)) || !seen.insert(r.name).second) {
+        continue;
+      }
+      std::string name = name_of(r.image);
+      if (IsUuid(r.image)) {
+        auto im = triton_.Resolve(r.image);
+        if (!im.ok()) continue;
+        name = im->name;
+      }
+      if (kept.count(name)) continue;
+      Snapshot::RemovedAgent ra;
+      ra.name = name;
+      auto spec = nlohmann::json::parse(r.spec_json, nullptr, false);
+      if (spec.is_object() && spec.contains("update") && spec["update"].is_object() &&
+          spec["update"].value("rolling", 1) > 0) {
+        ra.rolling = spec["update"].value("rolling", 1);
+      }
+      if (spec.is_object() && spec.contains("servers") && spec["servers"].is_object()) {
+        const auto& sv = spec["servers"];
+        auto strings = [](const nlohmann::json& list, std::vector<std::string>* into) {
+          if (!list.is_array()) return;
+          for (const auto& x : list) {
+            if (x.is_string()) into->push_back(x.get<std::string>());
+          }
+        };
+        if (sv.contains("select") && sv["select"].is_string()) ra.select = sv["select"].get<std::string>();
+        if (sv.contains("select") && sv["select"].is_array()) {
+          ra.select = "list";
+          strings(sv["select"], &ra.servers);
+        }
+        if (sv.contains("exclude")) strings(sv["exclude"], &ra.exclude);
+      }
+      out[r.name] = ra;
+    }
+  }
+  return out;
+}
+
+void Gatherer::ImagesChanged() {
+  triton_.Forget();
+  if (options_.images_changed) options_.images_changed();
+}
+
+absl::StatusOr<std::map<std::string, std::vector<triton::Vm>>> Gatherer::CoreZones() {
+  triton::VmFilter f;
+  f.owner_uuid = options_.admin_owner_uuid;
+  f.state = "active";
+  f.tags = {{kTagCoreRole, "*"}};
+  auto vms = vmapi_->ListVms(f);
+  NoteApi("VMAPI", vms.status());
+  if (!vms.ok()) return vms.status();
+  std::map<std::string, std::vector<triton::Vm>> by_role;
+  for (triton::Vm& vm : *vms) {
+    std::string role = vm.tags.at(kTagCoreRole);
+    by_role[role].push_back(std::move(vm));
+  }
+  return by_role;
+}
+
+void Gatherer::AdoptCoreZones(Snapshot* s) {
+  if (!s->goal || !s->actual_known || options_.admin_owner_uuid.empty()) return;
+  std::set<std::string> seen;
+  for (const InstanceState& i : s->instances) seen.insert(i.uuid);
+  std::vector<EventRecord> events;
+  std::optional<std::map<std::string, std::vector<triton::Vm>>> zones;  // listed once, if there is a core service
+  for (const auto& kv : s->goal->services) {
+    if (kv.second.spec.compute_type != "core") continue;
+    if (!zones) {
+      auto listed = CoreZones();
+      if (!listed.ok()) {  // a zone not seen could be created twice: decide nothing
+        s->actual_known = false;
+        return;
+      }
+      zones = std::move(*listed);
+    }
+    auto image = triton_.Resolve(kv.second.record.image);
+    std::string goal_image = image.ok() && image->source.empty() ? image->uuid : "";
+    for (triton::Vm vm : (*zones)[kv.first]) {
+      auto tags = AdoptionTags(vm, s->project.uuid, kv.first, s->project.current_version, kv.second.record.spec_hash,
+                               goal_image);
+      if (tags.empty() || seen.count(vm.uuid)) continue;
+      // Counted now even when tagging fails (it is tried again next sync),
+      // so that nothing is created beside it.
+      auto tagged = vmapi_->SetTags({vm.uuid, options_.admin_owner_uuid}, tags, /*replace=*/false);
+      NoteApi("VMAPI", tagged.status());
+      bool current = tags[kTagSpec] == kv.second.record.spec_hash;
+      for (const auto& t : tags) vm.tags[t.first] = t.second;
+      if (auto i = Observer::FromVm(vm, s->project.uuid, s->version_numbers)) s->instances.push_back(std::move(*i));
+      if (!tagged.ok()) continue;
+      {
+        absl::MutexLock l(&mu_);  // a sync before the tags land adopts it again, silently
+        if (!projects_[s->project.uuid].adopted.insert(vm.uuid).second) continue;
+      }
+      events.push_back(EventRecord{
+          0, clock_->Now(), "mariposad", s->project.name, "instance.adopted", vm.uuid,
+          absl::StrCat(vm.alias.empty() ? vm.uuid : vm.alias, " (", kTagCoreRole, "=", kv.first, ", image ",
+                       ShortUuid(vm.image_uuid), ") is now an instance of ", kv.first,
+                       current ? "; it runs the goal image" : "; it will be reprovisioned onto the goal image")});
+    }
+  }
+  if (!events.empty()) {
+    if (auto st = store_->AppendEvents(events); !st.ok()) LogWarn("cannot record adoptions", {{"error", st.ToString()}});
+  }
+}
+
+void Gatherer::RecallMemory(const ProjectRecord& p) {
+  {
+    absl::MutexLock l(&mu_);
+    if (projects_[p.uuid].memory_recalled) return;
+  }
+  std::map<std::string, ServiceMemory> kept;
+  std::vector<PendingChange> pending;
+  std::string body;
+  auto text = store_->GetControllerMemory(p.uuid);
+  if (text.ok() && !text->empty()) {
+    auto decoded = DecodeMemory(*text, &pending);
+    if (decoded.ok()) {
+      kept = *std::move(decoded);
+      body = *text;
+    } else {
+      text = decoded.status();
+    }
+  }
+  if (!text.ok()) {
+    // Advisory: without it, backoffs and crash loops start counting again.
+    LogWarn("the project's kept memory cannot be read; it starts with none",
+            {{"project", p.name}, {"error", text.status().ToString()}});
+  } else if (!kept.empty()) {
+    LogInfo("kept memory recalled", {{"project", p.name}, {"services", absl::StrCat(kept.size())}});
+  }
+  absl::MutexLock l(&mu_);
+  ProjectState& ps = projects_[p.uuid];
+  if (ps.memory_recalled) return;
+  ps.memory_recalled = true;
+  ps.memory = std::move(kept);
+  ps.pending = std::move(pending);
+  ps.memory_kept = std::move(body);
+}
+
+std::vector<std::optional<FinishedJob>> Gatherer::PollJobs(const std::vector<JobRecord>& jobs) {
+  // Asked in parallel: a sync's cost does not grow with one round trip per
+  // job in flight.
+  std::vector<std::optional<FinishedJob>> answers(jobs.size());  // one writer per element
+  std::vector<std::function<void()>> asks;
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    asks.push_back([&, k] {
+      const JobRecord& j = jobs[k];
+      if (j.api == "cnapi") {
+        if (options_.cnapi == nullptr) return;
+        auto t = options_.cnapi->GetTask(j.job_uuid);
+        NoteApi("CNAPI", t.status());
+        if (t.ok() && t->done()) answers[k] = FinishedJob{j, t->status == "complete", t->error};
+        else if (absl::IsNotFound(t.status())) answers[k] = FinishedJob{j, false, "CNAPI lost the task"};
+        return;
+      }
+      if (j.api == "imgapi") {
+        triton::JobRef ref;
+        ref.job_uuid = j.job_uuid;
+        auto job = imgapi_->WaitJob(ref, absl::ZeroDuration());  // asks once
+        if (job.ok() && job->done()) answers[k] = FinishedJob{j, job->execution == "succeeded", job->error};
+        else if (absl::IsNotFound(job.status())) answers[k] = FinishedJob{j, false, "the workflow API lost the job"};
+        return;
+      }
+      auto job = vmapi_->GetJob(j.job_uuid);
+      if (job.ok() && job->done()) answers[k] = FinishedJob{j, job->execution == "succeeded", job->error};
+      else if (absl::IsNotFound(job.status())) answers[k] = FinishedJob{j, false, "VMAPI lost the job"};
+    });
+  }
+  RunParallel(&asks, options_.send_parallel);
+  return answers;
 }
 
 }  // namespace mariposa::convergence

@@ -61,7 +61,10 @@ Reconciler::Reconciler(ProjectStore* store, triton::VmapiClient* vmapi, triton::
       triton_(clock,
               TritonCatalogOptions{imgapi, options_.image_source, options_.image_source_url, options_.image_channel,
                                    options_.papi, options_.napi, options_.volapi},
-              [this](const std::string& api, const absl::Status& st) { NoteApi(api, st); }) {}
+              [this](const std::string& api, const absl::Status& st) { NoteApi(api, st); }),
+      gather_(store, vmapi, imgapi, clock, &options_, &goals_, &vms_, &triton_, &owned_,
+              Gatherer::Shared{&mu_, &projects_, &api_, &latency_mu_, &latency_},
+              Gatherer::Hooks{[this](const std::string& api, const absl::Status& st) { NoteApi(api, st); }}) {}
 
 Reconciler::~Reconciler() { Stop(); }
 
@@ -113,14 +116,6 @@ void Reconciler::NoteLatency(const std::string& api, absl::Duration took) {
   absl::MutexLock l(&latency_mu_);
   latency_[api] = took;
 }
-
-std::vector<ApiProblem> Reconciler::ApiProblems() const {
-  absl::MutexLock l(&mu_);
-  std::vector<ApiProblem> out;
-  for (const auto& kv : api_) out.push_back(kv.second);
-  return out;
-}
-
 
 absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const std::string& project_uuid,
                                                                         const Manifest& m,
@@ -186,7 +181,7 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
     } else if (spec.compute_type == "core" && !options_.admin_owner_uuid.empty()) {
       // Its zones, adopted or not yet (found by role, as AdoptCoreZones).
       if (!zones) {
-        auto got = CoreZones();
+        auto got = gather_.CoreZones();
         if (!got.ok()) return got.status();
         zones = std::move(*got);
       }
@@ -223,69 +218,6 @@ absl::StatusOr<std::map<std::string, ImagePlan>> Reconciler::PlanImages(const st
   return out;
 }
 
-absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> Reconciler::RemovedAgents(const Snapshot& s) {
-  std::map<std::string, Snapshot::RemovedAgent> out;
-  auto name_of = [](const std::string& ref) { return ref.substr(0, ref.rfind('@')); };
-  std::set<std::string> kept;  // agent names the goal still runs (none while the project is deleted)
-  if (s.goal) {
-    for (const auto& kv : s.goal->services) {
-      if (kv.second.spec.compute_type == "agent") kept.insert(name_of(kv.second.record.image));
-    }
-  }
-  // Every agent service an earlier version had (the current one too while
-  // the project is deleted), as the newest of them defined it: a removal is
-  // finished even after later versions.
-  std::set<std::string> seen;
-  for (int64_t n = s.project.current_number - (s.goal ? 1 : 0); n >= 1; --n) {
-    ASSIGN_OR_RETURN(VersionRecord prev, store_->GetVersion(s.project.uuid, absl::StrCat(n), false));
-    ASSIGN_OR_RETURN(std::vector<ServiceRecord> old, store_->ListServices(prev.uuid));
-    for (const ServiceRecord& r : old) {
-      if (r.compute_type != "agent" || (s.goal && s.goal->services.count(r.name)) || !seen.insert(r.name).second) {
-        continue;
-      }
-      std::string name = name_of(r.image);
-      if (IsUuid(r.image)) {
-        auto im = triton_.Resolve(r.image);
-        if (!im.ok()) continue;
-        name = im->name;
-      }
-      if (kept.count(name)) continue;
-      Snapshot::RemovedAgent ra;
-      ra.name = name;
-      auto spec = nlohmann::json::parse(r.spec_json, nullptr, false);
-      if (spec.is_object() && spec.contains("update") && spec["update"].is_object() &&
-          spec["update"].value("rolling", 1) > 0) {
-        ra.rolling = spec["update"].value("rolling", 1);
-      }
-      if (spec.is_object() && spec.contains("servers") && spec["servers"].is_object()) {
-        const auto& sv = spec["servers"];
-        auto strings = [](const nlohmann::json& list, std::vector<std::string>* into) {
-          if (!list.is_array()) return;
-          for (const auto& x : list) {
-            if (x.is_string()) into->push_back(x.get<std::string>());
-          }
-        };
-        if (sv.contains("select") && sv["select"].is_string()) ra.select = sv["select"].get<std::string>();
-        if (sv.contains("select") && sv["select"].is_array()) {
-          ra.select = "list";
-          strings(sv["select"], &ra.servers);
-        }
-        if (sv.contains("exclude")) strings(sv["exclude"], &ra.exclude);
-      }
-      out[r.name] = ra;
-    }
-  }
-  return out;
-}
-
-
-void Reconciler::ImagesChanged() {
-  triton_.Forget();
-  if (options_.images_changed) options_.images_changed();
-}
-
-
-
 absl::StatusOr<std::vector<ManifestDiagnostic>> Reconciler::CheckManifest(const Manifest& m,
                                                                           const std::string& filename,
                                                                           const std::string& owner) {
@@ -294,6 +226,8 @@ absl::StatusOr<std::vector<ManifestDiagnostic>> Reconciler::CheckManifest(const 
   catalog.images = [this](const std::string& ref) { return triton_.Resolve(ref); };
   return CheckCatalog(m, catalog, owner.empty() ? options_.owner_uuid : owner, options_.admin_owner_uuid, filename);
 }
+
+void Reconciler::ImagesChanged() { gather_.ImagesChanged(); }
 
 const std::string& Reconciler::TenantOf(const ProjectRecord& p) const {
   return convergence::TenantOf(p, options_);
@@ -314,111 +248,15 @@ absl::StatusOr<ProjectHoldings> Reconciler::Holdings(const std::string& project_
   return h;
 }
 
-std::vector<std::string> Reconciler::OwnersOf(const ProjectRecord& p) const {
+std::vector<std::string> OwnersOf(const ProjectRecord& p, const ReconcilerOptions& o) {
   std::vector<std::string> out;
-  if (!TenantOf(p).empty()) out.push_back(TenantOf(p));
+  if (!TenantOf(p, o).empty()) out.push_back(TenantOf(p, o));
   // Core zones are the admin account's; only Triton's operators make VMs
   // there, so its VMs tagged for the project are the project's.
-  if (!options_.admin_owner_uuid.empty() && options_.admin_owner_uuid != TenantOf(p)) {
-    out.push_back(options_.admin_owner_uuid);
+  if (!o.admin_owner_uuid.empty() && o.admin_owner_uuid != TenantOf(p, o)) {
+    out.push_back(o.admin_owner_uuid);
   }
   return out;
-}
-
-absl::StatusOr<std::map<std::string, std::vector<triton::Vm>>> Reconciler::CoreZones() {
-  triton::VmFilter f;
-  f.owner_uuid = options_.admin_owner_uuid;
-  f.state = "active";
-  f.tags = {{kTagCoreRole, "*"}};
-  auto vms = vmapi_->ListVms(f);
-  NoteApi("VMAPI", vms.status());
-  if (!vms.ok()) return vms.status();
-  std::map<std::string, std::vector<triton::Vm>> by_role;
-  for (triton::Vm& vm : *vms) {
-    std::string role = vm.tags.at(kTagCoreRole);
-    by_role[role].push_back(std::move(vm));
-  }
-  return by_role;
-}
-
-void Reconciler::AdoptCoreZones(Snapshot* s) {
-  if (!s->goal || !s->actual_known || options_.admin_owner_uuid.empty()) return;
-  std::set<std::string> seen;
-  for (const InstanceState& i : s->instances) seen.insert(i.uuid);
-  std::vector<EventRecord> events;
-  std::optional<std::map<std::string, std::vector<triton::Vm>>> zones;  // listed once, if there is a core service
-  for (const auto& kv : s->goal->services) {
-    if (kv.second.spec.compute_type != "core") continue;
-    if (!zones) {
-      auto listed = CoreZones();
-      if (!listed.ok()) {  // a zone not seen could be created twice: decide nothing
-        s->actual_known = false;
-        return;
-      }
-      zones = std::move(*listed);
-    }
-    auto image = triton_.Resolve(kv.second.record.image);
-    std::string goal_image = image.ok() && image->source.empty() ? image->uuid : "";
-    for (triton::Vm vm : (*zones)[kv.first]) {
-      auto tags = AdoptionTags(vm, s->project.uuid, kv.first, s->project.current_version, kv.second.record.spec_hash,
-                               goal_image);
-      if (tags.empty() || seen.count(vm.uuid)) continue;
-      // Counted now even when tagging fails (it is tried again next sync),
-      // so that nothing is created beside it.
-      auto tagged = vmapi_->SetTags({vm.uuid, options_.admin_owner_uuid}, tags, /*replace=*/false);
-      NoteApi("VMAPI", tagged.status());
-      bool current = tags[kTagSpec] == kv.second.record.spec_hash;
-      for (const auto& t : tags) vm.tags[t.first] = t.second;
-      if (auto i = Observer::FromVm(vm, s->project.uuid, s->version_numbers)) s->instances.push_back(std::move(*i));
-      if (!tagged.ok()) continue;
-      {
-        absl::MutexLock l(&mu_);  // a sync before the tags land adopts it again, silently
-        if (!projects_[s->project.uuid].adopted.insert(vm.uuid).second) continue;
-      }
-      events.push_back(EventRecord{
-          0, clock_->Now(), "mariposad", s->project.name, "instance.adopted", vm.uuid,
-          absl::StrCat(vm.alias.empty() ? vm.uuid : vm.alias, " (", kTagCoreRole, "=", kv.first, ", image ",
-                       ShortUuid(vm.image_uuid), ") is now an instance of ", kv.first,
-                       current ? "; it runs the goal image" : "; it will be reprovisioned onto the goal image")});
-    }
-  }
-  if (!events.empty()) {
-    if (auto st = store_->AppendEvents(events); !st.ok()) LogWarn("cannot record adoptions", {{"error", st.ToString()}});
-  }
-}
-
-void Reconciler::RecallMemory(const ProjectRecord& p) {
-  {
-    absl::MutexLock l(&mu_);
-    if (projects_[p.uuid].memory_recalled) return;
-  }
-  std::map<std::string, ServiceMemory> kept;
-  std::vector<PendingChange> pending;
-  std::string body;
-  auto text = store_->GetControllerMemory(p.uuid);
-  if (text.ok() && !text->empty()) {
-    auto decoded = DecodeMemory(*text, &pending);
-    if (decoded.ok()) {
-      kept = *std::move(decoded);
-      body = *text;
-    } else {
-      text = decoded.status();
-    }
-  }
-  if (!text.ok()) {
-    // Advisory: without it, backoffs and crash loops start counting again.
-    LogWarn("the project's kept memory cannot be read; it starts with none",
-            {{"project", p.name}, {"error", text.status().ToString()}});
-  } else if (!kept.empty()) {
-    LogInfo("kept memory recalled", {{"project", p.name}, {"services", absl::StrCat(kept.size())}});
-  }
-  absl::MutexLock l(&mu_);
-  ProjectState& ps = projects_[p.uuid];
-  if (ps.memory_recalled) return;
-  ps.memory_recalled = true;
-  ps.memory = std::move(kept);
-  ps.pending = std::move(pending);
-  ps.memory_kept = std::move(body);
 }
 
 void Reconciler::KeepMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory,
@@ -447,13 +285,13 @@ absl::StatusOr<Reconciler::View> Reconciler::Inspect(const std::string& project)
     // show, so it reads VMAPI now (and writes nothing).
     ASSIGN_OR_RETURN(ProjectRecord p, store_->GetProject(project));
     if (!options_.lease(p.uuid)) {
-      ASSIGN_OR_RETURN(Snapshot s, Gather(p.uuid, /*poll_jobs=*/false, nullptr, nullptr, /*last_seen=*/false,
+      ASSIGN_OR_RETURN(Snapshot s, gather_.Gather(p.uuid, /*poll_jobs=*/false, nullptr, nullptr, /*last_seen=*/false,
                                           /*observe_only=*/true));
       Decision d = Decide(s, clock_->Now());
       return View{std::move(s), std::move(d), /*read_now=*/true, WatchSummary()};
     }
   }
-  ASSIGN_OR_RETURN(Snapshot s, Gather(project, /*poll_jobs=*/false, nullptr, nullptr, /*last_seen=*/true));
+  ASSIGN_OR_RETURN(Snapshot s, gather_.Gather(project, /*poll_jobs=*/false, nullptr, nullptr, /*last_seen=*/true));
   Decision d = Decide(s, clock_->Now());
   return View{std::move(s), std::move(d), /*read_now=*/false, WatchSummary()};
 }
@@ -465,7 +303,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   uint64_t changes = changes_.load();
   absl::Duration observe;
   absl::Time listed_at;
-  ASSIGN_OR_RETURN(Snapshot s, Gather(name, /*poll_jobs=*/true, &observe, &listed_at));
+  ASSIGN_OR_RETURN(Snapshot s, gather_.Gather(name, /*poll_jobs=*/true, &observe, &listed_at));
   PlanCache* cache;  // one worker per project at a time uses it; map nodes do not move
   {
     absl::MutexLock l(&mu_);
@@ -489,39 +327,6 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   return r;
 }
 
-std::vector<std::optional<FinishedJob>> Reconciler::PollJobs(const std::vector<JobRecord>& jobs) {
-  // Asked in parallel: a sync's cost does not grow with one round trip per
-  // job in flight.
-  std::vector<std::optional<FinishedJob>> answers(jobs.size());  // one writer per element
-  std::vector<std::function<void()>> asks;
-  for (size_t k = 0; k < jobs.size(); ++k) {
-    asks.push_back([&, k] {
-      const JobRecord& j = jobs[k];
-      if (j.api == "cnapi") {
-        if (options_.cnapi == nullptr) return;
-        auto t = options_.cnapi->GetTask(j.job_uuid);
-        NoteApi("CNAPI", t.status());
-        if (t.ok() && t->done()) answers[k] = FinishedJob{j, t->status == "complete", t->error};
-        else if (absl::IsNotFound(t.status())) answers[k] = FinishedJob{j, false, "CNAPI lost the task"};
-        return;
-      }
-      if (j.api == "imgapi") {
-        triton::JobRef ref;
-        ref.job_uuid = j.job_uuid;
-        auto job = imgapi_->WaitJob(ref, absl::ZeroDuration());  // asks once
-        if (job.ok() && job->done()) answers[k] = FinishedJob{j, job->execution == "succeeded", job->error};
-        else if (absl::IsNotFound(job.status())) answers[k] = FinishedJob{j, false, "the workflow API lost the job"};
-        return;
-      }
-      auto job = vmapi_->GetJob(j.job_uuid);
-      if (job.ok() && job->done()) answers[k] = FinishedJob{j, job->execution == "succeeded", job->error};
-      else if (absl::IsNotFound(job.status())) answers[k] = FinishedJob{j, false, "VMAPI lost the job"};
-    });
-  }
-  RunParallel(&asks, options_.send_parallel);
-  return answers;
-}
-
 // Between syncs, the backlog a sync left (creates without placement rules)
 // is sent as jobs end, while nothing changed and no job failed.
 std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
@@ -538,7 +343,7 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   SyncResult r;
   bool failed = false;
   std::vector<FinishedJob> ended;
-  for (auto& a : PollJobs(polled)) {
+  for (auto& a : gather_.PollJobs(polled)) {
     if (!a) {
       ++pump->running;
       continue;

@@ -49,6 +49,8 @@
 #include "convergence/triton/vm_feed.h"
 #include "convergence/informer/triton_catalog.h"
 #include "convergence/informer/vm_cache.h"
+#include "convergence/gather.h"
+#include "convergence/project_state.h"
 #include "health/coordinator.h"
 #include "projects/store.h"
 
@@ -124,6 +126,14 @@ inline const std::string& TenantOf(const ProjectRecord& p, const ReconcilerOptio
   return p.owner.empty() ? o.owner_uuid : p.owner;
 }
 
+// Every account whose VMs may be `p`'s instances: its own, and the admin
+// account (core zones) when there is one. Listings are scoped to these.
+std::vector<std::string> OwnersOf(const ProjectRecord& p, const ReconcilerOptions& o);
+// The account an instance of `spec` in project `p` belongs to.
+inline const std::string& OwnerOf(const ProjectRecord& p, const ServiceSpec& spec, const ReconcilerOptions& o) {
+  return OwnerFor(spec, TenantOf(p, o), o.admin_owner_uuid);
+}
+
 // What one sync did.
 struct SyncResult {
   int created = 0;
@@ -160,9 +170,6 @@ class Reconciler {
   // of a second, when it took longer): then the project needs a sync.
   std::optional<SyncResult> PumpProject(const std::string& project_uuid);
   static constexpr int kEndedWindowsPerSync = 64;
-  // Finished tasks read by a sync of a project with scheduled or event
-  // services (their runs' outcomes and history).
-  static constexpr int kFinishedRunsRead = 200;
 
   // Gather and Decide without executing: what `status` shows. It never
   // waits on Triton: the actual state is the last sync's observation (its
@@ -227,7 +234,7 @@ class Reconciler {
   const std::string& TenantOf(const ProjectRecord& p) const;
   // Every account whose VMs may be `p`'s instances: its own, and the admin
   // account (core zones) when there is one. Listings are scoped to these.
-  std::vector<std::string> OwnersOf(const ProjectRecord& p) const;
+  std::vector<std::string> OwnersOf(const ProjectRecord& p) const { return convergence::OwnersOf(p, options_); }
   // How many active VMs the project (uuid) has under its accounts, and what
   // it owns in FWAPI, NAPI and VOLAPI (the APIs mariposad has addresses
   // for): what deleting it must remove first.
@@ -235,9 +242,6 @@ class Reconciler {
   // How long a call to `api` (VMAPI, CNAPI, …) took: the HTTP clients'
   // metrics hook reports every call, and a stale status names slow APIs.
   void NoteLatency(const std::string& api, absl::Duration took);
-  // The agent services the version before `s.goal` had and it does not
-  // (Snapshot::removed_agents); reads the store.
-  absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> RemovedAgents(const Snapshot& s);
   // Forgets the resolved images, and tells the other nodes
   // (options.images_changed).
   void ImagesChanged();
@@ -248,39 +252,6 @@ class Reconciler {
   absl::StatusOr<std::map<std::string, ImagePlan>> PlanImages(const std::string& project_uuid, const Manifest& m,
                                                               const std::set<std::string>& services);
  private:
-  // `listed`, when given, is set to when the snapshot's instances were
-  // listed (InfinitePast: VMAPI could not be read; keep nothing).
-  // `last_seen` (Inspect): nothing is asked of Triton (see Inspect).
-  // `observe_only` (Inspect of a project another node runs): VMAPI is read,
-  // nothing is written to Triton or the store.
-  absl::StatusOr<Snapshot> Gather(const std::string& project, bool poll_jobs, absl::Duration* observe,
-                                  absl::Time* listed, bool last_seen = false, bool observe_only = false);
-  // Gather's steps (gather.cc, in this order).
-  struct Observation {
-    absl::Time listed_at;      // of the instances read
-    bool incremental = false;  // the kept listing (RefreshEnded follows)
-  };
-  absl::StatusOr<Snapshot> GatherGoal(const std::string& project);
-  Observation ObserveInstances(Snapshot* s, bool poll_jobs, bool last_seen, absl::Time now);
-  // The informer's scope for the snapshot's project.
-  VmScope ScopeOf(const Snapshot& s) const;
-  void ListInstances(Snapshot* s);
-  static void MarkLostMounts(Snapshot* s);
-  static std::vector<std::string> NonAgentServices(const Snapshot& s);
-  absl::Status GatherJobs(Snapshot* s, bool poll_jobs, absl::Time now);
-  void MarkStaleChecks(Snapshot* s);
-  void ReadHealth(Snapshot* s);
-  void RecallStoredTimes(Snapshot* s);
-  void ShowTrackedTimes(Snapshot* s);
-  void TrackTimes(Snapshot* s, absl::Time now);
-  std::optional<std::vector<InstanceTimes>> TimesToRecall(const ProjectRecord& project);
-  absl::Status GatherRecipes(Snapshot* s, bool last_seen, std::set<std::string>* label_keys);
-  void BuildRecipe(Snapshot* s, const std::string& service, const ServiceGoalSpec& g,
-                   const absl::StatusOr<std::shared_ptr<const Catalog>>& catalog);
-  void GatherLabelledVms(Snapshot* s, const std::set<std::string>& label_keys);
-  void GatherRemovedAgents(Snapshot* s);
-  void GatherServers(Snapshot* s, bool last_seen);
-  struct ProjectState;
   // Keeps `o`'s event as pending (memory_codec.h's PendingChange) before its
   // change is sent to `api`'s API; an error when the store cannot keep it
   // (the change is then not sent).
@@ -330,8 +301,6 @@ class Reconciler {
   std::optional<Pump> PumpFrom(const std::string& uuid, absl::Time start);
   std::optional<std::vector<Step>> TakeBacklog(const std::string& uuid, std::vector<FinishedJob> ended, bool failed,
                                                const Pump& pump);
-  // The states of `jobs`: how each ended, or nullopt while it runs.
-  std::vector<std::optional<FinishedJob>> PollJobs(const std::vector<JobRecord>& jobs);
   void Worker();
   bool Leased(const std::string& key, std::optional<Fence>* fence);
   void Requeue(const std::string& key, const SyncResult& r);
@@ -343,27 +312,13 @@ class Reconciler {
   // Asks the Relister for the digest check of each watched project not
   // checked for options_.audit.
   void ScheduleAudits(const std::vector<ProjectRecord>& projects, absl::Time now);
-  // The admin account's core zones (tagged smartdc_role), by role.
-  absl::StatusOr<std::map<std::string, std::vector<triton::Vm>>> CoreZones();
-  // Takes the core zones of the goal's core services that no project
-  // claims yet (AdoptionTags) into `s`'s instances.
-  void AdoptCoreZones(Snapshot* s);
-  const std::string& Owner(const ProjectRecord& p, const ServiceSpec& spec) const {
-    return OwnerFor(spec, TenantOf(p), options_.admin_owner_uuid);
-  }
   // Remembered per API: since when it fails ("" error = fine).
   void NoteApi(const std::string& api, const absl::Status& st);
-  std::vector<ApiProblem> ApiProblems() const;
-  // The kept memory (memory_codec.h) of project `p`: recalled from the
-  // store once, before its first sync; kept when it changes (a failed write
-  // is one of `problems`, and tried again at the next sync).
-  void RecallMemory(const ProjectRecord& p);
+  // The kept memory of project `p` (memory_codec.h; recalled by the
+  // Gatherer) written when it changes (a failed write is one of `problems`,
+  // and tried again at the next sync).
   void KeepMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory,
                   std::vector<Problem>* problems);
-  // Updates `instances` (the last listing) with the VMs of the jobs that
-  // ended; false when one could not be read.
-  bool RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,
-                    const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances);
 
   ProjectStore* store_;
   triton::VmapiClient* vmapi_;
@@ -375,64 +330,6 @@ class Reconciler {
   GoalCache goals_;
   WorkQueue queue_;
   mutable absl::Mutex mu_;
-  // What is kept of a project (by uuid) between its syncs.
-  struct ProjectState {
-    std::set<std::string> adopted;  // core zones whose adoption was announced
-    std::string name;
-    std::map<std::string, ServiceMemory> memory;  // by service
-    // `memory` is read from the store at the project's first sync after
-    // mariposad starts, and written back when it changes (memory_kept:
-    // what the store holds).
-    bool memory_recalled = false;
-    bool times_recalled = false;  // `tracked` was filled from the store (InstanceTimes)
-    int64_t epoch = 0;  // several nodes: the lease epoch this state was built under
-    std::string memory_kept;
-    // Changes sent to FWAPI, NAPI or VOLAPI whose events are not yet in the
-    // log (memory_codec.h), kept with `memory`; `intended`: the keys of
-    // those this sync sent (their events are in its batch).
-    std::vector<PendingChange> pending;
-    std::set<std::string> intended;
-    int in_flight = 0;                            // jobs in flight after the last sync
-    std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's
-    PlanCache plan;                               // used by the one worker syncing the project
-    absl::Duration poll_after;                    // how soon its jobs in flight are looked at again
-    std::vector<triton::Server> servers;  // CNAPI's, as the last sync read them
-    bool servers_known = false;
-    // The pump's: creates the last sync's job window held (tasks resolved),
-    // what they were decided on, changes_ then, when that sync ended, and
-    // the jobs the pump saw end (the next sync counts them).
-    std::deque<Step> backlog;
-    std::shared_ptr<const Snapshot> backlog_from;
-    uint64_t backlog_changes = 0;
-    absl::Time synced_at;
-    absl::Duration sync_cost;  // how long the last sync took
-    // The last sync found the project Quiet (decide.h) and nothing woke it
-    // since: while the feed is watched, Resync skips it.
-    bool quiet = false;
-    std::map<std::string, FinishedJob> ended;
-    // Per instance: since when it runs at its spec and image, and is healthy
-    // (update.min_healthy_time, the deadlines). Instances first seen so
-    // count from their creation.
-    struct Tracked {
-      std::string spec_hash, image_uuid;  // what it ran when the times below started
-      absl::Time up_since = absl::InfiniteFuture(), healthy_since = absl::InfiniteFuture();
-      std::string health;  // as the last sync saw it ("" = not checked), kept for other nodes' status
-      uint64_t seen = 0;  // the sync that saw it last (those not seen are dropped)
-    };
-    absl::flat_hash_map<std::string, Tracked> tracked;
-    uint64_t track_round = 0;
-    // Snapshot::removed_agents of the version in force (versions are
-    // immutable: read from the store once per version).
-    std::string removed_for;
-    std::map<std::string, Snapshot::RemovedAgent> removed;
-    void DropBacklog() {
-      backlog.clear();
-      backlog_from = nullptr;
-    }
-  };
-  // One sync's clocks (gather.cc, TrackTimes).
-  static void Track(ProjectState* ps, std::vector<InstanceState>* instances, absl::Time now,
-                    std::vector<InstanceTimes>* changed, std::vector<std::string>* gone);
   std::map<std::string, ProjectState> projects_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ApiProblem> api_ ABSL_GUARDED_BY(mu_);  // failing APIs
   // The last call per API, noted by every Triton request (its own lock: the
@@ -449,6 +346,7 @@ class Reconciler {
   // items, the safety-net listings (vm_cache.h).
   VmCache vms_;
   TritonCatalog triton_;
+  Gatherer gather_;  // the sync's read step (gather.h)
 };
 
 }  // namespace mariposa::convergence

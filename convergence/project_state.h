@@ -1,0 +1,81 @@
+// What the Reconciler keeps of each project between its syncs: the
+// controller's memory, the pending changes, the last sync's problems, the
+// plan cache, the pump's backlog and the instances' clocks. Shared by the
+// Reconciler and its Gatherer under the Reconciler's lock.
+#ifndef MARIPOSA_CONVERGENCE_PROJECT_STATE_H_
+#define MARIPOSA_CONVERGENCE_PROJECT_STATE_H_
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "convergence/decide/decide.h"
+#include "convergence/decide/planner.h"
+#include "convergence/memory_codec.h"
+#include "convergence/triton/clients.h"
+
+namespace mariposa::convergence {
+
+// What is kept of a project (by uuid) between its syncs.
+struct ProjectState {
+  std::set<std::string> adopted;  // core zones whose adoption was announced
+  std::string name;
+  std::map<std::string, ServiceMemory> memory;  // by service
+  // `memory` is read from the store at the project's first sync after
+  // mariposad starts, and written back when it changes (memory_kept:
+  // what the store holds).
+  bool memory_recalled = false;
+  bool times_recalled = false;  // `tracked` was filled from the store (InstanceTimes)
+  int64_t epoch = 0;  // several nodes: the lease epoch this state was built under
+  std::string memory_kept;
+  // Changes sent to FWAPI, NAPI or VOLAPI whose events are not yet in the
+  // log (memory_codec.h), kept with `memory`; `intended`: the keys of
+  // those this sync sent (their events are in its batch).
+  std::vector<PendingChange> pending;
+  std::set<std::string> intended;
+  int in_flight = 0;                            // jobs in flight after the last sync
+  std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's
+  PlanCache plan;                               // used by the one worker syncing the project
+  absl::Duration poll_after;                    // how soon its jobs in flight are looked at again
+  std::vector<triton::Server> servers;  // CNAPI's, as the last sync read them
+  bool servers_known = false;
+  // The pump's: creates the last sync's job window held (tasks resolved),
+  // what they were decided on, changes_ then, when that sync ended, and
+  // the jobs the pump saw end (the next sync counts them).
+  std::deque<Step> backlog;
+  std::shared_ptr<const Snapshot> backlog_from;
+  uint64_t backlog_changes = 0;
+  absl::Time synced_at;
+  absl::Duration sync_cost;  // how long the last sync took
+  // The last sync found the project Quiet (decide.h) and nothing woke it
+  // since: while the feed is watched, Resync skips it.
+  bool quiet = false;
+  std::map<std::string, FinishedJob> ended;
+  // Per instance: since when it runs at its spec and image, and is healthy
+  // (update.min_healthy_time, the deadlines). Instances first seen so
+  // count from their creation.
+  struct Tracked {
+    std::string spec_hash, image_uuid;  // what it ran when the times below started
+    absl::Time up_since = absl::InfiniteFuture(), healthy_since = absl::InfiniteFuture();
+    std::string health;  // as the last sync saw it ("" = not checked), kept for other nodes' status
+    uint64_t seen = 0;  // the sync that saw it last (those not seen are dropped)
+  };
+  absl::flat_hash_map<std::string, Tracked> tracked;
+  uint64_t track_round = 0;
+  // Snapshot::removed_agents of the version in force (versions are
+  // immutable: read from the store once per version).
+  std::string removed_for;
+  std::map<std::string, Snapshot::RemovedAgent> removed;
+  void DropBacklog() {
+    backlog.clear();
+    backlog_from = nullptr;
+  }
+};
+}  // namespace mariposa::convergence
+
+#endif  // MARIPOSA_CONVERGENCE_PROJECT_STATE_H_
