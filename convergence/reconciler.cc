@@ -44,9 +44,9 @@ Reconciler::Reconciler(ProjectStore* store, triton::VmapiClient* vmapi, triton::
       owned_(clock, &options_,
              OwnedObjects::Hooks{[this](const std::string& api, const absl::Status& st) { NoteApi(api, st); },
                                  [this](const ProjectRecord& p, const char* api, const OwnedObjects::ChangeOutcome& o) {
-                                   return Intend(p, api, o);
+                                   return execute_.Intend(p, api, o);
                                  },
-                                 [this] { return HoldsProject(); }}),
+                                 [this] { return HoldsFence(store_); }}),
       queue_(clock, absl::Seconds(1), absl::Minutes(2)),
       vms_(vmapi,
            VmCacheOptions{options_.full_observe, options_.relist, options_.audit, options_.observe_parallel},
@@ -64,7 +64,8 @@ Reconciler::Reconciler(ProjectStore* store, triton::VmapiClient* vmapi, triton::
               [this](const std::string& api, const absl::Status& st) { NoteApi(api, st); }),
       gather_(store, vmapi, imgapi, clock, &options_, &goals_, &vms_, &triton_, &owned_,
               Gatherer::Shared{&mu_, &projects_, &api_, &latency_mu_, &latency_},
-              Gatherer::Hooks{[this](const std::string& api, const absl::Status& st) { NoteApi(api, st); }}) {}
+              Gatherer::Hooks{[this](const std::string& api, const absl::Status& st) { NoteApi(api, st); }}),
+      execute_(store, clock, &options_, &sender_, &owned_, &vms_, Executor::Shared{&mu_, &projects_}) {}
 
 Reconciler::~Reconciler() { Stop(); }
 
@@ -259,26 +260,6 @@ std::vector<std::string> OwnersOf(const ProjectRecord& p, const ReconcilerOption
   return out;
 }
 
-void Reconciler::KeepMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory,
-                            std::vector<Problem>* problems) {
-  StoreError(p.name, problems, "the project's memory of failures (backoff, crash loops)", WriteMemory(p, memory));
-}
-
-absl::Status Reconciler::WriteMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory) {
-  std::string body;
-  {
-    absl::MutexLock l(&mu_);
-    ProjectState& ps = projects_[p.uuid];
-    body = EncodeMemory(memory, ps.pending);
-    if (ps.memory_kept == body) return absl::OkStatus();
-  }
-  absl::Status st = store_->PutControllerMemory(p.uuid, body);
-  if (!st.ok()) return st;
-  absl::MutexLock l(&mu_);
-  projects_[p.uuid].memory_kept = std::move(body);
-  return absl::OkStatus();
-}
-
 absl::StatusOr<Reconciler::View> Reconciler::Inspect(const std::string& project) {
   if (options_.lease) {
     // A project another node runs: this node has no sync of its own to
@@ -311,7 +292,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   }
   Decision d = Decide(s, clock_->Now(), cache);
   int finished = static_cast<int>(s.finished.size());
-  SyncResult r = Execute(s, std::move(d), changes);
+  SyncResult r = execute_.Execute(s, std::move(d), changes);
   r.finished = finished;
   r.observe = observe;
   r.total = clock_->Now() - start;
@@ -360,7 +341,7 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   const Snapshot& from = *pump->from;
   if (!steps->empty()) sent = sender_.Send(from, *steps, {}, {}, {}, &pump->memory, &r, &events, &problems);
   StoreError(from.project.name, &problems, "events", store_->AppendEvents(events));
-  if (r.failed > 0) KeepMemory(from.project, pump->memory, &problems);
+  if (r.failed > 0) execute_.KeepMemory(from.project, pump->memory, &problems);
   {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(uuid);

@@ -42,6 +42,7 @@
 #include "convergence/metrics.h"
 #include "convergence/decide/placement.h"
 #include "convergence/decide/throttles.h"
+#include "convergence/execute/executor.h"
 #include "convergence/execute/sender.h"
 #include "convergence/owned/owned_objects.h"
 #include "convergence/work_queue.h"
@@ -252,44 +253,6 @@ class Reconciler {
   absl::StatusOr<std::map<std::string, ImagePlan>> PlanImages(const std::string& project_uuid, const Manifest& m,
                                                               const std::set<std::string>& services);
  private:
-  // Keeps `o`'s event as pending (memory_codec.h's PendingChange) before its
-  // change is sent to `api`'s API; an error when the store cannot keep it
-  // (the change is then not sent).
-  absl::Status Intend(const ProjectRecord& p, const char* api, const OwnedObjects::ChangeOutcome& o);
-  // After a sync's changes: the pending changes of an earlier mariposad
-  // whose API now shows nothing left to do get their events (in `events`);
-  // Unpend, once the batch is written, forgets all but those still unknown.
-  void SettlePending(const Snapshot& s, std::vector<EventRecord>* events);
-  void Unpend(const ProjectRecord& p, std::vector<Problem>* problems);
-  // Writes the memory with the pending changes when it differs from the kept.
-  absl::Status WriteMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory);
-  // An event of mariposad's about project `p`, now.
-  EventRecord Event(const ProjectRecord& p, std::string kind, std::string detail) const {
-    return EventRecord{0, clock_->Now(), "mariposad", p.name, std::move(kind), "", std::move(detail)};
-  }
-  // Whether this node may still act on the project (several nodes: it holds
-  // the fence the sync runs under; one node: always).
-  bool HoldsProject();
-  // `changes` is changes_ when the sync began (execute.cc).
-  SyncResult Execute(const Snapshot& s, Decision d, uint64_t changes);
-  // Execute's steps.
-  struct NewTasks {
-    std::map<std::string, std::string> uuids;  // "new:<service>" -> uuid, or "" when not added
-    // A step's task: "new:<service>" becomes the added task's uuid; false
-    // when the store did not add it now (the step is not sent).
-    bool Resolve(std::string* task) const;
-  };
-  void AutoRollbacks(const ProjectRecord& p, const std::vector<Rollback>& rollbacks, std::vector<EventRecord>* events,
-                     std::vector<Problem>* problems);
-  void ChangeTasks(const ProjectRecord& p, const std::vector<TaskChange>& changes, std::vector<Problem>* problems);
-  NewTasks AddNewTasks(const std::vector<TaskRecord>& tasks);
-  void Remember(const Snapshot& s, Decision* d, std::vector<Problem> problems, std::vector<Step> backlog,
-                size_t in_flight, uint64_t changes, bool quiet);
-  void AssignHealth(const Snapshot& s);
-  void ServiceMetrics(const Snapshot& s, const Decision& d);
-  // Counts the broken instances `d` replaces (by why: failed, stopped,
-  // unhealthy, server-down) and the budget and crash-loop episodes in `events`.
-  void RecordReplacements(const Snapshot& s, const Decision& d, const std::vector<EventRecord>& events);
   // PumpProject's steps.
   struct Pump {
     std::shared_ptr<const Snapshot> from;   // what Send needs to build the backlog's creates
@@ -314,11 +277,6 @@ class Reconciler {
   void ScheduleAudits(const std::vector<ProjectRecord>& projects, absl::Time now);
   // Remembered per API: since when it fails ("" error = fine).
   void NoteApi(const std::string& api, const absl::Status& st);
-  // The kept memory of project `p` (memory_codec.h; recalled by the
-  // Gatherer) written when it changes (a failed write is one of `problems`,
-  // and tried again at the next sync).
-  void KeepMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory,
-                  std::vector<Problem>* problems);
 
   ProjectStore* store_;
   triton::VmapiClient* vmapi_;
@@ -346,7 +304,8 @@ class Reconciler {
   // items, the safety-net listings (vm_cache.h).
   VmCache vms_;
   TritonCatalog triton_;
-  Gatherer gather_;  // the sync's read step (gather.h)
+  Gatherer gather_;   // the sync's read step (gather.h)
+  Executor execute_;  // the sync's write step (execute/executor.h)
 };
 
 }  // namespace mariposa::convergence

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "projects/task_queue.h"
+#include "convergence/execute/executor.h"
 #include "convergence/reconciler.h"
 #include "convergence/sync_helpers.h"
 
@@ -83,7 +84,7 @@ std::vector<health::Target> HealthTargets(const ServiceSpec& spec, const std::ve
 
 }  // namespace
 
-void Reconciler::RecordReplacements(const Snapshot& s, const Decision& d, const std::vector<EventRecord>& events) {
+void Executor::RecordReplacements(const Snapshot& s, const Decision& d, const std::vector<EventRecord>& events) {
   // One per broken instance replaced; the instances are scanned only when
   // there is one (a sync usually has none, and a project may have 100,000).
   std::map<std::string, std::string> why;  // instance -> why it is broken
@@ -105,7 +106,18 @@ void Reconciler::RecordReplacements(const Snapshot& s, const Decision& d, const 
   }
 }
 
-SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) {
+Executor::Executor(ProjectStore* store, const Clock* clock, const ReconcilerOptions* options, Sender* sender,
+                   OwnedObjects* owned, VmCache* vms, Shared shared)
+    : store_(store),
+      clock_(clock),
+      options_(*options),
+      sender_(*sender),
+      owned_(*owned),
+      vms_(*vms),
+      mu_(*shared.mu),
+      projects_(*shared.projects) {}
+
+SyncResult Executor::Execute(const Snapshot& s, Decision d, uint64_t changes) {
   SyncResult r;
   r.held = static_cast<int>(d.held.size());
   r.converged = d.converged;
@@ -172,7 +184,7 @@ SyncResult Reconciler::Execute(const Snapshot& s, Decision d, uint64_t changes) 
   return r;
 }
 
-absl::Status Reconciler::Intend(const ProjectRecord& p, const char* api, const OwnedObjects::ChangeOutcome& o) {
+absl::Status Executor::Intend(const ProjectRecord& p, const char* api, const OwnedObjects::ChangeOutcome& o) {
   std::string key = absl::StrCat(o.done.kind, " ", o.key);
   std::map<std::string, ServiceMemory> memory;
   {
@@ -192,7 +204,7 @@ absl::Status Reconciler::Intend(const ProjectRecord& p, const char* api, const O
       absl::StrCat("not sent: the store cannot keep the change's record (", st.message(), "); tried again next sync"));
 }
 
-void Reconciler::SettlePending(const Snapshot& s, std::vector<EventRecord>* events) {
+void Executor::SettlePending(const Snapshot& s, std::vector<EventRecord>* events) {
   absl::MutexLock l(&mu_);
   ProjectState& ps = projects_[s.project.uuid];
   if (ps.pending.empty()) return;
@@ -211,7 +223,7 @@ void Reconciler::SettlePending(const Snapshot& s, std::vector<EventRecord>* even
   }
 }
 
-void Reconciler::Unpend(const ProjectRecord& p, std::vector<Problem>* problems) {
+void Executor::Unpend(const ProjectRecord& p, std::vector<Problem>* problems) {
   std::map<std::string, ServiceMemory> memory;
   {
     absl::MutexLock l(&mu_);
@@ -226,14 +238,14 @@ void Reconciler::Unpend(const ProjectRecord& p, std::vector<Problem>* problems) 
   StoreError(p.name, problems, "the project's memory of failures (backoff, crash loops)", WriteMemory(p, memory));
 }
 
-bool Reconciler::HoldsProject() {
+bool HoldsFence(ProjectStore* store) {
   const Fence* f = ScopedFence::Current();
-  return f == nullptr || store_->CheckFence(*f).ok();
+  return f == nullptr || store->CheckFence(*f).ok();
 }
 
 // update.auto_rollback: the project is rolled back to the version before,
 // the rollout fails, and a reprovision back to it is queued.
-void Reconciler::AutoRollbacks(const ProjectRecord& p, const std::vector<Rollback>& rollbacks,
+void Executor::AutoRollbacks(const ProjectRecord& p, const std::vector<Rollback>& rollbacks,
                                std::vector<EventRecord>* events, std::vector<Problem>* problems) {
   for (const Rollback& rb : rollbacks) {
     if (!options_.rollback) continue;
@@ -260,7 +272,7 @@ void Reconciler::AutoRollbacks(const ProjectRecord& p, const std::vector<Rollbac
 }
 
 // Task states as Decide changed them; a task's end is counted in the metrics.
-void Reconciler::ChangeTasks(const ProjectRecord& p, const std::vector<TaskChange>& changes,
+void Executor::ChangeTasks(const ProjectRecord& p, const std::vector<TaskChange>& changes,
                              std::vector<Problem>* problems) {
   for (const TaskChange& c : changes) {
     auto changed = store_->SetTaskState(c.task, c.state, c.note);
@@ -274,7 +286,7 @@ void Reconciler::ChangeTasks(const ProjectRecord& p, const std::vector<TaskChang
 
 // Automatic tasks: the store admits them again in its transaction; work for
 // one it refuses, or that must wait, is not sent.
-Reconciler::NewTasks Reconciler::AddNewTasks(const std::vector<TaskRecord>& tasks) {
+Executor::NewTasks Executor::AddNewTasks(const std::vector<TaskRecord>& tasks) {
   NewTasks out;
   for (const TaskRecord& t : tasks) {
     std::string ref = absl::StrCat("new:", t.services.empty() ? "" : t.services.front());
@@ -289,7 +301,7 @@ Reconciler::NewTasks Reconciler::AddNewTasks(const std::vector<TaskRecord>& task
   return out;
 }
 
-bool Reconciler::NewTasks::Resolve(std::string* task) const {
+bool Executor::NewTasks::Resolve(std::string* task) const {
   if (!absl::StartsWith(*task, "new:")) return true;
   auto it = uuids.find(*task);
   if (it == uuids.end() || it->second.empty()) return false;
@@ -300,7 +312,7 @@ bool Reconciler::NewTasks::Resolve(std::string* task) const {
 // What the next sync and `status` read of this one: jobs in flight, the
 // memory, the problems, and the backlog with what Send needs to build its
 // creates (no instances: the backlog has no placement rules).
-void Reconciler::Remember(const Snapshot& s, Decision* d, std::vector<Problem> problems, std::vector<Step> backlog,
+void Executor::Remember(const Snapshot& s, Decision* d, std::vector<Problem> problems, std::vector<Step> backlog,
                           size_t in_flight, uint64_t changes, bool quiet) {
   std::shared_ptr<const Snapshot> backlog_from;
   if (!backlog.empty()) {
@@ -330,7 +342,7 @@ void Reconciler::Remember(const Snapshot& s, Decision* d, std::vector<Problem> p
 
 // The health coordinator's targets: each instance is checked by the checks
 // of its own spec version.
-void Reconciler::AssignHealth(const Snapshot& s) {
+void Executor::AssignHealth(const Snapshot& s) {
   if (options_.health == nullptr || !s.actual_known || !s.goal) return;
   std::map<std::pair<std::string, const ServiceSpec*>, std::vector<const InstanceState*>> of;
   for (const InstanceState& i : s.instances) {
@@ -349,7 +361,7 @@ void Reconciler::AssignHealth(const Snapshot& s) {
 }
 
 // mariposa_service_* for each service of the project.
-void Reconciler::ServiceMetrics(const Snapshot& s, const Decision& d) {
+void Executor::ServiceMetrics(const Snapshot& s, const Decision& d) {
   if (options_.metrics == nullptr || !s.actual_known) return;
   std::vector<ServiceCounts> counts;
   for (const auto& kv : d.verdicts) {
@@ -369,4 +381,23 @@ void Reconciler::ServiceMetrics(const Snapshot& s, const Decision& d) {
   options_.metrics->SetProject(s.project.name, std::move(counts));
 }
 
+void Executor::KeepMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory,
+                            std::vector<Problem>* problems) {
+  StoreError(p.name, problems, "the project's memory of failures (backoff, crash loops)", WriteMemory(p, memory));
+}
+
+absl::Status Executor::WriteMemory(const ProjectRecord& p, const std::map<std::string, ServiceMemory>& memory) {
+  std::string body;
+  {
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[p.uuid];
+    body = EncodeMemory(memory, ps.pending);
+    if (ps.memory_kept == body) return absl::OkStatus();
+  }
+  absl::Status st = store_->PutControllerMemory(p.uuid, body);
+  if (!st.ok()) return st;
+  absl::MutexLock l(&mu_);
+  projects_[p.uuid].memory_kept = std::move(body);
+  return absl::OkStatus();
+}
 }  // namespace mariposa::convergence
