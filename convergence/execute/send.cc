@@ -87,7 +87,7 @@ absl::Status Sender::InstanceRequest(const Snapshot& s, const ServiceGoalSpec& g
                                          std::vector<PlacementRuleText>* rules) const {
   const ProjectRecord& p = s.project;
   req->uuid = uuid;  // chosen by the caller: a retried create cannot make a second VM
-  req->owner_uuid = Owner(p, g.spec);
+  req->owner_uuid = OwnerOf(p, g.spec, options_);
   req->alias = alias;
   static const Snapshot::Recipe kNone;
   auto found = s.recipes.find(g.record.name);  // Gather makes one for every non-agent service
@@ -300,10 +300,6 @@ Call PreserveCall(triton::VmapiClient* vmapi, triton::VmRef id, bool running, ab
 
 }  // namespace
 
-std::string Sender::Owner(const ProjectRecord& p, const ServiceSpec& spec) const {
-  return OwnerFor(spec, TenantOf(p, options_), options_.admin_owner_uuid);
-}
-
 std::vector<JobRecord> Sender::Send(const Snapshot& s, const std::vector<Step>& steps,
                                         const std::vector<AgentInstall>& installs,
                                         const std::vector<ImageImport>& imports,
@@ -376,7 +372,7 @@ void Sender::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out, Syn
     auto g = s.goal->services.find(j.service);
     if (g != s.goal->services.end()) {
       timeout = g->second.spec.stop_timeout;
-      owner = Owner(s.project, g->second.spec);
+      owner = OwnerOf(s.project, g->second.spec, options_);
     }
   }
   if (inst != out->by_uuid.end() && inst->second != nullptr && !inst->second->owner_uuid.empty()) {

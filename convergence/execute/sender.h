@@ -80,8 +80,6 @@ class Sender {
                                    std::vector<EventRecord>* events);
   void CountRefused(const Snapshot& s, std::vector<FinishedJob> refused, std::map<std::string, ServiceMemory>* memory,
                     std::vector<EventRecord>* events, std::vector<Problem>* problems);
-  // The account a service's instances belong to.
-  std::string Owner(const ProjectRecord& p, const ServiceSpec& spec) const;
   void NoteApi(const std::string& api, const absl::Status& st) const {
     if (hooks_.note_api) hooks_.note_api(api, st);
   }
