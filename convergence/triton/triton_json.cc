@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "common/json_depth.h"
@@ -92,119 +93,195 @@ const json& Obj(const json& j, const char* key) {
   return v != nullptr && v->is_object() ? *v : Empty();
 }
 
-Job ToJob(const json& j) {
-  Job out;
-  out.uuid = Str(j, "uuid");
-  out.name = Str(j, "name");
-  out.execution = Str(j, "execution");
-  const json& params = Obj(j, "params");
-  out.task = Str(params, "task");
-  out.vm_uuid = Str(params, "vm_uuid");
-  const json* chain = Field(j, "chain_results");
-  if (chain != nullptr && chain->is_array()) {
-    for (const auto& r : *chain) {
-      const json* result = Field(r, "result");
-      std::string text = result != nullptr && result->is_string() ? result->get<std::string>() : "";
-      out.steps.push_back(absl::StrCat(Str(r, "name"), text.empty() ? "" : ": ", text));
-      const json* error = Field(r, "error");
-      if (error != nullptr && error->is_object()) {
-        out.error = Str(*error, "message");
-      } else if (error != nullptr && error->is_string() && !error->get<std::string>().empty()) {
-        out.error = error->get<std::string>();
-      }
+// One type's reading, as a table: each plain field by its key, and what
+// is not a plain field (nested objects and lists) read by `more`.
+template <typename T>
+struct Mapping {
+  struct Field {
+    const char* key;
+    std::variant<std::string T::*, int64_t T::*, int T::*, bool T::*, std::vector<std::string> T::*> member;
+    bool otherwise = false;  // a bool's value when absent or not a bool
+  };
+  std::vector<Field> fields;
+  void (*more)(const json& j, T* out) = nullptr;
+
+  T Read(const json& j) const {
+    T out;
+    for (const Field& f : fields) {
+      if (auto* s = std::get_if<std::string T::*>(&f.member)) out.*(*s) = Str(j, f.key);
+      else if (auto* i = std::get_if<int64_t T::*>(&f.member)) out.*(*i) = Int(j, f.key);
+      else if (auto* n = std::get_if<int T::*>(&f.member)) out.*(*n) = SmallInt(j, f.key);
+      else if (auto* b = std::get_if<bool T::*>(&f.member)) out.*(*b) = Bool(j, f.key, f.otherwise);
+      else if (auto* l = std::get_if<std::vector<std::string> T::*>(&f.member)) out.*(*l) = Strings(j, f.key);
     }
+    if (more != nullptr) more(j, &out);
+    return out;
   }
-  return out;
+};
+
+// An answer that is one object of type T.
+template <typename T>
+absl::StatusOr<T> One(absl::string_view body, absl::string_view what, const Mapping<T>& m) {
+  ASSIGN_OR_RETURN(json j, ParseObject(body, what));
+  return m.Read(j);
 }
 
-Server ToServer(const json& j) {
-  Server s;
-  s.uuid = Str(j, "uuid");
-  s.hostname = Str(j, "hostname");
-  s.status = Str(j, "status");
-  s.headnode = Bool(j, "headnode", false);
-  s.reserved = Bool(j, "reserved", false);
-  s.setup = Bool(j, "setup", true);
-  s.ram = Int(j, "ram");
-  s.unreserved_ram = Int(j, "unreserved_ram");
-  s.traits_json = Obj(j, "traits").dump(-1, ' ', false, json::error_handler_t::replace);
-  const json* agents = Field(j, "agents");
-  if (agents != nullptr && agents->is_array()) {
-    for (const auto& a : *agents) {
-      s.agents.push_back(Agent{Str(a, "name"), Str(a, "version"), Str(a, "image_uuid"), Str(a, "uuid")});
-    }
-  }
-  return s;
-}
-
-Task ToTask(const json& j) {
-  Task t;
-  t.id = Str(j, "id");
-  t.task = Str(j, "task");
-  t.server_uuid = Str(j, "server_uuid");
-  t.status = Str(j, "status");
-  const json* h = Field(j, "history");
-  if (t.status == "failure" && h != nullptr && h->is_array() && !h->empty()) {
-    const json& error = Obj(Obj((*h)[0], "event"), "error");
-    t.error = Str(error, "message");
-  }
-  return t;
-}
-
-Image ToImage(const json& j) {
-  Image i{Str(j, "uuid"), Str(j, "name"),  Str(j, "version"), Str(j, "state"),      Str(j, "os"),
-          Str(j, "type"), Str(j, "owner"), Str(j, "origin"),  Str(j, "published_at")};
-  i.requirements_brand = Str(Obj(j, "requirements"), "brand");
-  const json* files = Field(j, "files");
-  if (files != nullptr && files->is_array() && !files->empty()) i.size = Int((*files)[0], "size");
-  i.channels = Strings(j, "channels");
-  i.changes = Str(j, "changes");
-  return i;
-}
-
-FabricNetwork ToFabricNetwork(const json& j) {
-  FabricNetwork n;
-  n.uuid = Str(j, "uuid");
-  n.name = Str(j, "name");
-  n.subnet = Str(j, "subnet");
-  n.gateway = Str(j, "gateway");
-  n.provision_start_ip = Str(j, "provision_start_ip");
-  n.provision_end_ip = Str(j, "provision_end_ip");
-  n.description = Str(j, "description");
-  n.vlan_id = SmallInt(j, "vlan_id");
-  n.resolvers = Strings(j, "resolvers");
-  for (const auto& [d, g] : Obj(j, "routes").items()) {
-    if (g.is_string()) n.routes[d] = g.get<std::string>();
-  }
-  n.internet_nat = Bool(j, "internet_nat", true);
-  return n;
-}
-
-template <typename T, typename F>
-absl::StatusOr<std::vector<T>> Each(absl::string_view body, absl::string_view what, F f) {
+// A listing's answer: each object entry read (others are skipped), those
+// `keep` refuses left out.
+template <typename T>
+absl::StatusOr<std::vector<T>> All(absl::string_view body, absl::string_view what, const Mapping<T>& m,
+                                   bool (*keep)(const T&) = nullptr) {
   ASSIGN_OR_RETURN(json list, ParseList(body, what));
   std::vector<T> out;
   out.reserve(list.size());
   for (const auto& item : list) {
-    if (item.is_object()) f(item, &out);
+    if (!item.is_object()) continue;
+    T t = m.Read(item);
+    if (keep == nullptr || keep(t)) out.push_back(std::move(t));
   }
   return out;
 }
 
+const Mapping<Job> kJob{
+    {{"uuid", &Job::uuid}, {"name", &Job::name}, {"execution", &Job::execution}},
+    [](const json& j, Job* out) {
+      const json& params = Obj(j, "params");
+      out->task = Str(params, "task");
+      out->vm_uuid = Str(params, "vm_uuid");
+      const json* chain = Field(j, "chain_results");
+      if (chain == nullptr || !chain->is_array()) return;
+      for (const auto& r : *chain) {
+        const json* result = Field(r, "result");
+        std::string text = result != nullptr && result->is_string() ? result->get<std::string>() : "";
+        out->steps.push_back(absl::StrCat(Str(r, "name"), text.empty() ? "" : ": ", text));
+        const json* error = Field(r, "error");
+        if (error != nullptr && error->is_object()) {
+          out->error = Str(*error, "message");
+        } else if (error != nullptr && error->is_string() && !error->get<std::string>().empty()) {
+          out->error = error->get<std::string>();
+        }
+      }
+    }};
+
+const Mapping<JobRef> kJobRef{{{"vm_uuid", &JobRef::vm_uuid}, {"job_uuid", &JobRef::job_uuid},
+                               {"image_uuid", &JobRef::image_uuid}}};
+
+const Mapping<Agent> kAgent{
+    {{"name", &Agent::name}, {"version", &Agent::version}, {"image_uuid", &Agent::image_uuid}, {"uuid", &Agent::uuid}}};
+
+const Mapping<Server> kServer{
+    {{"uuid", &Server::uuid},
+     {"hostname", &Server::hostname},
+     {"status", &Server::status},
+     {"headnode", &Server::headnode, false},
+     {"reserved", &Server::reserved, false},
+     {"setup", &Server::setup, true},
+     {"ram", &Server::ram},
+     {"unreserved_ram", &Server::unreserved_ram}},
+    [](const json& j, Server* s) {
+      s->traits_json = Obj(j, "traits").dump(-1, ' ', false, json::error_handler_t::replace);
+      const json* agents = Field(j, "agents");
+      if (agents == nullptr || !agents->is_array()) return;
+      for (const auto& a : *agents) s->agents.push_back(kAgent.Read(a));
+    }};
+
+const Mapping<Task> kTask{
+    {{"id", &Task::id}, {"task", &Task::task}, {"server_uuid", &Task::server_uuid}, {"status", &Task::status}},
+    [](const json& j, Task* t) {
+      const json* h = Field(j, "history");
+      if (t->status == "failure" && h != nullptr && h->is_array() && !h->empty()) {
+        t->error = Str(Obj(Obj((*h)[0], "event"), "error"), "message");
+      }
+    }};
+
+const Mapping<Image> kImage{
+    {{"uuid", &Image::uuid},
+     {"name", &Image::name},
+     {"version", &Image::version},
+     {"state", &Image::state},
+     {"os", &Image::os},
+     {"type", &Image::type},
+     {"owner", &Image::owner},
+     {"origin", &Image::origin},
+     {"published_at", &Image::published_at},
+     {"channels", &Image::channels},
+     {"changes", &Image::changes}},
+    [](const json& j, Image* i) {
+      i->requirements_brand = Str(Obj(j, "requirements"), "brand");
+      const json* files = Field(j, "files");
+      if (files != nullptr && files->is_array() && !files->empty()) i->size = Int((*files)[0], "size");
+    }};
+
+const Mapping<Package> kPackage{{{"uuid", &Package::uuid},
+                                 {"name", &Package::name},
+                                 {"version", &Package::version},
+                                 {"active", &Package::active, true},
+                                 {"max_physical_memory", &Package::max_physical_memory},
+                                 {"quota", &Package::quota},
+                                 {"max_swap", &Package::max_swap},
+                                 {"max_lwps", &Package::max_lwps},
+                                 {"cpu_cap", &Package::cpu_cap},
+                                 {"vcpus", &Package::vcpus},
+                                 {"zfs_io_priority", &Package::zfs_io_priority},
+                                 {"owner_uuids", &Package::owner_uuids}}};
+
+const Mapping<Network> kNetwork{{{"uuid", &Network::uuid},
+                                 {"name", &Network::name},
+                                 {"subnet", &Network::subnet},
+                                 {"fabric", &Network::fabric, false},
+                                 {"owner_uuids", &Network::owner_uuids}}};
+
+const Mapping<FabricVlan> kFabricVlan{
+    {{"vlan_id", &FabricVlan::vlan_id}, {"name", &FabricVlan::name}, {"description", &FabricVlan::description}}};
+
+const Mapping<FabricNetwork> kFabricNetwork{
+    {{"uuid", &FabricNetwork::uuid},
+     {"name", &FabricNetwork::name},
+     {"subnet", &FabricNetwork::subnet},
+     {"gateway", &FabricNetwork::gateway},
+     {"provision_start_ip", &FabricNetwork::provision_start_ip},
+     {"provision_end_ip", &FabricNetwork::provision_end_ip},
+     {"description", &FabricNetwork::description},
+     {"vlan_id", &FabricNetwork::vlan_id},
+     {"resolvers", &FabricNetwork::resolvers},
+     {"internet_nat", &FabricNetwork::internet_nat, true}},
+    [](const json& j, FabricNetwork* n) {
+      for (const auto& [d, g] : Obj(j, "routes").items()) {
+        if (g.is_string()) n->routes[d] = g.get<std::string>();
+      }
+    }};
+
+const Mapping<FwRule> kFwRule{{{"uuid", &FwRule::uuid},
+                               {"owner_uuid", &FwRule::owner_uuid},
+                               {"rule", &FwRule::rule},
+                               {"description", &FwRule::description},
+                               {"enabled", &FwRule::enabled, false},
+                               {"global", &FwRule::global, false},
+                               {"log", &FwRule::log, false}}};
+
+const Mapping<Volume> kVolume{{{"uuid", &Volume::uuid},
+                               {"owner_uuid", &Volume::owner_uuid},
+                               {"name", &Volume::name},
+                               {"size", &Volume::size},
+                               {"state", &Volume::state},
+                               {"networks", &Volume::networks},
+                               {"refs", &Volume::refs},
+                               {"create_timestamp", &Volume::create_timestamp}}};
+
+// An entry of GET /volumesizes.
+struct VolumeSize {
+  std::string type;
+  int64_t size = 0;
+};
+const Mapping<VolumeSize> kVolumeSize{{{"type", &VolumeSize::type}, {"size", &VolumeSize::size}}};
+
 }  // namespace
 
-absl::StatusOr<Job> ParseJob(absl::string_view body, absl::string_view what) {
-  ASSIGN_OR_RETURN(json j, ParseObject(body, what));
-  return ToJob(j);
-}
+absl::StatusOr<Job> ParseJob(absl::string_view body, absl::string_view what) { return One(body, what, kJob); }
 
 absl::StatusOr<JobRef> ParseJobRef(absl::string_view body, const std::map<std::string, std::string>& headers,
                                    absl::string_view what) {
-  ASSIGN_OR_RETURN(json j, ParseObject(body, what));
-  JobRef ref;
-  ref.vm_uuid = Str(j, "vm_uuid");
-  ref.job_uuid = Str(j, "job_uuid");
-  ref.image_uuid = Str(j, "image_uuid");
+  ASSIGN_OR_RETURN(JobRef ref, One(body, what, kJobRef));
   auto wf = headers.find("workflow-api");
   if (wf != headers.end()) ref.workflow_api = wf->second;
   if (ref.job_uuid.empty()) return absl::DataLossError(absl::StrCat(what, ": answer has no job_uuid"));
@@ -212,118 +289,62 @@ absl::StatusOr<JobRef> ParseJobRef(absl::string_view body, const std::map<std::s
 }
 
 absl::StatusOr<std::vector<Server>> ParseServers(absl::string_view body, absl::string_view what) {
-  return Each<Server>(body, what, [](const json& j, std::vector<Server>* out) { out->push_back(ToServer(j)); });
+  return All(body, what, kServer);
 }
 
-absl::StatusOr<Server> ParseServer(absl::string_view body, absl::string_view what) {
-  ASSIGN_OR_RETURN(json j, ParseObject(body, what));
-  return ToServer(j);
-}
+absl::StatusOr<Server> ParseServer(absl::string_view body, absl::string_view what) { return One(body, what, kServer); }
 
-absl::StatusOr<Task> ParseTask(absl::string_view body, absl::string_view what) {
-  ASSIGN_OR_RETURN(json j, ParseObject(body, what));
-  return ToTask(j);
-}
+absl::StatusOr<Task> ParseTask(absl::string_view body, absl::string_view what) { return One(body, what, kTask); }
 
 absl::StatusOr<std::string> ParseTaskId(absl::string_view body, absl::string_view what) {
-  ASSIGN_OR_RETURN(json j, ParseObject(body, what));
-  std::string id = Str(j, "id");
-  if (id.empty()) return absl::DataLossError(absl::StrCat(what, ": answer has no task id"));
-  return id;
+  ASSIGN_OR_RETURN(Task t, One(body, what, kTask));
+  if (t.id.empty()) return absl::DataLossError(absl::StrCat(what, ": answer has no task id"));
+  return t.id;
 }
 
 absl::StatusOr<std::vector<Image>> ParseImages(absl::string_view body, absl::string_view what) {
-  return Each<Image>(body, what, [](const json& j, std::vector<Image>* out) { out->push_back(ToImage(j)); });
+  return All(body, what, kImage);
 }
 
-absl::StatusOr<Image> ParseImage(absl::string_view body, absl::string_view what) {
-  ASSIGN_OR_RETURN(json j, ParseObject(body, what));
-  return ToImage(j);
-}
+absl::StatusOr<Image> ParseImage(absl::string_view body, absl::string_view what) { return One(body, what, kImage); }
 
 absl::StatusOr<std::vector<Package>> ParsePackages(absl::string_view body, absl::string_view what) {
-  return Each<Package>(body, what, [](const json& p, std::vector<Package>* out) {
-    Package k;
-    k.uuid = Str(p, "uuid");
-    k.name = Str(p, "name");
-    k.version = Str(p, "version");
-    k.active = Bool(p, "active", true);
-    k.max_physical_memory = Int(p, "max_physical_memory");
-    k.quota = Int(p, "quota");
-    k.max_swap = Int(p, "max_swap");
-    k.max_lwps = Int(p, "max_lwps");
-    k.cpu_cap = Int(p, "cpu_cap");
-    k.vcpus = Int(p, "vcpus");
-    k.zfs_io_priority = Int(p, "zfs_io_priority");
-    k.owner_uuids = Strings(p, "owner_uuids");
-    out->push_back(std::move(k));
-  });
+  return All(body, what, kPackage);
 }
 
 absl::StatusOr<std::vector<Network>> ParseNetworks(absl::string_view body, bool pools, absl::string_view what) {
-  return Each<Network>(body, what, [pools](const json& n, std::vector<Network>* out) {
-    Network k;
-    k.uuid = Str(n, "uuid");
-    k.name = Str(n, "name");
-    k.subnet = Str(n, "subnet");
-    k.fabric = Bool(n, "fabric", false);
-    k.pool = pools;
-    k.owner_uuids = Strings(n, "owner_uuids");
-    out->push_back(std::move(k));
-  });
+  ASSIGN_OR_RETURN(std::vector<Network> out, All(body, what, kNetwork));
+  for (Network& n : out) n.pool = pools;
+  return out;
 }
 
 absl::StatusOr<std::vector<FabricVlan>> ParseFabricVlans(absl::string_view body, absl::string_view what) {
-  return Each<FabricVlan>(body, what, [](const json& j, std::vector<FabricVlan>* out) {
-    out->push_back({SmallInt(j, "vlan_id"), Str(j, "name"), Str(j, "description")});
-  });
+  return All(body, what, kFabricVlan);
 }
 
 absl::StatusOr<std::vector<FabricNetwork>> ParseFabricNetworks(absl::string_view body, absl::string_view what) {
-  return Each<FabricNetwork>(
-      body, what, [](const json& j, std::vector<FabricNetwork>* out) { out->push_back(ToFabricNetwork(j)); });
+  return All(body, what, kFabricNetwork);
 }
 
 absl::StatusOr<FabricNetwork> ParseFabricNetwork(absl::string_view body, absl::string_view what) {
-  ASSIGN_OR_RETURN(json j, ParseObject(body, what));
-  return ToFabricNetwork(j);
+  return One(body, what, kFabricNetwork);
 }
 
 absl::StatusOr<std::vector<FwRule>> ParseFwRules(absl::string_view body, absl::string_view what) {
-  return Each<FwRule>(body, what, [](const json& j, std::vector<FwRule>* out) {
-    FwRule f;
-    f.uuid = Str(j, "uuid");
-    f.owner_uuid = Str(j, "owner_uuid");
-    f.rule = Str(j, "rule");
-    f.description = Str(j, "description");
-    f.enabled = Bool(j, "enabled", false);
-    f.global = Bool(j, "global", false);
-    f.log = Bool(j, "log", false);
-    out->push_back(std::move(f));
-  });
+  return All(body, what, kFwRule);
 }
 
 absl::StatusOr<std::vector<Volume>> ParseVolumes(absl::string_view body, absl::string_view what) {
-  return Each<Volume>(body, what, [](const json& j, std::vector<Volume>* out) {
-    Volume v;
-    v.uuid = Str(j, "uuid");
-    v.owner_uuid = Str(j, "owner_uuid");
-    v.name = Str(j, "name");
-    v.size = Int(j, "size");
-    v.state = Str(j, "state");
-    v.networks = Strings(j, "networks");
-    v.refs = Strings(j, "refs");
-    v.create_timestamp = Str(j, "create_timestamp");
-    if (v.state != "deleted") out->push_back(std::move(v));
-  });
+  return All(body, what, kVolume, +[](const Volume& v) { return v.state != "deleted"; });
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseVolumeSizes(absl::string_view body, absl::string_view what) {
-  return Each<int64_t>(body, what, [](const json& j, std::vector<int64_t>* out) {
-    std::string type = Str(j, "type");
-    int64_t size = Int(j, "size");
-    if ((type.empty() || type == "tritonnfs") && size > 0) out->push_back(size);
-  });
+  ASSIGN_OR_RETURN(std::vector<VolumeSize> entries, All(body, what, kVolumeSize));
+  std::vector<int64_t> out;
+  for (const VolumeSize& e : entries) {
+    if ((e.type.empty() || e.type == "tritonnfs") && e.size > 0) out.push_back(e.size);
+  }
+  return out;
 }
 
 }  // namespace mariposa::triton
