@@ -16,6 +16,7 @@
 //         PostgreSQL must reach 0.8x of it in the same run.
 // `--takeover-projects=N`: TAKEOVER alone with N projects (how it grows).
 // Prints one line per figure: name value unit baseline ratio ("-" = none).
+#include <filesystem>
 #include <signal.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
@@ -291,7 +292,8 @@ int Main(bool smoke, int takeover_projects = 0) {
   if (takeover_projects > 0) {
     std::printf("GROWTH_TAKEOVER %d projects %d taken all %.2f s first %.2f s\n", kProjects, victims_projects, all,
                 first);
-    std::system(absl::StrCat("rm -rf ", dir).c_str());
+    std::error_code gone;
+    std::filesystem::remove_all(dir, gone);
     return 0;
   }
 
@@ -318,7 +320,8 @@ int Main(bool smoke, int takeover_projects = 0) {
   for (double v : rates[0]) std::printf(" %.0f", v);
   std::printf(")\nP2_postgres_over_sqlite %.2f x %.0f %.2f (1 node: PostgreSQL / SQLite, same run; target >= 0.8)\n",
               one / lite, lite, one / lite);
-  std::system(absl::StrCat("rm -rf ", dir).c_str());
+  std::error_code gone;
+  std::filesystem::remove_all(dir, gone);
   return 0;
 }
 
