@@ -270,16 +270,38 @@ void Gatherer::MarkStaleChecks(Snapshot* snapshot) {
 
 void Gatherer::ReadHealth(Snapshot* snapshot) {
   Snapshot& s = *snapshot;
-  // Health from the monitor (a kept list carries the last sync's).
-  auto checked = [&](const InstanceState& i) {
-    if (options_.health == nullptr || !s.goal) return false;
+  // Health from the monitor (a kept list carries the last sync's): the
+  // readiness checks' and the liveness checks' worst state apart.
+  using Purpose = health::Coordinator::Purpose;
+  struct Kinds {
+    bool readiness = false, liveness = false, apart = false;
+  };
+  auto kinds = [&](const InstanceState& i) {
+    Kinds k;
+    if (options_.health == nullptr || !s.goal) return k;
     const ServiceSpec* spec = HealthSpecFor(*s.goal, s.instance_goals, i.service, i.version_uuid);
-    return spec != nullptr && !spec->healthchecks.empty();
+    if (spec == nullptr) return k;
+    for (const auto& [name, c] : spec->healthchecks) {
+      k.readiness |= c.readiness;
+      k.liveness |= c.liveness;
+      k.apart |= c.readiness != c.liveness;
+    }
+    return k;
   };
   for (InstanceState& i : s.instances) {
-    i.checked = checked(i);
-    auto h = i.checked ? options_.health->InstanceHealth(i.uuid) : std::nullopt;
+    Kinds k = kinds(i);
+    i.checked = k.readiness;
+    auto h = !k.readiness ? std::nullopt
+             : k.apart    ? options_.health->InstanceHealth(i.uuid, Purpose::kReadiness)
+                          : options_.health->InstanceHealth(i.uuid);
     i.health = h ? health::HealthName(*h) : "unknown";
+    i.liveness.clear();  // every check is both: `health` says it
+    if (k.apart && !k.liveness) {
+      i.liveness = "none";
+    } else if (k.apart) {
+      auto l = options_.health->InstanceHealth(i.uuid, Purpose::kLiveness);
+      i.liveness = l ? health::HealthName(*l) : "unknown";
+    }
   }
 }
 

@@ -60,7 +60,11 @@ void Coordinator::Assign(const std::string& group, std::vector<Target> targets) 
     std::string key = TargetKey(t);
     keep.insert(key);
     auto it = checks_.find(key);
-    if (it != checks_.end() && it->second.group == group && SameTarget(it->second.target, t)) continue;
+    if (it != checks_.end() && it->second.group == group && SameTarget(it->second.target, t)) {
+      it->second.target.readiness = t.readiness;  // what a failure means is mariposad's alone
+      it->second.target.liveness = t.liveness;
+      continue;
+    }
     if (it != checks_.end() && it->second.group != group) by_group_[it->second.group].erase(key);
     bool existed = it != checks_.end();
     Check& c = checks_[key];
@@ -106,6 +110,19 @@ std::optional<Health> Coordinator::InstanceHealth(const std::string& instance) c
   for (auto it = checks_.lower_bound(prefix); it != checks_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
        ++it) {
     states.push_back(it->second.state);
+  }
+  if (states.empty()) return std::nullopt;
+  return Worst(states);
+}
+
+std::optional<Health> Coordinator::InstanceHealth(const std::string& instance, Purpose purpose) const {
+  absl::MutexLock l(&mu_);
+  std::vector<Health> states;
+  std::string prefix = instance + "/";
+  for (auto it = checks_.lower_bound(prefix); it != checks_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+       ++it) {
+    const Target& t = it->second.target;
+    if (purpose == Purpose::kReadiness ? t.readiness : t.liveness) states.push_back(it->second.state);
   }
   if (states.empty()) return std::nullopt;
   return Worst(states);

@@ -72,6 +72,10 @@ class Coordinator {
   // Replaces the targets of `group`; unchanged ones keep their state.
   void Assign(const std::string& group, std::vector<Target> targets);
   std::optional<Health> InstanceHealth(const std::string& instance) const;
+  // The worst state of the instance's checks for one purpose (Target's
+  // readiness, liveness); nullopt when it has none for it.
+  enum class Purpose { kReadiness, kLiveness };
+  std::optional<Health> InstanceHealth(const std::string& instance, Purpose purpose) const;
   struct CheckStatus {
     std::string instance, check, type, address;
     int port = 0;

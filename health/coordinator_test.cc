@@ -247,4 +247,34 @@ TEST(CoordinatorTest, AssignSendsOnlyWhatChangedToTheOwner) {
 }
 
 }  // namespace
+// A check's purpose: the instance's readiness and liveness are the worst of
+// the checks for each; a changed purpose alone keeps the check's state.
+TEST(CoordinatorTest, ReadinessAndLivenessAreTheWorstOfTheirOwnChecks) {
+  SimulatedClock clock;
+  Coordinator c(&clock, absl::Seconds(10), [](const std::vector<HealthChange>&) {});
+  Target ready = T(1, "ready");
+  ready.liveness = false;
+  Target alive = T(1, "alive");
+  alive.readiness = false;
+  c.Assign("p", {ready, alive});
+  Agents agents(&c);
+  agents.Connect("a1");
+  agents.Pump();
+  using Purpose = Coordinator::Purpose;
+  c.Report("a1", agents.session("a1"),
+           {{"p", "i-1", "ready", Health::kUnknown, Health::kUnhealthy, false, "503"},
+            {"p", "i-1", "alive", Health::kUnknown, Health::kHealthy, false, ""}});
+  EXPECT_EQ(c.InstanceHealth("i-1", Purpose::kReadiness), Health::kUnhealthy);
+  EXPECT_EQ(c.InstanceHealth("i-1", Purpose::kLiveness), Health::kHealthy);
+  EXPECT_EQ(c.InstanceHealth("i-1"), Health::kUnhealthy);  // every check
+  EXPECT_EQ(c.InstanceHealth("i-2", Purpose::kReadiness), std::nullopt);
+  // The readiness check becomes both: same check, same state, now liveness too.
+  ready.liveness = true;
+  c.Assign("p", {ready, alive});
+  EXPECT_EQ(c.InstanceHealth("i-1", Purpose::kLiveness), Health::kUnhealthy);
+  // No readiness check left: nothing to say for readiness.
+  c.Assign("p", {alive});
+  EXPECT_EQ(c.InstanceHealth("i-1", Purpose::kReadiness), std::nullopt);
+}
+
 }  // namespace mariposa::health

@@ -21,6 +21,10 @@ struct Target {
   std::string network;   // the network the address is on (agents with --network take only theirs);
                          // spec.address "" = the instance has no NIC there: the check fails
   std::string alias;     // the instance's alias, named in events (mariposad only; not sent to agents)
+  // What a failure of the check means (mariposad only; not sent to agents):
+  // readiness (out of discovery, rollouts wait), liveness (replaced), or both.
+  bool readiness = true;
+  bool liveness = true;
 };
 
 // instance/check: one check of one instance.

@@ -149,6 +149,10 @@ Value CheckValue(const HealthCheckSpec& c) {
   }
   v.Set("interval", Dur(c.interval)).Set("unhealthy_interval", Dur(c.unhealthy_interval));
   v.Set("timeout", Dur(c.timeout)).Set("retries", Value::Int(c.retries)).Set("successes", Value::Int(c.successes));
+  // Written only when not the default, so versions stored before they
+  // existed keep their canonical form.
+  if (!c.readiness) v.Set("readiness", Value::Bool(false));
+  if (!c.liveness) v.Set("liveness", Value::Bool(false));
   return v;
 }
 
@@ -237,6 +241,7 @@ Value ServiceSpecValue(const ServiceSpec& s, std::string* instance_json) {
       .Append("window", Dur(s.restart_window));
   if (!RunsToCompletion(s)) all["restart"] = std::move(restart);  // a run's instances are never restarted
   Value stop = Value::Map();
+  if (s.stop_drain != kDefaultStopDrain) stop.Append("drain", Dur(s.stop_drain));  // added later: see below
   stop.Append("preserve_stopped", Value::Str(s.preserve_stopped)).Append("timeout", Dur(s.stop_timeout));
   all["stop"] = std::move(stop);
   // Fields added later are written only when not the default, so versions
@@ -432,7 +437,7 @@ bool SameChecks(const std::map<std::string, HealthCheckSpec>& a, const std::map<
   auto fields = [](const HealthCheckSpec& c) {
     return std::tie(c.type, c.port, c.network, c.path, c.method, c.headers, c.expect_status, c.expect_body,
                     c.tls_skip_verify, c.send, c.expect, c.interval, c.unhealthy_interval, c.timeout, c.retries,
-                    c.successes);
+                    c.successes, c.readiness, c.liveness);
   };
   if (a.size() != b.size()) return false;
   for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {

@@ -33,6 +33,11 @@ struct ManifestDiagnostic {
   std::string ToString() const;
 };
 
+// stop.drain's default: twice the 30 s TTL of CNS's records, so that a
+// client that resolved the service just before the instance went out of
+// discovery has resolved it again before it goes.
+inline constexpr absl::Duration kDefaultStopDrain = absl::Seconds(60);
+
 struct HealthCheckSpec {
   std::string name;
   std::string type;  // http | https | tcp
@@ -51,6 +56,11 @@ struct HealthCheckSpec {
   absl::Duration timeout = absl::Seconds(10);
   int retries = 3;
   int successes = 1;
+  // What a failure means (Kubernetes' readiness and liveness probes): a
+  // readiness failure takes the instance out of discovery and holds
+  // rollouts; a liveness failure replaces it. Both by default.
+  bool readiness = true;
+  bool liveness = true;
 };
 
 // Whether two services' health checks are the same in every field (a
@@ -105,6 +115,9 @@ struct ServiceSpec {
   int restart_max_attempts = 3;
   absl::Duration restart_window = absl::Seconds(60);
   absl::Duration stop_timeout = absl::Seconds(30);
+  // How long an instance is out of discovery (triton.cns.status=down)
+  // before it is stopped or deleted, when its service has CNS names.
+  absl::Duration stop_drain = kDefaultStopDrain;
   std::string preserve_stopped = "never";  // never | on-failure | always
   int update_rolling = 1;
   int update_canary = 0;

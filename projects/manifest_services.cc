@@ -341,6 +341,7 @@ void Parser::RestartCondition(const YamlNode& x, const std::string& xp, ServiceS
 void Parser::StopKeys(const YamlNode& v, const std::string& p, ServiceSpec* s) {
   Fields sf;
   sf["timeout"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->stop_timeout); };
+  sf["drain"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->stop_drain); };
   sf["preserve_stopped"] = [&](const YamlNode& x, const std::string& xp) {
     OneOf(x, xp, &s->preserve_stopped, {"never", "on-failure", "always"});
   };
@@ -591,6 +592,8 @@ void Parser::Check(const YamlNode& n, const std::string& path, HealthCheckSpec* 
   f["timeout"] = [&](const YamlNode& v, const std::string& p) { Duration(v, p, &c->timeout); };
   f["retries"] = [&](const YamlNode& v, const std::string& p) { Int(v, p, &c->retries, 1, 100); };
   f["successes"] = [&](const YamlNode& v, const std::string& p) { Int(v, p, &c->successes, 1, 100); };
+  f["readiness"] = [&](const YamlNode& v, const std::string& p) { Bool(v, p, &c->readiness); };
+  f["liveness"] = [&](const YamlNode& v, const std::string& p) { Bool(v, p, &c->liveness); };
   ParseMap(n, path, f);
   if (!n.IsMap()) return;
   if (c->type.empty()) {
@@ -598,6 +601,11 @@ void Parser::Check(const YamlNode& n, const std::string& path, HealthCheckSpec* 
     return;
   }
   if (!has_unhealthy) c->unhealthy_interval = c->interval;
+  if (!c->readiness && !c->liveness) {
+    Error(n, Join(path, "readiness"),
+          "a check that is neither for readiness nor for liveness does nothing: leave one of them true (the "
+          "default is both), or remove the check");
+  }
   if (!has_port) {
     if (c->type == "tcp") Error(n, Join(path, "port"), "missing: a tcp check needs a port");
     c->port = c->type == "https" ? 443 : 80;

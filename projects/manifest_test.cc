@@ -617,3 +617,55 @@ TEST(ManifestTest, CoreZonesDefaultToReprovisionKeepingTheirDataset) {
 
 }  // namespace
 }  // namespace mariposa
+
+namespace mariposa {
+namespace {
+
+// A check says what its failure means; stop.drain says how long an instance
+// is out of discovery before it goes. Both are written in the canonical form
+// only when not the default, so stored versions keep their form.
+TEST(ManifestTest, ReadinessLivenessAndDrain) {
+  const std::string base =
+      "project: p\nservices:\n  web:\n    image: x\n    healthchecks:\n      h: {type: tcp, port: 80}\n";
+  Manifest m = MustParse(base);
+  const HealthCheckSpec& h = m.services.at("web").healthchecks.at("h");
+  EXPECT_TRUE(h.readiness);
+  EXPECT_TRUE(h.liveness);
+  EXPECT_EQ(m.services.at("web").stop_drain, kDefaultStopDrain);
+  std::string canonical = CanonicalYaml(m);
+  EXPECT_EQ(canonical.find("readiness"), std::string::npos) << canonical;
+  EXPECT_EQ(canonical.find("drain"), std::string::npos) << canonical;
+
+  Manifest ready = MustParse(
+      "project: p\nservices:\n  web:\n    image: x\n    stop: {drain: 2m}\n    healthchecks:\n"
+      "      h: {type: tcp, port: 80, liveness: false}\n      l: {type: tcp, port: 81, readiness: false}\n");
+  EXPECT_TRUE(ready.services.at("web").healthchecks.at("h").readiness);
+  EXPECT_FALSE(ready.services.at("web").healthchecks.at("h").liveness);
+  EXPECT_FALSE(ready.services.at("web").healthchecks.at("l").readiness);
+  EXPECT_EQ(ready.services.at("web").stop_drain, absl::Minutes(2));
+  std::string text = CanonicalYaml(ready);
+  EXPECT_NE(text.find("liveness: false"), std::string::npos) << text;
+  EXPECT_NE(text.find("readiness: false"), std::string::npos) << text;
+  EXPECT_NE(text.find("drain: 2m"), std::string::npos) << text;
+  // The canonical form reads back as the same manifest.
+  Manifest again = MustParse(text);
+  EXPECT_EQ(CanonicalYaml(again), text);
+  // A changed purpose is a changed check (it rolls out, as a changed probe).
+  EXPECT_FALSE(SameChecks(m.services.at("web").healthchecks, MustParse(
+      "project: p\nservices:\n  web:\n    image: x\n    healthchecks:\n"
+      "      h: {type: tcp, port: 80, liveness: false}\n").services.at("web").healthchecks));
+
+  EXPECT_EQ(Errors("project: p\nservices:\n  web:\n    image: x\n    healthchecks:\n"
+                   "      h: {type: tcp, port: 80, readiness: false, liveness: false}\n"),
+            "t.yaml:6:10: services.web.healthchecks.h.readiness: a check that is neither for readiness nor for "
+            "liveness does nothing: leave one of them true (the default is both), or remove the check\n");
+  EXPECT_NE(Errors("project: p\nservices:\n  web:\n    image: x\n    healthchecks:\n"
+                   "      h: {type: tcp, port: 80, readiness: maybe}\n")
+                .find("services.web.healthchecks.h.readiness"),
+            std::string::npos);
+  EXPECT_NE(Errors("project: p\nservices:\n  web:\n    image: x\n    stop: {drain: soon}\n").find("services.web.stop.drain"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace mariposa

@@ -177,7 +177,7 @@ bool TaskGathering::AutoRollback(const TaskRecord& t, const std::vector<std::str
     if (g == nullptr || !g->spec.update_auto_rollback) continue;
     auto_rollback = true;
     for (const InstanceState* i : f_.of[svc]) {
-      if (i->checked && i->state == "running" && i->spec_hash == g->record.spec_hash && i->health == "unhealthy") {
+      if (i->state == "running" && i->spec_hash == g->record.spec_hash && FailsChecks(*i)) {
         bad_service = svc;
         bad_instance = i->alias;
       }
@@ -288,7 +288,7 @@ std::string TaskGathering::Overdue(const TaskRecord& t, const std::vector<std::s
       if (up < absl::FromUnixMillis(absl::ToUnixMillis(from)) || up == absl::InfiniteFuture()) continue;
       // In place, an instance reprovisioned onto the new image that fails its
       // checks stops the rollout: the next ones would get the same image.
-      if (goal.in_place && i->checked && i->health == "unhealthy") {
+      if (goal.in_place && FailsChecks(*i)) {
         return absl::StrCat(i->alias, " of ", svc, " fails its health checks since it was reprovisioned onto ",
                             g->record.image, "; no more instances are reprovisioned onto it");
       }
@@ -478,7 +478,7 @@ TaskRecord ScaleTaskDecision::ScaleTaskFor(const std::string& svc, const std::st
       if (i->state == "stopped") t.trigger = "stopped";
       if (i->state == "failed") t.trigger = "failed";
       if (i->state == "unknown") t.trigger = "server-down";
-      if (i->state == "running" && i->health == "unhealthy") t.trigger = "health";
+      if (i->state == "running" && FailsLiveness(*i)) t.trigger = "health";
     }
   } else if (f_.s.goal && f_.s.goal->origin == "scale") {  // `mariposa scale`: the user's own task
     t.origin = "user";

@@ -709,3 +709,80 @@ TEST(DecideTest, AnInPlaceRolloutStopsAtTheFirstInstanceTheNewImageBreaks) {
 
 }  // namespace
 }  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+// Readiness and liveness apart: a check says what its failure means.
+TEST(DecideReadinessTest, AReadinessFailureKeepsTheInstanceButItIsNotReady) {
+  Snapshot s = SnapshotOf(GoalOf(
+      "project: p\nservices:\n  web:\n    image: web@1\n    count: 2\n    healthchecks:\n"
+      "      ready: {type: http, port: 80, liveness: false}\n      alive: {type: tcp, port: 80, readiness: false}\n"));
+  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
+  for (auto& i : s.instances) {
+    i.checked = true;
+    i.health = "healthy";  // its readiness checks
+    i.liveness = "healthy";
+  }
+  EXPECT_TRUE(Decide(s, kT0).converged);
+  s.instances[1].health = "unhealthy";  // readiness fails, liveness passes
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kDelete), 0) << "a readiness failure does not replace";
+  EXPECT_EQ(Count(d, ActionKind::kCreate), 0);
+  const ServiceVerdict& v = d.verdicts.at("web");
+  EXPECT_EQ(v.ready, 1);
+  EXPECT_EQ(v.broken, 0);
+  EXPECT_EQ(v.unhealthy, 1);
+  EXPECT_EQ(v.state, VerdictState::kDegraded) << v.reason;
+  EXPECT_NE(v.reason.find("not ready: failing readiness checks"), std::string::npos) << v.reason;
+  s.instances[1].health = "healthy";
+  s.instances[1].liveness = "unhealthy";  // liveness fails: replaced
+  d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 1);
+  EXPECT_EQ(d.verdicts.at("web").broken, 1);
+}
+
+TEST(DecideReadinessTest, OnlyLivenessChecksMakeItReadyAfterTheStartWindow) {
+  Snapshot s = SnapshotOf(GoalOf(
+      "project: p\nservices:\n  web:\n    image: web@1\n    start: {window: 30s}\n"
+      "    healthchecks:\n      alive: {type: tcp, port: 80, readiness: false}\n"));
+  InstanceState i = Instance(s, "web", 1, "running", absl::Seconds(10));
+  i.checked = false;  // no readiness checks
+  i.liveness = "healthy";
+  s.instances = {i};
+  EXPECT_EQ(Decide(s, kT0).verdicts.at("web").ready, 0) << "not ready before start.window";
+  EXPECT_EQ(Decide(s, kT0 + absl::Seconds(25)).verdicts.at("web").ready, 1);
+  s.instances[0].liveness = "unhealthy";
+  EXPECT_EQ(Count(Decide(s, kT0 + absl::Seconds(25)), ActionKind::kDelete, "remove-broken"), 1);
+}
+
+TEST(DecideReadinessTest, ARolloutWaitsForItsNewInstanceToBeReady) {
+  Snapshot s = SnapshotOf(GoalOf(
+      "project: p\nservices:\n  web:\n    image: web@2\n    count: 1\n    update: {rolling: 1, max_surge: 1}\n"
+      "    healthchecks:\n      ready: {type: http, port: 80, liveness: false}\n",
+      2));
+  InstanceState old = Instance(s, "web", 1);
+  old.spec_hash = "older";
+  old.version = 1;
+  old.version_uuid = "v1";
+  old.checked = true;
+  old.health = "healthy";
+  InstanceState fresh = Instance(s, "web", 2, "running", absl::Minutes(1));
+  fresh.checked = true;
+  fresh.health = "unhealthy";  // failing readiness, alive
+  fresh.liveness = "none";
+  s.instances = {old, fresh};
+  TaskRecord t = testing::Task("t1", "reprovision", "active", {"web"});
+  t.version_uuid = "v2";
+  t.started_at = kT0 - absl::Minutes(2);
+  s.tasks = {t};
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kDelete), 0) << "the old one stays while its replacement is not ready";
+  EXPECT_EQ(Count(d, ActionKind::kCreate), 0);
+  s.instances[1].health = "healthy";
+  d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kDelete), 1) << "ready: the old one goes";
+}
+
+}  // namespace
+}  // namespace mariposa::convergence

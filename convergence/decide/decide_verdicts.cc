@@ -37,7 +37,7 @@ void Decider::CountCrashes() {
     if (it == f_.by_uuid.end() || g == nullptr) continue;
     const InstanceState& i = *it->second;
     if (i.spec_hash != g->record.spec_hash) continue;
-    if (i.state == "running" && i.health == "unhealthy") {
+    if (i.state == "running" && FailsLiveness(i)) {
       CrashFailure(f_, i.service, absl::StrCat(i.alias, " failed its health checks"), &d_.memory, &d_.events);
     } else if (i.state == "stopped" && f_.now - i.created < g->spec.restart_window) {
       CrashFailure(f_, i.service, absl::StrCat(i.alias, " stopped soon after creation"), &d_.memory, &d_.events);
@@ -100,6 +100,7 @@ class ServiceVerdictDecision {
     // Current instances changed by hand in VMAPI: "alias (what)".
     std::vector<std::string> hand_changed;
     int64_t stale_mount = 0;  // instances that mount a copy of a volume deleted outside Mariposa
+    int64_t not_ready = 0;    // running, live, failing their readiness checks (kept, out of discovery)
     const std::string* held = nullptr;  // the first reason its work is held
     const std::string* task = nullptr;  // its open task, named
     bool acting = false;
@@ -161,7 +162,9 @@ VerdictOutcome ServiceVerdictDecision::Run() && {
              !NotRestartedVerdict(f, &v)) {
     if (v.unhealthy > 0 && !f.acting) {
       v.state = VerdictState::kDegraded;
-      v.reason = absl::StrCat(v.unhealthy, " unhealthy");
+      v.reason = f.not_ready == v.unhealthy
+                     ? absl::StrCat(v.unhealthy, " not ready: failing readiness checks (kept: not replaced)")
+                     : absl::StrCat(v.unhealthy, " unhealthy");
       v.fix = "`mariposa health` shows the failing checks";
     } else if (!f.hand_changed.empty() && !f.acting) {  // not put back again (Retags said why)
       v.state = VerdictState::kDegraded;
@@ -214,9 +217,16 @@ void ServiceVerdictDecision::CountForVerdict(VerdictFacts* f, ServiceVerdict* v)
     // Ready: the one definition the rollouts use too (InstanceReady): healthy
     // when it has checks, else running for start.window; and so for
     // update.min_healthy_time.
-    if (InstanceReady(*i, f_.now, f->goal.start_window, f->goal.min_healthy_time)) ++v->ready;
-    else if (i->checked) ++v->checks_pending;
-    else ++v->starting;
+    if (InstanceReady(*i, f_.now, f->goal.start_window, f->goal.min_healthy_time)) {
+      ++v->ready;
+    } else if (i->health == "unhealthy") {
+      ++v->unhealthy;  // not broken: only its readiness checks fail
+      ++f->not_ready;
+    } else if (i->checked) {
+      ++v->checks_pending;
+    } else {
+      ++v->starting;
+    }
   }
 }
 

@@ -22,7 +22,7 @@ using namespace std::string_view_literals;  // NOLINT
 // A running instance that fails its health checks is broken too.
 bool BrokenState(const InstanceState& i) {
   return i.state == "failed"sv || i.state == "stopped"sv || i.state == "unknown"sv ||
-         (i.state == "running"sv && i.health == "unhealthy"sv);
+         (i.state == "running"sv && FailsLiveness(i));
 }
 
 bool Live(const InstanceState& i) { return i.state == "provisioning"sv || i.state == "running"sv; }
@@ -49,7 +49,7 @@ bool ReadyState(const InstanceState& i, absl::Time now, const ServiceGoal& goal)
 }
 
 int Rank(const InstanceState& i) {
-  if (i.health == "unhealthy"sv) return 0;
+  if (FailsChecks(i)) return 0;
   if (i.state == "provisioning"sv || i.health == "starting"sv || i.health == "unknown"sv) return 1;
   return 2;
 }

@@ -29,7 +29,13 @@ struct InstanceState {
   std::string alias;   // <project>-<service>-<ordinal>
   std::string owner_uuid;  // its Triton account (VMAPI's owner_uuid)
   std::string state;   // provisioning running stopped failed destroyed unknown
-  std::string health;  // unknown starting healthy unhealthy
+  // Its readiness checks' worst state (unknown starting healthy unhealthy);
+  // "unknown" when it has none (`checked` false: ready after start.window).
+  std::string health;
+  // Its liveness checks' worst state; "" when not read apart (the same as
+  // `health`: every check is both, the default), "none" when it has no
+  // liveness checks (no check replaces it).
+  std::string liveness;
   std::string spec_hash;
   // Uses meta values that changed since it was created (meta_drift.h):
   // outdated like an older spec.
@@ -65,7 +71,7 @@ struct InstanceState {
     std::string network_uuid, interface, ip;
   };
   std::vector<Nic> nics;  // every NIC, when it has more than one
-  bool checked = false;  // its service has health checks: ready means healthy
+  bool checked = false;  // it has readiness checks: ready means healthy
   absl::Time preserved_at = absl::InfinitePast();  // state "preserved": when (its mariposa.preserved tag)
   bool delegate_dataset = false;  // has a delegated ZFS dataset (can be reprovisioned keeping its data)
   // Seen by the controller (Reconciler): running at this spec and image
@@ -242,8 +248,15 @@ bool InstanceReady(const InstanceState& i, absl::Time now, absl::Duration start_
                    absl::Duration min_healthy = absl::ZeroDuration());
 // When it became ready (InfiniteFuture: it is not), as InstanceReady sees it.
 absl::Time ReadySince(const InstanceState& i, absl::Duration start_window);
-// Broken: failed, stopped unasked, on a down server, or running unhealthy.
+// Broken: failed, stopped unasked, on a down server, or running and failing
+// its liveness checks.
 bool InstanceBroken(const InstanceState& i);
+// Fails its liveness checks (InstanceState::liveness).
+inline bool FailsLiveness(const InstanceState& i) {
+  return i.liveness.empty() ? i.health == "unhealthy" : i.liveness == "unhealthy";
+}
+// Fails any of its checks, readiness or liveness.
+inline bool FailsChecks(const InstanceState& i) { return i.health == "unhealthy" || FailsLiveness(i); }
 
 // Instances of a service in QUEUE.md's scale-down victim order: unhealthy
 // first, then not yet started, then oldest version, then oldest instance.

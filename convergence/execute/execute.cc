@@ -74,6 +74,8 @@ std::vector<health::Target> HealthTargets(const ServiceSpec& spec, const std::ve
       if (i->state != "running" || i->ip.empty()) continue;
       health::Target t{i->uuid, kv.first, cs, policy, i->created, c.network.empty() ? primary_network : c.network};
       t.alias = i->alias;
+      t.readiness = c.readiness;
+      t.liveness = c.liveness;
       t.spec.address = AddressOn(*i, c.network, want_uuid, primary_network);
       if (loopback && !t.spec.address.empty()) t.spec.address = LoopbackTwin(t.spec.address);
       out.push_back(std::move(t));
@@ -94,7 +96,7 @@ void Executor::RecordReplacements(const Snapshot& s, const Decision& d, const st
   if (!why.empty()) {
     for (const InstanceState& i : s.instances) {
       auto it = why.find(i.uuid);
-      if (it != why.end()) it->second = i.health == "unhealthy" ? "unhealthy" : i.state == "running" ? "server-down" : i.state;
+      if (it != why.end()) it->second = FailsLiveness(i) ? "unhealthy" : i.state == "running" ? "server-down" : i.state;
     }
   }
   for (const auto& kv : why) options_.metrics->Replacement(kv.second);
