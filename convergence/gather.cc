@@ -128,6 +128,7 @@ absl::StatusOr<Snapshot> Gatherer::GatherGoal(const std::string& name) {
   s.policy.replace_interval = options_.replace_interval;
   s.policy.max_jobs_per_project = std::max(1, options_.max_jobs_per_project);
   s.policy.stale_after = options_.stale_after;
+  s.policy.default_drain = 2 * options_.cns_ttl;
   RecallMemory(s.project);
   {
     absl::MutexLock l(&mu_);

@@ -79,6 +79,9 @@ struct ReconcilerOptions {
   // `status` answers from the last observation; older than this, its
   // verdicts are unknown (ControllerPolicy::stale_after).
   absl::Duration stale_after = absl::Seconds(20);
+  // The TTL of CNS's records (Triton's CNS: 30s); 0 = no CNS known. A
+  // service's stop.drain defaults to twice it (ControllerPolicy::default_drain).
+  absl::Duration cns_ttl = absl::ZeroDuration();
   absl::Duration job_poll = absl::Milliseconds(250);  // a project with jobs in flight is looked at again after this
   int max_jobs = 64;               // Triton jobs in flight, all projects together
   int max_jobs_per_project = 32;   // Triton jobs in flight for one project

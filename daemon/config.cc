@@ -67,6 +67,7 @@ std::vector<FlagSpec> BuildSpecs() {
       {"network", "UUID", "network every instance joins (with --triton)", [](DaemonFlags& f) { return &f.network; }, nullptr},
       {"resync", "DURATION", "how often every project is re-checked (default 5s)", [](DaemonFlags& f) { return &f.resync; }, nullptr},
       {"watch", "on|off", "watch VMAPI's change feed and read only what changes (default on); off, or a VMAPI without the feed: every sync lists the project's VMs", [](DaemonFlags& f) { return &f.watch; }, nullptr},
+      {"cns-ttl", "DURATION", "the TTL of CNS's records in this data center (Triton's CNS: 30s; default 0s = no CNS): an instance of a service with CNS names is kept out of discovery for its stop.drain (default twice this) before it is stopped or removed", [](DaemonFlags& f) { return &f.cns_ttl; }, nullptr},
       {"relist", "DURATION", "while watching, each project's VMs are still listed in full this often (default 5m)", [](DaemonFlags& f) { return &f.relist; }, nullptr},
       {"audit", "DURATION", "while watching, each project's VMs are checked against a digest (uuid, state, last_modified) this often, to find what the change feed missed (default 10s; 0 = never)", [](DaemonFlags& f) { return &f.audit; }, nullptr},
       {"backoff-cap", "DURATION", "the longest wait after failed creates, installs or imports before the next attempt (default 2m; the wait starts at 1s and doubles)", [](DaemonFlags& f) { return &f.backoff_cap; }, nullptr},
@@ -198,6 +199,9 @@ absl::StatusOr<DaemonConfig> CheckDaemonFlags(DaemonFlags flags, const std::map<
   if (!f.image_source_url.empty() && c.triton_url.empty()) return bad("--image-source needs --triton");
   if (f.watch != "on" && f.watch != "off") return bad("--watch \"", f.watch, "\" must be on or off");
   c.watch = f.watch == "on";
+  if (!absl::ParseDuration(f.cns_ttl, &c.cns_ttl) || c.cns_ttl < absl::ZeroDuration() || c.cns_ttl > absl::Hours(1)) {
+    return bad("--cns-ttl \"", f.cns_ttl, "\" is not a duration from 0s to 1h (Triton's CNS: 30s)");
+  }
   if (!absl::ParseDuration(f.relist, &c.relist) || c.relist < absl::Seconds(1)) {
     return bad("--relist \"", f.relist, "\" is not a duration of at least 1s (e.g. 5m)");
   }

@@ -397,6 +397,7 @@ convergence::ReconcilerOptions Daemon::ReconcilerOptionsFor() {
   ropts.network_uuid = flags_.network;
   ropts.resync = config_.resync;
   ropts.relist = config_.relist;
+  ropts.cns_ttl = config_.cns_ttl;
   ropts.audit = config_.audit;
   ropts.stale_after = 2 * config_.resync + absl::Seconds(10);
   for (const auto& [api, e] : config_.endpoints) ropts.api_urls[api] = e.url;

@@ -241,7 +241,7 @@ Value ServiceSpecValue(const ServiceSpec& s, std::string* instance_json) {
       .Append("window", Dur(s.restart_window));
   if (!RunsToCompletion(s)) all["restart"] = std::move(restart);  // a run's instances are never restarted
   Value stop = Value::Map();
-  if (s.stop_drain != kDefaultStopDrain) stop.Append("drain", Dur(s.stop_drain));  // added later: see below
+  if (s.stop_drain) stop.Append("drain", Dur(*s.stop_drain));  // added later: written only when set
   stop.Append("preserve_stopped", Value::Str(s.preserve_stopped)).Append("timeout", Dur(s.stop_timeout));
   all["stop"] = std::move(stop);
   // Fields added later are written only when not the default, so versions

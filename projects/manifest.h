@@ -33,11 +33,6 @@ struct ManifestDiagnostic {
   std::string ToString() const;
 };
 
-// stop.drain's default: twice the 30 s TTL of CNS's records, so that a
-// client that resolved the service just before the instance went out of
-// discovery has resolved it again before it goes.
-inline constexpr absl::Duration kDefaultStopDrain = absl::Seconds(60);
-
 struct HealthCheckSpec {
   std::string name;
   std::string type;  // http | https | tcp
@@ -116,8 +111,10 @@ struct ServiceSpec {
   absl::Duration restart_window = absl::Seconds(60);
   absl::Duration stop_timeout = absl::Seconds(30);
   // How long an instance is out of discovery (triton.cns.status=down)
-  // before it is stopped or deleted, when its service has CNS names.
-  absl::Duration stop_drain = kDefaultStopDrain;
+  // before it is stopped or deleted, when its service has CNS names. Unset:
+  // twice the CNS TTL mariposad is told (--cns-ttl), so that a client that
+  // resolved the service just before has resolved it again; 0 without.
+  std::optional<absl::Duration> stop_drain;
   std::string preserve_stopped = "never";  // never | on-failure | always
   int update_rolling = 1;
   int update_canary = 0;

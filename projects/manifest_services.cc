@@ -341,7 +341,11 @@ void Parser::RestartCondition(const YamlNode& x, const std::string& xp, ServiceS
 void Parser::StopKeys(const YamlNode& v, const std::string& p, ServiceSpec* s) {
   Fields sf;
   sf["timeout"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->stop_timeout); };
-  sf["drain"] = [&](const YamlNode& x, const std::string& xp) { Duration(x, xp, &s->stop_drain); };
+  sf["drain"] = [&](const YamlNode& x, const std::string& xp) {
+    absl::Duration d;
+    Duration(x, xp, &d, /*positive=*/false);  // 0s: no drain
+    s->stop_drain = d;
+  };
   sf["preserve_stopped"] = [&](const YamlNode& x, const std::string& xp) {
     OneOf(x, xp, &s->preserve_stopped, {"never", "on-failure", "always"});
   };

@@ -631,7 +631,7 @@ TEST(ManifestTest, ReadinessLivenessAndDrain) {
   const HealthCheckSpec& h = m.services.at("web").healthchecks.at("h");
   EXPECT_TRUE(h.readiness);
   EXPECT_TRUE(h.liveness);
-  EXPECT_EQ(m.services.at("web").stop_drain, kDefaultStopDrain);
+  EXPECT_FALSE(m.services.at("web").stop_drain.has_value());
   std::string canonical = CanonicalYaml(m);
   EXPECT_EQ(canonical.find("readiness"), std::string::npos) << canonical;
   EXPECT_EQ(canonical.find("drain"), std::string::npos) << canonical;
@@ -643,6 +643,8 @@ TEST(ManifestTest, ReadinessLivenessAndDrain) {
   EXPECT_FALSE(ready.services.at("web").healthchecks.at("h").liveness);
   EXPECT_FALSE(ready.services.at("web").healthchecks.at("l").readiness);
   EXPECT_EQ(ready.services.at("web").stop_drain, absl::Minutes(2));
+  EXPECT_EQ(MustParse("project: p\nservices:\n  web: {image: x, stop: {drain: 0s}}\n").services.at("web").stop_drain,
+            absl::ZeroDuration());
   std::string text = CanonicalYaml(ready);
   EXPECT_NE(text.find("liveness: false"), std::string::npos) << text;
   EXPECT_NE(text.find("readiness: false"), std::string::npos) << text;

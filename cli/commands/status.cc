@@ -63,9 +63,11 @@ void VerboseTables(Context& c, const v1::GetStateResponse& resp) {
   Rows inst;
   for (const auto& s : resp.services()) {
     for (const auto& i : s.instances()) {
-      inst.push_back({s.name(), i.alias(), i.uuid(), i.state(), i.health(),
+      std::string health = i.liveness().empty() ? i.health()
+                           : absl::StrCat("ready ", i.health(), ", live ", i.liveness());
+      inst.push_back({s.name(), i.alias(), i.uuid(), i.state(), health,
                       i.current_spec() ? "current" : i.stale_meta() ? "stale meta" : "old", absl::StrCat(i.version()),
-                      Time(i.created_at())});
+                      Time(i.created_at()), i.discovery().empty() ? "-" : i.discovery()});
     }
   }
   Rows servers;
@@ -77,7 +79,7 @@ void VerboseTables(Context& c, const v1::GetStateResponse& resp) {
   }
   if (!inst.empty() || servers.empty()) {
     out << "\n";
-    c.Table({"SERVICE", "ALIAS", "UUID", "STATE", "HEALTH", "SPEC", "VERSION", "CREATED"}, inst);
+    c.Table({"SERVICE", "ALIAS", "UUID", "STATE", "HEALTH", "SPEC", "VERSION", "CREATED", "DISCOVERY"}, inst);
   }
   if (!servers.empty()) {
     out << "\n";

@@ -70,8 +70,19 @@ void CountInstance(const InstanceState& i, bool current, v1::ServiceStatus* st) 
   if (live && !current) st->set_updating(st->updating() + 1);
 }
 
-void InstanceToProto(const InstanceState& i, bool current, const std::map<std::string, std::string>& hostnames,
-                     v1::InstanceStatus* is) {
+// Where the instance stands in CNS's records, as status shows it ("" when
+// its service is not discovered through CNS).
+std::string DiscoveryOf(const InstanceState& i, bool discovered) {
+  if (!discovered) return "";
+  if (!i.cns_down) return "in";
+  std::optional<DiscoveryHold> hold = ParseDiscoveryHold(i.discovery);
+  if (!hold) return "out: set in the instance";
+  return absl::StrCat("out: ", hold->why.empty() ? "held by mariposad" : hold->why, " since ",
+                      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", hold->since, absl::UTCTimeZone()));
+}
+
+void InstanceToProto(const InstanceState& i, bool current, bool discovered,
+                     const std::map<std::string, std::string>& hostnames, v1::InstanceStatus* is) {
   is->set_uuid(i.uuid);
   is->set_alias(i.alias);
   is->set_state(i.state);
@@ -83,6 +94,8 @@ void InstanceToProto(const InstanceState& i, bool current, const std::map<std::s
   is->set_image_uuid(i.image_uuid);
   is->set_server_uuid(i.server_uuid);
   is->set_ip(i.ip);
+  is->set_liveness(i.liveness);
+  is->set_discovery(DiscoveryOf(i, discovered));
   auto host = hostnames.find(i.server_uuid);
   if (host != hostnames.end()) is->set_server_hostname(host->second);
   SetTimestamp(i.created, is->mutable_created_at());
@@ -116,7 +129,7 @@ void ServiceToProto(const std::string& name, const ServiceGoalSpec& g, const Sna
     bool current = i->spec_hash == g.record.spec_hash && !i->stale_meta && !i->stale_checks && !i->stale_mount;
     CountInstance(*i, current, st);
     if (req.omit_instances() || (!req.service().empty() && req.service() != name)) continue;
-    InstanceToProto(*i, current, hostnames, st->add_instances());
+    InstanceToProto(*i, current, DiscoveredThroughCns(s, name), hostnames, st->add_instances());
   }
 }
 

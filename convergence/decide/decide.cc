@@ -77,6 +77,12 @@ TaskProgress JobAccounting::JobSucceeded(const JobRecord& j) {
       Event("instance.put-back", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
       if (f_.GoalOf(j.service) != nullptr) ++memory_[j.service].put_backs[j.instance];
     }
+  } else if (j.kind == "discovery") {
+    // The reason says which way and why: "down: not ready", "up: ready".
+    bool down = absl::StartsWith(j.reason, "down");
+    Event(down ? "instance.discovery-out" : "instance.discovery-in", j.instance,
+          absl::StrCat(j.alias, down ? " is out of CNS's records (" : " is back in CNS's records (",
+                       j.reason.substr(j.reason.find(':') == std::string::npos ? 0 : j.reason.find(':') + 2), ")"));
   } else if (j.kind == "import") {
     Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
     for (auto& kv : memory_) {
@@ -259,6 +265,7 @@ Decision Decider::Run() {
   StartsDone();
   Hold();
   ScaleTasks();
+  Discovery();
   Append(DecideImports(f_, d_.memory), &d_.imports);
   Agents();
   if (!uninstalled_) Uninstalls();
@@ -337,7 +344,10 @@ const char* VerdictName(VerdictState v) {
 }
 
 std::string WorkKind(const Action& a) {
-  if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart || a.kind == ActionKind::kRetag) return "";
+  if (a.kind == ActionKind::kStop || a.kind == ActionKind::kStart || a.kind == ActionKind::kRetag ||
+      a.kind == ActionKind::kDiscovery) {
+    return "";
+  }
   if (!a.run.empty()) return "run";
   if (a.reason == "replace-broken" || a.reason == "remove-broken") return "replace-unhealthy";
   if (a.reason == "reprovision") return "reprovision";

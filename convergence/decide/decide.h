@@ -84,6 +84,9 @@ struct ControllerPolicy {
   // An actual state read longer ago than this is too old for a verdict
   // (`status` answers from the last observation, never waiting on Triton).
   absl::Duration stale_after = absl::Seconds(20);
+  // stop.drain when a service does not say: twice the CNS TTL mariposad is
+  // told (--cns-ttl), 0 without.
+  absl::Duration default_drain = absl::ZeroDuration();
 };
 
 // A firewall rule the project owns in FWAPI.
@@ -445,6 +448,20 @@ const triton::Volume* FindVolume(const Snapshot& s, const std::string& name);
 // entry says remove: true, or the project is being deleted and its
 // deletion_policy (or --delete-volumes) says so.
 bool VolumeToBeDeleted(const Snapshot& s, const std::string& volapi_name);
+
+// Mariposa's hold on an instance's discovery (InstanceState::discovery):
+// since when it keeps it out of CNS, and why. Services with CNS names only
+// (a service without has no discovery to follow).
+struct DiscoveryHold {
+  absl::Time since = absl::InfinitePast();
+  std::string why;
+};
+std::optional<DiscoveryHold> ParseDiscoveryHold(const std::string& value);
+// Whether the instances of `service` are discovered through CNS (it has CNS
+// names, runs to no end, and the project is not being deleted): discovery
+// then follows their readiness and a removal drains them first.
+bool DiscoveredThroughCns(const Snapshot& s, const std::string& service);
+std::string DiscoveryHoldValue(absl::Time since, const std::string& why);
 
 // What an instance of `service` should carry in place (not rolled out):
 // CNS names, the firewall tag, firewall_enabled.

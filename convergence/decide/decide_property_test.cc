@@ -12,6 +12,9 @@
 //   4. creates never take a service above count + max_surge;
 //   5. a rollout's deletes never take ready instances below its floor;
 //   6. Decide with a PlanCache decides exactly what it decides without;
+//   7. discovery follows readiness (an instance is put back only when
+//      ready, taken out for not being ready only when it is not), and a
+//      freeze holds everything but discovery;
 // and at the end, after the faults stop and every freeze is thawed, every
 // task has ended and the project converged (liveness).
 //
@@ -106,7 +109,9 @@ class World {
     for (const auto& kv : counts_) {
       absl::StrAppend(&text, "  ", kv.first, ":\n    image: ", kv.first, "@1\n    count: ", kv.second,
                       "\n    start: {window: 5s}\n    update: {rolling: ", rolling_, ", max_surge: ", surge_,
-                      "}\n    tags: {rev: r", spec_rev_[kv.first], "}\n");
+                      "}\n    tags: {rev: r", spec_rev_[kv.first], "}\n",
+                      // web drains before its instances stop or go (decide_discovery.cc)
+                      kv.first == "web" ? "    stop: {drain: 12s}\n" : "");
     }
     goal_ = GoalOf(text, version_);
     numbers_[goal_->version_uuid] = version_;
@@ -245,6 +250,11 @@ class World {
     if (j.record.kind == "delete") vms_.erase(j.record.instance);
     if (j.record.kind == "stop" && it != vms_.end()) it->second.state = "stopped";
     if (j.record.kind == "start" && it != vms_.end()) it->second.state = "running";
+    if (j.record.kind == "discovery" && it != vms_.end()) {
+      bool down = j.record.reason.rfind("down", 0) == 0;
+      it->second.cns_down = down;
+      it->second.discovery = down ? DiscoveryHoldValue(now_, j.record.reason.substr(6)) : "";
+    }
   }
 
   std::string Check(const Snapshot& s, const Decision& d) {
@@ -270,6 +280,14 @@ class World {
             t->second->state == "failed" || t->second->state == "terminating") {
           return absl::StrCat("step for ended task ", st.task, " (", t == by_uuid.end() ? "?" : t->second->state, ")");
         }
+      }
+      // 3. discovery follows readiness: back in only when ready, out for
+      // not being ready only when it is not
+      if (st.action.kind == ActionKind::kDiscovery) {
+        bool is_ready = ready.count(st.action.instance) > 0;
+        if (st.action.reason == "up: ready" && !is_ready) return absl::StrCat("up for ", st.action.instance, " not ready");
+        if (st.action.reason == "down: not ready" && is_ready) return absl::StrCat("down for ", st.action.instance, " ready");
+        continue;  // a freeze holds changes to a service, not its discovery
       }
       // 2. no automatic work in a frozen scope
       for (const TaskRecord& t : s.tasks) {
@@ -385,11 +403,18 @@ class World {
         i.version_uuid = goal_->version_uuid;
         i.created = now_;
         i.server_uuid = Chance(0.2) ? "cn-down" : "cn-1";
+        if (!i.cns.empty()) {  // made out of CNS's records until ready (as the sender makes it)
+          i.cns_down = true;
+          i.discovery = DiscoveryHoldValue(now_, "not ready: created");
+        }
         vms_[i.uuid] = i;
         j.instance = i.uuid;
         j.alias = i.alias;
       } else {
-        j.kind = st.action.kind == ActionKind::kDelete ? "delete" : st.action.kind == ActionKind::kStop ? "stop" : "start";
+        j.kind = st.action.kind == ActionKind::kDelete      ? "delete"
+                 : st.action.kind == ActionKind::kStop      ? "stop"
+                 : st.action.kind == ActionKind::kDiscovery ? "discovery"
+                                                            : "start";
         j.instance = st.action.instance;
       }
       jobs_.push_back({j, now_ + absl::Seconds(Pick(1, 8)), faults_now_ && j.kind == "create" && Chance(0.15)});

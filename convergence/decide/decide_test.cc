@@ -599,6 +599,8 @@ TEST(DecideTest, RolloutDeadlinesFailTheRollout) {
   fresh.checked = true;
   fresh.health = "starting";
   fresh.up_since = kT0 - absl::Minutes(6);
+  fresh.cns_down = true;  // never ready: out of discovery since it was made
+  fresh.discovery = DiscoveryHoldValue(fresh.created, "not ready: created");
   s.instances.push_back(fresh);
   s.instances.erase(s.instances.begin());
   Decision d = Decide(s, kT0);
@@ -729,6 +731,14 @@ TEST(DecideReadinessTest, AReadinessFailureKeepsTheInstanceButItIsNotReady) {
   Decision d = Decide(s, kT0);
   EXPECT_EQ(Count(d, ActionKind::kDelete), 0) << "a readiness failure does not replace";
   EXPECT_EQ(Count(d, ActionKind::kCreate), 0);
+  ASSERT_EQ(Count(d, ActionKind::kDiscovery), 1) << "it is taken out of discovery";
+  EXPECT_EQ(d.steps[0].action.instance, s.instances[1].uuid);
+  EXPECT_EQ(d.steps[0].action.reason, "down: not ready: failing its readiness checks");
+  // Once out (the job done), the verdict says why it is not ready.
+  s.instances[1].cns_down = true;
+  s.instances[1].discovery = DiscoveryHoldValue(kT0, "not ready: failing its readiness checks");
+  d = Decide(s, kT0);
+  EXPECT_TRUE(d.steps.empty());
   const ServiceVerdict& v = d.verdicts.at("web");
   EXPECT_EQ(v.ready, 1);
   EXPECT_EQ(v.broken, 0);
@@ -736,6 +746,7 @@ TEST(DecideReadinessTest, AReadinessFailureKeepsTheInstanceButItIsNotReady) {
   EXPECT_EQ(v.state, VerdictState::kDegraded) << v.reason;
   EXPECT_NE(v.reason.find("not ready: failing readiness checks"), std::string::npos) << v.reason;
   s.instances[1].health = "healthy";
+  EXPECT_EQ(Count(Decide(s, kT0), ActionKind::kDiscovery, "up: ready"), 1) << "ready again: back in discovery";
   s.instances[1].liveness = "unhealthy";  // liveness fails: replaced
   d = Decide(s, kT0);
   EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 1);
@@ -782,6 +793,87 @@ TEST(DecideReadinessTest, ARolloutWaitsForItsNewInstanceToBeReady) {
   s.instances[1].health = "healthy";
   d = Decide(s, kT0);
   EXPECT_EQ(Count(d, ActionKind::kDelete), 1) << "ready: the old one goes";
+}
+
+}  // namespace
+}  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+Snapshot TwoWebs(const std::string& extra = "") {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web:\n    image: web@1\n    count: 1\n" + extra));
+  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};  // one too many: a scale-down
+  return s;
+}
+
+// Before a removal, the instance leaves discovery and stays for stop.drain.
+TEST(DecideDiscoveryTest, AScaleDownDrainsTheInstanceFirst) {
+  Snapshot s = TwoWebs("    stop: {drain: 30s}\n");
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kDelete), 0) << "not before it has drained";
+  ASSERT_EQ(Count(d, ActionKind::kDiscovery), 1);
+  const Step& out = d.steps[0];
+  EXPECT_EQ(out.action.reason, "down: draining before its removal");
+  ASSERT_EQ(d.held.size(), 1u);
+  EXPECT_EQ(d.held[0].action.kind, ActionKind::kDelete);
+  EXPECT_NE(d.held[0].why.find("is taken out of discovery first"), std::string::npos) << d.held[0].why;
+  EXPECT_NE(d.verdicts.at("web").reason.find("draining"), std::string::npos) << d.verdicts.at("web").reason;
+  // Out since 10 s: still draining, and nothing more is sent.
+  InstanceState& victim = s.instances[d.held[0].action.instance == s.instances[0].uuid ? 0 : 1];
+  victim.cns_down = true;
+  victim.discovery = DiscoveryHoldValue(kT0 - absl::Seconds(10), "draining before its removal");
+  d = Decide(s, kT0);
+  EXPECT_TRUE(d.steps.empty());
+  ASSERT_EQ(d.held.size(), 1u);
+  EXPECT_NE(d.held[0].why.find("goes ahead at"), std::string::npos) << d.held[0].why;
+  // Drained: it goes.
+  d = Decide(s, kT0 + absl::Seconds(21));
+  EXPECT_EQ(Count(d, ActionKind::kDelete), 1);
+  EXPECT_EQ(d.steps[0].action.instance, victim.uuid);
+}
+
+TEST(DecideDiscoveryTest, AFreezeDuringTheDrainPutsItBack) {
+  Snapshot s = TwoWebs("    stop: {drain: 30s}\n");
+  s.instances[1].cns_down = true;
+  s.instances[1].discovery = DiscoveryHoldValue(kT0 - absl::Seconds(10), "draining before its removal");
+  TaskRecord freeze = testing::Task("f1", "freeze", "active", {"web"});
+  s.tasks = {freeze};
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kDelete), 0);
+  ASSERT_EQ(Count(d, ActionKind::kDiscovery, "up: ready"), 1) << "frozen: the removal waits and it serves again";
+  EXPECT_EQ(d.steps[0].action.instance, s.instances[1].uuid);
+}
+
+TEST(DecideDiscoveryTest, TheDrainDefaultsToTwiceTheCnsTtlAndZeroWithout) {
+  Snapshot s = TwoWebs();
+  EXPECT_EQ(Count(Decide(s, kT0), ActionKind::kDelete), 1) << "no CNS TTL known, no stop.drain: no drain";
+  s.policy.default_drain = absl::Seconds(60);  // --cns-ttl 30s
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kDelete), 0);
+  EXPECT_EQ(Count(d, ActionKind::kDiscovery), 1);
+  s = TwoWebs("    stop: {drain: 0s}\n");
+  s.policy.default_drain = absl::Seconds(60);
+  EXPECT_EQ(Count(Decide(s, kT0), ActionKind::kDelete), 1) << "stop.drain 0s: no drain";
+}
+
+TEST(DecideDiscoveryTest, AServiceWithoutCnsNamesHasNoDiscoveryToFollow) {
+  Snapshot s = TwoWebs("    cns: false\n    stop: {drain: 30s}\n");
+  s.instances[0].checked = true;
+  s.instances[0].health = "unhealthy";
+  s.instances[0].liveness = "none";
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kDiscovery), 0);
+  EXPECT_EQ(Count(d, ActionKind::kDelete), 1) << "no drain either";
+}
+
+TEST(DecideDiscoveryTest, AnInstanceThatSetItsOwnStatusIsLeftAlone) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 1}\n"));
+  s.instances = {Instance(s, "web", 1)};
+  s.instances[0].cns_down = true;  // `mdata-put triton.cns.status down` in the zone: no hold of ours
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kDiscovery), 0);
+  EXPECT_TRUE(d.converged);
 }
 
 }  // namespace

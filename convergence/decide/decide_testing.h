@@ -84,6 +84,12 @@ inline InstanceState Instance(const Snapshot& s, const std::string& service, int
   i.version_uuid = s.goal->version_uuid;
   i.created = kT0 - age;
   i.server_uuid = "server-1";
+  // As Mariposa made it and its discovery jobs left it: out of CNS's
+  // records until it was ready (decide_discovery.cc).
+  if (DiscoveredThroughCns(s, service) && (state != "running" || !InstanceReady(i, kT0, s.goal->services.at(service).spec.start_window))) {
+    i.cns_down = true;
+    i.discovery = DiscoveryHoldValue(i.created, "not ready: created");
+  }
   return i;
 }
 

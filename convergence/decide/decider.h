@@ -180,6 +180,17 @@ ScaleTaskOutcome DecideScaleTasks(ProjectFacts* f, const std::vector<Action>& pl
                                   const std::vector<TaskChange>& earlier,
                                   const std::map<std::string, ServiceMemory>& memory);
 
+// Discovery (decide_discovery.cc): the steps that end a running instance's
+// serving held until it has been out of discovery for stop.drain (the first
+// sync takes it out), and every other running instance of a service with
+// CNS names taken out while not ready and put back once ready.
+struct DiscoveryOutcome {
+  std::vector<Step> steps;  // those that go, with the discovery changes
+  std::vector<Held> held;
+  std::vector<std::pair<std::string, std::string>> hold_reasons;  // service, why, in order
+};
+DiscoveryOutcome DecideDiscovery(const ProjectFacts& f, std::vector<Step> steps);
+
 // What a service's verdict reads besides the project's facts
 // (decide_verdicts.cc).
 struct VerdictInputs {
@@ -277,6 +288,7 @@ class Decider {
   void StartsDone();
   void Hold();
   void ScaleTasks();
+  void Discovery();
   void Names();
   // Agent services, each decided by DecideAgentService, merged (decide_agents.cc).
   void Agents();

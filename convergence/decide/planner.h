@@ -52,6 +52,12 @@ struct InstanceState {
   std::string cns;        // its tag triton.cns.services (set in place: Decider::Retags)
   std::string firewall;   // its tag mariposa.firewall (projects/firewall.h; set in place too)
   bool firewall_enabled = false;  // VMAPI's firewall_enabled (set in place too)
+  // Out of CNS's service records: its customer_metadata triton.cns.status
+  // is "down" (set by Mariposa, or in the instance by hand).
+  bool cns_down = false;
+  // Mariposa's hold on its discovery (internal_metadata mariposa:discovery,
+  // "<time> <why>"; decide.h's DiscoveryHold): "" when Mariposa holds none.
+  std::string discovery;
   // Changed by hand in VMAPI since Mariposa made it (observer.h's
   // kTagMade): "package", "tags", "metadata" joined by '+'; "" when not
   // (or not known). Put back in place (Decider::Retags).
@@ -146,7 +152,10 @@ struct PlanInput {
 // mariposa.preserved, stop it when it runs); it counts as a removal.
 // kReprovision: VMAPI reprovision in place (update.strategy: reprovision).
 // kRetag: an instance's tags set in place (reason "cns-names"), never by Plan.
-enum class ActionKind { kCreate, kDelete, kStop, kStart, kPreserve, kReprovision, kRetag };
+// kDiscovery: an instance taken out of CNS's records in place (its
+// triton.cns.status "down", reason "down: <why>") or put back ("up: <why>"),
+// never by Plan (decide_discovery.cc).
+enum class ActionKind { kCreate, kDelete, kStop, kStart, kPreserve, kReprovision, kRetag, kDiscovery };
 
 // Removes the instance from the service: a delete, or a preserve.
 inline bool Removes(ActionKind k) { return k == ActionKind::kDelete || k == ActionKind::kPreserve; }

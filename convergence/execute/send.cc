@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -428,6 +429,20 @@ void Sender::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out, Syn
     }
     j.reason = absl::StrJoin(said, "; ");
     out->requests.push_back({j, RetagCall(vmapi_, id, std::move(change))});
+  } else if (st.action.kind == ActionKind::kDiscovery) {
+    // In place (decide_discovery.cc): out of CNS's records with Mariposa's
+    // hold beside it, or back in; one VMAPI update.
+    j.kind = "discovery";
+    triton::UpdateVmRequest u;
+    if (absl::StartsWith(st.action.reason, "down")) {
+      u.customer_metadata[kCnsStatusKey] = "down";
+      u.internal_metadata[kDiscoveryKey] =
+          DiscoveryHoldValue(clock_->Now(), st.action.reason.substr(std::min<size_t>(6, st.action.reason.size())));
+    } else {
+      u.remove_customer_metadata = {kCnsStatusKey};
+      u.remove_internal_metadata = {kDiscoveryKey};
+    }
+    out->requests.push_back({j, [this, id, u] { return vmapi_->Update(id, u); }});
   } else if (st.action.kind == ActionKind::kPreserve) {
     // stop.preserve_stopped: tagged first (it stops counting at once),
     // then stopped when it still runs; the job followed is the last one.
@@ -453,6 +468,11 @@ void Sender::CreateRequest(const Snapshot& s, const Step& st, Outbox* out, SyncR
   std::vector<PlacementRuleText> rules;
   absl::Status prepared = InstanceRequest(s, g, st.alias, NewUuid(), req.get(), &rules);
   if (!st.action.run.empty()) req->tags[kTagRun] = st.action.run;  // the run it belongs to (decide_runs.cc)
+  if (DiscoveredThroughCns(s, g.record.name)) {
+    // Out of CNS's records until it is ready (decide_discovery.cc).
+    req->customer_metadata[kCnsStatusKey] = "down";
+    req->internal_metadata[kDiscoveryKey] = DiscoveryHoldValue(clock_->Now(), "not ready: created");
+  }
   j.kind = "create";
   j.instance = req->uuid;
   j.alias = req->alias;

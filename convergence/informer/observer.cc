@@ -123,6 +123,12 @@ std::optional<InstanceState> Observer::FromVm(const triton::Vm& vm, const std::s
   i.cns = tag(kCnsServicesTag);
   i.firewall = tag(kTagFirewall);
   i.firewall_enabled = vm.firewall_enabled;
+  if (auto down = vm.customer_metadata.find(kCnsStatusKey); down != vm.customer_metadata.end()) {
+    i.cns_down = down->second == "down";
+  }
+  if (auto hold = vm.internal_metadata.find(kDiscoveryKey); hold != vm.internal_metadata.end()) {
+    i.discovery = hold->second;
+  }
   if (std::string made = tag(kTagMade); !made.empty()) {
     i.hand_changed = MadeDifference(
         made, MadeFingerprint(vm.billing_id, vm.ram, vm.tags, vm.customer_metadata, made[0] == 'P'));

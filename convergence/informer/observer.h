@@ -38,6 +38,11 @@ inline constexpr char kTagMade[] = "mariposa.made";
 // The customer_metadata key users set to take an instance out of CNS's
 // service records by hand (`triton.cns.status: down`): never drift.
 inline constexpr char kCnsStatusKey[] = "triton.cns.status";
+// Mariposa's own hold on an instance's discovery, in its internal_metadata
+// (which the instance cannot change): "<RFC 3339 time> <why>" while
+// Mariposa keeps it out of CNS (triton.cns.status down) since that time
+// (decide.h's DiscoveryHold).
+inline constexpr char kDiscoveryKey[] = "mariposa:discovery";
 
 // The fingerprint of what an instance carries that Mariposa set and nothing
 // else changes: its package (billing_id and ram; ram alone when created

@@ -1,0 +1,155 @@
+// Discovery follows readiness (CNS, triton-cns's rules): an instance of a
+// service with CNS names that is not ready is out of CNS's records — its
+// triton.cns.status "down", with Mariposa's hold beside it (kDiscoveryKey)
+// — and back in once ready; before a rollout, a scale-down, a stop or a
+// replacement removes a running one, it is taken out and kept running for
+// stop.drain, so the clients that resolved it before have resolved the
+// service again when it goes. A removal that no longer goes ahead (a
+// freeze, a cancelled task, a changed plan) puts it back when ready.
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "convergence/decide/decider.h"
+
+namespace mariposa::convergence {
+
+std::optional<DiscoveryHold> ParseDiscoveryHold(const std::string& value) {
+  if (value.empty()) return std::nullopt;
+  size_t space = value.find(' ');
+  DiscoveryHold h;
+  std::string err;
+  if (!absl::ParseTime(absl::RFC3339_full, value.substr(0, space), &h.since, &err)) {
+    h.since = absl::InfinitePast();  // unreadable: held since long ago
+  }
+  h.why = space == std::string::npos ? "" : value.substr(space + 1);
+  return h;
+}
+
+bool DiscoveredThroughCns(const Snapshot& s, const std::string& service) {
+  if (!s.goal || s.project.deleting) return false;
+  auto g = s.goal->services.find(service);
+  if (g == s.goal->services.end()) return false;
+  const ServiceSpec& spec = g->second.spec;
+  if (spec.compute_type == "agent" || spec.compute_type == "core" || RunsToCompletion(spec)) return false;
+  return !CnsTagValue(s.project.name, service, spec).empty();
+}
+
+std::string DiscoveryHoldValue(absl::Time since, const std::string& why) {
+  return absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", since, absl::UTCTimeZone()), " ", why);
+}
+
+namespace decide_internal {
+namespace {
+
+// A step that stops a running instance serving: it goes, stops, is
+// preserved, or is reprovisioned in place.
+bool EndsServing(ActionKind k) {
+  return k == ActionKind::kDelete || k == ActionKind::kPreserve || k == ActionKind::kStop ||
+         k == ActionKind::kReprovision;
+}
+
+const char* What(ActionKind k) {
+  switch (k) {
+    case ActionKind::kStop: return "its stop";
+    case ActionKind::kReprovision: return "its reprovision";
+    default: return "its removal";
+  }
+}
+
+class DiscoveryDecision {
+ public:
+  DiscoveryDecision(const ProjectFacts& f, std::vector<Step> steps) : f_(f) { steps_in_ = std::move(steps); }
+  DiscoveryOutcome Run() && {
+    Drains();
+    Readiness();
+    return std::move(out_);
+  }
+
+ private:
+  // The service's stop.drain when its instances are discovered through
+  // CNS (it has CNS names), else nullopt.
+  std::optional<absl::Duration> DrainOf(const std::string& service) const {
+    if (!DiscoveredThroughCns(f_.s, service)) return std::nullopt;
+    return f_.GoalOf(service)->spec.stop_drain.value_or(f_.s.policy.default_drain);
+  }
+  void Take(const InstanceState& i, const std::string& task, const std::string& why) {
+    out_.steps.push_back({Action{ActionKind::kDiscovery, i.service, i.uuid, absl::StrCat("down: ", why)}, task, ""});
+  }
+  void Drains();
+  void Readiness();
+
+  const ProjectFacts& f_;
+  std::vector<Step> steps_in_;
+  std::set<std::string> acted_;  // instances with a step now, or draining
+  DiscoveryOutcome out_;
+};
+
+// Each step that ends a running instance's serving waits until it has been
+// out of discovery for stop.drain; the first sync takes it out.
+void DiscoveryDecision::Drains() {
+  for (Step& st : steps_in_) {
+    acted_.insert(st.action.instance);
+    auto it = st.action.instance.empty() ? f_.by_uuid.end() : f_.by_uuid.find(st.action.instance);
+    std::optional<absl::Duration> drain = DrainOf(st.action.service);
+    if (it == f_.by_uuid.end() || !EndsServing(st.action.kind) || !drain || *drain <= absl::ZeroDuration() ||
+        it->second->state != "running") {
+      out_.steps.push_back(std::move(st));
+      continue;
+    }
+    const InstanceState& i = *it->second;
+    std::optional<DiscoveryHold> hold = i.cns_down ? ParseDiscoveryHold(i.discovery) : std::nullopt;
+    if (hold && f_.now - hold->since >= *drain) {
+      out_.steps.push_back(std::move(st));  // drained
+      continue;
+    }
+    std::string why;
+    if (hold) {
+      why = absl::StrCat("draining: ", i.alias, " is out of discovery since ", Stamp(hold->since), ", ", What(st.action.kind),
+                         " goes ahead at ", Stamp(hold->since + *drain), " (stop.drain ", FormatManifestDuration(*drain), ")");
+    } else {
+      why = absl::StrCat("draining: ", i.alias, " is taken out of discovery first; ", What(st.action.kind),
+                         " goes ahead ", FormatManifestDuration(*drain), " later (stop.drain)");
+      if (!f_.job_on.count(i.uuid)) Take(i, st.task, absl::StrCat("draining before ", What(st.action.kind)));
+    }
+    out_.held.push_back({st.action, why});
+    out_.hold_reasons.emplace_back(st.action.service, why);
+  }
+}
+
+// Every other running instance of a discovered service: out while it is not
+// ready, back once it is (only what Mariposa took out: an instance that set
+// triton.cns.status itself is left as it is).
+void DiscoveryDecision::Readiness() {
+  if (!f_.s.goal) return;
+  for (const auto& [svc, g] : f_.s.goal->services) {
+    if (!DrainOf(svc)) continue;
+    for (const InstanceState* i : f_.Of(svc)) {
+      if (i->state != "running" || acted_.count(i->uuid) || f_.job_on.count(i->uuid)) continue;
+      bool ready = InstanceReady(*i, f_.now, g.spec.start_window);
+      bool ours = i->cns_down && !i->discovery.empty();
+      if (!ready && !i->cns_down) {
+        Take(*i, "", i->health == "unhealthy" ? "not ready: failing its readiness checks" : "not ready");
+      } else if (ready && ours) {
+        out_.steps.push_back({Action{ActionKind::kDiscovery, svc, i->uuid, "up: ready"}, "", ""});
+      } else if (ready && !i->cns_down && !i->discovery.empty()) {
+        // The hold is left from an earlier put-back that failed halfway: cleared.
+        out_.steps.push_back({Action{ActionKind::kDiscovery, svc, i->uuid, "up: ready"}, "", ""});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+DiscoveryOutcome DecideDiscovery(const ProjectFacts& f, std::vector<Step> steps) {
+  return DiscoveryDecision(f, std::move(steps)).Run();
+}
+
+void Decider::Discovery() {
+  DiscoveryOutcome o = DecideDiscovery(f_, std::move(steps_));
+  steps_ = std::move(o.steps);
+  Append(std::move(o.held), &d_.held);
+  for (auto& [svc, why] : o.hold_reasons) hold_reason_.emplace(svc, std::move(why));
+}
+
+}  // namespace decide_internal
+}  // namespace mariposa::convergence
