@@ -81,7 +81,7 @@ TaskProgress JobAccounting::JobSucceeded(const JobRecord& j) {
     // The reason says which way and why: "down: not ready", "up: ready".
     bool down = absl::StartsWith(j.reason, "down");
     Event(down ? "instance.discovery-out" : "instance.discovery-in", j.instance,
-          absl::StrCat(j.alias, down ? " is out of CNS's records (" : " is back in CNS's records (",
+          absl::StrCat(j.alias, down ? " is out of CNS's records (" : " is in CNS's records (",
                        j.reason.substr(j.reason.find(':') == std::string::npos ? 0 : j.reason.find(':') + 2), ")"));
   } else if (j.kind == "import") {
     Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
