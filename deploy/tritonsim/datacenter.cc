@@ -2,6 +2,8 @@
 // Each wire API lives in its own file (vmapi.cc, cnapi.cc, imgapi.cc, jobs.cc).
 #include "deploy/tritonsim/datacenter.h"
 
+#include "deploy/tritonsim/cns.h"
+
 #include "common/ids.h"
 #include "deploy/tritonsim/fwapi.h"
 
@@ -374,6 +376,40 @@ bool DataCenter::TakeFailure(const std::string& op, Reply* reply, int* hang_ms) 
   *reply = Error(f.status ? f.status : 503, f.status == 500 ? "InternalError" : "ServiceUnavailable",
                  "injected failure of " + op);
   return true;
+}
+
+std::vector<CnsVm> DataCenter::CnsVms() {
+  absl::MutexLock l(&mu_);
+  std::vector<CnsVm> out;
+  out.reserve(vms_.size());
+  auto text = [](const json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); };
+  for (const auto& [uuid, v] : vms_) {
+    CnsVm c;
+    c.uuid = v.uuid;
+    c.alias = v.alias;
+    c.owner = v.owner_uuid;
+    c.state = EffectiveStateLocked(v);
+    c.server_down = servers_down_.count(v.server_uuid) > 0;
+    if (v.tags.contains("triton.cns.services")) c.services_tag = text(v.tags["triton.cns.services"]);
+    c.disabled = v.tags.contains("triton.cns.disable") && v.tags["triton.cns.disable"] != false;
+    if (v.customer_metadata.contains("triton.cns.status")) c.status = text(v.customer_metadata["triton.cns.status"]);
+    for (const Nic& n : v.nics) {
+      if (!n.ip.empty()) c.ips.push_back(n.ip);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::set<std::string> DataCenter::CnsDisabledAccounts() {
+  absl::MutexLock l(&mu_);
+  return cns_disabled_;
+}
+
+void DataCenter::SetCnsEnabled(const std::string& account, bool on) {
+  absl::MutexLock l(&mu_);
+  if (on) cns_disabled_.erase(account);
+  else cns_disabled_.insert(account);
 }
 
 std::vector<DataCenter::Endpoint> DataCenter::RunningEndpoints() {

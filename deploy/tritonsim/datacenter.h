@@ -26,6 +26,7 @@
 namespace tritonsim {
 class ChangeFeed;
 class Firewall;
+struct CnsVm;
 
 using json = nlohmann::json;
 using Params = std::multimap<std::string, std::string>;
@@ -172,6 +173,12 @@ class DataCenter {
     VmHealth health;
   };
   std::vector<Endpoint> RunningEndpoints();
+  // For CNS (cns.h): what it reads of every VM, and the accounts whose CNS
+  // is off (UFDS's triton_cns_enabled; every account has it on until
+  // `tritonsim ctl cns-account ACCOUNT off`).
+  std::vector<CnsVm> CnsVms();
+  std::set<std::string> CnsDisabledAccounts();
+  void SetCnsEnabled(const std::string& account, bool on);
   VmHealth HealthOf(const std::string& vm_uuid);
 
   static Reply Error(int status, const std::string& code, const std::string& message);
@@ -386,6 +393,7 @@ class DataCenter {
   // The servers whose status is not "running" (their VMs read "unknown"),
   // so that a VM's state is known without a lookup while none is down.
   std::set<std::string> servers_down_;
+  std::set<std::string> cns_disabled_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<int64_t, std::string>> by_free_;  // (unreserved RAM, server uuid)
   std::map<std::string, Image> images_;
   std::map<std::string, Package> packages_;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "deploy/tritonsim/changefeed.h"
+#include "deploy/tritonsim/cns.h"
 #include "deploy/tritonsim/datacenter.h"
 #include "deploy/tritonsim/http_api.h"
 #include "deploy/tritonsim/vm_listeners.h"
@@ -59,6 +60,14 @@ Serves VMAPI, CNAPI, IMGAPI, PAPI, NAPI and workflow jobs on one loopback HTTP p
   --no-changefeed          no change feed: GET /changefeeds answers 404, as a VMAPI older than
                            the feed would (by default VMAPI publishes every VM change on its
                            websocket, as sdc-vmapi does; see docs/tritonsim.md)
+  --cns-listen HOST:PORT   serve CNS's records over DNS (UDP; port 0 picks a free one): the
+                           service and instance names triton-cns builds from VMAPI (tags
+                           triton.cns.services, triton.cns.disable, metadata
+                           triton.cns.status); --addr-file gets "cns=udp://HOST:PORT"
+  --cns-ttl S              the TTL of every record (default 30, as triton-cns)
+  --cns-delay-ms N         the records are rebuilt from VMAPI this often (default 1000)
+  --cns-zone ZONE          the zone (default dc1.cns.tritonsim.test): names are
+                           SERVICE.svc.ACCOUNT.ZONE, UUID.inst.ACCOUNT.ZONE, ALIAS.inst.ACCOUNT.ZONE
   --listen-vms             each running VM answers HTTP on 127.a.b.c (its nic 10.a.b.c) on
                            the ports in its `ports` tag or metadata, as its health says;
                            addresses start in a random 10.a.b.0/24 block then
@@ -70,6 +79,8 @@ ctl commands (URL from --addr or $TRITONSIM_URL):
   exit-vm VM STATUS                          the VM's process exits with STATUS (0-255): it stops,
                                              with exit_status (a job's end)
   vm-health VM healthy|unhealthy|refuse|hang what its listeners answer
+  cns-account ACCOUNT on|off                 the account's CNS (UFDS triton_cns_enabled; on by default)
+  cns-records                                the records CNS serves now (JSON)
   write-file VM PATH TEXT                    a file in the guest: under /zones/VM/data/ on its
                                              delegate dataset (kept by reprovision), else on its root
   files VM                                   the guest's files and how often it was reprovisioned
@@ -114,6 +125,16 @@ int Ctl(std::vector<std::string> args) {
     path = "/_sim/vms/" + args[1] + (cmd == "kill-vm" ? "/kill" : "/destroy");
   } else if (cmd == "exit-vm" && need(2)) {
     path = "/_sim/vms/" + args[1] + "/exit/" + args[2];
+  } else if (cmd == "cns-account" && need(2) && (args[2] == "on" || args[2] == "off")) {
+    path = "/_sim/cns/accounts/" + args[1] + "/" + args[2];
+  } else if (cmd == "cns-records" && need(0)) {
+    auto res = cli.Get("/_sim/cns/records");
+    if (!res) {
+      std::cerr << "tritonsim ctl: cannot reach " << url << "\n";
+      return 1;
+    }
+    std::cout << res->body << "\n";
+    return res->status == 200 ? 0 : 1;
   } else if (cmd == "vm-health" && need(2)) {
     path = "/_sim/vms/" + args[1] + "/health/" + args[2];
   } else if (cmd == "write-file" && need(3)) {
@@ -208,6 +229,8 @@ struct Flags {
   std::string listen = "127.0.0.1:8580", addr_file, seed_file;
   int api_latency = 0, threads = 512, feed_flush_ms = 10;
   bool listen_vms = false, api_ports = false, changefeed = true;
+  std::string cns_listen;  // --cns-listen HOST:PORT ("" = no CNS)
+  tritonsim::CnsOptions cns;
 };
 
 // Fills `opts_out` and `f`: -1 to go on, or the exit code (0 after --help,
@@ -249,9 +272,49 @@ static int ParseFlags(const std::vector<std::string>& args, tritonsim::Options* 
     else if (a == "--rng-seed") opts.seed = strtoull(v.c_str(), nullptr, 10);
     else if (a == "--threads") threads = atoi(v.c_str());
     else if (a == "--feed-flush-ms") feed_flush_ms = atoi(v.c_str());
+    else if (a == "--cns-listen") f->cns_listen = v;
+    else if (a == "--cns-ttl") f->cns.ttl_s = atoi(v.c_str());
+    else if (a == "--cns-delay-ms") f->cns.delay_ms = atoi(v.c_str());
+    else if (a == "--cns-zone") f->cns.zone = v;
     else return Usage("unknown argument " + a);
   }
+  if (f->cns.ttl_s < 0 || f->cns.delay_ms < 0) return Usage("--cns-ttl and --cns-delay-ms must be >= 0");
   return -1;
+}
+
+// --cns-listen: CNS's DNS on UDP, its records seen through the control API
+// (GET /_sim/cns/records) and an account's CNS turned off and on
+// (POST /_sim/cns/accounts/ACCOUNT/off|on). The URL line for --addr-file,
+// or "" when it cannot listen (said).
+static std::string StartCns(const Flags& flags, tritonsim::DataCenter* dc, httplib::Server* server,
+                            std::unique_ptr<tritonsim::CnsServer>* cns) {
+  size_t colon = flags.cns_listen.rfind(':');
+  if (colon == std::string::npos) {
+    std::cerr << "tritonsim: --cns-listen must be HOST:PORT\n";
+    return "";
+  }
+  std::string host = flags.cns_listen.substr(0, colon);
+  *cns = std::make_unique<tritonsim::CnsServer>(dc, flags.cns);
+  int port = (*cns)->Bind(host, atoi(flags.cns_listen.substr(colon + 1).c_str()));
+  if (port <= 0) {
+    std::cerr << "tritonsim: cannot listen for CNS on udp " << flags.cns_listen << "\n";
+    return "";
+  }
+  (*cns)->Start();
+  tritonsim::CnsServer* c = cns->get();
+  server->Get("/_sim/cns/records", [c](const httplib::Request&, httplib::Response& res) {
+    tritonsim::json out = tritonsim::json::object();
+    for (const auto& [name, ips] : c->Records()) out[name] = ips;
+    tritonsim::json body = {{"zone", c->options().zone}, {"ttl", c->options().ttl_s},
+                            {"delay_ms", c->options().delay_ms}, {"records", out},
+                            {"answered", c->answered()}, {"dropped", c->dropped()}};
+    res.set_content(body.dump(), "application/json");
+  });
+  server->Post(R"(/_sim/cns/accounts/([^/]+)/(on|off))", [dc](const httplib::Request& req, httplib::Response& res) {
+    dc->SetCnsEnabled(req.matches[1], req.matches[2] == "on");
+    res.set_content("{}", "application/json");
+  });
+  return "cns=udp://" + host + ":" + std::to_string(port);
 }
 
 // --seed FILE: the data center's starting contents; false (said) when the
@@ -349,6 +412,12 @@ int main(int argc, char** argv) {
   feed.SetFlushMs(feed_flush_ms);
   if (changefeed) dc.SetChangeFeed(&feed);
   tritonsim::InstallRoutes(&server, &dc, &latency);
+  std::unique_ptr<tritonsim::CnsServer> cns;
+  if (!flags.cns_listen.empty()) {
+    std::string line = StartCns(flags, &dc, &server, &cns);
+    if (line.empty()) return 1;
+    api_urls.insert(api_urls.begin(), line);
+  }
   std::vector<std::thread> serving;
   for (auto& [api, s] : api_servers) {
     tritonsim::InstallRoutes(s.get(), &dc, &latency, api);
