@@ -234,7 +234,9 @@ RunsOutcome DecideRuns(const ProjectFacts& f, const std::string& svc, const Serv
   for (const TaskRecord& t : f.s.finished_runs) {  // newest first
     if (!t.services.empty() && t.services[0] == svc) history(t.uuid, t.state, t.finished_at, t.error);
   }
-  for (const auto& [run, instances] : of_run) {
+  for (const auto& kv : of_run) {
+    const std::string& run = kv.first;  // (a lambda below uses it: not a structured binding)
+    const std::vector<const InstanceState*>& instances = kv.second;
     if (keep.count(run)) continue;
     bool open_run = std::any_of(open.begin(), open.end(), [&](const TaskRecord* t) { return t->uuid == run; });
     bool ends = ending.count(run) || std::any_of(ended_now.begin(), ended_now.end(),
