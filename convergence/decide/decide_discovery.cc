@@ -115,9 +115,10 @@ void DiscoveryDecision::Drains() {
   }
 }
 
-// Every other running instance of a discovered service: out while it is not
-// ready, back once it is (only what Mariposa took out: an instance that set
-// triton.cns.status itself is left as it is).
+// Every other running instance of a discovered service: out while it fails
+// its readiness checks (new ones are made out), back once it is ready (only
+// what Mariposa took out: an instance that set triton.cns.status itself is
+// left as it is).
 void DiscoveryDecision::Readiness() {
   if (!f_.s.goal) return;
   for (const auto& [svc, g] : f_.s.goal->services) {
@@ -126,8 +127,11 @@ void DiscoveryDecision::Readiness() {
       if (i->state != "running" || acted_.count(i->uuid) || f_.job_on.count(i->uuid)) continue;
       bool ready = InstanceReady(*i, f_.now, g.spec.start_window);
       bool ours = i->cns_down && !i->discovery.empty();
-      if (!ready && !i->cns_down) {
-        Take(*i, "", i->health == "unhealthy" ? "not ready: failing its readiness checks" : "not ready");
+      // Only a failing readiness check takes a serving instance out: one
+      // whose health is not known yet (a mariposad that just started, an
+      // agent that moved) keeps serving as it did.
+      if (i->health == "unhealthy" && !i->cns_down) {
+        Take(*i, "", "not ready: failing its readiness checks");
       } else if (ready && ours) {
         out_.steps.push_back({Action{ActionKind::kDiscovery, svc, i->uuid, "up: ready"}, "", ""});
       } else if (ready && !i->cns_down && !i->discovery.empty()) {

@@ -25,6 +25,7 @@
 #include <random>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "convergence/decide/decide.h"
@@ -286,7 +287,9 @@ class World {
       if (st.action.kind == ActionKind::kDiscovery) {
         bool is_ready = ready.count(st.action.instance) > 0;
         if (st.action.reason == "up: ready" && !is_ready) return absl::StrCat("up for ", st.action.instance, " not ready");
-        if (st.action.reason == "down: not ready" && is_ready) return absl::StrCat("down for ", st.action.instance, " ready");
+        if (absl::StartsWith(st.action.reason, "down: not ready") && is_ready) {
+          return absl::StrCat("down for ", st.action.instance, " ready");
+        }
         continue;  // a freeze holds changes to a service, not its discovery
       }
       // 2. no automatic work in a frozen scope

@@ -878,3 +878,29 @@ TEST(DecideDiscoveryTest, AnInstanceThatSetItsOwnStatusIsLeftAlone) {
 
 }  // namespace
 }  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+// A mariposad that just started knows no check's state yet: the instances
+// that serve keep serving until a readiness check fails.
+TEST(DecideDiscoveryTest, UnknownHealthKeepsAServingInstanceInDiscovery) {
+  Snapshot s = SnapshotOf(GoalOf(
+      "project: p\nservices:\n  web:\n    image: web@1\n    count: 2\n    healthchecks:\n      h: {type: tcp, port: 80}\n"));
+  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
+  for (auto& i : s.instances) {
+    i.checked = true;
+    i.health = "unknown";
+    i.cns_down = false;
+    i.discovery.clear();
+  }
+  EXPECT_EQ(Count(Decide(s, kT0), ActionKind::kDiscovery), 0);
+  s.instances[0].health = "unhealthy";  // its readiness fails (alive: not replaced)
+  s.instances[0].liveness = "healthy";
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(Count(d, ActionKind::kDiscovery), 1);
+  EXPECT_EQ(d.steps[0].action.instance, s.instances[0].uuid);
+}
+
+}  // namespace
+}  // namespace mariposa::convergence
