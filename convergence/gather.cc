@@ -674,6 +674,7 @@ bool ListingShowsJobEnd(const JobRecord& job, const InstanceState* listed) {
   if (job.kind == "delete") return listed == nullptr || listed->state == "destroyed";
   if (job.kind == "start") return listed != nullptr && listed->state == "running";
   if (job.kind == "stop") return listed != nullptr && listed->state == "stopped";
+  if (job.kind == "discovery") return listed != nullptr && listed->cns_down == absl::StartsWith(job.reason, "down");
   return false;  // the others change what a state does not show
 }
 
@@ -682,12 +683,20 @@ bool Gatherer::RefreshEnded(const ProjectRecord& project, const std::map<std::st
   const std::string& project_uuid = project.uuid;
   const std::vector<std::string> owners = OwnersOf(project, options_);
   if (finished.empty()) return true;  // most pump rounds of a large project: nothing to look up
-  std::map<std::string, const InstanceState*> listed;
-  for (const InstanceState& i : *instances) listed[i.uuid] = &i;
+  std::map<std::string, InstanceState*> listed;
+  for (InstanceState& i : *instances) listed[i.uuid] = &i;
   std::vector<std::string> vms;
   for (const FinishedJob& f : finished) {
     if (f.job.api != "vmapi" || f.job.instance.empty()) continue;
     auto it = listed.find(f.job.instance);
+    if (f.ok && f.job.kind == "discovery" && it != listed.end()) {
+      // What a discovery job set is known: the listing is brought up to it
+      // without reading the VM (one read per new instance otherwise).
+      it->second->cns_down = absl::StartsWith(f.job.reason, "down");
+      if (!it->second->cns_down) it->second->discovery.clear();
+      else if (it->second->discovery.empty()) it->second->discovery = DiscoveryHoldValue(f.job.sent_at, f.job.reason.substr(6));
+      continue;
+    }
     // What the change feed already brought is not read again: during a
     // mass scale that is every create (issue 49).
     if (ListingShowsJobEnd(f.job, it == listed.end() ? nullptr : it->second)) continue;

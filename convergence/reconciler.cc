@@ -653,6 +653,10 @@ void Reconciler::Requeue(const std::string& key, const SyncResult& r) {
   }
   if (in_flight > 0) queue_.AddAfter(key, poll);
   else if (r.failed == 0 && r.created + r.deleted + r.changed > 0) queue_.Add(key);
+  // What changes by the clock (an instance ready, a drain over) is decided then.
+  if (r.next_change != absl::InfiniteFuture()) {
+    queue_.AddAfter(key, std::max(r.next_change - clock_->Now(), absl::Milliseconds(10)));
+  }
 }
 
 void Reconciler::Stop() {

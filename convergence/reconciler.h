@@ -147,6 +147,7 @@ struct SyncResult {
   int held = 0;       // actions not taken now (Decision::held)
   int finished = 0;   // jobs seen ending (counted) by this sync
   bool converged = false;  // the verdict: every service converged
+  absl::Time next_change = absl::InfiniteFuture();  // Decision::next_change
   absl::Duration observe;  // reading VMAPI
   absl::Duration total;    // the whole sync
 };

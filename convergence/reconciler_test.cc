@@ -107,7 +107,9 @@ TEST(ListingShowsJobEndTest, OnlyWhatAStateShowsIsTakenFromTheListing) {
 }
 
 TEST_F(ReconcilerTest, CreatesWithOwnershipThenConverges) {
-  Apply("project: p\nservices:\n  web: {image: web@1, count: 3, tags: {role: front}}\n");
+  // No CNS names: the calls below are the instances' own (discovery adds its
+  // own updates: decide_discovery.cc, tests/zero_downtime_e2e_test).
+  Apply("project: p\ncns: false\nservices:\n  web: {image: web@1, count: 3, tags: {role: front}}\n");
   auto r = reconciler_->SyncProject("p");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->created, 3);
@@ -721,7 +723,7 @@ TEST_F(ReconcilerTest, PumpSyncsOnceEnoughWindowsOfEndedJobsWait) {
 }
 
 TEST_F(ReconcilerTest, EnvironmentCommandDiskAndCpuReachTheCreate) {
-  Apply("project: p\nmeta: {pw: s3cret}\nservices:\n"
+  Apply("project: p\ncns: false\nmeta: {pw: s3cret}\nservices:\n"
         "  app: {image: web@1, environment: {PW: \"{{ .meta.pw }}\", NAME: \"{{ .placement.instance.name }}\"}, "
         "command: run --fast, resources: {disk: 20g, cpu: 1.5}}\n"
         "  box: {compute_type: infrastructure, image: base@1, environment: {Q: \"it's\"}, command: /opt/start}\n"

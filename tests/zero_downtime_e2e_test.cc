@@ -247,9 +247,20 @@ TEST_F(ZeroDowntimeTest, NoRequestIsLostWhileMariposaChangesTheService) {
   httplib::Client sim(sim_->addr());
   json running = json::parse(sim.Get("/vms?state=running&tag.mariposa.service=web")->body);
   ASSERT_FALSE(running.empty());
-  RunResult marked = RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "vm-health",
-                                 running[0]["uuid"], "unhealthy"});
+  std::string victim = running[0]["uuid"];
+  RunResult marked = RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", sim_->addr(), "vm-health", victim,
+                                 "unhealthy"});
   ASSERT_EQ(marked.exit_code, 0) << marked.err;
+  ASSERT_TRUE(Eventually(  // replaced: gone from VMAPI
+      [&] {
+        json active = json::parse(sim.Get("/vms?state=active&tag.mariposa.service=web")->body);
+        for (const json& vm : active) {
+          if (vm["uuid"] == victim) return false;
+        }
+        return true;
+      },
+      absl::Seconds(60)))
+      << M({"-j", "zd", "status", "-v"}).out;
   ASSERT_TRUE(Settled(4)) << M({"-j", "zd", "status", "-v"}).out;
   Client::Counts broken = client.Take();
   Report("replace-broken", broken);

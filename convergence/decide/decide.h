@@ -416,6 +416,10 @@ struct Decision {
   int64_t leftover = 0;        // instances of services that left the manifest
   bool converged = false;      // every service converged, nothing left over, actual state known
   bool delete_project = false;  // deleting, and every instance is gone
+  // The earliest time this decision changes by the clock alone (an
+  // instance of a service discovered through CNS becoming ready, a drain
+  // ending): the reconciler decides again then, not at the next resync.
+  absl::Time next_change = absl::InfiniteFuture();
 };
 
 // `cache` (optional, one per project) lets the plan reuse the actions of

@@ -97,6 +97,7 @@ void DiscoveryDecision::Drains() {
     }
     const InstanceState& i = *it->second;
     std::optional<DiscoveryHold> hold = i.cns_down ? ParseDiscoveryHold(i.discovery) : std::nullopt;
+    if (hold) out_.next_change = std::min(out_.next_change, hold->since + *drain);
     if (hold && f_.now - hold->since >= *drain) {
       out_.steps.push_back(std::move(st));  // drained
       continue;
@@ -127,6 +128,10 @@ void DiscoveryDecision::Readiness() {
       if (i->state != "running" || acted_.count(i->uuid) || f_.job_on.count(i->uuid)) continue;
       bool ready = InstanceReady(*i, f_.now, g.spec.start_window);
       bool ours = i->cns_down && !i->discovery.empty();
+      if (!ready && ours) {
+        absl::Time at = ReadySince(*i, g.spec.start_window);  // ready by the clock (start.window)
+        if (at > f_.now && at != absl::InfiniteFuture()) out_.next_change = std::min(out_.next_change, at);
+      }
       // Only a failing readiness check takes a serving instance out: one
       // whose health is not known yet (a mariposad that just started, an
       // agent that moved) keeps serving as it did.
@@ -151,6 +156,7 @@ DiscoveryOutcome DecideDiscovery(const ProjectFacts& f, std::vector<Step> steps)
 void Decider::Discovery() {
   DiscoveryOutcome o = DecideDiscovery(f_, std::move(steps_));
   steps_ = std::move(o.steps);
+  d_.next_change = std::min(d_.next_change, o.next_change);
   Append(std::move(o.held), &d_.held);
   for (auto& [svc, why] : o.hold_reasons) hold_reason_.emplace(svc, std::move(why));
 }

@@ -1,5 +1,6 @@
 #include "convergence/decide/decider.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 
 namespace mariposa::convergence::decide_internal {
@@ -297,6 +298,12 @@ std::string HoldDecision::HistoryHold(const Action& a, HoldState* h) {
     return absl::StrCat("backoff after a failed create, until ", Stamp(history.next_attempt()));
   }
   if (!IsReplacement(a)) return "";
+  // Draining for this removal: the budget let it through when the drain
+  // began (decide_discovery.cc); it is not another replacement.
+  if (!create && target != f_.by_uuid.end() && target->second->cns_down) {
+    std::optional<DiscoveryHold> hold = ParseDiscoveryHold(target->second->discovery);
+    if (hold && absl::StartsWith(hold->why, "draining before")) return "";
+  }
   int64_t& left = create ? h->budget[a.service] : h->removes_left[a.service];
   if (left <= 0) {
     h->over_budget.insert(a.service);

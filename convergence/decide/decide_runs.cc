@@ -135,6 +135,23 @@ std::optional<TaskRecord> Schedule(const ProjectFacts& f, const std::string& svc
   return t;
 }
 
+// The instances of finished runs that go: every run's but those `keep`
+// names, and but those of runs still open (queued or active) that do not
+// end now.
+void CleanUpRuns(const ProjectFacts& f, const std::string& svc,
+                 const std::map<std::string, std::vector<const InstanceState*>>& of_run, const std::set<std::string>& keep,
+                 const std::set<std::string>& open, const std::set<std::string>& ends, std::vector<Action>* planned) {
+  for (const auto& [run, instances] : of_run) {
+    if (keep.count(run) || (open.count(run) && !ends.count(run))) continue;
+    for (const InstanceState* i : instances) {
+      if (f.job_on.count(i->uuid) || i->state == "destroyed") continue;
+      Action a{ActionKind::kDelete, svc, i->uuid, "run-cleanup"};
+      a.run = run;
+      planned->push_back(a);
+    }
+  }
+}
+
 }  // namespace
 
 void Decider::Runs() {
@@ -234,21 +251,10 @@ RunsOutcome DecideRuns(const ProjectFacts& f, const std::string& svc, const Serv
   for (const TaskRecord& t : f.s.finished_runs) {  // newest first
     if (!t.services.empty() && t.services[0] == svc) history(t.uuid, t.state, t.finished_at, t.error);
   }
-  for (const auto& kv : of_run) {
-    const std::string& run = kv.first;  // (a lambda below uses it: not a structured binding)
-    const std::vector<const InstanceState*>& instances = kv.second;
-    if (keep.count(run)) continue;
-    bool open_run = std::any_of(open.begin(), open.end(), [&](const TaskRecord* t) { return t->uuid == run; });
-    bool ends = ending.count(run) || std::any_of(ended_now.begin(), ended_now.end(),
-                                                  [&](const Ended& e) { return e.uuid == run; });
-    if (open_run && !ends) continue;  // queued or active
-    for (const InstanceState* i : instances) {
-      if (f.job_on.count(i->uuid) || i->state == "destroyed") continue;
-      Action a{ActionKind::kDelete, svc, i->uuid, "run-cleanup"};
-      a.run = run;
-      out.planned.push_back(a);
-    }
-  }
+  std::set<std::string> open_ids, ends = ending;
+  for (const TaskRecord* t : open) open_ids.insert(t->uuid);
+  for (const Ended& e : ended_now) ends.insert(e.uuid);
+  CleanUpRuns(f, svc, of_run, keep, open_ids, ends, &out.planned);
   if (spec.service_type == "scheduled") {
     if (std::optional<TaskRecord> due = Schedule(f, svc, g, &view)) out.new_tasks.push_back(std::move(*due));
   }

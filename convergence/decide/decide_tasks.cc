@@ -226,7 +226,10 @@ TaskGathering::RolloutWork TaskGathering::RolloutScope(const TaskRecord& t, cons
     std::set<std::string> chosen;
     for (const InstanceState* i : ReprovisionOrder(f_.of[svc], goal)) {
       if (canary_left >= 0 && w.pending >= canary_left) break;
-      if (!MatchesFilters(t, *i, image_uuids) || f_.job_on.count(i->uuid)) continue;
+      // One with a job in flight is being replaced already, but for the job
+      // that takes it out of discovery first: it is still to go.
+      auto job = f_.job_on.find(i->uuid);
+      if (!MatchesFilters(t, *i, image_uuids) || (job != f_.job_on.end() && job->second->kind != "discovery")) continue;
       chosen.insert(i->uuid);
       ++w.pending;
     }

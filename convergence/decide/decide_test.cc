@@ -904,3 +904,29 @@ TEST(DecideDiscoveryTest, UnknownHealthKeepsAServingInstanceInDiscovery) {
 
 }  // namespace
 }  // namespace mariposa::convergence
+
+namespace mariposa::convergence {
+namespace {
+
+// A broken instance drained before its removal: the replacement budget let
+// the removal through when the drain began; it does not count it again.
+TEST(DecideDiscoveryTest, ADrainedBrokenInstanceGoesWithoutSpendingTheBudgetTwice) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web:\n    image: web@1\n    count: 2\n"
+                                 "    stop: {drain: 2s}\n    healthchecks:\n      h: {type: tcp, port: 80}\n"));
+  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2), Instance(s, "web", 3)};  // 3: the replacement
+  for (auto& i : s.instances) {
+    i.checked = true;
+    i.health = "healthy";
+  }
+  InstanceState& broken = s.instances[0];
+  broken.health = "unhealthy";
+  broken.cns_down = true;
+  broken.discovery = DiscoveryHoldValue(kT0 - absl::Seconds(3), "draining before its removal");
+  s.memory["web"].history.Replaced(kT0 - absl::Seconds(3));  // the replacement's create spent the budget
+  s.memory["web"].spec_hash = s.goal->services.at("web").record.spec_hash;
+  Decision d = Decide(s, kT0);
+  EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 1) << (d.held.empty() ? "" : d.held[0].why);
+}
+
+}  // namespace
+}  // namespace mariposa::convergence

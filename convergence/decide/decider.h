@@ -188,6 +188,7 @@ struct DiscoveryOutcome {
   std::vector<Step> steps;  // those that go, with the discovery changes
   std::vector<Held> held;
   std::vector<std::pair<std::string, std::string>> hold_reasons;  // service, why, in order
+  absl::Time next_change = absl::InfiniteFuture();  // a drain ends, an instance becomes ready
 };
 DiscoveryOutcome DecideDiscovery(const ProjectFacts& f, std::vector<Step> steps);
 

@@ -123,6 +123,7 @@ SyncResult Executor::Execute(const Snapshot& s, Decision d, uint64_t changes) {
   SyncResult r;
   r.held = static_cast<int>(d.held.size());
   r.converged = d.converged;
+  r.next_change = d.next_change;
   const bool quiet = Quiet(s, d);
   const ProjectRecord& p = s.project;
   std::vector<Problem> problems;
