@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include "absl/strings/ascii.h"
@@ -138,6 +137,10 @@ CnsServer::CnsServer(DataCenter* dc, CnsOptions options) : dc_(dc), options_(std
 }
 
 CnsServer::~CnsServer() {
+  {
+    absl::MutexLock l(&stop_mu_);
+    stopping_ = true;
+  }
   stop_ = true;
   if (rebuild_.joinable()) rebuild_.join();
   if (serve_.joinable()) serve_.join();
@@ -160,11 +163,14 @@ int CnsServer::Bind(const std::string& host, int port) {
 void CnsServer::Start() {
   Rebuild();
   rebuild_ = std::thread([this] {
-    while (!stop_) {
-      for (int waited = 0; waited < options_.delay_ms && !stop_; waited += 50) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, options_.delay_ms - waited)));
+    const mariposa::Clock* clock = dc_->clock();
+    while (true) {
+      {
+        absl::MutexLock l(&stop_mu_);
+        absl::Time next = clock->Now() + absl::Milliseconds(options_.delay_ms);
+        if (clock->AwaitUntil(&stop_mu_, absl::Condition(&stopping_), next) || stopping_) return;
       }
-      if (!stop_) Rebuild();
+      Rebuild();
     }
   });
   serve_ = std::thread([this] { Serve(); });

@@ -91,6 +91,8 @@ class CnsServer {
   CnsOptions options_;
   int fd_ = -1;
   std::atomic<bool> stop_{false};
+  absl::Mutex stop_mu_;
+  bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;  // the rebuilding thread ends
   std::atomic<int64_t> answered_{0}, dropped_{0};
   mutable absl::Mutex mu_;
   CnsRecords records_ ABSL_GUARDED_BY(mu_);
