@@ -97,7 +97,7 @@ void DiscoveryDecision::Drains() {
     }
     const InstanceState& i = *it->second;
     std::optional<DiscoveryHold> hold = i.cns_down ? ParseDiscoveryHold(i.discovery) : std::nullopt;
-    if (hold) out_.next_change = std::min(out_.next_change, hold->since + *drain);
+    if (hold && hold->since + *drain > f_.now) out_.next_change = std::min(out_.next_change, hold->since + *drain);
     if (hold && f_.now - hold->since >= *drain) {
       out_.steps.push_back(std::move(st));  // drained
       continue;
@@ -137,10 +137,9 @@ void DiscoveryDecision::Readiness() {
       // agent that moved) keeps serving as it did.
       if (i->health == "unhealthy" && !i->cns_down) {
         Take(*i, "", "not ready: failing its readiness checks");
-      } else if (ready && ours) {
-        out_.steps.push_back({Action{ActionKind::kDiscovery, svc, i->uuid, "up: ready"}, "", ""});
-      } else if (ready && !i->cns_down && !i->discovery.empty()) {
-        // The hold is left from an earlier put-back that failed halfway: cleared.
+      } else if (ready && !i->discovery.empty()) {
+        // Ours to put back (or a hold left without the status by a put-back
+        // that failed halfway: cleared).
         out_.steps.push_back({Action{ActionKind::kDiscovery, svc, i->uuid, "up: ready"}, "", ""});
       }
     }
