@@ -370,7 +370,7 @@ async function instancesPage(root, name, service) {
   // options builds one per call, seconds at 10,000 instances).
   const natural = new Intl.Collator(undefined, {numeric: true});
   const all = (svc.instances || []).slice().sort((a, b) => natural.compare(a.alias || a.uuid, b.alias || b.uuid));
-  const filter = h('input', {id: 'instance-filter', type: 'search', placeholder: 'alias, state, health, server…'});
+  const filter = h('input', {id: 'instance-filter', type: 'search', placeholder: 'alias, state, health, server, discovery…'});
   // One ARIA table: the header row, then the scrolled rows (only those in
   // view are in the page; aria-rowindex says where each is).
   const box = h('div', {class: 'virtual', role: 'rowgroup', tabindex: '0', 'aria-label': 'Scroll the instances'});
@@ -387,17 +387,20 @@ async function instancesPage(root, name, service) {
       const x = shown[i];
       rows.push(h('div', {class: 'vrow', role: 'row', style: `top: ${i * rowH}px`, 'aria-rowindex': String(i + 2)},
           h('span', {role: 'cell'}, x.alias || x.uuid), h('span', {role: 'cell'}, badge('s', x.state)),
-          h('span', {role: 'cell'}, badge('h', x.health)),
+          h('span', {role: 'cell', title: x.liveness ? `ready ${x.health}, live ${x.liveness}` : ''}, badge('h', x.health)),
           h('span', {role: 'cell', title: x.image_uuid}, x.image_uuid.slice(0, 8)),
           h('span', {role: 'cell'}, `v${x.version}${x.current_spec ? '' : ' (old spec)'}`),
           h('span', {role: 'cell', title: x.server_uuid}, x.server_hostname || x.server_uuid.slice(0, 8)),
-          h('span', {role: 'cell'}, x.ip)));
+          h('span', {role: 'cell'}, x.ip),
+          // In CNS's records or out, and why (docs/health.md "Discovery follows readiness").
+          h('span', {role: 'cell', title: x.discovery || ''}, x.discovery || '—')));
     }
     fill(spacer, ...rows);
   };
   filter.addEventListener('input', () => {
     const q = filter.value.toLowerCase();
-    shown = q ? all.filter((x) => [x.alias, x.state, x.health, x.server_hostname, x.server_uuid, x.image_uuid, x.ip]
+    shown = q ? all.filter((x) => [x.alias, x.state, x.health, x.server_hostname, x.server_uuid, x.image_uuid, x.ip,
+                                   x.discovery]
         .some((v) => (v || '').toLowerCase().includes(q))) : all;
     box.scrollTop = 0;
     draw();
@@ -410,7 +413,7 @@ async function instancesPage(root, name, service) {
                  class: 'vtable'},
         h('div', {role: 'rowgroup'},
           h('div', {class: 'vhead', role: 'row', 'aria-rowindex': '1'},
-            ['Instance', 'State', 'Health', 'Image', 'Version', 'Server', 'IP']
+            ['Instance', 'State', 'Health', 'Image', 'Version', 'Server', 'IP', 'Discovery']
                 .map((t) => h('span', {role: 'columnheader'}, t)))),
         box));
   draw();

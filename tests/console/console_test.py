@@ -443,6 +443,10 @@ class ConsoleTest(unittest.TestCase):
         self.assertEqual(table.get_attribute("aria-rowcount"), str(VENUS_COUNT + 1))
         rows = box.find_elements(By.CSS_SELECTOR, ".vrow")
         self.assertLess(len(rows), 80, "only the rows in view are in the page")
+        # Each instance's place in CNS's records (docs/health.md): "in", or out and why.
+        self.assertIn("Discovery", self.find(".vhead").text)
+        self.assertTrue(all(r.text.split("\n")[-1].startswith(("in", "out")) for r in rows),
+                        [r.text.split("\n")[-1] for r in rows][:5])
         self.driver.execute_script("arguments[0].scrollTop = arguments[0].scrollHeight", box)
         last = f"venus-api-{VENUS_COUNT}"
         self.until(lambda: any(last == r.text.split("\n")[0] for r in box.find_elements(By.CSS_SELECTOR, ".vrow")),
