@@ -674,7 +674,7 @@ bool ListingShowsJobEnd(const JobRecord& job, const InstanceState* listed) {
   if (job.kind == "delete") return listed == nullptr || listed->state == "destroyed";
   if (job.kind == "start") return listed != nullptr && listed->state == "running";
   if (job.kind == "stop") return listed != nullptr && listed->state == "stopped";
-  if (job.kind == "discovery") return listed != nullptr && listed->cns_down == absl::StartsWith(job.reason, "down");
+  if (job.kind == "discovery") return listed != nullptr && listed->cns_down == ParseDiscoveryReason(job.reason).down;
   return false;  // the others change what a state does not show
 }
 
@@ -692,9 +692,7 @@ bool Gatherer::RefreshEnded(const ProjectRecord& project, const std::map<std::st
     if (f.ok && f.job.kind == "discovery" && it != listed.end()) {
       // What a discovery job set is known: the listing is brought up to it
       // without reading the VM (one read per new instance otherwise).
-      it->second->cns_down = absl::StartsWith(f.job.reason, "down");
-      if (!it->second->cns_down) it->second->discovery.clear();
-      else if (it->second->discovery.empty()) it->second->discovery = DiscoveryHoldValue(f.job.sent_at, f.job.reason.substr(6));
+      ApplyDiscoveryChange(f.job.reason, f.job.sent_at, it->second);
       continue;
     }
     // What the change feed already brought is not read again: during a

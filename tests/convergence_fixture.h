@@ -6,9 +6,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <set>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -53,11 +51,7 @@ class ConvergenceTest : public ::testing::Test {
     return out;
   }
   bool WaitFor(const std::map<std::string, int>& want) {
-    for (int i = 0; i < 150; ++i) {
-      if (Running() == want) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
+    return Eventually([&] { return Running() == want; }, absl::Seconds(15));
   }
   RunResult M(const std::vector<std::string>& args, const std::string& input = "") {
     return Cli(daemon_->addr(), args, input);
@@ -70,7 +64,7 @@ class ConvergenceTest : public ::testing::Test {
     RunResult r = M({"apply", "-f", dir_ + "/v1.yaml", "--yes"});
     if (r.exit_code != 0) return "apply: " + r.err;
     for (int i = 0; i < 2; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(40 * i));
+      Pause(absl::Milliseconds(40 * i));
       daemon_->Kill();
       if (!daemon_->Start()) return "restart: " + daemon_->log();
     }
@@ -84,12 +78,14 @@ class ConvergenceTest : public ::testing::Test {
   }
   // `queue get -o json` once the task has completed (up to 20 s), else "".
   std::string WaitCompleted(const std::string& task) {
-    for (int i = 0; i < 200; ++i) {
-      std::string out = M({"-o", "json", "queue", "get", task}).out;
-      if (out.find("\"state\": \"completed\"") != std::string::npos) return out;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return "";
+    std::string out;
+    bool done = Eventually(
+        [&] {
+          out = M({"-o", "json", "queue", "get", task}).out;
+          return out.find("\"state\": \"completed\"") != std::string::npos;
+        },
+        absl::Seconds(20));
+    return done ? out : "";
   }
 
   std::string dir_, manifest_;

@@ -79,10 +79,9 @@ TaskProgress JobAccounting::JobSucceeded(const JobRecord& j) {
     }
   } else if (j.kind == "discovery") {
     // The reason says which way and why: "down: not ready", "up: ready".
-    bool down = absl::StartsWith(j.reason, "down");
-    Event(down ? "instance.discovery-out" : "instance.discovery-in", j.instance,
-          absl::StrCat(j.alias, down ? " is out of CNS's records (" : " is in CNS's records (",
-                       j.reason.substr(j.reason.find(':') == std::string::npos ? 0 : j.reason.find(':') + 2), ")"));
+    DiscoveryChange c = ParseDiscoveryReason(j.reason);
+    Event(c.down ? "instance.discovery-out" : "instance.discovery-in", j.instance,
+          absl::StrCat(j.alias, c.down ? " is out of CNS's records (" : " is in CNS's records (", c.why, ")"));
   } else if (j.kind == "import") {
     Event("image.imported", j.instance, absl::StrCat(j.alias, " (", j.reason, ")"));
     for (auto& kv : memory_) {

@@ -466,6 +466,16 @@ std::optional<DiscoveryHold> ParseDiscoveryHold(const std::string& value);
 // then follows their readiness and a removal drains them first.
 bool DiscoveredThroughCns(const Snapshot& s, const std::string& service);
 std::string DiscoveryHoldValue(absl::Time since, const std::string& why);
+// A discovery action's reason (ActionKind::kDiscovery): "down: <why>" takes
+// the instance out, "up: <why>" puts it back.
+struct DiscoveryChange {
+  bool down = false;
+  std::string why;
+};
+DiscoveryChange ParseDiscoveryReason(const std::string& reason);
+// What a discovery job sent at `at` with `reason` leaves on the instance, as
+// VMAPI then holds it (the sender writes the same).
+void ApplyDiscoveryChange(const std::string& reason, absl::Time at, InstanceState* i);
 
 // What an instance of `service` should carry in place (not rolled out):
 // CNS names, the firewall tag, firewall_enabled.

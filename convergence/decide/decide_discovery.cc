@@ -6,6 +6,7 @@
 // stop.drain, so the clients that resolved it before have resolved the
 // service again when it goes. A removal that no longer goes ahead (a
 // freeze, a cancelled task, a changed plan) puts it back when ready.
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "convergence/decide/decider.h"
@@ -22,6 +23,20 @@ std::optional<DiscoveryHold> ParseDiscoveryHold(const std::string& value) {
   }
   h.why = space == std::string::npos ? "" : value.substr(space + 1);
   return h;
+}
+
+DiscoveryChange ParseDiscoveryReason(const std::string& reason) {
+  DiscoveryChange c;
+  c.down = absl::StartsWith(reason, "down");
+  size_t colon = reason.find(':');
+  c.why = colon == std::string::npos ? "" : std::string(absl::StripLeadingAsciiWhitespace(reason.substr(colon + 1)));
+  return c;
+}
+
+void ApplyDiscoveryChange(const std::string& reason, absl::Time at, InstanceState* i) {
+  DiscoveryChange c = ParseDiscoveryReason(reason);
+  i->cns_down = c.down;
+  i->discovery = c.down ? DiscoveryHoldValue(at, c.why) : "";
 }
 
 bool DiscoveredThroughCns(const Snapshot& s, const std::string& service) {

@@ -251,11 +251,7 @@ class World {
     if (j.record.kind == "delete") vms_.erase(j.record.instance);
     if (j.record.kind == "stop" && it != vms_.end()) it->second.state = "stopped";
     if (j.record.kind == "start" && it != vms_.end()) it->second.state = "running";
-    if (j.record.kind == "discovery" && it != vms_.end()) {
-      bool down = j.record.reason.rfind("down", 0) == 0;
-      it->second.cns_down = down;
-      it->second.discovery = down ? DiscoveryHoldValue(now_, j.record.reason.substr(6)) : "";
-    }
+    if (j.record.kind == "discovery" && it != vms_.end()) ApplyDiscoveryChange(j.record.reason, now_, &it->second);
   }
 
   std::string Check(const Snapshot& s, const Decision& d) {

@@ -434,10 +434,9 @@ void Sender::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out, Syn
     // hold beside it, or back in; one VMAPI update.
     j.kind = "discovery";
     triton::UpdateVmRequest u;
-    if (absl::StartsWith(st.action.reason, "down")) {
+    if (DiscoveryChange c = ParseDiscoveryReason(st.action.reason); c.down) {
       u.customer_metadata[kCnsStatusKey] = "down";
-      u.internal_metadata[kDiscoveryKey] =
-          DiscoveryHoldValue(clock_->Now(), st.action.reason.substr(std::min<size_t>(6, st.action.reason.size())));
+      u.internal_metadata[kDiscoveryKey] = DiscoveryHoldValue(j.sent_at, c.why);
     } else {
       u.remove_customer_metadata = {kCnsStatusKey};
       u.remove_internal_metadata = {kDiscoveryKey};
