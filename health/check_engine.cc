@@ -141,10 +141,17 @@ class CheckEngine::Loop {
   }
 
   ~Loop() {
+    Stop();
+    curl_multi_cleanup(multi_);
+  }
+
+  // Ends the loop: checks in flight, and those their callbacks submit, end
+  // with "engine stopped".
+  void Stop() {
+    if (!thread_.joinable()) return;
     stop_ = true;
     curl_multi_wakeup(multi_);
     thread_.join();
-    curl_multi_cleanup(multi_);
   }
 
   void Submit(CheckSpec spec, std::function<void(const CheckResult&)> done) {
@@ -153,7 +160,10 @@ class CheckEngine::Loop {
       std::lock_guard<std::mutex> l(mu_);
       incoming_.push_back({std::move(spec), std::move(done)});
     }
-    // One wakeup per loop pass however many checks arrive meanwhile.
+    // A check submitted from a result's callback (on the loop thread) is
+    // started at the top of the loop's next pass with no wakeup; from any
+    // other thread, one wakeup per loop pass however many arrive meanwhile.
+    if (std::this_thread::get_id() == loop_thread_.load()) return;
     if (!woken_.exchange(true)) curl_multi_wakeup(multi_);
   }
 
@@ -568,6 +578,7 @@ class CheckEngine::Loop {
   }
 
   void Run() {
+    loop_thread_ = std::this_thread::get_id();
     while (true) {
       std::deque<Incoming> batch;
       woken_ = false;
@@ -653,6 +664,16 @@ class CheckEngine::Loop {
     idle_by_key_.clear();
     for (CURL* e : idle_handles_) curl_easy_cleanup(e);
     idle_handles_.clear();
+    // Checks that the callbacks above submitted.
+    while (true) {
+      std::deque<Incoming> late;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        late.swap(incoming_);
+      }
+      if (late.empty()) break;
+      for (auto& in : late) Finish(in.done, false, "engine stopped", clock_->Now());
+    }
   }
 
   static constexpr size_t kIdleHandles = 1024;
@@ -661,6 +682,7 @@ class CheckEngine::Loop {
   std::atomic<bool> woken_{false};
   std::vector<CURL*> idle_handles_;  // loop thread only
   std::thread thread_;
+  std::atomic<std::thread::id> loop_thread_;  // set by the loop when it starts
   std::atomic<bool> stop_{false};
   std::atomic<size_t> in_flight_{0};
   std::mutex mu_;
@@ -675,7 +697,9 @@ class CheckEngine::Loop {
 };
 
 CheckEngine::CheckEngine(const Clock* clock) : loop_(std::make_unique<Loop>(clock)) {}
-CheckEngine::~CheckEngine() = default;
+// The loop stops while this engine is whole, so the last callbacks may still
+// call Submit.
+CheckEngine::~CheckEngine() { loop_->Stop(); }
 
 void CheckEngine::Submit(CheckSpec spec, std::function<void(const CheckResult&)> done) {
   loop_->Submit(std::move(spec), std::move(done));

@@ -479,6 +479,51 @@ TEST(CheckEngineTest, ManyAtOnceOnOneThread) {
   EXPECT_EQ(engine.in_flight(), 0u);
 }
 
+// A result's callback may submit the next check (as a feeder on the loop
+// thread does): it starts on the loop's next pass, not after a poll's
+// timeout, and one submitted while the engine stops still gets its answer.
+TEST(CheckEngineTest, ChecksSubmittedFromACallbackRunAndEndOnStop) {
+  RawServer ok = Http(200, "ok");
+  {
+    CheckEngine engine(RealClock::Get());
+    constexpr int kChain = 100;
+    std::promise<int> last;
+    std::function<void(int)> next = [&](int i) {
+      CheckSpec s = HttpCheck(ok.port());
+      s.type = "tcp";
+      engine.Submit(s, [&, i](const CheckResult& r) {
+        if (!r.pass || i + 1 == kChain) {
+          last.set_value(r.pass ? i + 1 : -i);
+          return;
+        }
+        next(i + 1);
+      });
+    };
+    absl::Time start = absl::Now();
+    next(0);
+    EXPECT_EQ(last.get_future().get(), kChain);
+    // A check waiting for the loop's 100 ms poll each would take 10 s.
+    EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+    EXPECT_EQ(engine.in_flight(), 0u);
+  }
+  RawServer hang([](int fd, const std::atomic<bool>& stop) {
+    ReadRequest(fd);
+    Idle(stop, absl::Seconds(5));
+  });
+  auto engine = std::make_unique<CheckEngine>(RealClock::Get());
+  std::vector<std::string> details;  // written on the loop thread, read after it ended
+  CheckEngine* e = engine.get();  // the callbacks run while `engine` is being reset
+  e->Submit(HttpCheck(hang.port(), absl::Seconds(30)), [&](const CheckResult& r) {
+    details.push_back(r.detail);
+    e->Submit(HttpCheck(ok.port()), [&](const CheckResult& r2) { details.push_back(r2.detail); });
+  });
+  // The first check is on its way (the server holds its request) before the engine stops.
+  while (engine->in_flight() == 0) absl::SleepFor(absl::Milliseconds(5));
+  absl::SleepFor(absl::Milliseconds(100));
+  engine.reset();
+  EXPECT_EQ(details, (std::vector<std::string>{"engine stopped", "engine stopped"}));
+}
+
 TEST(CheckEngineTest, InvalidSpecsAreRefused) {
   CheckSpec s;
   s.address = "not-an-ip";
