@@ -50,6 +50,7 @@
 #include "convergence/triton/vm_feed.h"
 #include "convergence/informer/triton_catalog.h"
 #include "convergence/informer/vm_cache.h"
+#include "convergence/engine_data_center.h"
 #include "convergence/gather.h"
 #include "convergence/project_state.h"
 #include "health/coordinator.h"
@@ -229,33 +230,17 @@ class Reconciler {
   // Images, packages, networks and volume sizes as Triton offers them, kept
   // briefly (triton_catalog.h).
   TritonCatalog& triton_catalog() { return triton_; }
-  // Apply's check (CheckCatalog) of a manifest against the catalog and
-  // IMGAPI; an error status when the catalog cannot be read.
-  // `owner`: the project's account ("" = --owner).
-  absl::StatusOr<std::vector<ManifestDiagnostic>> CheckManifest(const Manifest& m, const std::string& filename,
-                                                                const std::string& owner);
-  // The Triton account of `p`'s instances: the one recorded for it, else
-  // --owner (ReconcilerOptions::owner_uuid).
-  const std::string& TenantOf(const ProjectRecord& p) const;
-  // Every account whose VMs may be `p`'s instances: its own, and the admin
-  // account (core zones) when there is one. Listings are scoped to these.
+  // What apply and a project's deletion ask of the data center
+  // (engine_data_center.h).
+  DataCenter* data_center() { return &data_center_; }
+  // Every account whose VMs may be `p`'s instances (convergence::OwnersOf).
   std::vector<std::string> OwnersOf(const ProjectRecord& p) const { return convergence::OwnersOf(p, options_); }
-  // How many active VMs the project (uuid) has under its accounts, and what
-  // it owns in FWAPI, NAPI and VOLAPI (the APIs mariposad has addresses
-  // for): what deleting it must remove first.
-  absl::StatusOr<ProjectHoldings> Holdings(const std::string& project_uuid);
   // How long a call to `api` (VMAPI, CNAPI, …) took: the HTTP clients'
   // metrics hook reports every call, and a stale status names slow APIs.
   void NoteLatency(const std::string& api, absl::Duration took);
   // Forgets the resolved images, and tells the other nodes
   // (options.images_changed).
   void ImagesChanged();
-  // sdcadm's plan for `services` of manifest `m` (project uuid "" = a new
-  // project): for each, its target image and which of its instances
-  // (servers, for agents) move from which image. Services whose image
-  // cannot be resolved are left out (apply's check reports them).
-  absl::StatusOr<std::map<std::string, ImagePlan>> PlanImages(const std::string& project_uuid, const Manifest& m,
-                                                              const std::set<std::string>& services);
  private:
   // PumpProject's steps.
   struct Pump {
@@ -310,6 +295,7 @@ class Reconciler {
   TritonCatalog triton_;
   Gatherer gather_;   // the sync's read step (gather.h)
   Executor execute_;  // the sync's write step (execute/executor.h)
+  EngineDataCenter data_center_;
 };
 
 }  // namespace mariposa::convergence

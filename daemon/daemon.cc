@@ -90,31 +90,31 @@ std::string AdvertisedAddress(const std::string& advertise, const std::string& b
 }
 
 // The data center the Projects service checks applies against and reads
-// before a delete: the reconciler's, apply's checks each bounded by
-// kApplyCheckDeadline.
-class ReconcilerDataCenter : public DataCenter {
+// before a delete: the engine's (EngineDataCenter), apply's checks each
+// bounded by kApplyCheckDeadline.
+class BoundedDataCenter : public DataCenter {
  public:
-  ReconcilerDataCenter(convergence::Reconciler* r, BoundedRunner* bounded) : r_(r), bounded_(bounded) {}
+  BoundedDataCenter(DataCenter* engine, BoundedRunner* bounded) : engine_(engine), bounded_(bounded) {}
   absl::StatusOr<std::vector<ManifestDiagnostic>> CheckCatalog(const Manifest& m, const std::string& filename,
                                                                const std::string& owner) override {
-    convergence::Reconciler* r = r_;
+    DataCenter* e = engine_;
     return bounded_->Run<std::vector<ManifestDiagnostic>>(
-        [r, m, filename, owner] { return r->CheckManifest(m, filename, owner); }, kApplyCheckDeadline,
+        [e, m, filename, owner] { return e->CheckCatalog(m, filename, owner); }, kApplyCheckDeadline,
         "PAPI, NAPI and IMGAPI (apply's check of packages, networks and images)");
   }
   absl::StatusOr<std::map<std::string, ImagePlan>> PlanImages(const std::string& project_uuid, const Manifest& m,
                                                               const std::set<std::string>& services) override {
-    convergence::Reconciler* r = r_;
+    DataCenter* e = engine_;
     return bounded_->Run<std::map<std::string, ImagePlan>>(
-        [r, project_uuid, m, services] { return r->PlanImages(project_uuid, m, services); }, kApplyCheckDeadline,
+        [e, project_uuid, m, services] { return e->PlanImages(project_uuid, m, services); }, kApplyCheckDeadline,
         "IMGAPI, VMAPI and CNAPI (the image plan)");
   }
   absl::StatusOr<ProjectHoldings> Holdings(const std::string& project_uuid) override {
-    return r_->Holdings(project_uuid);
+    return engine_->Holdings(project_uuid);
   }
 
  private:
-  convergence::Reconciler* r_;
+  DataCenter* engine_;
   BoundedRunner* bounded_;
 };
 
@@ -527,7 +527,7 @@ void Daemon::WireProjects() {
   };
   projects_->set_on_change(changed);
   queue_->set_on_change(changed);
-  data_center_ = std::make_unique<ReconcilerDataCenter>(r, bounded);
+  data_center_ = std::make_unique<BoundedDataCenter>(r->data_center(), bounded);
   projects_->set_data_center(data_center_.get());
   admin_->set_problems([r](v1::StatusResponse* resp) {
     for (const auto& [project, list] : r->LastProblems()) {

@@ -184,13 +184,13 @@ void Decider::FinishedJobs() {
   Append(std::move(o.events), &d_.events);
 }
 
-void Decider::Instances() {
+void GatherInstances(ProjectFacts* f) {
   absl::flat_hash_set<absl::string_view> seen;
-  seen.reserve(f_.s.instances.size());
-  for (const InstanceState& i : f_.s.instances) seen.insert(i.uuid);
-  for (const JobRecord& j : f_.s.in_flight) {
+  seen.reserve(f->s.instances.size());
+  for (const InstanceState& i : f->s.instances) seen.insert(i.uuid);
+  for (const JobRecord& j : f->s.in_flight) {
     if (j.api != "vmapi") continue;
-    const ServiceGoalSpec* g = f_.GoalOf(j.service);
+    const ServiceGoalSpec* g = f->GoalOf(j.service);
     if (j.kind == "create" && !seen.count(j.instance) && g != nullptr) {
       // Sent, not listed yet (a slow VMAPI): it is on its way.
       InstanceState i;
@@ -200,28 +200,28 @@ void Decider::Instances() {
       i.state = "provisioning";
       i.health = "unknown";
       i.spec_hash = g->record.spec_hash;
-      i.version = f_.s.goal->number;
-      i.version_uuid = f_.s.goal->version_uuid;
+      i.version = f->s.goal->number;
+      i.version_uuid = f->s.goal->version_uuid;
       i.created = j.sent_at;
-      f_.synthetic.push_back(std::move(i));
+      f->synthetic.push_back(std::move(i));
     }
   }
-  f_.instances.reserve(f_.s.instances.size() + f_.synthetic.size());
-  for (const InstanceState& i : f_.s.instances) f_.instances.push_back(&i);
-  for (const InstanceState& i : f_.synthetic) f_.instances.push_back(&i);
-  f_.by_uuid.reserve(f_.instances.size());
-  for (const InstanceState* i : f_.instances) {
-    f_.of[i->service].push_back(i);
-    f_.by_uuid[i->uuid] = i;
+  f->instances.reserve(f->s.instances.size() + f->synthetic.size());
+  for (const InstanceState& i : f->s.instances) f->instances.push_back(&i);
+  for (const InstanceState& i : f->synthetic) f->instances.push_back(&i);
+  f->by_uuid.reserve(f->instances.size());
+  for (const InstanceState* i : f->instances) {
+    f->of[i->service].push_back(i);
+    f->by_uuid[i->uuid] = i;
   }
-  for (const JobRecord& j : f_.s.in_flight) {
-    if (j.api == "vmapi") f_.job_on[j.instance] = &j;
+  for (const JobRecord& j : f->s.in_flight) {
+    if (j.api == "vmapi") f->job_on[j.instance] = &j;
   }
 }
 
 Decision Decider::Run() {
   FinishedJobs();
-  Instances();
+  GatherInstances(&f_);
   if (!f_.s.actual_known) {
     Verdicts();
     return std::move(d_);
@@ -260,7 +260,9 @@ Decision Decider::Run() {
     }
   }
   Tasks();
-  Plan();
+  Append(PlanServices(f_, cache_), &planned_);
+  Runs();
+  Retags();  // after every other action is planned: an instance acted on is not put back too
   StartsDone();
   Hold();
   ScaleTasks();

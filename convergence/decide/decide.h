@@ -53,7 +53,7 @@ struct ServiceMemory {
   int import_failures = 0;
   absl::Time import_retry = absl::InfinitePast();
   // Instances changed by hand in VMAPI: uuid -> how many put-backs of them
-  // ended (Decider::Retags stops after kMaxPutBacks and says so).
+  // ended (DecideRetags stops after kMaxPutBacks and says so).
   std::map<std::string, int> put_backs;
   // What the last Decide saw: the goal's count and the service's instances
   // (a create at the same count after instances vanished replaces one

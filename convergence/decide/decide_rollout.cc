@@ -1,43 +1,45 @@
 #include "convergence/decide/decider.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 
 namespace mariposa::convergence::decide_internal {
 
-void Decider::Plan() {
+std::vector<Action> PlanServices(const ProjectFacts& f, PlanCache* cache) {
   PlanInput in;
-  // Scheduled and event services are not planned to a count: Runs() acts
-  // on their instances.
+  // Scheduled and event services are not planned to a count: DecideRuns
+  // acts on their instances.
   std::set<std::string> runs;
-  if (f_.s.goal && !f_.s.project.deleting) {
-    for (const auto& kv : f_.s.goal->services) {
+  if (f.s.goal && !f.s.project.deleting) {
+    for (const auto& kv : f.s.goal->services) {
       if (RunsToCompletion(kv.second.spec)) runs.insert(kv.first);
       if (kv.second.spec.compute_type == "agent" || runs.count(kv.first)) continue;
-      ServiceGoal g = GoalFor(kv.second, f_.s.images);
-      g.stopped = f_.stopped.count(kv.first) > 0;
-      auto r = f_.rolling.find(kv.first);
-      if (r != f_.rolling.end()) g.rolling = r->second;
+      ServiceGoal g = GoalFor(kv.second, f.s.images);
+      g.stopped = f.stopped.count(kv.first) > 0;
+      auto r = f.rolling.find(kv.first);
+      if (r != f.rolling.end()) g.rolling = r->second;
       in.services[kv.first] = g;
     }
   }
-  if (cache_ == nullptr) {
-    in.instances.reserve(f_.instances.size());
-    for (const InstanceState* i : f_.instances) {
+  if (cache == nullptr) {
+    in.instances.reserve(f.instances.size());
+    for (const InstanceState* i : f.instances) {
       if (!runs.count(i->service)) in.instances.push_back(*i);
     }
   }  // (the cache takes them grouped, below)
-  in.reprovision = f_.reprovision;
-  for (const std::string& svc : f_.rolled_back) in.reprovision.erase(svc);
-  in.reprovision_only = f_.reprovision_only;
-  in.starting = f_.starting;
-  for (const JobRecord& j : f_.s.in_flight) {
+  in.reprovision = f.reprovision;
+  for (const std::string& svc : f.rolled_back) in.reprovision.erase(svc);
+  in.reprovision_only = f.reprovision_only;
+  in.starting = f.starting;
+  for (const JobRecord& j : f.s.in_flight) {
     if (j.api == "vmapi" && RemovesKind(j.kind)) in.deleting.insert(j.instance);
     if (j.api == "vmapi" && j.kind == "reprovision") in.reprovisioning.insert(j.instance);
   }
   std::vector<Action> actions;
-  if (cache_ == nullptr) {
-    actions = mariposa::convergence::Plan(in, f_.now);
+  if (cache == nullptr) {
+    actions = mariposa::convergence::Plan(in, f.now);
   } else {
     // The same plan, reusing each unchanged service's actions (PlanCache).
     std::map<std::string, PlanCache::ServiceInput> services;
@@ -50,72 +52,75 @@ void Decider::Plan() {
       si.flags.starting = in.starting.count(kv.first) > 0;
       si.flags.deleting = &in.deleting;
       si.flags.reprovisioning = &in.reprovisioning;
-      auto of = f_.of.find(kv.first);
-      if (of != f_.of.end()) si.instances = of->second;
+      si.instances = f.Of(kv.first);
       si.fingerprint = InstancesFingerprint(si.instances);
     }
     std::vector<const InstanceState*> removed;
-    for (const InstanceState* ip : f_.instances) {
-    const InstanceState& i = *ip;
-      if (i.state != "destroyed" && !in.services.count(i.service) && !runs.count(i.service)) removed.push_back(&i);
+    for (const InstanceState* i : f.instances) {
+      if (i->state != "destroyed" && !in.services.count(i->service) && !runs.count(i->service)) removed.push_back(i);
     }
-    actions = cache_->Plan(services, removed, f_.now);
+    actions = cache->Plan(services, removed, f.now);
   }
-  for (const Action& a : actions) {
-    // An instance with a job in flight is being acted on already.
-    if (!a.instance.empty() && f_.job_on.count(a.instance)) continue;
-    planned_.push_back(a);
-  }
-  Runs();
-  Retags();
+  // An instance with a job in flight is being acted on already.
+  actions.erase(std::remove_if(actions.begin(), actions.end(),
+                               [&](const Action& a) { return !a.instance.empty() && f.job_on.count(a.instance); }),
+                actions.end());
+  return actions;
 }
 
-// Put-backs of one instance changed by hand before Retags stops and says so.
+// Put-backs of one instance changed by hand before DecideRetags stops and says so.
 constexpr int kMaxPutBacks = 3;
 
-// What an instance carries in place (InPlaceFor: CNS names, the firewall
-// tag, firewall_enabled) is set without replacing it: each running or
-// stopped instance of the current spec that differs, with nothing else
-// planned or in flight for it. The reason names what differs.
+RetagOutcome DecideRetags(const ProjectFacts& f, const std::string& svc, const InPlaceSettings& want,
+                          const std::set<std::string>& acted, const std::map<std::string, int>& put_backs) {
+  RetagOutcome o;
+  ServiceGoal goal = GoalFor(f.s.goal->services.at(svc), f.s.images);
+  std::set<std::string> changed;
+  for (const InstanceState* i : f.Of(svc)) {
+    std::string why = InPlaceDifference(*i, want);
+    if ((i->state != "running" && i->state != "stopped") || why.empty() || Outdated(*i, goal) ||
+        f.job_on.count(i->uuid) || acted.count(i->uuid)) {
+      continue;
+    }
+    if (!i->hand_changed.empty()) {
+      changed.insert(i->uuid);
+      auto tries = put_backs.find(i->uuid);
+      if (tries != put_backs.end() && tries->second >= kMaxPutBacks) {
+        o.problems.push_back(
+            {"instance-drift", svc,
+             absl::StrCat(i->alias, " (", i->uuid, ") keeps differing from what Mariposa made it with: ",
+                          absl::StrReplaceAll(i->hand_changed, {{"+", ", "}})),
+             absl::StrCat("it was put back ", tries->second,
+                          " times and changed again (a script or an operator editing it in VMAPI, or VMAPI "
+                          "normalizing a value the manifest sets)"),
+             absl::StrCat("stop what edits it; `mariposa -j ", f.s.project.name, " reprovision --service ", svc,
+                          "` replaces it, and a changed spec starts the count again"),
+             absl::StrCat(i->alias, " does not run with the package, tags or metadata the manifest says")});
+        continue;
+      }
+    }
+    o.actions.push_back(Action{ActionKind::kRetag, svc, i->uuid, why});
+  }
+  for (const auto& kv : put_backs) {  // forgotten once put back
+    if (!changed.count(kv.first) && !f.job_on.count(kv.first)) o.forget.push_back(kv.first);
+  }
+  return o;
+}
+
 void Decider::Retags() {
   if (!f_.s.goal || f_.s.project.deleting) return;
   std::set<std::string> acted;
   for (const Action& a : planned_) acted.insert(a.instance);
+  static const std::map<std::string, int> kNone;
   for (const auto& [svc, g] : f_.s.goal->services) {
     if (g.spec.compute_type == "agent" || g.spec.compute_type == "core" || RunsToCompletion(g.spec)) continue;
-    InPlaceSettings want = InPlaceFor(f_.s, d_.firewall_in_place, svc);
-    ServiceGoal goal = GoalFor(g, f_.s.images);
     auto mem = d_.memory.find(svc);
-    static const std::map<std::string, int> kNone;
-    const std::map<std::string, int>& put_backs = mem != d_.memory.end() ? mem->second.put_backs : kNone;
-    std::set<std::string> changed;
-    for (const InstanceState* i : f_.of[svc]) {
-      std::string why = InPlaceDifference(*i, want);
-      if ((i->state != "running" && i->state != "stopped") || why.empty() || Outdated(*i, goal) ||
-          f_.job_on.count(i->uuid) || acted.count(i->uuid)) {
-        continue;
-      }
-      if (!i->hand_changed.empty()) {
-        changed.insert(i->uuid);
-        auto tries = put_backs.find(i->uuid);
-        if (tries != put_backs.end() && tries->second >= kMaxPutBacks) {
-          Problem("instance-drift", svc,
-                  absl::StrCat(i->alias, " (", i->uuid, ") keeps differing from what Mariposa made it with: ",
-                               absl::StrReplaceAll(i->hand_changed, {{"+", ", "}})),
-                  absl::StrCat("it was put back ", tries->second,
-                               " times and changed again (a script or an operator editing it in VMAPI, or VMAPI "
-                               "normalizing a value the manifest sets)"),
-                  absl::StrCat("stop what edits it; `mariposa -j ", f_.s.project.name, " reprovision --service ", svc,
-                               "` replaces it, and a changed spec starts the count again"),
-                  absl::StrCat(i->alias, " does not run with the package, tags or metadata the manifest says"));
-          continue;
-        }
-      }
-      planned_.push_back(Action{ActionKind::kRetag, svc, i->uuid, why});
-    }
-    if (mem == d_.memory.end()) continue;
-    for (auto it = mem->second.put_backs.begin(); it != mem->second.put_backs.end();) {  // forgotten once put back
-      it = changed.count(it->first) || f_.job_on.count(it->first) ? std::next(it) : mem->second.put_backs.erase(it);
+    RetagOutcome o = DecideRetags(f_, svc, InPlaceFor(f_.s, d_.firewall_in_place, svc), acted,
+                                  mem != d_.memory.end() ? mem->second.put_backs : kNone);
+    Append(std::move(o.actions), &planned_);
+    Append(std::move(o.problems), &d_.problems);
+    if (mem != d_.memory.end()) {
+      for (const std::string& uuid : o.forget) mem->second.put_backs.erase(uuid);
     }
   }
 }

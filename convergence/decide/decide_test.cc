@@ -3,6 +3,7 @@
 #include "convergence/decide/decide.h"
 
 #include <functional>
+#include <set>
 
 #include "convergence/decide/decide_testing.h"
 #include "absl/strings/ascii.h"
@@ -23,38 +24,41 @@ using testing::SnapshotOf;
 using testing::Task;
 
 
+// Converged only when `count` instances run the current spec and are ready.
+// Without checks, ready means running for start.window (default 60s), as
+// for rollouts (issue 31: `apply --wait` said converged 0.3 s after
+// creation). One row a second instance; the first is running and ready.
 TEST(DecideTest, ConvergedOnlyWhenCountInstancesRunTheCurrentSpec) {
-  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n"));
-  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
-  Decision d = Decide(s, kT0);
-  EXPECT_TRUE(d.converged);
-  EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kConverged);
-  EXPECT_TRUE(d.steps.empty());
-  // Without checks, ready means running for start.window (default 60s),
-  // as for rollouts: a 5 s old instance is starting, not converged
-  // (issue 31: `apply --wait` said converged 0.3 s after creation).
-  s.instances[1] = Instance(s, "web", 2, "running", absl::Seconds(5));
-  d = Decide(s, kT0);
-  EXPECT_FALSE(d.converged);
-  EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kProgressing);
-  EXPECT_EQ(d.verdicts.at("web").ready, 1);
-  EXPECT_EQ(d.verdicts.at("web").starting, 1);
-  EXPECT_EQ(d.verdicts.at("web").reason, "1/2 ready, 1 starting (ready after 1m up, start.window)");
-  EXPECT_TRUE(d.steps.empty()) << "a starting instance is not replaced";
-  // At start.window it is ready, and the service converged.
-  s.instances[1] = Instance(s, "web", 2, "running", absl::Seconds(60));
-  EXPECT_TRUE(Decide(s, kT0).converged);
-  // One still provisioning: progressing, not converged.
-  s.instances[1] = Instance(s, "web", 2, "provisioning", absl::Seconds(5));
-  d = Decide(s, kT0);
-  EXPECT_FALSE(d.converged);
-  EXPECT_EQ(d.verdicts.at("web").state, VerdictState::kProgressing);
-  // One of an older spec: degraded, not converged.
-  s.instances[1] = Instance(s, "web", 2);
-  s.instances[1].spec_hash = "older";
-  d = Decide(s, kT0);
-  EXPECT_FALSE(d.converged);
-  EXPECT_NE(d.verdicts.at("web").state, VerdictState::kConverged);
+  struct Row {
+    const char* name;
+    std::string state;
+    absl::Duration age;
+    bool older_spec;
+    VerdictState want;
+    std::string reason;  // the verdict's reason, "" not compared
+  };
+  const std::vector<Row> rows = {
+      {"both ready", "running", absl::Minutes(10), false, VerdictState::kConverged, ""},
+      {"5 s old: starting, not replaced", "running", absl::Seconds(5), false, VerdictState::kProgressing,
+       "1/2 ready, 1 starting (ready after 1m up, start.window)"},
+      {"at start.window: ready", "running", absl::Seconds(60), false, VerdictState::kConverged, ""},
+      {"still provisioning", "provisioning", absl::Seconds(5), false, VerdictState::kProgressing, ""},
+      {"of an older spec", "running", absl::Minutes(10), true, VerdictState::kDegraded, ""},
+  };
+  for (const Row& r : rows) {
+    Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n"));
+    s.instances = {Instance(s, "web", 1), Instance(s, "web", 2, r.state, r.age)};
+    if (r.older_spec) s.instances[1].spec_hash = "older";
+    Decision d = Decide(s, kT0);
+    EXPECT_EQ(d.converged, r.want == VerdictState::kConverged) << r.name;
+    EXPECT_EQ(d.verdicts.at("web").state, r.want) << r.name;
+    if (!r.reason.empty()) {
+      EXPECT_EQ(d.verdicts.at("web").reason, r.reason) << r.name;
+    }
+    if (!r.older_spec) {
+      EXPECT_TRUE(d.steps.empty()) << r.name << ": a starting instance is not replaced";
+    }
+  }
 }
 
 // One definition of ready: the verdict counts an instance ready exactly
@@ -73,19 +77,32 @@ TEST(DecideTest, VerdictReadyIsTheRolloutsReady) {
 }
 
 TEST(DecideTest, ChecksUnknownOrFailingAreNotConverged) {
-  Snapshot s = SnapshotOf(GoalOf(
-      "project: p\nservices:\n  web:\n    image: web@1\n    count: 2\n    healthchecks:\n      h: {type: tcp, port: 80}\n"));
-  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
-  for (auto& i : s.instances) i.checked = true;  // health "unknown"
-  Decision d = Decide(s, kT0);
-  EXPECT_FALSE(d.converged);
-  EXPECT_NE(d.verdicts.at("web").state, VerdictState::kConverged);
-  s.instances[0].health = s.instances[1].health = "healthy";
-  EXPECT_TRUE(Decide(s, kT0).converged);
-  s.instances[1].health = "unhealthy";
-  d = Decide(s, kT0);
-  EXPECT_FALSE(d.converged);
-  EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 1);
+  struct Row {
+    std::string health[2];
+    bool converged;
+    int removed;  // remove-broken steps
+  };
+  const std::vector<Row> rows = {
+      {{"unknown", "unknown"}, false, 0},
+      {{"healthy", "unknown"}, false, 0},
+      {{"healthy", "healthy"}, true, 0},
+      {{"healthy", "unhealthy"}, false, 1},
+  };
+  for (const Row& r : rows) {
+    Snapshot s = SnapshotOf(GoalOf(
+        "project: p\nservices:\n  web:\n    image: web@1\n    count: 2\n    healthchecks:\n      h: {type: tcp, port: "
+        "80}\n"));
+    s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
+    for (int k = 0; k < 2; ++k) {
+      s.instances[k].checked = true;
+      s.instances[k].health = r.health[k];
+    }
+    Decision d = Decide(s, kT0);
+    std::string row = absl::StrCat(r.health[0], ", ", r.health[1]);
+    EXPECT_EQ(d.converged, r.converged) << row;
+    EXPECT_EQ(d.verdicts.at("web").state == VerdictState::kConverged, r.converged) << row;
+    EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), r.removed) << row;
+  }
 }
 
 TEST(DecideTest, StoppedServiceIsStoppedNotBroken) {
@@ -507,26 +524,31 @@ TEST(DecideTest, RestartConditionChoosesWhatIsReplaced) {
     s.instances.push_back(Instance(s, "web", 20, "unknown"));
     return Decide(s, kT0);
   };
-  // The default covers both: the stopped one and the one on a silent server.
-  Decision d = with("");
-  EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 2);
-  EXPECT_EQ(Count(d, ActionKind::kCreate, "replace-broken"), 2);
-  d = with("always");
-  EXPECT_EQ(Count(d, ActionKind::kCreate, "replace-broken"), 2);
-  // on-failure: the stopped one only; the other keeps its place.
-  d = with("[on-failure]");
-  EXPECT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 1);
-  EXPECT_EQ(Count(d, ActionKind::kCreate), 1);
-  d = with("[on-cn-restart]");
-  ASSERT_EQ(Count(d, ActionKind::kDelete, "remove-broken"), 1);
-  EXPECT_EQ(Count(d, ActionKind::kCreate), 1);
-  for (const Step& st : d.steps) {
-    if (st.action.kind == ActionKind::kDelete) {
-      EXPECT_EQ(st.action.instance, "web-uuid-20");
+  // Which of the stopped one (19) and the one on a silent server (20) each
+  // condition replaces.
+  struct Row {
+    std::string condition;
+    std::set<std::string> removed;
+  };
+  const std::vector<Row> rows = {
+      {"", {"web-uuid-19", "web-uuid-20"}},  // the default covers both
+      {"always", {"web-uuid-19", "web-uuid-20"}},
+      {"[on-failure]", {"web-uuid-19"}},    // the stopped one only; the other keeps its place
+      {"[on-cn-restart]", {"web-uuid-20"}},
+      {"[on-failure, on-cn-restart]", {"web-uuid-19", "web-uuid-20"}},
+  };
+  for (const Row& r : rows) {
+    Decision d = with(r.condition);
+    std::set<std::string> removed;
+    for (const Step& st : d.steps) {
+      if (st.action.kind == ActionKind::kDelete && st.action.reason == "remove-broken") removed.insert(st.action.instance);
     }
+    EXPECT_EQ(removed, r.removed) << r.condition;
+    EXPECT_EQ(Count(d, ActionKind::kCreate, "replace-broken"), static_cast<int>(r.removed.size())) << r.condition;
+    EXPECT_EQ(Count(d, ActionKind::kCreate), static_cast<int>(r.removed.size())) << r.condition;
   }
   // never: nothing is replaced or created; degraded, with the reason and a fix.
-  d = with("never");
+  Decision d = with("never");
   EXPECT_TRUE(d.steps.empty());
   EXPECT_FALSE(d.converged);
   const ServiceVerdict& v = d.verdicts.at("web");

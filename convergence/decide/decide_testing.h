@@ -78,7 +78,7 @@ inline InstanceState Instance(const Snapshot& s, const std::string& service, int
   i.state = state;
   i.health = "unknown";
   i.spec_hash = s.goal->services.at(service).record.spec_hash;
-  // Created with the service's CNS names (the tag; Decider::Retags).
+  // Created with the service's CNS names (the tag; DecideRetags).
   i.cns = CnsTagValue(s.project.name, service, s.goal->services.at(service).spec);
   i.version = s.goal->number;
   i.version_uuid = s.goal->version_uuid;

@@ -166,7 +166,7 @@ VerdictOutcome ServiceVerdictDecision::Run() && {
                      ? absl::StrCat(v.unhealthy, " not ready: failing readiness checks (kept: not replaced)")
                      : absl::StrCat(v.unhealthy, " unhealthy");
       v.fix = "`mariposa health` shows the failing checks";
-    } else if (!f.hand_changed.empty() && !f.acting) {  // not put back again (Retags said why)
+    } else if (!f.hand_changed.empty() && !f.acting) {  // not put back again (DecideRetags said why)
       v.state = VerdictState::kDegraded;
       v.reason = absl::StrCat(HandChanged(f), "; not put back again");
       v.fix = "see the instance-drift problem below";
@@ -396,7 +396,7 @@ void ServiceVerdictDecision::ProgressVerdict(const VerdictFacts& f, ServiceVerdi
   if (v->old_spec > 0) parts.push_back(absl::StrCat(v->old_spec, " on an older spec"));
   if (v->broken > 0) parts.push_back(absl::StrCat(v->broken, " broken"));
   if (!f.hand_changed.empty()) parts.push_back(absl::StrCat(HandChanged(f), ": being put back"));
-  // What is set in place (Retags): CNS names, the firewall (a put-back is
+  // What is set in place (DecideRetags): CNS names, the firewall (a put-back is
   // said above).
   std::vector<std::string> in_place;
   for (const Step& st : steps_) {

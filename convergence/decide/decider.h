@@ -142,6 +142,11 @@ std::map<std::string, ServiceMemory> StartingMemory(const ProjectFacts& f);
 void CrashFailure(const ProjectFacts& f, const std::string& service, const std::string& why,
                   std::map<std::string, ServiceMemory>* memory, std::vector<EventRecord>* events);
 
+// The instances (decide.cc): the observed ones and the creates VMAPI does
+// not list yet, by service and by uuid, and the job in flight on each,
+// written into `f`.
+void GatherInstances(ProjectFacts* f);
+
 // The open tasks (decide_tasks.cc): what they say of each service, written
 // into `f` (stopped, starting, rolling, paused, waiting, reprovisioning), and
 // the task changes, events and rollbacks that follow.
@@ -152,6 +157,24 @@ struct TaskOutcome {
   std::set<std::string> busy;  // tasks some service still works on
 };
 TaskOutcome GatherTasks(ProjectFacts* f);
+
+// The plan of every service that runs to a count (decide_rollout.cc): its
+// creates, removals, replacements and starts, but for instances with a job
+// in flight. `cache` (may be null) reuses unchanged services' actions.
+std::vector<Action> PlanServices(const ProjectFacts& f, PlanCache* cache);
+
+// One service's settings put back in place (CNS names, the firewall tag,
+// firewall_enabled) on each running or stopped instance of its current spec
+// that differs and has nothing else planned (`acted`) or in flight; an
+// instance put back `put_backs` times already and changed again is a
+// problem instead. `forget`: put-backs no longer needed.
+struct RetagOutcome {
+  std::vector<Action> actions;
+  std::vector<Problem> problems;
+  std::vector<std::string> forget;
+};
+RetagOutcome DecideRetags(const ProjectFacts& f, const std::string& svc, const InPlaceSettings& want,
+                          const std::set<std::string>& acted, const std::map<std::string, int>& put_backs);
 
 // Each planned action as a step of its task, or held, and why: a freeze, a
 // crash loop or backoff, the replacement budget, a missing image or one being
@@ -278,9 +301,8 @@ class Decider {
   }
   // The memory this Decide starts from, and the finished jobs accounted into it.
   void FinishedJobs();
-  void Instances();
   void Tasks();
-  void Plan();
+  // Each service's DecideRetags, merged into planned_.
   void Retags();
   // Scheduled and event services (decide_runs.cc): new runs when due, each
   // active run's creates, its end and outcome, the removal of finished

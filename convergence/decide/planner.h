@@ -49,7 +49,7 @@ struct InstanceState {
   // by the operator's `reprovision` (no rollout starts on its own).
   bool stale_mount = false;
   std::string meta_hash;  // its tag mariposa.meta
-  std::string cns;        // its tag triton.cns.services (set in place: Decider::Retags)
+  std::string cns;        // its tag triton.cns.services (set in place: DecideRetags)
   std::string firewall;   // its tag mariposa.firewall (projects/firewall.h; set in place too)
   bool firewall_enabled = false;  // VMAPI's firewall_enabled (set in place too)
   // Out of CNS's service records: its customer_metadata triton.cns.status
@@ -60,7 +60,7 @@ struct InstanceState {
   std::string discovery;
   // Changed by hand in VMAPI since Mariposa made it (observer.h's
   // kTagMade): "package", "tags", "metadata" joined by '+'; "" when not
-  // (or not known). Put back in place (Decider::Retags).
+  // (or not known). Put back in place (DecideRetags).
   std::string hand_changed;
   std::vector<std::string> networks;  // the uuids of the networks its NICs are on
   std::string run;       // its tag mariposa.run: the run (task uuid) of a scheduled or event service

@@ -400,7 +400,7 @@ void Sender::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out, Syn
     }
     out->requests.push_back({j, ReprovisionCall(vmapi_, id, std::move(want))});
   } else if (st.action.kind == ActionKind::kRetag) {
-    // In place (Decider::Retags): CNS names and the firewall tag set or
+    // In place (DecideRetags): CNS names and the firewall tag set or
     // removed, firewall_enabled turned on or off; the job followed is the
     // last one.
     j.kind = "retag";
