@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 BIN = "bazel-bin/tests/bench"
+TESTS_BIN = "bazel-bin/tests"  # zero_downtime_e2e_test
 
 # name -> (better: "higher" | "lower", target, what it is). A figure is a
 # ratio to its same-run baseline where the benchmark has one.
@@ -45,6 +46,9 @@ FIGURES = {
     "P10_serving_s": ("lower", 3.0, "SIGKILL with 100k instances -> serving again (s)"),
     "P10_acting_s": ("lower", 3.0, "SIGKILL with 100k instances -> acting again (s)"),
     "AGENTS_ideal_over_elapsed": ("higher", 0.8, "agent rollout on the servers: ideal / elapsed"),
+    "ZD_removal_failed_pct": ("lower", 0.0, "zero downtime: requests failed while Mariposa rolls 10, scales 10 -> 4 and is SIGKILLed mid-rollout, with its drain (%)"),
+    "ZD_removal_failed_pct_nodrain": ("lower", None, "the same changes without the drain (--cns-ttl 0s), same run (%)"),
+    "ZD_broken_failed_pct": ("lower", None, "zero downtime: requests failed while a broken instance (its own 503s) is found and replaced (%)"),
     "WATCH_kill_p99_ms": ("lower", 1000.0, "watching VMAPI's feed, 100k instances: destroyed VM until its replacement's CreateVm, p99 (ms)"),
     "POLL_kill_p99_ms": ("lower", None, "the same polling (--watch off, --resync 5s), same run (ms)"),
     "WATCH_apply_ms": ("lower", 100.0, "watching, 100k instances: apply of one service's count until the first CreateVm (ms)"),
@@ -124,17 +128,42 @@ def parse(text):
                 out["AGENTS_ideal_over_elapsed"] = num(f[1])
         except (IndexError, ValueError):
             continue
+    out.update(zero_downtime(text))
     return out
 
 
-def run(binary, args, timeout, bin_dir=BIN):
+# The phases of zero_downtime_e2e_test where Mariposa removes instances
+# itself (its drain's figure), and the one where an instance breaks.
+ZD_REMOVALS = ("rollout-10", "scale-10-to-4", "rollout-killed")
+
+
+def zero_downtime(text):
+    """ZD_* from zero_downtime_e2e_test's lines: `ZERO_DOWNTIME[_NODRAIN]
+    PHASE sent N failed M longest_gap_s S`, as the percentage failed."""
+    sums = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 6 or f[0] not in ("ZERO_DOWNTIME", "ZERO_DOWNTIME_NODRAIN") or f[2] != "sent" or f[4] != "failed":
+            continue
+        suffix = "_nodrain" if f[0].endswith("NODRAIN") else ""
+        name = ("ZD_removal_failed_pct" if f[1] in ZD_REMOVALS else
+                "ZD_broken_failed_pct" if f[1] == "replace-broken" else None)
+        if name is None or (suffix and name != "ZD_removal_failed_pct"):
+            continue
+        sent, failed = sums.get(name + suffix, (0, 0))
+        sums[name + suffix] = (sent + int(f[3]), failed + int(f[5]))
+    return {k: round(100.0 * failed / sent, 3) for k, (sent, failed) in sums.items() if sent > 0}
+
+
+def run(binary, args, timeout, bin_dir=BIN, env=None):
     """One run of a benchmark from its runfiles folder (where it finds the
     binaries it starts); its output, or None when it failed. `bin_dir`: the
     build's bazel-bin/tests/bench (another tree's for --reference)."""
     runfiles = os.path.join(bin_dir, binary + ".runfiles", "mariposa")
     exe = os.path.abspath(os.path.join(bin_dir, binary))
     try:
-        p = subprocess.run([exe] + args, cwd=runfiles, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run([exe] + args, cwd=runfiles, capture_output=True, text=True, timeout=timeout,
+                           env=dict(os.environ, **(env or {})))
     except subprocess.TimeoutExpired:
         print(f"bench: {binary} {' '.join(args)} timed out after {timeout} s", file=sys.stderr)
         return None
@@ -232,6 +261,14 @@ P2_nodes_3_postgres 480 instances/s 507 0.95x (vs 1 node; target >= 1.0x, not sl
 P2_nodes_1_sqlite 743 instances/s - - (the same work on one node on SQLite; rounds: 743 664)
 P2_postgres_over_sqlite 0.84 x 743 0.84 (1 node: PostgreSQL / SQLite, same run; target >= 0.8)
 AGENTS_ideal_over_elapsed FAILED: the rollout did not finish
+ZERO_DOWNTIME steady sent 1744 failed 0 longest_gap_s 0.00
+ZERO_DOWNTIME rollout-10 sent 11114 failed 0 longest_gap_s 0.01
+ZERO_DOWNTIME scale-10-to-4 sent 3681 failed 0 longest_gap_s 0.01
+ZERO_DOWNTIME replace-broken sent 3558 failed 204 longest_gap_s 0.00 first_failures: 503
+ZERO_DOWNTIME rollout-killed sent 7138 failed 0 longest_gap_s 0.01
+ZERO_DOWNTIME_NODRAIN rollout-10 sent 2113 failed 476 longest_gap_s 0.30 first_failures: Connection
+ZERO_DOWNTIME_NODRAIN scale-10-to-4 sent 154 failed 38 longest_gap_s 0.30
+ZERO_DOWNTIME_NODRAIN rollout-killed sent 5406 failed 487 longest_gap_s 0.30
 WATCH_kill_p99_ms 85 ms 5230 0.016x (p50 40 ms over 40; polling p50 2900 ms over 8; target <= 1000 ms)
 WATCH_idle_cores 0.0110 cores 0.3600 0.031x (mariposad idle at 100000 instances; target <= 0.02)
 """
@@ -331,7 +368,8 @@ def self_test():
             "P7_cpu_cores": 0.64,
             "P8_rise_pct": 16.9, "AGENTS_ideal_over_elapsed": 0.78, "P2_nodes_1_rate": 507.0,
             "P2_nodes_3_ratio": 0.95, "P2_pg_over_sqlite": 0.84, "WATCH_kill_p99_ms": 85.0, "POLL_kill_p99_ms": 5230.0,
-            "WATCH_idle_cores": 0.011, "POLL_idle_cores": 0.36}
+            "WATCH_idle_cores": 0.011, "POLL_idle_cores": 0.36,
+            "ZD_removal_failed_pct": 0.0, "ZD_broken_failed_pct": 5.734, "ZD_removal_failed_pct_nodrain": 13.046}
     got = parse(SAMPLE)
     assert got == want, f"parse: {got} != {want}"
     old = {"figures": summarise({"P3_ratio": [0.10, 0.11, 0.12], "P1_plan_ratio": [2.8, 2.9, 3.0]})}
@@ -398,6 +436,14 @@ def main():
                 print(f"bench: {binary} {' '.join(args)} run {r + 1}/{a.runs} (reference)", file=sys.stderr, flush=True)
                 for name, value in parse(run(binary, args, timeout, a.reference_bin) or "").items():
                     ref_samples.setdefault(name, []).append(value)
+    # Zero downtime (issue 51): the same changes with mariposad's drain and,
+    # in turn, without it (--cns-ttl 0s): the baseline. About a minute each.
+    for r in range(a.runs):
+        for env in ({}, {"ZERO_DOWNTIME_BASELINE": "no-drain"}):
+            print(f"bench: zero_downtime_e2e_test {' '.join(env.values())} run {r + 1}/{a.runs}", file=sys.stderr,
+                  flush=True)
+            for name, value in zero_downtime(run("zero_downtime_e2e_test", [], 900, TESTS_BIN, env) or "").items():
+                samples.setdefault(name, []).append(value)
     if not a.quick:  # watching against polling at 100,000 instances, once (~15 min)
         print("bench: watch_bench", file=sys.stderr, flush=True)
         for name, value in parse(run("watch_bench", [], 3600) or "").items():

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command for every performance figure (PERFORMANCE.md P1-P10 and the
-# agent rollout), each against its baseline measured in the same run:
+# agent rollout; zero downtime against no drain), each against its baseline measured in the same run:
 # installs dependencies, builds with -c opt, runs each benchmark --runs times
 # (default 5; P9/P10 once) and writes bench-results.md and bench-results.json
 # (machine, commit, command, median and spread). Options: --quick (short
@@ -14,7 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 TARGETS=(//tests/bench:all //daemon:mariposad //cli:mariposa //deploy/tritonsim)
-bazel build -c opt "${TARGETS[@]}"
+# The zero-downtime figures come from the end-to-end test (this tree only:
+# a reference before it has none, and its rows say "not measured").
+bazel build -c opt "${TARGETS[@]}" //tests:zero_downtime_e2e_test
 ARGS=()
 while [ $# -gt 0 ]; do
   if [ "$1" = "--reference" ] && [ $# -ge 2 ]; then

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -35,6 +36,15 @@ using Clock = std::chrono::steady_clock;
 
 constexpr char kOwner[] = "930896af-bf8c-48d4-885c-6573a94b1853";
 constexpr int kTtl = 1;  // tritonsim's CNS TTL (s); mariposad --cns-ttl the same: drains of 2 s
+
+// The baseline `bash scripts/bench.sh` measures beside the test (issue 51):
+// ZERO_DOWNTIME_BASELINE=no-drain runs the same changes with mariposad's
+// --cns-ttl 0s (each removal at once), prints ZERO_DOWNTIME_NODRAIN lines
+// and expects nothing of the failures.
+bool NoDrain() {
+  const char* v = std::getenv("ZERO_DOWNTIME_BASELINE");
+  return v != nullptr && std::string(v) == "no-drain";
+}
 
 // A resolver as a client library is one: asks CNS over UDP, keeps the
 // answer for its TTL.
@@ -178,7 +188,7 @@ class ZeroDowntimeTest : public ::testing::Test {
         std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data",
                                  "--triton", sim_->addr(), "--owner", kOwner, "--network",
                                  "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms", "--embedded-health",
-                                 "--health-loopback", "--cns-ttl", absl::StrCat(kTtl, "s")},
+                                 "--health-loopback", "--cns-ttl", NoDrain() ? "0s" : absl::StrCat(kTtl, "s")},
         dir_ + "/data");
     ASSERT_TRUE(daemon_->Start()) << daemon_->log();
   }
@@ -217,7 +227,8 @@ services:
         absl::Seconds(180));
   }
   void Report(const std::string& what, const Client::Counts& c) {
-    std::printf("ZERO_DOWNTIME %s sent %lld failed %lld longest_gap_s %.2f%s%s\n", what.c_str(),
+    std::printf("%s %s sent %lld failed %lld longest_gap_s %.2f%s%s\n",
+                NoDrain() ? "ZERO_DOWNTIME_NODRAIN" : "ZERO_DOWNTIME", what.c_str(),
                 static_cast<long long>(c.sent), static_cast<long long>(c.failed), c.longest_gap_s,
                 c.failures.empty() ? "" : " first_failures: ", c.failures.empty() ? "" : c.failures[0].c_str());
   }
@@ -278,13 +289,14 @@ TEST_F(ZeroDowntimeTest, NoRequestIsLostWhileMariposaChangesTheService) {
   Client::Counts killed = client.Take();
   Report("rollout-killed", killed);
 
+  for (const auto* c : {&rollout, &scale, &broken, &killed}) EXPECT_GT(c->sent, 50);
+  if (NoDrain()) return;  // the baseline: removals without a drain fail requests
   EXPECT_EQ(rollout.failed, 0) << rollout.failures[0];
   EXPECT_EQ(scale.failed, 0) << scale.failures[0];
   EXPECT_EQ(killed.failed, 0) << killed.failures[0];
   // A broken instance answers 503 until it is out of CNS (two failed checks,
   // the job, CNS's delay and the client's TTL): a few seconds at most.
   EXPECT_LE(broken.longest_gap_s, 1.0);
-  for (const auto* c : {&rollout, &scale, &broken, &killed}) EXPECT_GT(c->sent, 50);
 }
 
 }  // namespace
