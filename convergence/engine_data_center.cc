@@ -26,8 +26,8 @@ EngineDataCenter::EngineDataCenter(ProjectStore* store, triton::VmapiClient* vma
       note_api_(std::move(note_api)) {}
 
 absl::StatusOr<std::map<std::string, ImagePlan>> EngineDataCenter::PlanImages(const std::string& project_uuid,
-                                                                        const Manifest& m,
-                                                                        const std::set<std::string>& services) {
+                                                                              const Manifest& m,
+                                                                              const std::set<std::string>& services) {
   std::map<std::string, ImagePlan> out;
   std::optional<std::vector<triton::Server>> servers;
   std::optional<std::vector<triton::Vm>> vms;

@@ -80,11 +80,20 @@ class DiscoveryDecision {
   }
 
  private:
-  // The service's stop.drain when its instances are discovered through
-  // CNS (it has CNS names), else nullopt.
-  std::optional<absl::Duration> DrainOf(const std::string& service) const {
-    if (!DiscoveredThroughCns(f_.s, service)) return std::nullopt;
-    return f_.GoalOf(service)->spec.stop_drain.value_or(f_.s.policy.default_drain);
+  // How long `i` drains before a step ends its serving: its service's
+  // stop.drain when the service is discovered through CNS (it has CNS
+  // names). An instance of a project being deleted, or of a service the
+  // manifest no longer has, drains when it carries CNS names: its
+  // service's stop.drain if the goal still says one, else the default.
+  // nullopt: not discovered through CNS.
+  std::optional<absl::Duration> DrainOf(const InstanceState& i) const {
+    const ServiceGoalSpec* g = f_.GoalOf(i.service);
+    if (DiscoveredThroughCns(f_.s, i.service)) return g->spec.stop_drain.value_or(f_.s.policy.default_drain);
+    if (i.cns.empty() || (g != nullptr && !f_.s.project.deleting)) return std::nullopt;
+    if (g != nullptr && (g->spec.compute_type == "agent" || g->spec.compute_type == "core" || RunsToCompletion(g->spec))) {
+      return std::nullopt;
+    }
+    return g != nullptr ? g->spec.stop_drain.value_or(f_.s.policy.default_drain) : f_.s.policy.default_drain;
   }
   void Take(const InstanceState& i, const std::string& task, const std::string& why) {
     out_.steps.push_back({Action{ActionKind::kDiscovery, i.service, i.uuid, absl::StrCat("down: ", why)}, task, ""});
@@ -104,7 +113,7 @@ void DiscoveryDecision::Drains() {
   for (Step& st : steps_in_) {
     acted_.insert(st.action.instance);
     auto it = st.action.instance.empty() ? f_.by_uuid.end() : f_.by_uuid.find(st.action.instance);
-    std::optional<absl::Duration> drain = DrainOf(st.action.service);
+    std::optional<absl::Duration> drain = it == f_.by_uuid.end() ? std::nullopt : DrainOf(*it->second);
     if (it == f_.by_uuid.end() || !EndsServing(st.action.kind) || !drain || *drain <= absl::ZeroDuration() ||
         it->second->state != "running") {
       out_.steps.push_back(std::move(st));
@@ -138,7 +147,7 @@ void DiscoveryDecision::Drains() {
 void DiscoveryDecision::Readiness() {
   if (!f_.s.goal) return;
   for (const auto& [svc, g] : f_.s.goal->services) {
-    if (!DrainOf(svc)) continue;
+    if (!DiscoveredThroughCns(f_.s, svc)) continue;
     for (const InstanceState* i : f_.Of(svc)) {
       if (i->state != "running" || acted_.count(i->uuid) || f_.job_on.count(i->uuid)) continue;
       bool ready = InstanceReady(*i, f_.now, g.spec.start_window);

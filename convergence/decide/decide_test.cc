@@ -879,6 +879,56 @@ TEST(DecideDiscoveryTest, TheDrainDefaultsToTwiceTheCnsTtlAndZeroWithout) {
   EXPECT_EQ(Count(Decide(s, kT0), ActionKind::kDelete), 1) << "stop.drain 0s: no drain";
 }
 
+// A project's deletion and a service taken out of the manifest drain
+// their instances too, when those carry CNS names: out of discovery first,
+// deleted once drained.
+TEST(DecideDiscoveryTest, ADeletionAndARemovedServiceDrainToo) {
+  struct Row {
+    const char* name;
+    bool deleting;      // the project is being deleted (else: web left the manifest)
+    std::string drain;  // web's stop.drain in the goal ("" none)
+    bool cns;           // the instance carries CNS names
+    absl::Duration out;  // out of discovery since (0: not out)
+    int deletes, discovery;
+  };
+  const absl::Duration kNotOut = absl::ZeroDuration();
+  const std::vector<Row> rows = {
+      {"deletion: out first", true, "", true, kNotOut, 0, 1},
+      {"deletion: draining", true, "", true, absl::Seconds(30), 0, 0},
+      {"deletion: drained (default 60s)", true, "", true, absl::Seconds(60), 1, 0},
+      {"deletion: the goal's stop.drain 10s", true, "10s", true, absl::Seconds(10), 1, 0},
+      {"deletion: stop.drain 0s", true, "0s", true, kNotOut, 1, 0},
+      {"deletion: no CNS names on it", true, "", false, kNotOut, 1, 0},
+      {"removed service: out first", false, "", true, kNotOut, 0, 1},
+      {"removed service: drained", false, "", true, absl::Seconds(60), 1, 0},
+      {"removed service: no CNS names on it", false, "", false, kNotOut, 1, 0},
+  };
+  for (const Row& r : rows) {
+    std::string web = absl::StrCat("  web:\n    image: web@1\n    count: 1\n",
+                                   r.drain.empty() ? "" : absl::StrCat("    stop: {drain: ", r.drain, "}\n"));
+    Snapshot with = SnapshotOf(GoalOf("project: p\nservices:\n" + web));
+    InstanceState i = Instance(with, "web", 1);
+    ASSERT_FALSE(i.cns.empty());
+    if (!r.cns) i.cns = "";
+    if (r.out > kNotOut) {
+      i.cns_down = true;
+      i.discovery = DiscoveryHoldValue(kT0 - r.out, "draining before its removal");
+    }
+    Snapshot s = r.deleting ? with : SnapshotOf(GoalOf("project: p\nservices:\n  api: {image: api@1, count: 0}\n"));
+    s.project.deleting = r.deleting;
+    s.policy.default_drain = absl::Seconds(60);  // --cns-ttl 30s
+    s.instances = {i};
+    Decision d = Decide(s, kT0);
+    EXPECT_EQ(Count(d, ActionKind::kDelete), r.deletes) << r.name;
+    EXPECT_EQ(Count(d, ActionKind::kDiscovery, "down: draining before its removal"), r.discovery) << r.name;
+    if (r.deletes == 0) {
+      ASSERT_EQ(d.held.size(), 1u) << r.name;
+      EXPECT_NE(d.held[0].why.find("draining: "), std::string::npos) << r.name << ": " << d.held[0].why;
+      EXPECT_FALSE(d.converged) << r.name;
+    }
+  }
+}
+
 TEST(DecideDiscoveryTest, AServiceWithoutCnsNamesHasNoDiscoveryToFollow) {
   Snapshot s = TwoWebs("    cns: false\n    stop: {drain: 30s}\n");
   s.instances[0].checked = true;
