@@ -22,12 +22,14 @@
 
 namespace mariposa::convergence {
 
-// One instance as observed (VMAPI state plus health).
+// One instance as observed (VMAPI state plus health). The fields every plan
+// reads come first, so that a plan over 100,000 instances touches as few
+// cache lines of each as it can (P1); what only the sender, the verdicts and
+// status read follows.
 struct InstanceState {
+  // Read by every plan.
   std::string uuid;
   std::string service;
-  std::string alias;   // <project>-<service>-<ordinal>
-  std::string owner_uuid;  // its Triton account (VMAPI's owner_uuid)
   std::string state;   // provisioning running stopped failed destroyed unknown
   // Its readiness checks' worst state (unknown starting healthy unhealthy);
   // "unknown" when it has none (`checked` false: ready after start.window).
@@ -37,6 +39,15 @@ struct InstanceState {
   // liveness checks (no check replaces it).
   std::string liveness;
   std::string spec_hash;
+  std::string image_uuid;
+  int64_t version = 0;  // number of the project version it was created for
+  absl::Time created;
+  // Seen by the controller (Reconciler): running at this spec and image
+  // since, healthy since. InfinitePast: not tracked (created counts).
+  absl::Time up_since = absl::InfinitePast();
+  absl::Time healthy_since = absl::InfinitePast();
+  absl::Time preserved_at = absl::InfinitePast();  // state "preserved": when (its mariposa.preserved tag)
+  bool checked = false;  // it has readiness checks: ready means healthy
   // Uses meta values that changed since it was created (meta_drift.h):
   // outdated like an older spec.
   bool stale_meta = false;
@@ -48,13 +59,20 @@ struct InstanceState {
   // Mariposa (MountsOfEarlierCopy): outdated like an older spec, replaced
   // by the operator's `reprovision` (no rollout starts on its own).
   bool stale_mount = false;
-  std::string meta_hash;  // its tag mariposa.meta
-  std::string cns;        // its tag triton.cns.services (set in place: DecideRetags)
-  std::string firewall;   // its tag mariposa.firewall (projects/firewall.h; set in place too)
+  bool delegate_dataset = false;  // has a delegated ZFS dataset (can be reprovisioned keeping its data)
   bool firewall_enabled = false;  // VMAPI's firewall_enabled (set in place too)
   // Out of CNS's service records: its customer_metadata triton.cns.status
   // is "down" (set by Mariposa, or in the instance by hand).
   bool cns_down = false;
+  int exit_status = -1;  // VMAPI's exit_status once its process exited (a run's outcome)
+  std::string server_uuid;
+
+  // Read by the sender, the verdicts and status.
+  std::string alias;   // <project>-<service>-<ordinal>
+  std::string owner_uuid;  // its Triton account (VMAPI's owner_uuid)
+  std::string meta_hash;  // its tag mariposa.meta
+  std::string cns;        // its tag triton.cns.services (set in place: DecideRetags)
+  std::string firewall;   // its tag mariposa.firewall (projects/firewall.h; set in place too)
   // Mariposa's hold on its discovery (internal_metadata mariposa:discovery,
   // "<time> <why>"; decide.h's DiscoveryHold): "" when Mariposa holds none.
   std::string discovery;
@@ -64,26 +82,14 @@ struct InstanceState {
   std::string hand_changed;
   std::vector<std::string> networks;  // the uuids of the networks its NICs are on
   std::string run;       // its tag mariposa.run: the run (task uuid) of a scheduled or event service
-  int exit_status = -1;  // VMAPI's exit_status once its process exited (a run's outcome)
-  int64_t version = 0;  // number of the project version it was created for
-  absl::Time created;
   absl::Time modified = absl::InfinitePast();  // VMAPI's last_modified (orders change-feed items)
   std::string version_uuid;
-  std::string image_uuid;
-  std::string server_uuid;
   std::string ip;        // primary NIC address
   std::string nic;       // primary NIC's interface (net0)
   struct Nic {
     std::string network_uuid, interface, ip;
   };
   std::vector<Nic> nics;  // every NIC, when it has more than one
-  bool checked = false;  // it has readiness checks: ready means healthy
-  absl::Time preserved_at = absl::InfinitePast();  // state "preserved": when (its mariposa.preserved tag)
-  bool delegate_dataset = false;  // has a delegated ZFS dataset (can be reprovisioned keeping its data)
-  // Seen by the controller (Reconciler): running at this spec and image
-  // since, healthy since. InfinitePast: not tracked (created counts).
-  absl::Time up_since = absl::InfinitePast();
-  absl::Time healthy_since = absl::InfinitePast();
 };
 
 struct ServiceGoal {
