@@ -181,9 +181,17 @@ absl::StatusOr<PgResult> PgConnection::Finish(pg_result* res, const std::string&
   return Error(what, code, message);
 }
 
-absl::Status PgConnection::ExecScript(absl::string_view sql) {
+absl::Status PgConnection::ExecScript(absl::string_view sql, absl::string_view what) {
   std::string text(sql);
-  return Finish(PQexec(c_, text.c_str()), "a schema step").status();
+  return Finish(PQexec(c_, text.c_str()), std::string(what)).status();
+}
+
+std::optional<std::string> PgConnection::Literal(absl::string_view text) const {
+  char* quoted = PQescapeLiteral(c_, text.data(), text.size());
+  if (quoted == nullptr) return std::nullopt;
+  std::string out(quoted);
+  PQfreemem(quoted);
+  return out;
 }
 
 absl::StatusOr<PgResult> PgConnection::Exec(absl::string_view sql,

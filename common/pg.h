@@ -80,8 +80,12 @@ class PgConnection {
   // the statements a program runs again and again.
   absl::StatusOr<PgResult> ExecPrepared(const std::string& sql, const std::vector<std::optional<std::string>>& params,
                                         const std::vector<bool>& int8);
-  // Runs several statements without parameters (a schema step).
-  absl::Status ExecScript(absl::string_view sql);
+  // Runs several statements without parameters (a schema step) in one
+  // round trip; `what` names them in an error.
+  absl::Status ExecScript(absl::string_view sql, absl::string_view what = "a schema step");
+  // `text` as an SQL string literal for this connection (quoted, escaped);
+  // nullopt when it cannot be (invalid in the connection's encoding).
+  std::optional<std::string> Literal(absl::string_view text) const;
   // False once the connection is lost (the server went away).
   bool ok() const;
   // A connection option in effect ("tcp_user_timeout", …; "" when unset).

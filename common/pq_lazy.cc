@@ -73,6 +73,7 @@ MARIPOSA_PQ(void, PQconninfoFree, (PQconninfoOption * o), (o))
 MARIPOSA_PQ(int, PQconsumeInput, (PGconn * c), (c))
 MARIPOSA_PQ(PGnotify *, PQnotifies, (PGconn * c), (c))
 MARIPOSA_PQ(void, PQfreemem, (void *p), (p))
+MARIPOSA_PQ(char *, PQescapeLiteral, (PGconn * c, const char *s, size_t n), (c, s, n))
 MARIPOSA_PQ(PGresult *, PQexec, (PGconn * c, const char *q), (c, q))
 MARIPOSA_PQ(PGresult *, PQexecParams,
             (PGconn * c, const char *q, int n, const Oid *t, const char *const *v, const int *l, const int *f, int r),

@@ -213,16 +213,17 @@ absl::StatusOr<Statement> Database::Prepare(absl::string_view sql) {
 
 absl::StatusOr<std::unique_ptr<Transaction>> Transaction::Begin(Database* db, WriteScope scope) {
   if (db->postgres()) {
-    absl::Status s = db->Exec("BEGIN");
-    if (!s.ok()) return s;
-    db->in_transaction_ = true;
-    std::unique_ptr<Transaction> t(new Transaction(db, scope));  // rolls back if a lock fails
+    absl::Status ready = db->PgReady();
+    if (!ready.ok()) return ready;
     db->horizon_published_ = false;
-    std::string sql = scope == WriteScope::kStore ? "SELECT pg_advisory_xact_lock($1)"
-                                                  : "SELECT pg_advisory_xact_lock_shared($1)";
-    std::vector<std::optional<std::string>> params = {std::to_string(kStoreWriteLock)};
-    auto locked = db->PgRun(sql, params, std::vector<bool>(params.size(), true));
-    if (!locked.ok()) return locked.status();
+    // BEGIN and the store's write lock in one round trip.
+    absl::Status s = db->pg_->ExecScript(
+        absl::StrCat("BEGIN; SELECT pg_advisory_xact_lock", scope == WriteScope::kStore ? "" : "_shared", "(",
+                     kStoreWriteLock, ")"),
+        "BEGIN and the store's write lock");
+    db->in_transaction_ = true;
+    std::unique_ptr<Transaction> t(new Transaction(db, scope));  // rolls back if the lock failed
+    if (!s.ok()) return s;
     return t;
   }
   absl::Status s = db->Exec("BEGIN IMMEDIATE");
@@ -311,8 +312,20 @@ Transaction::~Transaction() {
 absl::Status Transaction::Commit() {
   if (db_->postgres()) {
     absl::Status ready = db_->PgReady();
-    if (ready.ok()) ready = db_->GiveNotice();  // its error rolls the transaction back
-    absl::Status s = ready.ok() ? db_->pg_->ExecScript("COMMIT") : ready;
+    // The wake-up (NOTIFY, sent by PostgreSQL at the commit) and COMMIT in
+    // one round trip.
+    std::string script = "COMMIT";
+    if (ready.ok() && !db_->notice_.empty()) {
+      std::optional<std::string> channel = db_->pg_->Literal(kWakeChannel), payload = db_->pg_->Literal(db_->notice_);
+      if (channel && payload) script = absl::StrCat("SELECT pg_notify(", *channel, ", ", *payload, "); COMMIT");
+      else ready = db_->GiveNotice();
+    }
+    absl::Status s = ready.ok() ? db_->pg_->ExecScript(script, "COMMIT") : ready;
+    // A statement before COMMIT that failed leaves the transaction open and
+    // aborted: end it.
+    if (!s.ok() && s.code() != absl::StatusCode::kUnavailable && db_->pg_->ok()) {
+      db_->pg_->ExecScript("ROLLBACK").IgnoreError();
+    }
     if (s.ok()) db_->NoticeGiven();
     else db_->notice_.clear();
     done_ = true;  // committed, or rolled back by the server; either way over

@@ -1,10 +1,14 @@
 // common/pg against a real, throwaway PostgreSQL: parameters and NULLs,
 // errors mapped to codes that name the database (never its password), a
 // lost server as UNAVAILABLE, and Reset() once it is back.
+#include <unistd.h>
+
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/pg.h"
+#include "common/sql.h"
 #include "gtest/gtest.h"
 #include "tests/pg_server.h"
 
@@ -63,6 +67,54 @@ TEST(PgConnectionTest, AgainstARealServer) {
   auto again = (*c)->Exec("SELECT n FROM kv WHERE k = $1", {"a"});
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->Int(0, 0), 42);
+}
+
+// A write transaction on PostgreSQL: BEGIN with the store's lock, and the
+// wake-up with COMMIT, each in one round trip. A wake-up PostgreSQL refuses
+// (a payload over its 8,000 bytes) fails the commit, writes nothing, and
+// leaves the connection ready for the next transaction.
+TEST(PgConnectionTest, ATransactionsWakeUpGoesWithItsCommit) {
+  auto pg = PgServer::Start();
+  ASSERT_TRUE(pg.ok()) << pg.status();
+  auto db = Database::OpenPostgres((*pg)->uri());
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)->Exec("CREATE TABLE t (k TEXT PRIMARY KEY)").ok());
+  auto listener = PgConnection::Open((*pg)->uri());
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  ASSERT_TRUE((*listener)->Exec(absl::StrCat("LISTEN ", kWakeChannel)).ok());
+
+  auto insert = [&](const std::string& k, const std::string& payload) -> absl::Status {
+    auto t = Transaction::Begin(db->get(), WriteScope::kShared);
+    if (!t.ok()) return t.status();
+    auto st = (*db)->Prepare("INSERT INTO t (k) VALUES (?)");
+    if (!st.ok()) return st.status();
+    st->Bind(1, k);
+    if (absl::Status s = st->Run(); !s.ok()) return s;
+    (*db)->NoticeAtCommit(payload);
+    return (*t)->Commit();
+  };
+  ASSERT_TRUE(insert("a", "it's \"a\"").ok());
+  int wake[2];
+  ASSERT_EQ(pipe(wake), 0);
+  auto got = (*listener)->WaitForNotifications(wake[0]);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, std::vector<std::string>{"it's \"a\""});
+
+  absl::Status refused = insert("b", std::string(9000, 'x'));
+  EXPECT_FALSE(refused.ok());
+  ASSERT_TRUE(insert("c", "c").ok()) << "the connection is left in no aborted transaction";
+  auto rows = (*db)->Prepare("SELECT k FROM t ORDER BY k");
+  ASSERT_TRUE(rows.ok());
+  std::vector<std::string> keys;
+  while (true) {
+    auto row = rows->Step();
+    ASSERT_TRUE(row.ok()) << row.status();
+    if (!*row) break;
+    keys.push_back(rows->Text(0));
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"a", "c"}));
+  close(wake[0]);
+  close(wake[1]);
 }
 
 // A peer that goes away is noticed in seconds (keepalives, TCP user
