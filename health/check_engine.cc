@@ -580,15 +580,12 @@ class CheckEngine::Loop {
   void Run() {
     loop_thread_ = std::this_thread::get_id();
     while (true) {
-      std::deque<Incoming> batch;
       woken_ = false;
+      if (stop_) break;  // what is still submitted ends below
+      std::deque<Incoming> batch;
       {
         std::lock_guard<std::mutex> l(mu_);
         batch.swap(incoming_);
-      }
-      if (stop_) {
-        for (auto& in : batch) Finish(in.done, false, "engine stopped", clock_->Now());
-        break;
       }
       for (auto& in : batch) {
         absl::Status st = ValidateShape(in.spec);
@@ -664,7 +661,7 @@ class CheckEngine::Loop {
     idle_by_key_.clear();
     for (CURL* e : idle_handles_) curl_easy_cleanup(e);
     idle_handles_.clear();
-    // Checks that the callbacks above submitted.
+    // Checks submitted and not started, and those the callbacks above submitted.
     while (true) {
       std::deque<Incoming> late;
       {

@@ -39,13 +39,20 @@ void ApplyDiscoveryChange(const std::string& reason, absl::Time at, InstanceStat
   i->discovery = c.down ? DiscoveryHoldValue(at, c.why) : "";
 }
 
+namespace {
+// Services whose instances serve through discovery at all (not agents,
+// core zones, or runs to completion).
+bool Serves(const ServiceSpec& spec) {
+  return spec.compute_type != "agent" && spec.compute_type != "core" && !RunsToCompletion(spec);
+}
+}  // namespace
+
 bool DiscoveredThroughCns(const Snapshot& s, const std::string& service) {
   if (!s.goal || s.project.deleting) return false;
   auto g = s.goal->services.find(service);
   if (g == s.goal->services.end()) return false;
   const ServiceSpec& spec = g->second.spec;
-  if (spec.compute_type == "agent" || spec.compute_type == "core" || RunsToCompletion(spec)) return false;
-  return !CnsTagValue(s.project.name, service, spec).empty();
+  return Serves(spec) && !CnsTagValue(s.project.name, service, spec).empty();
 }
 
 std::string DiscoveryHoldValue(absl::Time since, const std::string& why) {
@@ -89,10 +96,7 @@ class DiscoveryDecision {
   std::optional<absl::Duration> DrainOf(const InstanceState& i) const {
     const ServiceGoalSpec* g = f_.GoalOf(i.service);
     if (DiscoveredThroughCns(f_.s, i.service)) return g->spec.stop_drain.value_or(f_.s.policy.default_drain);
-    if (i.cns.empty() || (g != nullptr && !f_.s.project.deleting)) return std::nullopt;
-    if (g != nullptr && (g->spec.compute_type == "agent" || g->spec.compute_type == "core" || RunsToCompletion(g->spec))) {
-      return std::nullopt;
-    }
+    if (i.cns.empty() || (g != nullptr && (!f_.s.project.deleting || !Serves(g->spec)))) return std::nullopt;
     return g != nullptr ? g->spec.stop_drain.value_or(f_.s.policy.default_drain) : f_.s.policy.default_drain;
   }
   void Take(const InstanceState& i, const std::string& task, const std::string& why) {

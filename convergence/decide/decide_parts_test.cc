@@ -18,20 +18,6 @@ using testing::JobOf;
 using testing::kT0;
 using testing::SnapshotOf;
 
-std::string Name(ActionKind k) {
-  switch (k) {
-    case ActionKind::kCreate: return "create";
-    case ActionKind::kDelete: return "delete";
-    case ActionKind::kStop: return "stop";
-    case ActionKind::kStart: return "start";
-    case ActionKind::kPreserve: return "preserve";
-    case ActionKind::kReprovision: return "reprovision";
-    case ActionKind::kRetag: return "retag";
-    case ActionKind::kDiscovery: return "discovery";
-  }
-  return "?";
-}
-
 const char kWeb[] = "project: p\nservices:\n  web: {image: web@1, count: 1, cns: [web]}\n";
 
 // DecideRetags on one instance of web.
@@ -131,7 +117,7 @@ TEST(DecidePartsTest, PlanOfEachService) {
     GatherInstances(&f);
     std::multiset<std::string> got;
     for (const Action& a : PlanServices(f, nullptr)) {
-      got.insert(absl::StrCat(Name(a.kind), " ", a.reason));
+      got.insert(absl::StrCat(ActionKindName(a.kind), " ", a.reason));
       if (!r.removed.empty() && Removes(a.kind)) {
         EXPECT_EQ(a.instance, r.removed) << r.name;
       }
@@ -140,7 +126,7 @@ TEST(DecidePartsTest, PlanOfEachService) {
     // The plan cache gives the same plan.
     PlanCache cache;
     std::multiset<std::string> cached;
-    for (const Action& a : PlanServices(f, &cache)) cached.insert(absl::StrCat(Name(a.kind), " ", a.reason));
+    for (const Action& a : PlanServices(f, &cache)) cached.insert(absl::StrCat(ActionKindName(a.kind), " ", a.reason));
     EXPECT_EQ(cached, r.want) << r.name;
   }
 }

@@ -163,6 +163,21 @@ struct PlanInput {
 // never by Plan (decide_discovery.cc).
 enum class ActionKind { kCreate, kDelete, kStop, kStart, kPreserve, kReprovision, kRetag, kDiscovery };
 
+// The kind as a word ("create", "delete", …), for logs and tests.
+inline const char* ActionKindName(ActionKind k) {
+  switch (k) {
+    case ActionKind::kCreate: return "create";
+    case ActionKind::kDelete: return "delete";
+    case ActionKind::kStop: return "stop";
+    case ActionKind::kStart: return "start";
+    case ActionKind::kPreserve: return "preserve";
+    case ActionKind::kReprovision: return "reprovision";
+    case ActionKind::kRetag: return "retag";
+    case ActionKind::kDiscovery: return "discovery";
+  }
+  return "?";
+}
+
 // Removes the instance from the service: a delete, or a preserve.
 inline bool Removes(ActionKind k) { return k == ActionKind::kDelete || k == ActionKind::kPreserve; }
 

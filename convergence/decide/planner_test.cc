@@ -35,13 +35,7 @@ PlanInput Input(int64_t count, std::vector<InstanceState> instances, int rolling
 std::vector<std::string> Describe(const std::vector<Action>& actions) {
   std::vector<std::string> out;
   for (const auto& a : actions) {
-    const char* kind = a.kind == ActionKind::kCreate ? "create "
-                       : a.kind == ActionKind::kDelete ? "delete "
-                       : a.kind == ActionKind::kStop   ? "stop "
-                       : a.kind == ActionKind::kPreserve ? "preserve "
-                       : a.kind == ActionKind::kReprovision ? "reprovision "
-                                                       : "start ";
-    out.push_back(absl::StrCat(kind, a.service,
+    out.push_back(absl::StrCat(ActionKindName(a.kind), " ", a.service,
                                a.instance.empty() ? "" : " " + a.instance, " (", a.reason, ")"));
   }
   return out;

@@ -282,16 +282,22 @@ int RawKeepAliveLoop(int port, int n, int conc) {
   return failed + (n - finished);
 }
 
-// The engine: `n` checks, `conc` in flight, submitted from this thread.
-int EngineLoop(mariposa::health::CheckEngine& engine, int port, int n, int conc, bool http) {
-  std::mutex mu;
-  std::condition_variable cv;
-  int in_flight = 0, failed = 0;
+// The check both engine loops run: tcp or plain http on 127.0.0.1:`port`.
+mariposa::health::CheckSpec BenchCheck(int port, bool http) {
   mariposa::health::CheckSpec spec;
   spec.type = http ? "http" : "tcp";
   spec.address = "127.0.0.1";
   spec.port = port;
   spec.timeout = absl::Seconds(5);
+  return spec;
+}
+
+// The engine: `n` checks, `conc` in flight, submitted from this thread.
+int EngineLoop(mariposa::health::CheckEngine& engine, int port, int n, int conc, bool http) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0, failed = 0;
+  mariposa::health::CheckSpec spec = BenchCheck(port, http);
   for (int i = 0; i < n; ++i) {
     {
       std::unique_lock<std::mutex> l(mu);
@@ -317,11 +323,7 @@ int EngineChain(mariposa::health::CheckEngine& engine, int port, int n, int conc
   std::mutex mu;
   std::condition_variable cv;
   int submitted = 0, finished = 0, failed = 0;
-  mariposa::health::CheckSpec spec;
-  spec.type = http ? "http" : "tcp";
-  spec.address = "127.0.0.1";
-  spec.port = port;
-  spec.timeout = absl::Seconds(5);
+  mariposa::health::CheckSpec spec = BenchCheck(port, http);
   std::function<void()> submit = [&] {
     engine.Submit(spec, [&](const mariposa::health::CheckResult& r) {
       bool more;
