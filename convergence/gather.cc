@@ -68,6 +68,10 @@ absl::StatusOr<Snapshot> Gatherer::Gather(const std::string& name, bool poll_job
   absl::Time now = clock_->Now();
   Observation o = ObserveInstances(&s, poll_jobs, last_seen, now);
   RETURN_IF_ERROR(GatherJobs(&s, poll_jobs, now));
+  // What the feed brought while the jobs were polled is applied too: a job's
+  // end and its VM's item arrive together, and a VM the listing shows ended
+  // is not read again (RefreshEnded).
+  if (poll_jobs && !last_seen && s.actual_known && !s.finished.empty()) vms_.ApplyFeed(ScopeOf(s), &s.instances);
   // The listing was read before the jobs were polled: a job that ended in
   // between (a kept listing's, or a full one's) is read again, or its VM
   // would look untouched with its job gone and the change be sent twice.

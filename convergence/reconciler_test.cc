@@ -145,6 +145,39 @@ TEST_F(ReconcilerTest, CreatesWithOwnershipThenConverges) {
   EXPECT_EQ(vmapi_.calls(), std::vector<std::string>{"ListVms"});  // observing only
 }
 
+// Watching the feed, a create's job end and its VM's item arrive together:
+// an item that came while the jobs were polled is applied, and the VM is
+// not read again (each new VM cost a GetVm in a scale when the item came a
+// moment after the listing was taken: watch_e2e_test).
+TEST_F(ReconcilerTest, AFeedItemThatCameWhileJobsWerePolledSavesTheRead) {
+  reconciler_->FeedChanged(triton::VmFeedStatus{true, clock_.Now() - absl::Seconds(1), ""});
+  vmapi_.set_auto_complete(false);
+  Apply("project: p\ncns: false\nservices:\n  web: {image: web@1, count: 3}\n");
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  ASSERT_EQ(vmapi_.AllVms().size(), 3u);
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());  // the listing kept from here on
+  vmapi_.CompleteJobs();
+  // Each ended job's item reaches the feed as the job is polled.
+  vmapi_.set_on_get_job([this](const triton::Job& job) {
+    for (const triton::Vm& vm : vmapi_.AllVms()) {
+      if (job.done() && vm.uuid == job.vm_uuid) reconciler_->VmsChanged({vm});
+    }
+  });
+  vmapi_.ClearCalls();
+  auto r = reconciler_->SyncProject("p");
+  vmapi_.set_on_get_job(nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<std::string> calls;
+  for (const std::string& c : vmapi_.calls()) calls.push_back(c.substr(0, c.find(' ')));
+  EXPECT_EQ(calls, (std::vector<std::string>{"GetJob", "GetJob", "GetJob"}));
+  EXPECT_EQ(r->finished, 3);
+  EXPECT_EQ(Running(), 3);
+  clock_.Advance(absl::Seconds(1));
+  r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->converged);
+}
+
 // Issue 48, 3: a preserve tags the instance and stops it only once the tag
 // job has finished. Stopped before, a sync could see it stopped without its
 // `mariposa.preserved` tag, read it as broken and preserve it again (the

@@ -248,12 +248,24 @@ absl::StatusOr<JobRef> FakeVmapiClient::DeleteTag(const VmRef& vm, const std::st
   return StartLocked("update", uuid, [this, uuid, key] { vms_[uuid].tags.erase(key); });
 }
 
-absl::StatusOr<Job> FakeVmapiClient::GetJob(const std::string& uuid) {
+void FakeVmapiClient::set_on_get_job(std::function<void(const Job&)> f) {
   std::lock_guard<std::mutex> l(mu_);
-  if (auto s = Enter("GetJob", uuid); !s.ok()) return s;
-  auto it = jobs_.find(uuid);
-  if (it == jobs_.end()) return absl::NotFoundError("vmapi GetJob: 404 ResourceNotFound");
-  return it->second.job;
+  on_get_job_ = std::move(f);
+}
+
+absl::StatusOr<Job> FakeVmapiClient::GetJob(const std::string& uuid) {
+  Job job;
+  std::function<void(const Job&)> hook;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (auto s = Enter("GetJob", uuid); !s.ok()) return s;
+    auto it = jobs_.find(uuid);
+    if (it == jobs_.end()) return absl::NotFoundError("vmapi GetJob: 404 ResourceNotFound");
+    job = it->second.job;
+    hook = on_get_job_;
+  }
+  if (hook) hook(job);
+  return job;
 }
 
 absl::StatusOr<Job> FakeVmapiClient::WaitJob(const std::string& uuid, absl::Duration timeout) {

@@ -45,6 +45,9 @@ class FakeVmapiClient : public VmapiClient, public FakeBase {
   // The next ListVms answers with what it reads, then finishes every
   // pending job: jobs that end between a listing and the poll of them.
   void CompleteJobsAfterNextList();
+  // Called with each job GetJob answers, after the answer is made (as if
+  // something happened while the job was polled: a feed item).
+  void set_on_get_job(std::function<void(const Job&)> f);
   // Adds or replaces a VM directly (state as given).
   void PutVm(const Vm& vm);
   std::vector<Vm> AllVms() const;
@@ -80,6 +83,7 @@ class FakeVmapiClient : public VmapiClient, public FakeBase {
 
   bool auto_complete_ = true;
   bool complete_after_list_ = false;
+  std::function<void(const Job&)> on_get_job_;
   std::map<std::string, Vm> vms_;
   std::map<std::string, PendingJob> jobs_;
   std::vector<std::string> servers_;
