@@ -465,6 +465,12 @@ std::optional<DiscoveryHold> ParseDiscoveryHold(const std::string& value);
 // names, runs to no end, and the project is not being deleted): discovery
 // then follows their readiness and a removal drains them first.
 bool DiscoveredThroughCns(const Snapshot& s, const std::string& service);
+// Whether a new instance of `service` is made out of discovery, to be put
+// back once ready: discovered through CNS, with readiness checks that run
+// (`checks_run`: mariposad has a health monitor). Without them it is ready
+// once running (Kubernetes: no readiness probe), and CNS serves only
+// running instances anyway: a hold would cost a VMAPI job per instance.
+bool MadeOutOfDiscovery(const Snapshot& s, const std::string& service, bool checks_run);
 std::string DiscoveryHoldValue(absl::Time since, const std::string& why);
 // A discovery action's reason (ActionKind::kDiscovery): "down: <why>" takes
 // the instance out, "up: <why>" puts it back.

@@ -55,6 +55,14 @@ bool DiscoveredThroughCns(const Snapshot& s, const std::string& service) {
   return Serves(spec) && !CnsTagValue(s.project.name, service, spec).empty();
 }
 
+bool MadeOutOfDiscovery(const Snapshot& s, const std::string& service, bool checks_run) {
+  if (!checks_run || !DiscoveredThroughCns(s, service)) return false;
+  for (const auto& [name, check] : s.goal->services.at(service).spec.healthchecks) {
+    if (check.readiness) return true;
+  }
+  return false;
+}
+
 std::string DiscoveryHoldValue(absl::Time since, const std::string& why) {
   return absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", since, absl::UTCTimeZone()), " ", why);
 }

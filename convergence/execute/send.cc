@@ -467,8 +467,8 @@ void Sender::CreateRequest(const Snapshot& s, const Step& st, Outbox* out, SyncR
   std::vector<PlacementRuleText> rules;
   absl::Status prepared = InstanceRequest(s, g, st.alias, NewUuid(), req.get(), &rules);
   if (!st.action.run.empty()) req->tags[kTagRun] = st.action.run;  // the run it belongs to (decide_runs.cc)
-  if (DiscoveredThroughCns(s, g.record.name)) {
-    // Out of CNS's records until it is ready (decide_discovery.cc).
+  if (MadeOutOfDiscovery(s, g.record.name, options_.health != nullptr)) {
+    // Out of CNS's records until its readiness checks pass (decide_discovery.cc).
     req->customer_metadata[kCnsStatusKey] = "down";
     req->internal_metadata[kDiscoveryKey] = DiscoveryHoldValue(clock_->Now(), "not ready: created");
   }
