@@ -150,6 +150,7 @@ std::optional<std::string> MethodForVerb(std::string_view verb) {
       {"backup", "Admin/Backup"},          {"token", "Auth/CreateToken"},
       {"grant", "Auth/SetGrant"},          {"rotate-key", "Auth/RotateKey"},
       {"image-import", "Images/Import"},   {"image-create", "Images/Create"},
+      {"copy", "Projects/CopyProject"},    {"copy-from", "Projects/CopyProject#source"},
   };
   for (const auto& [v, m] : kVerbs) {
     if (verb == v) return std::string(m);

@@ -157,6 +157,7 @@ absl::StatusOr<Parsed> ParseFlags(const std::vector<Flag>& flags, const std::vec
       inline_value = argv[++i];
     }
     p.values_[match->name()] = *inline_value;
+    p.all_[match->name()].push_back(*inline_value);
   }
   return p;
 }

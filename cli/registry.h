@@ -39,12 +39,18 @@ struct Flag {
   }
 };
 
-// An option parsed: switches given, values given (the last one wins) and
-// the positional arguments, in order.
+// An option parsed: switches given, values given (the last one wins; All
+// has every one, for options given again: --set A --set B) and the
+// positional arguments, in order.
 class Parsed {
  public:
   bool Has(const std::string& name) const { return values_.count(name) > 0; }
   std::optional<std::string> Value(const std::string& name) const;
+  // Every value given for `name`, in order (none: empty).
+  std::vector<std::string> All(const std::string& name) const {
+    auto it = all_.find(name);
+    return it == all_.end() ? std::vector<std::string>{} : it->second;
+  }
   // A whole number (>= min) or `def` when the option is absent.
   absl::StatusOr<int64_t> Int(const std::string& name, int64_t def, int64_t min = 0) const;
   // A positive duration ("90s", "5m") or `def` when absent.
@@ -55,6 +61,7 @@ class Parsed {
   friend absl::StatusOr<Parsed> ParseFlags(const std::vector<Flag>&, const std::vector<std::string>&, bool,
                                            std::vector<std::string>*, const std::string&);
   std::map<std::string, std::string> values_;  // a switch has ""
+  std::map<std::string, std::vector<std::string>> all_;
   std::vector<std::string> args_;
 };
 

@@ -44,6 +44,12 @@ TEST(Parse, ValuesSwitchesAndPositionals) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->Value("--cas"), "7");
   EXPECT_EQ(*p->Int("--limit", 0, 1), 5);
+  // An option given again: the last wins, All has each in order.
+  p = ParseFlags(MetaSetFlags(), {"--cas", "1", "--cas=2", "--cas", "3"}, true, nullptr, "x");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->Value("--cas"), "3");
+  EXPECT_EQ(p->All("--cas"), (std::vector<std::string>{"1", "2", "3"}));
+  EXPECT_TRUE(p->All("--limit").empty());
   // A negative number and anything after -- are positional.
   p = ParseFlags(MetaSetFlags(), {"K", "-5", "--", "--secret"}, true, nullptr, "x");
   ASSERT_TRUE(p.ok());

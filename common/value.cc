@@ -26,6 +26,23 @@ Value& Value::Set(const std::string& key, Value v) {
   return *this;
 }
 
+Value* Value::Find(absl::string_view key) {
+  for (auto& e : entries_) {
+    if (e.first == key) return &e.second;
+  }
+  return nullptr;
+}
+
+bool Value::Remove(absl::string_view key) {
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->first == key) {
+      entries_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
 Value Value::FromMap(std::map<std::string, Value> m) {
   Value v = Map();
   v.entries_.reserve(m.size());

@@ -46,6 +46,13 @@ class Value {
   // For lists: appends.
   Value& Add(Value v);
   bool empty() const { return entries_.empty() && items_.empty(); }
+  // For maps: the value of `key`, or nullptr.
+  Value* Find(absl::string_view key);
+  // For maps: removes `key`; false when it was not there.
+  bool Remove(absl::string_view key);
+  // For lists: the items, to change in place; for maps, the entries' values.
+  std::vector<Value>& mutable_items() { return items_; }
+  std::vector<std::pair<std::string, Value>>& mutable_entries() { return entries_; }
 
   std::string ToJson(bool pretty = false) const;
   std::string ToYaml() const;

@@ -19,10 +19,11 @@
 #include "projects/diff.h"
 #include "projects/limits.h"
 #include "projects/manifest.h"
+#include "projects/projects_service_parts.h"
 #include "projects/request_guard.h"
 
 namespace mariposa {
-namespace {
+namespace projects_parts {
 
 void ToProto(const ProjectRecord& p, v1::Project* out) {
   out->set_uuid(p.uuid);
@@ -54,6 +55,12 @@ void ToProto(const VersionRecord& v, v1::Version* out) {
   out->set_service_count(v.service_count);
 }
 
+}  // namespace projects_parts
+
+namespace {
+using projects_parts::AdmitManifest;
+using projects_parts::ToProto;
+
 void ToProto(const ServiceRecord& s, v1::Service* out) {
   out->set_name(s.name);
   out->set_service_type(s.service_type);
@@ -74,10 +81,7 @@ absl::Status Required(const std::string& value, absl::string_view what) {
 
 }  // namespace
 
-namespace {
-// The caller may change this manifest's project (or, for a dry run, read
-// its plan); changing Triton core services (compute_type core or agent)
-// needs the admin role ("#core" rules).
+namespace projects_parts {
 absl::Status AdmitManifest(grpc::ServerContext* ctx, const Manifest& m, bool dry_run) {
   bool core = false;
   for (const auto& kv : m.services) core = core || kv.second.compute_type == "core" || kv.second.compute_type == "agent";
@@ -85,21 +89,8 @@ absl::Status AdmitManifest(grpc::ServerContext* ctx, const Manifest& m, bool dry
   if (st.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
 }
-}  // namespace
+}  // namespace projects_parts
 
-struct ProjectsService::Outcome {
-  CommitResult commit;
-  v1::Diff diff;
-  std::string base_version;
-  int64_t base_number = 0;
-  std::vector<std::string> warnings;
-  // Services whose instance spec the new version changed, that roll out on
-  // change (update.on_change: rollout) and had instances to roll.
-  std::vector<std::string> rollout;
-  int64_t canary = 0;  // update.canary of the rollout (the largest of its services)
-  std::string project_uuid;
-  std::string project;  // the name the manifest targets
-};
 
 struct ProjectsService::Base {
   std::optional<ProjectRecord> existing;          // none: a new project
@@ -302,7 +293,8 @@ absl::StatusOr<std::shared_ptr<const CompiledManifest>> ProjectsService::Compile
 
 // The project as stored: its record, current version and that version's
 // manifest, and the stored meta a template references (checked here).
-absl::StatusOr<ProjectsService::Base> ProjectsService::ReadBase(const Manifest& m, const std::string& filename) {
+absl::StatusOr<ProjectsService::Base> ProjectsService::ReadBase(const Manifest& m, const std::string& filename,
+                                                                const std::map<std::string, std::string>* new_meta) {
   Base b;
   if (auto read = store_->GetProjectWithCurrent(m.project); read.ok()) {
     b.existing = std::move(read->first);
@@ -326,6 +318,7 @@ absl::StatusOr<ProjectsService::Base> ProjectsService::ReadBase(const Manifest& 
       ASSIGN_OR_RETURN(b.before, StoredManifest(*b.existing, b.current->uuid));
     }
   }
+  if (!b.existing && new_meta != nullptr) store_meta = *new_meta;
   std::vector<ManifestDiagnostic> meta_errors = CheckMetaReferences(m, store_meta, filename);
   if (!meta_errors.empty()) return DiagnosticsToStatus(meta_errors);
   return b;
@@ -384,7 +377,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
   opts.cancel = a.cancel;
   ASSIGN_OR_RETURN(std::shared_ptr<const CompiledManifest> compiled, Compiled(a, opts));
   const Manifest& m = compiled->manifest;
-  ASSIGN_OR_RETURN(Base b, ReadBase(m, opts.filename));
+  ASSIGN_OR_RETURN(Base b, ReadBase(m, opts.filename, a.new_meta));
   Outcome out;
   out.project = m.project;
   if (b.current) {

@@ -47,6 +47,7 @@ class ProjectsService final : public v1::Projects::Service {
   grpc::Status CreateProject(grpc::ServerContext*, const v1::CreateProjectRequest*, v1::CreateProjectResponse*) override;
   grpc::Status ListProjects(grpc::ServerContext*, const v1::ListProjectsRequest*, v1::ListProjectsResponse*) override;
   grpc::Status GetProject(grpc::ServerContext*, const v1::GetProjectRequest*, v1::GetProjectResponse*) override;
+  grpc::Status CopyProject(grpc::ServerContext*, const v1::CopyProjectRequest*, v1::CopyProjectResponse*) override;
   grpc::Status DeleteProject(grpc::ServerContext*, const v1::DeleteProjectRequest*, v1::DeleteProjectResponse*) override;
   grpc::Status Apply(grpc::ServerContext*, const v1::ApplyRequest*, v1::ApplyResponse*) override;
   grpc::Status ListVersions(grpc::ServerContext*, const v1::ListVersionsRequest*, v1::ListVersionsResponse*) override;
@@ -82,13 +83,17 @@ class ProjectsService final : public v1::Projects::Service {
     std::optional<bool> thaw;             // user commands only: --thaw given or not
     bool allow_downgrade = true;
     std::function<absl::Status(const Manifest&)> admit;  // may the caller change this manifest's project
+    // A new project's meta, to check the manifest's templates against (a
+    // copy's, before it is stored); nullptr: what the store holds.
+    const std::map<std::string, std::string>* new_meta = nullptr;
   };
   absl::StatusOr<Outcome> ApplyText(const ApplyRequest& a);
   // ApplyText's steps (projects_service.cc).
   struct Base;
   struct Checked;
   absl::StatusOr<std::shared_ptr<const CompiledManifest>> Compiled(const ApplyRequest& a, const ParseOptions& opts);
-  absl::StatusOr<Base> ReadBase(const Manifest& m, const std::string& filename);
+  absl::StatusOr<Base> ReadBase(const Manifest& m, const std::string& filename,
+                                const std::map<std::string, std::string>* new_meta);
   absl::StatusOr<Checked> CheckDataCenter(const ApplyRequest& a, const Base& b, const Manifest& m,
                                           const std::string& filename, const v1::Diff& diff);
   absl::StatusOr<std::vector<std::string>> FreezesToThaw(const ApplyRequest& a, const Base& b,

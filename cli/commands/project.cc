@@ -1,5 +1,6 @@
-// mariposa project create|list|get|delete.
+// mariposa project create|list|get|copy|move|delete.
 #include "cli/command.h"
+#include "cli/plan_text.h"
 
 namespace mariposa::cmd {
 namespace {
@@ -7,7 +8,6 @@ namespace {
 Result Create(Context& c, const Parsed& p) {
   v1::CreateProjectRequest req;
   req.set_name(p.args()[0]);
-  req.set_description(p.Value("--description").value_or(""));
   req.set_owner_uuid(p.Value("--owner").value_or(""));
   v1::CreateProjectResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->CreateProject(c.d().Ctx().get(), req, &resp)));
@@ -99,6 +99,90 @@ Result Delete(Context& c, const Parsed& p) {
   return 0;
 }
 
+// The copy asked for (`project copy` and `project move`).
+v1::CopyProjectRequest CopyRequest(const Parsed& p, bool dry_run) {
+  v1::CopyProjectRequest req;
+  req.set_source(p.args()[0]);
+  req.set_target(p.args()[1]);
+  for (const std::string& s : p.All("--set")) req.add_set(s);
+  for (const std::string& m : p.All("--meta")) req.add_meta(m);
+  req.set_no_meta(p.Has("--no-meta"));
+  req.set_dry_run(dry_run);
+  return req;
+}
+
+// Prints what a copy made (or, on a dry run, would make).
+void PrintCopy(Context& c, const v1::CopyProjectRequest& req, const v1::CopyProjectResponse& resp) {
+  std::ostream& out = c.out();
+  for (const auto& w : resp.warnings()) c.err() << "warning: " << w << "\n";
+  PrintDiff(c, resp.diff());
+  out << cli::PlanSummary(resp.diff());
+  std::string meta = absl::StrCat(resp.meta_copied(), resp.meta_copied() == 1 ? " meta key, " : " meta keys, ",
+                                  resp.secrets_copied(), resp.secrets_copied() == 1 ? " secret" : " secrets");
+  if (req.dry_run()) {
+    out << "would copy project " << req.source() << " version " << resp.source_version() << " to " << req.target()
+        << " with " << meta << " (nothing was made: --dry-run). Its manifest:\n\n" << resp.manifest();
+    return;
+  }
+  out << "copied project " << req.source() << " version " << resp.source_version() << " to " << resp.project().name()
+      << " (" << resp.project().uuid() << "): version " << resp.version().number() << " (" << resp.version().uuid()
+      << "), " << meta << " (secrets re-sealed for it, never shown)\n";
+}
+
+Result Copy(Context& c, const Parsed& p) {
+  v1::CopyProjectRequest req = CopyRequest(p, p.Has("--dry-run"));
+  v1::CopyProjectResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().projects->CopyProject(c.d().Ctx().get(), req, &resp)));
+  if (c.PrintIfStructured(resp)) return 0;
+  PrintCopy(c, req, resp);
+  if (!req.dry_run() && p.Has("--wait")) return WaitSettled(c, resp.project().uuid(), resp.version().number());
+  return 0;
+}
+
+// A copy, a wait until it converged, then the source's deletion with its
+// instances; any step that fails stops the move with the source untouched.
+Result Move(Context& c, const Parsed& p) {
+  const std::string& src = p.args()[0];
+  const std::string& dst = p.args()[1];
+  ASSIGN_OR_RETURN(bool go, c.Confirm(absl::StrCat("Move project ", src, " to ", dst, ": copy it, wait until ", dst,
+                                                   " converged, then delete ", src, " with its instances?"),
+                                      p.Has("--yes")));
+  if (!go) {
+    c.out() << "not moved\n";
+    return 1;
+  }
+  v1::CopyProjectRequest req = CopyRequest(p, false);
+  v1::CopyProjectResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().projects->CopyProject(c.d().Ctx().get(), req, &resp)));
+  PrintCopy(c, req, resp);
+  c.out() << "waiting until " << dst << " converged before " << src << " is deleted\n";
+  ASSIGN_OR_RETURN(int waited, WaitSettled(c, resp.project().uuid(), resp.version().number()));
+  if (waited != 0) {
+    c.err() << "move stopped: " << dst << " did not converge (above); " << src
+            << " is untouched and still serving. Fix " << dst << " and run `mariposa project delete " << src
+            << " --force` yourself, or remove the copy with `mariposa project delete " << dst << " --force`\n";
+    return waited;
+  }
+  v1::DeleteProjectRequest del;
+  del.set_project(src);
+  del.set_force(true);
+  v1::DeleteProjectResponse gone;
+  grpc::Status st = c.d().projects->DeleteProject(c.d().Ctx().get(), del, &gone);
+  if (!st.ok()) {
+    c.err() << "move stopped: " << dst << " converged, but deleting " << src << " failed; run `mariposa project delete "
+            << src << " --force` once the cause is fixed\n";
+    RETURN_IF_ERROR(c.d().Check(st));
+  }
+  if (!gone.pending()) {
+    c.out() << "moved project " << src << " to " << dst << ": " << src << " is deleted\n";
+    return 0;
+  }
+  c.out() << "moved project " << src << " to " << dst << ": " << src
+          << " is being deleted (its instances drain and go first; `mariposa -j " << src
+          << " status` shows what is left, the event project.delete says it is done)\n";
+  return 0;
+}
+
 }  // namespace
 
 void AddProject(cli::Registry& r) {
@@ -111,6 +195,32 @@ void AddProject(cli::Registry& r) {
          .run = ListProjects});
   r.Add({.path = "project get", .args = "[NAME]", .summary = "one project: versions, groups, services", .group = g,
          .max_args = 1, .project = ProjectUse::kOptional, .run = Get});
+  const std::vector<cli::Flag> copy_flags = {
+      {{"--set"}, "PATH=VALUE", "change the copy's manifest (again for more): services.web.count=1, fabric.vlan=45"},
+      {{"--meta"}, "KEY=VALUE", "the copy's meta value of KEY, over the source's (again for more)"},
+      {{"--no-meta"}, "", "copy no meta and no secrets"}};
+  const std::string copy_help =
+      "The copy is a new project with SRC's current version, its --set changes applied to the manifest\n"
+      "(PATH is keys from the top, separated by dots; a key with dots in brackets: tags[com.example.tier];\n"
+      "a list item by its index from 0; VALUE is YAML, null removes the key), SRC's meta with --meta\n"
+      "over it, and SRC's secrets, re-sealed for the copy and never shown. It runs in SRC's account.\n"
+      "Names that must not clash — a fabric VLAN id, CNS names, volume names given by hand — are changed\n"
+      "with --set; default CNS names (<project>-<service>) and volumes follow the new name. Needs deployer\n"
+      "on both projects (SRC's secrets go with it).";
+  r.Add({.path = "project copy", .args = "SRC DST", .summary = "a new project DST made of SRC, with changes",
+         .help = copy_help + "\n--dry-run shows the copy's plan and manifest; nothing is made.",
+         .group = g,
+         .flags = JoinFlags({copy_flags,
+                             {{{"--dry-run"}, "", "show the plan and the copy's manifest only"},
+                              {{"--wait"}, "", "follow the copy's instances until every service is converged"}}}),
+         .min_args = 2, .max_args = 2, .run = Copy});
+  r.Add({.path = "project move", .args = "SRC DST", .summary = "copy SRC to DST, then delete SRC once DST converged",
+         .help = copy_help + "\nThe move waits until DST converged (--timeout, default 10 minutes), then deletes SRC\n"
+                 "with its instances (they drain first when they carry CNS names). If DST does not converge,\n"
+                 "the move stops there: SRC is untouched and still serving.",
+         .group = g,
+         .flags = JoinFlags({copy_flags, {{{"-y", "--yes"}, "", "do not ask"}}}),
+         .min_args = 2, .max_args = 2, .run = Move});
   r.Add({.path = "project delete", .args = "NAME", .summary = "delete a project with its versions and meta",
          .help = "With mariposad converging a data center, a project that still has instances is refused;\n"
                  "--force removes its instances first. Its firewall rules and fabric networks are removed\n"
