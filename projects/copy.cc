@@ -47,7 +47,9 @@ absl::StatusOr<std::vector<std::string>> SplitPath(absl::string_view text, absl:
   if (out.empty()) return Bad(text, "no path before '='");
   if (out.size() > static_cast<size_t>(Limits::kMaxDepth)) return Bad(text, "the path is deeper than a manifest may be");
   for (const std::string& k : out) {
-    if (k.size() > Limits::kMaxKeyBytes) return Bad(text, "a key in the path is longer than 256 bytes");
+    if (absl::Status st = CheckText("a key in the path", k, Limits::kMaxKeyBytes); !st.ok()) {
+      return Bad(text, st.message());
+    }
   }
   return out;
 }

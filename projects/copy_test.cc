@@ -82,6 +82,7 @@ TEST(CopyTest, ABadOverrideSaysWhichAndWhereAndChangesNothing) {
       {"services.web.cns.x=1", "2 items, numbered from 0"},
       {"services.web.count={a: [}", "not YAML"},
       {"project=other", "give it as DST"},
+      {"services.w\xe7" "b.count=1", "a key in the path"},
   };
   for (const Row& r : rows) {
     auto copied = CopiedManifest(kSource, "c", {r.set});
