@@ -115,7 +115,7 @@ TEST(ProjectsServiceFuzzTest, RandomRequestsAreAnsweredOrRefusedCleanly) {
     grpc::Status s;
     std::string what;
     size_t reply_bytes = 0;
-    switch (f.Pick(8)) {
+    switch (f.Pick(9)) {
       case 0:
       case 1:
       case 2: {
@@ -177,6 +177,25 @@ TEST(ProjectsServiceFuzzTest, RandomRequestsAreAnsweredOrRefusedCleanly) {
         s = service.ImportMeta(&ctx, &req, &resp);
         break;
       }
+      case 7: {
+        what = "CopyProject";
+        v1::CopyProjectRequest req;
+        req.set_source(f.Project());
+        req.set_target(f.Pick(2) ? f.Project() : f.Text());
+        int sets = static_cast<int>(f.Pick(3));
+        static const char* kPaths[] = {"services.web.count=", "services.web.tags[a.b]=", "fabric.vlan=",
+                                       "services.web.cns.0=", "meta.x="};
+        for (int k = 0; k < sets; ++k) {
+          req.add_set(f.Pick(2) ? f.Text() : std::string(kPaths[f.Pick(std::size(kPaths))]) + f.Text());
+        }
+        if (f.Pick(3) == 0) req.add_meta(f.Text());
+        req.set_no_meta(f.Pick(4) == 0);
+        req.set_dry_run(f.Pick(2) == 0);
+        v1::CopyProjectResponse resp;
+        s = service.CopyProject(&ctx, &req, &resp);
+        reply_bytes = resp.ByteSizeLong();
+        break;
+      }
       default: {
         what = "GetVersion";
         v1::GetVersionRequest req;
@@ -198,6 +217,8 @@ TEST(ProjectsServiceFuzzTest, RandomRequestsAreAnsweredOrRefusedCleanly) {
   EXPECT_GT(ok["Apply"], 0);
   EXPECT_GT(refused["Apply"], 0);
   EXPECT_GT(ok["SetMeta"], 0);
+  EXPECT_GT(ok["CopyProject"], 0);
+  EXPECT_GT(refused["CopyProject"], 0);
   EXPECT_TRUE((*store)->Verify().ok());
 }
 
