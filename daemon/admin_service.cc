@@ -28,6 +28,24 @@ grpc::Status AdminService::Status(grpc::ServerContext* ctx, const v1::StatusRequ
     ModeProblem(mode, resp->add_problems());
   }
   resp->set_version(kMariposaVersion);
+  if (datacenters_) {
+    DataCentersView dcs = datacenters_();
+    resp->set_datacenter(dcs.self);
+    for (const PeerView& p : dcs.peers) {
+      if (!p.asked || p.reachable) continue;
+      v1::Problem* pr = resp->add_problems();
+      pr->set_kind("datacenter-unreachable");
+      pr->set_error(absl::StrCat("data center ", p.name, " (", p.address, ") does not answer"));
+      pr->set_reason(p.error);
+      pr->set_fix(absl::StrCat("`mariposa datacenters` shows each peer; check ", p.name,
+                               "'s mariposad, the link to it and --peers / --peer-tokens here"));
+      pr->set_impact(p.last_ok == absl::InfinitePast()
+                         ? "nothing is known of it since this mariposad started"
+                         : absl::StrCat("what is known of it is as of ",
+                                        absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", p.last_ok, absl::UTCTimeZone()),
+                                        "; this data center goes on converging its own projects"));
+    }
+  }
   resp->set_pid(getpid());
   resp->set_data_dir(data_dir_);
   resp->set_store_path(store_path_);
@@ -118,6 +136,30 @@ grpc::Status AdminService::SetState(grpc::ServerContext* ctx, const v1::SetState
   if (absl::Status s = controller_->Set(req->mode(), req->reason(), AuthorOf(ctx)); !s.ok()) return ToGrpc(s);
   resp->set_mode(controller_->Get().mode);
   resp->set_previous(previous);
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::DataCenters(grpc::ServerContext*, const v1::DataCentersRequest*,
+                                       v1::DataCentersResponse* resp) {
+  if (!datacenters_) return grpc::Status::OK;  // no --datacenter: none known
+  DataCentersView v = datacenters_();
+  resp->set_self(v.self);
+  resp->set_interval_seconds(absl::ToInt64Seconds(v.interval));
+  SetTimestamp(v.as_of, resp->mutable_as_of());
+  for (const PeerView& p : v.peers) {
+    v1::PeerDataCenter* out = resp->add_peers();
+    out->set_name(p.name);
+    out->set_address(p.address);
+    out->set_reachable(p.reachable);
+    out->set_asked(p.asked);
+    if (p.checked_at != absl::InfinitePast()) SetTimestamp(p.checked_at, out->mutable_checked_at());
+    if (p.last_ok != absl::InfinitePast()) SetTimestamp(p.last_ok, out->mutable_last_ok());
+    out->set_rtt_micros(absl::ToInt64Microseconds(p.rtt));
+    out->set_version(p.version);
+    out->set_mode(p.mode);
+    out->set_error(p.error);
+    out->set_failures(p.failures);
+  }
   return grpc::Status::OK;
 }
 

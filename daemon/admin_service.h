@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "daemon/backups.h"
 #include "daemon/controller_state.h"
+#include "daemon/peers.h"
 #include "mariposa/v1/admin.grpc.pb.h"
 #include "projects/store.h"
 
@@ -53,6 +54,17 @@ class AdminService final : public v1::Admin::Service {
   };
   void set_nodes(std::function<NodesView()> nodes) { nodes_ = std::move(nodes); }
 
+  // Several data centers: this one's name and what was last seen of each
+  // peer. Unset: no --datacenter.
+  struct DataCentersView {
+    std::string self;
+    absl::Duration interval;
+    absl::Time as_of;
+    std::vector<PeerView> peers;
+  };
+  void set_datacenters(std::function<DataCentersView()> f) { datacenters_ = std::move(f); }
+  grpc::Status DataCenters(grpc::ServerContext*, const v1::DataCentersRequest*, v1::DataCentersResponse*) override;
+
  private:
   ProjectStore* store_;
   std::string data_dir_;
@@ -66,6 +78,7 @@ class AdminService final : public v1::Admin::Service {
   std::string secrets_key_;
   std::vector<v1::Problem> standing_;
   std::function<NodesView()> nodes_;
+  std::function<DataCentersView()> datacenters_;
 };
 
 }  // namespace mariposa

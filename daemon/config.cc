@@ -68,6 +68,13 @@ std::vector<FlagSpec> BuildSpecs() {
       {"resync", "DURATION", "how often every project is re-checked (default 5s)", [](DaemonFlags& f) { return &f.resync; }, nullptr},
       {"watch", "on|off", "watch VMAPI's change feed and read only what changes (default on); off, or a VMAPI without the feed: every sync lists the project's VMs", [](DaemonFlags& f) { return &f.watch; }, nullptr},
       {"cns-ttl", "DURATION", "the TTL of CNS's records in this data center (Triton's CNS: 30s; default 0s = no CNS): an instance of a service with CNS names is kept out of discovery for its stop.drain (default twice this) before it is stopped or removed", [](DaemonFlags& f) { return &f.cns_ttl; }, nullptr},
+      {"datacenter", "NAME", "this data center's name (a DNS label, as Triton names them: us-east-1); its peers know it by it (docs/operations.md, Several data centers)", [](DaemonFlags& f) { return &f.datacenter; }, nullptr},
+      {"peers", "NAME=HOST:PORT,…", "the mariposads of the other data centers, each asked for its status every --peer-interval (`mariposa datacenters` shows them)", [](DaemonFlags& f) { return &f.peers; }, nullptr},
+      {"peer-tokens", "NAME=FILE,…", "the token this data center presents to each peer (made there: `mariposa admin token create --name peer-NAME --role viewer --all-projects`)", [](DaemonFlags& f) { return &f.peer_tokens; }, nullptr},
+      {"peer-ca", "FILE", "PEM CA that signed the peers' TLS certificates: peers are reached over TLS and verified (without it: plaintext, for loopback and tests only)", [](DaemonFlags& f) { return &f.peer_ca; }, nullptr},
+      {"peer-cert", "FILE", "a client certificate this data center presents to its peers (with --peer-key), instead of or besides a token", [](DaemonFlags& f) { return &f.peer_cert; }, nullptr},
+      {"peer-key", "FILE", "", [](DaemonFlags& f) { return &f.peer_key; }, nullptr},
+      {"peer-interval", "DURATION", "how often each peer is asked (default 5s; each question waits at most 3s)", [](DaemonFlags& f) { return &f.peer_interval; }, nullptr},
       {"relist", "DURATION", "while watching, each project's VMs are still listed in full this often (default 5m)", [](DaemonFlags& f) { return &f.relist; }, nullptr},
       {"audit", "DURATION", "while watching, each project's VMs are checked against a digest (uuid, state, last_modified) this often, to find what the change feed missed (default 10s; 0 = never)", [](DaemonFlags& f) { return &f.audit; }, nullptr},
       {"backoff-cap", "DURATION", "the longest wait after failed creates, installs or imports before the next attempt (default 2m; the wait starts at 1s and doubles)", [](DaemonFlags& f) { return &f.backoff_cap; }, nullptr},
@@ -201,6 +208,22 @@ absl::StatusOr<DaemonConfig> CheckDaemonFlags(DaemonFlags flags, const std::map<
   c.watch = f.watch == "on";
   if (!absl::ParseDuration(f.cns_ttl, &c.cns_ttl) || c.cns_ttl < absl::ZeroDuration() || c.cns_ttl > absl::Hours(1)) {
     return bad("--cns-ttl \"", f.cns_ttl, "\" is not a duration from 0s to 1h (Triton's CNS: 30s)");
+  }
+  if (!f.datacenter.empty()) {
+    if (absl::Status st = CheckDataCenterName("--datacenter", f.datacenter); !st.ok()) return st;
+  }
+  {
+    auto peers = ParsePeers(f.datacenter, f.peers, f.peer_tokens);
+    if (!peers.ok()) return peers.status();
+    c.peers = *std::move(peers);
+  }
+  if (!absl::ParseDuration(f.peer_interval, &c.peer_interval) || c.peer_interval < absl::Seconds(1) ||
+      c.peer_interval > absl::Hours(1)) {
+    return bad("--peer-interval \"", f.peer_interval, "\" is not a duration from 1s to 1h (e.g. 5s)");
+  }
+  if (f.peer_cert.empty() != f.peer_key.empty()) return bad("--peer-cert and --peer-key go together");
+  if ((!f.peer_ca.empty() || !f.peer_cert.empty()) && c.peers.empty()) {
+    return bad("--peer-ca and --peer-cert are for --peers; give the peers too, or drop them");
   }
   if (!absl::ParseDuration(f.relist, &c.relist) || c.relist < absl::Seconds(1)) {
     return bad("--relist \"", f.relist, "\" is not a duration of at least 1s (e.g. 5m)");

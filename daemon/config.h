@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "convergence/triton/endpoints.h"
+#include "daemon/peers.h"
 
 namespace mariposa {
 
@@ -26,6 +27,7 @@ struct DaemonFlags {
   std::string owner, admin_owner, network, resync = "5s", backoff_cap = "2m", watch = "on", relist = "5m", audit = "10s";
   std::string image_source_url, image_channel = "release", max_jobs = "64", max_jobs_project = "32";
   std::string health_lease = "10s", metrics_listen, http_listen, cns_ttl = "0s";
+  std::string datacenter, peers, peer_tokens, peer_ca, peer_cert, peer_key, peer_interval = "5s";
   bool insecure_listen = false, standby = false, init = false, accept_store_loss = false;
   bool embedded_health = false, remote_agents = false, health_loopback = false;
   bool help = false;
@@ -54,6 +56,8 @@ absl::StatusOr<DaemonFlags> ParseDaemonArgs(const std::vector<std::string>& args
 struct DaemonConfig {
   DaemonFlags flags;  // node_name filled in
   absl::Duration resync, health_lease, backoff_cap, backup_interval, lease_ttl, relist, audit, cns_ttl;
+  absl::Duration peer_interval;
+  std::vector<PeerSpec> peers;  // the other data centers' mariposads (daemon/peers.h)
   bool watch = true;  // VMAPI's change feed (convergence/triton/vm_feed.h)
   int max_jobs = 0, max_jobs_per_project = 0, max_agents = 0, backup_keep = 0;
   std::map<std::string, triton::ApiEndpoint> endpoints;  // each API ("" urls: goal state only)

@@ -324,7 +324,39 @@ Daemon::Exit Daemon::Services() {
       return 1;
     }
   }
+  if (Exit e = DataCenters()) return e;
   bounded_ = std::make_unique<BoundedRunner>(clock_);
+  return std::nullopt;
+}
+
+// This data center's name and its peers (daemon/peers.h): asked from now on,
+// shown by `mariposa datacenters`, `admin status` and /metrics.
+Daemon::Exit Daemon::DataCenters() {
+  if (flags_.datacenter.empty()) return std::nullopt;
+  peers_ = std::make_unique<PeerProber>(flags_.datacenter, config_.peers,
+                                        PeerCredentials{flags_.peer_ca, flags_.peer_cert, flags_.peer_key},
+                                        config_.peer_interval, absl::Seconds(3), clock_);
+  if (absl::Status st = peers_->Start(); !st.ok()) {
+    std::cerr << "mariposad: " << st.message() << "\n";
+    return 1;
+  }
+  admin_->set_datacenters([p = peers_.get(), interval = config_.peer_interval, clock = clock_] {
+    return AdminService::DataCentersView{p->self(), interval, clock->Now(), p->Views()};
+  });
+  metrics_->AddCollectable(SampleCollector([p = peers_.get(), clock = clock_] {
+    std::vector<Sample> out;
+    absl::Time now = clock->Now();
+    for (const PeerView& v : p->Views()) {
+      out.push_back({"mariposa_datacenter_peer_up", "1 when the peer data center's mariposad answered its last question.",
+                     v.reachable ? 1.0 : 0.0, {{"peer", v.name}}});
+      if (v.last_ok != absl::InfinitePast()) {
+        out.push_back({"mariposa_datacenter_peer_last_answer_seconds",
+                       "Seconds since the peer data center's mariposad last answered well.",
+                       absl::ToDoubleSeconds(now - v.last_ok), {{"peer", v.name}}});
+      }
+    }
+    return out;
+  }));
   return std::nullopt;
 }
 
@@ -785,6 +817,7 @@ void Daemon::Serve() {
 // In order: what wakes the reconciler, the reconciler, this node's leases
 // (handed to the other nodes at once), then what the callbacks write to.
 void Daemon::Stop() {
+  if (peers_) peers_->Stop();
   if (wake_bus_) wake_bus_->Stop();
   if (feed_) feed_->Stop();
   if (reconciler_) reconciler_->Stop();

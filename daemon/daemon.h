@@ -46,6 +46,7 @@
 #include "convergence/triton/http_clients.h"
 #include "convergence/triton/vm_feed.h"
 #include "daemon/admin_service.h"
+#include "daemon/peers.h"
 #include "daemon/backups.h"
 #include "daemon/config.h"
 #include "daemon/controller_state.h"
@@ -90,6 +91,7 @@ class Daemon {
   int InitFailed(const std::string& error, const std::string& reason, const std::string& fix,
                  const std::string& impact);
   Exit Services();
+  Exit DataCenters();
   void Health();
   void Triton();
   convergence::ReconcilerOptions ReconcilerOptionsFor();
@@ -126,6 +128,7 @@ class Daemon {
   std::unique_ptr<auth::AuthService> auth_service_;
   std::unique_ptr<ProjectsService> projects_;
   std::unique_ptr<AdminService> admin_;
+  std::unique_ptr<PeerProber> peers_;  // the other data centers (--peers)
   std::unique_ptr<BackupScheduler> backups_;
   std::unique_ptr<convergence::QueueService> queue_;
   std::unique_ptr<convergence::ControllerMetrics> metrics_;

@@ -19,6 +19,7 @@ Result Status(Context& c, const Parsed&) {
   if (c.PrintIfStructured(resp)) return 0;
   std::ostream& out = c.out();
   out << "mode:     " << resp.mode() << "\nversion:  " << resp.version() << "\npid:      " << resp.pid() << "\n";
+  if (!resp.datacenter().empty()) out << "datacenter: " << resp.datacenter() << "\n";
   if (resp.mode() == "active" || resp.mode() == "readonly") {  // the others have no store open
     out << "store:    " << resp.store_path() << " (schema " << resp.schema_version() << ")\nprojects: "
         << resp.project_count() << "\nevents:   " << resp.last_event_index() << "\n";
@@ -177,6 +178,46 @@ Result Nodes(Context& c, const Parsed&) {
   return 0;
 }
 
+// The data centers: this one and each peer as its mariposad last saw it.
+// Exit 1 when a peer does not answer.
+Result DataCenters(Context& c, const Parsed&) {
+  v1::DataCentersResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().admin->DataCenters(c.d().Ctx().get(), {}, &resp)));
+  if (c.PrintIfStructured(resp)) {
+    for (const auto& p : resp.peers()) {
+      if (!p.reachable()) return 1;
+    }
+    return 0;
+  }
+  std::ostream& out = c.out();
+  if (resp.self().empty()) {
+    out << "one data center: this mariposad has no --datacenter (docs/operations.md, \"Several data centers\")\n";
+    return 0;
+  }
+  out << "this data center: " << resp.self() << "; each peer asked every " << resp.interval_seconds()
+      << "s, as of " << Time(resp.as_of()) << "\n\n";
+  Rows rows;
+  rows.push_back({resp.self() + " (this one)", c.d().addr(), "-", "-", "-", "-"});
+  int down = 0;
+  for (const auto& p : resp.peers()) {
+    std::string state = p.reachable() ? "reachable" : p.asked() ? "unreachable" : "not asked yet";
+    down += !p.reachable();
+    rows.push_back({p.name(), p.address(), state, p.has_last_ok() ? Time(p.last_ok()) : "never",
+                    p.reachable() ? absl::StrCat(p.rtt_micros() / 1000.0, " ms") : "-",
+                    p.version().empty() ? "-" : p.version()});
+  }
+  c.Table({"DATACENTER", "ADDRESS", "STATE", "LAST ANSWER", "RTT", "VERSION"}, rows);
+  for (const auto& p : resp.peers()) {
+    if (p.reachable()) continue;
+    out << "\nError:  data center " << p.name() << " does not answer" << (p.failures() > 1 ? absl::StrCat(" (", p.failures(), " questions in a row)") : "")
+        << "\nReason: " << p.error()
+        << "\nImpact: " << (p.has_last_ok() ? "what is known of it is as of its last answer above"
+                                              : "nothing is known of it since this mariposad started")
+        << "; this data center goes on converging its own projects\n";
+  }
+  return down > 0 ? 1 : 0;
+}
+
 // Local: both stores are opened here, not through mariposad.
 Result StoreCopy(Context& c, const Parsed& p) {
   std::string from = p.Value("--from").value_or(""), to = p.Value("--to").value_or("");
@@ -263,6 +304,13 @@ void AddAdmin(cli::Registry& r) {
                  "holding its lease (docs/operations.md, \"Several nodes\"). Any node answers.",
          .group = kGroup,
          .run = Nodes});
+  r.Add({.path = "datacenters",
+         .summary = "this data center and its peers: address, reachability, last answer",
+         .help = "mariposad --datacenter NAME --peers NAME=HOST:PORT,… asks each peer data center's mariposad\n"
+                 "for its status every --peer-interval; this shows what it saw (docs/operations.md, \"Several\n"
+                 "data centers\"). Exit 1 when a peer does not answer.",
+         .group = kGroup,
+         .run = DataCenters});
   r.Add({.path = "admin store-copy",
          .summary = "copy a whole store into a new, empty one: SQLite to PostgreSQL and back",
          .help = "STORE is sqlite:PATH or postgresql://USER@HOST:PORT/DB. Every version, meta key, secret (still\n"
