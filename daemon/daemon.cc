@@ -340,6 +340,21 @@ Daemon::Exit Daemon::DataCenters() {
     std::cerr << "mariposad: " << st.message() << "\n";
     return 1;
   }
+  // A copy to another data center (project copy --datacenter) is sent to
+  // that data center's mariposad, which makes it.
+  projects_->set_peer_copier(flags_.datacenter, [p = peers_.get()](const std::string& dc,
+                                                                   const v1::ReceiveCopyRequest& req)
+                                                    -> absl::StatusOr<v1::CopyProjectResponse> {
+    v1::CopyProjectResponse resp;
+    absl::Status st = p->Call(
+        dc,
+        [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
+          return v1::Projects::NewStub(channel)->ReceiveCopy(ctx, req, &resp);
+        },
+        absl::Seconds(30));
+    if (!st.ok()) return st;
+    return resp;
+  });
   admin_->set_datacenters([p = peers_.get(), interval = config_.peer_interval, clock = clock_] {
     return AdminService::DataCentersView{p->self(), interval, clock->Now(), p->Views()};
   });

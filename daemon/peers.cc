@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "mariposa/v1/admin.grpc.pb.h"
 
@@ -194,6 +195,39 @@ void PeerProber::Stop() {
 std::vector<PeerView> PeerProber::Views() const {
   absl::MutexLock l(&mu_);
   return views_;
+}
+
+absl::Status PeerProber::Call(
+    const std::string& name,
+    const std::function<grpc::Status(const std::shared_ptr<grpc::Channel>&, grpc::ClientContext*)>& call,
+    absl::Duration timeout) const {
+  const Peer* peer = nullptr;
+  std::vector<std::string> names;
+  for (const auto& p : peers_) {
+    names.push_back(p->spec.name);
+    if (p->spec.name == name) peer = p.get();
+  }
+  if (peer == nullptr || peer->stub == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        name, " is not a peer of data center ", self_, " (--peers lists: ",
+        names.empty() ? "none" : absl::StrJoin(names, ", "), "); `mariposa datacenters` shows them"));
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(clock_->Now() + timeout));
+  auth::AddCallCredentials(peer->creds, &ctx);
+  grpc::Status st = call(peer->channel, &ctx);
+  if (st.ok()) return absl::OkStatus();
+  std::string fix;
+  if (st.error_code() == grpc::StatusCode::UNAVAILABLE || st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    fix = absl::StrCat("; is mariposad running in ", name, " at ", peer->spec.address,
+                       ", and is the link up? (`mariposa datacenters`)");
+  } else if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+             st.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+    fix = absl::StrCat("; the token data center ", self_, " presents there (--peer-tokens ", name,
+                       "=FILE) needs the role this call does in ", name);
+  }
+  return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
+                      absl::StrCat("data center ", name, ": ", st.error_message(), fix));
 }
 
 PeerAnswer PeerProber::Ask(Peer* p) {

@@ -13,10 +13,13 @@
 #ifndef MARIPOSA_DAEMON_PEERS_H_
 #define MARIPOSA_DAEMON_PEERS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -84,6 +87,14 @@ class PeerProber {
   void Stop();
   const std::string& self() const { return self_; }
   std::vector<PeerView> Views() const;
+  // Calls peer `name` with `call`, given its channel and a context that
+  // carries this data center's credentials and a deadline `timeout` from
+  // now. FAILED_PRECONDITION when `name` is not a peer; else the call's
+  // status, its message prefixed with the data center (and, when it cannot
+  // be reached, what to check).
+  absl::Status Call(const std::string& name,
+                    const std::function<grpc::Status(const std::shared_ptr<grpc::Channel>&, grpc::ClientContext*)>& call,
+                    absl::Duration timeout) const;
 
  private:
   struct Peer;

@@ -48,6 +48,15 @@ class ProjectsService final : public v1::Projects::Service {
   grpc::Status ListProjects(grpc::ServerContext*, const v1::ListProjectsRequest*, v1::ListProjectsResponse*) override;
   grpc::Status GetProject(grpc::ServerContext*, const v1::GetProjectRequest*, v1::GetProjectResponse*) override;
   grpc::Status CopyProject(grpc::ServerContext*, const v1::CopyProjectRequest*, v1::CopyProjectResponse*) override;
+  grpc::Status ReceiveCopy(grpc::ServerContext*, const v1::ReceiveCopyRequest*, v1::CopyProjectResponse*) override;
+  // Sends a copy to peer data center `datacenter` (its ReceiveCopy) and
+  // returns its answer; `self` is this data center's name. Unset: no peers.
+  using PeerCopier = std::function<absl::StatusOr<v1::CopyProjectResponse>(const std::string& datacenter,
+                                                                            const v1::ReceiveCopyRequest& req)>;
+  void set_peer_copier(std::string self, PeerCopier f) {
+    peer_self_ = std::move(self);
+    peer_copier_ = std::move(f);
+  }
   grpc::Status DeleteProject(grpc::ServerContext*, const v1::DeleteProjectRequest*, v1::DeleteProjectResponse*) override;
   grpc::Status Apply(grpc::ServerContext*, const v1::ApplyRequest*, v1::ApplyResponse*) override;
   grpc::Status ListVersions(grpc::ServerContext*, const v1::ListVersionsRequest*, v1::ListVersionsResponse*) override;
@@ -88,6 +97,16 @@ class ProjectsService final : public v1::Projects::Service {
     const std::map<std::string, std::string>* new_meta = nullptr;
   };
   absl::StatusOr<Outcome> ApplyText(const ApplyRequest& a);
+  // A copy to make here (projects_copy.cc): from this data center's
+  // CopyProject or another's ReceiveCopy.
+  struct Copy {
+    std::string target, text, origin, owner;
+    std::map<std::string, std::string> plain, secrets;
+    int overrides = 0;
+    bool dry_run = false;
+  };
+  absl::Status MakeCopy(grpc::ServerContext* ctx, const Cancellation* cancel, const Copy& c,
+                        v1::CopyProjectResponse* resp);
   // ApplyText's steps (projects_service.cc).
   struct Base;
   struct Checked;
@@ -128,6 +147,8 @@ class ProjectsService final : public v1::Projects::Service {
   std::function<void(const std::string&)> on_change_;
   DataCenter* data_center_ = nullptr;
   std::string default_owner_;
+  std::string peer_self_;
+  PeerCopier peer_copier_;
   absl::Mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const CompiledManifest>> parsed_ ABSL_GUARDED_BY(cache_mu_);
   size_t parsed_bytes_ ABSL_GUARDED_BY(cache_mu_) = 0;

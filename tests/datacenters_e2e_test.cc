@@ -141,5 +141,74 @@ TEST_F(DataCentersTest, ARefusedTokenAndAnotherDataCenterSaySo) {
   EXPECT_TRUE(absl::StrContains(refused.err, "--peers needs --datacenter")) << refused.err;
 }
 
+// A project copied from one data center into another: made there by its
+// mariposad, against its own Triton, with the meta and the secrets.
+TEST_F(DataCentersTest, ACopyIsMadeInAnotherDataCenter) {
+  std::vector<std::string> sim_args = {"--servers", "2", "--seed", "deploy/examples/tritonsim-seed.json",
+                                       "--job-latency", "20"};
+  Tritonsim east_sim(sim_args), west_sim(sim_args);
+  ASSERT_TRUE(east_sim.Start()) << east_sim.log();
+  ASSERT_TRUE(west_sim.Start()) << west_sim.log();
+  const std::vector<std::string> triton = {"--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
+                                           "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms"};
+  // West lets east make projects there: a deployer token.
+  std::string deployer;
+  {
+    auto w = Start("west", west_addr_, {});
+    RunResult made = Cli(west_addr_, {"admin", "token", "create", "--name", "peer-east-deployer", "--role",
+                                      "deployer", "--all-projects"});
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    size_t at = made.out.find("mpt_");
+    deployer = dir_ + "/deployer.token";
+    std::ofstream(deployer) << made.out.substr(at, made.out.find_first_of(" \n", at) - at) << "\n";
+  }
+  std::vector<std::string> e = {"--datacenter", "us-east-1", "--peers", "us-west-1=" + west_addr_, "--peer-tokens",
+                                "us-west-1=" + deployer, "--peer-interval", "1s", "--triton", east_sim.addr()};
+  e.insert(e.end(), triton.begin(), triton.end());
+  auto east = Start("east", east_addr_, e);
+  std::vector<std::string> w = {"--datacenter", "us-west-1", "--triton", west_sim.addr()};
+  w.insert(w.end(), triton.begin(), triton.end());
+  auto west = Start("west", west_addr_, w);
+  std::string manifest = dir_ + "/shop.yaml";
+  std::ofstream(manifest) << "project: shop\nservices:\n  web:\n    image: autopilotpattern/nginx@1.4.0\n"
+                             "    package: g4-highcpu-512M\n    count: 2\n    start: {window: 1s}\n"
+                             "    environment: {DB: \"{{ .meta.dbhost }}\"}\n";
+  ASSERT_EQ(Cli(east_addr_, {"project", "create", "shop"}).exit_code, 0);
+  ASSERT_EQ(Cli(east_addr_, {"-j", "shop", "meta", "set", "dbhost", "db.east"}).exit_code, 0);
+  ASSERT_EQ(Cli(east_addr_, {"-j", "shop", "meta", "set", "--secret", "dbpass", "-"}, "hunter2").exit_code, 0);
+  RunResult applied = Cli(east_addr_, {"apply", "--yes", "-f", manifest, "--wait", "--timeout", "60s"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+
+  RunResult plan = Cli(east_addr_, {"project", "copy", "shop", "shop", "--datacenter", "us-west-1", "--dry-run"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;
+  EXPECT_NE(Cli(west_addr_, {"project", "get", "shop"}).exit_code, 0) << "a dry run makes nothing there";
+  RunResult copied = Cli(east_addr_, {"project", "copy", "shop", "shop", "--datacenter", "us-west-1", "--set",
+                                      "services.web.count=1", "--meta", "dbhost=db.west"});
+  ASSERT_EQ(copied.exit_code, 0) << copied.out << copied.err << east->log() << west->log();
+  EXPECT_TRUE(absl::StrContains(copied.out, "copied project shop version 1 to shop in data center us-west-1"))
+      << copied.out;
+  EXPECT_TRUE(absl::StrContains(copied.out, "mariposa --addr " + west_addr_ + " -j shop status")) << copied.out;
+  EXPECT_TRUE(Eventually(
+      [&] { return absl::StrContains(Cli(west_addr_, {"-j", "shop", "status"}).out, "project shop at version 1: converged"); },
+      absl::Seconds(30)))
+      << Cli(west_addr_, {"-j", "shop", "status"}).out;
+  EXPECT_EQ(RunningPerService(west_sim.addr())["web"], 1);
+  EXPECT_EQ(RunningPerService(east_sim.addr())["web"], 2) << "the source is untouched";
+  RunResult meta = Cli(west_addr_, {"-j", "shop", "meta", "list"});
+  EXPECT_TRUE(absl::StrContains(meta.out, "db.west")) << meta.out;
+  EXPECT_TRUE(absl::StrContains(meta.out, "<secret>")) << meta.out;
+  RunResult events = Cli(west_addr_, {"-j", "shop", "events", "--all"});
+  EXPECT_TRUE(absl::StrContains(events.out, "copied from shop version 1 in us-east-1")) << events.out;
+
+  // Not a peer; and a peer that is down: refused, nothing made.
+  RunResult nope = Cli(east_addr_, {"project", "copy", "shop", "shop2", "--datacenter", "eu-1"});
+  EXPECT_NE(nope.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(nope.err, "eu-1 is not a peer of data center us-east-1")) << nope.err;
+  west->Kill();
+  RunResult down = Cli(east_addr_, {"project", "copy", "shop", "shop2", "--datacenter", "us-west-1"});
+  EXPECT_NE(down.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(down.err, "is mariposad running in us-west-1")) << down.err;
+}
+
 }  // namespace
 }  // namespace mariposa::testing

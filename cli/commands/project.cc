@@ -108,6 +108,7 @@ v1::CopyProjectRequest CopyRequest(const Parsed& p, bool dry_run) {
   for (const std::string& m : p.All("--meta")) req.add_meta(m);
   req.set_no_meta(p.Has("--no-meta"));
   req.set_dry_run(dry_run);
+  req.set_datacenter(p.Value("--datacenter").value_or(""));
   return req;
 }
 
@@ -125,8 +126,19 @@ void PrintCopy(Context& c, const v1::CopyProjectRequest& req, const v1::CopyProj
     return;
   }
   out << "copied project " << req.source() << " version " << resp.source_version() << " to " << resp.project().name()
-      << " (" << resp.project().uuid() << "): version " << resp.version().number() << " (" << resp.version().uuid()
-      << "), " << meta << " (secrets re-sealed for it, never shown)\n";
+      << (req.datacenter().empty() ? "" : " in data center " + req.datacenter()) << " (" << resp.project().uuid()
+      << "): version " << resp.version().number() << " (" << resp.version().uuid() << "), " << meta
+      << " (secrets re-sealed for it, never shown)\n";
+}
+
+// Where a copy in another data center is followed: its mariposad's address.
+std::string PeerAddress(Context& c, const std::string& datacenter) {
+  v1::DataCentersResponse dcs;
+  if (!c.d().admin->DataCenters(c.d().Ctx().get(), {}, &dcs).ok()) return "ADDRESS";
+  for (const auto& p : dcs.peers()) {
+    if (p.name() == datacenter) return p.address();
+  }
+  return "ADDRESS";
 }
 
 Result Copy(Context& c, const Parsed& p) {
@@ -135,6 +147,11 @@ Result Copy(Context& c, const Parsed& p) {
   RETURN_IF_ERROR(c.d().Check(c.d().projects->CopyProject(c.d().Ctx().get(), req, &resp)));
   if (c.PrintIfStructured(resp)) return 0;
   PrintCopy(c, req, resp);
+  if (!req.datacenter().empty() && !req.dry_run()) {
+    c.out() << "it is converged by data center " << req.datacenter() << "'s mariposad; follow it there: mariposa --addr "
+            << PeerAddress(c, req.datacenter()) << " -j " << req.target() << " status\n";
+    return 0;
+  }
   if (!req.dry_run() && p.Has("--wait")) return WaitSettled(c, resp.project().uuid(), resp.version().number());
   return 0;
 }
@@ -144,6 +161,12 @@ Result Copy(Context& c, const Parsed& p) {
 Result Move(Context& c, const Parsed& p) {
   const std::string& src = p.args()[0];
   const std::string& dst = p.args()[1];
+  if (p.Has("--datacenter")) {
+    return Usage(absl::StrCat("a move to another data center is not built yet: copy it there with `mariposa project "
+                              "copy ", src, " ", dst, " --datacenter ", *p.Value("--datacenter"),
+                              "`, follow it there until it converged, then `mariposa project delete ", src,
+                              " --force` here"));
+  }
   ASSIGN_OR_RETURN(bool go, c.Confirm(absl::StrCat("Move project ", src, " to ", dst, ": copy it, wait until ", dst,
                                                    " converged, then delete ", src, " with its instances?"),
                                       p.Has("--yes")));
@@ -198,7 +221,8 @@ void AddProject(cli::Registry& r) {
   const std::vector<cli::Flag> copy_flags = {
       {{"--set"}, "PATH=VALUE", "change the copy's manifest (again for more): services.web.count=1, fabric.vlan=45"},
       {{"--meta"}, "KEY=VALUE", "the copy's meta value of KEY, over the source's (again for more)"},
-      {{"--no-meta"}, "", "copy no meta and no secrets"}};
+      {{"--no-meta"}, "", "copy no meta and no secrets"},
+      {{"--datacenter"}, "NAME", "make the copy in this peer data center (`mariposa datacenters`), not here"}};
   const std::string copy_help =
       "The copy is a new project with SRC's current version, its --set changes applied to the manifest\n"
       "(PATH is keys from the top, separated by dots; a key with dots in brackets: tags[com.example.tier];\n"
