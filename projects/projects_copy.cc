@@ -107,7 +107,11 @@ grpc::Status ProjectsService::ReceiveCopy(grpc::ServerContext* ctx, const v1::Re
   if (req->target().empty()) return ToGrpc(absl::InvalidArgumentError("the copy's name (target) is required"));
   Copy c;
   c.target = req->target();
-  c.text = req->manifest();
+  // Named by its target, written as a copy's manifest is (a fixed point:
+  // what the sending data center wrote comes out the same).
+  auto text = CopiedManifest(req->manifest(), c.target, {});
+  if (!text.ok()) return ToGrpc(Annotate(text.status(), "nothing was changed"));
+  c.text = *std::move(text);
   c.origin = req->origin().empty() ? "another data center" : req->origin();
   c.owner = default_owner_;
   c.dry_run = req->dry_run();

@@ -174,5 +174,41 @@ TEST_F(CopyProjectTest, RefusalsMakeNothingAndSayWhy) {
   EXPECT_TRUE(absl::StrContains(st.error_message(), "no version to copy")) << st.error_message();
 }
 
+// The receiving end of a copy from another data center: what it was sent
+// is made here, the secrets sealed for this store; a refusal makes nothing.
+TEST_F(CopyProjectTest, ACopyFromAnotherDataCenterIsMadeHere) {
+  grpc::ServerContext ctx;
+  v1::ReceiveCopyRequest req;
+  req.set_target("shop-west");
+  req.set_manifest(kSource);
+  (*req.mutable_meta())["dbhost"] = "db.west";
+  (*req.mutable_secrets())["dbpass"] = "hunter2";
+  req.set_origin("shop version 1 in us-east-1, by alice");
+  v1::CopyProjectResponse resp;
+  grpc::Status st = service_->ReceiveCopy(&ctx, &req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  auto made = store_->GetProject("shop-west");
+  ASSERT_TRUE(made.ok());
+  EXPECT_EQ(store_->GetMeta(made->uuid, "dbpass")->value, "hunter2");
+  EXPECT_TRUE(store_->GetMeta(made->uuid, "dbpass")->secret);
+  auto events = store_->ListEvents("shop-west", 0, 100);
+  bool said = false;
+  for (const EventRecord& e : *events) said = said || absl::StrContains(e.detail, "copied from shop version 1 in us-east-1");
+  EXPECT_TRUE(said);
+  // Without the meta its template needs: refused, nothing made.
+  req.set_target("shop-west2");
+  req.clear_meta();
+  st = service_->ReceiveCopy(&ctx, &req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_TRUE(absl::IsNotFound(store_->GetProject("shop-west2").status()));
+  // A key that is not a meta key.
+  req.set_target("shop-west3");
+  (*req.mutable_meta())["dbhost"] = "db.west";
+  (*req.mutable_meta())["bad key"] = "x";
+  st = service_->ReceiveCopy(&ctx, &req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_TRUE(absl::IsNotFound(store_->GetProject("shop-west3").status()));
+}
+
 }  // namespace
 }  // namespace mariposa

@@ -115,7 +115,7 @@ TEST(ProjectsServiceFuzzTest, RandomRequestsAreAnsweredOrRefusedCleanly) {
     grpc::Status s;
     std::string what;
     size_t reply_bytes = 0;
-    switch (f.Pick(9)) {
+    switch (f.Pick(10)) {
       case 0:
       case 1:
       case 2: {
@@ -196,6 +196,22 @@ TEST(ProjectsServiceFuzzTest, RandomRequestsAreAnsweredOrRefusedCleanly) {
         reply_bytes = resp.ByteSizeLong();
         break;
       }
+      case 8: {
+        what = "ReceiveCopy";
+        v1::ReceiveCopyRequest req;
+        static const char* kTargets[] = {"", "new"};
+        req.set_target(f.Pick(3) == 0 ? f.Project() : f.Pick(2) ? f.Text() : absl::StrCat(kTargets[1], i));
+        req.set_manifest(f.Manifest());
+        int entries = static_cast<int>(f.Pick(3));
+        for (int k = 0; k < entries; ++k) (*req.mutable_meta())[f.Pick(2) ? f.Text() : "m" + std::to_string(k)] = f.Text();
+        if (f.Pick(3) == 0) (*req.mutable_secrets())[f.Pick(2) ? f.Text() : "s"] = f.Text();
+        req.set_dry_run(f.Pick(2) == 0);
+        req.set_origin(f.Text());
+        v1::CopyProjectResponse resp;
+        s = service.ReceiveCopy(&ctx, &req, &resp);
+        reply_bytes = resp.ByteSizeLong();
+        break;
+      }
       default: {
         what = "GetVersion";
         v1::GetVersionRequest req;
@@ -219,6 +235,8 @@ TEST(ProjectsServiceFuzzTest, RandomRequestsAreAnsweredOrRefusedCleanly) {
   EXPECT_GT(ok["SetMeta"], 0);
   EXPECT_GT(ok["CopyProject"], 0);
   EXPECT_GT(refused["CopyProject"], 0);
+  EXPECT_GT(ok["ReceiveCopy"], 0);
+  EXPECT_GT(refused["ReceiveCopy"], 0);
   EXPECT_TRUE((*store)->Verify().ok());
 }
 
