@@ -42,6 +42,7 @@ std::vector<Flag> GlobalFlags() {
 cli::Registry Build() {
   cli::Registry r(GlobalFlags());
   AddProject(r);
+  AddImport(r);
   AddApply(r);
   AddDiff(r);
   AddVersions(r);

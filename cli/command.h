@@ -134,6 +134,7 @@ Result RunApply(Context& c, const Parsed& p, bool dry_run);
 
 // Each cli/commands/NAME.cc registers its commands.
 void AddProject(cli::Registry& r);
+void AddImport(cli::Registry& r);
 void AddApply(cli::Registry& r);
 void AddDiff(cli::Registry& r);
 void AddVersions(cli::Registry& r);

@@ -148,9 +148,11 @@ st = json.load(sys.stdin)
 print("  converged:", st["converged"], " version:", st["version"])
 [print("  %-10s %-12s %s/%s ready" % (s["name"], s["verdict"], s["ready"], s["desired"])) for s in st["services"]]'
 echo
-console_line
 echo "Demo done. Health checks run with mariposad --embedded-health or mariposa-health agents (docs/health.md); what is not built yet: docs/status.md."
 if [ "$KEEP" = 1 ]; then
+  console_line
   echo "Serving until Ctrl-C (--keep)."
   wait "$DPID"
+else
+  echo "Web console: mariposad and tritonsim stop as this script ends, so its address would be a dead link; run \`bash scripts/demo.sh --keep\` to keep them serving and open the console (the address and its token are printed then)."
 fi
