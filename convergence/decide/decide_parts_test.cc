@@ -131,5 +131,35 @@ TEST(DecidePartsTest, PlanOfEachService) {
   }
 }
 
+// A new instance is made out of discovery only when readiness checks will
+// say when it is ready; otherwise it is ready once running, and CNS serves
+// only running instances anyway (a hold then costs a job per instance: a
+// mass scale's creates at half speed).
+TEST(DecideDiscoveryTest, OnlyReadinessChecksThatRunMakeANewInstanceOut) {
+  struct Row {
+    const char* name;
+    std::string web;  // web's extra lines
+    bool checks_run;
+    bool deleting;
+    bool out;
+  };
+  const std::string http = "    healthchecks:\n      http: {type: http, port: 80";
+  const std::vector<Row> rows = {
+      {"no checks", "", true, false, false},
+      {"a check for both", http + "}\n", true, false, true},
+      {"a readiness check", http + ", liveness: false}\n", true, false, true},
+      {"a liveness check only", http + ", readiness: false}\n", true, false, false},
+      {"checks, no health monitor", http + "}\n", false, false, false},
+      {"checks, no CNS names", "    cns: false\n" + http + "}\n", true, false, false},
+      {"checks, the project being deleted", http + "}\n", true, true, false},
+  };
+  for (const Row& r : rows) {
+    Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web:\n    image: web@1\n    count: 1\n" + r.web));
+    s.project.deleting = r.deleting;
+    EXPECT_EQ(MadeOutOfDiscovery(s, "web", r.checks_run), r.out) << r.name;
+    EXPECT_FALSE(MadeOutOfDiscovery(s, "nope", r.checks_run)) << r.name << ": a service the goal does not have";
+  }
+}
+
 }  // namespace
 }  // namespace mariposa::convergence::decide_internal
