@@ -466,10 +466,11 @@ std::optional<DiscoveryHold> ParseDiscoveryHold(const std::string& value);
 // then follows their readiness and a removal drains them first.
 bool DiscoveredThroughCns(const Snapshot& s, const std::string& service);
 // Whether a new instance of `service` is made out of discovery, to be put
-// back once ready: discovered through CNS, with readiness checks that run
-// (`checks_run`: mariposad has a health monitor). Without them it is ready
-// once running (Kubernetes: no readiness probe), and CNS serves only
-// running instances anyway: a hold would cost a VMAPI job per instance.
+// back once ready: discovered through CNS, and not ready the moment it
+// runs — it has a start.window, or readiness checks that run (`checks_run`:
+// mariposad has a health monitor). One that is ready once running (no such
+// checks, `start: {window: 0s}`) is not held: CNS serves only running
+// instances anyway, and a hold costs a VMAPI job per instance.
 bool MadeOutOfDiscovery(const Snapshot& s, const std::string& service, bool checks_run);
 std::string DiscoveryHoldValue(absl::Time since, const std::string& why);
 // A discovery action's reason (ActionKind::kDiscovery): "down: <why>" takes

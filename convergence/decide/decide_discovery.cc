@@ -56,8 +56,11 @@ bool DiscoveredThroughCns(const Snapshot& s, const std::string& service) {
 }
 
 bool MadeOutOfDiscovery(const Snapshot& s, const std::string& service, bool checks_run) {
-  if (!checks_run || !DiscoveredThroughCns(s, service)) return false;
-  for (const auto& [name, check] : s.goal->services.at(service).spec.healthchecks) {
+  if (!DiscoveredThroughCns(s, service)) return false;
+  const ServiceSpec& spec = s.goal->services.at(service).spec;
+  if (spec.start_window > absl::ZeroDuration()) return true;  // not ready before it has run start.window
+  if (!checks_run) return false;
+  for (const auto& [name, check] : spec.healthchecks) {
     if (check.readiness) return true;
   }
   return false;

@@ -131,11 +131,11 @@ TEST(DecidePartsTest, PlanOfEachService) {
   }
 }
 
-// A new instance is made out of discovery only when readiness checks will
-// say when it is ready; otherwise it is ready once running, and CNS serves
-// only running instances anyway (a hold then costs a job per instance: a
-// mass scale's creates at half speed).
-TEST(DecideDiscoveryTest, OnlyReadinessChecksThatRunMakeANewInstanceOut) {
+// A new instance is made out of discovery unless it is ready the moment it
+// runs (no start.window and no readiness checks that run): CNS serves only
+// running instances, and a hold costs a job per instance (a mass scale's
+// creates at half speed).
+TEST(DecideDiscoveryTest, ANewInstanceIsMadeOutUnlessReadyOnceRunning) {
   struct Row {
     const char* name;
     std::string web;  // web's extra lines
@@ -144,12 +144,15 @@ TEST(DecideDiscoveryTest, OnlyReadinessChecksThatRunMakeANewInstanceOut) {
     bool out;
   };
   const std::string http = "    healthchecks:\n      http: {type: http, port: 80";
+  const std::string now = "    start: {window: 0s}\n";
   const std::vector<Row> rows = {
-      {"no checks", "", true, false, false},
-      {"a check for both", http + "}\n", true, false, true},
-      {"a readiness check", http + ", liveness: false}\n", true, false, true},
-      {"a liveness check only", http + ", readiness: false}\n", true, false, false},
-      {"checks, no health monitor", http + "}\n", false, false, false},
+      {"no checks, the default start.window", "", true, false, true},
+      {"no checks, start.window 5s", "    start: {window: 5s}\n", false, false, true},
+      {"no checks, start.window 0s", now, true, false, false},
+      {"a check for both, window 0s", now + http + "}\n", true, false, true},
+      {"a readiness check, window 0s", now + http + ", liveness: false}\n", true, false, true},
+      {"a liveness check only, window 0s", now + http + ", readiness: false}\n", true, false, false},
+      {"checks, no health monitor, window 0s", now + http + "}\n", false, false, false},
       {"checks, no CNS names", "    cns: false\n" + http + "}\n", true, false, false},
       {"checks, the project being deleted", http + "}\n", true, true, false},
   };
