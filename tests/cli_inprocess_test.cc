@@ -108,6 +108,14 @@ TEST_F(CliInProcess, EveryCommand) {
       {{"-j", "jupiter", "apply", "-f", m, "--yes", "--wait", "--timeout", "60s"}, 0, "converged"},
       {{"-j", "jupiter", "diff", "-f", m}, 0, "no changes"},
       {{"-j", "jupiter", "status"}, 0, "converged"},
+      {{"project", "copy", "jupiter", "jupiter-copy", "--set", "services.nginx.count=1", "--dry-run"}, 0,
+       "would copy project jupiter version 1 to jupiter-copy"},
+      {{"project", "copy", "jupiter", "jupiter-copy", "--set", "services.wordpress.count=0"}, 0,
+       "copied project jupiter version 1 to jupiter-copy"},
+      {{"project", "move", "jupiter-copy", "jupiter-moved", "--yes", "--timeout", "60s"}, 0,
+       "moved project jupiter-copy to jupiter-moved"},
+      {{"import", "compose", *dir_ + "/compose.yml", "--project", "fromcompose"}, 0, "project: fromcompose"},
+      {{"datacenters"}, 0, "one data center"},
       {{"-j", "jupiter", "versions"}, 0, "1"},
       {{"-j", "jupiter", "version", "get", "1"}, 0, "version"},
       {{"-j", "jupiter", "version", "tag", "1", "first"}, 0, "first"},
@@ -169,6 +177,7 @@ TEST_F(CliInProcess, EveryCommand) {
       {{"project", "delete", "mars", "--yes"}, 0, "mars"},
   };
   WriteFile(*dir_ + "/meta.env", "a=1\nb=2\n");
+  WriteFile(*dir_ + "/compose.yml", "services:\n  web: {image: nginx, ports: [\"8080:80\"]}\n");
   std::set<std::string> covered;
   for (const Step& s : steps) {
     covered.insert(PathOf(s.args));

@@ -372,7 +372,7 @@ TEST_F(CliTest, OperatorHabits) {
   r = M({"completion", "bash"});
   ASSERT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.out, HasSubstr("complete -o default -F _mariposa mariposa"));
-  EXPECT_THAT(r.out, HasSubstr("\"project\") echo \"create delete get list\" ;;"));
+  EXPECT_THAT(r.out, HasSubstr("\"project\") echo \"copy create delete get list move\" ;;"));
   EXPECT_EQ(RunProcess({"/bin/bash", "-n"}, r.out).exit_code, 0);
   EXPECT_EQ(M({"completion", "fish"}).exit_code, 2);
 

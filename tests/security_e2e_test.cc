@@ -55,6 +55,10 @@ const std::map<std::string, std::string>& ExpectedLeastRole() {
       {"Projects/CreateProject", "deployer"}, {"Projects/CreateProject#owner", "admin"}, {"Projects/ListProjects", "viewer"},
       {"Projects/GetProject", "viewer"},      {"Projects/DeleteProject", "operator"},
       {"Projects/Apply", "deployer"},         {"Projects/Apply#core", "admin"}, {"Projects/Apply#dry-run", "viewer"},
+      {"Projects/CopyProject", "deployer"},   {"Projects/CopyProject#dry-run", "viewer"},
+      {"Projects/CopyProject#source", "deployer"},
+      {"Projects/ReceiveCopy", "deployer"},   {"Projects/ReceiveCopy#dry-run", "viewer"},
+      {"Admin/DataCenters", "viewer"},
       {"Projects/ListVersions", "viewer"},    {"Projects/GetVersion", "viewer"},
       {"Projects/TagVersion", "deployer"},    {"Projects/Rollback", "deployer"},
       {"Projects/Rollback#core", "admin"}, {"Projects/Rollback#dry-run", "viewer"},    {"Projects/Scale", "deployer"},
@@ -188,6 +192,18 @@ std::string RequestFor(const std::string& rule) {
     v1::ApplyRequest r;
     r.set_manifest(kCoreManifest);
     r.set_dry_run(rule == "Projects/Apply#dry-run");
+    r.SerializeToString(&out);
+  } else if (rule == "Projects/CopyProject#dry-run" || rule == "Projects/CopyProject#source") {
+    v1::CopyProjectRequest r;  // a source that does not exist: NOT_FOUND after the role checks
+    r.set_source("nosuch");
+    r.set_target("nosuch-copy");
+    r.set_dry_run(rule == "Projects/CopyProject#dry-run");
+    r.SerializeToString(&out);
+  } else if (rule == "Projects/ReceiveCopy#dry-run") {
+    v1::ReceiveCopyRequest r;
+    r.set_target("received");
+    r.set_manifest("project: received\nservices:\n  web: {image: nosuch@1}\n");
+    r.set_dry_run(true);
     r.SerializeToString(&out);
   } else if (rule == "Projects/Rollback#core" || rule == "Projects/Rollback#dry-run") {
     v1::RollbackRequest r;

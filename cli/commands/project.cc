@@ -8,6 +8,7 @@ namespace {
 Result Create(Context& c, const Parsed& p) {
   v1::CreateProjectRequest req;
   req.set_name(p.args()[0]);
+  req.set_description(p.Value("--description").value_or(""));
   req.set_owner_uuid(p.Value("--owner").value_or(""));
   v1::CreateProjectResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->CreateProject(c.d().Ctx().get(), req, &resp)));
