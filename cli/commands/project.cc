@@ -180,9 +180,11 @@ Result Move(Context& c, const Parsed& p) {
   RETURN_IF_ERROR(c.d().Check(c.d().projects->CopyProject(c.d().Ctx().get(), req, &resp)));
   PrintCopy(c, req, resp);
   c.out() << "waiting until " << dst << " converged before " << src << " is deleted\n";
-  ASSIGN_OR_RETURN(int waited, WaitSettled(c, resp.project().uuid(), resp.version().number()));
-  if (waited != 0) {
-    c.err() << "move stopped: " << dst << " did not converge (above); " << src
+  Result waited = WaitSettled(c, resp.project().uuid(), resp.version().number());
+  if (!waited.ok() || *waited != 0) {
+    // A timeout, a crash loop, a version replaced: the source stays.
+    c.err() << "move stopped: " << dst << " did not converge"
+            << (waited.ok() ? " (above)" : absl::StrCat(" (", waited.status().message(), ")")) << "; " << src
             << " is untouched and still serving. Fix " << dst << " and run `mariposa project delete " << src
             << " --force` yourself, or remove the copy with `mariposa project delete " << dst << " --force`\n";
     return waited;
