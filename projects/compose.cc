@@ -70,7 +70,7 @@ class Importer {
   Value volumes_ = Value::Map();
   Value fabric_networks_ = Value::Map();
   Value meta_ = Value::Map();
-  std::set<std::string> declared_volumes_, fabric_names_;
+  std::set<std::string> declared_volumes_, fabric_names_, services_names_;
 };
 
 // Compose's "512M", "1g", "2GB", or bytes -> a manifest SIZE ("512m").
@@ -141,6 +141,7 @@ void Importer::TopLevel() {
     }
   }
   const YamlNode* services = root_.Find("services");
+  for (const YamlPair& s : *services) services_names_.insert(s.first.Scalar());
   for (const YamlPair& s : *services) Service(s.first, s.second);
 }
 
@@ -350,7 +351,28 @@ std::string Importer::Variables(const std::string& path, const YamlNode& at, con
   return out;
 }
 
-void Importer::Environment(const std::string& path, const YamlNode& v, Value* env) { Map(path, v, env); }
+void Importer::Environment(const std::string& path, const YamlNode& v, Value* env) {
+  Map(path, v, env);
+  // Compose resolves a service's name to it; on Triton, CNS does, by the
+  // service's CNS name.
+  auto check = [&](const YamlNode& at, const std::string& value) {
+    std::string host = value.substr(0, value.find(':'));
+    if (services_names_.count(host)) {
+      std::string dns = absl::StrCat(o_.project, "-", absl::AsciiStrToLower(host));
+      std::replace(dns.begin(), dns.end(), '_', '-');
+      Note(at, path, absl::StrCat("\"", value, "\" names the Compose service ", host, ": on Triton it is reached by its CNS "
+                                  "name ", dns, ".svc.ACCOUNT.DATACENTER.cns… (`mariposa -j ", o_.project,
+                                  " status` lists them); change the value"));
+    }
+  };
+  if (v.IsMap()) {
+    for (const YamlPair& p : v) check(p.second, Text(p.second));
+  }
+  for (const YamlNode* i : v.items()) {
+    std::string kv = Text(*i);
+    if (size_t eq = kv.find('='); eq != std::string::npos) check(*i, kv.substr(eq + 1));
+  }
+}
 
 void Importer::EnvFile(const std::string& path, const YamlNode& v, Value* env) {
   std::vector<const YamlNode*> files;

@@ -197,6 +197,9 @@ TEST(ComposeTest, RealComposeFilesGiveManifestsMariposaTakes) {
   EXPECT_NE(wp.manifest.find("image: wordpress\n"), std::string::npos) << wp.manifest;
   EXPECT_NE(wp.manifest.find("image: \"mariadb@10.6.4-focal\""), std::string::npos) << wp.manifest;
   EXPECT_NE(wp.manifest.find("db-data:/var/lib/mysql"), std::string::npos) << wp.manifest;
+  EXPECT_NE(Notes(wp).find("\"db\" names the Compose service db: on Triton it is reached by its CNS name fixture-db"),
+            std::string::npos)
+      << Notes(wp);
   const ComposeImport& go = all["nginx-golang-postgres.yaml"];
   EXPECT_EQ(go.services, 2) << "backend has only a build:";
   EXPECT_NE(Notes(go).find("services.backend: no image: left out"), std::string::npos) << Notes(go);
