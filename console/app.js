@@ -276,7 +276,10 @@ async function overviewPage(root, name) {
           h('td', {}, h('a', {href: `#/p/${enc(name)}/instances/${enc(s.name)}`}, s.name)),
           h('td', {}, badge('v', s.verdict), s.frozen ? h('span', {class: 'badge v-paused'}, 'frozen') : null),
           h('td', {}, `${s.ready}/${s.desired}`),
-          h('td', {}, String(s.running)), h('td', {}, String(s.healthy)), h('td', {}, String(s.updating)),
+          h('td', {}, String(s.running)),
+          s.checked ? h('td', {}, String(s.healthy))
+                    : h('td', {title: 'no health checks run for this service: healthy does not apply'}, '—'),
+          h('td', {}, String(s.updating)),
           h('td', {}, s.reason, s.fix ? h('div', {class: 'muted'}, 'Fix: ', s.fix) : null),
           h('td', {}, scale));
     });

@@ -125,6 +125,10 @@ void ServiceToProto(const std::string& name, const ServiceGoalSpec& g, const Sna
     if (i.service == name) mine.push_back(&i);
   }
   std::sort(mine.begin(), mine.end(), [](const InstanceState* a, const InstanceState* b) { return a->alias < b->alias; });
+  bool readiness_checks = false;
+  for (const auto& [check, spec] : g.spec.healthchecks) readiness_checks |= spec.readiness;
+  st->set_checked(mine.empty() ? readiness_checks
+                               : std::any_of(mine.begin(), mine.end(), [](const InstanceState* i) { return i->checked; }));
   for (const InstanceState* i : mine) {
     bool current = i->spec_hash == g.record.spec_hash && !i->stale_meta && !i->stale_checks && !i->stale_mount;
     CountInstance(*i, current, st);

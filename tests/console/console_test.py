@@ -315,6 +315,10 @@ class ConsoleTest(unittest.TestCase):
         self.until(lambda: "converged" in self.find("#verdict").text, timeout=60, what="converged")
         rows = self.driver.find_elements(By.CSS_SELECTOR, "tr[data-service]")
         self.assertEqual(sorted(r.get_attribute("data-service") for r in rows), ["db", "web"])
+        # No health checks run for them: Healthy says so, not 0.
+        healthy = self.driver.find_elements(By.CSS_SELECTOR, "tr[data-service=web] td")[4]
+        self.assertEqual(healthy.text, "\u2014")
+        self.assertIn("no health checks", healthy.get_attribute("title"))
         self.shot("overview")
         self.axe_check("the project overview")
 
