@@ -32,6 +32,12 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Pairs(const std
   return out;
 }
 
+// What to check when peer `name` at `address` cannot be reached (its
+// status questions and the calls sent to it say the same).
+std::string Unreachable(const std::string& name, const std::string& address) {
+  return absl::StrCat("is mariposad running in ", name, " at ", address, ", and is the link between the data centers up?");
+}
+
 }  // namespace
 
 absl::Status CheckDataCenterName(const std::string& flag, const std::string& name) {
@@ -119,8 +125,7 @@ PeerView ObservePeer(PeerView view, const PeerAnswer& answer, absl::Time now) {
       break;
     case absl::StatusCode::kDeadlineExceeded:
     case absl::StatusCode::kUnavailable:
-      fix = absl::StrCat("is mariposad running in ", view.name, " at ", view.address,
-                         ", and is the link between the data centers up?");
+      fix = Unreachable(view.name, view.address);
       break;
     default:
       fix = absl::StrCat("see mariposad's log in ", view.name);
@@ -219,8 +224,7 @@ absl::Status PeerProber::Call(
   if (st.ok()) return absl::OkStatus();
   std::string fix;
   if (st.error_code() == grpc::StatusCode::UNAVAILABLE || st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-    fix = absl::StrCat("; is mariposad running in ", name, " at ", peer->spec.address,
-                       ", and is the link up? (`mariposa datacenters`)");
+    fix = absl::StrCat("; ", Unreachable(name, peer->spec.address), " (`mariposa datacenters`)");
   } else if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
              st.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
     fix = absl::StrCat("; the token data center ", self_, " presents there (--peer-tokens ", name,
