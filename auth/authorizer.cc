@@ -127,7 +127,108 @@ Authorizer::Presented Authorizer::FromGateway(const std::multimap<grpc::string_r
     who->peer = absl::StrCat(peer, " (", who->transport, ")");
   }
   if (md.count("authorization")) in.authorization = Md(md, "authorization");
+  in.signing_string = Md(md, kGatewaySigning);
+  in.signing_error = Md(md, kGatewaySigningError);
+  in.request_digest = Md(md, kGatewayRequestDigest);
   return in;
+}
+
+void Authorizer::FromSignature(const grpc::ServerContext* ctx, const std::string& authorization, const Presented& in,
+                               Identity* who) {
+  who->method = "signature";
+  auto params = ParseSignatureAuthorization(authorization);
+  if (!params.ok()) {
+    who->refused = std::string(params.status().message());
+    return;
+  }
+  auto key_id = ParseKeyId(params->key_id);
+  if (!key_id.ok()) {
+    who->refused = std::string(key_id.status().message());
+    return;
+  }
+  who->name = key_id->user.empty() ? absl::StrCat("triton:", key_id->account)
+                                   : absl::StrCat("triton:", key_id->account, "/", key_id->user);
+  if (!in.signing_error.empty() || in.signing_string.empty()) {
+    who->refused = in.signing_error.empty() ? "the signed request could not be read" : in.signing_error;
+    return;
+  }
+  absl::Time now = o_.clock->Now();
+  if (absl::Status st = CheckSignedDate(SignedDate(in.signing_string), now); !st.ok()) {
+    who->refused = std::string(st.message());
+    return;
+  }
+  if (o_.mahi == nullptr) {
+    who->refused = "this mariposad takes no HTTP Signature: it knows no Triton auth cache (start it with --mahi URL, "
+                   "or --triton for a simulator)";
+    return;
+  }
+  auto principal = o_.mahi->Lookup(key_id->account, key_id->user);
+  if (!principal.ok()) {
+    if (principal.status().code() == absl::StatusCode::kUnavailable) {
+      who->unavailable = std::string(principal.status().message());
+    } else {
+      who->refused = absl::StrCat(principal.status().message(), " (keyId ", params->key_id, ")");
+    }
+    return;
+  }
+  if (principal->disabled) {
+    who->refused = absl::StrCat(who->name, " is disabled in Triton");
+    return;
+  }
+  const SshPublicKey* key = nullptr;
+  std::vector<SshPublicKey> keys;
+  for (const auto& [fp, text] : principal->keys) {
+    auto k = ParseSshPublicKey(text);
+    if (k.ok()) keys.push_back(*k);
+  }
+  for (const SshPublicKey& k : keys) {
+    if (FingerprintMatches(k, key_id->fingerprint)) key = &k;
+  }
+  if (key == nullptr) {
+    who->refused = absl::StrCat(who->name, " has no key ", key_id->fingerprint,
+                                " in Triton (`triton key list` shows its keys; `triton key add` adds one)");
+    return;
+  }
+  if (absl::Status st = VerifySignature(*key, params->algorithm, in.signing_string, params->signature); !st.ok()) {
+    who->refused = std::string(st.message());
+    return;
+  }
+  {
+    // A write taken once with this signature is not taken again (a replay).
+    // Reads may repeat: a client polling twice in one second with a
+    // date-only signature sends the same signature twice.
+    absl::MutexLock l(&mu_);
+    auto call = calls_.find(ctx);
+    const MethodRule* rule = call == calls_.end() ? nullptr : RuleFor(call->second.method);
+    if ((rule == nullptr || rule->writes) &&
+        !replays_.FirstUse(absl::StrCat(params->signature, " ", call == calls_.end() ? "" : call->second.method, " ",
+                                        in.request_digest),
+                           now)) {
+      who->refused = "this signed request was received before (a replay): sign each request anew, with a fresh date";
+      return;
+    }
+  }
+  who->account = principal->account_uuid;
+  std::vector<std::string> owned;
+  auto projects = o_.store->ListProjects();
+  if (!projects.ok()) {
+    LogError("cannot read projects; the Triton caller gets no grants", {{"caller", who->name}});
+  } else {
+    for (const ProjectRecord& p : *projects) {
+      if (p.owner == principal->account_uuid) owned.push_back(p.name);
+    }
+  }
+  who->grants = TritonGrants(*principal, owned);
+  for (Grant& g : GrantsOf(who->name)) who->grants.push_back(std::move(g));
+}
+
+bool Authorizer::CreatesInOwnAccount(const Identity& who, const MethodRule& rule, const std::string& project) {
+  if (who.account.empty() || rule.global || project.empty() || IsUuid(project)) return false;
+  if (!RoleAllows(Role::kDeployer, rule.permission)) return false;
+  // The account itself; its sub-users deploy to what it made.
+  if (who.name.find('/') != std::string::npos) return false;
+  auto existing = o_.store->GetProject(project);
+  return !existing.ok() && existing.status().code() == absl::StatusCode::kNotFound;
 }
 
 Identity Authorizer::Resolve(const grpc::ServerContext* ctx) {
@@ -139,7 +240,8 @@ Identity Authorizer::Resolve(const grpc::ServerContext* ctx) {
   who.transport = "insecure tcp";
   const auto& md = ctx->client_metadata();
   Presented in;
-  if (md.count(kGatewayToken) || md.count(kGatewayPeer) || md.count(kGatewayUid) || md.count(kGatewayCert)) {
+  if (md.count(kGatewayToken) || md.count(kGatewayPeer) || md.count(kGatewayUid) || md.count(kGatewayCert) ||
+      md.count(kGatewaySigning) || md.count(kGatewaySigningError)) {
     in = FromGateway(md, &who);
     if (!in.refused.empty()) {
       who.refused = in.refused;
@@ -174,12 +276,37 @@ Identity Authorizer::Resolve(const grpc::ServerContext* ctx) {
       who.transport = "tls";
     }
     if (md.count("authorization")) in.authorization = Md(md, "authorization");
+    // A gRPC caller's HTTP Signature signs its metadata; its request target
+    // is "post /mariposa.v1.SERVICE/METHOD".
+    if (in.authorization && IsSignatureScheme(*in.authorization)) {
+      auto params = ParseSignatureAuthorization(*in.authorization);
+      std::string method;
+      {
+        absl::MutexLock l(&mu_);
+        auto it = calls_.find(ctx);
+        if (it != calls_.end()) method = it->second.method;
+      }
+      if (params.ok()) {
+        auto ss = SigningString(*params, absl::StrCat("post /mariposa.v1.", method),
+                                [&](absl::string_view h) -> std::optional<std::string> {
+                                  auto it = md.find(grpc::string_ref(h.data(), h.size()));
+                                  if (it == md.end()) return std::nullopt;
+                                  return std::string(it->second.data(), it->second.size());
+                                });
+        if (ss.ok()) in.signing_string = *ss;
+        else in.signing_error = std::string(ss.status().message());
+      }
+    }
   }
   // 1. A bearer token wins: it is what the caller chose to present.
   if (in.authorization) {
     const std::string& value = *in.authorization;
+    if (IsSignatureScheme(value)) {
+      FromSignature(ctx, value, in, &who);
+      return who;
+    }
     if (!absl::StartsWithIgnoreCase(value, "bearer ")) {
-      who.refused = "the authorization header is not \"Bearer TOKEN\"";
+      who.refused = "the authorization header is not \"Bearer TOKEN\" or \"Signature keyId=…\"";
       return who;
     }
     std::string secret = value.substr(7);
@@ -261,7 +388,9 @@ bool Authorizer::Allows(const Identity& who, const std::string& method, const st
     *why = absl::StrCat(method, " is not in the permission table; nobody may call it");
     return false;
   }
-  if (Allowed(who.grants, *rule, project)) return true;
+  if (Allowed(who.grants, *rule, project) || CreatesInOwnAccount(who, *rule, project)) return true;
+  // A Triton caller lists (filtered) before it owns a project.
+  if (!who.account.empty() && project.empty() && !rule->global && rule->permission == Permission::kRead) return true;
   std::string scope = rule->global ? "every project" : project.empty() ? "some project" : absl::StrCat("project ", project);
   if (rule->permission == Permission::kHealthAgent) {
     *why = absl::StrCat(who.name, " may not connect as a health agent: that needs a token or certificate with the "
@@ -275,6 +404,11 @@ bool Authorizer::Allows(const Identity& who, const std::string& method, const st
                       who.method == "token"
                           ? absl::StrCat("; a token's role is fixed: ask an admin for another (`mariposa admin token "
                                          "create --name NAME --role ", role, " ", on, "`)")
+                      : who.method == "signature" && !who.account.empty()
+                          ? absl::StrCat("; a Triton account has the operator role on the projects it owns, and its "
+                                         "sub-users what their default Triton roles mariposa-", role,
+                                         rule->global || project.empty() ? "" : absl::StrCat(" or mariposa-", role, ".", project),
+                                         " give (docs/security.md, \"Triton accounts\")")
                           : absl::StrCat("; an admin grants it with `mariposa admin grant ", who.name, " ", role,
                                          rule->global || project.empty() ? "" : absl::StrCat(" -j ", project), "`"));
   return false;
@@ -295,10 +429,16 @@ grpc::Status Authorizer::Authorize(grpc::ServerContext* ctx, const std::string& 
   // already serve someone else.
   if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
   std::string project = ProjectName(project_ref);
+  if (!who.unavailable.empty()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("the caller cannot be checked now: ", who.unavailable, "; try again"));
+  }
   if (!who.refused.empty()) {
     RecordDenied(who, method, project, who.refused);
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        absl::StrCat(who.refused, "; ask an admin for a token (`mariposa admin token create`)"));
+                        who.method == "signature"
+                            ? absl::StrCat(who.name == "anonymous" ? "" : absl::StrCat(who.name, ": "), who.refused)
+                            : absl::StrCat(who.refused, "; ask an admin for a token (`mariposa admin token create`)"));
   }
   std::string why;
   if (Allows(who, method, project, &why)) {

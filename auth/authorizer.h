@@ -6,6 +6,10 @@
 //      refused (UNAUTHENTICATED), never downgraded to another identity;
 //   2. a verified TLS client certificate: "cert:CN", with the grants of
 //      that subject;
+//   2b. an HTTP Signature ("authorization: Signature keyId=…", Triton's
+//      CloudAPI scheme): the Triton account or sub-user whose SSH key signed
+//      it, looked up in Triton's auth cache (mahi); its grants are on the
+//      projects its account owns (auth/mahi.h, TritonGrants);
 //   3. a local connection (Unix socket: SO_PEERCRED; loopback TCP: the uid
 //      owning the client's socket): root and mariposad's own user are admin
 //      on every project, other users "user:NAME" have their grants;
@@ -35,6 +39,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "auth/http_signature.h"
+#include "auth/mahi.h"
 #include "auth/rbac.h"
 #include "common/clock.h"
 #include "projects/access.h"
@@ -49,6 +55,8 @@ struct Identity {
   std::string transport;  // unix socket | loopback tcp | tls | insecure tcp
   std::vector<Grant> grants;
   std::string refused;    // why the credential presented was refused ("" = none was, or it is good)
+  std::string unavailable;  // why the credential could not be checked now (Triton's auth cache down)
+  std::string account;    // a Triton caller's account uuid (projects it creates are that account's)
   // How events name the caller: "token:ci (127.0.0.1:41234)".
   std::string Author() const;
 };
@@ -67,6 +75,14 @@ inline constexpr char kGatewayPeer[] = "x-mariposa-http-peer";            // "AD
 inline constexpr char kGatewayTransport[] = "x-mariposa-http-transport";  // "loopback http" | "https" | "http"
 inline constexpr char kGatewayUid[] = "x-mariposa-http-uid";              // the loopback caller's uid
 inline constexpr char kGatewayCert[] = "x-mariposa-http-cert";            // the verified client certificate's CN
+// An HTTP Signature's signing string the gateway built from its request
+// (auth/http_signature.h), or why it could not.
+inline constexpr char kGatewaySigning[] = "x-mariposa-http-signing-string-bin";
+inline constexpr char kGatewaySigningError[] = "x-mariposa-http-signing-error-bin";
+// SHA-256 of the request's method, target and body: a write sent again with
+// the same signature (a replay) is told from another request signed in the
+// same second.
+inline constexpr char kGatewayRequestDigest[] = "x-mariposa-http-request-digest";
 
 // Tokens: "mpt_" + 40 hex digits. Only Sha256Hex(token) is stored.
 std::string NewTokenSecret();
@@ -85,6 +101,9 @@ class Authorizer : public Access {
     // Asked after the caller is allowed: OK, or why the controller takes no
     // call of this kind now (UNAVAILABLE while readonly, for writes).
     std::function<grpc::Status(const MethodRule&)> gate;
+    // Triton's auth cache, for HTTP Signature callers; nullptr: such
+    // callers are refused (mariposad has no --mahi).
+    MahiClient* mahi = nullptr;
   };
   explicit Authorizer(Options o);
 
@@ -106,6 +125,7 @@ class Authorizer : public Access {
   // The author recorded for the call's changes.
   std::string Author(const grpc::ServerContext* ctx) override;
   std::string CallerName(const grpc::ServerContext* ctx) override { return Identify(ctx).name; }
+  std::string CallerAccount(const grpc::ServerContext* ctx) override { return Identify(ctx).account; }
   std::string ProjectOfTask(const std::string& task) override;
   // Whether the caller may see `project_name` (list filters).
   bool CanSee(const grpc::ServerContext* ctx, const std::string& project_name) override;
@@ -127,10 +147,19 @@ class Authorizer : public Access {
     std::string cert_cn;  // a verified client certificate's
     std::optional<std::string> authorization;
     std::string refused;  // the gateway's headers without its secret
+    // An HTTP Signature's signing string, or why it could not be built.
+    std::string signing_string, signing_error;
+    std::string request_digest;  // kGatewayRequestDigest
   };
   Identity Resolve(const grpc::ServerContext* ctx);
   Presented FromGateway(const std::multimap<grpc::string_ref, grpc::string_ref>& md, Identity* who);
   std::vector<Grant> GrantsOf(const std::string& subject);
+  // Who signed an HTTP Signature request (refused/unavailable set when not).
+  void FromSignature(const grpc::ServerContext* ctx, const std::string& authorization, const Presented& in,
+                     Identity* who);
+  // Whether a Triton caller may create project `project` (not there yet)
+  // in its own account: what a deployer may, on a name nobody holds.
+  bool CreatesInOwnAccount(const Identity& who, const MethodRule& rule, const std::string& project);
   std::string ProjectName(const std::string& ref);
   void RecordDenied(const Identity& who, const std::string& method, const std::string& project,
                     const std::string& why);
@@ -142,6 +171,8 @@ class Authorizer : public Access {
   // One auth.denied event per identity and method per minute; the rest are
   // counted into the next one.
   std::map<std::string, std::pair<absl::Time, int>> denied_ ABSL_GUARDED_BY(mu_);
+  // Signatures accepted within the clock-skew window (replays are refused).
+  ReplayGuard replays_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace mariposa::auth

@@ -58,6 +58,7 @@ std::vector<FlagSpec> BuildSpecs() {
       {"wfapi", "URL", "", [](DaemonFlags& f) { return &f.api.url["wfapi"]; }, nullptr},
       {"fwapi", "URL", "FWAPI, for manifests' firewall rules (optional: without it, from --triton or FWAPI_SERVICE, firewall rules are not applied and status says so)", [](DaemonFlags& f) { return &f.api.url["fwapi"]; }, nullptr},
       {"volapi", "URL", "VOLAPI, for manifests' volumes (optional: without it, from --triton or VOLAPI_SERVICE, volumes are not made and the services that mount them wait; status says so)", [](DaemonFlags& f) { return &f.api.url["volapi"]; }, nullptr},
+      {"mahi", "URL", "Triton's auth cache (mahi: MAHI_SERVICE, or --triton), where the SSH keys and roles of Triton accounts signing HTTP Signature requests are looked up (docs/security.md); without it such requests are refused", [](DaemonFlags& f) { return &f.api.url["mahi"]; }, nullptr},
       {"sapi-metadata", "FILE", "each API's host from a core zone's SAPI metadata (JSON: VMAPI_SERVICE, CNAPI_SERVICE, IMGAPI_SERVICE, PAPI_SERVICE, NAPI_SERVICE, WORKFLOW_SERVICE, and FWAPI_SERVICE, VOLAPI_SERVICE if any); a --vmapi … flag wins", [](DaemonFlags& f) { return &f.api.sapi_metadata_file; }, nullptr},
       {"api-timeout", "DURATION", "every API's request timeout (default 10s) and requests in flight at once (default 64); --vmapi-timeout, --vmapi-connections, … for one API", [](DaemonFlags& f) { return &f.api.timeout; }, nullptr},
       {"api-connections", "N", "", [](DaemonFlags& f) { return &f.api.connections; }, nullptr},

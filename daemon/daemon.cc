@@ -293,6 +293,15 @@ Daemon::Exit Daemon::Services() {
   aopts_.daemon_uid = geteuid();
   if (flags_.embedded_health) aopts_.internal_token = auth::NewTokenSecret();
   if (!flags_.http_listen.empty()) aopts_.gateway_token = auth::NewTokenSecret();
+  if (auto m = config_.endpoints.find("mahi"); m != config_.endpoints.end() && !m->second.url.empty()) {
+    triton::HttpOptions o;
+    o.base_url = m->second.url;
+    o.timeout = std::min(m->second.timeout, absl::Seconds(5));  // a caller waits for it
+    o.max_connections = m->second.connections;
+    o.max_attempts = 2;
+    mahi_ = std::make_unique<auth::MahiClient>(std::make_unique<triton::HttpClient>("mahi", o, clock_), clock_);
+    aopts_.mahi = mahi_.get();
+  }
   authorizer_ = std::make_unique<auth::Authorizer>(aopts_);
   SetAccess(authorizer_.get());
   auth_service_ = std::make_unique<auth::AuthService>(store_.get(), authorizer_.get(), sealer_.get(), clock_);

@@ -124,6 +124,7 @@ class Daemon {
   std::unique_ptr<auth::Sealer> sealer_;
   std::unique_ptr<ControllerState> controller_;  // active or readonly (kept in the store)
   auth::Authorizer::Options aopts_;
+  std::unique_ptr<auth::MahiClient> mahi_;  // Triton accounts' keys (--mahi); before the authorizer
   std::unique_ptr<auth::Authorizer> authorizer_;
   std::unique_ptr<auth::AuthService> auth_service_;
   std::unique_ptr<ProjectsService> projects_;

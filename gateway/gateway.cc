@@ -22,7 +22,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "auth/authorizer.h"
+#include "auth/http_signature.h"
 #include "auth/listener.h"
+#include "common/ids.h"
 #include "common/log.h"
 #include "gateway/console_assets.h"
 #include "gateway/errors.h"
@@ -349,6 +351,22 @@ void Gateway::Impl::Handle(const std::shared_ptr<HttpExchange>& ex) {
   Unary(ex, r, *in, std::move(ctx));
 }
 
+// An HTTP Signature signs some of the request's headers and its target; the
+// Authorizer, which checks it, sees only gRPC metadata: the gateway builds
+// the signing string from what it received and forwards it (or why not).
+static void ForwardSigningString(const HttpRequest& req, const std::string& authorization, grpc::ClientContext* ctx) {
+  auto params = auth::ParseSignatureAuthorization(authorization);
+  if (!params.ok()) return;  // the Authorizer refuses the header itself
+  auto signing = auth::SigningString(*params, absl::StrCat(absl::AsciiStrToLower(req.method), " ", req.target),
+                                     [&](absl::string_view h) -> std::optional<std::string> {
+                                       if (!req.has_header(std::string(h))) return std::nullopt;
+                                       return req.header(std::string(h));
+                                     });
+  if (signing.ok()) ctx->AddMetadata(auth::kGatewaySigning, *signing);
+  else ctx->AddMetadata(auth::kGatewaySigningError, std::string(signing.status().message()));
+  ctx->AddMetadata(auth::kGatewayRequestDigest, Sha256Hex(absl::StrCat(req.method, " ", req.target, "\n", req.body)));
+}
+
 bool Gateway::Impl::Identify(const HttpRequest& req, grpc::ClientContext* ctx, std::string* caller,
                              HttpResponse* refusal) {
   ctx->AddMetadata(auth::kGatewayToken, o.token);
@@ -363,6 +381,7 @@ bool Gateway::Impl::Identify(const HttpRequest& req, grpc::ClientContext* ctx, s
       return false;
     }
     ctx->AddMetadata("authorization", value);
+    if (auth::IsSignatureScheme(value)) ForwardSigningString(req, value, ctx);
   }
   if (tls && !o.tls_client_ca.empty()) {  // certificates are asked for (and verified) only then
     std::string cn = CertCommonName(req.ssl);

@@ -29,6 +29,11 @@ std::string CallerName(const grpc::ServerContext* ctx) {
   return a == nullptr ? "" : a->CallerName(ctx);
 }
 
+std::string CallerAccount(const grpc::ServerContext* ctx) {
+  Access* a = g_access.load();
+  return a == nullptr ? "" : a->CallerAccount(ctx);
+}
+
 std::string ProjectOfTask(const std::string& task) {
   Access* a = g_access.load();
   return a == nullptr ? "" : a->ProjectOfTask(task);

@@ -28,6 +28,9 @@ class Access {
   virtual bool CanSee(const grpc::ServerContext* ctx, const std::string& project_name) = 0;
   // The authenticated caller alone: "root", "token:ci", "cert:agent-1".
   virtual std::string CallerName(const grpc::ServerContext* ctx) = 0;
+  // A Triton caller's account uuid (HTTP Signature): a project it creates is
+  // that account's. "" for every other caller.
+  virtual std::string CallerAccount(const grpc::ServerContext*) { return ""; }
   // The uuid of the project of task `task` (a uuid or a unique prefix); ""
   // when there is no such task (a call about it then needs a grant on every
   // project, and NOT_FOUND follows).
@@ -43,6 +46,8 @@ std::string AuthorOf(const grpc::ServerContext* ctx);
 bool CanSee(const grpc::ServerContext* ctx, const std::string& project_name);
 // "" without an installed Access.
 std::string CallerName(const grpc::ServerContext* ctx);
+// "" without an installed Access.
+std::string CallerAccount(const grpc::ServerContext* ctx);
 // "" without an installed Access.
 std::string ProjectOfTask(const std::string& task);
 

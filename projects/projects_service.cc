@@ -336,7 +336,7 @@ absl::StatusOr<ProjectsService::Checked> ProjectsService::CheckDataCenter(const 
   Checked out;
   if (data_center_ == nullptr || a.origin != "apply") return out;
   const std::set<std::string> to_plan = ImagesToPlan(diff);
-  const std::string owner = b.existing ? b.existing->owner : default_owner_;
+  const std::string owner = b.existing ? b.existing->owner : a.owner.empty() ? default_owner_ : a.owner;
   auto catalog = std::async(std::launch::async, [&] { return data_center_->CheckCatalog(m, filename, owner); });
   if (!to_plan.empty()) out.plans = data_center_->PlanImages(b.existing ? b.existing->uuid : "", m, to_plan);
   auto catalog_errors = catalog.get();
@@ -409,7 +409,8 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
     return out;
   }
 
-  NewVersion nv = VersionToCommit(*compiled, a.text, default_owner_, expected, a.force, out.warnings);
+  NewVersion nv = VersionToCommit(*compiled, a.text, a.owner.empty() ? default_owner_ : a.owner, expected, a.force,
+                                  out.warnings);
   nv.author = a.author;
   nv.origin = a.origin;
   nv.rolled_back_to = a.rolled_back_to;
@@ -508,6 +509,7 @@ grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyReq
   a.origin = "apply";
   a.message = req->message();
   a.author = AuthorOf(ctx);
+  a.owner = CallerAccount(ctx);
   a.cancel = &guard;
   a.thaw = req->thaw();
   a.allow_downgrade = req->allow_downgrade();
@@ -684,7 +686,9 @@ grpc::Status ProjectsService::CreateProject(grpc::ServerContext* ctx, const v1::
   if (!guard.status().ok()) return ToGrpc(guard.status());
   std::string owner = req->owner_uuid();
   if (owner.empty()) {
-    owner = default_owner_;
+    // A Triton caller's projects are its account's.
+    owner = CallerAccount(ctx);
+    if (owner.empty()) owner = default_owner_;
   } else {
     // Another account's instances: only an admin may say whose (the guard
     // asked for CreateProject#owner).

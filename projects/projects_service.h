@@ -87,6 +87,9 @@ class ProjectsService final : public v1::Projects::Service {
     std::string origin;  // "apply", "rollback", "scale"
     int64_t rolled_back_to = 0;
     std::string message, author;
+    // The Triton account a project this apply creates belongs to ("" =
+    // mariposad's --owner): a Triton caller's own (auth/mahi.h).
+    std::string owner;
     const Cancellation* cancel = nullptr;  // never null when called
     bool stored_text = false;             // a text this store accepted before
     std::optional<bool> thaw;             // user commands only: --thaw given or not

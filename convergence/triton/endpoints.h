@@ -24,9 +24,10 @@ inline const std::vector<std::string>& ApiNames() {
 
 // APIs mariposad uses when it has their address and does without otherwise:
 // FWAPI (a manifest's firewall rules) and VOLAPI (its volumes); without
-// them those are not applied and status says so.
+// them those are not applied and status says so. mahi, Triton's auth cache:
+// without it HTTP Signature callers (Triton accounts) are refused.
 inline const std::vector<std::string>& OptionalApiNames() {
-  static const std::vector<std::string> kNames = {"fwapi", "volapi"};
+  static const std::vector<std::string> kNames = {"fwapi", "volapi", "mahi"};
   return kNames;
 }
 

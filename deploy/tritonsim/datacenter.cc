@@ -6,6 +6,7 @@
 
 #include "common/ids.h"
 #include "deploy/tritonsim/fwapi.h"
+#include "deploy/tritonsim/mahi.h"
 
 #include <algorithm>
 #include <optional>
@@ -24,6 +25,7 @@ Reply DataCenter::Error(int status, const std::string& code, const std::string& 
 
 DataCenter::DataCenter(Options opts) : opts_(std::move(opts)), rng_(opts_.seed) {
   firewall_ = std::make_unique<Firewall>([this] { return NowMs(); }, [] { return mariposa::NewUuid(); });
+  mahi_ = std::make_unique<Mahi>([] { return mariposa::NewUuid(); });
   for (int i = 0; i < opts_.servers; ++i) {
     Server s;
     s.uuid = NewUuidLocked();
@@ -95,6 +97,9 @@ std::string DataCenter::NewMacLocked() {
 std::string DataCenter::LoadSeed(const json& seed) {
   absl::MutexLock l(&mu_);
   if (!seed.is_object()) return "seed must be a JSON object with servers, images, packages and/or networks";
+  if (seed.contains("accounts")) {
+    if (std::string err = mahi_->Load(seed["accounts"]); !err.empty()) return "accounts: " + err;
+  }
   if (seed.contains("servers")) {
     servers_.clear();
     for (const auto& s : seed["servers"]) {

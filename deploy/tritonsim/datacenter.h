@@ -26,6 +26,7 @@
 namespace tritonsim {
 class ChangeFeed;
 class Firewall;
+class Mahi;
 struct CnsVm;
 
 using json = nlohmann::json;
@@ -72,6 +73,8 @@ class DataCenter {
   ChangeFeed* change_feed() const { return feed_; }
   // FWAPI's rules (fwapi.h).
   Firewall* firewall() const { return firewall_.get(); }
+  // mahi's accounts, keys and roles (mahi.h).
+  Mahi* mahi() const { return mahi_.get(); }
 
   // Loads {"servers": [...], "images": [...], "packages": [...], "networks":
   // [...], "network_pools": [...]} (fields as the APIs show them); a list
@@ -386,6 +389,7 @@ class DataCenter {
   Options opts_;
   ChangeFeed* feed_ = nullptr;
   std::unique_ptr<Firewall> firewall_;
+  std::unique_ptr<Mahi> mahi_;
   mutable absl::Mutex mu_;  // releasing it wakes the waits on events and job/task completion
   std::mt19937_64 rng_;
   std::unordered_map<std::string, Vm> vms_;

@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "deploy/tritonsim/changefeed.h"
 #include "deploy/tritonsim/fwapi.h"
+#include "deploy/tritonsim/mahi.h"
 
 namespace tritonsim {
 namespace {
@@ -267,6 +268,20 @@ void InstallFwapi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   }));
 }
 
+// mahi, Triton's auth cache (mahi.h).
+void InstallMahi(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
+  auto W = [&](const std::string& op, Handler h) { return Wrap(op, dc, lat, std::move(h)); };
+  Mahi* m = dc->mahi();
+  s->Get("/accounts", W("GetAccount", [m](const httplib::Request&, const Params& q, const json&) { return m->GetAccount(q); }));
+  s->Get("/accounts/" + kId, W("GetAccountByUuid", [m](const httplib::Request& r, const Params&, const json&) {
+    return m->GetAccountByUuid(r.matches[1]);
+  }));
+  s->Get("/users", W("GetUser", [m](const httplib::Request&, const Params& q, const json&) { return m->GetUser(q); }));
+  s->Get("/users/" + kId, W("GetUserByUuid", [m](const httplib::Request& r, const Params&, const json&) {
+    return m->GetUserByUuid(r.matches[1]);
+  }));
+}
+
 // Control API (tritonsim ctl) and the simulator's own /metrics.
 void InstallControl(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
   s->Post("/_sim/servers/([^/]+)/(down|up)", [dc](const httplib::Request& r, httplib::Response& res) {
@@ -338,6 +353,13 @@ void InstallControl(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat) {
     Send(ok, &res);
   });
   s->Get("/_sim/stats", [dc](const httplib::Request&, httplib::Response& res) { Send(dc->Stats(), &res); });
+  s->Get("/_sim/mahi/accounts", [dc](const httplib::Request&, httplib::Response& res) { Send(dc->mahi()->List(), &res); });
+  s->Post("/_sim/mahi/(accounts|users|keys/delete)", [dc](const httplib::Request& r, httplib::Response& res) {
+    json b = json::parse(r.body, nullptr, false);
+    std::string what = r.matches[1];
+    Send(what == "accounts" ? dc->mahi()->AddAccount(b) : what == "users" ? dc->mahi()->AddUser(b) : dc->mahi()->DeleteKey(b),
+         &res);
+  });
   // The same counts for Prometheus (a scrape target in tests and demos).
   s->Get("/metrics", [dc](const httplib::Request&, httplib::Response& res) {
     json st = dc->Stats().body;
@@ -370,6 +392,7 @@ void InstallRoutes(httplib::Server* s, DataCenter* dc, std::atomic<int>* lat, co
   if (all || api == "napi") InstallNapi(s, dc, lat);
   if (all || api == "fwapi") InstallFwapi(s, dc, lat);
   if (all || api == "volapi") InstallVolapi(s, dc, lat);
+  if (all || api == "mahi") InstallMahi(s, dc, lat);
   if (all) InstallControl(s, dc, lat);
 }
 

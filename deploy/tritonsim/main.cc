@@ -48,7 +48,7 @@ Serves VMAPI, CNAPI, IMGAPI, PAPI, NAPI and workflow jobs on one loopback HTTP p
   --api-ports              besides --listen (every API and the control API), serve each API
                            on a port of its own on the same host, answering only that API's
                            routes (others 404, as a real service would): vmapi, cnapi, imgapi
-                           (with the updates source), papi, napi, fwapi, volapi and wfapi (workflow jobs,
+                           (with the updates source), papi, napi, fwapi, volapi, mahi and wfapi (workflow jobs,
                            named in job replies' workflow-api header); --addr-file gets a
                            line "API=http://HOST:PORT" for each after the base URL
   --threads N              HTTP worker threads (default 512); each keep-alive connection
@@ -90,12 +90,19 @@ ctl commands (URL from --addr or $TRITONSIM_URL):
   changefeed on|off|drop                     off: the feed ends and /changefeeds answers 404 (an
                                              older VMAPI) until on; drop: every listener is disconnected
   changefeed skip N                          the next N changes are not published (lost items)
+  account-add LOGIN [--uuid UUID] [--key FILE]...
+                                             a Triton account in mahi (made, or its keys added to);
+                                             FILE holds an OpenSSH public key line (id_ed25519.pub)
+  user-add ACCOUNT LOGIN [--uuid UUID] [--key FILE]... [--role NAME]... [--default-role NAME]...
+                                             a sub-user; roles by name (default roles: all of them)
+  key-delete ACCOUNT[/USER] FINGERPRINT      the key leaves mahi (MD5 or SHA256 fingerprint)
+  accounts                                   mahi's accounts, users, keys and roles (JSON)
   knobs [--job-latency MS] [--job-jitter F] [--job-failure-rate F] [--api-latency MS]
   stats
 OP names: ListVms GetVm CreateVm VmAction DeleteVm VmTags ListJobs GetJob WaitJob
   ListServers GetServer ServerUpdate InstallAgent UninstallAgents GetTask WaitTask
   ListImages GetImage ImageAction CreateImage ListPackages GetPackage ListNetworks GetNetwork
-  ListNetworkPools Ping ChangeFeeds ChangeFeedsStats
+  ListNetworkPools Ping ChangeFeeds ChangeFeedsStats GetAccount GetAccountByUuid GetUser GetUserByUuid
 )";
 
 int Usage(const std::string& err) {
@@ -158,6 +165,42 @@ int Ctl(std::vector<std::string> args) {
     path = "/_sim/changefeed/" + args[1];
   } else if (cmd == "changefeed" && need(2) && args[1] == "skip") {
     path = "/_sim/changefeed/skip?n=" + std::to_string(atoi(args[2].c_str()));
+  } else if ((cmd == "account-add" && args.size() >= 2) || (cmd == "user-add" && args.size() >= 3)) {
+    bool user = cmd == "user-add";
+    path = user ? "/_sim/mahi/users" : "/_sim/mahi/accounts";
+    body = {{"login", args[user ? 2 : 1]}, {"keys", tritonsim::json::array()}};
+    if (user) body["account"] = args[1];
+    for (size_t i = user ? 3 : 2; i < args.size(); i += 2) {
+      if (i + 1 >= args.size()) return Usage(args[i] + " needs a value");
+      const std::string& v = args[i + 1];
+      if (args[i] == "--uuid") {
+        body["uuid"] = v;
+      } else if (args[i] == "--key") {
+        std::ifstream in(v);
+        std::stringstream text;
+        text << in.rdbuf();
+        if (!in) return Usage("cannot read the key file " + v);
+        body["keys"].push_back(text.str());
+      } else if (user && (args[i] == "--role" || args[i] == "--default-role")) {
+        body[args[i] == "--role" ? "roles" : "default_roles"].push_back(v);
+      } else {
+        return Usage("unknown option " + args[i] + " of " + cmd);
+      }
+    }
+  } else if (cmd == "key-delete" && need(2)) {
+    path = "/_sim/mahi/keys/delete";
+    size_t slash = args[1].find('/');
+    body = {{"account", args[1].substr(0, slash)},
+            {"user", slash == std::string::npos ? "" : args[1].substr(slash + 1)},
+            {"fingerprint", args[2]}};
+  } else if (cmd == "accounts" && need(0)) {
+    auto res = cli.Get("/_sim/mahi/accounts");
+    if (!res) {
+      std::cerr << "tritonsim ctl: cannot reach " << url << "\n";
+      return 1;
+    }
+    std::cout << tritonsim::json::parse(res->body).dump(2) << "\n";
+    return res->status == 200 ? 0 : 1;
   } else if (cmd == "knobs") {
     path = "/_sim/knobs";
     for (size_t i = 1; i + 1 < args.size(); i += 2) {
@@ -337,7 +380,7 @@ static bool LoadSeedFile(const std::string& seed_file, tritonsim::DataCenter* dc
 static bool BindApiPorts(const std::string& host, int threads,
                          std::vector<std::pair<std::string, std::unique_ptr<httplib::Server>>>* servers,
                          std::vector<std::string>* urls) {
-  for (const char* api : {"vmapi", "cnapi", "imgapi", "papi", "napi", "fwapi", "volapi", "wfapi"}) {
+  for (const char* api : {"vmapi", "cnapi", "imgapi", "papi", "napi", "fwapi", "volapi", "mahi", "wfapi"}) {
     auto s = std::make_unique<httplib::Server>();
     int p = Bind(s.get(), host, 0, threads);
     if (p <= 0) {
