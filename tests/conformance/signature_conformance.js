@@ -7,6 +7,9 @@
 // altered request, a sub-user without the role.
 //
 // node signature_conformance.js HTTP_URL KEYDIR
+// node signature_conformance.js HTTP_URL KEYDIR once KEY KEYID METHOD PATH
+//   one request signed with KEYDIR/KEY as KEYID (date and request-target);
+//   prints "STATUS BODY".
 //   KEYDIR holds jill_ed, jill_rsa (account jill), bob_ec (jill's sub-user
 //   bob, Triton role mariposa-deployer), carol_ed (jill's sub-user carol, no
 //   Mariposa role) and eve (account eve), each with its .pub.
@@ -208,4 +211,10 @@ async function main() {
     checks.finish();
 }
 
-main().catch(checks.finish);
+if (process.argv[4] === 'once') {
+    var a = process.argv.slice(5);
+    send(a[2], a[3], a[2] === 'GET' ? undefined : {}, signWith(a[0], a[1], {headers: ['date', '(request-target)']}))
+        .then(function (r) { console.log(r.status + ' ' + r.text); });
+} else {
+    main().catch(checks.finish);
+}
