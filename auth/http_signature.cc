@@ -313,7 +313,7 @@ bool FingerprintMatches(const SshPublicKey& key, absl::string_view fp) {
 absl::Status VerifySignature(const SshPublicKey& key, absl::string_view algorithm, absl::string_view signing_string,
                              absl::string_view signature_b64) {
   std::string alg = absl::AsciiStrToLower(algorithm);
-  absl::string_view kind = alg.substr(0, alg.find('-'));
+  const std::string kind = alg.substr(0, alg.find('-'));
   bool fits = (kind == "rsa" && key.type == "ssh-rsa") || (kind == "ecdsa" && absl::StartsWith(key.type, "ecdsa-")) ||
               (kind == "ed25519" && key.type == "ssh-ed25519");
   if (!Algorithms().count(alg) || !fits) {
