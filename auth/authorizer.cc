@@ -389,8 +389,13 @@ bool Authorizer::Allows(const Identity& who, const std::string& method, const st
     return false;
   }
   if (Allowed(who.grants, *rule, project) || CreatesInOwnAccount(who, *rule, project)) return true;
-  // A Triton caller lists (filtered) before it owns a project.
-  if (!who.account.empty() && project.empty() && !rule->global && rule->permission == Permission::kRead) return true;
+  // A Triton caller lists (filtered) before it owns a project; and applies a
+  // manifest naming its project (the handler checks that project again:
+  // projects_parts::AdmitManifest) before owning one.
+  if (!who.account.empty() && project.empty() && !rule->global &&
+      (rule->permission == Permission::kRead || absl::StartsWith(method, "Projects/Apply"))) {
+    return true;
+  }
   std::string scope = rule->global ? "every project" : project.empty() ? "some project" : absl::StrCat("project ", project);
   if (rule->permission == Permission::kHealthAgent) {
     *why = absl::StrCat(who.name, " may not connect as a health agent: that needs a token or certificate with the "

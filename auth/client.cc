@@ -11,6 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
+#include "auth/ssh_signer.h"
+#include "common/ids.h"
 
 namespace mariposa::auth {
 
@@ -84,8 +87,45 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   return token;
 }
 
-void AddCallCredentials(const ClientCredentials& creds, grpc::ClientContext* ctx) {
-  if (!creds.token.empty()) ctx->AddMetadata("authorization", absl::StrCat("Bearer ", creds.token));
+namespace {
+
+// Signs each call when gRPC sends it, when the method is known.
+class SignaturePlugin : public grpc::MetadataCredentialsPlugin {
+ public:
+  SignaturePlugin(std::shared_ptr<SshSigner> signer, const Clock* clock) : signer_(std::move(signer)), clock_(clock) {}
+  bool IsBlocking() const override { return true; }  // ssh-agent is asked
+  grpc::Status GetMetadata(grpc::string_ref service_url, grpc::string_ref method_name, const grpc::AuthContext&,
+                           std::multimap<grpc::string, grpc::string>* metadata) override {
+    std::string url(service_url.data(), service_url.size());
+    size_t slash = url.rfind('/');
+    std::string target = absl::StrCat("post ", slash == std::string::npos ? "/" : url.substr(slash), "/",
+                                      std::string(method_name.data(), method_name.size()));
+    std::string date = absl::FormatTime("%a, %d %b %Y %H:%M:%S GMT", clock_->Now(), absl::UTCTimeZone());
+    std::string nonce = NewUuid();
+    auto authz = signer_->Authorization(
+        absl::StrCat("date: ", date, "\n(request-target): ", target, "\nx-mariposa-nonce: ", nonce),
+        "date (request-target) x-mariposa-nonce");
+    if (!authz.ok()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(authz.status().message()));
+    metadata->insert({"date", date});
+    metadata->insert({"x-mariposa-nonce", nonce});
+    metadata->insert({"authorization", *authz});
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::shared_ptr<SshSigner> signer_;
+  const Clock* clock_;
+};
+
+}  // namespace
+
+void AddCallCredentials(const ClientCredentials& creds, grpc::ClientContext* ctx, const Clock* clock) {
+  if (!creds.token.empty()) {
+    ctx->AddMetadata("authorization", absl::StrCat("Bearer ", creds.token));
+  } else if (creds.signer != nullptr && clock != nullptr) {
+    ctx->set_credentials(grpc::experimental::MetadataCredentialsFromPlugin(
+        std::make_unique<SignaturePlugin>(creds.signer, clock), GRPC_SECURITY_NONE));
+  }
 }
 
 }  // namespace mariposa::auth

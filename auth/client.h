@@ -12,6 +12,7 @@
 #include <grpcpp/support/channel_arguments.h>
 
 #include "absl/status/statusor.h"
+#include "common/clock.h"
 
 namespace mariposa::auth {
 
@@ -21,13 +22,19 @@ struct ClientCredentials {
   std::string key_file;
   std::string token;      // "mpt_…"
   std::string server_name;  // TLS name to verify (default: the address's host)
+  // Signs each call as a Triton user (auth/ssh_signer.h) instead of a
+  // token: HTTP Signature over "date (request-target) x-mariposa-nonce",
+  // the target being "post /mariposa.v1.SERVICE/METHOD".
+  std::shared_ptr<class SshSigner> signer;
 };
 
 // INVALID_ARGUMENT naming the file that cannot be read, or a certificate
 // without its key.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> Dial(const std::string& addr, const ClientCredentials& creds,
                                                     const grpc::ChannelArguments& args = grpc::ChannelArguments());
-void AddCallCredentials(const ClientCredentials& creds, grpc::ClientContext* ctx);
+// The token, or (with a signer) a signature made when the call is sent, its
+// Date from `clock`.
+void AddCallCredentials(const ClientCredentials& creds, grpc::ClientContext* ctx, const Clock* clock = nullptr);
 
 // A bearer token must be one word of printable ASCII (it travels in an
 // HTTP/2 header; anything else used to abort the process inside gRPC).

@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "auth/client.h"
+#include "auth/ssh_signer.h"
 #include "cli/command.h"
 #include "cli/style.h"
 
@@ -31,6 +32,7 @@ std::vector<Flag> GlobalFlags() {
       {{"--cert"}, "FILE", "TLS client certificate ($MARIPOSA_CERT), with --key"},
       {{"--key"}, "FILE", "its private key ($MARIPOSA_KEY)"},
       {{"--token-file"}, "FILE", "bearer token ($MARIPOSA_TOKEN_FILE, or the token itself in $MARIPOSA_TOKEN)"},
+      {{"--triton-profile"}, "NAME", "sign each call as this `triton` CLI profile's user, its key in ssh-agent or ~/.ssh (\"current\", \"env\" or a name; $MARIPOSA_TRITON_PROFILE)"},
       {{"-o", "--output"}, "FORMAT", "table (default), json or yaml"},
       {{"--timeout"}, "D", "give up on the whole command after D: every call, and --wait (default 10m)"},
       {{"--request-timeout"}, "D", "give up on each call after D (default 35s; mariposad stops work after 30s)"},
@@ -136,6 +138,14 @@ absl::StatusOr<std::unique_ptr<cli::Client>> Dial(const cli::Settings& settings,
     ASSIGN_OR_RETURN(creds.token, auth::ReadTokenFile(settings.token_file));
   } else if (!creds.token.empty()) {
     RETURN_IF_ERROR(auth::CheckToken(creds.token, "the token ($MARIPOSA_TOKEN or the context's token)"));
+  } else if (!settings.triton_profile.empty()) {
+    auto env = [&](const char* k) {
+      auto it = io.env.find(k);
+      return it == io.env.end() ? std::string() : it->second;
+    };
+    ASSIGN_OR_RETURN(auth::TritonProfile profile,
+                     auth::LoadTritonProfile(settings.triton_profile, io.env, env("HOME")));
+    ASSIGN_OR_RETURN(creds.signer, auth::SshSigner::Open(profile, env("SSH_AUTH_SOCK"), env("HOME") + "/.ssh"));
   }
   auto client = std::make_unique<cli::Client>(settings.addr, creds, io.dial, io.clock, deadlines);
   RETURN_IF_ERROR(client->Connect());
@@ -219,7 +229,8 @@ int Run(const std::vector<std::string>& args, const Io& io) {
                                  env_no_color == io.env.end() ? nullptr : env_no_color->second.c_str(), io.out_tty));
   cli::Settings flags;
   for (auto [name, field] : {std::pair{"--project", &flags.project}, {"--addr", &flags.addr}, {"--ca", &flags.ca},
-                             {"--cert", &flags.cert}, {"--key", &flags.key}, {"--token-file", &flags.token_file}}) {
+                             {"--cert", &flags.cert}, {"--key", &flags.key}, {"--token-file", &flags.token_file},
+                             {"--triton-profile", &flags.triton_profile}}) {
     *field = globals->Value(name).value_or("");
   }
   // Connection settings: flag, environment, context, default.
@@ -259,7 +270,9 @@ int Run(const std::vector<std::string>& args, const Io& io) {
 int Main(int argc, char** argv, const Clock* clock) {
   Io io{&std::cout, &std::cerr, &std::cin, isatty(STDIN_FILENO) != 0, isatty(STDOUT_FILENO) != 0, clock, {}, {}};
   for (const char* name : {"HOME", "MARIPOSA_ADDR", "MARIPOSA_PROJECT", "MARIPOSA_CA", "MARIPOSA_CERT", "MARIPOSA_KEY",
-                           "MARIPOSA_TOKEN", "MARIPOSA_TOKEN_FILE", "MARIPOSA_CONTEXT", "MARIPOSA_CONFIG", "NO_COLOR"}) {
+                           "MARIPOSA_TOKEN", "MARIPOSA_TOKEN_FILE", "MARIPOSA_CONTEXT", "MARIPOSA_CONFIG", "NO_COLOR",
+                           "MARIPOSA_TRITON_PROFILE", "TRITON_PROFILE", "TRITON_ACCOUNT", "SDC_ACCOUNT", "TRITON_USER",
+                           "SDC_USER", "TRITON_KEY_ID", "SDC_KEY_ID", "TRITON_URL", "SDC_URL", "SSH_AUTH_SOCK"}) {
     if (const char* v = std::getenv(name); v != nullptr && *v) io.env[name] = v;
   }
   io.dial = cli::DefaultDialer();

@@ -42,7 +42,7 @@ std::unique_ptr<grpc::ClientContext> Client::Ctx(bool watch) const {
   if (deadline != absl::InfiniteFuture()) ctx->set_deadline(absl::ToChronoTime(deadline));
   // Who we are is what mariposad authenticates (peer uid, certificate or
   // token), never a name we send.
-  auth::AddCallCredentials(creds_, ctx.get());
+  auth::AddCallCredentials(creds_, ctx.get(), clock_);
   return ctx;
 }
 

@@ -27,7 +27,7 @@ std::string Expand(const std::string& path, const std::map<std::string, std::str
   return path;
 }
 
-const char* const kKeys[] = {"addr", "project", "ca", "cert", "key", "token", "token-file"};
+const char* const kKeys[] = {"addr", "project", "ca", "cert", "key", "token", "token-file", "triton-profile"};
 
 std::string* Field(Settings& s, const std::string& key) {
   if (key == "addr") return &s.addr;
@@ -37,6 +37,7 @@ std::string* Field(Settings& s, const std::string& key) {
   if (key == "key") return &s.key;
   if (key == "token") return &s.token;
   if (key == "token-file") return &s.token_file;
+  if (key == "triton-profile") return &s.triton_profile;
   return nullptr;
 }
 
@@ -74,7 +75,7 @@ absl::StatusOr<ConfigFile> LoadConfig(const std::string& path) {
             if (field == nullptr) {
               return absl::InvalidArgumentError(absl::StrCat(
                   path, ": context ", c.first.as<std::string>(), ": unknown key \"", fk,
-                  "\" (addr, project, ca, cert, key, token, token-file)"));
+                  "\" (addr, project, ca, cert, key, token, token-file, triton-profile)"));
             }
             *field = f.second.as<std::string>();
           }
@@ -163,6 +164,8 @@ absl::StatusOr<Settings> Resolve(const Settings& flags, const std::string& conte
     out.token = ctx.token;
     out.token_file = Expand(ctx.token_file, env);
   }
+  // Signing as a Triton user (docs/security.md): only when no token is given.
+  out.triton_profile = pick(flags.triton_profile, "MARIPOSA_TRITON_PROFILE", ctx.triton_profile, "");
   return out;
 }
 

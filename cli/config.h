@@ -9,6 +9,7 @@
 //       cert: ~/.mariposa/me.pem          # client certificate (with key)
 //       key: ~/.mariposa/me-key.pem
 //       token-file: ~/.mariposa/prod.token  # or token: mpt_…
+//       triton-profile: us-east-1         # or sign as this `triton` profile's user
 //       project: jupiter
 //
 // Every setting is resolved flag > environment > context > default.
@@ -30,6 +31,9 @@ struct Settings {
   std::string key;
   std::string token;
   std::string token_file;
+  // Sign each call as this `triton` CLI profile's user ("current", "env" or
+  // a name; auth/ssh_signer.h) when no token is given.
+  std::string triton_profile;
 };
 
 struct ConfigFile {
@@ -48,7 +52,7 @@ absl::Status SaveConfig(const std::string& path, const ConfigFile& cfg);
 // `context` ("" = the file's current one, or none). NOT_FOUND for a context
 // the file does not have. Environment: MARIPOSA_ADDR, MARIPOSA_PROJECT,
 // MARIPOSA_CA, MARIPOSA_CERT, MARIPOSA_KEY, MARIPOSA_TOKEN,
-// MARIPOSA_TOKEN_FILE, MARIPOSA_CONTEXT. The default address is
+// MARIPOSA_TOKEN_FILE, MARIPOSA_TRITON_PROFILE, MARIPOSA_CONTEXT. The default address is
 // 127.0.0.1:7740.
 absl::StatusOr<Settings> Resolve(const Settings& flags, const std::string& context,
                                  const std::map<std::string, std::string>& env, const ConfigFile& cfg);

@@ -8,6 +8,7 @@
 // "try again" (503) rather than a refusal, and a flood of forged signatures
 // leaves mariposad serving. Needs `npm ci --prefix tests/conformance` and
 // ssh-keygen; without them the test is skipped, saying so.
+#include <signal.h>
 #include <unistd.h>
 
 #include <httplib.h>
@@ -157,6 +158,72 @@ TEST_F(TritonSignatureTest, AKeyRemovedInTritonStopsWorkingAndMahiDownIsNotARefu
   EXPECT_THAT(down, HasSubstr("mahi"));
   Ctl({"fail", "GetAccount", "0"});
   EXPECT_THAT(Once("dave", "/dave/keys/" + Md5("dave"), "GET", "/v1/projects"), ::testing::StartsWith("200 "));
+}
+
+// The CLI as a Triton user runs it (point 2): a `triton` profile names the
+// account and key, the key is in ~/.ssh or in ssh-agent; no token.
+TEST_F(TritonSignatureTest, TheCliSignsAsATritonProfileWithAKeyFileOrSshAgent) {
+  std::string home = dir_ + "/home";
+  for (const std::string& d : {home, home + "/.ssh", home + "/.triton", home + "/.triton/profiles.d"}) {
+    ASSERT_EQ(RunProcess({"/bin/mkdir", "-p", d}).exit_code, 0);
+  }
+  for (const char* f : {"jill_rsa", "jill_rsa.pub"}) WriteFile(home + "/.ssh/" + f, ReadFile(dir_ + "/" + f));
+  ASSERT_EQ(RunProcess({"/bin/chmod", "600", home + "/.ssh/jill_rsa"}).exit_code, 0);
+  WriteFile(home + "/.triton/profiles.d/jill.json",
+            absl::StrCat(R"({"name": "jill", "url": "https://cloudapi.test", "account": "jill", "keyId": ")",
+                         Md5("jill_rsa"), R"("})"));
+  WriteFile(home + "/.triton/config.json", R"({"profile": "jill"})");
+  WriteFile(dir_ + "/m.yaml",
+            "project: jill-cli\nservices:\n  web:\n    image: autopilotpattern/nginx@1.4.0\n    package: g4-highcpu-1G\n"
+            "    count: 1\n");
+  auto mariposa = [&](std::vector<std::string> env, std::vector<std::string> args) {
+    std::vector<std::string> argv = {"/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "HOME=" + home};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.insert(argv.end(), {"cli/mariposa", "--addr", daemon_->addr()});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunProcess(argv);
+  };
+  RunResult r = mariposa({}, {"--triton-profile", "current", "apply", "-f", dir_ + "/m.yaml", "--yes"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = mariposa({}, {"--triton-profile", "jill", "project", "list"});
+  EXPECT_THAT(r.out, HasSubstr("jill-cli"));
+  EXPECT_THAT(r.out, HasSubstr(kJill));
+  r = mariposa({"MARIPOSA_TRITON_PROFILE=jill"}, {"auth", "whoami"});
+  EXPECT_THAT(r.out, HasSubstr("triton:jill"));
+  EXPECT_THAT(r.out, HasSubstr("signature"));
+  // Sub-user bob's key only in ssh-agent.
+  // A Unix socket path must be short: the test's tmpdir is too deep.
+  char agent_dir[] = "/tmp/mariposa-agent-XXXXXX";
+  ASSERT_NE(mkdtemp(agent_dir), nullptr);
+  std::string sock = std::string(agent_dir) + "/agent.sock";
+  RunResult agent = RunProcess({"/usr/bin/ssh-agent", "-s", "-a", sock});
+  ASSERT_EQ(agent.exit_code, 0) << agent.err;
+  size_t at = agent.out.find("SSH_AGENT_PID=");
+  ASSERT_NE(at, std::string::npos) << agent.out;
+  pid_t agent_pid = std::atoi(agent.out.c_str() + at + 14);
+  ASSERT_GT(agent_pid, 1);
+  ASSERT_EQ(RunProcess({"/usr/bin/env", "SSH_AUTH_SOCK=" + sock, "/usr/bin/ssh-add", "-q", dir_ + "/bob_ec"}).exit_code, 0);
+  RunResult fp = RunProcess({"/usr/bin/ssh-keygen", "-l", "-f", dir_ + "/bob_ec.pub"});
+  std::string sha = fp.out.substr(fp.out.find("SHA256:"));
+  sha = sha.substr(0, sha.find(' '));
+  std::vector<std::string> bob = {"SSH_AUTH_SOCK=" + sock, "SDC_ACCOUNT=jill", "SDC_USER=bob", "SDC_KEY_ID=" + sha};
+  r = mariposa(bob, {"--triton-profile", "env", "scale", "web=2", "-j", "jill-cli"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = mariposa(bob, {"--triton-profile", "env", "freeze", "-j", "jill-cli"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("mariposa-operator"));
+  r = mariposa(bob, {"--triton-profile", "env", "auth", "whoami"});
+  EXPECT_THAT(r.out, HasSubstr("triton:jill/bob"));
+  kill(agent_pid, SIGTERM);
+  ASSERT_TRUE(Eventually([&] { return access(sock.c_str(), F_OK) != 0; }, absl::Seconds(5)));
+  rmdir(agent_dir);
+  // Without the agent, the key is nowhere: said, with the fix.
+  r = mariposa(bob, {"--triton-profile", "env", "status", "-j", "jill-cli"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("ssh-add"));
+  r = mariposa({}, {"--triton-profile", "nosuch", "project", "list"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("triton profile list"));
 }
 
 // A flood of forged Signature headers (bad keys, bad dates, garbage) from
