@@ -224,6 +224,9 @@ void Authorizer::FromSignature(const grpc::ServerContext* ctx, const std::string
 
 bool Authorizer::CreatesInOwnAccount(const Identity& who, const MethodRule& rule, const std::string& project) {
   if (who.account.empty() || rule.global || project.empty() || IsUuid(project)) return false;
+  // Only the calls that create a project: any other call about a name the
+  // caller does not own is refused alike, whether the project exists or not.
+  if (rule.method != "Projects/CreateProject" && !absl::StartsWith(rule.method, "Projects/Apply")) return false;
   if (!RoleAllows(Role::kDeployer, rule.permission)) return false;
   // The account itself; its sub-users deploy to what it made.
   if (who.name.find('/') != std::string::npos) return false;

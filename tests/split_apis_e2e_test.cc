@@ -28,7 +28,7 @@ class SplitApisTest : public ::testing::Test {
       size_t eq = line.find('=');
       if (eq != std::string::npos) api_[line.substr(0, eq)] = line.substr(eq + 1);
     }
-    ASSERT_EQ(api_.size(), 8u) << "one address per API in the addr file";
+    ASSERT_EQ(api_.size(), 9u) << "one address per API in the addr file";
     // mariposad does not call VOLAPI yet (docs/status.md): its routes are
     // checked here, but it is given to mariposad nowhere.
     volapi_ = api_["volapi"];
@@ -73,6 +73,10 @@ TEST_F(SplitApisTest, EachPortAnswersOnlyItsOwnApi) {
   }
   EXPECT_EQ(Status(api_["vmapi"], "/rules"), 404) << "FWAPI's routes are on FWAPI's port only";
   EXPECT_EQ(Status(api_["vmapi"], "/volumes"), 404) << "VOLAPI's routes are on VOLAPI's port only";
+  // mahi: /accounts without a login is mahi's 400, elsewhere no route.
+  EXPECT_EQ(Status(all["mahi"], "/accounts"), 400);
+  EXPECT_EQ(Status(all["mahi"], "/vms"), 404);
+  EXPECT_EQ(Status(api_["vmapi"], "/accounts"), 404) << "mahi's routes are on mahi's port only";
   for (const auto& [api, url] : all) {
     EXPECT_EQ(Status(url, "/ping"), 200) << api;
     EXPECT_EQ(Status(url, "/_sim/stats"), 404) << api << ": the control API is on the main address only";

@@ -121,7 +121,7 @@ TEST_F(TritonSignatureTest, JoyentSignersAsAccountsAndSubUsers) {
   RunResult r = RunProcess({Node(), script_, url_, dir_});
   std::cout << r.out;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("25 passed, 0 failed"));
+  EXPECT_THAT(r.out, HasSubstr("26 passed, 0 failed"));
   // What the operator sees: the project is jill's account's, its events
   // name the Triton callers, refusals are audited.
   RunResult list = Cli(daemon_->addr(), {"project", "list"});

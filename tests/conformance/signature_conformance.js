@@ -137,6 +137,9 @@ async function main() {
     // Another account sees nothing of jill's, and cannot take its names.
     r = await send('GET', '/v1/projects/jill-web', undefined, smartdcSigner('eve', 'eve'));
     check('account eve may not read jill\'s project: 403', r.status === 403, why(r));
+    r = await send('GET', '/v1/projects/no-such-project', undefined, smartdcSigner('eve', 'eve'));
+    check('account eve gets the same 403 for a project that does not exist (no oracle of names)', r.status === 403,
+          why(r));
     r = await apply('jill-web', 5, smartdcSigner('eve', 'eve'));
     check('account eve may not apply to jill\'s project: 403', r.status === 403, why(r));
 
