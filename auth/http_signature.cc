@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "auth/ssh_wire.h"
 
 namespace mariposa::auth {
 namespace {
@@ -42,17 +43,6 @@ struct EvpKeyFree {
 };
 using EvpKey = std::unique_ptr<EVP_PKEY, EvpKeyFree>;
 
-// One SSH wire string (uint32 length, bytes) off the front of `in`.
-bool TakeString(absl::string_view* in, absl::string_view* out) {
-  if (in->size() < 4) return false;
-  uint32_t n = (uint32_t(uint8_t((*in)[0])) << 24) | (uint32_t(uint8_t((*in)[1])) << 16) |
-               (uint32_t(uint8_t((*in)[2])) << 8) | uint32_t(uint8_t((*in)[3]));
-  if (n > in->size() - 4) return false;
-  *out = in->substr(4, n);
-  in->remove_prefix(4 + n);
-  return true;
-}
-
 std::string Digest(const EVP_MD* md, absl::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
@@ -63,10 +53,10 @@ std::string Digest(const EVP_MD* md, absl::string_view data) {
 // The EVP key of a parsed SSH key; null when OpenSSL will not take it.
 EvpKey ToEvp(const SshPublicKey& key) {
   absl::string_view in = key.blob, type;
-  if (!TakeString(&in, &type)) return nullptr;
+  if (!ssh_wire::TakeString(&in, &type)) return nullptr;
   if (type == "ssh-ed25519") {
     absl::string_view pk;
-    if (!TakeString(&in, &pk) || pk.size() != 32) return nullptr;
+    if (!ssh_wire::TakeString(&in, &pk) || pk.size() != 32) return nullptr;
     return EvpKey(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr,
                                               reinterpret_cast<const unsigned char*>(pk.data()), pk.size()));
   }
@@ -77,7 +67,7 @@ EvpKey ToEvp(const SshPublicKey& key) {
   bool ok = false;
   if (type == "ssh-rsa") {
     absl::string_view es, ns;
-    if (TakeString(&in, &es) && TakeString(&in, &ns) && !ns.empty()) {
+    if (ssh_wire::TakeString(&in, &es) && ssh_wire::TakeString(&in, &ns) && !ns.empty()) {
       e = BN_bin2bn(reinterpret_cast<const unsigned char*>(es.data()), es.size(), nullptr);
       n = BN_bin2bn(reinterpret_cast<const unsigned char*>(ns.data()), ns.size(), nullptr);
       ok = e != nullptr && n != nullptr && BN_num_bits(n) >= 1024 &&
@@ -88,27 +78,13 @@ EvpKey ToEvp(const SshPublicKey& key) {
   } else if (absl::StartsWith(type, "ecdsa-sha2-")) {
     absl::string_view curve, q;
     const char* group = nullptr;
-    if (TakeString(&in, &curve) && TakeString(&in, &q)) {
-      if (curve == "nistp256") group = "prime256v1";
-      else if (curve == "nistp384") group = "secp384r1";
-      else if (curve == "nistp521") group = "secp521r1";
-    }
+    if (ssh_wire::TakeString(&in, &curve) && ssh_wire::TakeString(&in, &q)) group = ssh_wire::EcGroup(curve);
     ok = group != nullptr && type.substr(11) == curve &&
          OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, group, 0) == 1 &&
          OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, q.data(), q.size()) == 1;
     kind = "EC";
   }
-  EVP_PKEY* out = nullptr;
-  if (ok) {
-    OSSL_PARAM* params = OSSL_PARAM_BLD_to_param(bld);
-    EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_from_name(nullptr, kind, nullptr);
-    if (params == nullptr || ctx == nullptr || EVP_PKEY_fromdata_init(ctx) != 1 ||
-        EVP_PKEY_fromdata(ctx, &out, EVP_PKEY_PUBLIC_KEY, params) != 1) {
-      out = nullptr;
-    }
-    EVP_PKEY_CTX_free(ctx);
-    OSSL_PARAM_free(params);
-  }
+  EVP_PKEY* out = ok ? ssh_wire::KeyFromParams(kind, bld, EVP_PKEY_PUBLIC_KEY) : nullptr;
   OSSL_PARAM_BLD_free(bld);
   BN_free(e);
   BN_free(n);
@@ -288,7 +264,7 @@ absl::StatusOr<SshPublicKey> ParseSshPublicKey(absl::string_view line) {
   }
   if (fields.size() > 2) key.comment = std::string(absl::StripAsciiWhitespace(fields[2]));
   absl::string_view in = key.blob, type;
-  if (!TakeString(&in, &type) || type != key.type) {
+  if (!ssh_wire::TakeString(&in, &type) || type != key.type) {
     return absl::InvalidArgumentError(absl::StrCat("the key's body does not start with its type ", key.type));
   }
   if (ToEvp(key) == nullptr) {

@@ -23,6 +23,7 @@
 #include "absl/strings/strip.h"
 #include "auth/client.h"
 #include "auth/http_signature.h"
+#include "auth/ssh_wire.h"
 
 namespace mariposa::auth {
 namespace {
@@ -37,33 +38,10 @@ std::string Env(const std::map<std::string, std::string>& env, std::initializer_
   return "";
 }
 
-// SSH wire strings.
-bool Take(absl::string_view* in, absl::string_view* out) {
-  if (in->size() < 4) return false;
-  uint32_t n = (uint32_t(uint8_t((*in)[0])) << 24) | (uint32_t(uint8_t((*in)[1])) << 16) |
-               (uint32_t(uint8_t((*in)[2])) << 8) | uint32_t(uint8_t((*in)[3]));
-  if (n > in->size() - 4) return false;
-  *out = in->substr(4, n);
-  in->remove_prefix(4 + n);
-  return true;
-}
-
-bool TakeU32(absl::string_view* in, uint32_t* v) {
-  if (in->size() < 4) return false;
-  *v = (uint32_t(uint8_t((*in)[0])) << 24) | (uint32_t(uint8_t((*in)[1])) << 16) | (uint32_t(uint8_t((*in)[2])) << 8) |
-       uint32_t(uint8_t((*in)[3]));
-  in->remove_prefix(4);
-  return true;
-}
-
-void PutU32(std::string* out, uint32_t v) {
-  for (int s = 24; s >= 0; s -= 8) out->push_back(char((v >> s) & 0xff));
-}
-
-void Put(std::string* out, absl::string_view s) {
-  PutU32(out, s.size());
-  out->append(s.data(), s.size());
-}
+using ssh_wire::PutString;
+using ssh_wire::PutU32;
+using ssh_wire::TakeU32;
+bool Take(absl::string_view* in, absl::string_view* out) { return ssh_wire::TakeString(in, out); }
 
 // The algorithm http-signature names for an SSH key type.
 std::string AlgorithmFor(absl::string_view type) {
@@ -146,8 +124,8 @@ class AgentSigner : public SshSigner {
   }
   absl::StatusOr<std::pair<std::string, std::string>> Sign(absl::string_view data) override {
     std::string req(1, char(13));  // SSH_AGENTC_SIGN_REQUEST
-    Put(&req, blob_);
-    Put(&req, data);
+    PutString(&req, blob_);
+    PutString(&req, data);
     PutU32(&req, type_ == "ssh-rsa" ? 2 : 0);  // SSH_AGENT_RSA_SHA2_256
     auto answer = agent_.Ask(req);
     if (!answer.ok()) return answer.status();
@@ -240,25 +218,13 @@ absl::StatusOr<EvpKey> ReadOpensshPrivateKey(const std::string& text, const std:
   } else if (absl::StartsWith(type, "ecdsa-sha2-")) {
     absl::string_view curve, q, d;
     const char* group = nullptr;
-    if (Take(&p, &curve) && Take(&p, &q) && Take(&p, &d)) {
-      group = curve == "nistp256" ? "prime256v1" : curve == "nistp384" ? "secp384r1" : curve == "nistp521" ? "secp521r1" : nullptr;
-    }
+    if (Take(&p, &curve) && Take(&p, &q) && Take(&p, &d)) group = ssh_wire::EcGroup(curve);
     ok = group != nullptr && OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, group, 0) == 1 &&
          OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, q.data(), q.size()) == 1 &&
          OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_PRIV_KEY, bn(d)) == 1;
     kind = "EC";
   }
-  EVP_PKEY* out = nullptr;
-  if (ok) {
-    OSSL_PARAM* params = OSSL_PARAM_BLD_to_param(bld);
-    EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_from_name(nullptr, kind, nullptr);
-    if (params == nullptr || ctx == nullptr || EVP_PKEY_fromdata_init(ctx) != 1 ||
-        EVP_PKEY_fromdata(ctx, &out, EVP_PKEY_KEYPAIR, params) != 1) {
-      out = nullptr;
-    }
-    EVP_PKEY_CTX_free(ctx);
-    OSSL_PARAM_free(params);
-  }
+  EVP_PKEY* out = ok ? ssh_wire::KeyFromParams(kind, bld, EVP_PKEY_KEYPAIR) : nullptr;
   OSSL_PARAM_BLD_free(bld);
   for (BIGNUM* b : bns) BN_clear_free(b);
   if (out == nullptr) return bad(absl::StrCat("a ", type, " key this client cannot use"));
@@ -396,29 +362,36 @@ absl::StatusOr<std::unique_ptr<SshSigner>> SshSigner::Open(const TritonProfile& 
       std::string path = absl::StrCat(ssh_dir, "/", f.substr(0, f.size() - 4));
       auto priv = ReadSmallFile(path, "private key");
       if (!priv.ok()) return priv.status();
-      absl::StatusOr<EvpKey> evp;
-      if (absl::StrContains(*priv, "-----BEGIN OPENSSH PRIVATE KEY-----")) {
-        evp = ReadOpensshPrivateKey(*priv, path);
-      } else {
-        BIO* bio = BIO_new_mem_buf(priv->data(), static_cast<int>(priv->size()));
-        EVP_PKEY* k = PEM_read_bio_PrivateKey(bio, nullptr, [](char*, int, int, void*) { return 0; }, nullptr);
-        BIO_free(bio);
-        if (k == nullptr) {
-          evp = absl::InvalidArgumentError(absl::StrCat(
-              path, " cannot be read (encrypted with a passphrase? add it to ssh-agent: `ssh-add ", path, "`)"));
-        } else {
-          evp = EvpKey(k);
-        }
-      }
-      if (!evp.ok()) return evp.status();
-      return std::unique_ptr<SshSigner>(
-          std::make_unique<FileSigner>(std::move(*evp), key->type, KeyIdFor(profile, *key), path));
+      return FromPrivateKey(*priv, *text, profile, path);
     }
     absl::StrAppend(&tried, tried.empty() ? "" : " and ", ssh_dir, "/*.pub");
   }
   return absl::NotFoundError(absl::StrCat(
       "the key ", profile.key_id, " of Triton profile ", profile.name, " is not in ", tried.empty() ? "ssh-agent or ~/.ssh" : tried,
       ": start ssh-agent and `ssh-add` the key, or put it in ~/.ssh beside its .pub"));
+}
+
+absl::StatusOr<std::unique_ptr<SshSigner>> SshSigner::FromPrivateKey(const std::string& text, const std::string& pub,
+                                                                     const TritonProfile& profile,
+                                                                     const std::string& path) {
+  auto key = ParseSshPublicKey(pub);
+  if (!key.ok()) return key.status();
+  absl::StatusOr<EvpKey> evp;
+  if (absl::StrContains(text, "-----BEGIN OPENSSH PRIVATE KEY-----")) {
+    evp = ReadOpensshPrivateKey(text, path);
+  } else {
+    BIO* bio = BIO_new_mem_buf(text.data(), static_cast<int>(text.size()));
+    EVP_PKEY* k = PEM_read_bio_PrivateKey(bio, nullptr, [](char*, int, int, void*) { return 0; }, nullptr);
+    BIO_free(bio);
+    if (k == nullptr) {
+      evp = absl::InvalidArgumentError(absl::StrCat(
+          path, " cannot be read (encrypted with a passphrase? add it to ssh-agent: `ssh-add ", path, "`)"));
+    } else {
+      evp = EvpKey(k);
+    }
+  }
+  if (!evp.ok()) return evp.status();
+  return std::unique_ptr<SshSigner>(std::make_unique<FileSigner>(std::move(*evp), key->type, KeyIdFor(profile, *key), path));
 }
 
 absl::StatusOr<std::string> SshSigner::Authorization(absl::string_view data, absl::string_view headers) {

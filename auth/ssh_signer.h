@@ -43,6 +43,13 @@ class SshSigner {
   // NOT_FOUND naming where it looked when neither has it.
   static absl::StatusOr<std::unique_ptr<SshSigner>> Open(const TritonProfile& profile, const std::string& agent_socket,
                                                          const std::string& ssh_dir);
+  // A signer with the private key `text` (an unencrypted OpenSSH or PEM
+  // private key, read from `path`) whose public half is `pub`.
+  // INVALID_ARGUMENT naming `path` when it cannot be used (encrypted: the fix
+  // is ssh-agent).
+  static absl::StatusOr<std::unique_ptr<SshSigner>> FromPrivateKey(const std::string& text, const std::string& pub,
+                                                                   const TritonProfile& profile,
+                                                                   const std::string& path);
   // The keyId: "/ACCOUNT/keys/MD5" or "/ACCOUNT/users/USER/keys/MD5".
   const std::string& key_id() const { return key_id_; }
   // Where the key is: "ssh-agent" or the key file.
