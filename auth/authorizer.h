@@ -103,7 +103,7 @@ class Authorizer : public Access {
     std::function<grpc::Status(const MethodRule&)> gate;
     // Triton's auth cache, for HTTP Signature callers; nullptr: such
     // callers are refused (mariposad has no --mahi).
-    MahiClient* mahi = nullptr;
+    TritonDirectory* mahi = nullptr;
   };
   explicit Authorizer(Options o);
 

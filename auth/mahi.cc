@@ -6,7 +6,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "convergence/triton/http.h"
 
 namespace mariposa::auth {
 namespace {
@@ -100,48 +99,6 @@ std::vector<Grant> TritonGrants(const TritonPrincipal& who, const std::vector<st
       out.push_back(Grant{*role, project});
     }
   }
-  return out;
-}
-
-MahiClient::MahiClient(std::unique_ptr<triton::HttpClient> http, const Clock* clock, absl::Duration ttl)
-    : http_(std::move(http)), clock_(clock), ttl_(ttl) {}
-
-MahiClient::~MahiClient() = default;
-
-const std::string& MahiClient::url() const { return http_->base_url(); }
-
-absl::StatusOr<TritonPrincipal> MahiClient::Lookup(const std::string& account, const std::string& user) {
-  auto key = std::make_pair(account, user);
-  absl::Time now = clock_->Now();
-  {
-    absl::MutexLock l(&mu_);
-    auto it = cache_.find(key);
-    if (it != cache_.end() && now - it->second.first < ttl_) return it->second.second;
-    if (cache_.size() > 10000) cache_.clear();
-  }
-  std::string path = user.empty() ? absl::StrCat("/accounts?login=", triton::UrlEncode(account))
-                                  : absl::StrCat("/users?account=", triton::UrlEncode(account),
-                                                 "&login=", triton::UrlEncode(user), "&fallback=false");
-  auto res = http_->Call(user.empty() ? "GetAccount" : "GetUser", "GET", path);
-  absl::StatusOr<TritonPrincipal> out;
-  if (!res.ok()) {
-    if (res.status().code() == absl::StatusCode::kNotFound) {
-      out = absl::NotFoundError(user.empty() ? absl::StrCat("Triton has no account ", account)
-                                             : absl::StrCat("Triton account ", account, " has no user ", user));
-    } else {
-      // Not kept: the next call asks again.
-      return absl::UnavailableError(absl::StrCat("Triton's auth cache (mahi) at ", http_->base_url(),
-                                                 " did not answer: ", res.status().message()));
-    }
-  } else {
-    out = ParseMahiAnswer(res->body, user);
-    if (!out.ok() && out.status().code() == absl::StatusCode::kInvalidArgument) {
-      return absl::UnavailableError(absl::StrCat("Triton's auth cache (mahi) at ", http_->base_url(),
-                                                 " answered something else than mahi's shape: ", out.status().message()));
-    }
-  }
-  absl::MutexLock l(&mu_);
-  cache_[key] = {now, out};
   return out;
 }
 

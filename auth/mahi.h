@@ -2,27 +2,19 @@
 // keys and its RBAC roles, as CloudAPI asks for them (`GET
 // /accounts?login=…`, `GET /users?account=…&login=…&fallback=false`; mahi's
 // docs/index.md). The answer's parse and the mapping of Triton roles to
-// Mariposa's are pure; MahiClient does the HTTP and keeps answers a few
-// seconds. docs/security.md, "Triton accounts (HTTP Signature)".
+// Mariposa's are pure; daemon/mahi_client.h does the HTTP and keeps answers
+// a few seconds. docs/security.md, "Triton accounts (HTTP Signature)".
 #ifndef MARIPOSA_AUTH_MAHI_H_
 #define MARIPOSA_AUTH_MAHI_H_
 
 #include <map>
-#include <memory>
 #include <string>
 #include "absl/strings/string_view.h"
-#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "auth/rbac.h"
-#include "common/clock.h"
-
-namespace mariposa::triton {
-class HttpClient;
-}
 
 namespace mariposa::auth {
 
@@ -51,23 +43,14 @@ absl::StatusOr<TritonPrincipal> ParseMahiAnswer(absl::string_view json, absl::st
 // never given to a Triton caller.
 std::vector<Grant> TritonGrants(const TritonPrincipal& who, const std::vector<std::string>& account_projects);
 
-class MahiClient {
+// Where the Authorizer looks Triton callers up: mahi over HTTP in
+// mariposad (daemon/mahi_client.h), a table in tests.
+class TritonDirectory {
  public:
-  // Answers are kept `ttl` (a removed key stops working within it).
-  MahiClient(std::unique_ptr<triton::HttpClient> http, const Clock* clock, absl::Duration ttl = absl::Seconds(5));
-  ~MahiClient();
-  // NOT_FOUND: no such account or sub-user; UNAVAILABLE: mahi did not
-  // answer (the caller can be neither accepted nor refused).
-  absl::StatusOr<TritonPrincipal> Lookup(const std::string& account, const std::string& user);
-  const std::string& url() const;
-
- private:
-  std::unique_ptr<triton::HttpClient> http_;
-  const Clock* clock_;
-  absl::Duration ttl_;
-  absl::Mutex mu_;
-  std::map<std::pair<std::string, std::string>, std::pair<absl::Time, absl::StatusOr<TritonPrincipal>>> cache_
-      ABSL_GUARDED_BY(mu_);
+  virtual ~TritonDirectory() = default;
+  // NOT_FOUND: no such account or sub-user; UNAVAILABLE: the directory did
+  // not answer (the caller can be neither accepted nor refused).
+  virtual absl::StatusOr<TritonPrincipal> Lookup(const std::string& account, const std::string& user) = 0;
 };
 
 }  // namespace mariposa::auth

@@ -299,7 +299,7 @@ Daemon::Exit Daemon::Services() {
     o.timeout = std::min(m->second.timeout, absl::Seconds(5));  // a caller waits for it
     o.max_connections = m->second.connections;
     o.max_attempts = 2;
-    mahi_ = std::make_unique<auth::MahiClient>(std::make_unique<triton::HttpClient>("mahi", o, clock_), clock_);
+    mahi_ = std::make_unique<MahiClient>(std::make_unique<triton::HttpClient>("mahi", o, clock_), clock_);
     aopts_.mahi = mahi_.get();
   }
   authorizer_ = std::make_unique<auth::Authorizer>(aopts_);

@@ -50,6 +50,7 @@
 #include "daemon/backups.h"
 #include "daemon/config.h"
 #include "daemon/controller_state.h"
+#include "daemon/mahi_client.h"
 #include "daemon/wake_bus.h"
 #include "gateway/gateway.h"
 #include "health/agent.h"
@@ -124,7 +125,7 @@ class Daemon {
   std::unique_ptr<auth::Sealer> sealer_;
   std::unique_ptr<ControllerState> controller_;  // active or readonly (kept in the store)
   auth::Authorizer::Options aopts_;
-  std::unique_ptr<auth::MahiClient> mahi_;  // Triton accounts' keys (--mahi); before the authorizer
+  std::unique_ptr<MahiClient> mahi_;  // Triton accounts' keys (--mahi); before the authorizer
   std::unique_ptr<auth::Authorizer> authorizer_;
   std::unique_ptr<auth::AuthService> auth_service_;
   std::unique_ptr<ProjectsService> projects_;
