@@ -214,7 +214,7 @@ async function projectsPage(root) {
 
 function tabs(name, current) {
   const t = [['overview', 'Overview'], ['queue', 'Queue'], ['events', 'Events'], ['versions', 'Versions'],
-             ['apply', 'Apply']];
+             ['meta', 'Meta'], ['apply', 'Apply']];
   return h('nav', {class: 'tabs', 'aria-label': 'Project'},
       t.map(([id, label]) => h('a', {href: `#/p/${enc(name)}/${id}`, 'aria-current': id === current ? 'page' : null},
                                label)));
@@ -425,8 +425,10 @@ async function instancesPage(root, name, service) {
 async function queuePage(root, name) {
   const out = h('div', {id: 'queue'});
   render(root, h('h1', {}, name), tabs(name, 'queue'), out);
-  const [canFreeze, canThaw, canCancel] = await Promise.all([
-    allowed('Queue/Freeze', name), allowed('Queue/Thaw', name), allowed('Queue/TerminateTask', name)]);
+  const [canFreeze, canThaw, canCancel, canPause, canReprovision, st] = await Promise.all([
+    allowed('Queue/Freeze', name), allowed('Queue/Thaw', name), allowed('Queue/TerminateTask', name),
+    allowed('Queue/PauseTask', name), allowed('Queue/AddTask', name),
+    api('GET', `/v1/projects/${enc(name)}/state?omit_instances=true`).catch(() => ({services: []}))]);
   let message = null;
   const act = async (fn, ok) => {
     try {
@@ -446,6 +448,38 @@ async function queuePage(root, name) {
                      'Freeze project')] : null,
       canThaw ? h('button', {id: 'thaw', type: 'button', class: 'secondary', onclick: () => act(
                     () => api('POST', `/v1/projects/${enc(name)}:thaw`, {}), 'Thawed')}, 'Thaw project') : null);
+  // A reprovision of some services, or of the instances a filter picks
+  // (docs/cli.md, `mariposa reprovision`): by version, image, server.
+  const list = (v) => v.split(',').map((x) => x.trim()).filter(Boolean);
+  const fields = {
+    versions: h('input', {id: 'rp-versions', type: 'text', placeholder: 'e.g. 3, 4'}),
+    images: h('input', {id: 'rp-images', type: 'text', placeholder: 'image uuid or name@version'}),
+    servers: h('input', {id: 'rp-servers', type: 'text', placeholder: 'server uuid or hostname'}),
+    canary: h('input', {id: 'rp-canary', type: 'number', min: '0', placeholder: 'the services\' update.canary'}),
+    rolling: h('input', {id: 'rp-rolling', type: 'number', min: '0', placeholder: 'the services\' update.rolling'}),
+    thaw: h('input', {id: 'rp-thaw', type: 'checkbox'}),
+  };
+  const picks = (st.services || []).filter((s) => !s.agent && !(s.runs && s.runs.service_type)).map((s) =>
+      h('label', {class: 'check'}, h('input', {type: 'checkbox', name: 'rp-service', value: s.name}), ` ${s.name}`));
+  const reprovision = canReprovision ? h('details', {id: 'reprovision'}, h('summary', {}, 'Reprovision…'),
+      h('form', {id: 'reprovision-form', onsubmit: (ev) => {
+        ev.preventDefault();
+        const body = {kind: 'reprovision',
+                      services: [...ev.target.querySelectorAll('input[name=rp-service]:checked')].map((c) => c.value),
+                      versions: list(fields.versions.value), images: list(fields.images.value),
+                      servers: list(fields.servers.value), thaw: fields.thaw.checked};
+        if (fields.canary.value !== '') body.canary = Number(fields.canary.value);
+        if (fields.rolling.value !== '') body.rolling = Number(fields.rolling.value);
+        const scope = body.services.length ? body.services.join(', ') : 'every service';
+        act(() => api('POST', `/v1/projects/${enc(name)}/tasks`, body), `Reprovision of ${scope} queued`);
+      }},
+      h('fieldset', {}, h('legend', {}, 'Services (none: every service)'), picks),
+      [['versions', 'Only instances at versions'], ['images', 'Only instances of images'],
+       ['servers', 'Only instances on servers'], ['canary', 'Canary (stop after N for a look)'],
+       ['rolling', 'At a time']].map(([k, label]) =>
+          h('div', {class: 'field'}, h('label', {for: `rp-${k}`}, label), fields[k])),
+      h('label', {for: 'rp-thaw', class: 'check'}, fields.thaw, ' end a freeze of these services first (--thaw)'),
+      h('button', {type: 'submit', id: 'reprovision-start'}, 'Start reprovision'))) : null;
   const load = async () => {
     let tasks;
     try {
@@ -462,14 +496,24 @@ async function queuePage(root, name) {
           h('td', {}, Number(t.steps_planned) > 0 ? `${t.steps_done}/${t.steps_planned}` : ''),
           h('td', {}, `${t.origin}${t.trigger ? ' (' + t.trigger + ')' : ''}`), h('td', {}, t.actor),
           h('td', {}, when(t.created_at)), h('td', {}, t.error || t.reason || t.paused),
-          h('td', {}, open && canCancel && t.state !== 'terminating'
+          h('td', {}, open && canPause && t.kind === 'reprovision' && t.state !== 'terminating'
+              ? (t.paused
+                  ? h('button', {type: 'button', class: 'secondary resume', 'aria-label': `Resume task ${t.uuid.slice(0, 8)}`,
+                                 onclick: () => act(() => api('POST', `/v1/tasks/${enc(t.uuid)}:resume`, {}), 'Task resumed')},
+                      'Resume')
+                  : h('button', {type: 'button', class: 'secondary pause', 'aria-label': `Pause task ${t.uuid.slice(0, 8)}`,
+                                 onclick: () => act(() => api('POST', `/v1/tasks/${enc(t.uuid)}:pause`,
+                                                              {reason: 'paused in the console'}), 'Task paused')},
+                      'Pause'))
+              : null,
+            open && canCancel && t.state !== 'terminating'
               ? h('button', {type: 'button', class: 'danger cancel', 'aria-label': `Cancel task ${t.uuid.slice(0, 8)}`,
                              onclick: () => act(() => api('POST', `/v1/tasks/${enc(t.uuid)}:terminate`,
                                                           {reason: 'cancelled in the console'}), 'Task cancelled')},
                   t.kind === 'freeze' ? 'End' : 'Cancel')
               : null));
     });
-    fill(out, controls, message,
+    fill(out, controls, reprovision, message,
         table(['Task', 'Kind', 'Scope', 'State', 'Progress', 'Origin', 'Actor', 'Created', 'Note', ''], rows));
   };
   await load();
@@ -557,11 +601,17 @@ async function versionsPage(root, name, params) {
       const v = await get(params.get('show'));
       detail = [h('h2', {}, `Manifest of v${v.version.number}`), h('pre', {id: 'manifest'}, v.version.manifest)];
     } else if (params.get('a') && params.get('b')) {
-      const [a, b] = await Promise.all([get(params.get('a')), get(params.get('b'))]);
+      const [a, b, fields] = await Promise.all([
+        get(params.get('a')), get(params.get('b')),
+        api('GET', `/v1/projects/${enc(name)}/versions/${enc(params.get('b'))}?diff_from=${enc(params.get('a'))}`)]);
       const lines = lineDiff(a.version.manifest, b.version.manifest);
+      // By field, as mariposad compares them (the plan of an apply); the
+      // text's lines below.
       detail = [h('h2', {}, `v${a.version.number} → v${b.version.number}`),
-                h('pre', {class: 'diff', id: 'diff'}, lines.map(([k, t]) =>
-                    h('div', {class: k === '+' ? 'add' : k === '-' ? 'del' : ''}, `${k} ${t}`)))];
+                h('div', {id: 'field-diff'}, diffView({diff: fields.diff || {}}, 'The two versions are the same.')),
+                h('details', {open: true}, h('summary', {}, 'The manifests\' text, line by line'),
+                  h('pre', {class: 'diff', id: 'diff'}, lines.map(([k, t]) =>
+                      h('div', {class: k === '+' ? 'add' : k === '-' ? 'del' : ''}, `${k} ${t}`))))];
     }
   } catch (e) {
     detail = errorBox(e);
@@ -569,7 +619,7 @@ async function versionsPage(root, name, params) {
   render(root, h('h1', {}, name), tabs(name, 'versions'), form, detail);
 }
 
-function diffView(resp) {
+function diffView(resp, same) {
   const d = resp.diff || {};
   const rows = (d.services || []).filter((s) => s.action !== 'UNCHANGED').map((s) => h('tr', {},
       h('td', {}, s.service), h('td', {}, s.action.toLowerCase()),
@@ -577,9 +627,39 @@ function diffView(resp) {
       h('td', {}, (s.fields || []).map((f) => h('div', {}, `${f.path}: ${f.from} → ${f.to}`)),
         Number(s.instances_replaced) > 0 ? h('div', {}, `${s.instances_replaced} instances replaced`) : null)));
   return h('div', {id: 'plan-diff'},
-      d.empty ? h('p', {}, 'No change: the manifest is the version in force.') : table(['Service', 'Change', 'Count', 'Fields'], rows),
+      d.empty ? h('p', {}, same || 'No change: the manifest is the version in force.')
+              : table(['Service', 'Change', 'Count', 'Fields'], rows),
       (d.project_fields || []).map((f) => h('div', {}, `${f.path}: ${f.from} → ${f.to}`)),
       (resp.warnings || []).map((w) => h('div', {class: 'notice'}, 'Warning: ', w)));
+}
+
+// A dry run's errors at their lines: the list (each moves the editor's
+// caret to its place) and the manifest with each error under its line.
+// Errors read "FILE:LINE:COL: path: why" (docs/manifest.md).
+function locatedErrors(editor, message) {
+  const found = [...String(message || '').matchAll(/^[^\n:]*:(\d+):(\d+): (.*)$/gm)]
+      .map((m) => ({line: Number(m[1]), col: Number(m[2]), why: m[3]}));
+  if (!found.length) return null;
+  const lines = editor.value.split('\n');
+  const jump = (f) => {
+    let at = 0;
+    for (let i = 0; i < f.line - 1 && i < lines.length; i++) at += lines[i].length + 1;
+    const end = at + (lines[f.line - 1] || '').length;
+    editor.focus();
+    editor.setSelectionRange(at + Math.max(0, f.col - 1), end);
+    editor.scrollTop = Math.max(0, (f.line - 4) * 18);
+    say(`Line ${f.line}: ${f.why}`);
+  };
+  const at = (n) => found.filter((f) => f.line === n);
+  return h('div', {id: 'located'},
+      h('h2', {}, `${found.length} error${found.length === 1 ? '' : 's'} at their lines`),
+      h('ol', {id: 'manifest-errors'}, found.map((f) => h('li', {},
+          h('button', {type: 'button', class: 'link', onclick: () => jump(f)}, `Line ${f.line}, column ${f.col}`),
+          `: ${f.why}`))),
+      h('pre', {id: 'annotated', class: 'annotated', tabindex: '0', 'aria-label': 'The manifest with its errors under their lines'},
+        lines.map((t, i) => [
+          h('div', {class: at(i + 1).length ? 'bad-line' : ''}, h('span', {class: 'ln'}, String(i + 1).padStart(4)), ' ', t),
+          at(i + 1).map((f) => h('div', {class: 'line-error'}, `${' '.repeat(4 + f.col)}^ ${f.why}`))])));
 }
 
 async function applyPage(root, name) {
@@ -609,7 +689,7 @@ async function applyPage(root, name) {
                           diffView(r));
       applyBtn.disabled = !r.changed;
     } catch (e) {
-      fill(out, errorBox(e));
+      fill(out, errorBox(e), locatedErrors(text, e instanceof ApiError ? (e.info.error || e.info.message) : ''));
     }
   };
   applyBtn.addEventListener('click', async () => {
@@ -642,6 +722,119 @@ async function applyPage(root, name) {
   }
 }
 
+// A project's meta: values, secrets (never shown back: set or replaced
+// only), where each comes from; set and delete (docs/manifest.md, "meta").
+async function metaPage(root, name) {
+  const out = h('div', {id: 'meta'});
+  render(root, h('h1', {}, name), tabs(name, 'meta'), out);
+  const [canSet, canDelete] = await Promise.all([allowed('Projects/SetMeta', name), allowed('Projects/DeleteMeta', name)]);
+  let message = null;
+  const key = h('input', {id: 'meta-key', type: 'text', required: true, autocomplete: 'off'});
+  const value = h('input', {id: 'meta-value', type: 'text', autocomplete: 'off'});
+  const secret = h('input', {id: 'meta-secret', type: 'checkbox'});
+  secret.addEventListener('change', () => { value.type = secret.checked ? 'password' : 'text'; });
+  const act = async (fn, ok) => {
+    try {
+      await fn();
+      message = h('div', {class: 'notice', role: 'status'}, ok);
+      say(ok);
+    } catch (e) {
+      message = errorBox(e);
+    }
+    load();
+  };
+  const form = canSet ? h('form', {id: 'meta-form', class: 'row', onsubmit: (ev) => {
+    ev.preventDefault();
+    const k = key.value.trim(), v = value.value, sec = secret.checked;
+    act(async () => {
+      await api('PUT', `/v1/projects/${enc(name)}/meta/${enc(k)}`, {value: v, secret: sec});
+      value.value = '';  // a secret does not stay in the page
+    }, `${k} set${sec ? ' (secret)' : ''}`);
+  }}, h('label', {for: 'meta-key'}, 'Key'), key, h('label', {for: 'meta-value'}, 'Value'), value,
+  h('label', {for: 'meta-secret', class: 'check'}, secret, ' secret (sealed; never shown again)'),
+  h('button', {type: 'submit', id: 'meta-set'}, 'Set')) : null;
+  const load = async () => {
+    let r;
+    try {
+      r = await api('GET', `/v1/projects/${enc(name)}/meta`);
+    } catch (e) {
+      fill(out, errorBox(e));
+      return;
+    }
+    const rows = (r.entries || []).map((m) => h('tr', {'data-key': m.key},
+        h('td', {}, m.key), h('td', {}, m.secret ? h('span', {class: 'muted'}, 'secret (not shown)') : m.value),
+        h('td', {}, m.source), h('td', {}, when(m.updated_at)),
+        h('td', {}, canDelete && m.source === 'store'
+            ? h('button', {type: 'button', class: 'danger meta-delete', 'aria-label': `Delete ${m.key}`,
+                           onclick: () => act(() => api('DELETE', `/v1/projects/${enc(name)}/meta/${enc(m.key)}`),
+                                              `${m.key} deleted`)}, 'Delete')
+            : null)));
+    fill(out, form, message,
+        rows.length ? table(['Key', 'Value', 'From', 'Updated', ''], rows) : h('p', {id: 'no-meta'}, 'No meta.'),
+        canSet ? null : h('p', {class: 'muted'}, 'Your role may look, not change.'));
+  };
+  await load();
+}
+
+// Tokens (admin): who holds one, its role and scope; make one (its secret is
+// shown once, here), revoke one.
+async function tokensPage(root) {
+  const out = h('div', {id: 'tokens'});
+  render(root, h('h1', {}, 'Tokens'), out);
+  let message = null;
+  const field = (id, label, el) => h('div', {class: 'field'}, h('label', {for: id}, label), el);
+  const tname = h('input', {id: 'token-name', type: 'text', required: true, autocomplete: 'off'});
+  const role = h('select', {id: 'token-role'}, ['viewer', 'deployer', 'operator', 'admin', 'health-agent']
+      .map((r) => h('option', {value: r}, r)));
+  const project = h('input', {id: 'token-project', type: 'text', placeholder: 'empty: every project'});
+  const hours = h('input', {id: 'token-hours', type: 'number', min: '0', value: '0'});
+  const form = h('form', {id: 'token-form', onsubmit: async (ev) => {
+    ev.preventDefault();
+    try {
+      const r = await api('POST', '/v1/auth/tokens', {name: tname.value.trim(), role: role.value,
+                                                       project: project.value.trim(),
+                                                       expires_in_seconds: String(Number(hours.value || 0) * 3600)});
+      // The secret, once: copy it now; only its hash is kept.
+      message = h('div', {class: 'notice', role: 'status', id: 'token-made'},
+          `Token ${r.token.name} made. Its secret is shown this once: `,
+          h('code', {id: 'token-secret'}, r.secret));
+      say(`Token ${r.token.name} made`);
+      tname.value = '';
+    } catch (e) {
+      message = errorBox(e);
+    }
+    load();
+  }}, field('token-name', 'Name', tname), field('token-role', 'Role', role),
+  field('token-project', 'Project', project), field('token-hours', 'Expires in hours (0: never)', hours),
+  h('button', {type: 'submit', id: 'token-create'}, 'Make token'));
+  const load = async () => {
+    let r;
+    try {
+      r = await api('GET', '/v1/auth/tokens');
+    } catch (e) {
+      fill(out, errorBox(e));
+      return;
+    }
+    const rows = (r.tokens || []).map((t) => h('tr', {'data-token': t.name},
+        h('td', {}, t.name), h('td', {}, t.role), h('td', {}, t.project || 'every project'),
+        h('td', {}, when(t.created_at)), h('td', {}, t.expires_at ? when(t.expires_at) : 'never'),
+        h('td', {}, t.last_used_at ? when(t.last_used_at) : '-'), h('td', {}, t.revoked ? 'revoked' : 'active'),
+        h('td', {}, t.revoked ? null : h('button', {type: 'button', class: 'danger token-revoke',
+            'aria-label': `Revoke ${t.name}`, onclick: async () => {
+              try {
+                await api('DELETE', `/v1/auth/tokens/${enc(t.id)}`);
+                message = h('div', {class: 'notice', role: 'status'}, `${t.name} revoked`);
+              } catch (e) {
+                message = errorBox(e);
+              }
+              load();
+            }}, 'Revoke'))));
+    fill(out, message, form, h('h2', {}, 'Tokens'),
+        table(['Name', 'Role', 'Project', 'Created', 'Expires', 'Last used', 'State', ''], rows));
+  };
+  await load();
+}
+
 // ---- routing -----------------------------------------------------------------
 
 function sessionBar() {
@@ -651,7 +844,9 @@ function sessionBar() {
     return;
   }
   const roles = (session.who.grants || []).map((g) => `${g.role}${g.project ? ' on ' + g.project : ''}`).join(', ');
-  fill(nav, h('span', {id: 'whoami'}, `${session.who.name} (${roles || 'no role'})`),
+  const admin = (session.who.grants || []).some((g) => g.role === 'admin' && !g.project);
+  fill(nav, admin ? h('a', {href: '#/tokens', id: 'tokens-link'}, 'Tokens') : null,
+      h('span', {id: 'whoami'}, `${session.who.name} (${roles || 'no role'})`),
       h('button', {type: 'button', class: 'secondary', id: 'logout', style: 'color: #0b57a4', onclick: () => {
         session.token = '';
         session.who = null;
@@ -678,6 +873,7 @@ async function route() {
     const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
     if (parts.length === 0) return await projectsPage(root);
     if (parts[0] === 'apply') return await applyPage(root, '');
+    if (parts[0] === 'tokens') return await tokensPage(root);
     if (parts[0] === 'p' && parts[1]) {
       const name = parts[1];
       switch (parts[2] || 'overview') {
@@ -686,6 +882,7 @@ async function route() {
         case 'queue': return await queuePage(root, name);
         case 'events': return await eventsPage(root, name);
         case 'versions': return await versionsPage(root, name, params);
+        case 'meta': return await metaPage(root, name);
         case 'apply': return await applyPage(root, name);
       }
     }

@@ -836,6 +836,16 @@ grpc::Status ProjectsService::GetVersion(grpc::ServerContext* ctx, const v1::Get
     pg->set_name(g.name);
     for (const auto& s : g.services) pg->add_services(s);
   }
+  if (!req->diff_from().empty()) {
+    // Both compiled from their stored canonical text (cached by uuid).
+    auto from = store_->GetVersion(p->uuid, req->diff_from(), false);
+    if (!from.ok()) return ToGrpc(from.status());
+    auto before = StoredManifest(*p, from->uuid);
+    if (!before.ok()) return ToGrpc(before.status());
+    auto after = StoredManifest(*p, v->uuid);
+    if (!after.ok()) return ToGrpc(after.status());
+    *resp->mutable_diff() = DiffManifests(before->get(), **after);
+  }
   return grpc::Status::OK;
 }
 

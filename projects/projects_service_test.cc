@@ -245,3 +245,46 @@ TEST(ParseScaleChangeTest, AbsoluteAndRelativeSayWhatTheyWouldGive) {
 
 }  // namespace
 }  // namespace mariposa
+
+namespace mariposa {
+namespace {
+
+// GetVersion's diff_from: two stored versions compared field by field, as
+// apply's plan shows a change (the console's version comparison).
+TEST_F(CatalogCheckTest, TwoStoredVersionsAreComparedFieldByField) {
+  v1::ApplyResponse r;
+  ASSERT_TRUE(Apply("project: p\nservices:\n  web:\n    image: nginx@1.0.0\n    count: 2\n", &r).ok());
+  ASSERT_TRUE(Apply("project: p\nservices:\n  web:\n    image: nginx@1.1.0\n    count: 3\n  db:\n    image: pg@1\n", &r).ok());
+  grpc::ServerContext ctx;
+  v1::GetVersionRequest req;
+  req.set_project("p");
+  req.set_version("2");
+  req.set_diff_from("1");
+  v1::GetVersionResponse resp;
+  ASSERT_TRUE(service_->GetVersion(&ctx, &req, &resp).ok());
+  std::map<std::string, std::string> got;
+  for (const auto& s : resp.diff().services()) {
+    std::string fields;
+    for (const auto& f : s.fields()) fields += f.path() + ":" + f.from() + ">" + f.to() + " ";
+    got[s.service()] = v1::ServiceChange::Action_Name(s.action()) + " " + std::to_string(s.from_count()) + ">" +
+                       std::to_string(s.to_count()) + " " + fields;
+  }
+  EXPECT_EQ(got["web"], "UPDATE 2>3 count:2>3 image:nginx@1.0.0>nginx@1.1.0 ");
+  EXPECT_EQ(got["db"].rfind("CREATE 0>1", 0), 0u) << got["db"];
+  EXPECT_FALSE(resp.diff().empty());
+  // The same version: empty; one that is not there: NOT_FOUND, nothing else.
+  req.set_diff_from("2");
+  resp.Clear();
+  ASSERT_TRUE(service_->GetVersion(&ctx, &req, &resp).ok());
+  EXPECT_TRUE(resp.diff().empty());
+  req.set_diff_from("9");
+  EXPECT_EQ(service_->GetVersion(&ctx, &req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  // Without diff_from, no diff.
+  req.clear_diff_from();
+  resp.Clear();
+  ASSERT_TRUE(service_->GetVersion(&ctx, &req, &resp).ok());
+  EXPECT_FALSE(resp.has_diff());
+}
+
+}  // namespace
+}  // namespace mariposa

@@ -4,9 +4,12 @@
 mariposad and tritonsim started here on free loopback ports.
 
 It logs in with tokens, applies a manifest (plan, then apply with the
-previous-version check), watches a rollout converge, freezes and sees a
-scale refused with its fix, cancels a task, and checks that a viewer has no
-freeze button and another tenant does not see the first's project. axe-core
+previous-version check), watches a rollout converge, compares versions by
+field, freezes and sees a scale refused with its fix, cancels a task, and
+checks that a viewer has no freeze button and another tenant does not see
+the first's project; sets meta and a secret (never shown back), makes and
+revokes a token, starts a filtered reprovision and pauses and resumes it,
+and shows a dry run's errors at their lines in the editor. axe-core
 (npm, tests/console/package.json) checks every page for WCAG 2 A/AA
 violations; the keyboard alone logs in. Screenshots go to $SCREENSHOT_DIR
 (docs/images/console when refreshed by hand) or the test's outputs.
@@ -352,6 +355,12 @@ class ConsoleTest(unittest.TestCase):
     def test_05_versions_and_their_diff(self):
         self.login(self.admin)
         self.go("#/p/jupiter/versions?a=1&b=2")
+        # By field, as mariposad compares them; then the text line by line.
+        fields = self.find("#field-diff table")
+        self.assertIn("web", fields.text)
+        self.assertIn("update", fields.text)
+        self.assertIn("image: autopilotpattern/wordpress@1.2.0 → autopilotpattern/wordpress@1.3.0", fields.text)
+        self.assertNotIn("db", fields.text, "db did not change: not listed")
         diff = self.find("#diff")
         self.assertIn("- " + "    image: autopilotpattern/wordpress@1.2.0", diff.text)
         self.assertIn("+ " + "    image: autopilotpattern/wordpress@1.3.0", diff.text)
@@ -493,6 +502,119 @@ class ConsoleTest(unittest.TestCase):
         self.driver.execute_script("document.querySelector(\"tr[data-runs='migrate']\").scrollIntoView()")
         self.shot("resources")
         self.axe_check("the overview of a project with runs, a fabric, a volume and rules")
+
+    def test_13_meta_and_secrets(self):
+        self.login(self.admin)
+        self.go("#/p/jupiter/meta")
+        self.find("#meta-key").send_keys("theme")
+        self.find("#meta-value").send_keys("dark")
+        self.find("#meta-set").click()
+        self.until(lambda: "dark" in self.row_text("tr[data-key=theme]"), what="theme set")
+        self.find("#meta-key").clear()
+        self.find("#meta-key").send_keys("db_password")
+        self.find("#meta-secret").click()
+        self.assertEqual(self.find("#meta-value").get_attribute("type"), "password")
+        self.find("#meta-value").send_keys("hunter2-very-secret")
+        self.find("#meta-set").click()
+        self.until(lambda: "secret (not shown)" in self.row_text("tr[data-key=db_password]"), what="the secret set")
+        self.assertNotIn("hunter2-very-secret", self.driver.page_source, "a secret is never shown back")
+        status, got = self.stack.api("GET", "/v1/projects/jupiter/meta/db_password", self.admin)
+        self.assertEqual((status, got["entry"]["value"], got["entry"]["secret"]), (200, "<secret>", True), got)
+        self.shot("meta")
+        self.axe_check("the meta page")
+        self.until(lambda: self.click("tr[data-key=theme] button.meta-delete"), what="theme's Delete")
+        self.until(lambda: not self.driver.find_elements(By.CSS_SELECTOR, "tr[data-key=theme]"), what="theme gone")
+        self.assertEqual(self.stack.api("GET", "/v1/projects/jupiter/meta/theme", self.admin)[0], 404)
+        # A viewer sees the meta, no form.
+        viewer = self.stack.token("-j", "jupiter", "--name", "meta-looker", "--role", "viewer")
+        self.login(viewer)
+        self.go("#/p/jupiter/meta")
+        self.find("tr[data-key=db_password]")
+        self.assertEqual(self.driver.find_elements(By.ID, "meta-form"), [])
+        self.assertEqual(self.driver.find_elements(By.CSS_SELECTOR, "button.meta-delete"), [])
+
+    def test_14_tokens_made_and_revoked(self):
+        self.login(self.admin)
+        self.go("#/")
+        self.find("#tokens-link").click()
+        self.find("#token-name").send_keys("ci-console")
+        self.find("#token-role").send_keys("deployer")
+        self.find("#token-project").send_keys("jupiter")
+        self.find("#token-create").click()
+        secret = self.find("#token-secret").text
+        self.assertRegex(secret, r"^mpt_[0-9a-f]{40}$")
+        status, who = self.stack.api("GET", "/v1/auth/whoami", secret)
+        self.assertEqual((status, who["name"]), (200, "token:ci-console"), who)
+        self.assertIn("deployer", self.row_text("tr[data-token=ci-console]"))
+        self.assertIn("jupiter", self.row_text("tr[data-token=ci-console]"))
+        self.shot("tokens")
+        self.axe_check("the tokens page")
+        self.find("tr[data-token=ci-console] button.token-revoke").click()
+        self.until(lambda: "revoked" in self.row_text("tr[data-token=ci-console]"), what="revoked")
+        self.assertEqual(self.stack.api("GET", "/v1/auth/whoami", secret)[0], 401, "a revoked token is refused")
+        self.assertEqual(self.stack.api("GET", "/v1/projects/jupiter", secret)[0], 401)
+        # Not an admin: no tokens link.
+        self.login(self.tenant)
+        self.assertEqual(self.driver.find_elements(By.ID, "tokens-link"), [])
+
+    def test_15_a_filtered_reprovision_paused_and_resumed(self):
+        self.login(self.admin)
+        self.stack.sim_post("/_sim/knobs", {"job_latency_ms": 20000})
+        try:
+            self.go("#/p/jupiter/queue")
+            self.find("#reprovision summary").click()
+            self.find("#reprovision-form input[name=rp-service][value=web]").click()
+            self.find("#rp-rolling").send_keys("1")
+            self.axe_check("the queue page with the reprovision form")
+            self.find("#reprovision-start").click()
+            # test_07's cancel froze web: refused, with the fix; then with --thaw.
+            err = self.find("#queue .error")
+            self.assertIn("frozen", err.text)
+            self.assertIn("--thaw", err.text)
+            self.find("#rp-thaw").click()
+            self.find("#reprovision-start").click()
+            self.until(lambda: "Reprovision of web queued" in self.text()
+                       or self.driver.find_elements(By.CSS_SELECTOR, "#queue .error"), what="queued or refused")
+            self.assertIn("Reprovision of web queued", self.text(), self.row_text("#queue .error"))
+            status, tasks = self.stack.api("GET", "/v1/projects/jupiter/tasks?finished_limit=0", self.admin)
+            mine = [t for t in tasks["tasks"] if t["kind"] == "reprovision" and t["services"] == ["web"]
+                    and t["state"] in ("queued", "active")]
+            self.assertEqual(len(mine), 1, tasks)
+            task = mine[0]["uuid"]
+            self.assertEqual(mine[0].get("rolling"), "1", mine[0])
+            self.until(lambda: self.click(f"tr[data-task='{task}'] button.pause"), what="Pause")
+            self.until(lambda: self.stack.api("GET", f"/v1/tasks/{task}", self.admin)[1]["task"].get("paused"),
+                       what="the task paused")
+            self.until(lambda: self.driver.find_elements(By.CSS_SELECTOR, f"tr[data-task='{task}'] button.resume"),
+                       what="Resume offered")
+            self.shot("task-paused")
+            self.until(lambda: self.click(f"tr[data-task='{task}'] button.resume"), what="Resume")
+            self.until(lambda: not self.stack.api("GET", f"/v1/tasks/{task}", self.admin)[1]["task"].get("paused"),
+                       what="the task resumed")
+            self.until(lambda: self.click(f"tr[data-task='{task}'] button.cancel"), what="Cancel")
+        finally:
+            self.stack.sim_post("/_sim/knobs", {"job_latency_ms": 300})
+
+    def test_16_the_editor_shows_a_dry_runs_errors_at_their_lines(self):
+        self.login(self.admin)
+        self.go("#/apply")
+        bad = "project: mars\nservices:\n  web:\n    image: autopilotpattern/nginx@1.4.0\n    count: lots\n    colour: red\n"
+        self.find("#manifest").send_keys(bad)
+        self.find("#plan").click()
+        items = self.until(lambda: self.driver.find_elements(By.CSS_SELECTOR, "#manifest-errors li"), what="errors")
+        self.assertEqual(len(items), 2, [i.text for i in items])
+        self.assertIn("Line 5, column 12: services.web.count", items[0].text)
+        self.assertIn("Line 6, column 5: services.web.colour", items[1].text)
+        annotated = self.find("#annotated").text
+        self.assertRegex(annotated, r"5     count: lots\n\s+\^ services.web.count")
+        items[1].find_element(By.TAG_NAME, "button").click()
+        start, end = self.driver.execute_script(
+            "const t = document.getElementById('manifest'); return [t.selectionStart, t.selectionEnd];")
+        self.assertEqual(bad[start:end], "colour: red", "the caret is on the error's line")
+        self.assertEqual(self.driver.switch_to.active_element.get_attribute("id"), "manifest")
+        self.shot("apply-errors")
+        self.axe_check("the apply page with located errors")
+        self.assertEqual(self.stack.api("GET", "/v1/projects/mars", self.admin)[0], 404, "nothing was stored")
 
 
 class JUnit(unittest.TextTestResult):
