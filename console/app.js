@@ -140,6 +140,21 @@ function table(headers, rows) {
       h('tbody', {}, rows));
 }
 
+// What a page's buttons do: run fn, then show `ok` (or the refusal, in
+// RFD 40's four parts) as the page's message and reload it.
+function actor(page, reload) {
+  return async (fn, ok) => {
+    try {
+      await fn();
+      page.message = h('div', {class: 'notice', role: 'status'}, ok);
+      say(ok);
+    } catch (e) {
+      page.message = errorBox(e);
+    }
+    reload();
+  };
+}
+
 async function allowed(action, project) {
   try {
     const r = await api('GET', `/v1/auth/can-i?action=${enc(action)}&project=${enc(project || '')}`);
@@ -429,17 +444,8 @@ async function queuePage(root, name) {
     allowed('Queue/Freeze', name), allowed('Queue/Thaw', name), allowed('Queue/TerminateTask', name),
     allowed('Queue/PauseTask', name), allowed('Queue/AddTask', name),
     api('GET', `/v1/projects/${enc(name)}/state?omit_instances=true`).catch(() => ({services: []}))]);
-  let message = null;
-  const act = async (fn, ok) => {
-    try {
-      await fn();
-      message = h('div', {class: 'notice', role: 'status'}, ok);
-      say(ok);
-    } catch (e) {
-      message = errorBox(e);
-    }
-    load();
-  };
+  const page = {message: null};
+  const act = actor(page, () => load());
   const reason = h('input', {id: 'freeze-reason', type: 'text', placeholder: 'why (shown to others)'});
   const controls = h('div', {class: 'row'},
       canFreeze ? [h('label', {for: 'freeze-reason'}, 'Reason'), reason,
@@ -513,7 +519,7 @@ async function queuePage(root, name) {
                   t.kind === 'freeze' ? 'End' : 'Cancel')
               : null));
     });
-    fill(out, controls, reprovision, message,
+    fill(out, controls, reprovision, page.message,
         table(['Task', 'Kind', 'Scope', 'State', 'Progress', 'Origin', 'Actor', 'Created', 'Note', ''], rows));
   };
   await load();
@@ -728,21 +734,12 @@ async function metaPage(root, name) {
   const out = h('div', {id: 'meta'});
   render(root, h('h1', {}, name), tabs(name, 'meta'), out);
   const [canSet, canDelete] = await Promise.all([allowed('Projects/SetMeta', name), allowed('Projects/DeleteMeta', name)]);
-  let message = null;
+  const page = {message: null};
   const key = h('input', {id: 'meta-key', type: 'text', required: true, autocomplete: 'off'});
   const value = h('input', {id: 'meta-value', type: 'text', autocomplete: 'off'});
   const secret = h('input', {id: 'meta-secret', type: 'checkbox'});
   secret.addEventListener('change', () => { value.type = secret.checked ? 'password' : 'text'; });
-  const act = async (fn, ok) => {
-    try {
-      await fn();
-      message = h('div', {class: 'notice', role: 'status'}, ok);
-      say(ok);
-    } catch (e) {
-      message = errorBox(e);
-    }
-    load();
-  };
+  const act = actor(page, () => load());
   const form = canSet ? h('form', {id: 'meta-form', class: 'row', onsubmit: (ev) => {
     ev.preventDefault();
     const k = key.value.trim(), v = value.value, sec = secret.checked;
@@ -769,7 +766,7 @@ async function metaPage(root, name) {
                            onclick: () => act(() => api('DELETE', `/v1/projects/${enc(name)}/meta/${enc(m.key)}`),
                                               `${m.key} deleted`)}, 'Delete')
             : null)));
-    fill(out, form, message,
+    fill(out, form, page.message,
         rows.length ? table(['Key', 'Value', 'From', 'Updated', ''], rows) : h('p', {id: 'no-meta'}, 'No meta.'),
         canSet ? null : h('p', {class: 'muted'}, 'Your role may look, not change.'));
   };
@@ -781,7 +778,8 @@ async function metaPage(root, name) {
 async function tokensPage(root) {
   const out = h('div', {id: 'tokens'});
   render(root, h('h1', {}, 'Tokens'), out);
-  let message = null;
+  const page = {message: null};
+  const act = actor(page, () => load());
   const field = (id, label, el) => h('div', {class: 'field'}, h('label', {for: id}, label), el);
   const tname = h('input', {id: 'token-name', type: 'text', required: true, autocomplete: 'off'});
   const role = h('select', {id: 'token-role'}, ['viewer', 'deployer', 'operator', 'admin', 'health-agent']
@@ -795,13 +793,13 @@ async function tokensPage(root) {
                                                        project: project.value.trim(),
                                                        expires_in_seconds: String(Number(hours.value || 0) * 3600)});
       // The secret, once: copy it now; only its hash is kept.
-      message = h('div', {class: 'notice', role: 'status', id: 'token-made'},
+      page.message = h('div', {class: 'notice', role: 'status', id: 'token-made'},
           `Token ${r.token.name} made. Its secret is shown this once: `,
           h('code', {id: 'token-secret'}, r.secret));
       say(`Token ${r.token.name} made`);
       tname.value = '';
     } catch (e) {
-      message = errorBox(e);
+      page.message = errorBox(e);
     }
     load();
   }}, field('token-name', 'Name', tname), field('token-role', 'Role', role),
@@ -820,16 +818,9 @@ async function tokensPage(root) {
         h('td', {}, when(t.created_at)), h('td', {}, t.expires_at ? when(t.expires_at) : 'never'),
         h('td', {}, t.last_used_at ? when(t.last_used_at) : '-'), h('td', {}, t.revoked ? 'revoked' : 'active'),
         h('td', {}, t.revoked ? null : h('button', {type: 'button', class: 'danger token-revoke',
-            'aria-label': `Revoke ${t.name}`, onclick: async () => {
-              try {
-                await api('DELETE', `/v1/auth/tokens/${enc(t.id)}`);
-                message = h('div', {class: 'notice', role: 'status'}, `${t.name} revoked`);
-              } catch (e) {
-                message = errorBox(e);
-              }
-              load();
-            }}, 'Revoke'))));
-    fill(out, message, form, h('h2', {}, 'Tokens'),
+            'aria-label': `Revoke ${t.name}`,
+            onclick: () => act(() => api('DELETE', `/v1/auth/tokens/${enc(t.id)}`), `${t.name} revoked`)}, 'Revoke'))));
+    fill(out, page.message, form, h('h2', {}, 'Tokens'),
         table(['Name', 'Role', 'Project', 'Created', 'Expires', 'Last used', 'State', ''], rows));
   };
   await load();
