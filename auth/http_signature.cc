@@ -70,7 +70,9 @@ EvpKey ToEvp(const SshPublicKey& key) {
     if (ssh_wire::TakeString(&in, &es) && ssh_wire::TakeString(&in, &ns) && !ns.empty()) {
       e = BN_bin2bn(reinterpret_cast<const unsigned char*>(es.data()), es.size(), nullptr);
       n = BN_bin2bn(reinterpret_cast<const unsigned char*>(ns.data()), ns.size(), nullptr);
-      ok = e != nullptr && n != nullptr && BN_num_bits(n) >= 1024 &&
+      // 1,024 to 16,384 bits (OpenSSH's bounds) and a small exponent: a
+      // larger key would make each check take seconds.
+      ok = e != nullptr && n != nullptr && BN_num_bits(n) >= 1024 && BN_num_bits(n) <= 16384 && BN_num_bits(e) <= 64 &&
            OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) == 1 &&
            OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e) == 1;
       kind = "RSA";

@@ -189,7 +189,7 @@ absl::StatusOr<EvpKey> ReadOpensshPrivateKey(const std::string& text, const std:
   if (cipher != "none") {
     return bad("the key is encrypted with a passphrase: add it to ssh-agent (`ssh-add " + path + "`), which signs for it");
   }
-  for (uint32_t i = 1; i < n; ++i) Take(&v, &pub);
+  if (n != 1) return bad(absl::StrCat("holds ", n, " keys; ssh-keygen writes one a file"));
   absl::string_view p = priv, type;
   if (!TakeU32(&p, &check1) || !TakeU32(&p, &check2) || check1 != check2 || !Take(&p, &type)) {
     return bad("a damaged OpenSSH private key");
@@ -210,7 +210,10 @@ absl::StatusOr<EvpKey> ReadOpensshPrivateKey(const std::string& text, const std:
   bool ok = false;
   if (type == "ssh-rsa") {
     absl::string_view nn, e, d, iqmp, pp, q;
+    // At most 16,384 bits, as OpenSSH takes: a larger one would make each
+    // signature take seconds.
     ok = Take(&p, &nn) && Take(&p, &e) && Take(&p, &d) && Take(&p, &iqmp) && Take(&p, &pp) && Take(&p, &q) &&
+         nn.size() <= 2049 && e.size() <= 8 && d.size() <= 2049 &&
          OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn(nn)) == 1 &&
          OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn(e)) == 1 &&
          OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_D, bn(d)) == 1;

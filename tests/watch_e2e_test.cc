@@ -32,7 +32,7 @@ class WatchTest : public ::testing::Test {
       size_t eq = line.find('=');
       if (eq != std::string::npos) api_[line.substr(0, eq)] = line.substr(eq + 1);
     }
-    ASSERT_EQ(api_.size(), 8u);  // every API mariposad calls, VOLAPI included
+    ASSERT_EQ(api_.size(), 9u);  // every API mariposad calls, VOLAPI and mahi included
   }
   std::unique_ptr<ServerProcess> Mariposad(const std::string& resync, const std::string& relist = "5m") {
     std::vector<std::string> argv = {"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/d",
