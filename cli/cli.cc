@@ -32,7 +32,7 @@ std::vector<Flag> GlobalFlags() {
       {{"--cert"}, "FILE", "TLS client certificate ($MARIPOSA_CERT), with --key"},
       {{"--key"}, "FILE", "its private key ($MARIPOSA_KEY)"},
       {{"--token-file"}, "FILE", "bearer token ($MARIPOSA_TOKEN_FILE, or the token itself in $MARIPOSA_TOKEN)"},
-      {{"--triton-profile"}, "NAME", "sign each call as this `triton` CLI profile's user, its key in ssh-agent or ~/.ssh (\"current\", \"env\" or a name; $MARIPOSA_TRITON_PROFILE)"},
+      {{"--triton-profile"}, "NAME", "sign each call as this `triton` CLI profile's user, its key in ssh-agent or ~/.ssh (\"current\", \"env\" or a name; $MARIPOSA_TRITON_PROFILE; without a token, $TRITON_PROFILE or $SDC_ACCOUNT with $SDC_KEY_ID choose it; \"none\": never)"},
       {{"-o", "--output"}, "FORMAT", "table (default), json or yaml"},
       {{"--timeout"}, "D", "give up on the whole command after D: every call, and --wait (default 10m)"},
       {{"--request-timeout"}, "D", "give up on each call after D (default 35s; mariposad stops work after 30s)"},

@@ -164,8 +164,16 @@ absl::StatusOr<Settings> Resolve(const Settings& flags, const std::string& conte
     out.token = ctx.token;
     out.token_file = Expand(ctx.token_file, env);
   }
-  // Signing as a Triton user (docs/security.md): only when no token is given.
+  // Signing as a Triton user (docs/security.md), when no token is given:
+  // the profile named, else the triton CLI's own variables say who the user
+  // is ($TRITON_PROFILE, or an account and key id); "none" turns it off.
   out.triton_profile = pick(flags.triton_profile, "MARIPOSA_TRITON_PROFILE", ctx.triton_profile, "");
+  if (out.triton_profile.empty() && out.token.empty() && out.token_file.empty()) {
+    auto any = [&](const char* a, const char* b) { return !Get(env, a).empty() || !Get(env, b).empty(); };
+    if (!Get(env, "TRITON_PROFILE").empty()) out.triton_profile = "current";
+    else if (any("TRITON_ACCOUNT", "SDC_ACCOUNT") && any("TRITON_KEY_ID", "SDC_KEY_ID")) out.triton_profile = "env";
+  }
+  if (out.triton_profile == "none") out.triton_profile.clear();
   return out;
 }
 

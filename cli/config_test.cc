@@ -48,6 +48,35 @@ TEST(Config, FlagsBeatEnvironmentBeatContextBeatDefaults) {
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
 }
 
+// The triton CLI's own variables make the CLI sign as that user, unless a
+// token is given or the profile is "none".
+TEST(Config, TritonVariablesSignUnlessATokenIsGiven) {
+  ConfigFile cfg;
+  struct Case {
+    std::map<std::string, std::string> env;
+    std::string flag;
+    std::string want;
+  } cases[] = {
+      {{}, "", ""},
+      {{{"SDC_ACCOUNT", "jill"}}, "", ""},  // an account alone says no key
+      {{{"SDC_ACCOUNT", "jill"}, {"SDC_KEY_ID", "aa:bb"}}, "", "env"},
+      {{{"TRITON_ACCOUNT", "jill"}, {"TRITON_KEY_ID", "aa:bb"}}, "", "env"},
+      {{{"TRITON_PROFILE", "east"}}, "", "current"},
+      {{{"TRITON_PROFILE", "east"}}, "west", "west"},
+      {{{"TRITON_PROFILE", "east"}}, "none", ""},
+      {{{"TRITON_PROFILE", "east"}, {"MARIPOSA_TOKEN", "mpt_x"}}, "", ""},
+      {{{"SDC_ACCOUNT", "jill"}, {"SDC_KEY_ID", "aa:bb"}, {"MARIPOSA_TOKEN_FILE", "/t"}}, "", ""},
+      {{{"MARIPOSA_TRITON_PROFILE", "east"}}, "", "east"},
+  };
+  for (const Case& c : cases) {
+    Settings flags;
+    flags.triton_profile = c.flag;
+    auto s = Resolve(flags, "", c.env, cfg);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->triton_profile, c.want) << c.flag << " " << c.env.size();
+  }
+}
+
 TEST(Config, SavedPrivatelyAndReadBack) {
   std::string dir = TempDir();
   std::string path = dir + "/sub/config.yaml";

@@ -212,8 +212,12 @@ TEST_F(TritonSignatureTest, TheCliSignsAsATritonProfileWithAKeyFileOrSshAgent) {
   r = mariposa(bob, {"--triton-profile", "env", "freeze", "-j", "jill-cli"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("mariposa-operator"));
-  r = mariposa(bob, {"--triton-profile", "env", "auth", "whoami"});
+  // The triton CLI's own variables are enough: no flag.
+  r = mariposa(bob, {"auth", "whoami"});
   EXPECT_THAT(r.out, HasSubstr("triton:jill/bob"));
+  // "none" turns it off: root on loopback again.
+  r = mariposa(bob, {"--triton-profile", "none", "auth", "whoami"});
+  EXPECT_THAT(r.out, HasSubstr("method:    loopback"));
   kill(agent_pid, SIGTERM);
   ASSERT_TRUE(Eventually([&] { return access(sock.c_str(), F_OK) != 0; }, absl::Seconds(5)));
   rmdir(agent_dir);
