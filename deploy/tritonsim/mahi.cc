@@ -17,8 +17,16 @@ std::string Login(const json& o) {
 
 std::string Mahi::AddKeys(const json& keys, std::map<std::string, std::string>* to) {
   if (keys.is_null()) return "";
-  if (!keys.is_array()) return "keys must be a list of OpenSSH public key lines";
-  for (const json& k : keys) {
+  // A list of lines, or mahi's own shape {FINGERPRINT: line}.
+  json lines = json::array();
+  if (keys.is_object()) {
+    for (const auto& [fp, line] : keys.items()) lines.push_back(line);
+  } else if (keys.is_array()) {
+    lines = keys;
+  } else {
+    return "keys must be a list of OpenSSH public key lines";
+  }
+  for (const json& k : lines) {
     if (!k.is_string()) return "keys must be a list of OpenSSH public key lines";
     auto key = mariposa::auth::ParseSshPublicKey(k.get<std::string>());
     if (!key.ok()) return std::string(key.status().message());

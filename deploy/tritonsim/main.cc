@@ -180,7 +180,12 @@ int Ctl(std::vector<std::string> args) {
         std::stringstream text;
         text << in.rdbuf();
         if (!in) return Usage("cannot read the key file " + v);
-        body["keys"].push_back(text.str());
+        // One key a line (an authorized_keys file holds several).
+        std::string line;
+        for (std::istringstream lines(text.str()); std::getline(lines, line);) {
+          if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+          body["keys"].push_back(line);
+        }
       } else if (user && (args[i] == "--role" || args[i] == "--default-role")) {
         body[args[i] == "--role" ? "roles" : "default_roles"].push_back(v);
       } else {
