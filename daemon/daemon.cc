@@ -585,13 +585,23 @@ void Daemon::WireProjects() {
   queue_->set_on_change(changed);
   data_center_ = std::make_unique<BoundedDataCenter>(r->data_center(), bounded);
   projects_->set_data_center(data_center_.get());
-  admin_->set_problems([r](v1::StatusResponse* resp) {
+  admin_->set_problems([r, mahi = mahi_.get()](v1::StatusResponse* resp) {
     for (const auto& [project, list] : r->LastProblems()) {
       for (const auto& p : list) {
         v1::Problem* out = resp->add_problems();
         convergence::ProblemToProto(p, out);
         out->set_project(project);
       }
+    }
+    if (auto o = mahi ? mahi->CurrentOutage() : std::nullopt) {
+      v1::Problem* out = resp->add_problems();
+      out->set_kind("triton-auth-unreachable");
+      out->set_error(absl::StrCat("Triton's auth cache (mahi) at ", mahi->url(), " has not answered since ",
+                                  absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", o->since, absl::UTCTimeZone())));
+      out->set_reason(o->error);
+      out->set_fix("check mahi (its zone, `sdcadm instances mahi`), the network to it and --mahi / MAHI_SERVICE");
+      out->set_impact("calls signed by Triton accounts are answered UNAVAILABLE (try again), neither taken nor "
+                      "refused; tokens, certificates and local users are not affected");
     }
   });
   convergence::ImagesServiceOptions iopts;

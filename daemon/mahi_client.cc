@@ -27,6 +27,9 @@ absl::StatusOr<auth::TritonPrincipal> MahiClient::Lookup(const std::string& acco
                                              : absl::StrCat("Triton account ", account, " has no user ", user));
     } else {
       // Not kept: the next call asks again.
+      absl::MutexLock l(&mu_);
+      if (!outage_) outage_ = Outage{now, std::string(res.status().message())};
+      else outage_->error = std::string(res.status().message());
       return absl::UnavailableError(absl::StrCat("Triton's auth cache (mahi) at ", http_->base_url(),
                                                  " did not answer: ", res.status().message()));
     }
@@ -38,8 +41,14 @@ absl::StatusOr<auth::TritonPrincipal> MahiClient::Lookup(const std::string& acco
     }
   }
   absl::MutexLock l(&mu_);
+  outage_.reset();  // it answered
   cache_[key] = {now, out};
   return out;
+}
+
+std::optional<MahiClient::Outage> MahiClient::CurrentOutage() const {
+  absl::MutexLock l(&mu_);
+  return outage_;
 }
 
 }  // namespace mariposa

@@ -156,8 +156,16 @@ TEST_F(TritonSignatureTest, AKeyRemovedInTritonStopsWorkingAndMahiDownIsNotARefu
   std::string down = Once("dave", "/dave/keys/" + Md5("dave"), "GET", "/v1/projects");
   EXPECT_THAT(down, ::testing::StartsWith("503 ")) << down;
   EXPECT_THAT(down, HasSubstr("mahi"));
+  // The operator sees it, with what it means.
+  RunResult st = Cli(daemon_->addr(), {"admin", "status"});
+  EXPECT_THAT(st.out, HasSubstr("Triton's auth cache (mahi)"));
+  EXPECT_THAT(st.out, HasSubstr("neither taken nor refused"));
+  EXPECT_THAT(Cli(daemon_->addr(), {"-o", "json", "admin", "status"}).out, HasSubstr("triton-auth-unreachable"));
   Ctl({"fail", "GetAccount", "0"});
   EXPECT_THAT(Once("dave", "/dave/keys/" + Md5("dave"), "GET", "/v1/projects"), ::testing::StartsWith("200 "));
+  EXPECT_THAT(Cli(daemon_->addr(), {"-o", "json", "admin", "status"}).out,
+              ::testing::Not(HasSubstr("triton-auth-unreachable")))
+      << "mahi answered again: the problem is gone";
 }
 
 // The CLI as a Triton user runs it (point 2): a `triton` profile names the
