@@ -32,7 +32,35 @@ void AddGauge(prometheus::MetricFamily* f, std::vector<prometheus::ClientMetric:
   f->metric.push_back(std::move(m));
 }
 
+// Adds one label to every metric another collectable gives (a metric that
+// has it already keeps its own).
+class WithLabel : public prometheus::Collectable {
+ public:
+  WithLabel(std::shared_ptr<prometheus::Collectable> inner, std::string name, std::string value)
+      : inner_(std::move(inner)), name_(std::move(name)), value_(std::move(value)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<prometheus::MetricFamily> out = inner_->Collect();
+    for (auto& f : out) {
+      for (auto& m : f.metric) {
+        bool has = false;
+        for (const auto& l : m.label) has = has || l.name == name_;
+        if (!has) m.label.push_back({name_, value_});
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<prometheus::Collectable> inner_;
+  std::string name_, value_;
+};
+
 }  // namespace
+
+std::shared_ptr<prometheus::Collectable> ControllerMetrics::Labelled(std::shared_ptr<prometheus::Collectable> c) const {
+  if (datacenter_.empty()) return c;
+  return std::make_shared<WithLabel>(std::move(c), "datacenter", datacenter_);
+}
 
 // Gauges computed at scrape time: tasks and freezes from the store, instance
 // counts from the last sync of each project.
@@ -217,10 +245,15 @@ absl::Status ControllerMetrics::Serve(const std::string& listen) {
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("cannot serve /metrics on ", listen, ": ", e.what()));
   }
-  exposer_->RegisterCollectable(registry_);
-  exposer_->RegisterCollectable(collector_);
-  for (const auto& c : extra_) exposer_->RegisterCollectable(c);
+  Expose(registry_);
+  Expose(collector_);
+  for (const auto& c : extra_) Expose(c);
   return absl::OkStatus();
+}
+
+void ControllerMetrics::Expose(std::shared_ptr<prometheus::Collectable> c) {
+  served_.push_back(Labelled(std::move(c)));
+  exposer_->RegisterCollectable(served_.back());
 }
 
 int ControllerMetrics::port() const {
@@ -232,10 +265,10 @@ int ControllerMetrics::port() const {
 void ControllerMetrics::StopServing() { exposer_.reset(); }
 
 std::string ControllerMetrics::Render() const {
-  std::vector<prometheus::MetricFamily> all = registry_->Collect();
-  for (auto& f : collector_->Collect()) all.push_back(std::move(f));
+  std::vector<prometheus::MetricFamily> all = Labelled(registry_)->Collect();
+  for (auto& f : Labelled(collector_)->Collect()) all.push_back(std::move(f));
   for (const auto& c : extra_) {
-    for (auto& f : c->Collect()) all.push_back(std::move(f));
+    for (auto& f : Labelled(c)->Collect()) all.push_back(std::move(f));
   }
   return prometheus::TextSerializer().Serialize(all);
 }
@@ -281,7 +314,7 @@ void ControllerMetrics::ForgetProject(const std::string& project) { collector_->
 void ControllerMetrics::SetWorkqueueDepth(int64_t n) { collector_->SetDirty(n); }
 
 void ControllerMetrics::AddCollectable(std::shared_ptr<prometheus::Collectable> c) {
-  if (exposer_) exposer_->RegisterCollectable(c);
+  if (exposer_) Expose(c);
   extra_.push_back(std::move(c));
 }
 

@@ -42,6 +42,10 @@ class ControllerMetrics {
   explicit ControllerMetrics(ProjectStore* store);
   ~ControllerMetrics();
 
+  // Every metric then carries datacenter="NAME" (mariposad --datacenter),
+  // so several data centers' metrics stay apart in one Prometheus. Call
+  // before Serve and AddCollectable.
+  void SetDataCenter(std::string name) { datacenter_ = std::move(name); }
   // Serves GET /metrics on `listen` (host:port, port 0 = any free port).
   absl::Status Serve(const std::string& listen);
   int port() const;  // after Serve
@@ -78,6 +82,12 @@ class ControllerMetrics {
   std::unique_ptr<Families> families_;
   std::vector<std::shared_ptr<prometheus::Collectable>> extra_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::string datacenter_;
+  // `c`, its metrics labelled with datacenter_ (when set).
+  std::shared_ptr<prometheus::Collectable> Labelled(std::shared_ptr<prometheus::Collectable> c) const;
+  // What the exposer serves (it holds them weakly): kept here.
+  std::vector<std::shared_ptr<prometheus::Collectable>> served_;
+  void Expose(std::shared_ptr<prometheus::Collectable> c);
 };
 
 }  // namespace mariposa::convergence

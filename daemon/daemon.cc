@@ -315,6 +315,7 @@ Daemon::Exit Daemon::Services() {
   admin_->set_backups(backups_.get());
   queue_ = std::make_unique<convergence::QueueService>(store_.get());
   metrics_ = std::make_unique<convergence::ControllerMetrics>(store_.get());
+  metrics_->SetDataCenter(flags_.datacenter);
   metrics_->AddCollectable(ProcessCollector());
   metrics_->AddCollectable(BuildInfoCollector("mariposad", {{"grpc", grpc::Version()}}));
   metrics_->AddCollectable(SampleCollector([b = backups_.get(), c = controller_.get()] {
