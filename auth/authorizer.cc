@@ -114,6 +114,7 @@ Authorizer::Presented Authorizer::FromGateway(const std::multimap<grpc::string_r
     in.refused = "the call carries the HTTP gateway's headers without its secret";
     return in;
   }
+  in.gateway = true;
   std::string peer = Md(md, kGatewayPeer);
   who->transport = Md(md, kGatewayTransport);
   who->peer = peer;
@@ -148,12 +149,34 @@ void Authorizer::FromSignature(const grpc::ServerContext* ctx, const std::string
   }
   who->name = key_id->user.empty() ? absl::StrCat("triton:", key_id->account)
                                    : absl::StrCat("triton:", key_id->account, "/", key_id->user);
-  if (!in.signing_error.empty() || in.signing_string.empty()) {
+  std::string method;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = calls_.find(ctx);
+    if (it != calls_.end()) method = it->second.method;
+  }
+  // Through the gateway: the string it built from its HTTP request. A gRPC
+  // caller's signs its metadata, its target "post /mariposa.v1.SERVICE/METHOD".
+  std::string signing = in.signing_string;
+  if (!in.gateway) {
+    const auto& md = ctx->client_metadata();
+    auto ss = SigningString(*params, absl::StrCat("post /mariposa.v1.", method),
+                            [&](absl::string_view h) -> std::optional<std::string> {
+                              auto it = md.find(grpc::string_ref(h.data(), h.size()));
+                              if (it == md.end()) return std::nullopt;
+                              return std::string(it->second.data(), it->second.size());
+                            });
+    if (!ss.ok()) {
+      who->refused = std::string(ss.status().message());
+      return;
+    }
+    signing = *ss;
+  } else if (!in.signing_error.empty() || signing.empty()) {
     who->refused = in.signing_error.empty() ? "the signed request could not be read" : in.signing_error;
     return;
   }
   absl::Time now = o_.clock->Now();
-  if (absl::Status st = CheckSignedDate(SignedDate(in.signing_string), now); !st.ok()) {
+  if (absl::Status st = CheckSignedDate(SignedDate(signing), now); !st.ok()) {
     who->refused = std::string(st.message());
     return;
   }
@@ -175,21 +198,20 @@ void Authorizer::FromSignature(const grpc::ServerContext* ctx, const std::string
     who->refused = absl::StrCat(who->name, " is disabled in Triton");
     return;
   }
-  const SshPublicKey* key = nullptr;
-  std::vector<SshPublicKey> keys;
+  std::optional<SshPublicKey> key;
   for (const auto& [fp, text] : principal->keys) {
     auto k = ParseSshPublicKey(text);
-    if (k.ok()) keys.push_back(*k);
+    if (k.ok() && FingerprintMatches(*k, key_id->fingerprint)) {
+      key = *std::move(k);
+      break;
+    }
   }
-  for (const SshPublicKey& k : keys) {
-    if (FingerprintMatches(k, key_id->fingerprint)) key = &k;
-  }
-  if (key == nullptr) {
+  if (!key) {
     who->refused = absl::StrCat(who->name, " has no key ", key_id->fingerprint,
                                 " in Triton (`triton key list` shows its keys; `triton key add` adds one)");
     return;
   }
-  if (absl::Status st = VerifySignature(*key, params->algorithm, in.signing_string, params->signature); !st.ok()) {
+  if (absl::Status st = VerifySignature(*key, params->algorithm, signing, params->signature); !st.ok()) {
     who->refused = std::string(st.message());
     return;
   }
@@ -197,13 +219,10 @@ void Authorizer::FromSignature(const grpc::ServerContext* ctx, const std::string
     // A write taken once with this signature is not taken again (a replay).
     // Reads may repeat: a client polling twice in one second with a
     // date-only signature sends the same signature twice.
+    const MethodRule* rule = RuleFor(method);
     absl::MutexLock l(&mu_);
-    auto call = calls_.find(ctx);
-    const MethodRule* rule = call == calls_.end() ? nullptr : RuleFor(call->second.method);
     if ((rule == nullptr || rule->writes) &&
-        !replays_.FirstUse(absl::StrCat(params->signature, " ", call == calls_.end() ? "" : call->second.method, " ",
-                                        in.request_digest),
-                           now)) {
+        !replays_.FirstUse(absl::StrCat(params->signature, " ", method, " ", in.request_digest), now)) {
       who->refused = "this signed request was received before (a replay): sign each request anew, with a fresh date";
       return;
     }
@@ -279,27 +298,6 @@ Identity Authorizer::Resolve(const grpc::ServerContext* ctx) {
       who.transport = "tls";
     }
     if (md.count("authorization")) in.authorization = Md(md, "authorization");
-    // A gRPC caller's HTTP Signature signs its metadata; its request target
-    // is "post /mariposa.v1.SERVICE/METHOD".
-    if (in.authorization && IsSignatureScheme(*in.authorization)) {
-      auto params = ParseSignatureAuthorization(*in.authorization);
-      std::string method;
-      {
-        absl::MutexLock l(&mu_);
-        auto it = calls_.find(ctx);
-        if (it != calls_.end()) method = it->second.method;
-      }
-      if (params.ok()) {
-        auto ss = SigningString(*params, absl::StrCat("post /mariposa.v1.", method),
-                                [&](absl::string_view h) -> std::optional<std::string> {
-                                  auto it = md.find(grpc::string_ref(h.data(), h.size()));
-                                  if (it == md.end()) return std::nullopt;
-                                  return std::string(it->second.data(), it->second.size());
-                                });
-        if (ss.ok()) in.signing_string = *ss;
-        else in.signing_error = std::string(ss.status().message());
-      }
-    }
   }
   // 1. A bearer token wins: it is what the caller chose to present.
   if (in.authorization) {

@@ -147,7 +147,9 @@ class Authorizer : public Access {
     std::string cert_cn;  // a verified client certificate's
     std::optional<std::string> authorization;
     std::string refused;  // the gateway's headers without its secret
-    // An HTTP Signature's signing string, or why it could not be built.
+    // From the gateway: an HTTP Signature's signing string, or why it could
+    // not be built.
+    bool gateway = false;
     std::string signing_string, signing_error;
     std::string request_digest;  // kGatewayRequestDigest
   };

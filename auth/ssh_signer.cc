@@ -40,8 +40,8 @@ std::string Env(const std::map<std::string, std::string>& env, std::initializer_
 
 using ssh_wire::PutString;
 using ssh_wire::PutU32;
+using ssh_wire::TakeString;
 using ssh_wire::TakeU32;
-bool Take(absl::string_view* in, absl::string_view* out) { return ssh_wire::TakeString(in, out); }
 
 // The algorithm http-signature names for an SSH key type.
 std::string AlgorithmFor(absl::string_view type) {
@@ -60,7 +60,7 @@ std::string KeyIdFor(const TritonProfile& p, const SshPublicKey& key) {
 
 absl::StatusOr<SshPublicKey> KeyOfBlob(absl::string_view blob) {
   absl::string_view in = blob, type;
-  if (!Take(&in, &type)) return absl::InvalidArgumentError("a key blob without its type");
+  if (!TakeString(&in, &type)) return absl::InvalidArgumentError("a key blob without its type");
   return ParseSshPublicKey(absl::StrCat(type, " ", absl::Base64Escape(blob)));
 }
 
@@ -104,7 +104,7 @@ class Agent {
     close(fd);
     absl::string_view v = in;
     absl::string_view body;
-    if (!ok || !Take(&v, &body) || body.empty()) {
+    if (!ok || !TakeString(&v, &body) || body.empty()) {
       return absl::UnavailableError(absl::StrCat("ssh-agent at ", socket_, " did not answer"));
     }
     return std::string(body);
@@ -133,14 +133,14 @@ class AgentSigner : public SshSigner {
       return absl::PermissionDeniedError("ssh-agent refused to sign (is the key confirmed or locked?)");
     }
     absl::string_view v = absl::string_view(*answer).substr(1), sig, name, raw;
-    if (!Take(&v, &sig) || !Take(&sig, &name) || !Take(&sig, &raw)) {
+    if (!TakeString(&v, &sig) || !TakeString(&sig, &name) || !TakeString(&sig, &raw)) {
       return absl::UnavailableError("ssh-agent's signature cannot be read");
     }
     std::string out(raw);
     if (absl::StartsWith(type_, "ecdsa-")) {
       // SSH's (r, s) as two mpints; http-signature's ECDSA is DER.
       absl::string_view r, s;
-      if (!Take(&raw, &r) || !Take(&raw, &s)) return absl::UnavailableError("ssh-agent's ECDSA signature cannot be read");
+      if (!TakeString(&raw, &r) || !TakeString(&raw, &s)) return absl::UnavailableError("ssh-agent's ECDSA signature cannot be read");
       ECDSA_SIG* es = ECDSA_SIG_new();
       ECDSA_SIG_set0(es, BN_bin2bn(reinterpret_cast<const unsigned char*>(r.data()), r.size(), nullptr),
                      BN_bin2bn(reinterpret_cast<const unsigned char*>(s.data()), s.size(), nullptr));
@@ -182,8 +182,8 @@ absl::StatusOr<EvpKey> ReadOpensshPrivateKey(const std::string& text, const std:
   }
   absl::string_view v = absl::string_view(raw).substr(15), cipher, kdf, kdfopts, pub, priv;
   uint32_t n = 0, check1 = 0, check2 = 0;
-  if (!Take(&v, &cipher) || !Take(&v, &kdf) || !Take(&v, &kdfopts) || !TakeU32(&v, &n) || n < 1 || !Take(&v, &pub) ||
-      !Take(&v, &priv)) {
+  if (!TakeString(&v, &cipher) || !TakeString(&v, &kdf) || !TakeString(&v, &kdfopts) || !TakeU32(&v, &n) || n < 1 || !TakeString(&v, &pub) ||
+      !TakeString(&v, &priv)) {
     return bad("a damaged OpenSSH private key");
   }
   if (cipher != "none") {
@@ -191,12 +191,12 @@ absl::StatusOr<EvpKey> ReadOpensshPrivateKey(const std::string& text, const std:
   }
   if (n != 1) return bad(absl::StrCat("holds ", n, " keys; ssh-keygen writes one a file"));
   absl::string_view p = priv, type;
-  if (!TakeU32(&p, &check1) || !TakeU32(&p, &check2) || check1 != check2 || !Take(&p, &type)) {
+  if (!TakeU32(&p, &check1) || !TakeU32(&p, &check2) || check1 != check2 || !TakeString(&p, &type)) {
     return bad("a damaged OpenSSH private key");
   }
   if (type == "ssh-ed25519") {
     absl::string_view pk, sk;
-    if (!Take(&p, &pk) || !Take(&p, &sk) || sk.size() != 64) return bad("a damaged Ed25519 key");
+    if (!TakeString(&p, &pk) || !TakeString(&p, &sk) || sk.size() != 64) return bad("a damaged Ed25519 key");
     return EvpKey(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr,
                                                reinterpret_cast<const unsigned char*>(sk.data()), 32));
   }
@@ -212,7 +212,7 @@ absl::StatusOr<EvpKey> ReadOpensshPrivateKey(const std::string& text, const std:
     absl::string_view nn, e, d, iqmp, pp, q;
     // At most 16,384 bits, as OpenSSH takes: a larger one would make each
     // signature take seconds.
-    ok = Take(&p, &nn) && Take(&p, &e) && Take(&p, &d) && Take(&p, &iqmp) && Take(&p, &pp) && Take(&p, &q) &&
+    ok = TakeString(&p, &nn) && TakeString(&p, &e) && TakeString(&p, &d) && TakeString(&p, &iqmp) && TakeString(&p, &pp) && TakeString(&p, &q) &&
          nn.size() <= 2049 && e.size() <= 8 && d.size() <= 2049 &&
          OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn(nn)) == 1 &&
          OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn(e)) == 1 &&
@@ -221,7 +221,7 @@ absl::StatusOr<EvpKey> ReadOpensshPrivateKey(const std::string& text, const std:
   } else if (absl::StartsWith(type, "ecdsa-sha2-")) {
     absl::string_view curve, q, d;
     const char* group = nullptr;
-    if (Take(&p, &curve) && Take(&p, &q) && Take(&p, &d)) group = ssh_wire::EcGroup(curve);
+    if (TakeString(&p, &curve) && TakeString(&p, &q) && TakeString(&p, &d)) group = ssh_wire::EcGroup(curve);
     ok = group != nullptr && OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, group, 0) == 1 &&
          OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, q.data(), q.size()) == 1 &&
          OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_PRIV_KEY, bn(d)) == 1;
@@ -337,7 +337,7 @@ absl::StatusOr<std::unique_ptr<SshSigner>> SshSigner::Open(const TritonProfile& 
       TakeU32(&v, &n);
       for (uint32_t i = 0; i < n && i < 1000; ++i) {
         absl::string_view blob, comment;
-        if (!Take(&v, &blob) || !Take(&v, &comment)) break;
+        if (!TakeString(&v, &blob) || !TakeString(&v, &comment)) break;
         auto key = KeyOfBlob(blob);
         if (!key.ok() || !FingerprintMatches(*key, profile.key_id)) continue;
         auto s = std::make_unique<AgentSigner>(agent_socket, std::string(blob), key->type);

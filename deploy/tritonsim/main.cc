@@ -124,6 +124,16 @@ int Ctl(std::vector<std::string> args) {
   tritonsim::json body = tritonsim::json::object();
   const std::string& cmd = args[0];
   auto need = [&](size_t n) { return args.size() == n + 1; };
+  // A read of the control API, printed (JSON indented when `pretty`).
+  auto show = [&](const std::string& get, bool pretty) {
+    auto res = cli.Get(get);
+    if (!res) {
+      std::cerr << "tritonsim ctl: cannot reach " << url << "\n";
+      return 1;
+    }
+    std::cout << (pretty ? tritonsim::json::parse(res->body).dump(2) : res->body) << "\n";
+    return res->status == 200 ? 0 : 1;
+  };
   if ((cmd == "server-down" || cmd == "server-up") && need(1)) {
     path = "/_sim/servers/" + args[1] + (cmd == "server-up" ? "/up" : "/down");
   } else if (cmd == "server-delete" && need(1)) {
@@ -135,26 +145,14 @@ int Ctl(std::vector<std::string> args) {
   } else if (cmd == "cns-account" && need(2) && (args[2] == "on" || args[2] == "off")) {
     path = "/_sim/cns/accounts/" + args[1] + "/" + args[2];
   } else if (cmd == "cns-records" && need(0)) {
-    auto res = cli.Get("/_sim/cns/records");
-    if (!res) {
-      std::cerr << "tritonsim ctl: cannot reach " << url << "\n";
-      return 1;
-    }
-    std::cout << res->body << "\n";
-    return res->status == 200 ? 0 : 1;
+    return show("/_sim/cns/records", false);
   } else if (cmd == "vm-health" && need(2)) {
     path = "/_sim/vms/" + args[1] + "/health/" + args[2];
   } else if (cmd == "write-file" && need(3)) {
     path = "/_sim/vms/" + args[1] + "/files";
     body = {{"path", args[2]}, {"content", args[3]}};
   } else if (cmd == "files" && need(1)) {
-    auto res = cli.Get("/_sim/vms/" + args[1] + "/files");
-    if (!res) {
-      std::cerr << "tritonsim ctl: cannot reach " << url << "\n";
-      return 1;
-    }
-    std::cout << res->body << "\n";
-    return res->status == 200 ? 0 : 1;
+    return show("/_sim/vms/" + args[1] + "/files", false);
   } else if (cmd == "fail" && (need(2) || need(3))) {
     path = "/_sim/fail";
     body = {{"op", args[1]}, {"count", atoi(args[2].c_str())}, {"status", args.size() > 3 ? atoi(args[3].c_str()) : 503}};
@@ -199,13 +197,7 @@ int Ctl(std::vector<std::string> args) {
             {"user", slash == std::string::npos ? "" : args[1].substr(slash + 1)},
             {"fingerprint", args[2]}};
   } else if (cmd == "accounts" && need(0)) {
-    auto res = cli.Get("/_sim/mahi/accounts");
-    if (!res) {
-      std::cerr << "tritonsim ctl: cannot reach " << url << "\n";
-      return 1;
-    }
-    std::cout << tritonsim::json::parse(res->body).dump(2) << "\n";
-    return res->status == 200 ? 0 : 1;
+    return show("/_sim/mahi/accounts", true);
   } else if (cmd == "knobs") {
     path = "/_sim/knobs";
     for (size_t i = 1; i + 1 < args.size(); i += 2) {
@@ -216,13 +208,7 @@ int Ctl(std::vector<std::string> args) {
       else return Usage("unknown knob " + args[i]);
     }
   } else if (cmd == "stats" && need(0)) {
-    auto res = cli.Get("/_sim/stats");
-    if (!res) {
-      std::cerr << "tritonsim ctl: cannot reach " << url << "\n";
-      return 1;
-    }
-    std::cout << tritonsim::json::parse(res->body).dump(2) << "\n";
-    return 0;
+    return show("/_sim/stats", true);
   } else {
     return Usage("bad ctl command: " + cmd);
   }
