@@ -166,7 +166,8 @@ v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest&
       c->set_action(v1::ServiceChange::UNCHANGED);
       continue;
     }
-    DiffMaps("", ServiceSpecValue(x), ServiceSpecValue(y), 1, c->mutable_fields());
+    // Compile built both specs' trees (as it did spec_json, read above).
+    DiffMaps("", *bc.SpecTree(name), *after_c.SpecTree(name), 1, c->mutable_fields());
     // A changed health check rolls out like a changed instance spec: the
     // running instances keep the checks they were created with
     // (convergence::HealthSpecFor), as Kubernetes probes belong to the pod

@@ -428,7 +428,10 @@ std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
     services.Append(kv.first, std::move(spec));
   }
   root["services"] = std::move(services);
-  return Value::FromMap(std::move(root)).ToYaml();
+  Value tree = Value::FromMap(std::move(root));
+  std::string text = tree.ToYaml();
+  if (c != nullptr) c->tree = std::move(tree);
+  return text;
 }
 
 }  // namespace
@@ -453,6 +456,18 @@ std::string CanonicalHash(const Manifest& m) { return Sha256Hex(CanonicalYaml(m)
 std::string ServiceSpecJson(const ServiceSpec& s) { return ServiceSpecValue(s).ToJson(); }
 
 std::string InstanceSpecHash(const ServiceSpec& s) { return Sha256Hex(InstanceValue(s).ToJson()); }
+
+const Value* CompiledManifest::SpecTree(absl::string_view service) const {
+  const Value* services = nullptr;
+  for (const auto& [key, v] : tree.entries()) {
+    if (key == "services") services = &v;
+  }
+  if (services == nullptr) return nullptr;
+  const auto& e = services->entries();  // appended in name order
+  auto it = std::lower_bound(e.begin(), e.end(), service,
+                             [](const std::pair<std::string, Value>& x, absl::string_view k) { return x.first < k; });
+  return it != e.end() && it->first == service ? &it->second : nullptr;
+}
 
 CompiledManifest Compile(Manifest m) {
   CompiledManifest c;

@@ -256,6 +256,11 @@ struct CompiledManifest {
   std::string hash;                                  // its sha256
   std::map<std::string, std::string> spec_json;      // service -> ServiceSpecJson
   std::map<std::string, std::string> instance_hash;  // service -> InstanceSpecHash
+  // The tree `canonical` was written from. Its services map holds each
+  // service's ServiceSpecValue in name order; SpecTree finds one (null when
+  // the service is not in the manifest).
+  Value tree;
+  const Value* SpecTree(absl::string_view service) const;
 };
 CompiledManifest Compile(Manifest m);
 

@@ -140,7 +140,9 @@ class ProjectsService final : public v1::Projects::Service {
   void MetaChanged(const ProjectRecord& p, const std::set<std::string>& keys, const std::string& author);
   // The parsed manifest of a stored version. Versions never change, so
   // parsed copies are cached by version uuid, up to kCacheBytes of canonical
-  // text (a few large versions must not pin gigabytes).
+  // text (a few large versions must not pin gigabytes). Each copy's compiled
+  // forms (manifest, spec JSON, the canonical tree the diff reads) take
+  // several times its text.
   absl::StatusOr<std::shared_ptr<const CompiledManifest>> StoredManifest(const ProjectRecord& p, const std::string& version);
   void Remember(const std::string& version, std::shared_ptr<const CompiledManifest> m);
 
