@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "convergence/decide/images.h"
 
 namespace mariposa::cli {
@@ -91,9 +92,12 @@ std::string PlanHeader(const std::string& project, const std::string& daemon) {
   return absl::StrCat("plan for project \"", project, "\" on mariposad ", daemon, ":\n");
 }
 
-std::string PlanSummary(const v1::Diff& d) {
+namespace {
+
+// "N to create, N to replace, N to delete[, …]" of one data center's services.
+std::string Counts(const google::protobuf::RepeatedPtrField<v1::ServiceChange>& services) {
   int64_t create = 0, replace = 0, in_place = 0, remove = 0, agent_servers = 0;
-  for (const auto& c : d.services()) {
+  for (const auto& c : services) {
     if (c.has_image_plan() && c.image_plan().agent()) {
       // Agents are installed per server (their rollout), not created.
       agent_servers += std::max<int64_t>(0, c.image_plan().instances() - c.image_plan().already());
@@ -119,7 +123,50 @@ std::string PlanSummary(const v1::Diff& d) {
   std::string out = absl::StrCat(create, " to create, ", replace, " to replace, ", remove, " to delete");
   if (in_place > 0) absl::StrAppend(&out, ", ", in_place, " to reprovision in place");
   if (agent_servers > 0) absl::StrAppend(&out, ", agents to install on ", agent_servers, agent_servers == 1 ? " server" : " servers");
-  return out + "\n";
+  return out;
+}
+
+// One line per service a data center's plan changes.
+std::string DataCenterServices(const v1::DataCenterPlan& dc) {
+  std::string out;
+  for (const auto& c : dc.services()) {
+    const char* verb = c.action() == v1::ServiceChange::CREATE   ? "create"
+                       : c.action() == v1::ServiceChange::DELETE ? "delete"
+                       : c.action() == v1::ServiceChange::UPDATE ? "update"
+                                                                 : nullptr;
+    if (verb == nullptr) continue;
+    absl::StrAppend(&out, "      ", verb, " ", c.service());
+    if (c.action() == v1::ServiceChange::CREATE) absl::StrAppend(&out, " (", Plural(c.to_count(), "instance"), ")");
+    if (c.action() == v1::ServiceChange::DELETE) absl::StrAppend(&out, " (", Plural(c.from_count(), "instance"), ")");
+    std::vector<std::string> fields;
+    for (const auto& f : c.fields()) {
+      fields.push_back(f.from().size() + f.to().size() <= 60
+                           ? absl::StrCat(f.path(), " ", f.from().empty() ? "(none)" : f.from(), " → ",
+                                          f.to().empty() ? "(none)" : f.to())
+                           : f.path());
+    }
+    if (!fields.empty()) absl::StrAppend(&out, ": ", absl::StrJoin(fields, ", "));
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string PlanSummary(const v1::Diff& d) {
+  std::string out = Counts(d.services()) + "\n";
+  if (d.datacenters().empty()) return out;
+  absl::StrAppend(&out, "by data center, in rollout order:\n");
+  for (const v1::DataCenterPlan& dc : d.datacenters()) {
+    std::vector<std::string> notes;
+    if (dc.canary()) notes.push_back("canary: first");
+    if (dc.local()) notes.push_back("this data center");
+    if (!dc.listed_before() && dc.listed_after()) notes.push_back("new to the project");
+    if (dc.listed_before() && !dc.listed_after()) notes.push_back("no longer listed: its instances are removed");
+    absl::StrAppend(&out, "  ", dc.name(), notes.empty() ? "" : absl::StrCat(" (", absl::StrJoin(notes, "; "), ")"),
+                    ": ", Counts(dc.services()), "\n", DataCenterServices(dc));
+  }
+  return out;
 }
 
 }  // namespace mariposa::cli

@@ -78,13 +78,18 @@ void AppendJsonQuoted(absl::string_view s, std::string* out) {
     }
     flush();
     // YAML (libyaml) takes NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR for
-    // line breaks even inside quotes, and refuses DEL and a BOM there: they
+    // line breaks even inside quotes, and refuses DEL, the C1 controls,
+    // U+FFFE, U+FFFF and a BOM there: they
     // are escaped (as JSON and YAML both read them), so the text reads back.
     auto next = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0; };
     size_t used = 1;
-    if (c == 0xc2 && next(1) == 0x85) {
-      out->append("\\u0085");
+    if (c == 0xc2 && next(1) >= 0x80 && next(1) <= 0x9f) {
+      // NEL, and the C1 controls YAML does not print.
+      absl::StrAppendFormat(out, "\\u%04x", next(1));
       used = 2;
+    } else if (c == 0xef && next(1) == 0xbf && (next(2) == 0xbe || next(2) == 0xbf)) {
+      out->append(next(2) == 0xbe ? "\\ufffe" : "\\uffff");  // YAML's non-characters
+      used = 3;
     } else if (c == 0xe2 && next(1) == 0x80 && (next(2) == 0xa8 || next(2) == 0xa9)) {
       out->append(next(2) == 0xa8 ? "\\u2028" : "\\u2029");
       used = 3;

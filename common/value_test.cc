@@ -20,9 +20,14 @@ std::string ReferenceQuote(const std::string& s) {
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = s[i];
     auto next = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0; };
-    if (c == 0xc2 && next(1) == 0x85) {
-      out += "\\u0085";
+    if (c == 0xc2 && next(1) >= 0x80 && next(1) <= 0x9f) {  // NEL and the C1 controls
+      out += absl::StrFormat("\\u%04x", next(1));
       i += 1;
+      continue;
+    }
+    if (c == 0xef && next(1) == 0xbf && (next(2) == 0xbe || next(2) == 0xbf)) {  // U+FFFE, U+FFFF
+      out += next(2) == 0xbe ? "\\ufffe" : "\\uffff";
+      i += 2;
       continue;
     }
     if (c == 0xe2 && next(1) == 0x80 && (next(2) == 0xa8 || next(2) == 0xa9)) {
@@ -51,7 +56,7 @@ std::string ReferenceQuote(const std::string& s) {
 
 TEST(ValueTest, JsonQuotingMatchesTheByteByByteRule) {
   const unsigned char kHot[] = {'"', '\\', '\n', '\r', '\t', 0, 0x1f, 0x7f, 0xc2, 0x85, 0xe2,
-                                0x80, 0xa8, 0xa9, 0xef, 0xbb, 0xbf, 'a', ' ', 0xc3};
+                                0x80, 0xa8, 0xa9, 0xef, 0xbb, 0xbf, 'a', ' ', 0xc3, 0x9f, 0xbe};
   std::mt19937 rng(49);
   for (int round = 0; round < 20000; ++round) {
     std::string s;

@@ -67,7 +67,9 @@ Reconciler::Reconciler(ProjectStore* store, triton::VmapiClient* vmapi, triton::
               Gatherer::Hooks{[this](const std::string& api, const absl::Status& st) { NoteApi(api, st); }}),
       execute_(store, clock, &options_, &sender_, &owned_, &vms_, Executor::Shared{&mu_, &projects_}),
       data_center_(store, vmapi, &options_, &triton_, &gather_, &owned_,
-                   [this](const std::string& api, const absl::Status& st) { NoteApi(api, st); }) {}
+                   [this](const std::string& api, const absl::Status& st) { NoteApi(api, st); }) {
+  goals_.set_datacenter(options_.datacenter);
+}
 
 Reconciler::~Reconciler() { Stop(); }
 

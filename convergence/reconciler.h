@@ -60,6 +60,9 @@ namespace mariposa::convergence {
 
 struct ReconcilerOptions {
   std::string owner_uuid;                         // owner of the VMs Mariposa creates
+  // This data center's name (mariposad's --datacenter): a version that
+  // lists data centers runs as its entry for this one makes it.
+  std::string datacenter;
   // Triton's admin account (ufds_admin_uuid): owns the core zones
   // (compute_type: core), which are found by their tag smartdc_role.
   std::string admin_owner_uuid;

@@ -450,6 +450,7 @@ void Daemon::Triton() {
 convergence::ReconcilerOptions Daemon::ReconcilerOptionsFor() {
   convergence::ReconcilerOptions ropts;
   ropts.owner_uuid = flags_.owner;
+  ropts.datacenter = flags_.datacenter;
   ropts.admin_owner_uuid = flags_.admin_owner;
   ropts.network_uuid = flags_.network;
   ropts.resync = config_.resync;
@@ -527,6 +528,7 @@ Daemon::Exit Daemon::Wire() {
   // Projects made before accounts were recorded are --owner's: recorded now,
   // so that a later --owner does not take them to another account.
   projects_->set_default_owner(flags_.owner);
+  projects_->set_datacenter(flags_.datacenter);
   auto claimed = store_->ClaimUnownedProjects(flags_.owner);
   if (!claimed.ok()) {
     LogError("cannot record --owner as the account of older projects; not serving",

@@ -1,6 +1,6 @@
 // What every manifest input must give (the manifest fuzz targets): accepted
 // with no errors, its canonical form accepted again with the same hash and
-// compiled; or refused with at most Limits::kMaxErrorsShown located errors.
+// compiled, under one hash for every data center it lists; or refused with at most Limits::kMaxErrorsShown located errors.
 #ifndef MARIPOSA_FUZZ_MANIFEST_CHECK_H_
 #define MARIPOSA_FUZZ_MANIFEST_CHECK_H_
 
@@ -31,7 +31,11 @@ inline void CheckManifest(const std::string& text) {
              canonical);
     }
     if (CanonicalHash(*again.manifest) != CanonicalHash(*r.manifest)) Broken("the canonical form hashes apart:\n" + canonical);
-    (void)Compile(*r.manifest);
+    const std::string hash = Compile(*r.manifest).hash;
+    // Every data center stores the same document (issue 52).
+    for (const auto& dc : r.manifest->datacenters) {
+      if (Compile(*r.manifest, dc.name).hash != hash) Broken("data center " + dc.name + " compiles another hash");
+    }
     return;
   }
   if (r.errors.empty() || r.errors.size() > static_cast<size_t>(Limits::kMaxErrorsShown)) {

@@ -1,6 +1,7 @@
 #include "projects/diff.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -121,9 +122,7 @@ Value FirewallValue(const Manifest& m) {
   return v;
 }
 
-}  // namespace
-
-v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest& after_c) {
+v1::Diff DiffOne(const CompiledManifest* before_c, const CompiledManifest& after_c) {
   v1::Diff d;
   static const CompiledManifest* kEmpty = new CompiledManifest();
   const CompiledManifest& bc = before_c ? *before_c : *kEmpty;
@@ -193,6 +192,47 @@ v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest&
   DiffMaps("fabric", b.fabric ? FabricValue(*b.fabric) : Value::Map(), after.fabric ? FabricValue(*after.fabric) : Value::Map(),
            2, d.mutable_project_fields());
   DiffMaps("volumes", VolumesValue(b.volumes), VolumesValue(after.volumes), 1, d.mutable_project_fields());
+  return d;
+}
+
+// Each data center's plan when the new manifest lists data centers: its
+// services as its entry makes them, against what it ran before (the old
+// document's entry for it; a manifest without data centers ran only in the
+// local one).
+void AddDataCenterPlans(const CompiledManifest* before, const CompiledManifest& after, v1::Diff* d) {
+  if (!after.document) return;
+  const Manifest* bdoc = before && before->document ? before->document.get() : nullptr;
+  std::vector<std::string> order = DataCenterOrder(after.document->datacenters);
+  if (bdoc != nullptr) {
+    for (const auto& dc : DataCenterOrder(bdoc->datacenters)) {
+      if (std::find(order.begin(), order.end(), dc) == order.end()) order.push_back(dc);
+    }
+  }
+  for (const std::string& dc : order) {
+    v1::DataCenterPlan* plan = d->add_datacenters();
+    plan->set_name(dc);
+    plan->set_local(dc == after.datacenter);
+    plan->set_listed_after(RunsInDataCenter(*after.document, dc));
+    for (const auto& e : after.document->datacenters) plan->set_canary(plan->canary() || (e.name == dc && e.canary));
+    std::optional<CompiledManifest> was;
+    if (bdoc != nullptr) {
+      plan->set_listed_before(RunsInDataCenter(*bdoc, dc));
+      if (plan->listed_before()) was = Compile(*bdoc, dc);
+    } else if (before != nullptr && dc == after.datacenter) {
+      plan->set_listed_before(true);  // it ran here, and only here
+    }
+    const CompiledManifest* from = was ? &*was : plan->listed_before() ? before : nullptr;
+    CompiledManifest to = dc == after.datacenter ? CompiledManifest() : Compile(*after.document, dc);
+    v1::Diff one = DiffOne(from, dc == after.datacenter ? after : to);
+    plan->mutable_services()->Swap(one.mutable_services());
+  }
+}
+
+}  // namespace
+
+v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest& after_c) {
+  v1::Diff d = DiffOne(before_c, after_c);
+  AddDataCenterPlans(before_c, after_c, &d);
   return d;
 }
 

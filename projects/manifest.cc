@@ -356,6 +356,36 @@ Value VolumesValue(const std::map<std::string, VolumeSpec>& volumes) {
   return out;
 }
 
+Value DataCentersValue(const std::vector<DataCenterSpec>& dcs) {
+  Value out = Value::List();
+  for (const DataCenterSpec& dc : dcs) {
+    Value d = Value::Map();
+    if (dc.canary) d.Append("canary", Value::Bool(true));
+    d.Append("name", Value::Str(dc.name));
+    if (!dc.services.empty()) {
+      Value services = Value::Map();
+      for (const auto& [name, o] : dc.services) {
+        Value x = Value::Map();  // keys in sorted order
+        if (o.cns) x.Append("cns", o.cns->empty() ? Value::Bool(false) : StrList(*o.cns));
+        if (o.count) x.Append("count", Value::Int(*o.count));
+        if (o.networks) x.Append("networks", StrList(*o.networks));
+        if (o.package) x.Append("package", Value::Str(*o.package));
+        services.Append(name, std::move(x));
+      }
+      d.Append("services", std::move(services));
+    }
+    out.Add(std::move(d));
+  }
+  return out;
+}
+
+Value DataCenterRolloutValue(const DataCenterRollout& r) {
+  Value out = Value::Map();
+  out.Append("max_parallel", Value::Int(r.max_parallel));
+  out.Append("on_failure", Value::Str(r.on_failure));
+  return out;
+}
+
 std::vector<std::string> CnsNames(const std::string& project, const std::string& service, const ServiceSpec& s) {
   if (s.compute_type == "agent" || s.compute_type == "core") return {};
   if (s.cns) return *s.cns;
@@ -416,6 +446,8 @@ std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
   if (m.fabric) root["fabric"] = FabricValue(*m.fabric);
   if (!m.volumes.empty()) root["volumes"] = VolumesValue(m.volumes);
   if (m.cns) root["cns"] = m.cns->empty() ? Value::Bool(false) : Value::Str(*m.cns);
+  if (!m.datacenters.empty()) root["datacenters"] = DataCentersValue(m.datacenters);
+  if (m.datacenter_rollout) root["datacenter_rollout"] = DataCenterRolloutValue(*m.datacenter_rollout);
   Value services = Value::Map();
   std::string instance_json;
   for (const auto& kv : m.services) {
@@ -469,11 +501,23 @@ const Value* CompiledManifest::SpecTree(absl::string_view service) const {
   return it != e.end() && it->first == service ? &it->second : nullptr;
 }
 
-CompiledManifest Compile(Manifest m) {
+CompiledManifest Compile(Manifest m, absl::string_view datacenter) {
   CompiledManifest c;
-  c.canonical = BuildCanonical(m, &c);
+  if (m.datacenters.empty()) {
+    c.canonical = BuildCanonical(m, &c);
+    c.hash = Sha256Hex(c.canonical);
+    c.manifest = std::move(m);
+    return c;
+  }
+  // The whole document's text and hash; the services' forms as this data
+  // center runs them.
+  c.canonical = BuildCanonical(m, nullptr);
   c.hash = Sha256Hex(c.canonical);
-  c.manifest = std::move(m);
+  Manifest local = ForDataCenter(m, datacenter);
+  BuildCanonical(local, &c);
+  c.document = std::make_shared<const Manifest>(std::move(m));
+  c.manifest = std::move(local);
+  c.datacenter = std::string(datacenter);
   return c;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "absl/time/time.h"
 #include "common/cancel.h"
 #include "common/value.h"
+#include "projects/datacenters.h"
 #include "projects/fabric.h"
 #include "projects/firewall.h"
 #include "projects/volumes.h"
@@ -194,6 +196,12 @@ struct Manifest {
   // nullopt: <project>-<service>; "": none (`cns: false`); NAME:
   // <NAME>-<service>. Resolved into each such service's cns when parsed.
   std::optional<std::string> cns;
+  // The data centers that run the project, in rollout order, with what each
+  // changes (projects/datacenters.h). Empty: the project runs in the data
+  // center of the mariposad it is applied to, as a manifest without the key
+  // always has. `datacenter_rollout` is set only when the manifest gives it.
+  std::vector<DataCenterSpec> datacenters;
+  std::optional<DataCenterRollout> datacenter_rollout;
   std::map<std::string, Value> reserved;  // top-level RFD 36 keys not run yet
   std::vector<ManifestDiagnostic> warnings;
   std::vector<TemplateUse> templates;
@@ -261,8 +269,27 @@ struct CompiledManifest {
   // the service is not in the manifest).
   Value tree;
   const Value* SpecTree(absl::string_view service) const;
+  // A manifest that lists data centers: `manifest` and the per-service forms
+  // are data center `datacenter`'s (ForDataCenter), while `canonical` and
+  // `hash` are the whole document's, the same in every data center, and
+  // `document` is that document. Null for a manifest that lists none.
+  std::shared_ptr<const Manifest> document;
+  std::string datacenter;
 };
-CompiledManifest Compile(Manifest m);
+// `datacenter`: the data center the manifest is compiled for (a mariposad's
+// --datacenter); it matters only to a manifest that lists data centers.
+CompiledManifest Compile(Manifest m, absl::string_view datacenter = {});
+
+// The manifest as data center `dc` runs it: each service with dc's
+// overrides applied. A manifest that lists data centers but not `dc` runs
+// no instance there (every count 0). A manifest that lists none is
+// returned as it is.
+Manifest ForDataCenter(Manifest m, absl::string_view dc);
+// True when `m` lists no data centers, or lists `dc`.
+bool RunsInDataCenter(const Manifest& m, absl::string_view dc);
+// The canonical forms of `datacenters:` and `datacenter_rollout:`.
+Value DataCentersValue(const std::vector<DataCenterSpec>& dcs);
+Value DataCenterRolloutValue(const DataCenterRollout& r);
 
 // Durations: "500ms", "10s", "5m", "1h", "1m30s"; a bare integer is seconds.
 absl::StatusOr<absl::Duration> ParseManifestDuration(absl::string_view s);

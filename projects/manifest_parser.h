@@ -509,6 +509,12 @@ class Parser {
 
   void Cns(const YamlNode& v, const std::string& p, ServiceSpec* s);
 
+  // datacenters: and datacenter_rollout: (manifest_datacenters.cc), read
+  // once the services are: an entry names the services it changes.
+  void DataCenters(const YamlNode& n, const std::string& p);
+  void DataCenterServices(const YamlNode& v, const std::string& p, DataCenterSpec* dc);
+  void DataCenterRolloutKeys(const YamlNode& n, const std::string& p);
+
   static std::string CnsNameProblem(const std::string& name);
 
   // Agents' servers: all, headnode, or a list; minus exclude.

@@ -34,6 +34,10 @@ void Parser::ParseRoot(const YamlNode& root) {
   f["volumes"] = [&](const YamlNode& n, const std::string& p) { Volumes(n, p); };
   f["cns"] = [&](const YamlNode& n, const std::string& p) { ProjectCns(n, p); };
   f["services"] = [&](const YamlNode& n, const std::string& p) { Services(n, p); };
+  const YamlNode* dcs_node = nullptr;
+  const YamlNode* dc_rollout_node = nullptr;
+  f["datacenters"] = [&](const YamlNode& n, const std::string&) { dcs_node = &n; };
+  f["datacenter_rollout"] = [&](const YamlNode& n, const std::string&) { dc_rollout_node = &n; };
   ParseMap(root, "", f, {}, &m_.reserved);
   // The project's networks are the default of every service naming none.
   for (auto& kv : m_.services) {
@@ -45,6 +49,8 @@ void Parser::ParseRoot(const YamlNode& root) {
   if (firewall_node != nullptr) FirewallServices();
   VolumeChecks();
   DefaultCnsNames();
+  if (dcs_node != nullptr) DataCenters(*dcs_node, "datacenters");
+  if (dc_rollout_node != nullptr) DataCenterRolloutKeys(*dc_rollout_node, "datacenter_rollout");
 }
 
 void Parser::Services(const YamlNode& n, const std::string& p) {

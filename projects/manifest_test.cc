@@ -248,7 +248,7 @@ TEST(ManifestTest, GoldenErrors) {
       {"bad project name", "project: Jupiter_1\n",
        "t.yaml:1:10: project: project name \"Jupiter_1\" is not a DNS label (lower-case letters, digits and '-', at most 63)\n"},
       {"unknown top key", "project: p\nservice: {}\n",
-       "t.yaml:2:1: service: unknown key \"service\"; expected one of: cns, deployment_groups, description, fabric, firewall, meta, networks, project, services, volumes\n"},
+       "t.yaml:2:1: service: unknown key \"service\"; expected one of: cns, datacenter_rollout, datacenters, deployment_groups, description, fabric, firewall, meta, networks, project, services, volumes\n"},
       {"unknown service key", "project: p\nservices:\n  web:\n    image: x\n    imgae: y\n",
        "t.yaml:5:5: services.web.imgae: unknown key \"imgae\"; expected one of: affinity, cns, command, compute_type, count, delegate_dataset, environment, healthchecks, image, labels, mdata, networks, package, placement, ports, resources, restart, run, scale, schedule, servers, service_type, start, stop, tags, update, volumes\n"},
       {"duplicate key", "project: p\nproject: q\n", "t.yaml:2:1: project: duplicate key\n"},

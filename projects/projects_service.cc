@@ -280,7 +280,15 @@ absl::StatusOr<std::shared_ptr<const CompiledManifest>> ProjectsService::Compile
   RETURN_IF_ERROR(parsed.interrupted);
   if (!parsed.manifest) return DiagnosticsToStatus(parsed.errors, parsed.total_errors);
   RETURN_IF_ERROR(a.cancel->Check());
-  auto compiled = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest)));
+  if (!parsed.manifest->datacenters.empty() && datacenter_.empty()) {
+    std::vector<std::string> names;
+    for (const auto& dc : parsed.manifest->datacenters) names.push_back(dc.name);
+    return absl::FailedPreconditionError(absl::StrCat(
+        opts.filename, ": datacenters: lists ", absl::StrJoin(names, ", "),
+        ", but this mariposad has no data center name; start it with --datacenter NAME (docs/operations.md, "
+        "\"Several data centers\"), or remove datacenters:; nothing was changed"));
+  }
+  auto compiled = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest), datacenter_));
   if (a.admit) RETURN_IF_ERROR(a.admit(compiled->manifest));
   if (compiled->canonical.size() > Limits::kMaxCanonicalBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -384,6 +392,29 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
     out.base_version = b.current->uuid;
     out.base_number = b.current->number;
   }
+  if (compiled->document && !RunsInDataCenter(*compiled->document, datacenter_)) {
+    std::vector<std::string> names;
+    for (const auto& dc : compiled->document->datacenters) names.push_back(dc.name);
+    if (!b.current) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          opts.filename, ": this is data center ", datacenter_, "; datacenters: lists ", absl::StrJoin(names, ", "),
+          ": apply it through the mariposad of one of them, or add `- name: ", datacenter_,
+          "` to datacenters:; nothing was changed"));
+    }
+    out.warnings.push_back(absl::StrCat("data center ", datacenter_, " is not in datacenters: (",
+                                        absl::StrJoin(names, ", "), "): the project's instances here are removed"));
+  }
+  if (compiled->document && RunsInDataCenter(*compiled->document, datacenter_) &&
+      compiled->document->datacenters.size() > 1) {
+    std::vector<std::string> others;
+    for (const auto& dc : DataCenterOrder(compiled->document->datacenters)) {
+      if (dc != datacenter_) others.push_back(dc);
+    }
+    out.warnings.push_back(absl::StrCat(
+        "this version runs in ", datacenter_, " once applied here; the other data centers listed (",
+        absl::StrJoin(others, ", "), ") run it once it is applied through their own mariposad: Mariposa does not yet send a version to the other "
+        "data centers or follow datacenter_rollout's order (docs/operations.md, \"Several data centers\")"));
+  }
   out.diff = DiffManifests(b.before.get(), *compiled);
   ASSIGN_OR_RETURN(Checked checked, CheckDataCenter(a, b, m, opts.filename, out.diff));
   RETURN_IF_ERROR(a.cancel->Check());
@@ -449,7 +480,7 @@ absl::StatusOr<std::shared_ptr<const CompiledManifest>> ProjectsService::StoredM
                                             DiagnosticsToStatus(parsed.errors, parsed.total_errors).message(),
                                             "; the store is damaged: restore a backup (docs/operations.md, \"Backup and restore\")"));
   }
-  auto m = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest)));
+  auto m = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest), datacenter_));
   Remember(version, m);
   return m;
 }

@@ -43,6 +43,9 @@ class ProjectsService final : public v1::Projects::Service {
   // The account recorded for a project that is created without one named
   // (mariposad's --owner; "" without Triton).
   void set_default_owner(std::string owner) { default_owner_ = std::move(owner); }
+  // This data center's name (mariposad's --datacenter; "" without one): a
+  // manifest that lists data centers is compiled as this one runs it.
+  void set_datacenter(std::string name) { datacenter_ = std::move(name); }
 
   grpc::Status CreateProject(grpc::ServerContext*, const v1::CreateProjectRequest*, v1::CreateProjectResponse*) override;
   grpc::Status ListProjects(grpc::ServerContext*, const v1::ListProjectsRequest*, v1::ListProjectsResponse*) override;
@@ -147,6 +150,7 @@ class ProjectsService final : public v1::Projects::Service {
   void Remember(const std::string& version, std::shared_ptr<const CompiledManifest> m);
 
   static constexpr size_t kCacheBytes = 16 << 20;
+  std::string datacenter_;
   ProjectStore* store_;
   const Clock* clock_;
   std::function<void(const std::string&)> on_change_;

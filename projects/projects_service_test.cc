@@ -288,3 +288,80 @@ TEST_F(CatalogCheckTest, TwoStoredVersionsAreComparedFieldByField) {
 
 }  // namespace
 }  // namespace mariposa
+
+namespace mariposa {
+namespace {
+
+const char* kTwoDataCenters =
+    "project: p\nservices:\n  web: {image: nginx@1, package: small, count: 3}\n"
+    "datacenters:\n  - name: east\n  - name: west\n    services: {web: {count: 1, package: large}}\n";
+
+// Issue 52, point 2: the same document everywhere; each data center's
+// rows, catalog check and plan are its own.
+TEST_F(CatalogCheckTest, EachDataCenterStoresTheDocumentAndRunsItsOwnEntry) {
+  std::vector<std::string> packages_checked;
+  dc_.catalog = [&](const Manifest& m, const std::string&, const std::string&)
+      -> absl::StatusOr<std::vector<ManifestDiagnostic>> {
+    packages_checked.push_back(m.services.at("web").package);
+    return std::vector<ManifestDiagnostic>{};
+  };
+  service_->set_datacenter("west");
+  v1::ApplyResponse resp;
+  ASSERT_TRUE(Apply(kTwoDataCenters, &resp).ok());
+  EXPECT_EQ(packages_checked, std::vector<std::string>{"large"});  // west's catalog, west's package
+  auto rows = store_->ListServices(resp.version().uuid());
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].count, 1);
+  EXPECT_EQ((*rows)[0].package, "large");
+  ASSERT_EQ(resp.diff().datacenters_size(), 2);
+  EXPECT_EQ(resp.diff().datacenters(1).name(), "west");
+  EXPECT_TRUE(resp.diff().datacenters(1).local());
+
+  // Another data center's store holds the same document under the same hash.
+  SimulatedClock clock;
+  auto other_store = std::move(*SqlProjectStore::Open(":memory:", &clock));
+  ProjectsService east(other_store.get(), &clock);
+  east.set_datacenter("east");
+  grpc::ServerContext ctx;
+  v1::ApplyRequest req;
+  req.set_manifest(kTwoDataCenters);
+  req.set_force(true);
+  v1::ApplyResponse east_resp;
+  ASSERT_TRUE(east.Apply(&ctx, &req, &east_resp).ok());
+  EXPECT_EQ(east_resp.version().hash(), resp.version().hash());
+  auto east_rows = other_store->ListServices(east_resp.version().uuid());
+  ASSERT_TRUE(east_rows.ok());
+  EXPECT_EQ((*east_rows)[0].count, 3);
+}
+
+TEST_F(CatalogCheckTest, DataCentersNeedTheMariposadsNameAndAPlaceInTheList) {
+  v1::ApplyResponse resp;
+  grpc::Status st = Apply(kTwoDataCenters, &resp);  // no --datacenter
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find("this mariposad has no data center name; start it with --datacenter NAME"),
+            std::string::npos)
+      << st.error_message();
+  EXPECT_EQ(Versions(), 0);
+
+  service_->set_datacenter("north");
+  st = Apply(kTwoDataCenters, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find("this is data center north; datacenters: lists east, west"), std::string::npos)
+      << st.error_message();
+  EXPECT_EQ(Versions(), 0);
+
+  // A project that runs here may drop this data center: its instances
+  // here are removed, and the apply says so.
+  ASSERT_TRUE(Apply("project: p\nservices:\n  web: {image: nginx@1, package: small, count: 3}\n", &resp).ok());
+  ASSERT_TRUE(Apply(kTwoDataCenters, &resp).ok());
+  bool warned = false;
+  for (const auto& w : resp.warnings()) warned |= w.find("the project's instances here are removed") != std::string::npos;
+  EXPECT_TRUE(warned);
+  auto rows = store_->ListServices(resp.version().uuid());
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ((*rows)[0].count, 0);
+}
+
+}  // namespace
+}  // namespace mariposa

@@ -224,5 +224,89 @@ TEST_F(DataCentersTest, ACopyIsMadeInAnotherDataCenter) {
   EXPECT_TRUE(absl::StrContains(down.err, "is mariposad running in us-west-1")) << down.err;
 }
 
+// One manifest for two data centers (issue 52, point 2): the same document,
+// applied through each data center's mariposad, runs as that data center's
+// entry makes it there (count, package, CNS names), under the same hash;
+// `diff` plans each data center.
+TEST_F(DataCentersTest, OneManifestRunsAsEachDataCentersEntry) {
+  std::vector<std::string> sim_args = {"--servers", "2", "--seed", "deploy/examples/tritonsim-seed.json",
+                                       "--job-latency", "20"};
+  Tritonsim east_sim(sim_args), west_sim(sim_args);
+  ASSERT_TRUE(east_sim.Start()) << east_sim.log();
+  ASSERT_TRUE(west_sim.Start()) << west_sim.log();
+  auto daemon = [&](const std::string& name, const std::string& addr, const std::string& dc, const Tritonsim& sim) {
+    std::vector<std::string> a = {"--triton", sim.addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853",
+                                  "--network", "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms"};
+    if (!dc.empty()) a.insert(a.end(), {"--datacenter", dc});
+    return Start(name, addr, a);
+  };
+  auto east = daemon("east", east_addr_, "us-east-1", east_sim);
+  auto west = daemon("west", west_addr_, "us-west-1", west_sim);
+  const std::string manifest = "deploy/examples/jupiter-datacenters.yaml";
+
+  RunResult plan = Cli(east_addr_, {"diff", "-f", manifest});
+  EXPECT_EQ(plan.exit_code, 1) << plan.out << plan.err;
+  EXPECT_TRUE(absl::StrContains(plan.out, "by data center, in rollout order:\n"
+                                          "  us-east-1 (canary: first; this data center; new to the project): "
+                                          "5 to create")) << plan.out;
+  EXPECT_TRUE(absl::StrContains(plan.out, "  us-west-1 (new to the project): 3 to create")) << plan.out;
+  EXPECT_TRUE(absl::StrContains(plan.err, "Mariposa does not yet send a version to the other data centers"))
+      << plan.err;
+
+  for (const std::string& addr : {east_addr_, west_addr_}) {
+    RunResult applied = Cli(addr, {"apply", "--yes", "-f", manifest, "--wait", "--timeout", "60s"});
+    ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  }
+  EXPECT_EQ(RunningPerService(east_sim.addr()), (std::map<std::string, int>{{"nginx", 2}, {"wordpress", 3}}));
+  EXPECT_EQ(RunningPerService(west_sim.addr()), (std::map<std::string, int>{{"nginx", 1}, {"wordpress", 2}}));
+  // West's own package and CNS name, as VMAPI holds them.
+  httplib::Client vmapi(west_sim.addr());
+  auto vms = vmapi.Get("/vms?state=running");
+  ASSERT_TRUE(vms);
+  int west_wordpress = 0, west_nginx = 0;
+  for (const json& vm : json::parse(vms->body)) {
+    const json tags = vm.value("tags", json::object());
+    if (tags.value("mariposa.service", "") == "wordpress") {
+      ++west_wordpress;
+      EXPECT_EQ(vm.value("ram", 0), 512) << vm.dump();
+    }
+    if (tags.value("mariposa.service", "") == "nginx") {
+      ++west_nginx;
+      EXPECT_EQ(tags.value("triton.cns.services", ""), "jupiter-nginx-west") << vm.dump();
+    }
+  }
+  EXPECT_EQ(west_wordpress, 2);
+  EXPECT_EQ(west_nginx, 1);
+  // The same document under the same hash in both.
+  auto hash = [&](const std::string& addr) {
+    RunResult r = Cli(addr, {"-j", "jupiter", "-o", "json", "versions"});
+    json j = r.out.empty() ? json::object() : json::parse(r.out);
+    return j.value("versions", json::array()).empty() ? std::string("?") : j["versions"][0].value("hash", "?");
+  };
+  EXPECT_EQ(hash(east_addr_), hash(west_addr_));
+  EXPECT_NE(hash(east_addr_), "?");
+
+  // Dropped from the list: west removes its instances, and says so.
+  std::string east_only = dir_ + "/east-only.yaml";
+  std::ofstream(east_only) << "project: jupiter\nservices:\n  nginx: {image: autopilotpattern/nginx@1.4.0, "
+                              "package: g4-highcpu-512M, count: 2, start: {window: 1s}}\n"
+                              "datacenters: [{name: us-east-1}]\n";
+  RunResult dropped = Cli(west_addr_, {"apply", "--yes", "-f", east_only, "--wait", "--timeout", "60s"});
+  EXPECT_EQ(dropped.exit_code, 0) << dropped.out << dropped.err;
+  EXPECT_TRUE(absl::StrContains(dropped.err, "data center us-west-1 is not in datacenters: (us-east-1): the "
+                                             "project's instances here are removed")) << dropped.err;
+  EXPECT_TRUE(absl::StrContains(dropped.out, "no longer listed: its instances are removed): 0 to create, 0 to replace, 3 to delete")) << dropped.out;
+  EXPECT_TRUE(Eventually([&] { return RunningPerService(west_sim.addr()).empty(); }, absl::Seconds(30)))
+      << Cli(west_addr_, {"-j", "jupiter", "status"}).out;
+
+  // A mariposad without a data center name refuses such a manifest.
+  west->Stop();
+  west = daemon("west", west_addr_, "", west_sim);
+  RunResult nameless = Cli(west_addr_, {"apply", "--yes", "-f", manifest});
+  EXPECT_NE(nameless.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(nameless.err, "this mariposad has no data center name; start it with --datacenter NAME"))
+      << nameless.err;
+}
+
 }  // namespace
 }  // namespace mariposa::testing

@@ -33,6 +33,16 @@ absl::StatusOr<std::shared_ptr<const ProjectGoal>> GoalCache::Get(ProjectStore* 
     return absl::DataLossError(absl::StrCat("stored version ", v.number, " of project ", project_uuid,
                                             " does not parse: ", DiagnosticsToStatus(parsed.errors).message()));
   }
+  if (!parsed.manifest->datacenters.empty()) {
+    // Never read as "no data center, so nothing runs": that would remove
+    // every instance of a mariposad started without its name.
+    if (datacenter_.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "version ", v.number, " lists data centers (datacenters:) but this mariposad has no --datacenter; "
+          "restart it with --datacenter NAME: nothing of the project is changed until then"));
+    }
+    parsed.manifest = ForDataCenter(std::move(*parsed.manifest), datacenter_);
+  }
   auto goal = std::make_shared<ProjectGoal>();
   goal->version_uuid = version_uuid;
   goal->number = v.number;

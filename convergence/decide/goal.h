@@ -53,14 +53,20 @@ const ServiceSpec* HealthSpecFor(const ProjectGoal& goal,
 class GoalCache {
  public:
   explicit GoalCache(size_t capacity = 256) : capacity_(capacity) {}
+  // This data center's name (ReconcilerOptions::datacenter); set before
+  // the first Get. A version that lists data centers is run as its entry
+  // for this one makes it (ForDataCenter).
+  void set_datacenter(std::string name) { datacenter_ = std::move(name); }
   // The goal of `version_uuid` of the project (DATA_LOSS when the stored
-  // canonical text does not parse: the store is damaged).
+  // canonical text does not parse: the store is damaged; FAILED_PRECONDITION
+  // when it lists data centers and this mariposad has no --datacenter).
   absl::StatusOr<std::shared_ptr<const ProjectGoal>> Get(ProjectStore* store, const std::string& project_uuid,
                                                          const std::string& version_uuid);
   int64_t decodes() const;  // versions decoded so far (each at most once while cached)
 
  private:
   size_t capacity_;
+  std::string datacenter_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<const ProjectGoal>> goals_ ABSL_GUARDED_BY(mu_);
   std::list<std::string> order_ ABSL_GUARDED_BY(mu_);  // oldest first
