@@ -48,6 +48,7 @@ cli::Registry Build() {
   AddApply(r);
   AddDiff(r);
   AddVersions(r);
+  AddRollouts(r);
   AddHistory(r);
   AddVersion(r);
   AddRollback(r);

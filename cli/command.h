@@ -131,6 +131,9 @@ std::vector<Flag> JoinFlags(const std::vector<std::vector<Flag>>& parts);
 std::vector<Flag> ScopeFlags();
 // apply and diff share their code (cli/commands/apply.cc).
 Result RunApply(Context& c, const Parsed& p, bool dry_run);
+// What apply prints when it started a rollout across data centers, and
+// with --wait its progress until it ends (cli/commands/rollouts.cc).
+Result FollowRollout(Context& c, const v1::DataCenterRollout& started, bool wait);
 
 // Each cli/commands/NAME.cc registers its commands.
 void AddProject(cli::Registry& r);
@@ -138,6 +141,7 @@ void AddImport(cli::Registry& r);
 void AddApply(cli::Registry& r);
 void AddDiff(cli::Registry& r);
 void AddVersions(cli::Registry& r);
+void AddRollouts(cli::Registry& r);
 void AddHistory(cli::Registry& r);
 void AddVersion(cli::Registry& r);
 void AddRollback(cli::Registry& r);

@@ -161,6 +161,7 @@ std::string PlanSummary(const v1::Diff& d) {
     std::vector<std::string> notes;
     if (dc.canary()) notes.push_back("canary: first");
     if (dc.local()) notes.push_back("this data center");
+    if (dc.checked()) notes.push_back("planned and checked there");
     if (!dc.listed_before() && dc.listed_after()) notes.push_back("new to the project");
     if (dc.listed_before() && !dc.listed_after()) notes.push_back("no longer listed: its instances are removed");
     absl::StrAppend(&out, "  ", dc.name(), notes.empty() ? "" : absl::StrCat(" (", absl::StrJoin(notes, "; "), ")"),

@@ -365,6 +365,7 @@ Daemon::Exit Daemon::DataCenters() {
     if (!st.ok()) return st;
     return resp;
   });
+  Rollouts();
   admin_->set_datacenters([p = peers_.get(), interval = config_.peer_interval, clock = clock_] {
     return AdminService::DataCentersView{p->self(), interval, clock->Now(), p->Views()};
   });
@@ -383,6 +384,63 @@ Daemon::Exit Daemon::DataCenters() {
     return out;
   }));
   return std::nullopt;
+}
+
+// The rollouts across data centers this mariposad drives: each data center
+// reached through its peer link, this one in process.
+void Daemon::Rollouts() {
+  const std::string self = flags_.datacenter;
+  DataCenterLink link;
+  link.send = [this, self](const std::string& dc,
+                           const v1::ReceiveVersionRequest& req) -> absl::StatusOr<v1::ApplyResponse> {
+    if (dc == self) return projects_->ReceiveHere(req, absl::StrCat("mariposad ", self));
+    v1::ApplyResponse resp;
+    absl::Status st = peers_->Call(
+        dc,
+        [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
+          return v1::Projects::NewStub(channel)->ReceiveVersion(ctx, req, &resp);
+        },
+        absl::Seconds(30));
+    if (!st.ok()) return st;
+    return resp;
+  };
+  link.state = [this, self](const std::string& dc,
+                            const std::string& project) -> absl::StatusOr<v1::GetStateResponse> {
+    v1::GetStateRequest req;
+    req.set_project(project);
+    v1::GetStateResponse resp;
+    if (dc == self) {
+      if (state_ == nullptr) return absl::UnavailableError("starting");
+      grpc::Status st = state_->GetState(nullptr, &req, &resp);
+      if (!st.ok()) return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
+      return resp;
+    }
+    absl::Status st = peers_->Call(
+        dc,
+        [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
+          return v1::State::NewStub(channel)->GetState(ctx, req, &resp);
+        },
+        absl::Seconds(10));
+    if (!st.ok()) return st;
+    return resp;
+  };
+  link.rollback = [this, self](const std::string& dc, const std::string& project, const std::string& to,
+                               const std::string& why) -> absl::Status {
+    if (dc == self) return projects_->RollbackTo(project, to, "", absl::StrCat("mariposad ", self), why).status();
+    v1::RollbackRequest req;
+    req.set_project(project);
+    req.set_version(to);
+    req.set_force(true);
+    v1::RollbackResponse resp;
+    return peers_->Call(
+        dc,
+        [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
+          return v1::Projects::NewStub(channel)->Rollback(ctx, req, &resp);
+        },
+        absl::Seconds(30));
+  };
+  rollouts_ = std::make_unique<RolloutRunner>(store_.get(), link, clock_, absl::Seconds(1));
+  projects_->set_rollouts(link.send, [r = rollouts_.get()] { r->Poke(); });
 }
 
 // The health coordinator and the agents' service, when there is Triton to
@@ -795,6 +853,7 @@ void Daemon::Watch() {
 }
 
 void Daemon::StartWork() {
+  if (rollouts_) rollouts_->Start();
   if (reconciler_) {
     reconciler_->SetPaused(controller_->Get().mode == "readonly");
     reconciler_->Start();
@@ -854,6 +913,7 @@ void Daemon::Serve() {
 // In order: what wakes the reconciler, the reconciler, this node's leases
 // (handed to the other nodes at once), then what the callbacks write to.
 void Daemon::Stop() {
+  if (rollouts_) rollouts_->Stop();
   if (peers_) peers_->Stop();
   if (wake_bus_) wake_bus_->Stop();
   if (feed_) feed_->Stop();

@@ -47,6 +47,7 @@
 #include "convergence/triton/vm_feed.h"
 #include "daemon/admin_service.h"
 #include "daemon/peers.h"
+#include "daemon/rollout_runner.h"
 #include "daemon/backups.h"
 #include "daemon/config.h"
 #include "daemon/controller_state.h"
@@ -93,6 +94,7 @@ class Daemon {
                  const std::string& impact);
   Exit Services();
   Exit DataCenters();
+  void Rollouts();
   void Health();
   void Triton();
   convergence::ReconcilerOptions ReconcilerOptionsFor();
@@ -131,6 +133,7 @@ class Daemon {
   std::unique_ptr<ProjectsService> projects_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<PeerProber> peers_;  // the other data centers (--peers)
+  std::unique_ptr<RolloutRunner> rollouts_;  // versions on their way across data centers
   std::unique_ptr<BackupScheduler> backups_;
   std::unique_ptr<convergence::QueueService> queue_;
   std::unique_ptr<convergence::ControllerMetrics> metrics_;

@@ -395,26 +395,35 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
   if (compiled->document && !RunsInDataCenter(*compiled->document, datacenter_)) {
     std::vector<std::string> names;
     for (const auto& dc : compiled->document->datacenters) names.push_back(dc.name);
-    if (!b.current) {
+    if (!b.current && a.received) return out;  // nothing of it here, nor to be: nothing to store
+    if (!b.current && !send_version_) {
       return absl::FailedPreconditionError(absl::StrCat(
           opts.filename, ": this is data center ", datacenter_, "; datacenters: lists ", absl::StrJoin(names, ", "),
-          ": apply it through the mariposad of one of them, or add `- name: ", datacenter_,
-          "` to datacenters:; nothing was changed"));
+          ", and this mariposad has no peers to send it to (mariposad --peers; docs/operations.md, \"Several data "
+          "centers\"): apply it through the mariposad of one of them; nothing was changed"));
     }
-    out.warnings.push_back(absl::StrCat("data center ", datacenter_, " is not in datacenters: (",
-                                        absl::StrJoin(names, ", "), "): the project's instances here are removed"));
-  }
-  if (compiled->document && RunsInDataCenter(*compiled->document, datacenter_) &&
-      compiled->document->datacenters.size() > 1) {
-    std::vector<std::string> others;
-    for (const auto& dc : DataCenterOrder(compiled->document->datacenters)) {
-      if (dc != datacenter_) others.push_back(dc);
+    if (b.current) {
+      out.warnings.push_back(absl::StrCat("data center ", datacenter_, " is not in datacenters: (",
+                                          absl::StrJoin(names, ", "), "): the project's instances here are removed"));
     }
-    out.warnings.push_back(absl::StrCat(
-        "this version runs in ", datacenter_, " once applied here; the other data centers listed (",
-        absl::StrJoin(others, ", "), ") run it once it is applied through their own mariposad: Mariposa does not yet send a version to the other "
-        "data centers or follow datacenter_rollout's order (docs/operations.md, \"Several data centers\")"));
   }
+  if (!a.version_uuid.empty() && b.existing) {
+    if (auto had = store_->GetVersion(b.existing->uuid, a.version_uuid, false); had.ok()) {
+      if (b.current && b.current->uuid == had->uuid) {
+        out.commit.version = *had;  // sent again: stored already
+        return out;
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          "version ", a.version_uuid, " was stored here as version ", had->number, " and is no longer in force (",
+          b.current ? absl::StrCat("version ", b.current->number, " is") : std::string("none is"),
+          "); a rollout does not bring back what was replaced here: apply it again"));
+    }
+  }
+  // A manifest for other data centers than this one alone goes to them
+  // through a rollout (StartRollout), nothing stored here now.
+  out.needs_rollout = compiled->document && !a.received &&
+                      (compiled->document->datacenters.size() > 1 || !RunsInDataCenter(*compiled->document, datacenter_));
+  out.compiled = compiled;
   out.diff = DiffManifests(b.before.get(), *compiled);
   ASSIGN_OR_RETURN(Checked checked, CheckDataCenter(a, b, m, opts.filename, out.diff));
   RETURN_IF_ERROR(a.cancel->Check());
@@ -435,7 +444,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
   // A dry run, or an unchanged manifest from a writer who is up to date,
   // writes nothing: answer from what was read.
   bool noop = out.diff.empty() && (a.force || expected == out.base_version);
-  if (a.dry_run || noop) {
+  if (a.dry_run || noop || out.needs_rollout) {
     if (b.current) out.commit.version = *b.current;
     return out;
   }
@@ -444,6 +453,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
                                   out.warnings);
   nv.author = a.author;
   nv.origin = a.origin;
+  nv.uuid = a.version_uuid;
   nv.rolled_back_to = a.rolled_back_to;
   nv.message = a.message;
   // The last point at which a caller who gave up leaves nothing behind.
@@ -547,19 +557,24 @@ grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyReq
   a.admit = [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); };
   auto out = ApplyText(a);
   if (!out.ok()) return ToGrpc(out.status());
-  resp->set_changed(req->dry_run() ? !out->diff.empty() : out->commit.changed);  // a plan: would it change
-  if (!out->commit.version.uuid.empty()) ToProto(out->commit.version, resp->mutable_version());
-  *resp->mutable_diff() = out->diff;
-  resp->set_base_version(out->base_version);
-  resp->set_base_version_number(out->base_number);
-  resp->set_rollout_task(QueueRollout(*out, "apply", AuthorOf(ctx), &out->warnings));
-  if (!resp->rollout_task().empty()) {
-    for (const auto& s : out->rollout) resp->add_rollout_services(s);
-  }
-  for (const auto& w : out->warnings) resp->add_warnings(w);
-  resp->set_project_created(out->commit.project_created);
-  resp->set_project(out->project);
+  if (out->needs_rollout) return ToGrpc(StartRollout(a, *out, req->dry_run(), resp));
+  Answer(*out, req->dry_run(), a.author, resp);
   return grpc::Status::OK;
+}
+
+void ProjectsService::Answer(Outcome& out, bool dry_run, const std::string& author, v1::ApplyResponse* resp) {
+  resp->set_changed(dry_run ? !out.diff.empty() : out.commit.changed);  // a plan: would it change
+  if (!out.commit.version.uuid.empty()) ToProto(out.commit.version, resp->mutable_version());
+  *resp->mutable_diff() = out.diff;
+  resp->set_base_version(out.base_version);
+  resp->set_base_version_number(out.base_number);
+  if (!dry_run) resp->set_rollout_task(QueueRollout(out, "apply", author, &out.warnings));
+  if (!resp->rollout_task().empty()) {
+    for (const auto& s : out.rollout) resp->add_rollout_services(s);
+  }
+  for (const auto& w : out.warnings) resp->add_warnings(w);
+  resp->set_project_created(out.commit.project_created);
+  resp->set_project(out.project);
 }
 
 grpc::Status ProjectsService::Rollback(grpc::ServerContext* ctx, const v1::RollbackRequest* req,

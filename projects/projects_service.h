@@ -61,6 +61,23 @@ class ProjectsService final : public v1::Projects::Service {
     peer_copier_ = std::move(f);
   }
   grpc::Status DeleteProject(grpc::ServerContext*, const v1::DeleteProjectRequest*, v1::DeleteProjectResponse*) override;
+  // Rollouts across data centers (projects_datacenters.cc).
+  grpc::Status ReceiveVersion(grpc::ServerContext*, const v1::ReceiveVersionRequest*, v1::ApplyResponse*) override;
+  grpc::Status ListRollouts(grpc::ServerContext*, const v1::ListRolloutsRequest*, v1::ListRolloutsResponse*) override;
+  grpc::Status CancelRollout(grpc::ServerContext*, const v1::CancelRolloutRequest*, v1::CancelRolloutResponse*) override;
+  // A version sent by a rollout, stored here on behalf of `author` (the
+  // daemon's link to its own data center; ReceiveVersion's work).
+  absl::StatusOr<v1::ApplyResponse> ReceiveHere(const v1::ReceiveVersionRequest& req, const std::string& author);
+  // How an apply reaches the other data centers a manifest lists (the
+  // daemon's peers): their checks and plans before a rollout starts, and
+  // `started` once one is stored (the runner looks at once). Unset: a
+  // manifest that lists another data center is refused.
+  using VersionSender = std::function<absl::StatusOr<v1::ApplyResponse>(const std::string& datacenter,
+                                                                       const v1::ReceiveVersionRequest& req)>;
+  void set_rollouts(VersionSender send, std::function<void()> started) {
+    send_version_ = std::move(send);
+    rollout_started_ = std::move(started);
+  }
   grpc::Status Apply(grpc::ServerContext*, const v1::ApplyRequest*, v1::ApplyResponse*) override;
   grpc::Status ListVersions(grpc::ServerContext*, const v1::ListVersionsRequest*, v1::ListVersionsResponse*) override;
   grpc::Status GetVersion(grpc::ServerContext*, const v1::GetVersionRequest*, v1::GetVersionResponse*) override;
@@ -101,6 +118,11 @@ class ProjectsService final : public v1::Projects::Service {
     // A new project's meta, to check the manifest's templates against (a
     // copy's, before it is stored); nullptr: what the store holds.
     const std::map<std::string, std::string>* new_meta = nullptr;
+    // A version another data center's rollout sends (ReceiveVersion): stored
+    // under this id (a second send finds it and stores nothing), and never
+    // sent on from here.
+    std::string version_uuid;
+    bool received = false;
   };
   absl::StatusOr<Outcome> ApplyText(const ApplyRequest& a);
   // A copy to make here (projects_copy.cc): from this data center's
@@ -151,6 +173,16 @@ class ProjectsService final : public v1::Projects::Service {
 
   static constexpr size_t kCacheBytes = 16 << 20;
   std::string datacenter_;
+  VersionSender send_version_;
+  std::function<void()> rollout_started_;
+  // Apply's answer from ApplyText's outcome (Apply and ReceiveVersion).
+  void Answer(Outcome& out, bool dry_run, const std::string& author, v1::ApplyResponse* resp);
+  // The checks and plans of the other data centers, then (unless a dry
+  // run) the rollout (projects_datacenters.cc).
+  absl::Status StartRollout(const ApplyRequest& a, Outcome& out, bool dry_run, v1::ApplyResponse* resp);
+  absl::StatusOr<v1::ApplyResponse> Receive(const v1::ReceiveVersionRequest& req, const std::string& author,
+                                            const Cancellation* cancel,
+                                            std::function<absl::Status(const Manifest&)> admit);
   ProjectStore* store_;
   const Clock* clock_;
   std::function<void(const std::string&)> on_change_;

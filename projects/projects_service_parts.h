@@ -27,6 +27,10 @@ struct ProjectsService::Outcome {
   int64_t canary = 0;  // update.canary of the rollout (the largest of its services)
   std::string project_uuid;
   std::string project;  // the name the manifest targets
+  // The manifest lists other data centers: nothing was stored; Apply starts
+  // a rollout across them (projects_datacenters.cc) with `compiled`.
+  bool needs_rollout = false;
+  std::shared_ptr<const CompiledManifest> compiled;
 };
 
 }  // namespace mariposa

@@ -296,9 +296,11 @@ const char* kTwoDataCenters =
     "project: p\nservices:\n  web: {image: nginx@1, package: small, count: 3}\n"
     "datacenters:\n  - name: east\n  - name: west\n    services: {web: {count: 1, package: large}}\n";
 
-// Issue 52, point 2: the same document everywhere; each data center's
-// rows, catalog check and plan are its own.
-TEST_F(CatalogCheckTest, EachDataCenterStoresTheDocumentAndRunsItsOwnEntry) {
+// Issue 52, points 2 and 3: an apply through any data center asks every
+// other one to check and plan the version, then stores a rollout (nothing
+// of the version yet); each data center stores the same document under the
+// same id when the rollout sends it, and runs its own entry.
+TEST_F(CatalogCheckTest, AnApplyStartsARolloutAndEachDataCenterRunsItsOwnEntry) {
   std::vector<std::string> packages_checked;
   dc_.catalog = [&](const Manifest& m, const std::string&, const std::string&)
       -> absl::StatusOr<std::vector<ManifestDiagnostic>> {
@@ -306,59 +308,111 @@ TEST_F(CatalogCheckTest, EachDataCenterStoresTheDocumentAndRunsItsOwnEntry) {
     return std::vector<ManifestDiagnostic>{};
   };
   service_->set_datacenter("west");
+  // East, as the daemon's link reaches it: another store, another service.
+  SimulatedClock clock;
+  auto east_store = std::move(*SqlProjectStore::Open(":memory:", &clock));
+  ProjectsService east(east_store.get(), &clock);
+  east.set_datacenter("east");
+  std::vector<v1::ReceiveVersionRequest> sent;
+  int started = 0;
+  service_->set_rollouts(
+      [&](const std::string& dc, const v1::ReceiveVersionRequest& req) -> absl::StatusOr<v1::ApplyResponse> {
+        EXPECT_EQ(dc, "east");
+        sent.push_back(req);
+        return east.ReceiveHere(req, "peer");
+      },
+      [&] { ++started; });
+
   v1::ApplyResponse resp;
   ASSERT_TRUE(Apply(kTwoDataCenters, &resp).ok());
   EXPECT_EQ(packages_checked, std::vector<std::string>{"large"});  // west's catalog, west's package
-  auto rows = store_->ListServices(resp.version().uuid());
-  ASSERT_TRUE(rows.ok());
-  ASSERT_EQ(rows->size(), 1u);
-  EXPECT_EQ((*rows)[0].count, 1);
-  EXPECT_EQ((*rows)[0].package, "large");
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_TRUE(sent[0].dry_run());  // east checked and planned it
+  EXPECT_EQ(Versions(), 0) << "nothing is stored before the rollout sends it";
+  ASSERT_TRUE(resp.has_datacenter_rollout());
+  EXPECT_EQ(started, 1);
+  const v1::DataCenterRollout& r = resp.datacenter_rollout();
+  ASSERT_EQ(r.steps_size(), 2);
+  EXPECT_EQ(r.steps(0).datacenter(), "east");
+  EXPECT_EQ(r.steps(1).datacenter(), "west");
   ASSERT_EQ(resp.diff().datacenters_size(), 2);
-  EXPECT_EQ(resp.diff().datacenters(1).name(), "west");
+  EXPECT_TRUE(resp.diff().datacenters(0).checked());
   EXPECT_TRUE(resp.diff().datacenters(1).local());
+  auto stored = store_->ListRollouts("p", false);
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 1u);
+  // A second apply while it runs is refused, naming it.
+  grpc::Status again = Apply(kTwoDataCenters, &resp);
+  EXPECT_EQ(again.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(again.error_message().find("has a rollout across data centers under way"), std::string::npos);
 
-  // Another data center's store holds the same document under the same hash.
-  SimulatedClock clock;
-  auto other_store = std::move(*SqlProjectStore::Open(":memory:", &clock));
-  ProjectsService east(other_store.get(), &clock);
-  east.set_datacenter("east");
-  grpc::ServerContext ctx;
-  v1::ApplyRequest req;
-  req.set_manifest(kTwoDataCenters);
-  req.set_force(true);
-  v1::ApplyResponse east_resp;
-  ASSERT_TRUE(east.Apply(&ctx, &req, &east_resp).ok());
-  EXPECT_EQ(east_resp.version().hash(), resp.version().hash());
-  auto east_rows = other_store->ListServices(east_resp.version().uuid());
-  ASSERT_TRUE(east_rows.ok());
+  // The runner sends it: each stores it under the same id and hash.
+  v1::ReceiveVersionRequest send;
+  send.set_project("p");
+  send.set_manifest(kTwoDataCenters);
+  send.set_version_uuid(r.version_uuid());
+  send.set_origin("west");
+  auto at_east = east.ReceiveHere(send, "peer");
+  auto at_west = service_->ReceiveHere(send, "mariposad west");
+  ASSERT_TRUE(at_east.ok()) << at_east.status();
+  ASSERT_TRUE(at_west.ok()) << at_west.status();
+  EXPECT_EQ(at_east->version().uuid(), r.version_uuid());
+  EXPECT_EQ(at_west->version().uuid(), r.version_uuid());
+  EXPECT_EQ(at_east->version().hash(), at_west->version().hash());
+  auto west_rows = store_->ListServices(r.version_uuid());
+  auto east_rows = east_store->ListServices(r.version_uuid());
+  ASSERT_TRUE(west_rows.ok() && east_rows.ok());
+  EXPECT_EQ((*west_rows)[0].count, 1);
+  EXPECT_EQ((*west_rows)[0].package, "large");
   EXPECT_EQ((*east_rows)[0].count, 3);
+  // Sent twice (a runner that restarted): stored once.
+  auto twice = service_->ReceiveHere(send, "mariposad west");
+  ASSERT_TRUE(twice.ok());
+  EXPECT_FALSE(twice->changed());
+  EXPECT_EQ(Versions(), 1);
 }
 
-TEST_F(CatalogCheckTest, DataCentersNeedTheMariposadsNameAndAPlaceInTheList) {
+TEST_F(CatalogCheckTest, DataCentersNeedTheMariposadsNameAndItsPeers) {
   v1::ApplyResponse resp;
   grpc::Status st = Apply(kTwoDataCenters, &resp);  // no --datacenter
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(st.error_message().find("this mariposad has no data center name; start it with --datacenter NAME"),
             std::string::npos)
       << st.error_message();
-  EXPECT_EQ(Versions(), 0);
-
-  service_->set_datacenter("north");
-  st = Apply(kTwoDataCenters, &resp);
+  service_->set_datacenter("west");
+  st = Apply(kTwoDataCenters, &resp);  // no peers
   EXPECT_EQ(st.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(st.error_message().find("this is data center north; datacenters: lists east, west"), std::string::npos)
-      << st.error_message();
+  EXPECT_NE(st.error_message().find("has no peers to send it to"), std::string::npos) << st.error_message();
   EXPECT_EQ(Versions(), 0);
+  // A peer that refuses, or does not answer: nothing starts anywhere.
+  service_->set_rollouts(
+      [](const std::string&, const v1::ReceiveVersionRequest&) -> absl::StatusOr<v1::ApplyResponse> {
+        return absl::UnavailableError("data center east: connection refused");
+      },
+      nullptr);
+  st = Apply(kTwoDataCenters, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(st.error_message().find("the version was not started in any data center: east: data center east: "
+                                    "connection refused"),
+            std::string::npos)
+      << st.error_message();
+  auto none = store_->ListRollouts("p", true);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
 
-  // A project that runs here may drop this data center: its instances
-  // here are removed, and the apply says so.
+  // A data center the version no longer lists: it removes its instances.
+  service_->set_datacenter("north");
   ASSERT_TRUE(Apply("project: p\nservices:\n  web: {image: nginx@1, package: small, count: 3}\n", &resp).ok());
-  ASSERT_TRUE(Apply(kTwoDataCenters, &resp).ok());
+  v1::ReceiveVersionRequest send;
+  send.set_project("p");
+  send.set_manifest(kTwoDataCenters);
+  send.set_version_uuid("0b5c8a32-5d8e-4a55-9f3b-6a1f4b1f0c01");
+  auto dropped = service_->ReceiveHere(send, "peer");
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
   bool warned = false;
-  for (const auto& w : resp.warnings()) warned |= w.find("the project's instances here are removed") != std::string::npos;
+  for (const auto& w : dropped->warnings()) warned |= w.find("the project's instances here are removed") != std::string::npos;
   EXPECT_TRUE(warned);
-  auto rows = store_->ListServices(resp.version().uuid());
+  auto rows = store_->ListServices(dropped->version().uuid());
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ((*rows)[0].count, 0);
 }

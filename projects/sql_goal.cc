@@ -301,7 +301,7 @@ absl::StatusOr<CommitResult> SqlProjectStore::CommitVersion(const NewVersion& v)
       return result;
     }
   }
-  std::string uuid = NewUuid();
+  std::string uuid = v.uuid.empty() ? NewUuid() : v.uuid;
   // The current version is always the newest: numbers only grow.
   int64_t number = p.current_number + 1;
   {

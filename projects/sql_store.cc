@@ -256,6 +256,26 @@ const char* const kMigrations[] = {
     R"sql(
     ALTER TABLE instance_times ADD COLUMN health TEXT NOT NULL DEFAULT '';
     )sql",
+    // 14: rollouts across data centers (rollout_store.h); `steps` is JSON.
+    R"sql(
+    CREATE TABLE rollouts (
+      uuid TEXT PRIMARY KEY,
+      project TEXT NOT NULL,
+      version_uuid TEXT NOT NULL,
+      hash TEXT NOT NULL,
+      state TEXT NOT NULL,
+      author TEXT NOT NULL DEFAULT '',
+      origin TEXT NOT NULL DEFAULT '',
+      manifest TEXT NOT NULL,
+      message TEXT NOT NULL DEFAULT '',
+      max_parallel INTEGER NOT NULL,
+      on_failure TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      updated_at INTEGER NOT NULL,
+      steps TEXT NOT NULL
+    );
+    CREATE INDEX rollouts_by_state ON rollouts(state, created_at);
+    )sql",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == SqlProjectStore::kSchemaVersion,
               "one migration per schema version");
@@ -289,6 +309,7 @@ std::string PostgresStep(const char* sqlite_step) {
 const char* const kStoreTables[] = {
     "projects", "versions", "services", "deployment_groups", "version_tags", "meta", "events",
     "tasks", "stopped_services", "jobs", "tokens", "grants", "settings", "controller_memory", "instance_times",
+    "rollouts",
 };
 
 }  // namespace
@@ -592,6 +613,7 @@ absl::Status SqlProjectStore::Verify() {
       "SELECT 'deployment_groups', name, name || services FROM deployment_groups",
       "SELECT 'meta', key, key || value FROM meta",
       "SELECT 'tasks', uuid, kind || services || state || origin || error || reason || actor || params FROM tasks",
+      "SELECT 'rollouts', uuid, project || state || author || origin || manifest || message || steps FROM rollouts",
   };
   for (const char* sql : kText) {
     ASSIGN_OR_RETURN(auto st, db_->Prepare(sql));

@@ -22,7 +22,7 @@ namespace mariposa {
 class SqlProjectStore : public ProjectStore {
  public:
   // The newest schema this build knows.
-  static constexpr int kSchemaVersion = 13;
+  static constexpr int kSchemaVersion = 14;
 
   // Opens `path` (":memory:" for tests), migrating it to kSchemaVersion.
   // FAILED_PRECONDITION when the file's schema is newer than this build.
@@ -154,6 +154,13 @@ class SqlProjectStore : public ProjectStore {
   absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs) override;
   absl::StatusOr<std::vector<TaskCount>> CountTasks() override;
   absl::StatusOr<TaskRecord> GetTask(const std::string& uuid) override;
+
+  // RolloutStore (sql_rollouts.cc).
+  absl::StatusOr<RolloutRecord> AddRollout(const RolloutRecord& r, const std::string& actor) override;
+  absl::StatusOr<std::vector<RolloutRecord>> ListRollouts(const std::string& project, bool all) override;
+  absl::StatusOr<RolloutRecord> GetRollout(const std::string& uuid) override;
+  absl::StatusOr<RolloutRecord> UpdateRollout(const RolloutRecord& r, const std::string& actor,
+                                              const std::string& event_kind, const std::string& detail) override;
   absl::StatusOr<LeaseState> Heartbeat(const std::string& node, const std::string& address,
                                        absl::Time started_at) override;
   absl::StatusOr<std::vector<bool>> WriteLeases(const std::vector<LeaseWrite>& writes) override;
@@ -222,6 +229,8 @@ class SqlProjectStore : public ProjectStore {
                                              bool include_text);
   absl::StatusOr<std::vector<std::string>> TagsOn(Database* db, const std::string& version_uuid);
   absl::StatusOr<std::vector<TaskRecord>> QueryTasksOn(Database* db, const std::string& where, const std::string& arg);
+  absl::StatusOr<std::vector<RolloutRecord>> QueryRolloutsLocked(const std::string& where, const std::string& arg)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `read` on the read connection under its own lock, so that reads do
   // not wait while a writer holds mu_ across its commit's fsync (P8: a
   // no-op Apply's p99 met the health events' commits). SQLite's WAL lets a

@@ -1,7 +1,8 @@
 // ProjectStore: everything mariposad keeps durably, in parts — the goal
 // (goal_store.h), the event log (event_log.h), tasks and jobs
 // (task_store.h), access (access_store.h) and the controller's own
-// (controller_store.h) — over one connection, so that one transaction can
+// (controller_store.h), rollouts across data centers (rollout_store.h)
+// — over one connection, so that one transaction can
 // span them (a version and its event, a task and its terminations).
 // SqlProjectStore (sql_store.h) implements it on SQLite and PostgreSQL.
 // Code that needs one part takes that part.
@@ -16,6 +17,7 @@
 #include "projects/controller_store.h"
 #include "projects/event_log.h"
 #include "projects/goal_store.h"
+#include "projects/rollout_store.h"
 #include "projects/store_records.h"
 #include "projects/task_store.h"
 
@@ -28,7 +30,8 @@ class ProjectStore : public GoalStore,
                      public EventLog,
                      public TaskStore,
                      public AccessStore,
-                     public ControllerStore {
+                     public ControllerStore,
+                     public RolloutStore {
  public:
   ~ProjectStore() override = default;
 

@@ -301,6 +301,9 @@ using TaskAdmitter = std::function<absl::Status(const std::vector<TaskRecord>& o
 // Everything CommitVersion writes, in one transaction.
 struct NewVersion {
   std::string project_name;
+  // The version's id: "" for a new one; a rollout across data centers
+  // gives the one it has in every data center.
+  std::string uuid;
   bool create_project = false;        // create the project if it does not exist
   std::string expected_current;       // version uuid the writer started from ("" = none)
   bool force = false;                 // skip the expected_current check
@@ -316,6 +319,40 @@ struct NewVersion {
   std::string owner;                  // the account of a project this creates
   std::vector<ServiceRecord> services;
   std::vector<GroupRecord> groups;
+};
+
+// One data center's part of a rollout across data centers.
+struct RolloutStep {
+  std::string datacenter;
+  // pending | sent (stored there, converging) | converged | failed |
+  // rolled-back | not started
+  std::string state = "pending";
+  int64_t number = 0;            // the version's number there once stored
+  std::string previous_version;  // the version in force there before ("" = none)
+  std::string detail;            // the last answer, or why it failed
+  absl::Time since = absl::InfinitePast();
+  absl::Time last_answer = absl::InfinitePast();
+  bool canary = false;
+};
+
+// A version's way across the data centers its manifest lists, kept by the
+// mariposad it was applied through (docs/operations.md "Several data
+// centers").
+struct RolloutRecord {
+  std::string uuid;
+  std::string project;       // by name: the same in every data center
+  std::string version_uuid;  // the same in every data center
+  std::string hash;
+  std::string state = "active";  // active | completed | failed | cancelled
+  std::string author;
+  std::string origin;            // the data center it was applied through
+  std::string manifest;          // the text as applied
+  std::string message;           // why it ended, or what it waits for
+  int max_parallel = 1;
+  std::string on_failure = "stop";
+  absl::Time created_at = absl::InfinitePast();
+  absl::Time updated_at = absl::InfinitePast();
+  std::vector<RolloutStep> steps;  // rollout order
 };
 
 struct CommitResult {

@@ -33,6 +33,11 @@ Result ApplyAtOnce(Context& c, const Parsed& p, v1::ApplyRequest req) {
   for (const auto& w : resp.warnings()) c.err() << "warning: " << w << "\n";
   if (c.PrintIfStructured(resp)) return 0;
   c.out() << cli::PlanHeader(resp.project(), c.d().addr());
+  if (resp.has_datacenter_rollout()) {
+    PrintDiff(c, resp.diff());
+    c.out() << cli::PlanSummary(resp.diff());
+    return FollowRollout(c, resp.datacenter_rollout(), p.Has("--wait"));
+  }
   if (!resp.changed()) {
     c.out() << "no changes: the manifest matches version " << resp.version().number() << " ("
             << resp.version().uuid() << ")\n";
@@ -118,6 +123,7 @@ Result RunApply(Context& c, const Parsed& p, bool dry_run) {
   v1::ApplyResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->Apply(c.d().Ctx().get(), req, &resp)));
   if (c.PrintIfStructured(resp)) return 0;
+  if (resp.has_datacenter_rollout()) return FollowRollout(c, resp.datacenter_rollout(), wait);
   if (!resp.changed()) {
     c.out() << "no changes: version " << resp.version().number() << " is current\n";
   } else {

@@ -3,8 +3,6 @@
 // without --datacenter refuses it instead of reading "nothing runs here".
 #include "convergence/decide/goal.h"
 
-#include <grpcpp/server_context.h>
-
 #include "common/clock.h"
 #include "gtest/gtest.h"
 #include "projects/projects_service.h"
@@ -18,15 +16,16 @@ TEST(GoalCacheTest, AVersionThatListsDataCentersIsRunAsThisOnesEntry) {
   auto store = std::move(*SqlProjectStore::Open(":memory:", &clock));
   ProjectsService projects(store.get(), &clock);
   projects.set_datacenter("west");
-  grpc::ServerContext ctx;
-  v1::ApplyRequest req;
+  // As a rollout across data centers stores it here.
+  v1::ReceiveVersionRequest req;
+  req.set_project("p");
   req.set_manifest(
       "project: p\nservices:\n  web: {image: nginx@1, package: small, count: 3}\n"
       "datacenters:\n  - name: east\n  - name: west\n    services: {web: {count: 1, package: large}}\n");
-  req.set_force(true);
-  v1::ApplyResponse resp;
-  ASSERT_TRUE(projects.Apply(&ctx, &req, &resp).ok());
-  const std::string project = resp.version().project_uuid(), version = resp.version().uuid();
+  req.set_version_uuid("6d1f2c3a-0b9e-4c1d-8e7f-2a3b4c5d6e7f");
+  auto resp = projects.ReceiveHere(req, "peer");
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  const std::string project = resp->version().project_uuid(), version = resp->version().uuid();
 
   GoalCache west;
   west.set_datacenter("west");
