@@ -25,8 +25,10 @@ DataCenterAnswer AnswerOf(const absl::StatusOr<v1::GetStateResponse>& state) {
   a.converged = state->converged() && state->actual_known();
   std::vector<std::string> parts;
   for (const auto& s : state->services()) {
-    if (s.verdict() == "failed" && a.failed.empty()) {
-      a.failed = absl::StrCat(s.name(), " failed: ", s.reason(), s.fix().empty() ? "" : absl::StrCat(" (fix: ", s.fix(), ")"));
+    // Failed, or paused (a crash loop, a failed canary): it does not
+    // converge without someone there.
+    if ((s.verdict() == "failed" || s.verdict() == "paused") && a.failed.empty()) {
+      a.failed = absl::StrCat(s.name(), " ", s.verdict(), ": ", s.reason(), s.fix().empty() ? "" : absl::StrCat(" (fix: ", s.fix(), ")"));
     }
     parts.push_back(absl::StrCat(s.name(), " ", s.verdict(), s.reason().empty() ? "" : ": " + s.reason()));
   }
@@ -116,9 +118,12 @@ void RolloutRunner::Drive(const RolloutRecord& r) {
     std::string e = AfterSend(&next, a.datacenter, res, clock_->Now());
     if (!e.empty()) events.push_back(e);
   }
+  // Written when anything changed, the time of a data center's last
+  // answer included (what `rollouts` shows as the age of what it knows).
   bool changed = next.state != r.state || next.message != r.message || !events.empty();
   for (size_t i = 0; !changed && i < next.steps.size(); ++i) {
-    changed = next.steps[i].state != r.steps[i].state || next.steps[i].detail != r.steps[i].detail;
+    changed = next.steps[i].state != r.steps[i].state || next.steps[i].detail != r.steps[i].detail ||
+              next.steps[i].last_answer != r.steps[i].last_answer;
   }
   if (!changed) return;
   auto kind = next.state == "active" ? "datacenter.rollout.step" : "datacenter.rollout." + next.state;

@@ -91,11 +91,18 @@ absl::Status ProjectsService::StartRollout(const ApplyRequest& a, Outcome& out, 
       plans[dc] = *std::move(got);
       continue;
     }
-    if (code == absl::StatusCode::kOk) code = got.status().code();
+    // Another data center that does not answer is not this mariposad being
+    // unavailable: the apply cannot be checked (and says why).
+    absl::StatusCode c = got.status().code();
+    if (c == absl::StatusCode::kUnavailable || c == absl::StatusCode::kDeadlineExceeded) {
+      c = absl::StatusCode::kFailedPrecondition;
+    }
+    if (code == absl::StatusCode::kOk) code = c;
     refusals.push_back(absl::StrCat(dc, ": ", got.status().message()));
   }
   if (!refusals.empty()) {
-    return absl::Status(code, absl::StrCat("the version was not started in any data center: ",
+    return absl::Status(code, absl::StrCat("the version was not started in any data center, since not every one "
+                                           "listed checked it:\n",
                                            absl::StrJoin(refusals, "\n"), "\nnothing was changed"));
   }
 

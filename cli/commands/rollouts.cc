@@ -70,13 +70,20 @@ Result FollowRollout(Context& c, const v1::DataCenterRollout& started, bool wait
   absl::Time start = c.clock->Now();
   absl::Duration asked = c.d().deadlines().command;
   absl::Duration timeout = asked > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(30);
+  auto still = [&] {
+    c.err() << "mariposa: the rollout is still under way after " << absl::FormatDuration(timeout)
+            << " (--timeout); it goes on: `mariposa -j " << started.project() << " rollouts` shows it\n";
+    return 1;
+  };
   std::string last;
   while (true) {
     v1::ListRolloutsRequest req;
     req.set_project(started.project());
     req.set_all(true);
     v1::ListRolloutsResponse resp;
-    RETURN_IF_ERROR(c.d().Check(c.d().projects->ListRollouts(c.d().Ctx().get(), req, &resp)));
+    grpc::Status got = c.d().projects->ListRollouts(c.d().Ctx().get(), req, &resp);
+    if (!got.ok() && c.d().CommandTimedOut()) return still();
+    RETURN_IF_ERROR(c.d().Check(got));
     const v1::DataCenterRollout* r = nullptr;
     for (const auto& x : resp.rollouts()) {
       if (x.uuid() == started.uuid()) r = &x;
@@ -98,11 +105,7 @@ Result FollowRollout(Context& c, const v1::DataCenterRollout& started, bool wait
       c.err() << "mariposa: rollout " << r->state() << ": " << r->message() << "\n";
       return 1;
     }
-    if (waited >= timeout) {
-      c.err() << "mariposa: the rollout is still under way after " << absl::FormatDuration(timeout)
-              << " (--timeout); it goes on: `mariposa -j " << r->project() << " rollouts` shows it\n";
-      return 1;
-    }
+    if (waited >= timeout) return still();
     c.clock->SleepFor(std::min(absl::Milliseconds(500), timeout - waited));
   }
 }
