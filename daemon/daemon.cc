@@ -426,7 +426,13 @@ void Daemon::Rollouts() {
   };
   link.rollback = [this, self](const std::string& dc, const std::string& project, const std::string& to,
                                const std::string& why) -> absl::Status {
-    if (dc == self) return projects_->RollbackTo(project, to, "", absl::StrCat("mariposad ", self), why).status();
+    if (dc == self) {
+      auto now = store_->GetProjectWithCurrent(project);
+      if (!now.ok()) return now.status();
+      return projects_
+          ->RollbackTo(project, to, now->second ? now->second->uuid : "", absl::StrCat("mariposad ", self), why)
+          .status();
+    }
     v1::RollbackRequest req;
     req.set_project(project);
     req.set_version(to);

@@ -396,7 +396,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
     std::vector<std::string> names;
     for (const auto& dc : compiled->document->datacenters) names.push_back(dc.name);
     if (!b.current && a.received) return out;  // nothing of it here, nor to be: nothing to store
-    if (!b.current && !send_version_) {
+    if (!b.current && (!a.may_roll_out || !send_version_)) {
       return absl::FailedPreconditionError(absl::StrCat(
           opts.filename, ": this is data center ", datacenter_, "; datacenters: lists ", absl::StrJoin(names, ", "),
           ", and this mariposad has no peers to send it to (mariposad --peers; docs/operations.md, \"Several data "
@@ -421,7 +421,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
   }
   // A manifest for other data centers than this one alone goes to them
   // through a rollout (StartRollout), nothing stored here now.
-  out.needs_rollout = compiled->document && !a.received &&
+  out.needs_rollout = compiled->document && a.may_roll_out && !a.received &&
                       (compiled->document->datacenters.size() > 1 || !RunsInDataCenter(*compiled->document, datacenter_));
   out.compiled = compiled;
   out.diff = DiffManifests(b.before.get(), *compiled);
@@ -555,6 +555,7 @@ grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyReq
   a.thaw = req->thaw();
   a.allow_downgrade = req->allow_downgrade();
   a.admit = [ctx, req](const Manifest& m) { return AdmitManifest(ctx, m, req->dry_run()); };
+  a.may_roll_out = true;
   auto out = ApplyText(a);
   if (!out.ok()) return ToGrpc(out.status());
   if (out->needs_rollout) return ToGrpc(StartRollout(a, *out, req->dry_run(), resp));

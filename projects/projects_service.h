@@ -123,6 +123,9 @@ class ProjectsService final : public v1::Projects::Service {
     // sent on from here.
     std::string version_uuid;
     bool received = false;
+    // Apply's own: a manifest for other data centers goes to them through a
+    // rollout (StartRollout). Rollback, scale and copies act here alone.
+    bool may_roll_out = false;
   };
   absl::StatusOr<Outcome> ApplyText(const ApplyRequest& a);
   // A copy to make here (projects_copy.cc): from this data center's

@@ -372,6 +372,28 @@ TEST_F(CatalogCheckTest, AnApplyStartsARolloutAndEachDataCenterRunsItsOwnEntry) 
   EXPECT_EQ(Versions(), 1);
 }
 
+// A rollback (as a failed rollout's on_failure: rollback makes it) acts in
+// this data center alone, and stores its version.
+TEST_F(CatalogCheckTest, ARollbackOfAVersionForSeveralDataCentersIsStoredHere) {
+  service_->set_datacenter("west");
+  v1::ReceiveVersionRequest send;
+  send.set_project("p");
+  send.set_manifest(kTwoDataCenters);
+  send.set_version_uuid("0b5c8a32-5d8e-4a55-9f3b-6a1f4b1f0c02");
+  auto v1 = service_->ReceiveHere(send, "peer");
+  ASSERT_TRUE(v1.ok()) << v1.status();
+  std::string two = kTwoDataCenters;
+  two.replace(two.find("count: 1"), 8, "count: 2");
+  send.set_manifest(two);
+  send.set_version_uuid("0b5c8a32-5d8e-4a55-9f3b-6a1f4b1f0c03");
+  auto v2 = service_->ReceiveHere(send, "peer");
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  auto back = service_->RollbackTo("p", v1->version().uuid(), v2->version().uuid(), "mariposad west", "rollout failed");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, 3);
+  EXPECT_EQ(Versions(), 3);
+}
+
 TEST_F(CatalogCheckTest, DataCentersNeedTheMariposadsNameAndItsPeers) {
   v1::ApplyResponse resp;
   grpc::Status st = Apply(kTwoDataCenters, &resp);  // no --datacenter
