@@ -421,8 +421,17 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
   }
   // A manifest for other data centers than this one alone goes to them
   // through a rollout (StartRollout), nothing stored here now.
+  // (A data center the version in force listed, and this one drops, hears
+  // of it that way too.)
+  auto elsewhere = [this](const CompiledManifest* c) {
+    if (c == nullptr || !c->document) return false;
+    for (const auto& dc : c->document->datacenters) {
+      if (dc.name != datacenter_) return true;
+    }
+    return false;
+  };
   out.needs_rollout = compiled->document && a.may_roll_out && !a.received &&
-                      (compiled->document->datacenters.size() > 1 || !RunsInDataCenter(*compiled->document, datacenter_));
+                      (elsewhere(compiled.get()) || elsewhere(b.before.get()));
   out.compiled = compiled;
   out.diff = DiffManifests(b.before.get(), *compiled);
   ASSIGN_OR_RETURN(Checked checked, CheckDataCenter(a, b, m, opts.filename, out.diff));
