@@ -30,7 +30,7 @@ class Fuzzer {
  public:
   explicit Fuzzer(uint32_t seed) : rng_(seed) {
     seeds_ = {testing::ReadFile("deploy/examples/jupiter.yaml"), testing::ReadFile("deploy/examples/core.yaml"),
-              testing::ValidManifest("fuzz", 3)};
+              testing::ValidManifest("fuzz", 3), testing::ReadFile("deploy/examples/jupiter-datacenters.yaml")};
     for (auto& h : testing::HostileManifests(seed)) {
       if (h.text.size() < (64 << 10)) small_hostile_.push_back(h.text);  // the big ones run end to end
     }
@@ -107,7 +107,15 @@ TEST(ProjectsServiceFuzzTest, RandomRequestsAreAnsweredOrRefusedCleanly) {
   auto store = SqlProjectStore::Open(":memory:", &clock);
   ASSERT_TRUE(store.ok());
   ProjectsService service(store->get(), &clock);
+  // A data center with a peer that answers a rollout's checks now and then.
+  service.set_datacenter("us-west-1");
   Fuzzer f(20261123);
+  service.set_rollouts(
+      [&f](const std::string& dc, const v1::ReceiveVersionRequest&) -> absl::StatusOr<v1::ApplyResponse> {
+        if (f.Pick(2) == 0) return absl::UnavailableError(absl::StrCat("data center ", dc, ": connection refused"));
+        return v1::ApplyResponse();
+      },
+      nullptr);
   int n = Cases();
   std::map<std::string, int> ok, refused;
   for (int i = 0; i < n; ++i) {
@@ -115,7 +123,7 @@ TEST(ProjectsServiceFuzzTest, RandomRequestsAreAnsweredOrRefusedCleanly) {
     grpc::Status s;
     std::string what;
     size_t reply_bytes = 0;
-    switch (f.Pick(10)) {
+    switch (f.Pick(13)) {
       case 0:
       case 1:
       case 2: {
@@ -210,6 +218,40 @@ TEST(ProjectsServiceFuzzTest, RandomRequestsAreAnsweredOrRefusedCleanly) {
         v1::CopyProjectResponse resp;
         s = service.ReceiveCopy(&ctx, &req, &resp);
         reply_bytes = resp.ByteSizeLong();
+        break;
+      }
+      case 10:
+      case 11: {
+        what = "ReceiveVersion";
+        v1::ReceiveVersionRequest req;
+        req.set_project(f.Pick(4) == 0 ? f.Text() : f.Project());
+        req.set_manifest(f.Manifest());
+        static const char* kIds[] = {"", "6d1f2c3a-0b9e-4c1d-8e7f-2a3b4c5d6e7f", "not-a-uuid"};
+        req.set_version_uuid(f.Pick(4) == 0 ? f.Text() : kIds[f.Pick(std::size(kIds))]);
+        req.set_dry_run(f.Pick(3) == 0);
+        req.set_origin(f.Text());
+        v1::ApplyResponse resp;
+        s = service.ReceiveVersion(&ctx, &req, &resp);
+        reply_bytes = resp.ByteSizeLong();
+        break;
+      }
+      case 12: {
+        v1::ListRolloutsRequest list;
+        list.set_project(f.Project());
+        list.set_all(f.Pick(2) == 0);
+        v1::ListRolloutsResponse listed;
+        if (f.Pick(2) == 0) {
+          what = "ListRollouts";
+          s = service.ListRollouts(&ctx, &list, &listed);
+          reply_bytes = listed.ByteSizeLong();
+          break;
+        }
+        what = "CancelRollout";
+        v1::CancelRolloutRequest req;
+        req.set_project(f.Project());
+        req.set_rollout(f.Text());
+        v1::CancelRolloutResponse resp;
+        s = service.CancelRollout(&ctx, &req, &resp);
         break;
       }
       default: {
