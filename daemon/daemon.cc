@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <future>
 #include <iostream>
 #include <map>
 #include <set>
@@ -21,6 +22,7 @@
 #include "common/log.h"
 #include "common/process_metrics.h"
 #include "convergence/informer/observer.h"
+#include "projects/api_edge.h"
 #include "daemon/grpc_metrics.h"
 #include "daemon/process.h"
 #include "daemon/request_parse.h"
@@ -446,6 +448,34 @@ void Daemon::Rollouts() {
         absl::Seconds(30));
   };
   rollouts_ = std::make_unique<RolloutRunner>(store_.get(), link, clock_, absl::Seconds(1));
+  // One project in every data center, each asked now, at the same time.
+  admin_->set_project_across([this, self, state = link.state](const std::string& project,
+                                                               v1::ProjectAcrossResponse* resp) {
+    std::vector<std::string> names = {self};
+    std::map<std::string, absl::Time> last_ok;
+    for (const PeerView& v : peers_->Views()) {
+      names.push_back(v.name);
+      last_ok[v.name] = v.last_ok;
+    }
+    std::vector<std::future<absl::StatusOr<v1::GetStateResponse>>> asked;
+    for (const std::string& dc : names) {
+      asked.push_back(std::async(std::launch::async, [&state, dc, &project] { return state(dc, project); }));
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto got = asked[i].get();
+      v1::ProjectInDataCenter* d = resp->add_datacenters();
+      d->set_datacenter(names[i]);
+      d->set_local(names[i] == self);
+      if (last_ok.count(names[i]) && last_ok[names[i]] != absl::InfinitePast()) {
+        SetTimestamp(last_ok[names[i]], d->mutable_last_answer());
+      }
+      d->set_answered(got.ok() || absl::IsNotFound(got.status()));
+      d->set_present(got.ok());
+      if (got.ok()) *d->mutable_state() = *std::move(got);
+      else if (!absl::IsNotFound(got.status())) d->set_error(std::string(got.status().message()));
+    }
+    SetTimestamp(clock_->Now(), resp->mutable_as_of());
+  });
   projects_->set_rollouts(link.send, [r = rollouts_.get()] { r->Poke(); });
 }
 

@@ -248,6 +248,13 @@ TEST_F(RolloutsTest, AFailureStopsTheRestAndACutOffDataCenterCatchesUp) {
   EXPECT_TRUE(absl::StrContains(shown.out, "west: sent, version 2: no answer (last")) << shown.out;
   EXPECT_TRUE(absl::StrContains(shown.out, "north: pending")) << shown.out;
   EXPECT_EQ(Current("north", "shop").first, 1);
+  // One view (point 5): the project in each data center and as a whole.
+  RunResult across = At("east", {"-j", "shop", "status", "--datacenters"});
+  EXPECT_EQ(across.exit_code, 4) << across.out << across.err;  // one is unknown
+  EXPECT_TRUE(absl::StrContains(across.out, "project shop across data centers: converged in 2 of 2 data centers that "
+                                            "have it; at different versions"))
+      << across.out;
+  EXPECT_TRUE(absl::StrContains(across.out, "; unknown: west (last answer")) << across.out;
   // Back: it answers, converged on its own, and north is caught up.
   StartDaemon("west");
   ASSERT_TRUE(Eventually([&] { return Rollout("east", "shop").value("state", "") == "completed"; }, absl::Seconds(60)))
@@ -255,6 +262,9 @@ TEST_F(RolloutsTest, AFailureStopsTheRestAndACutOffDataCenterCatchesUp) {
   EXPECT_EQ(Current("north", "shop").second, Current("west", "shop").second);
   EXPECT_EQ(Current("north", "shop").second, Current("east", "shop").second);
   EXPECT_EQ(RunningPerService(dcs_["north"].sim->addr())["web"], 3 + 2) << "shop 3 and fail 2 in north";
+  across = At("north", {"-j", "shop", "status", "--datacenters"});
+  EXPECT_EQ(across.exit_code, 0) << across.out << across.err;
+  EXPECT_TRUE(absl::StrContains(across.out, "converged in 3 of 3 data centers that have it\n")) << across.out;
 }
 
 }  // namespace

@@ -87,7 +87,45 @@ void VerboseTables(Context& c, const v1::GetStateResponse& resp) {
   }
 }
 
+// The project in every data center (issue 52, point 5): each asked now by
+// the mariposad addressed; exit 0 converged everywhere, 4 when one did not
+// answer, 3 otherwise.
+Result StatusAcross(Context& c) {
+  v1::ProjectAcrossRequest req;
+  req.set_project(c.project());
+  v1::ProjectAcrossResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().admin->ProjectAcross(c.d().Ctx().get(), req, &resp)));
+  bool unknown = false;
+  for (const auto& d : resp.datacenters()) unknown |= !d.answered();
+  const int code = resp.converged() ? 0 : unknown ? 4 : 3;
+  if (c.PrintIfStructured(resp)) return code;
+  c.out() << "project " << resp.project() << " across data centers: " << resp.summary() << "\n\n";
+  Rows rows;
+  for (const auto& d : resp.datacenters()) {
+    std::string name = d.datacenter() + (d.local() ? " (this one)" : "");
+    if (!d.answered()) {
+      rows.push_back({name, "-", "unknown", d.error()});
+      continue;
+    }
+    if (!d.present()) {
+      rows.push_back({name, "-", "not there", ""});
+      continue;
+    }
+    const v1::GetStateResponse& st = d.state();
+    std::vector<std::string> services;
+    for (const auto& s : st.services()) {
+      services.push_back(absl::StrCat(s.name(), " ", s.verdict(), " ", s.ready(), "/", s.desired()));
+    }
+    rows.push_back({name, absl::StrCat(st.version(), " (", st.version_uuid().substr(0, 8), ")"),
+                    st.converged() ? "converged" : !st.actual_known() ? "unknown (not read)" : "not converged",
+                    absl::StrJoin(services, ", ")});
+  }
+  c.Table({"DATACENTER", "VERSION", "STATE", "SERVICES"}, rows);
+  return code;
+}
+
 Result Status(Context& c, const Parsed& p) {
+  if (p.Has("--datacenters")) return StatusAcross(c);
   v1::GetStateRequest req;
   req.set_project(c.project());
   v1::GetStateResponse resp;
@@ -165,9 +203,13 @@ void AddStatus(cli::Registry& r) {
                  "running, provisioning, broken, stopped and old-spec counts, frozen; then every problem as\n"
                  "Error / Reason / Fix / Impact. -v lists every instance (and agent servers).\n"
                  "Exit code: 0 converged, 3 not converged (or being deleted), 4 unknown (the actual state\n"
-                 "cannot be read, or what was read is too old); 1 an error.",
+                 "cannot be read, or what was read is too old); 1 an error.\n"
+                 "--datacenters: the project in every data center (this mariposad's --peers), each asked now:\n"
+                 "its version there, converged or not, its services; one that does not answer is unknown.\n"
+                 "Exit 0 when every one that has the project is converged at one version.",
          .group = "State",
-         .flags = {{{"-v", "--verbose"}, "", "every instance too"}},
+         .flags = {{{"-v", "--verbose"}, "", "every instance too"},
+                   {{"--datacenters"}, "", "the project in every data center, and as a whole"}},
          .project = ProjectUse::kRequired,
          .run = Status});
 }

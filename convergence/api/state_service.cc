@@ -185,6 +185,7 @@ grpc::Status StateService::GetState(grpc::ServerContext* /*ctx*/, const v1::GetS
   const Decision& d = view->decision;
   resp->set_project(s.project.name);
   resp->set_version(s.project.current_number);
+  resp->set_version_uuid(s.project.current_version);
   resp->set_actual_known(s.actual_known);
   if (s.actual_known && s.observed_at != absl::InfinitePast()) SetTimestamp(s.observed_at, resp->mutable_observed_at());
   resp->set_leftover(d.leftover);
