@@ -402,7 +402,7 @@ void Daemon::Rollouts() {
         [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
           return v1::Projects::NewStub(channel)->ReceiveVersion(ctx, req, &resp);
         },
-        absl::Seconds(30));
+        absl::Seconds(15));
     if (!st.ok()) return st;
     return resp;
   };

@@ -29,7 +29,17 @@ asan_logs=$(realpath bazel-testlogs)
 FUZZ_SEED=1 bash scripts/fuzz.sh --seconds 5
 fuzz_rc=$?
 fuzz_logs=$(cat "${FUZZ_OUTPUT_BASE:-${HOME:-/tmp}/.cache/mariposa-fuzz}/testlogs-path" 2>/dev/null)
+# Two data centers cut apart during a rollout, in network namespaces (root
+# only: namespaces and veth pairs; link-local addresses).
+if [ "$(id -u)" = 0 ]; then
+  bash scripts/dc_partition.sh --no-build
+  dc_rc=$?
+else
+  echo "dc_partition: skipped (needs root: network namespaces)"
+  dc_rc=0
+fi
 python3 scripts/count_tests.py "$plain_logs" "$asan_logs" $fuzz_logs
 [ $rc -ne 0 ] && exit $rc
+[ $dc_rc -ne 0 ] && exit $dc_rc
 [ $asan_rc -ne 0 ] && exit $asan_rc
 exit $fuzz_rc

@@ -61,6 +61,12 @@ class RolloutsTest : public ::testing::Test {
       }
     }
     for (const std::string& n : names) StartDaemon(n);
+    // As an operator would: apply once every data center sees the others
+    // (a peer started after this one is found at the next question).
+    for (const std::string& n : names) {
+      ASSERT_TRUE(Eventually([&] { return At(n, {"datacenters"}).exit_code == 0; }, absl::Seconds(20)))
+          << At(n, {"datacenters"}).out;
+    }
   }
   std::string TokenFile(const std::string& issuer, const std::string& holder) {
     return absl::StrCat(dir_, "/", issuer, "-for-", holder, ".token");
