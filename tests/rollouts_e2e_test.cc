@@ -271,6 +271,18 @@ TEST_F(RolloutsTest, AFailureStopsTheRestAndACutOffDataCenterCatchesUp) {
   across = At("north", {"-j", "shop", "status", "--datacenters"});
   EXPECT_EQ(across.exit_code, 0) << across.out << across.err;
   EXPECT_TRUE(absl::StrContains(across.out, "converged in 3 of 3 data centers that have it\n")) << across.out;
+
+  // A move to another data center (point 6): copied there, followed there
+  // until converged, then the source deleted here.
+  RunResult moved = At("east", {"project", "move", "fail", "fail-moved", "--datacenter", "north", "--yes",
+                                "--timeout", "60s"});
+  EXPECT_EQ(moved.exit_code, 0) << moved.out << moved.err;
+  EXPECT_TRUE(absl::StrContains(moved.out, "fail-moved converged in north")) << moved.out;
+  EXPECT_TRUE(absl::StrContains(moved.out, "moved project fail to fail-moved")) << moved.out;
+  EXPECT_TRUE(Eventually([&] { return At("east", {"project", "get", "fail"}).exit_code != 0; }, absl::Seconds(30)))
+      << "the source is gone here: " << At("east", {"project", "get", "fail"}).out;
+  RunResult there = At("north", {"-j", "fail-moved", "status"});
+  EXPECT_EQ(there.exit_code, 0) << there.out << there.err;
 }
 
 }  // namespace

@@ -157,17 +157,60 @@ Result Copy(Context& c, const Parsed& p) {
   return 0;
 }
 
+// Waits until `project` is converged at version `number` in peer data
+// center `dc`, as this mariposad sees it there (Admin.ProjectAcross).
+Result WaitConvergedThere(Context& c, const std::string& project, const std::string& dc, int64_t number) {
+  absl::Time start = c.clock->Now();
+  absl::Duration asked = c.d().deadlines().command;
+  absl::Duration timeout = asked > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(10);
+  std::string last;
+  while (true) {
+    v1::ProjectAcrossRequest req;
+    req.set_project(project);
+    v1::ProjectAcrossResponse resp;
+    grpc::Status got = c.d().admin->ProjectAcross(c.d().Ctx().get(), req, &resp);
+    if (!got.ok() && c.d().CommandTimedOut()) return absl::DeadlineExceededError("--timeout passed");
+    RETURN_IF_ERROR(c.d().Check(got));
+    std::string line = absl::StrCat(dc, ": no answer");
+    for (const auto& d : resp.datacenters()) {
+      if (d.datacenter() != dc) continue;
+      if (!d.answered()) {
+        line = absl::StrCat(dc, " unknown: ", d.error());
+      } else if (!d.present()) {
+        line = absl::StrCat(project, " is not in ", dc);
+      } else {
+        std::vector<std::string> parts;
+        for (const auto& sv : d.state().services()) parts.push_back(absl::StrCat(sv.name(), " ", sv.verdict()));
+        line = absl::StrCat(dc, ": version ", d.state().version(), ", ", absl::StrJoin(parts, "; "));
+        if (d.state().version() > number) return absl::FailedPreconditionError(absl::StrCat(
+            "version ", d.state().version(), " replaced the copy's version ", number, " in ", dc));
+        if (d.state().version() == number && d.state().converged()) {
+          c.out() << project << " converged in " << dc << "\n";
+          return 0;
+        }
+        for (const auto& sv : d.state().services()) {
+          if (sv.verdict() == "failed" || sv.verdict() == "paused") {
+            return absl::FailedPreconditionError(absl::StrCat(sv.name(), " is ", sv.verdict(), " in ", dc, ": ",
+                                                              sv.reason()));
+          }
+        }
+      }
+    }
+    absl::Duration waited = c.clock->Now() - start;
+    if (line != last) {
+      c.out() << "[" << absl::ToInt64Seconds(waited) << "s] " << line << "\n";
+      last = line;
+    }
+    if (waited >= timeout) return absl::DeadlineExceededError(absl::StrCat("not converged in ", dc, " after --timeout"));
+    c.clock->SleepFor(std::min(absl::Milliseconds(500), timeout - waited));
+  }
+}
+
 // A copy, a wait until it converged, then the source's deletion with its
 // instances; any step that fails stops the move with the source untouched.
 Result Move(Context& c, const Parsed& p) {
   const std::string& src = p.args()[0];
   const std::string& dst = p.args()[1];
-  if (p.Has("--datacenter")) {
-    return Usage(absl::StrCat("a move to another data center is not built yet: copy it there with `mariposa project "
-                              "copy ", src, " ", dst, " --datacenter ", *p.Value("--datacenter"),
-                              "`, follow it there until it converged, then `mariposa project delete ", src,
-                              " --force` here"));
-  }
   ASSIGN_OR_RETURN(bool go, c.Confirm(absl::StrCat("Move project ", src, " to ", dst, ": copy it, wait until ", dst,
                                                    " converged, then delete ", src, " with its instances?"),
                                       p.Has("--yes")));
@@ -179,8 +222,10 @@ Result Move(Context& c, const Parsed& p) {
   v1::CopyProjectResponse resp;
   RETURN_IF_ERROR(c.d().Check(c.d().projects->CopyProject(c.d().Ctx().get(), req, &resp)));
   PrintCopy(c, req, resp);
-  c.out() << "waiting until " << dst << " converged before " << src << " is deleted\n";
-  Result waited = WaitSettled(c, resp.project().uuid(), resp.version().number());
+  c.out() << "waiting until " << dst << " converged" << (req.datacenter().empty() ? "" : " in " + req.datacenter())
+          << " before " << src << " is deleted\n";
+  Result waited = req.datacenter().empty() ? WaitSettled(c, resp.project().uuid(), resp.version().number())
+                                           : WaitConvergedThere(c, dst, req.datacenter(), resp.version().number());
   if (!waited.ok() || *waited != 0) {
     // A timeout, a crash loop, a version replaced: the source stays.
     c.err() << "move stopped: " << dst << " did not converge"
@@ -244,7 +289,8 @@ void AddProject(cli::Registry& r) {
   r.Add({.path = "project move", .args = "SRC DST", .summary = "copy SRC to DST, then delete SRC once DST converged",
          .help = copy_help + "\nThe move waits until DST converged (--timeout, default 10 minutes), then deletes SRC\n"
                  "with its instances (they drain first when they carry CNS names). If DST does not converge,\n"
-                 "the move stops there: SRC is untouched and still serving.",
+                 "the move stops there: SRC is untouched and still serving. With --datacenter the copy is made\n"
+                 "in that peer data center and followed there through this mariposad (status --datacenters).",
          .group = g,
          .flags = JoinFlags({copy_flags, {{{"-y", "--yes"}, "", "do not ask"}}}),
          .min_args = 2, .max_args = 2, .run = Move});
