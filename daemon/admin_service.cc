@@ -211,7 +211,10 @@ grpc::Status AdminService::ProjectAcross(grpc::ServerContext*, const v1::Project
   }
   if (req->project().empty()) return ToGrpc(absl::InvalidArgumentError("name the project (-j)"));
   resp->set_project(req->project());
-  across_(req->project(), resp);
+  if (req->events() < 0 || req->events() > 1000) {
+    return ToGrpc(absl::InvalidArgumentError(absl::StrCat("events: ", req->events(), " is outside 0..1000")));
+  }
+  across_(*req, resp);
   SummarizeAcross(resp, absl::FromUnixSeconds(resp->as_of().seconds()));
   return grpc::Status::OK;
 }

@@ -67,7 +67,7 @@ class AdminService final : public v1::Admin::Service {
   // One project in every data center: each one's answer, asked now (the
   // daemon's peer link). Unset: no --datacenter.
   // It fills the answer's datacenters and as_of.
-  using AskAcross = std::function<void(const std::string& project, v1::ProjectAcrossResponse* resp)>;
+  using AskAcross = std::function<void(const v1::ProjectAcrossRequest& req, v1::ProjectAcrossResponse* resp)>;
   void set_project_across(AskAcross f) { across_ = std::move(f); }
   grpc::Status ProjectAcross(grpc::ServerContext*, const v1::ProjectAcrossRequest*, v1::ProjectAcrossResponse*) override;
 

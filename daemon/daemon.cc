@@ -449,17 +449,43 @@ void Daemon::Rollouts() {
   };
   rollouts_ = std::make_unique<RolloutRunner>(store_.get(), link, clock_, absl::Seconds(1));
   // One project in every data center, each asked now, at the same time.
-  admin_->set_project_across([this, self, state = link.state](const std::string& project,
+  admin_->set_project_across([this, self, state = link.state](const v1::ProjectAcrossRequest& req,
                                                                v1::ProjectAcrossResponse* resp) {
+    const std::string& project = req.project();
     std::vector<std::string> names = {self};
     std::map<std::string, absl::Time> last_ok;
     for (const PeerView& v : peers_->Views()) {
       names.push_back(v.name);
       last_ok[v.name] = v.last_ok;
     }
+    // Its newest events there (this one: its store).
+    auto events = [this, self, &req](const std::string& dc) -> absl::StatusOr<v1::ListEventsResponse> {
+      v1::ListEventsResponse out;
+      if (req.events() == 0) return out;
+      if (dc == self) {
+        auto list = store_->ListNewestEvents(req.project(), 0, req.events(), {});
+        if (!list.ok()) return list.status();
+        for (const EventRecord& e : *list) EventToProto(e, out.add_events());
+        return out;
+      }
+      v1::ListEventsRequest ask;
+      ask.set_project(req.project());
+      ask.set_limit(req.events());
+      ask.set_newest(true);
+      absl::Status st = peers_->Call(
+          dc,
+          [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
+            return v1::Projects::NewStub(channel)->ListEvents(ctx, ask, &out);
+          },
+          absl::Seconds(10));
+      if (!st.ok()) return st;
+      return out;
+    };
     std::vector<std::future<absl::StatusOr<v1::GetStateResponse>>> asked;
+    std::vector<std::future<absl::StatusOr<v1::ListEventsResponse>>> logs;
     for (const std::string& dc : names) {
       asked.push_back(std::async(std::launch::async, [&state, dc, &project] { return state(dc, project); }));
+      logs.push_back(std::async(std::launch::async, [&events, dc] { return events(dc); }));
     }
     for (size_t i = 0; i < names.size(); ++i) {
       auto got = asked[i].get();
@@ -473,6 +499,9 @@ void Daemon::Rollouts() {
       d->set_present(got.ok());
       if (got.ok()) *d->mutable_state() = *std::move(got);
       else if (!absl::IsNotFound(got.status())) d->set_error(std::string(got.status().message()));
+      auto log = logs[i].get();
+      if (log.ok()) *d->mutable_events() = log->events();
+      else d->set_events_error(std::string(log.status().message()));
     }
     SetTimestamp(clock_->Now(), resp->mutable_as_of());
   });

@@ -6,7 +6,9 @@
 // converged, under one version id; each runs its own entry (count,
 // package, CNS names). A failure in the second stops the third; a data
 // center whose mariposad goes away mid-rollout is shown unknown, keeps
-// converging what it holds, and is caught up when it is back.
+// converging what it holds, and is caught up when it is back; one whose
+// VMAPI refuses creates holds the rollout until it takes them. One view:
+// status and events across data centers. A move into another data center.
 #include <fstream>
 #include <map>
 #include <memory>
@@ -268,9 +270,37 @@ TEST_F(RolloutsTest, AFailureStopsTheRestAndACutOffDataCenterCatchesUp) {
   EXPECT_EQ(Current("north", "shop").second, Current("west", "shop").second);
   EXPECT_EQ(Current("north", "shop").second, Current("east", "shop").second);
   EXPECT_EQ(RunningPerService(dcs_["north"].sim->addr())["web"], 3 + 2) << "shop 3 and fail 2 in north";
+  // One timeline of the project's events in every data center.
+  RunResult timeline = At("north", {"-j", "shop", "events", "--datacenters", "--limit", "200"});
+  EXPECT_EQ(timeline.exit_code, 0) << timeline.err;
+  for (std::string dc : {"east", "west", "north"}) {
+    EXPECT_TRUE(absl::StrContains(timeline.out, "  " + dc + "  ")) << dc << "\n" << timeline.out;
+  }
+  EXPECT_TRUE(absl::StrContains(timeline.out, "datacenter.rollout.completed")) << timeline.out;  // east's, the origin
   across = At("north", {"-j", "shop", "status", "--datacenters"});
   EXPECT_EQ(across.exit_code, 0) << across.out << across.err;
   EXPECT_TRUE(absl::StrContains(across.out, "converged in 3 of 3 data centers that have it\n")) << across.out;
+
+  // West's VMAPI refuses creates (its Triton down for them): west's part
+  // waits, the rollout with it; once VMAPI takes them, it completes.
+  ASSERT_EQ(RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", dcs_["west"].sim->addr(), "fail", "CreateVm",
+                        "1000000", "503"})
+                .exit_code,
+            0);
+  ASSERT_EQ(At("east", {"apply", "--yes", "-f", Write("shop-3.yaml", manifest("shop", 3))}).exit_code, 0);
+  ASSERT_TRUE(Eventually([&] { return StepState(Rollout("east", "shop"), "west") == "sent"; }, absl::Seconds(60)))
+      << Rollout("east", "shop").dump();
+  Pause(absl::Seconds(3));
+  json held = Rollout("east", "shop");
+  EXPECT_EQ(held.value("state", ""), "active") << held.dump();
+  EXPECT_EQ(StepState(held, "west"), "sent") << held.dump();
+  EXPECT_EQ(StepState(held, "north"), "pending") << held.dump();
+  ASSERT_EQ(RunProcess({"deploy/tritonsim/tritonsim", "ctl", "--addr", dcs_["west"].sim->addr(), "fail", "CreateVm",
+                        "0"})
+                .exit_code,
+            0);
+  ASSERT_TRUE(Eventually([&] { return Rollout("east", "shop").value("state", "") == "completed"; }, absl::Seconds(90)))
+      << Rollout("east", "shop").dump();
 
   // A move to another data center (point 6): copied there, followed there
   // until converged, then the source deleted here.

@@ -1,5 +1,8 @@
 // mariposa events [-f]: the log, newest first by default; -f follows it
 // across mariposad restarts.
+#include <algorithm>
+#include <utility>
+
 #include "cli/command.h"
 
 namespace mariposa::cmd {
@@ -53,7 +56,42 @@ Result Follow(Context& c, const std::string& project, int64_t after, bool tail, 
   }
 }
 
+// The project's newest events in every data center (issue 52, point 5),
+// one timeline: each data center's own log, asked through this mariposad.
+Result EventsAcross(Context& c, const Parsed& p) {
+  if (c.project().empty()) return Usage("events --datacenters needs the project (-j)");
+  ASSIGN_OR_RETURN(int64_t limit, p.Int("--limit", 100, 1));
+  v1::ProjectAcrossRequest req;
+  req.set_project(c.project());
+  req.set_events(static_cast<int32_t>(std::min<int64_t>(limit, 1000)));
+  v1::ProjectAcrossResponse resp;
+  RETURN_IF_ERROR(c.d().Check(c.d().admin->ProjectAcross(c.d().Ctx().get(), req, &resp)));
+  if (c.PrintIfStructured(resp)) return 0;
+  std::vector<std::pair<const v1::Event*, std::string>> all;
+  for (const auto& d : resp.datacenters()) {
+    for (const auto& e : d.events()) all.push_back({&e, d.datacenter()});
+    if (!d.events_error().empty()) {
+      c.err() << "mariposa: the events of data center " << d.datacenter() << " could not be read: " << d.events_error()
+              << "\n";
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return std::make_pair(a.first->time().seconds(), a.first->time().nanos()) <
+           std::make_pair(b.first->time().seconds(), b.first->time().nanos());
+  });
+  Rows rows;
+  for (const auto& [e, dc] : all) {
+    rows.push_back({Time(e->time()), dc, absl::StrCat(e->index()), e->kind(), e->actor(), e->detail()});
+  }
+  c.Table({"TIME", "DATACENTER", "INDEX", "KIND", "ACTOR", "DETAIL"}, rows);
+  for (const auto& d : resp.datacenters()) {
+    if (!d.answered()) c.err() << "(data center " << d.datacenter() << " did not answer: " << d.error() << ")\n";
+  }
+  return 0;
+}
+
 Result Events(Context& c, const Parsed& p) {
+  if (p.Has("--datacenters")) return EventsAcross(c, p);
   const std::string project = p.Has("--all-projects") ? "" : c.project();
   bool all = p.Has("--all");
   bool after_given = p.Has("--after");
@@ -111,13 +149,16 @@ void AddEvents(cli::Registry& r) {
                  "there are. --after INDEX lists from that index on (a page of N); --all lists every one. Without\n"
                  "-j (or with -A) every project's. -f follows: prints new events as they happen (from INDEX with\n"
                  "--after, else from now on) until interrupted or --timeout passes, reconnecting when mariposad\n"
-                 "restarts and resuming after the last event printed.",
+                 "restarts and resuming after the last event printed.\n"
+                 "--datacenters: the project's newest N events in every data center (this mariposad's --peers),\n"
+                 "one timeline, each row naming its data center.",
          .group = "Log and controller",
          .flags = {{{"-n", "--limit"}, "N", "the newest N (100)"},
                    {{"--after"}, "INDEX", "from this index on"},
                    {{"--all"}, "", "every event"},
                    {{"-A", "--all-projects"}, "", "every project's, even with -j"},
                    {{"-f", "--follow"}, "", "print new events as they happen"},
+                   {{"--datacenters"}, "", "the project's events in every data center, one timeline"},
                    {{"-k", "--kind"}, "KINDS", "only these kinds, comma-separated; a prefix ending in . takes all "
                                               "under it (volume.,fabric.,task.completed)"}},
          .project = ProjectUse::kOptional,
