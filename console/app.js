@@ -229,7 +229,7 @@ async function projectsPage(root) {
 
 function tabs(name, current) {
   const t = [['overview', 'Overview'], ['queue', 'Queue'], ['events', 'Events'], ['versions', 'Versions'],
-             ['meta', 'Meta'], ['apply', 'Apply']];
+             ['meta', 'Meta'], ['datacenters', 'Data centers'], ['apply', 'Apply']];
   return h('nav', {class: 'tabs', 'aria-label': 'Project'},
       t.map(([id, label]) => h('a', {href: `#/p/${enc(name)}/${id}`, 'aria-current': id === current ? 'page' : null},
                                label)));
@@ -874,6 +874,7 @@ async function route() {
         case 'events': return await eventsPage(root, name);
         case 'versions': return await versionsPage(root, name, params);
         case 'meta': return await metaPage(root, name);
+        case 'datacenters': return await dataCentersPage(root, name);
         case 'apply': return await applyPage(root, name);
       }
     }
@@ -882,6 +883,51 @@ async function route() {
     if (e instanceof ApiError && e.status === 401) return loginPage(root, e);
     render(root, errorBox(e));
   }
+}
+
+// The project in every data center (GET /v1/projects/NAME/datacenters:
+// each asked now by this mariposad) and its rollouts across them
+// (docs/operations.md, "Several data centers").
+async function dataCentersPage(root, name) {
+  const out = h('div', {id: 'datacenters'}, h('p', {class: 'muted'}, 'Loading…'));
+  render(root, h('h1', {}, name), tabs(name, 'datacenters'), out);
+  const load = async () => {
+    let across, rollouts;
+    try {
+      [across, rollouts] = await Promise.all([
+        api('GET', `/v1/projects/${enc(name)}/datacenters`),
+        api('GET', `/v1/projects/${enc(name)}/rollouts?all=true`)]);
+    } catch (e) {
+      fill(out, errorBox(e));
+      return;
+    }
+    const rows = (across.datacenters || []).map((d) => {
+      const st = d.state || {};
+      const state = !d.answered ? 'unknown' : !d.present ? 'not there'
+          : st.converged ? 'converged' : 'not converged';
+      const services = (st.services || []).map((s) => `${s.name} ${s.verdict} ${s.ready || 0}/${s.desired || 0}`)
+          .join(', ');
+      return h('tr', {'data-datacenter': d.datacenter},
+          h('td', {}, d.datacenter + (d.local ? ' (this one)' : '')),
+          h('td', {}, d.present ? `${st.version || 0} (${(st.version_uuid || '').slice(0, 8)})` : '-'),
+          h('td', {}, h('span', {'data-state': state}, state)),
+          h('td', {}, d.answered ? services : (d.error || '')));
+    });
+    const steps = (rollouts.rollouts || []).slice(-5).reverse().map((r) => h('section', {class: 'rollout'},
+        h('h3', {}, `Rollout ${r.uuid.slice(0, 8)}: ${r.state}`),
+        h('p', {}, r.message || ''),
+        table(['Data center', 'State', 'Version there', 'Last said'],
+              (r.steps || []).map((s) => h('tr', {'data-step': s.datacenter},
+                  h('td', {}, s.datacenter + (s.canary ? ' (canary)' : '')), h('td', {}, s.state),
+                  h('td', {}, String(s.number || '-')), h('td', {}, s.detail || ''))))));
+    fill(out,
+        h('p', {id: 'across-summary', role: 'status'}, across.summary || ''),
+        table(['Data center', 'Version', 'State', 'Services'], rows),
+        h('h2', {}, 'Rollouts across data centers'),
+        steps.length ? steps : h('p', {class: 'muted', id: 'no-rollouts'}, 'None from this data center.'));
+  };
+  await load();
+  live(root, name, load);
 }
 
 window.addEventListener('hashchange', route);

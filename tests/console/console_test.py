@@ -9,7 +9,8 @@ field, freezes and sees a scale refused with its fix, cancels a task, and
 checks that a viewer has no freeze button and another tenant does not see
 the first's project; sets meta and a secret (never shown back), makes and
 revokes a token, starts a filtered reprovision and pauses and resumes it,
-and shows a dry run's errors at their lines in the editor. axe-core
+and shows a dry run's errors at their lines in the editor, and the project
+in every data center. axe-core
 (npm, tests/console/package.json) checks every page for WCAG 2 A/AA
 violations; the keyboard alone logs in. Screenshots go to $SCREENSHOT_DIR
 (docs/images/console when refreshed by hand) or the test's outputs.
@@ -127,7 +128,8 @@ class Stack:
         addr = os.path.join(self.dir, "d.addr")
         self.start([runfile("daemon/mariposad"), "--listen", "127.0.0.1:0", "--socket", "none", "--data-dir",
                     os.path.join(self.dir, "data"), "--addr-file", addr, "--triton", self.sim, "--owner", OWNER,
-                    "--network", NETWORK, "--resync", "500ms", "--http-listen", "127.0.0.1:0"], "d.log")
+                    "--network", NETWORK, "--resync", "500ms", "--http-listen", "127.0.0.1:0",
+                    "--datacenter", "console-dc"], "d.log")
         lines = wait_file(addr, 2)
         self.grpc = lines[0]
         self.http = [l for l in lines if l.startswith("http://")][0]
@@ -502,6 +504,22 @@ class ConsoleTest(unittest.TestCase):
         self.driver.execute_script("document.querySelector(\"tr[data-runs='migrate']\").scrollIntoView()")
         self.shot("resources")
         self.axe_check("the overview of a project with runs, a fabric, a volume and rules")
+
+    def test_17_the_project_in_every_data_center(self):
+        self.login(self.admin)
+        self.go("#/p/jupiter/datacenters")
+        self.until(lambda: "data center" in self.find("#across-summary").text, what="the summary across data centers")
+        self.assertIn("console-dc (this one)", self.row_text("tr[data-datacenter='console-dc']"))
+        # Earlier steps leave jupiter frozen or rolling: the state is what
+        # status says, converged or not, and never unknown here.
+        self.until(lambda: "of 1 data center that has it" in self.find("#across-summary").text,
+                   what="jupiter in its one data center")
+        states = {e.get_attribute("data-state") for e in
+                  self.driver.find_elements(By.CSS_SELECTOR, "span[data-state]")}
+        self.assertTrue(states and states <= {"converged", "not converged"}, states)
+        self.assertIn("None from this data center.", self.find("#no-rollouts").text)
+        self.shot("datacenters")
+        self.axe_check("the data centers page")
 
     def test_13_meta_and_secrets(self):
         self.login(self.admin)
