@@ -165,60 +165,6 @@ grpc::Status AdminService::DataCenters(grpc::ServerContext*, const v1::DataCente
   return grpc::Status::OK;
 }
 
-void SummarizeAcross(v1::ProjectAcrossResponse* r, absl::Time now) {
-  std::vector<std::string> converged, behind, unknown, absent;
-  std::set<std::string> versions;
-  for (const v1::ProjectInDataCenter& d : r->datacenters()) {
-    if (!d.answered()) {
-      std::string last = "never answered";
-      if (d.has_last_answer()) {
-        absl::Time t = absl::FromUnixSeconds(d.last_answer().seconds());
-        last = absl::StrCat("last answer ", absl::FormatDuration(absl::Seconds(absl::ToInt64Seconds(now - t))), " ago");
-      }
-      unknown.push_back(absl::StrCat(d.datacenter(), " (", last, ": ", d.error(), ")"));
-    } else if (!d.present()) {
-      absent.push_back(d.datacenter());
-    } else {
-      versions.insert(d.state().version_uuid());
-      if (d.state().converged() && d.state().actual_known()) {
-        converged.push_back(d.datacenter());
-      } else {
-        std::vector<std::string> parts;
-        for (const auto& s : d.state().services()) {
-          if (s.verdict() != "converged") parts.push_back(absl::StrCat(s.name(), " ", s.verdict()));
-        }
-        behind.push_back(absl::StrCat(d.datacenter(), parts.empty() ? "" : " (" + absl::StrJoin(parts, ", ") + ")"));
-      }
-    }
-  }
-  size_t runs = converged.size() + behind.size();
-  std::string out = absl::StrCat("converged in ", converged.size(), " of ", runs,
-                                 runs == 1 ? " data center that has it" : " data centers that have it");
-  if (!behind.empty()) absl::StrAppend(&out, "; not converged: ", absl::StrJoin(behind, ", "));
-  if (versions.size() > 1) absl::StrAppend(&out, "; at different versions (a rollout under way or stopped: `rollouts`)");
-  if (!unknown.empty()) absl::StrAppend(&out, "; unknown: ", absl::StrJoin(unknown, ", "));
-  if (!absent.empty()) absl::StrAppend(&out, "; not in ", absl::StrJoin(absent, ", "));
-  r->set_summary(out);
-  r->set_converged(unknown.empty() && behind.empty() && versions.size() <= 1 && runs > 0);
-}
-
-grpc::Status AdminService::ProjectAcross(grpc::ServerContext*, const v1::ProjectAcrossRequest* req,
-                                         v1::ProjectAcrossResponse* resp) {
-  if (!across_) {
-    return ToGrpc(absl::FailedPreconditionError(
-        "this mariposad knows no other data center (mariposad --datacenter NAME --peers …; docs/operations.md, "
-        "\"Several data centers\"): `mariposa status` shows the project here"));
-  }
-  if (req->project().empty()) return ToGrpc(absl::InvalidArgumentError("name the project (-j)"));
-  resp->set_project(req->project());
-  if (req->events() < 0 || req->events() > 1000) {
-    return ToGrpc(absl::InvalidArgumentError(absl::StrCat("events: ", req->events(), " is outside 0..1000")));
-  }
-  across_(*req, resp);
-  SummarizeAcross(resp, absl::FromUnixSeconds(resp->as_of().seconds()));
-  return grpc::Status::OK;
-}
-
 grpc::Status AdminService::Nodes(grpc::ServerContext* ctx, const v1::NodesRequest*, v1::NodesResponse* resp) {
   auto projects = store_->ListProjects();
   if (!projects.ok()) return ToGrpc(projects.status());

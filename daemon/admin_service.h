@@ -64,12 +64,6 @@ class AdminService final : public v1::Admin::Service {
   };
   void set_datacenters(std::function<DataCentersView()> f) { datacenters_ = std::move(f); }
   grpc::Status DataCenters(grpc::ServerContext*, const v1::DataCentersRequest*, v1::DataCentersResponse*) override;
-  // One project in every data center: each one's answer, asked now (the
-  // daemon's peer link). Unset: no --datacenter.
-  // It fills the answer's datacenters and as_of.
-  using AskAcross = std::function<void(const v1::ProjectAcrossRequest& req, v1::ProjectAcrossResponse* resp)>;
-  void set_project_across(AskAcross f) { across_ = std::move(f); }
-  grpc::Status ProjectAcross(grpc::ServerContext*, const v1::ProjectAcrossRequest*, v1::ProjectAcrossResponse*) override;
 
  private:
   ProjectStore* store_;
@@ -85,12 +79,7 @@ class AdminService final : public v1::Admin::Service {
   std::vector<v1::Problem> standing_;
   std::function<NodesView()> nodes_;
   std::function<DataCentersView()> datacenters_;
-  AskAcross across_;
 };
-
-// The whole of a project across data centers from each one's answer: its
-// summary line and whether it is converged everywhere (at one version).
-void SummarizeAcross(v1::ProjectAcrossResponse* r, absl::Time now);
 
 }  // namespace mariposa
 

@@ -143,6 +143,7 @@ int Daemon::Run() {
     if (Exit e = Wire()) return *e;
   }
   state_ = std::make_unique<convergence::StateService>(store_.get(), vmapi_.get(), reconciler_.get());
+  if (across_) state_->set_across(across_);
   state_->set_controller_problems([this](v1::GetStateResponse* resp) {
     v1::Problem p;
     if (ModeProblem(controller_->Get(), &p)) *resp->add_problems() = std::move(p);
@@ -449,7 +450,7 @@ void Daemon::Rollouts() {
   };
   rollouts_ = std::make_unique<RolloutRunner>(store_.get(), link, clock_, absl::Seconds(1));
   // One project in every data center, each asked now, at the same time.
-  admin_->set_project_across([this, self, state = link.state](const v1::ProjectAcrossRequest& req,
+  across_ = [this, self, state = link.state](const v1::ProjectAcrossRequest& req,
                                                                v1::ProjectAcrossResponse* resp) {
     const std::string& project = req.project();
     std::vector<std::string> names = {self};
@@ -504,7 +505,7 @@ void Daemon::Rollouts() {
       else d->set_events_error(std::string(log.status().message()));
     }
     SetTimestamp(clock_->Now(), resp->mutable_as_of());
-  });
+  };
   projects_->set_rollouts(link.send, [r = rollouts_.get()] { r->Poke(); });
 }
 

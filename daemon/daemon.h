@@ -134,6 +134,7 @@ class Daemon {
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<PeerProber> peers_;  // the other data centers (--peers)
   std::unique_ptr<RolloutRunner> rollouts_;  // versions on their way across data centers
+  convergence::StateService::AskAcross across_;  // a project in every data center (Rollouts())
   std::unique_ptr<BackupScheduler> backups_;
   std::unique_ptr<convergence::QueueService> queue_;
   std::unique_ptr<convergence::ControllerMetrics> metrics_;

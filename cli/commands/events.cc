@@ -65,7 +65,7 @@ Result EventsAcross(Context& c, const Parsed& p) {
   req.set_project(c.project());
   req.set_events(static_cast<int32_t>(std::min<int64_t>(limit, 1000)));
   v1::ProjectAcrossResponse resp;
-  RETURN_IF_ERROR(c.d().Check(c.d().admin->ProjectAcross(c.d().Ctx().get(), req, &resp)));
+  RETURN_IF_ERROR(c.d().Check(c.d().state->ProjectAcross(c.d().Ctx().get(), req, &resp)));
   if (c.PrintIfStructured(resp)) return 0;
   std::vector<std::pair<const v1::Event*, std::string>> all;
   for (const auto& d : resp.datacenters()) {

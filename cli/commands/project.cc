@@ -158,7 +158,7 @@ Result Copy(Context& c, const Parsed& p) {
 }
 
 // Waits until `project` is converged at version `number` in peer data
-// center `dc`, as this mariposad sees it there (Admin.ProjectAcross).
+// center `dc`, as this mariposad sees it there (State.ProjectAcross).
 Result WaitConvergedThere(Context& c, const std::string& project, const std::string& dc, int64_t number) {
   absl::Time start = c.clock->Now();
   absl::Duration asked = c.d().deadlines().command;
@@ -168,7 +168,7 @@ Result WaitConvergedThere(Context& c, const std::string& project, const std::str
     v1::ProjectAcrossRequest req;
     req.set_project(project);
     v1::ProjectAcrossResponse resp;
-    grpc::Status got = c.d().admin->ProjectAcross(c.d().Ctx().get(), req, &resp);
+    grpc::Status got = c.d().state->ProjectAcross(c.d().Ctx().get(), req, &resp);
     if (!got.ok() && c.d().CommandTimedOut()) return absl::DeadlineExceededError("--timeout passed");
     RETURN_IF_ERROR(c.d().Check(got));
     std::string line = absl::StrCat(dc, ": no answer");

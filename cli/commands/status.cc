@@ -94,7 +94,7 @@ Result StatusAcross(Context& c) {
   v1::ProjectAcrossRequest req;
   req.set_project(c.project());
   v1::ProjectAcrossResponse resp;
-  RETURN_IF_ERROR(c.d().Check(c.d().admin->ProjectAcross(c.d().Ctx().get(), req, &resp)));
+  RETURN_IF_ERROR(c.d().Check(c.d().state->ProjectAcross(c.d().Ctx().get(), req, &resp)));
   bool unknown = false;
   for (const auto& d : resp.datacenters()) unknown |= !d.answered();
   const int code = resp.converged() ? 0 : unknown ? 4 : 3;

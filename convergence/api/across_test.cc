@@ -1,11 +1,11 @@
 // A project across data centers as one line (SummarizeAcross): converged
 // only when every data center answered and every one that has it is
 // converged at one version.
-#include "daemon/admin_service.h"
+#include "convergence/api/state_service.h"
 
 #include "gtest/gtest.h"
 
-namespace mariposa {
+namespace mariposa::convergence {
 namespace {
 
 const absl::Time kNow = absl::FromUnixSeconds(1800000000);
@@ -71,4 +71,4 @@ TEST(SummarizeAcrossTest, OneLineAndOneVerdict) {
 }
 
 }  // namespace
-}  // namespace mariposa
+}  // namespace mariposa::convergence
