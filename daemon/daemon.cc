@@ -358,15 +358,7 @@ Daemon::Exit Daemon::DataCenters() {
   projects_->set_peer_copier(flags_.datacenter, [p = peers_.get()](const std::string& dc,
                                                                    const v1::ReceiveCopyRequest& req)
                                                     -> absl::StatusOr<v1::CopyProjectResponse> {
-    v1::CopyProjectResponse resp;
-    absl::Status st = p->Call(
-        dc,
-        [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
-          return v1::Projects::NewStub(channel)->ReceiveCopy(ctx, req, &resp);
-        },
-        absl::Seconds(30));
-    if (!st.ok()) return st;
-    return resp;
+    return p->Ask<v1::Projects>(dc, &v1::Projects::Stub::ReceiveCopy, req, absl::Seconds(30));
   });
   Rollouts();
   admin_->set_datacenters([p = peers_.get(), interval = config_.peer_interval, clock = clock_] {
@@ -397,15 +389,7 @@ void Daemon::Rollouts() {
   link.send = [this, self](const std::string& dc,
                            const v1::ReceiveVersionRequest& req) -> absl::StatusOr<v1::ApplyResponse> {
     if (dc == self) return projects_->ReceiveHere(req, absl::StrCat("mariposad ", self));
-    v1::ApplyResponse resp;
-    absl::Status st = peers_->Call(
-        dc,
-        [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
-          return v1::Projects::NewStub(channel)->ReceiveVersion(ctx, req, &resp);
-        },
-        absl::Seconds(15));
-    if (!st.ok()) return st;
-    return resp;
+    return peers_->Ask<v1::Projects>(dc, &v1::Projects::Stub::ReceiveVersion, req, absl::Seconds(15));
   };
   link.state = [this, self](const std::string& dc,
                             const std::string& project) -> absl::StatusOr<v1::GetStateResponse> {
@@ -418,14 +402,7 @@ void Daemon::Rollouts() {
       if (!st.ok()) return absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
       return resp;
     }
-    absl::Status st = peers_->Call(
-        dc,
-        [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
-          return v1::State::NewStub(channel)->GetState(ctx, req, &resp);
-        },
-        absl::Seconds(10));
-    if (!st.ok()) return st;
-    return resp;
+    return peers_->Ask<v1::State>(dc, &v1::State::Stub::GetState, req, absl::Seconds(10));
   };
   link.rollback = [this, self](const std::string& dc, const std::string& project, const std::string& to,
                                const std::string& why) -> absl::Status {
@@ -440,13 +417,7 @@ void Daemon::Rollouts() {
     req.set_project(project);
     req.set_version(to);
     req.set_force(true);
-    v1::RollbackResponse resp;
-    return peers_->Call(
-        dc,
-        [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
-          return v1::Projects::NewStub(channel)->Rollback(ctx, req, &resp);
-        },
-        absl::Seconds(30));
+    return peers_->Ask<v1::Projects>(dc, &v1::Projects::Stub::Rollback, req, absl::Seconds(30)).status();
   };
   rollouts_ = std::make_unique<RolloutRunner>(store_.get(), link, clock_, absl::Seconds(1));
   // One project in every data center, each asked now, at the same time.
@@ -473,14 +444,7 @@ void Daemon::Rollouts() {
       ask.set_project(req.project());
       ask.set_limit(req.events());
       ask.set_newest(true);
-      absl::Status st = peers_->Call(
-          dc,
-          [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
-            return v1::Projects::NewStub(channel)->ListEvents(ctx, ask, &out);
-          },
-          absl::Seconds(10));
-      if (!st.ok()) return st;
-      return out;
+      return peers_->Ask<v1::Projects>(dc, &v1::Projects::Stub::ListEvents, ask, absl::Seconds(10));
     };
     std::vector<std::future<absl::StatusOr<v1::GetStateResponse>>> asked;
     std::vector<std::future<absl::StatusOr<v1::ListEventsResponse>>> logs;

@@ -95,6 +95,23 @@ class PeerProber {
   absl::Status Call(const std::string& name,
                     const std::function<grpc::Status(const std::shared_ptr<grpc::Channel>&, grpc::ClientContext*)>& call,
                     absl::Duration timeout) const;
+  // One unary RPC of `Service` to peer `name` through Call:
+  // Ask<v1::State>(dc, &v1::State::Stub::GetState, req, timeout).
+  template <typename Service, typename Req, typename Resp>
+  absl::StatusOr<Resp> Ask(const std::string& name,
+                           grpc::Status (Service::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+                           const Req& req, absl::Duration timeout) const {
+    Resp resp;
+    absl::Status st = Call(
+        name,
+        [&](const std::shared_ptr<grpc::Channel>& channel, grpc::ClientContext* ctx) {
+          auto stub = Service::NewStub(channel);
+          return ((*stub).*method)(ctx, req, &resp);
+        },
+        timeout);
+    if (!st.ok()) return st;
+    return resp;
+  }
 
  private:
   struct Peer;
