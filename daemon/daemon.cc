@@ -419,7 +419,8 @@ void Daemon::Rollouts() {
     req.set_force(true);
     return peers_->Ask<v1::Projects>(dc, &v1::Projects::Stub::Rollback, req, absl::Seconds(30)).status();
   };
-  rollouts_ = std::make_unique<RolloutRunner>(store_.get(), link, clock_, absl::Seconds(1));
+  rollouts_ = std::make_unique<RolloutRunner>(store_.get(), link, clock_, absl::Seconds(1),
+                                              [this] { return controller_->Get().mode == "readonly"; });
   // One project in every data center, each asked now, at the same time.
   across_ = [this, self, state = link.state](const v1::ProjectAcrossRequest& req,
                                                                v1::ProjectAcrossResponse* resp) {

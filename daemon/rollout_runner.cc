@@ -36,8 +36,9 @@ DataCenterAnswer AnswerOf(const absl::StatusOr<v1::GetStateResponse>& state) {
   return a;
 }
 
-RolloutRunner::RolloutRunner(RolloutStore* store, DataCenterLink link, const Clock* clock, absl::Duration interval)
-    : store_(store), link_(std::move(link)), clock_(clock), interval_(interval) {}
+RolloutRunner::RolloutRunner(RolloutStore* store, DataCenterLink link, const Clock* clock, absl::Duration interval,
+                             std::function<bool()> held)
+    : store_(store), link_(std::move(link)), clock_(clock), interval_(interval), held_(std::move(held)) {}
 
 RolloutRunner::~RolloutRunner() { Stop(); }
 
@@ -69,6 +70,7 @@ void RolloutRunner::Run() {
 }
 
 void RolloutRunner::RunOnce() {
+  if (held_ && held_()) return;
   auto active = store_->ListRollouts("", /*all=*/false);
   if (!active.ok()) {
     LogError("cannot read the rollouts across data centers", {{"error", active.status().ToString()}});

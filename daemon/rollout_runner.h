@@ -35,7 +35,10 @@ DataCenterAnswer AnswerOf(const absl::StatusOr<v1::GetStateResponse>& state);
 
 class RolloutRunner {
  public:
-  RolloutRunner(RolloutStore* store, DataCenterLink link, const Clock* clock, absl::Duration interval);
+  // `held`: true while nothing may change (mariposad readonly): no look is
+  // taken, nothing sent.
+  RolloutRunner(RolloutStore* store, DataCenterLink link, const Clock* clock, absl::Duration interval,
+                std::function<bool()> held = nullptr);
   ~RolloutRunner();
   void Start();
   void Stop();
@@ -52,6 +55,7 @@ class RolloutRunner {
   DataCenterLink link_;
   const Clock* clock_;
   absl::Duration interval_;
+  std::function<bool()> held_;
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool poked_ ABSL_GUARDED_BY(mu_) = false;
