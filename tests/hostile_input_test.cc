@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <set>
 #include <mutex>
@@ -245,6 +246,63 @@ std::string Expensive(const std::string& project) {
     for (int k = 0; k < 100; ++k) absl::StrAppend(&s, "      VAR_", k, ": value-", i, "-", k, "\n");
   }
   return s;
+}
+
+// A version another data center sends (Projects/ReceiveVersion) is outside
+// input like an apply: the hostile corpus through it, then a flood of sends
+// from four clients, after which an apply is still answered at once.
+TEST_F(HostileInputTest, VersionsSentByAnotherDataCenterAreCheckedLikeApplies) {
+  pid_t pid = daemon_->pid();
+  std::vector<HostileManifest> corpus = HostileManifests(20261129);
+  int sent = 0;
+  for (size_t k = 0; k < corpus.size(); k += 4) {
+    const HostileManifest& h = corpus[k];
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    v1::ReceiveVersionRequest req;
+    req.set_project("sent");
+    req.set_manifest(h.text);
+    req.set_version_uuid(absl::StrCat("6d1f2c3a-0b9e-4c1d-8e7f-", absl::Dec(100000000000 + k, absl::kZeroPad12)));
+    req.set_origin("us-east-1");
+    v1::ApplyResponse resp;
+    double before = CpuSeconds(pid);
+    grpc::Status s = stub_->ReceiveVersion(&ctx, req, &resp);
+    ++sent;
+    ASSERT_TRUE(Alive()) << h.name << " killed the daemon\n" << daemon_->log();
+    EXPECT_LE(CpuSeconds(pid) - before, 2.0) << h.name;
+    EXPECT_NE(s.error_code(), grpc::StatusCode::INTERNAL) << h.name << ": " << s.error_message();
+    EXPECT_NE(s.error_code(), grpc::StatusCode::UNKNOWN) << h.name << ": " << s.error_message();
+    if (!s.ok()) {
+      EXPECT_FALSE(s.error_message().empty()) << h.name;
+    }
+  }
+  EXPECT_GE(sent, 25);
+
+  const std::string manifest = ValidManifest("flood", 3);
+  std::atomic<int> answered{0}, refused{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 100; ++i) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+        v1::ReceiveVersionRequest req;
+        req.set_project("flood");
+        req.set_manifest(manifest);
+        req.set_version_uuid(absl::StrCat("7d1f2c3a-0b9e-4c1d-8e7f-", absl::Dec(c * 1000 + i, absl::kZeroPad12)));
+        v1::ApplyResponse resp;
+        (stub_->ReceiveVersion(&ctx, req, &resp).ok() ? answered : refused)++;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  ASSERT_TRUE(Alive()) << daemon_->log();
+  EXPECT_EQ(answered + refused, 400);
+  EXPECT_GE(answered, 1);  // the first stores it; the same document again stores nothing
+  v1::ApplyResponse after;
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(Apply(ValidManifest("after", 2), "after.yaml", &after, std::chrono::seconds(2)).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
 TEST_F(HostileInputTest, CancelledRequestsStopBurningCpuWithinOneSecond) {
