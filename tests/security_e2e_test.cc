@@ -58,6 +58,9 @@ const std::map<std::string, std::string>& ExpectedLeastRole() {
       {"Projects/CopyProject", "deployer"},   {"Projects/CopyProject#dry-run", "viewer"},
       {"Projects/CopyProject#source", "deployer"},
       {"Projects/ReceiveCopy", "deployer"},   {"Projects/ReceiveCopy#dry-run", "viewer"},
+      {"Projects/ReceiveVersion", "deployer"}, {"Projects/ReceiveVersion#dry-run", "viewer"},
+      {"Projects/ListRollouts", "viewer"},    {"Projects/CancelRollout", "deployer"},
+      {"State/ProjectAcross", "viewer"},
       {"Admin/DataCenters", "viewer"},
       {"Projects/ListVersions", "viewer"},    {"Projects/GetVersion", "viewer"},
       {"Projects/TagVersion", "deployer"},    {"Projects/Rollback", "deployer"},
@@ -202,6 +205,12 @@ std::string RequestFor(const std::string& rule) {
   } else if (rule == "Projects/ReceiveCopy#dry-run") {
     v1::ReceiveCopyRequest r;
     r.set_target("received");
+    r.set_manifest("project: received\nservices:\n  web: {image: nosuch@1}\n");
+    r.set_dry_run(true);
+    r.SerializeToString(&out);
+  } else if (rule == "Projects/ReceiveVersion#dry-run") {
+    v1::ReceiveVersionRequest r;
+    r.set_project("received");
     r.set_manifest("project: received\nservices:\n  web: {image: nosuch@1}\n");
     r.set_dry_run(true);
     r.SerializeToString(&out);
