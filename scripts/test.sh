@@ -32,7 +32,8 @@ fuzz_logs=$(cat "${FUZZ_OUTPUT_BASE:-${HOME:-/tmp}/.cache/mariposa-fuzz}/testlog
 # Two data centers cut apart during a rollout, in network namespaces (root
 # only: namespaces and veth pairs; link-local addresses).
 if [ "$(id -u)" = 0 ]; then
-  bash scripts/dc_partition.sh --no-build
+  # Its build puts bazel-bin back on the plain binaries (the ASan run moved it).
+  bash scripts/dc_partition.sh
   dc_rc=$?
 else
   echo "dc_partition: skipped (needs root: network namespaces)"

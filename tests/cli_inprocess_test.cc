@@ -119,6 +119,8 @@ TEST_F(CliInProcess, EveryCommand) {
        "moved project jupiter-copy to jupiter-moved"},
       {{"import", "compose", *dir_ + "/compose.yml", "--project", "fromcompose"}, 0, "project: fromcompose"},
       {{"datacenters"}, 0, "one data center"},
+      {{"-j", "jupiter", "rollouts", "--all"}, 0, "no rollouts across data centers"},
+      {{"-j", "jupiter", "rollouts", "cancel", "0000"}, 1, "no rollout 0000"},
       {{"-j", "jupiter", "versions"}, 0, "1"},
       {{"-j", "jupiter", "version", "get", "1"}, 0, "version"},
       {{"-j", "jupiter", "version", "tag", "1", "first"}, 0, "first"},

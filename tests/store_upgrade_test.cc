@@ -76,7 +76,7 @@ TEST_P(StoreUpgradeTest, StartsMigratesKeepsItsVersionsAndConverges) {
   // Migrated to today's schema.
   RunResult admin = m({"admin", "status"});
   ASSERT_EQ(admin.exit_code, 0) << admin.err;
-  EXPECT_NE(admin.out.find("(schema 13)"), std::string::npos) << admin.out;
+  EXPECT_NE(admin.out.find("(schema 14)"), std::string::npos) << admin.out;
 
   // Every project, and every stored version of each, readable.
   RunResult list = m({"-o", "json", "project", "list"});
