@@ -119,6 +119,9 @@ void PrintTask(Context& c, const v1::Task& t);
 // "converged" for a version that is not the one applied.
 // `scope`: the services the command changed (scale, a task on services);
 // only they are waited for. Empty: the whole project.
+// How long a wait that began at `start` may go on: to --timeout's deadline
+// when one was given, else `fallback`.
+absl::Duration WaitBudget(Context& c, absl::Time start, absl::Duration fallback);
 Result WaitSettled(Context& c, const std::string& project, int64_t version = 0,
                    const std::vector<std::string>& scope = {});
 // "a,b,,c" -> a, b, c

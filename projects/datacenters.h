@@ -45,6 +45,8 @@ struct DataCenterRollout {
 
 // The data center names in rollout order: the canary first, then the list.
 std::vector<std::string> DataCenterOrder(const std::vector<DataCenterSpec>& dcs);
+// The names as listed, for a message: "us-east-1, us-west-1".
+std::string DataCenterList(const std::vector<DataCenterSpec>& dcs);
 
 }  // namespace mariposa
 

@@ -230,9 +230,9 @@ void AddDataCenterPlans(const CompiledManifest* before, const CompiledManifest& 
 
 }  // namespace
 
-v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest& after_c) {
+v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest& after_c, bool per_datacenter) {
   v1::Diff d = DiffOne(before_c, after_c);
-  AddDataCenterPlans(before_c, after_c, &d);
+  if (per_datacenter) AddDataCenterPlans(before_c, after_c, &d);
   return d;
 }
 

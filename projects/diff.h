@@ -9,8 +9,10 @@
 namespace mariposa {
 
 // `before` is null for a project's first version. `empty` is set when the
-// canonical hashes are equal.
-v1::Diff DiffManifests(const CompiledManifest* before, const CompiledManifest& after);
+// canonical hashes are equal. `per_datacenter`: also each data center's plan
+// when `after` lists data centers (two compiles each); false where nobody
+// reads them (a version another data center's rollout sends here).
+v1::Diff DiffManifests(const CompiledManifest* before, const CompiledManifest& after, bool per_datacenter = true);
 
 }  // namespace mariposa
 

@@ -16,6 +16,12 @@ std::vector<std::string> DataCenterOrder(const std::vector<DataCenterSpec>& dcs)
   return out;
 }
 
+std::string DataCenterList(const std::vector<DataCenterSpec>& dcs) {
+  std::vector<std::string> names;
+  for (const auto& dc : dcs) names.push_back(dc.name);
+  return absl::StrJoin(names, ", ");
+}
+
 bool RunsInDataCenter(const Manifest& m, absl::string_view dc) {
   if (m.datacenters.empty()) return true;
   for (const auto& d : m.datacenters) {

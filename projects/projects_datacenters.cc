@@ -52,11 +52,9 @@ void ToProto(const RolloutRecord& r, v1::DataCenterRollout* out) {
 absl::Status ProjectsService::StartRollout(const ApplyRequest& a, Outcome& out, bool dry_run,
                                            v1::ApplyResponse* resp) {
   const Manifest& doc = *out.compiled->document;
-  std::vector<std::string> listed;
-  for (const auto& dc : doc.datacenters) listed.push_back(dc.name);
   if (!send_version_) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the manifest lists data centers ", absl::StrJoin(listed, ", "), ", but this mariposad (",
+        "the manifest lists data centers ", DataCenterList(doc.datacenters), ", but this mariposad (",
         datacenter_, ") has no peers to send it to: start it with --peers NAME=HOST:PORT,… and --peer-tokens "
         "(docs/operations.md, \"Several data centers\"); nothing was changed"));
   }

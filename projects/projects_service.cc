@@ -281,10 +281,8 @@ absl::StatusOr<std::shared_ptr<const CompiledManifest>> ProjectsService::Compile
   if (!parsed.manifest) return DiagnosticsToStatus(parsed.errors, parsed.total_errors);
   RETURN_IF_ERROR(a.cancel->Check());
   if (!parsed.manifest->datacenters.empty() && datacenter_.empty()) {
-    std::vector<std::string> names;
-    for (const auto& dc : parsed.manifest->datacenters) names.push_back(dc.name);
     return absl::FailedPreconditionError(absl::StrCat(
-        opts.filename, ": datacenters: lists ", absl::StrJoin(names, ", "),
+        opts.filename, ": datacenters: lists ", DataCenterList(parsed.manifest->datacenters),
         ", but this mariposad has no data center name; start it with --datacenter NAME (docs/operations.md, "
         "\"Several data centers\"), or remove datacenters:; nothing was changed"));
   }
@@ -393,18 +391,17 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
     out.base_number = b.current->number;
   }
   if (compiled->document && !RunsInDataCenter(*compiled->document, datacenter_)) {
-    std::vector<std::string> names;
-    for (const auto& dc : compiled->document->datacenters) names.push_back(dc.name);
+    const std::string names = DataCenterList(compiled->document->datacenters);
     if (!b.current && a.received) return out;  // nothing of it here, nor to be: nothing to store
     if (!b.current && (!a.may_roll_out || !send_version_)) {
       return absl::FailedPreconditionError(absl::StrCat(
-          opts.filename, ": this is data center ", datacenter_, "; datacenters: lists ", absl::StrJoin(names, ", "),
+          opts.filename, ": this is data center ", datacenter_, "; datacenters: lists ", names,
           ", and this mariposad has no peers to send it to (mariposad --peers; docs/operations.md, \"Several data "
           "centers\"): apply it through the mariposad of one of them; nothing was changed"));
     }
     if (b.current) {
-      out.warnings.push_back(absl::StrCat("data center ", datacenter_, " is not in datacenters: (",
-                                          absl::StrJoin(names, ", "), "): the project's instances here are removed"));
+      out.warnings.push_back(absl::StrCat("data center ", datacenter_, " is not in datacenters: (", names,
+                                          "): the project's instances here are removed"));
     }
   }
   if (!a.version_uuid.empty() && b.existing) {
@@ -433,7 +430,8 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
   out.needs_rollout = compiled->document && a.may_roll_out && !a.received &&
                       (elsewhere(compiled.get()) || elsewhere(b.before.get()));
   out.compiled = compiled;
-  out.diff = DiffManifests(b.before.get(), *compiled);
+  // The sending data center reads only this one's own plan.
+  out.diff = DiffManifests(b.before.get(), *compiled, /*per_datacenter=*/!a.received);
   ASSIGN_OR_RETURN(Checked checked, CheckDataCenter(a, b, m, opts.filename, out.diff));
   RETURN_IF_ERROR(a.cancel->Check());
   RETURN_IF_ERROR(CompareWithBefore(b.before ? &b.before->manifest : nullptr, m, a.dry_run, a.allow_downgrade,

@@ -272,10 +272,14 @@ Result Superseded(Context& c, const v1::GetStateResponse& st, int64_t version) {
 
 }  // namespace
 
+absl::Duration WaitBudget(Context& c, absl::Time start, absl::Duration fallback) {
+  return c.d().deadlines().command > absl::ZeroDuration() ? c.d().CommandDeadline() - start : fallback;
+}
+
 Result WaitSettled(Context& c, const std::string& project, int64_t version, const std::vector<std::string>& scope) {
   absl::Time start = c.clock->Now();
   absl::Duration asked = c.d().deadlines().command;
-  absl::Duration timeout = asked > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(10);
+  absl::Duration timeout = WaitBudget(c, start, absl::Minutes(10));
   auto gave_up = [&]() {
     c.err() << "mariposa: not converged after " << absl::FormatDuration(asked > absl::ZeroDuration() ? asked : timeout)
             << " (--timeout); `mariposa status -v` and `mariposa queue list` show where it stands\n";

@@ -161,8 +161,7 @@ Result Copy(Context& c, const Parsed& p) {
 // center `dc`, as this mariposad sees it there (State.ProjectAcross).
 Result WaitConvergedThere(Context& c, const std::string& project, const std::string& dc, int64_t number) {
   absl::Time start = c.clock->Now();
-  absl::Duration asked = c.d().deadlines().command;
-  absl::Duration timeout = asked > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(10);
+  absl::Duration timeout = WaitBudget(c, start, absl::Minutes(10));
   std::string last;
   while (true) {
     v1::ProjectAcrossRequest req;

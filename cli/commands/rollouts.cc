@@ -1,6 +1,7 @@
 // mariposa rollouts: the versions on their way across data centers (issue
 // 52, point 3), and what apply prints when it starts one.
 #include "cli/command.h"
+#include "projects/rollout_plan.h"
 
 namespace mariposa::cmd {
 namespace {
@@ -9,19 +10,17 @@ absl::Time TimeOf(const google::protobuf::Timestamp& t) {
   return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
 }
 
-// One line per data center: its state, its version number there, and the
-// last it said; "unknown" with the age of its last answer when it has been
-// silent a while.
-std::string StepText(const v1::DataCenterStep& s, absl::Time now) {
-  std::string state = s.state();
-  if (s.state() == "sent" && s.has_last_answer() && now - TimeOf(s.last_answer()) > absl::Seconds(15)) {
-    state = absl::StrCat("unknown (last answer ",
-                         absl::FormatDuration(absl::Seconds(absl::ToInt64Seconds(now - TimeOf(s.last_answer())))),
-                         " ago)");
-  }
-  return absl::StrCat("  ", s.datacenter(), s.canary() ? " (canary)" : "", ": ", state,
-                      s.number() > 0 ? absl::StrCat(", version ", s.number()) : "",
-                      s.detail().empty() ? "" : absl::StrCat(": ", s.detail()));
+// One line per data center, as the rollout's record says it
+// (projects/rollout_plan.h StepLine).
+std::string StepText(const v1::DataCenterStep& p, absl::Time now) {
+  RolloutStep s;
+  s.datacenter = p.datacenter();
+  s.state = p.state();
+  s.number = p.number();
+  s.detail = p.detail();
+  s.canary = p.canary();
+  if (p.has_last_answer()) s.last_answer = TimeOf(p.last_answer());
+  return "  " + StepLine(s, now);
 }
 
 std::string RolloutText(const v1::DataCenterRollout& r, absl::Time now) {
@@ -68,8 +67,7 @@ Result FollowRollout(Context& c, const v1::DataCenterRollout& started, bool wait
           << started.project() << " rollouts`" << (wait ? "" : " (or apply --wait)") << "\n";
   if (!wait) return 0;
   absl::Time start = c.clock->Now();
-  absl::Duration asked = c.d().deadlines().command;
-  absl::Duration timeout = asked > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(30);
+  absl::Duration timeout = WaitBudget(c, start, absl::Minutes(30));
   auto still = [&] {
     c.err() << "mariposa: the rollout is still under way after " << absl::FormatDuration(timeout)
             << " (--timeout); it goes on: `mariposa -j " << started.project() << " rollouts` shows it\n";

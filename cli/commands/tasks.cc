@@ -57,8 +57,7 @@ Result Run(Context& c, const Parsed& p) {
   }
   if (!c.Structured()) c.out() << "queued run task " << uuid << " of " << p.args()[0] << "; waiting for it to end\n";
   absl::Time start = c.clock->Now();
-  absl::Duration asked = c.d().deadlines().command;
-  absl::Duration timeout = asked > absl::ZeroDuration() ? c.d().CommandDeadline() - start : absl::Minutes(60);
+  absl::Duration timeout = WaitBudget(c, start, absl::Minutes(60));
   while (true) {
     v1::GetTaskRequest get;
     get.set_task(uuid);
