@@ -122,7 +122,7 @@ Value FirewallValue(const Manifest& m) {
   return v;
 }
 
-v1::Diff DiffOne(const CompiledManifest* before_c, const CompiledManifest& after_c) {
+v1::Diff DiffOne(const CompiledManifest* before_c, const CompiledManifest& after_c, const Value* after_tree) {
   v1::Diff d;
   static const CompiledManifest* kEmpty = new CompiledManifest();
   const CompiledManifest& bc = before_c ? *before_c : *kEmpty;
@@ -165,8 +165,10 @@ v1::Diff DiffOne(const CompiledManifest* before_c, const CompiledManifest& after
       c->set_action(v1::ServiceChange::UNCHANGED);
       continue;
     }
-    // Compile built both specs' trees (as it did spec_json, read above).
-    DiffMaps("", *bc.SpecTree(name), *after_c.SpecTree(name), 1, c->mutable_fields());
+    // The new spec's tree as Compile built it, when the caller kept it.
+    const Value* yt = after_tree != nullptr ? ServiceSpecTree(*after_tree, name) : nullptr;
+    Value built = yt == nullptr ? ServiceSpecValue(y) : Value();
+    DiffMaps("", ServiceSpecValue(x), yt != nullptr ? *yt : built, 1, c->mutable_fields());
     // A changed health check rolls out like a changed instance spec: the
     // running instances keep the checks they were created with
     // (convergence::HealthSpecFor), as Kubernetes probes belong to the pod
@@ -223,15 +225,16 @@ void AddDataCenterPlans(const CompiledManifest* before, const CompiledManifest& 
     }
     const CompiledManifest* from = was ? &*was : plan->listed_before() ? before : nullptr;
     CompiledManifest to = dc == after.datacenter ? CompiledManifest() : Compile(*after.document, dc);
-    v1::Diff one = DiffOne(from, dc == after.datacenter ? after : to);
+    v1::Diff one = DiffOne(from, dc == after.datacenter ? after : to, nullptr);
     plan->mutable_services()->Swap(one.mutable_services());
   }
 }
 
 }  // namespace
 
-v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest& after_c, bool per_datacenter) {
-  v1::Diff d = DiffOne(before_c, after_c);
+v1::Diff DiffManifests(const CompiledManifest* before_c, const CompiledManifest& after_c, bool per_datacenter,
+                       const Value* after_tree) {
+  v1::Diff d = DiffOne(before_c, after_c, after_tree);
   if (per_datacenter) AddDataCenterPlans(before_c, after_c, &d);
   return d;
 }

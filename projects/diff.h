@@ -12,7 +12,10 @@ namespace mariposa {
 // canonical hashes are equal. `per_datacenter`: also each data center's plan
 // when `after` lists data centers (two compiles each); false where nobody
 // reads them (a version another data center's rollout sends here).
-v1::Diff DiffManifests(const CompiledManifest* before, const CompiledManifest& after, bool per_datacenter = true);
+// `after_tree`: the tree Compile gave for `after`, when the caller kept it
+// (its services' trees are then not built again).
+v1::Diff DiffManifests(const CompiledManifest* before, const CompiledManifest& after, bool per_datacenter = true,
+                       const Value* after_tree = nullptr);
 
 }  // namespace mariposa
 

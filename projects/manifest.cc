@@ -426,7 +426,7 @@ namespace {
 
 // The canonical document. With `c`, also fills its per-service forms from the
 // same trees (each service's spec is built once).
-std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
+std::string BuildCanonical(const Manifest& m, CompiledManifest* c, Value* tree_out = nullptr) {
   std::map<std::string, Value> root;  // sorted key order
   if (!m.deployment_groups.empty()) {
     Value g = Value::Map();
@@ -462,7 +462,7 @@ std::string BuildCanonical(const Manifest& m, CompiledManifest* c) {
   root["services"] = std::move(services);
   Value tree = Value::FromMap(std::move(root));
   std::string text = tree.ToYaml();
-  if (c != nullptr) c->tree = std::move(tree);
+  if (tree_out != nullptr) *tree_out = std::move(tree);
   return text;
 }
 
@@ -489,7 +489,7 @@ std::string ServiceSpecJson(const ServiceSpec& s) { return ServiceSpecValue(s).T
 
 std::string InstanceSpecHash(const ServiceSpec& s) { return Sha256Hex(InstanceValue(s).ToJson()); }
 
-const Value* CompiledManifest::SpecTree(absl::string_view service) const {
+const Value* ServiceSpecTree(const Value& tree, absl::string_view service) {
   const Value* services = nullptr;
   for (const auto& [key, v] : tree.entries()) {
     if (key == "services") services = &v;
@@ -501,10 +501,10 @@ const Value* CompiledManifest::SpecTree(absl::string_view service) const {
   return it != e.end() && it->first == service ? &it->second : nullptr;
 }
 
-CompiledManifest Compile(Manifest m, absl::string_view datacenter) {
+CompiledManifest Compile(Manifest m, absl::string_view datacenter, Value* tree) {
   CompiledManifest c;
   if (m.datacenters.empty()) {
-    c.canonical = BuildCanonical(m, &c);
+    c.canonical = BuildCanonical(m, &c, tree);
     c.hash = Sha256Hex(c.canonical);
     c.manifest = std::move(m);
     return c;
@@ -514,7 +514,7 @@ CompiledManifest Compile(Manifest m, absl::string_view datacenter) {
   c.canonical = BuildCanonical(m, nullptr);
   c.hash = Sha256Hex(c.canonical);
   Manifest local = ForDataCenter(m, datacenter);
-  BuildCanonical(local, &c);
+  BuildCanonical(local, &c, tree);
   c.document = std::make_shared<const Manifest>(std::move(m));
   c.manifest = std::move(local);
   c.datacenter = std::string(datacenter);

@@ -264,11 +264,6 @@ struct CompiledManifest {
   std::string hash;                                  // its sha256
   std::map<std::string, std::string> spec_json;      // service -> ServiceSpecJson
   std::map<std::string, std::string> instance_hash;  // service -> InstanceSpecHash
-  // The tree `canonical` was written from. Its services map holds each
-  // service's ServiceSpecValue in name order; SpecTree finds one (null when
-  // the service is not in the manifest).
-  Value tree;
-  const Value* SpecTree(absl::string_view service) const;
   // A manifest that lists data centers: `manifest` and the per-service forms
   // are data center `datacenter`'s (ForDataCenter), while `canonical` and
   // `hash` are the whole document's, the same in every data center, and
@@ -278,7 +273,12 @@ struct CompiledManifest {
 };
 // `datacenter`: the data center the manifest is compiled for (a mariposad's
 // --datacenter); it matters only to a manifest that lists data centers.
-CompiledManifest Compile(Manifest m, absl::string_view datacenter = {});
+// `tree`, when given, gets the document tree the services' forms were
+// written from (several times the canonical text's size: kept by the caller
+// for one diff, not with the compiled forms, which are cached).
+CompiledManifest Compile(Manifest m, absl::string_view datacenter = {}, Value* tree = nullptr);
+// In such a tree, a service's ServiceSpecValue (null when it has none).
+const Value* ServiceSpecTree(const Value& tree, absl::string_view service);
 
 // The manifest as data center `dc` runs it: each service with dc's
 // overrides applied. A manifest that lists data centers but not `dc` runs

@@ -275,7 +275,8 @@ NewVersion VersionToCommit(const CompiledManifest& compiled, const std::string& 
 
 // The manifest parsed, admitted and compiled, within the canonical limit.
 absl::StatusOr<std::shared_ptr<const CompiledManifest>> ProjectsService::Compiled(const ApplyRequest& a,
-                                                                                const ParseOptions& opts) {
+                                                                                const ParseOptions& opts,
+                                                                                Value* tree) {
   ParseResult parsed = ParseManifest(a.text, opts);
   RETURN_IF_ERROR(parsed.interrupted);
   if (!parsed.manifest) return DiagnosticsToStatus(parsed.errors, parsed.total_errors);
@@ -286,7 +287,7 @@ absl::StatusOr<std::shared_ptr<const CompiledManifest>> ProjectsService::Compile
         ", but this mariposad has no data center name; start it with --datacenter NAME (docs/operations.md, "
         "\"Several data centers\"), or remove datacenters:; nothing was changed"));
   }
-  auto compiled = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest), datacenter_));
+  auto compiled = std::make_shared<const CompiledManifest>(Compile(std::move(*parsed.manifest), datacenter_, tree));
   if (a.admit) RETURN_IF_ERROR(a.admit(compiled->manifest));
   if (compiled->canonical.size() > Limits::kMaxCanonicalBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -381,7 +382,8 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
   opts.project_override = a.project;
   opts.stored = a.stored_text;
   opts.cancel = a.cancel;
-  ASSIGN_OR_RETURN(std::shared_ptr<const CompiledManifest> compiled, Compiled(a, opts));
+  Value tree;
+  ASSIGN_OR_RETURN(std::shared_ptr<const CompiledManifest> compiled, Compiled(a, opts, &tree));
   const Manifest& m = compiled->manifest;
   ASSIGN_OR_RETURN(Base b, ReadBase(m, opts.filename, a.new_meta));
   Outcome out;
@@ -431,7 +433,7 @@ absl::StatusOr<ProjectsService::Outcome> ProjectsService::ApplyText(const ApplyR
                       (elsewhere(compiled.get()) || elsewhere(b.before.get()));
   out.compiled = compiled;
   // The sending data center reads only this one's own plan.
-  out.diff = DiffManifests(b.before.get(), *compiled, /*per_datacenter=*/!a.received);
+  out.diff = DiffManifests(b.before.get(), *compiled, /*per_datacenter=*/!a.received, &tree);
   ASSIGN_OR_RETURN(Checked checked, CheckDataCenter(a, b, m, opts.filename, out.diff));
   RETURN_IF_ERROR(a.cancel->Check());
   RETURN_IF_ERROR(CompareWithBefore(b.before ? &b.before->manifest : nullptr, m, a.dry_run, a.allow_downgrade,

@@ -141,7 +141,9 @@ class ProjectsService final : public v1::Projects::Service {
   // ApplyText's steps (projects_service.cc).
   struct Base;
   struct Checked;
-  absl::StatusOr<std::shared_ptr<const CompiledManifest>> Compiled(const ApplyRequest& a, const ParseOptions& opts);
+  // `tree`: Compile's document tree, for this apply's diff (never cached).
+  absl::StatusOr<std::shared_ptr<const CompiledManifest>> Compiled(const ApplyRequest& a, const ParseOptions& opts,
+                                                                   Value* tree);
   absl::StatusOr<Base> ReadBase(const Manifest& m, const std::string& filename,
                                 const std::map<std::string, std::string>* new_meta);
   absl::StatusOr<Checked> CheckDataCenter(const ApplyRequest& a, const Base& b, const Manifest& m,
@@ -168,9 +170,7 @@ class ProjectsService final : public v1::Projects::Service {
   void MetaChanged(const ProjectRecord& p, const std::set<std::string>& keys, const std::string& author);
   // The parsed manifest of a stored version. Versions never change, so
   // parsed copies are cached by version uuid, up to kCacheBytes of canonical
-  // text (a few large versions must not pin gigabytes). Each copy's compiled
-  // forms (manifest, spec JSON, the canonical tree the diff reads) take
-  // several times its text.
+  // text (a few large versions must not pin gigabytes).
   absl::StatusOr<std::shared_ptr<const CompiledManifest>> StoredManifest(const ProjectRecord& p, const std::string& version);
   void Remember(const std::string& version, std::shared_ptr<const CompiledManifest> m);
 
