@@ -41,7 +41,6 @@ class RolloutsTest : public ::testing::Test {
     for (const std::string& n : names) {
       Dc dc;
       dc.name = n;
-      dc.addr = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
       dc.sim = std::make_unique<Tritonsim>(std::vector<std::string>{
           "--servers", "2", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "20"});
       ASSERT_TRUE(dc.sim->Start()) << dc.sim->log();
@@ -50,8 +49,20 @@ class RolloutsTest : public ::testing::Test {
     // Each issues a deployer token to every other (what `project copy` and
     // a rollout need there).
     for (const std::string& n : names) {
-      ServerProcess alone({"daemon/mariposad", "--listen", dcs_[n].addr, "--data-dir", dir_ + "/" + n}, dir_ + "/" + n);
-      ASSERT_TRUE(alone.Start()) << alone.log();
+      // Each data center's address is fixed before its peers learn it: a
+      // free port taken by another process before this one binds it is
+      // given up for another (the simulators are already listening).
+      std::unique_ptr<ServerProcess> alone;
+      bool up = false;
+      for (int attempt = 0; attempt < 5 && !up; ++attempt) {
+        dcs_[n].addr = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+        alone = std::make_unique<ServerProcess>(
+            std::vector<std::string>{"daemon/mariposad", "--listen", dcs_[n].addr, "--data-dir", dir_ + "/" + n},
+            dir_ + "/" + n);
+        up = alone->Start();
+        if (!up && !absl::StrContains(alone->log(), "Address already in use")) break;
+      }
+      ASSERT_TRUE(up) << alone->log();
       for (const std::string& o : names) {
         if (o == n) continue;
         RunResult made = Cli(dcs_[n].addr, {"admin", "token", "create", "--name", "peer-" + o, "--role", "deployer",
