@@ -705,23 +705,22 @@ bool Gatherer::RefreshEnded(const ProjectRecord& project, const std::map<std::st
     vms.push_back(f.job.instance);
   }
   if (vms.empty()) return true;
-  std::vector<absl::StatusOr<triton::Vm>> got(vms.size(), absl::UnknownError("not read"));
-  std::vector<std::function<void()>> reads;
-  for (size_t k = 0; k < vms.size(); ++k) reads.push_back([&, k] { got[k] = vmapi_->GetVm(vms[k]); });
-  RunParallel(&reads, options_.send_parallel);
+  // Read by uuid, kEndedReadBatch to a ListVms: a mass scale whose items
+  // arrive after its jobs are seen ending (they race) costs a few calls,
+  // not one GetVm per create (issue 49). A VM the listing leaves out is gone.
+  absl::StatusOr<std::vector<triton::Vm>> got = triton::ListVmsByUuid(vmapi_, vms, kEndedReadBatch);
+  if (!got.ok()) {
+    NoteApi("VMAPI", got.status());
+    return false;
+  }
   std::map<std::string, std::optional<InstanceState>> now_is;  // uuid -> its state now (nullopt: gone)
-  for (size_t k = 0; k < vms.size(); ++k) {
-    if (got[k].ok() && !owners.empty() &&
-        std::find(owners.begin(), owners.end(), got[k]->owner_uuid) == owners.end()) {
-      now_is[vms[k]] = std::nullopt;  // another account's VM is never the project's
-    } else if (got[k].ok()) {
-      now_is[vms[k]] = Observer::FromVm(*got[k], project_uuid, version_numbers);
-    } else if (absl::IsNotFound(got[k].status())) {
-      now_is[vms[k]] = std::nullopt;
-    } else {
-      NoteApi("VMAPI", got[k].status());
-      return false;
-    }
+  for (const std::string& uuid : vms) now_is[uuid] = std::nullopt;
+  for (const triton::Vm& vm : *got) {
+    auto it = now_is.find(vm.uuid);
+    if (it == now_is.end()) continue;  // not asked for
+    // Another account's VM is never the project's.
+    bool owned = owners.empty() || std::find(owners.begin(), owners.end(), vm.owner_uuid) != owners.end();
+    it->second = owned ? Observer::FromVm(vm, project_uuid, version_numbers) : std::nullopt;
   }
   std::vector<InstanceState> out;
   out.reserve(instances->size() + now_is.size());

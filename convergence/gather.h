@@ -88,7 +88,9 @@ class Gatherer {
   void ListInstances(Snapshot* s);
   absl::Status GatherJobs(Snapshot* s, bool poll_jobs, absl::Time now);
   // Updates `instances` (the last listing) with the VMs of the jobs that
-  // ended; false when one could not be read.
+  // ended (read kEndedReadBatch to a ListVms by uuid); false when one could
+  // not be read.
+  static constexpr size_t kEndedReadBatch = 200;
   bool RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,
                     const std::vector<FinishedJob>& finished, std::vector<InstanceState>* instances);
   // Takes the core zones of the goal's core services that no project

@@ -132,11 +132,12 @@ TEST_F(ReconcilerTest, CreatesWithOwnershipThenConverges) {
   r = reconciler_->SyncProject("p");
   ASSERT_TRUE(r.ok());
   // Within full_observe of the listing, only what changed is read: one
-  // GetJob per create, then the VM of each job that ended.
+  // GetJob per create, then the VMs of the jobs that ended, in one ListVms
+  // by uuid (not a GetVm each).
   std::vector<std::string> calls;
   for (const std::string& c : vmapi_.calls()) calls.push_back(c.substr(0, c.find(' ')));
   std::sort(calls.begin(), calls.end());
-  EXPECT_EQ(calls, (std::vector<std::string>{"GetJob", "GetJob", "GetJob", "GetVm", "GetVm", "GetVm"}));
+  EXPECT_EQ(calls, (std::vector<std::string>{"GetJob", "GetJob", "GetJob", "ListVms"}));
   clock_.Advance(absl::Seconds(61));
   vmapi_.ClearCalls();
   r = reconciler_->SyncProject("p");

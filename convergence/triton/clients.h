@@ -6,6 +6,7 @@
 #ifndef MARIPOSA_CONVERGENCE_TRITON_CLIENTS_H_
 #define MARIPOSA_CONVERGENCE_TRITON_CLIENTS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -176,6 +177,21 @@ class VmapiClient {
   virtual absl::StatusOr<Job> WaitJob(const std::string& uuid, absl::Duration timeout) = 0;
   virtual absl::Status Ping() = 0;
 };
+
+// The VMs of `uuids` as VMAPI lists them, `batch` uuids to a ListVms (one
+// call per batch, not a GetVm each); a VM it does not list is not returned.
+inline absl::StatusOr<std::vector<Vm>> ListVmsByUuid(VmapiClient* vmapi, const std::vector<std::string>& uuids,
+                                                     size_t batch) {
+  std::vector<Vm> out;
+  for (size_t at = 0; at < uuids.size(); at += batch) {
+    VmFilter f;
+    f.uuids.assign(uuids.begin() + at, uuids.begin() + std::min(uuids.size(), at + batch));
+    absl::StatusOr<std::vector<Vm>> vms = vmapi->ListVms(f);
+    if (!vms.ok()) return vms.status();
+    for (Vm& vm : *vms) out.push_back(std::move(vm));
+  }
+  return out;
+}
 
 struct Agent {
   std::string name;

@@ -1,5 +1,7 @@
 #include "convergence/triton/fake_clients.h"
 
+#include <set>
+
 #include "gtest/gtest.h"
 
 namespace mariposa::triton {
@@ -39,6 +41,29 @@ TEST(FakeVmapiTest, CreateListCallLogAndFailures) {
   auto calls = vmapi.calls();
   ASSERT_GE(calls.size(), 3u);
   EXPECT_EQ(calls[0], "CreateVm a");
+}
+
+// ListVmsByUuid: one ListVms per batch of uuids, a uuid VMAPI does not list
+// is left out, and a refused batch is the answer.
+TEST(FakeVmapiTest, ListVmsByUuidReadsInBatches) {
+  FakeVmapiClient vmapi;
+  std::vector<std::string> uuids;
+  for (const char* u : {"a", "b", "c", "d", "e"}) {
+    ASSERT_TRUE(vmapi.CreateVm(Req(u, "web")).ok());
+    uuids.push_back(u);
+  }
+  uuids.push_back("not-there");
+  vmapi.ClearCalls();
+  auto got = ListVmsByUuid(&vmapi, uuids, 2);
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::set<std::string> seen;
+  for (const Vm& vm : *got) seen.insert(vm.uuid);
+  EXPECT_EQ(seen, (std::set<std::string>{"a", "b", "c", "d", "e"}));
+  EXPECT_EQ(vmapi.calls().size(), 3u);  // 6 uuids, 2 a call
+  EXPECT_TRUE(ListVmsByUuid(&vmapi, {}, 2)->empty());
+  EXPECT_EQ(vmapi.calls().size(), 3u);  // nothing asked, nothing called
+  vmapi.FailNext("ListVms", absl::UnavailableError("injected"));
+  EXPECT_EQ(ListVmsByUuid(&vmapi, uuids, 200).status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST(FakeVmapiTest, JobsCanBeHeld) {

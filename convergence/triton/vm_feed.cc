@@ -408,11 +408,9 @@ bool VmFeed::Coalesce() {
 // Hands `ready` over, after reading the VMs of `fetch` (items that carried
 // none); "" or why they could not be read.
 std::string VmFeed::Deliver(std::vector<Vm>* ready, std::vector<std::string>* fetch) {
-  for (size_t at = 0; at < fetch->size(); at += opt_.fetch_batch) {
+  if (!fetch->empty()) {
     if (opt_.vmapi == nullptr) return "a change item carried no VM and there is no VMAPI client to read it";
-    VmFilter f;
-    f.uuids.assign(fetch->begin() + at, fetch->begin() + std::min(fetch->size(), at + opt_.fetch_batch));
-    auto vms = opt_.vmapi->ListVms(f);
+    auto vms = ListVmsByUuid(opt_.vmapi, *fetch, opt_.fetch_batch);
     if (!vms.ok()) return absl::StrCat("reading the VMs of change items: ", vms.status().message());
     for (Vm& vm : *vms) ready->push_back(std::move(vm));
   }
