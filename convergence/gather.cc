@@ -138,9 +138,7 @@ absl::StatusOr<Snapshot> Gatherer::GatherGoal(const std::string& name) {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(uuid);
     if (it != projects_.end()) s.memory = it->second.memory;
-    int used = 0;
-    for (const auto& kv : projects_) used += kv.first == uuid ? 0 : kv.second.in_flight;
-    s.global_jobs_free = std::max(0, options_.max_jobs - used);
+    s.global_jobs_free = std::max(0, options_.max_jobs - JobsHeldByOthers(projects_, uuid));
   }
   return s;
 }

@@ -39,6 +39,10 @@ struct ProjectState {
   std::vector<PendingChange> pending;
   std::set<std::string> intended;
   int in_flight = 0;                            // jobs in flight after the last sync
+  // Job slots a sync in progress holds for what it may send (the window it
+  // hands Decide), counted by the others until it has sent: two syncs at
+  // once never both take the same free slots of --max-jobs.
+  int reserved = 0;
   std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's
   PlanCache plan;                               // used by the one worker syncing the project
   absl::Duration poll_after;                    // how soon its jobs in flight are looked at again
@@ -76,6 +80,13 @@ struct ProjectState {
     backlog_from = nullptr;
   }
 };
+// The jobs every project but `uuid` has in flight or holds (reserved).
+inline int JobsHeldByOthers(const std::map<std::string, ProjectState>& projects, const std::string& uuid) {
+  int held = 0;
+  for (const auto& [other, ps] : projects) held += other == uuid ? 0 : ps.in_flight + ps.reserved;
+  return held;
+}
+
 }  // namespace mariposa::convergence
 
 #endif  // MARIPOSA_CONVERGENCE_PROJECT_STATE_H_

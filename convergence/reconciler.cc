@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
@@ -163,8 +164,21 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   PlanCache* cache;  // one worker per project at a time uses it; map nodes do not move
   {
     absl::MutexLock l(&mu_);
-    cache = &projects_[s.project.uuid].plan;
+    ProjectState& ps = projects_[s.project.uuid];
+    cache = &ps.plan;
+    // The slots this sync may fill, held until it has sent (other syncs
+    // run at the same time: --parallel-syncs).
+    const int running = static_cast<int>(s.in_flight.size());
+    const int own = std::max(1, options_.max_jobs_per_project) - running;
+    ps.in_flight = running;  // as polled now
+    ps.reserved = std::max(0, std::min(own, options_.max_jobs - JobsHeldByOthers(projects_, s.project.uuid) - running));
+    s.global_jobs_free = ps.reserved;
   }
+  absl::Cleanup release = [&] {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(s.project.uuid);  // gone when the sync deleted the project
+    if (it != projects_.end()) it->second.reserved = 0;
+  };
   Decision d = Decide(s, clock_->Now(), cache);
   int finished = static_cast<int>(s.finished.size());
   SyncResult r = execute_.Execute(s, std::move(d), changes);
@@ -261,7 +275,6 @@ std::optional<Reconciler::Pump> Reconciler::PumpFrom(const std::string& uuid, ab
   p.from = ps.backlog_from;
   p.memory = ps.memory;
   for (const auto& kv : ps.ended) p.known.insert(kv.first);
-  for (const auto& kv : projects_) p.others += kv.first == uuid ? 0 : kv.second.in_flight;
   return p;
 }
 
@@ -281,13 +294,14 @@ std::optional<std::vector<Step>> Reconciler::TakeBacklog(const std::string& uuid
     return std::nullopt;
   }
   int64_t free = std::min<int64_t>(std::max(1, options_.max_jobs_per_project) - pump.running,
-                                   options_.max_jobs - pump.others - pump.running);
+                                   options_.max_jobs - JobsHeldByOthers(projects_, uuid) - pump.running);
   std::vector<Step> steps;
   while (free-- > 0 && !ps.backlog.empty()) {
     steps.push_back(std::move(ps.backlog.front()));
     ps.backlog.pop_front();
   }
-  ps.in_flight = pump.running;
+  // Counted as in flight from now (the others see them before they are sent).
+  ps.in_flight = pump.running + static_cast<int>(steps.size());
   return steps;
 }
 

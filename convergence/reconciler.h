@@ -89,7 +89,9 @@ struct ReconcilerOptions {
   absl::Duration job_poll = absl::Milliseconds(250);  // a project with jobs in flight is looked at again after this
   int max_jobs = 64;               // Triton jobs in flight, all projects together
   int max_jobs_per_project = 32;   // Triton jobs in flight for one project
-  int parallel_syncs = 4;          // projects synced at the same time by the loop
+  // Projects synced at the same time by the loop (mariposad --parallel-syncs):
+  // on PostgreSQL each sync waits on round trips, and more of them overlap.
+  int parallel_syncs = 16;
   int observe_parallel = 4;        // VMAPI listings per project read at the same time
   int send_parallel = 16;          // Triton requests of one sync sent at the same time
   std::map<std::string, std::string> api_urls;  // each API's address ("vmapi" → URL), named in problems
@@ -250,7 +252,6 @@ class Reconciler {
     std::shared_ptr<const Snapshot> from;   // what Send needs to build the backlog's creates
     std::map<std::string, ServiceMemory> memory;
     std::set<std::string> known;            // jobs seen ending already
-    int others = 0;                         // jobs in flight for the other projects
     int running = 0;                        // this project's jobs still running
   };
   std::optional<Pump> PumpFrom(const std::string& uuid, absl::Time start);

@@ -2,6 +2,9 @@
 // simulated clock — one sync at a time, checking the calls and the result.
 #include "convergence/reconciler.h"
 
+#include <atomic>
+#include <thread>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
@@ -874,6 +877,47 @@ TEST_F(ReconcilerTest, WorkersSkipProjectsThisNodeDoesNotRun) {
   asked.WaitForNotification();
   reconciler_->Stop();  // the worker finishes what it took up
   EXPECT_TRUE(vmapi_.AllVms().empty()) << "a project another node runs was synced here";
+}
+
+// --max-jobs holds across projects synced at the same time: a sync holds the
+// slots it may fill until it has sent, so another sync that runs meanwhile
+// (here: while the first one's CreateVm waits on VMAPI) does not take them
+// too. Before, both saw the same free slots and sent twice the limit.
+TEST_F(ReconcilerTest, TwoSyncsAtOnceStayWithinMaxJobs) {
+  ReconcilerOptions o;
+  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
+  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
+  o.max_jobs = 4;
+  o.max_jobs_per_project = 4;
+  reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
+  vmapi_.set_auto_complete(false);
+  Apply("project: a\ncns: false\nservices:\n  web: {image: web@1, count: 4}\n");
+  Apply("project: b\ncns: false\nservices:\n  web: {image: web@1, count: 4}\n");
+  const std::string a = store_->GetProject("a")->uuid;
+  absl::Notification a_sending, b_done;
+  std::atomic<bool> first{true};
+  vmapi_.set_on_create_vm([&](const triton::CreateVmRequest& req) {
+    if (req.tags.at(kTagProject) == a && first.exchange(false)) {
+      a_sending.Notify();
+      b_done.WaitForNotification();
+    }
+  });
+  std::thread sync_a([&] { EXPECT_TRUE(reconciler_->SyncProject("a").ok()); });
+  a_sending.WaitForNotification();
+  auto b = reconciler_->SyncProject("b");
+  b_done.Notify();
+  sync_a.join();
+  vmapi_.set_on_create_vm(nullptr);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->created, 0) << "b took the slots a holds while it sends";
+  EXPECT_EQ(vmapi_.AllVms().size(), 4u) << "--max-jobs 4 with two syncs at once";
+  // Once a's jobs end, b gets its turn.
+  vmapi_.CompleteJobs();
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(reconciler_->SyncProject("a").ok());
+  b = reconciler_->SyncProject("b");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->created, 4);
 }
 
 // A project whose lease went to another node: this node forgets it and

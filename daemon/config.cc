@@ -16,7 +16,7 @@ constexpr char kSynopsis[] = R"(usage: mariposad [--config FILE] [--listen ADDR]
                  [--secrets-key FILE] [--backup-dir DIR] [--backup-interval DURATION] [--backup-keep N]
                  [--standby [--standby-listen ADDR]] [--on-init-failure exit|serve] [--max-health-agents N]
                  [--triton URL | --vmapi URL … | --sapi-metadata FILE] [--owner UUID --network UUID [--admin-owner UUID] [--resync DURATION]
-                  [--max-jobs N] [--max-jobs-per-project N] [--embedded-health] [--health-agents]
+                  [--max-jobs N] [--max-jobs-per-project N] [--parallel-syncs N] [--embedded-health] [--health-agents]
                   [--health-loopback]
                   [--health-lease DURATION] [--image-source URL [--image-channel NAME]]]
                  [--metrics-listen HOST:PORT] [--store postgresql://… [--node NAME] [--advertise HOST:PORT]
@@ -83,6 +83,7 @@ std::vector<FlagSpec> BuildSpecs() {
       {"image-channel", "NAME", "the source's channel (default release; \"\" = every channel)", [](DaemonFlags& f) { return &f.image_channel; }, nullptr},
       {"max-jobs", "N", "Triton jobs in flight, all projects together (default 64)", [](DaemonFlags& f) { return &f.max_jobs; }, nullptr},
       {"max-jobs-per-project", "N", "Triton jobs in flight for one project (default 32)", [](DaemonFlags& f) { return &f.max_jobs_project; }, nullptr},
+      {"parallel-syncs", "N", "projects synced at the same time (default 16); each sync's Triton requests are bounded by --max-jobs besides", [](DaemonFlags& f) { return &f.parallel_syncs; }, nullptr},
       {"embedded-health", "", "run a health agent in this process (mariposa-health agents may connect besides; checks are sharded over all of them). Unhealthy instances are replaced, rollouts wait for healthy.", nullptr, [](DaemonFlags& f) { return &f.embedded_health; }},
       {"health-agents", "", "run health checks on mariposa-health agents only (they connect to this address). Without this or --embedded-health no check runs: health stays unknown and instances are ready once they have run start.window", nullptr, [](DaemonFlags& f) { return &f.remote_agents; }},
       {"health-lease", "DURATION", "a health agent silent this long is dropped and its checks move to the others (default 10s)", [](DaemonFlags& f) { return &f.health_lease; }, nullptr},
@@ -203,6 +204,9 @@ absl::StatusOr<DaemonConfig> CheckDaemonFlags(DaemonFlags flags, const std::map<
   }
   if (!absl::SimpleAtoi(f.max_jobs_project, &c.max_jobs_per_project) || c.max_jobs_per_project < 1) {
     return bad("--max-jobs-per-project \"", f.max_jobs_project, "\" must be a number of at least 1");
+  }
+  if (!absl::SimpleAtoi(f.parallel_syncs, &c.parallel_syncs) || c.parallel_syncs < 1 || c.parallel_syncs > 256) {
+    return bad("--parallel-syncs \"", f.parallel_syncs, "\" must be a number from 1 to 256");
   }
   if (!f.image_source_url.empty() && c.triton_url.empty()) return bad("--image-source needs --triton");
   if (f.watch != "on" && f.watch != "off") return bad("--watch \"", f.watch, "\" must be on or off");

@@ -25,7 +25,7 @@ struct DaemonFlags {
   std::string standby_listen, on_init_failure = "exit", max_agents = "256";
   std::string store_spec, node_name, advertise, lease_ttl = "10s";
   std::string owner, admin_owner, network, resync = "5s", backoff_cap = "2m", watch = "on", relist = "5m", audit = "10s";
-  std::string image_source_url, image_channel = "release", max_jobs = "64", max_jobs_project = "32";
+  std::string image_source_url, image_channel = "release", max_jobs = "64", max_jobs_project = "32", parallel_syncs = "16";
   std::string health_lease = "10s", metrics_listen, http_listen, cns_ttl = "0s";
   std::string datacenter, peers, peer_tokens, peer_ca, peer_cert, peer_key, peer_interval = "5s";
   bool insecure_listen = false, standby = false, init = false, accept_store_loss = false;
@@ -59,7 +59,7 @@ struct DaemonConfig {
   absl::Duration peer_interval;
   std::vector<PeerSpec> peers;  // the other data centers' mariposads (daemon/peers.h)
   bool watch = true;  // VMAPI's change feed (convergence/triton/vm_feed.h)
-  int max_jobs = 0, max_jobs_per_project = 0, max_agents = 0, backup_keep = 0;
+  int max_jobs = 0, max_jobs_per_project = 0, parallel_syncs = 0, max_agents = 0, backup_keep = 0;
   std::map<std::string, triton::ApiEndpoint> endpoints;  // each API ("" urls: goal state only)
   std::string triton_url;  // VMAPI's address: "" without a data center
   bool tls = false, postgres = false;

@@ -37,6 +37,8 @@ TEST(DaemonConfig, RefusedWithWhatAndHowToFix) {
       {std::string(kTriton) + "--health-lease 100ms", "--health-lease \"100ms\" is not a duration of at least 300ms"},
       {"--max-jobs 0", "--max-jobs \"0\" must be a number of at least 1"},
       {"--max-jobs-per-project x", "--max-jobs-per-project \"x\" must be a number of at least 1"},
+      {"--parallel-syncs 0", "--parallel-syncs \"0\" must be a number from 1 to 256"},
+      {"--parallel-syncs 1000", "--parallel-syncs \"1000\" must be a number from 1 to 256"},
       {"--image-source http://u", "--image-source needs --triton"},
       {"--backoff-cap 10ms", "--backoff-cap \"10ms\" is not a duration of at least 1s"},
       {"--watch yes", "--watch \"yes\" must be on or off"},
@@ -79,6 +81,7 @@ TEST(DaemonConfig, DefaultsAndTypedValues) {
   EXPECT_EQ(d->lease_ttl, absl::Seconds(10));
   EXPECT_EQ(d->max_jobs, 64);
   EXPECT_EQ(d->max_jobs_per_project, 32);
+  EXPECT_EQ(d->parallel_syncs, 16);
   EXPECT_EQ(d->flags.listen, "127.0.0.1:7740");
   EXPECT_EQ(d->flags.node_name, "host1") << "the host name is the default --node";
   EXPECT_TRUE(d->triton_url.empty());

@@ -550,6 +550,7 @@ convergence::ReconcilerOptions Daemon::ReconcilerOptionsFor() {
   for (const auto& [api, e] : config_.endpoints) ropts.api_urls[api] = e.url;
   ropts.max_jobs = config_.max_jobs;
   ropts.max_jobs_per_project = config_.max_jobs_per_project;
+  ropts.parallel_syncs = config_.parallel_syncs;
   ropts.metrics = metrics_.get();
   ropts.cnapi = cnapi_.get();
   ropts.backoff_cap = config_.backoff_cap;

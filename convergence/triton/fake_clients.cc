@@ -155,6 +155,12 @@ absl::StatusOr<Vm> FakeVmapiClient::GetVm(const VmRef& vm) {
 }
 
 absl::StatusOr<JobRef> FakeVmapiClient::CreateVm(const CreateVmRequest& req) {
+  std::function<void(const CreateVmRequest&)> hook;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    hook = on_create_vm_;
+  }
+  if (hook) hook(req);
   std::lock_guard<std::mutex> l(mu_);
   std::string uuid = req.uuid.empty() ? FakeUuid("vm", ++seq_) : req.uuid;
   if (auto s = Enter("CreateVm", uuid); !s.ok()) return s;
@@ -246,6 +252,11 @@ absl::StatusOr<JobRef> FakeVmapiClient::DeleteTag(const VmRef& vm, const std::st
   if (auto s = Enter("DeleteTag", uuid); !s.ok()) return s;
   if (!HasLocked(vm) || !vms_[uuid].tags.count(key)) return absl::NotFoundError("vmapi VmTags: 404 ResourceNotFound");
   return StartLocked("update", uuid, [this, uuid, key] { vms_[uuid].tags.erase(key); });
+}
+
+void FakeVmapiClient::set_on_create_vm(std::function<void(const CreateVmRequest&)> f) {
+  std::lock_guard<std::mutex> l(mu_);
+  on_create_vm_ = std::move(f);
 }
 
 void FakeVmapiClient::set_on_get_job(std::function<void(const Job&)> f) {

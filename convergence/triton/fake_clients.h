@@ -48,6 +48,9 @@ class FakeVmapiClient : public VmapiClient, public FakeBase {
   // Called with each job GetJob answers, after the answer is made (as if
   // something happened while the job was polled: a feed item).
   void set_on_get_job(std::function<void(const Job&)> f);
+  // Called with each CreateVm request before it is taken (it may block: a
+  // slow VMAPI while another sync runs).
+  void set_on_create_vm(std::function<void(const CreateVmRequest&)> f);
   // Adds or replaces a VM directly (state as given).
   void PutVm(const Vm& vm);
   std::vector<Vm> AllVms() const;
@@ -84,6 +87,7 @@ class FakeVmapiClient : public VmapiClient, public FakeBase {
   bool auto_complete_ = true;
   bool complete_after_list_ = false;
   std::function<void(const Job&)> on_get_job_;
+  std::function<void(const CreateVmRequest&)> on_create_vm_;
   std::map<std::string, Vm> vms_;
   std::map<std::string, PendingJob> jobs_;
   std::vector<std::string> servers_;
