@@ -43,6 +43,10 @@ struct ProjectState {
   // hands Decide), counted by the others until it has sent: two syncs at
   // once never both take the same free slots of --max-jobs.
   int reserved = 0;
+  // Its last sync or pump held work because the other projects had every
+  // free slot of --max-jobs: woken when one of their jobs ends, not left to
+  // the resync.
+  bool window_held = false;
   std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's
   PlanCache plan;                               // used by the one worker syncing the project
   absl::Duration poll_after;                    // how soon its jobs in flight are looked at again

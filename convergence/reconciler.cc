@@ -162,6 +162,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   absl::Time listed_at;
   ASSIGN_OR_RETURN(Snapshot s, gather_.Gather(name, /*poll_jobs=*/true, &observe, &listed_at));
   PlanCache* cache;  // one worker per project at a time uses it; map nodes do not move
+  bool window_limited = false;  // the other projects' jobs left this sync fewer slots than its own window
   {
     absl::MutexLock l(&mu_);
     ProjectState& ps = projects_[s.project.uuid];
@@ -173,6 +174,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     ps.in_flight = running;  // as polled now
     ps.reserved = std::max(0, std::min(own, options_.max_jobs - JobsHeldByOthers(projects_, s.project.uuid) - running));
     s.global_jobs_free = ps.reserved;
+    window_limited = ps.reserved < own;
   }
   absl::Cleanup release = [&] {
     absl::MutexLock l(&mu_);
@@ -190,6 +192,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     auto it = projects_.find(s.project.uuid);
     if (it != projects_.end()) {
       it->second.sync_cost = r.total;
+      it->second.window_held = window_limited && r.held > 0;
     }
   }
   // The list this sync decided on is the next one's starting point.
@@ -293,13 +296,15 @@ std::optional<std::vector<Step>> Reconciler::TakeBacklog(const std::string& uuid
     ps.DropBacklog();
     return std::nullopt;
   }
-  int64_t free = std::min<int64_t>(std::max(1, options_.max_jobs_per_project) - pump.running,
-                                   options_.max_jobs - JobsHeldByOthers(projects_, uuid) - pump.running);
+  const int64_t own = std::max(1, options_.max_jobs_per_project) - pump.running;
+  const int64_t global = options_.max_jobs - JobsHeldByOthers(projects_, uuid) - pump.running;
+  int64_t free = std::min(own, global);
   std::vector<Step> steps;
   while (free-- > 0 && !ps.backlog.empty()) {
     steps.push_back(std::move(ps.backlog.front()));
     ps.backlog.pop_front();
   }
+  ps.window_held = !ps.backlog.empty() && global < own;
   // Counted as in flight from now (the others see them before they are sent).
   ps.in_flight = pump.running + static_cast<int>(steps.size());
   return steps;
@@ -526,6 +531,18 @@ bool Reconciler::Leased(const std::string& key, std::optional<Fence>* fence) {
 // steps behind it. Held and failed work waits for the resync (or its
 // backoff), so neither becomes a busy loop.
 void Reconciler::Requeue(const std::string& key, const SyncResult& r) {
+  // Jobs that ended freed slots: the projects that waited for them look now.
+  std::vector<std::string> held;
+  if (r.finished > 0) {
+    absl::MutexLock l(&mu_);
+    for (auto& [uuid, ps] : projects_) {
+      if (uuid != key && ps.window_held) {
+        ps.window_held = false;
+        held.push_back(uuid);
+      }
+    }
+  }
+  for (const std::string& uuid : held) queue_.Add(uuid);
   int in_flight = 0;
   absl::Duration poll = options_.job_poll;
   {

@@ -745,6 +745,33 @@ TEST_F(ConvergenceTest, FreezeStopsAScaleUpAtOnce) {
   EXPECT_LT(active(), 400u);
 }
 
+// Projects held by --max-jobs (the other projects had every free slot) go
+// on as those projects' jobs end, not at the next resync (a minute here).
+TEST_F(ConvergenceTest, ProjectsHeldByTheJobWindowGoOnAsSlotsFree) {
+  daemon_.reset();
+  sim_ = std::make_unique<Tritonsim>(std::vector<std::string>{
+      "--servers", "20", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "100"});
+  ASSERT_TRUE(sim_->Start()) << sim_->log();
+  daemon_ = std::make_unique<ServerProcess>(
+      std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data3", "--triton",
+                               sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
+                               "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "60s", "--max-jobs", "4",
+                               "--max-jobs-per-project", "4"},
+      dir_ + "/data3");
+  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  for (const char* p : {"wa", "wb", "wc"}) {
+    WriteFile(dir_ + "/" + p + ".yaml", absl::StrCat("project: ", p, "\ncns: false\nservices:\n  web: {image: "
+                                                     "autopilotpattern/nginx@1.4.0, count: 12, start: {window: 0s}}\n"));
+    ASSERT_EQ(M({"apply", "-f", dir_ + "/" + p + ".yaml", "--yes"}).exit_code, 0);
+  }
+  for (const char* p : {"wa", "wb", "wc"}) {
+    EXPECT_TRUE(Eventually(
+        [&] { return M({"-j", p, "status"}).out.find("version 1: converged") != std::string::npos; },
+        absl::Seconds(40)))
+        << p << " waited for the resync\n" << M({"-j", p, "status"}).out << daemon_->log();
+  }
+}
+
 
 }  // namespace
 }  // namespace mariposa::testing
