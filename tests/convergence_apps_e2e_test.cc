@@ -719,16 +719,8 @@ TEST_F(ConvergenceTest, SlowTritonNeverStallsTheApi) {
 // A freeze stops a large scale-up at once: the creates the job window held
 // (sent between syncs as jobs end) stop with it, not at the next resync.
 TEST_F(ConvergenceTest, FreezeStopsAScaleUpAtOnce) {
-  daemon_.reset();
-  sim_ = std::make_unique<Tritonsim>(std::vector<std::string>{
-      "--servers", "20", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "100"});
-  ASSERT_TRUE(sim_->Start()) << sim_->log();
-  daemon_ = std::make_unique<ServerProcess>(
-      std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data2", "--triton",
-                               sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
-                               "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "5s", "--max-jobs-per-project", "4"},
-      dir_ + "/data2");
-  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  ASSERT_NO_FATAL_FAILURE(StartWith({"--servers", "20", "--job-latency", "100"},
+                                    {"--resync", "5s", "--max-jobs-per-project", "4"}, "data2"));
   WriteFile(dir_ + "/big.yaml", "project: fz\nservices:\n  web: {image: autopilotpattern/nginx@1.4.0, count: 400}\n");
   ASSERT_EQ(M({"apply", "-f", dir_ + "/big.yaml", "--yes"}).exit_code, 0);
   httplib::Client c(sim_->addr());
@@ -748,17 +740,8 @@ TEST_F(ConvergenceTest, FreezeStopsAScaleUpAtOnce) {
 // Projects held by --max-jobs (the other projects had every free slot) go
 // on as those projects' jobs end, not at the next resync (a minute here).
 TEST_F(ConvergenceTest, ProjectsHeldByTheJobWindowGoOnAsSlotsFree) {
-  daemon_.reset();
-  sim_ = std::make_unique<Tritonsim>(std::vector<std::string>{
-      "--servers", "20", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "100"});
-  ASSERT_TRUE(sim_->Start()) << sim_->log();
-  daemon_ = std::make_unique<ServerProcess>(
-      std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data3", "--triton",
-                               sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
-                               "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "60s", "--max-jobs", "4",
-                               "--max-jobs-per-project", "4"},
-      dir_ + "/data3");
-  ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+  ASSERT_NO_FATAL_FAILURE(StartWith({"--servers", "20", "--job-latency", "100"},
+                                    {"--resync", "60s", "--max-jobs", "4", "--max-jobs-per-project", "4"}, "data3"));
   for (const char* p : {"wa", "wb", "wc"}) {
     WriteFile(dir_ + "/" + p + ".yaml", absl::StrCat("project: ", p, "\ncns: false\nservices:\n  web: {image: "
                                                      "autopilotpattern/nginx@1.4.0, count: 12, start: {window: 0s}}\n"));

@@ -27,17 +27,26 @@ class ConvergenceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = TempDir("e2e");
-    sim_ = std::make_unique<Tritonsim>(
-        std::vector<std::string>{"--servers", "5", "--seed", "deploy/examples/tritonsim-seed.json", "--job-latency", "20"});
-    ASSERT_TRUE(sim_->Start()) << sim_->log();
-    daemon_ = std::make_unique<ServerProcess>(
-        std::vector<std::string>{"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data", "--triton",
-                                 sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853", "--network",
-                                 "aaaaaaaa-0000-4000-8000-000000000001", "--resync", "300ms",
-                                 "--metrics-listen", "127.0.0.1:0", "--backoff-cap", "8s"},
-        dir_ + "/data");
-    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
+    ASSERT_NO_FATAL_FAILURE(StartWith({"--servers", "5", "--job-latency", "20"},
+                                      {"--resync", "300ms", "--metrics-listen", "127.0.0.1:0", "--backoff-cap", "8s"},
+                                      "data"));
     manifest_ = ReadFile("deploy/examples/jupiter.yaml");
+  }
+  // A tritonsim (the sample seed and `sim_args`) and a mariposad on a new
+  // store in dir_/`data` with `flags` besides, in place of the running ones.
+  void StartWith(const std::vector<std::string>& sim_args, const std::vector<std::string>& flags,
+                 const std::string& data) {
+    daemon_.reset();
+    std::vector<std::string> sim = {"--seed", "deploy/examples/tritonsim-seed.json"};
+    sim.insert(sim.end(), sim_args.begin(), sim_args.end());
+    sim_ = std::make_unique<Tritonsim>(sim);
+    ASSERT_TRUE(sim_->Start()) << sim_->log();
+    std::vector<std::string> argv = {"daemon/mariposad", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/" + data,
+                                     "--triton", sim_->addr(), "--owner", "930896af-bf8c-48d4-885c-6573a94b1853",
+                                     "--network", "aaaaaaaa-0000-4000-8000-000000000001"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    daemon_ = std::make_unique<ServerProcess>(argv, dir_ + "/" + data);
+    ASSERT_TRUE(daemon_->Start()) << daemon_->log();
   }
   // Active VMs per service, from VMAPI.
   std::map<std::string, int> Running() { return RunningPerService(sim_->addr()); }
