@@ -84,6 +84,7 @@ struct ProjectState {
     backlog_from = nullptr;
   }
 };
+
 // The jobs every project but `uuid` has in flight or holds (reserved).
 inline int JobsHeldByOthers(const std::map<std::string, ProjectState>& projects, const std::string& uuid) {
   int held = 0;

@@ -529,7 +529,8 @@ bool Reconciler::Leased(const std::string& key, std::optional<Fence>* fence) {
 
 // Jobs in flight are looked at again soon; work that went out may have more
 // steps behind it. Held and failed work waits for the resync (or its
-// backoff), so neither becomes a busy loop.
+// backoff), so neither becomes a busy loop; work held only by the other
+// projects' jobs (window_held) is looked at again when one of them ends.
 void Reconciler::Requeue(const std::string& key, const SyncResult& r) {
   // Jobs that ended freed slots: the projects that waited for them look now.
   std::vector<std::string> held;
