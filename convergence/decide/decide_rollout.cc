@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 
 namespace mariposa::convergence::decide_internal {
@@ -385,9 +386,15 @@ void Decider::Hold() {
 
 // The job window: jobs in flight for this project and everywhere.
 void Decider::Window() {
-  int64_t free = std::min<int64_t>(f_.s.policy.max_jobs_per_project - static_cast<int64_t>(f_.s.in_flight.size()),
-                                   f_.s.global_jobs_free);
-  free = std::max<int64_t>(0, free);
+  const int64_t own = f_.s.policy.max_jobs_per_project - static_cast<int64_t>(f_.s.in_flight.size());
+  const int64_t free = std::max<int64_t>(0, std::min<int64_t>(own, f_.s.global_jobs_free));
+  // What holds the rest: this project's own jobs, or the other projects'
+  // (--max-jobs, all projects together).
+  const std::string why =
+      f_.s.global_jobs_free < own
+          ? absl::StrCat("job window: the other projects' jobs hold the rest of --max-jobs (", f_.s.in_flight.size(),
+                         " of this project's in flight)")
+          : absl::StrCat("job window: ", f_.s.in_flight.size(), " jobs of this project in flight");
   int64_t n = static_cast<int64_t>(d_.installs.size() + d_.uninstalls.size() + d_.imports.size());
   std::vector<Step> kept;
   for (Step& st : steps_) {
@@ -395,7 +402,7 @@ void Decider::Window() {
       kept.push_back(std::move(st));
       ++n;
     } else {
-      d_.held.push_back({st.action, absl::StrCat("job window: ", f_.s.in_flight.size(), " jobs of this project in flight")});
+      d_.held.push_back({st.action, why});
       if (st.action.kind == ActionKind::kCreate) d_.backlog.push_back(std::move(st));
     }
   }

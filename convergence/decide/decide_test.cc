@@ -462,6 +462,46 @@ TEST(DecideTest, ATaskForANewerVersionWaitsForIt) {
   EXPECT_TRUE(d.task_changes.empty());
 }
 
+// The job window holds what does not fit and says whose jobs fill it: this
+// project's (--max-jobs-per-project) or the other projects' (--max-jobs).
+TEST(DecideTest, TheJobWindowSaysWhoseJobsFillIt) {
+  struct Case {
+    int per_project, in_flight, global_free;
+    size_t sent;
+    std::string why;
+  } cases[] = {
+      {4, 0, 100, 4, ""},
+      {4, 1, 100, 3, "job window: 1 jobs of this project in flight"},
+      {4, 0, 2, 2, "job window: the other projects' jobs hold the rest of --max-jobs (0 of this project's in flight)"},
+      {4, 1, 3, 3, "job window: 1 jobs of this project in flight"},
+      {4, 1, 1, 1, "job window: the other projects' jobs hold the rest of --max-jobs (1 of this project's in flight)"},
+      {4, 0, 0, 0, "job window: the other projects' jobs hold the rest of --max-jobs (0 of this project's in flight)"},
+  };
+  for (const Case& c : cases) {
+    Snapshot s = SnapshotOf(GoalOf("project: p\ncns: false\nservices:\n  web: {image: web@1, count: 4}\n"));
+    s.policy.max_jobs_per_project = c.per_project;
+    s.global_jobs_free = c.global_free;
+    for (int k = 0; k < c.in_flight; ++k) {
+      JobRecord j;
+      j.job_uuid = absl::StrCat("job-", k);
+      j.kind = "start";
+      s.in_flight.push_back(j);
+    }
+    Decision d = Decide(s, kT0);
+    size_t creates = 0;
+    for (const Step& st : d.steps) creates += st.action.kind == ActionKind::kCreate;
+    std::string label = absl::StrCat(c.per_project, "/", c.in_flight, "/", c.global_free);
+    EXPECT_EQ(creates, c.sent) << label;
+    std::set<std::string> whys;
+    for (const Held& h : d.held) whys.insert(h.why);
+    if (c.why.empty()) {
+      EXPECT_TRUE(whys.empty()) << label << ": " << *whys.begin();
+    } else {
+      EXPECT_EQ(whys, std::set<std::string>{c.why}) << label;
+    }
+  }
+}
+
 TEST(DecideTest, FreezeHoldsAutomaticWorkAndSaysWho) {
   Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 2}\n"));
   TaskRecord f = Task("f1", "freeze", "active");
