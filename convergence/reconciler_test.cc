@@ -920,6 +920,32 @@ TEST_F(ReconcilerTest, TwoSyncsAtOnceStayWithinMaxJobs) {
   EXPECT_EQ(b->created, 4);
 }
 
+// A job's end and what it tells are stored together: a reader of the store
+// (status, which counts the jobs in flight) never sees the job gone without
+// its event. Here the reader looks while the same sync sends its next create;
+// before, the sync's events were written only after everything it sent.
+TEST_F(ReconcilerTest, AJobsEndIsStoredWithItsEvent) {
+  Start(1);
+  vmapi_.set_auto_complete(false);
+  Apply("project: p\ncns: false\nservices:\n  web: {image: web@1, count: 1}\n  db: {image: web@1, count: 1}\n");
+  const std::string uuid = store_->GetProject("p")->uuid;
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  ASSERT_EQ(vmapi_.AllVms().size(), 1u);
+  vmapi_.CompleteJobs({vmapi_.AllVms()[0].uuid});  // the first create fails
+  clock_.Advance(absl::Seconds(1));
+  bool looked = false;
+  vmapi_.set_on_create_vm([&](const triton::CreateVmRequest&) {
+    looked = true;
+    EXPECT_TRUE(store_->ListJobs(uuid)->empty());
+    EXPECT_TRUE(HasEvent(store_.get(), "instance.create-failed")) << "the failed create's job is gone, its event not written";
+  });
+  auto r = reconciler_->SyncProject("p");
+  vmapi_.set_on_create_vm(nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(looked) << "the other service's create was not sent";
+  EXPECT_TRUE(HasEvent(store_.get(), "instance.create-failed"));
+}
+
 // A project whose lease went to another node: this node forgets it and
 // takes its health checks back from its agents (the new node assigns them).
 TEST_F(ReconcilerTest, ReleasingAProjectDropsItsHealthChecks) {

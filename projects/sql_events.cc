@@ -136,6 +136,12 @@ absl::Status SqlProjectStore::AppendEvents(const std::vector<EventRecord>& event
   if (events.empty()) return absl::OkStatus();
   absl::MutexLock l(&mu_);
   ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
+  RETURN_IF_ERROR(AppendEventsLocked(events));
+  return txn->Commit();
+}
+
+absl::Status SqlProjectStore::AppendEventsLocked(const std::vector<EventRecord>& events) {
+  if (events.empty()) return absl::OkStatus();
   const int64_t now = NowMicros();
   RETURN_IF_ERROR(db_->PublishHorizon());
   // Indexes in the order given (rows of one INSERT take them in order).
@@ -146,7 +152,7 @@ absl::Status SqlProjectStore::AppendEvents(const std::vector<EventRecord>& event
                                st.Bind(f + 4, e.subject).Bind(f + 5, e.detail);
                              }));
   db_->NoticeAtCommit(kEventsNotice);  // watchers here and on every node look again
-  return txn->Commit();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> SqlProjectStore::LastEventIndex() {

@@ -151,7 +151,8 @@ class SqlProjectStore : public ProjectStore {
   absl::Status RecordJobs(const std::vector<JobRecord>& jobs) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobsExcept(const std::string& project_uuid,
                                                         const std::set<std::string>& except) override;
-  absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs) override;
+  absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs,
+                          const std::vector<EventRecord>& events = {}) override;
   absl::StatusOr<std::vector<TaskCount>> CountTasks() override;
   absl::StatusOr<TaskRecord> GetTask(const std::string& uuid) override;
 
@@ -278,6 +279,8 @@ class SqlProjectStore : public ProjectStore {
                                              const std::string& key, const std::string& value, bool secret,
                                              const std::string& actor, const std::string& kind)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends to the event log in the transaction open (in order).
+  absl::Status AppendEventsLocked(const std::vector<EventRecord>& events) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends to the event log; returns the event's index.
   absl::StatusOr<int64_t> AppendEventLocked(const std::string& actor, const std::string& project,
                                             const std::string& kind, const std::string& subject,

@@ -498,6 +498,26 @@ TEST_P(StoreTest, FinishJobsCountsEachJobOnceInOneTransaction) {
   ASSERT_TRUE(store_->FinishJobs(ended).ok());
   EXPECT_EQ(store_->GetTask(task->uuid)->created, 2);
   EXPECT_TRUE(store_->FinishJobs({}).ok());
+  // What their ends tell is written with them, in order.
+  std::vector<JobRecord> more = {jobs[0]};
+  more[0].job_uuid = "job-3";
+  ASSERT_TRUE(store_->RecordJobs(more).ok());
+  std::vector<EventRecord> told(2);
+  told[0].actor = told[1].actor = "mariposad";
+  told[0].project = told[1].project = "jobs";
+  told[0].kind = "instance.put-back";
+  told[1].kind = "instance.cns-names";
+  ASSERT_TRUE(store_->FinishJobs({{"job-3", made}}, told).ok());
+  EXPECT_TRUE(store_->ListJobs(p->uuid)->empty());
+  EXPECT_EQ(store_->GetTask(task->uuid)->created, 3);
+  auto events = store_->ListEvents("jobs", 0, 100, {"instance.put-back", "instance.cns-names"});
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].kind, "instance.put-back");
+  EXPECT_EQ((*events)[1].kind, "instance.cns-names");
+  // With no job: the events alone.
+  ASSERT_TRUE(store_->FinishJobs({}, {told[0]}).ok());
+  EXPECT_EQ(store_->ListEvents("jobs", 0, 100, {"instance.put-back"})->size(), 2u);
 }
 
 

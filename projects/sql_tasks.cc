@@ -442,8 +442,9 @@ absl::StatusOr<std::vector<JobRecord>> SqlProjectStore::ListJobsExcept(const std
   return out;
 }
 
-absl::Status SqlProjectStore::FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs) {
-  if (jobs.empty()) return absl::OkStatus();
+absl::Status SqlProjectStore::FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs,
+                                         const std::vector<EventRecord>& events) {
+  if (jobs.empty()) return AppendEvents(events);
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(LoadJobsLocked());
   ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
@@ -482,6 +483,7 @@ absl::Status SqlProjectStore::FinishJobs(const std::vector<std::pair<std::string
     t.failed += progress.failed;
   }
   for (const std::string& task : tasks) RETURN_IF_ERROR(AddTaskProgressLocked(task, sum[task]));
+  RETURN_IF_ERROR(AppendEventsLocked(events));
   RETURN_IF_ERROR(txn->Commit());
   for (const auto& job : jobs) ForgetJobLocked(job.first);
   return absl::OkStatus();

@@ -54,9 +54,12 @@ class TaskStore {
   virtual absl::StatusOr<std::vector<JobRecord>> ListJobsExcept(const std::string& project_uuid,
                                                                 const std::set<std::string>& except) = 0;
   // Removes each job (job uuid, progress) and adds its progress to its
-  // task, if the task is still open, all in one transaction. A job already
+  // task, if the task is still open, and appends `events` (what their ends
+  // tell) to the event log, all in one transaction: no reader sees a job
+  // gone without its event, and a crash loses neither. A job already
   // removed is not counted again (OK).
-  virtual absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs) = 0;
+  virtual absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs,
+                                  const std::vector<EventRecord>& events = {}) = 0;
 };
 
 }  // namespace mariposa

@@ -191,7 +191,7 @@ TEST_F(DriftTest, EachChangeByHandIsNamedThenPutBack) {
     int events_after = 0;
     std::string events = M({"-j", "drift", "events", "--kind", c.event}).out;
     for (const auto& line : absl::StrSplit(events, '\n')) events_after += absl::StrContains(line, c.event);
-    EXPECT_EQ(events_after, events_before + 1) << events;
+    EXPECT_EQ(events_after, events_before + 1) << events << M({"-j", "drift", "events"}).out;
     (void)net;
   }
   // Nothing was replaced to put it back: the same instance, its own values.

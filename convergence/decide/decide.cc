@@ -181,6 +181,7 @@ void Decider::FinishedJobs() {
   d_.memory = StartingMemory(f_);
   JobsOutcome o = AccountFinishedJobs(f_, &d_.memory);
   Append(std::move(o.job_progress), &d_.job_progress);
+  d_.job_events = d_.events.size() + o.events.size();  // the first events (nothing is before them)
   Append(std::move(o.events), &d_.events);
 }
 

@@ -399,6 +399,11 @@ struct Decision {
   std::vector<ImageImport> imports;
   std::vector<std::pair<std::string, TaskProgress>> job_progress;  // finished job uuid -> its task's progress
   std::vector<EventRecord> events;
+  // The first `job_events` of `events` are what the jobs that ended tell:
+  // the store writes them with the jobs' end, in one transaction (status,
+  // which reads the jobs in flight, never shows a put-back done before its
+  // event is in the log).
+  size_t job_events = 0;
   std::map<std::string, ServiceMemory> memory;  // to remember (every goal service)
   std::map<std::string, ServiceVerdict> verdicts;
   std::map<std::string, AgentPlan> agent_plans;

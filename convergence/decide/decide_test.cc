@@ -551,6 +551,28 @@ TEST(DecideTest, FinishedJobsAreCountedOnceEach) {
   EXPECT_EQ(d.job_progress[0].second.replaced, 1);
 }
 
+// The events the ended jobs tell come first and are counted apart: the
+// executor writes them with the jobs' end in one transaction, so status
+// (which reads the jobs in flight) never shows a put-back done before its
+// event is in the log.
+TEST(DecideTest, TheEndedJobsEventsAreCountedApartAndFirst) {
+  Snapshot s = SnapshotOf(GoalOf("project: p\nservices:\n  web: {image: web@1, count: 3}\n"));
+  s.instances = {Instance(s, "web", 1), Instance(s, "web", 2)};
+  JobRecord put_back = JobOf("job-1", "retag", "web", s.instances[0].uuid);
+  put_back.alias = "p-web-1";
+  put_back.reason = std::string(kPutBack) + "metadata";
+  JobRecord failed = JobOf("job-2", "create", "web", "x");
+  failed.alias = "p-web-3";
+  s.finished = {{put_back, true, ""}, {failed, false, "no capacity"}};
+  Decision d = Decide(s, kT0);
+  ASSERT_EQ(d.job_events, 2u);
+  ASSERT_GE(d.events.size(), 2u);
+  EXPECT_EQ(d.events[0].kind, "instance.put-back");
+  EXPECT_EQ(d.events[1].kind, "instance.create-failed");
+  s.finished.clear();
+  EXPECT_EQ(Decide(s, kT0).job_events, 0u);
+}
+
 // restart.condition decides which broken instances are replaced; the others
 // keep their place, nothing is created for them, and the verdict says why
 // and what to do.

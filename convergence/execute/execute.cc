@@ -127,9 +127,15 @@ SyncResult Executor::Execute(const Snapshot& s, Decision d, uint64_t changes) {
   const bool quiet = Quiet(s, d);
   const ProjectRecord& p = s.project;
   std::vector<Problem> problems;
-  StoreError(p.name, &problems, "finished jobs", store_->FinishJobs(d.job_progress));
   std::vector<EventRecord> events = std::move(d.events);
   if (options_.metrics != nullptr) RecordReplacements(s, d, events);
+  // The jobs that ended and what they tell, together: a reader that sees a
+  // job gone (status) sees its event too.
+  const size_t told = std::min(d.job_events, events.size());
+  std::vector<EventRecord> ended(std::make_move_iterator(events.begin()),
+                                 std::make_move_iterator(events.begin() + told));
+  events.erase(events.begin(), events.begin() + told);
+  StoreError(p.name, &problems, "finished jobs", store_->FinishJobs(d.job_progress, ended));
   if (d.delete_project) {
     StoreError(p.name, &problems, "events", store_->AppendEvents(events));
     StoreError(p.name, &problems, "the project's deletion", store_->DeleteProject(p.uuid, "mariposad"));
