@@ -879,6 +879,9 @@ void Daemon::Watch() {
          st.watching ? 1.0 : 0.0, {}},
         {"mariposa_vmapi_feed_items_total", "Change items read from VMAPI's change feed.",
          static_cast<double>(st.items), {}, /*counter=*/true},
+        {"mariposa_vmapi_feed_superseded_total",
+         "Change items not read whole because a later item of the same VM arrived with them.",
+         static_cast<double>(st.superseded), {}, /*counter=*/true},
         {"mariposa_vmapi_feed_drops_total", "Times a watch of VMAPI's change feed ended (each is followed by a listing).",
          static_cast<double>(st.reconnects), {}, /*counter=*/true}};
   }));

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -53,14 +54,14 @@ std::string StringField(const json& j, const char* key) {
 
 }  // namespace
 
-absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
-  // The resourceObject (most of the item's bytes) is found first and read
-  // once, by ParseVm, straight from the text; the rest of the item is read
-  // with it left out (a feed of a mass change is thousands of items).
+absl::StatusOr<FeedItem> ParseFeedItemHead(const std::string& text, size_t* object_at, size_t* object_size) {
+  // The resourceObject (most of the item's bytes) is found first and left
+  // out; the rest of the item is read without it (a feed of a mass change is
+  // thousands of items, and most VMs' items are superseded by their next).
   size_t open = std::string::npos, end = std::string::npos;
-  size_t object_at = text.find("\"resourceObject\"");
-  if (object_at != std::string::npos) {
-    open = text.find_first_not_of(" \t\r\n:", object_at + 16);
+  size_t object_key = text.find("\"resourceObject\"");
+  if (object_key != std::string::npos) {
+    open = text.find_first_not_of(" \t\r\n:", object_key + 16);
     if (open != std::string::npos && text.compare(open, 4, "null") == 0) open = std::string::npos;  // fetched by uuid
   }
   if (open != std::string::npos) {
@@ -106,12 +107,26 @@ absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
       if (s.is_string()) item.sub_resources.push_back(s.get<std::string>());
     }
   }
-  if (open != std::string::npos) {
-    auto vm = ParseVm(absl::string_view(text).substr(open, end - open + 1));
-    if (!vm.ok()) return absl::DataLossError(absl::StrCat("change item's resourceObject: ", vm.status().message()));
-    if (vm->uuid != item.uuid) return absl::DataLossError("change item's resourceObject is another VM");
-    item.vm = *std::move(vm);
-  }
+  *object_at = open == std::string::npos ? 0 : open;
+  *object_size = open == std::string::npos ? 0 : end - open + 1;
+  return item;
+}
+
+absl::Status ReadFeedItemVm(absl::string_view object, FeedItem* item) {
+  if (object.empty()) return absl::OkStatus();
+  auto vm = ParseVm(object);
+  if (!vm.ok()) return absl::DataLossError(absl::StrCat("change item's resourceObject: ", vm.status().message()));
+  if (vm->uuid != item->uuid) return absl::DataLossError("change item's resourceObject is another VM");
+  item->vm = *std::move(vm);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text) {
+  size_t at = 0, size = 0;
+  absl::StatusOr<FeedItem> item = ParseFeedItemHead(text, &at, &size);
+  if (!item.ok()) return item;
+  absl::Status st = ReadFeedItemVm(absl::string_view(text).substr(at, size), &*item);
+  if (!st.ok()) return st;
   return item;
 }
 
@@ -176,6 +191,14 @@ void VmFeed::Stop() {
 VmFeedStatus VmFeed::status() const {
   absl::MutexLock l(&mu_);
   return status_;
+}
+
+bool VmFeed::PollIo(const bool& done) {
+  io_->ioc.restart();
+  while (!done) {
+    if (io_->ioc.poll_one() == 0) break;  // nothing ready
+  }
+  return done;
 }
 
 bool VmFeed::RunIo(const bool& done) {
@@ -258,6 +281,17 @@ struct VmFeed::Conn {
     };
   }
 };
+
+std::string VmFeed::Abandon(Conn* c, std::string why) {
+  beast::error_code ignored;
+  beast::get_lowest_layer(c->ws).socket().close(ignored);
+  // The pending read ends (aborted) before `c` goes: its handler writes to it.
+  io_->ioc.restart();
+  while (!c->done) {
+    if (io_->ioc.run_one() == 0) break;  // Stop(): the io_context is not run again
+  }
+  return why;
+}
 
 bool VmFeed::Connect(Conn* c, bool websocket) {
   beast::tcp_stream* s = websocket ? &beast::get_lowest_layer(c->ws) : &c->check;
@@ -366,33 +400,35 @@ std::string VmFeed::Ended(Conn* c, const std::string& what) {
 }
 
 // Items until the feed ends. What has arrived is handed over together (the
-// next read waits); items without their VM have it read first, in batches,
-// in the order published.
+// next read waits): of several items of one VM only the last is read whole
+// (its VM), and items without their VM have it read, in batches. "Arrived"
+// is what can be read without waiting: the websocket reads ahead of the
+// message it returns, so the socket being empty does not say the batch is.
 std::string VmFeed::ReadItems(Conn* c) {
-  std::vector<Vm> ready;
-  std::vector<std::string> fetch;
+  std::vector<Arrived> arrived;
   for (;;) {
-    if (!Read(c)) return "stopped";
+    c->buf.clear();
+    c->ws.async_read(c->buf, c->Finish());
+    if (!arrived.empty() && !PollIo(c->done)) {
+      // Nothing more without waiting: what came is handed over (the read
+      // stays pending meanwhile, and is ended before the connection goes).
+      if (std::string e = Deliver(&arrived); !e.empty()) return Abandon(c, e);
+      if (!Coalesce()) return Abandon(c, "stopped");
+    }
+    if (!RunIo(c->done)) return "stopped";
     if (c->ec) return Ended(c, "reading the feed");
-    auto item = ParseFeedItem(beast::buffers_to_string(c->buf.data()));
-    if (!item.ok()) return std::string(item.status().message());
+    Arrived a;
+    a.text = beast::buffers_to_string(c->buf.data());
+    auto head = ParseFeedItemHead(a.text, &a.object_at, &a.object_size);
+    if (!head.ok()) return std::string(head.status().message());
+    a.item = *std::move(head);
+    arrived.push_back(std::move(a));
     {
       absl::MutexLock l(&mu_);
       ++status_.items;
     }
-    if (item->vm) {
-      if (!fetch.empty()) {
-        if (std::string e = Deliver(&ready, &fetch); !e.empty()) return e;
-      }
-      ready.push_back(*std::move(item->vm));
-    } else {
-      fetch.push_back(item->uuid);
-    }
-    boost::system::error_code aec;
-    size_t more = beast::get_lowest_layer(c->ws).socket().available(aec);
-    if (aec || more == 0 || ready.size() + fetch.size() >= 1000) {
-      if (std::string e = Deliver(&ready, &fetch); !e.empty()) return e;
-      if (!Coalesce()) return "stopped";
+    if (arrived.size() >= 1000) {
+      if (std::string e = Deliver(&arrived); !e.empty()) return e;
     }
   }
 }
@@ -405,18 +441,39 @@ bool VmFeed::Coalesce() {
   return !stop_;
 }
 
-// Hands `ready` over, after reading the VMs of `fetch` (items that carried
-// none); "" or why they could not be read.
-std::string VmFeed::Deliver(std::vector<Vm>* ready, std::vector<std::string>* fetch) {
-  if (!fetch->empty()) {
-    if (opt_.vmapi == nullptr) return "a change item carried no VM and there is no VMAPI client to read it";
-    auto vms = ListVmsByUuid(opt_.vmapi, *fetch, opt_.fetch_batch);
-    if (!vms.ok()) return absl::StrCat("reading the VMs of change items: ", vms.status().message());
-    for (Vm& vm : *vms) ready->push_back(std::move(vm));
+// Hands the VMs of `arrived` over: the last item of each VM, its VM read
+// from the item or, when it carried none, by uuid (ListVms uuids=, in
+// batches). "" or why they could not be read.
+std::string VmFeed::Deliver(std::vector<Arrived>* arrived) {
+  absl::flat_hash_map<absl::string_view, size_t> last;  // uuid -> its last item
+  for (size_t k = 0; k < arrived->size(); ++k) last[(*arrived)[k].item.uuid] = k;
+  {
+    absl::MutexLock l(&mu_);
+    status_.superseded += arrived->size() - last.size();
   }
-  fetch->clear();
-  if (!ready->empty()) on_vms_(std::move(*ready));
-  ready->clear();
+  std::vector<Vm> ready;
+  std::vector<std::string> fetch;
+  for (size_t k = 0; k < arrived->size(); ++k) {
+    Arrived& a = (*arrived)[k];
+    if (last[a.item.uuid] != k) continue;  // a later item of the same VM says more
+    if (a.object_size == 0) {
+      fetch.push_back(a.item.uuid);
+      continue;
+    }
+    if (absl::Status st = ReadFeedItemVm(absl::string_view(a.text).substr(a.object_at, a.object_size), &a.item);
+        !st.ok()) {
+      return std::string(st.message());
+    }
+    ready.push_back(*std::move(a.item.vm));
+  }
+  if (!fetch.empty()) {
+    if (opt_.vmapi == nullptr) return "a change item carried no VM and there is no VMAPI client to read it";
+    auto vms = ListVmsByUuid(opt_.vmapi, fetch, opt_.fetch_batch);
+    if (!vms.ok()) return absl::StrCat("reading the VMs of change items: ", vms.status().message());
+    for (Vm& vm : *vms) ready.push_back(std::move(vm));
+  }
+  arrived->clear();
+  if (!ready.empty()) on_vms_(std::move(ready));
   return "";
 }
 

@@ -50,6 +50,10 @@ struct FeedItem {
   std::optional<Vm> vm;                    // resourceObject, when the item carries it
 };
 absl::StatusOr<FeedItem> ParseFeedItem(const std::string& text);
+// The same in two steps: the item without its VM, and where its
+// resourceObject is in `text` (size 0: it carries none); then that VM.
+absl::StatusOr<FeedItem> ParseFeedItemHead(const std::string& text, size_t* object_at, size_t* object_size);
+absl::Status ReadFeedItemVm(absl::string_view object, FeedItem* item);
 // The bootstrap VMAPI answers a v1 registration with: an error unless it
 // names resource "vm".
 absl::Status CheckBootstrap(const std::string& text);
@@ -86,6 +90,8 @@ struct VmFeedStatus {
   std::string why;                          // not watching: why
   bool missing = false;                     // VMAPI has no change feed
   uint64_t items = 0, reconnects = 0;
+  // Items not read whole: a later item of the same VM arrived with them.
+  uint64_t superseded = 0;
 };
 
 class VmFeed {
@@ -109,8 +115,14 @@ class VmFeed {
   // Watch's steps ("" or why the connection ends).
   std::string CheckFeed(Conn* c, bool* missing);
   std::string Register(Conn* c);
+  // An item read, its VM not yet (only the last of each VM is).
+  struct Arrived {
+    std::string text;
+    FeedItem item;
+    size_t object_at = 0, object_size = 0;
+  };
   std::string ReadItems(Conn* c);
-  std::string Deliver(std::vector<Vm>* ready, std::vector<std::string>* fetch);
+  std::string Deliver(std::vector<Arrived>* arrived);
   // Waits opt_.coalesce after a delivery; false when Stop() came.
   bool Coalesce();
   std::string Ended(Conn* c, const std::string& what);
@@ -121,6 +133,10 @@ class VmFeed {
   // Runs the I/O until `done` is set (by the operation's handler); false
   // when Stop() ended it.
   bool RunIo(const bool& done);
+  // Runs what is ready without waiting; true when that finished the operation.
+  bool PollIo(const bool& done);
+  // Ends the read pending on `c` (the connection is given up); returns `why`.
+  std::string Abandon(Conn* c, std::string why);
 
   VmFeedOptions opt_;
   std::function<void(std::vector<Vm>)> on_vms_;

@@ -208,9 +208,11 @@ int Main(bool quick, bool memory_only, bool smoke, int growth = 0) {
   std::vector<std::string> daemon_argv = MariposadArgv(dir, sim.addr);
   for (const char* a : {"--max-jobs", "64", "--max-jobs-per-project", "64"}) daemon_argv.push_back(a);
   // MARIPOSA_BENCH_WATCH=off: the same with VMAPI polled (a comparison).
+  bool watch_off = false;
   if (const char* w = std::getenv("MARIPOSA_BENCH_WATCH")) {
     daemon_argv.push_back("--watch");
     daemon_argv.push_back(w);
+    watch_off = std::string(w) == "off";
   }
   Child d = StartServer(daemon_argv, dir + "/d.addr", dir + "/mariposad.log");
   if (d.pid < 0) {
@@ -234,12 +236,16 @@ int Main(bool quick, bool memory_only, bool smoke, int growth = 0) {
   for (int round = 0; round < (memory_only ? 0 : 2); ++round) baselines();
   const int p2_total = z.p2_services * z.p2_count;
   std::ofstream(dir + "/p2.yaml") << Manifest("ten", z.p2_services, z.p2_count, "");
+  // Each process's CPU during the scale: where the time went (the feed
+  // costs tritonsim its publishing and mariposad its reading).
+  const double d_cpu0 = CpuSeconds(d.pid), sim_cpu0 = CpuSeconds(sim.pid);
   auto t0 = Clock::now();
   int applied = Cli(d.addr, absl::StrCat("apply -f ", dir, "/p2.yaml --yes"), dir + "/p2-apply.out");
   std::string ten = ProjectUuid(d.addr, "ten", dir);
   // 300 s, or a second per 50 instances for a larger --growth size.
   int wait_s = smoke ? 60 : std::max(300, p2_total / 50);
   double took = applied == 0 ? WaitRunning(&vmapi, {ten}, p2_total, wait_s, t0) : -1;
+  const double d_cpu = CpuSeconds(d.pid) - d_cpu0, sim_cpu = CpuSeconds(sim.pid) - sim_cpu0;
   for (int round = 0; round < (memory_only ? 0 : 1); ++round) baselines();
   double rate = took > 0 ? p2_total / took : 0;
   if (applied != 0 || took <= 0) {
@@ -258,8 +264,9 @@ int Main(bool quick, bool memory_only, bool smoke, int growth = 0) {
     printf("P2_scale_0_to_10000_end_to_end %.0f instances/s - - (--memory: no baseline measured; %.1f s)\n", rate, took);
   } else {
     double b1 = Pct(base1, 0.5), b8 = Pct(base8, 0.5);
-    printf("P2_scale_0_to_%d_end_to_end %.0f instances/s %.0f %.2fx (vs 1-client baseline; target >= 0.8x and >= 1500/s; %.1f s)\n",
-           p2_total, rate, b1, rate / b1, took);
+    printf("P2_scale_0_to_%d_end_to_end %.0f instances/s %.0f %.2fx (vs 1-client baseline; target >= 0.8x and >= 1500/s; "
+           "%.1f s; CPU: mariposad %.2f s, tritonsim %.2f s; VMAPI %s)\n",
+           p2_total, rate, b1, rate / b1, took, d_cpu, sim_cpu, watch_off ? "polled" : "watched");
     printf("P2_baseline_8_clients %.0f vms/s - - (mariposad is %.2fx of it)\n", b8, rate / b8);
   }
   if (growth > 0 && ok) {

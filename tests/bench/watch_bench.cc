@@ -16,7 +16,7 @@
 //
 // Each beside its POLL_ twin (--watch off). A replacement's CreateVm is seen
 // on the feed itself: the benchmark listens with mariposad's own VmFeed
-// (a new VM of the project, provisioning), which tritonsim publishes the
+// (a VM of the project not seen before), which tritonsim publishes the
 // moment it answers CreateVm.
 //
 // `-- --quick`: 2 projects x 10 services x 500 (10,000 instances), 40 kill
@@ -85,7 +85,9 @@ class FeedWatch {
           auto now = Clock::now();
           std::lock_guard<std::mutex> l(mu_);
           for (const triton::Vm& vm : vms) {
-            if (known_.insert(vm.uuid).second && vm.state == "provisioning") {
+            // A VM not known before is a create (its provisioning item, or
+            // the running one that superseded it in the same batch).
+            if (known_.insert(vm.uuid).second && vm.state != "destroyed") {
               auto p = vm.tags.find("mariposa.project");
               created_.push_back({p == vm.tags.end() ? "" : p->second, now});
             }
