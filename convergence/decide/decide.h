@@ -495,6 +495,14 @@ void ApplyDiscoveryChange(const std::string& reason, absl::Time at, InstanceStat
 // VMAPI (followed by what: "package, tags, metadata").
 inline constexpr char kPutBack[] = "put back, changed in VMAPI by hand: ";
 
+// What a change to an object the project owns (a FWAPI rule, a NAPI network,
+// a VOLAPI volume) left undone, from its view's state: "to create" gives
+// "is not created"; a state that is no change to make is named as it is.
+inline std::string NotDone(const std::string& state) {
+  if (state.rfind("to ", 0) == 0) return "is not " + state.substr(3) + "d";
+  return "is not in place (" + state + ")";
+}
+
 struct InPlaceSettings {
   std::string cns, firewall;
   // nullopt: left as it is (FWAPI not managed, or on while the service's

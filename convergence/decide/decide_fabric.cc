@@ -205,7 +205,7 @@ void DecideFabric(const Snapshot& s, Decision* d) {
             [](const FabricNetworkView& a, const FabricNetworkView& b) { return a.name < b.name; });
   for (const FabricNetworkView& v : d->fabric_networks) {
     if (!v.error.empty()) {
-      Problem_(d, absl::StrCat("fabric network ", v.name, " is not ", v.state), v.error,
+      Problem_(d, absl::StrCat("fabric network ", v.name, " ", NotDone(v.state)), v.error,
                "fix what NAPI refused (the manifest's fabric.networks." + v.name + ", or NAPI itself); it is tried "
                "again after a backoff (5 s, doubling, at most 5 minutes)");
     }

@@ -147,7 +147,7 @@ void DecideFirewall(const Snapshot& s, Decision* d) {
             [](const FirewallRuleView& a, const FirewallRuleView& b) { return a.name < b.name; });
   for (const FirewallRuleView& v : d->firewall_rules) {
     if (v.error.empty()) continue;
-    d->problems.push_back({"firewall", "", absl::StrCat("firewall rule ", v.name, " is not ", v.state.substr(3), "d"),
+    d->problems.push_back({"firewall", "", absl::StrCat("firewall rule ", v.name, " ", NotDone(v.state)),
                            v.error, "fix what FWAPI refused (the manifest's firewall." + v.name +
                            ", or FWAPI itself); it is tried again after a backoff (5 s, doubling, at most 5 minutes)",
                            "the traffic this rule allows or blocks is not as the manifest says"});

@@ -976,5 +976,18 @@ TEST(ChangeBackoffTest, FailedChangesWaitTheirTurn) {
   EXPECT_FALSE(d.firewall_changes[0].held) << "its time has come";
 }
 
+// A failed change to an owned object is named by what it left undone
+// ("fabric network private is not created", not "is not to create").
+TEST(NotDoneTest, NamesWhatWasLeftUndone) {
+  const std::vector<std::pair<std::string, std::string>> table = {
+      {"to create", "is not created"},
+      {"to update", "is not updated"},
+      {"to delete", "is not deleted"},
+      {"cannot change in place", "is not in place (cannot change in place)"},
+      {"deleting", "is not in place (deleting)"},
+  };
+  for (const auto& [state, said] : table) EXPECT_EQ(NotDone(state), said) << state;
+}
+
 }  // namespace
 }  // namespace mariposa::convergence

@@ -261,7 +261,7 @@ void DecideVolumes(const Snapshot& s, Decision* d) {
   }
   for (const VolumeView& v : d->volumes) {
     if (v.error.empty()) continue;
-    Problem_(d, absl::StrCat("volume ", v.name, " is not ", v.state), v.error,
+    Problem_(d, absl::StrCat("volume ", v.name, " ", NotDone(v.state)), v.error,
              absl::StrCat("fix what VOLAPI refused (the manifest's volumes.", v.name,
                           ", e.g. a size VOLAPI offers: GET /volumesizes); it is tried again after a backoff (5 s, doubling, at most 5 minutes)"));
   }
