@@ -115,6 +115,11 @@ TEST(ComposeTest, WhatCannotBeTranslatedIsListedWithItsLineAndWhy) {
       {"a network without --vlan", "    image: a\n    networks: [back]\n", "not a translated network", 4},
       {"a variable without a value", "    image: a\n    environment: [HOME]\n", "no value (Compose takes the host's)", 4},
       {"a missing env_file", "    image: a\n    env_file: .env\n", ".env could not be read", 4},
+      // Left empty, with comments and no last newline after it: the key's
+      // line, not where libyaml put the empty value (past the file's end).
+      {"an empty unknown key", "    image: a\n    ? - x\n      - y\n    # note\n    # more", "has no such key", 4},
+      {"an empty container_name", "    image: a\n    container_name:\n    # note\n    # more",
+       "instances are named PROJECT-SERVICE-N", 4},
   };
   for (const Row& r : rows) {
     ComposeImport imported = Import("services:\n  s:\n" + r.service);

@@ -145,6 +145,13 @@ class YamlDocument::Builder {
     }
     YamlNode* y = out_->NewNode();
     y->mark_ = at;
+    // A value left empty has no text of its own: libyaml marks it where the
+    // next token is, which may be lines below (after comments) or past the
+    // last line. It is where its key is.
+    if (v.empty() && e.data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !stack_.empty() &&
+        stack_.back()->kind_ == YamlNode::Kind::kMap && pending_key_.back() != nullptr) {
+      y->mark_ = pending_key_.back()->mark_;
+    }
     if (IsNullScalar(e)) {
       y->kind_ = YamlNode::Kind::kNull;
     } else {
