@@ -5,6 +5,8 @@
 #ifndef MARIPOSA_CONVERGENCE_PROJECT_STATE_H_
 #define MARIPOSA_CONVERGENCE_PROJECT_STATE_H_
 
+#include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -90,6 +92,21 @@ inline int JobsHeldByOthers(const std::map<std::string, ProjectState>& projects,
   int held = 0;
   for (const auto& [other, ps] : projects) held += other == uuid ? 0 : ps.in_flight + ps.reserved;
   return held;
+}
+
+// The job slots project `uuid` may fill with `running` of its jobs in
+// flight: its own window (--max-jobs-per-project) and what the other
+// projects leave of --max-jobs. A sync and the pump both ask it.
+struct JobWindow {
+  int64_t own = 0, global = 0;
+  int64_t free() const { return std::max<int64_t>(0, std::min(own, global)); }
+  // The other projects' jobs, not this project's, are what holds the rest.
+  bool held_by_others() const { return own > 0 && global < own; }
+};
+inline JobWindow FreeJobSlots(int max_jobs, int max_jobs_per_project,
+                              const std::map<std::string, ProjectState>& projects, const std::string& uuid,
+                              int64_t running) {
+  return {std::max(1, max_jobs_per_project) - running, max_jobs - JobsHeldByOthers(projects, uuid) - running};
 }
 
 }  // namespace mariposa::convergence

@@ -170,11 +170,12 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     // The slots this sync may fill, held until it has sent (other syncs
     // run at the same time: --parallel-syncs).
     const int running = static_cast<int>(s.in_flight.size());
-    const int own = std::max(1, options_.max_jobs_per_project) - running;
+    const JobWindow slots =
+        FreeJobSlots(options_.max_jobs, options_.max_jobs_per_project, projects_, s.project.uuid, running);
     ps.in_flight = running;  // as polled now
-    ps.reserved = std::max(0, std::min(own, options_.max_jobs - JobsHeldByOthers(projects_, s.project.uuid) - running));
+    ps.reserved = static_cast<int>(slots.free());
     s.global_jobs_free = ps.reserved;
-    window_limited = ps.reserved < own;
+    window_limited = slots.held_by_others();
   }
   absl::Cleanup release = [&] {
     absl::MutexLock l(&mu_);
@@ -296,15 +297,14 @@ std::optional<std::vector<Step>> Reconciler::TakeBacklog(const std::string& uuid
     ps.DropBacklog();
     return std::nullopt;
   }
-  const int64_t own = std::max(1, options_.max_jobs_per_project) - pump.running;
-  const int64_t global = options_.max_jobs - JobsHeldByOthers(projects_, uuid) - pump.running;
-  int64_t free = std::min(own, global);
+  const JobWindow slots = FreeJobSlots(options_.max_jobs, options_.max_jobs_per_project, projects_, uuid, pump.running);
+  int64_t free = slots.free();
   std::vector<Step> steps;
   while (free-- > 0 && !ps.backlog.empty()) {
     steps.push_back(std::move(ps.backlog.front()));
     ps.backlog.pop_front();
   }
-  ps.window_held = !ps.backlog.empty() && global < own;
+  ps.window_held = !ps.backlog.empty() && slots.held_by_others();
   // Counted as in flight from now (the others see them before they are sent).
   ps.in_flight = pump.running + static_cast<int>(steps.size());
   return steps;
