@@ -1,5 +1,6 @@
 #include "common/value.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -47,6 +48,24 @@ Value Value::FromMap(std::map<std::string, Value> m) {
   Value v = Map();
   v.entries_.reserve(m.size());
   for (auto& kv : m) v.entries_.emplace_back(kv.first, std::move(kv.second));
+  return v;
+}
+
+Value Value::FromEntries(std::vector<std::pair<std::string, Value>> entries) {
+  Value v = Map();
+  auto by_key = [](const std::pair<std::string, Value>* a, const std::pair<std::string, Value>* b) {
+    return a->first < b->first;
+  };
+  std::vector<const std::pair<std::string, Value>*> order;
+  order.reserve(entries.size());
+  for (const auto& e : entries) order.push_back(&e);
+  if (std::is_sorted(order.begin(), order.end(), by_key)) {
+    v.entries_ = std::move(entries);
+    return v;
+  }
+  std::sort(order.begin(), order.end(), by_key);  // each entry is moved once, below
+  v.entries_.reserve(entries.size());
+  for (const auto* e : order) v.entries_.push_back(std::move(*const_cast<std::pair<std::string, Value>*>(e)));
   return v;
 }
 

@@ -38,6 +38,8 @@ class Value {
 
   // A map whose entries are `m`'s, in its (sorted) order.
   static Value FromMap(std::map<std::string, Value> m);
+  // A map of `entries` sorted by key (each key once; no map nodes made).
+  static Value FromEntries(std::vector<std::pair<std::string, Value>> entries);
 
   // For maps: appends key (replacing an existing one). Returns *this.
   Value& Set(const std::string& key, Value v);
@@ -55,6 +57,8 @@ class Value {
   std::vector<std::pair<std::string, Value>>& mutable_entries() { return entries_; }
 
   std::string ToJson(bool pretty = false) const;
+  // Appends ToJson() to `out`.
+  void AppendJson(std::string* out) const { WriteJson(out, false, 0); }
   std::string ToYaml() const;
 
  private:

@@ -4,8 +4,10 @@
 // toward the bytes that are escaped, and the YAML and JSON of a tree.
 #include "common/value.h"
 
+#include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -85,4 +87,22 @@ TEST(ValueTest, TreesWriteAsBefore) {
 }
 
 }  // namespace
+// FromEntries gives the same map as FromMap, whatever order the entries
+// came in, and AppendJson the same text as ToJson.
+TEST(ValueTest, EntriesInAnyOrderMakeTheSortedMap) {
+  std::map<std::string, Value> m{{"b", Value::Int(2)}, {"a", Value::Str("x")}, {"c", Value::List().Add(Value::Bool(true))}};
+  const std::string want = Value::FromMap(m).ToJson();
+  EXPECT_EQ(want, R"({"a":"x","b":2,"c":[true]})");
+  for (std::vector<std::string> order : {std::vector<std::string>{"a", "b", "c"}, {"c", "b", "a"}, {"b", "c", "a"}}) {
+    std::vector<std::pair<std::string, Value>> e;
+    for (const auto& k : order) e.emplace_back(k, m.at(k));
+    Value v = Value::FromEntries(std::move(e));
+    EXPECT_EQ(v.ToJson(), want) << order[0] << order[1] << order[2];
+    EXPECT_EQ(v.ToYaml(), Value::FromMap(m).ToYaml());
+    std::string appended = "[";
+    v.AppendJson(&appended);
+    EXPECT_EQ(appended, "[" + want);
+  }
+}
+
 }  // namespace mariposa

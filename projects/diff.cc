@@ -129,12 +129,14 @@ v1::Diff DiffOne(const CompiledManifest* before_c, const CompiledManifest& after
   const Manifest& b = bc.manifest;
   const Manifest& after = after_c.manifest;
   d.set_empty(before_c != nullptr && bc.hash == after_c.hash);
-  std::set<std::string> names;
-  for (const auto& kv : b.services) names.insert(kv.first);
-  for (const auto& kv : after.services) names.insert(kv.first);
-  for (const auto& name : names) {
-    auto bi = b.services.find(name);
-    auto ai = after.services.find(name);
+  // Both maps in name order, walked together: each service once.
+  for (auto bn = b.services.begin(), an = after.services.begin();
+       bn != b.services.end() || an != after.services.end();) {
+    bool in_b = an == after.services.end() || (bn != b.services.end() && bn->first <= an->first);
+    bool in_after = bn == b.services.end() || (an != after.services.end() && an->first <= bn->first);
+    const std::string& name = in_b ? bn->first : an->first;
+    auto bi = in_b ? bn++ : b.services.end();
+    auto ai = in_after ? an++ : after.services.end();
     v1::ServiceChange* c = d.add_services();
     c->set_service(name);
     if (ai != after.services.end() && RunsToCompletion(ai->second)) {

@@ -156,47 +156,52 @@ Value CheckValue(const HealthCheckSpec& c) {
   return v;
 }
 
-// The part of a service that goes into each instance, added to `all`.
-void InstanceFields(const ServiceSpec& s, std::map<std::string, Value>* all) {
+// A map's entries in the order they are made, sorted once at the end
+// (Value::FromEntries): no map nodes per field of every service.
+using Entries = std::vector<std::pair<std::string, Value>>;
+
+// The part of a service that goes into each instance, added to `all` in key
+// order.
+void InstanceFields(const ServiceSpec& s, Entries* all) {
   // The brand, when one was named, is kept through the alias that names it,
   // so the canonical form reads back as the same manifest.
   static const auto* kBrandAlias = new std::map<std::string, std::string>{
       {"lx", "lx"}, {"joyent", "smartmachine"}, {"kvm", "kvm"}, {"bhyve", "bhyve"}};
+  if (!s.command.empty()) all->emplace_back("command", Value::Str(s.command));
   auto alias = kBrandAlias->find(s.brand);
-  (*all)["compute_type"] = Value::Str(alias == kBrandAlias->end() ? s.compute_type : alias->second);
-  (*all)["image"] = Value::Str(s.image);
-  if (!s.package.empty()) (*all)["package"] = Value::Str(s.package);
+  all->emplace_back("compute_type", Value::Str(alias == kBrandAlias->end() ? s.compute_type : alias->second));
+  if (s.delegate_dataset) all->emplace_back("delegate_dataset", Value::Bool(true));
+  if (!s.environment.empty()) all->emplace_back("environment", StrMap(s.environment));
+  all->emplace_back("image", Value::Str(s.image));
+  if (!s.mdata.empty()) all->emplace_back("mdata", StrMap(s.mdata));
+  if (!s.networks.empty()) all->emplace_back("networks", StrList(s.networks));
+  if (!s.package.empty()) all->emplace_back("package", Value::Str(s.package));
+  if (!s.ports.empty()) {
+    Value p = Value::List();
+    for (int port : s.ports) p.Add(Value::Int(port));
+    all->emplace_back("ports", std::move(p));
+  }
   if (s.memory_bytes || s.disk_bytes || s.cpu) {
     Value r = Value::Map();
     if (s.cpu) r.Append("cpu", Value::Double(*s.cpu));
     if (s.disk_bytes) r.Append("disk", Value::Str(FormatManifestSize(*s.disk_bytes)));
     if (s.memory_bytes) r.Append("memory", Value::Str(FormatManifestSize(*s.memory_bytes)));
-    (*all)["resources"] = std::move(r);
+    all->emplace_back("resources", std::move(r));
   }
-  if (!s.command.empty()) (*all)["command"] = Value::Str(s.command);
-  if (s.delegate_dataset) (*all)["delegate_dataset"] = Value::Bool(true);
-  if (!s.environment.empty()) (*all)["environment"] = StrMap(s.environment);
-  if (!s.mdata.empty()) (*all)["mdata"] = StrMap(s.mdata);
-  if (!s.ports.empty()) {
-    Value p = Value::List();
-    for (int port : s.ports) p.Add(Value::Int(port));
-    (*all)["ports"] = std::move(p);
-  }
-  if (!s.tags.empty()) (*all)["tags"] = StrMap(s.tags);
-  if (!s.networks.empty()) (*all)["networks"] = StrList(s.networks);
+  if (!s.tags.empty()) all->emplace_back("tags", StrMap(s.tags));
   if (!s.volumes.empty()) {
     std::vector<std::string> mounts;
     for (const VolumeMount& m : s.volumes) {
       mounts.push_back(absl::StrCat(m.volume, ":", m.mountpoint, m.mode == "ro" ? ":ro" : ""));
     }
-    (*all)["volumes"] = StrList(mounts);
+    all->emplace_back("volumes", StrList(mounts));
   }
 }
 
 Value InstanceValue(const ServiceSpec& s) {
-  std::map<std::string, Value> all;
+  Entries all;
   InstanceFields(s, &all);
-  return Value::FromMap(std::move(all));
+  return Value::FromEntries(std::move(all));
 }
 
 }  // namespace
@@ -207,73 +212,74 @@ Value ServiceSpecValue(const ServiceSpec& s) { return ServiceSpecValue(s, nullpt
 
 // With `instance_json`, also InstanceValue(s).ToJson() from the same fields.
 Value ServiceSpecValue(const ServiceSpec& s, std::string* instance_json) {
-  std::map<std::string, Value> all;  // sorted key order
+  Entries all;
+  all.reserve(32);
   InstanceFields(s, &all);
   if (instance_json != nullptr) {
-    // As Value::FromMap(all).ToJson() writes it (never empty: the image).
+    // As InstanceValue(s).ToJson() writes it (never empty: the image).
     instance_json->push_back('{');
     for (const auto& [key, value] : all) {
       if (instance_json->size() > 1) instance_json->push_back(',');
       AppendJsonQuoted(key, instance_json);
       instance_json->push_back(':');
-      instance_json->append(value.ToJson());
+      value.AppendJson(instance_json);
     }
     instance_json->push_back('}');
   }
-  all["service_type"] = Value::Str(s.service_type);
-  if (s.compute_type != "agent") all["count"] = Value::Int(s.count);  // agents: one per server
+  all.emplace_back("service_type", Value::Str(s.service_type));
+  if (s.compute_type != "agent") all.emplace_back("count", Value::Int(s.count));  // agents: one per server
   if (!s.placement.empty()) {
     Value p = Value::List();
     for (const auto& r : s.placement) p.Add(Value::Str(r.ToString()));
-    all["placement"] = std::move(p);
+    all.emplace_back("placement", std::move(p));
   }
   if (!s.healthchecks.empty()) {
     Value h = Value::Map();
     for (const auto& kv : s.healthchecks) h.Append(kv.first, CheckValue(kv.second));
-    all["healthchecks"] = std::move(h);
+    all.emplace_back("healthchecks", std::move(h));
   }
   Value start = Value::Map();
   start.Append("parallelism", Value::Int(s.start_parallelism)).Append("window", Dur(s.start_window));
-  all["start"] = std::move(start);
+  all.emplace_back("start", std::move(start));
   Value restart = Value::Map();
   restart.Append("condition", StrList(s.restart_condition))
       .Append("max_attempts", Value::Int(s.restart_max_attempts))
       .Append("window", Dur(s.restart_window));
-  if (!RunsToCompletion(s)) all["restart"] = std::move(restart);  // a run's instances are never restarted
+  if (!RunsToCompletion(s)) all.emplace_back("restart", std::move(restart));  // a run's instances are never restarted
   Value stop = Value::Map();
   if (s.stop_drain) stop.Append("drain", Dur(*s.stop_drain));  // added later: written only when set
   stop.Append("preserve_stopped", Value::Str(s.preserve_stopped)).Append("timeout", Dur(s.stop_timeout));
-  all["stop"] = std::move(stop);
+  all.emplace_back("stop", std::move(stop));
   // Fields added later are written only when not the default, so versions
   // stored before they existed keep their canonical form.
-  std::map<std::string, Value> u;  // sorted key order
-  u["auto_rollback"] = Value::Bool(s.update_auto_rollback);
-  u["canary"] = Value::Int(s.update_canary);
-  u["max_surge"] = Value::Int(s.update_max_surge);
-  u["on_change"] = Value::Str(s.update_on_change);
-  u["rolling"] = Value::Int(s.update_rolling);
-  if (s.update_on_meta_change != "manual") u["on_meta_change"] = Value::Str(s.update_on_meta_change);
-  if (s.update_strategy != "replace") u["strategy"] = Value::Str(s.update_strategy);
-  if (s.update_healthy_deadline > absl::ZeroDuration()) u["healthy_deadline"] = Dur(s.update_healthy_deadline);
-  if (s.update_min_healthy_time > absl::ZeroDuration()) u["min_healthy_time"] = Dur(s.update_min_healthy_time);
-  if (s.update_progress_deadline > absl::ZeroDuration()) u["progress_deadline"] = Dur(s.update_progress_deadline);
-  Value update = Value::FromMap(std::move(u));
-  all["update"] = std::move(update);
+  Entries u;
+  u.emplace_back("auto_rollback", Value::Bool(s.update_auto_rollback));
+  u.emplace_back("canary", Value::Int(s.update_canary));
+  u.emplace_back("max_surge", Value::Int(s.update_max_surge));
+  u.emplace_back("on_change", Value::Str(s.update_on_change));
+  u.emplace_back("rolling", Value::Int(s.update_rolling));
+  if (s.update_on_meta_change != "manual") u.emplace_back("on_meta_change", Value::Str(s.update_on_meta_change));
+  if (s.update_strategy != "replace") u.emplace_back("strategy", Value::Str(s.update_strategy));
+  if (s.update_healthy_deadline > absl::ZeroDuration()) u.emplace_back("healthy_deadline", Dur(s.update_healthy_deadline));
+  if (s.update_min_healthy_time > absl::ZeroDuration()) u.emplace_back("min_healthy_time", Dur(s.update_min_healthy_time));
+  if (s.update_progress_deadline > absl::ZeroDuration()) u.emplace_back("progress_deadline", Dur(s.update_progress_deadline));
+  Value update = Value::FromEntries(std::move(u));
+  all.emplace_back("update", std::move(update));
   if (s.servers) {
     Value sv = Value::Map();
     if (!s.servers->exclude.empty()) sv.Append("exclude", StrList(s.servers->exclude));
     if (s.servers->select == "list") sv.Append("select", StrList(s.servers->servers));
     else sv.Append("select", Value::Str(s.servers->select));
-    all["servers"] = std::move(sv);
+    all.emplace_back("servers", std::move(sv));
   }
   // Not in the instance's spec hash: new names are set on the instances in
   // place (a tag), not rolled out.
-  if (s.cns) all["cns"] = s.cns->empty() ? Value::Bool(false) : StrList(*s.cns);
+  if (s.cns) all.emplace_back("cns", s.cns->empty() ? Value::Bool(false) : StrList(*s.cns));
   if (!s.schedule.empty()) {
     Value sched = Value::Map();
     sched.Append("cron", Value::Str(s.schedule));
     sched.Append("time_zone", Value::Str(s.time_zone));
-    all["schedule"] = std::move(sched);
+    all.emplace_back("schedule", std::move(sched));
   }
   if (RunsToCompletion(s)) {
     Value run = Value::Map();
@@ -284,10 +290,10 @@ Value ServiceSpecValue(const ServiceSpec& s, std::string* instance_json) {
     history.Append("succeeded", Value::Int(s.run_keep_succeeded));
     run.Append("history", std::move(history));
     if (s.run_starting_deadline > absl::ZeroDuration()) run.Append("starting_deadline", Dur(s.run_starting_deadline));
-    all["run"] = std::move(run);
+    all.emplace_back("run", std::move(run));
   }
-  for (const auto& kv : s.reserved) all[kv.first] = kv.second;
-  return Value::FromMap(std::move(all));
+  for (const auto& kv : s.reserved) all.emplace_back(kv.first, kv.second);
+  return Value::FromEntries(std::move(all));
 }
 
 namespace {

@@ -8,9 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
+#include <new>
+#include <type_traits>
 #include <regex>
 #include <set>
 #include <tuple>
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -79,7 +84,52 @@ class Parser {
   }
 
  private:
-  using Fields = std::map<std::string, std::function<void(const YamlNode&, const std::string&)>>;
+  // The handlers of a map's keys: `f["key"] = [&](node, path) {...};`, keys
+  // string literals. The parser makes one set per map it reads (one per
+  // service), so handlers are kept inline: no allocation per key.
+  class Fields {
+   public:
+    class Handler {
+     public:
+      template <typename F>
+      Handler& operator=(F f) {
+        static_assert(sizeof(F) <= sizeof(buf_) && alignof(F) <= alignof(void*) &&
+                          std::is_trivially_copyable_v<F> && std::is_trivially_destructible_v<F>,
+                      "a key's handler captures references or pointers only, at most six");
+        new (buf_) F(f);
+        call_ = [](const void* fn, const YamlNode& v, const std::string& p) { (*static_cast<const F*>(fn))(v, p); };
+        return *this;
+      }
+      void operator()(const YamlNode& v, const std::string& p) const { call_(buf_, v, p); }
+
+     private:
+      alignas(void*) unsigned char buf_[6 * sizeof(void*)];
+      void (*call_)(const void*, const YamlNode&, const std::string&) = nullptr;
+    };
+    Handler& operator[](absl::string_view key) {
+      for (auto& e : entries_) {
+        if (e.first == key) return e.second;
+      }
+      entries_.emplace_back(key, Handler());
+      return entries_.back().second;
+    }
+    const Handler* Find(absl::string_view key) const {
+      for (const auto& e : entries_) {
+        if (e.first == key) return &e.second;
+      }
+      return nullptr;
+    }
+    std::vector<std::string> Keys() const {
+      std::vector<std::string> out;
+      for (const auto& e : entries_) out.emplace_back(e.first);
+      return out;
+    }
+
+   private:
+    std::vector<std::pair<absl::string_view, Handler>> entries_;
+  };
+  // Other spellings of a map's keys: {as written, the key it means}.
+  using Aliases = std::initializer_list<std::pair<absl::string_view, absl::string_view>>;
 
   // Keeps the first Limits::kMaxErrorsShown errors and counts the rest; long
   // echoes of user text are cut so one reply stays small.
@@ -123,52 +173,74 @@ class Parser {
   // Dispatches each key of map `n` to its handler; unknown keys are errors,
   // RFD 36 keys not run yet are stored with a warning, duplicates are errors.
   // `aliases` maps an alias to its key; using both is an error.
-  void ParseMap(const YamlNode& n, const std::string& path, const Fields& fields,
-                const std::map<std::string, std::string>& aliases = {},
+  void ParseMap(const YamlNode& n, const std::string& path, const Fields& fields, Aliases aliases = {},
                 std::map<std::string, Value>* reserved = nullptr) {
     if (!n.IsMap()) {
       Error(n, path, absl::StrCat("must be a map, not ", KindName(n)));
       return;
     }
-    std::map<std::string, std::string> seen;  // canonical key -> as written
+    SeenKeys seen;  // canonical key -> as written
     for (const auto& kv : n) {
       const YamlNode& k = kv.first;
       if (!k.IsScalar()) {
         Error(k, path, "keys must be plain strings");
         continue;
       }
-      std::string key = k.Scalar();
+      const std::string& key = k.Scalar();
       if (!KeyOk(k, path, key)) continue;
-      std::string canon = key;
-      auto al = aliases.find(key);
-      if (al != aliases.end()) canon = al->second;
+      absl::string_view canon = key;
+      for (const auto& al : aliases) {
+        if (al.first == key) canon = al.second;
+      }
       std::string p = Join(path, key);
-      auto prev = seen.find(canon);
-      if (prev != seen.end()) {
-        if (prev->second == key) {
+      if (const absl::string_view* prev = seen.Insert(canon, key)) {
+        if (*prev == key) {
           Error(k, p, "duplicate key");
         } else {
-          Error(k, p, absl::StrCat("\"", key, "\" and \"", prev->second,
-                                   "\" mean the same; keep one"));
+          Error(k, p, absl::StrCat("\"", key, "\" and \"", *prev, "\" mean the same; keep one"));
         }
         continue;
       }
-      seen[canon] = key;
-      auto f = fields.find(canon);
-      if (f != fields.end()) {
-        f->second(kv.second, p);
+      if (const Fields::Handler* f = fields.Find(canon)) {
+        (*f)(kv.second, p);
       } else if (reserved != nullptr && ReservedKeys().count(key)) {
         (*reserved)[key] = kv.second.ToValue();
         Warn(k, p, absl::StrCat("accepted and stored, but Mariposa does not act on \"", key, "\" yet"));
       } else {
-        std::vector<std::string> known;
-        for (const auto& kv : fields) known.push_back(kv.first);
-        for (const auto& kv : aliases) known.push_back(kv.first);
+        std::vector<std::string> known = fields.Keys();
+        for (const auto& al : aliases) known.emplace_back(al.first);
         std::sort(known.begin(), known.end());
         Error(k, p, absl::StrCat("unknown key \"", key, "\"; expected one of: ", absl::StrJoin(known, ", ")));
       }
     }
   }
+
+  // The keys of one map seen so far (the views point into the document and
+  // the parser's literals): a short list, and past it a hash table, so a
+  // map of many keys costs no more per key than a short one.
+  class SeenKeys {
+   public:
+    // Records `canon` as written `as`; the earlier spelling when it was seen.
+    const absl::string_view* Insert(absl::string_view canon, absl::string_view as) {
+      if (many_.empty()) {
+        for (const auto& e : few_) {
+          if (e.first == canon) return &e.second;
+        }
+        if (few_.size() < kFew) {
+          few_.emplace_back(canon, as);
+          return nullptr;
+        }
+        for (const auto& e : few_) many_.emplace(e.first, e.second);
+      }
+      auto [it, added] = many_.emplace(canon, as);
+      return added ? nullptr : &it->second;
+    }
+
+   private:
+    static constexpr size_t kFew = 32;
+    absl::InlinedVector<std::pair<absl::string_view, absl::string_view>, kFew> few_;
+    absl::flat_hash_map<absl::string_view, absl::string_view> many_;
+  };
 
   bool Scalar(const YamlNode& n, const std::string& path, std::string* out) {
     if (!n.IsScalar()) {

@@ -520,6 +520,29 @@ TEST(ManifestLimitsTest, CountsAndKeyLengths) {
             std::string::npos);
 }
 
+// A map's keys are checked for repeats however many it has: past the first
+// few the parser keeps them in a hash table (Parser::SeenKeys), and a repeat
+// or an alias of a key given earlier is found there too.
+TEST(ManifestLimitsTest, RepeatsAreFoundInMapsOfManyKeys) {
+  for (int before : {3, 31, 32, 33, 90}) {  // 90: every error shown (at most 100)
+    std::string m = "project: x\nservices:\n  w:\n    image: i\n";
+    for (int i = 0; i < before; ++i) m += "    k" + std::to_string(i) + ": v\n";
+    const int line = 5 + before;  // the line of the repeat
+    std::string again = m + "    image: j\n";
+    std::string errors = Errors(again);
+    EXPECT_NE(errors.find("t.yaml:" + std::to_string(line) + ":5: services.w.image: duplicate key"), std::string::npos)
+        << before << " keys before: " << errors.substr(0, 300);
+    std::string alias = m + "    count: 2\n    scale: 3\n";
+    errors = Errors(alias);
+    EXPECT_NE(errors.find("t.yaml:" + std::to_string(line + 1) +
+                          ":5: services.w.scale: \"scale\" and \"count\" mean the same; keep one"),
+              std::string::npos)
+        << before << " keys before: " << errors.substr(0, 300);
+    // Each unknown key is named once, none of them as a repeat.
+    EXPECT_EQ(errors.find("k0: duplicate key"), std::string::npos);
+  }
+}
+
 class CancelledForTest : public Cancellation {
  public:
   absl::Status Check() const override { return absl::CancelledError("client gone"); }

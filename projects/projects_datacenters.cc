@@ -104,8 +104,8 @@ absl::Status ProjectsService::StartRollout(const ApplyRequest& a, Outcome& out, 
                                            absl::StrJoin(refusals, "\n"), "\nnothing was changed"));
   }
 
-  Answer(out, /*dry_run=*/true, a.author, resp);
   bool changed = !out.diff.empty();
+  Answer(out, /*dry_run=*/true, a.author, resp);  // takes out.diff
   for (v1::DataCenterPlan& plan : *resp->mutable_diff()->mutable_datacenters()) {
     auto p = plans.find(plan.name());
     if (p == plans.end()) continue;

@@ -575,7 +575,7 @@ grpc::Status ProjectsService::Apply(grpc::ServerContext* ctx, const v1::ApplyReq
 void ProjectsService::Answer(Outcome& out, bool dry_run, const std::string& author, v1::ApplyResponse* resp) {
   resp->set_changed(dry_run ? !out.diff.empty() : out.commit.changed);  // a plan: would it change
   if (!out.commit.version.uuid.empty()) ToProto(out.commit.version, resp->mutable_version());
-  *resp->mutable_diff() = out.diff;
+  resp->mutable_diff()->Swap(&out.diff);  // the answer's last use of it
   resp->set_base_version(out.base_version);
   resp->set_base_version_number(out.base_number);
   if (!dry_run) resp->set_rollout_task(QueueRollout(out, "apply", author, &out.warnings));

@@ -178,7 +178,8 @@ class ProjectsService final : public v1::Projects::Service {
   std::string datacenter_;
   VersionSender send_version_;
   std::function<void()> rollout_started_;
-  // Apply's answer from ApplyText's outcome (Apply and ReceiveVersion).
+  // Apply's answer from ApplyText's outcome (Apply and ReceiveVersion). It
+  // takes out.diff (moved into the answer, not copied): read it before.
   void Answer(Outcome& out, bool dry_run, const std::string& author, v1::ApplyResponse* resp);
   // The checks and plans of the other data centers, then (unless a dry
   // run) the rollout (projects_datacenters.cc).
