@@ -12,6 +12,10 @@
 
 #include <cstdlib>
 #include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -23,9 +27,11 @@ using json = nlohmann::json;
 constexpr size_t kMaxMessage = 1 << 20;  // a registration is a few hundred bytes
 constexpr size_t kSendChunk = 256 << 10;  // the most one write of items sends
 
-// The top-level members of a JSON object's text: key -> value text.
-std::vector<std::pair<std::string, std::string>> Members(const std::string& text) {
-  std::vector<std::pair<std::string, std::string>> out;
+// The top-level members of a JSON object's text: key -> value text (views
+// into `text`: nothing copied, as every change of every VM is diffed so).
+std::vector<std::pair<std::string_view, std::string_view>> Members(std::string_view text) {
+  std::vector<std::pair<std::string_view, std::string_view>> out;
+  out.reserve(48);
   size_t i = text.find('{');
   if (i == std::string::npos) return out;
   ++i;
@@ -48,7 +54,7 @@ std::vector<std::pair<std::string, std::string>> Members(const std::string& text
     if (text[i] != '"') break;  // not an object's member: stop
     size_t k = i;
     skip_string();
-    std::string key = text.substr(k + 1, i - k - 2);
+    std::string_view key = text.substr(k + 1, i - k - 2);
     skip_ws();
     if (i >= text.size() || text[i] != ':') break;
     ++i;
@@ -73,7 +79,7 @@ std::vector<std::pair<std::string, std::string>> Members(const std::string& text
       if (c == ',' && depth == 0) break;
       ++i;
     }
-    out.emplace_back(std::move(key), text.substr(v, i - v));
+    out.emplace_back(key, text.substr(v, i - v));
   }
   return out;
 }
@@ -186,18 +192,23 @@ std::string EncodeWsClose(int code, const std::string& reason) {
 }
 
 std::vector<std::string> ChangedKeys(const std::string& before, const std::string& after) {
-  std::map<std::string, std::string> old;
-  for (auto& [k, v] : Members(before)) old[k] = std::move(v);
+  const auto old = Members(before), now = Members(after);
   std::vector<std::string> out;
-  std::set<std::string> seen;
-  for (const auto& [k, v] : Members(after)) {
-    seen.insert(k);
-    auto it = old.find(k);
-    if (it == old.end() || it->second != v) out.push_back(k);
+  // The same writer made both, so their keys are mostly in the same order:
+  // compared side by side while they are, by name after that.
+  size_t same = 0;
+  while (same < old.size() && same < now.size() && old[same].first == now[same].first) {
+    if (old[same].second != now[same].second) out.emplace_back(now[same].first);
+    ++same;
   }
-  for (const auto& [k, v] : old) {
-    if (!seen.count(k)) out.push_back(k);
+  if (same == old.size() && same == now.size()) return out;
+  std::map<std::string_view, std::string_view> rest(old.begin() + same, old.end());
+  for (size_t i = same; i < now.size(); ++i) {
+    auto it = rest.find(now[i].first);
+    if (it == rest.end() || it->second != now[i].second) out.emplace_back(now[i].first);
+    if (it != rest.end()) rest.erase(it);
   }
+  for (const auto& [k, v] : rest) out.emplace_back(k);  // gone
   return out;
 }
 

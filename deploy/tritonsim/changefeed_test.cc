@@ -93,6 +93,9 @@ TEST(ChangedKeys, NamesTopLevelKeysWhoseValuesDiffer) {
       {R"({"a":1,"gone":true})", R"({"a":1})", {"gone"}},
       {R"({"nics":[{"ip":"10.0.0.2"}],"s":"x"})", R"({"nics":[{"ip":"10.0.0.2"}],"s":"x"})", {}},
       {R"({"a":{"b":{"c":[{}]}},"z":null})", R"({"a":{"b":{"c":[{"d":1}]}},"z":null})", {"a"}},
+      // Keys in another order: compared by name past the first that differs.
+      {R"({"a":1,"b":2,"c":3})", R"({"b":2,"a":5,"d":1})", {"a", "d", "c"}},
+      {R"({"a":1,"b":2,"c":3,"e":4})", R"({"a":1,"c":3,"b":2})", {"e"}},
   };
   for (const Case& c : cases) EXPECT_EQ(ChangedKeys(c.before, c.after), c.want) << c.before << " -> " << c.after;
 }
