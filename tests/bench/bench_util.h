@@ -51,6 +51,18 @@ inline double CpuSeconds(pid_t pid) {
   return (std::stod(f[11]) + std::stod(f[12])) / sysconf(_SC_CLK_TCK);
 }
 
+// CPU seconds the whole machine spent busy so far (every core: user, nice,
+// system, irq, softirq, steal from /proc/stat; idle and iowait left out).
+inline double MachineBusySeconds() {
+  std::string stat = Slurp("/proc/stat");
+  if (stat.compare(0, 4, "cpu ") != 0) return -1;
+  std::vector<std::string> f = absl::StrSplit(stat.substr(4, stat.find('\n') - 4), ' ', absl::SkipEmpty());
+  if (f.size() < 8) return -1;
+  double busy = 0;
+  for (int i : {0, 1, 2, 5, 6, 7}) busy += std::stod(f[i]);
+  return busy / sysconf(_SC_CLK_TCK);
+}
+
 inline double Pct(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];

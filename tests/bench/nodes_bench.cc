@@ -10,8 +10,9 @@
 //         projects of 1,000 instances applied through the nodes in turn,
 //         from the first apply until VMAPI runs them all, with 1 node and
 //         with 3 on one PostgreSQL; a fresh database and tritonsim (zero job
-//         latency) each round, rounds alternating 1, 3, 1, 3. 3 nodes must
-//         not be slower than 1. Each round also runs one node on SQLite
+//         latency) each round, rounds alternating 1, 3, 1, 3. 3 nodes should
+//         reach 1.5x of 1 (PERFORMANCE.md). Each round prints where the
+//         machine's CPU went over the scale. Each round also runs one node on SQLite
 //         (`--store` left at its default), the same work: P2 on
 //         PostgreSQL must reach 0.8x of it in the same run.
 // `--takeover-projects=N`: TAKEOVER alone with N projects (how it grows).
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 
 #include <cstdlib>
 
@@ -135,6 +137,14 @@ double ScaleUpOnNodes(testing::PgServer* pg, const std::string& dir, int n, int 
     for (int p = 0; p < projects; ++p) {
       std::ofstream(absl::StrCat(rdir, "/p", p, ".yaml")) << Manifest(absl::StrCat("p", p), services, count, "");
     }
+    // Where the machine's CPU went over the scale: the nodes, tritonsim,
+    // and the rest (PostgreSQL, this benchmark, anything else running).
+    auto cpu = [&] {
+      double nodes_cpu = 0;
+      for (const Child& c : nodes) nodes_cpu += CpuSeconds(c.pid);
+      return std::array<double, 3>{nodes_cpu, CpuSeconds(sim.pid), MachineBusySeconds()};
+    };
+    const std::array<double, 3> cpu0 = cpu();
     auto t0 = Clock::now();
     std::vector<std::string> uuids;
     for (int p = 0; p < projects; ++p) {
@@ -156,6 +166,13 @@ double ScaleUpOnNodes(testing::PgServer* pg, const std::string& dir, int n, int 
       return;
     }
     rate = total / took;
+    const std::array<double, 3> cpu1 = cpu();
+    const double busy = cpu1[2] - cpu0[2], cores = std::thread::hardware_concurrency();
+    std::printf("# P2 round %d, %d node(s) on %s: %.0f instances/s; CPU over the scale (%.1f s): mariposad %.2f s, "
+                "tritonsim %.2f s, the rest (%s, this benchmark) %.2f s; the machine %.0f %% busy on %.0f cores\n",
+                round, n, sqlite ? "SQLite" : "PostgreSQL", rate, took, cpu1[0] - cpu0[0], cpu1[1] - cpu0[1],
+                sqlite ? "SQLite is in mariposad" : "PostgreSQL", busy - (cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1]),
+                100 * busy / (took * cores), cores);
   }();
   for (Child& c : nodes) StopChild(&c);
   StopChild(&sim);
@@ -311,7 +328,7 @@ int Main(bool smoke, int takeover_projects = 0) {
   double one = Pct(rates[1], 0.5), three = Pct(rates[3], 0.5);
   std::printf("P2_nodes_1_postgres %.0f instances/s - - (%d projects x %d; rounds:", one, projects, services * per_service);
   for (double v : rates[1]) std::printf(" %.0f", v);
-  std::printf(")\nP2_nodes_3_postgres %.0f instances/s %.0f %.2fx (vs 1 node; target >= 1.0x, not slower; rounds:",
+  std::printf(")\nP2_nodes_3_postgres %.0f instances/s %.0f %.2fx (vs 1 node; target >= 1.5x, PERFORMANCE.md; rounds:",
               three, one, three / one);
   for (double v : rates[3]) std::printf(" %.0f", v);
   std::printf(")\n");
