@@ -53,19 +53,18 @@ Value Value::FromMap(std::map<std::string, Value> m) {
 
 Value Value::FromEntries(std::vector<std::pair<std::string, Value>> entries) {
   Value v = Map();
-  auto by_key = [](const std::pair<std::string, Value>* a, const std::pair<std::string, Value>* b) {
-    return a->first < b->first;
-  };
-  std::vector<const std::pair<std::string, Value>*> order;
+  using Entry = std::pair<std::string, Value>;
+  auto by_key = [](const Entry* a, const Entry* b) { return a->first < b->first; };
+  std::vector<Entry*> order;
   order.reserve(entries.size());
-  for (const auto& e : entries) order.push_back(&e);
+  for (Entry& e : entries) order.push_back(&e);
   if (std::is_sorted(order.begin(), order.end(), by_key)) {
     v.entries_ = std::move(entries);
     return v;
   }
   std::sort(order.begin(), order.end(), by_key);  // each entry is moved once, below
   v.entries_.reserve(entries.size());
-  for (const auto* e : order) v.entries_.push_back(std::move(*const_cast<std::pair<std::string, Value>*>(e)));
+  for (Entry* e : order) v.entries_.push_back(std::move(*e));
   return v;
 }
 
