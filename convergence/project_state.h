@@ -47,8 +47,10 @@ struct ProjectState {
   int reserved = 0;
   // Its last sync or pump held work because the other projects had every
   // free slot of --max-jobs: woken when one of their jobs ends, not left to
-  // the resync.
+  // the resync. Kept until its next sync or pump looks again (it counts
+  // as wanting slots in FairJobShare meanwhile); wake_sent: woken since.
   bool window_held = false;
+  bool wake_sent = false;
   std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's
   PlanCache plan;                               // used by the one worker syncing the project
   absl::Duration poll_after;                    // how soon its jobs in flight are looked at again
@@ -94,19 +96,75 @@ inline int JobsHeldByOthers(const std::map<std::string, ProjectState>& projects,
   return held;
 }
 
+// Project `uuid`'s share of --max-jobs: max-min fair among the projects
+// that want slots. One that waits for the others (window_held) and this
+// one want up to --max-jobs-per-project; one that only has jobs in flight
+// wants what it holds. A project wanting less than an equal share leaves
+// the rest to the others, so a share is never left unused while another
+// project waits, and one project's scale no longer holds every other
+// project's work until it is done.
+inline int64_t FairJobShare(int max_jobs, int max_jobs_per_project,
+                            const std::map<std::string, ProjectState>& projects, const std::string& uuid) {
+  const int64_t most = std::max(1, max_jobs_per_project);
+  std::vector<int64_t> wants;
+  for (const auto& [other, ps] : projects) {
+    if (other == uuid) continue;
+    if (ps.window_held) wants.push_back(most);
+    else if (ps.in_flight + ps.reserved > 0) wants.push_back(ps.in_flight + ps.reserved);
+  }
+  wants.push_back(most);  // this project's
+  std::sort(wants.begin(), wants.end());
+  int64_t left = std::max(0, max_jobs);
+  int64_t n = static_cast<int64_t>(wants.size());
+  for (int64_t w : wants) {
+    const int64_t level = (left + n - 1) / n;  // rounded up: --max-jobs itself still bounds the sum
+    if (w >= level) return std::min(level, most);
+    left -= w;
+    --n;
+  }
+  return most;
+}
+
 // The job slots project `uuid` may fill with `running` of its jobs in
-// flight: its own window (--max-jobs-per-project) and what the other
-// projects leave of --max-jobs. A sync and the pump both ask it.
+// flight: its own window (--max-jobs-per-project), what the other projects
+// leave of --max-jobs, and its fair share of --max-jobs (FairJobShare). A
+// sync and the pump both ask it.
 struct JobWindow {
-  int64_t own = 0, global = 0;
-  int64_t free() const { return std::max<int64_t>(0, std::min(own, global)); }
-  // The other projects' jobs, not this project's, are what holds the rest.
-  bool held_by_others() const { return own > 0 && global < own; }
+  int64_t own = 0, global = 0, share = 0;
+  int64_t free() const { return std::max<int64_t>(0, std::min({own, global, share})); }
+  // The other projects' jobs (or their share), not this project's, are
+  // what holds the rest.
+  bool held_by_others() const { return own > 0 && std::min(global, share) < own; }
 };
 inline JobWindow FreeJobSlots(int max_jobs, int max_jobs_per_project,
                               const std::map<std::string, ProjectState>& projects, const std::string& uuid,
                               int64_t running) {
-  return {std::max(1, max_jobs_per_project) - running, max_jobs - JobsHeldByOthers(projects, uuid) - running};
+  return {std::max(1, max_jobs_per_project) - running, max_jobs - JobsHeldByOthers(projects, uuid) - running,
+          FairJobShare(max_jobs, max_jobs_per_project, projects, uuid) - running};
+}
+
+// The projects waiting for the others' slots (window_held, not yet woken)
+// that have free slots now, to wake: in turn from the one after `after`
+// (the last woken), and no more than --max-jobs has free slots — a job's
+// end wakes the projects that can use what it freed, not every waiting
+// project to find none (each wake is a sync that lists the project).
+inline std::vector<std::string> HeldProjectsToWake(int max_jobs, int max_jobs_per_project,
+                                                   const std::map<std::string, ProjectState>& projects,
+                                                   const std::string& after) {
+  std::vector<std::string> wake;
+  int64_t budget = max_jobs;
+  for (const auto& kv : projects) budget -= kv.second.in_flight + kv.second.reserved;
+  auto it = projects.upper_bound(after);
+  for (size_t k = 0; k < projects.size() && budget > 0; ++k) {
+    if (it == projects.end()) it = projects.begin();
+    const auto& [uuid, ps] = *it++;
+    if (!ps.window_held || ps.wake_sent) continue;
+    const int64_t free = FreeJobSlots(max_jobs, max_jobs_per_project, projects, uuid, ps.in_flight).free();
+    if (free <= 0) continue;
+    wake.push_back(uuid);
+    budget -= free;
+  }
+  return wake;
 }
 
 }  // namespace mariposa::convergence

@@ -162,18 +162,19 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   absl::Time listed_at;
   ASSIGN_OR_RETURN(Snapshot s, gather_.Gather(name, /*poll_jobs=*/true, &observe, &listed_at));
   PlanCache* cache;  // one worker per project at a time uses it; map nodes do not move
-  bool window_limited = false;  // the other projects' jobs left this sync fewer slots than its own window
+  bool window_limited = false;  // the other projects (their jobs, their share) left this sync fewer slots than its own window
+  int running = 0, free_slots = 0;
   {
     absl::MutexLock l(&mu_);
     ProjectState& ps = projects_[s.project.uuid];
     cache = &ps.plan;
     // The slots this sync may fill, held until it has sent (other syncs
     // run at the same time: --parallel-syncs).
-    const int running = static_cast<int>(s.in_flight.size());
+    running = static_cast<int>(s.in_flight.size());
     const JobWindow slots =
         FreeJobSlots(options_.max_jobs, options_.max_jobs_per_project, projects_, s.project.uuid, running);
     ps.in_flight = running;  // as polled now
-    ps.reserved = static_cast<int>(slots.free());
+    ps.reserved = free_slots = static_cast<int>(slots.free());
     s.global_jobs_free = ps.reserved;
     window_limited = slots.held_by_others();
   }
@@ -193,7 +194,11 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
     auto it = projects_.find(s.project.uuid);
     if (it != projects_.end()) {
       it->second.sync_cost = r.total;
-      it->second.window_held = window_limited && r.held > 0;
+      // Waiting for the others only when it filled every slot it had and
+      // still holds work: work held for other reasons (a rollout's pace,
+      // a budget) is no reason to wake it when their jobs end.
+      it->second.window_held = window_limited && r.held > 0 && it->second.in_flight - running >= free_slots;
+      it->second.wake_sent = false;
     }
   }
   // The list this sync decided on is the next one's starting point.
@@ -305,6 +310,7 @@ std::optional<std::vector<Step>> Reconciler::TakeBacklog(const std::string& uuid
     ps.backlog.pop_front();
   }
   ps.window_held = !ps.backlog.empty() && slots.held_by_others();
+  ps.wake_sent = false;
   // Counted as in flight from now (the others see them before they are sent).
   ps.in_flight = pump.running + static_cast<int>(steps.size());
   return steps;
@@ -532,16 +538,15 @@ bool Reconciler::Leased(const std::string& key, std::optional<Fence>* fence) {
 // backoff), so neither becomes a busy loop; work held only by the other
 // projects' jobs (window_held) is looked at again when one of them ends.
 void Reconciler::Requeue(const std::string& key, const SyncResult& r) {
-  // Jobs that ended freed slots: the projects that waited for them look now.
+  // Slots this sync or pump left free (jobs that ended, slots it held and
+  // did not fill): the projects that waited for them and can use them look
+  // now.
   std::vector<std::string> held;
-  if (r.finished > 0) {
+  {
     absl::MutexLock l(&mu_);
-    for (auto& [uuid, ps] : projects_) {
-      if (uuid != key && ps.window_held) {
-        ps.window_held = false;
-        held.push_back(uuid);
-      }
-    }
+    held = HeldProjectsToWake(options_.max_jobs, options_.max_jobs_per_project, projects_, wake_after_);
+    for (const std::string& uuid : held) projects_[uuid].wake_sent = true;
+    if (!held.empty()) wake_after_ = held.back();
   }
   for (const std::string& uuid : held) queue_.Add(uuid);
   int in_flight = 0;

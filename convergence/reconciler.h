@@ -288,6 +288,7 @@ class Reconciler {
   mutable absl::Mutex latency_mu_;
   std::map<std::string, absl::Duration> latency_ ABSL_GUARDED_BY(latency_mu_);
   std::set<std::string> known_projects_ ABSL_GUARDED_BY(mu_);
+  std::string wake_after_ ABSL_GUARDED_BY(mu_);  // the last project woken for free job slots (in turn)
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> paused_{false};
   std::atomic<uint64_t> changes_{0};  // bumped by every Wake and WakeProject

@@ -920,6 +920,37 @@ TEST_F(ReconcilerTest, TwoSyncsAtOnceStayWithinMaxJobs) {
   EXPECT_EQ(b->created, 4);
 }
 
+// --max-jobs is shared fairly: while other projects wait for slots, a
+// project gets its share of the window, not every slot that frees up.
+// Before, the project that synced first refilled all of --max-jobs as its
+// jobs ended and the others waited until it was done.
+TEST_F(ReconcilerTest, ProjectsWaitingForMaxJobsGetTheirShare) {
+  ReconcilerOptions o;
+  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
+  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
+  o.max_jobs = 6;
+  o.max_jobs_per_project = 6;
+  reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
+  vmapi_.set_auto_complete(false);
+  for (const char* p : {"a", "b", "c"}) {
+    Apply(absl::StrCat("project: ", p, "\ncns: false\nservices:\n  web: {image: web@1, count: 12}\n"));
+  }
+  auto created = [&](const char* p) {
+    auto r = reconciler_->SyncProject(p);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->created : -1;
+  };
+  EXPECT_EQ(created("a"), 6);
+  EXPECT_EQ(created("b"), 0) << "a holds all of --max-jobs";
+  EXPECT_EQ(created("c"), 0);
+  vmapi_.CompleteJobs();
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(created("a"), 2) << "b and c wait: a's share is a third";
+  EXPECT_EQ(created("b"), 2);
+  EXPECT_EQ(created("c"), 2);
+  EXPECT_EQ(vmapi_.AllVms().size(), 12u);
+}
+
 // A job's end and what it tells are stored together: a reader of the store
 // (status, which counts the jobs in flight) never sees the job gone without
 // its event. Here the reader looks while the same sync sends its next create;

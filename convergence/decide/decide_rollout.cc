@@ -392,7 +392,7 @@ void Decider::Window() {
   // (--max-jobs, all projects together).
   const std::string why =
       f_.s.global_jobs_free < own
-          ? absl::StrCat("job window: the other projects' jobs hold the rest of --max-jobs (", f_.s.in_flight.size(),
+          ? absl::StrCat("job window: the other projects' jobs hold the rest of --max-jobs or wait for their share of it (", f_.s.in_flight.size(),
                          " of this project's in flight)")
           : absl::StrCat("job window: ", f_.s.in_flight.size(), " jobs of this project in flight");
   int64_t n = static_cast<int64_t>(d_.installs.size() + d_.uninstalls.size() + d_.imports.size());

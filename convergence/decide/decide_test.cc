@@ -472,10 +472,10 @@ TEST(DecideTest, TheJobWindowSaysWhoseJobsFillIt) {
   } cases[] = {
       {4, 0, 100, 4, ""},
       {4, 1, 100, 3, "job window: 1 jobs of this project in flight"},
-      {4, 0, 2, 2, "job window: the other projects' jobs hold the rest of --max-jobs (0 of this project's in flight)"},
+      {4, 0, 2, 2, "job window: the other projects' jobs hold the rest of --max-jobs or wait for their share of it (0 of this project's in flight)"},
       {4, 1, 3, 3, "job window: 1 jobs of this project in flight"},
-      {4, 1, 1, 1, "job window: the other projects' jobs hold the rest of --max-jobs (1 of this project's in flight)"},
-      {4, 0, 0, 0, "job window: the other projects' jobs hold the rest of --max-jobs (0 of this project's in flight)"},
+      {4, 1, 1, 1, "job window: the other projects' jobs hold the rest of --max-jobs or wait for their share of it (1 of this project's in flight)"},
+      {4, 0, 0, 0, "job window: the other projects' jobs hold the rest of --max-jobs or wait for their share of it (0 of this project's in flight)"},
   };
   for (const Case& c : cases) {
     Snapshot s = SnapshotOf(GoalOf("project: p\ncns: false\nservices:\n  web: {image: web@1, count: 4}\n"));
