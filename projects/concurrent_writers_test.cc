@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/clock.h"
 #include "common/sql.h"
@@ -84,17 +85,35 @@ TEST_P(ConcurrentWritersTest, WatchersResumingFromAnyIndexSeeEveryEventOnceInOrd
     ASSERT_TRUE(made.ok()) << made.status();
     uuids.push_back(made->version.project_uuid);
   }
-  std::atomic<int> writers_left{kNodes};
+  // Two writers per node: on PostgreSQL a node's writes of jobs, task
+  // progress and events commit at once on its pooled connections.
+  constexpr int kWriters = 2 * kNodes;
+  std::atomic<int> writers_left{kWriters};
   std::vector<std::thread> writers;
   std::atomic<int> failed_writes{0};
-  for (int n = 0; n < kNodes; ++n) {
+  for (int n = 0; n < kWriters; ++n) {
     writers.emplace_back([&, n] {
       std::mt19937 rng(1000 + n);
-      SqlProjectStore* store = nodes[n].get();
+      SqlProjectStore* store = nodes[n % kNodes].get();
       for (int i = 0; i < kRounds; ++i) {
         int p = static_cast<int>(rng() % kProjects);
         absl::Status s;
-        switch (rng() % 3) {
+        switch (rng() % 4) {
+          case 3: {  // a job sent, then ended with its event
+            JobRecord j;
+            j.job_uuid = absl::StrCat("job-", n, "-", i);
+            j.project_uuid = uuids[p];
+            j.api = "vmapi";
+            j.kind = "create";
+            j.sent_at = absl::Now();
+            s = store->RecordJobs({j});
+            if (s.ok()) {
+              s = store->FinishJobs({{j.job_uuid, TaskProgress{}}},
+                                    {EventRecord{0, absl::Now(), "test", absl::StrCat("p", p), "test.job",
+                                                 j.job_uuid, ""}});
+            }
+            break;
+          }
           case 0:  // a version with a few services: a longer transaction
             s = store->CommitVersion(Version(absl::StrCat("p", p), 1000 * n + i + 1, 1 + rng() % 20)).status();
             break;
@@ -160,7 +179,7 @@ TEST_P(ConcurrentWritersTest, WatchersResumingFromAnyIndexSeeEveryEventOnceInOrd
   ASSERT_EQ(failed_writes.load(), 0);
 
   std::vector<EventRecord> log = WholeLog(nodes[0].get());
-  ASSERT_GT(log.size(), static_cast<size_t>(kNodes * kRounds));
+  ASSERT_GT(log.size(), static_cast<size_t>(kWriters * kRounds / 2));
   std::vector<int64_t> all;
   for (const EventRecord& e : log) all.push_back(e.index);
   int checked = 0;
@@ -212,6 +231,62 @@ TEST_P(ConcurrentWritersTest, OneProjectsWriterDoesNotHoldBackAnothers) {
   ASSERT_TRUE((*txn)->Commit().ok());
   ASSERT_EQ(same.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_TRUE(same.get().ok());
+}
+
+// On PostgreSQL one node's writes of different projects commit at once:
+// while its write of one project's job waits (here on a row another
+// session holds), its writes of events and jobs of another project go
+// through. Before, one connection under one lock made them wait.
+TEST_P(ConcurrentWritersTest, OneNodesWritesOfOneProjectDoNotHoldBackAnothers) {
+  if (!postgres()) GTEST_SKIP() << "SQLite has one writer at a time by design";
+  auto node = Node();
+  auto p = node->CommitVersion(Version("held", 1, 1));
+  auto q = node->CommitVersion(Version("free", 1, 1));
+  ASSERT_TRUE(p.ok() && q.ok());
+  auto job = [](const std::string& uuid, const std::string& project) {
+    JobRecord j;
+    j.job_uuid = uuid;
+    j.project_uuid = project;
+    j.api = "vmapi";
+    j.kind = "create";
+    j.sent_at = absl::Now();
+    return j;
+  };
+  ASSERT_TRUE(node->RecordJobs({job("held-job", p->version.project_uuid)}).ok());
+  auto raw = testing::OpenRaw(spec_);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  auto txn = Transaction::Begin(raw->get(), WriteScope::kShared);
+  ASSERT_TRUE(txn.ok()) << txn.status();
+  ASSERT_TRUE((*raw)->Exec("SELECT 1 FROM jobs WHERE job_uuid = 'held-job' FOR UPDATE").ok());
+
+  // The other session's transaction ends before the futures wait for
+  // their writes, should an assertion below end the test early.
+  std::future<absl::Status> held, other;
+  bool committed = false;
+  absl::Cleanup release = [&] {
+    if (!committed) (void)(*txn)->Commit();
+  };
+  held = std::async(std::launch::async, [&] { return node->FinishJobs({{"held-job", TaskProgress{}}}, {}); });
+  ASSERT_EQ(held.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "the job's end did not wait for the row held";
+  other = std::async(std::launch::async, [&] {
+    absl::Status s = node->AppendEvents(
+        {EventRecord{0, absl::Now(), "test", "free", "test.other", "", ""}});
+    if (s.ok()) s = node->RecordJobs({job("free-job", q->version.project_uuid)});
+    if (s.ok()) s = node->FinishJobs({{"free-job", TaskProgress{}}}, {});
+    return s;
+  });
+  ASSERT_EQ(other.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "another project's writes on the same node waited for the first one's";
+  EXPECT_TRUE(other.get().ok());
+  EXPECT_EQ(held.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  committed = true;
+  ASSERT_TRUE((*txn)->Commit().ok());
+  ASSERT_EQ(held.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(held.get().ok());
+  auto left = node->ListJobs(p->version.project_uuid);
+  ASSERT_TRUE(left.ok()) << left.status();
+  EXPECT_TRUE(left->empty());
 }
 
 // An event committed above one that an open transaction holds is not read

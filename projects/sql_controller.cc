@@ -142,11 +142,11 @@ absl::Status SqlProjectStore::SetSetting(const std::string& key, const std::stri
   return txn->Commit();
 }
 
-absl::Status SqlProjectStore::CheckFenceLocked(const Fence& f) {
-  ASSIGN_OR_RETURN(int64_t now, DbNowMicrosLocked());
+absl::Status SqlProjectStore::CheckFenceOn(Database* db, const Fence& f) {
+  ASSIGN_OR_RETURN(int64_t now, DbNowMicrosOn(db));
   // On PostgreSQL the lease row stays as read until the transaction ends: a
   // takeover on another node waits for this write (SQLite: one writer).
-  ASSIGN_OR_RETURN(auto st, db_->Prepare(postgres_ ? "SELECT holder, epoch, expires_at FROM leases WHERE project_uuid = ? FOR SHARE"
+  ASSIGN_OR_RETURN(auto st, db->Prepare(postgres_ ? "SELECT holder, epoch, expires_at FROM leases WHERE project_uuid = ? FOR SHARE"
                                                    : "SELECT holder, epoch, expires_at FROM leases WHERE project_uuid = ?"));
   st.Bind(1, f.project);
   ASSIGN_OR_RETURN(bool row, st.Step());

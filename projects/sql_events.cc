@@ -134,24 +134,25 @@ absl::StatusOr<int64_t> SqlProjectStore::AppendEvent(const std::string& actor, c
 
 absl::Status SqlProjectStore::AppendEvents(const std::vector<EventRecord>& events) {
   if (events.empty()) return absl::OkStatus();
-  absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
-  RETURN_IF_ERROR(AppendEventsLocked(events));
-  return txn->Commit();
+  return WithWriter([&](Database* db) -> absl::Status {
+    ASSIGN_OR_RETURN(auto txn, BeginOn(db, WriteScope::kShared));
+    RETURN_IF_ERROR(AppendEventsOn(db, events));
+    return txn->Commit();
+  });
 }
 
-absl::Status SqlProjectStore::AppendEventsLocked(const std::vector<EventRecord>& events) {
+absl::Status SqlProjectStore::AppendEventsOn(Database* db, const std::vector<EventRecord>& events) {
   if (events.empty()) return absl::OkStatus();
   const int64_t now = NowMicros();
-  RETURN_IF_ERROR(db_->PublishHorizon());
+  RETURN_IF_ERROR(db->PublishHorizon());
   // Indexes in the order given (rows of one INSERT take them in order).
-  RETURN_IF_ERROR(InsertRows(db_.get(), "events", {"time", "actor", "project", "kind", "subject", "detail"},
+  RETURN_IF_ERROR(InsertRows(db, "events", {"time", "actor", "project", "kind", "subject", "detail"},
                              events.size(), [&](Statement& st, size_t row, int f) {
                                const EventRecord& e = events[row];
                                st.Bind(f, now).Bind(f + 1, e.actor).Bind(f + 2, e.project).Bind(f + 3, e.kind);
                                st.Bind(f + 4, e.subject).Bind(f + 5, e.detail);
                              }));
-  db_->NoticeAtCommit(kEventsNotice);  // watchers here and on every node look again
+  db->NoticeAtCommit(kEventsNotice);  // watchers here and on every node look again
   return absl::OkStatus();
 }
 

@@ -363,6 +363,18 @@ absl::StatusOr<std::unique_ptr<SqlProjectStore>> SqlProjectStore::OpenPostgresAt
     RETURN_IF_ERROR(Annotate(store->MigratePostgres(version), absl::StrCat("migrating the store at ", where)));
     RETURN_IF_ERROR(Annotate(store->UseEventHorizonLocked(), absl::StrCat("opening the store at ", where)));
   }
+  // The pooled writers (WithWriter), each with the event log's horizon and
+  // the wake-up of event watchers here.
+  for (int i = 0; i < kPooledWriters; ++i) {
+    ASSIGN_OR_RETURN(auto w, Database::OpenPostgres(uri, connect_timeout_s));
+    w->SetHorizonSequence(store->horizon_sequence_);
+    SqlProjectStore* self = store.get();
+    w->SetNoticeHook([self] { self->events_signal_.Notify(); });
+    auto pooled = std::make_unique<PooledWriter>();
+    absl::MutexLock l(&pooled->mu);
+    pooled->db = std::move(w);
+    store->writers_.push_back(std::move(pooled));
+  }
   // The read connection (see Read): its own session, so that reads do not
   // wait for a writer's statements.
   ASSIGN_OR_RETURN(auto reader, Database::OpenPostgres(uri, connect_timeout_s));
@@ -387,6 +399,7 @@ absl::Status SqlProjectStore::UseEventHorizonLocked() {
         "ALTER SEQUENCE ", sequence, " CACHE 1 on the database, then start mariposad again"));
   }
   db_->SetHorizonSequence(sequence);
+  horizon_sequence_ = sequence;
   return absl::OkStatus();
 }
 
@@ -734,18 +747,18 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> SqlProjectStore::Co
 
 // ---------------------------------------------------------------- nodes and leases
 
-absl::StatusOr<int64_t> SqlProjectStore::DbNowMicrosLocked() {
+absl::StatusOr<int64_t> SqlProjectStore::DbNowMicrosOn(Database* db) {
   if (!postgres_) return NowMicros();
   // The database's clock: every node compares lease expiries with the same.
-  ASSIGN_OR_RETURN(auto st, db_->Prepare("SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint"));
+  ASSIGN_OR_RETURN(auto st, db->Prepare("SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint"));
   ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return absl::InternalError("the database did not say its time");
   return st.Int(0);
 }
 
-absl::StatusOr<std::unique_ptr<Transaction>> SqlProjectStore::BeginLocked(WriteScope scope) {
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db_.get(), scope));
-  if (const Fence* f = ScopedFence::Current(); f != nullptr) RETURN_IF_ERROR(CheckFenceLocked(*f));
+absl::StatusOr<std::unique_ptr<Transaction>> SqlProjectStore::BeginOn(Database* db, WriteScope scope) {
+  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db, scope));
+  if (const Fence* f = ScopedFence::Current(); f != nullptr) RETURN_IF_ERROR(CheckFenceOn(db, *f));
   return txn;
 }
 

@@ -5,11 +5,13 @@
 #ifndef MARIPOSA_PROJECTS_SQL_STORE_H_
 #define MARIPOSA_PROJECTS_SQL_STORE_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <utility>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
@@ -197,17 +199,65 @@ class SqlProjectStore : public ProjectStore {
   // project with LockKey (the project's uuid) before reading what it
   // changes.
   absl::StatusOr<std::unique_ptr<Transaction>> BeginLocked(WriteScope scope = WriteScope::kStore)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return BeginOn(db_.get(), scope);
+  }
+  // The same on `db`: the writer's (under mu_) or a pooled writer's (under
+  // its own lock: WithWriter).
+  absl::StatusOr<std::unique_ptr<Transaction>> BeginOn(Database* db, WriteScope scope);
   // kShared with the project's lock (a project that does not exist: none;
   // the caller finds it missing); with the lock of the task's project.
   absl::StatusOr<std::unique_ptr<Transaction>> BeginProjectLocked(const std::string& name_or_uuid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::unique_ptr<Transaction>> BeginTaskLocked(const std::string& task_uuid)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckFenceLocked(const Fence& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckFenceLocked(const Fence& f) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return CheckFenceOn(db_.get(), f);
+  }
+  absl::Status CheckFenceOn(Database* db, const Fence& f);
   // The time by the database's clock (PostgreSQL's, shared by every node;
   // the store's clock on SQLite).
-  absl::StatusOr<int64_t> DbNowMicrosLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int64_t> DbNowMicrosLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return DbNowMicrosOn(db_.get()); }
+  absl::StatusOr<int64_t> DbNowMicrosOn(Database* db);
+  // PostgreSQL: connections of their own for the writes the controller
+  // makes most (jobs sent and ended, task progress, events), so that
+  // writes of different projects commit at once on one node as on several
+  // (kShared transactions; a commit waits for the WAL's flush, and one
+  // connection made every project's writes take turns behind it). Empty
+  // on SQLite (one writer at a time by design): WithWriter then uses the
+  // writer's connection under mu_.
+  static constexpr int kPooledWriters = 4;
+  struct PooledWriter {
+    absl::Mutex mu;
+    std::unique_ptr<Database> db ABSL_GUARDED_BY(mu);
+  };
+  std::vector<std::unique_ptr<PooledWriter>> writers_;  // set once at open
+  std::string horizon_sequence_;                         // PostgreSQL: the event log's (UseEventHorizonLocked)
+  std::atomic<size_t> next_writer_{0};
+  // Runs `write(db)` on a free pooled writer (the next one in turn when all
+  // are busy), or on the writer's connection under mu_ when there is no
+  // pool.
+  template <typename F>
+  auto WithWriter(F&& write) -> decltype(write(static_cast<Database*>(nullptr))) {
+    if (writers_.empty()) {
+      absl::MutexLock l(&mu_);
+      return write(db_.get());
+    }
+    const size_t first = next_writer_.fetch_add(1) % writers_.size();
+    for (size_t k = 0; k < writers_.size(); ++k) {
+      PooledWriter& w = *writers_[(first + k) % writers_.size()];
+      if (w.mu.TryLock()) {
+        struct Unlock {
+          absl::Mutex* mu;
+          ~Unlock() { mu->Unlock(); }
+        } unlock{&w.mu};
+        return write(w.db.get());
+      }
+    }
+    PooledWriter& w = *writers_[first];
+    absl::MutexLock l(&w.mu);
+    return write(w.db.get());
+  }
   // The version the schema is at (SQLite's user_version, PostgreSQL's
   // mariposa_schema row); 0 for a new store.
   absl::StatusOr<int> SchemaVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -280,7 +330,10 @@ class SqlProjectStore : public ProjectStore {
                                              const std::string& actor, const std::string& kind)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends to the event log in the transaction open (in order).
-  absl::Status AppendEventsLocked(const std::vector<EventRecord>& events) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AppendEventsLocked(const std::vector<EventRecord>& events) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return AppendEventsOn(db_.get(), events);
+  }
+  absl::Status AppendEventsOn(Database* db, const std::vector<EventRecord>& events);
   // Appends to the event log; returns the event's index.
   absl::StatusOr<int64_t> AppendEventLocked(const std::string& actor, const std::string& project,
                                             const std::string& kind, const std::string& subject,
@@ -295,7 +348,10 @@ class SqlProjectStore : public ProjectStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return QueryTasksOn(db_.get(), where, arg);
   }
-  absl::Status AddTaskProgressLocked(const std::string& uuid, const TaskProgress& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AddTaskProgressLocked(const std::string& uuid, const TaskProgress& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return AddTaskProgressOn(db_.get(), uuid, d);
+  }
+  absl::Status AddTaskProgressOn(Database* db, const std::string& uuid, const TaskProgress& d);
   int64_t NowMicros() const { return absl::ToUnixMicros(clock_->Now()); }
 
   const bool postgres_;
@@ -314,6 +370,8 @@ class SqlProjectStore : public ProjectStore {
   };
   absl::Status LoadJobsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ForgetJobLocked(const std::string& job_uuid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The jobs RecordJobs committed, into the copy in memory.
+  void KeepJobsLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool jobs_loaded_ ABSL_GUARDED_BY(mu_) = false;
   // PostgreSQL: the projects whose jobs are kept below, each with the lease
   // epoch it was read at. Only the lease holder writes a project's jobs

@@ -292,14 +292,15 @@ absl::StatusOr<TaskRecord> SqlProjectStore::SetTaskPaused(const std::string& uui
 }
 
 absl::Status SqlProjectStore::AddTaskProgress(const std::string& uuid, const TaskProgress& d) {
-  absl::MutexLock l(&mu_);
-  ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
-  RETURN_IF_ERROR(AddTaskProgressLocked(uuid, d));
-  return txn->Commit();
+  return WithWriter([&](Database* db) -> absl::Status {
+    ASSIGN_OR_RETURN(auto txn, BeginOn(db, WriteScope::kShared));
+    RETURN_IF_ERROR(AddTaskProgressOn(db, uuid, d));
+    return txn->Commit();
+  });
 }
 
-absl::Status SqlProjectStore::AddTaskProgressLocked(const std::string& uuid, const TaskProgress& d) {
-  ASSIGN_OR_RETURN(auto st, db_->Prepare(
+absl::Status SqlProjectStore::AddTaskProgressOn(Database* db, const std::string& uuid, const TaskProgress& d) {
+  ASSIGN_OR_RETURN(auto st, db->Prepare(
                                 "UPDATE tasks SET steps_done = steps_done + ?2, "
                                 "steps_planned = CASE WHEN ?3 >= 0 THEN ?3 ELSE steps_planned END, "
                                 "created = created + ?4, deleted = deleted + ?5, replaced = replaced + ?6, "
@@ -371,25 +372,42 @@ void SqlProjectStore::ForgetJobLocked(const std::string& job_uuid) {
 
 absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
   if (jobs.empty()) return absl::OkStatus();
+  auto insert = [&](Database* db) -> absl::Status {
+    ASSIGN_OR_RETURN(auto txn, BeginOn(db, WriteScope::kShared));
+    // A job named twice in one call is recorded as it is named last.
+    std::vector<const JobRecord*> rows = LastOfEach(jobs, [](const JobRecord& j) { return j.job_uuid; });
+    RETURN_IF_ERROR(InsertRows(
+        db, "jobs",
+        {"job_uuid", "project_uuid", "api", "task_uuid", "service", "instance", "alias", "kind", "reason", "sent_at"},
+        rows.size(),
+        [&](Statement& st, size_t row, int f) {
+          const JobRecord& j = *rows[row];
+          st.Bind(f, j.job_uuid).Bind(f + 1, j.project_uuid).Bind(f + 2, j.api).Bind(f + 3, j.task_uuid);
+          st.Bind(f + 4, j.service).Bind(f + 5, j.instance).Bind(f + 6, j.alias).Bind(f + 7, j.kind);
+          st.Bind(f + 8, j.reason).Bind(f + 9, absl::ToUnixMicros(j.sent_at));
+        },
+        "ON CONFLICT (job_uuid) DO UPDATE SET project_uuid = excluded.project_uuid, api = excluded.api, "
+        "task_uuid = excluded.task_uuid, service = excluded.service, instance = excluded.instance, "
+        "alias = excluded.alias, kind = excluded.kind, reason = excluded.reason, sent_at = excluded.sent_at"));
+    return txn->Commit();
+  };
+  if (!postgres_) {  // one writer: the table and its copy in memory change together
+    absl::MutexLock l(&mu_);
+    RETURN_IF_ERROR(LoadJobsLocked());
+    RETURN_IF_ERROR(insert(db_.get()));
+    KeepJobsLocked(jobs);
+    return absl::OkStatus();
+  }
+  // PostgreSQL: committed on a pooled writer; the copy kept here follows
+  // (only the lease holder's one worker per project writes a project's
+  // jobs, so nothing of the project is written between the two).
+  RETURN_IF_ERROR(WithWriter(insert));
   absl::MutexLock l(&mu_);
-  RETURN_IF_ERROR(LoadJobsLocked());
-  ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
-  // A job named twice in one call is recorded as it is named last.
-  std::vector<const JobRecord*> rows = LastOfEach(jobs, [](const JobRecord& j) { return j.job_uuid; });
-  RETURN_IF_ERROR(InsertRows(
-      db_.get(), "jobs",
-      {"job_uuid", "project_uuid", "api", "task_uuid", "service", "instance", "alias", "kind", "reason", "sent_at"},
-      rows.size(),
-      [&](Statement& st, size_t row, int f) {
-        const JobRecord& j = *rows[row];
-        st.Bind(f, j.job_uuid).Bind(f + 1, j.project_uuid).Bind(f + 2, j.api).Bind(f + 3, j.task_uuid);
-        st.Bind(f + 4, j.service).Bind(f + 5, j.instance).Bind(f + 6, j.alias).Bind(f + 7, j.kind);
-        st.Bind(f + 8, j.reason).Bind(f + 9, absl::ToUnixMicros(j.sent_at));
-      },
-      "ON CONFLICT (job_uuid) DO UPDATE SET project_uuid = excluded.project_uuid, api = excluded.api, "
-      "task_uuid = excluded.task_uuid, service = excluded.service, instance = excluded.instance, "
-      "alias = excluded.alias, kind = excluded.kind, reason = excluded.reason, sent_at = excluded.sent_at"));
-  RETURN_IF_ERROR(txn->Commit());
+  KeepJobsLocked(jobs);
+  return absl::OkStatus();
+}
+
+void SqlProjectStore::KeepJobsLocked(const std::vector<JobRecord>& jobs) {
   for (const JobRecord& j : jobs) {
     if (postgres_) {
       auto kept = jobs_epoch_.find(j.project_uuid);
@@ -407,7 +425,6 @@ absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
     job_at_[j.job_uuid] = {j.project_uuid, key};
     jobs_by_project_[j.project_uuid][key] = std::move(stored);
   }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqlProjectStore::ListJobsExcept(const std::string& project_uuid,
@@ -445,46 +462,57 @@ absl::StatusOr<std::vector<JobRecord>> SqlProjectStore::ListJobsExcept(const std
 absl::Status SqlProjectStore::FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs,
                                          const std::vector<EventRecord>& events) {
   if (jobs.empty()) return AppendEvents(events);
-  absl::MutexLock l(&mu_);
-  RETURN_IF_ERROR(LoadJobsLocked());
-  ASSIGN_OR_RETURN(auto txn, BeginLocked(WriteScope::kShared));
-  // The statements that take the jobs name their tasks: of two nodes
-  // finishing one job at once, one counts it.
-  std::vector<std::string> uuids;
-  std::map<std::string, std::string> task_of;  // job -> task, for the jobs taken
-  for (const auto& job : jobs) uuids.push_back(job.first);
-  RETURN_IF_ERROR(ForEachBatch(
-      db_.get(), uuids.size(),
-      [](size_t n) { return absl::StrCat("DELETE FROM jobs WHERE job_uuid IN (", ParamGroups(n, 1), ") RETURNING job_uuid, task_uuid"); },
-      [&](Statement& st, size_t first, size_t n) -> absl::Status {
-        for (size_t i = 0; i < n; ++i) st.Bind(1 + static_cast<int>(i), uuids[first + i]);
-        while (true) {
-          ASSIGN_OR_RETURN(bool row, st.Step());
-          if (!row) return absl::OkStatus();
-          task_of[st.Text(0)] = st.Text(1);
-        }
-      }));
-  // One update per task, with its jobs' progress added up in their order.
-  std::vector<std::string> tasks;
-  std::map<std::string, TaskProgress> sum;
-  for (const auto& [job_uuid, progress] : jobs) {
-    auto taken = task_of.find(job_uuid);
-    if (taken == task_of.end() || taken->second.empty()) continue;  // counted already, or no task
-    const std::string task = taken->second;
-    task_of.erase(taken);  // a job named twice counts once
-    auto [it, fresh] = sum.try_emplace(task);
-    if (fresh) tasks.push_back(task);
-    TaskProgress& t = it->second;
-    t.steps_done += progress.steps_done;
-    if (progress.steps_planned >= 0) t.steps_planned = progress.steps_planned;
-    t.created += progress.created;
-    t.deleted += progress.deleted;
-    t.replaced += progress.replaced;
-    t.failed += progress.failed;
+  auto finish = [&](Database* db) -> absl::Status {
+    ASSIGN_OR_RETURN(auto txn, BeginOn(db, WriteScope::kShared));
+    // The statements that take the jobs name their tasks: of two nodes
+    // finishing one job at once, one counts it.
+    std::vector<std::string> uuids;
+    std::map<std::string, std::string> task_of;  // job -> task, for the jobs taken
+    for (const auto& job : jobs) uuids.push_back(job.first);
+    RETURN_IF_ERROR(ForEachBatch(
+        db, uuids.size(),
+        [](size_t n) {
+          return absl::StrCat("DELETE FROM jobs WHERE job_uuid IN (", ParamGroups(n, 1), ") RETURNING job_uuid, task_uuid");
+        },
+        [&](Statement& st, size_t first, size_t n) -> absl::Status {
+          for (size_t i = 0; i < n; ++i) st.Bind(1 + static_cast<int>(i), uuids[first + i]);
+          while (true) {
+            ASSIGN_OR_RETURN(bool row, st.Step());
+            if (!row) return absl::OkStatus();
+            task_of[st.Text(0)] = st.Text(1);
+          }
+        }));
+    // One update per task, with its jobs' progress added up in their order.
+    std::vector<std::string> tasks;
+    std::map<std::string, TaskProgress> sum;
+    for (const auto& [job_uuid, progress] : jobs) {
+      auto taken = task_of.find(job_uuid);
+      if (taken == task_of.end() || taken->second.empty()) continue;  // counted already, or no task
+      const std::string task = taken->second;
+      task_of.erase(taken);  // a job named twice counts once
+      auto [it, fresh] = sum.try_emplace(task);
+      if (fresh) tasks.push_back(task);
+      TaskProgress& t = it->second;
+      t.steps_done += progress.steps_done;
+      if (progress.steps_planned >= 0) t.steps_planned = progress.steps_planned;
+      t.created += progress.created;
+      t.deleted += progress.deleted;
+      t.replaced += progress.replaced;
+      t.failed += progress.failed;
+    }
+    for (const std::string& task : tasks) RETURN_IF_ERROR(AddTaskProgressOn(db, task, sum[task]));
+    RETURN_IF_ERROR(AppendEventsOn(db, events));
+    return txn->Commit();
+  };
+  if (!postgres_) {  // as RecordJobs
+    absl::MutexLock l(&mu_);
+    RETURN_IF_ERROR(LoadJobsLocked());
+    RETURN_IF_ERROR(finish(db_.get()));
+    for (const auto& job : jobs) ForgetJobLocked(job.first);
+    return absl::OkStatus();
   }
-  for (const std::string& task : tasks) RETURN_IF_ERROR(AddTaskProgressLocked(task, sum[task]));
-  RETURN_IF_ERROR(AppendEventsLocked(events));
-  RETURN_IF_ERROR(txn->Commit());
+  RETURN_IF_ERROR(WithWriter(finish));
+  absl::MutexLock l(&mu_);
   for (const auto& job : jobs) ForgetJobLocked(job.first);
   return absl::OkStatus();
 }
