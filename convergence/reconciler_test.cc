@@ -32,13 +32,21 @@ class ReconcilerTest : public ::testing::Test {
                                    "lx-dataset", "", "", "2026-01-01"});
     Start(32);
   }
-  // (Re)creates the reconciler with a job window of `max_jobs_per_project`.
-  void Start(int max_jobs_per_project) {
+  // (Re)creates the reconciler with a job window of `max_jobs_per_project`
+  // (and `max_jobs` for all projects together, when given).
+  void Start(int max_jobs_per_project, int max_jobs = 0) {
     ReconcilerOptions o;
     o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
     o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
     o.max_jobs_per_project = max_jobs_per_project;
+    if (max_jobs > 0) o.max_jobs = max_jobs;
     reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
+  }
+  // --max-jobs and --max-jobs-per-project both `n`, and jobs that end only
+  // when told (CompleteJobs).
+  void StartWithJobWindow(int n) {
+    Start(n, n);
+    vmapi_.set_auto_complete(false);
   }
   // A window of one job, jobs that end only when told (CompleteJobs), and
   // project p's scale-up of `count` web instances synced once; its uuid.
@@ -884,13 +892,7 @@ TEST_F(ReconcilerTest, WorkersSkipProjectsThisNodeDoesNotRun) {
 // (here: while the first one's CreateVm waits on VMAPI) does not take them
 // too. Before, both saw the same free slots and sent twice the limit.
 TEST_F(ReconcilerTest, TwoSyncsAtOnceStayWithinMaxJobs) {
-  ReconcilerOptions o;
-  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
-  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
-  o.max_jobs = 4;
-  o.max_jobs_per_project = 4;
-  reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
-  vmapi_.set_auto_complete(false);
+  StartWithJobWindow(4);
   Apply("project: a\ncns: false\nservices:\n  web: {image: web@1, count: 4}\n");
   Apply("project: b\ncns: false\nservices:\n  web: {image: web@1, count: 4}\n");
   const std::string a = store_->GetProject("a")->uuid;
@@ -925,13 +927,7 @@ TEST_F(ReconcilerTest, TwoSyncsAtOnceStayWithinMaxJobs) {
 // Before, the project that synced first refilled all of --max-jobs as its
 // jobs ended and the others waited until it was done.
 TEST_F(ReconcilerTest, ProjectsWaitingForMaxJobsGetTheirShare) {
-  ReconcilerOptions o;
-  o.owner_uuid = "930896af-bf8c-48d4-885c-6573a94b1853";
-  o.network_uuid = "aaaaaaaa-0000-4000-8000-000000000001";
-  o.max_jobs = 6;
-  o.max_jobs_per_project = 6;
-  reconciler_ = std::make_unique<Reconciler>(store_.get(), &vmapi_, &imgapi_, &clock_, o);
-  vmapi_.set_auto_complete(false);
+  StartWithJobWindow(6);
   for (const char* p : {"a", "b", "c"}) {
     Apply(absl::StrCat("project: ", p, "\ncns: false\nservices:\n  web: {image: web@1, count: 12}\n"));
   }
