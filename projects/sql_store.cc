@@ -358,22 +358,21 @@ absl::StatusOr<std::unique_ptr<SqlProjectStore>> SqlProjectStore::OpenPostgresAt
   ASSIGN_OR_RETURN(auto db, Database::OpenPostgres(uri, connect_timeout_s));
   std::string where = db->path();
   std::unique_ptr<SqlProjectStore> store(new SqlProjectStore(std::move(db), clock));
-  {
-    absl::MutexLock l(&store->mu_);
-    RETURN_IF_ERROR(Annotate(store->MigratePostgres(version), absl::StrCat("migrating the store at ", where)));
-    RETURN_IF_ERROR(Annotate(store->UseEventHorizonLocked(), absl::StrCat("opening the store at ", where)));
-  }
-  // The pooled writers (WithWriter), each with the event log's horizon and
-  // the wake-up of event watchers here.
+  // The pooled writers (WithWriter), each waking the event watchers here;
+  // UseEventHorizonLocked gives them the event log's horizon.
   for (int i = 0; i < kPooledWriters; ++i) {
     ASSIGN_OR_RETURN(auto w, Database::OpenPostgres(uri, connect_timeout_s));
-    w->SetHorizonSequence(store->horizon_sequence_);
     SqlProjectStore* self = store.get();
     w->SetNoticeHook([self] { self->events_signal_.Notify(); });
     auto pooled = std::make_unique<PooledWriter>();
     absl::MutexLock l(&pooled->mu);
     pooled->db = std::move(w);
     store->writers_.push_back(std::move(pooled));
+  }
+  {
+    absl::MutexLock l(&store->mu_);
+    RETURN_IF_ERROR(Annotate(store->MigratePostgres(version), absl::StrCat("migrating the store at ", where)));
+    RETURN_IF_ERROR(Annotate(store->UseEventHorizonLocked(), absl::StrCat("opening the store at ", where)));
   }
   // The read connection (see Read): its own session, so that reads do not
   // wait for a writer's statements.
@@ -399,7 +398,10 @@ absl::Status SqlProjectStore::UseEventHorizonLocked() {
         "ALTER SEQUENCE ", sequence, " CACHE 1 on the database, then start mariposad again"));
   }
   db_->SetHorizonSequence(sequence);
-  horizon_sequence_ = sequence;
+  for (auto& w : writers_) {
+    absl::MutexLock l(&w->mu);
+    w->db->SetHorizonSequence(sequence);
+  }
   return absl::OkStatus();
 }
 

@@ -232,7 +232,6 @@ class SqlProjectStore : public ProjectStore {
     std::unique_ptr<Database> db ABSL_GUARDED_BY(mu);
   };
   std::vector<std::unique_ptr<PooledWriter>> writers_;  // set once at open
-  std::string horizon_sequence_;                         // PostgreSQL: the event log's (UseEventHorizonLocked)
   std::atomic<size_t> next_writer_{0};
   // Runs `write(db)` on a free pooled writer (the next one in turn when all
   // are busy), or on the writer's connection under mu_ when there is no
@@ -372,6 +371,26 @@ class SqlProjectStore : public ProjectStore {
   void ForgetJobLocked(const std::string& job_uuid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The jobs RecordJobs committed, into the copy in memory.
   void KeepJobsLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A write of the jobs table (`write`, its transaction on the connection
+  // given), then `keep` (under mu_) bringing the copy in memory up to it.
+  // With one writer (SQLite) both run under mu_, so the table and its copy
+  // change together. With the pool (PostgreSQL) the copy follows the
+  // commit: only the lease holder's one worker per project writes a
+  // project's jobs, so nothing of the project is written between the two.
+  template <typename W, typename K>
+  absl::Status WriteJobs(W&& write, K&& keep) {
+    if (writers_.empty()) {
+      absl::MutexLock l(&mu_);
+      if (absl::Status s = LoadJobsLocked(); !s.ok()) return s;
+      if (absl::Status s = write(db_.get()); !s.ok()) return s;
+      keep();
+      return absl::OkStatus();
+    }
+    if (absl::Status s = WithWriter(write); !s.ok()) return s;
+    absl::MutexLock l(&mu_);
+    keep();
+    return absl::OkStatus();
+  }
   bool jobs_loaded_ ABSL_GUARDED_BY(mu_) = false;
   // PostgreSQL: the projects whose jobs are kept below, each with the lease
   // epoch it was read at. Only the lease holder writes a project's jobs

@@ -391,20 +391,7 @@ absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
         "alias = excluded.alias, kind = excluded.kind, reason = excluded.reason, sent_at = excluded.sent_at"));
     return txn->Commit();
   };
-  if (!postgres_) {  // one writer: the table and its copy in memory change together
-    absl::MutexLock l(&mu_);
-    RETURN_IF_ERROR(LoadJobsLocked());
-    RETURN_IF_ERROR(insert(db_.get()));
-    KeepJobsLocked(jobs);
-    return absl::OkStatus();
-  }
-  // PostgreSQL: committed on a pooled writer; the copy kept here follows
-  // (only the lease holder's one worker per project writes a project's
-  // jobs, so nothing of the project is written between the two).
-  RETURN_IF_ERROR(WithWriter(insert));
-  absl::MutexLock l(&mu_);
-  KeepJobsLocked(jobs);
-  return absl::OkStatus();
+  return WriteJobs(insert, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { KeepJobsLocked(jobs); });
 }
 
 void SqlProjectStore::KeepJobsLocked(const std::vector<JobRecord>& jobs) {
@@ -504,17 +491,9 @@ absl::Status SqlProjectStore::FinishJobs(const std::vector<std::pair<std::string
     RETURN_IF_ERROR(AppendEventsOn(db, events));
     return txn->Commit();
   };
-  if (!postgres_) {  // as RecordJobs
-    absl::MutexLock l(&mu_);
-    RETURN_IF_ERROR(LoadJobsLocked());
-    RETURN_IF_ERROR(finish(db_.get()));
+  return WriteJobs(finish, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& job : jobs) ForgetJobLocked(job.first);
-    return absl::OkStatus();
-  }
-  RETURN_IF_ERROR(WithWriter(finish));
-  absl::MutexLock l(&mu_);
-  for (const auto& job : jobs) ForgetJobLocked(job.first);
-  return absl::OkStatus();
+  });
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqlProjectStore::ListOpenTasks() {
