@@ -211,9 +211,18 @@ TEST_F(CliInProcess, EveryCommand) {
     if (absl::StartsWith(line, "state:")) at_work = absl::StrContains(line, "queued") || absl::StrContains(line, "active");
   }
   if (at_work) {
+    // The stop may also end between that read and this start: a start
+    // accepted must then find the stop ended (admission_test holds the
+    // refusal itself without a race).
     r = run({"-j", "jupiter", "start", "--service", "mysql"});
-    EXPECT_EQ(r.code, 1);  // the stop is still at work, and named
-    EXPECT_NE(r.err.find("stop task " + task), std::string::npos) << r.err;
+    if (r.code == 0) {
+      Ran stop = Run({"queue", "get", task});
+      EXPECT_NE(stop.out.find("state:    completed"), std::string::npos)
+          << "a start was accepted while the stop was at work:\n" << stop.out;
+    } else {
+      EXPECT_EQ(r.code, 1);  // the stop is still at work, and named
+      EXPECT_NE(r.err.find("stop task " + task), std::string::npos) << r.err;
+    }
   }
   r = run({"-j", "jupiter", "start", "--service", "nginx"});
   EXPECT_EQ(r.code, 0) << r.err;
@@ -306,7 +315,9 @@ TEST_F(CliInProcess, ManifestsAreReadWholeUpToTheLimit) {
 // Piped output has no escape codes; --no-color is accepted everywhere.
 TEST_F(CliInProcess, NoColorWhenNotATerminal) {
   Ran r = Run({"--no-color", "-j", "jupiter", "status"});
-  EXPECT_EQ(r.code, 0) << r.err;
+  // 0 converged or 3 not yet (the session above may leave a task at work):
+  // either is an answer; the colour is what is checked here.
+  EXPECT_TRUE(r.code == 0 || r.code == 3) << r.code << " " << r.err;
   EXPECT_EQ(r.out.find("\033["), std::string::npos);
   r = Run({"-j", "jupiter", "status"});
   EXPECT_EQ(r.out.find("\033["), std::string::npos) << "stdout of a test is not a terminal";
