@@ -182,8 +182,12 @@ absl::StatusOr<PgResult> PgConnection::Finish(pg_result* res, const std::string&
 }
 
 absl::Status PgConnection::ExecScript(absl::string_view sql, absl::string_view what) {
+  return ExecScriptRows(sql, what).status();
+}
+
+absl::StatusOr<PgResult> PgConnection::ExecScriptRows(absl::string_view sql, absl::string_view what) {
   std::string text(sql);
-  return Finish(PQexec(c_, text.c_str()), std::string(what)).status();
+  return Finish(PQexec(c_, text.c_str()), std::string(what));  // PQexec: the last statement's result
 }
 
 std::optional<std::string> PgConnection::Literal(absl::string_view text) const {

@@ -83,6 +83,8 @@ class PgConnection {
   // Runs several statements without parameters (a schema step) in one
   // round trip; `what` names them in an error.
   absl::Status ExecScript(absl::string_view sql, absl::string_view what = "a schema step");
+  // The same, with the rows of the script's last statement.
+  absl::StatusOr<PgResult> ExecScriptRows(absl::string_view sql, absl::string_view what);
   // `text` as an SQL string literal for this connection (quoted, escaped);
   // nullopt when it cannot be (invalid in the connection's encoding).
   std::optional<std::string> Literal(absl::string_view text) const;

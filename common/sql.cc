@@ -212,23 +212,30 @@ absl::StatusOr<Statement> Database::Prepare(absl::string_view sql) {
 }
 
 absl::StatusOr<std::unique_ptr<Transaction>> Transaction::Begin(Database* db, WriteScope scope) {
-  if (db->postgres()) {
-    absl::Status ready = db->PgReady();
-    if (!ready.ok()) return ready;
-    db->horizon_published_ = false;
-    // BEGIN and the store's write lock in one round trip.
-    absl::Status s = db->pg_->ExecScript(
-        absl::StrCat("BEGIN; SELECT pg_advisory_xact_lock", scope == WriteScope::kStore ? "" : "_shared", "(",
-                     kStoreWriteLock, ")"),
-        "BEGIN and the store's write lock");
-    db->in_transaction_ = true;
-    std::unique_ptr<Transaction> t(new Transaction(db, scope));  // rolls back if the lock failed
-    if (!s.ok()) return s;
-    return t;
-  }
+  if (db->postgres()) return BeginThen(db, scope, "", nullptr);
   absl::Status s = db->Exec("BEGIN IMMEDIATE");
   if (!s.ok()) return s;
   return std::unique_ptr<Transaction>(new Transaction(db, scope));
+}
+
+absl::StatusOr<std::unique_ptr<Transaction>> Transaction::BeginThen(Database* db, WriteScope scope,
+                                                                   absl::string_view then,
+                                                                   std::optional<PgResult>* rows) {
+  if (!db->postgres()) return absl::InternalError("Transaction::BeginThen is for PostgreSQL");
+  absl::Status ready = db->PgReady();
+  if (!ready.ok()) return ready;
+  db->horizon_published_ = false;
+  // BEGIN, the store's write lock and `then` in one round trip.
+  std::string script = absl::StrCat("BEGIN; SELECT pg_advisory_xact_lock", scope == WriteScope::kStore ? "" : "_shared",
+                                    "(", kStoreWriteLock, ")");
+  if (!then.empty()) absl::StrAppend(&script, "; ", then);
+  absl::StatusOr<PgResult> last = db->pg_->ExecScriptRows(
+      script, then.empty() ? "BEGIN and the store's write lock" : "BEGIN, the store's write lock and a read");
+  db->in_transaction_ = true;
+  std::unique_ptr<Transaction> t(new Transaction(db, scope));  // rolls back if the lock or the read failed
+  if (!last.ok()) return last.status();
+  if (rows != nullptr) rows->emplace(std::move(*last));
+  return t;
 }
 
 absl::Status Transaction::LockKey(absl::string_view key) {

@@ -155,6 +155,11 @@ class Database {
   ~Database();
 
   bool postgres() const { return pg_ != nullptr; }
+  // PostgreSQL: `text` as a quoted, escaped SQL literal for this connection
+  // (nullopt on SQLite, or when it cannot be one).
+  std::optional<std::string> Literal(absl::string_view text) const {
+    return pg_ ? pg_->Literal(text) : std::nullopt;
+  }
   // Runs statements without parameters (several at once allowed).
   absl::Status Exec(absl::string_view sql);
   // Prepares `sql`, reusing a cached statement when the same text is not in
@@ -260,6 +265,11 @@ enum class WriteScope {
 class Transaction {
  public:
   static absl::StatusOr<std::unique_ptr<Transaction>> Begin(Database* db, WriteScope scope = WriteScope::kStore);
+  // PostgreSQL only: the same, and then `then` (one statement without
+  // parameters: its values written in with Database::Literal) in the same
+  // round trip; its rows in `*rows`. A failed `then` rolls back and fails.
+  static absl::StatusOr<std::unique_ptr<Transaction>> BeginThen(Database* db, WriteScope scope, absl::string_view then,
+                                                                std::optional<PgResult>* rows);
   ~Transaction();
   absl::Status Commit();
   // PostgreSQL, kShared: `key`'s lock (an advisory lock on a hash of it)

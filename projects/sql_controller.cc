@@ -143,24 +143,32 @@ absl::Status SqlProjectStore::SetSetting(const std::string& key, const std::stri
 }
 
 absl::Status SqlProjectStore::CheckFenceOn(Database* db, const Fence& f) {
-  ASSIGN_OR_RETURN(int64_t now, DbNowMicrosOn(db));
   // On PostgreSQL the lease row stays as read until the transaction ends: a
-  // takeover on another node waits for this write (SQLite: one writer).
-  ASSIGN_OR_RETURN(auto st, db->Prepare(postgres_ ? "SELECT holder, epoch, expires_at FROM leases WHERE project_uuid = ? FOR SHARE"
-                                                   : "SELECT holder, epoch, expires_at FROM leases WHERE project_uuid = ?"));
+  // takeover on another node waits for this write (SQLite: one writer). The
+  // row and the database's clock come in one statement.
+  ASSIGN_OR_RETURN(auto st, db->Prepare(postgres_ ? LeaseRowPg("?")
+                                                  : std::string("SELECT holder, epoch, expires_at FROM leases "
+                                                                "WHERE project_uuid = ?")));
   st.Bind(1, f.project);
   ASSIGN_OR_RETURN(bool row, st.Step());
-  std::string holder = row ? st.Text(0) : "";
-  int64_t epoch = row ? st.Int(1) : 0, expires = row ? st.Int(2) : 0;
-  if (holder == f.node && epoch == f.epoch && expires - absl::ToInt64Microseconds(f.margin) > now) {
+  LeaseRead read;
+  if (row) read = {st.Text(0), st.Int(1), st.Int(2), postgres_ ? st.Int(3) : 0};
+  if (!postgres_) read.now = NowMicros();
+  return FenceHolds(f, read);
+}
+
+absl::Status FenceHolds(const Fence& f, const LeaseRead& lease) {
+  if (lease.holder == f.node && lease.epoch == f.epoch &&
+      lease.expires - absl::ToInt64Microseconds(f.margin) > lease.now) {
     return absl::OkStatus();
   }
-  std::string now_held = holder.empty() || expires <= now
+  std::string now_held = lease.holder.empty() || lease.expires <= lease.now
                              ? "nobody holds it now"
-                             : absl::StrCat("node ", holder, " holds it at epoch ", epoch);
+                             : absl::StrCat("node ", lease.holder, " holds it at epoch ", lease.epoch);
   return absl::AbortedError(absl::StrCat(
       "node ", f.node, " no longer holds the lease of project ", f.project, " at epoch ", f.epoch,
-      holder == f.node && epoch == f.epoch ? " with time to act (it runs out within the safety margin)" : "",
+      lease.holder == f.node && lease.epoch == f.epoch ? " with time to act (it runs out within the safety margin)"
+                                                       : "",
       " (", now_held, "); nothing was written. The node holding the lease carries on"));
 }
 

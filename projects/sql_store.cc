@@ -752,15 +752,27 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> SqlProjectStore::Co
 absl::StatusOr<int64_t> SqlProjectStore::DbNowMicrosOn(Database* db) {
   if (!postgres_) return NowMicros();
   // The database's clock: every node compares lease expiries with the same.
-  ASSIGN_OR_RETURN(auto st, db->Prepare("SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint"));
+  ASSIGN_OR_RETURN(auto st, db->Prepare(absl::StrCat("SELECT ", kPgNowMicros)));
   ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return absl::InternalError("the database did not say its time");
   return st.Int(0);
 }
 
 absl::StatusOr<std::unique_ptr<Transaction>> SqlProjectStore::BeginOn(Database* db, WriteScope scope) {
-  ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db, scope));
-  if (const Fence* f = ScopedFence::Current(); f != nullptr) RETURN_IF_ERROR(CheckFenceOn(db, *f));
+  const Fence* f = ScopedFence::Current();
+  std::optional<std::string> project = f != nullptr ? db->Literal(f->project) : std::nullopt;
+  if (!project) {  // SQLite, or no fence
+    ASSIGN_OR_RETURN(auto txn, Transaction::Begin(db, scope));
+    if (f != nullptr) RETURN_IF_ERROR(CheckFenceOn(db, *f));
+    return txn;
+  }
+  // PostgreSQL: BEGIN, the store's lock, the lease row (kept as read until
+  // the end) and the database's clock in one round trip, not three.
+  std::optional<PgResult> rows;
+  ASSIGN_OR_RETURN(auto txn, Transaction::BeginThen(db, scope, LeaseRowPg(*project), &rows));
+  LeaseRead read;
+  if (rows && rows->rows() > 0) read = {rows->Text(0, 0), rows->Int(0, 1), rows->Int(0, 2), rows->Int(0, 3)};
+  RETURN_IF_ERROR(FenceHolds(*f, read));
   return txn;
 }
 

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/sql.h"
@@ -20,6 +21,28 @@
 #include "projects/store.h"
 
 namespace mariposa {
+
+// The database's clock on PostgreSQL, in microseconds since the epoch.
+inline constexpr char kPgNowMicros[] = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::bigint";
+// PostgreSQL: a project's lease row and the database's clock, the row locked
+// until the transaction ends; `project` is a parameter ("?") or a literal
+// (when it runs in BEGIN's round trip).
+inline std::string LeaseRowPg(absl::string_view project) {
+  return absl::StrCat("SELECT holder, epoch, expires_at, ", kPgNowMicros, " FROM leases WHERE project_uuid = ",
+                      project, " FOR SHARE");
+}
+
+// A project's lease as a write read it, with the database's time then
+// (no row: no holder).
+struct LeaseRead {
+  std::string holder;
+  int64_t epoch = 0;
+  int64_t expires = 0;  // microseconds
+  int64_t now = 0;
+};
+// Whether the node of `f` may write: it holds the lease at f.epoch with
+// more than f.margin left. Otherwise ABORTED, saying who holds it.
+absl::Status FenceHolds(const Fence& f, const LeaseRead& lease);
 
 class SqlProjectStore : public ProjectStore {
  public:

@@ -721,16 +721,34 @@ TEST_P(StoreTest, LeasesAreConditionalAndFenceWrites) {
     ScopedFence f(fence_a);
     absl::Status w = store_->PutControllerMemory(p->uuid, "stale");
     EXPECT_EQ(w.code(), absl::StatusCode::kAborted) << w;
-    EXPECT_EQ(store_->RecordJobs({JobRecord{"job-1", p->uuid, "vmapi", "", "web", "vm-1", "web0", "create", "",
-                                            absl::FromUnixSeconds(5)}})
-                  .code(),
+    // (On PostgreSQL the pooled writers read the lease in BEGIN's round trip.)
+    absl::Status jobs = store_->RecordJobs(
+        {JobRecord{"job-1", p->uuid, "vmapi", "", "web", "vm-1", "web0", "create", "", absl::FromUnixSeconds(5)}});
+    EXPECT_EQ(jobs.code(), absl::StatusCode::kAborted) << jobs;
+    EXPECT_NE(jobs.message().find("node node-b holds it at epoch 2"), std::string::npos) << jobs;
+    EXPECT_EQ(store_->AppendEvents({EventRecord{0, absl::FromUnixSeconds(5), "a", "jupiter", "k", "s", "d"}}).code(),
               absl::StatusCode::kAborted);
   }
   EXPECT_EQ(*store_->GetControllerMemory(p->uuid), "from a");
   EXPECT_TRUE(store_->ListJobs(p->uuid)->empty());
-  // A fence within its margin of the expiry no longer acts either.
+  // A fence within its margin of the expiry no longer acts either, nor
+  // writes.
   EXPECT_TRUE(other->CheckFence(Fence{p->uuid, "node-b", 2, absl::Seconds(1)}).ok());
   EXPECT_EQ(other->CheckFence(Fence{p->uuid, "node-b", 2, absl::Minutes(11)}).code(), absl::StatusCode::kAborted);
+  {
+    ScopedFence f(Fence{p->uuid, "node-b", 2, absl::Minutes(11)});
+    absl::Status late = other->RecordJobs(
+        {JobRecord{"job-2", p->uuid, "vmapi", "", "web", "vm-2", "web1", "create", "", absl::FromUnixSeconds(5)}});
+    EXPECT_EQ(late.code(), absl::StatusCode::kAborted) << late;
+    EXPECT_NE(late.message().find("with time to act"), std::string::npos) << late;
+  }
+  {
+    ScopedFence f(Fence{p->uuid, "node-b", 2, absl::Seconds(1)});
+    EXPECT_TRUE(other->RecordJobs({JobRecord{"job-3", p->uuid, "vmapi", "", "web", "vm-3", "web2", "create", "",
+                                             absl::FromUnixSeconds(5)}})
+                    .ok());
+  }
+  EXPECT_EQ(other->ListJobs(p->uuid)->size(), 1u);
   // Leaving releases: the lease is free for the next acquire.
   ASSERT_TRUE(other->LeaveNode("node-b").ok());
   auto after = store_->Heartbeat("node-a", "", absl::FromUnixSeconds(1));
@@ -739,6 +757,34 @@ TEST_P(StoreTest, LeasesAreConditionalAndFenceWrites) {
   EXPECT_EQ(after->leases.at(p->uuid).holder, "");
   EXPECT_TRUE(write(store_.get(), LeaseWrite::kAcquire, "node-a", 2, absl::Minutes(10)));
   if (!postgres()) other_commits_ = other->CommitsSeenForTest();
+}
+
+// FenceHolds, by table: who holds the lease, at which epoch, and how long
+// it has left against the margin.
+TEST(FenceHoldsTest, Table) {
+  const Fence f{"p-1", "node-a", 3, absl::Seconds(2)};
+  const int64_t now = 1'000'000'000;
+  struct Row {
+    LeaseRead lease;
+    bool holds;
+    const char* says;  // in the refusal
+  } rows[] = {
+      {{"node-a", 3, now + 2'000'001, now}, true, ""},
+      {{"node-a", 3, now + 2'000'000, now}, false, "with time to act"},  // exactly the margin left
+      {{"node-a", 3, now - 1, now}, false, "nobody holds it now"},        // expired
+      {{"node-a", 4, now + 60'000'000, now}, false, "node node-a holds it at epoch 4"},
+      {{"node-b", 3, now + 60'000'000, now}, false, "node node-b holds it at epoch 3"},
+      {{"", 0, 0, now}, false, "nobody holds it now"},  // no lease row
+  };
+  for (const Row& r : rows) {
+    absl::Status s = FenceHolds(f, r.lease);
+    EXPECT_EQ(s.ok(), r.holds) << r.lease.holder << " " << r.lease.epoch << " " << s;
+    if (!r.holds) {
+      EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+      EXPECT_NE(s.message().find(r.says), std::string::npos) << s;
+      EXPECT_NE(s.message().find("nothing was written"), std::string::npos) << s;
+    }
+  }
 }
 
 // PostgreSQL: a node keeps a project's jobs in memory while it holds the
