@@ -232,6 +232,7 @@ absl::Status Gatherer::GatherJobs(Snapshot* snapshot, bool poll_jobs, absl::Time
       continue;
     }
     if (auto e = pumped.find(j.job_uuid); e != pumped.end()) {
+      e->second.seen_by_pump = true;
       s.finished.push_back(std::move(e->second));  // the pump saw it end
       continue;
     }
@@ -621,6 +622,8 @@ void Gatherer::GatherServers(Snapshot* snapshot, bool last_seen) {
     s.servers = ps.servers;
     s.servers_known = ps.servers_known && !api_.count("CNAPI");
   } else if (agents && options_.cnapi != nullptr) {
+    if (RefreshServers(&s)) return;
+    absl::Time now = clock_->Now();
     auto servers = options_.cnapi->ListServers();
     NoteApi("CNAPI", servers.status());
     if (servers.ok()) {
@@ -630,8 +633,48 @@ void Gatherer::GatherServers(Snapshot* snapshot, bool last_seen) {
       ProjectState& ps = projects_[uuid];
       ps.servers = s.servers;
       ps.servers_known = true;
+      ps.servers_listed = now;
     }
   }
+}
+
+// As with the VMs (full_observe): an agent project's servers are all listed
+// at least every full_observe; in between, a sync keeps the last listing and
+// reads again only the servers whose CNAPI tasks it saw end (GetServer).
+// Listing 1,000 servers at every sync of a rollout took most of each sync
+// (issue 49). False when the servers must be listed in full: the last
+// listing is too old or failed, or a server could not be read.
+bool Gatherer::RefreshServers(Snapshot* snapshot) {
+  Snapshot& s = *snapshot;
+  std::vector<triton::Server> kept;
+  {
+    absl::MutexLock l(&mu_);
+    const ProjectState& ps = projects_[s.project.uuid];
+    if (!ps.servers_known || api_.count("CNAPI") || clock_->Now() - ps.servers_listed >= options_.full_observe) {
+      return false;
+    }
+    kept = ps.servers;
+  }
+  std::vector<std::string> ended;
+  for (const FinishedJob& f : s.finished) {
+    if (f.job.api == "cnapi" && !f.job.instance.empty()) ended.push_back(f.job.instance);
+  }
+  std::vector<absl::StatusOr<triton::Server>> read(ended.size(), absl::UnknownError("not read"));
+  std::vector<std::function<void()>> asks;
+  for (size_t k = 0; k < ended.size(); ++k) asks.push_back([&, k] { read[k] = options_.cnapi->GetServer(ended[k]); });
+  RunParallel(&asks, options_.send_parallel);
+  for (auto& r : read) {
+    if (!r.ok()) return false;  // gone, or CNAPI failed: the full listing says which
+    auto at = absl::c_find_if(kept, [&](const triton::Server& k) { return k.uuid == r->uuid; });
+    if (at == kept.end()) return false;
+    *at = *std::move(r);
+  }
+  s.servers = kept;
+  s.servers_known = true;
+  absl::MutexLock l(&mu_);
+  ProjectState& ps = projects_[s.project.uuid];
+  ps.servers = std::move(kept);
+  return true;
 }
 
 // Instances that mount a copy of a volume deleted outside Mariposa are

@@ -111,6 +111,7 @@ class Gatherer {
   // (Snapshot::removed_agents); reads the store.
   absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> RemovedAgents(const Snapshot& s);
   void GatherServers(Snapshot* s, bool last_seen);
+  bool RefreshServers(Snapshot* s);
   void NoteApi(const std::string& api, const absl::Status& st) { hooks_.note_api(api, st); }
 
   ProjectStore* store_;

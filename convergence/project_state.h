@@ -54,8 +54,13 @@ struct ProjectState {
   std::vector<Problem> decided, executed;       // the last sync's problems: Decide's, Execute's
   PlanCache plan;                               // used by the one worker syncing the project
   absl::Duration poll_after;                    // how soon its jobs in flight are looked at again
+  // How long its jobs take, at least (JobPollPlan::took), and when its jobs
+  // in flight were last asked.
+  absl::Duration jobs_take;
+  absl::Time jobs_asked = absl::InfinitePast();
   std::vector<triton::Server> servers;  // CNAPI's, as the last sync read them
   bool servers_known = false;
+  absl::Time servers_listed = absl::InfinitePast();  // when all of them were last listed
   // The pump's: creates the last sync's job window held (tasks resolved),
   // what they were decided on, changes_ then, when that sync ended, and
   // the jobs the pump saw end (the next sync counts them).
@@ -165,6 +170,51 @@ inline std::vector<std::string> HeldProjectsToWake(int max_jobs, int max_jobs_pe
     budget -= free;
   }
   return wake;
+}
+
+// When a project's jobs in flight are asked again, decided at `now` after a
+// sync or pump that asked them (the project's ask before: `prev_asked`).
+struct JobPollInput {
+  absl::Duration prev;          // the wait chosen after the previous ask
+  absl::Duration took;          // what the project's jobs took, at least, as learned so far (0: unknown)
+  absl::Time prev_asked = absl::InfinitePast();
+  absl::Time now;
+  std::vector<absl::Time> ended_sent;    // sent times of the jobs this ask saw end
+  std::vector<absl::Time> running_sent;  // sent times of the jobs still in flight (those just sent included)
+  absl::Duration first = absl::Milliseconds(1);  // the first wait after a job ended
+  absl::Duration late = absl::Milliseconds(5);   // the least wait for a job past its expected end
+  absl::Duration cap = absl::Milliseconds(250);  // the longest wait (job_poll)
+};
+struct JobPollPlan {
+  absl::Duration after;  // ask again this long after `now`
+  absl::Duration took;   // what the project's jobs take, at least, learned so far
+};
+// The wait doubles from `first` up to `cap` while no job ends, and starts at
+// `first` again once one ended (a fast API is followed closely, a slow one
+// is not asked in vain). Jobs of one project tend to take as long as its
+// last ones did (an agent's install, a VM's create): a job that ended was
+// still running at the ask before, so it took at least prev_asked - sent
+// (a lower bound, never an overestimate). The wait never passes the moment
+// the next job in flight reaches that age, and a job past it is asked again
+// after as long as it is late (at least `late`): a rollout's batch is seen
+// ending within milliseconds instead of up to `cap` later, and the doubling
+// wait is only ever shortened, never lengthened.
+inline JobPollPlan PlanJobPoll(const JobPollInput& in) {
+  JobPollPlan out;
+  out.took = in.took;
+  absl::Duration learned = absl::ZeroDuration();
+  for (absl::Time sent : in.ended_sent) {
+    if (in.prev_asked > sent && in.prev_asked != absl::InfinitePast()) learned = std::max(learned, in.prev_asked - sent);
+  }
+  if (learned > absl::ZeroDuration()) out.took = learned;
+  out.after = in.ended_sent.empty() ? std::min(std::max(in.prev * 2, in.first), in.cap) : in.first;
+  if (out.took <= absl::ZeroDuration()) return out;
+  for (absl::Time sent : in.running_sent) {
+    absl::Time due = sent + out.took;
+    absl::Duration wait = due > in.now ? due - in.now : std::max(in.late, in.now - due);
+    out.after = std::min(out.after, std::max(wait, in.first));
+  }
+  return out;
 }
 
 }  // namespace mariposa::convergence

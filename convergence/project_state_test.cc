@@ -2,6 +2,8 @@
 // waiting projects a freed slot wakes (project_state.h).
 #include "convergence/project_state.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -118,6 +120,127 @@ TEST(HeldProjectsToWakeTest, WakesOnlyWhatCanUseTheFreeSlotsInTurn) {
   for (const Row& r : rows) {
     EXPECT_EQ(HeldProjectsToWake(r.max_jobs, r.max_jobs, Projects(r.projects), r.after), r.wake) << r.what;
   }
+}
+
+
+// PlanJobPoll: when a project's jobs in flight are asked again.
+TEST(PlanJobPollTest, Table) {
+  const absl::Time t0 = absl::FromUnixSeconds(1000000);
+  auto ms = [](int64_t n) { return absl::Milliseconds(n); };
+  struct Row {
+    const char* what;
+    absl::Duration prev, took;
+    int64_t prev_asked_ms, now_ms;  // from t0; -1: never asked
+    std::vector<int64_t> ended_ms, running_ms;  // sent times, from t0
+    absl::Duration want_after, want_took;
+  };
+  const Row rows[] = {
+      {"nothing learned, none ended: the wait doubles", ms(8), ms(0), 100, 120, {}, {0}, ms(16), ms(0)},
+      {"nothing learned: the doubling stops at the cap", ms(200), ms(0), 100, 120, {}, {0}, ms(250), ms(0)},
+      {"one ended: asked again at once", ms(200), ms(0), 100, 120, {0}, {}, ms(1), ms(100)},
+      {"one ended, seen running at the ask before: it took at least that", ms(250), ms(0), 755, 1005, {0}, {}, ms(1),
+       ms(755)},
+      {"a job sent after the ask before teaches nothing", ms(250), ms(900), 500, 1005, {600}, {}, ms(1), ms(900)},
+      {"never asked before: nothing learned", ms(250), ms(0), -1, 1005, {0}, {}, ms(1), ms(0)},
+      {"a job due before the doubling wait ends: asked when it is due", ms(250), ms(1000), 700, 755, {}, {0},
+       ms(245), ms(1000)},
+      {"a job due after the doubling wait ends: the doubling wait", ms(64), ms(1000), 700, 755, {}, {0}, ms(128),
+       ms(1000)},
+      {"a job just past due: asked again soon", ms(250), ms(1000), 995, 1000, {}, {0}, ms(5), ms(1000)},
+      {"a job long past due: asked again after as long as it is late, up to the doubling wait", ms(16), ms(1000),
+       1200, 1300, {}, {0}, ms(32), ms(1000)},
+      {"a job 40 ms late with a long doubling wait: after 40 ms", ms(250), ms(1000), 1000, 1040, {}, {0}, ms(40),
+       ms(1000)},
+      {"the batch just sent: asked when its first job is due", ms(1), ms(1000), 1005, 1010, {0}, {1010, 1012},
+       ms(1), ms(1005)},
+      {"of several in flight, the next due counts", ms(250), ms(1000), 1300, 1310, {}, {400, 390, 900}, ms(80),
+       ms(1000)},
+  };
+  for (const Row& r : rows) {
+    JobPollInput in;
+    in.prev = r.prev;
+    in.took = r.took;
+    in.prev_asked = r.prev_asked_ms < 0 ? absl::InfinitePast() : t0 + ms(r.prev_asked_ms);
+    in.now = t0 + ms(r.now_ms);
+    for (int64_t e : r.ended_ms) in.ended_sent.push_back(t0 + ms(e));
+    for (int64_t e : r.running_ms) in.running_sent.push_back(t0 + ms(e));
+    JobPollPlan p = PlanJobPoll(in);
+    EXPECT_EQ(p.after, r.want_after) << r.what;
+    EXPECT_EQ(p.took, r.want_took) << r.what;
+  }
+}
+
+// The wait without PlanJobPoll's cut: doubling while no job ends.
+absl::Duration DoublingOnly(const JobPollInput& in) {
+  return in.ended_sent.empty() ? std::min(std::max(in.prev * 2, in.first), in.cap) : in.first;
+}
+
+// Properties: the wait is never longer than the doubling wait alone and
+// never shorter than `first`; and a rollout of batches that each take 1 s is
+// seen ending within a few milliseconds after a few batches, where the
+// doubling wait alone sees each up to 250 ms late.
+TEST(PlanJobPollTest, NeverLongerThanDoublingAndARolloutIsSeenOnTime) {
+  const absl::Time t0 = absl::FromUnixSeconds(1000000);
+  uint32_t seed = 7;
+  auto rnd = [&seed](int64_t n) {
+    seed = seed * 1103515245u + 12345u;
+    return static_cast<int64_t>((seed >> 8) % static_cast<uint32_t>(n));
+  };
+  for (int k = 0; k < 2000; ++k) {
+    JobPollInput in;
+    in.prev = absl::Milliseconds(rnd(300));
+    in.took = absl::Milliseconds(rnd(3) == 0 ? 0 : rnd(5000));
+    in.prev_asked = t0 + absl::Milliseconds(rnd(10000));
+    in.now = in.prev_asked + absl::Milliseconds(rnd(3000));
+    for (int n = rnd(4); n > 0; --n) in.ended_sent.push_back(t0 + absl::Milliseconds(rnd(12000)));
+    for (int n = rnd(6); n > 0; --n) in.running_sent.push_back(t0 + absl::Milliseconds(rnd(12000)));
+    JobPollPlan p = PlanJobPoll(in);
+    EXPECT_LE(p.after, DoublingOnly(in));
+    EXPECT_GE(p.after, in.first);
+  }
+
+  // 50 batches, each sent when the one before was seen ending, each job
+  // ending 1,100 ms after it was sent; each ask takes no time.
+  auto rollout = [&](bool plan) {
+    absl::Duration late_total;
+    absl::Duration prev, took;
+    absl::Time prev_asked = absl::InfinitePast();
+    absl::Time now = t0;
+    int asks = 0;
+    for (int batch = 0; batch < 50; ++batch) {
+      absl::Time sent = now, ends = sent + absl::Milliseconds(1100);
+      prev = absl::Milliseconds(1);
+      std::vector<absl::Time> ended, running = {sent};
+      while (true) {
+        JobPollInput in;
+        in.prev = prev;
+        in.took = took;
+        in.prev_asked = prev_asked;
+        in.now = now;
+        in.ended_sent = ended;
+        in.running_sent = running;
+        JobPollPlan p = PlanJobPoll(in);
+        if (!plan) p.after = DoublingOnly(in);
+        prev = p.after;
+        took = p.took;
+        if (!ended.empty()) break;
+        prev_asked = now;
+        now += p.after;  // the next ask
+        ++asks;
+        if (now >= ends) {
+          ended = {sent};
+          running.clear();
+          late_total += now - ends;
+        }
+      }
+    }
+    return std::make_pair(late_total / 50, asks);
+  };
+  auto [late_doubling, asks_doubling] = rollout(false);
+  auto [late_planned, asks_planned] = rollout(true);
+  EXPECT_GE(late_doubling, absl::Milliseconds(100)) << "the doubling wait alone";
+  EXPECT_LE(late_planned, absl::Milliseconds(20)) << "planned: " << late_planned;
+  EXPECT_LE(asks_planned, asks_doubling + 3 * 50) << "at most a few more asks per batch";
 }
 
 }  // namespace

@@ -185,8 +185,17 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   };
   Decision d = Decide(s, clock_->Now(), cache);
   int finished = static_cast<int>(s.finished.size());
+  std::vector<absl::Time> ended_sent, running_sent;
+  for (const FinishedJob& f : s.finished) {
+    if (!f.seen_by_pump) ended_sent.push_back(f.job.sent_at);  // the pump's taught PlanJobPoll then
+  }
+  for (const JobRecord& j : s.in_flight) running_sent.push_back(j.sent_at);
   SyncResult r = execute_.Execute(s, std::move(d), changes);
   r.finished = finished;
+  if (s.actual_known) r.asked = start;  // else Gather asked no job (GatherJobs)
+  r.ended_sent = std::move(ended_sent);
+  r.running_sent = std::move(running_sent);
+  r.sent = r.created + r.deleted + r.changed;
   r.observe = observe;
   r.total = clock_->Now() - start;
   {
@@ -222,12 +231,17 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   SyncResult r;
   bool failed = false;
   std::vector<FinishedJob> ended;
-  for (auto& a : gather_.PollJobs(polled)) {
+  std::vector<std::optional<FinishedJob>> answers = gather_.PollJobs(polled);
+  r.asked = start;
+  for (size_t k = 0; k < answers.size(); ++k) {
+    auto& a = answers[k];
     if (!a) {
       ++pump->running;
+      r.running_sent.push_back(polled[k].sent_at);
       continue;
     }
     failed |= !a->ok;
+    r.ended_sent.push_back(a->job.sent_at);
     ended.push_back(std::move(*a));
   }
   r.finished = static_cast<int>(ended.size());
@@ -238,6 +252,7 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   std::vector<JobRecord> sent;
   const Snapshot& from = *pump->from;
   if (!steps->empty()) sent = sender_.Send(from, *steps, {}, {}, {}, &pump->memory, &r, &events, &problems);
+  for (const JobRecord& j : sent) r.running_sent.push_back(j.sent_at);
   StoreError(from.project.name, &problems, "events", store_->AppendEvents(events));
   if (r.failed > 0) execute_.KeepMemory(from.project, pump->memory, &problems);
   {
@@ -557,10 +572,24 @@ void Reconciler::Requeue(const std::string& key, const SyncResult& r) {
     if (it != projects_.end()) {
       in_flight = it->second.in_flight;
       // Jobs that keep ending (a fast VMAPI) are looked at again at once;
-      // while none ends the wait doubles up to job_poll.
-      absl::Duration& after = it->second.poll_after;
-      after = r.finished > 0 ? kFirstPoll : std::min(std::max(after * 2, kFirstPoll), options_.job_poll);
-      poll = after;
+      // while none ends the wait doubles up to job_poll, and never passes
+      // the moment the next job in flight is due (PlanJobPoll).
+      ProjectState& ps = it->second;
+      JobPollInput in;
+      in.prev = ps.poll_after;
+      in.took = ps.jobs_take;
+      in.prev_asked = ps.jobs_asked;
+      in.now = clock_->Now();
+      in.ended_sent = r.ended_sent;
+      in.running_sent = r.running_sent;
+      in.running_sent.insert(in.running_sent.end(), r.sent, in.now);  // the sync's own sends: about now
+      in.first = kFirstPoll;
+      in.cap = options_.job_poll;
+      JobPollPlan plan = PlanJobPoll(in);
+      ps.poll_after = plan.after;
+      ps.jobs_take = plan.took;
+      if (r.asked != absl::InfinitePast()) ps.jobs_asked = r.asked;
+      poll = plan.after;
     }
   }
   if (in_flight > 0) queue_.AddAfter(key, poll);

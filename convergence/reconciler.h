@@ -152,6 +152,12 @@ struct SyncResult {
   int failed = 0;     // requests refused, and jobs seen failing
   int held = 0;       // actions not taken now (Decision::held)
   int finished = 0;   // jobs seen ending (counted) by this sync
+  // For when the jobs in flight are asked again (PlanJobPoll): when this
+  // pass asked them, the sent times of those it saw end and of those
+  // still running, and how many jobs it sent (sent now).
+  absl::Time asked = absl::InfinitePast();
+  std::vector<absl::Time> ended_sent, running_sent;
+  int sent = 0;
   bool converged = false;  // the verdict: every service converged
   absl::Time next_change = absl::InfiniteFuture();  // Decision::next_change
   absl::Duration observe;  // reading VMAPI

@@ -607,15 +607,32 @@ TEST_F(ReconcilerTest, AgentRolloutThroughCnapi) {
   Reconciler r(store_.get(), &vmapi_, &imgapi_, &clock_, o);
   Apply("project: p\nservices:\n  cn-agent:\n    compute_type: agent\n    image: cn-agent@2.14.1\n"
         "    servers: {select: all, exclude: [headnode]}\n    update: {rolling: 2}\n");
+  // What each sync asked CNAPI about servers.
+  auto server_calls = [&cnapi] {
+    std::vector<std::string> out;
+    for (const std::string& c : cnapi.calls()) {
+      if (absl::StartsWith(c, "ListServers") || absl::StartsWith(c, "GetServer")) out.push_back(c);
+    }
+    cnapi.ClearCalls();
+    return out;
+  };
   auto s1 = r.SyncProject("p");
   ASSERT_TRUE(s1.ok()) << s1.status();
   EXPECT_EQ(s1->changed, 2);  // cn1, cn2
+  EXPECT_EQ(server_calls(), std::vector<std::string>{"ListServers"});
   auto view = r.Inspect("p");
   ASSERT_TRUE(view.ok());
   ASSERT_TRUE(view->decision.agent_plans.count("cn-agent"));
   EXPECT_EQ(view->decision.agent_plans.at("cn-agent").selected, 4);
+  server_calls();
+  // Within full_observe of the listing, a sync reads again only the servers
+  // whose tasks it saw end (a rollout on 1,000 servers listed them all at
+  // every sync: issue 49).
   EXPECT_EQ(r.SyncProject("p")->changed, 1);  // cn3; cn4 is down
+  EXPECT_EQ(server_calls(), (std::vector<std::string>{"GetServer 00000000-0000-4000-8000-000000000001",
+                                                      "GetServer 00000000-0000-4000-8000-000000000002"}));
   EXPECT_EQ(r.SyncProject("p")->changed, 0);
+  EXPECT_EQ(server_calls(), std::vector<std::string>{"GetServer 00000000-0000-4000-8000-000000000003"});
   auto tasks = TasksOf(store_.get(), "reprovision");
   ASSERT_EQ(tasks.size(), 1u);
   EXPECT_EQ(tasks[0].auto_kind, "agent-rollout");
@@ -627,6 +644,19 @@ TEST_F(ReconcilerTest, AgentRolloutThroughCnapi) {
     bool updated = s->agents.size() == 1 && s->agents[0].version == "2.14.1";
     EXPECT_EQ(updated, k >= 1 && k <= 3) << k;
   }
+  // Changed by hand (cn1's agent back to 2.13.0): noticed at the next full
+  // listing, at most full_observe after the last, and put right.
+  triton::Server hand = *cnapi.GetServer("00000000-0000-4000-8000-000000000001");
+  hand.agents[0].version = "2.13.0";
+  hand.agents[0].image_uuid = "";
+  cnapi.PutServer(hand);
+  server_calls();
+  EXPECT_EQ(r.SyncProject("p")->changed, 0);  // the listing is kept
+  EXPECT_TRUE(server_calls().empty());
+  clock_.Advance(absl::Seconds(1));  // ReconcilerOptions::full_observe
+  EXPECT_EQ(r.SyncProject("p")->changed, 1);
+  EXPECT_EQ(server_calls(), std::vector<std::string>{"ListServers"});
+  EXPECT_EQ(cnapi.GetServer("00000000-0000-4000-8000-000000000001")->agents[0].version, "2.14.1");
   // A freeze of agent rollouts holds the next one.
   TaskQueue q(store_.get());
   TaskRecord freeze;
@@ -637,6 +667,7 @@ TEST_F(ReconcilerTest, AgentRolloutThroughCnapi) {
   triton::Server back = *cnapi.GetServer("00000000-0000-4000-8000-000000000004");
   back.status = "running";
   cnapi.PutServer(back);
+  clock_.Advance(absl::Seconds(1));  // the next full listing sees it
   auto held = r.SyncProject("p");
   EXPECT_EQ(held->changed, 0);
   EXPECT_EQ(held->held, 1);

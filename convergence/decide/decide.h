@@ -74,6 +74,7 @@ struct FinishedJob {
   JobRecord job;
   bool ok = false;
   std::string error;
+  bool seen_by_pump = false;  // seen ending by a pump, counted by the sync after it
 };
 
 struct ControllerPolicy {

@@ -211,24 +211,30 @@ inline std::string ProjectUuid(const std::string& addr, const std::string& name,
   return at == std::string::npos ? "" : j.substr(at + 9, 36);
 }
 
+// How long a benchmark waits before counting its progress again, having
+// counted `n` of `want` in `took`. Counting scans every VM of the project
+// (or every server) in tritonsim, which shares the two cores with mariposad:
+// asked every 20 ms it took a fifth of tritonsim's CPU away from the run it
+// measures. Far from the end, ask every 250 ms; within the last tenth,
+// every 10 ms (the end is still seen within 10 ms) — but never more often
+// than 4 counts' time, so that counting takes at most a fifth of a core
+// however many VMs there are (at 30,000 a count every 10 ms took all of
+// tritonsim's: issue 49, 4).
+inline Clock::duration CountPause(int64_t n, int64_t want, Clock::duration took) {
+  auto pause = std::chrono::milliseconds(n < want - want / 10 ? 250 : 10);
+  return std::max<Clock::duration>(pause, 4 * took);
+}
+
 // Waits until `want` instances of the projects run, together; returns the
 // seconds since `start` it took (-1: not within `limit_s`).
 inline double WaitRunning(triton::HttpVmapiClient* vmapi, const std::vector<std::string>& project_uuids, int64_t want,
                           double limit_s, Clock::time_point start) {
-  // Counting scans every VM of the project in tritonsim, which shares the
-  // two cores with mariposad: asked every 20 ms it took a fifth of
-  // tritonsim's CPU away from the run it measures. Far from the end, ask
-  // every 250 ms; within the last tenth, every 10 ms (the end is still
-  // seen within 10 ms) — but never more often than 4 counts' time, so that
-  // counting takes at most a fifth of a core however many VMs there are (at
-  // 30,000 a count every 10 ms took all of tritonsim's: issue 49, 4).
   while (Secs(Clock::now() - start) < limit_s) {
     int64_t n = 0;
     auto asked = Clock::now();
     for (const std::string& p : project_uuids) n += std::max<int64_t>(0, Running(vmapi, p));
     if (n == want) return Secs(Clock::now() - start);
-    auto pause = std::chrono::milliseconds(n < want - want / 10 ? 250 : 10);
-    std::this_thread::sleep_for(std::max<Clock::duration>(pause, 4 * (Clock::now() - asked)));
+    std::this_thread::sleep_for(CountPause(n, want, Clock::now() - asked));
   }
   return -1;
 }
