@@ -173,7 +173,9 @@ class SqlProjectStore : public ProjectStore {
   absl::Status MarkProjectDeleting(const std::string& name_or_uuid, const std::string& actor, bool delete_volumes,
                                    const std::string& detail) override;
   absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() override;
-  absl::Status RecordJobs(const std::vector<JobRecord>& jobs) override;
+  using TaskStore::RecordJobs;
+  absl::Status RecordJobs(const std::vector<JobRecord>& jobs,
+                          const std::vector<std::pair<std::string, TaskProgress>>& progress) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobsExcept(const std::string& project_uuid,
                                                         const std::set<std::string>& except) override;
   absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs,

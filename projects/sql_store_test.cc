@@ -465,14 +465,19 @@ TEST_P(StoreTest, BackupIsAConsistentCopy) {
 }
 
 
+// A scale task of `project_uuid`, added with no admission rule.
+absl::StatusOr<TaskRecord> AddScaleTask(SqlProjectStore* store, const std::string& project_uuid) {
+  TaskRecord t;
+  t.project_uuid = project_uuid;
+  t.kind = "scale";
+  return store->AddTask(
+      t, [](const std::vector<TaskRecord>&, TaskRecord*, std::vector<std::string>*) { return absl::OkStatus(); });
+}
+
 TEST_P(StoreTest, FinishJobsCountsEachJobOnceInOneTransaction) {
   auto p = store_->CreateProject("jupiter", "", "alice");
   ASSERT_TRUE(p.ok());
-  TaskRecord t;
-  t.project_uuid = p->uuid;
-  t.kind = "scale";
-  auto task = store_->AddTask(
-      t, [](const std::vector<TaskRecord>&, TaskRecord*, std::vector<std::string>*) { return absl::OkStatus(); });
+  auto task = AddScaleTask(store_.get(), p->uuid);
   ASSERT_TRUE(task.ok()) << task.status();
   std::vector<JobRecord> jobs;
   for (int k = 0; k < 3; ++k) {
@@ -520,6 +525,36 @@ TEST_P(StoreTest, FinishJobsCountsEachJobOnceInOneTransaction) {
   EXPECT_EQ(store_->ListEvents("jobs", 0, 100, {"instance.put-back"})->size(), 2u);
 }
 
+
+// A sync's step of a task is written with the jobs it sent: one commit, and
+// a refused write counts no step either.
+TEST_P(StoreTest, RecordJobsCountsTheTasksStepInTheSameTransaction) {
+  auto p = store_->CreateProject("io", "", "alice");
+  ASSERT_TRUE(p.ok());
+  auto task = AddScaleTask(store_.get(), p->uuid);
+  ASSERT_TRUE(task.ok()) << task.status();
+  JobRecord j;
+  j.job_uuid = "job-1";
+  j.project_uuid = p->uuid;
+  j.api = "vmapi";
+  j.task_uuid = task->uuid;
+  j.kind = "create";
+  TaskProgress step;
+  step.steps_done = 1;
+  ASSERT_TRUE(store_->RecordJobs({j}, {{task->uuid, step}}).ok());
+  EXPECT_EQ(store_->GetTask(task->uuid)->steps_done, 1);
+  EXPECT_EQ(store_->ListJobs(p->uuid)->size(), 1u);
+  // The second job names no project: the insert fails, and the step with it.
+  JobRecord stray = j;
+  stray.job_uuid = "job-2";
+  stray.project_uuid = "no-such-project";
+  EXPECT_FALSE(store_->RecordJobs({stray}, {{task->uuid, step}}).ok());
+  EXPECT_EQ(store_->GetTask(task->uuid)->steps_done, 1);
+  // Progress alone (no job) is written too.
+  ASSERT_TRUE(store_->RecordJobs({}, {{task->uuid, step}}).ok());
+  EXPECT_EQ(store_->GetTask(task->uuid)->steps_done, 2);
+  EXPECT_EQ(store_->ListJobs(p->uuid)->size(), 1u);
+}
 
 // ListJobs is served from memory after the first call; it must say what the
 // table says: order by (sent_at, uuid), a re-recorded job replaces itself,

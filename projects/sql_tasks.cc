@@ -370,8 +370,9 @@ void SqlProjectStore::ForgetJobLocked(const std::string& job_uuid) {
   job_at_.erase(at);
 }
 
-absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
-  if (jobs.empty()) return absl::OkStatus();
+absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs,
+                                         const std::vector<std::pair<std::string, TaskProgress>>& progress) {
+  if (jobs.empty() && progress.empty()) return absl::OkStatus();
   auto insert = [&](Database* db) -> absl::Status {
     ASSIGN_OR_RETURN(auto txn, BeginOn(db, WriteScope::kShared));
     // A job named twice in one call is recorded as it is named last.
@@ -389,6 +390,7 @@ absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs) {
         "ON CONFLICT (job_uuid) DO UPDATE SET project_uuid = excluded.project_uuid, api = excluded.api, "
         "task_uuid = excluded.task_uuid, service = excluded.service, instance = excluded.instance, "
         "alias = excluded.alias, kind = excluded.kind, reason = excluded.reason, sent_at = excluded.sent_at"));
+    for (const auto& [task, delta] : progress) RETURN_IF_ERROR(AddTaskProgressOn(db, task, delta));
     return txn->Commit();
   };
   return WriteJobs(insert, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { KeepJobsLocked(jobs); });

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -44,8 +45,13 @@ class TaskStore {
   // Tasks of every project by kind and state.
   virtual absl::StatusOr<std::vector<TaskCount>> CountTasks() = 0;
 
-  // Jobs in flight (JobRecord). RecordJobs writes them in one transaction.
-  virtual absl::Status RecordJobs(const std::vector<JobRecord>& jobs) = 0;
+  // Jobs in flight (JobRecord). RecordJobs writes them in one transaction,
+  // with `progress` added to the tasks it names in the same transaction
+  // (a sync that sent a task work is one step of it: recorded with the jobs
+  // it sent, not in a commit of its own after them).
+  virtual absl::Status RecordJobs(const std::vector<JobRecord>& jobs,
+                                  const std::vector<std::pair<std::string, TaskProgress>>& progress) = 0;
+  absl::Status RecordJobs(const std::vector<JobRecord>& jobs) { return RecordJobs(jobs, {}); }
   absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& project_uuid) {
     return ListJobsExcept(project_uuid, {});
   }

@@ -313,17 +313,15 @@ std::vector<JobRecord> Sender::Send(const Snapshot& s, const std::vector<Step>& 
   OtherRequests(p, installs, uninstalls, imports, &out);
   SendWaves(p, &out, problems);
   std::vector<JobRecord> sent = CountSent(p, &out, r, events);
-  StoreError(p.name, problems, "jobs in flight", store_->RecordJobs(sent));
-  // A step of a task: one sync that sent it work.
+  // A step of a task: one sync that sent it work, recorded in the jobs'
+  // transaction (one commit per round, not one more per task).
   std::set<std::string> stepped;
   for (const JobRecord& j : sent) {
     if (!j.task_uuid.empty()) stepped.insert(j.task_uuid);
   }
-  for (const std::string& t : stepped) {
-    TaskProgress step;
-    step.steps_done = 1;
-    StoreError(p.name, problems, "a task's progress", store_->AddTaskProgress(t, step));
-  }
+  std::vector<std::pair<std::string, TaskProgress>> steps_taken;
+  for (const std::string& t : stepped) steps_taken.emplace_back(t, TaskProgress{}).second.steps_done = 1;
+  StoreError(p.name, problems, "jobs in flight and their tasks' progress", store_->RecordJobs(sent, steps_taken));
   CountRefused(s, std::move(out.refused), memory, events, problems);
   return sent;
 }
