@@ -175,7 +175,8 @@ class SqlProjectStore : public ProjectStore {
   absl::StatusOr<std::vector<TaskRecord>> ListOpenTasks() override;
   using TaskStore::RecordJobs;
   absl::Status RecordJobs(const std::vector<JobRecord>& jobs,
-                          const std::vector<std::pair<std::string, TaskProgress>>& progress) override;
+                          const std::vector<std::pair<std::string, TaskProgress>>& progress,
+                          const std::vector<EventRecord>& events) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobsExcept(const std::string& project_uuid,
                                                         const std::set<std::string>& except) override;
   absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs,

@@ -526,8 +526,9 @@ TEST_P(StoreTest, FinishJobsCountsEachJobOnceInOneTransaction) {
 }
 
 
-// A sync's step of a task is written with the jobs it sent: one commit, and
-// a refused write counts no step either.
+// A sync's step of a task and the events of what it sent are written with
+// the jobs it sent: one commit, and a refused write counts no step and
+// tells no event either.
 TEST_P(StoreTest, RecordJobsCountsTheTasksStepInTheSameTransaction) {
   auto p = store_->CreateProject("io", "", "alice");
   ASSERT_TRUE(p.ok());
@@ -541,19 +542,38 @@ TEST_P(StoreTest, RecordJobsCountsTheTasksStepInTheSameTransaction) {
   j.kind = "create";
   TaskProgress step;
   step.steps_done = 1;
-  ASSERT_TRUE(store_->RecordJobs({j}, {{task->uuid, step}}).ok());
+  auto told = [&](const std::string& subject) {
+    return std::vector<EventRecord>{
+        EventRecord{0, clock_.Now(), "mariposad", "io", "instance.create", subject, "web0 (scale)"}};
+  };
+  auto creates = [&] { return store_->ListEvents("io", 0, 100, {"instance.create"})->size(); };
+  ChangeSignal* signal = store_->EventsSignal();
+  ASSERT_NE(signal, nullptr);
+  int64_t woken = signal->generation();
+  ASSERT_TRUE(store_->RecordJobs({j}, {{task->uuid, step}}, told("vm-1")).ok());
   EXPECT_EQ(store_->GetTask(task->uuid)->steps_done, 1);
   EXPECT_EQ(store_->ListJobs(p->uuid)->size(), 1u);
-  // The second job names no project: the insert fails, and the step with it.
+  EXPECT_EQ(creates(), 1u);
+  EXPECT_EQ(signal->generation(), woken + 1) << "the events' readers are woken by the jobs' commit";
+  // The second job names no project: the insert fails, and the step and
+  // the event with it.
   JobRecord stray = j;
   stray.job_uuid = "job-2";
   stray.project_uuid = "no-such-project";
-  EXPECT_FALSE(store_->RecordJobs({stray}, {{task->uuid, step}}).ok());
+  EXPECT_FALSE(store_->RecordJobs({stray}, {{task->uuid, step}}, told("vm-2")).ok());
   EXPECT_EQ(store_->GetTask(task->uuid)->steps_done, 1);
-  // Progress alone (no job) is written too.
-  ASSERT_TRUE(store_->RecordJobs({}, {{task->uuid, step}}).ok());
+  EXPECT_EQ(creates(), 1u);
+  // Progress alone (no job) is written too, and events alone.
+  ASSERT_TRUE(store_->RecordJobs({}, {{task->uuid, step}}, told("vm-3")).ok());
   EXPECT_EQ(store_->GetTask(task->uuid)->steps_done, 2);
   EXPECT_EQ(store_->ListJobs(p->uuid)->size(), 1u);
+  ASSERT_TRUE(store_->RecordJobs({}, {}, told("vm-4")).ok());
+  auto events = store_->ListEvents("io", 0, 100, {"instance.create"});
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 3u);
+  EXPECT_EQ((*events)[0].subject, "vm-1");
+  EXPECT_EQ((*events)[1].subject, "vm-3");
+  EXPECT_EQ((*events)[2].subject, "vm-4");
 }
 
 // ListJobs is served from memory after the first call; it must say what the

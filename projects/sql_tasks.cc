@@ -371,8 +371,9 @@ void SqlProjectStore::ForgetJobLocked(const std::string& job_uuid) {
 }
 
 absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs,
-                                         const std::vector<std::pair<std::string, TaskProgress>>& progress) {
-  if (jobs.empty() && progress.empty()) return absl::OkStatus();
+                                         const std::vector<std::pair<std::string, TaskProgress>>& progress,
+                                         const std::vector<EventRecord>& events) {
+  if (jobs.empty() && progress.empty()) return AppendEvents(events);
   auto insert = [&](Database* db) -> absl::Status {
     ASSIGN_OR_RETURN(auto txn, BeginOn(db, WriteScope::kShared));
     // A job named twice in one call is recorded as it is named last.
@@ -391,6 +392,7 @@ absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs,
         "task_uuid = excluded.task_uuid, service = excluded.service, instance = excluded.instance, "
         "alias = excluded.alias, kind = excluded.kind, reason = excluded.reason, sent_at = excluded.sent_at"));
     for (const auto& [task, delta] : progress) RETURN_IF_ERROR(AddTaskProgressOn(db, task, delta));
+    RETURN_IF_ERROR(AppendEventsOn(db, events));
     return txn->Commit();
   };
   return WriteJobs(insert, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { KeepJobsLocked(jobs); });

@@ -46,12 +46,14 @@ class TaskStore {
   virtual absl::StatusOr<std::vector<TaskCount>> CountTasks() = 0;
 
   // Jobs in flight (JobRecord). RecordJobs writes them in one transaction,
-  // with `progress` added to the tasks it names in the same transaction
-  // (a sync that sent a task work is one step of it: recorded with the jobs
-  // it sent, not in a commit of its own after them).
+  // with `progress` added to the tasks it names and `events` (what sending
+  // them tells: instance.create ...) appended to the event log in the same
+  // transaction (a sync that sent a task work is one step of it, recorded
+  // with the jobs it sent: one commit per round, not two or three).
   virtual absl::Status RecordJobs(const std::vector<JobRecord>& jobs,
-                                  const std::vector<std::pair<std::string, TaskProgress>>& progress) = 0;
-  absl::Status RecordJobs(const std::vector<JobRecord>& jobs) { return RecordJobs(jobs, {}); }
+                                  const std::vector<std::pair<std::string, TaskProgress>>& progress,
+                                  const std::vector<EventRecord>& events) = 0;
+  absl::Status RecordJobs(const std::vector<JobRecord>& jobs) { return RecordJobs(jobs, {}, {}); }
   absl::StatusOr<std::vector<JobRecord>> ListJobs(const std::string& project_uuid) {
     return ListJobsExcept(project_uuid, {});
   }

@@ -313,15 +313,23 @@ std::vector<JobRecord> Sender::Send(const Snapshot& s, const std::vector<Step>& 
   OtherRequests(p, installs, uninstalls, imports, &out);
   SendWaves(p, &out, problems);
   std::vector<JobRecord> sent = CountSent(p, &out, r, events);
-  // A step of a task: one sync that sent it work, recorded in the jobs'
-  // transaction (one commit per round, not one more per task).
-  std::set<std::string> stepped;
-  for (const JobRecord& j : sent) {
-    if (!j.task_uuid.empty()) stepped.insert(j.task_uuid);
+  if (!sent.empty()) {
+    // A step of a task: one sync that sent it work, recorded in the jobs'
+    // transaction with the events so far (the caller's, then instance.create
+    // ... of what was sent, in that order): one commit per round, not one
+    // more per task and one more for the events.
+    std::set<std::string> stepped;
+    for (const JobRecord& j : sent) {
+      if (!j.task_uuid.empty()) stepped.insert(j.task_uuid);
+    }
+    std::vector<std::pair<std::string, TaskProgress>> steps_taken;
+    for (const std::string& t : stepped) steps_taken.emplace_back(t, TaskProgress{}).second.steps_done = 1;
+    absl::Status recorded = store_->RecordJobs(sent, steps_taken, *events);
+    // Written, or left to the caller's own append (the requests went out
+    // all the same; a store that refused this may take that write).
+    if (recorded.ok()) events->clear();
+    StoreError(p.name, problems, "jobs in flight, their tasks' progress and their events", recorded);
   }
-  std::vector<std::pair<std::string, TaskProgress>> steps_taken;
-  for (const std::string& t : stepped) steps_taken.emplace_back(t, TaskProgress{}).second.steps_done = 1;
-  StoreError(p.name, problems, "jobs in flight and their tasks' progress", store_->RecordJobs(sent, steps_taken));
   CountRefused(s, std::move(out.refused), memory, events, problems);
   return sent;
 }

@@ -37,7 +37,11 @@ class Sender {
 
   // Builds, sends (in dependency waves) and records the requests of
   // `steps`, `installs` and `imports` (tasks resolved); refusals are counted
-  // into `memory` at once. Returns the jobs sent.
+  // into `memory` at once. Returns the jobs sent. When any was sent, the
+  // `events` given and those of what was sent are written with the jobs in
+  // one commit and `events` is emptied (left as they are, with the new ones
+  // after, when the store refused that write); events added after it (the
+  // refusals') are the caller's to write.
   std::vector<JobRecord> Send(const Snapshot& s, const std::vector<Step>& steps,
                               const std::vector<AgentInstall>& installs, const std::vector<ImageImport>& imports,
                               const std::vector<AgentUninstall>& uninstalls,
