@@ -19,6 +19,8 @@
 // (a refused manifest, instances that never run, a baseline with failed
 // creates) — never on timing. The default test run runs it
 // (//tests/bench:convergence_bench_smoke).
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +38,7 @@
 #include "absl/time/time.h"
 #include "convergence/decide/planner.h"
 #include "convergence/triton/http_clients.h"
+#include "convergence/triton/vm_feed.h"
 #include "tests/bench/bench_util.h"
 
 namespace {
@@ -171,6 +174,75 @@ bool P1(const Sizes& z) {
 }
 
 // ---------------------------------------------------------------- P2, P9, P10
+
+// Another listener of tritonsim's change feed that reads and drops what it
+// is sent (VMAPI's other consumers: CNS, CloudAPI's feed, ...). VMAPI
+// publishes its feed whether Mariposa listens or not, and on its own
+// machine; here the simulator publishes on the same two cores, so this
+// shows how much of watching's cost is the simulator's (convergence_bench
+// with MARIPOSA_BENCH_WATCH=off and MARIPOSA_BENCH_SINK=on; issue 49,
+// point 0). Registers as mariposad does (triton::Registration) and reads
+// until Stop.
+class FeedSink {
+ public:
+  // `url`: http://host:port. False when it could not register.
+  bool Start(const std::string& url) {
+    std::string hostport = url.substr(url.find("://") + 3);
+    std::string host = hostport.substr(0, hostport.rfind(':')), port = hostport.substr(hostport.rfind(':') + 1);
+    addrinfo hints{}, *ai = nullptr;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &ai) != 0) return false;
+    fd_ = socket(ai->ai_family, SOCK_STREAM, 0);
+    bool connected = fd_ >= 0 && connect(fd_, ai->ai_addr, ai->ai_addrlen) == 0;
+    freeaddrinfo(ai);
+    if (!connected) return false;
+    std::string upgrade = absl::StrCat("GET /changefeeds HTTP/1.1\r\nHost: ", hostport,
+                                       "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                                       "Sec-WebSocket-Key: bWFyaXBvc2EtYmVuY2gtMQ==\r\nSec-WebSocket-Version: 13\r\n"
+                                       "Accept-Version: ~1\r\n\r\n");
+    // The registration as one masked text frame (RFC 6455; a zero mask).
+    std::string reg = triton::Registration("bench-sink");
+    std::string frame = "\x81";
+    if (reg.size() < 126) {
+      frame += static_cast<char>(0x80 | reg.size());
+    } else {
+      frame += static_cast<char>(0x80 | 126);
+      frame += static_cast<char>(reg.size() >> 8);
+      frame += static_cast<char>(reg.size() & 0xff);
+    }
+    frame.append(4, '\0');
+    frame += reg;
+    std::string head;
+    char buf[4096];
+    if (send(fd_, upgrade.data(), upgrade.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(upgrade.size())) return false;
+    while (head.find("\r\n\r\n") == std::string::npos) {
+      ssize_t n = recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) return false;
+      head.append(buf, n);
+    }
+    if (head.compare(0, 12, "HTTP/1.1 101") != 0) return false;
+    if (send(fd_, frame.data(), frame.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(frame.size())) return false;
+    reader_ = std::thread([this] {
+      std::vector<char> sink(1 << 16);
+      for (ssize_t n; (n = recv(fd_, sink.data(), sink.size(), 0)) > 0;) bytes_ += n;
+    });
+    return true;
+  }
+  void Stop() {
+    if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
+    if (reader_.joinable()) reader_.join();
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+  ~FeedSink() { Stop(); }
+  int64_t bytes() const { return bytes_.load(); }
+
+ private:
+  int fd_ = -1;
+  std::thread reader_;
+  std::atomic<int64_t> bytes_{0};
+};
+
 
 // `quick`: P1 and P2 only. `memory_only`: no P1 and no P2 baselines (the
 // 10,000 of P2 are still created, so P9 tracks 100,000), then P9 and P10.
