@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/algorithm/container.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -207,13 +208,19 @@ absl::Status Gatherer::GatherJobs(Snapshot* snapshot, bool poll_jobs, absl::Time
   const std::string& uuid = s.project.uuid;
   ASSIGN_OR_RETURN(std::vector<JobRecord> jobs, store_->ListJobs(uuid));
   std::map<std::string, FinishedJob> pumped;  // jobs the pump saw end, counted now
+  absl::Duration took;                        // what its jobs take, at least (AskJobNow)
   if (poll_jobs && s.actual_known) {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(uuid);
-    if (it != projects_.end()) pumped.swap(it->second.ended);
+    if (it != projects_.end()) {
+      pumped.swap(it->second.ended);
+      took = it->second.jobs_take;
+    }
   }
-  std::set<std::string> seen;
-  for (const InstanceState& i : s.instances) seen.insert(i.uuid);
+  const bool watching = vms_.Watching();
+  absl::flat_hash_map<absl::string_view, absl::string_view> seen;  // uuid -> state, of s.instances (not changed here)
+  seen.reserve(s.instances.size());
+  for (const InstanceState& i : s.instances) seen.emplace(i.uuid, i.state);
   std::vector<JobRecord> polled;  // asked of VMAPI / CNAPI below
   for (JobRecord& j : jobs) {
     if (!poll_jobs || !s.actual_known) {
@@ -234,6 +241,17 @@ absl::Status Gatherer::GatherJobs(Snapshot* snapshot, bool poll_jobs, absl::Time
     if (auto e = pumped.find(j.job_uuid); e != pumped.end()) {
       e->second.seen_by_pump = true;
       s.finished.push_back(std::move(e->second));  // the pump saw it end
+      continue;
+    }
+    // The listing already shows it done (the feed brought it, or VMAPI
+    // was listed after it ended): not asked; nor, while the feed is
+    // watched, what its item will show before long.
+    if (auto vm = seen.find(j.instance); vm != seen.end() && StateShowsJobSucceeded(j, vm->second)) {
+      s.finished.push_back({std::move(j), true, ""});
+      continue;
+    }
+    if (!AskJobNow(j, watching, now, took, options_.feed_grace)) {
+      s.in_flight.push_back(std::move(j));
       continue;
     }
     polled.push_back(std::move(j));
@@ -721,6 +739,13 @@ bool ListingShowsJobEnd(const JobRecord& job, const InstanceState* listed) {
   if (job.kind == "stop") return listed != nullptr && listed->state == "stopped";
   if (job.kind == "discovery") return listed != nullptr && listed->cns_down == ParseDiscoveryReason(job.reason).down;
   return false;  // the others change what a state does not show
+}
+
+bool StateShowsJobSucceeded(const JobRecord& job, absl::string_view vm_state) {
+  if (job.api != "vmapi" || job.instance.empty() || absl::StartsWith(job.job_uuid, "create:")) return false;
+  if (job.kind == "create") return vm_state == "running";
+  if (job.kind == "delete") return vm_state == "destroyed";
+  return false;
 }
 
 bool Gatherer::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,

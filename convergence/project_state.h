@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/time/time.h"
 #include "convergence/decide/decide.h"
 #include "convergence/decide/planner.h"
@@ -215,6 +216,24 @@ inline JobPollPlan PlanJobPoll(const JobPollInput& in) {
     out.after = std::min(out.after, std::max(wait, in.first));
   }
   return out;
+}
+
+// While VMAPI's change feed is watched, a create's or a delete's end is
+// shown by its VM's item (StateShowsJobSucceeded: running, destroyed), which
+// wakes the project; such a job is asked of VMAPI only once it is overdue —
+// `feed_grace` past the time the project's jobs take (`took`, zero while
+// unknown) — for its item was lost or late, or the job failed (a failed
+// create's VM shows "failed", and its error is the job's). Asking sooner
+// races the item (tritonsim ends a job and publishes its VM at once) and
+// costs a GetJob per create in a mass scale (issue 49). Polled, or any
+// other job: asked at every look.
+inline bool AskJobNow(const JobRecord& job, bool watching, absl::Time now, absl::Duration took,
+                      absl::Duration feed_grace) {
+  const bool feed_shows_end = job.api == "vmapi" && !job.instance.empty() &&
+                              !absl::StartsWith(job.job_uuid, "create:") &&
+                              (job.kind == "create" || job.kind == "delete");
+  if (!watching || !feed_shows_end) return true;
+  return now - job.sent_at >= std::max(took, absl::ZeroDuration()) + feed_grace;
 }
 
 }  // namespace mariposa::convergence

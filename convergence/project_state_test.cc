@@ -31,6 +31,48 @@ std::map<std::string, ProjectState> Projects(const std::vector<Other>& others) {
   return m;
 }
 
+// Watching, a create or a delete waits for its VM's item until it is
+// feed_grace past the time its project's jobs take; polled, and every other
+// job, is asked at each look.
+TEST(AskJobNowTest, CreatesAndDeletesWaitForTheFeedUntilOverdue) {
+  const absl::Time t0 = absl::FromUnixSeconds(1800000000);
+  const absl::Duration grace = absl::Milliseconds(50);
+  struct Case {
+    std::string api, job_uuid, kind, instance;
+    bool watching;
+    absl::Duration age, took;
+    bool ask;
+  };
+  const absl::Duration ms = absl::Milliseconds(1);
+  const std::vector<Case> cases = {
+      {"vmapi", "j", "create", "vm", true, 10 * ms, absl::ZeroDuration(), false},
+      {"vmapi", "j", "create", "vm", true, 49 * ms, absl::ZeroDuration(), false},
+      {"vmapi", "j", "create", "vm", true, 50 * ms, absl::ZeroDuration(), true},
+      {"vmapi", "j", "create", "vm", true, 200 * ms, 200 * ms, false},  // jobs take 200 ms here
+      {"vmapi", "j", "create", "vm", true, 250 * ms, 200 * ms, true},
+      {"vmapi", "j", "delete", "vm", true, 10 * ms, absl::ZeroDuration(), false},
+      {"vmapi", "j", "delete", "vm", true, 60 * ms, absl::ZeroDuration(), true},
+      {"vmapi", "j", "create", "vm", false, 1 * ms, absl::ZeroDuration(), true},  // polled
+      {"vmapi", "j", "start", "vm", true, 1 * ms, absl::ZeroDuration(), true},
+      {"vmapi", "j", "stop", "vm", true, 1 * ms, absl::ZeroDuration(), true},
+      {"vmapi", "j", "retag", "vm", true, 1 * ms, absl::ZeroDuration(), true},
+      {"cnapi", "t", "install", "cn", true, 1 * ms, absl::ZeroDuration(), true},
+      {"vmapi", "create:vm", "create", "vm", true, 1 * ms, absl::ZeroDuration(), true},  // no job: GatherJobs' own rule
+      {"vmapi", "j", "create", "", true, 1 * ms, absl::ZeroDuration(), true},              // no VM to watch
+  };
+  for (const Case& c : cases) {
+    JobRecord j;
+    j.api = c.api;
+    j.job_uuid = c.job_uuid;
+    j.kind = c.kind;
+    j.instance = c.instance;
+    j.sent_at = t0;
+    EXPECT_EQ(AskJobNow(j, c.watching, t0 + c.age, c.took, grace), c.ask)
+        << c.api << " " << c.kind << " " << c.job_uuid << (c.watching ? " watched" : " polled") << ", "
+        << absl::FormatDuration(c.age) << " old, jobs take " << absl::FormatDuration(c.took);
+  }
+}
+
 TEST(FairJobShareTest, MaxMinFairAmongTheProjectsThatWantSlots) {
   struct Row {
     const char* what;

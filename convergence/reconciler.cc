@@ -231,6 +231,28 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   SyncResult r;
   bool failed = false;
   std::vector<FinishedJob> ended;
+  // What the change feed already showed done is not asked of VMAPI, nor
+  // what it will show before long (AskJobNow): a mass scale's creates cost
+  // one GetJob each otherwise.
+  std::vector<std::string> vms;
+  vms.reserve(polled.size());
+  for (const JobRecord& j : polled) vms.push_back(j.instance);
+  std::vector<std::string> states = vms_.FeedStates(uuid, vms);
+  const bool watching = vms_.Watching();
+  std::vector<JobRecord> asked;
+  asked.reserve(polled.size());
+  for (size_t k = 0; k < polled.size(); ++k) {
+    if (StateShowsJobSucceeded(polled[k], states[k])) {
+      r.ended_sent.push_back(polled[k].sent_at);
+      ended.push_back(FinishedJob{std::move(polled[k]), true, ""});
+    } else if (!AskJobNow(polled[k], watching, start, pump->took, options_.feed_grace)) {
+      ++pump->running;
+      r.running_sent.push_back(polled[k].sent_at);
+    } else {
+      asked.push_back(std::move(polled[k]));
+    }
+  }
+  polled = std::move(asked);
   std::vector<std::optional<FinishedJob>> answers = gather_.PollJobs(polled);
   r.asked = start;
   for (size_t k = 0; k < answers.size(); ++k) {
@@ -298,6 +320,7 @@ std::optional<Reconciler::Pump> Reconciler::PumpFrom(const std::string& uuid, ab
   Pump p;
   p.from = ps.backlog_from;
   p.memory = ps.memory;
+  p.took = ps.jobs_take;
   for (const auto& kv : ps.ended) p.known.insert(kv.first);
   return p;
 }
@@ -406,16 +429,24 @@ void Reconciler::Wake() {
 }
 
 void Reconciler::VmsChanged(std::vector<triton::Vm> vms) {
+  // Items that may end a create or a delete in flight (a VM out of
+  // provisioning): the project looks now, and counts them without asking
+  // VMAPI (AskJobNow).
+  std::set<std::string> ending;
+  for (const triton::Vm& vm : vms) {
+    if (vm.state == "provisioning") continue;
+    if (auto tag = vm.tags.find(kTagProject); tag != vm.tags.end()) ending.insert(tag->second);
+  }
   std::set<std::string> got = vms_.VmsChanged(std::move(vms));
   std::set<std::string> woken;
   {
     absl::MutexLock l(&mu_);
     for (const std::string& p : got) {
-      // A project with jobs in flight is looked at every job_poll anyway
-      // (its own creates are most of what the feed says then): a wake per
-      // item would only ask VMAPI about its jobs more often.
+      // A project with jobs in flight is looked at again when they are due
+      // anyway: a wake per item that ends none (a create's first,
+      // "provisioning") would only look more often.
       auto it = projects_.find(p);
-      if (it != projects_.end() && it->second.in_flight == 0) woken.insert(p);
+      if (it != projects_.end() && (it->second.in_flight == 0 || ending.count(p))) woken.insert(p);
     }
   }
   // Queued, not marked changed: a pump (PumpProject) goes on sending the

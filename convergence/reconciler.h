@@ -87,6 +87,10 @@ struct ReconcilerOptions {
   // service's stop.drain defaults to twice it (ControllerPolicy::default_drain).
   absl::Duration cns_ttl = absl::ZeroDuration();
   absl::Duration job_poll = absl::Milliseconds(250);  // a project with jobs in flight is looked at again after this
+  // While the change feed is watched: how long past their expected end a
+  // create's and a delete's jobs wait for their VM's item before VMAPI is
+  // asked about them (AskJobNow).
+  absl::Duration feed_grace = absl::Milliseconds(50);
   int max_jobs = 64;               // Triton jobs in flight, all projects together
   int max_jobs_per_project = 32;   // Triton jobs in flight for one project
   // Projects synced at the same time by the loop (mariposad --parallel-syncs):
@@ -259,6 +263,7 @@ class Reconciler {
     std::map<std::string, ServiceMemory> memory;
     std::set<std::string> known;            // jobs seen ending already
     int running = 0;                        // this project's jobs still running
+    absl::Duration took;                    // what its jobs take, at least (ProjectState::jobs_take)
   };
   std::optional<Pump> PumpFrom(const std::string& uuid, absl::Time start);
   std::optional<std::vector<Step>> TakeBacklog(const std::string& uuid, std::vector<FinishedJob> ended, bool failed,

@@ -117,6 +117,120 @@ TEST(ListingShowsJobEndTest, OnlyWhatAStateShowsIsTakenFromTheListing) {
   }
 }
 
+std::vector<TaskRecord> TasksOf(ProjectStore* store, const std::string& kind);  // below
+
+// Issue 49: a VMAPI job is not asked about when its VM's state already
+// shows it succeeded (a create running, a delete destroyed); nothing else
+// is taken from a state, and a failed create is asked for its error.
+TEST(StateShowsJobSucceededTest, OnlyACreateRunningAndADeleteDestroyed) {
+  struct Case {
+    std::string api, job_uuid, kind, state;
+    bool shows;
+  };
+  const std::vector<Case> cases = {
+      {"vmapi", "j1", "create", "running", true},       {"vmapi", "j1", "create", "provisioning", false},
+      {"vmapi", "j1", "create", "failed", false},       {"vmapi", "j1", "create", "stopped", false},
+      {"vmapi", "j1", "create", "", false},             {"vmapi", "j1", "delete", "destroyed", true},
+      {"vmapi", "j1", "delete", "running", false},      {"vmapi", "j1", "delete", "", false},
+      {"vmapi", "j1", "start", "running", false},       {"vmapi", "j1", "stop", "stopped", false},
+      {"vmapi", "j1", "reprovision", "running", false}, {"vmapi", "j1", "retag", "running", false},
+      {"cnapi", "t1", "install", "running", false},     {"vmapi", "create:vm-1", "create", "running", false},
+  };
+  for (const Case& c : cases) {
+    JobRecord job;
+    job.api = c.api;
+    job.job_uuid = c.job_uuid;
+    job.kind = c.kind;
+    job.instance = "vm-1";
+    EXPECT_EQ(StateShowsJobSucceeded(job, c.state), c.shows) << c.api << " " << c.job_uuid << " " << c.kind << " with the VM "
+                                                             << (c.state.empty() ? "unseen" : c.state);
+  }
+  JobRecord none;
+  none.api = "vmapi";
+  none.job_uuid = "j1";
+  none.kind = "create";
+  EXPECT_FALSE(StateShowsJobSucceeded(none, "running"));  // no VM named: nothing shown
+}
+
+// Watching the feed, a pump round counts the creates whose VMs the feed
+// showed running without asking VMAPI about their jobs (one GetJob per
+// create in a mass scale before), and asks about the others only once they
+// are --feed-grace overdue; a create whose VM failed is then asked, for
+// its error.
+TEST_F(ReconcilerTest, APumpRoundTakesTheFeedsWordForCreatesThatRun) {
+  Start(2);
+  reconciler_->FeedChanged(triton::VmFeedStatus{true, clock_.Now() - absl::Seconds(1), ""});
+  vmapi_.set_auto_complete(false);
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 6}\n");
+  std::string uuid = store_->GetProject("p")->uuid;
+  auto r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->created, 2);
+  vmapi_.CompleteJobs();
+  reconciler_->VmsChanged(vmapi_.AllVms());  // both running, as the feed tells it
+  vmapi_.ClearCalls();
+  auto pumped = reconciler_->PumpProject(uuid);
+  ASSERT_TRUE(pumped.has_value());
+  EXPECT_EQ(pumped->finished, 2);
+  EXPECT_EQ(pumped->created, 2);
+  std::vector<std::string> calls;
+  for (const std::string& c : vmapi_.calls()) calls.push_back(c.substr(0, c.find(' ')));
+  EXPECT_EQ(calls, (std::vector<std::string>{"CreateVm", "CreateVm"})) << "no GetJob for what the feed showed";
+  // One of the next two fails: its VM shows "failed", which ends nothing;
+  // it waits for --feed-grace (the clock stands still), the other's slot
+  // goes to the next create.
+  std::string failing;
+  for (const auto& vm : vmapi_.AllVms()) {
+    if (vm.state == "provisioning") failing = vm.uuid;
+  }
+  ASSERT_FALSE(failing.empty());
+  vmapi_.CompleteJobs({failing});
+  reconciler_->VmsChanged(vmapi_.AllVms());
+  vmapi_.ClearCalls();
+  pumped = reconciler_->PumpProject(uuid);
+  ASSERT_TRUE(pumped.has_value());
+  EXPECT_EQ(pumped->finished, 1);
+  EXPECT_EQ(pumped->created, 1);
+  EXPECT_EQ(vmapi_.calls().size(), 1u);
+  EXPECT_TRUE(absl::StartsWith(vmapi_.calls()[0], "CreateVm")) << vmapi_.calls()[0];
+  // Overdue: both jobs still in flight are asked; the failure ends the pump
+  // (Decide counts it first).
+  clock_.Advance(absl::Milliseconds(60));
+  vmapi_.ClearCalls();
+  EXPECT_FALSE(reconciler_->PumpProject(uuid).has_value());
+  calls.clear();
+  for (const std::string& c : vmapi_.calls()) calls.push_back(c.substr(0, c.find(' ')));
+  EXPECT_EQ(calls, (std::vector<std::string>{"GetJob", "GetJob"}));
+  r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->finished, 4);  // three run, one failed; the fifth create still provisioning
+  auto tasks = TasksOf(store_.get(), "scale");
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].created, 3);
+  EXPECT_EQ(tasks[0].failed, 1);
+}
+
+// A sync whose listing shows a create's VM running counts its job without
+// asking VMAPI, watching or not.
+TEST_F(ReconcilerTest, ASyncTakesTheListingsWordForCreatesThatRun) {
+  Apply("project: p\ncns: false\nservices:\n  web: {image: web@1, count: 3}\n");
+  auto r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->created, 3);
+  ASSERT_EQ(Running(), 3);
+  clock_.Advance(absl::Seconds(61));  // the next sync lists every VM
+  vmapi_.ClearCalls();
+  r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->finished, 3);
+  EXPECT_TRUE(r->converged);
+  EXPECT_EQ(vmapi_.calls(), std::vector<std::string>{"ListVms"});
+  auto tasks = TasksOf(store_.get(), "scale");
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].created, 3);
+  EXPECT_EQ(tasks[0].state, "completed");
+}
+
 TEST_F(ReconcilerTest, CreatesWithOwnershipThenConverges) {
   // No CNS names: the calls below are the instances' own (discovery adds its
   // own updates: decide_discovery.cc, tests/zero_downtime_e2e_test).
@@ -169,6 +283,7 @@ TEST_F(ReconcilerTest, AFeedItemThatCameWhileJobsWerePolledSavesTheRead) {
   ASSERT_EQ(vmapi_.AllVms().size(), 3u);
   ASSERT_TRUE(reconciler_->SyncProject("p").ok());  // the listing kept from here on
   vmapi_.CompleteJobs();
+  clock_.Advance(absl::Milliseconds(60));  // past --feed-grace: the jobs are asked (AskJobNow)
   // Each ended job's item reaches the feed as the job is polled.
   vmapi_.set_on_get_job([this](const triton::Job& job) {
     for (const triton::Vm& vm : vmapi_.AllVms()) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/log.h"
 #include "common/parallel.h"
 #include "convergence/decide/decide.h"
@@ -45,6 +46,13 @@ std::vector<triton::Volume> OwnedVolumes(const std::string& project_name, std::v
 // a start running, a stop stopped. Such a VM is not read again after its
 // job (RefreshEnded); any other job's VM is.
 bool ListingShowsJobEnd(const JobRecord& job, const InstanceState* listed);
+
+// Whether a VM's state (from a listing or the change feed) shows that its
+// VMAPI job succeeded, so the job need not be asked (one GetJob per create
+// less during a mass scale: issue 49): a create's VM running, a deleted VM
+// destroyed. Any other state, and every other kind of job, says nothing —
+// a failed create is asked for its error.
+bool StateShowsJobSucceeded(const JobRecord& job, absl::string_view vm_state);
 
 }  // namespace mariposa::convergence
 

@@ -247,6 +247,19 @@ bool VmCache::LastObservation(const VmScope& scope, bool vmapi_failing, std::vec
   return true;
 }
 
+std::vector<std::string> VmCache::FeedStates(const std::string& project_uuid,
+                                             const std::vector<std::string>& vms) const {
+  std::vector<std::string> out(vms.size());
+  absl::MutexLock l(&mu_);
+  auto it = kept_.find(project_uuid);
+  if (it == kept_.end() || it->second->feed_pending.empty()) return out;
+  const std::map<std::string, triton::Vm>& pending = it->second->feed_pending;
+  for (size_t k = 0; k < vms.size(); ++k) {
+    if (auto vm = pending.find(vms[k]); vm != pending.end()) out[k] = vm->second.state;
+  }
+  return out;
+}
+
 std::set<std::string> VmCache::VmsChanged(std::vector<triton::Vm> vms) {
   std::set<std::string> got;
   absl::MutexLock l(&mu_);
@@ -268,6 +281,11 @@ bool VmCache::FeedChanged(const triton::VmFeedStatus& status) {
   bool turned = (feed_ && feed_->watching) != status.watching;
   feed_ = status;
   return turned;
+}
+
+bool VmCache::Watching() const {
+  absl::MutexLock l(&mu_);
+  return feed_ && feed_->watching;
 }
 
 std::string VmCache::WatchSummary() const {

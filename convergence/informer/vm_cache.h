@@ -106,11 +106,18 @@ class VmCache {
   bool LastObservation(const VmScope& scope, bool vmapi_failing, std::vector<InstanceState>* instances,
                        absl::Time* observed_at);
 
+  // The state the change feed last showed each of `vms` in, among the
+  // project's items not yet applied by a sync ("" when none came): what a
+  // pump round reads before asking VMAPI about its jobs.
+  std::vector<std::string> FeedStates(const std::string& project_uuid, const std::vector<std::string>& vms) const;
+
   // The change feed (triton/vm_feed.h): changed VMs, in the order
   // published. Returns the projects (known here) that got items.
   std::set<std::string> VmsChanged(std::vector<triton::Vm> vms);
   // The watch began or ended; true when that changed whether it is watched.
   bool FeedChanged(const triton::VmFeedStatus& status);
+  // Whether the feed is watched now.
+  bool Watching() const;
   // What `status` says of how VMs are read ("" = no feed configured).
   std::string WatchSummary() const;
 

@@ -120,6 +120,20 @@ TEST(VmCacheTest, WatchedListingFollowsTheFeed) {
   EXPECT_NE(f.cache.WatchSummary().find("watching VMAPI's change feed"), std::string::npos);
 }
 
+// The states the feed showed, until a sync applies them: what a pump round
+// reads before asking VMAPI about its jobs.
+TEST(VmCacheTest, FeedStatesAreTheItemsNotYetApplied) {
+  Fixture f;
+  f.cache.FeedChanged(triton::VmFeedStatus{true, kT0 - absl::Seconds(1), ""});
+  EXPECT_EQ(f.cache.FeedStates("p1", {"a"}), std::vector<std::string>{""});  // nothing kept yet
+  f.Sync(kT0);
+  f.cache.VmsChanged({V("a", "provisioning", kT0 + absl::Seconds(1)), V("a", "running", kT0 + absl::Seconds(2)),
+                      V("b", "destroyed", kT0 + absl::Seconds(1)), V("c", "running", kT0, "p2")});
+  EXPECT_EQ(f.cache.FeedStates("p1", {"a", "b", "c", "d"}), (std::vector<std::string>{"running", "destroyed", "", ""}));
+  f.Sync(kT0 + absl::Seconds(3));  // applied to the listing: no longer the feed's to tell
+  EXPECT_EQ(f.cache.FeedStates("p1", {"a", "b"}), (std::vector<std::string>{"", ""}));
+}
+
 // Watching, a listing older than `relist` is read again beside the syncs;
 // the sync after it ends takes it, with the items since applied.
 TEST(VmCacheTest, RelistReplacesTheKeptListingWithItemsSince) {
