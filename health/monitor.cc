@@ -1,5 +1,6 @@
 #include "health/monitor.h"
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -29,7 +30,13 @@ void HealthMonitor::Assign(const std::string& group, std::vector<Target> targets
     keep.insert(key);
     auto it = entries_.find(key);
     if (it != entries_.end() && it->second.group == group && SameTarget(it->second.target, t)) continue;
-    Entry e{group, t, CheckState(t.policy, t.created), next_generation_++, false, "", absl::InfinitePast(), 0};
+    // The start window runs from the instance's creation, or from now when
+    // the check begins later: an instance checked again after it was not
+    // running (a restart, a zone reprovisioned in place: its service is not
+    // listening the moment VMAPI says it runs) gets its window again, as a
+    // created one does.
+    Entry e{group, t, CheckState(t.policy, std::max(t.created, now)), next_generation_++, false, "",
+            absl::InfinitePast(), 0};
     // Spread first runs over the interval so that a new batch is no burst.
     absl::Duration first = t.policy.unhealthy_interval * std::uniform_real_distribution<double>(0, 1)(rng);
     due_.push({now + first, e.generation});

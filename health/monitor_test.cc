@@ -57,6 +57,31 @@ class HealthzServer {
   std::thread thread_;
 };
 
+// An instance created long ago whose check begins now (checked again after
+// it was not running: a restart, a zone reprovisioned in place) gets its
+// start window from now: its first failures do not count. Before, the
+// window ran from its creation, so the first failed probe of a zone still
+// booting after a reprovision failed the rollout (tests/triton_core_e2e_test).
+TEST(MonitorTest, TheStartWindowRunsFromWhenTheCheckBegins) {
+  HealthzServer server;
+  server.status = 503;  // not serving yet
+  HealthMonitor monitor(HealthMonitor::Hooks{[](const HealthChange&) {}}, RealClock::Get());
+  Target target = HttpTarget(server.port, absl::Milliseconds(50), RealClock::Get()->Now() - absl::Hours(1));
+  target.spec.timeout = absl::Milliseconds(500);
+  target.policy.start_window = absl::Seconds(2);
+  monitor.Assign("p", {target});
+  for (int i = 0; i < 100 && server.hits.load() < 4; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_GE(server.hits.load(), 4);
+  EXPECT_EQ(monitor.InstanceHealth("i-1"), Health::kStarting) << "failures inside the window counted";
+  server.status = 200;
+  bool healthy = false;
+  for (int i = 0; i < 100 && !healthy; ++i) {
+    healthy = monitor.InstanceHealth("i-1") == Health::kHealthy;
+    if (!healthy) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(healthy);
+}
+
 TEST(MonitorTest, FollowsTheTargetAndReportsOnlyChanges) {
   HealthzServer server;
   std::atomic<int>& status = server.status;

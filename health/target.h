@@ -17,7 +17,8 @@ struct Target {
   std::string check;     // the check's name in the manifest
   CheckSpec spec;
   CheckPolicy policy;
-  absl::Time created;    // the instance's creation (its start window runs from there)
+  absl::Time created;    // the instance's creation (its start window runs from there, or from when
+                         // its check begins if later: HealthMonitor::Assign)
   std::string network;   // the network the address is on (agents with --network take only theirs);
                          // spec.address "" = the instance has no NIC there: the check fails
   std::string alias;     // the instance's alias, named in events (mariposad only; not sent to agents)
