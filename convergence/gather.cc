@@ -742,10 +742,8 @@ bool ListingShowsJobEnd(const JobRecord& job, const InstanceState* listed) {
 }
 
 bool StateShowsJobSucceeded(const JobRecord& job, absl::string_view vm_state) {
-  if (job.api != "vmapi" || job.instance.empty() || absl::StartsWith(job.job_uuid, "create:")) return false;
-  if (job.kind == "create") return vm_state == "running";
-  if (job.kind == "delete") return vm_state == "destroyed";
-  return false;
+  if (!FeedShowsJobEnd(job)) return false;
+  return vm_state == (job.kind == "create" ? "running" : "destroyed");
 }
 
 bool Gatherer::RefreshEnded(const ProjectRecord& project, const std::map<std::string, int64_t>& version_numbers,

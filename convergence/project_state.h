@@ -218,6 +218,13 @@ inline JobPollPlan PlanJobPoll(const JobPollInput& in) {
   return out;
 }
 
+// The jobs whose end their VM's state shows: a VMAPI create or delete with
+// a job and a VM (StateShowsJobSucceeded says which state; AskJobNow).
+inline bool FeedShowsJobEnd(const JobRecord& job) {
+  return job.api == "vmapi" && !job.instance.empty() && !absl::StartsWith(job.job_uuid, "create:") &&
+         (job.kind == "create" || job.kind == "delete");
+}
+
 // While VMAPI's change feed is watched, a create's or a delete's end is
 // shown by its VM's item (StateShowsJobSucceeded: running, destroyed), which
 // wakes the project; such a job is asked of VMAPI only once it is overdue —
@@ -229,10 +236,7 @@ inline JobPollPlan PlanJobPoll(const JobPollInput& in) {
 // other job: asked at every look.
 inline bool AskJobNow(const JobRecord& job, bool watching, absl::Time now, absl::Duration took,
                       absl::Duration feed_grace) {
-  const bool feed_shows_end = job.api == "vmapi" && !job.instance.empty() &&
-                              !absl::StartsWith(job.job_uuid, "create:") &&
-                              (job.kind == "create" || job.kind == "delete");
-  if (!watching || !feed_shows_end) return true;
+  if (!watching || !FeedShowsJobEnd(job)) return true;
   return now - job.sent_at >= std::max(took, absl::ZeroDuration()) + feed_grace;
 }
 

@@ -78,6 +78,12 @@ class ReconcilerTest : public ::testing::Test {
     }
     ASSERT_TRUE(store_->CommitVersion(v).ok());
   }
+  // The fake VMAPI's calls since ClearCalls, by operation name only.
+  std::vector<std::string> CallNames() const {
+    std::vector<std::string> names;
+    for (const std::string& c : vmapi_.calls()) names.push_back(c.substr(0, c.find(' ')));
+    return names;
+  }
   int Running() {
     int n = 0;
     for (const auto& vm : vmapi_.AllVms()) n += vm.state == "running";
@@ -173,8 +179,7 @@ TEST_F(ReconcilerTest, APumpRoundTakesTheFeedsWordForCreatesThatRun) {
   ASSERT_TRUE(pumped.has_value());
   EXPECT_EQ(pumped->finished, 2);
   EXPECT_EQ(pumped->created, 2);
-  std::vector<std::string> calls;
-  for (const std::string& c : vmapi_.calls()) calls.push_back(c.substr(0, c.find(' ')));
+  std::vector<std::string> calls = CallNames();
   EXPECT_EQ(calls, (std::vector<std::string>{"CreateVm", "CreateVm"})) << "no GetJob for what the feed showed";
   // One of the next two fails: its VM shows "failed", which ends nothing;
   // it waits for --feed-grace (the clock stands still), the other's slot
@@ -198,8 +203,7 @@ TEST_F(ReconcilerTest, APumpRoundTakesTheFeedsWordForCreatesThatRun) {
   clock_.Advance(absl::Milliseconds(60));
   vmapi_.ClearCalls();
   EXPECT_FALSE(reconciler_->PumpProject(uuid).has_value());
-  calls.clear();
-  for (const std::string& c : vmapi_.calls()) calls.push_back(c.substr(0, c.find(' ')));
+  calls = CallNames();
   EXPECT_EQ(calls, (std::vector<std::string>{"GetJob", "GetJob"}));
   r = reconciler_->SyncProject("p");
   ASSERT_TRUE(r.ok()) << r.status();
@@ -259,8 +263,7 @@ TEST_F(ReconcilerTest, CreatesWithOwnershipThenConverges) {
   // Within full_observe of the listing, only what changed is read: one
   // GetJob per create, then the VMs of the jobs that ended, in one ListVms
   // by uuid (not a GetVm each).
-  std::vector<std::string> calls;
-  for (const std::string& c : vmapi_.calls()) calls.push_back(c.substr(0, c.find(' ')));
+  std::vector<std::string> calls = CallNames();
   std::sort(calls.begin(), calls.end());
   EXPECT_EQ(calls, (std::vector<std::string>{"GetJob", "GetJob", "GetJob", "ListVms"}));
   clock_.Advance(absl::Seconds(61));
@@ -294,8 +297,7 @@ TEST_F(ReconcilerTest, AFeedItemThatCameWhileJobsWerePolledSavesTheRead) {
   auto r = reconciler_->SyncProject("p");
   vmapi_.set_on_get_job(nullptr);
   ASSERT_TRUE(r.ok()) << r.status();
-  std::vector<std::string> calls;
-  for (const std::string& c : vmapi_.calls()) calls.push_back(c.substr(0, c.find(' ')));
+  std::vector<std::string> calls = CallNames();
   EXPECT_EQ(calls, (std::vector<std::string>{"GetJob", "GetJob", "GetJob"}));
   EXPECT_EQ(r->finished, 3);
   EXPECT_EQ(Running(), 3);
@@ -831,8 +833,7 @@ TEST_F(ReconcilerTest, PumpSendsTheHeldCreatesAsJobsEnd) {
   ASSERT_TRUE(pumped.has_value());
   EXPECT_EQ(pumped->created, 2);
   EXPECT_EQ(pumped->finished, 2);
-  std::vector<std::string> calls;
-  for (const std::string& c : vmapi_.calls()) calls.push_back(c.substr(0, c.find(' ')));
+  std::vector<std::string> calls = CallNames();
   std::sort(calls.begin(), calls.end());
   EXPECT_EQ(calls, (std::vector<std::string>{"CreateVm", "CreateVm", "GetJob", "GetJob"}));
   std::set<std::string> aliases;
