@@ -641,41 +641,69 @@ void Gatherer::GatherServers(Snapshot* snapshot, bool last_seen) {
     s.servers_known = ps.servers_known && !api_.count("CNAPI");
   } else if (agents && options_.cnapi != nullptr) {
     if (RefreshServers(&s)) return;
-    absl::Time now = clock_->Now();
-    auto servers = options_.cnapi->ListServers();
-    NoteApi("CNAPI", servers.status());
+    auto servers = ListServers(uuid);
     if (servers.ok()) {
       s.servers = std::move(*servers);
       s.servers_known = true;
-      absl::MutexLock l(&mu_);
-      ProjectState& ps = projects_[uuid];
-      ps.servers = s.servers;
-      ps.servers_known = true;
-      ps.servers_listed = now;
     }
   }
 }
 
+absl::StatusOr<std::vector<triton::Server>> Gatherer::ListServers(const std::string& uuid) {
+  absl::Time now = clock_->Now();
+  auto servers = options_.cnapi->ListServers();
+  NoteApi("CNAPI", servers.status());
+  if (servers.ok()) {
+    absl::MutexLock l(&mu_);
+    ProjectState& ps = projects_[uuid];
+    ps.servers = *servers;
+    ps.servers_known = true;
+    ps.servers_listed = now;
+  }
+  return servers;
+}
+
+bool Gatherer::ServersListingDue(const ProjectState& ps, bool busy) const {
+  return ListServersInFull(ps.servers_known, api_.count("CNAPI") > 0, clock_->Now() - ps.servers_listed,
+                           options_.full_observe, busy);
+}
+
+void Gatherer::ListServersAfterSend(const std::string& uuid) {
+  if (options_.cnapi == nullptr) return;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(uuid);
+    // Only an agent project that was listed (GatherServers) and is due.
+    if (it == projects_.end() || !it->second.servers_known || !ServersListingDue(it->second, /*busy=*/false)) {
+      return;
+    }
+  }
+  ListServers(uuid).IgnoreError();  // noted (NoteApi); the next sync lists again
+}
+
 // As with the VMs (full_observe): an agent project's servers are all listed
-// at least every full_observe; in between, a sync keeps the last listing and
+// about every full_observe; in between, a sync keeps the last listing and
 // reads again only the servers whose CNAPI tasks it saw end (GetServer).
 // Listing 1,000 servers at every sync of a rollout took most of each sync
-// (issue 49). False when the servers must be listed in full: the last
-// listing is too old or failed, or a server could not be read.
+// (issue 49); while a batch's tasks end or run, the listing is put off to
+// the sync that sends the next (ListServersInFull, ListServersAfterSend).
+// False when the servers must be listed in full: the last listing is too
+// old or failed, or a server could not be read.
 bool Gatherer::RefreshServers(Snapshot* snapshot) {
   Snapshot& s = *snapshot;
+  std::vector<std::string> ended;
+  for (const FinishedJob& f : s.finished) {
+    if (f.job.api == "cnapi" && !f.job.instance.empty()) ended.push_back(f.job.instance);
+  }
+  const bool running = absl::c_any_of(s.in_flight, [](const JobRecord& j) { return j.api == "cnapi"; });
   std::vector<triton::Server> kept;
   {
     absl::MutexLock l(&mu_);
     const ProjectState& ps = projects_[s.project.uuid];
-    if (!ps.servers_known || api_.count("CNAPI") || clock_->Now() - ps.servers_listed >= options_.full_observe) {
+    if (ServersListingDue(ps, !ended.empty() || running)) {
       return false;
     }
     kept = ps.servers;
-  }
-  std::vector<std::string> ended;
-  for (const FinishedJob& f : s.finished) {
-    if (f.job.api == "cnapi" && !f.job.instance.empty()) ended.push_back(f.job.instance);
   }
   std::vector<absl::StatusOr<triton::Server>> read(ended.size(), absl::UnknownError("not read"));
   std::vector<std::function<void()>> asks;

@@ -65,6 +65,10 @@ class Gatherer {
   void ImagesChanged();
   // The admin account's core zones (tagged smartdc_role), by role.
   absl::StatusOr<std::map<std::string, std::vector<triton::Vm>>> CoreZones();
+  // After a sync of an agent project that sent work: the full listing of
+  // the servers, when one is due (ListServersInFull) — taken while the batch
+  // just sent runs, not in the sync that sees it end and sends the next.
+  void ListServersAfterSend(const std::string& project_uuid);
   // The failing APIs, as the Snapshot carries them.
   std::vector<ApiProblem> ApiProblems() const;
 
@@ -112,6 +116,10 @@ class Gatherer {
   absl::StatusOr<std::map<std::string, Snapshot::RemovedAgent>> RemovedAgents(const Snapshot& s);
   void GatherServers(Snapshot* s, bool last_seen);
   bool RefreshServers(Snapshot* s);
+  // ListServersInFull for a project's kept listing, now (mu_ held).
+  bool ServersListingDue(const ProjectState& ps, bool busy) const;
+  // Lists every server (CNAPI) and keeps the listing for `uuid`'s syncs.
+  absl::StatusOr<std::vector<triton::Server>> ListServers(const std::string& uuid);
   void NoteApi(const std::string& api, const absl::Status& st) { hooks_.note_api(api, st); }
 
   ProjectStore* store_;

@@ -218,6 +218,28 @@ inline JobPollPlan PlanJobPoll(const JobPollInput& in) {
   return out;
 }
 
+// Whether an agent project's servers are listed in full now (CNAPI's
+// ListServers) rather than keeping the last listing and reading again only
+// the servers whose CNAPI tasks ended (GetServer). In full when there is no
+// good listing (none yet, or CNAPI failing) and, as the safety net that sees
+// servers added and agents changed by hand, once the listing is
+// `full_observe` old — except while a rollout's batch is `busy` (its tasks
+// ended in this sync, which sends the next batch, or are still running),
+// until the listing is kServersListingDeferral × full_observe old. A
+// listing of 1,000 servers (a megabyte of JSON) takes 150–250 ms here;
+// taken in the sync that sends a batch or in a poll just before the batch
+// ends, it held the next batch that long about once a second (issue 49: the
+// agent rollout at 200 ms tasks). The sync that sent a batch lists them
+// after sending, while the batch runs (Gatherer::ListServersAfterSend, not
+// busy).
+inline constexpr int kServersListingDeferral = 3;
+inline bool ListServersInFull(bool listed, bool cnapi_failing, absl::Duration age, absl::Duration full_observe,
+                              bool busy) {
+  if (!listed || cnapi_failing) return true;
+  if (age < full_observe) return false;
+  return !busy || age >= kServersListingDeferral * full_observe;
+}
+
 // The jobs whose end their VM's state shows: a VMAPI create or delete with
 // a job and a VM (StateShowsJobSucceeded says which state; AskJobNow).
 inline bool FeedShowsJobEnd(const JobRecord& job) {

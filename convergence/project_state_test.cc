@@ -73,6 +73,37 @@ TEST(AskJobNowTest, CreatesAndDeletesWaitForTheFeedUntilOverdue) {
   }
 }
 
+// An agent project's servers: listed in full without a good listing and
+// once it is full_observe old, except while a batch is busy (its CNAPI
+// tasks ended in this sync, which sends the next, or still run) until the
+// listing is kServersListingDeferral times that old.
+TEST(ListServersInFullTest, TheSafetyNetWaitsForASyncThatSendsNoBatch) {
+  const absl::Duration full = absl::Seconds(1), ms = absl::Milliseconds(1);
+  struct Case {
+    bool listed, failing;
+    absl::Duration age;
+    bool busy, in_full;
+  };
+  const std::vector<Case> cases = {
+      {false, false, absl::InfiniteDuration(), false, true},  // never listed
+      {false, false, absl::InfiniteDuration(), true, true},
+      {true, true, 10 * ms, false, true},  // CNAPI failing: the listing is what says why
+      {true, true, 10 * ms, true, true},
+      {true, false, 10 * ms, false, false},
+      {true, false, 999 * ms, true, false},
+      {true, false, full, false, true},  // the safety net
+      {true, false, full, true, false},  // put off: a batch ends or runs
+      {true, false, kServersListingDeferral * full - ms, true, false},
+      {true, false, kServersListingDeferral * full, true, true},  // no longer
+      {true, false, 10 * full, true, true},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ListServersInFull(c.listed, c.failing, c.age, full, c.busy), c.in_full)
+        << (c.listed ? "listed " : "not listed ") << absl::FormatDuration(c.age) << " ago"
+        << (c.failing ? ", CNAPI failing" : "") << (c.busy ? ", a batch busy" : "");
+  }
+}
+
 TEST(FairJobShareTest, MaxMinFairAmongTheProjectsThatWantSlots) {
   struct Row {
     const char* what;

@@ -191,6 +191,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   }
   for (const JobRecord& j : s.in_flight) running_sent.push_back(j.sent_at);
   SyncResult r = execute_.Execute(s, std::move(d), changes);
+  if (s.servers_known && r.changed > 0) gather_.ListServersAfterSend(s.project.uuid);
   r.finished = finished;
   if (s.actual_known) r.asked = start;  // else Gather asked no job (GatherJobs)
   r.ended_sent = std::move(ended_sent);

@@ -369,7 +369,14 @@ absl::StatusOr<Task> FakeCnapiClient::GetTask(const std::string& id) {
   if (auto s = Enter("GetTask", id); !s.ok()) return s;
   auto it = tasks_.find(id);
   if (it == tasks_.end()) return absl::NotFoundError("cnapi GetTask: 404 ResourceNotFound");
-  return it->second;
+  Task t = it->second;
+  if (hold_) t.status = "active";
+  return t;
+}
+
+void FakeCnapiClient::HoldTasks(bool hold) {
+  std::lock_guard<std::mutex> l(mu_);
+  hold_ = hold;
 }
 
 absl::StatusOr<Task> FakeCnapiClient::WaitTask(const std::string& id, absl::Duration) { return GetTask(id); }

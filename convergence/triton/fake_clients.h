@@ -107,8 +107,11 @@ class FakeCnapiClient : public CnapiClient, public FakeBase {
   absl::StatusOr<Task> WaitTask(const std::string& id, absl::Duration timeout) override;
   // Image uuid -> (agent name, version) for InstallAgent.
   void PutAgentImage(const std::string& image_uuid, const std::string& name, const std::string& version);
+  // While held, GetTask reports every task "active" (a batch still running).
+  void HoldTasks(bool hold);
 
  private:
+  bool hold_ = false;
   std::map<std::string, Server> servers_;
   std::map<std::string, Task> tasks_;
   std::map<std::string, std::pair<std::string, std::string>> agent_images_;
