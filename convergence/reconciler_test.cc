@@ -746,16 +746,15 @@ TEST_F(ReconcilerTest, AgentRolloutThroughCnapi) {
   Reconciler r(store_.get(), &vmapi_, &imgapi_, &clock_, AgentOptions(&cnapi));
   Apply("project: p\nservices:\n  cn-agent:\n    compute_type: agent\n    image: cn-agent@2.14.1\n"
         "    servers: {select: all, exclude: [headnode]}\n    update: {rolling: 2}\n");
-  auto server_calls = [&cnapi] { return ServerCalls(&cnapi); };
   auto s1 = r.SyncProject("p");
   ASSERT_TRUE(s1.ok()) << s1.status();
   EXPECT_EQ(s1->changed, 2);  // cn1, cn2
-  EXPECT_EQ(server_calls(), std::vector<std::string>{"ListServers"});
+  EXPECT_EQ(ServerCalls(&cnapi), std::vector<std::string>{"ListServers"});
   auto view = r.Inspect("p");
   ASSERT_TRUE(view.ok());
   ASSERT_TRUE(view->decision.agent_plans.count("cn-agent"));
   EXPECT_EQ(view->decision.agent_plans.at("cn-agent").selected, 4);
-  server_calls();
+  ServerCalls(&cnapi);
   // Within full_observe of the listing, a sync reads again only the servers
   // whose tasks it saw end (a rollout on 1,000 servers listed them all at
   // every sync: issue 49).
@@ -764,14 +763,14 @@ TEST_F(ReconcilerTest, AgentRolloutThroughCnapi) {
   // ListServersAfterSend): not before it, while the batch waits.
   clock_.Advance(absl::Seconds(1));  // ReconcilerOptions::full_observe
   EXPECT_EQ(r.SyncProject("p")->changed, 1);  // cn3; cn4 is down
-  EXPECT_EQ(server_calls(), (std::vector<std::string>{"GetServer 00000000-0000-4000-8000-000000000001",
+  EXPECT_EQ(ServerCalls(&cnapi), (std::vector<std::string>{"GetServer 00000000-0000-4000-8000-000000000001",
                                                       "GetServer 00000000-0000-4000-8000-000000000002",
                                                       "ListServers"}));
   EXPECT_EQ(r.SyncProject("p")->changed, 0);
-  EXPECT_EQ(server_calls(), std::vector<std::string>{"GetServer 00000000-0000-4000-8000-000000000003"});
+  EXPECT_EQ(ServerCalls(&cnapi), std::vector<std::string>{"GetServer 00000000-0000-4000-8000-000000000003"});
   clock_.Advance(absl::Seconds(1));
   EXPECT_EQ(r.SyncProject("p")->changed, 0);  // no task ended, nothing sent: the listing, before the decision
-  EXPECT_EQ(server_calls(), std::vector<std::string>{"ListServers"});
+  EXPECT_EQ(ServerCalls(&cnapi), std::vector<std::string>{"ListServers"});
   auto tasks = TasksOf(store_.get(), "reprovision");
   ASSERT_EQ(tasks.size(), 1u);
   EXPECT_EQ(tasks[0].auto_kind, "agent-rollout");
@@ -789,12 +788,12 @@ TEST_F(ReconcilerTest, AgentRolloutThroughCnapi) {
   hand.agents[0].version = "2.13.0";
   hand.agents[0].image_uuid = "";
   cnapi.PutServer(hand);
-  server_calls();
+  ServerCalls(&cnapi);
   EXPECT_EQ(r.SyncProject("p")->changed, 0);  // the listing is kept
-  EXPECT_TRUE(server_calls().empty());
+  EXPECT_TRUE(ServerCalls(&cnapi).empty());
   clock_.Advance(absl::Seconds(1));  // ReconcilerOptions::full_observe
   EXPECT_EQ(r.SyncProject("p")->changed, 1);
-  EXPECT_EQ(server_calls(), std::vector<std::string>{"ListServers"});
+  EXPECT_EQ(ServerCalls(&cnapi), std::vector<std::string>{"ListServers"});
   EXPECT_EQ(cnapi.GetServer("00000000-0000-4000-8000-000000000001")->agents[0].version, "2.14.1");
   // A freeze of agent rollouts holds the next one.
   TaskQueue q(store_.get());
@@ -807,11 +806,11 @@ TEST_F(ReconcilerTest, AgentRolloutThroughCnapi) {
   back.status = "running";
   cnapi.PutServer(back);
   clock_.Advance(absl::Seconds(1));
-  server_calls();
+  ServerCalls(&cnapi);
   EXPECT_EQ(r.SyncProject("p")->changed, 0);  // sees cn1's task end: reads cn1, puts the listing off
-  EXPECT_EQ(server_calls(), std::vector<std::string>{"GetServer 00000000-0000-4000-8000-000000000001"});
+  EXPECT_EQ(ServerCalls(&cnapi), std::vector<std::string>{"GetServer 00000000-0000-4000-8000-000000000001"});
   auto held = r.SyncProject("p");  // the listing sees cn4 back
-  EXPECT_EQ(server_calls(), std::vector<std::string>{"ListServers"});
+  EXPECT_EQ(ServerCalls(&cnapi), std::vector<std::string>{"ListServers"});
   EXPECT_EQ(held->changed, 0);
   EXPECT_EQ(held->held, 1);
 }
@@ -833,21 +832,20 @@ TEST_F(ReconcilerTest, AgentServersAreListedWhileABatchRunsNotBeforeTheNext) {
   Reconciler r(store_.get(), &vmapi_, &imgapi_, &clock_, AgentOptions(&cnapi));
   Apply("project: p\nservices:\n  cn-agent:\n    compute_type: agent\n    image: cn-agent@2.14.1\n"
         "    servers: {select: all, exclude: [headnode]}\n    update: {rolling: 2}\n");
-  auto server_calls = [&cnapi] { return ServerCalls(&cnapi); };
   cnapi.HoldTasks(true);
   EXPECT_EQ(r.SyncProject("p")->changed, 2);  // cn1, cn2
-  EXPECT_EQ(server_calls(), std::vector<std::string>{"ListServers"});
+  EXPECT_EQ(ServerCalls(&cnapi), std::vector<std::string>{"ListServers"});
   clock_.Advance(absl::Seconds(1));  // full_observe: due, but the batch runs
   EXPECT_EQ(r.SyncProject("p")->changed, 0);
-  EXPECT_TRUE(server_calls().empty());
+  EXPECT_TRUE(ServerCalls(&cnapi).empty());
   clock_.Advance(absl::Seconds(2));  // kServersListingDeferral × full_observe: the safety net all the same
   EXPECT_EQ(r.SyncProject("p")->changed, 0);
-  EXPECT_EQ(server_calls(), std::vector<std::string>{"ListServers"});
+  EXPECT_EQ(ServerCalls(&cnapi), std::vector<std::string>{"ListServers"});
   cnapi.HoldTasks(false);
   clock_.Advance(absl::Seconds(1));
   // The batch ended: its servers read, the next batch sent, then the listing.
   EXPECT_EQ(r.SyncProject("p")->changed, 2);  // cn3, cn4
-  EXPECT_EQ(server_calls(), (std::vector<std::string>{"GetServer 00000000-0000-4000-8000-000000000001",
+  EXPECT_EQ(ServerCalls(&cnapi), (std::vector<std::string>{"GetServer 00000000-0000-4000-8000-000000000001",
                                                       "GetServer 00000000-0000-4000-8000-000000000002",
                                                       "ListServers"}));
 }
