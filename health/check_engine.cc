@@ -12,7 +12,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <deque>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -130,13 +129,13 @@ absl::Status ValidateCheck(const CheckSpec& s) {
 
 class CheckEngine::Loop {
  public:
-  explicit Loop(const Clock* clock) : clock_(clock) {
+  Loop(const Clock* clock, size_t kept_connections) : clock_(clock), kept_connections_(kept_connections) {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     multi_ = curl_multi_init();
     // Keep-alive: one connection cache for every check, up to
-    // kKeptConnections (the least recently used closes first).
-    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(kKeptConnections));
+    // kept_connections (the least recently used closes first).
+    curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(kept_connections_));
     thread_ = std::thread([this] { Run(); });
   }
 
@@ -193,7 +192,7 @@ class CheckEngine::Loop {
     CheckSpec spec;
     std::function<void(const CheckResult&)> done;
     absl::Time start, deadline;
-    std::string key;        // address:port, the kept connections' key
+    uint64_t key = 0;       // address and port, the kept connections' key (TargetKey)
     absl::Time opened;      // when its connection was opened
     bool reused = false;    // the connection served an earlier check
     enum Phase { kConnecting, kSending, kReading } phase = kConnecting;
@@ -201,10 +200,14 @@ class CheckEngine::Loop {
     size_t sent = 0;
     std::optional<HttpResponseReader> reply;
   };
-  struct IdleConnection {
-    int fd;
-    std::string key;
+  // A kept connection, by its fd: its target, when it was opened, and its
+  // links in the list of all kept connections (most recently used first)
+  // and in its target's (fds; -1 ends a list). No allocation per check.
+  struct Idle {
+    uint64_t key = 0;
     absl::Time opened;
+    int newer = -1, older = -1;
+    int newer_of_key = -1, older_of_key = -1;
   };
   struct Tcp {
     int fd = -1;
@@ -359,46 +362,74 @@ class CheckEngine::Loop {
     return absl::StrCat("could not connect to ", spec.address, ":", spec.port, ": ", why);
   }
 
+  // The kept connections' key of a check's target (its address was
+  // validated: an IPv4 address).
+  static uint64_t TargetKey(const CheckSpec& spec) {
+    in_addr a{};
+    inet_pton(AF_INET, spec.address.c_str(), &a);
+    return (static_cast<uint64_t>(ntohl(a.s_addr)) << 16) | static_cast<uint16_t>(spec.port);
+  }
+
   // A kept connection to `key` young enough, or -1. Whether the target
   // closed it while it was idle is not asked (a syscall per check): a check
   // that fails on a kept connection is tried again on a new one (RetryFresh).
-  int TakeIdle(const std::string& key, absl::Time now, absl::Time* opened) {
-    for (auto range = idle_by_key_.equal_range(key); range.first != range.second;
-         range = idle_by_key_.equal_range(key)) {
-      auto at = range.first->second;
-      IdleConnection c = *at;
-      idle_by_key_.erase(range.first);
-      idle_.erase(at);
-      if (now - c.opened >= kConnectionLifetime) {
-        close(c.fd);
+  int TakeIdle(uint64_t key, absl::Time now, absl::Time* opened) {
+    auto it = idle_by_key_.find(key);
+    while (it != idle_by_key_.end() && it->second >= 0) {
+      const int fd = it->second;
+      UnlinkIdle(fd);  // it->second becomes the next older
+      if (now - idle_[fd].opened >= kConnectionLifetime) {
+        close(fd);
         continue;
       }
-      *opened = c.opened;
-      return c.fd;
+      *opened = idle_[fd].opened;
+      return fd;
     }
     return -1;
   }
 
   // Keeps a connection for the next check of its target; past
-  // kKeptConnections the least recently used is closed.
-  void PutIdle(int fd, const std::string& key, absl::Time opened) {
-    idle_.push_front({fd, key, opened});
-    idle_by_key_.emplace(key, idle_.begin());
-    if (idle_.size() <= kKeptConnections) return;
-    auto last = std::prev(idle_.end());
-    for (auto range = idle_by_key_.equal_range(last->key); range.first != range.second; ++range.first) {
-      if (range.first->second == last) {
-        idle_by_key_.erase(range.first);
-        break;
-      }
+  // kept_connections_ the least recently used is closed.
+  void PutIdle(int fd, uint64_t key, absl::Time opened) {
+    if (static_cast<size_t>(fd) >= idle_.size()) idle_.resize(static_cast<size_t>(fd) + 64);
+    Idle& c = idle_[fd];
+    c = Idle{key, opened, -1, idle_newest_, -1, -1};
+    if (idle_newest_ >= 0) idle_[idle_newest_].newer = fd;
+    idle_newest_ = fd;
+    if (idle_oldest_ < 0) idle_oldest_ = fd;
+    // A target's entry stays when its last connection is taken (-1), so a
+    // target checked over and over does not allocate; entries of targets
+    // with none are swept once they far outnumber the connections kept.
+    if (idle_by_key_.size() > 4 * kept_connections_ + 64) {
+      for (auto e = idle_by_key_.begin(); e != idle_by_key_.end();) e = e->second < 0 ? idle_by_key_.erase(e) : std::next(e);
     }
-    close(last->fd);
-    idle_.erase(last);
+    int& head = idle_by_key_.try_emplace(key, -1).first->second;
+    c.older_of_key = head;
+    if (head >= 0) idle_[head].newer_of_key = fd;
+    head = fd;
+    if (++idle_count_ <= kept_connections_) return;
+    const int oldest = idle_oldest_;
+    UnlinkIdle(oldest);
+    close(oldest);
+  }
+
+  // Takes a kept connection out of both lists (it stays open).
+  void UnlinkIdle(int fd) {
+    Idle& c = idle_[fd];
+    (c.newer >= 0 ? idle_[c.newer].older : idle_newest_) = c.older;
+    (c.older >= 0 ? idle_[c.older].newer : idle_oldest_) = c.newer;
+    if (c.newer_of_key >= 0) {
+      idle_[c.newer_of_key].older_of_key = c.older_of_key;
+    } else {
+      idle_by_key_[c.key] = c.older_of_key;
+    }
+    if (c.older_of_key >= 0) idle_[c.older_of_key].newer_of_key = c.newer_of_key;
+    --idle_count_;
   }
 
   void StartPlain(Incoming in) {
     auto c = Begin<Plain>(std::move(in));
-    c->key = absl::StrCat(c->spec.address, ":", c->spec.port);
+    c->key = TargetKey(c->spec);
     c->request = RequestBytes(c->spec);
     c->fd = TakeIdle(c->key, c->start, &c->opened);
     if (c->fd >= 0) {
@@ -579,10 +610,13 @@ class CheckEngine::Loop {
 
   void Run() {
     loop_thread_ = std::this_thread::get_id();
+    std::vector<Incoming> batch;
     while (true) {
       woken_ = false;
       if (stop_) break;  // what is still submitted ends below
-      std::deque<Incoming> batch;
+      // Two vectors trade places each pass, so what was submitted costs no
+      // allocation once they have grown.
+      batch.clear();
       {
         std::lock_guard<std::mutex> l(mu_);
         batch.swap(incoming_);
@@ -656,14 +690,17 @@ class CheckEngine::Loop {
       Finish(c->done, false, "engine stopped", c->start);
     }
     plain_.clear();
-    for (const IdleConnection& c : idle_) close(c.fd);
-    idle_.clear();
+    while (idle_newest_ >= 0) {
+      const int fd = idle_newest_;
+      UnlinkIdle(fd);
+      close(fd);
+    }
     idle_by_key_.clear();
     for (CURL* e : idle_handles_) curl_easy_cleanup(e);
     idle_handles_.clear();
     // Checks submitted and not started, and those the callbacks above submitted.
     while (true) {
-      std::deque<Incoming> late;
+      std::vector<Incoming> late;
       {
         std::lock_guard<std::mutex> l(mu_);
         late.swap(incoming_);
@@ -675,6 +712,7 @@ class CheckEngine::Loop {
 
   static constexpr size_t kIdleHandles = 1024;
   const Clock* clock_;  // check durations and tcp deadlines
+  const size_t kept_connections_;
   CURLM* multi_ = nullptr;
   std::atomic<bool> woken_{false};
   std::vector<CURL*> idle_handles_;  // loop thread only
@@ -683,17 +721,22 @@ class CheckEngine::Loop {
   std::atomic<bool> stop_{false};
   std::atomic<size_t> in_flight_{0};
   std::mutex mu_;
-  std::deque<Incoming> incoming_;  // guarded by mu_
+  std::vector<Incoming> incoming_;  // guarded by mu_
   // Loop thread only:
   std::list<std::unique_ptr<Http>> http_;
   std::list<std::unique_ptr<Tcp>> tcp_;
   std::list<std::unique_ptr<Plain>> plain_;
-  std::list<IdleConnection> idle_;  // kept plain-http connections, most recently used first
-  std::unordered_multimap<std::string, std::list<IdleConnection>::iterator> idle_by_key_;
+  // Kept plain-http connections: each by its fd, the most and the least
+  // recently used, how many, and each target's most recently used.
+  std::vector<Idle> idle_;
+  int idle_newest_ = -1, idle_oldest_ = -1;
+  size_t idle_count_ = 0;
+  std::unordered_map<uint64_t, int> idle_by_key_;
   std::map<std::string, std::regex> regexes_;
 };
 
-CheckEngine::CheckEngine(const Clock* clock) : loop_(std::make_unique<Loop>(clock)) {}
+CheckEngine::CheckEngine(const Clock* clock, size_t kept_connections)
+    : loop_(std::make_unique<Loop>(clock, kept_connections)) {}
 // The loop stops while this engine is whole, so the last callbacks may still
 // call Submit.
 CheckEngine::~CheckEngine() { loop_->Stop(); }

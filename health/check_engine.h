@@ -60,8 +60,9 @@ class CheckEngine {
  public:
   // Durations and timeouts are measured on `clock`; the sockets themselves
   // are polled for at most 100 ms at a time, so a simulated clock's advance
-  // is seen within that.
-  explicit CheckEngine(const Clock* clock);
+  // is seen within that. `kept_connections`: how many connections are kept
+  // for their targets' next checks (tests give fewer).
+  explicit CheckEngine(const Clock* clock, size_t kept_connections = kKeptConnections);
   ~CheckEngine();  // stops the loop; checks in flight end with "engine stopped"
   CheckEngine(const CheckEngine&) = delete;
   CheckEngine& operator=(const CheckEngine&) = delete;

@@ -11,10 +11,12 @@
 #include <atomic>
 #include <condition_variable>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/process.h"
 
@@ -375,6 +377,55 @@ TEST(CheckEngineTest, AKeptConnectionIsUsedOnlyWhileItCanBeTrusted) {
   clock.Advance(absl::Seconds(2));
   EXPECT_TRUE(Check(simulated, HttpCheck(keep.port())).pass);
   EXPECT_EQ(connections.load(), 2) << "a connection older than " << kConnectionLifetime << " was used again";
+}
+
+// Past the engine's limit the least recently used kept connection is
+// closed; a target checked by several checks at once keeps each of their
+// connections for its next checks.
+TEST(CheckEngineTest, KeptConnectionsAreTheMostRecentlyUsed) {
+  auto keep_alive = [](std::atomic<int>* opened, absl::Duration answer_after) {
+    return std::make_unique<RawServer>([opened, answer_after](int fd, const std::atomic<bool>& stop) {
+      ++*opened;
+      while (!stop) {
+        if (ReadRequest(fd).empty()) return;
+        Idle(stop, answer_after);
+        SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+      }
+    });
+  };
+  std::atomic<int> opened[4] = {0, 0, 0, 0};
+  std::vector<std::unique_ptr<RawServer>> targets;
+  for (auto& o : opened) targets.push_back(keep_alive(&o, absl::ZeroDuration()));
+  CheckEngine engine(RealClock::Get(), 3);
+  auto check = [&](int t) {
+    CheckResult r = Check(engine, HttpCheck(targets[t]->port()));
+    EXPECT_TRUE(r.pass) << "target " << t << ": " << r.detail;
+  };
+  auto counts = [&] {
+    return std::vector<int>{opened[0].load(), opened[1].load(), opened[2].load(), opened[3].load()};
+  };
+  for (int t : {0, 1, 2, 3}) check(t);  // 0's connection is the least recently used past 3
+  EXPECT_THAT(counts(), ::testing::ElementsAre(1, 1, 1, 1));
+  for (int t : {1, 2, 3}) check(t);  // kept: no new connection
+  EXPECT_THAT(counts(), ::testing::ElementsAre(1, 1, 1, 1));
+  check(0);  // closed when 3's was kept: connects anew; 1's (now the oldest) is closed
+  EXPECT_THAT(counts(), ::testing::ElementsAre(2, 1, 1, 1));
+  for (int t : {2, 3, 0}) check(t);
+  EXPECT_THAT(counts(), ::testing::ElementsAre(2, 1, 1, 1));
+  check(1);
+  EXPECT_THAT(counts(), ::testing::ElementsAre(2, 2, 1, 1));
+
+  // Three checks of one slow target at once: three connections, each kept
+  // and used again by the next three.
+  std::atomic<int> slow_opened{0};
+  auto slow = keep_alive(&slow_opened, absl::Milliseconds(100));
+  CheckEngine wide(RealClock::Get(), 8);
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::promise<CheckResult>> results(3);
+    for (auto& p : results) wide.Submit(HttpCheck(slow->port()), [&p](const CheckResult& r) { p.set_value(r); });
+    for (auto& p : results) EXPECT_TRUE(p.get_future().get().pass) << "round " << round;
+  }
+  EXPECT_EQ(slow_opened.load(), 3) << "three checks at once, twice, opened " << slow_opened.load() << " connections";
 }
 
 // A target gone since its connection was kept: the check tries a new
