@@ -239,6 +239,34 @@ inline double WaitRunning(triton::HttpVmapiClient* vmapi, const std::vector<std:
   return -1;
 }
 
+// tritonsim's /_sim/stats (the calls it answered, by operation), or "".
+inline std::string SimStats(const std::string& sim) {
+  triton::HttpOptions o;
+  o.base_url = sim;
+  triton::HttpClient c("tritonsim", o, mariposa::RealClock::Get());
+  auto r = c.Call("Stats", "GET", "/_sim/stats");
+  return r.ok() ? r->body : "";
+}
+
+// How many `op` calls tritonsim answered so far, or -1.
+inline int64_t SimCalls(const std::string& sim, const std::string& op) {
+  std::string stats = SimStats(sim);
+  if (stats.empty()) return -1;
+  size_t at = stats.find(absl::StrCat("\"", op, "\":"));
+  return at == std::string::npos ? 0 : std::atoll(stats.c_str() + at + op.size() + 3);
+}
+
+// Seconds from `start` until tritonsim has answered `want` `op` calls, or -1
+// past `limit_s`.
+inline double WaitSimCalls(const std::string& sim, const std::string& op, int64_t want, double limit_s,
+                           Clock::time_point start) {
+  while (Secs(Clock::now() - start) < limit_s) {
+    if (SimCalls(sim, op) >= want) return Secs(Clock::now() - start);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return -1;
+}
+
 }  // namespace mariposa::bench
 
 #endif  // MARIPOSA_TESTS_BENCH_BENCH_UTIL_H_
