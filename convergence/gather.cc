@@ -214,6 +214,7 @@ absl::Status Gatherer::GatherJobs(Snapshot* snapshot, bool poll_jobs, absl::Time
     auto it = projects_.find(uuid);
     if (it != projects_.end()) {
       pumped.swap(it->second.ended);
+      it->second.ended_ids.clear();
       took = it->second.jobs_take;
     }
   }

@@ -8,13 +8,16 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
 #include "convergence/decide/decide.h"
@@ -23,6 +26,23 @@
 #include "convergence/triton/clients.h"
 
 namespace mariposa::convergence {
+
+// A pump round's jobs, sent, and their write to the store (the jobs, their
+// tasks' steps and their events in one commit), made on a thread of its own
+// while the pump sends its next round: a mass scale's rounds no longer
+// leave VMAPI idle for a commit each. Destroying the last reference waits
+// for the write (std::async).
+struct Recording {
+  std::vector<JobRecord> jobs;
+  std::future<absl::Status> written;
+  std::optional<absl::Status> status;  // once waited for
+  // The write's status, waiting for it the first time. Only the project's
+  // worker calls it (one at a time), or Stop once the workers are gone.
+  const absl::Status& Wait() {
+    if (!status) status = written.get();
+    return *status;
+  }
+};
 
 // What is kept of a project (by uuid) between its syncs.
 struct ProjectState {
@@ -74,6 +94,15 @@ struct ProjectState {
   // since: while the feed is watched, Resync skips it.
   bool quiet = false;
   std::map<std::string, FinishedJob> ended;
+  // Their job uuids, as the store's ListJobsExcept takes them: kept as they
+  // end, not built again by each pump round (thousands in a scale). Lent
+  // to the pump round that runs (Pump::known) and given back after it.
+  absl::flat_hash_set<std::string> ended_ids;
+  // The pump's last round while its write may still run: the next round
+  // counts its jobs from here (not yet in the store, perhaps) and waits for
+  // the write before starting its own; a sync waits for it before reading
+  // the jobs in flight.
+  std::shared_ptr<Recording> recording;
   // Per instance: since when it runs at its spec and image, and is healthy
   // (update.min_healthy_time, the deadlines). Instances first seen so
   // count from their creation.

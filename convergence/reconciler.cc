@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <future>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -158,6 +160,7 @@ absl::StatusOr<SyncResult> Reconciler::SyncProject(const std::string& name) {
   // Read before anything else: a change after this point makes the
   // backlog this sync leaves stale.
   uint64_t changes = changes_.load();
+  WaitRecording(name);  // the jobs of the pump's last round, in the store before they are read
   absl::Duration observe;
   absl::Time listed_at;
   ASSIGN_OR_RETURN(Snapshot s, gather_.Gather(name, /*poll_jobs=*/true, &observe, &listed_at));
@@ -222,8 +225,18 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
   absl::Time start = clock_->Now();
   std::optional<Pump> pump = PumpFrom(uuid, start);
   if (!pump) return std::nullopt;
+  absl::Cleanup give_back = [&] { GiveBackKnown(uuid, &*pump); };
   auto jobs = store_->ListJobsExcept(uuid, pump->known);
   if (!jobs.ok()) return std::nullopt;
+  // The round before's, whether or not its write has committed yet (then
+  // listed as well).
+  if (!pump->unrecorded.empty()) {
+    absl::flat_hash_set<std::string> pending;
+    for (const JobRecord& j : pump->unrecorded) pending.insert(j.job_uuid);
+    jobs->erase(std::remove_if(jobs->begin(), jobs->end(), [&](const JobRecord& j) { return pending.count(j.job_uuid); }),
+                jobs->end());
+    for (JobRecord& j : pump->unrecorded) jobs->push_back(std::move(j));
+  }
   std::vector<JobRecord> polled;
   for (JobRecord& j : *jobs) {
     if (absl::StartsWith(j.job_uuid, "create:")) ++pump->running;  // the next sync looks for its VM
@@ -268,14 +281,22 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
     ended.push_back(std::move(*a));
   }
   r.finished = static_cast<int>(ended.size());
-  std::optional<std::vector<Step>> steps = TakeBacklog(uuid, std::move(ended), failed, *pump);
+  std::optional<std::vector<Step>> steps = TakeBacklog(uuid, std::move(ended), failed, &*pump);
   if (!steps) return std::nullopt;
   std::vector<EventRecord> events;
   std::vector<Problem> problems;
   std::vector<JobRecord> sent;
   const Snapshot& from = *pump->from;
-  if (!steps->empty()) sent = sender_.Send(from, *steps, {}, {}, {}, &pump->memory, &r, &events, &problems);
+  std::function<absl::Status()> write;
+  if (!steps->empty()) sent = sender_.Send(from, *steps, {}, {}, {}, &pump->memory, &r, &events, &problems, &write);
   for (const JobRecord& j : sent) r.running_sent.push_back(j.sent_at);
+  // The round before's write ran while this round sent; one write at a
+  // time, in order. A round that sent nothing leaves it running.
+  std::shared_ptr<Recording> recording = pump->recording;
+  if (write) {
+    if (recording) StoreError(from.project.name, &problems, kJobsRecord, recording->Wait());
+    recording = StartRecording(std::move(write), sent);
+  }
   StoreError(from.project.name, &problems, "events", store_->AppendEvents(events));
   if (r.failed > 0) execute_.KeepMemory(from.project, pump->memory, &problems);
   {
@@ -284,6 +305,7 @@ std::optional<SyncResult> Reconciler::PumpProject(const std::string& uuid) {
     if (it != projects_.end()) {
       ProjectState& ps = it->second;
       ps.in_flight = pump->running + static_cast<int>(sent.size());
+      ps.recording = std::move(recording);  // the latest write (any before it waited for above)
       for (Problem& pr : problems) ps.executed.push_back(std::move(pr));
       if (r.failed > 0) {  // refused: counted into memory by Send; Decide goes on from there
         ps.memory = std::move(pump->memory);
@@ -322,8 +344,56 @@ std::optional<Reconciler::Pump> Reconciler::PumpFrom(const std::string& uuid, ab
   p.from = ps.backlog_from;
   p.memory = ps.memory;
   p.took = ps.jobs_take;
-  for (const auto& kv : ps.ended) p.known.insert(kv.first);
+  p.known.swap(ps.ended_ids);  // given back by GiveBackKnown
+  if (ps.recording) {
+    p.recording = ps.recording;
+    for (const JobRecord& j : ps.recording->jobs) {
+      if (!p.known.count(j.job_uuid)) p.unrecorded.push_back(j);
+    }
+  }
   return p;
+}
+
+void Reconciler::GiveBackKnown(const std::string& uuid, Pump* pump) {
+  absl::MutexLock l(&mu_);
+  auto it = projects_.find(uuid);
+  if (it != projects_.end()) it->second.ended_ids.swap(pump->known);
+}
+
+std::shared_ptr<Recording> Reconciler::StartRecording(std::function<absl::Status()> write,
+                                                      std::vector<JobRecord> jobs) {
+  auto rec = std::make_shared<Recording>();
+  rec->jobs = std::move(jobs);
+  std::optional<Fence> fence;
+  if (const Fence* f = ScopedFence::Current()) fence = *f;
+  auto fenced_write = [write = std::move(write), fence] {
+    std::optional<ScopedFence> fenced;
+    if (fence) fenced.emplace(*fence);
+    return write();
+  };
+  try {
+    rec->written = std::async(std::launch::async, fenced_write);
+  } catch (const std::system_error&) {  // no thread to be had: written here
+    rec->status = fenced_write();
+  }
+  return rec;
+}
+
+void Reconciler::WaitRecording(const std::string& project) {
+  std::shared_ptr<Recording> rec;
+  std::string name = project;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = projects_.find(project);
+    if (it == projects_.end()) {  // named (SyncProject takes either)
+      it = std::find_if(projects_.begin(), projects_.end(), [&](const auto& kv) { return kv.second.name == project; });
+    }
+    if (it == projects_.end() || !it->second.recording) return;
+    rec = std::move(it->second.recording);
+    if (!it->second.name.empty()) name = it->second.name;
+  }
+  std::vector<Problem> logged;  // the sync's own writes report the store's state
+  StoreError(name, &logged, kJobsRecord, rec->Wait());
 }
 
 // Keeps the jobs that ended for the next sync and takes as much of the
@@ -331,12 +401,16 @@ std::optional<Reconciler::Pump> Reconciler::PumpFrom(const std::string& uuid, ab
 // failed — Decide counts it (backoff, crash loop) before anything more is
 // sent — or anything changed since the backlog was made.
 std::optional<std::vector<Step>> Reconciler::TakeBacklog(const std::string& uuid, std::vector<FinishedJob> ended,
-                                                         bool failed, const Pump& pump) {
+                                                         bool failed, Pump* pump_state) {
+  const Pump& pump = *pump_state;
   absl::MutexLock l(&mu_);
   auto it = projects_.find(uuid);
   if (it == projects_.end()) return std::nullopt;
   ProjectState& ps = it->second;
-  for (FinishedJob& f : ended) ps.ended[f.job.job_uuid] = std::move(f);
+  for (FinishedJob& f : ended) {
+    pump_state->known.insert(f.job.job_uuid);
+    ps.ended[f.job.job_uuid] = std::move(f);
+  }
   if (failed || ps.backlog_changes != changes_.load()) {
     ps.DropBacklog();
     return std::nullopt;
@@ -490,11 +564,15 @@ std::string Reconciler::WatchSummary() const { return vms_.WatchSummary(); }
 
 void Reconciler::ReleaseProject(const std::string& project_uuid) {
   bool had = false;
+  std::shared_ptr<Recording> writing;  // waited for outside the lock, when it goes
   {
     absl::MutexLock l(&mu_);
     auto it = projects_.find(project_uuid);
     had = it != projects_.end();
-    if (had) projects_.erase(it);
+    if (had) {
+      writing = std::move(it->second.recording);
+      projects_.erase(it);
+    }
   }
   vms_.Forget(project_uuid);
   owned_.Forget(project_uuid);
@@ -568,10 +646,12 @@ bool Reconciler::Leased(const std::string& key, std::optional<Fence>* fence) {
     queue_.Forget(key);
     return false;
   }
+  std::shared_ptr<Recording> writing;  // waited for outside the lock, when it goes
   absl::MutexLock l(&mu_);
   // Taken (again): start from the store, not from what this node remembered
   // of an earlier holding.
   if (auto it = projects_.find(key); it != projects_.end() && it->second.epoch != (*fence)->epoch) {
+    writing = std::move(it->second.recording);
     projects_.erase(it);
     vms_.Forget(key);
     owned_.Forget(key);
@@ -641,6 +721,15 @@ void Reconciler::Stop() {
   queue_.ShutDown();
   for (auto& t : workers_) t.join();
   workers_.clear();
+  // The pumps' last writes, before the store may go.
+  std::vector<std::string> writing;
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto& [uuid, ps] : projects_) {
+      if (ps.recording) writing.push_back(uuid);
+    }
+  }
+  for (const std::string& uuid : writing) WaitRecording(uuid);
   if (ticker_.joinable()) ticker_.join();
   vms_.Stop();
 }

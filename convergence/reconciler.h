@@ -261,13 +261,23 @@ class Reconciler {
   struct Pump {
     std::shared_ptr<const Snapshot> from;   // what Send needs to build the backlog's creates
     std::map<std::string, ServiceMemory> memory;
-    std::set<std::string> known;            // jobs seen ending already
+    absl::flat_hash_set<std::string> known;  // jobs seen ending already (lent: ProjectState::ended_ids)
     int running = 0;                        // this project's jobs still running
     absl::Duration took;                    // what its jobs take, at least (ProjectState::jobs_take)
+    std::shared_ptr<Recording> recording;   // the round before's write (ProjectState::recording)
+    std::vector<JobRecord> unrecorded;      // its jobs not seen ending yet
   };
+  // Starts the write of a pump round's jobs on a thread of its own, under
+  // this thread's fence.
+  static std::shared_ptr<Recording> StartRecording(std::function<absl::Status()> write, std::vector<JobRecord> jobs);
+  // Waits for the last pump round of `project` (its uuid or name) to be
+  // written (a sync reads the jobs in flight after it).
+  void WaitRecording(const std::string& project);
   std::optional<Pump> PumpFrom(const std::string& uuid, absl::Time start);
   std::optional<std::vector<Step>> TakeBacklog(const std::string& uuid, std::vector<FinishedJob> ended, bool failed,
-                                               const Pump& pump);
+                                               Pump* pump);
+  // Gives the ended jobs' uuids the pump round borrowed back to the project.
+  void GiveBackKnown(const std::string& uuid, Pump* pump);
   void Worker();
   bool Leased(const std::string& key, std::optional<Fence>* fence);
   void Requeue(const std::string& key, const SyncResult& r);

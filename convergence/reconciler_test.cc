@@ -3,6 +3,7 @@
 #include "convergence/reconciler.h"
 
 #include <atomic>
+#include <cstdio>
 #include <set>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "projects/manifest.h"
+#include "common/sql.h"
 #include "projects/sql_store.h"
 
 namespace mariposa::convergence {
@@ -911,6 +913,52 @@ TEST_F(ReconcilerTest, PumpSendsTheHeldCreatesAsJobsEnd) {
   ASSERT_EQ(tasks.size(), 1u);
   EXPECT_EQ(tasks[0].created, 5);
   EXPECT_EQ(tasks[0].state, "completed");
+}
+
+// A pump round's jobs are written to the store on a thread of their own
+// while the next round goes on: the next round counts them although their
+// write has not committed (the job window holds), reading the jobs in
+// flight does not wait for that commit, and a sync waits for it before it
+// reads. A second connection holds the database's write lock meanwhile.
+TEST_F(ReconcilerTest, APumpRoundsJobsCountBeforeTheirWriteCommits) {
+  reconciler_.reset();
+  const std::string path = ::testing::TempDir() + "/pump-write.db";
+  std::remove(path.c_str());
+  auto file_store = SqlProjectStore::Open(path, &clock_);
+  ASSERT_TRUE(file_store.ok()) << file_store.status();
+  store_ = std::move(*file_store);
+  std::string uuid = HeldScaleUp(3);  // a window of one job: one create out, two held
+  vmapi_.CompleteJobs();
+  auto other = Database::Open(path);
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE((*other)->Exec("BEGIN IMMEDIATE").ok());  // the store's writes wait from here
+  auto pumped = reconciler_->PumpProject(uuid);  // returns with its write still waiting
+  ASSERT_TRUE(pumped.has_value());
+  EXPECT_EQ(pumped->created, 1);
+  EXPECT_EQ(pumped->finished, 1);
+  std::string sent;
+  for (const std::string& c : vmapi_.calls()) {
+    if (c.rfind("CreateVm ", 0) == 0) sent = c.substr(9);
+  }
+  auto listed = store_->ListJobs(uuid);  // the copy as of the last commit: no waiting for the write
+  ASSERT_TRUE(listed.ok());
+  for (const JobRecord& j : *listed) EXPECT_NE(j.instance, sent) << "written before the lock was released";
+  // The next round counts the job not yet written: the window is full.
+  pumped = reconciler_->PumpProject(uuid);
+  ASSERT_TRUE(pumped.has_value());
+  EXPECT_EQ(pumped->created, 0);
+  EXPECT_EQ(pumped->finished, 0);
+  ASSERT_TRUE((*other)->Exec("ROLLBACK").ok());
+  // The sync waits for the write, then finds the job in flight.
+  auto r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->created, 0);
+  EXPECT_EQ(r->finished, 1);  // the sync's own create, seen ending by the first round
+  listed = store_->ListJobs(uuid);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].instance, sent);
+  EXPECT_TRUE(reconciler_->ExecuteProblems(uuid).empty());
 }
 
 TEST_F(ReconcilerTest, PumpStopsAtAFailedJobAndWhenTheSyncIsOld) {

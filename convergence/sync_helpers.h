@@ -22,11 +22,14 @@ namespace mariposa::convergence {
 // RunParallel: common/parallel.h (threads kept for the process's life).
 using ::mariposa::RunParallel;
 
+// What a failed write of the jobs sent is named in its problem.
+inline constexpr absl::string_view kJobsRecord = "jobs in flight, their tasks' progress and their events";
+
 // A store write that failed, as a problem of the project's sync.
-inline void StoreError(const std::string& project, std::vector<Problem>* problems, const std::string& what,
+inline void StoreError(const std::string& project, std::vector<Problem>* problems, absl::string_view what,
                 const absl::Status& st) {
   if (st.ok() || absl::IsFailedPrecondition(st)) return;
-  LogWarn("store write failed", {{"project", project}, {"what", what}, {"error", st.ToString()}});
+  LogWarn("store write failed", {{"project", project}, {"what", std::string(what)}, {"error", st.ToString()}});
   problems->push_back({"store", "", absl::StrCat("cannot record ", what), st.ToString(),
                        "check the data directory's disk (space, permissions) and the daemon log; mariposad retries",
                        "progress is not recorded; work may be repeated until the store accepts writes"});

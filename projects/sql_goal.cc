@@ -254,6 +254,7 @@ absl::Status SqlProjectStore::DeleteProject(const std::string& name_or_uuid, con
                       .status());
   RETURN_IF_ERROR(txn->Commit());
   // ON DELETE CASCADE removed its jobs.
+  absl::MutexLock j(&jobs_mu_);
   DropJobsLocked(p.uuid);
   return absl::OkStatus();
 }

@@ -740,6 +740,7 @@ absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> SqlProjectStore::Co
         "(SELECT MAX(idx) FROM events) IS NOT NULL)"));
   }
   RETURN_IF_ERROR(write->Commit());
+  absl::MutexLock j(&to->jobs_mu_);
   to->jobs_loaded_ = false;  // read the copied jobs at the next ListJobs
   to->jobs_epoch_.clear();
   to->jobs_by_project_.clear();

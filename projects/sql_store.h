@@ -178,7 +178,7 @@ class SqlProjectStore : public ProjectStore {
                           const std::vector<std::pair<std::string, TaskProgress>>& progress,
                           const std::vector<EventRecord>& events) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobsExcept(const std::string& project_uuid,
-                                                        const std::set<std::string>& except) override;
+                                                        const absl::flat_hash_set<std::string>& except) override;
   absl::Status FinishJobs(const std::vector<std::pair<std::string, TaskProgress>>& jobs,
                           const std::vector<EventRecord>& events = {}) override;
   absl::StatusOr<std::vector<TaskCount>> CountTasks() override;
@@ -393,14 +393,22 @@ class SqlProjectStore : public ProjectStore {
     std::string job_uuid;
     bool operator<(const JobKey& o) const { return std::tie(sent_at, job_uuid) < std::tie(o.sent_at, o.job_uuid); }
   };
-  absl::Status LoadJobsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ForgetJobLocked(const std::string& job_uuid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The copy is guarded by its own lock (jobs_mu_, taken after mu_): a
+  // reader of the jobs in flight (the pump, every time a slot frees) does
+  // not wait for a write's commit, which holds mu_ on SQLite; it sees the
+  // copy as of the last commit.
+  absl::Mutex jobs_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  absl::Status LoadJobsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(jobs_mu_);
+  void ForgetJobLocked(const std::string& job_uuid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu_);
   // The jobs RecordJobs committed, into the copy in memory.
-  void KeepJobsLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void KeepJobsLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu_);
+  // Project `project_uuid`'s jobs in the copy but those in `except`.
+  std::vector<JobRecord> JobsExceptLocked(const std::string& project_uuid, const absl::flat_hash_set<std::string>& except)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu_);
   // A write of the jobs table (`write`, its transaction on the connection
-  // given), then `keep` (under mu_) bringing the copy in memory up to it.
-  // With one writer (SQLite) both run under mu_, so the table and its copy
-  // change together. With the pool (PostgreSQL) the copy follows the
+  // given), then `keep` (under jobs_mu_) bringing the copy in memory up to
+  // it. With one writer (SQLite) both run under mu_, so no other write
+  // comes between them. With the pool (PostgreSQL) the copy follows the
   // commit: only the lease holder's one worker per project writes a
   // project's jobs, so nothing of the project is written between the two.
   template <typename W, typename K>
@@ -409,25 +417,27 @@ class SqlProjectStore : public ProjectStore {
       absl::MutexLock l(&mu_);
       if (absl::Status s = LoadJobsLocked(); !s.ok()) return s;
       if (absl::Status s = write(db_.get()); !s.ok()) return s;
+      absl::MutexLock j(&jobs_mu_);
       keep();
       return absl::OkStatus();
     }
     if (absl::Status s = WithWriter(write); !s.ok()) return s;
-    absl::MutexLock l(&mu_);
+    absl::MutexLock l(&mu_);  // not between a reload's query and its refill (ListJobsExcept)
+    absl::MutexLock j(&jobs_mu_);
     keep();
     return absl::OkStatus();
   }
-  bool jobs_loaded_ ABSL_GUARDED_BY(mu_) = false;
+  bool jobs_loaded_ ABSL_GUARDED_BY(jobs_mu_) = false;
   // PostgreSQL: the projects whose jobs are kept below, each with the lease
   // epoch it was read at. Only the lease holder writes a project's jobs
   // (every such write is fenced), so what this node read and wrote at one
   // epoch is the table; at another epoch, or unfenced, it is read again.
-  std::map<std::string, int64_t> jobs_epoch_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> jobs_epoch_ ABSL_GUARDED_BY(jobs_mu_);
   // The calling thread's fence epoch when it is `project`'s (else -1).
   static int64_t FenceEpochOf(const std::string& project);
-  void DropJobsLocked(const std::string& project) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::map<std::string, std::map<JobKey, JobRecord>> jobs_by_project_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::pair<std::string, JobKey>> job_at_ ABSL_GUARDED_BY(mu_);  // uuid -> (project, key)
+  void DropJobsLocked(const std::string& project) ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu_);
+  std::map<std::string, std::map<JobKey, JobRecord>> jobs_by_project_ ABSL_GUARDED_BY(jobs_mu_);
+  std::map<std::string, std::pair<std::string, JobKey>> job_at_ ABSL_GUARDED_BY(jobs_mu_);  // uuid -> (project, key)
   // The high-water mark: the stamp of the newest commit (set inside it,
   // written out after it) and the file it is written to (-1: none).
   ChangeSignal events_signal_;  // notified after each commit that wrote events

@@ -335,8 +335,13 @@ absl::StatusOr<std::vector<JobRecord>> SqlProjectStore::QueryJobsLocked(const st
 }
 
 absl::Status SqlProjectStore::LoadJobsLocked() {
-  if (jobs_loaded_ || postgres_) return absl::OkStatus();
+  if (postgres_) return absl::OkStatus();
+  {
+    absl::MutexLock j(&jobs_mu_);
+    if (jobs_loaded_) return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(auto all, QueryJobsLocked(""));
+  absl::MutexLock held(&jobs_mu_);  // only loaded under mu_: not loaded since
   for (JobRecord& j : all) {
     JobKey key{absl::ToUnixMicros(j.sent_at), j.job_uuid};
     job_at_[j.job_uuid] = {j.project_uuid, key};
@@ -395,7 +400,7 @@ absl::Status SqlProjectStore::RecordJobs(const std::vector<JobRecord>& jobs,
     RETURN_IF_ERROR(AppendEventsOn(db, events));
     return txn->Commit();
   };
-  return WriteJobs(insert, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { KeepJobsLocked(jobs); });
+  return WriteJobs(insert, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu_) { KeepJobsLocked(jobs); });
 }
 
 void SqlProjectStore::KeepJobsLocked(const std::vector<JobRecord>& jobs) {
@@ -419,27 +424,45 @@ void SqlProjectStore::KeepJobsLocked(const std::vector<JobRecord>& jobs) {
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqlProjectStore::ListJobsExcept(const std::string& project_uuid,
-                                                                          const std::set<std::string>& except) {
-  absl::MutexLock l(&mu_);
-  const int64_t epoch = postgres_ ? FenceEpochOf(project_uuid) : -1;
-  if (postgres_ && (epoch < 0 || jobs_epoch_.count(project_uuid) == 0 || jobs_epoch_[project_uuid] != epoch)) {
-    ASSIGN_OR_RETURN(auto all, QueryJobsLocked(project_uuid));
-    if (epoch < 0) {  // not this node's to keep
-      std::vector<JobRecord> out;
-      for (JobRecord& j : all) {
-        if (!except.count(j.job_uuid)) out.push_back(std::move(j));
-      }
-      return out;
+                                                                          const absl::flat_hash_set<std::string>& except) {
+  if (!postgres_) {
+    {
+      absl::MutexLock j(&jobs_mu_);
+      if (jobs_loaded_) return JobsExceptLocked(project_uuid, except);  // no wait for a commit in progress
     }
-    DropJobsLocked(project_uuid);
-    for (JobRecord& j : all) {
-      JobKey key{absl::ToUnixMicros(j.sent_at), j.job_uuid};
-      job_at_[j.job_uuid] = {j.project_uuid, key};
-      jobs_by_project_[j.project_uuid][key] = std::move(j);
-    }
-    jobs_epoch_[project_uuid] = epoch;
+    absl::MutexLock l(&mu_);
+    RETURN_IF_ERROR(LoadJobsLocked());
+    absl::MutexLock j(&jobs_mu_);
+    return JobsExceptLocked(project_uuid, except);
   }
-  RETURN_IF_ERROR(LoadJobsLocked());
+  const int64_t epoch = FenceEpochOf(project_uuid);
+  {
+    absl::MutexLock j(&jobs_mu_);
+    auto kept = jobs_epoch_.find(project_uuid);
+    if (epoch >= 0 && kept != jobs_epoch_.end() && kept->second == epoch) return JobsExceptLocked(project_uuid, except);
+  }
+  absl::MutexLock l(&mu_);
+  ASSIGN_OR_RETURN(auto all, QueryJobsLocked(project_uuid));
+  if (epoch < 0) {  // not this node's to keep
+    std::vector<JobRecord> out;
+    for (JobRecord& j : all) {
+      if (!except.count(j.job_uuid)) out.push_back(std::move(j));
+    }
+    return out;
+  }
+  absl::MutexLock j(&jobs_mu_);
+  DropJobsLocked(project_uuid);
+  for (JobRecord& job : all) {
+    JobKey key{absl::ToUnixMicros(job.sent_at), job.job_uuid};
+    job_at_[job.job_uuid] = {job.project_uuid, key};
+    jobs_by_project_[job.project_uuid][key] = std::move(job);
+  }
+  jobs_epoch_[project_uuid] = epoch;
+  return JobsExceptLocked(project_uuid, except);
+}
+
+std::vector<JobRecord> SqlProjectStore::JobsExceptLocked(const std::string& project_uuid,
+                                                         const absl::flat_hash_set<std::string>& except) {
   std::vector<JobRecord> out;
   auto p = jobs_by_project_.find(project_uuid);
   if (p == jobs_by_project_.end()) return out;
@@ -495,7 +518,7 @@ absl::Status SqlProjectStore::FinishJobs(const std::vector<std::pair<std::string
     RETURN_IF_ERROR(AppendEventsOn(db, events));
     return txn->Commit();
   };
-  return WriteJobs(finish, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  return WriteJobs(finish, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu_) {
     for (const auto& job : jobs) ForgetJobLocked(job.first);
   });
 }

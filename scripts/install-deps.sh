@@ -4,7 +4,7 @@ set -euo pipefail
 PKGS=(bazel-bootstrap g++ pkg-config libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
       libabsl-dev libyaml-dev libfyaml-dev libyaml-cpp-dev prometheus-cpp-dev libsqlite3-dev libssl-dev googletest libgtest-dev libgmock-dev
       libcurl4-openssl-dev libcpp-httplib-dev nlohmann-json3-dev python3 openssl openssh-client prometheus systemd
-      postgresql libpq-dev libboost-dev tzdata
+      postgresql libpq-dev libboost-dev libjemalloc-dev tzdata
       clang-14 libclang-rt-14-dev  # the fuzz targets (scripts/fuzz.sh): libFuzzer and the sanitizers
       chromium chromium-driver python3-selenium)  # the console's browser test (tests/console)
 # Node.js runs the sdc-clients conformance test (the machine image usually has it).

@@ -306,7 +306,8 @@ std::vector<JobRecord> Sender::Send(const Snapshot& s, const std::vector<Step>& 
                                         const std::vector<ImageImport>& imports,
                                         const std::vector<AgentUninstall>& uninstalls,
                                         std::map<std::string, ServiceMemory>* memory, SyncResult* r,
-                                        std::vector<EventRecord>* events, std::vector<Problem>* problems) {
+                                        std::vector<EventRecord>* events, std::vector<Problem>* problems,
+                                        std::function<absl::Status()>* record_later) {
   const ProjectRecord& p = s.project;
   Outbox out;
   VmRequests(s, steps, &out, r);
@@ -324,11 +325,20 @@ std::vector<JobRecord> Sender::Send(const Snapshot& s, const std::vector<Step>& 
     }
     std::vector<std::pair<std::string, TaskProgress>> steps_taken;
     for (const std::string& t : stepped) steps_taken.emplace_back(t, TaskProgress{}).second.steps_done = 1;
-    absl::Status recorded = store_->RecordJobs(sent, steps_taken, *events);
-    // Written, or left to the caller's own append (the requests went out
-    // all the same; a store that refused this may take that write).
-    if (recorded.ok()) events->clear();
-    StoreError(p.name, problems, "jobs in flight, their tasks' progress and their events", recorded);
+    if (record_later != nullptr) {
+      *record_later = [store = store_, jobs = sent, steps_taken = std::move(steps_taken), told = std::move(*events)] {
+        absl::Status recorded = store->RecordJobs(jobs, steps_taken, told);
+        if (!recorded.ok()) (void)store->AppendEvents(told);  // the events at least, as the caller's own append would
+        return recorded;
+      };
+      events->clear();
+    } else {
+      absl::Status recorded = store_->RecordJobs(sent, steps_taken, *events);
+      // Written, or left to the caller's own append (the requests went out
+      // all the same; a store that refused this may take that write).
+      if (recorded.ok()) events->clear();
+      StoreError(p.name, problems, kJobsRecord, recorded);
+    }
   }
   CountRefused(s, std::move(out.refused), memory, events, problems);
   return sent;

@@ -42,11 +42,18 @@ class Sender {
   // one commit and `events` is emptied (left as they are, with the new ones
   // after, when the store refused that write); events added after it (the
   // refusals') are the caller's to write.
+  //
+  // With `record_later` (the pump's), that commit is not made here: it is
+  // handed back as a call the caller runs when it chooses (on another
+  // thread, while it sends more), `events` is emptied all the same, and
+  // the call writes them alone when the store refuses the jobs. Its status
+  // is the jobs' write's.
   std::vector<JobRecord> Send(const Snapshot& s, const std::vector<Step>& steps,
                               const std::vector<AgentInstall>& installs, const std::vector<ImageImport>& imports,
                               const std::vector<AgentUninstall>& uninstalls,
                               std::map<std::string, ServiceMemory>* memory, SyncResult* r,
-                              std::vector<EventRecord>* events, std::vector<Problem>* problems);
+                              std::vector<EventRecord>* events, std::vector<Problem>* problems,
+                              std::function<absl::Status()>* record_later = nullptr);
 
   // What VMAPI is asked to make of one instance of `g` (a create, or the
   // update before an in-place reprovision).
