@@ -961,6 +961,56 @@ TEST_F(ReconcilerTest, APumpRoundsJobsCountBeforeTheirWriteCommits) {
   EXPECT_TRUE(reconciler_->ExecuteProblems(uuid).empty());
 }
 
+// New instances are made out of CNS and put back once ready (their start
+// window). Put-backs the job window holds go out as jobs end, from the
+// backlog, like creates: no sync (no listing) per job slot.
+TEST_F(ReconcilerTest, PumpPutsReadyInstancesBackIntoCnsAsJobsEnd) {
+  Start(1);  // a window of one job
+  Apply("project: p\nservices:\n  web: {image: web@1, count: 3, start: {window: 1s}}\n");
+  std::string uuid = store_->GetProject("p")->uuid;
+  ASSERT_TRUE(reconciler_->SyncProject("p").ok());
+  for (int round = 0; round < 4 && reconciler_->PumpProject(uuid).has_value(); ++round) {
+  }
+  ASSERT_EQ(vmapi_.AllVms().size(), 3u);
+  for (const auto& vm : vmapi_.AllVms()) {
+    ASSERT_EQ(vm.customer_metadata.count("triton.cns.status"), 1u) << vm.alias << " is made out of CNS";
+  }
+  clock_.Advance(absl::Seconds(2));  // past the start window: all three ready
+  auto r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->changed, 1);
+  EXPECT_EQ(r->held, 2);
+  vmapi_.ClearCalls();
+  for (int round = 0; round < 2; ++round) {
+    auto pumped = reconciler_->PumpProject(uuid);
+    ASSERT_TRUE(pumped.has_value()) << "round " << round;
+    EXPECT_EQ(pumped->changed, 1) << "round " << round;
+  }
+  int updates = 0;
+  for (const std::string& c : CallNames()) {
+    EXPECT_NE(c, "ListVms") << "a pump round lists nothing";
+    updates += c == "Update";
+  }
+  EXPECT_EQ(updates, 2);
+  for (const auto& vm : vmapi_.AllVms()) {
+    EXPECT_EQ(vm.customer_metadata.count("triton.cns.status"), 0u) << vm.alias << " is back in CNS";
+  }
+  // The next sync counts them: each put back once, named.
+  r = reconciler_->SyncProject("p");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->changed, 0);
+  auto events = store_->ListEvents("p", 0, 1000);
+  ASSERT_TRUE(events.ok());
+  std::set<std::string> in;
+  for (const EventRecord& e : *events) {
+    if (e.kind == "instance.discovery-in") {
+      EXPECT_TRUE(in.insert(e.subject).second) << "twice: " << e.detail;
+      EXPECT_NE(e.detail.find("p-web-"), std::string::npos) << "named by its alias: " << e.detail;
+    }
+  }
+  EXPECT_EQ(in.size(), 3u);
+}
+
 TEST_F(ReconcilerTest, PumpStopsAtAFailedJobAndWhenTheSyncIsOld) {
   std::string uuid = HeldScaleUp(4);
   // The first create fails: nothing more goes out until Decide counted it.

@@ -1,6 +1,5 @@
 #include "daemon/daemon.h"
 
-#include <malloc.h>
 #include <unistd.h>
 
 #include <future>
@@ -921,15 +920,9 @@ void Daemon::StartEmbeddedAgent() {
   embedded_->Start();
 }
 
-// Until SIGTERM or SIGINT. glibc keeps the pages a thread's arena used at
-// its peak: with 20,000 instances that held 270 MiB resident for 60 MiB of
-// live heap, and 500 MiB at 100,000 (P9). Trimming every second returns
-// them.
+// Until SIGTERM or SIGINT. (Freed memory goes back to the system by
+// jemalloc's own thread: malloc_conf in main.cc.)
 void Daemon::Serve() {
-  absl::Notification stopping;
-  std::thread trimmer([&] {
-    while (!stopping.WaitForNotificationWithTimeout(absl::Seconds(1))) malloc_trim(0);
-  });
   std::thread signals = OnSignal(sigs_, [this](int sig) {
     LogInfo("shutting down", {{"signal", strsignal(sig)}});
     for (auto& l : locals_) l->Stop();
@@ -941,8 +934,6 @@ void Daemon::Serve() {
   });
   server_->Wait();
   signals.join();
-  stopping.Notify();
-  trimmer.join();
 }
 
 // In order: what wakes the reconciler, the reconciler, this node's leases

@@ -5,7 +5,6 @@
 // main() reads the flags (daemon/config.h), makes the data dir its own and
 // locks it (or waits as a standby: daemon/process.h), then hands over to the
 // Daemon (daemon/daemon.h), which runs until a signal.
-#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -94,6 +93,17 @@ bool PrepareDataDir(mariposa::DaemonFlags* flags) {
 
 }  // namespace
 
+// mariposad's allocator is jemalloc (daemon/BUILD.bazel; glibc's malloc
+// cost it about a sixth of its CPU in a mass scale: docs/development.md),
+// which reads these settings at its start. Freed pages go back to the
+// system within about a second, by jemalloc's own thread, idle or not: a
+// large request's memory is returned (tests/hostile_input_test), and RSS
+// follows what is tracked (P9), as glibc's once-a-second trim did before.
+extern "C" {
+extern const char* malloc_conf;
+const char* malloc_conf = "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0";
+}
+
 int main(int argc, char** argv) {
   // libprotobuf's own messages (a request it could not parse) go to the
   // JSON log like every other line.
@@ -103,15 +113,6 @@ int main(int argc, char** argv) {
     if (level >= google::protobuf::LOGLEVEL_ERROR) mariposa::LogError(msg, {{"source", source}});
     else mariposa::LogWarn(msg, {{"source", source}});
   });
-  // Blocks of 1 MiB and more (request buffers, manifest texts) are mapped on
-  // their own and go back to the system when freed; up to 32 MiB of freed
-  // heap is kept for reuse, and requests above 64 KiB trim the rest when they
-  // end (projects/request_guard.h), so memory taken by a large request is
-  // returned. Threads keep their own arenas (fewer arenas halved the
-  // create rate, P2); what the arenas hold free is given back once a second
-  // (Daemon::Serve).
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  mallopt(M_TRIM_THRESHOLD, 32 << 20);
   mariposa::DaemonStart start;
   char hostname[256] = {};
   gethostname(hostname, sizeof(hostname) - 1);

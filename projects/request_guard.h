@@ -35,8 +35,9 @@ class RequestGuard : public Cancellation {
  public:
   // Reads `clock` once for the start of the work; validates `request`.
   RequestGuard(const grpc::ServerContext* ctx, const Clock* clock, const google::protobuf::Message& request);
-  // The heap a large request leaves is given back by mariposad's trimmer
-  // (once a second, daemon/daemon.cc), not on the request's path.
+  // The heap a large request leaves is given back by jemalloc's own thread
+  // within about a second (malloc_conf, daemon/main.cc), not on the
+  // request's path.
   ~RequestGuard() override = default;
   RequestGuard(const RequestGuard&) = delete;
   RequestGuard& operator=(const RequestGuard&) = delete;

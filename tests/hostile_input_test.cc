@@ -211,14 +211,12 @@ TEST_F(HostileInputTest, CorpusAnsweredCheaplyWithoutCrashOrBloat) {
 
   // Memory: bounded at the peak, and given back.
   double peak = StatusMiB(pid, "VmHWM");
-  // mariposad hands freed pages back once a second (malloc_trim): wait for
-  // that pass rather than catch it just before.
-  // What stays is glibc's arenas as fragmented by the run's threads, which
-  // varies: 19-32 MiB above idle once, 51.5 once under CI's load (idle 30.2,
-  // after 81.7, peak 84.2); on 2026-11-29, four runs each of b2328c2 and of
-  // the commit after it: 35-63 MiB above idle alike, and 66.3 once in
-  // CI. 96 MiB still catches a leak of the corpus's size (its 200,000-key
-  // manifest alone is hundreds of MiB if kept).
+  // mariposad's allocator (jemalloc) hands freed pages back within about a
+  // second, by a thread of its own (malloc_conf, daemon/main.cc): wait for
+  // that rather than catch it just before.
+  // What stays varied under glibc's arenas: 19-63 MiB above idle, 66.3
+  // once in CI. 96 MiB still catches a leak of the corpus's size (its
+  // 200,000-key manifest alone is hundreds of MiB if kept).
   constexpr double kKeptMiB = 96.0;
   double after = StatusMiB(pid, "VmRSS");
   Eventually([&] { return (after = StatusMiB(pid, "VmRSS")) < idle_rss + kKeptMiB; }, absl::Seconds(3));

@@ -213,8 +213,24 @@ struct Snapshot {
 struct Step {
   Action action;
   std::string task;   // the task it works for; "" = none; "new:<service>" = the automatic task in new_tasks
-  std::string alias;  // creates: <project>-<service>-<ordinal>, the lowest free ordinal
+  // creates: <project>-<service>-<ordinal>, the lowest free ordinal;
+  // discovery steps: the instance's (the pump sends them without a listing)
+  std::string alias;
 };
+
+// A discovery step's reason when it puts a ready instance back into CNS.
+inline constexpr char kPutBackReady[] = "up: ready";
+
+// Whether a step the job window holds goes to the backlog the pump sends
+// as jobs end (Decision::backlog): creates, and put-backs of ready
+// instances into CNS (a mass scale's second job per instance; one sync
+// each handful of them cost the workers more than the jobs). Anything that
+// changes ends the pump, so a put-back is not sent after its instance
+// stopped being ready.
+inline bool InBacklog(const Step& st) {
+  return st.action.kind == ActionKind::kCreate ||
+         (st.action.kind == ActionKind::kDiscovery && st.action.reason == kPutBackReady);
+}
 
 // Work the plan wants that is not done now, and why.
 struct Held {
@@ -388,9 +404,10 @@ struct Decision {
   std::vector<Step> steps;
   std::map<std::string, RunsView> runs;  // by service: scheduled and event services
   std::vector<Held> held;
-  // The creates among `held` that only the job window held, named, in
-  // order: the executor may send them as job slots free up, without
-  // deciding again, until anything about the project changes.
+  // The creates and put-backs into CNS among `held` that only the job
+  // window held (InBacklog), named, in order: the executor may send them as
+  // job slots free up, without deciding again, until anything about the
+  // project changes.
   std::vector<Step> backlog;
   std::vector<TaskChange> task_changes;
   std::vector<TaskRecord> new_tasks;  // automatic tasks to add (admission decides again, in the store)

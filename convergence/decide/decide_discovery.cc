@@ -111,7 +111,7 @@ class DiscoveryDecision {
     return g != nullptr ? g->spec.stop_drain.value_or(f_.s.policy.default_drain) : f_.s.policy.default_drain;
   }
   void Take(const InstanceState& i, const std::string& task, const std::string& why) {
-    out_.steps.push_back({Action{ActionKind::kDiscovery, i.service, i.uuid, absl::StrCat("down: ", why)}, task, ""});
+    out_.steps.push_back({Action{ActionKind::kDiscovery, i.service, i.uuid, absl::StrCat("down: ", why)}, task, i.alias});
   }
   void Drains();
   void Readiness();
@@ -179,7 +179,7 @@ void DiscoveryDecision::Readiness() {
       } else if (ready && !i->discovery.empty()) {
         // Ours to put back (or a hold left without the status by a put-back
         // that failed halfway: cleared).
-        out_.steps.push_back({Action{ActionKind::kDiscovery, svc, i->uuid, "up: ready"}, "", ""});
+        out_.steps.push_back({Action{ActionKind::kDiscovery, svc, i->uuid, std::string(kPutBackReady)}, "", i->alias});
       }
     }
   }

@@ -403,7 +403,7 @@ void Decider::Window() {
       ++n;
     } else {
       d_.held.push_back({st.action, why});
-      if (st.action.kind == ActionKind::kCreate) d_.backlog.push_back(std::move(st));
+      if (InBacklog(st)) d_.backlog.push_back(std::move(st));
     }
   }
   steps_ = std::move(kept);

@@ -167,11 +167,14 @@ SyncResult Executor::Execute(const Snapshot& s, Decision d, uint64_t changes) {
   std::vector<JobRecord> sent = sender_.Send(s, steps, installs, imports, d.uninstalls, &d.memory, &r, &events, &problems);
   owned_.Change(s, d, &events);
   // The backlog the pump may send (PumpProject): creates without placement
-  // rules (those are placed against the instances of a fresh listing).
+  // rules (those are placed against the instances of a fresh listing), and
+  // put-backs into CNS.
   std::vector<Step> backlog;
   if (r.failed == 0) {
     for (Step& st : d.backlog) {
-      if (s.goal->services.at(st.action.service).spec.placement.empty() && added.Resolve(&st.task)) {
+      const bool placed = st.action.kind == ActionKind::kCreate &&
+                          !s.goal->services.at(st.action.service).spec.placement.empty();
+      if (!placed && added.Resolve(&st.task)) {
         backlog.push_back(std::move(st));
       }
     }
@@ -320,7 +323,8 @@ bool Executor::NewTasks::Resolve(std::string* task) const {
 
 // What the next sync and `status` read of this one: jobs in flight, the
 // memory, the problems, and the backlog with what Send needs to build its
-// creates (no instances: the backlog has no placement rules).
+// requests (no instances: the backlog has no placement rules, and its
+// put-backs carry their instances' aliases).
 void Executor::Remember(const Snapshot& s, Decision* d, std::vector<Problem> problems, std::vector<Step> backlog,
                           size_t in_flight, uint64_t changes, bool quiet) {
   std::shared_ptr<const Snapshot> backlog_from;

@@ -382,7 +382,8 @@ void Sender::VmActionRequest(const Snapshot& s, const Step& st, Outbox* out, Syn
   j.instance = st.action.instance;
   auto inst = out->by_uuid.find(j.instance);
   j.alias = inst != out->by_uuid.end() && inst->second != nullptr && !inst->second->alias.empty() ? inst->second->alias
-                                                                                           : j.service;
+            : !st.alias.empty()                                                                 ? st.alias
+                                                                                                : j.service;
   absl::Duration timeout;  // stop.timeout of the service
   std::string owner = TenantOf(s.project, options_);  // every call names the account the VM must belong to
   if (s.goal) {
