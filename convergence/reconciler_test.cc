@@ -2,6 +2,7 @@
 // simulated clock — one sync at a time, checking the calls and the result.
 #include "convergence/reconciler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <set>
@@ -731,12 +732,20 @@ ReconcilerOptions AgentOptions(triton::FakeCnapiClient* cnapi) {
 }
 
 // What CNAPI was asked about servers since the last call.
+// The CNAPI server reads since the last call. A sync reads several servers
+// at once (RunParallel), so each run of GetServer calls is sorted: their
+// order among themselves is the threads'.
 std::vector<std::string> ServerCalls(triton::FakeCnapiClient* cnapi) {
   std::vector<std::string> out;
   for (const std::string& c : cnapi->calls()) {
     if (absl::StartsWith(c, "ListServers") || absl::StartsWith(c, "GetServer")) out.push_back(c);
   }
   cnapi->ClearCalls();
+  for (auto run = out.begin(); run != out.end();) {
+    auto end = std::find_if(run, out.end(), [](const std::string& c) { return !absl::StartsWith(c, "GetServer"); });
+    std::sort(run, end);
+    run = end == out.end() ? end : end + 1;
+  }
   return out;
 }
 
