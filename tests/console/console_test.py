@@ -318,12 +318,17 @@ class ConsoleTest(unittest.TestCase):
         self.assertIn("Applied as version 1", done.text)
         done.find_element(By.LINK_TEXT, "Watch it converge").click()
         self.until(lambda: "converged" in self.find("#verdict").text, timeout=60, what="converged")
-        rows = self.driver.find_elements(By.CSS_SELECTOR, "tr[data-service]")
-        self.assertEqual(sorted(r.get_attribute("data-service") for r in rows), ["db", "web"])
+        # The page keeps rendering what arrives (the instances put back into
+        # CNS after their start window): each read is retried when the row
+        # it found was redrawn meanwhile.
+        services = lambda: sorted(r.get_attribute("data-service")
+                                  for r in self.driver.find_elements(By.CSS_SELECTOR, "tr[data-service]"))
+        self.until(lambda: services() == ["db", "web"], what="the db and web rows")
         # No health checks run for them: Healthy says so, not 0.
-        healthy = self.driver.find_elements(By.CSS_SELECTOR, "tr[data-service=web] td")[4]
-        self.assertEqual(healthy.text, "\u2014")
-        self.assertIn("no health checks", healthy.get_attribute("title"))
+        def no_checks_said():
+            cells = self.driver.find_elements(By.CSS_SELECTOR, "tr[data-service=web] td")
+            return len(cells) > 4 and cells[4].text == "\u2014" and "no health checks" in cells[4].get_attribute("title")
+        self.until(no_checks_said, what="web's Healthy cell: \u2014, titled no health checks")
         self.shot("overview")
         self.axe_check("the project overview")
 
