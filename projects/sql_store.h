@@ -402,6 +402,8 @@ class SqlProjectStore : public ProjectStore {
   void ForgetJobLocked(const std::string& job_uuid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu_);
   // The jobs RecordJobs committed, into the copy in memory.
   void KeepJobsLocked(const std::vector<JobRecord>& jobs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu_);
+  // One job into the copy (not there yet), keyed as the query orders it.
+  void PutJobLocked(JobRecord j) ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu_);
   // Project `project_uuid`'s jobs in the copy but those in `except`.
   std::vector<JobRecord> JobsExceptLocked(const std::string& project_uuid, const absl::flat_hash_set<std::string>& except)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(jobs_mu_);

@@ -342,11 +342,7 @@ absl::Status SqlProjectStore::LoadJobsLocked() {
   }
   ASSIGN_OR_RETURN(auto all, QueryJobsLocked(""));
   absl::MutexLock held(&jobs_mu_);  // only loaded under mu_: not loaded since
-  for (JobRecord& j : all) {
-    JobKey key{absl::ToUnixMicros(j.sent_at), j.job_uuid};
-    job_at_[j.job_uuid] = {j.project_uuid, key};
-    jobs_by_project_[j.project_uuid][key] = std::move(j);
-  }
+  for (JobRecord& j : all) PutJobLocked(std::move(j));
   jobs_loaded_ = true;
   return absl::OkStatus();
 }
@@ -414,13 +410,16 @@ void SqlProjectStore::KeepJobsLocked(const std::vector<JobRecord>& jobs) {
       }
     }
     ForgetJobLocked(j.job_uuid);  // a job recorded again replaces itself
-    // Stored at microseconds, as read back from the table.
-    JobKey key{absl::ToUnixMicros(j.sent_at), j.job_uuid};
-    JobRecord stored = j;
-    stored.sent_at = absl::FromUnixMicros(key.sent_at);
-    job_at_[j.job_uuid] = {j.project_uuid, key};
-    jobs_by_project_[j.project_uuid][key] = std::move(stored);
+    PutJobLocked(j);
   }
+}
+
+void SqlProjectStore::PutJobLocked(JobRecord j) {
+  // Stored at microseconds, as read back from the table.
+  JobKey key{absl::ToUnixMicros(j.sent_at), j.job_uuid};
+  j.sent_at = absl::FromUnixMicros(key.sent_at);
+  job_at_[j.job_uuid] = {j.project_uuid, key};
+  jobs_by_project_[j.project_uuid][key] = std::move(j);
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqlProjectStore::ListJobsExcept(const std::string& project_uuid,
@@ -452,11 +451,7 @@ absl::StatusOr<std::vector<JobRecord>> SqlProjectStore::ListJobsExcept(const std
   }
   absl::MutexLock j(&jobs_mu_);
   DropJobsLocked(project_uuid);
-  for (JobRecord& job : all) {
-    JobKey key{absl::ToUnixMicros(job.sent_at), job.job_uuid};
-    job_at_[job.job_uuid] = {job.project_uuid, key};
-    jobs_by_project_[job.project_uuid][key] = std::move(job);
-  }
+  for (JobRecord& job : all) PutJobLocked(std::move(job));
   jobs_epoch_[project_uuid] = epoch;
   return JobsExceptLocked(project_uuid, except);
 }
